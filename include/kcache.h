@@ -1,0 +1,23 @@
+/*
+ * kcache.h — umbrella header of libkcache, a cache of compiled GPU kernels.
+ *
+ * Include this; the parts live in include/kcache/<part>.h:
+ *   common.h  status codes, kc_error_last(), kc_free()
+ *   log.h     KCACHE_LOG categories
+ *   key.h     canonical keys (XXH3-128 over named components)
+ *   entry.h   the entry format (grammar at its top)
+ *   stats.h   statistic ids
+ *   cache.h   kc_cache_open, get/put by key and variant, gc, verify
+ * Backend authors: kcache/sys/store.h.
+ */
+#ifndef KCACHE_H
+#define KCACHE_H
+
+#include "kcache/common.h"
+#include "kcache/log.h"
+#include "kcache/key.h"
+#include "kcache/entry.h"
+#include "kcache/stats.h"
+#include "kcache/cache.h"
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * kcache/cache.h — opening a cache, and getting and putting entries by key and variant.
+ *
+ * A kc_cache is the front door: it resolves its configuration (options, then environment
+ * overrides), owns the local directory store, and keeps the statistics.  A kc_cache is
+ * safe to use from many threads at once, and many processes may share one directory:
+ * writes are atomic (temporary file, fsync, rename), so a reader sees the old entry or the
+ * new one, never a torn one.
+ *
+ * Cache-side failures (a full disk, a corrupt file) are never fatal to a caller: a get
+ * that cannot read a usable entry is KC_MISS (the reason is counted and logged), and a put
+ * that cannot write is reported but loses nothing already stored.
+ */
+#ifndef KCACHE_CACHE_H
+#define KCACHE_CACHE_H
+
+#include "common.h"
+#include "entry.h"
+#include "key.h"
+#include "stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of kc_options understood by this build. */
+#define KC_OPTIONS_VERSION 1
+
+/** Default size limit of the local directory: 5 GiB. */
+#define KC_DEFAULT_MAX_SIZE (5ull << 30)
+
+/** Flags of kc_options.flags. */
+#define KC_OPEN_NO_ENV 0x1u        /**< Ignore KCACHE_* environment overrides. */
+#define KC_OPEN_READONLY 0x2u      /**< Never write (as KCACHE_READONLY=1). */
+#define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
+#define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u /**< Accept a directory others could write to. */
+
+/**
+ * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields
+ * left 0/NULL take their defaults.  Environment overrides (unless KC_OPEN_NO_ENV):
+ * KCACHE_DIR, KCACHE_MAX_SIZE ("5G", "500M", "1024K", bytes), KCACHE_DISABLE=1,
+ * KCACHE_READONLY=1, KCACHE_LOG (see kc_log_configure).
+ */
+typedef struct kc_options {
+    unsigned version;      /**< KC_OPTIONS_VERSION. */
+    const char *dir;       /**< Cache directory; default $XDG_CACHE_HOME/kcache or ~/.cache/kcache. */
+    uint64_t max_size;     /**< Size limit in bytes; 0: KC_DEFAULT_MAX_SIZE. */
+    unsigned flags;        /**< KC_OPEN_* */
+} kc_options;
+
+/** Static initialiser of kc_options. */
+#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0 }
+
+/** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
+KC_API int kc_options_init(kc_options *opts, unsigned version);
+
+typedef struct kc_cache kc_cache;
+
+/**
+ * Open (creating as needed, mode 0700) a cache.  `opts` may be NULL for the defaults.
+ * Free with kc_cache_close, which also flushes the statistics.
+ */
+KC_API int kc_cache_open(kc_cache **out, const kc_options *opts);
+
+/** Close a cache; accepts NULL.  No other thread may be using it. */
+KC_API void kc_cache_close(kc_cache *c);
+
+/** The resolved cache directory; borrowed, lives as long as the cache. */
+KC_API const char *kc_cache_dir(const kc_cache *c);
+
+/** The resolved size limit in bytes. */
+KC_API uint64_t kc_cache_max_size(const kc_cache *c);
+
+/** Whether the cache was opened read-only (1) or disabled (2), else 0. */
+KC_API int kc_cache_mode(const kc_cache *c);
+
+/**
+ * Get the entry stored under `key` and `variant`, fully validated.  KC_MISS when there is
+ * none or it was unusable (a corrupt entry is quarantined, counted and reported as a miss).
+ * `*out` is the caller's, freed with kc_entry_free.
+ */
+KC_API int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out);
+
+/**
+ * Store an entry under its key and variant, replacing any earlier one atomically, then
+ * hold the size limit.  KC_EREADONLY for a read-only or disabled cache (counted).
+ */
+KC_API int kc_cache_put(kc_cache *c, const kc_entry *e);
+
+/** Whether an entry exists (without reading or validating it): 1, 0, or an error. */
+KC_API int kc_cache_exists(kc_cache *c, const kc_key *key, const char *variant);
+
+/** Remove one entry; KC_MISS when it was not there. */
+KC_API int kc_cache_remove(kc_cache *c, const kc_key *key, const char *variant);
+
+/** Add `n` to a counter (front-door events such as compiles and bypasses). */
+KC_API void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n);
+
+/** Sum every shard's counters, this process's unflushed ones included. */
+KC_API int kc_cache_stats(kc_cache *c, kc_stats *out);
+
+/** Reset the hit/miss/… counters (not entries/bytes) of every shard to zero. */
+KC_API int kc_cache_stats_zero(kc_cache *c);
+
+/** One stored entry, as seen by kc_cache_foreach. Borrowed for the callback's duration. */
+typedef struct kc_cache_item {
+    kc_key key;
+    const char *variant;
+    uint64_t bytes;
+    int64_t last_used;     /**< Seconds since the epoch (the file's time). */
+    const char *path;
+} kc_cache_item;
+
+/** Callback of kc_cache_foreach; a non-zero return stops the walk and is returned. */
+typedef int (*kc_cache_item_cb)(const kc_cache_item *item, void *ctx);
+
+/** Visit every stored entry (files vanishing during the walk are skipped). */
+KC_API int kc_cache_foreach(kc_cache *c, kc_cache_item_cb cb, void *ctx);
+
+/** What kc_cache_verify found. */
+typedef struct kc_verify_report {
+    uint64_t checked, ok, corrupt, quarantined;
+} kc_verify_report;
+
+/** Decode and validate every entry; quarantine the corrupt ones. */
+KC_API int kc_cache_verify(kc_cache *c, kc_verify_report *out);
+
+/** What kc_cache_gc did. */
+typedef struct kc_gc_report {
+    uint64_t entries_before, bytes_before, entries_after, bytes_after, evicted, temp_removed;
+} kc_gc_report;
+
+/**
+ * Evict least-recently-used entries until the directory holds at most `max_size` bytes
+ * (0: the cache's limit), collect stale temporary files, and recount every shard.  One
+ * cleaner at a time: KC_EBUSY when another process is cleaning.  `out` may be NULL.
+ */
+KC_API int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out);
+
+/** Remove every entry (and the quarantine); counters other than totals are kept. */
+KC_API int kc_cache_clear(kc_cache *c);
+
+/**
+ * Parse a size such as "5G", "500M", "64K", "123" (bytes; suffixes are powers of 1024,
+ * an optional trailing "B"/"iB" is accepted).  KC_EINVAL on anything else.
+ */
+KC_API int kc_parse_size(const char *s, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,152 @@
+/*
+ * kcache/entry.h — the entry format: one key + one variant, as bytes on disk or wire.
+ *
+ * An entry is decoded by a validator that trusts nothing: every length is bounds-checked
+ * against caps and against the bytes actually present, every checksum is verified before
+ * the bytes it covers are used (and before anything is decompressed), and any failure is
+ * KC_ECORRUPT.  A corrupt entry is never handed further (never to the driver).
+ *
+ * Format v1 (all integers little-endian; offsets in bytes from the start of the entry):
+ *
+ *   entry        := header section_desc{nsections} section_data{nsections} mac?
+ *   header       := magic[8]          "\x89KCE\r\n\x1a\n"
+ *                   version:u16       1
+ *                   header_size:u16   96
+ *                   flags:u32         bit 0: a MAC trailer follows; other bits must be 0
+ *                   key[16]           the entry's key; must match the name it is stored under
+ *                   variant[32]       [a-z0-9_]{1,31}, NUL-padded ("sm_90", "compute_80")
+ *                   total_len:u64     the whole entry's length, mac included
+ *                   nsections:u32     1..16
+ *                   reserved:u32      0
+ *                   reserved:u64      0
+ *                   header_sum:u64    XXH3-64 over header bytes [0,88) ++ all section_descs
+ *   section_desc := type:u32          1 META, 2 FORWARD, 3 BACKWARD, 4 KERNELS,
+ *                                     5 WRAPPERS, 6 RUNTIME_META; each at most once
+ *                   codec:u32         0 none, 1 zstd
+ *                   raw_len:u64       ≤ 256 MiB
+ *                   stored_len:u64    == raw_len for codec none; ≤ raw_len + 1 KiB for zstd
+ *                   offset:u64        sections are contiguous, in table order, from the
+ *                                     end of the table; the last ends at total_len - mac
+ *                   checksum:u64      XXH3-64 of the stored bytes (verified before decoding)
+ *   section_data := stored bytes; for zstd, one frame whose content size is raw_len
+ *   mac          := HMAC-SHA256[32]   (reserved for authenticated entries)
+ *
+ *   META payload := count:u32 (≤ 4096)
+ *                   { name_len:u16 (1..255) name[name_len] digest[16] }{count}
+ *                   created_at_ns:u64  toolchain_len:u16 (≤ 255) toolchain[toolchain_len]
+ *                   and nothing after.
+ *
+ * Every entry carries a META section; other sections are opaque bytes at this layer
+ * (the graph part gives FORWARD, BACKWARD, KERNELS and WRAPPERS their own encodings).
+ * The golden file tests/golden/entry_v1.kce pins this format: a change to it means a
+ * new format version.
+ */
+#ifndef KCACHE_ENTRY_H
+#define KCACHE_ENTRY_H
+
+#include "common.h"
+#include "key.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Current entry format version. */
+#define KC_ENTRY_FORMAT_VERSION 1
+/** Longest variant name, without its NUL. */
+#define KC_VARIANT_MAX 31
+/** Cap on one section's raw length. */
+#define KC_SECTION_MAX_RAW (256u << 20)
+/** Cap on a whole entry. */
+#define KC_ENTRY_MAX_BYTES (1024ull << 20)
+
+/** Section types.  Values are part of the format. */
+typedef enum kc_section_type {
+    KC_SECTION_META = 1,
+    KC_SECTION_FORWARD = 2,
+    KC_SECTION_BACKWARD = 3,
+    KC_SECTION_KERNELS = 4,
+    KC_SECTION_WRAPPERS = 5,
+    KC_SECTION_RUNTIME_META = 6
+} kc_section_type;
+
+/** Codecs of stored sections.  Values are part of the format. */
+typedef enum kc_codec { KC_CODEC_NONE = 0, KC_CODEC_ZSTD = 1 } kc_codec;
+
+typedef struct kc_entry kc_entry;
+
+/**
+ * A new, empty entry for `key` and `variant` (validated: [a-z0-9_]{1,31}).
+ * Free with kc_entry_free.
+ */
+KC_API int kc_entry_new(kc_entry **out, const kc_key *key, const char *variant);
+
+/** Free an entry; accepts NULL. */
+KC_API void kc_entry_free(kc_entry *e);
+
+/** The entry's key; borrowed, lives as long as the entry. */
+KC_API const kc_key *kc_entry_key(const kc_entry *e);
+
+/** The entry's variant; borrowed, lives as long as the entry. */
+KC_API const char *kc_entry_variant(const kc_entry *e);
+
+/**
+ * Set a section's bytes (copied), replacing any earlier value.  KC_SECTION_META is built
+ * from the digests and toolchain below and cannot be set directly (KC_EINVAL).
+ */
+KC_API int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data,
+                                size_t len);
+
+/**
+ * A section's bytes, borrowed from the entry (valid until the entry is changed or freed).
+ * KC_MISS when the entry has no such section.
+ */
+KC_API int kc_entry_section(const kc_entry *e, kc_section_type type, const void **data,
+                            size_t *len);
+
+/** Record a named digest in META (e.g. every digest of a finished key builder). */
+KC_API int kc_entry_add_digest(kc_entry *e, const char *name, const kc_digest *d);
+
+/** Record every named digest of a finished key builder in META. */
+KC_API int kc_entry_add_key_digests(kc_entry *e, const kc_key_builder *kb);
+
+/** Number of named digests in META. */
+KC_API size_t kc_entry_digest_count(const kc_entry *e);
+
+/** The i-th named digest; `*name_out` is borrowed from the entry. */
+KC_API int kc_entry_digest_at(const kc_entry *e, size_t i, const char **name_out,
+                              kc_digest *out);
+
+/** Set the toolchain string in META (≤ 255 bytes), e.g. "nvrtc 13.0 (build 36424714)". */
+KC_API int kc_entry_set_toolchain(kc_entry *e, const char *toolchain);
+
+/** The toolchain string in META; "" when unset; borrowed. */
+KC_API const char *kc_entry_toolchain(const kc_entry *e);
+
+/** Creation time (ns since the Unix epoch); set at first encode when 0. */
+KC_API uint64_t kc_entry_created_at(const kc_entry *e);
+
+/** Set the creation time explicitly (golden files, tests). */
+KC_API void kc_entry_set_created_at(kc_entry *e, uint64_t ns);
+
+/**
+ * Encode an entry.  Sections larger than 64 bytes are zstd-compressed when that saves
+ * space.  `*out` is the caller's, freed with kc_free.
+ */
+KC_API int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len);
+
+/**
+ * Decode and fully validate an entry (every checksum, every length, META's structure).
+ * KC_ECORRUPT with the reason in kc_error_last() on any defect.  `data` is not retained.
+ */
+KC_API int kc_entry_decode(kc_entry **out, const void *data, size_t len);
+
+/**
+ * Validate a variant name: [a-z0-9_]{1,31}.  KC_OK or KC_EINVAL (with a message).
+ */
+KC_API int kc_variant_check(const char *variant);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

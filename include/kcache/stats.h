@@ -1,0 +1,52 @@
+/*
+ * kcache/stats.h — the fixed statistic ids of a cache (as ccache's), and their names.
+ *
+ * Counters are kept per shard of the local cache directory and shared by every process
+ * that uses it; kc_cache_stats() sums them.  Ids and names are stable: they are written
+ * in the shard stats files and printed by `kcache stats --json`.
+ */
+#ifndef KCACHE_STATS_H
+#define KCACHE_STATS_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Statistic ids.  Values are part of the stats file format: append only. */
+typedef enum kc_stat {
+    KC_STAT_HITS = 0,          /**< Lookups served from the local directory. */
+    KC_STAT_MISSES = 1,        /**< Lookups that found nothing usable. */
+    KC_STAT_PUTS = 2,          /**< Entries written. */
+    KC_STAT_CORRUPT = 3,       /**< Entries that failed validation (then quarantined). */
+    KC_STAT_EVICTIONS = 4,     /**< Entries removed to hold the size limit. */
+    KC_STAT_BYTES = 5,         /**< Bytes of entries held (approximate between gcs). */
+    KC_STAT_ENTRIES = 6,       /**< Entries held (approximate between gcs). */
+    KC_STAT_BYPASSES = 7,      /**< Requests that were not cacheable. */
+    KC_STAT_COMPILES = 8,      /**< Compiles done because of a miss. */
+    KC_STAT_COMPILE_ERRORS = 9,/**< Compiles that failed. */
+    KC_STAT_MEMORY_HITS = 10,  /**< Lookups served from process memory. */
+    KC_STAT_REMOTE_HITS = 11,  /**< Lookups served from the remote tier. */
+    KC_STAT_REMOTE_MISSES = 12,
+    KC_STAT_REMOTE_ERRORS = 13,
+    KC_STAT_REMOTE_TIMEOUTS = 14,
+    KC_STAT_REMOTE_DROPPED = 15,
+    KC_STAT_LOAD_REFUSED = 16, /**< Variants the driver refused (counted as misses). */
+    KC_STAT_STORE_ERRORS = 17, /**< Cache-side I/O errors (each cost a miss, not a failure). */
+    KC_STAT_READONLY_SKIPS = 18, /**< Puts skipped because the cache is read-only. */
+    KC_STAT_COUNT = 19
+} kc_stat;
+
+/** A snapshot of every counter. */
+typedef struct kc_stats {
+    uint64_t v[KC_STAT_COUNT];
+} kc_stats;
+
+/** The JSON/CLI name of a statistic ("hits", "bytes", …), static; NULL if out of range. */
+KC_API const char *kc_stat_name(kc_stat id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

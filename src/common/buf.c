@@ -1,0 +1,122 @@
+/*
+ * buf.c — growable byte buffers with little-endian writers, bounds-checked readers, hex,
+ * and clocks.
+ *
+ * These are how every canonical encoding in kcache is written: explicit bytes in a fixed
+ * order, never a struct copied with its padding.  A writer's allocation failure is sticky
+ * (b->failed) so encoders check once at the end; a reader's overrun is sticky (r->bad) and
+ * yields zeros, so decoders check once and can never read out of bounds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+void kc_buf_free(kc_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int kc_buf_reserve(kc_buf *b, size_t extra) {
+    if (b->failed) return KC_ENOMEM;
+    if (extra > SIZE_MAX / 2 - b->len) return b->failed = 1, KC_ENOMEM;
+    size_t need = b->len + extra;
+    if (need <= b->cap) return KC_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) cap *= 2;
+    uint8_t *p = kc_realloc(b->data, cap);
+    if (!p) return b->failed = 1, KC_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return KC_OK;
+}
+
+void kc_buf_put(kc_buf *b, const void *p, size_t n) {
+    if (n == 0 || kc_buf_reserve(b, n) != KC_OK) return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+void kc_buf_put_u8(kc_buf *b, uint8_t v) { kc_buf_put(b, &v, 1); }
+void kc_buf_put_u16(kc_buf *b, uint16_t v) { uint8_t t[2]; kc_wr_u16(t, v); kc_buf_put(b, t, 2); }
+void kc_buf_put_u32(kc_buf *b, uint32_t v) { uint8_t t[4]; kc_wr_u32(t, v); kc_buf_put(b, t, 4); }
+void kc_buf_put_u64(kc_buf *b, uint64_t v) { uint8_t t[8]; kc_wr_u64(t, v); kc_buf_put(b, t, 8); }
+
+void kc_buf_printf(kc_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || kc_buf_reserve(b, (size_t)n + 1) != KC_OK) return;
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+char *kc_buf_take_str(kc_buf *b) {
+    if (kc_buf_reserve(b, 1) != KC_OK) {
+        kc_buf_free(b);
+        return NULL;
+    }
+    b->data[b->len] = '\0';
+    char *s = (char *)b->data;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+const uint8_t *kc_rd_bytes(kc_reader *r, size_t n) {
+    if (r->bad || n > r->left) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    r->left -= n;
+    return p;
+}
+
+uint8_t kc_rd_next_u8(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 1); return p ? p[0] : 0; }
+uint16_t kc_rd_next_u16(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 2); return p ? kc_rd_u16(p) : 0; }
+uint32_t kc_rd_next_u32(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 4); return p ? kc_rd_u32(p) : 0; }
+uint64_t kc_rd_next_u64(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 8); return p ? kc_rd_u64(p) : 0; }
+
+void kc_hex(const uint8_t *p, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int kc_unhex(const char *s, size_t n, uint8_t *out) {
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexval(s[2 * i]), lo = hi < 0 ? -1 : hexval(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) return KC_EINVAL;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return KC_OK;
+}
+
+uint64_t kc_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t kc_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,108 @@
+/*
+ * error.c — the per-thread last-error record (libgit2's git_error_last).
+ *
+ * One fixed buffer per thread, no allocation, so recording an error can never fail and
+ * never needs freeing.  Messages longer than the buffer are cut, not lost.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define KC_ERRMSG_MAX 2048
+
+static _Thread_local char tl_msg[KC_ERRMSG_MAX];
+static _Thread_local kc_error tl_err = {KC_OK, ""};
+
+const kc_error *kc_error_last(void) {
+    if (tl_err.message == NULL) tl_err.message = "";
+    return &tl_err;
+}
+
+void kc_error_clear(void) {
+    tl_msg[0] = '\0';
+    tl_err.code = KC_OK;
+    tl_err.message = tl_msg;
+}
+
+static int record(int code, const char *fmt, va_list ap) {
+    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    tl_err.code = code;
+    tl_err.message = tl_msg;
+    return code;
+}
+
+int kc_err(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int kc_err_prefix(int code, const char *fmt, ...) {
+    char old[KC_ERRMSG_MAX];
+    snprintf(old, sizeof old, "%s", tl_err.code != KC_OK ? tl_msg : kc_status_str(code));
+    char pre[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    /* Longer messages are cut: the return value says by how much, and we accept it. */
+    int n = snprintf(tl_msg, sizeof tl_msg, "%s: %s", pre, old);
+    (void)n;
+    tl_err.code = code;
+    tl_err.message = tl_msg;
+    return code;
+}
+
+int kc_status_from_errno(int err) {
+    switch (err) {
+    case ENOMEM: return KC_ENOMEM;
+    case EINVAL: return KC_EINVAL;
+    case ENOENT: return KC_MISS;
+    case EACCES: case EPERM: case EROFS: return KC_EPERM;
+    default: return KC_EIO;
+    }
+}
+
+int kc_err_errno(int err, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int code = kc_status_from_errno(err);
+    if (code == KC_MISS) code = KC_EIO;
+    return kc_err(code, "%s: %s", what, strerror(err));
+}
+
+const char *kc_status_str(int status) {
+    switch (status) {
+    case KC_OK: return "KC_OK";
+    case KC_ERROR: return "KC_ERROR";
+    case KC_ENOMEM: return "KC_ENOMEM";
+    case KC_EINVAL: return "KC_EINVAL";
+    case KC_EIO: return "KC_EIO";
+    case KC_MISS: return "KC_MISS";
+    case KC_BYPASS: return "KC_BYPASS";
+    case KC_ECORRUPT: return "KC_ECORRUPT";
+    case KC_ENODRIVER: return "KC_ENODRIVER";
+    case KC_EARCH: return "KC_EARCH";
+    case KC_ECOMPILE: return "KC_ECOMPILE";
+    case KC_ENONVRTC: return "KC_ENONVRTC";
+    case KC_EVERSION: return "KC_EVERSION";
+    case KC_EREADONLY: return "KC_EREADONLY";
+    case KC_EDRIVER: return "KC_EDRIVER";
+    case KC_EUNREGISTERED: return "KC_EUNREGISTERED";
+    case KC_EBUSY: return "KC_EBUSY";
+    case KC_EEXPR: return "KC_EEXPR";
+    case KC_EPERM: return "KC_EPERM";
+    default: return "KC_UNKNOWN";
+    }
+}
+
+void kc_free(void *ptr) { free(ptr); }
+
+const char *kc_version(void) { return "0.1.0"; }

@@ -1,0 +1,210 @@
+/*
+ * fs.c — directories, whole-file reads, atomic replacement; every system call that can
+ * lose data goes through a kc_sys_* wrapper that tests can make fail (SQLite's test_vfs).
+ *
+ * Must not: mmap anything; leave a partly written file under a final name; follow a
+ * failure with a half-done rename.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static struct {
+    long countdown; /* 0 off */
+    int err;
+    int every;
+} faults[KC_FS_OP_COUNT];
+static long fault_total;
+
+void kc_fs_fault_set(kc_fs_op op, long nth, int err, bool every) {
+    __atomic_store_n(&faults[op].err, err, __ATOMIC_RELAXED);
+    __atomic_store_n(&faults[op].every, every ? 1 : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&faults[op].countdown, nth, __ATOMIC_RELEASE);
+}
+
+void kc_fs_fault_clear(void) {
+    for (int i = 0; i < KC_FS_OP_COUNT; i++) kc_fs_fault_set((kc_fs_op)i, 0, 0, false);
+}
+
+long kc_fs_fault_count(void) { return __atomic_load_n(&fault_total, __ATOMIC_RELAXED); }
+
+/* 0, or the errno to fail this call with. */
+static int fault(kc_fs_op op) {
+    if (__builtin_expect(__atomic_load_n(&faults[op].countdown, __ATOMIC_ACQUIRE) == 0, 1)) return 0;
+    long now = __atomic_sub_fetch(&faults[op].countdown, 1, __ATOMIC_ACQ_REL);
+    if (now == 0) {
+        if (__atomic_load_n(&faults[op].every, __ATOMIC_RELAXED))
+            __atomic_store_n(&faults[op].countdown, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&fault_total, 1, __ATOMIC_RELAXED);
+        return __atomic_load_n(&faults[op].err, __ATOMIC_RELAXED);
+    }
+    if (now < 0) __atomic_store_n(&faults[op].countdown, 0, __ATOMIC_RELAXED);
+    return 0;
+}
+
+#define KC_FAULT(op)              \
+    do {                          \
+        int e_ = fault(op);       \
+        if (e_) {                 \
+            errno = e_;           \
+            return -1;            \
+        }                         \
+    } while (0)
+
+int kc_sys_open(const char *path, int flags, mode_t mode) {
+    KC_FAULT(KC_FS_OPEN);
+    return open(path, flags | O_CLOEXEC, mode);
+}
+ssize_t kc_sys_write(int fd, const void *p, size_t n) {
+    KC_FAULT(KC_FS_WRITE);
+    return write(fd, p, n);
+}
+ssize_t kc_sys_read(int fd, void *p, size_t n) {
+    KC_FAULT(KC_FS_READ);
+    return read(fd, p, n);
+}
+int kc_sys_fsync(int fd) {
+    KC_FAULT(KC_FS_FSYNC);
+    return fsync(fd);
+}
+int kc_sys_rename(const char *from, const char *to) {
+    KC_FAULT(KC_FS_RENAME);
+    return rename(from, to);
+}
+int kc_sys_unlink(const char *path) {
+    KC_FAULT(KC_FS_UNLINK);
+    return unlink(path);
+}
+
+int kc_fs_mkdirs(const char *path, mode_t mode) {
+    char tmp[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) return kc_err(KC_EINVAL, "path too long or empty: '%s'", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+                return kc_err_errno(errno, "creating directory '%s'", tmp);
+            *p = c;
+            if (c == '\0') break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) return kc_err_errno(errno, "stat '%s'", path);
+    if (!S_ISDIR(st.st_mode)) return kc_err(KC_EIO, "'%s' exists and is not a directory", path);
+    return KC_OK;
+}
+
+int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st_out) {
+    *out = NULL;
+    *len = 0;
+    int fd = kc_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) {
+        if (errno == ENOENT) return KC_MISS;
+        return kc_err_errno(errno, "opening '%s'", path);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return kc_err_errno(e, "fstat '%s'", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return kc_err(KC_ECORRUPT, "'%s' is not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return kc_err(KC_ECORRUPT, "'%s' is %lld bytes, over the cap of %zu", path,
+                      (long long)st.st_size, max);
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *buf = kc_malloc(size + 1);
+    if (!buf) {
+        close(fd);
+        return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = kc_sys_read(fd, buf + got, size - got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            free(buf);
+            close(fd);
+            return kc_err_errno(e, "reading '%s'", path);
+        }
+        if (r == 0) break; /* shrank under us: the decoder will see the short length */
+        got += (size_t)r;
+    }
+    close(fd);
+    if (st_out) *st_out = st;
+    *out = buf;
+    *len = got;
+    return KC_OK;
+}
+
+int kc_fs_write_all(int fd, const void *data, size_t len, const char *what) {
+    const uint8_t *p = data;
+    while (len > 0) {
+        ssize_t w = kc_sys_write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return kc_err_errno(errno, "writing '%s'", what);
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return KC_OK;
+}
+
+int kc_fs_fsync_parent(const char *path) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path ? slash - path : 1), path);
+    int fd = kc_sys_open(dir, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0) return kc_err_errno(errno, "opening directory '%s'", dir);
+    int rc = kc_sys_fsync(fd);
+    int e = errno;
+    close(fd);
+    return rc == 0 ? KC_OK : kc_err_errno(e, "fsync of directory '%s'", dir);
+}
+
+bool kc_fs_is_temp_name(const char *name) { return strncmp(name, ".tmp.", 5) == 0; }
+
+int kc_fs_write_atomic(const char *path, const void *data, size_t len) {
+    static unsigned long seq;
+    char tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int dlen = slash ? (int)(slash - path) : 0;
+    const char *base = slash ? slash + 1 : path;
+    unsigned long s = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    int n = snprintf(tmp, sizeof tmp, "%.*s%s.tmp.%s.%ld.%lx.%lx", dlen, path, slash ? "/" : "",
+                     base, (long)getpid(), s, (unsigned long)(kc_mono_ns() & 0xffffffu));
+    if (n < 0 || (size_t)n >= sizeof tmp) return kc_err(KC_EINVAL, "path too long: '%s'", path);
+    int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) return kc_err_errno(errno, "creating '%s'", tmp);
+    int rc = kc_fs_write_all(fd, data, len, tmp);
+    if (rc == KC_OK && kc_sys_fsync(fd) != 0) rc = kc_err_errno(errno, "fsync of '%s'", tmp);
+    if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
+    if (rc == KC_OK && kc_sys_rename(tmp, path) != 0)
+        rc = kc_err_errno(errno, "renaming '%s' to '%s'", tmp, path);
+    if (rc != KC_OK) {
+        unlink(tmp); /* not a fault point: cleanup must not be made to fail */
+        return rc;
+    }
+    /* The rename is done and visible; a failed directory fsync loses durability only. */
+    rc = kc_fs_fsync_parent(path);
+    if (rc != KC_OK) kc_log(KC_LOG_STORE, "%s", kc_error_last()->message);
+    return KC_OK;
+}

@@ -1,0 +1,69 @@
+/*
+ * fs.h — file-system helpers: directories, whole-file reads, atomic replacement, and the
+ * fault-injection points the reliability tests use.
+ *
+ * The one idea: a file another process may read is only ever created by writing a unique
+ * temporary file in the same directory, fsync'ing it, renaming it over the final name and
+ * fsync'ing the directory — so a reader sees the old bytes or the new, never a torn file,
+ * and a crash at any instant leaves one or the other (plus, at worst, a temporary file that
+ * gc collects).  Nothing here uses mmap: a file truncated under a reader must give an error,
+ * not a SIGBUS.
+ */
+#ifndef KC_FS_H
+#define KC_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/** File-system operations that can be made to fail. */
+typedef enum kc_fs_op {
+    KC_FS_OPEN = 0, KC_FS_WRITE, KC_FS_FSYNC, KC_FS_RENAME, KC_FS_UNLINK, KC_FS_READ,
+    KC_FS_OP_COUNT
+} kc_fs_op;
+
+/**
+ * Make the nth call of `op` from now fail with `err` (EIO, ENOSPC, EACCES, EROFS);
+ * `every` keeps failing every call from then on.  nth == 0 turns it off.  For tests.
+ */
+void kc_fs_fault_set(kc_fs_op op, long nth, int err, bool every);
+/** Turn off every injected fault. */
+void kc_fs_fault_clear(void);
+/** How many faults have been injected so far (all ops). */
+long kc_fs_fault_count(void);
+
+/* Thin wrappers over the system calls, each a fault-injection point. */
+int kc_sys_open(const char *path, int flags, mode_t mode);
+ssize_t kc_sys_write(int fd, const void *p, size_t n);
+ssize_t kc_sys_read(int fd, void *p, size_t n);
+int kc_sys_fsync(int fd);
+int kc_sys_rename(const char *from, const char *to);
+int kc_sys_unlink(const char *path);
+
+/** Create `path` and its missing parents with `mode`. */
+int kc_fs_mkdirs(const char *path, mode_t mode);
+
+/**
+ * Read a whole regular file (at most `max` bytes, else KC_ECORRUPT).  KC_MISS if absent.
+ * `*out` is freed with free(); `st` (may be NULL) receives its fstat.
+ */
+int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st);
+
+/**
+ * Replace `path` atomically with `data`: a unique temporary file beside it (".tmp.*"),
+ * write, fsync, rename, fsync of the directory.  On failure the temporary is removed and
+ * the old file, if any, is untouched.
+ */
+int kc_fs_write_atomic(const char *path, const void *data, size_t len);
+
+/** Write all of `data` to an open descriptor (retrying short writes and EINTR). */
+int kc_fs_write_all(int fd, const void *data, size_t len, const char *what);
+
+/** fsync the directory that holds `path`. */
+int kc_fs_fsync_parent(const char *path);
+
+/** Whether a directory entry name is one of our temporary files. */
+bool kc_fs_is_temp_name(const char *name);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * internal.h — what every part of libkcache shares and no caller sees: error recording,
+ * logging, little-endian byte writers and bounds-checked readers, time, and allocation
+ * that tests can make fail.
+ *
+ * The one idea: every fallible internal function returns a kc_status and records the
+ * reason once, where it is known, with kc_err(); callers up the stack pass the code on
+ * without overwriting the message (or add context with kc_err_prefix()).
+ */
+#ifndef KC_INTERNAL_H
+#define KC_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kcache/common.h"
+#include "kcache/log.h"
+
+#define KC_UNUSED(x) ((void)(x))
+#define KC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define KC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* ---- errors (error.c) ---- */
+/** Record `code` and a formatted message as this thread's last error; returns `code`. */
+int kc_err(int code, const char *fmt, ...) KC_PRINTF(2, 3);
+/** Prefix the current message with context ("reading X: "); returns `code`. */
+int kc_err_prefix(int code, const char *fmt, ...) KC_PRINTF(2, 3);
+/** Record an errno-based failure: "<what>: <strerror>"; maps errno to a kc_status. */
+int kc_err_errno(int err, const char *fmt, ...) KC_PRINTF(2, 3);
+/** The status an errno maps to (ENOMEM → KC_ENOMEM, EACCES/EPERM/EROFS → KC_EPERM, …). */
+int kc_status_from_errno(int err);
+
+/* ---- logging (log.c) ---- */
+extern unsigned kc_log_mask_;
+void kc_log_init_from_env(void);
+void kc_log_write(kc_log_cat cat, const char *fmt, ...) KC_PRINTF(2, 3);
+#define kc_log(cat, ...)                                                        \
+    do {                                                                        \
+        if (__builtin_expect(__atomic_load_n(&kc_log_mask_, __ATOMIC_RELAXED) & \
+                                 (unsigned)(cat), 0))                           \
+            kc_log_write((cat), __VA_ARGS__);                                   \
+    } while (0)
+
+/* ---- allocation (alloc.c): every library allocation goes through these ---- */
+void *kc_malloc(size_t n);
+void *kc_calloc(size_t n, size_t size);
+void *kc_realloc(void *p, size_t n);
+char *kc_strdup(const char *s);
+char *kc_strndup(const char *s, size_t n);
+/** Test builds: make the nth allocation from now fail (0: off); `every` keeps failing. */
+void kc_alloc_fail_at(long nth, bool every);
+
+/* ---- time ---- */
+uint64_t kc_now_ns(void);       /* CLOCK_REALTIME */
+uint64_t kc_mono_ns(void);      /* CLOCK_MONOTONIC */
+
+/* ---- growable byte buffer and little-endian writers ---- */
+typedef struct kc_buf {
+    uint8_t *data;
+    size_t len, cap;
+    int failed; /* sticky: an allocation failed */
+} kc_buf;
+
+void kc_buf_free(kc_buf *b);
+int kc_buf_reserve(kc_buf *b, size_t extra);
+void kc_buf_put(kc_buf *b, const void *p, size_t n);
+void kc_buf_put_u8(kc_buf *b, uint8_t v);
+void kc_buf_put_u16(kc_buf *b, uint16_t v);
+void kc_buf_put_u32(kc_buf *b, uint32_t v);
+void kc_buf_put_u64(kc_buf *b, uint64_t v);
+void kc_buf_printf(kc_buf *b, const char *fmt, ...) KC_PRINTF(2, 3);
+/** NUL-terminate and hand the bytes over (caller frees with free()); NULL if failed. */
+char *kc_buf_take_str(kc_buf *b);
+
+static inline void kc_wr_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void kc_wr_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void kc_wr_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t kc_rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t kc_rd_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t kc_rd_u64(const uint8_t *p) {
+    return (uint64_t)kc_rd_u32(p) | ((uint64_t)kc_rd_u32(p + 4) << 32);
+}
+
+/* ---- bounds-checked reader: a failed read sets `bad` and yields zeros ---- */
+typedef struct kc_reader {
+    const uint8_t *p;
+    size_t left;
+    int bad;
+} kc_reader;
+
+static inline kc_reader kc_reader_make(const void *p, size_t n) {
+    kc_reader r = {(const uint8_t *)p, n, 0};
+    return r;
+}
+const uint8_t *kc_rd_bytes(kc_reader *r, size_t n);
+uint8_t kc_rd_next_u8(kc_reader *r);
+uint16_t kc_rd_next_u16(kc_reader *r);
+uint32_t kc_rd_next_u32(kc_reader *r);
+uint64_t kc_rd_next_u64(kc_reader *r);
+
+/* ---- hex ---- */
+void kc_hex(const uint8_t *p, size_t n, char *out); /* writes 2n chars + NUL */
+int kc_unhex(const char *s, size_t n, uint8_t *out); /* exactly 2n hex chars */
+
+#endif

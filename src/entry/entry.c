@@ -1,0 +1,472 @@
+/*
+ * entry.c — encode and strictly validate entries (grammar in include/kcache/entry.h).
+ *
+ * The one idea: the decoder trusts nothing.  It checks the fixed header, then the header
+ * checksum (which also covers the section table), then each section's bounds and the
+ * checksum of its stored bytes, and only then decompresses, into a buffer of the length
+ * the verified table promises, requiring the frame to fill it exactly.  Any defect is
+ * KC_ECORRUPT with a reason; no partial entry is ever returned.
+ *
+ * Must not: read outside the input, allocate from an unchecked length, or interpret the
+ * opaque sections (that is the graph part's job).
+ */
+#include "kcache/entry.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "../common/internal.h"
+
+#define HEADER_SIZE 96
+#define SUM_OFFSET 88
+#define DESC_SIZE 40
+#define MAX_SECTIONS 16
+#define NTYPES 7 /* types 1..6 */
+#define MAC_LEN 32
+#define FLAG_MAC 1u
+#define MAX_DIGESTS 4096
+#define ZSTD_LEVEL 3
+#define COMPRESS_MIN 64
+
+static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'E', '\r', '\n', 0x1a, '\n'};
+
+typedef struct section {
+    uint8_t *data;
+    size_t len;
+    int present;
+} section;
+
+typedef struct named_digest {
+    char *name;
+    kc_digest d;
+} named_digest;
+
+struct kc_entry {
+    kc_key key;
+    char variant[KC_VARIANT_MAX + 1];
+    section sec[NTYPES];
+    named_digest *digests;
+    size_t ndigests, capdigests;
+    char toolchain[256];
+    uint64_t created_at;
+};
+
+/* ---- per-thread zstd contexts (freed at thread exit) ---- */
+static pthread_key_t zkey;
+static pthread_once_t zonce = PTHREAD_ONCE_INIT;
+typedef struct zctx {
+    ZSTD_CCtx *c;
+    ZSTD_DCtx *d;
+} zctx;
+static void zfree(void *p) {
+    zctx *z = p;
+    ZSTD_freeCCtx(z->c);
+    ZSTD_freeDCtx(z->d);
+    free(z);
+}
+static void zinit(void) { pthread_key_create(&zkey, zfree); }
+static zctx *zget(void) {
+    pthread_once(&zonce, zinit);
+    zctx *z = pthread_getspecific(zkey);
+    if (!z) {
+        z = kc_calloc(1, sizeof *z);
+        if (!z) return NULL;
+        if (pthread_setspecific(zkey, z) != 0) {
+            free(z);
+            return NULL;
+        }
+    }
+    return z;
+}
+
+int kc_variant_check(const char *v) {
+    if (!v) return kc_err(KC_EINVAL, "variant is NULL");
+    size_t n = strlen(v);
+    if (n == 0 || n > KC_VARIANT_MAX)
+        return kc_err(KC_EINVAL, "variant '%s' must be 1..%d characters", v, KC_VARIANT_MAX);
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+            return kc_err(KC_EINVAL, "variant '%s' has a character outside [a-z0-9_]", v);
+    }
+    return KC_OK;
+}
+
+int kc_entry_new(kc_entry **out, const kc_key *key, const char *variant) {
+    if (!out || !key) return kc_err(KC_EINVAL, "kc_entry_new: NULL argument");
+    *out = NULL;
+    int rc = kc_variant_check(variant);
+    if (rc) return rc;
+    kc_entry *e = kc_calloc(1, sizeof *e);
+    if (!e) return kc_err(KC_ENOMEM, "kc_entry_new: out of memory");
+    e->key = *key;
+    snprintf(e->variant, sizeof e->variant, "%s", variant);
+    *out = e;
+    return KC_OK;
+}
+
+void kc_entry_free(kc_entry *e) {
+    if (!e) return;
+    for (int i = 0; i < NTYPES; i++) free(e->sec[i].data);
+    for (size_t i = 0; i < e->ndigests; i++) free(e->digests[i].name);
+    free(e->digests);
+    free(e);
+}
+
+const kc_key *kc_entry_key(const kc_entry *e) { return &e->key; }
+const char *kc_entry_variant(const kc_entry *e) { return e->variant; }
+
+static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_RUNTIME_META; }
+
+int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data, size_t len) {
+    if (!e || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_set_section: NULL argument");
+    if (!valid_type((int)type) || type == KC_SECTION_META)
+        return kc_err(KC_EINVAL, "kc_entry_set_section: section type %d cannot be set", (int)type);
+    if (len > KC_SECTION_MAX_RAW)
+        return kc_err(KC_EINVAL, "section of %zu bytes is over the cap of %u", len, KC_SECTION_MAX_RAW);
+    uint8_t *copy = kc_malloc(len);
+    if (!copy) return kc_err(KC_ENOMEM, "kc_entry_set_section: out of memory");
+    if (len) memcpy(copy, data, len);
+    free(e->sec[type].data);
+    e->sec[type].data = copy;
+    e->sec[type].len = len;
+    e->sec[type].present = 1;
+    return KC_OK;
+}
+
+int kc_entry_section(const kc_entry *e, kc_section_type type, const void **data, size_t *len) {
+    if (!e || !data || !len || !valid_type((int)type))
+        return kc_err(KC_EINVAL, "kc_entry_section: bad argument");
+    if (!e->sec[type].present) return KC_MISS;
+    *data = e->sec[type].data;
+    *len = e->sec[type].len;
+    return KC_OK;
+}
+
+int kc_entry_add_digest(kc_entry *e, const char *name, const kc_digest *d) {
+    if (!e || !name || !d) return kc_err(KC_EINVAL, "kc_entry_add_digest: NULL argument");
+    size_t n = strlen(name);
+    if (n == 0 || n > 255) return kc_err(KC_EINVAL, "digest name must be 1..255 bytes");
+    if (e->ndigests >= MAX_DIGESTS) return kc_err(KC_EINVAL, "too many digests (max %d)", MAX_DIGESTS);
+    if (e->ndigests == e->capdigests) {
+        size_t cap = e->capdigests ? e->capdigests * 2 : 16;
+        named_digest *p = kc_realloc(e->digests, cap * sizeof *p);
+        if (!p) return kc_err(KC_ENOMEM, "kc_entry_add_digest: out of memory");
+        e->digests = p;
+        e->capdigests = cap;
+    }
+    char *copy = kc_strdup(name);
+    if (!copy) return kc_err(KC_ENOMEM, "kc_entry_add_digest: out of memory");
+    e->digests[e->ndigests].name = copy;
+    e->digests[e->ndigests].d = *d;
+    e->ndigests++;
+    return KC_OK;
+}
+
+int kc_entry_add_key_digests(kc_entry *e, const kc_key_builder *kb) {
+    size_t n = kc_key_digest_count(kb);
+    if (n == 0) return kc_err(KC_EINVAL, "kc_entry_add_key_digests: key not finished");
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        kc_digest d;
+        int rc = kc_key_digest_at(kb, i, &name, &d);
+        if (rc == KC_OK) rc = kc_entry_add_digest(e, name, &d);
+        if (rc) return rc;
+    }
+    return KC_OK;
+}
+
+size_t kc_entry_digest_count(const kc_entry *e) { return e ? e->ndigests : 0; }
+
+int kc_entry_digest_at(const kc_entry *e, size_t i, const char **name_out, kc_digest *out) {
+    if (!e || !name_out || !out || i >= e->ndigests) return kc_err(KC_EINVAL, "kc_entry_digest_at: bad index");
+    *name_out = e->digests[i].name;
+    *out = e->digests[i].d;
+    return KC_OK;
+}
+
+int kc_entry_set_toolchain(kc_entry *e, const char *t) {
+    if (!e || !t) return kc_err(KC_EINVAL, "kc_entry_set_toolchain: NULL argument");
+    if (strlen(t) > 255) return kc_err(KC_EINVAL, "toolchain string over 255 bytes");
+    snprintf(e->toolchain, sizeof e->toolchain, "%s", t);
+    return KC_OK;
+}
+
+const char *kc_entry_toolchain(const kc_entry *e) { return e->toolchain; }
+uint64_t kc_entry_created_at(const kc_entry *e) { return e->created_at; }
+void kc_entry_set_created_at(kc_entry *e, uint64_t ns) { e->created_at = ns; }
+
+/* XXH3-64 over header bytes [0, 88) followed by the section table (which must be present). */
+static uint64_t header_sum(const uint8_t *h, uint32_t nsec) {
+    uint8_t tmp[SUM_OFFSET + MAX_SECTIONS * DESC_SIZE];
+    memcpy(tmp, h, SUM_OFFSET);
+    memcpy(tmp + SUM_OFFSET, h + HEADER_SIZE, (size_t)nsec * DESC_SIZE);
+    return XXH3_64bits(tmp, SUM_OFFSET + (size_t)nsec * DESC_SIZE);
+}
+
+/* ---- encode ---- */
+
+static int encode_meta(const kc_entry *e, uint64_t created, kc_buf *b) {
+    kc_buf_put_u32(b, (uint32_t)e->ndigests);
+    for (size_t i = 0; i < e->ndigests; i++) {
+        size_t n = strlen(e->digests[i].name);
+        kc_buf_put_u16(b, (uint16_t)n);
+        kc_buf_put(b, e->digests[i].name, n);
+        kc_buf_put(b, e->digests[i].d.bytes, 16);
+    }
+    kc_buf_put_u64(b, created);
+    size_t tn = strlen(e->toolchain);
+    kc_buf_put_u16(b, (uint16_t)tn);
+    kc_buf_put(b, e->toolchain, tn);
+    return b->failed ? kc_err(KC_ENOMEM, "encoding META: out of memory") : KC_OK;
+}
+
+typedef struct stored {
+    const uint8_t *raw;
+    size_t raw_len;
+    uint8_t *zbuf; /* owned when compressed */
+    size_t stored_len;
+    uint32_t type, codec;
+} stored;
+
+int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
+    if (!e || !out || !out_len) return kc_err(KC_EINVAL, "kc_entry_encode: NULL argument");
+    *out = NULL;
+    *out_len = 0;
+    kc_buf meta = {0}, b = {0};
+    stored st[NTYPES];
+    int nst = 0, rc;
+    memset(st, 0, sizeof st);
+    uint64_t created = e->created_at ? e->created_at : kc_now_ns();
+    if ((rc = encode_meta(e, created, &meta))) goto done;
+    zctx *z = zget();
+    if (!z) {
+        rc = kc_err(KC_ENOMEM, "kc_entry_encode: out of memory");
+        goto done;
+    }
+    for (int t = KC_SECTION_META; t < NTYPES; t++) {
+        const uint8_t *raw;
+        size_t len;
+        if (t == KC_SECTION_META) {
+            raw = meta.data;
+            len = meta.len;
+        } else if (e->sec[t].present) {
+            raw = e->sec[t].data;
+            len = e->sec[t].len;
+        } else {
+            continue;
+        }
+        stored *s = &st[nst++];
+        s->type = (uint32_t)t;
+        s->raw = raw;
+        s->raw_len = s->stored_len = len;
+        s->codec = KC_CODEC_NONE;
+        if (len > COMPRESS_MIN) {
+            if (!z->c && !(z->c = ZSTD_createCCtx())) {
+                rc = kc_err(KC_ENOMEM, "kc_entry_encode: out of memory (zstd)");
+                goto done;
+            }
+            size_t bound = ZSTD_compressBound(len);
+            uint8_t *zb = kc_malloc(bound);
+            if (!zb) {
+                rc = kc_err(KC_ENOMEM, "kc_entry_encode: out of memory");
+                goto done;
+            }
+            size_t zn = ZSTD_compressCCtx(z->c, zb, bound, raw, len, ZSTD_LEVEL);
+            if (!ZSTD_isError(zn) && zn < len) {
+                s->zbuf = zb;
+                s->stored_len = zn;
+                s->codec = KC_CODEC_ZSTD;
+            } else {
+                free(zb);
+            }
+        }
+    }
+    size_t total = HEADER_SIZE + (size_t)nst * DESC_SIZE;
+    for (int i = 0; i < nst; i++) total += st[i].stored_len;
+    if ((rc = kc_buf_reserve(&b, total))) {
+        rc = kc_err(KC_ENOMEM, "kc_entry_encode: out of memory");
+        goto done;
+    }
+    uint8_t *h = b.data;
+    memset(h, 0, HEADER_SIZE);
+    memcpy(h, MAGIC, 8);
+    kc_wr_u16(h + 8, KC_ENTRY_FORMAT_VERSION);
+    kc_wr_u16(h + 10, HEADER_SIZE);
+    kc_wr_u32(h + 12, 0);
+    memcpy(h + 16, e->key.bytes, 16);
+    memcpy(h + 32, e->variant, strlen(e->variant));
+    kc_wr_u64(h + 64, (uint64_t)total);
+    kc_wr_u32(h + 72, (uint32_t)nst);
+    uint8_t *d = h + HEADER_SIZE;
+    uint64_t off = HEADER_SIZE + (uint64_t)nst * DESC_SIZE;
+    for (int i = 0; i < nst; i++, d += DESC_SIZE) {
+        const uint8_t *bytes = st[i].zbuf ? st[i].zbuf : st[i].raw;
+        kc_wr_u32(d, st[i].type);
+        kc_wr_u32(d + 4, st[i].codec);
+        kc_wr_u64(d + 8, st[i].raw_len);
+        kc_wr_u64(d + 16, st[i].stored_len);
+        kc_wr_u64(d + 24, off);
+        kc_wr_u64(d + 32, XXH3_64bits(bytes, st[i].stored_len));
+        if (st[i].stored_len) memcpy(h + off, bytes, st[i].stored_len);
+        off += st[i].stored_len;
+    }
+    kc_wr_u64(h + SUM_OFFSET, header_sum(h, (uint32_t)nst));
+    b.len = total;
+    *out = b.data;
+    *out_len = total;
+    b.data = NULL;
+    rc = KC_OK;
+done:
+    for (int i = 0; i < nst; i++) free(st[i].zbuf);
+    kc_buf_free(&meta);
+    kc_buf_free(&b);
+    return rc;
+}
+
+/* ---- decode ---- */
+
+#define CORRUPT(...) kc_err(KC_ECORRUPT, "corrupt entry: " __VA_ARGS__)
+
+static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
+    kc_reader r = kc_reader_make(p, n);
+    uint32_t count = kc_rd_next_u32(&r);
+    if (r.bad || count > MAX_DIGESTS) return CORRUPT("META digest count %u", count);
+    for (uint32_t i = 0; i < count; i++) {
+        uint16_t nl = kc_rd_next_u16(&r);
+        const uint8_t *name = kc_rd_bytes(&r, nl);
+        const uint8_t *dig = kc_rd_bytes(&r, 16);
+        if (r.bad || nl == 0 || nl > 255) return CORRUPT("META digest %u is malformed", i);
+        char tmp[256];
+        memcpy(tmp, name, nl);
+        tmp[nl] = '\0';
+        if (strlen(tmp) != nl) return CORRUPT("META digest name %u holds a NUL", i);
+        kc_digest d;
+        memcpy(d.bytes, dig, 16);
+        int rc = kc_entry_add_digest(e, tmp, &d);
+        if (rc) return rc;
+    }
+    e->created_at = kc_rd_next_u64(&r);
+    uint16_t tl = kc_rd_next_u16(&r);
+    const uint8_t *tc = kc_rd_bytes(&r, tl);
+    if (r.bad) return CORRUPT("META is truncated");
+    if (r.left != 0) return CORRUPT("META has %zu trailing bytes", r.left);
+    if (tl > 255 || memchr(tc, 0, tl)) return CORRUPT("META toolchain is malformed");
+    memcpy(e->toolchain, tc, tl);
+    e->toolchain[tl] = '\0';
+    return KC_OK;
+}
+
+int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
+    if (!out || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_decode: NULL argument");
+    *out = NULL;
+    const uint8_t *h = data;
+    if (len < HEADER_SIZE) return CORRUPT("%zu bytes is shorter than the %d-byte header", len, HEADER_SIZE);
+    if (memcmp(h, MAGIC, 8) != 0) return CORRUPT("bad magic");
+    uint16_t version = kc_rd_u16(h + 8);
+    if (version != KC_ENTRY_FORMAT_VERSION)
+        return CORRUPT("format version %u is not supported (this build reads %d)", version,
+                       KC_ENTRY_FORMAT_VERSION);
+    if (kc_rd_u16(h + 10) != HEADER_SIZE) return CORRUPT("header size %u", kc_rd_u16(h + 10));
+    uint32_t flags = kc_rd_u32(h + 12);
+    if (flags & ~FLAG_MAC) return CORRUPT("unknown flags 0x%x", flags);
+    uint64_t total = kc_rd_u64(h + 64);
+    if (total != len) return CORRUPT("header says %llu bytes, %zu present (truncated or padded)",
+                                     (unsigned long long)total, len);
+    if (total > KC_ENTRY_MAX_BYTES) return CORRUPT("%llu bytes is over the cap", (unsigned long long)total);
+    uint32_t nsec = kc_rd_u32(h + 72);
+    if (nsec < 1 || nsec > MAX_SECTIONS) return CORRUPT("%u sections", nsec);
+    if (kc_rd_u32(h + 76) != 0 || kc_rd_u64(h + 80) != 0) return CORRUPT("reserved header bytes are not zero");
+    size_t table_end = HEADER_SIZE + (size_t)nsec * DESC_SIZE;
+    if (table_end > len) return CORRUPT("section table runs past the end");
+    if (header_sum(h, nsec) != kc_rd_u64(h + SUM_OFFSET)) return CORRUPT("header checksum mismatch");
+
+    /* The header is now trusted to be what was written; the variant must still be valid. */
+    char variant[KC_VARIANT_MAX + 2];
+    memcpy(variant, h + 32, 32);
+    variant[32] = '\0';
+    size_t vl = strlen(variant);
+    for (size_t i = vl; i < 32; i++)
+        if (h[32 + i] != 0) return CORRUPT("variant field is not NUL-padded");
+    if (vl > KC_VARIANT_MAX || kc_variant_check(variant) != KC_OK) return CORRUPT("invalid variant");
+
+    size_t end = len - ((flags & FLAG_MAC) ? MAC_LEN : 0);
+    if ((flags & FLAG_MAC) && len < table_end + MAC_LEN) return CORRUPT("no room for the MAC");
+    kc_key key;
+    memcpy(key.bytes, h + 16, 16);
+    kc_entry *e;
+    int rc = kc_entry_new(&e, &key, variant);
+    if (rc) return rc;
+    zctx *z = NULL;
+    uint64_t expect = table_end;
+    int seen_meta = 0;
+    for (uint32_t i = 0; i < nsec; i++) {
+        const uint8_t *d = h + HEADER_SIZE + (size_t)i * DESC_SIZE;
+        uint32_t type = kc_rd_u32(d), codec = kc_rd_u32(d + 4);
+        uint64_t raw_len = kc_rd_u64(d + 8), stored_len = kc_rd_u64(d + 16);
+        uint64_t off = kc_rd_u64(d + 24), sum = kc_rd_u64(d + 32);
+        if (!valid_type((int)type)) { rc = CORRUPT("section %u has unknown type %u", i, type); goto fail; }
+        if ((type == KC_SECTION_META ? seen_meta : e->sec[type].present)) {
+            rc = CORRUPT("section type %u appears twice", type);
+            goto fail;
+        }
+        if (raw_len > KC_SECTION_MAX_RAW) { rc = CORRUPT("section %u raw length over the cap", i); goto fail; }
+        if (codec == KC_CODEC_NONE ? stored_len != raw_len
+            : codec == KC_CODEC_ZSTD ? stored_len > raw_len + 1024 || stored_len == 0
+            : 1) {
+            rc = CORRUPT("section %u: codec %u with stored length %llu for raw %llu", i, codec,
+                         (unsigned long long)stored_len, (unsigned long long)raw_len);
+            goto fail;
+        }
+        if (off != expect || stored_len > end - off) {
+            rc = CORRUPT("section %u is out of place or out of bounds", i);
+            goto fail;
+        }
+        expect = off + stored_len;
+        const uint8_t *src = h + off;
+        if (XXH3_64bits(src, (size_t)stored_len) != sum) { rc = CORRUPT("section %u checksum mismatch", i); goto fail; }
+        uint8_t *raw = kc_malloc((size_t)raw_len);
+        if (!raw) { rc = kc_err(KC_ENOMEM, "decoding entry: out of memory"); goto fail; }
+        if (codec == KC_CODEC_NONE) {
+            if (raw_len) memcpy(raw, src, (size_t)raw_len);
+        } else {
+            if (!z) z = zget();
+            if (z && !z->d) z->d = ZSTD_createDCtx();
+            if (!z || !z->d) {
+                free(raw);
+                rc = kc_err(KC_ENOMEM, "decoding entry: out of memory (zstd)");
+                goto fail;
+            }
+            unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)stored_len);
+            size_t fsz = ZSTD_findFrameCompressedSize(src, (size_t)stored_len);
+            size_t got = (fcs == raw_len && !ZSTD_isError(fsz) && fsz == stored_len)
+                             ? ZSTD_decompressDCtx(z->d, raw, (size_t)raw_len, src, (size_t)stored_len)
+                             : (size_t)-1;
+            if (ZSTD_isError(got) || got != raw_len) {
+                free(raw);
+                rc = CORRUPT("section %u does not decompress to its length", i);
+                goto fail;
+            }
+        }
+        if (type == KC_SECTION_META) {
+            rc = decode_meta(e, raw, (size_t)raw_len);
+            free(raw);
+            if (rc) goto fail;
+            seen_meta = 1;
+        } else {
+            e->sec[type].data = raw;
+            e->sec[type].len = (size_t)raw_len;
+            e->sec[type].present = 1;
+        }
+    }
+    if (expect != end) { rc = CORRUPT("%llu bytes after the last section", (unsigned long long)(end - expect)); goto fail; }
+    if (!seen_meta) { rc = CORRUPT("no META section"); goto fail; }
+    *out = e;
+    return KC_OK;
+fail:
+    kc_entry_free(e);
+    return rc;
+}

@@ -1,0 +1,477 @@
+/*
+ * main.c — the `kcache` command-line tool: inspect and maintain a cache directory.
+ *
+ *   kcache [--cache-dir DIR] COMMAND [OPTIONS]
+ *
+ * Each command is a function in the table below, with its own --help.  Output for people
+ * goes to stdout; --json output is one JSON value on stdout; errors go to stderr with a
+ * non-zero exit (1: the command failed or found a problem; 2: bad usage).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+#include "kcache.h"
+
+#define EXIT_PROBLEM 1
+#define EXIT_USAGE 2
+
+typedef struct cmd {
+    const char *name;
+    const char *usage;
+    const char *help;
+    int (*run)(int argc, char **argv);
+} cmd;
+
+static const char *g_cache_dir; /* --cache-dir */
+
+static int fail(const char *what) {
+    const kc_error *e = kc_error_last();
+    fprintf(stderr, "kcache: %s: %s (%s)\n", what, e->message[0] ? e->message : "failed",
+            kc_status_str(e->code));
+    return EXIT_PROBLEM;
+}
+
+static int usage_error(const cmd *c, const char *msg, const char *arg) {
+    fprintf(stderr, "kcache %s: %s%s%s\nusage: %s\n", c->name, msg, arg ? ": " : "", arg ? arg : "",
+            c->usage);
+    return EXIT_USAGE;
+}
+
+static int open_cache(kc_cache **out) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = g_cache_dir;
+    int rc = kc_cache_open(out, &o);
+    if (rc != KC_OK) return fail("cannot open the cache");
+    return 0;
+}
+
+static void human_size(uint64_t b, char *out, size_t cap) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) v /= 1024, i++;
+    if (i == 0) snprintf(out, cap, "%llu B", (unsigned long long)b);
+    else snprintf(out, cap, "%.1f %s", v, u[i]);
+}
+
+static void iso_time(int64_t t, char *out, size_t cap) {
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Common option loop: handles --help and --json, returns the index of the first other arg. */
+typedef struct opts {
+    int json;
+    const char *max_size;
+    const char *positional[4];
+    int npos;
+} opts;
+
+static int parse_opts(const cmd *c, int argc, char **argv, opts *o, int allow_json, int allow_max,
+                      int max_pos) {
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("usage: %s\n\n%s\n", c->usage, c->help);
+            exit(0);
+        } else if (allow_json && strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (allow_max && strcmp(a, "--max-size") == 0) {
+            if (++i >= argc) exit(usage_error(c, "--max-size needs a value", NULL));
+            o->max_size = argv[i];
+        } else if (allow_max && strncmp(a, "--max-size=", 11) == 0) {
+            o->max_size = a + 11;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            exit(usage_error(c, "unknown option", a));
+        } else {
+            if (o->npos >= max_pos) exit(usage_error(c, "unexpected argument", a));
+            o->positional[o->npos++] = a;
+        }
+    }
+    return 0;
+}
+
+/* ---- stats ---- */
+
+static int cmd_stats(int argc, char **argv);
+static int cmd_ls(int argc, char **argv);
+static int cmd_show(int argc, char **argv);
+static int cmd_verify(int argc, char **argv);
+static int cmd_gc(int argc, char **argv);
+static int cmd_clear(int argc, char **argv);
+
+static const cmd commands[] = {
+    {"stats", "kcache stats [--json] [--zero]",
+     "Show the cache's counters, summed over every shard and every process that used it:\n"
+     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.\n"
+     "--zero resets the event counters (not entries or bytes).", cmd_stats},
+    {"ls", "kcache ls [--json]",
+     "List stored entries: key, variant, size, last use.", cmd_ls},
+    {"show", "kcache show KEY[.VARIANT] [--json]",
+     "Show the entries of a key (a unique prefix of at least 4 hex digits is enough):\n"
+     "sections, toolchain, creation time and every component digest.", cmd_show},
+    {"verify", "kcache verify [--json]",
+     "Decode and validate every entry; move corrupt ones to v1/quarantine/.\n"
+     "Exits 1 when a corrupt entry was found.", cmd_verify},
+    {"gc", "kcache gc [--max-size SIZE] [--json]",
+     "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
+     "cache's limit, KCACHE_MAX_SIZE or 5G), collect stale temporary files and recount.", cmd_gc},
+    {"clear", "kcache clear",
+     "Remove every entry and the quarantine.", cmd_clear},
+};
+
+static int cmd_stats(int argc, char **argv) {
+    opts o;
+    int zero = 0, n = 0;
+    for (int i = 1; i < argc; i++) { /* take --zero out, leave the rest to parse_opts */
+        if (strcmp(argv[i], "--zero") == 0) zero = 1;
+        else argv[++n] = argv[i];
+    }
+    parse_opts(&commands[0], n + 1, argv, &o, 1, 0, 0);
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    if (zero && kc_cache_stats_zero(c) != KC_OK) {
+        kc_cache_close(c);
+        return fail("cannot zero the statistics");
+    }
+    kc_stats s;
+    if (kc_cache_stats(c, &s) != KC_OK) {
+        kc_cache_close(c);
+        return fail("cannot read the statistics");
+    }
+    uint64_t lookups = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_MISSES];
+    if (o.json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "dir", kc_cache_dir(c));
+        json_kv_u64(stdout, &first, "max_size", kc_cache_max_size(c));
+        for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, &first, kc_stat_name((kc_stat)i), s.v[i]);
+        json_kv_f64(stdout, &first, "hit_rate",
+                    lookups ? (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0);
+        printf("}\n");
+    } else {
+        char sz[32], mx[32];
+        human_size(s.v[KC_STAT_BYTES], sz, sizeof sz);
+        human_size(kc_cache_max_size(c), mx, sizeof mx);
+        printf("cache directory   %s%s\n", kc_cache_dir(c),
+               kc_cache_mode(c) == 1 ? " (read-only)" : kc_cache_mode(c) == 2 ? " (disabled)" : "");
+        printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);
+        printf("hit rate          %.1f %% of %llu lookups\n",
+               lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
+               (unsigned long long)lookups);
+        for (int i = 0; i < KC_STAT_COUNT; i++) {
+            if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) continue;
+            printf("%-17s %llu\n", kc_stat_name((kc_stat)i), (unsigned long long)s.v[i]);
+        }
+    }
+    kc_cache_close(c);
+    return 0;
+}
+
+/* ---- ls ---- */
+
+typedef struct ls_ctx {
+    int json, first;
+    uint64_t n;
+} ls_ctx;
+
+static int ls_item(const kc_cache_item *it, void *ctx) {
+    ls_ctx *l = ctx;
+    char hex[KC_KEY_HEX_LEN + 1], t[32];
+    kc_key_to_hex(&it->key, hex);
+    iso_time(it->last_used, t, sizeof t);
+    if (l->json) {
+        int first = 1;
+        printf("%s\n  {", l->first ? "" : ",");
+        json_kv_str(stdout, &first, "key", hex);
+        json_kv_str(stdout, &first, "variant", it->variant);
+        json_kv_u64(stdout, &first, "bytes", it->bytes);
+        json_kv_u64(stdout, &first, "last_used", (uint64_t)it->last_used);
+        json_kv_str(stdout, &first, "last_used_iso", t);
+        printf("}");
+        l->first = 0;
+    } else {
+        printf("%s  %-12s %10llu  %s\n", hex, it->variant, (unsigned long long)it->bytes, t);
+    }
+    l->n++;
+    return 0;
+}
+
+static int cmd_ls(int argc, char **argv) {
+    opts o;
+    parse_opts(&commands[1], argc, argv, &o, 1, 0, 0);
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    ls_ctx l = {o.json, 1, 0};
+    if (o.json) printf("[");
+    int rc = kc_cache_foreach(c, ls_item, &l);
+    if (o.json) printf("%s]\n", l.first ? "" : "\n");
+    kc_cache_close(c);
+    return rc == KC_OK ? 0 : fail("listing failed");
+}
+
+/* ---- show ---- */
+
+typedef struct show_ctx {
+    char prefix[KC_KEY_HEX_LEN + 1];
+    const char *variant;
+    kc_cache_item found[64];
+    char variants[64][KC_VARIANT_MAX + 1];
+    kc_key keys[64];
+    int n;
+    int other_key; /* prefix matched two different keys */
+} show_ctx;
+
+static int show_match(const kc_cache_item *it, void *ctx) {
+    show_ctx *s = ctx;
+    char hex[KC_KEY_HEX_LEN + 1];
+    kc_key_to_hex(&it->key, hex);
+    if (strncmp(hex, s->prefix, strlen(s->prefix)) != 0) return 0;
+    if (s->variant && strcmp(s->variant, it->variant) != 0) return 0;
+    if (s->n > 0 && memcmp(s->keys[0].bytes, it->key.bytes, 16) != 0) {
+        s->other_key = 1;
+        return 0;
+    }
+    if (s->n < 64) {
+        s->keys[s->n] = it->key;
+        snprintf(s->variants[s->n], sizeof s->variants[0], "%s", it->variant);
+        s->found[s->n] = *it;
+        s->n++;
+    }
+    return 0;
+}
+
+static const char *section_name(int t) {
+    switch (t) {
+    case KC_SECTION_META: return "META";
+    case KC_SECTION_FORWARD: return "FORWARD";
+    case KC_SECTION_BACKWARD: return "BACKWARD";
+    case KC_SECTION_KERNELS: return "KERNELS";
+    case KC_SECTION_WRAPPERS: return "WRAPPERS";
+    case KC_SECTION_RUNTIME_META: return "RUNTIME_META";
+    default: return "?";
+    }
+}
+
+static int cmd_show(int argc, char **argv) {
+    opts o;
+    parse_opts(&commands[2], argc, argv, &o, 1, 0, 1);
+    if (o.npos != 1) return usage_error(&commands[2], "a KEY is required", NULL);
+    show_ctx *s = calloc(1, sizeof *s);
+    if (!s) return fail("out of memory");
+    const char *arg = o.positional[0];
+    const char *dot = strchr(arg, '.');
+    size_t klen = dot ? (size_t)(dot - arg) : strlen(arg);
+    if (klen < 4 || klen > KC_KEY_HEX_LEN || strspn(arg, "0123456789abcdef") < klen) {
+        free(s);
+        return usage_error(&commands[2], "KEY must be 4 to 32 lowercase hex digits", arg);
+    }
+    memcpy(s->prefix, arg, klen);
+    s->variant = dot ? dot + 1 : NULL;
+    kc_cache *c;
+    if (open_cache(&c)) {
+        free(s);
+        return EXIT_PROBLEM;
+    }
+    int rc = kc_cache_foreach(c, show_match, s);
+    int ret = 0;
+    if (rc != KC_OK) {
+        ret = fail("listing failed");
+    } else if (s->other_key) {
+        fprintf(stderr, "kcache show: '%s' matches more than one key; give more digits\n", arg);
+        ret = EXIT_USAGE;
+    } else if (s->n == 0) {
+        fprintf(stderr, "kcache show: no entry matches '%s'\n", arg);
+        ret = EXIT_PROBLEM;
+    }
+    if (ret == 0 && o.json) printf("[");
+    for (int i = 0; ret == 0 && i < s->n; i++) {
+        kc_entry *e;
+        char hex[KC_KEY_HEX_LEN + 1], t[32];
+        kc_key_to_hex(&s->keys[i], hex);
+        rc = kc_cache_get(c, &s->keys[i], s->variants[i], &e);
+        if (rc != KC_OK) {
+            fprintf(stderr, "kcache show: %s.%s: %s\n", hex, s->variants[i], kc_error_last()->message);
+            ret = EXIT_PROBLEM;
+            continue;
+        }
+        iso_time((int64_t)(kc_entry_created_at(e) / 1000000000ull), t, sizeof t);
+        if (o.json) {
+            int first = 1;
+            printf("%s{", i ? ", " : "");
+            json_kv_str(stdout, &first, "key", hex);
+            json_kv_str(stdout, &first, "variant", s->variants[i]);
+            json_kv_u64(stdout, &first, "bytes", s->found[i].bytes);
+            json_kv_str(stdout, &first, "path", s->found[i].path);
+            json_kv_str(stdout, &first, "toolchain", kc_entry_toolchain(e));
+            json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
+            printf(", \"sections\": {");
+            int f2 = 1;
+            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_RUNTIME_META; ty++) {
+                const void *d;
+                size_t len;
+                if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
+                    json_kv_u64(stdout, &f2, section_name(ty), len);
+            }
+            printf("}, \"digests\": {");
+            f2 = 1;
+            for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
+                const char *name;
+                kc_digest d;
+                char dh[KC_KEY_HEX_LEN + 1];
+                kc_entry_digest_at(e, k, &name, &d);
+                kc_digest_to_hex(&d, dh);
+                json_kv_str(stdout, &f2, name, dh);
+            }
+            printf("}}");
+        } else {
+            printf("%s.%s\n", hex, s->variants[i]);
+            printf("  file       %s (%llu bytes)\n", s->found[i].path, (unsigned long long)s->found[i].bytes);
+            printf("  created    %s\n", t);
+            printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? kc_entry_toolchain(e) : "(none)");
+            printf("  sections\n");
+            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_RUNTIME_META; ty++) {
+                const void *d;
+                size_t len;
+                if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
+                    printf("    %-13s %zu bytes\n", section_name(ty), len);
+            }
+            printf("  digests\n");
+            for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
+                const char *name;
+                kc_digest d;
+                char dh[KC_KEY_HEX_LEN + 1];
+                kc_entry_digest_at(e, k, &name, &d);
+                kc_digest_to_hex(&d, dh);
+                printf("    %-24s %s\n", name, dh);
+            }
+        }
+        kc_entry_free(e);
+    }
+    if (ret == 0 && o.json) printf("]\n");
+    kc_cache_close(c);
+    free(s);
+    return ret;
+}
+
+/* ---- verify / gc / clear ---- */
+
+static int cmd_verify(int argc, char **argv) {
+    opts o;
+    parse_opts(&commands[3], argc, argv, &o, 1, 0, 0);
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    kc_verify_report r;
+    int rc = kc_cache_verify(c, &r);
+    kc_cache_close(c);
+    if (rc != KC_OK) return fail("verify failed");
+    if (o.json) {
+        int first = 1;
+        printf("{");
+        json_kv_u64(stdout, &first, "checked", r.checked);
+        json_kv_u64(stdout, &first, "ok", r.ok);
+        json_kv_u64(stdout, &first, "corrupt", r.corrupt);
+        json_kv_u64(stdout, &first, "quarantined", r.quarantined);
+        printf("}\n");
+    } else {
+        printf("checked %llu, ok %llu, corrupt %llu, quarantined %llu\n", (unsigned long long)r.checked,
+               (unsigned long long)r.ok, (unsigned long long)r.corrupt, (unsigned long long)r.quarantined);
+    }
+    return r.corrupt ? EXIT_PROBLEM : 0;
+}
+
+static int cmd_gc(int argc, char **argv) {
+    opts o;
+    parse_opts(&commands[4], argc, argv, &o, 1, 1, 0);
+    uint64_t max = 0;
+    if (o.max_size && kc_parse_size(o.max_size, &max) != KC_OK)
+        return usage_error(&commands[4], kc_error_last()->message, NULL);
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    kc_gc_report r;
+    int rc = kc_cache_gc(c, max, &r);
+    kc_cache_close(c);
+    if (rc != KC_OK) return fail("gc failed");
+    if (o.json) {
+        int first = 1;
+        printf("{");
+        json_kv_u64(stdout, &first, "entries_before", r.entries_before);
+        json_kv_u64(stdout, &first, "bytes_before", r.bytes_before);
+        json_kv_u64(stdout, &first, "entries_after", r.entries_after);
+        json_kv_u64(stdout, &first, "bytes_after", r.bytes_after);
+        json_kv_u64(stdout, &first, "evicted", r.evicted);
+        json_kv_u64(stdout, &first, "temp_removed", r.temp_removed);
+        printf("}\n");
+    } else {
+        char a[32], b[32];
+        human_size(r.bytes_before, a, sizeof a);
+        human_size(r.bytes_after, b, sizeof b);
+        printf("evicted %llu of %llu entries; %s -> %s; %llu stale temporary files removed\n",
+               (unsigned long long)r.evicted, (unsigned long long)r.entries_before, a, b,
+               (unsigned long long)r.temp_removed);
+    }
+    return 0;
+}
+
+static int cmd_clear(int argc, char **argv) {
+    opts o;
+    parse_opts(&commands[5], argc, argv, &o, 0, 0, 0);
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    int rc = kc_cache_clear(c);
+    kc_cache_close(c);
+    if (rc != KC_OK) return fail("clear failed");
+    printf("cleared\n");
+    return 0;
+}
+
+static void main_usage(FILE *f) {
+    fprintf(f, "usage: kcache [--cache-dir DIR] COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].usage);
+    fprintf(f, "\n'kcache COMMAND --help' describes a command.\n"
+               "Environment: KCACHE_DIR, KCACHE_MAX_SIZE, KCACHE_READONLY, KCACHE_DISABLE, KCACHE_LOG.\n");
+}
+
+int main(int argc, char **argv) {
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--cache-dir") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kcache: --cache-dir needs a directory\n");
+                return EXIT_USAGE;
+            }
+            g_cache_dir = argv[++i];
+        } else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
+            g_cache_dir = argv[i] + 12;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            main_usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("kcache %s\n", kc_version());
+            return 0;
+        } else {
+            fprintf(stderr, "kcache: unknown option '%s'\n", argv[i]);
+            main_usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        main_usage(stderr);
+        return EXIT_USAGE;
+    }
+    /* --cache-dir beats KCACHE_DIR: the command line is the more specific. */
+    if (g_cache_dir) setenv("KCACHE_DIR", g_cache_dir, 1);
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (strcmp(argv[i], commands[k].name) == 0) return commands[k].run(argc - i, argv + i);
+    fprintf(stderr, "kcache: unknown command '%s'\n", argv[i]);
+    main_usage(stderr);
+    return EXIT_USAGE;
+}
