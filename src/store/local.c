@@ -235,6 +235,7 @@ static void add_deltas(int64_t *v, void *ctx) {
 }
 
 void kc_local_flush(kc_local *l) {
+    if (l->readonly) return; /* a read-only cache keeps its counts in memory */
     pthread_mutex_lock(&l->flush_mu);
     for (int s = 0; s < KC_SHARDS; s++) {
         if (!__atomic_exchange_n(&l->dirty[s], 0, __ATOMIC_RELAXED)) continue;
@@ -244,7 +245,7 @@ void kc_local_flush(kc_local *l) {
             d[i] = __atomic_exchange_n(&l->delta[s][i], 0, __ATOMIC_RELAXED);
             any |= d[i] != 0;
         }
-        if (any && !l->readonly) stats_update(l, s, add_deltas, d);
+        if (any) stats_update(l, s, add_deltas, d);
     }
     __atomic_store_n(&l->last_flush_ns, kc_mono_ns(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&l->flush_mu);
@@ -262,11 +263,12 @@ int kc_local_stats(kc_local *l, kc_stats *out) {
         char p[PATH_MAX];
         stats_path(l, s, p, sizeof p);
         int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0) continue;
-        int64_t v[STATS_SLOTS];
-        stats_read_fd(fd, v);
-        close(fd);
-        for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
+        if (fd >= 0) {
+            int64_t v[STATS_SLOTS];
+            stats_read_fd(fd, v);
+            close(fd);
+            for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
+        }
         if (l->readonly) /* unflushable deltas of a read-only cache still show */
             for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)__atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED);
     }

@@ -1,0 +1,75 @@
+/* test_buf.c — little-endian writers, bounds-checked readers, hex. */
+#include "helpers.h"
+
+#include "common/internal.h"
+
+static void test_writers_are_little_endian(void **state) {
+    (void)state;
+    kc_buf b = {0};
+    kc_buf_put_u16(&b, 0x0102);
+    kc_buf_put_u32(&b, 0x03040506);
+    kc_buf_put_u64(&b, 0x0708090a0b0c0d0eull);
+    const uint8_t want[] = {2, 1, 6, 5, 4, 3, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 9, 8, 7};
+    assert_int_equal(b.len, sizeof want);
+    assert_memory_equal(b.data, want, sizeof want);
+    kc_buf_free(&b);
+}
+
+static void test_reader_never_overruns(void **state) {
+    (void)state;
+    const uint8_t data[5] = {1, 2, 3, 4, 5};
+    kc_reader r = kc_reader_make(data, sizeof data);
+    assert_int_equal(kc_rd_next_u32(&r), 0x04030201u);
+    assert_false(r.bad);
+    assert_int_equal(kc_rd_next_u32(&r), 0); /* only one byte left */
+    assert_true(r.bad);
+    assert_int_equal(kc_rd_next_u8(&r), 0); /* stays bad */
+    assert_null(kc_rd_bytes(&r, 0));
+    r = kc_reader_make(data, sizeof data);
+    assert_null(kc_rd_bytes(&r, SIZE_MAX));
+    assert_true(r.bad);
+}
+
+static void test_printf_and_take(void **state) {
+    (void)state;
+    kc_buf b = {0};
+    for (int i = 0; i < 100; i++) kc_buf_printf(&b, "%d,", i);
+    char *s = kc_buf_take_str(&b);
+    assert_non_null(s);
+    assert_int_equal(strncmp(s, "0,1,2,", 6), 0);
+    assert_non_null(strstr(s, "99,"));
+    free(s);
+}
+
+static void test_alloc_failure_is_sticky(void **state) {
+    (void)state;
+    kc_buf b = {0};
+    kc_alloc_fail_at(1, false);
+    kc_buf_put_u64(&b, 1);
+    kc_buf_put_u64(&b, 2);
+    assert_true(b.failed);
+    assert_int_equal(b.len, 0);
+    kc_buf_free(&b);
+}
+
+static void test_hex(void **state) {
+    (void)state;
+    uint8_t in[3] = {0x00, 0xab, 0xff}, out[3];
+    char h[7];
+    kc_hex(in, 3, h);
+    assert_string_equal(h, "00abff");
+    assert_int_equal(kc_unhex("00ABff", 3, out), KC_OK);
+    assert_memory_equal(in, out, 3);
+    assert_int_equal(kc_unhex("0g", 1, out), KC_EINVAL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_writers_are_little_endian),
+        cmocka_unit_test(test_reader_never_overruns),
+        cmocka_unit_test(test_printf_and_take),
+        cmocka_unit_test(test_alloc_failure_is_sticky),
+        cmocka_unit_test(test_hex),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

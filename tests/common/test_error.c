@@ -1,0 +1,112 @@
+/* test_error.c — the per-thread last error, status names, the allocation failure switch. */
+#include "helpers.h"
+
+#include <pthread.h>
+
+#include "common/internal.h"
+#include "kcache.h"
+
+static void test_record_and_clear(void **state) {
+    (void)state;
+    kc_error_clear();
+    assert_int_equal(kc_error_last()->code, KC_OK);
+    assert_string_equal(kc_error_last()->message, "");
+    assert_int_equal(kc_err(KC_EIO, "disk %d failed", 3), KC_EIO);
+    assert_int_equal(kc_error_last()->code, KC_EIO);
+    assert_string_equal(kc_error_last()->message, "disk 3 failed");
+    kc_err_prefix(KC_EIO, "reading %s", "x");
+    assert_string_equal(kc_error_last()->message, "reading x: disk 3 failed");
+    kc_error_clear();
+    assert_int_equal(kc_error_last()->code, KC_OK);
+}
+
+static void test_errno_mapping(void **state) {
+    (void)state;
+    assert_int_equal(kc_err_errno(ENOSPC, "writing"), KC_EIO);
+    assert_non_null(strstr(kc_error_last()->message, "No space left"));
+    assert_int_equal(kc_err_errno(EROFS, "writing"), KC_EPERM);
+    assert_int_equal(kc_err_errno(ENOMEM, "x"), KC_ENOMEM);
+    assert_int_equal(kc_err_errno(ENOENT, "x"), KC_EIO); /* an error path's ENOENT is not a miss */
+}
+
+static void *other_thread(void *arg) {
+    (void)arg;
+    kc_err(KC_ECORRUPT, "from the other thread");
+    return (void *)(intptr_t)(kc_error_last()->code == KC_ECORRUPT);
+}
+
+static void test_per_thread(void **state) {
+    (void)state;
+    kc_err(KC_MISS, "main thread");
+    pthread_t t;
+    void *ok;
+    pthread_create(&t, NULL, other_thread, NULL);
+    pthread_join(t, &ok);
+    assert_true((intptr_t)ok);
+    assert_int_equal(kc_error_last()->code, KC_MISS);
+    assert_string_equal(kc_error_last()->message, "main thread");
+}
+
+static void test_status_names(void **state) {
+    (void)state;
+    assert_string_equal(kc_status_str(KC_MISS), "KC_MISS");
+    assert_string_equal(kc_status_str(KC_ENODRIVER), "KC_ENODRIVER");
+    assert_string_equal(kc_status_str(12345), "KC_UNKNOWN");
+    for (int s = 0; s >= KC_EPERM; s--) assert_string_not_equal(kc_status_str(s), "KC_UNKNOWN");
+}
+
+static void test_long_message_is_cut_not_overflowed(void **state) {
+    (void)state;
+    char big[5000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    kc_err(KC_EIO, "%s", big);
+    assert_true(strlen(kc_error_last()->message) < sizeof big);
+    kc_err_prefix(KC_EIO, "%s", big);
+    assert_true(strlen(kc_error_last()->message) < sizeof big);
+}
+
+static void test_alloc_failure_switch(void **state) {
+    (void)state;
+    kc_alloc_fail_at(2, false);
+    void *a = kc_malloc(8);
+    void *b = kc_malloc(8);
+    void *c = kc_malloc(8);
+    assert_non_null(a);
+    assert_null(b);
+    assert_non_null(c);
+    free(a);
+    free(c);
+    kc_alloc_fail_at(1, true);
+    assert_null(kc_malloc(1));
+    assert_null(kc_malloc(1));
+    kc_alloc_fail_at(0, false);
+    void *d = kc_malloc(1);
+    assert_non_null(d);
+    free(d);
+}
+
+static void test_log_configure(void **state) {
+    (void)state;
+    kc_log_configure("store,recompiles");
+    assert_true(kc_log_enabled(KC_LOG_STORE));
+    assert_true(kc_log_enabled(KC_LOG_RECOMPILES));
+    assert_false(kc_log_enabled(KC_LOG_COMPILE));
+    kc_log_configure("all");
+    assert_true(kc_log_enabled(KC_LOG_GUARD));
+    kc_log_configure(NULL);
+    assert_false(kc_log_enabled(KC_LOG_STORE));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_record_and_clear),
+        cmocka_unit_test(test_errno_mapping),
+        cmocka_unit_test(test_per_thread),
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_long_message_is_cut_not_overflowed),
+        cmocka_unit_test(test_alloc_failure_switch),
+        cmocka_unit_test(test_log_configure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

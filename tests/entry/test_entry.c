@@ -1,0 +1,232 @@
+/*
+ * test_entry.c — the entry format: round trips, the golden file that pins format v1,
+ * and a decoder that rejects every damaged input (each byte flipped, every truncation,
+ * trailing bytes, random noise) without crashing or reading out of bounds (run it under
+ * ASan to see the latter).
+ *
+ * Regenerate tests/golden/entry_v1.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
+ */
+#include "helpers.h"
+
+#include "common/internal.h"
+#include "kcache.h"
+
+static kc_entry *make_entry(const char *variant, size_t big) {
+    kc_key k;
+    assert_int_equal(kc_key_from_hex(&k, "00112233445566778899aabbccddeeff"), KC_OK);
+    kc_entry *e;
+    assert_int_equal(kc_entry_new(&e, &k, variant), KC_OK);
+    kc_digest d;
+    for (int i = 0; i < 16; i++) d.bytes[i] = (uint8_t)(i * 7);
+    assert_int_equal(kc_entry_add_digest(e, "graph", &d), KC_OK);
+    d.bytes[0] ^= 1;
+    assert_int_equal(kc_entry_add_digest(e, "inputs[0].sizes", &d), KC_OK);
+    assert_int_equal(kc_entry_set_toolchain(e, "nvrtc 13.0"), KC_OK);
+    kc_entry_set_created_at(e, 1700000000123456789ull);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_FORWARD, "forward-program", 15), KC_OK);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_RUNTIME_META, "", 0), KC_OK);
+    if (big) {
+        uint8_t *b = malloc(big);
+        for (size_t i = 0; i < big; i++) b[i] = (uint8_t)(i % 251 < 200 ? 'A' + i % 7 : i * 31);
+        assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, b, big), KC_OK);
+        free(b);
+    } else {
+        assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, "cubin-bytes", 11), KC_OK);
+    }
+    return e;
+}
+
+static void assert_same_entry(const kc_entry *a, const kc_entry *b) {
+    assert_memory_equal(kc_entry_key(a)->bytes, kc_entry_key(b)->bytes, 16);
+    assert_string_equal(kc_entry_variant(a), kc_entry_variant(b));
+    assert_string_equal(kc_entry_toolchain(a), kc_entry_toolchain(b));
+    assert_int_equal(kc_entry_created_at(a), kc_entry_created_at(b));
+    assert_int_equal(kc_entry_digest_count(a), kc_entry_digest_count(b));
+    for (size_t i = 0; i < kc_entry_digest_count(a); i++) {
+        const char *n1, *n2;
+        kc_digest d1, d2;
+        kc_entry_digest_at(a, i, &n1, &d1);
+        kc_entry_digest_at(b, i, &n2, &d2);
+        assert_string_equal(n1, n2);
+        assert_memory_equal(d1.bytes, d2.bytes, 16);
+    }
+    for (int t = KC_SECTION_FORWARD; t <= KC_SECTION_RUNTIME_META; t++) {
+        const void *p1, *p2;
+        size_t l1, l2;
+        int r1 = kc_entry_section(a, (kc_section_type)t, &p1, &l1);
+        int r2 = kc_entry_section(b, (kc_section_type)t, &p2, &l2);
+        assert_int_equal(r1, r2);
+        if (r1 == KC_OK) {
+            assert_int_equal(l1, l2);
+            if (l1) assert_memory_equal(p1, p2, l1);
+        }
+    }
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    const size_t sizes[] = {0, 100, 70000};
+    for (size_t i = 0; i < 3; i++) {
+        kc_entry *e = make_entry("sm_90a", sizes[i]), *d;
+        void *bytes;
+        size_t len;
+        assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+        if (sizes[i] == 70000) assert_true(len < 70000); /* compressed */
+        assert_int_equal(kc_entry_decode(&d, bytes, len), KC_OK);
+        assert_same_entry(e, d);
+        kc_entry_free(e);
+        kc_entry_free(d);
+        kc_free(bytes);
+    }
+}
+
+static void test_golden_file(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 0);
+    void *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+    const char *path = KC_GOLDEN_DIR "/entry_v1.kce";
+    if (getenv("KCACHE_REGEN_GOLDEN")) assert_int_equal(kct_write(path, bytes, len), 0);
+    size_t glen;
+    uint8_t *golden = kct_read(path, &glen);
+    assert_non_null(golden);
+    assert_int_equal(glen, len);
+    assert_memory_equal(golden, bytes, len);
+    kc_entry *d;
+    assert_int_equal(kc_entry_decode(&d, golden, glen), KC_OK);
+    assert_same_entry(e, d);
+    kc_entry_free(d);
+    kc_entry_free(e);
+    free(golden);
+    kc_free(bytes);
+}
+
+static void expect_corrupt(const uint8_t *p, size_t n, const char *what, size_t at) {
+    kc_entry *d = (kc_entry *)0x1;
+    int rc = kc_entry_decode(&d, p, n);
+    if (rc != KC_ECORRUPT) fail_msg("%s at %zu: got %s, want KC_ECORRUPT", what, at, kc_status_str(rc));
+    assert_null(d);
+}
+
+static void test_every_flipped_byte_is_rejected(void **state) {
+    (void)state;
+    const size_t sizes[] = {0, 300};
+    const uint8_t masks[] = {0x01, 0x80, 0xff};
+    size_t trials = 0;
+    for (size_t s = 0; s < 2; s++) {
+        kc_entry *e = make_entry("sm_80", sizes[s]);
+        uint8_t *bytes;
+        size_t len;
+        assert_int_equal(kc_entry_encode(e, (void **)&bytes, &len), KC_OK);
+        uint8_t *copy = malloc(len);
+        for (size_t i = 0; i < len; i++) {
+            for (size_t m = 0; m < sizeof masks; m++) {
+                memcpy(copy, bytes, len);
+                copy[i] ^= masks[m];
+                expect_corrupt(copy, len, "flipped byte", i);
+                trials++;
+            }
+        }
+        free(copy);
+        kc_free(bytes);
+        kc_entry_free(e);
+    }
+    assert_true(trials > 1000);
+}
+
+static void test_every_truncation_is_rejected(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_80", 300);
+    uint8_t *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, (void **)&bytes, &len), KC_OK);
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *t = malloc(n ? n : 1); /* exact size, so ASan catches any overread */
+        memcpy(t, bytes, n);
+        expect_corrupt(t, n, "truncated", n);
+        free(t);
+    }
+    /* Trailing bytes are rejected too. */
+    uint8_t *longer = malloc(len + 1);
+    memcpy(longer, bytes, len);
+    longer[len] = 0;
+    expect_corrupt(longer, len + 1, "padded", len);
+    free(longer);
+    kc_free(bytes);
+    kc_entry_free(e);
+}
+
+static void test_random_noise_is_rejected(void **state) {
+    (void)state;
+    srand(7);
+    uint8_t buf[2048];
+    for (int t = 0; t < 2000; t++) {
+        size_t n = (size_t)(rand() % (int)sizeof buf);
+        for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rand();
+        if (n >= 8 && t % 2) memcpy(buf, "\x89KCE\r\n\x1a\n", 8); /* get past the magic */
+        expect_corrupt(buf, n, "noise", (size_t)t);
+    }
+}
+
+static void test_section_rules(void **state) {
+    (void)state;
+    kc_key k = {{0}};
+    kc_entry *e;
+    assert_int_equal(kc_entry_new(&e, &k, "Sm_90"), KC_EINVAL);
+    assert_int_equal(kc_entry_new(&e, &k, "../x"), KC_EINVAL);
+    assert_int_equal(kc_entry_new(&e, &k, ""), KC_EINVAL);
+    assert_int_equal(kc_entry_new(&e, &k, "a_very_long_variant_name_of_32_ch"), KC_EINVAL);
+    assert_int_equal(kc_entry_new(&e, &k, "compute_90"), KC_OK);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_META, "x", 1), KC_EINVAL);
+    assert_int_equal(kc_entry_set_section(e, (kc_section_type)9, "x", 1), KC_EINVAL);
+    const void *p;
+    size_t n;
+    assert_int_equal(kc_entry_section(e, KC_SECTION_BACKWARD, &p, &n), KC_MISS);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_BACKWARD, "b", 1), KC_OK);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_BACKWARD, "bb", 2), KC_OK); /* replaces */
+    assert_int_equal(kc_entry_section(e, KC_SECTION_BACKWARD, &p, &n), KC_OK);
+    assert_int_equal(n, 2);
+    kc_digest d = {{0}};
+    char longname[300];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    assert_int_equal(kc_entry_add_digest(e, longname, &d), KC_EINVAL);
+    kc_entry_free(e);
+}
+
+static void test_alloc_failures_are_reported(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 5000);
+    void *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+    for (long n = 1; n < 200; n++) {
+        kc_alloc_fail_at(n, false);
+        kc_entry *d = NULL;
+        int rc = kc_entry_decode(&d, bytes, len);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_OK) {
+            assert_same_entry(e, d);
+            kc_entry_free(d);
+            break;
+        }
+        assert_int_equal(rc, KC_ENOMEM);
+        assert_null(d);
+    }
+    kc_free(bytes);
+    kc_entry_free(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_golden_file),
+        cmocka_unit_test(test_every_flipped_byte_is_rejected),
+        cmocka_unit_test(test_every_truncation_is_rejected),
+        cmocka_unit_test(test_random_noise_is_rejected),
+        cmocka_unit_test(test_section_rules),
+        cmocka_unit_test(test_alloc_failures_are_reported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

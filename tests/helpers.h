@@ -1,0 +1,83 @@
+/*
+ * helpers.h — what the tests share: temporary directories, removing trees, small
+ * file helpers, and the skip code.  Header-only so each test stays one file.
+ */
+#ifndef KC_TEST_HELPERS_H
+#define KC_TEST_HELPERS_H
+
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static int kct_rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+/** Remove a tree (like rm -rf). */
+static inline void kct_rmtree(const char *path) { nftw(path, kct_rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+
+/** A fresh private temporary directory; the caller frees the string and the tree. */
+static inline char *kct_tmpdir(const char *tag) {
+    char tmpl[256];
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%s/kctest-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+/** Read a whole file into a malloc'ed buffer; NULL if it cannot. */
+static inline uint8_t *kct_read(const char *path, size_t *len) {
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *len = b ? (size_t)n : 0;
+    return b;
+}
+
+static inline int kct_write(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(p, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+/** Count the files under a directory whose names contain `needle`. */
+static size_t kct_count_needle_n;
+static const char *kct_count_needle_s;
+static int kct_count_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)ftw;
+    if (flag == FTW_F && strstr(p + ftw->base, kct_count_needle_s)) kct_count_needle_n++;
+    return 0;
+}
+static inline size_t kct_count_files(const char *dir, const char *needle) {
+    kct_count_needle_n = 0;
+    kct_count_needle_s = needle;
+    nftw(dir, kct_count_cb, 16, FTW_PHYS);
+    return kct_count_needle_n;
+}
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * test_local.c — the local directory store: layout and modes, names that could escape,
+ * stats shared across handles, gc (LRU order, limit, temp collection, recount),
+ * quarantine, clear, and refusing unsafe directories.
+ */
+#include "helpers.h"
+
+#include <errno.h>
+#include <utime.h>
+
+#include "common/fs.h"
+#include "common/internal.h"
+#include "kcache.h"
+#include "store/local.h"
+
+static char *dir;
+
+static int setup(void **state) {
+    (void)state;
+    dir = kct_tmpdir("local");
+    return dir ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    kc_fs_fault_clear();
+    chmod(dir, 0700);
+    kct_rmtree(dir);
+    free(dir);
+    return 0;
+}
+
+static void name_for(int i, char out[KC_NAME_MAX + 1]) {
+    snprintf(out, KC_NAME_MAX + 1, "%02x%030x.sm_90", i % 256, i);
+}
+
+static void test_layout_and_modes(void **state) {
+    (void)state;
+    kc_local *l;
+    char root[512], p[600];
+    snprintf(root, sizeof root, "%s/cache", dir);
+    assert_int_equal(kc_local_open(&l, root, 0, 0), KC_OK);
+    struct stat st;
+    snprintf(p, sizeof p, "%s/v1/ab", root);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    snprintf(p, sizeof p, "%s/v1/quarantine", root);
+    assert_int_equal(stat(p, &st), 0);
+    char name[KC_NAME_MAX + 1];
+    name_for(0xab, name);
+    assert_int_equal(kc_local_put(l, name, "data", 4), KC_OK);
+    snprintf(p, sizeof p, "%s/v1/ab/%s.kce", root, name);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, 4);
+    void *d;
+    size_t n;
+    assert_int_equal(kc_local_get(l, name, &d, &n), KC_OK);
+    assert_memory_equal(d, "data", 4);
+    free(d);
+    assert_int_equal(kc_local_exists(l, name), 1);
+    assert_int_equal(kc_local_remove(l, name), KC_OK);
+    assert_int_equal(kc_local_exists(l, name), 0);
+    assert_int_equal(kc_local_get(l, name, &d, &n), KC_MISS);
+    assert_int_equal(kc_local_remove(l, name), KC_MISS);
+    kc_local_free(l);
+}
+
+static void test_names_that_could_escape_are_refused(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    const char *bad[] = {
+        "../../etc/passwd", "00112233445566778899aabbccddeeff", "00112233445566778899aabbccddeeff.",
+        "00112233445566778899aabbccddeeff./x", "00112233445566778899aabbccddeeff.sm_90/../../x",
+        "00112233445566778899AABBCCDDEEFF.sm_90", "0011223344556677.sm_90", "",
+        "00112233445566778899aabbccddeeff.sm 90",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(kc_local_put(l, bad[i], "x", 1), KC_EINVAL);
+        void *d;
+        size_t n;
+        assert_int_equal(kc_local_get(l, bad[i], &d, &n), KC_EINVAL);
+    }
+    kc_local_free(l);
+}
+
+static void test_stats_are_shared_between_handles(void **state) {
+    (void)state;
+    kc_local *a, *b;
+    assert_int_equal(kc_local_open(&a, dir, 0, 0), KC_OK);
+    assert_int_equal(kc_local_open(&b, dir, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1];
+    for (int i = 0; i < 10; i++) {
+        name_for(i, name);
+        assert_int_equal(kc_local_put(i % 2 ? a : b, name, "0123456789", 10), KC_OK);
+    }
+    kc_local_count(a, 3, KC_STAT_HITS, 5);
+    kc_local_count(b, 4, KC_STAT_HITS, 2);
+    kc_local_count(b, 4, KC_STAT_MISSES, 1);
+    kc_local_free(a); /* flushes */
+    kc_stats s;
+    assert_int_equal(kc_local_stats(b, &s), KC_OK);
+    assert_int_equal(s.v[KC_STAT_PUTS], 10);
+    assert_int_equal(s.v[KC_STAT_ENTRIES], 10);
+    assert_int_equal(s.v[KC_STAT_BYTES], 100);
+    assert_int_equal(s.v[KC_STAT_HITS], 7);
+    assert_int_equal(s.v[KC_STAT_MISSES], 1);
+    /* Replacing an entry does not count it twice. */
+    name_for(0, name);
+    assert_int_equal(kc_local_put(b, name, "01234", 5), KC_OK);
+    kc_local_stats(b, &s);
+    assert_int_equal(s.v[KC_STAT_ENTRIES], 10);
+    assert_int_equal(s.v[KC_STAT_BYTES], 95);
+    /* A damaged stats file reads as zeros, never as garbage. */
+    char p[600];
+    snprintf(p, sizeof p, "%s/v1/00/stats", dir);
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    fseek(f, 20, SEEK_SET);
+    fputc('X', f);
+    fclose(f);
+    kc_local_stats(b, &s);
+    assert_true(s.v[KC_STAT_PUTS] < 11);
+    assert_int_equal(kc_local_stats_zero(b), KC_OK);
+    kc_local_stats(b, &s);
+    assert_int_equal(s.v[KC_STAT_HITS], 0);
+    kc_local_free(b);
+}
+
+static void set_age(kc_local *l, const char *name, time_t age) {
+    char p[4096];
+    kc_local_path(l, name, p, sizeof p);
+    struct utimbuf t = {time(NULL) - age, time(NULL) - age};
+    assert_int_equal(utime(p, &t), 0);
+}
+
+static void test_gc_evicts_least_recently_used(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1], buf[1000];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < 20; i++) {
+        name_for(i, name);
+        assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
+        set_age(l, name, 1000 - i * 10); /* entry i is newer than entry i-1 */
+    }
+    /* A hit on entry 0 makes it the most recently used. */
+    name_for(0, name);
+    void *d;
+    size_t n;
+    assert_int_equal(kc_local_get(l, name, &d, &n), KC_OK);
+    free(d);
+    kc_gc_report r;
+    assert_int_equal(kc_local_gc(l, 10500, &r), KC_OK);
+    assert_int_equal(r.entries_before, 20);
+    assert_int_equal(r.bytes_before, 20000);
+    assert_int_equal(r.evicted, 10);
+    assert_true(r.bytes_after <= 10500);
+    assert_int_equal(kc_local_exists(l, name), 1); /* touched: kept */
+    for (int i = 1; i <= 10; i++) {
+        name_for(i, name);
+        assert_int_equal(kc_local_exists(l, name), 0); /* oldest went first */
+    }
+    for (int i = 11; i < 20; i++) {
+        name_for(i, name);
+        assert_int_equal(kc_local_exists(l, name), 1);
+    }
+    kc_stats s;
+    kc_local_stats(l, &s);
+    assert_int_equal(s.v[KC_STAT_ENTRIES], 10);
+    assert_int_equal(s.v[KC_STAT_BYTES], 10000);
+    assert_int_equal(s.v[KC_STAT_EVICTIONS], 10);
+    kc_local_free(l);
+}
+
+static void test_size_limit_holds_automatically(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 20000, 0), KC_OK);
+    char name[KC_NAME_MAX + 1], buf[1000];
+    memset(buf, 'y', sizeof buf);
+    for (int i = 0; i < 200; i++) {
+        name_for(i, name);
+        assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
+    }
+    kc_gc_report r;
+    assert_int_equal(kc_local_gc(l, 1ull << 40, &r), KC_OK); /* just recount */
+    assert_true(r.bytes_before <= 20000 + 1000);
+    kc_local_free(l);
+}
+
+static void test_gc_collects_stale_temp_files(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char p[600];
+    snprintf(p, sizeof p, "%s/v1/07/.tmp.orphan.123", dir);
+    assert_int_equal(kct_write(p, "x", 1), 0);
+    struct utimbuf t = {time(NULL) - 7200, time(NULL) - 7200};
+    utime(p, &t);
+    snprintf(p, sizeof p, "%s/v1/07/.tmp.fresh.124", dir);
+    assert_int_equal(kct_write(p, "x", 1), 0);
+    kc_gc_report r;
+    assert_int_equal(kc_local_gc(l, 0, &r), KC_OK);
+    assert_int_equal(r.temp_removed, 1);
+    assert_int_equal(access(p, F_OK), 0); /* a write in flight is left alone */
+    kc_local_free(l);
+}
+
+static void test_one_cleaner_at_a_time(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char p[600];
+    snprintf(p, sizeof p, "%s/v1/gc.lock", dir);
+    int fd = open(p, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    /* flock locks belong to the open file description: a second open conflicts. */
+    assert_int_equal(kc_local_gc(l, 0, NULL), KC_EBUSY);
+    close(fd);
+    assert_int_equal(kc_local_gc(l, 0, NULL), KC_OK);
+    kc_local_free(l);
+}
+
+static void test_quarantine_and_clear(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1];
+    name_for(5, name);
+    assert_int_equal(kc_local_put(l, name, "bad", 3), KC_OK);
+    assert_int_equal(kc_local_quarantine(l, name), KC_OK);
+    assert_int_equal(kc_local_exists(l, name), 0);
+    char q[600];
+    snprintf(q, sizeof q, "%s/v1/quarantine", dir);
+    assert_int_equal(kct_count_files(q, name), 1);
+    kc_stats s;
+    kc_local_stats(l, &s);
+    assert_int_equal(s.v[KC_STAT_CORRUPT], 1);
+    assert_int_equal(s.v[KC_STAT_ENTRIES], 0);
+    for (int i = 0; i < 5; i++) {
+        name_for(i, name);
+        kc_local_put(l, name, "ok", 2);
+    }
+    assert_int_equal(kc_local_clear(l), KC_OK);
+    assert_int_equal(kct_count_files(dir, ".kce"), 0);
+    kc_local_stats(l, &s);
+    assert_int_equal(s.v[KC_STAT_ENTRIES], 0);
+    assert_int_equal(s.v[KC_STAT_BYTES], 0);
+    kc_local_free(l);
+}
+
+static void test_put_failure_loses_nothing(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1];
+    name_for(9, name);
+    assert_int_equal(kc_local_put(l, name, "old", 3), KC_OK);
+    kc_fs_fault_set(KC_FS_WRITE, 1, ENOSPC, false);
+    assert_int_equal(kc_local_put(l, name, "newer", 5), KC_EIO);
+    assert_non_null(strstr(kc_error_last()->message, "No space"));
+    void *d;
+    size_t n;
+    assert_int_equal(kc_local_get(l, name, &d, &n), KC_OK);
+    assert_int_equal(n, 3);
+    free(d);
+    assert_int_equal(kct_count_files(dir, ".tmp."), 0);
+    kc_local_free(l);
+}
+
+static void test_unsafe_directories_are_refused(void **state) {
+    (void)state;
+    kc_local *l;
+    char real[512], link[512];
+    snprintf(real, sizeof real, "%s/real", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    assert_int_equal(mkdir(real, 0700), 0);
+    assert_int_equal(symlink(real, link), 0);
+    assert_int_equal(kc_local_open(&l, link, 0, 0), KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "symbolic link"));
+    assert_int_equal(kc_local_open(&l, link, 0, KC_OPEN_ALLOW_UNSAFE_DIR), KC_OK);
+    kc_local_free(l);
+    assert_int_equal(chmod(real, 0777), 0);
+    assert_int_equal(kc_local_open(&l, real, 0, 0), KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "writable by group or others"));
+    chmod(real, 0700);
+    assert_int_equal(kc_local_open(&l, real, 0, 0), KC_OK);
+    kc_local_free(l);
+}
+
+static void test_readonly_writes_nothing(void **state) {
+    (void)state;
+    kc_local *l;
+    char root[512];
+    snprintf(root, sizeof root, "%s/ro", dir);
+    assert_int_equal(kc_local_open(&l, root, 0, KC_OPEN_READONLY), KC_OK);
+    assert_int_equal(access(root, F_OK), -1); /* not even created */
+    char name[KC_NAME_MAX + 1];
+    name_for(1, name);
+    assert_int_equal(kc_local_put(l, name, "x", 1), KC_EREADONLY);
+    void *d;
+    size_t n;
+    assert_int_equal(kc_local_get(l, name, &d, &n), KC_MISS);
+    assert_int_equal(kc_local_gc(l, 0, NULL), KC_EREADONLY);
+    kc_local_free(l);
+    assert_int_equal(access(root, F_OK), -1);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_layout_and_modes),
+        T(test_names_that_could_escape_are_refused),
+        T(test_stats_are_shared_between_handles),
+        T(test_gc_evicts_least_recently_used),
+        T(test_size_limit_holds_automatically),
+        T(test_gc_collects_stale_temp_files),
+        T(test_one_cleaner_at_a_time),
+        T(test_quarantine_and_clear),
+        T(test_put_failure_loses_nothing),
+        T(test_unsafe_directories_are_refused),
+        T(test_readonly_writes_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,304 @@
+/*
+ * test_kcache.c — the front door: options and environment overrides, sizes, get/put
+ * through validation, corrupt and misplaced entries as misses (quarantined and counted),
+ * read-only and disabled caches, verify.
+ */
+#include "helpers.h"
+
+#include "common/internal.h"
+#include "kcache.h"
+
+static char *dir;
+
+static int setup(void **state) {
+    (void)state;
+    dir = kct_tmpdir("kcache");
+    return dir ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    unsetenv("KCACHE_DIR");
+    unsetenv("KCACHE_MAX_SIZE");
+    unsetenv("KCACHE_READONLY");
+    unsetenv("KCACHE_DISABLE");
+    kct_rmtree(dir);
+    free(dir);
+    return 0;
+}
+
+static kc_cache *open_at(const char *d, unsigned flags) {
+    kc_options o;
+    assert_int_equal(kc_options_init(&o, KC_OPTIONS_VERSION), KC_OK);
+    o.dir = d;
+    o.flags = flags;
+    kc_cache *c;
+    int rc = kc_cache_open(&c, &o);
+    if (rc != KC_OK) fail_msg("open %s: %s", d, kc_error_last()->message);
+    return c;
+}
+
+static kc_entry *entry_for(int i, const char *variant, const char *payload) {
+    kc_key_builder *kb;
+    kc_key_builder_new(&kb);
+    kc_key_add_u64(kb, KC_COMP_EXTRA, "i", (uint64_t)i);
+    kc_key k;
+    kc_key_finish(kb, &k);
+    kc_entry *e;
+    assert_int_equal(kc_entry_new(&e, &k, variant), KC_OK);
+    assert_int_equal(kc_entry_add_key_digests(e, kb), KC_OK);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, payload, strlen(payload)), KC_OK);
+    kc_key_builder_free(kb);
+    return e;
+}
+
+static void test_parse_size(void **state) {
+    (void)state;
+    struct { const char *s; uint64_t v; } ok[] = {
+        {"0", 0}, {"123", 123}, {"64K", 65536}, {"5G", 5ull << 30}, {"500M", 500ull << 20},
+        {"1.5G", 3ull << 29}, {"10MiB", 10ull << 20}, {"2kb", 2048}, {"1T", 1ull << 40},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v;
+        assert_int_equal(kc_parse_size(ok[i].s, &v), KC_OK);
+        assert_int_equal(v, ok[i].v);
+    }
+    const char *bad[] = {"", "G", "-5M", "5X", "5 G", "abc", "1e30G"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v;
+        assert_int_equal(kc_parse_size(bad[i], &v), KC_EINVAL);
+    }
+}
+
+static void test_options_version_is_checked(void **state) {
+    (void)state;
+    kc_options o;
+    assert_int_equal(kc_options_init(&o, 99), KC_EVERSION);
+    o.version = 99;
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_EVERSION);
+    assert_null(c);
+}
+
+static void test_put_get_round_trip(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, 0);
+    kc_entry *e = entry_for(1, "sm_90", "cubin"), *g;
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_MISS);
+    assert_int_equal(kc_cache_put(c, e), KC_OK);
+    assert_int_equal(kc_cache_exists(c, kc_entry_key(e), "sm_90"), 1);
+    assert_int_equal(kc_cache_exists(c, kc_entry_key(e), "sm_80"), 0);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_OK);
+    const void *p;
+    size_t n;
+    assert_int_equal(kc_entry_section(g, KC_SECTION_KERNELS, &p, &n), KC_OK);
+    assert_int_equal(n, 5);
+    assert_memory_equal(p, "cubin", 5);
+    assert_int_equal(kc_entry_digest_count(g), KC_COMP_COUNT);
+    kc_entry_free(g);
+    kc_stats s;
+    kc_cache_stats(c, &s);
+    assert_int_equal(s.v[KC_STAT_HITS], 1);
+    assert_int_equal(s.v[KC_STAT_MISSES], 1);
+    assert_int_equal(s.v[KC_STAT_PUTS], 1);
+    assert_int_equal(s.v[KC_STAT_ENTRIES], 1);
+    assert_int_equal(kc_cache_remove(c, kc_entry_key(e), "sm_90"), KC_OK);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_MISS);
+    kc_entry_free(e);
+    kc_cache_close(c);
+}
+
+static void entry_path(kc_cache *c, const kc_entry *e, char *out, size_t cap) {
+    char hex[33];
+    kc_key_to_hex(kc_entry_key(e), hex);
+    snprintf(out, cap, "%s/v1/%.2s/%s.%s.kce", kc_cache_dir(c), hex, hex, kc_entry_variant(e));
+}
+
+static void test_corrupt_entry_is_a_quarantined_miss(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, 0);
+    kc_entry *e = entry_for(2, "sm_80", "some kernel bytes"), *g;
+    assert_int_equal(kc_cache_put(c, e), KC_OK);
+    char p[1024];
+    entry_path(c, e, p, sizeof p);
+    size_t len;
+    uint8_t *b = kct_read(p, &len);
+    b[len - 3] ^= 0x40;
+    assert_int_equal(kct_write(p, b, len), 0);
+    free(b);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_80", &g), KC_MISS);
+    assert_null(g);
+    assert_non_null(strstr(kc_error_last()->message, "corrupt"));
+    assert_int_equal(access(p, F_OK), -1);
+    char q[1024];
+    snprintf(q, sizeof q, "%s/v1/quarantine", dir);
+    assert_int_equal(kct_count_files(q, ".kce"), 1);
+    kc_stats s;
+    kc_cache_stats(c, &s);
+    assert_int_equal(s.v[KC_STAT_CORRUPT], 1);
+    assert_int_equal(s.v[KC_STAT_MISSES], 1);
+    /* A new put heals it. */
+    assert_int_equal(kc_cache_put(c, e), KC_OK);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_80", &g), KC_OK);
+    kc_entry_free(g);
+    kc_entry_free(e);
+    kc_cache_close(c);
+}
+
+/* A valid entry stored under another name is never served for that name. */
+static void test_misplaced_entry_is_a_miss(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, 0);
+    kc_entry *a = entry_for(3, "sm_90", "A"), *b = entry_for(4, "sm_90", "B"), *g;
+    assert_int_equal(kc_cache_put(c, a), KC_OK);
+    assert_int_equal(kc_cache_put(c, b), KC_OK);
+    char pa[1024], pb[1024];
+    entry_path(c, a, pa, sizeof pa);
+    entry_path(c, b, pb, sizeof pb);
+    assert_int_equal(rename(pa, pb), 0);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(b), "sm_90", &g), KC_MISS);
+    kc_verify_report r;
+    assert_int_equal(kc_cache_verify(c, &r), KC_OK);
+    assert_int_equal(r.checked, 0); /* the misplaced one was quarantined by the get */
+    kc_entry_free(a);
+    kc_entry_free(b);
+    kc_cache_close(c);
+}
+
+static void test_verify_finds_and_quarantines(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, 0);
+    kc_entry *e[5];
+    for (int i = 0; i < 5; i++) {
+        e[i] = entry_for(10 + i, "sm_90", "payload");
+        assert_int_equal(kc_cache_put(c, e[i]), KC_OK);
+    }
+    char p[1024];
+    entry_path(c, e[2], p, sizeof p);
+    truncate(p, 50);
+    kc_verify_report r;
+    assert_int_equal(kc_cache_verify(c, &r), KC_OK);
+    assert_int_equal(r.checked, 5);
+    assert_int_equal(r.ok, 4);
+    assert_int_equal(r.corrupt, 1);
+    assert_int_equal(r.quarantined, 1);
+    assert_int_equal(kc_cache_verify(c, &r), KC_OK);
+    assert_int_equal(r.checked, 4);
+    assert_int_equal(r.corrupt, 0);
+    for (int i = 0; i < 5; i++) kc_entry_free(e[i]);
+    kc_cache_close(c);
+}
+
+static void test_environment_overrides(void **state) {
+    (void)state;
+    char d2[600];
+    snprintf(d2, sizeof d2, "%s/from-env", dir);
+    setenv("KCACHE_DIR", d2, 1);
+    setenv("KCACHE_MAX_SIZE", "10M", 1);
+    kc_cache *c = open_at(dir, 0);
+    assert_string_equal(kc_cache_dir(c), d2);
+    assert_int_equal(kc_cache_max_size(c), 10ull << 20);
+    kc_cache_close(c);
+    c = open_at(dir, KC_OPEN_NO_ENV); /* explicit opt-out */
+    assert_string_equal(kc_cache_dir(c), dir);
+    assert_int_equal(kc_cache_max_size(c), KC_DEFAULT_MAX_SIZE);
+    kc_cache_close(c);
+    setenv("KCACHE_MAX_SIZE", "lots", 1);
+    kc_options o = KC_OPTIONS_INIT;
+    kc_cache *bad;
+    assert_int_equal(kc_cache_open(&bad, &o), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_MAX_SIZE"));
+    unsetenv("KCACHE_MAX_SIZE");
+    unsetenv("KCACHE_DIR");
+    /* Default: $XDG_CACHE_HOME/kcache, else ~/.cache/kcache. */
+    char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    c = open_at(NULL, 0);
+    snprintf(d2, sizeof d2, "%s/kcache", dir);
+    assert_string_equal(kc_cache_dir(c), d2);
+    kc_cache_close(c);
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", dir, 1);
+    c = open_at(NULL, 0);
+    snprintf(d2, sizeof d2, "%s/.cache/kcache", dir);
+    assert_string_equal(kc_cache_dir(c), d2);
+    kc_cache_close(c);
+    if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
+    if (old_home) setenv("HOME", old_home, 1);
+    free(old_xdg);
+    free(old_home);
+}
+
+static void test_readonly_and_disabled(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, 0);
+    kc_entry *e = entry_for(20, "sm_90", "x"), *f = entry_for(21, "sm_90", "y"), *g;
+    assert_int_equal(kc_cache_put(c, e), KC_OK);
+    kc_cache_close(c);
+
+    setenv("KCACHE_READONLY", "1", 1);
+    c = open_at(dir, 0);
+    assert_int_equal(kc_cache_mode(c), 1);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_OK); /* reads work */
+    kc_entry_free(g);
+    assert_int_equal(kc_cache_put(c, f), KC_EREADONLY);
+    assert_int_equal(kc_cache_exists(c, kc_entry_key(f), "sm_90"), 0);
+    kc_stats s;
+    kc_cache_stats(c, &s);
+    assert_int_equal(s.v[KC_STAT_READONLY_SKIPS], 1);
+    kc_cache_close(c);
+    unsetenv("KCACHE_READONLY");
+
+    setenv("KCACHE_DISABLE", "yes", 1);
+    c = open_at(dir, 0);
+    assert_int_equal(kc_cache_mode(c), 2);
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_MISS);
+    assert_int_equal(kc_cache_put(c, f), KC_EREADONLY);
+    kc_cache_close(c);
+    setenv("KCACHE_DISABLE", "0", 1); /* "0" means off */
+    c = open_at(dir, 0);
+    assert_int_equal(kc_cache_mode(c), 0);
+    kc_cache_close(c);
+    kc_entry_free(e);
+    kc_entry_free(f);
+}
+
+static void test_allocation_failures_never_crash(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, 0);
+    kc_entry *e = entry_for(30, "sm_90", "payload"), *g;
+    assert_int_equal(kc_cache_put(c, e), KC_OK);
+    for (long n = 1; n < 100; n++) {
+        kc_alloc_fail_at(n, false);
+        int rc = kc_cache_get(c, kc_entry_key(e), "sm_90", &g);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_OK) {
+            kc_entry_free(g);
+            break;
+        }
+        assert_int_equal(rc, KC_MISS);
+        assert_null(g);
+    }
+    /* Nothing was quarantined by an allocation failure. */
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_OK);
+    kc_entry_free(g);
+    kc_entry_free(e);
+    kc_cache_close(c);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_options_version_is_checked),
+        T(test_put_get_round_trip),
+        T(test_corrupt_entry_is_a_quarantined_miss),
+        T(test_misplaced_entry_is_a_miss),
+        T(test_verify_finds_and_quarantines),
+        T(test_environment_overrides),
+        T(test_readonly_and_disabled),
+        T(test_allocation_failures_never_crash),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# test_cli.sh — the kcache tool end to end, as a user runs it: every command, its --json
+# output (parsed, not grepped), exit codes, and errors on stderr.
+#   test_cli.sh PATH/TO/kcache PATH/TO/kc_fill
+set -u
+KC=$1
+FILL=$2
+T=$(mktemp -d /tmp/kctest-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+D=$T/cache
+fails=0; checks=0
+ok()   { checks=$((checks+1)); }
+bad()  { checks=$((checks+1)); fails=$((fails+1)); echo "FAIL: $*" >&2; }
+expect_rc() { # expect_rc WANT CMD...
+  local want=$1; shift
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  if [ "$rc" = "$want" ]; then ok; else bad "exit $rc (want $want): $* ; stderr: $(head -c 300 "$T/err")"; fi
+}
+# json FILE EXPR: evaluate a Python expression over the parsed JSON in FILE as `j`.
+json() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"; }
+expect_json() { if json "$T/out" "$1"; then ok; else bad "json check failed: $1 ; got: $(head -c 400 "$T/out")"; fi; }
+
+# Help and usage.
+expect_rc 0 "$KC" --help
+grep -q "prewarm\|stats" "$T/out" && ok || bad "--help lists no commands"
+for c in stats ls show verify gc clear; do expect_rc 0 "$KC" $c --help; done
+expect_rc 2 "$KC" no-such-command
+grep -q "unknown command" "$T/err" && ok || bad "no message for an unknown command"
+expect_rc 2 "$KC"
+expect_rc 2 "$KC" --cache-dir "$D" gc --max-size lots
+expect_rc 2 "$KC" --cache-dir "$D" ls --bogus
+
+# An empty cache.
+expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'all(k in j for k in ["entries","bytes","hits","misses","bypasses","compiles","corrupt","evictions"]) and j["entries"]==0'
+expect_rc 0 "$KC" --cache-dir "$D" ls --json
+expect_json 'j == []'
+expect_rc 0 "$KC" --cache-dir "$D" verify --json
+expect_json 'j == {"checked":0,"ok":0,"corrupt":0,"quarantined":0}'
+[ "$(stat -c %a "$D")" = 700 ] && ok || bad "cache directory mode is $(stat -c %a "$D"), want 700"
+
+# KCACHE_DIR is honoured; --cache-dir beats it.
+KCACHE_DIR=$T/envdir expect_rc 0 "$KC" stats --json
+expect_json 'j["dir"].endswith("/envdir")'
+KCACHE_DIR=$T/envdir expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'j["dir"].endswith("/cache")'
+
+# Twenty entries of 2000 bytes.
+"$FILL" "$D" 20 2000 >"$T/keys" || bad "fill failed"
+K1=$(head -n1 "$T/keys")
+expect_rc 0 "$KC" --cache-dir "$D" ls --json
+expect_json 'len(j) == 20 and all(set(["key","variant","bytes","last_used"]) <= set(e) for e in j) and all(e["variant"]=="sm_90" for e in j)'
+expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'j["entries"] == 20 and j["puts"] == 20 and j["bytes"] > 20*2000'
+expect_rc 0 "$KC" --cache-dir "$D" show "$K1"
+grep -q "KERNELS" "$T/out" && grep -q "toolchain  test" "$T/out" && ok || bad "show lacks sections or toolchain"
+expect_rc 0 "$KC" --cache-dir "$D" show "${K1:0:8}" --json
+expect_json "len(j) == 1 and j[0]['key'] == '$K1' and 'graph' in j[0]['digests'] and j[0]['sections']['KERNELS'] == 2000"
+expect_rc 1 "$KC" --cache-dir "$D" show 0000000000000000000000000000dead
+expect_rc 2 "$KC" --cache-dir "$D" show ../../etc
+expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'j["hits"] >= 2'
+
+# Corrupt one entry: verify finds it, quarantines it, exits 1; the next verify is clean.
+F=$(ls "$D"/v1/*/"$K1".sm_90.kce)
+printf 'garbage' | dd of="$F" bs=1 seek=200 conv=notrunc 2>/dev/null
+expect_rc 1 "$KC" --cache-dir "$D" verify --json
+expect_json 'j["checked"] == 20 and j["corrupt"] == 1 and j["quarantined"] == 1 and j["ok"] == 19'
+[ "$(ls "$D"/v1/quarantine | wc -l)" = 1 ] && ok || bad "nothing in quarantine"
+expect_rc 0 "$KC" --cache-dir "$D" verify --json
+expect_json 'j["checked"] == 19 and j["corrupt"] == 0'
+expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'j["corrupt"] == 1 and j["entries"] == 19'
+
+# gc down to 10K, then clear.
+expect_rc 0 "$KC" --cache-dir "$D" gc --max-size 10K --json
+expect_json 'j["bytes_after"] <= 10240 and j["evicted"] >= 13'
+expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'j["bytes"] <= 10240 and j["evictions"] >= 13'
+expect_rc 0 "$KC" --cache-dir "$D" clear
+expect_rc 0 "$KC" --cache-dir "$D" ls --json
+expect_json 'j == []'
+
+# A cache directory that is unsafe is refused with a clear error.
+mkdir -m 777 "$T/open" && chmod 777 "$T/open"
+expect_rc 1 "$KC" --cache-dir "$T/open" stats
+grep -q "writable by group or others" "$T/err" && ok || bad "no clear error for an unsafe directory"
+
+echo "test_cli: $((checks-fails)) passed, $fails failed"
+[ "$fails" = 0 ]
