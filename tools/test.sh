@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test.sh — the README's test command: install what is needed, build, run every test.
+#   bash tools/test.sh                                  # plain build, all tests
+#   bash tools/test.sh --sanitize address,undefined     # ASan + UBSan build, all tests
+#   bash tools/test.sh --sanitize thread --label concurrency   # TSan on the concurrency tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+san=""; label=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) san=$2; shift 2 ;;
+    --label) label=$2; shift 2 ;;
+    *) echo "usage: tools/test.sh [--sanitize LIST] [--label LABEL]" >&2; exit 2 ;;
+  esac
+done
+bash tools/deps.sh
+export PATH="$PATH:/usr/local/cuda/bin"
+build=build
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_BUILD_TESTS=ON)
+if [ -n "$san" ]; then
+  build="build-${san//,/-}"
+  cmake_args+=("-DKCACHE_SANITIZE=${san//,/;}")
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+fi
+cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
+cmake --build "$build" -j "$(nproc)"
+ctest_args=(--test-dir "$build" --output-on-failure -j "$(nproc)")
+[ -n "$label" ] && ctest_args+=(-L "$label")
+echo "== ctest ${san:+(sanitize: $san) }${label:+(label: $label)}"
+ctest "${ctest_args[@]}"
