@@ -19,5 +19,6 @@
 #include "kcache/entry.h"
 #include "kcache/stats.h"
 #include "kcache/cache.h"
+#include "kcache/compile.h"
 
 #endif

@@ -1,0 +1,362 @@
+/*
+ * nvrtc.c — NVRTC through dlopen: find the library, compile one kernel for one target,
+ * decide whether a source may be cached, and normalise options.
+ *
+ * The one idea: NVRTC is a run-time dependency found once (pthread_once) and called only
+ * through a table of function pointers checked by KC_NVRTC_CHECK, which records the call,
+ * file and line in the last error instead of aborting (ggml's CUDA_CHECK, made non-fatal).
+ * The toolkit's nvrtc.h gives the types at build time; no CUDA library is linked.
+ *
+ * Must not: touch the cache (the graph part decides what is stored), or let NVRTC's own
+ * cache turn a miss into a hidden hit (-no-cache on NVRTC >= 12.9).
+ */
+#include "kcache/compile.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+
+#ifndef KC_CUDA_LIBDIR
+#define KC_CUDA_LIBDIR "/usr/local/cuda/lib64"
+#endif
+
+static struct {
+    void *lib;
+    int major, minor;
+    int no_cache;             /* NVRTC >= 12.9: pass -no-cache */
+    char toolchain[160];
+    char why[512];            /* why it could not be loaded */
+    __typeof__(nvrtcVersion) *Version;
+    __typeof__(nvrtcGetErrorString) *GetErrorString;
+    __typeof__(nvrtcCreateProgram) *CreateProgram;
+    __typeof__(nvrtcDestroyProgram) *DestroyProgram;
+    __typeof__(nvrtcCompileProgram) *CompileProgram;
+    __typeof__(nvrtcGetPTXSize) *GetPTXSize;
+    __typeof__(nvrtcGetPTX) *GetPTX;
+    __typeof__(nvrtcGetCUBINSize) *GetCUBINSize;
+    __typeof__(nvrtcGetCUBIN) *GetCUBIN;
+    __typeof__(nvrtcGetProgramLogSize) *GetProgramLogSize;
+    __typeof__(nvrtcGetProgramLog) *GetProgramLog;
+    __typeof__(nvrtcAddNameExpression) *AddNameExpression;
+    __typeof__(nvrtcGetLoweredName) *GetLoweredName;
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+#define KC_NVRTC_CHECK(call)                                                             \
+    do {                                                                                 \
+        nvrtcResult r_ = (call);                                                         \
+        if (r_ != NVRTC_SUCCESS) {                                                       \
+            rc = kc_err(r_ == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,          \
+                        "%s failed: %s (%s:%d)", #call, nv.GetErrorString(r_), __FILE__, \
+                        __LINE__);                                                       \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+
+static void *try_open(const char *path) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) snprintf(nv.why + strlen(nv.why), sizeof nv.why - strlen(nv.why), "%s%s", nv.why[0] ? "; " : "", dlerror());
+    return h;
+}
+
+static void nv_load(void) {
+    const char *env = getenv("KCACHE_NVRTC");
+    if (env && *env) {
+        nv.lib = try_open(env);
+    } else {
+        const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+                               KC_CUDA_LIBDIR "/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"};
+        for (size_t i = 0; i < KC_ARRAY_LEN(names) && !nv.lib; i++) nv.lib = try_open(names[i]);
+    }
+    if (!nv.lib) return;
+#define SYM(field, name)                                                       \
+    if (!(*(void **)&nv.field = dlsym(nv.lib, name))) {                        \
+        snprintf(nv.why, sizeof nv.why, "NVRTC lacks the symbol %s", name);     \
+        dlclose(nv.lib);                                                       \
+        nv.lib = NULL;                                                         \
+        return;                                                                \
+    }
+    SYM(Version, "nvrtcVersion");
+    SYM(GetErrorString, "nvrtcGetErrorString");
+    SYM(CreateProgram, "nvrtcCreateProgram");
+    SYM(DestroyProgram, "nvrtcDestroyProgram");
+    SYM(CompileProgram, "nvrtcCompileProgram");
+    SYM(GetPTXSize, "nvrtcGetPTXSize");
+    SYM(GetPTX, "nvrtcGetPTX");
+    SYM(GetCUBINSize, "nvrtcGetCUBINSize");
+    SYM(GetCUBIN, "nvrtcGetCUBIN");
+    SYM(GetProgramLogSize, "nvrtcGetProgramLogSize");
+    SYM(GetProgramLog, "nvrtcGetProgramLog");
+    SYM(AddNameExpression, "nvrtcAddNameExpression");
+    SYM(GetLoweredName, "nvrtcGetLoweredName");
+#undef SYM
+    nv.why[0] = '\0';
+    nv.Version(&nv.major, &nv.minor);
+    nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
+    /* The library's real file name carries the build ("libnvrtc.so.13.0.88"). */
+    char file[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr(*(void **)&nv.Version, &info) && info.dli_fname) {
+        char real[PATH_MAX];
+        const char *p = realpath(info.dli_fname, real) ? real : info.dli_fname;
+        const char *slash = strrchr(p, '/');
+        snprintf(file, sizeof file, "%s", slash ? slash + 1 : p);
+    }
+    snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s)", nv.major, nv.minor, file);
+    kc_log(KC_LOG_COMPILE, "loaded %s", nv.toolchain);
+}
+
+int kc_nvrtc_available(void) {
+    pthread_once(&nv_once, nv_load);
+    if (nv.lib) return KC_OK;
+    return kc_err(KC_ENONVRTC, "NVRTC could not be loaded (set KCACHE_NVRTC to its path): %s", nv.why);
+}
+
+const char *kc_nvrtc_toolchain(void) {
+    pthread_once(&nv_once, nv_load);
+    return nv.lib ? nv.toolchain : "";
+}
+
+/* ---- targets ---- */
+
+int kc_target_parse(const char *name, kc_target *out) {
+    if (!name || !out) return kc_err(KC_EINVAL, "kc_target_parse: NULL argument");
+    kc_target t = {0, 0, 0, '\0'};
+    const char *p;
+    if (strncmp(name, "sm_", 3) == 0) p = name + 3;
+    else if (strncmp(name, "compute_", 8) == 0) p = name + 8, t.ptx = 1;
+    else return kc_err(KC_EARCH, "unknown target '%s' (want sm_XY, sm_XYa or compute_XY)", name);
+    int digits = 0, v = 0;
+    while (p[digits] >= '0' && p[digits] <= '9' && digits < 4) v = v * 10 + (p[digits] - '0'), digits++;
+    if (digits < 2 || digits > 3) return kc_err(KC_EARCH, "unknown target '%s'", name);
+    const char *rest = p + digits;
+    if (*rest == 'a' || *rest == 'f') t.suffix = *rest++;
+    if (*rest != '\0') return kc_err(KC_EARCH, "unknown target '%s'", name);
+    t.major = v / 10;
+    t.minor = v % 10;
+    if (t.major < 3) return kc_err(KC_EARCH, "target '%s' is too old", name);
+    *out = t;
+    return KC_OK;
+}
+
+void kc_target_name(const kc_target *t, char out[16]) {
+    snprintf(out, 16, "%s_%d%d%s", t->ptx ? "compute" : "sm", t->major, t->minor,
+             t->suffix == 'a' ? "a" : t->suffix == 'f' ? "f" : "");
+}
+
+/* ---- cacheability ---- */
+
+static int is_ident(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The first of __DATE__/__TIME__/__TIMESTAMP__ used as a token in code, else NULL. */
+static const char *find_time_macro(const char *s) {
+    static const char *const macros[] = {"__TIMESTAMP__", "__DATE__", "__TIME__"};
+    enum { CODE, LINE, BLOCK, STR, CHR } st = CODE;
+    for (const char *p = s; *p; p++) {
+        switch (st) {
+        case CODE:
+            if (p[0] == '/' && p[1] == '/') st = LINE, p++;
+            else if (p[0] == '/' && p[1] == '*') st = BLOCK, p++;
+            else if (*p == '"') st = STR;
+            else if (*p == '\'') st = CHR;
+            else if (*p == '_' && (p == s || !is_ident(p[-1])))
+                for (size_t m = 0; m < KC_ARRAY_LEN(macros); m++) {
+                    size_t n = strlen(macros[m]);
+                    if (strncmp(p, macros[m], n) == 0 && !is_ident(p[n])) return macros[m];
+                }
+            break;
+        case LINE: if (*p == '\n') st = CODE; break;
+        case BLOCK: if (p[0] == '*' && p[1] == '/') st = CODE, p++; break;
+        case STR: if (*p == '\\' && p[1]) p++; else if (*p == '"' || *p == '\n') st = CODE; break;
+        case CHR: if (*p == '\\' && p[1]) p++; else if (*p == '\'' || *p == '\n') st = CODE; break;
+        }
+    }
+    return NULL;
+}
+
+int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
+    static const char *const reasons[] = {
+        "the source uses __TIMESTAMP__", "the source uses __DATE__", "the source uses __TIME__"};
+    const char *m = k && k->source ? find_time_macro(k->source) : NULL;
+    for (size_t i = 0; !m && k && i < k->nheaders; i++)
+        if (k->headers[i].source) m = find_time_macro(k->headers[i].source);
+    if (!m) return 1;
+    if (reason) *reason = strcmp(m, "__TIMESTAMP__") == 0 ? reasons[0] : strcmp(m, "__DATE__") == 0 ? reasons[1] : reasons[2];
+    return 0;
+}
+
+/* ---- options ---- */
+
+static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* Options that take their value as the next word when written without '='. */
+static int takes_value(const char *o) {
+    static const char *const with_value[] = {"-I", "-include-path", "-D", "-define-macro", "-U",
+                                             "-undefine-macro", "-std", "-maxrregcount", "-include",
+                                             "-pre-include", "-ftz", "-prec-div", "-prec-sqrt",
+                                             "-fmad", "-Xptxas", "-split-compile"};
+    for (size_t i = 0; i < KC_ARRAY_LEN(with_value); i++)
+        if (strcmp(o, with_value[i]) == 0) return 1;
+    return 0;
+}
+
+int kc_options_normalize(const kc_kernel_src *k, char **out) {
+    if (!k || !out) return kc_err(KC_EINVAL, "kc_options_normalize: NULL argument");
+    *out = NULL;
+    kc_buf b = {0};
+    char one[1024];
+    for (size_t i = 0; i < k->noptions; i++) {
+        const char *o = k->options[i];
+        if (!o) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu is NULL", i);
+        while (*o == ' ' || *o == '\t') o++;
+        size_t n = strlen(o);
+        while (n && (o[n - 1] == ' ' || o[n - 1] == '\t')) n--;
+        if (n == 0) continue;
+        if (n >= sizeof one - 2) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu is too long", i);
+        if (o[0] == '-' && o[1] == '-') o++, n--; /* --opt → -opt */
+        memcpy(one, o, n);
+        one[n] = '\0';
+        if (strchr(one, '\n')) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu holds a newline", i);
+        if (takes_value(one) && i + 1 < k->noptions) { /* "-std" "c++17" → "-std=c++17" */
+            const char *v = k->options[++i];
+            size_t vl = v ? strlen(v) : 0;
+            if (!v || n + 1 + vl >= sizeof one) return kc_buf_free(&b), kc_err(KC_EINVAL, "option '%s' has a bad value", one);
+            one[n] = '=';
+            memcpy(one + n + 1, v, vl + 1);
+        }
+        if (starts(one, "-arch") || starts(one, "-gpu-architecture") || starts(one, "-code")) {
+            kc_buf_free(&b);
+            return kc_err(KC_EINVAL, "option '%s': the target is chosen by kcache (it is the variant)", one);
+        }
+        if ((starts(one, "-I") || starts(one, "-include-path")) && !(k->include_digest && *k->include_digest)) {
+            kc_buf_free(&b);
+            return kc_err(KC_EINVAL, "option '%s' names an include folder on disk, whose contents kcache "
+                          "cannot see: pass the headers in memory, or give include_digest", one);
+        }
+        /* Drop exact duplicates. */
+        int dup = 0;
+        for (size_t off = 0; off < b.len;) {
+            const char *line = (const char *)b.data + off;
+            size_t ll = strcspn(line, "\n");
+            if (ll == strlen(one) && memcmp(line, one, ll) == 0) dup = 1;
+            off += ll + 1;
+        }
+        if (!dup) kc_buf_printf(&b, "%s\n", one);
+    }
+    *out = kc_buf_take_str(&b);
+    return *out ? KC_OK : kc_err(KC_ENOMEM, "options: out of memory");
+}
+
+/* ---- compile ---- */
+
+void kc_compiled_free(kc_compiled *c) {
+    if (!c) return;
+    free(c->image);
+    free(c->lowered_name);
+    free(c->log);
+    free(c);
+}
+
+int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **out) {
+    if (!k || !k->source || !k->name || !target || !out) return kc_err(KC_EINVAL, "kc_compile_kernel: NULL argument");
+    *out = NULL;
+    int rc = kc_nvrtc_available();
+    if (rc) return rc;
+    kc_target t;
+    if ((rc = kc_target_parse(target, &t))) return rc;
+    char *opts = NULL;
+    if ((rc = kc_options_normalize(k, &opts))) return rc;
+
+    nvrtcProgram prog = NULL;
+    kc_compiled *c = NULL;
+    const char **argv = NULL, **hnames = NULL, **hsrcs = NULL;
+    char arch[40];
+    size_t nopt = 0;
+    for (const char *p = opts; *p; p++) nopt += *p == '\n';
+    argv = kc_calloc(nopt + 2, sizeof *argv);
+    hnames = kc_calloc(k->nheaders + 1, sizeof *hnames);
+    hsrcs = kc_calloc(k->nheaders + 1, sizeof *hsrcs);
+    c = kc_calloc(1, sizeof *c);
+    if (!argv || !hnames || !hsrcs || !c) {
+        rc = kc_err(KC_ENOMEM, "compile: out of memory");
+        goto done;
+    }
+    size_t argc = 0;
+    for (char *p = opts; *p;) { /* split in place */
+        char *nl = strchr(p, '\n');
+        *nl = '\0';
+        argv[argc++] = p;
+        p = nl + 1;
+    }
+    char tname[16];
+    kc_target_name(&t, tname);
+    snprintf(arch, sizeof arch, "-arch=%s", tname);
+    argv[argc++] = arch;
+    if (nv.no_cache) argv[argc++] = "-no-cache";
+    for (size_t i = 0; i < k->nheaders; i++) {
+        hnames[i] = k->headers[i].name;
+        hsrcs[i] = k->headers[i].source;
+        if (!hnames[i] || !hsrcs[i]) {
+            rc = kc_err(KC_EINVAL, "header %zu has no name or source", i);
+            goto done;
+        }
+    }
+    const char *file = k->file && *k->file ? k->file : "kernel.cu";
+    KC_NVRTC_CHECK(nv.CreateProgram(&prog, k->source, file, (int)k->nheaders, hsrcs, hnames));
+    KC_NVRTC_CHECK(nv.AddNameExpression(prog, k->name));
+    uint64_t t0 = kc_mono_ns();
+    nvrtcResult cr = nv.CompileProgram(prog, (int)argc, argv);
+    c->seconds = (double)(kc_mono_ns() - t0) / 1e9;
+    size_t logn = 0;
+    if (nv.GetProgramLogSize(prog, &logn) != NVRTC_SUCCESS) logn = 0;
+    c->log = kc_malloc(logn + 1);
+    if (!c->log) {
+        rc = kc_err(KC_ENOMEM, "compile: out of memory");
+        goto done;
+    }
+    c->log[0] = '\0';
+    if (logn > 1 && nv.GetProgramLog(prog, c->log) != NVRTC_SUCCESS) c->log[0] = '\0';
+    c->log[logn] = '\0';
+    if (cr != NVRTC_SUCCESS) {
+        rc = kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
+                    "NVRTC could not compile '%s' (%s) for %s: %s\n%s", k->name, file, tname,
+                    nv.GetErrorString(cr), c->log);
+        goto done;
+    }
+    const char *lowered = NULL;
+    KC_NVRTC_CHECK(nv.GetLoweredName(prog, k->name, &lowered));
+    c->lowered_name = kc_strdup(lowered);
+    if (t.ptx) {
+        KC_NVRTC_CHECK(nv.GetPTXSize(prog, &c->len)); /* includes the NUL */
+        c->image = kc_malloc(c->len);
+        if (c->image) KC_NVRTC_CHECK(nv.GetPTX(prog, (char *)c->image));
+        if (c->len) c->len--;
+    } else {
+        KC_NVRTC_CHECK(nv.GetCUBINSize(prog, &c->len));
+        c->image = kc_malloc(c->len ? c->len : 1);
+        if (c->image) KC_NVRTC_CHECK(nv.GetCUBIN(prog, (char *)c->image));
+    }
+    if (!c->image || !c->lowered_name) {
+        rc = kc_err(KC_ENOMEM, "compile: out of memory");
+        goto done;
+    }
+    kc_log(KC_LOG_COMPILE, "compiled %s for %s in %.1f ms (%zu bytes)", k->name, tname, c->seconds * 1e3, c->len);
+    *out = c;
+    c = NULL;
+    rc = KC_OK;
+done:
+    if (prog) nv.DestroyProgram(&prog);
+    kc_compiled_free(c);
+    free(argv);
+    free(hnames);
+    free(hsrcs);
+    free(opts);
+    return rc;
+}
