@@ -20,5 +20,6 @@
 #include "kcache/stats.h"
 #include "kcache/cache.h"
 #include "kcache/compile.h"
+#include "kcache/cuda.h"
 
 #endif

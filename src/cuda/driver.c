@@ -1,0 +1,253 @@
+/*
+ * driver.c — the CUDA driver through dlopen: availability, device capability, variant
+ * selection, loading images and launching kernels.
+ *
+ * The one idea: the driver is optional.  It is looked for once; when it is absent every
+ * entry point answers KC_ENODRIVER with the reason, and nothing else in kcache cares.
+ * Every driver call goes through KC_CU_CHECK, which records the call, its error name,
+ * file and line in the last error instead of aborting.
+ *
+ * Must not: create contexts of its own (the primary context is shared with the caller's
+ * runtime), or treat an image the driver refuses as anything but a reportable error.
+ */
+#include "kcache/cuda.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "kcache/compile.h"
+
+static struct {
+    void *lib;
+    int ndev;
+    char why[512];
+    __typeof__(cuInit) *Init;
+    __typeof__(cuGetErrorName) *GetErrorName;
+    __typeof__(cuGetErrorString) *GetErrorString;
+    __typeof__(cuDeviceGetCount) *DeviceGetCount;
+    __typeof__(cuDeviceGet) *DeviceGet;
+    __typeof__(cuDeviceGetAttribute) *DeviceGetAttribute;
+    __typeof__(cuDevicePrimaryCtxRetain) *PrimaryCtxRetain;
+    __typeof__(cuCtxPushCurrent) *CtxPush;
+    __typeof__(cuCtxPopCurrent) *CtxPop;
+    __typeof__(cuModuleLoadData) *ModuleLoadData;
+    __typeof__(cuModuleGetFunction) *ModuleGetFunction;
+    __typeof__(cuModuleUnload) *ModuleUnload;
+    __typeof__(cuLibraryLoadData) *LibraryLoadData; /* optional (driver >= 12.0) */
+    __typeof__(cuLibraryGetKernel) *LibraryGetKernel;
+    __typeof__(cuLibraryUnload) *LibraryUnload;
+    __typeof__(cuKernelGetFunction) *KernelGetFunction;
+    __typeof__(cuLaunchKernel) *LaunchKernel;
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void cu_load(void) {
+    const char *env = getenv("KCACHE_CUDA_DRIVER");
+    const char *path = env && *env ? env : "libcuda.so.1";
+    cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!cu.lib) {
+        snprintf(cu.why, sizeof cu.why, "no CUDA driver (%s)", dlerror());
+        return;
+    }
+#define REQ(field, name)                                                           \
+    if (!(*(void **)&cu.field = dlsym(cu.lib, name))) {                            \
+        snprintf(cu.why, sizeof cu.why, "the CUDA driver lacks %s (too old)", name); \
+        return;                                                                    \
+    }
+#define OPT(field, name) (*(void **)&cu.field = dlsym(cu.lib, name))
+    REQ(Init, "cuInit");
+    REQ(GetErrorName, "cuGetErrorName");
+    REQ(GetErrorString, "cuGetErrorString");
+    REQ(DeviceGetCount, "cuDeviceGetCount");
+    REQ(DeviceGet, "cuDeviceGet");
+    REQ(DeviceGetAttribute, "cuDeviceGetAttribute");
+    REQ(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    REQ(CtxPush, "cuCtxPushCurrent_v2");
+    REQ(CtxPop, "cuCtxPopCurrent_v2");
+    REQ(ModuleLoadData, "cuModuleLoadData");
+    REQ(ModuleGetFunction, "cuModuleGetFunction");
+    REQ(ModuleUnload, "cuModuleUnload");
+    REQ(LaunchKernel, "cuLaunchKernel");
+    OPT(LibraryLoadData, "cuLibraryLoadData");
+    OPT(LibraryGetKernel, "cuLibraryGetKernel");
+    OPT(LibraryUnload, "cuLibraryUnload");
+    OPT(KernelGetFunction, "cuKernelGetFunction");
+#undef REQ
+#undef OPT
+    CUresult r = cu.Init(0);
+    if (r != CUDA_SUCCESS) {
+        const char *name = "?";
+        cu.GetErrorName(r, &name);
+        snprintf(cu.why, sizeof cu.why, "the CUDA driver did not initialise: %s", name);
+        return;
+    }
+    if (cu.DeviceGetCount(&cu.ndev) != CUDA_SUCCESS || cu.ndev == 0) {
+        cu.ndev = 0;
+        snprintf(cu.why, sizeof cu.why, "the CUDA driver sees no device");
+        return;
+    }
+    cu.why[0] = '\0';
+}
+
+static int cu_ready(void) {
+    pthread_once(&cu_once, cu_load);
+    if (cu.ndev > 0) return KC_OK;
+    return kc_err(KC_ENODRIVER, "%s; compile-only work (prewarm, store, tools) still works", cu.why);
+}
+
+#define KC_CU_CHECK(call)                                                                \
+    do {                                                                                 \
+        CUresult r_ = (call);                                                            \
+        if (r_ != CUDA_SUCCESS) {                                                        \
+            const char *n_ = "?", *s_ = "?";                                             \
+            cu.GetErrorName(r_, &n_);                                                    \
+            cu.GetErrorString(r_, &s_);                                                  \
+            rc = kc_err(KC_EDRIVER, "%s failed: %s (%s) (%s:%d)", #call, n_, s_, __FILE__, \
+                        __LINE__);                                                       \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+
+int kc_cuda_available(void) { return cu_ready(); }
+
+int kc_cuda_device_count(void) {
+    pthread_once(&cu_once, cu_load);
+    return cu.ndev;
+}
+
+int kc_cuda_capability(int device, int *major, int *minor) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (device < 0 || device >= cu.ndev || !major || !minor)
+        return kc_err(KC_EINVAL, "no CUDA device %d (there are %d)", device, cu.ndev);
+    CUdevice d;
+    KC_CU_CHECK(cu.DeviceGet(&d, device));
+    KC_CU_CHECK(cu.DeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+/* ---- [Note: variant selection] ---- */
+
+int kc_variant_select(const char *const *variants, size_t n, int major, int minor) {
+    int best = -1, best_rank = -1;
+    for (size_t i = 0; i < n; i++) {
+        kc_target t;
+        if (!variants[i] || kc_target_parse(variants[i], &t) != KC_OK) {
+            kc_error_clear();
+            continue;
+        }
+        int rank = -1; /* higher is better */
+        if (!t.ptx) {
+            if (t.major != major) continue;
+            if (t.suffix == 'a') {
+                if (t.minor == minor) rank = 400;
+            } else if (t.suffix == 'f') {
+                if (t.minor <= minor) rank = 300 + t.minor;
+            } else if (t.minor == minor) {
+                rank = 350;
+            } else if (t.minor < minor) {
+                rank = 200 + t.minor;
+            }
+        } else if (t.suffix == '\0' && (t.major < major || (t.major == major && t.minor <= minor))) {
+            rank = t.major * 10 + t.minor; /* < 200: PTX after every cubin */
+        }
+        if (rank > best_rank) best_rank = rank, best = (int)i;
+    }
+    return best >= 0 ? best : KC_MISS;
+}
+
+void kc_variant_for_device(int major, int minor, char out[16]) {
+    /* Hopper and later have arch-specific features; a plain cubin is the portable choice. */
+    snprintf(out, 16, "sm_%d%d", major, minor);
+}
+
+/* ---- modules ---- */
+
+struct kc_module {
+    CUcontext ctx;
+    CUlibrary lib;  /* when cuLibraryLoadData exists */
+    CUmodule mod;   /* else */
+};
+
+int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!out || !image || !len) return kc_err(KC_EINVAL, "kc_module_load: bad argument");
+    *out = NULL;
+    kc_module *m = kc_calloc(1, sizeof *m);
+    if (!m) return kc_err(KC_ENOMEM, "kc_module_load: out of memory");
+    CUdevice d;
+    int pushed = 0;
+    KC_CU_CHECK(cu.DeviceGet(&d, device));
+    KC_CU_CHECK(cu.PrimaryCtxRetain(&m->ctx, d));
+    KC_CU_CHECK(cu.CtxPush(m->ctx));
+    pushed = 1;
+    if (cu.LibraryLoadData && cu.LibraryGetKernel && cu.LibraryUnload && cu.KernelGetFunction)
+        KC_CU_CHECK(cu.LibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0));
+    else
+        KC_CU_CHECK(cu.ModuleLoadData(&m->mod, image));
+    *out = m;
+    m = NULL;
+    rc = KC_OK;
+done:
+    if (pushed) {
+        CUcontext c;
+        cu.CtxPop(&c);
+    }
+    free(m);
+    return rc;
+}
+
+int kc_module_function(kc_module *m, const char *name, void **fn_out) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!m || !name || !fn_out) return kc_err(KC_EINVAL, "kc_module_function: bad argument");
+    CUfunction f = NULL;
+    KC_CU_CHECK(cu.CtxPush(m->ctx));
+    if (m->lib) {
+        CUkernel k;
+        rc = KC_OK;
+        CUresult r = cu.LibraryGetKernel(&k, m->lib, name);
+        if (r == CUDA_SUCCESS) r = cu.KernelGetFunction(&f, k);
+        if (r != CUDA_SUCCESS) rc = kc_err(KC_EDRIVER, "kernel '%s' not found in the loaded image", name);
+    } else {
+        rc = cu.ModuleGetFunction(&f, m->mod, name) == CUDA_SUCCESS
+                 ? KC_OK : kc_err(KC_EDRIVER, "kernel '%s' not found in the loaded image", name);
+    }
+    CUcontext c;
+    cu.CtxPop(&c);
+    if (rc == KC_OK) *fn_out = (void *)f;
+done:
+    return rc;
+}
+
+void kc_module_free(kc_module *m) {
+    if (!m) return;
+    if (cu.ndev > 0) {
+        if (cu.CtxPush(m->ctx) == CUDA_SUCCESS) {
+            if (m->lib) cu.LibraryUnload(m->lib);
+            if (m->mod) cu.ModuleUnload(m->mod);
+            CUcontext c;
+            cu.CtxPop(&c);
+        }
+    }
+    free(m);
+}
+
+int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                   void *stream, void **args) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.LaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                shared_bytes, (CUstream)stream, args, NULL));
+    rc = KC_OK;
+done:
+    return rc;
+}
