@@ -21,5 +21,6 @@
 #include "kcache/cache.h"
 #include "kcache/compile.h"
 #include "kcache/cuda.h"
+#include "kcache/graph.h"
 
 #endif

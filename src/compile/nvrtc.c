@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "../common/internal.h"
 
@@ -99,15 +100,20 @@ static void nv_load(void) {
     nv.Version(&nv.major, &nv.minor);
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
     /* The library's real file name carries the build ("libnvrtc.so.13.0.88"). */
+    /* The build: the library's real file name ("libnvrtc.so.13.0.88" where it has one) and
+     * its size, so that two builds of one version never share a key. */
     char file[PATH_MAX] = "";
+    long long size = 0;
     Dl_info info;
     if (dladdr(*(void **)&nv.Version, &info) && info.dli_fname) {
         char real[PATH_MAX];
         const char *p = realpath(info.dli_fname, real) ? real : info.dli_fname;
         const char *slash = strrchr(p, '/');
         snprintf(file, sizeof file, "%s", slash ? slash + 1 : p);
+        struct stat st;
+        if (stat(p, &st) == 0) size = (long long)st.st_size;
     }
-    snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s)", nv.major, nv.minor, file);
+    snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s, %lld bytes)", nv.major, nv.minor, file, size);
     kc_log(KC_LOG_COMPILE, "loaded %s", nv.toolchain);
 }
 

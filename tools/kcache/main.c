@@ -106,6 +106,8 @@ static int cmd_show(int argc, char **argv);
 static int cmd_verify(int argc, char **argv);
 static int cmd_gc(int argc, char **argv);
 static int cmd_clear(int argc, char **argv);
+static int cmd_get(int argc, char **argv);
+static int cmd_demo(int argc, char **argv);
 
 static const cmd commands[] = {
     {"stats", "kcache stats [--json] [--zero]",
@@ -114,9 +116,11 @@ static const cmd commands[] = {
      "--zero resets the event counters (not entries or bytes).", cmd_stats},
     {"ls", "kcache ls [--json]",
      "List stored entries: key, variant, size, last use.", cmd_ls},
-    {"show", "kcache show KEY[.VARIANT] [--json]",
+    {"show", "kcache show KEY[.VARIANT] [--json] [--extract DIR]",
      "Show the entries of a key (a unique prefix of at least 4 hex digits is enough):\n"
-     "sections, toolchain, creation time and every component digest.", cmd_show},
+     "kernels with their targets and sizes, sections, toolchain, creation time and every\n"
+     "component digest.  --extract DIR writes each cubin and PTX to DIR, for cuobjdump and\n"
+     "nvdisasm.", cmd_show},
     {"verify", "kcache verify [--json]",
      "Decode and validate every entry; move corrupt ones to v1/quarantine/.\n"
      "Exits 1 when a corrupt entry was found.", cmd_verify},
@@ -125,6 +129,14 @@ static const cmd commands[] = {
      "cache's limit, KCACHE_MAX_SIZE or 5G), collect stale temporary files and recount.", cmd_gc},
     {"clear", "kcache clear",
      "Remove every entry and the quarantine.", cmd_clear},
+    {"get", "kcache get SPEC [--arch TARGET] [--json]",
+     "Look a graph spec up in the cache, compiling and storing it on a miss, and say where it\n"
+     "came from and how long each step took.  With --arch (sm_90, compute_80, ...) it only\n"
+     "compiles and stores (no GPU needed); without, it loads on GPU 0.", cmd_get},
+    {"demo", "kcache demo [--manifest FILE] [--arch TARGET]",
+     "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
+     "through the cache twice -- first cold (its entries removed), then warm -- with where\n"
+     "each came from and its time.  Without a GPU it compiles for --arch (default sm_90).", cmd_demo},
 };
 
 static int cmd_stats(int argc, char **argv) {
@@ -225,6 +237,7 @@ typedef struct show_ctx {
     kc_cache_item found[64];
     char variants[64][KC_VARIANT_MAX + 1];
     kc_key keys[64];
+    char paths[64][4096]; /* the walker's path is borrowed for one callback only */
     int n;
     int other_key; /* prefix matched two different keys */
 } show_ctx;
@@ -243,6 +256,9 @@ static int show_match(const kc_cache_item *it, void *ctx) {
         s->keys[s->n] = it->key;
         snprintf(s->variants[s->n], sizeof s->variants[0], "%s", it->variant);
         s->found[s->n] = *it;
+        snprintf(s->paths[s->n], sizeof s->paths[0], "%s", it->path);
+        s->found[s->n].path = s->paths[s->n];
+        s->found[s->n].variant = s->variants[s->n];
         s->n++;
     }
     return 0;
@@ -260,8 +276,38 @@ static const char *section_name(int t) {
     }
 }
 
+typedef struct kctx {
+    int json, first;
+} kctx;
+
+static void print_kernel(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes,
+                         void *ctx) {
+    kctx *k = ctx;
+    if (k->json) {
+        int first = 1;
+        printf("%s{", k->first ? "" : ", ");
+        json_kv_str(stdout, &first, "name", name);
+        json_kv_str(stdout, &first, "symbol", lowered);
+        json_kv_str(stdout, &first, "target", target);
+        json_kv_str(stdout, &first, "kind", is_ptx ? "ptx" : "cubin");
+        json_kv_u64(stdout, &first, "bytes", bytes);
+        printf("}");
+        k->first = 0;
+    } else {
+        printf("    %-22s %-10s %-5s %8zu bytes  %s\n", name, target, is_ptx ? "ptx" : "cubin", bytes, lowered);
+    }
+}
+
 static int cmd_show(int argc, char **argv) {
     opts o;
+    const char *extract = NULL;
+    int n = 0;
+    for (int i = 1; i < argc; i++) { /* take --extract DIR out, leave the rest to parse_opts */
+        if (strcmp(argv[i], "--extract") == 0 && i + 1 < argc) extract = argv[++i];
+        else if (strcmp(argv[i], "--extract") == 0) return usage_error(&commands[2], "--extract needs a folder", NULL);
+        else argv[++n] = argv[i];
+    }
+    argc = n + 1;
     parse_opts(&commands[2], argc, argv, &o, 1, 0, 1);
     if (o.npos != 1) return usage_error(&commands[2], "a KEY is required", NULL);
     show_ctx *s = calloc(1, sizeof *s);
@@ -320,7 +366,10 @@ static int cmd_show(int argc, char **argv) {
                 if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
                     json_kv_u64(stdout, &f2, section_name(ty), len);
             }
-            printf("}, \"digests\": {");
+            printf("}, \"kernels\": [");
+            kctx kc = {1, 1};
+            kc_entry_kernels(e, print_kernel, &kc);
+            printf("], \"digests\": {");
             f2 = 1;
             for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
                 const char *name;
@@ -336,6 +385,9 @@ static int cmd_show(int argc, char **argv) {
             printf("  file       %s (%llu bytes)\n", s->found[i].path, (unsigned long long)s->found[i].bytes);
             printf("  created    %s\n", t);
             printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? kc_entry_toolchain(e) : "(none)");
+            printf("  kernels\n");
+            kctx kc = {0, 1};
+            if (kc_entry_kernels(e, print_kernel, &kc) != KC_OK) printf("    (none)\n");
             printf("  sections\n");
             for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_RUNTIME_META; ty++) {
                 const void *d;
@@ -352,6 +404,11 @@ static int cmd_show(int argc, char **argv) {
                 kc_digest_to_hex(&d, dh);
                 printf("    %-24s %s\n", name, dh);
             }
+        }
+        if (extract) {
+            int count = 0;
+            if (kc_entry_extract(e, extract, &count) != KC_OK) ret = fail("extract failed");
+            else fprintf(o.json ? stderr : stdout, "  extracted %d image(s) to %s\n", count, extract);
         }
         kc_entry_free(e);
     }
@@ -430,6 +487,173 @@ static int cmd_clear(int argc, char **argv) {
     if (rc != KC_OK) return fail("clear failed");
     printf("cleared\n");
     return 0;
+}
+
+/* ---- get / demo ---- */
+
+static const char *source_name(kc_graph_source s) {
+    switch (s) {
+    case KC_FROM_MEMORY: return "memory";
+    case KC_FROM_DISK: return "disk";
+    case KC_FROM_REMOTE: return "remote";
+    case KC_FROM_COMPILE: return "compiled";
+    default: return "bypassed";
+    }
+}
+
+/* Look one graph up: compile-only for `arch`, else load on GPU 0. */
+static int lookup(kc_cache *c, const kc_graph_desc *d, const char *arch, kc_graph_info *info) {
+    if (arch) return kc_graph_compile(c, d, arch, info);
+    kc_graph *g = NULL;
+    int rc = kc_graph_get(c, d, 0, &g, info);
+    kc_graph_release(g);
+    return rc;
+}
+
+static void print_info(const char *name, const kc_graph_info *i, int json) {
+    if (json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "graph", name);
+        json_kv_str(stdout, &first, "key", i->key);
+        json_kv_str(stdout, &first, "variant", i->variant);
+        json_kv_str(stdout, &first, "source", source_name(i->source));
+        json_kv_str(stdout, &first, "miss_reason", i->miss_reason);
+        json_kv_u64(stdout, &first, "kernels", (uint64_t)i->kernels);
+        json_kv_f64(stdout, &first, "key_us", i->key_us);
+        json_kv_f64(stdout, &first, "lookup_us", i->lookup_us);
+        json_kv_f64(stdout, &first, "compile_ms", i->compile_ms);
+        json_kv_f64(stdout, &first, "load_us", i->load_us);
+        json_kv_f64(stdout, &first, "total_us", i->total_us);
+        printf("}\n");
+    } else {
+        char t[32];
+        if (i->total_us >= 1e5) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
+        else snprintf(t, sizeof t, "%.0f us", i->total_us);
+        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms, load %.0f us)%s%s\n",
+               name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms,
+               i->load_us, i->miss_reason[0] ? "  " : "", i->miss_reason);
+    }
+}
+
+static int cmd_get(int argc, char **argv) {
+    const cmd *c0 = &commands[6];
+    const char *arch = NULL;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--arch") == 0) return usage_error(c0, "--arch needs a target", NULL);
+        else argv[++n] = argv[i];
+    }
+    opts o;
+    parse_opts(c0, n + 1, argv, &o, 1, 0, 1);
+    if (o.npos != 1) return usage_error(c0, "a SPEC file is required", NULL);
+    kc_target t;
+    if (arch && kc_target_parse(arch, &t) != KC_OK) return usage_error(c0, kc_error_last()->message, NULL);
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
+        fprintf(stderr, "kcache get: %s\n", kc_error_last()->message);
+        return EXIT_USAGE;
+    }
+    kc_cache *c;
+    if (open_cache(&c)) {
+        kc_graph_desc_free(d);
+        return EXIT_PROBLEM;
+    }
+    kc_graph_info info;
+    int rc = lookup(c, d, arch, &info);
+    if (rc == KC_OK) print_info(kc_graph_desc_name(d), &info, o.json);
+    else fail(kc_graph_desc_name(d));
+    kc_cache_close(c);
+    kc_graph_desc_free(d);
+    return rc == KC_OK ? 0 : EXIT_PROBLEM;
+}
+
+/* The graphs of a manifest: {"graphs": ["a.json", …]} — paths relative to the manifest. */
+static int manifest_graphs(const char *path, char ***out, int *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "kcache: cannot read manifest %s: %s\n", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char buf[65536];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    /* Minimal reading: the manifest parser proper arrives with prewarm; here the names. */
+    char *g = strstr(buf, "\"graphs\"");
+    char *lb = g ? strchr(g, '[') : NULL, *rb = lb ? strchr(lb, ']') : NULL;
+    if (!rb) {
+        fprintf(stderr, "kcache: %s: no \"graphs\" array\n", path);
+        return EXIT_USAGE;
+    }
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path) : 1;
+    *out = calloc(256, sizeof **out);
+    *n = 0;
+    for (char *p = lb; p < rb && *n < 256;) {
+        char *q1 = strchr(p, '"');
+        if (!q1 || q1 > rb) break;
+        char *q2 = strchr(q1 + 1, '"');
+        if (!q2 || q2 > rb) break;
+        char full[4096];
+        snprintf(full, sizeof full, "%.*s/%.*s", dl, slash ? path : ".", (int)(q2 - q1 - 1), q1 + 1);
+        (*out)[(*n)++] = strdup(full);
+        p = q2 + 1;
+    }
+    return 0;
+}
+
+static int cmd_demo(int argc, char **argv) {
+    const cmd *c0 = &commands[7];
+    const char *manifest = "kernels/manifest.json", *arch = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) manifest = argv[++i];
+        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n%s\n", c0->usage, c0->help);
+            return 0;
+        } else return usage_error(c0, "unknown argument", argv[i]);
+    }
+    int gpu = kc_cuda_available() == KC_OK;
+    if (!gpu && !arch) arch = "sm_90";
+    if (!gpu) printf("no GPU here (%s)\ncompiling for %s only\n\n", kc_error_last()->message, arch);
+    char **specs;
+    int n, rc = manifest_graphs(manifest, &specs, &n);
+    if (rc) return rc;
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    int failed = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        printf("%s pass\n", pass == 0 ? "cold" : "warm");
+        for (int i = 0; i < n; i++) {
+            kc_graph_desc *d;
+            if (kc_graph_desc_load(&d, specs[i]) != KC_OK) {
+                fprintf(stderr, "kcache demo: %s\n", kc_error_last()->message);
+                failed++;
+                continue;
+            }
+            if (pass == 0) { /* make the cold pass really cold: forget this graph's entries */
+                kc_key key;
+                const char *variants[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
+                                          "compute_80", "compute_90", arch ? arch : "sm_90"};
+                if (kc_graph_key(d, &key, NULL) == KC_OK)
+                    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) kc_cache_remove(c, &key, variants[v]);
+            }
+            kc_graph_info info;
+            if (lookup(c, d, arch, &info) == KC_OK) print_info(kc_graph_desc_name(d), &info, 0);
+            else {
+                fail(kc_graph_desc_name(d));
+                failed++;
+            }
+            kc_graph_desc_free(d);
+        }
+        printf("\n");
+    }
+    for (int i = 0; i < n; i++) free(specs[i]);
+    free(specs);
+    kc_cache_close(c);
+    return failed ? EXIT_PROBLEM : 0;
 }
 
 static void main_usage(FILE *f) {

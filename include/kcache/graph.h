@@ -1,0 +1,158 @@
+/*
+ * kcache/graph.h — compiled forward/backward graphs: describe, key, compile, store, load.
+ *
+ * A tensor runtime describes a graph: its kernels (CUDA C++ source, entry name, headers in
+ * memory, options), its input tensors (dtype, sizes static or symbolic), the tensors it
+ * produces (outputs, saved for backward, scratch) with sizes as expressions over the
+ * symbols, and a launch program per pass: for each step a kernel, grid, block and shared
+ * memory as integer expressions, and its arguments.  kc_graph_get turns that into loaded
+ * kernels: from process memory, the cache directory, or NVRTC — storing what it compiled.
+ *
+ * Launch expressions: integers, symbols (names of symbolic input sizes), + - * and
+ * floordiv(a,b) ceildiv(a,b) min(a,b) max(a,b) mod(a,b), parentheses.  They are parsed
+ * when the graph is described and evaluated with checked arithmetic: a division by zero or
+ * an overflow is KC_EEXPR, never undefined behaviour.
+ *
+ * A kc_graph_desc is built on one thread; a loaded kc_graph may be shared by threads.
+ */
+#ifndef KCACHE_GRAPH_H
+#define KCACHE_GRAPH_H
+
+#include "cache.h"
+#include "common.h"
+#include "compile.h"
+#include "key.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kc_graph_desc kc_graph_desc;
+
+/** The passes of a graph. */
+typedef enum kc_pass { KC_PASS_FORWARD = 0, KC_PASS_BACKWARD = 1 } kc_pass;
+
+/** Kinds of tensors a launch step can name. */
+typedef enum kc_tensor_role {
+    KC_ROLE_INPUT = 0,     /**< Forward input i. */
+    KC_ROLE_OUTPUT = 1,    /**< Forward output i. */
+    KC_ROLE_SAVED = 2,     /**< Tensor i saved by forward for backward. */
+    KC_ROLE_SCRATCH = 3,   /**< Scratch buffer i of the pass. */
+    KC_ROLE_GRAD_OUT = 4,  /**< Backward: the incoming gradient of output i. */
+    KC_ROLE_GRAD_IN = 5    /**< Backward: the gradient of input i (produced). */
+} kc_tensor_role;
+
+/** A new, empty description named `name` (used in messages). Free with kc_graph_desc_free. */
+KC_API int kc_graph_desc_new(kc_graph_desc **out, const char *name);
+/** Free; accepts NULL. */
+KC_API void kc_graph_desc_free(kc_graph_desc *d);
+/** The description's name; borrowed. */
+KC_API const char *kc_graph_desc_name(const kc_graph_desc *d);
+
+/** Add a kernel (everything is copied).  Its index is returned through `index` (may be NULL). */
+KC_API int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index);
+
+/**
+ * Add a forward input.  `sizes[i]` is a decimal integer ("64") or a symbol name ("N");
+ * strides default to contiguous when `strides` is NULL.
+ */
+KC_API int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
+                              const char *const *strides, int requires_grad);
+
+/** Add an output, saved tensor (role OUTPUT or SAVED) with sizes as expressions. */
+KC_API int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, int rank,
+                               const char *const *sizes);
+
+/** Add a scratch buffer of `bytes` (an expression) to a pass. */
+KC_API int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes);
+
+/**
+ * Add a launch step to a pass.  `grid` and `block` are three expressions each, `shared`
+ * one (NULL: 0).  Each argument is "input:I", "output:I", "saved:I", "scratch:I",
+ * "grad_out:I", "grad_in:I", "sym:NAME" (a symbol as int64), "e32:EXPR" / "e64:EXPR" (an
+ * expression's value as int32 / int64), "i32:V", "i64:V" or "f32:V" (constants).
+ */
+KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
+                             const char *const block[3], const char *shared,
+                             const char *const *args, size_t nargs);
+
+/** Record a post-compile wrapper (applied in the order added) with opaque parameters. */
+KC_API int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version,
+                                const void *params, size_t len);
+
+/** Opaque bytes the runtime stores with the graph (returned by kc_graph_runtime_meta). */
+KC_API int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len);
+
+/** The global-state word the caller declares (grad mode, autocast, …); enters the key. */
+KC_API void kc_graph_set_globals(kc_graph_desc *d, uint64_t globals);
+
+/** The backend id (default "cuda"); a graph for one backend never serves another. */
+KC_API int kc_graph_set_backend(kc_graph_desc *d, const char *backend);
+
+/**
+ * Load a description from a graph spec (JSON, format in the README).  Kernel files and
+ * headers are read relative to the spec's folder.  Errors name the file and the place.
+ */
+KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
+
+/**
+ * Compute the description's key.  `kb_out` (may be NULL) receives the finished builder,
+ * for its digests (free with kc_key_builder_free).  Needs NVRTC (its version is in the key).
+ */
+KC_API int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out);
+
+/** Evaluate an expression with symbol values (names[i] = values[i]).  KC_EEXPR on error. */
+KC_API int kc_expr_eval(const char *expr, const char *const *names, const int64_t *values,
+                        size_t n, int64_t *out);
+
+/** Where kc_graph_get found a graph. */
+typedef enum kc_graph_source {
+    KC_FROM_MEMORY = 0, KC_FROM_DISK = 1, KC_FROM_REMOTE = 2, KC_FROM_COMPILE = 3, KC_FROM_BYPASS = 4
+} kc_graph_source;
+
+/** What happened in kc_graph_get. */
+typedef struct kc_graph_info {
+    kc_graph_source source;
+    char variant[32];        /**< The variant used ("sm_90", "compute_80"). */
+    char key[KC_KEY_HEX_LEN + 1];
+    char miss_reason[160];   /**< Why it was not a hit ("" on a hit). */
+    double key_us, lookup_us, compile_ms, load_us, total_us;
+    int kernels;
+} kc_graph_info;
+
+typedef struct kc_graph kc_graph;
+
+/**
+ * Ensure `target` ("sm_90", "compute_80") is compiled and stored for the description,
+ * without a GPU: a hit if present, else compile (kernels in parallel) and store.  Bypassed
+ * (not stored, KC_OK with info->source == KC_FROM_BYPASS) when a source is not cacheable.
+ */
+KC_API int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info);
+
+/**
+ * Get the graph loaded on `device`: memory, then the cache directory (variant chosen per
+ * [Note: variant selection]), else compile for the device and store.  A variant the driver
+ * refuses is counted and treated as a miss.  KC_ENODRIVER without a driver.
+ * `*out` is reference-counted and shared: release it with kc_graph_release.
+ */
+KC_API int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out,
+                        kc_graph_info *info);
+
+/** Release a graph from kc_graph_get; accepts NULL. */
+KC_API void kc_graph_release(kc_graph *g);
+
+/** The function handle of kernel `i` of a loaded graph (for a runtime's own launches). */
+KC_API int kc_graph_function(const kc_graph *g, int i, void **fn_out);
+
+/** Extract every stored image of an entry into `dir` as <kernel>.<variant>.cubin / .ptx. */
+KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);
+
+/** Visit the kernels of an entry's KERNELS section: name, lowered name, target, image size. */
+typedef void (*kc_kernel_visit_cb)(const char *name, const char *lowered, const char *target,
+                                   int is_ptx, size_t bytes, void *ctx);
+KC_API int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,180 @@
+/*
+ * expr.c — launch expressions: parse and evaluate with checked arithmetic.
+ *
+ *   expr   := term (('+' | '-') term)*
+ *   term   := factor ('*' factor)*
+ *   factor := INT | NAME | FUNC '(' expr ',' expr ')' | '(' expr ')' | '-' factor
+ *   FUNC   := floordiv | ceildiv | min | max | mod
+ *
+ * The one idea: one recursive-descent pass both validates (symbols checked against a list,
+ * values ignored) and evaluates; every operation is checked (__builtin_*_overflow, division
+ * by zero, INT64_MIN / -1), and the first failure stops the pass with a reason.  Division
+ * rounds toward negative infinity (as Python's //), and mod takes the sign of the divisor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "kcache/graph.h"
+#include "graph_internal.h"
+
+typedef struct ep {
+    const char *s, *p;
+    const char *const *names;
+    const int64_t *vals;
+    size_t n;
+    int validate; /* symbols only checked, values are 1 */
+    int depth;
+    int err;
+    char msg[160];
+} ep;
+
+static int64_t fail(ep *e, const char *what) {
+    if (!e->err) {
+        e->err = 1;
+        snprintf(e->msg, sizeof e->msg, "%s at offset %d", what, (int)(e->p - e->s));
+    }
+    return 0;
+}
+
+static void ws(ep *e) {
+    while (*e->p == ' ' || *e->p == '\t') e->p++;
+}
+
+static int64_t expr(ep *e);
+
+static int64_t fdiv(ep *e, int64_t a, int64_t b) {
+    if (b == 0) return fail(e, "division by zero");
+    if (a == INT64_MIN && b == -1) return fail(e, "overflow");
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+
+static int64_t call(ep *e, const char *name, size_t len) {
+    static const char *const funcs[] = {"floordiv", "ceildiv", "min", "max", "mod"};
+    size_t f;
+    for (f = 0; f < KC_ARRAY_LEN(funcs); f++)
+        if (strlen(funcs[f]) == len && strncmp(funcs[f], name, len) == 0) break;
+    if (f == KC_ARRAY_LEN(funcs)) return fail(e, "unknown function");
+    e->p++; /* '(' */
+    int64_t a = expr(e);
+    ws(e);
+    if (*e->p != ',') return fail(e, "expected ','");
+    e->p++;
+    int64_t b = expr(e);
+    ws(e);
+    if (*e->p != ')') return fail(e, "expected ')'");
+    e->p++;
+    if (e->err) return 0;
+    if (e->validate && (f == 0 || f == 1 || f == 4)) return 1; /* divisors unknown: no check */
+    switch (f) {
+    case 0: return fdiv(e, a, b);
+    case 1: {
+        if (b == 0) return fail(e, "division by zero");
+        if (a == INT64_MIN) return fail(e, "overflow");
+        int64_t q = fdiv(e, -a, b);
+        if (q == INT64_MIN) return fail(e, "overflow");
+        return -q;
+    }
+    case 2: return a < b ? a : b;
+    case 3: return a > b ? a : b;
+    default: {
+        int64_t q = fdiv(e, a, b), m;
+        if (e->err) return 0;
+        if (__builtin_mul_overflow(q, b, &m) || __builtin_sub_overflow(a, m, &m)) return fail(e, "overflow");
+        return m;
+    }
+    }
+}
+
+static int64_t factor(ep *e) {
+    ws(e);
+    if (++e->depth > 64) return fail(e, "expression nested too deeply");
+    int64_t v = 0;
+    char c = *e->p;
+    if (c == '(') {
+        e->p++;
+        v = expr(e);
+        ws(e);
+        if (*e->p != ')') v = fail(e, "expected ')'");
+        else e->p++;
+    } else if (c == '-') {
+        e->p++;
+        int64_t x = factor(e);
+        if (x == INT64_MIN) v = fail(e, "overflow");
+        else v = -x;
+    } else if (c >= '0' && c <= '9') {
+        while (*e->p >= '0' && *e->p <= '9') {
+            if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->p - '0', &v)) {
+                v = fail(e, "integer too large");
+                break;
+            }
+            e->p++;
+        }
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+        const char *start = e->p;
+        while ((*e->p >= 'a' && *e->p <= 'z') || (*e->p >= 'A' && *e->p <= 'Z') ||
+               (*e->p >= '0' && *e->p <= '9') || *e->p == '_')
+            e->p++;
+        size_t len = (size_t)(e->p - start);
+        ws(e);
+        if (*e->p == '(') {
+            v = call(e, start, len);
+        } else {
+            size_t i;
+            for (i = 0; i < e->n; i++)
+                if (strlen(e->names[i]) == len && strncmp(e->names[i], start, len) == 0) break;
+            if (i == e->n) v = fail(e, "unknown symbol");
+            else v = e->validate ? 1 : e->vals[i];
+        }
+    } else {
+        v = fail(e, c ? "unexpected character" : "unexpected end");
+    }
+    e->depth--;
+    return v;
+}
+
+static int64_t term(ep *e) {
+    int64_t v = factor(e);
+    for (;;) {
+        ws(e);
+        if (*e->p != '*' || e->err) return v;
+        e->p++;
+        int64_t r = factor(e);
+        if (!e->validate && __builtin_mul_overflow(v, r, &v)) return fail(e, "overflow");
+    }
+}
+
+static int64_t expr(ep *e) {
+    int64_t v = term(e);
+    for (;;) {
+        ws(e);
+        char c = *e->p;
+        if ((c != '+' && c != '-') || e->err) return v;
+        e->p++;
+        int64_t r = term(e);
+        if (e->validate) continue;
+        if (c == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v))
+            return fail(e, "overflow");
+    }
+}
+
+static int run(const char *s, const char *const *names, const int64_t *vals, size_t n, int validate,
+               int64_t *out) {
+    if (!s) return kc_err(KC_EEXPR, "expression is NULL");
+    ep e = {s, s, names, vals, n, validate, 0, 0, ""};
+    int64_t v = expr(&e);
+    ws(&e);
+    if (!e.err && *e.p) fail(&e, "unexpected character");
+    if (e.err) return kc_err(KC_EEXPR, "expression '%.100s': %s", s, e.msg);
+    if (out) *out = v;
+    return KC_OK;
+}
+
+int kc_expr_check(const char *s, const char *const *names, size_t n) { return run(s, names, NULL, n, 1, NULL); }
+
+int kc_expr_eval(const char *s, const char *const *names, const int64_t *values, size_t n, int64_t *out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_expr_eval: out is NULL");
+    return run(s, names, values, n, 0, out);
+}

@@ -1,0 +1,942 @@
+/*
+ * graph.c — graph descriptions, their key, and the paths that turn one into compiled,
+ * stored and loaded kernels.
+ *
+ * The one idea: a description is reduced to canonical bytes (kernels with their sources
+ * and headers, tensors, scratch, steps, wrappers, runtime metadata), and that — with the
+ * normalised options, the NVRTC version, the backend and the declared global state — is
+ * the key.  The GPU architecture is not in the key: it picks the variant.  A miss compiles
+ * every kernel of the graph in parallel, stores one entry per variant, and loads it.
+ *
+ * KERNELS section := count:u32 { name:str lowered:str target:str is_ptx:u8 len:u64 image }
+ * program section := the canonical description bytes of one pass (str = u32 len + bytes)
+ *
+ * Must not: store a graph whose source is not cacheable (__DATE__ …), load an entry
+ * without full validation, or fail a lookup because of the cache (errors cost a miss).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "../common/fs.h"
+#include "../common/internal.h"
+#include "../common/pool.h"
+#include "graph_internal.h"
+#include "kcache/cuda.h"
+
+#define MAX_KERNELS 256
+#define MAX_STEPS 4096
+
+/* ---- descriptions ---- */
+
+static const struct { const char *name; kc_dtype t; } dtypes[] = {
+    {"f32", KC_DTYPE_F32}, {"f16", KC_DTYPE_F16}, {"bf16", KC_DTYPE_BF16}, {"f64", KC_DTYPE_F64},
+    {"i32", KC_DTYPE_I32}, {"i64", KC_DTYPE_I64}, {"i8", KC_DTYPE_I8}, {"u8", KC_DTYPE_U8},
+    {"bool", KC_DTYPE_BOOL}, {"f8e4m3", KC_DTYPE_F8E4M3}, {"f8e5m2", KC_DTYPE_F8E5M2},
+};
+
+kc_dtype kc_dtype_parse(const char *s) {
+    for (size_t i = 0; s && i < KC_ARRAY_LEN(dtypes); i++)
+        if (strcmp(s, dtypes[i].name) == 0) return dtypes[i].t;
+    return (kc_dtype)0;
+}
+
+int kc_graph_desc_new(kc_graph_desc **out, const char *name) {
+    if (!out) return kc_err(KC_EINVAL, "kc_graph_desc_new: out is NULL");
+    *out = NULL;
+    kc_graph_desc *d = kc_calloc(1, sizeof *d);
+    if (!d || !(d->name = kc_strdup(name ? name : "graph")) || !(d->backend = kc_strdup("cuda"))) {
+        kc_graph_desc_free(d);
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
+    *out = d;
+    return KC_OK;
+}
+
+static void free_strs(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+void kc_graph_desc_free(kc_graph_desc *d) {
+    if (!d) return;
+    for (size_t i = 0; i < d->nkernels; i++) {
+        gkernel *k = &d->kernels[i];
+        free(k->file); free(k->source); free(k->name); free(k->include_digest);
+        for (size_t h = 0; h < k->nheaders; h++) {
+            free((char *)k->headers[h].name);
+            free((char *)k->headers[h].source);
+        }
+        free(k->headers);
+        free_strs(k->options, k->noptions);
+    }
+    for (size_t i = 0; i < d->ntensors; i++)
+        for (int r = 0; r < KC_MAX_RANK; r++) free(d->tensors[i].sizes[r]), free(d->tensors[i].strides[r]);
+    for (size_t i = 0; i < d->nscratch; i++) free(d->scratch[i].bytes);
+    for (size_t i = 0; i < d->nsteps; i++) {
+        gstep *s = &d->steps[i];
+        for (int j = 0; j < 3; j++) free(s->grid[j]), free(s->block[j]);
+        free(s->shared);
+        free_strs(s->args, s->nargs);
+    }
+    for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
+    free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
+    free_strs(d->symbols, d->nsymbols);
+    free(d->runtime_meta);
+    free(d->name);
+    free(d->backend);
+    free(d);
+}
+
+const char *kc_graph_desc_name(const kc_graph_desc *d) { return d->name; }
+
+/* Grow an array by one zeroed element; returns it or NULL. */
+static void *grow(void **arr, size_t *n, size_t size) {
+    void *p = kc_realloc(*arr, (*n + 1) * size);
+    if (!p) return NULL;
+    *arr = p;
+    memset((char *)p + *n * size, 0, size);
+    return (char *)p + (*n)++ * size;
+}
+
+static char *dup_or_null(const char *s, int *oom) {
+    if (!s) return NULL;
+    char *d = kc_strdup(s);
+    if (!d) *oom = 1;
+    return d;
+}
+
+int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
+    if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
+    if (d->nkernels >= MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
+    char *norm;
+    int rc = kc_options_normalize(k, &norm); /* refuse bad options now, with the kernel's name */
+    if (rc) return kc_err_prefix(rc, "graph '%s', kernel '%s'", d->name, k->name);
+    free(norm);
+    gkernel *g = grow((void **)&d->kernels, &d->nkernels, sizeof *g);
+    if (!g) return kc_err(KC_ENOMEM, "graph: out of memory");
+    int oom = 0;
+    g->file = dup_or_null(k->file, &oom);
+    g->source = dup_or_null(k->source, &oom);
+    g->name = dup_or_null(k->name, &oom);
+    g->include_digest = dup_or_null(k->include_digest, &oom);
+    if (k->nheaders && !(g->headers = kc_calloc(k->nheaders, sizeof *g->headers))) oom = 1;
+    for (size_t h = 0; !oom && h < k->nheaders; h++, g->nheaders++) {
+        g->headers[h].name = dup_or_null(k->headers[h].name, &oom);
+        g->headers[h].source = dup_or_null(k->headers[h].source, &oom);
+    }
+    if (k->noptions && !(g->options = kc_calloc(k->noptions, sizeof *g->options))) oom = 1;
+    for (size_t o = 0; !oom && o < k->noptions; o++, g->noptions++) g->options[o] = dup_or_null(k->options[o], &oom);
+    if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (index) *index = (int)(d->nkernels - 1);
+    return KC_OK;
+}
+
+static int is_symbol_name(const char *s) {
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
+    return 1;
+}
+
+static int is_uint(const char *s) {
+    if (!s || !*s || strlen(s) > 18) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+static int add_symbol(kc_graph_desc *d, const char *name) {
+    for (size_t i = 0; i < d->nsymbols; i++)
+        if (strcmp(d->symbols[i], name) == 0) return KC_OK;
+    char **slot = grow((void **)&d->symbols, &d->nsymbols, sizeof *slot);
+    if (!slot || !(*slot = kc_strdup(name))) {
+        if (slot) d->nsymbols--;
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
+    return KC_OK;
+}
+
+static int check_expr(const kc_graph_desc *d, const char *e, const char *what) {
+    int rc = kc_expr_check(e, (const char *const *)d->symbols, d->nsymbols);
+    return rc ? kc_err_prefix(rc, "graph '%s', %s", d->name, what) : KC_OK;
+}
+
+int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
+                       const char *const *strides, int requires_grad) {
+    if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
+        return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
+    if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    for (int r = 0; r < rank; r++) {
+        if (is_symbol_name(sizes[r])) {
+            int rc = add_symbol(d, sizes[r]);
+            if (rc) return rc;
+        } else if (!is_uint(sizes[r])) {
+            return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d must be an integer or a symbol, not '%s'",
+                          d->name, d->ntensors, r, sizes[r] ? sizes[r] : "(null)");
+        }
+    }
+    gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
+    if (!t) return kc_err(KC_ENOMEM, "graph: out of memory");
+    t->role = KC_ROLE_INPUT;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->requires_grad = requires_grad ? 1 : 0;
+    int oom = 0;
+    for (int r = 0; r < rank; r++) t->sizes[r] = dup_or_null(sizes[r], &oom);
+    /* Contiguous strides by default: the product of the later sizes, as an expression. */
+    for (int r = rank - 1; r >= 0 && !oom; r--) {
+        if (strides && strides[r]) {
+            t->strides[r] = dup_or_null(strides[r], &oom);
+        } else if (r == rank - 1) {
+            t->strides[r] = dup_or_null("1", &oom);
+        } else {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s%s%s", strcmp(t->strides[r + 1], "1") ? t->strides[r + 1] : "",
+                     strcmp(t->strides[r + 1], "1") ? "*" : "", t->sizes[r + 1]);
+            t->strides[r] = dup_or_null(buf, &oom);
+        }
+    }
+    if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
+    for (int r = 0; r < rank; r++) {
+        int rc = check_expr(d, t->strides[r], "input stride");
+        if (rc) return rc;
+    }
+    return KC_OK;
+}
+
+int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, int rank, const char *const *sizes) {
+    if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes) || (role != KC_ROLE_OUTPUT && role != KC_ROLE_SAVED))
+        return kc_err(KC_EINVAL, "kc_graph_add_tensor: bad role, rank or sizes");
+    if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    for (int r = 0; r < rank; r++) {
+        int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
+        if (rc) return rc;
+    }
+    gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
+    if (!t) return kc_err(KC_ENOMEM, "graph: out of memory");
+    t->role = role;
+    t->dtype = dtype;
+    t->rank = rank;
+    int oom = 0;
+    for (int r = 0; r < rank; r++) t->sizes[r] = dup_or_null(sizes[r], &oom);
+    return oom ? kc_err(KC_ENOMEM, "graph: out of memory") : KC_OK;
+}
+
+int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
+    if (!d || !bytes || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
+        return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
+    int rc = check_expr(d, bytes, "scratch size");
+    if (rc) return rc;
+    gscratch *s = grow((void **)&d->scratch, &d->nscratch, sizeof *s);
+    if (!s || !(s->bytes = kc_strdup(bytes))) return kc_err(KC_ENOMEM, "graph: out of memory");
+    s->pass = pass;
+    return KC_OK;
+}
+
+static size_t count_role(const kc_graph_desc *d, kc_tensor_role role) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->ntensors; i++) n += d->tensors[i].role == role;
+    return n;
+}
+
+/* Validate one step argument against the description. */
+static int check_arg(const kc_graph_desc *d, kc_pass pass, const char *a) {
+    static const struct { const char *prefix; int role; int fwd, bwd; } kinds[] = {
+        {"input:", KC_ROLE_INPUT, 1, 1},     {"output:", KC_ROLE_OUTPUT, 1, 1},
+        {"saved:", KC_ROLE_SAVED, 1, 1},     {"scratch:", KC_ROLE_SCRATCH, 1, 1},
+        {"grad_out:", KC_ROLE_OUTPUT, 0, 1}, {"grad_in:", KC_ROLE_INPUT, 0, 1},
+    };
+    if (!a) return kc_err(KC_EINVAL, "graph '%s': NULL step argument", d->name);
+    for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
+        size_t pl = strlen(kinds[k].prefix);
+        if (strncmp(a, kinds[k].prefix, pl) != 0) continue;
+        if (!is_uint(a + pl)) return kc_err(KC_EINVAL, "graph '%s': bad argument '%s'", d->name, a);
+        if (!(pass == KC_PASS_FORWARD ? kinds[k].fwd : kinds[k].bwd))
+            return kc_err(KC_EINVAL, "graph '%s': argument '%s' is not available in the %s pass", d->name, a,
+                          pass == KC_PASS_FORWARD ? "forward" : "backward");
+        size_t idx = (size_t)strtoull(a + pl, NULL, 10), have;
+        if (kinds[k].role == KC_ROLE_SCRATCH) {
+            have = 0;
+            for (size_t i = 0; i < d->nscratch; i++) have += d->scratch[i].pass == pass;
+        } else {
+            have = count_role(d, (kc_tensor_role)kinds[k].role);
+        }
+        if (idx >= have) return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no such tensor (%zu declared)", d->name, a, have);
+        return KC_OK;
+    }
+    if (strncmp(a, "sym:", 4) == 0) {
+        for (size_t i = 0; i < d->nsymbols; i++)
+            if (strcmp(d->symbols[i], a + 4) == 0) return KC_OK;
+        return kc_err(KC_EINVAL, "graph '%s': argument '%s' names an unknown symbol", d->name, a);
+    }
+    if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) /* an expression's value */
+        return check_expr(d, a + 4, "step argument");
+    if (strncmp(a, "i32:", 4) == 0 || strncmp(a, "i64:", 4) == 0 || strncmp(a, "f32:", 4) == 0) {
+        char *end;
+        errno = 0;
+        if (a[1] == '3' && a[0] == 'f') strtod(a + 4, &end);
+        else strtoll(a + 4, &end, 10);
+        if (errno || end == a + 4 || *end) return kc_err(KC_EINVAL, "graph '%s': bad constant '%s'", d->name, a);
+        return KC_OK;
+    }
+    return kc_err(KC_EINVAL, "graph '%s': unknown argument kind '%s'", d->name, a);
+}
+
+int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
+                      const char *const block[3], const char *shared, const char *const *args, size_t nargs) {
+    if (!d || !grid || !block || (nargs && !args) || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
+        return kc_err(KC_EINVAL, "kc_graph_add_step: bad argument");
+    if (kernel < 0 || (size_t)kernel >= d->nkernels)
+        return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
+    if (d->nsteps >= MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
+    int rc;
+    for (int j = 0; j < 3; j++) {
+        if ((rc = check_expr(d, grid[j], "grid"))) return rc;
+        if ((rc = check_expr(d, block[j], "block"))) return rc;
+    }
+    if (shared && (rc = check_expr(d, shared, "shared memory"))) return rc;
+    for (size_t i = 0; i < nargs; i++)
+        if ((rc = check_arg(d, pass, args[i]))) return rc;
+    gstep *s = grow((void **)&d->steps, &d->nsteps, sizeof *s);
+    if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
+    s->pass = pass;
+    s->kernel = kernel;
+    int oom = 0;
+    for (int j = 0; j < 3; j++) s->grid[j] = dup_or_null(grid[j], &oom), s->block[j] = dup_or_null(block[j], &oom);
+    s->shared = dup_or_null(shared ? shared : "0", &oom);
+    if (nargs && !(s->args = kc_calloc(nargs, sizeof *s->args))) oom = 1;
+    for (size_t i = 0; !oom && i < nargs; i++, s->nargs++) s->args[i] = dup_or_null(args[i], &oom);
+    return oom ? kc_err(KC_ENOMEM, "graph: out of memory") : KC_OK;
+}
+
+int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {
+    if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
+    gwrapper *w = grow((void **)&d->wrappers, &d->nwrappers, sizeof *w);
+    if (!w || !(w->name = kc_strdup(name)) || (len && !(w->params = kc_malloc(len))))
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    w->version = version;
+    w->len = len;
+    if (len) memcpy(w->params, params, len);
+    return KC_OK;
+}
+
+int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
+    if (!d || (len && !data)) return kc_err(KC_EINVAL, "kc_graph_set_runtime_meta: bad argument");
+    uint8_t *p = kc_malloc(len);
+    if (!p) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (len) memcpy(p, data, len);
+    free(d->runtime_meta);
+    d->runtime_meta = p;
+    d->runtime_meta_len = len;
+    return KC_OK;
+}
+
+void kc_graph_set_globals(kc_graph_desc *d, uint64_t globals) { d->globals = globals; }
+
+int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
+    if (!d || !backend || !*backend) return kc_err(KC_EINVAL, "kc_graph_set_backend: bad argument");
+    char *b = kc_strdup(backend);
+    if (!b) return kc_err(KC_ENOMEM, "graph: out of memory");
+    free(d->backend);
+    d->backend = b;
+    return KC_OK;
+}
+
+/* ---- canonical bytes ---- */
+
+static void put_str(kc_buf *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    kc_buf_put_u32(b, (uint32_t)n);
+    kc_buf_put(b, s, n);
+}
+
+/* The program of one pass: symbols, tensors, scratch of the pass, its steps. */
+static void encode_program(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
+    kc_buf_put_u32(b, (uint32_t)pass);
+    kc_buf_put_u32(b, (uint32_t)d->nsymbols);
+    for (size_t i = 0; i < d->nsymbols; i++) put_str(b, d->symbols[i]);
+    kc_buf_put_u32(b, (uint32_t)d->ntensors);
+    for (size_t i = 0; i < d->ntensors; i++) {
+        const gtensor *t = &d->tensors[i];
+        kc_buf_put_u8(b, (uint8_t)t->role);
+        kc_buf_put_u8(b, (uint8_t)t->dtype);
+        kc_buf_put_u8(b, (uint8_t)t->rank);
+        kc_buf_put_u8(b, (uint8_t)t->requires_grad);
+        for (int r = 0; r < t->rank; r++) put_str(b, t->sizes[r]), put_str(b, t->strides[r]);
+    }
+    uint32_t ns = 0;
+    for (size_t i = 0; i < d->nscratch; i++) ns += d->scratch[i].pass == pass;
+    kc_buf_put_u32(b, ns);
+    for (size_t i = 0; i < d->nscratch; i++)
+        if (d->scratch[i].pass == pass) put_str(b, d->scratch[i].bytes);
+    uint32_t nst = 0;
+    for (size_t i = 0; i < d->nsteps; i++) nst += d->steps[i].pass == pass;
+    kc_buf_put_u32(b, nst);
+    for (size_t i = 0; i < d->nsteps; i++) {
+        const gstep *s = &d->steps[i];
+        if (s->pass != pass) continue;
+        kc_buf_put_u32(b, (uint32_t)s->kernel);
+        for (int j = 0; j < 3; j++) put_str(b, s->grid[j]);
+        for (int j = 0; j < 3; j++) put_str(b, s->block[j]);
+        put_str(b, s->shared);
+        kc_buf_put_u32(b, (uint32_t)s->nargs);
+        for (size_t a = 0; a < s->nargs; a++) put_str(b, s->args[a]);
+    }
+}
+
+static int has_backward(const kc_graph_desc *d) {
+    for (size_t i = 0; i < d->nsteps; i++)
+        if (d->steps[i].pass == KC_PASS_BACKWARD) return 1;
+    return 0;
+}
+
+static kc_kernel_src as_src(const gkernel *g) {
+    kc_kernel_src k = {g->file, g->source, g->name, g->headers, g->nheaders, (const char *const *)g->options,
+                       g->noptions, g->include_digest};
+    return k;
+}
+
+int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
+    if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
+    if (kb_out) *kb_out = NULL;
+    int rc = kc_nvrtc_available();
+    if (rc) return rc;
+    kc_key_builder *kb;
+    if ((rc = kc_key_builder_new(&kb))) return rc;
+    kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
+    for (size_t i = 0; i < d->nkernels && !rc; i++) {
+        const gkernel *g = &d->kernels[i];
+        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.name", g->name);
+        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.file", g->file ? g->file : "");
+        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.source", g->source);
+        for (size_t h = 0; h < g->nheaders; h++) {
+            kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
+            kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
+        }
+        char *norm;
+        kc_kernel_src k = as_src(g);
+        if ((rc = kc_options_normalize(&k, &norm))) break;
+        kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
+        free(norm);
+        if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
+    }
+    kc_buf prog = {0};
+    encode_program(d, KC_PASS_FORWARD, &prog);
+    encode_program(d, KC_PASS_BACKWARD, &prog);
+    for (size_t i = 0; i < d->nwrappers; i++) {
+        put_str(&prog, d->wrappers[i].name);
+        kc_buf_put_u32(&prog, d->wrappers[i].version);
+        kc_buf_put_u32(&prog, (uint32_t)d->wrappers[i].len);
+        kc_buf_put(&prog, d->wrappers[i].params, d->wrappers[i].len);
+    }
+    if (prog.failed && !rc) rc = kc_err(KC_ENOMEM, "graph key: out of memory");
+    if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "program", prog.data, prog.len);
+    kc_buf_free(&prog);
+    if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "runtime_meta", d->runtime_meta, d->runtime_meta_len);
+    /* Inputs: symbolic sizes by the stable id of their symbol's name. */
+    for (size_t i = 0; i < d->ntensors && !rc; i++) {
+        const gtensor *t = &d->tensors[i];
+        if (t->role != KC_ROLE_INPUT) continue;
+        kc_tensor_meta m;
+        memset(&m, 0, sizeof m);
+        m.dtype = t->dtype;
+        m.device = KC_DEVICE_CUDA;
+        m.rank = t->rank;
+        m.requires_grad = t->requires_grad;
+        for (int r = 0; r < t->rank; r++) {
+            if (is_uint(t->sizes[r])) m.sizes[r].value = (int64_t)strtoll(t->sizes[r], NULL, 10);
+            else m.sizes[r].sym = t->sizes[r];
+            if (is_uint(t->strides[r])) m.strides[r].value = (int64_t)strtoll(t->strides[r], NULL, 10);
+            else m.strides[r].sym = t->strides[r];
+        }
+        rc = kc_key_add_tensor(kb, &m);
+    }
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", kc_nvrtc_toolchain());
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_BACKEND, "backend", d->backend);
+    if (!rc) rc = kc_key_add_u64(kb, KC_COMP_GLOBALS, "globals", d->globals);
+    if (!rc) rc = kc_key_finish(kb, out);
+    if (rc || !kb_out) kc_key_builder_free(kb);
+    else *kb_out = kb;
+    return rc;
+}
+
+/* ---- KERNELS section ---- */
+
+typedef struct kimg {
+    const char *name, *lowered, *target;
+    int is_ptx;
+    const uint8_t *image;
+    size_t len;
+} kimg;
+
+/* Parse a KERNELS section into borrowed views (strings are copied into `strs`). */
+static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, char **strs) {
+    *out = NULL;
+    *n = 0;
+    *strs = NULL;
+    kc_reader r = kc_reader_make(data, len);
+    uint32_t count = kc_rd_next_u32(&r);
+    if (r.bad || count > MAX_KERNELS) return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS count");
+    kimg *v = kc_calloc(count ? count : 1, sizeof *v);
+    char *s = kc_malloc(len + 3 * (size_t)count + 1); /* every string, NUL-terminated */
+    if (!v || !s) {
+        free(v);
+        free(s);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    char *sp = s;
+    for (uint32_t i = 0; i < count; i++) {
+        const char **fields[3] = {&v[i].name, &v[i].lowered, &v[i].target};
+        for (int f = 0; f < 3; f++) {
+            uint32_t l = kc_rd_next_u32(&r);
+            const uint8_t *b = kc_rd_bytes(&r, l);
+            if (r.bad || l == 0 || l > 4096 || memchr(b, 0, l)) {
+                free(v);
+                free(s);
+                return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS string");
+            }
+            memcpy(sp, b, l);
+            sp[l] = '\0';
+            *fields[f] = sp;
+            sp += l + 1;
+        }
+        v[i].is_ptx = kc_rd_next_u8(&r);
+        uint64_t il = kc_rd_next_u64(&r);
+        v[i].image = kc_rd_bytes(&r, (size_t)il);
+        v[i].len = (size_t)il;
+        if (r.bad || v[i].is_ptx > 1 || il == 0) {
+            free(v);
+            free(s);
+            return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS image");
+        }
+    }
+    if (r.left) {
+        free(v);
+        free(s);
+        return kc_err(KC_ECORRUPT, "corrupt entry: trailing bytes in KERNELS");
+    }
+    *out = v;
+    *n = count;
+    *strs = s;
+    return KC_OK;
+}
+
+int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
+    const void *data;
+    size_t len;
+    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
+    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
+    kimg *v;
+    size_t n;
+    char *strs;
+    if ((rc = parse_kernels(data, len, &v, &n, &strs))) return rc;
+    for (size_t i = 0; i < n; i++) cb(v[i].name, v[i].lowered, v[i].target, v[i].is_ptx, v[i].len, ctx);
+    free(v);
+    free(strs);
+    return KC_OK;
+}
+
+int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
+    if (!e || !dir) return kc_err(KC_EINVAL, "kc_entry_extract: NULL argument");
+    const void *data;
+    size_t len;
+    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
+    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
+    kimg *v;
+    size_t n;
+    char *strs;
+    if ((rc = parse_kernels(data, len, &v, &n, &strs))) return rc;
+    if ((rc = kc_fs_mkdirs(dir, 0755))) goto out;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX], base[200];
+        snprintf(base, sizeof base, "%s", v[i].lowered);
+        for (char *p = base; *p; p++) /* a file name, whatever the symbol holds */
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
+        snprintf(path, sizeof path, "%s/%s.%s.%s", dir, base, v[i].target, v[i].is_ptx ? "ptx" : "cubin");
+        if ((rc = kc_fs_write_atomic(path, v[i].image, v[i].len))) goto out;
+    }
+    if (count) *count = (int)n;
+out:
+    free(v);
+    free(strs);
+    return rc;
+}
+
+/* ---- compile ---- */
+
+static kc_pool *g_pool;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static void pool_init(void) {
+    if (kc_pool_new(&g_pool, 0) != KC_OK) g_pool = NULL; /* NULL runs inline */
+}
+
+typedef struct job {
+    const kc_graph_desc *d;
+    const char *target;
+    kc_compiled **out;
+    int *rc;
+    char **err;
+} job;
+
+static void compile_job(void *ctx, size_t i) {
+    job *j = ctx;
+    kc_kernel_src k = as_src(&j->d->kernels[i]);
+    j->rc[i] = kc_compile_kernel(&k, j->target, &j->out[i]);
+    if (j->rc[i]) j->err[i] = kc_strdup(kc_error_last()->message);
+}
+
+/* Compile every kernel for `target` in parallel; on failure the first error is recorded. */
+static int compile_all(const kc_graph_desc *d, const char *target, kc_compiled ***out, double *ms) {
+    pthread_once(&pool_once, pool_init);
+    size_t n = d->nkernels;
+    kc_compiled **res = kc_calloc(n ? n : 1, sizeof *res);
+    int *rcs = kc_calloc(n ? n : 1, sizeof *rcs);
+    char **errs = kc_calloc(n ? n : 1, sizeof *errs);
+    int rc = KC_OK;
+    if (!res || !rcs || !errs) {
+        rc = kc_err(KC_ENOMEM, "compile: out of memory");
+    } else {
+        uint64_t t0 = kc_mono_ns();
+        job j = {d, target, res, rcs, errs};
+        kc_pool_for(g_pool, n, compile_job, &j);
+        *ms = (double)(kc_mono_ns() - t0) / 1e6;
+        for (size_t i = 0; i < n; i++)
+            if (rcs[i]) {
+                rc = kc_err(rcs[i], "graph '%s': %s", d->name, errs[i] ? errs[i] : kc_status_str(rcs[i]));
+                break;
+            }
+    }
+    for (size_t i = 0; errs && i < n; i++) free(errs[i]);
+    free(errs);
+    free(rcs);
+    if (rc) {
+        for (size_t i = 0; res && i < n; i++) kc_compiled_free(res[i]);
+        free(res);
+        return rc;
+    }
+    *out = res;
+    return KC_OK;
+}
+
+static void free_compiled(kc_compiled **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) kc_compiled_free(v[i]);
+    free(v);
+}
+
+/* Build the entry of a compiled graph. */
+static int make_entry(const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb, const char *target,
+                      kc_compiled **res, kc_entry **out) {
+    kc_entry *e;
+    int rc = kc_entry_new(&e, key, target);
+    if (rc) return rc;
+    kc_target t;
+    kc_target_parse(target, &t);
+    kc_buf k = {0}, fw = {0}, bw = {0}, wr = {0};
+    kc_buf_put_u32(&k, (uint32_t)d->nkernels);
+    for (size_t i = 0; i < d->nkernels; i++) {
+        put_str(&k, d->kernels[i].name);
+        put_str(&k, res[i]->lowered_name);
+        put_str(&k, target);
+        kc_buf_put_u8(&k, (uint8_t)(t.ptx ? 1 : 0));
+        /* PTX is stored with its NUL: the driver needs a terminated string. */
+        size_t il = res[i]->len + (t.ptx ? 1 : 0);
+        kc_buf_put_u64(&k, il);
+        kc_buf_put(&k, res[i]->image, il);
+    }
+    encode_program(d, KC_PASS_FORWARD, &fw);
+    if (has_backward(d)) encode_program(d, KC_PASS_BACKWARD, &bw);
+    kc_buf_put_u32(&wr, (uint32_t)d->nwrappers);
+    for (size_t i = 0; i < d->nwrappers; i++) {
+        put_str(&wr, d->wrappers[i].name);
+        kc_buf_put_u32(&wr, d->wrappers[i].version);
+        kc_buf_put_u32(&wr, (uint32_t)d->wrappers[i].len);
+        kc_buf_put(&wr, d->wrappers[i].params, d->wrappers[i].len);
+    }
+    if (k.failed || fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_KERNELS, k.data, k.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
+    if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
+    if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
+    if (!rc) rc = kc_entry_add_key_digests(e, kb);
+    if (!rc) rc = kc_entry_set_toolchain(e, kc_nvrtc_toolchain());
+    kc_buf_free(&k);
+    kc_buf_free(&fw);
+    kc_buf_free(&bw);
+    kc_buf_free(&wr);
+    if (rc) {
+        kc_entry_free(e);
+        return rc;
+    }
+    *out = e;
+    return KC_OK;
+}
+
+static const char *first_uncacheable(const kc_graph_desc *d) {
+    for (size_t i = 0; i < d->nkernels; i++) {
+        kc_kernel_src k = as_src(&d->kernels[i]);
+        const char *why;
+        if (!kc_kernel_cacheable(&k, &why)) return why;
+    }
+    return NULL;
+}
+
+static double us_since(uint64_t t0) { return (double)(kc_mono_ns() - t0) / 1e3; }
+
+/* Compile for `target`, store unless bypassed; *entry_out (may be NULL) gets the entry. */
+static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
+                             const char *target, kc_graph_info *info, kc_entry **entry_out) {
+    const char *bypass = first_uncacheable(d);
+    kc_compiled **res = NULL;
+    int rc = compile_all(d, target, &res, &info->compile_ms);
+    if (rc) {
+        kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
+        return rc;
+    }
+    kc_entry *e = NULL;
+    rc = make_entry(d, key, kb, target, res, &e);
+    free_compiled(res, d->nkernels);
+    if (rc) return rc;
+    snprintf(info->variant, sizeof info->variant, "%s", target);
+    if (bypass) {
+        info->source = KC_FROM_BYPASS;
+        snprintf(info->miss_reason, sizeof info->miss_reason, "not cacheable: %s", bypass);
+        kc_cache_count(c, key, KC_STAT_BYPASSES, 1);
+        kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, bypass);
+    } else {
+        info->source = KC_FROM_COMPILE;
+        kc_cache_count(c, key, KC_STAT_COMPILES, 1);
+        int prc = kc_cache_put(c, e);
+        if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
+            kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
+    }
+    if (entry_out) *entry_out = e;
+    else kc_entry_free(e);
+    return KC_OK;
+}
+
+static void info_init(kc_graph_info *info, const kc_key *key) {
+    memset(info, 0, sizeof *info);
+    kc_key_to_hex(key, info->key);
+}
+
+int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+    kc_graph_info local;
+    kc_graph_info *info = info_out ? info_out : &local;
+    memset(info, 0, sizeof *info);
+    if (!c || !d || !target) return kc_err(KC_EINVAL, "kc_graph_compile: NULL argument");
+    kc_target t;
+    int rc = kc_target_parse(target, &t);
+    if (rc) return rc;
+    uint64_t t0 = kc_mono_ns();
+    kc_key key;
+    kc_key_builder *kb;
+    if ((rc = kc_graph_key(d, &key, &kb))) return rc;
+    info_init(info, &key);
+    info->key_us = us_since(t0);
+    info->kernels = (int)d->nkernels;
+    uint64_t t1 = kc_mono_ns();
+    kc_entry *e = NULL;
+    int cacheable = first_uncacheable(d) == NULL;
+    int present = cacheable && kc_cache_exists(c, &key, target) == 1;
+    if (present && kc_cache_get(c, &key, target, &e) == KC_OK) {
+        info->lookup_us = us_since(t1);
+        info->source = KC_FROM_DISK;
+        snprintf(info->variant, sizeof info->variant, "%s", target);
+        kc_entry_free(e);
+    } else {
+        if (cacheable) {
+            if (!present) kc_cache_count(c, &key, KC_STAT_MISSES, 1); /* a failed get counted itself */
+            snprintf(info->miss_reason, sizeof info->miss_reason, present ? "stored entry was corrupt" : "no entry for %s", target);
+        }
+        info->lookup_us = us_since(t1);
+        rc = compile_and_store(c, d, &key, kb, target, info, NULL);
+    }
+    info->total_us = us_since(t0);
+    kc_key_builder_free(kb);
+    return rc;
+}
+
+/* ---- loading: the process-wide table of loaded graphs ([Note: loaded graphs]) ----
+ * Same key and device → the same kc_graph, reference-counted; the table holds one
+ * reference of its own, so a graph stays loaded for the life of the process once used. */
+
+struct kc_graph {
+    int refs;
+    kc_key key;
+    int device;
+    char variant[32];
+    size_t nkernels;
+    kc_module **modules;
+    void **fns;
+    struct kc_graph *next;
+};
+
+static pthread_mutex_t loaded_mu = PTHREAD_MUTEX_INITIALIZER;
+static kc_graph *loaded;
+
+static void graph_destroy(kc_graph *g) {
+    for (size_t i = 0; g->modules && i < g->nkernels; i++) kc_module_free(g->modules[i]);
+    free(g->modules);
+    free(g->fns);
+    free(g);
+}
+
+void kc_graph_release(kc_graph *g) {
+    if (!g) return;
+    if (__atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) graph_destroy(g);
+}
+
+int kc_graph_function(const kc_graph *g, int i, void **fn_out) {
+    if (!g || !fn_out || i < 0 || (size_t)i >= g->nkernels) return kc_err(KC_EINVAL, "kc_graph_function: bad index");
+    *fn_out = g->fns[i];
+    return KC_OK;
+}
+
+/* Load every kernel of an entry; KC_EDRIVER when the driver refuses an image. */
+static int load_entry(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
+    const void *data;
+    size_t len;
+    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
+    if (rc) return kc_err(KC_ECORRUPT, "entry has no KERNELS section");
+    kimg *v;
+    size_t n;
+    char *strs;
+    if ((rc = parse_kernels(data, len, &v, &n, &strs))) return rc;
+    kc_graph *g = kc_calloc(1, sizeof *g);
+    if (!g || !(g->modules = kc_calloc(n ? n : 1, sizeof *g->modules)) || !(g->fns = kc_calloc(n ? n : 1, sizeof *g->fns))) {
+        if (g) free(g->modules);
+        free(g);
+        free(v);
+        free(strs);
+        return kc_err(KC_ENOMEM, "load: out of memory");
+    }
+    g->refs = 1;
+    g->key = *key;
+    g->device = device;
+    g->nkernels = n;
+    snprintf(g->variant, sizeof g->variant, "%s", kc_entry_variant(e));
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = kc_module_load(&g->modules[i], device, v[i].image, v[i].len);
+        if (!rc) rc = kc_module_function(g->modules[i], v[i].lowered, &g->fns[i]);
+    }
+    free(v);
+    free(strs);
+    if (rc) {
+        graph_destroy(g);
+        return rc;
+    }
+    *out = g;
+    return KC_OK;
+}
+
+/* Candidate variants for a device, most preferred first ([Note: variant selection]). */
+static size_t candidates(int major, int minor, char out[][16], size_t cap) {
+    static const int virt[] = {121, 120, 110, 103, 101, 100, 90, 89, 87, 86, 80, 75, 72, 70};
+    size_t n = 0;
+    if (n < cap) snprintf(out[n++], 16, "sm_%d%da", major, minor);
+    for (int y = minor; y >= 0 && n < cap; y--) snprintf(out[n++], 16, "sm_%d%d", major, y);
+    for (size_t i = 0; i < KC_ARRAY_LEN(virt) && n < cap; i++)
+        if (virt[i] <= major * 10 + minor) snprintf(out[n++], 16, "compute_%d", virt[i]);
+    return n;
+}
+
+int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+    kc_graph_info local;
+    kc_graph_info *info = info_out ? info_out : &local;
+    memset(info, 0, sizeof *info);
+    if (!c || !d || !out) return kc_err(KC_EINVAL, "kc_graph_get: NULL argument");
+    *out = NULL;
+    int major, minor, rc = kc_cuda_capability(device, &major, &minor);
+    if (rc) return rc;
+    uint64_t t0 = kc_mono_ns();
+    kc_key key;
+    kc_key_builder *kb;
+    if ((rc = kc_graph_key(d, &key, &kb))) return rc;
+    info_init(info, &key);
+    info->key_us = us_since(t0);
+    info->kernels = (int)d->nkernels;
+    uint64_t t1 = kc_mono_ns();
+    pthread_mutex_lock(&loaded_mu);
+    for (kc_graph *g = loaded; g; g = g->next)
+        if (g->device == device && memcmp(g->key.bytes, key.bytes, 16) == 0) {
+            __atomic_add_fetch(&g->refs, 1, __ATOMIC_ACQ_REL);
+            *out = g;
+            break;
+        }
+    pthread_mutex_unlock(&loaded_mu);
+    if (*out) {
+        info->source = KC_FROM_MEMORY;
+        snprintf(info->variant, sizeof info->variant, "%s", (*out)->variant);
+        kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1);
+        info->lookup_us = us_since(t1);
+        info->total_us = us_since(t0);
+        kc_key_builder_free(kb);
+        return KC_OK;
+    }
+    kc_graph *g = NULL;
+    char cand[24][16];
+    size_t nc = first_uncacheable(d) ? 0 : candidates(major, minor, cand, 24);
+    for (size_t i = 0; i < nc && !g; i++) {
+        if (kc_cache_exists(c, &key, cand[i]) != 1) continue;
+        kc_entry *e;
+        if (kc_cache_get(c, &key, cand[i], &e) != KC_OK) continue; /* corrupt: quarantined, try on */
+        info->lookup_us = us_since(t1);
+        uint64_t t2 = kc_mono_ns();
+        rc = load_entry(e, &key, device, &g);
+        info->load_us = us_since(t2);
+        kc_entry_free(e);
+        if (rc == KC_EDRIVER) { /* refused by this driver: a miss, counted */
+            kc_cache_count(c, &key, KC_STAT_LOAD_REFUSED, 1);
+            snprintf(info->miss_reason, sizeof info->miss_reason, "driver refused %s", cand[i]);
+            kc_log(KC_LOG_LOAD, "%s: %s", d->name, kc_error_last()->message);
+            continue;
+        }
+        if (rc) break;
+        info->source = KC_FROM_DISK;
+        snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
+    }
+    if (!g && !rc) {
+        char target[16];
+        kc_variant_for_device(major, minor, target);
+        if (!info->miss_reason[0]) {
+            snprintf(info->miss_reason, sizeof info->miss_reason, "%s", nc ? "no usable variant stored" : "not cacheable");
+            if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
+        }
+        info->lookup_us = us_since(t1);
+        kc_entry *e = NULL;
+        rc = compile_and_store(c, d, &key, kb, target, info, &e);
+        if (!rc) {
+            uint64_t t2 = kc_mono_ns();
+            rc = load_entry(e, &key, device, &g);
+            info->load_us = us_since(t2);
+        }
+        kc_entry_free(e);
+    }
+    kc_key_builder_free(kb);
+    if (rc) return rc;
+    /* Publish, unless another thread loaded the same graph meanwhile: use theirs. */
+    pthread_mutex_lock(&loaded_mu);
+    kc_graph *other = NULL;
+    for (kc_graph *x = loaded; x; x = x->next)
+        if (x->device == device && memcmp(x->key.bytes, key.bytes, 16) == 0) other = x;
+    if (other) {
+        __atomic_add_fetch(&other->refs, 1, __ATOMIC_ACQ_REL);
+    } else if (info->source != KC_FROM_BYPASS) {
+        g->refs = 2; /* the table's and the caller's */
+        g->next = loaded;
+        loaded = g;
+    }
+    pthread_mutex_unlock(&loaded_mu);
+    if (other) {
+        graph_destroy(g);
+        g = other;
+    }
+    *out = g;
+    info->total_us = us_since(t0);
+    return KC_OK;
+}

@@ -1,0 +1,287 @@
+/*
+ * spec.c — graph specs: JSON files (format in the README) read with cJSON into a
+ * kc_graph_desc.  Kernel sources and headers are files beside the spec.
+ *
+ * The one idea: every error names the file and the place in it ("mlp.json: forward[1].args[2]:
+ * …", or line and column for a JSON syntax error), because a deployment engineer reads them.
+ */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/fs.h"
+#include "../common/internal.h"
+#include "graph_internal.h"
+
+#define SPEC_MAX_BYTES (16u << 20)
+
+typedef struct sctx {
+    const char *path;
+    char dir[PATH_MAX];
+    kc_graph_desc *d;
+} sctx;
+
+#define SPEC_ERR(s, where, ...) spec_err((s), (where), __VA_ARGS__)
+
+static int spec_err(sctx *s, const char *where, const char *fmt, ...) KC_PRINTF(3, 4);
+static int spec_err(sctx *s, const char *where, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return kc_err(KC_EINVAL, "%s: %s: %s", s->path, where, msg);
+}
+
+/* Read a file named in the spec, relative to the spec's folder (no escaping it). */
+static int read_beside(sctx *s, const char *where, const char *name, char **out) {
+    if (!name || !*name || name[0] == '/' || strstr(name, ".."))
+        return SPEC_ERR(s, where, "'%s' must be a relative path inside the spec's folder", name ? name : "");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    void *data;
+    size_t len;
+    int rc = kc_fs_read_file(path, SPEC_MAX_BYTES, &data, &len, NULL);
+    if (rc == KC_MISS) return SPEC_ERR(s, where, "cannot read '%s': no such file", path);
+    if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
+    ((char *)data)[len] = '\0'; /* kc_fs_read_file leaves room for it */
+    if (strlen(data) != len) {
+        free(data);
+        return SPEC_ERR(s, where, "'%s' holds a NUL byte", path);
+    }
+    *out = data;
+    return KC_OK;
+}
+
+static const char *str_field(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* An expression field: a string, or an integer number. */
+static int expr_of(sctx *s, const char *where, const cJSON *v, char buf[64], const char **out) {
+    if (cJSON_IsString(v)) {
+        *out = v->valuestring;
+        return KC_OK;
+    }
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9.0e15 &&
+        v->valuedouble == (double)(int64_t)v->valuedouble) {
+        snprintf(buf, 64, "%lld", (long long)v->valuedouble);
+        *out = buf;
+        return KC_OK;
+    }
+    return SPEC_ERR(s, where, "must be an integer or an expression string");
+}
+
+static int load_kernels(sctx *s, const cJSON *arr, char ***names) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) return SPEC_ERR(s, "kernels", "must be a non-empty array");
+    int n = cJSON_GetArraySize(arr);
+    *names = kc_calloc((size_t)n, sizeof **names);
+    if (!*names) return kc_err(KC_ENOMEM, "spec: out of memory");
+    for (int i = 0; i < n; i++) {
+        const cJSON *k = cJSON_GetArrayItem(arr, i);
+        char where[64];
+        snprintf(where, sizeof where, "kernels[%d]", i);
+        const char *id = str_field(k, "id"), *file = str_field(k, "file"), *entry = str_field(k, "entry");
+        if (!cJSON_IsObject(k) || !file || !entry)
+            return SPEC_ERR(s, where, "needs \"file\" and \"entry\" strings");
+        (*names)[i] = (char *)(id ? id : entry);
+        char *source = NULL;
+        int rc = read_beside(s, where, file, &source);
+        if (rc) return rc;
+        const cJSON *hs = cJSON_GetObjectItemCaseSensitive(k, "headers");
+        const cJSON *os = cJSON_GetObjectItemCaseSensitive(k, "options");
+        int nh = cJSON_IsArray(hs) ? cJSON_GetArraySize(hs) : 0, no = cJSON_IsArray(os) ? cJSON_GetArraySize(os) : 0;
+        if ((hs && !cJSON_IsArray(hs)) || (os && !cJSON_IsArray(os))) {
+            free(source);
+            return SPEC_ERR(s, where, "\"headers\" and \"options\" must be arrays of strings");
+        }
+        kc_header_src *hdr = kc_calloc((size_t)nh + 1, sizeof *hdr);
+        const char **opt = kc_calloc((size_t)no + 1, sizeof *opt);
+        if (!hdr || !opt) rc = kc_err(KC_ENOMEM, "spec: out of memory");
+        for (int h = 0; !rc && h < nh; h++) {
+            const cJSON *hn = cJSON_GetArrayItem(hs, h);
+            char hw[96];
+            snprintf(hw, sizeof hw, "%s.headers[%d]", where, h);
+            if (!cJSON_IsString(hn)) rc = SPEC_ERR(s, hw, "must be a string");
+            else if (!(rc = read_beside(s, hw, hn->valuestring, (char **)&hdr[h].source))) hdr[h].name = hn->valuestring;
+        }
+        for (int o = 0; !rc && o < no; o++) {
+            const cJSON *ov = cJSON_GetArrayItem(os, o);
+            char ow[96];
+            snprintf(ow, sizeof ow, "%s.options[%d]", where, o);
+            if (!cJSON_IsString(ov)) rc = SPEC_ERR(s, ow, "must be a string");
+            else opt[o] = ov->valuestring;
+        }
+        if (!rc) {
+            kc_kernel_src src = {file, source, entry, hdr, (size_t)nh, opt, (size_t)no, str_field(k, "include_digest")};
+            rc = kc_graph_add_kernel(s->d, &src, NULL);
+            if (rc) kc_err_prefix(rc, "%s: %s", s->path, where);
+        }
+        for (int h = 0; hdr && h < nh; h++) free((char *)hdr[h].source);
+        free(hdr);
+        free(opt);
+        free(source);
+        if (rc) return rc;
+    }
+    return KC_OK;
+}
+
+static int dims_of(sctx *s, const char *where, const cJSON *arr, const char **dims, char bufs[][64], int *rank) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > KC_MAX_RANK)
+        return SPEC_ERR(s, where, "must be an array of at most %d sizes", KC_MAX_RANK);
+    *rank = cJSON_GetArraySize(arr);
+    for (int r = 0; r < *rank; r++) {
+        char w[96];
+        snprintf(w, sizeof w, "%s[%d]", where, r);
+        int rc = expr_of(s, w, cJSON_GetArrayItem(arr, r), bufs[r], &dims[r]);
+        if (rc) return rc;
+    }
+    return KC_OK;
+}
+
+static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor_role role) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, field);
+    if (!arr) return role == KC_ROLE_INPUT ? SPEC_ERR(s, field, "is required") : KC_OK;
+    if (!cJSON_IsArray(arr)) return SPEC_ERR(s, field, "must be an array");
+    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
+        const cJSON *t = cJSON_GetArrayItem(arr, i);
+        char where[64], w2[80];
+        snprintf(where, sizeof where, "%s[%d]", field, i);
+        kc_dtype dt = kc_dtype_parse(str_field(t, "dtype"));
+        if (!dt) return SPEC_ERR(s, where, "\"dtype\" must be one of f32 f16 bf16 f64 i32 i64 i8 u8 bool");
+        const char *dims[KC_MAX_RANK];
+        char bufs[KC_MAX_RANK][64];
+        int rank = 0, rc;
+        snprintf(w2, sizeof w2, "%s.sizes", where);
+        if ((rc = dims_of(s, w2, cJSON_GetObjectItemCaseSensitive(t, "sizes"), dims, bufs, &rank))) return rc;
+        if (role == KC_ROLE_INPUT) {
+            const cJSON *rg = cJSON_GetObjectItemCaseSensitive(t, "requires_grad");
+            rc = kc_graph_add_input(s->d, dt, rank, dims, NULL, cJSON_IsTrue(rg));
+        } else {
+            rc = kc_graph_add_tensor(s->d, role, dt, rank, dims);
+        }
+        if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
+    }
+    return KC_OK;
+}
+
+static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass, char **kernel_ids, int nk) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, field);
+    if (!p) return pass == KC_PASS_FORWARD ? SPEC_ERR(s, field, "is required") : KC_OK;
+    const cJSON *steps = cJSON_IsArray(p) ? p : cJSON_GetObjectItemCaseSensitive(p, "steps");
+    const cJSON *scratch = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "scratch") : NULL;
+    if (!cJSON_IsArray(steps)) return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
+    for (int i = 0; scratch && i < cJSON_GetArraySize(scratch); i++) {
+        char where[64], buf[64];
+        const char *e;
+        snprintf(where, sizeof where, "%s.scratch[%d]", field, i);
+        int rc = expr_of(s, where, cJSON_GetArrayItem(scratch, i), buf, &e);
+        if (!rc) rc = kc_graph_add_scratch(s->d, pass, e);
+        if (rc) return rc == KC_EINVAL || rc == KC_EEXPR ? kc_err_prefix(rc, "%s: %s", s->path, where) : rc;
+    }
+    for (int i = 0; i < cJSON_GetArraySize(steps); i++) {
+        const cJSON *st = cJSON_GetArrayItem(steps, i);
+        char where[64];
+        snprintf(where, sizeof where, "%s[%d]", field, i);
+        const char *kname = str_field(st, "kernel");
+        int kernel = -1;
+        for (int k = 0; kname && k < nk; k++)
+            if (strcmp(kernel_ids[k], kname) == 0) kernel = k;
+        if (kernel < 0) return SPEC_ERR(s, where, "\"kernel\" must name one of the kernels' ids");
+        const char *grid[3], *block[3], *shared = NULL;
+        char gb[3][64], bb[3][64], sb[64];
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(st, "grid"), *b = cJSON_GetObjectItemCaseSensitive(st, "block");
+        if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) != 3 || !cJSON_IsArray(b) || cJSON_GetArraySize(b) != 3)
+            return SPEC_ERR(s, where, "\"grid\" and \"block\" must be arrays of 3 expressions");
+        int rc = KC_OK;
+        for (int j = 0; j < 3 && !rc; j++) {
+            char w[96];
+            snprintf(w, sizeof w, "%s.grid[%d]", where, j);
+            rc = expr_of(s, w, cJSON_GetArrayItem(g, j), gb[j], &grid[j]);
+            snprintf(w, sizeof w, "%s.block[%d]", where, j);
+            if (!rc) rc = expr_of(s, w, cJSON_GetArrayItem(b, j), bb[j], &block[j]);
+        }
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(st, "shared");
+        if (!rc && sh) rc = expr_of(s, where, sh, sb, &shared);
+        if (rc) return rc;
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
+        int na = cJSON_IsArray(args) ? cJSON_GetArraySize(args) : -1;
+        if (na < 0) return SPEC_ERR(s, where, "\"args\" must be an array of strings");
+        const char **av = kc_calloc((size_t)na + 1, sizeof *av);
+        if (!av) return kc_err(KC_ENOMEM, "spec: out of memory");
+        for (int a = 0; a < na; a++) {
+            const cJSON *x = cJSON_GetArrayItem(args, a);
+            if (!cJSON_IsString(x)) {
+                free(av);
+                return SPEC_ERR(s, where, "args[%d] must be a string", a);
+            }
+            av[a] = x->valuestring;
+        }
+        rc = kc_graph_add_step(s->d, pass, kernel, grid, block, shared, av, (size_t)na);
+        free(av);
+        if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
+    }
+    return KC_OK;
+}
+
+int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
+    if (!out || !spec_path) return kc_err(KC_EINVAL, "kc_graph_desc_load: NULL argument");
+    *out = NULL;
+    void *text;
+    size_t len;
+    int rc = kc_fs_read_file(spec_path, SPEC_MAX_BYTES, &text, &len, NULL);
+    if (rc == KC_MISS) return kc_err(KC_EINVAL, "%s: no such file", spec_path);
+    if (rc) return rc;
+    ((char *)text)[len] = '\0';
+    sctx s = {spec_path, "", NULL};
+    const char *slash = strrchr(spec_path, '/');
+    snprintf(s.dir, sizeof s.dir, "%.*s", slash ? (int)(slash - spec_path) : 1, slash ? spec_path : ".");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        size_t off = end && end >= (const char *)text ? (size_t)(end - (const char *)text) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off && i < len; i++) {
+            if (((char *)text)[i] == '\n') line++, col = 1;
+            else col++;
+        }
+        free(text);
+        return kc_err(KC_EINVAL, "%s:%d:%d: not valid JSON", spec_path, line, col);
+    }
+    free(text);
+    char **kernel_ids = NULL;
+    const char *name = str_field(root, "name");
+    if (!cJSON_IsObject(root) || !name) {
+        rc = SPEC_ERR(&s, "name", "a graph spec is an object with a \"name\" string");
+    } else if (!(rc = kc_graph_desc_new(&s.d, name))) {
+        const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+        int nk = cJSON_IsArray(kernels) ? cJSON_GetArraySize(kernels) : 0;
+        if (!(rc = load_kernels(&s, kernels, &kernel_ids)) &&
+            !(rc = load_tensors(&s, root, "inputs", KC_ROLE_INPUT)) &&
+            !(rc = load_tensors(&s, root, "outputs", KC_ROLE_OUTPUT)) &&
+            !(rc = load_tensors(&s, root, "saved", KC_ROLE_SAVED)) &&
+            !(rc = load_pass(&s, root, "forward", KC_PASS_FORWARD, kernel_ids, nk)))
+            rc = load_pass(&s, root, "backward", KC_PASS_BACKWARD, kernel_ids, nk);
+        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "wrappers");
+        for (int i = 0; !rc && cJSON_IsArray(ws) && i < cJSON_GetArraySize(ws); i++) {
+            const cJSON *w = cJSON_GetArrayItem(ws, i);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "version");
+            char where[48];
+            snprintf(where, sizeof where, "wrappers[%d]", i);
+            if (!str_field(w, "name") || !cJSON_IsNumber(v)) rc = SPEC_ERR(&s, where, "needs \"name\" and \"version\"");
+            else rc = kc_graph_add_wrapper(s.d, str_field(w, "name"), (uint32_t)v->valuedouble, NULL, 0);
+        }
+        const char *backend = str_field(root, "backend");
+        if (!rc && backend) rc = kc_graph_set_backend(s.d, backend);
+    }
+    free(kernel_ids);
+    cJSON_Delete(root);
+    if (rc) {
+        kc_graph_desc_free(s.d);
+        return rc;
+    }
+    *out = s.d;
+    return KC_OK;
+}
