@@ -1,0 +1,280 @@
+/*
+ * test_graph.c — graphs through the cache, on a CPU: every bundled graph compiles for
+ * sm_80, sm_90 and compute_80, and each stored cubin is an ELF whose symbol table holds its
+ * kernel; a second lookup is a disk hit with identical bytes and no compile; a source with
+ * __TIME__ is compiled but bypasses the store; a compile error carries NVRTC's log; without
+ * a driver kc_graph_get says so while compile-only works; spec errors name the place;
+ * the architecture is not in the key, options and sizes are.
+ */
+#include "helpers.h"
+
+#include <dirent.h>
+
+#include "common/internal.h"
+#include "compile/elf.h"
+#include "kcache.h"
+
+static char *dir;
+static kc_cache *cache;
+
+static int setup(void **state) {
+    (void)state;
+    dir = kct_tmpdir("graph");
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    return kc_cache_open(&cache, &o);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    kc_cache_close(cache);
+    kct_rmtree(dir);
+    free(dir);
+    return 0;
+}
+
+static kc_graph_desc *load(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, name);
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    return d;
+}
+
+typedef struct kl {
+    char lowered[16][128];
+    char target[16][16];
+    int ptx[16];
+    int n;
+} kl;
+
+static void collect(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes, void *ctx) {
+    (void)name;
+    (void)bytes;
+    kl *k = ctx;
+    snprintf(k->lowered[k->n], sizeof k->lowered[0], "%s", lowered);
+    snprintf(k->target[k->n], sizeof k->target[0], "%s", target);
+    k->ptx[k->n++] = is_ptx;
+}
+
+static kc_entry *get_entry(const kc_graph_info *info, const char *variant) {
+    kc_key k;
+    assert_int_equal(kc_key_from_hex(&k, info->key), KC_OK);
+    kc_entry *e;
+    if (kc_cache_get(cache, &k, variant, &e) != KC_OK) fail_msg("no entry %s.%s", info->key, variant);
+    return e;
+}
+
+static void test_every_graph_compiles_for_every_target(void **state) {
+    (void)state;
+    const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json"};
+    const char *targets[] = {"sm_80", "sm_90", "compute_80"};
+    char xdir[600];
+    snprintf(xdir, sizeof xdir, "%s/extract", dir);
+    for (size_t s = 0; s < 5; s++) {
+        kc_graph_desc *d = load(specs[s]);
+        for (size_t t = 0; t < 3; t++) {
+            kc_graph_info info;
+            int rc = kc_graph_compile(cache, d, targets[t], &info);
+            if (rc) fail_msg("%s for %s: %s", specs[s], targets[t], kc_error_last()->message);
+            assert_int_equal(info.source, KC_FROM_COMPILE);
+            kc_entry *e = get_entry(&info, targets[t]);
+            kl k = {.n = 0};
+            assert_int_equal(kc_entry_kernels(e, collect, &k), KC_OK);
+            assert_int_equal(k.n, info.kernels);
+            int n;
+            assert_int_equal(kc_entry_extract(e, xdir, &n), KC_OK);
+            assert_int_equal(n, k.n);
+            for (int i = 0; i < k.n; i++) {
+                assert_string_equal(k.target[i], targets[t]);
+                assert_int_equal(k.ptx[i], t == 2);
+                char base[128], path[1024];
+                snprintf(base, sizeof base, "%s", k.lowered[i]);
+                for (char *p = base; *p; p++)
+                    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
+                snprintf(path, sizeof path, "%s/%s.%s.%s", xdir, base, targets[t], t == 2 ? "ptx" : "cubin");
+                size_t len;
+                uint8_t *img = kct_read(path, &len);
+                assert_non_null(img);
+                if (t == 2) {
+                    char entry[200];
+                    snprintf(entry, sizeof entry, ".entry %s", k.lowered[i]);
+                    assert_non_null(strstr((char *)img, entry));
+                } else {
+                    assert_int_equal(kc_elf_machine(img, len), 190);
+                    if (kc_elf_has_function(img, len, k.lowered[i]) != 1)
+                        fail_msg("%s: %s lacks %s", specs[s], path, k.lowered[i]);
+                }
+                free(img);
+            }
+            kc_entry_free(e);
+        }
+        kc_graph_desc_free(d);
+    }
+    kc_stats st;
+    kc_cache_stats(cache, &st);
+    assert_int_equal(st.v[KC_STAT_COMPILES], 15);
+    assert_int_equal(st.v[KC_STAT_ENTRIES], 15);
+}
+
+static void test_second_lookup_is_a_disk_hit(void **state) {
+    (void)state;
+    kc_graph_desc *d = load("layer_norm.json");
+    kc_graph_info a, b;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &a), KC_OK);
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    assert_true(a.compile_ms > 0);
+    kc_entry *e1 = get_entry(&a, "sm_90");
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &b), KC_OK);
+    assert_int_equal(b.source, KC_FROM_DISK);
+    assert_string_equal(a.key, b.key);
+    assert_true(b.compile_ms == 0);
+    kc_entry *e2 = get_entry(&b, "sm_90");
+    const void *p1, *p2;
+    size_t l1, l2;
+    assert_int_equal(kc_entry_section(e1, KC_SECTION_KERNELS, &p1, &l1), KC_OK);
+    assert_int_equal(kc_entry_section(e2, KC_SECTION_KERNELS, &p2, &l2), KC_OK);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(p1, p2, l1);
+    kc_stats st;
+    kc_cache_stats(cache, &st);
+    assert_int_equal(st.v[KC_STAT_COMPILES], 1);
+    kc_entry_free(e1);
+    kc_entry_free(e2);
+    kc_graph_desc_free(d);
+}
+
+static kc_graph_desc *one_kernel(const char *src, const char *file) {
+    kc_graph_desc *d;
+    kc_graph_desc_new(&d, "one");
+    kc_kernel_src k = {file, src, "k", NULL, 0, NULL, 0, NULL};
+    int rc = kc_graph_add_kernel(d, &k, NULL);
+    assert_int_equal(rc, KC_OK);
+    const char *sizes[] = {"N"};
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
+    const char *grid[] = {"ceildiv(N, 128)", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2), KC_OK);
+    return d;
+}
+
+static void test_time_macros_bypass_the_store(void **state) {
+    (void)state;
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n"
+                                  "  const char *t = __TIME__; if (n < 0) x[0] = t[0]; }\n", "t.cu");
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_BYPASS);
+    assert_non_null(strstr(info.miss_reason, "__TIME__"));
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK); /* compiled again, never stored */
+    assert_int_equal(info.source, KC_FROM_BYPASS);
+    kc_stats st;
+    kc_cache_stats(cache, &st);
+    assert_int_equal(st.v[KC_STAT_BYPASSES], 2);
+    assert_int_equal(st.v[KC_STAT_ENTRIES], 0);
+    assert_int_equal(kct_count_files(dir, ".kce"), 0);
+    kc_graph_desc_free(d);
+}
+
+static void test_compile_error_carries_the_log(void **state) {
+    (void)state;
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n  x[0] = nope;\n}\n", "broken.cu");
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE);
+    const char *m = kc_error_last()->message;
+    assert_non_null(strstr(m, "broken.cu(2)"));
+    assert_non_null(strstr(m, "nope"));
+    kc_stats st;
+    kc_cache_stats(cache, &st);
+    assert_int_equal(st.v[KC_STAT_COMPILE_ERRORS], 1);
+    assert_int_equal(st.v[KC_STAT_ENTRIES], 0);
+    kc_graph_desc_free(d);
+}
+
+static void test_without_a_driver(void **state) {
+    (void)state;
+    if (kc_cuda_available() == KC_OK) skip(); /* a GPU host: covered by test_driver's child */
+    kc_graph_desc *d = load("softmax.json");
+    kc_graph *g = (kc_graph *)0x1;
+    kc_graph_info info;
+    assert_int_equal(kc_graph_get(cache, d, 0, &g, &info), KC_ENODRIVER);
+    assert_null(g);
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    kc_graph_desc_free(d);
+}
+
+static void test_key_components(void **state) {
+    (void)state;
+    kc_graph_desc *a = one_kernel("extern \"C\" __global__ void k(float *x, int n) {}\n", "k.cu");
+    kc_key ka, kb;
+    assert_int_equal(kc_graph_key(a, &ka, NULL), KC_OK);
+    /* The same description twice: the same key. */
+    kc_graph_desc *b = one_kernel("extern \"C\" __global__ void k(float *x, int n) {}\n", "k.cu");
+    assert_int_equal(kc_graph_key(b, &kb, NULL), KC_OK);
+    assert_memory_equal(ka.bytes, kb.bytes, 16);
+    kc_graph_desc_free(b);
+    /* An option, the source, the backend: each changes it. */
+    kc_graph_desc *c;
+    kc_graph_desc_new(&c, "one");
+    const char *opts[] = {"-use_fast_math"};
+    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, opts, 1, NULL};
+    kc_graph_add_kernel(c, &k, NULL);
+    const char *sizes[] = {"N"};
+    kc_graph_add_input(c, KC_DTYPE_F32, 1, sizes, NULL, 0);
+    const char *grid[] = {"ceildiv(N, 128)", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
+    kc_graph_add_step(c, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2);
+    kc_key kc;
+    assert_int_equal(kc_graph_key(c, &kc, NULL), KC_OK);
+    assert_memory_not_equal(ka.bytes, kc.bytes, 16);
+    kc_graph_set_backend(c, "other");
+    kc_key kd;
+    kc_graph_key(c, &kd, NULL);
+    assert_memory_not_equal(kc.bytes, kd.bytes, 16);
+    kc_graph_desc_free(c);
+    /* The architecture is not in the key: both variants live under one key. */
+    kc_graph_info i80, i90;
+    assert_int_equal(kc_graph_compile(cache, a, "sm_80", &i80), KC_OK);
+    assert_int_equal(kc_graph_compile(cache, a, "sm_90", &i90), KC_OK);
+    assert_string_equal(i80.key, i90.key);
+    kc_graph_desc_free(a);
+}
+
+static void test_spec_errors_name_the_place(void **state) {
+    (void)state;
+    struct { const char *json; const char *want; } cases[] = {
+        {"{\"name\": \"x\",\n \"kernels\": [}", ":2:"},
+        {"{\"name\": \"x\", \"kernels\": []}", "kernels"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"../etc/passwd\", \"entry\": \"k\"}]}", "inside the spec's folder"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f99\", \"sizes\": [1]}]}", "inputs[0]"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
+         " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N,0\", 1, 1], \"block\": [1,1,1], \"args\": []}]}", "forward[0]"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
+         " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": [\"output:3\"]}]}", "output:3"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"options\": [\"-arch=sm_80\"]}], \"inputs\": []}", "variant"},
+    };
+    char sp[600], kp[600];
+    snprintf(kp, sizeof kp, "%s/k.cu", dir);
+    kct_write(kp, "extern \"C\" __global__ void k() {}\n", 34);
+    snprintf(sp, sizeof sp, "%s/spec.json", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kct_write(sp, cases[i].json, strlen(cases[i].json));
+        kc_graph_desc *d;
+        assert_int_equal(kc_graph_desc_load(&d, sp) == KC_OK, 0);
+        const char *m = kc_error_last()->message;
+        if (!strstr(m, "spec.json") || !strstr(m, cases[i].want)) fail_msg("case %zu: '%s' lacks '%s'", i, m, cases[i].want);
+    }
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_every_graph_compiles_for_every_target),
+        T(test_second_lookup_is_a_disk_hit),
+        T(test_time_macros_bypass_the_store),
+        T(test_compile_error_carries_the_log),
+        T(test_without_a_driver),
+        T(test_key_components),
+        T(test_spec_errors_name_the_place),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
