@@ -64,6 +64,21 @@ KC_API void kc_module_free(kc_module *m);
 KC_API int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3],
                           unsigned shared_bytes, void *stream, void **args);
 
+/** Make device's primary context current on this thread (pair with kc_cuda_pop). */
+KC_API int kc_cuda_push(int device);
+/** Undo kc_cuda_push. */
+KC_API void kc_cuda_pop(void);
+
+/** Allocate device memory on `stream` (stream-ordered when the driver has it). Context must be current. */
+KC_API int kc_cuda_malloc(void **out, size_t bytes, void *stream);
+/** Free memory from kc_cuda_malloc on `stream`; accepts NULL. Context must be current. */
+KC_API void kc_cuda_free(void *ptr, void *stream);
+/** Copy host → device / device → host, synchronously. Context must be current. */
+KC_API int kc_cuda_copy_to_device(void *dst, const void *src, size_t bytes);
+KC_API int kc_cuda_copy_to_host(void *dst, const void *src, size_t bytes);
+/** Wait for all work of the current context. */
+KC_API int kc_cuda_synchronize(void);
+
 #ifdef __cplusplus
 }
 #endif

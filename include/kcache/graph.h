@@ -122,6 +122,32 @@ typedef struct kc_graph_info {
 
 typedef struct kc_graph kc_graph;
 
+/** A tensor on the device: data pointer, dtype, sizes and strides (in elements). Borrowed. */
+typedef struct kc_tensor {
+    void *data;
+    kc_dtype dtype;
+    int rank;
+    int64_t sizes[KC_MAX_RANK];
+    int64_t strides[KC_MAX_RANK];
+} kc_tensor;
+
+/**
+ * How forward/backward allocate outputs, saved tensors, gradients and scratch.  NULL means
+ * the driver's stream-ordered allocator (cuMemAllocAsync / cuMemFreeAsync on the stream).
+ */
+typedef struct kc_allocator {
+    void *(*alloc)(void *ctx, size_t bytes, void *stream);
+    void (*free)(void *ctx, void *ptr, void *stream);
+    void *ctx;
+} kc_allocator;
+
+/**
+ * What forward keeps for backward: saved tensors (owned, freed with kc_saved_free), the
+ * bound symbols, and the forward's inputs and outputs (borrowed: the caller keeps them
+ * alive until backward has run).
+ */
+typedef struct kc_saved kc_saved;
+
 /**
  * Ensure `target` ("sm_90", "compute_80") is compiled and stored for the description,
  * without a GPU: a hit if present, else compile (kernels in parallel) and store.  Bypassed
@@ -143,6 +169,81 @@ KC_API void kc_graph_release(kc_graph *g);
 
 /** The function handle of kernel `i` of a loaded graph (for a runtime's own launches). */
 KC_API int kc_graph_function(const kc_graph *g, int i, void **fn_out);
+
+/**
+ * Run the forward pass on `stream` (a CUstream; NULL: the default stream).  Binds the
+ * symbols from the inputs' shapes (and checks them), allocates outputs (filled into
+ * `outputs`, the caller's to free with the same allocator), saved tensors and scratch,
+ * and launches every step.  `saved` (may be NULL when no backward will run) receives what
+ * backward needs.  The post-compile wrappers recorded with the graph wrap this call.
+ */
+KC_API int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs,
+                            size_t noutputs, kc_saved **saved, void *stream, const kc_allocator *alloc);
+
+/**
+ * Run the backward pass: `grad_outputs` (one per forward output) in, `grad_inputs` (one per
+ * forward input, allocated here; the caller frees them) out.
+ */
+KC_API int kc_graph_backward(kc_graph *g, kc_saved *saved, const kc_tensor *grad_outputs, size_t n,
+                             kc_tensor *grad_inputs, size_t ninputs, void *stream);
+
+/** Free what forward saved (through the allocator it used, on `stream`); accepts NULL. */
+KC_API void kc_saved_free(kc_saved *s, void *stream);
+
+/** Free a tensor's data that kcache allocated with `alloc` (NULL: the default). */
+KC_API void kc_tensor_release(kc_tensor *t, void *stream, const kc_allocator *alloc);
+
+/* ---- post-compile wrappers ---- */
+
+/** The arguments of one forward call, as a wrapper sees them. */
+typedef struct kc_forward_call {
+    kc_graph *graph;
+    const kc_tensor *inputs;
+    size_t ninputs;
+    kc_tensor *outputs;
+    size_t noutputs;
+    kc_saved **saved;
+    void *stream;
+    const kc_allocator *alloc;
+    uint64_t philox_seed, philox_offset; /**< Set by the philox wrapper for kernels that take them. */
+} kc_forward_call;
+
+/** A forward callable: the graph's own launches, or a wrapper around another callable. */
+typedef struct kc_callable {
+    int (*call)(void *ctx, kc_forward_call *c);
+    void *ctx;
+} kc_callable;
+
+/** A post-compile wrapper: turns one callable into another (AOTAutograd's wrappers). */
+typedef struct kc_wrapper {
+    const char *name;
+    uint32_t version;
+    /** Build `out` around `inner` with the parameters recorded in the entry. */
+    int (*wrap)(const kc_callable *inner, const void *params, size_t len, kc_callable *out);
+    /** Free what wrap made (may be NULL). */
+    void (*unwrap)(kc_callable *c);
+} kc_wrapper;
+
+/** Register a wrapper (copied; the name is copied).  The same name and version replaces. */
+KC_API int kc_wrapper_register(const kc_wrapper *w);
+
+/** Remove a registered wrapper; KC_MISS when it was not registered. */
+KC_API int kc_wrapper_unregister(const char *name, uint32_t version);
+
+typedef struct kc_wrapper_chain kc_wrapper_chain;
+
+/**
+ * Rebuild an entry's recorded wrapper chain around `base`, in the recorded order (the
+ * first recorded wraps `base`, the last is outermost).  KC_EUNREGISTERED, naming it, when a
+ * recorded wrapper (name and version) is not registered.  Free with kc_wrapper_chain_free.
+ */
+KC_API int kc_wrapper_chain_build(kc_wrapper_chain **out, const kc_entry *e, const kc_callable *base);
+
+/** Call the outermost callable of a chain. */
+KC_API int kc_wrapper_chain_call(kc_wrapper_chain *chain, kc_forward_call *c);
+
+/** Free a chain; accepts NULL. */
+KC_API void kc_wrapper_chain_free(kc_wrapper_chain *chain);
 
 /** Extract every stored image of an entry into `dir` as <kernel>.<variant>.cubin / .ptx. */
 KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);

@@ -27,7 +27,11 @@ void kc_error_clear(void) {
 }
 
 static int record(int code, const char *fmt, va_list ap) {
-    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    /* Format aside first: the arguments may point into tl_msg itself (adding context to
+     * the last message). */
+    char tmp[KC_ERRMSG_MAX];
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    memcpy(tl_msg, tmp, sizeof tmp);
     tl_err.code = code;
     tl_err.message = tl_msg;
     return code;

@@ -42,6 +42,13 @@ static struct {
     __typeof__(cuLibraryUnload) *LibraryUnload;
     __typeof__(cuKernelGetFunction) *KernelGetFunction;
     __typeof__(cuLaunchKernel) *LaunchKernel;
+    __typeof__(cuMemAlloc) *MemAlloc;
+    __typeof__(cuMemFree) *MemFree;
+    __typeof__(cuMemAllocAsync) *MemAllocAsync; /* optional */
+    __typeof__(cuMemFreeAsync) *MemFreeAsync;
+    __typeof__(cuMemcpyHtoD) *MemcpyHtoD;
+    __typeof__(cuMemcpyDtoH) *MemcpyDtoH;
+    __typeof__(cuCtxSynchronize) *CtxSynchronize;
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -72,6 +79,13 @@ static void cu_load(void) {
     REQ(ModuleGetFunction, "cuModuleGetFunction");
     REQ(ModuleUnload, "cuModuleUnload");
     REQ(LaunchKernel, "cuLaunchKernel");
+    REQ(MemAlloc, "cuMemAlloc_v2");
+    REQ(MemFree, "cuMemFree_v2");
+    REQ(MemcpyHtoD, "cuMemcpyHtoD_v2");
+    REQ(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    REQ(CtxSynchronize, "cuCtxSynchronize");
+    OPT(MemAllocAsync, "cuMemAllocAsync");
+    OPT(MemFreeAsync, "cuMemFreeAsync");
     OPT(LibraryLoadData, "cuLibraryLoadData");
     OPT(LibraryGetKernel, "cuLibraryGetKernel");
     OPT(LibraryUnload, "cuLibraryUnload");
@@ -247,6 +261,70 @@ int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], un
     if (rc) return rc;
     KC_CU_CHECK(cu.LaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                 shared_bytes, (CUstream)stream, args, NULL));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_push(int device) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    CUdevice d;
+    CUcontext ctx;
+    KC_CU_CHECK(cu.DeviceGet(&d, device));
+    KC_CU_CHECK(cu.PrimaryCtxRetain(&ctx, d));
+    KC_CU_CHECK(cu.CtxPush(ctx));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+void kc_cuda_pop(void) {
+    CUcontext c;
+    if (cu.ndev > 0) cu.CtxPop(&c);
+}
+
+int kc_cuda_malloc(void **out, size_t bytes, void *stream) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    CUdeviceptr p = 0;
+    if (bytes == 0) bytes = 1;
+    if (cu.MemAllocAsync) KC_CU_CHECK(cu.MemAllocAsync(&p, bytes, (CUstream)stream));
+    else KC_CU_CHECK(cu.MemAlloc(&p, bytes));
+    *out = (void *)(uintptr_t)p;
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+void kc_cuda_free(void *ptr, void *stream) {
+    if (!ptr || cu.ndev <= 0) return;
+    if (cu.MemFreeAsync) cu.MemFreeAsync((CUdeviceptr)(uintptr_t)ptr, (CUstream)stream);
+    else cu.MemFree((CUdeviceptr)(uintptr_t)ptr);
+}
+
+int kc_cuda_copy_to_device(void *dst, const void *src, size_t bytes) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_copy_to_host(void *dst, const void *src, size_t bytes) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_synchronize(void) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.CtxSynchronize());
     rc = KC_OK;
 done:
     return rc;

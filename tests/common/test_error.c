@@ -20,6 +20,14 @@ static void test_record_and_clear(void **state) {
     assert_int_equal(kc_error_last()->code, KC_OK);
 }
 
+/* Adding context by quoting the last message must not garble it. */
+static void test_message_can_quote_itself(void **state) {
+    (void)state;
+    kc_err(KC_EIO, "inner reason");
+    kc_err(KC_ECORRUPT, "outer: %s", kc_error_last()->message);
+    assert_string_equal(kc_error_last()->message, "outer: inner reason");
+}
+
 static void test_errno_mapping(void **state) {
     (void)state;
     assert_int_equal(kc_err_errno(ENOSPC, "writing"), KC_EIO);
@@ -102,6 +110,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_and_clear),
         cmocka_unit_test(test_errno_mapping),
+        cmocka_unit_test(test_message_can_quote_itself),
         cmocka_unit_test(test_per_thread),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_long_message_is_cut_not_overflowed),

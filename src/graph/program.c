@@ -1,0 +1,297 @@
+/*
+ * program.c — decode a launch program and do every part of running it that needs no GPU.
+ *
+ * The one idea: the program section is untrusted bytes like any entry payload (it passed
+ * the entry's checksums, but a checksum is not a proof of sense), so decoding re-validates
+ * every expression and argument; evaluation is checked arithmetic (expr.c), and launch
+ * dimensions are checked against CUDA's limits before they reach the driver.
+ */
+#include "program.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "graph_internal.h"
+
+#define MAX_ITEMS 4096
+
+size_t kc_dtype_size(kc_dtype t) {
+    switch (t) {
+    case KC_DTYPE_F64: case KC_DTYPE_I64: return 8;
+    case KC_DTYPE_F32: case KC_DTYPE_I32: return 4;
+    case KC_DTYPE_F16: case KC_DTYPE_BF16: return 2;
+    default: return 1;
+    }
+}
+
+static void free_strs(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+void kc_program_free(kc_program *p) {
+    if (!p) return;
+    free_strs(p->syms, p->nsyms);
+    for (size_t i = 0; p->tensors && i < p->ntensors; i++)
+        for (int r = 0; r < KC_MAX_RANK; r++) free(p->tensors[i].sizes[r]), free(p->tensors[i].strides[r]);
+    free(p->tensors);
+    free_strs(p->scratch, p->nscratch);
+    for (size_t i = 0; p->steps && i < p->nsteps; i++) {
+        for (int j = 0; j < 3; j++) free(p->steps[i].grid[j]), free(p->steps[i].block[j]);
+        free(p->steps[i].shared);
+        free_strs(p->steps[i].args, p->steps[i].nargs);
+    }
+    free(p->steps);
+    free(p);
+}
+
+/* A length-prefixed string; NULL (and r->bad) on a defect or no memory. */
+static char *rd_str(kc_reader *r, int *oom) {
+    uint32_t n = kc_rd_next_u32(r);
+    if (n > 65536) { r->bad = 1; return NULL; }
+    const uint8_t *b = kc_rd_bytes(r, n);
+    if (!b || memchr(b, 0, n)) { r->bad = 1; return NULL; }
+    char *s = kc_strndup((const char *)b, n);
+    if (!s) *oom = 1, r->bad = 1;
+    return s;
+}
+
+static int check(const kc_program *p, const char *e) {
+    return kc_expr_check(e, (const char *const *)p->syms, p->nsyms);
+}
+
+int kc_program_decode(const void *data, size_t len, kc_program **out) {
+    *out = NULL;
+    kc_program *p = kc_calloc(1, sizeof *p);
+    if (!p) return kc_err(KC_ENOMEM, "program: out of memory");
+    kc_reader r = kc_reader_make(data, len);
+    int oom = 0;
+    p->pass = (int)kc_rd_next_u32(&r);
+    uint32_t ns = kc_rd_next_u32(&r);
+    if (ns > MAX_ITEMS || !(p->syms = kc_calloc(ns + 1, sizeof *p->syms))) r.bad = 1;
+    for (uint32_t i = 0; !r.bad && i < ns; i++, p->nsyms++) p->syms[i] = rd_str(&r, &oom);
+    uint32_t nt = kc_rd_next_u32(&r);
+    if (r.bad || nt > MAX_ITEMS || !(p->tensors = kc_calloc(nt + 1, sizeof *p->tensors))) r.bad = 1;
+    for (uint32_t i = 0; !r.bad && i < nt; i++, p->ntensors++) {
+        ptensor *t = &p->tensors[i];
+        t->role = kc_rd_next_u8(&r);
+        t->dtype = kc_rd_next_u8(&r);
+        t->rank = kc_rd_next_u8(&r);
+        t->requires_grad = kc_rd_next_u8(&r);
+        if (t->role > KC_ROLE_SAVED || t->dtype < KC_DTYPE_F32 || t->dtype > KC_DTYPE_F8E5M2 || t->rank > KC_MAX_RANK) r.bad = 1;
+        for (int d = 0; !r.bad && d < t->rank; d++) t->sizes[d] = rd_str(&r, &oom), t->strides[d] = rd_str(&r, &oom);
+    }
+    uint32_t nsc = kc_rd_next_u32(&r);
+    if (r.bad || nsc > MAX_ITEMS || !(p->scratch = kc_calloc(nsc + 1, sizeof *p->scratch))) r.bad = 1;
+    for (uint32_t i = 0; !r.bad && i < nsc; i++, p->nscratch++) p->scratch[i] = rd_str(&r, &oom);
+    uint32_t nst = kc_rd_next_u32(&r);
+    if (r.bad || nst > MAX_ITEMS || !(p->steps = kc_calloc(nst + 1, sizeof *p->steps))) r.bad = 1;
+    for (uint32_t i = 0; !r.bad && i < nst; i++, p->nsteps++) {
+        pstep *s = &p->steps[i];
+        s->kernel = (int)kc_rd_next_u32(&r);
+        for (int j = 0; j < 3; j++) s->grid[j] = rd_str(&r, &oom);
+        for (int j = 0; j < 3; j++) s->block[j] = rd_str(&r, &oom);
+        s->shared = rd_str(&r, &oom);
+        uint32_t na = kc_rd_next_u32(&r);
+        if (r.bad || na > 256 || !(s->args = kc_calloc(na + 1, sizeof *s->args))) r.bad = 1;
+        for (uint32_t a = 0; !r.bad && a < na; a++, s->nargs++) s->args[a] = rd_str(&r, &oom);
+    }
+    if (oom) {
+        kc_program_free(p);
+        return kc_err(KC_ENOMEM, "program: out of memory");
+    }
+    if (r.bad || r.left) {
+        kc_program_free(p);
+        return kc_err(KC_ECORRUPT, "corrupt entry: malformed launch program");
+    }
+    /* Re-validate what will be evaluated. */
+    int rc = KC_OK;
+    for (size_t i = 0; !rc && i < p->ntensors; i++)
+        for (int d = 0; !rc && d < p->tensors[i].rank; d++) {
+            rc = check(p, p->tensors[i].sizes[d]);
+            if (!rc && p->tensors[i].role == KC_ROLE_INPUT) rc = check(p, p->tensors[i].strides[d]);
+        }
+    for (size_t i = 0; !rc && i < p->nscratch; i++) rc = check(p, p->scratch[i]);
+    for (size_t i = 0; !rc && i < p->nsteps; i++) {
+        for (int j = 0; !rc && j < 3; j++) {
+            rc = check(p, p->steps[i].grid[j]);
+            if (!rc) rc = check(p, p->steps[i].block[j]);
+        }
+        if (!rc) rc = check(p, p->steps[i].shared);
+    }
+    if (rc) {
+        kc_program_free(p);
+        return kc_err(KC_ECORRUPT, "corrupt entry: launch program: %s", kc_error_last()->message);
+    }
+    *out = p;
+    return KC_OK;
+}
+
+size_t kc_program_count(const kc_program *p, int role) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->ntensors; i++) n += p->tensors[i].role == role;
+    return n;
+}
+
+const ptensor *kc_program_tensor(const kc_program *p, int role, size_t i) {
+    for (size_t k = 0; k < p->ntensors; k++)
+        if (p->tensors[k].role == role && i-- == 0) return &p->tensors[k];
+    return NULL;
+}
+
+static int eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out) {
+    return kc_expr_eval(e, (const char *const *)p->syms, vals, p->nsyms, out);
+}
+
+int kc_program_bind(const kc_program *p, const kc_tensor *in, size_t n, int64_t *vals) {
+    size_t want = kc_program_count(p, KC_ROLE_INPUT);
+    if (n != want) return kc_err(KC_EINVAL, "the graph takes %zu inputs, %zu given", want, n);
+    if (n && !in) return kc_err(KC_EINVAL, "inputs are NULL");
+    char *bound = kc_calloc(p->nsyms + 1, 1);
+    if (!bound) return kc_err(KC_ENOMEM, "out of memory");
+    int rc = KC_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const ptensor *t = kc_program_tensor(p, KC_ROLE_INPUT, i);
+        if ((int)in[i].dtype != t->dtype || in[i].rank != t->rank) {
+            rc = kc_err(KC_EINVAL, "input %zu: dtype %d rank %d given, %d and %d expected", i, (int)in[i].dtype,
+                        in[i].rank, t->dtype, t->rank);
+            break;
+        }
+        for (int d = 0; d < t->rank && !rc; d++) {
+            int64_t got = in[i].sizes[d];
+            if (got < 0) {
+                rc = kc_err(KC_EINVAL, "input %zu size[%d] is negative", i, d);
+                break;
+            }
+            size_t s;
+            for (s = 0; s < p->nsyms; s++)
+                if (strcmp(p->syms[s], t->sizes[d]) == 0) break;
+            if (s < p->nsyms) {
+                if (!bound[s]) vals[s] = got, bound[s] = 1;
+                else if (vals[s] != got)
+                    rc = kc_err(KC_EINVAL, "input %zu size[%d]: symbol %s is %lld here but %lld elsewhere", i, d,
+                                p->syms[s], (long long)got, (long long)vals[s]);
+            } else if (strtoll(t->sizes[d], NULL, 10) != got) {
+                rc = kc_err(KC_EINVAL, "input %zu size[%d]: expected %s, got %lld", i, d, t->sizes[d], (long long)got);
+            }
+        }
+    }
+    for (size_t s = 0; !rc && s < p->nsyms; s++)
+        if (!bound[s]) rc = kc_err(KC_EINVAL, "symbol %s is bound by no input", p->syms[s]);
+    /* Strides are checked once every symbol is known. */
+    for (size_t i = 0; i < n && !rc; i++) {
+        const ptensor *t = kc_program_tensor(p, KC_ROLE_INPUT, i);
+        for (int d = 0; d < t->rank && !rc; d++) {
+            int64_t want_stride;
+            if ((rc = eval(p, t->strides[d], vals, &want_stride))) break;
+            if (in[i].sizes[d] > 1 && in[i].strides[d] != want_stride)
+                rc = kc_err(KC_EINVAL, "input %zu stride[%d]: expected %lld, got %lld", i, d, (long long)want_stride,
+                            (long long)in[i].strides[d]);
+        }
+    }
+    free(bound);
+    return rc;
+}
+
+int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals, kc_tensor *out, size_t *bytes) {
+    memset(out, 0, sizeof *out);
+    out->dtype = (kc_dtype)t->dtype;
+    out->rank = t->rank;
+    uint64_t n = kc_dtype_size((kc_dtype)t->dtype);
+    for (int d = 0; d < t->rank; d++) {
+        int rc = eval(p, t->sizes[d], vals, &out->sizes[d]);
+        if (rc) return rc;
+        if (out->sizes[d] < 0) return kc_err(KC_EEXPR, "tensor size '%s' is negative", t->sizes[d]);
+        if (__builtin_mul_overflow(n, (uint64_t)out->sizes[d], &n)) return kc_err(KC_EEXPR, "tensor too large");
+    }
+    int64_t stride = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        out->strides[d] = stride;
+        if (__builtin_mul_overflow(stride, out->sizes[d] ? out->sizes[d] : 1, &stride)) return kc_err(KC_EEXPR, "tensor too large");
+    }
+    *bytes = (size_t)n;
+    return KC_OK;
+}
+
+int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals, size_t *bytes) {
+    int64_t v;
+    if (i >= p->nscratch) return kc_err(KC_EINVAL, "no scratch %zu", i);
+    int rc = eval(p, p->scratch[i], vals, &v);
+    if (rc) return rc;
+    if (v < 0) return kc_err(KC_EEXPR, "scratch size '%s' is negative", p->scratch[i]);
+    *bytes = (size_t)v;
+    return KC_OK;
+}
+
+int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3], unsigned *shared) {
+    static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
+    const pstep *s = &p->steps[i];
+    int64_t threads = 1;
+    for (int j = 0; j < 3; j++) {
+        int64_t g, b;
+        int rc = eval(p, s->grid[j], vals, &g);
+        if (!rc) rc = eval(p, s->block[j], vals, &b);
+        if (rc) return kc_err_prefix(rc, "step %zu", i);
+        if (g < 0 || g > gmax[j] || b < 1 || b > bmax[j])
+            return kc_err(KC_EEXPR, "step %zu: grid %lld / block %lld out of CUDA's range in dimension %d", i,
+                          (long long)g, (long long)b, j);
+        grid[j] = (unsigned)g;
+        block[j] = (unsigned)b;
+        threads *= b;
+    }
+    if (threads > 1024) return kc_err(KC_EEXPR, "step %zu: %lld threads per block (max 1024)", i, (long long)threads);
+    int64_t sh;
+    int rc = eval(p, s->shared, vals, &sh);
+    if (rc) return rc;
+    if (sh < 0 || sh > (1 << 30)) return kc_err(KC_EEXPR, "step %zu: shared memory %lld out of range", i, (long long)sh);
+    *shared = (unsigned)sh;
+    return KC_OK;
+}
+
+int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
+                    kc_argval *vals, void **args) {
+    static const struct { const char *prefix; int role; } kinds[] = {
+        {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
+        {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
+    };
+    const pstep *s = &p->steps[i];
+    for (size_t a = 0; a < s->nargs; a++) {
+        const char *x = s->args[a];
+        int rc = KC_OK, done = 0;
+        for (size_t k = 0; k < KC_ARRAY_LEN(kinds) && !done; k++) {
+            size_t pl = strlen(kinds[k].prefix);
+            if (strncmp(x, kinds[k].prefix, pl) == 0) {
+                rc = resolve(ctx, kinds[k].role, (size_t)strtoull(x + pl, NULL, 10), &vals[a].ptr);
+                done = 1;
+            }
+        }
+        if (!done) {
+            if (strncmp(x, "sym:", 4) == 0) {
+                size_t k;
+                for (k = 0; k < p->nsyms; k++)
+                    if (strcmp(p->syms[k], x + 4) == 0) break;
+                if (k == p->nsyms) rc = kc_err(KC_ECORRUPT, "unknown symbol in '%s'", x);
+                else vals[a].i64 = syms[k];
+            } else if (strncmp(x, "e64:", 4) == 0) {
+                rc = eval(p, x + 4, syms, &vals[a].i64);
+            } else if (strncmp(x, "e32:", 4) == 0) {
+                int64_t v;
+                rc = eval(p, x + 4, syms, &v);
+                if (!rc && (v < INT32_MIN || v > INT32_MAX)) rc = kc_err(KC_EEXPR, "'%s' = %lld does not fit 32 bits", x, (long long)v);
+                vals[a].i32 = (int32_t)v;
+            } else if (strncmp(x, "i32:", 4) == 0) {
+                vals[a].i32 = (int32_t)strtol(x + 4, NULL, 10);
+            } else if (strncmp(x, "i64:", 4) == 0) {
+                vals[a].i64 = (int64_t)strtoll(x + 4, NULL, 10);
+            } else if (strncmp(x, "f32:", 4) == 0) {
+                vals[a].f32 = strtof(x + 4, NULL);
+            } else {
+                rc = kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
+            }
+        }
+        if (rc) return kc_err_prefix(rc, "step %zu argument %zu", i, a);
+        args[a] = &vals[a];
+    }
+    return KC_OK;
+}
