@@ -528,7 +528,7 @@ static void print_info(const char *name, const kc_graph_info *i, int json) {
         printf("}\n");
     } else {
         char t[32];
-        if (i->total_us >= 1e5) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
+        if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
         else snprintf(t, sizeof t, "%.0f us", i->total_us);
         printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms, load %.0f us)%s%s\n",
                name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms,
