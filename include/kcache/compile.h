@@ -48,11 +48,13 @@ typedef struct kc_kernel_src {
     const char *include_digest;     /**< Required when an option names an include folder on disk. */
 } kc_kernel_src;
 
-/** A compiled kernel. */
+/** A compiled program: one image holding one or more kernels. */
 typedef struct kc_compiled {
     unsigned char *image;   /**< cubin (ELF) or NUL-terminated PTX. */
     size_t len;             /**< Image length (PTX: without the NUL). */
-    char *lowered_name;     /**< The symbol to resolve in the image. */
+    char *lowered_name;     /**< The symbol of the first (or only) name; == lowered_names[0]. */
+    char **lowered_names;   /**< The symbol of each name expression, in order. */
+    size_t nnames;
     char *log;              /**< NVRTC's log (warnings); "" when empty. */
     double seconds;         /**< Time spent in nvrtcCompileProgram. */
 } kc_compiled;
@@ -87,6 +89,14 @@ KC_API int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason);
  * `*out` is the caller's, freed with kc_compiled_free.
  */
 KC_API int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **out);
+
+/**
+ * Compile one source for `target` with several entries at once (one NVRTC program, one
+ * image): `names` are extern "C" names or C++ name expressions; lowered_names[i] is the
+ * symbol of names[i].  k->name is ignored.
+ */
+KC_API int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nnames, const char *target,
+                            kc_compiled **out);
 
 /** Free a compiled kernel; accepts NULL. */
 KC_API void kc_compiled_free(kc_compiled *c);

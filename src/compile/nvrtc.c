@@ -265,14 +265,24 @@ int kc_options_normalize(const kc_kernel_src *k, char **out) {
 void kc_compiled_free(kc_compiled *c) {
     if (!c) return;
     free(c->image);
-    free(c->lowered_name);
+    for (size_t i = 0; c->lowered_names && i < c->nnames; i++) free(c->lowered_names[i]);
+    free(c->lowered_names);
     free(c->log);
     free(c);
 }
 
 int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **out) {
-    if (!k || !k->source || !k->name || !target || !out) return kc_err(KC_EINVAL, "kc_compile_kernel: NULL argument");
+    if (!k || !k->name) return kc_err(KC_EINVAL, "kc_compile_kernel: NULL argument");
+    return kc_compile_names(k, &k->name, 1, target, out);
+}
+
+int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nnames, const char *target,
+                     kc_compiled **out) {
+    if (!k || !k->source || !names || nnames == 0 || !target || !out)
+        return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
     *out = NULL;
+    for (size_t i = 0; i < nnames; i++)
+        if (!names[i] || !*names[i]) return kc_err(KC_EINVAL, "kc_compile_names: name %zu is empty", i);
     int rc = kc_nvrtc_available();
     if (rc) return rc;
     kc_target t;
@@ -290,7 +300,8 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
     hnames = kc_calloc(k->nheaders + 1, sizeof *hnames);
     hsrcs = kc_calloc(k->nheaders + 1, sizeof *hsrcs);
     c = kc_calloc(1, sizeof *c);
-    if (!argv || !hnames || !hsrcs || !c) {
+    if (c) c->lowered_names = kc_calloc(nnames, sizeof *c->lowered_names);
+    if (!argv || !hnames || !hsrcs || !c || !c->lowered_names) {
         rc = kc_err(KC_ENOMEM, "compile: out of memory");
         goto done;
     }
@@ -316,7 +327,7 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
     }
     const char *file = k->file && *k->file ? k->file : "kernel.cu";
     KC_NVRTC_CHECK(nv.CreateProgram(&prog, k->source, file, (int)k->nheaders, hsrcs, hnames));
-    KC_NVRTC_CHECK(nv.AddNameExpression(prog, k->name));
+    for (size_t i = 0; i < nnames; i++) KC_NVRTC_CHECK(nv.AddNameExpression(prog, names[i]));
     uint64_t t0 = kc_mono_ns();
     nvrtcResult cr = nv.CompileProgram(prog, (int)argc, argv);
     c->seconds = (double)(kc_mono_ns() - t0) / 1e9;
@@ -332,13 +343,17 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
     c->log[logn] = '\0';
     if (cr != NVRTC_SUCCESS) {
         rc = kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
-                    "NVRTC could not compile '%s' (%s) for %s: %s\n%s", k->name, file, tname,
+                    "NVRTC could not compile '%s' (%s) for %s: %s\n%s", names[0], file, tname,
                     nv.GetErrorString(cr), c->log);
         goto done;
     }
-    const char *lowered = NULL;
-    KC_NVRTC_CHECK(nv.GetLoweredName(prog, k->name, &lowered));
-    c->lowered_name = kc_strdup(lowered);
+    for (size_t i = 0; i < nnames; i++) {
+        const char *lowered = NULL;
+        KC_NVRTC_CHECK(nv.GetLoweredName(prog, names[i], &lowered));
+        if (!(c->lowered_names[i] = kc_strdup(lowered))) break;
+        c->nnames++;
+    }
+    c->lowered_name = c->nnames ? c->lowered_names[0] : NULL;
     if (t.ptx) {
         KC_NVRTC_CHECK(nv.GetPTXSize(prog, &c->len)); /* includes the NUL */
         c->image = kc_malloc(c->len);
@@ -349,11 +364,12 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
         c->image = kc_malloc(c->len ? c->len : 1);
         if (c->image) KC_NVRTC_CHECK(nv.GetCUBIN(prog, (char *)c->image));
     }
-    if (!c->image || !c->lowered_name) {
+    if (!c->image || c->nnames != nnames) {
         rc = kc_err(KC_ENOMEM, "compile: out of memory");
         goto done;
     }
-    kc_log(KC_LOG_COMPILE, "compiled %s for %s in %.1f ms (%zu bytes)", k->name, tname, c->seconds * 1e3, c->len);
+    kc_log(KC_LOG_COMPILE, "compiled %s (%zu entries) for %s in %.1f ms (%zu bytes)", file, nnames, tname,
+           c->seconds * 1e3, c->len);
     *out = c;
     c = NULL;
     rc = KC_OK;

@@ -8,7 +8,10 @@
  * the key.  The GPU architecture is not in the key: it picks the variant.  A miss compiles
  * every kernel of the graph in parallel, stores one entry per variant, and loads it.
  *
- * KERNELS section := count:u32 { name:str lowered:str target:str is_ptx:u8 len:u64 image }
+ * KERNELS section := nimages:u32 { target:str is_ptx:u8 len:u64 image }
+ *                    nkernels:u32 { name:str lowered:str image:u32 }
+ *   Kernels that share a compile unit (file, source, headers, options) are compiled by one
+ *   NVRTC program with several name expressions, and share one image.
  * program section := the canonical description bytes of one pass (str = u32 len + bytes)
  *
  * Must not: store a graph whose source is not cacheable (__DATE__ …), load an entry
@@ -472,58 +475,74 @@ typedef struct kimg {
     int is_ptx;
     const uint8_t *image;
     size_t len;
+    uint32_t image_index;
 } kimg;
 
-/* Parse a KERNELS section into borrowed views (strings are copied into `strs`). */
-static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, char **strs) {
+/* Parse a KERNELS section into per-kernel views (strings copied into `strs`). */
+static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, size_t *nimages_out, char **strs) {
     *out = NULL;
     *n = 0;
     *strs = NULL;
     kc_reader r = kc_reader_make(data, len);
+    uint32_t nimg = kc_rd_next_u32(&r);
+    if (r.bad || nimg == 0 || nimg > MAX_KERNELS) return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS image count");
+    struct { const char *target; int is_ptx; const uint8_t *image; size_t len; } imgs[MAX_KERNELS];
+    char *s = kc_malloc(len + 4 * (size_t)MAX_KERNELS + 1); /* every string, NUL-terminated */
+    if (!s) return kc_err(KC_ENOMEM, "out of memory");
+    char *sp = s;
+#define RD_STR(dst)                                                               \
+    do {                                                                          \
+        uint32_t l_ = kc_rd_next_u32(&r);                                         \
+        const uint8_t *b_ = kc_rd_bytes(&r, l_);                                  \
+        if (r.bad || l_ == 0 || l_ > 4096 || memchr(b_, 0, l_)) goto corrupt;     \
+        memcpy(sp, b_, l_);                                                       \
+        sp[l_] = '\0';                                                            \
+        (dst) = sp;                                                               \
+        sp += l_ + 1;                                                             \
+    } while (0)
+    for (uint32_t i = 0; i < nimg; i++) {
+        RD_STR(imgs[i].target);
+        imgs[i].is_ptx = kc_rd_next_u8(&r);
+        uint64_t il = kc_rd_next_u64(&r);
+        imgs[i].image = kc_rd_bytes(&r, (size_t)il);
+        imgs[i].len = (size_t)il;
+        if (r.bad || imgs[i].is_ptx > 1 || il == 0) goto corrupt;
+        if (imgs[i].is_ptx && imgs[i].image[il - 1] != 0) goto corrupt; /* PTX is stored with its NUL */
+    }
     uint32_t count = kc_rd_next_u32(&r);
-    if (r.bad || count > MAX_KERNELS) return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS count");
-    kimg *v = kc_calloc(count ? count : 1, sizeof *v);
-    char *s = kc_malloc(len + 3 * (size_t)count + 1); /* every string, NUL-terminated */
-    if (!v || !s) {
-        free(v);
+    if (r.bad || count == 0 || count > MAX_KERNELS) goto corrupt;
+    kimg *v = kc_calloc(count, sizeof *v);
+    if (!v) {
         free(s);
         return kc_err(KC_ENOMEM, "out of memory");
     }
-    char *sp = s;
     for (uint32_t i = 0; i < count; i++) {
-        const char **fields[3] = {&v[i].name, &v[i].lowered, &v[i].target};
-        for (int f = 0; f < 3; f++) {
-            uint32_t l = kc_rd_next_u32(&r);
-            const uint8_t *b = kc_rd_bytes(&r, l);
-            if (r.bad || l == 0 || l > 4096 || memchr(b, 0, l)) {
-                free(v);
-                free(s);
-                return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS string");
-            }
-            memcpy(sp, b, l);
-            sp[l] = '\0';
-            *fields[f] = sp;
-            sp += l + 1;
-        }
-        v[i].is_ptx = kc_rd_next_u8(&r);
-        uint64_t il = kc_rd_next_u64(&r);
-        v[i].image = kc_rd_bytes(&r, (size_t)il);
-        v[i].len = (size_t)il;
-        if (r.bad || v[i].is_ptx > 1 || il == 0) {
+        RD_STR(v[i].name);
+        RD_STR(v[i].lowered);
+        uint32_t ix = kc_rd_next_u32(&r);
+        if (r.bad || ix >= nimg) {
             free(v);
-            free(s);
-            return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS image");
+            goto corrupt;
         }
+        v[i].image_index = ix;
+        v[i].target = imgs[ix].target;
+        v[i].is_ptx = imgs[ix].is_ptx;
+        v[i].image = imgs[ix].image;
+        v[i].len = imgs[ix].len;
     }
+#undef RD_STR
     if (r.left) {
         free(v);
-        free(s);
-        return kc_err(KC_ECORRUPT, "corrupt entry: trailing bytes in KERNELS");
+        goto corrupt;
     }
     *out = v;
     *n = count;
+    if (nimages_out) *nimages_out = nimg;
     *strs = s;
     return KC_OK;
+corrupt:
+    free(s);
+    return kc_err(KC_ECORRUPT, "corrupt entry: malformed KERNELS section");
 }
 
 int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
@@ -534,7 +553,7 @@ int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
     kimg *v;
     size_t n;
     char *strs;
-    if ((rc = parse_kernels(data, len, &v, &n, &strs))) return rc;
+    if ((rc = parse_kernels(data, len, &v, &n, NULL, &strs))) return rc;
     for (size_t i = 0; i < n; i++) cb(v[i].name, v[i].lowered, v[i].target, v[i].is_ptx, v[i].len, ctx);
     free(v);
     free(strs);
@@ -550,7 +569,7 @@ int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
     kimg *v;
     size_t n;
     char *strs;
-    if ((rc = parse_kernels(data, len, &v, &n, &strs))) return rc;
+    if ((rc = parse_kernels(data, len, &v, &n, NULL, &strs))) return rc;
     if ((rc = kc_fs_mkdirs(dir, 0755))) goto out;
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX], base[200];
@@ -558,7 +577,7 @@ int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
         for (char *p = base; *p; p++) /* a file name, whatever the symbol holds */
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
         snprintf(path, sizeof path, "%s/%s.%s.%s", dir, base, v[i].target, v[i].is_ptx ? "ptx" : "cubin");
-        if ((rc = kc_fs_write_atomic(path, v[i].image, v[i].len))) goto out;
+        if ((rc = kc_fs_write_atomic(path, v[i].image, v[i].len - (v[i].is_ptx ? 1 : 0)))) goto out;
     }
     if (count) *count = (int)n;
 out:
@@ -575,25 +594,64 @@ static void pool_init(void) {
     if (kc_pool_new(&g_pool, 0) != KC_OK) g_pool = NULL; /* NULL runs inline */
 }
 
+/* Kernels that can share one NVRTC program: same file, source, headers, options. */
+static int same_unit(const gkernel *a, const gkernel *b) {
+#define SAME(x, y) (((x) == NULL && (y) == NULL) || ((x) && (y) && strcmp((x), (y)) == 0))
+    if (!SAME(a->file, b->file) || strcmp(a->source, b->source) != 0 || !SAME(a->include_digest, b->include_digest) ||
+        a->nheaders != b->nheaders || a->noptions != b->noptions)
+        return 0;
+    for (size_t h = 0; h < a->nheaders; h++)
+        if (strcmp(a->headers[h].name, b->headers[h].name) || strcmp(a->headers[h].source, b->headers[h].source)) return 0;
+    for (size_t o = 0; o < a->noptions; o++)
+        if (strcmp(a->options[o], b->options[o])) return 0;
+    return 1;
+#undef SAME
+}
+
+typedef struct units {
+    size_t n;                 /* number of units */
+    int unit_of[MAX_KERNELS]; /* kernel → unit */
+    int first[MAX_KERNELS];   /* unit → its first kernel */
+    int slot[MAX_KERNELS];    /* kernel → its index among its unit's names */
+} units;
+
+static void group_units(const kc_graph_desc *d, units *u) {
+    u->n = 0;
+    int count[MAX_KERNELS] = {0};
+    for (size_t i = 0; i < d->nkernels; i++) {
+        size_t k;
+        for (k = 0; k < u->n; k++)
+            if (same_unit(&d->kernels[u->first[k]], &d->kernels[i])) break;
+        if (k == u->n) u->first[u->n++] = (int)i;
+        u->unit_of[i] = (int)k;
+        u->slot[i] = count[k]++;
+    }
+}
+
 typedef struct job {
     const kc_graph_desc *d;
+    const units *u;
     const char *target;
     kc_compiled **out;
     int *rc;
     char **err;
 } job;
 
-static void compile_job(void *ctx, size_t i) {
+static void compile_job(void *ctx, size_t unit) {
     job *j = ctx;
-    kc_kernel_src k = as_src(&j->d->kernels[i]);
-    j->rc[i] = kc_compile_kernel(&k, j->target, &j->out[i]);
-    if (j->rc[i]) j->err[i] = kc_strdup(kc_error_last()->message);
+    const char *names[MAX_KERNELS];
+    size_t n = 0;
+    for (size_t i = 0; i < j->d->nkernels; i++)
+        if ((size_t)j->u->unit_of[i] == unit) names[n++] = j->d->kernels[i].name;
+    kc_kernel_src k = as_src(&j->d->kernels[j->u->first[unit]]);
+    j->rc[unit] = kc_compile_names(&k, names, n, j->target, &j->out[unit]);
+    if (j->rc[unit]) j->err[unit] = kc_strdup(kc_error_last()->message);
 }
 
-/* Compile every kernel for `target` in parallel; on failure the first error is recorded. */
-static int compile_all(const kc_graph_desc *d, const char *target, kc_compiled ***out, double *ms) {
+/* Compile every unit for `target` in parallel; on failure the first error is recorded. */
+static int compile_all(const kc_graph_desc *d, const units *u, const char *target, kc_compiled ***out, double *ms) {
     pthread_once(&pool_once, pool_init);
-    size_t n = d->nkernels;
+    size_t n = u->n;
     kc_compiled **res = kc_calloc(n ? n : 1, sizeof *res);
     int *rcs = kc_calloc(n ? n : 1, sizeof *rcs);
     char **errs = kc_calloc(n ? n : 1, sizeof *errs);
@@ -602,7 +660,7 @@ static int compile_all(const kc_graph_desc *d, const char *target, kc_compiled *
         rc = kc_err(KC_ENOMEM, "compile: out of memory");
     } else {
         uint64_t t0 = kc_mono_ns();
-        job j = {d, target, res, rcs, errs};
+        job j = {d, u, target, res, rcs, errs};
         kc_pool_for(g_pool, n, compile_job, &j);
         *ms = (double)(kc_mono_ns() - t0) / 1e6;
         for (size_t i = 0; i < n; i++)
@@ -629,24 +687,28 @@ static void free_compiled(kc_compiled **v, size_t n) {
 }
 
 /* Build the entry of a compiled graph. */
-static int make_entry(const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb, const char *target,
-                      kc_compiled **res, kc_entry **out) {
+static int make_entry(const kc_graph_desc *d, const units *u, const kc_key *key, const kc_key_builder *kb,
+                      const char *target, kc_compiled **res, kc_entry **out) {
     kc_entry *e;
     int rc = kc_entry_new(&e, key, target);
     if (rc) return rc;
     kc_target t;
     kc_target_parse(target, &t);
     kc_buf k = {0}, fw = {0}, bw = {0}, wr = {0};
-    kc_buf_put_u32(&k, (uint32_t)d->nkernels);
-    for (size_t i = 0; i < d->nkernels; i++) {
-        put_str(&k, d->kernels[i].name);
-        put_str(&k, res[i]->lowered_name);
+    kc_buf_put_u32(&k, (uint32_t)u->n);
+    for (size_t i = 0; i < u->n; i++) {
         put_str(&k, target);
         kc_buf_put_u8(&k, (uint8_t)(t.ptx ? 1 : 0));
         /* PTX is stored with its NUL: the driver needs a terminated string. */
         size_t il = res[i]->len + (t.ptx ? 1 : 0);
         kc_buf_put_u64(&k, il);
         kc_buf_put(&k, res[i]->image, il);
+    }
+    kc_buf_put_u32(&k, (uint32_t)d->nkernels);
+    for (size_t i = 0; i < d->nkernels; i++) {
+        put_str(&k, d->kernels[i].name);
+        put_str(&k, res[u->unit_of[i]]->lowered_names[u->slot[i]]);
+        kc_buf_put_u32(&k, (uint32_t)u->unit_of[i]);
     }
     encode_program(d, KC_PASS_FORWARD, &fw);
     if (has_backward(d)) encode_program(d, KC_PASS_BACKWARD, &bw);
@@ -693,14 +755,16 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
                              const char *target, kc_graph_info *info, kc_entry **entry_out) {
     const char *bypass = first_uncacheable(d);
     kc_compiled **res = NULL;
-    int rc = compile_all(d, target, &res, &info->compile_ms);
+    units u;
+    group_units(d, &u);
+    int rc = compile_all(d, &u, target, &res, &info->compile_ms);
     if (rc) {
         kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
         return rc;
     }
     kc_entry *e = NULL;
-    rc = make_entry(d, key, kb, target, res, &e);
-    free_compiled(res, d->nkernels);
+    rc = make_entry(d, &u, key, kb, target, res, &e);
+    free_compiled(res, u.n);
     if (rc) return rc;
     snprintf(info->variant, sizeof info->variant, "%s", target);
     if (bypass) {
@@ -771,9 +835,9 @@ struct kc_graph {
     kc_key key;
     int device;
     char variant[32];
-    size_t nkernels;
-    kc_module **modules;
-    void **fns;
+    size_t nkernels, nimages;
+    kc_module **modules;            /* one per image */
+    void **fns;                     /* one per kernel */
     kc_program *fwd, *bwd;          /* bwd NULL when the graph has none */
     kc_wrapper_chain *chain;        /* the recorded wrappers around run_forward */
     struct kc_graph *next;
@@ -788,7 +852,7 @@ static void graph_destroy(kc_graph *g) {
     kc_wrapper_chain_free(g->chain);
     kc_program_free(g->fwd);
     kc_program_free(g->bwd);
-    for (size_t i = 0; g->modules && i < g->nkernels; i++) kc_module_free(g->modules[i]);
+    for (size_t i = 0; g->modules && i < g->nimages; i++) kc_module_free(g->modules[i]);
     free(g->modules);
     free(g->fns);
     free(g);
@@ -812,11 +876,11 @@ static int load_entry(const kc_entry *e, const kc_key *key, int device, kc_graph
     int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
     if (rc) return kc_err(KC_ECORRUPT, "entry has no KERNELS section");
     kimg *v;
-    size_t n;
+    size_t n, nimg;
     char *strs;
-    if ((rc = parse_kernels(data, len, &v, &n, &strs))) return rc;
+    if ((rc = parse_kernels(data, len, &v, &n, &nimg, &strs))) return rc;
     kc_graph *g = kc_calloc(1, sizeof *g);
-    if (!g || !(g->modules = kc_calloc(n ? n : 1, sizeof *g->modules)) || !(g->fns = kc_calloc(n ? n : 1, sizeof *g->fns))) {
+    if (!g || !(g->modules = kc_calloc(nimg, sizeof *g->modules)) || !(g->fns = kc_calloc(n, sizeof *g->fns))) {
         if (g) free(g->modules);
         free(g);
         free(v);
@@ -827,10 +891,12 @@ static int load_entry(const kc_entry *e, const kc_key *key, int device, kc_graph
     g->key = *key;
     g->device = device;
     g->nkernels = n;
+    g->nimages = nimg;
     snprintf(g->variant, sizeof g->variant, "%s", kc_entry_variant(e));
     for (size_t i = 0; i < n && !rc; i++) {
-        rc = kc_module_load(&g->modules[i], device, v[i].image, v[i].len);
-        if (!rc) rc = kc_module_function(g->modules[i], v[i].lowered, &g->fns[i]);
+        kc_module **m = &g->modules[v[i].image_index];
+        if (!*m) rc = kc_module_load(m, device, v[i].image, v[i].len);
+        if (!rc) rc = kc_module_function(*m, v[i].lowered, &g->fns[i]);
     }
     free(v);
     free(strs);
