@@ -35,3 +35,16 @@ __device__ __forceinline__ float kc_block_max(float v, float *smem) {
   __syncthreads();
   return r;
 }
+// Row softmax of x[0..C) into y (one block per row): returns the row's max and sum of exp.
+__device__ __forceinline__ void kc_row_softmax(const float *x, float *y, int C, float *smem, float *max_out,
+                                               float *sum_out) {
+  float m = KC_NEG_INF;
+  for (int j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, x[j]);
+  m = kc_block_max(m, smem);
+  float s = 0.f;
+  for (int j = threadIdx.x; j < C; j += blockDim.x) s += __expf(x[j] - m);
+  s = kc_block_sum(s, smem);
+  for (int j = threadIdx.x; j < C; j += blockDim.x) y[j] = __expf(x[j] - m) / s;
+  *max_out = m;
+  *sum_out = s;
+}

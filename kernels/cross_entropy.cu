@@ -8,14 +8,8 @@ extern "C" __global__ void xent_zero(float *loss) { loss[0] = 0.f; }
 extern "C" __global__ void xent_fwd(const float *logits, const int *labels, float *probs, float *loss, int N, int C) {
   __shared__ float smem[256];
   const float *xr = logits + (long long)blockIdx.x * C;
-  float *pr = probs + (long long)blockIdx.x * C;
-  float m = KC_NEG_INF;
-  for (int j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, xr[j]);
-  m = kc_block_max(m, smem);
-  float s = 0.f;
-  for (int j = threadIdx.x; j < C; j += blockDim.x) s += __expf(xr[j] - m);
-  s = kc_block_sum(s, smem);
-  for (int j = threadIdx.x; j < C; j += blockDim.x) pr[j] = __expf(xr[j] - m) / s;
+  float m, s;
+  kc_row_softmax(xr, probs + (long long)blockIdx.x * C, C, smem, &m, &s);
   if (threadIdx.x == 0) {
     int t = labels[blockIdx.x];
     float l = (t >= 0 && t < C) ? -(xr[t] - m - __logf(s)) : 0.f;

@@ -80,4 +80,24 @@ static inline size_t kct_count_files(const char *dir, const char *needle) {
     return kct_count_needle_n;
 }
 
+#ifdef KCACHE_H
+/** A cache in a fresh temporary directory, ignoring the environment (test setup). */
+static inline int kct_open_cache(const char *tag, char **dir, kc_cache **cache) {
+    *dir = kct_tmpdir(tag);
+    if (!*dir) return -1;
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = *dir;
+    o.flags = KC_OPEN_NO_ENV;
+    return kc_cache_open(cache, &o);
+}
+
+/** Close it and remove the directory (test teardown). */
+static inline int kct_close_cache(char *dir, kc_cache *cache) {
+    kc_cache_close(cache);
+    kct_rmtree(dir);
+    free(dir);
+    return 0;
+}
+#endif
+
 #endif

@@ -789,6 +789,17 @@ static void info_init(kc_graph_info *info, const kc_key *key) {
     kc_key_to_hex(key, info->key);
 }
 
+/* The common start of a lookup: the key, its digests, and the info record. */
+static int lookup_begin(const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
+    *t0 = kc_mono_ns();
+    int rc = kc_graph_key(d, key, kb);
+    if (rc) return rc;
+    info_init(info, key);
+    info->key_us = us_since(*t0);
+    info->kernels = (int)d->nkernels;
+    return KC_OK;
+}
+
 int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
@@ -797,13 +808,10 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     kc_target t;
     int rc = kc_target_parse(target, &t);
     if (rc) return rc;
-    uint64_t t0 = kc_mono_ns();
+    uint64_t t0;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = kc_graph_key(d, &key, &kb))) return rc;
-    info_init(info, &key);
-    info->key_us = us_since(t0);
-    info->kernels = (int)d->nkernels;
+    if ((rc = lookup_begin(d, info, &key, &kb, &t0))) return rc;
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
@@ -1152,13 +1160,10 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     *out = NULL;
     int major, minor, rc = kc_cuda_capability(device, &major, &minor);
     if (rc) return rc;
-    uint64_t t0 = kc_mono_ns();
+    uint64_t t0;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = kc_graph_key(d, &key, &kb))) return rc;
-    info_init(info, &key);
-    info->key_us = us_since(t0);
-    info->kernels = (int)d->nkernels;
+    if ((rc = lookup_begin(d, info, &key, &kb, &t0))) return rc;
     uint64_t t1 = kc_mono_ns();
     pthread_mutex_lock(&loaded_mu);
     for (kc_graph *g = loaded; g; g = g->next)

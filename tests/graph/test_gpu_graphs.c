@@ -5,11 +5,12 @@
  * order); a second get is a memory hit; with only PTX stored the graph loads by JIT; on 9.0
  * an sm_90a variant is chosen over sm_90.  Exits 77 (skipped) without a driver.
  */
-#include "helpers.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "kcache.h"
+#include "helpers.h"
 
 static char *dir;
 static kc_cache *cache;
@@ -349,19 +350,12 @@ static void test_arch_specific_chosen_on_its_device(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    dir = kct_tmpdir("gpu");
-    kc_options o = KC_OPTIONS_INIT;
-    o.dir = dir;
-    o.flags = KC_OPEN_NO_ENV;
-    return kc_cache_open(&cache, &o);
+    return kct_open_cache("gpu", &dir, &cache);
 }
 
 static int teardown(void **state) {
     (void)state;
-    kc_cache_close(cache);
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
+    return kct_close_cache(dir, cache);
 }
 
 int main(void) {

@@ -6,32 +6,25 @@
  * a driver kc_graph_get says so while compile-only works; spec errors name the place;
  * the architecture is not in the key, options and sizes are.
  */
-#include "helpers.h"
 
 #include <dirent.h>
 
 #include "common/internal.h"
 #include "compile/elf.h"
 #include "kcache.h"
+#include "helpers.h"
 
 static char *dir;
 static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    dir = kct_tmpdir("graph");
-    kc_options o = KC_OPTIONS_INIT;
-    o.dir = dir;
-    o.flags = KC_OPEN_NO_ENV;
-    return kc_cache_open(&cache, &o);
+    return kct_open_cache("graph", &dir, &cache);
 }
 
 static int teardown(void **state) {
     (void)state;
-    kc_cache_close(cache);
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
+    return kct_close_cache(dir, cache);
 }
 
 static kc_graph_desc *load(const char *name) {

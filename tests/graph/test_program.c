@@ -5,29 +5,22 @@
  * packed kernel arguments; a damaged program is corrupt; post-compile wrappers are rebuilt
  * in the recorded order, and an unregistered one is a clear error.
  */
-#include "helpers.h"
 
 #include "graph/program.h"
 #include "kcache.h"
+#include "helpers.h"
 
 static char *dir;
 static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    dir = kct_tmpdir("program");
-    kc_options o = KC_OPTIONS_INIT;
-    o.dir = dir;
-    o.flags = KC_OPEN_NO_ENV;
-    return kc_cache_open(&cache, &o);
+    return kct_open_cache("program", &dir, &cache);
 }
 
 static int teardown(void **state) {
     (void)state;
-    kc_cache_close(cache);
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
+    return kct_close_cache(dir, cache);
 }
 
 static kc_entry *compiled_entry(kc_graph_desc *d) {
