@@ -70,7 +70,8 @@ KC_API int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *byte
  * Add a launch step to a pass.  `grid` and `block` are three expressions each, `shared`
  * one (NULL: 0).  Each argument is "input:I", "output:I", "saved:I", "scratch:I",
  * "grad_out:I", "grad_in:I", "sym:NAME" (a symbol as int64), "e32:EXPR" / "e64:EXPR" (an
- * expression's value as int32 / int64), "i32:V", "i64:V" or "f32:V" (constants).
+ * expression's value as int32 / int64), "i32:V", "i64:V" or "f32:V" (constants), and
+ * "philox_seed" / "philox_offset" (uint64, from the philox wrapper).
  */
 KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
                              const char *const block[3], const char *shared,
@@ -148,6 +149,9 @@ typedef struct kc_allocator {
  */
 typedef struct kc_saved kc_saved;
 
+/** The caller's Philox RNG state; see the philox wrapper below. */
+typedef struct kc_rng_state kc_rng_state;
+
 /**
  * Ensure `target` ("sm_90", "compute_80") is compiled and stored for the description,
  * without a GPU: a hit if present, else compile (kernels in parallel) and store.  Bypassed
@@ -180,6 +184,11 @@ KC_API int kc_graph_function(const kc_graph *g, int i, void **fn_out);
 KC_API int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs,
                             size_t noutputs, kc_saved **saved, void *stream, const kc_allocator *alloc);
 
+/** kc_graph_forward with the caller's RNG state, for graphs recorded with the philox wrapper. */
+KC_API int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs,
+                                size_t noutputs, kc_saved **saved, void *stream, const kc_allocator *alloc,
+                                kc_rng_state *rng);
+
 /**
  * Run the backward pass: `grad_outputs` (one per forward output) in, `grad_inputs` (one per
  * forward input, allocated here; the caller frees them) out.
@@ -205,8 +214,21 @@ typedef struct kc_forward_call {
     kc_saved **saved;
     void *stream;
     const kc_allocator *alloc;
-    uint64_t philox_seed, philox_offset; /**< Set by the philox wrapper for kernels that take them. */
+    kc_rng_state *rng;                   /**< The caller's RNG state (for the philox wrapper), or NULL. */
+    uint64_t philox_seed, philox_offset; /**< Set by the philox wrapper; read by "philox_seed"/"philox_offset" args. */
+    int philox_set;
 } kc_forward_call;
+
+/**
+ * A Philox RNG state owned by the caller.  The built-in "philox" wrapper (version 1) gives
+ * each forward call the current seed and offset — kernels receive them through the
+ * arguments "philox_seed" and "philox_offset" (uint64) — and then advances the offset by
+ * the increment recorded with the wrapper (its parameters: the increment in decimal).
+ * The caller serialises calls that share one state.
+ */
+struct kc_rng_state {
+    uint64_t seed, offset;
+};
 
 /** A forward callable: the graph's own launches, or a wrapper around another callable. */
 typedef struct kc_callable {

@@ -277,6 +277,7 @@ static int check_arg(const kc_graph_desc *d, kc_pass pass, const char *a) {
             if (strcmp(d->symbols[i], a + 4) == 0) return KC_OK;
         return kc_err(KC_EINVAL, "graph '%s': argument '%s' names an unknown symbol", d->name, a);
     }
+    if (strcmp(a, "philox_seed") == 0 || strcmp(a, "philox_offset") == 0) return KC_OK;
     if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) /* an expression's value */
         return check_expr(d, a + 4, "step argument");
     if (strncmp(a, "i32:", 4) == 0 || strncmp(a, "i64:", 4) == 0 || strncmp(a, "f32:", 4) == 0) {
@@ -941,6 +942,8 @@ struct kc_saved {
     size_t ninputs, noutputs;
     kc_allocator alloc;
     int has_alloc;
+    uint64_t philox[2];  /* the forward's seed and offset: backward regenerates the same numbers */
+    int philox_set;
 };
 
 static int dev_alloc(const kc_allocator *a, size_t bytes, void *stream, void **out) {
@@ -993,7 +996,7 @@ static int resolve(void *ctx, int role, size_t i, void **ptr) {
 
 /* Allocate scratch, launch every step, free scratch (stream-ordered). */
 static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bindings *b, void *stream,
-                     const kc_allocator *alloc) {
+                     const kc_allocator *alloc, const uint64_t *philox) {
     void *scratch[64] = {0};
     if (p->nscratch > 64) return kc_err(KC_ECORRUPT, "too many scratch buffers");
     int rc = KC_OK;
@@ -1009,7 +1012,7 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         kc_argval vals[256];
         void *args[256];
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
-        if (!rc) rc = kc_program_args(p, i, syms, resolve, b, vals, args);
+        if (!rc) rc = kc_program_args(p, i, syms, resolve, b, philox, vals, args);
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
     }
@@ -1052,7 +1055,8 @@ static int run_forward(void *ctx, kc_forward_call *c) {
     if (!rc && !(rc = alloc_role(p, KC_ROLE_SAVED, syms, saved, nsaved, c->stream, c->alloc))) sv = 1;
     if (!rc) {
         bindings b = {c->inputs, c->outputs, saved, NULL, NULL, c->ninputs, nout, nsaved, 0, 0, NULL, 0};
-        rc = run_steps(g, p, syms, &b, c->stream, c->alloc);
+        uint64_t philox[2] = {c->philox_seed, c->philox_offset};
+        rc = run_steps(g, p, syms, &b, c->stream, c->alloc, c->philox_set ? philox : NULL);
     }
     kc_saved *s = NULL;
     if (!rc && c->saved) {
@@ -1077,6 +1081,9 @@ static int run_forward(void *ctx, kc_forward_call *c) {
             s->ninputs = c->ninputs;
             s->noutputs = nout;
             if (c->alloc) s->alloc = *c->alloc, s->has_alloc = 1;
+            s->philox[0] = c->philox_seed;
+            s->philox[1] = c->philox_offset;
+            s->philox_set = c->philox_set;
             *c->saved = s;
             syms = NULL;
             saved = NULL;
@@ -1092,12 +1099,17 @@ static int run_forward(void *ctx, kc_forward_call *c) {
     return rc;
 }
 
-int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
-                     kc_saved **saved, void *stream, const kc_allocator *alloc) {
+int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                         kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng) {
     if (!g || (ninputs && !inputs) || (noutputs && !outputs)) return kc_err(KC_EINVAL, "kc_graph_forward: bad argument");
     if (saved) *saved = NULL;
-    kc_forward_call c = {g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, 0, 0};
+    kc_forward_call c = {g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, 0, 0, 0};
     return kc_wrapper_chain_call(g->chain, &c);
+}
+
+int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                     kc_saved **saved, void *stream, const kc_allocator *alloc) {
+    return kc_graph_forward_rng(g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, NULL);
 }
 
 int kc_graph_backward(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, size_t n, kc_tensor *grad_inputs,
@@ -1118,7 +1130,7 @@ int kc_graph_backward(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, s
     if (!rc) {
         bindings b = {s->inputs, s->outputs, s->saved, grad_outputs, grad_inputs, s->ninputs, s->noutputs, s->nsaved,
                       n, ninputs, NULL, 0};
-        rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc);
+        rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL);
         if (rc)
             for (size_t i = 0; i < ninputs; i++) kc_tensor_release(&grad_inputs[i], stream, alloc);
     }

@@ -250,7 +250,7 @@ int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned
 }
 
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
-                    kc_argval *vals, void **args) {
+                    const uint64_t *philox, kc_argval *vals, void **args) {
     static const struct { const char *prefix; int role; } kinds[] = {
         {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
         {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
@@ -267,7 +267,10 @@ int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resol
             }
         }
         if (!done) {
-            if (strncmp(x, "sym:", 4) == 0) {
+            if (strcmp(x, "philox_seed") == 0 || strcmp(x, "philox_offset") == 0) {
+                if (!philox) rc = kc_err(KC_EINVAL, "'%s' needs the philox wrapper and an RNG state", x);
+                else vals[a].u64 = philox[x[7] == 's' ? 0 : 1];
+            } else if (strncmp(x, "sym:", 4) == 0) {
                 size_t k;
                 for (k = 0; k < p->nsyms; k++)
                     if (strcmp(p->syms[k], x + 4) == 0) break;

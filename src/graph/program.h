@@ -70,10 +70,15 @@ typedef union kc_argval {
     int32_t i32;
     int64_t i64;
     float f32;
+    uint64_t u64;
 } kc_argval;
 
-/** Fill vals[j] for each argument of step i and point args[j] at it (arrays of nargs). */
+/**
+ * Fill vals[j] for each argument of step i and point args[j] at it (arrays of nargs).
+ * `philox` holds {seed, offset} when the philox wrapper ran, else NULL (and an argument
+ * that needs them is an error).
+ */
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
-                    kc_argval *vals, void **args);
+                    const uint64_t *philox, kc_argval *vals, void **args);
 
 #endif

@@ -271,7 +271,11 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
             char where[48];
             snprintf(where, sizeof where, "wrappers[%d]", i);
             if (!str_field(w, "name") || !cJSON_IsNumber(v)) rc = SPEC_ERR(&s, where, "needs \"name\" and \"version\"");
-            else rc = kc_graph_add_wrapper(s.d, str_field(w, "name"), (uint32_t)v->valuedouble, NULL, 0);
+            else {
+                const char *params = str_field(w, "params");
+                rc = kc_graph_add_wrapper(s.d, str_field(w, "name"), (uint32_t)v->valuedouble, params,
+                                          params ? strlen(params) : 0);
+            }
         }
         const char *backend = str_field(root, "backend");
         if (!rc && backend) rc = kc_graph_set_backend(s.d, backend);

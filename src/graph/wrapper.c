@@ -57,6 +57,50 @@ int kc_wrapper_unregister(const char *name, uint32_t version) {
     return rc;
 }
 
+/* ---- built in: philox ---- */
+
+typedef struct philox_layer {
+    kc_callable inner;
+    uint64_t increment;
+} philox_layer;
+
+static int philox_call(void *ctx, kc_forward_call *c) {
+    philox_layer *l = ctx;
+    if (!c->rng)
+        return kc_err(KC_EINVAL, "this graph was recorded with the philox wrapper: pass an RNG state "
+                      "(kc_graph_forward_rng)");
+    c->philox_seed = c->rng->seed;
+    c->philox_offset = c->rng->offset;
+    c->philox_set = 1;
+    c->rng->offset += l->increment;
+    return l->inner.call(l->inner.ctx, c);
+}
+
+static int philox_wrap(const kc_callable *inner, const void *params, size_t len, kc_callable *out) {
+    char buf[32];
+    if (len == 0 || len >= sizeof buf) return kc_err(KC_ECORRUPT, "philox: parameters must be the increment in decimal");
+    memcpy(buf, params, len);
+    buf[len] = '\0';
+    char *end;
+    unsigned long long inc = strtoull(buf, &end, 10);
+    if (*end || buf[0] < '0' || buf[0] > '9') return kc_err(KC_ECORRUPT, "philox: bad increment '%s'", buf);
+    philox_layer *l = kc_malloc(sizeof *l);
+    if (!l) return kc_err(KC_ENOMEM, "out of memory");
+    l->inner = *inner;
+    l->increment = inc;
+    out->call = philox_call;
+    out->ctx = l;
+    return KC_OK;
+}
+
+static void philox_unwrap(kc_callable *c) { free(c->ctx); }
+
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+static void register_builtins(void) {
+    kc_wrapper philox = {"philox", 1, philox_wrap, philox_unwrap};
+    kc_wrapper_register(&philox);
+}
+
 struct kc_wrapper_chain {
     size_t n;
     kc_callable layers[MAX_WRAPPERS + 1]; /* [0] is the base */
@@ -78,6 +122,7 @@ int kc_wrapper_chain_build(kc_wrapper_chain **out, const kc_entry *e, const kc_c
     int rc = kc_entry_section(e, KC_SECTION_WRAPPERS, &data, &len);
     if (rc == KC_MISS) len = 0;
     else if (rc) return rc;
+    pthread_once(&builtins_once, register_builtins);
     kc_wrapper_chain *ch = kc_calloc(1, sizeof *ch);
     if (!ch) return kc_err(KC_ENOMEM, "out of memory");
     ch->layers[0] = *base;

@@ -313,6 +313,48 @@ static void test_softmax_xent(void **state) {
     free(x); free(p); free(gx); free(hl); free(hg);
 }
 
+static void test_philox_dropout_is_reproducible(void **state) {
+    (void)state;
+    enum { N = 100000 };
+    unsigned s = 6;
+    static float x[N], gy[N];
+    for (int i = 0; i < N; i++) x[i] = frand(&s), gy[i] = frand(&s);
+    kc_graph_info info;
+    kc_graph *g = get("dropout.json", &info);
+    kc_cuda_push(0);
+    kc_tensor in = t1(to_dev(x, N), N), o1, o2, o3, gin, gout = t1(to_dev(gy, N), N);
+    kc_rng_state a = {1234, 0}, b = {1234, 0}, other = {99, 0};
+    kc_saved *sv;
+    assert_int_equal(kc_graph_forward_rng(g, &in, 1, &o1, 1, &sv, NULL, NULL, &a), KC_OK);
+    assert_int_equal(kc_graph_forward_rng(g, &in, 1, &o2, 1, NULL, NULL, NULL, &b), KC_OK);
+    assert_int_equal(kc_graph_forward_rng(g, &in, 1, &o3, 1, NULL, NULL, NULL, &other), KC_OK);
+    assert_int_equal(a.offset, 16777216);
+    float *h1 = to_host(&o1), *h2 = to_host(&o2), *h3 = to_host(&o3);
+    assert_memory_equal(h1, h2, N * 4); /* same seed and offset: the same mask */
+    int kept = 0, differ = 0;
+    for (int i = 0; i < N; i++) {
+        kept += h1[i] != 0;
+        differ += (h1[i] != 0) != (h3[i] != 0);
+        if (h1[i] != 0 && fabsf(h1[i] - 2 * x[i]) > 1e-6f) fail_msg("kept element %d not scaled", i);
+    }
+    assert_true(kept > N * 0.48 && kept < N * 0.52);
+    assert_true(differ > N / 4);
+    assert_int_equal(kc_graph_backward(g, sv, &gout, 1, &gin, 1, NULL), KC_OK);
+    float *hg = to_host(&gin);
+    for (int i = 0; i < N; i++)
+        if (fabsf(hg[i] - (h1[i] != 0 ? 2 * gy[i] : 0.f)) > 1e-6f) fail_msg("gradient %d uses another mask", i);
+    assert_int_equal(kc_graph_forward(g, &in, 1, &o3, 1, NULL, NULL, NULL), KC_EINVAL); /* no RNG state */
+    kc_saved_free(sv, NULL);
+    kc_tensor_release(&o1, NULL, NULL);
+    kc_tensor_release(&o2, NULL, NULL);
+    kc_tensor_release(&gin, NULL, NULL);
+    kc_cuda_free(in.data, NULL);
+    kc_cuda_free(gout.data, NULL);
+    kc_cuda_pop();
+    kc_graph_release(g);
+    free(h1); free(h2); free(h3); free(hg);
+}
+
 /* Variant selection through kc_graph_get: a distinct globals word gives each case its own key. */
 static kc_graph_desc *softmax_with_globals(uint64_t globals) {
     kc_graph_desc *d;
@@ -370,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_add_mul_gelu),
         cmocka_unit_test(test_mlp_block),
         cmocka_unit_test(test_softmax_xent),
+        cmocka_unit_test(test_philox_dropout_is_reproducible),
         cmocka_unit_test(test_ptx_only_loads_by_jit),
         cmocka_unit_test(test_arch_specific_chosen_on_its_device),
     };

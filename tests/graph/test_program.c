@@ -82,7 +82,7 @@ static void test_layer_norm_program(void **state) {
     assert_int_equal(shared, 0);
     kc_argval vals[16];
     void *args[16];
-    assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, vals, args), KC_OK);
+    assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, NULL, vals, args), KC_OK);
     assert_ptr_equal(*(void **)args[0], (void *)(uintptr_t)(0x1000 * (KC_ROLE_INPUT + 1) + 0));
     assert_ptr_equal(*(void **)args[3], (void *)(uintptr_t)(0x1000 * (KC_ROLE_OUTPUT + 1) + 0));
     assert_ptr_equal(*(void **)args[5], (void *)(uintptr_t)(0x1000 * (KC_ROLE_SAVED + 1) + 1));
@@ -108,7 +108,7 @@ static void test_layer_norm_program(void **state) {
     assert_int_equal(kc_program_decode(data, len, &p), KC_OK);
     assert_int_equal(p->nsteps, 2);
     assert_int_equal(kc_program_bind(p, in, 3, syms), KC_OK);
-    assert_int_equal(kc_program_args(p, 1, syms, fake_resolve, NULL, vals, args), KC_OK);
+    assert_int_equal(kc_program_args(p, 1, syms, fake_resolve, NULL, NULL, vals, args), KC_OK);
     assert_ptr_equal(*(void **)args[0], (void *)(uintptr_t)(0x1000 * (KC_ROLE_GRAD_OUT + 1) + 0));
     assert_ptr_equal(*(void **)args[5], (void *)(uintptr_t)(0x1000 * (KC_ROLE_GRAD_IN + 2) + 0 - 0x1000 + 2));
     kc_program_free(p);
@@ -147,7 +147,7 @@ static void test_launch_limits(void **state) {
     syms[0] = 3000000;
     kc_argval vals[2];
     void *av[2];
-    assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, vals, av), KC_EEXPR); /* N*1000 > 2^31 */
+    assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, NULL, vals, av), KC_EEXPR); /* N*1000 > 2^31 */
     assert_non_null(strstr(kc_error_last()->message, "32 bits"));
     kc_program_free(p);
     kc_entry_free(e);
@@ -269,6 +269,58 @@ static void test_unregistered_wrapper_is_a_clear_error(void **state) {
     assert_int_equal(kc_wrapper_unregister("trace_a", 1), KC_MISS);
 }
 
+/* The built-in philox wrapper: seed and offset reach the call, the offset advances by the
+ * recorded increment, and a call without an RNG state is refused. */
+static int seen_call(void *ctx, kc_forward_call *c) {
+    uint64_t *seen = ctx;
+    seen[0] = c->philox_seed;
+    seen[1] = c->philox_offset;
+    seen[2] = (uint64_t)c->philox_set;
+    return KC_OK;
+}
+
+static void test_philox_wrapper(void **state) {
+    (void)state;
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, KC_KERNELS_DIR "/dropout.json"), KC_OK);
+    kc_entry *e = compiled_entry(d);
+    uint64_t seen[3] = {0, 0, 0};
+    kc_callable base = {seen_call, seen};
+    kc_wrapper_chain *ch;
+    assert_int_equal(kc_wrapper_chain_build(&ch, e, &base), KC_OK);
+    kc_rng_state rng = {42, 1000};
+    kc_forward_call c;
+    memset(&c, 0, sizeof c);
+    c.rng = &rng;
+    assert_int_equal(kc_wrapper_chain_call(ch, &c), KC_OK);
+    assert_int_equal(seen[0], 42);
+    assert_int_equal(seen[1], 1000);
+    assert_int_equal(seen[2], 1);
+    assert_int_equal(rng.offset, 1000 + 16777216);
+    memset(&c, 0, sizeof c);
+    assert_int_equal(kc_wrapper_chain_call(ch, &c), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "RNG state"));
+    kc_wrapper_chain_free(ch);
+    /* The seed and offset are packed as the kernel's last two arguments. */
+    const void *data;
+    size_t len;
+    kc_entry_section(e, KC_SECTION_FORWARD, &data, &len);
+    kc_program *p;
+    assert_int_equal(kc_program_decode(data, len, &p), KC_OK);
+    int64_t syms[1] = {1000};
+    kc_argval vals[8];
+    void *args[8];
+    const uint64_t philox[2] = {42, 1000};
+    assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, philox, vals, args), KC_OK);
+    assert_int_equal(*(uint64_t *)args[5], 42);
+    assert_int_equal(*(uint64_t *)args[6], 1000);
+    assert_int_equal(*(int64_t *)args[4], 1000);
+    assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, NULL, vals, args), KC_EINVAL);
+    kc_program_free(p);
+    kc_entry_free(e);
+    kc_graph_desc_free(d);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -276,6 +328,7 @@ int main(void) {
         T(test_launch_limits),
         T(test_wrappers_in_recorded_order),
         T(test_unregistered_wrapper_is_a_clear_error),
+        T(test_philox_wrapper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
