@@ -229,6 +229,36 @@ int kc_cache_remove(kc_cache *c, const kc_key *key, const char *variant) {
     return kc_local_remove(c->local, name);
 }
 
+struct kc_lock {
+    int fd;
+    char path[PATH_MAX];
+};
+
+int kc_cache_trylock(kc_cache *c, const kc_key *key, const char *variant, kc_lock **out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_cache_trylock: out is NULL");
+    *out = NULL;
+    int rc = check_kv(c, key, variant);
+    if (rc) return rc;
+    if (c->mode != 0) return KC_OK;
+    kc_lock *lk = kc_calloc(1, sizeof *lk);
+    if (!lk) return kc_err(KC_ENOMEM, "out of memory");
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(key, variant, name);
+    rc = kc_local_trylock(c->local, name, &lk->fd, lk->path, sizeof lk->path);
+    if (rc) {
+        free(lk);
+        return rc;
+    }
+    *out = lk;
+    return KC_OK;
+}
+
+void kc_cache_unlock(kc_lock *lk) {
+    if (!lk) return;
+    kc_local_unlock(lk->fd, lk->path);
+    free(lk);
+}
+
 void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n) {
     if (!c || !c->local) return;
     kc_local_count(c->local, key ? key->bytes[0] : 0, id, (int64_t)n);

@@ -93,6 +93,23 @@ KC_API int kc_cache_exists(kc_cache *c, const kc_key *key, const char *variant);
 /** Remove one entry; KC_MISS when it was not there. */
 KC_API int kc_cache_remove(kc_cache *c, const kc_key *key, const char *variant);
 
+/**
+ * [Note: single-flight] A compile lock for one key and variant, shared by every process
+ * using the directory: an flock on <shard>/.lock.<key>.<variant>, which the kernel releases
+ * when its holder dies, so a waiter takes over a crashed compiler's work.
+ */
+typedef struct kc_lock kc_lock;
+
+/**
+ * Try to take the compile lock without waiting: KC_OK (held; release with kc_cache_unlock),
+ * KC_EBUSY (another process or thread compiles it now), or an error.  A read-only or
+ * disabled cache gives KC_OK with *out NULL (nothing to coordinate).
+ */
+KC_API int kc_cache_trylock(kc_cache *c, const kc_key *key, const char *variant, kc_lock **out);
+
+/** Release a compile lock; accepts NULL. */
+KC_API void kc_cache_unlock(kc_lock *lock);
+
 /** Add `n` to a counter (front-door events such as compiles and bypasses). */
 KC_API void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n);
 

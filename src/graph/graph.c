@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../common/fs.h"
 #include "../common/internal.h"
@@ -785,6 +786,57 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     return KC_OK;
 }
 
+/*
+ * [Note: single-flight] A miss compiles under the key+variant's lock.  A process that finds
+ * the lock held waits, polling every few milliseconds, for the entry to appear (then it is
+ * a hit) or for the lock to come free (the holder finished without storing, or died: the
+ * kernel released its flock) — then it takes over.  The wait is bounded (KCACHE_LOCK_WAIT
+ * seconds, default 600): past it, it compiles without the lock rather than fail.
+ */
+static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
+                         const char *target, kc_graph_info *info, kc_entry **entry_out) {
+    const char *w = getenv("KCACHE_LOCK_WAIT");
+    double wait_s = w && *w ? strtod(w, NULL) : 600.0;
+    uint64_t deadline = kc_mono_ns() + (uint64_t)(wait_s > 0 ? wait_s * 1e9 : 0);
+    int waited = 0;
+    for (;;) {
+        kc_lock *lk = NULL;
+        int rc = kc_cache_trylock(c, key, target, &lk);
+        kc_entry *e = NULL;
+        if (rc == KC_OK) {
+            /* Someone may have stored it between our miss and the lock. */
+            if (kc_cache_exists(c, key, target) == 1 && kc_cache_get(c, key, target, &e) == KC_OK) {
+                kc_cache_unlock(lk);
+                info->source = KC_FROM_DISK;
+                snprintf(info->variant, sizeof info->variant, "%s", target);
+                snprintf(info->miss_reason, sizeof info->miss_reason, "stored by another process meanwhile");
+                if (entry_out) *entry_out = e;
+                else kc_entry_free(e);
+                return KC_OK;
+            }
+            rc = compile_and_store(c, d, key, kb, target, info, entry_out);
+            kc_cache_unlock(lk);
+            return rc;
+        }
+        if (rc != KC_EBUSY || kc_mono_ns() > deadline) {
+            if (rc == KC_EBUSY) kc_log(KC_LOG_GRAPH, "%s: waited %.0f s for another compile; compiling", d->name, wait_s);
+            else kc_log(KC_LOG_GRAPH, "%s: no compile lock (%s); compiling", d->name, kc_error_last()->message);
+            return compile_and_store(c, d, key, kb, target, info, entry_out);
+        }
+        if (!waited++) kc_log(KC_LOG_GRAPH, "%s: another process compiles %s; waiting", d->name, target);
+        if (kc_cache_exists(c, key, target) == 1 && kc_cache_get(c, key, target, &e) == KC_OK) {
+            info->source = KC_FROM_DISK;
+            snprintf(info->variant, sizeof info->variant, "%s", target);
+            snprintf(info->miss_reason, sizeof info->miss_reason, "waited for another process's compile");
+            if (entry_out) *entry_out = e;
+            else kc_entry_free(e);
+            return KC_OK;
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void info_init(kc_graph_info *info, const kc_key *key) {
     memset(info, 0, sizeof *info);
     kc_key_to_hex(key, info->key);
@@ -828,7 +880,8 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
             snprintf(info->miss_reason, sizeof info->miss_reason, present ? "stored entry was corrupt" : "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
-        rc = compile_and_store(c, d, &key, kb, target, info, NULL);
+        rc = cacheable ? single_flight(c, d, &key, kb, target, info, NULL)
+                       : compile_and_store(c, d, &key, kb, target, info, NULL);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
@@ -1225,7 +1278,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         }
         info->lookup_us = us_since(t1);
         kc_entry *e = NULL;
-        rc = compile_and_store(c, d, &key, kb, target, info, &e);
+        rc = nc ? single_flight(c, d, &key, kb, target, info, &e) : compile_and_store(c, d, &key, kb, target, info, &e);
         if (!rc) {
             uint64_t t2 = kc_mono_ns();
             rc = load_entry(e, &key, device, &g);

@@ -423,6 +423,39 @@ int kc_local_quarantine(kc_local *l, const char *name) {
     return KC_OK;
 }
 
+/* ---- compile locks ([Note: single-flight] in cache.h) ---- */
+
+int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, size_t cap) {
+    int rc = kc_store_name_check(name);
+    if (rc) return rc;
+    snprintf(path, cap, "%s/%.2s/.lock.%s", l->v1, name, name);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return kc_err_errno(errno, "opening lock '%s'", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            close(fd);
+            if (e == EWOULDBLOCK) return KC_EBUSY;
+            return kc_err_errno(e, "locking '%s'", path);
+        }
+        /* The holder before us may have removed the file after we opened it: then our lock
+         * is on an orphan inode and means nothing.  Make sure we hold the file at the path. */
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+            *fd_out = fd;
+            return KC_OK;
+        }
+        close(fd);
+    }
+    return KC_EBUSY;
+}
+
+void kc_local_unlock(int fd, const char *path) {
+    if (fd < 0) return;
+    unlink(path); /* while still holding it: a waiter that opened it re-checks the inode */
+    close(fd);
+}
+
 /* ---- iteration ---- */
 
 /* Whether `f` is "<name>.kce" with a valid name; the name is copied to `name`. */
@@ -449,7 +482,7 @@ static int walk_shards(kc_local *l, shard_file_cb cb, void *ctx) {
         struct dirent *de;
         int rc = 0;
         while (rc == 0 && (de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' && !kc_fs_is_temp_name(de->d_name)) continue;
+            if (de->d_name[0] == '.' && !kc_fs_is_temp_name(de->d_name) && strncmp(de->d_name, ".lock.", 6) != 0) continue;
             struct stat st;
             snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
             if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
@@ -502,6 +535,16 @@ typedef struct gc_ctx {
 static int gc_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
     gc_ctx *g = ctx;
     char name[KC_NAME_MAX + 1];
+    if (strncmp(file, ".lock.", 6) == 0) {
+        if (g->now_s - (int64_t)st->st_mtime > TEMP_STALE_S) {
+            char path[PATH_MAX + 256];
+            snprintf(path, sizeof path, "%s/%s", dir, file);
+            int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+            if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) unlink(path); /* nobody holds it */
+            if (fd >= 0) close(fd);
+        }
+        return 0;
+    }
     if (kc_fs_is_temp_name(file)) {
         if (g->now_s - (int64_t)st->st_mtime > TEMP_STALE_S) {
             char path[PATH_MAX + 256];

@@ -47,6 +47,11 @@ int kc_local_stats(kc_local *l, kc_stats *out);
 int kc_local_stats_zero(kc_local *l);
 void kc_local_flush(kc_local *l);
 
+/** Take <shard>/.lock.<name> with flock, without waiting: KC_OK (fd in *fd), KC_EBUSY, or an error. */
+int kc_local_trylock(kc_local *l, const char *name, int *fd, char *path, size_t cap);
+/** Remove the lock file and release it. */
+void kc_local_unlock(int fd, const char *path);
+
 int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out);
 int kc_local_clear(kc_local *l);
 

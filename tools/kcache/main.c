@@ -7,11 +7,14 @@
  * goes to stdout; --json output is one JSON value on stdout; errors go to stderr with a
  * non-zero exit (1: the command failed or found a problem; 2: bad usage).
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "kcache.h"
@@ -108,6 +111,7 @@ static int cmd_gc(int argc, char **argv);
 static int cmd_clear(int argc, char **argv);
 static int cmd_get(int argc, char **argv);
 static int cmd_demo(int argc, char **argv);
+static int cmd_prewarm(int argc, char **argv);
 
 static const cmd commands[] = {
     {"stats", "kcache stats [--json] [--zero]",
@@ -133,6 +137,13 @@ static const cmd commands[] = {
      "Look a graph spec up in the cache, compiling and storing it on a miss, and say where it\n"
      "came from and how long each step took.  With --arch (sm_90, compute_80, ...) it only\n"
      "compiles and stores (no GPU needed); without, it loads on GPU 0.", cmd_get},
+    {"prewarm", "kcache prewarm MANIFEST [--arch LIST] [-j N] [--json]",
+     "Compile every graph of MANIFEST for every target (the manifest's \"archs\", or --arch\n"
+     "sm_80,sm_90,compute_80) on N threads (default: the number of cores), storing each\n"
+     "variant; variants already present are hits.  No GPU needed.  Concurrent prewarms (and\n"
+     "kc_graph_get) compile each variant once.  Exit 0: all succeeded; 1: some failed (with\n"
+     "NVRTC's log); 2: bad usage or manifest.  --json prints {graphs, variants, compiled,\n"
+     "hits, failed, seconds, results}.", cmd_prewarm},
     {"demo", "kcache demo [--manifest FILE] [--arch TARGET]",
      "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
      "through the cache twice -- first cold (its entries removed), then warm -- with where\n"
@@ -569,46 +580,317 @@ static int cmd_get(int argc, char **argv) {
     return rc == KC_OK ? 0 : EXIT_PROBLEM;
 }
 
-/* The graphs of a manifest: {"graphs": ["a.json", …]} — paths relative to the manifest. */
-static int manifest_graphs(const char *path, char ***out, int *n) {
+/*
+ * A manifest: {"graphs": ["a.json", ...], "archs": ["sm_80", ...]} — spec paths relative to
+ * the manifest.  Errors name the file and the place; they are usage errors (exit 2).
+ */
+typedef struct manifest {
+    char **specs;
+    int nspecs;
+    char **archs;
+    int narchs;
+} manifest;
+
+static void manifest_free(manifest *m) {
+    for (int i = 0; i < m->nspecs; i++) free(m->specs[i]);
+    for (int i = 0; i < m->narchs; i++) free(m->archs[i]);
+    free(m->specs);
+    free(m->archs);
+    memset(m, 0, sizeof *m);
+}
+
+static int manifest_load(const char *path, manifest *m) {
+    memset(m, 0, sizeof *m);
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "kcache: cannot read manifest %s: %s\n", path, strerror(errno));
         return EXIT_USAGE;
     }
-    char buf[65536];
+    static char buf[1 << 20];
     size_t len = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[len] = 0;
-    /* Minimal reading: the manifest parser proper arrives with prewarm; here the names. */
-    char *g = strstr(buf, "\"graphs\"");
-    char *lb = g ? strchr(g, '[') : NULL, *rb = lb ? strchr(lb, ']') : NULL;
-    if (!rb) {
-        fprintf(stderr, "kcache: %s: no \"graphs\" array\n", path);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    if (!root) {
+        int line = 1, col = 1;
+        for (const char *p = buf; end && p < end; p++) {
+            if (*p == '\n') line++, col = 1;
+            else col++;
+        }
+        fprintf(stderr, "kcache: %s:%d:%d: not valid JSON\n", path, line, col);
         return EXIT_USAGE;
+    }
+    const cJSON *graphs = cJSON_GetObjectItemCaseSensitive(root, "graphs");
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "archs");
+    int rc = 0;
+    if (!cJSON_IsArray(graphs) || cJSON_GetArraySize(graphs) == 0) {
+        fprintf(stderr, "kcache: %s: \"graphs\" must be a non-empty array of spec paths\n", path);
+        rc = EXIT_USAGE;
+    } else if (archs && !cJSON_IsArray(archs)) {
+        fprintf(stderr, "kcache: %s: \"archs\" must be an array of targets\n", path);
+        rc = EXIT_USAGE;
     }
     const char *slash = strrchr(path, '/');
     int dl = slash ? (int)(slash - path) : 1;
-    *out = calloc(256, sizeof **out);
-    *n = 0;
-    for (char *p = lb; p < rb && *n < 256;) {
-        char *q1 = strchr(p, '"');
-        if (!q1 || q1 > rb) break;
-        char *q2 = strchr(q1 + 1, '"');
-        if (!q2 || q2 > rb) break;
+    int ng = rc ? 0 : cJSON_GetArraySize(graphs), na = rc || !archs ? 0 : cJSON_GetArraySize(archs);
+    m->specs = calloc((size_t)ng + 1, sizeof *m->specs);
+    m->archs = calloc((size_t)na + 1, sizeof *m->archs);
+    for (int i = 0; !rc && i < ng; i++) {
+        const cJSON *g = cJSON_GetArrayItem(graphs, i);
+        if (!cJSON_IsString(g) || !g->valuestring[0]) {
+            fprintf(stderr, "kcache: %s: graphs[%d] must be a spec path\n", path, i);
+            rc = EXIT_USAGE;
+            break;
+        }
         char full[4096];
-        snprintf(full, sizeof full, "%.*s/%.*s", dl, slash ? path : ".", (int)(q2 - q1 - 1), q1 + 1);
-        (*out)[(*n)++] = strdup(full);
-        p = q2 + 1;
+        if (g->valuestring[0] == '/') snprintf(full, sizeof full, "%s", g->valuestring);
+        else snprintf(full, sizeof full, "%.*s/%s", dl, slash ? path : ".", g->valuestring);
+        m->specs[m->nspecs++] = strdup(full);
     }
-    return 0;
+    for (int i = 0; !rc && i < na; i++) {
+        const cJSON *a = cJSON_GetArrayItem(archs, i);
+        kc_target t;
+        if (!cJSON_IsString(a) || kc_target_parse(a->valuestring, &t) != KC_OK) {
+            fprintf(stderr, "kcache: %s: archs[%d] is not a target (sm_XY, sm_XYa, compute_XY)\n", path, i);
+            rc = EXIT_USAGE;
+            break;
+        }
+        m->archs[m->narchs++] = strdup(a->valuestring);
+    }
+    cJSON_Delete(root);
+    if (rc) manifest_free(m);
+    return rc;
+}
+
+/* Split "sm_80,sm_90" into targets (validated); usage error otherwise. */
+static int parse_arch_list(const cmd *c0, const char *list, manifest *m) {
+    for (int i = 0; i < m->narchs; i++) free(m->archs[i]);
+    free(m->archs);
+    m->archs = calloc(64, sizeof *m->archs);
+    m->narchs = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        kc_target tg;
+        if (kc_target_parse(t, &tg) != KC_OK || m->narchs >= 64) return usage_error(c0, "not a target", t);
+        m->archs[m->narchs++] = strdup(t);
+    }
+    return m->narchs ? 0 : usage_error(c0, "--arch needs at least one target", NULL);
+}
+
+/* N workers take task indices from a shared counter; this thread works too. */
+typedef struct par_ctx {
+    size_t next, n;
+    void (*fn)(void *, size_t);
+    void *ctx;
+} par_ctx;
+
+static void *par_worker(void *arg) {
+    par_ctx *c = arg;
+    for (size_t i; (i = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED)) < c->n;) c->fn(c->ctx, i);
+    return NULL;
+}
+
+static void run_parallel(int threads, size_t n, void (*fn)(void *, size_t), void *ctx) {
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if ((size_t)threads > n) threads = (int)n;
+    par_ctx c = {0, n, fn, ctx};
+    pthread_t t[1024];
+    int started = 0;
+    for (; started < threads - 1 && started < 1024; started++)
+        if (pthread_create(&t[started], NULL, par_worker, &c) != 0) break;
+    par_worker(&c);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+}
+
+/* ---- prewarm ---- */
+
+typedef struct pw_result {
+    int graph, arch, rc;
+    kc_graph_info info;
+    char *error;
+} pw_result;
+
+typedef struct pw_state {
+    kc_cache *cache;
+    manifest *m;
+    kc_graph_desc **descs;
+    pw_result *res;
+    int ntasks, done, compiled, hits, failed, tty, json;
+    int *graph_left;
+    double t0;
+    pthread_mutex_t mu;
+} pw_state;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void pw_progress(pw_state *p) {
+    double el = now_s() - p->t0;
+    double eta = p->done ? el / p->done * (p->ntasks - p->done) : 0;
+    int width = 30, fill = p->ntasks ? width * p->done / p->ntasks : width;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\r[%s] %d/%d  compiled %d  hit %d  failed %d  %.1fs  ETA %.1fs ", bar, p->done, p->ntasks,
+            p->compiled, p->hits, p->failed, el, eta);
+    fflush(stderr);
+}
+
+static void pw_task(void *ctx, size_t i) {
+    pw_state *p = ctx;
+    pw_result *r = &p->res[i];
+    r->rc = kc_graph_compile(p->cache, p->descs[r->graph], p->m->archs[r->arch], &r->info);
+    if (r->rc) r->error = strdup(kc_error_last()->message);
+    pthread_mutex_lock(&p->mu);
+    p->done++;
+    if (r->rc) p->failed++;
+    else if (r->info.source == KC_FROM_DISK) p->hits++;
+    else p->compiled++;
+    if (p->tty && !p->json) {
+        if (r->rc)
+            fprintf(stderr, "\r\033[K%s %s failed:\n%s\n", kc_graph_desc_name(p->descs[r->graph]), p->m->archs[r->arch],
+                    r->error);
+        pw_progress(p);
+    } else if (--p->graph_left[r->graph] == 0) { /* one plain line per graph, once all its targets are done */
+        FILE *o = p->json ? stderr : stdout;
+        fprintf(o, "%-14s", kc_graph_desc_name(p->descs[r->graph]));
+        for (int k = 0; k < p->ntasks; k++) {
+            pw_result *x = &p->res[k];
+            if (x->graph != r->graph) continue;
+            if (x->rc) fprintf(o, "  %s failed", p->m->archs[x->arch]);
+            else if (x->info.source == KC_FROM_DISK) fprintf(o, "  %s hit", p->m->archs[x->arch]);
+            else fprintf(o, "  %s %s %.0f ms", p->m->archs[x->arch],
+                         x->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled", x->info.compile_ms);
+        }
+        fprintf(o, "\n");
+        for (int k = 0; k < p->ntasks; k++)
+            if (p->res[k].graph == r->graph && p->res[k].rc)
+                fprintf(stderr, "%s %s: %s\n", kc_graph_desc_name(p->descs[r->graph]), p->m->archs[p->res[k].arch],
+                        p->res[k].error);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int cmd_prewarm(int argc, char **argv) {
+    const cmd *c0 = &commands[7];
+    const char *arch = NULL, *path = NULL;
+    int json = 0, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n%s\n", c0->usage, c0->help);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
+            arch = argv[++i];
+        } else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 1024) return usage_error(c0, "-j needs a number from 1 to 1024", argv[i]);
+            threads = (int)v;
+        } else if (argv[i][0] == '-') {
+            return usage_error(c0, "unknown or incomplete option", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return usage_error(c0, "unexpected argument", argv[i]);
+        }
+    }
+    if (!path) return usage_error(c0, "a MANIFEST is required", NULL);
+    manifest m;
+    int rc = manifest_load(path, &m);
+    if (rc) return rc;
+    if (arch && (rc = parse_arch_list(c0, arch, &m))) {
+        manifest_free(&m);
+        return rc;
+    }
+    if (m.narchs == 0) {
+        manifest_free(&m);
+        fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", path);
+        return EXIT_USAGE;
+    }
+    pw_state p;
+    memset(&p, 0, sizeof p);
+    p.m = &m;
+    p.json = json;
+    p.tty = isatty(2);
+    p.descs = calloc((size_t)m.nspecs, sizeof *p.descs);
+    for (int i = 0; i < m.nspecs; i++)
+        if (kc_graph_desc_load(&p.descs[i], m.specs[i]) != KC_OK) {
+            fprintf(stderr, "kcache prewarm: %s: graphs[%d]: %s\n", path, i, kc_error_last()->message);
+            for (int k = 0; k < i; k++) kc_graph_desc_free(p.descs[k]);
+            free(p.descs);
+            manifest_free(&m);
+            return EXIT_USAGE;
+        }
+    if (open_cache(&p.cache)) {
+        for (int i = 0; i < m.nspecs; i++) kc_graph_desc_free(p.descs[i]);
+        free(p.descs);
+        manifest_free(&m);
+        return EXIT_PROBLEM;
+    }
+    p.ntasks = m.nspecs * m.narchs;
+    p.res = calloc((size_t)p.ntasks, sizeof *p.res);
+    p.graph_left = calloc((size_t)m.nspecs, sizeof *p.graph_left);
+    for (int g = 0, k = 0; g < m.nspecs; g++)
+        for (int a = 0; a < m.narchs; a++, k++) p.res[k].graph = g, p.res[k].arch = a, p.graph_left[g]++;
+    pthread_mutex_init(&p.mu, NULL);
+    p.t0 = now_s();
+    if (p.tty && !json) pw_progress(&p);
+    run_parallel(threads, (size_t)p.ntasks, pw_task, &p);
+    double secs = now_s() - p.t0;
+    if (p.tty && !json) fprintf(stderr, "\n");
+    if (json) {
+        int first = 1;
+        printf("{");
+        json_kv_u64(stdout, &first, "graphs", (uint64_t)m.nspecs);
+        json_kv_u64(stdout, &first, "variants", (uint64_t)p.ntasks);
+        json_kv_u64(stdout, &first, "compiled", (uint64_t)p.compiled);
+        json_kv_u64(stdout, &first, "hits", (uint64_t)p.hits);
+        json_kv_u64(stdout, &first, "failed", (uint64_t)p.failed);
+        json_kv_f64(stdout, &first, "seconds", secs);
+        printf(", \"results\": [");
+        for (int k = 0; k < p.ntasks; k++) {
+            pw_result *r = &p.res[k];
+            int f2 = 1;
+            printf("%s{", k ? ", " : "");
+            json_kv_str(stdout, &f2, "graph", kc_graph_desc_name(p.descs[r->graph]));
+            json_kv_str(stdout, &f2, "arch", m.archs[r->arch]);
+            json_kv_str(stdout, &f2, "key", r->info.key);
+            json_kv_str(stdout, &f2, "result", r->rc ? "failed" : r->info.source == KC_FROM_DISK ? "hit"
+                                                  : r->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled");
+            json_kv_f64(stdout, &f2, "compile_ms", r->info.compile_ms);
+            if (r->rc) json_kv_str(stdout, &f2, "error", r->error);
+            printf("}");
+        }
+        printf("]}\n");
+    } else {
+        printf("prewarm: %d graphs, %d variants: %d compiled, %d hits, %d failed in %.1f s\n", m.nspecs, p.ntasks,
+               p.compiled, p.hits, p.failed, secs);
+    }
+    int failed = p.failed;
+    for (int k = 0; k < p.ntasks; k++) free(p.res[k].error);
+    for (int i = 0; i < m.nspecs; i++) kc_graph_desc_free(p.descs[i]);
+    free(p.descs);
+    free(p.res);
+    free(p.graph_left);
+    pthread_mutex_destroy(&p.mu);
+    kc_cache_close(p.cache);
+    manifest_free(&m);
+    return failed ? EXIT_PROBLEM : 0;
 }
 
 static int cmd_demo(int argc, char **argv) {
-    const cmd *c0 = &commands[7];
-    const char *manifest = "kernels/manifest.json", *arch = NULL;
+    const cmd *c0 = &commands[8];
+    const char *mpath = "kernels/manifest.json", *arch = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) manifest = argv[++i];
+        if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
         else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: %s\n\n%s\n", c0->usage, c0->help);
@@ -618,9 +900,11 @@ static int cmd_demo(int argc, char **argv) {
     int gpu = kc_cuda_available() == KC_OK;
     if (!gpu && !arch) arch = "sm_90";
     if (!gpu) printf("no GPU here (%s)\ncompiling for %s only\n\n", kc_error_last()->message, arch);
-    char **specs;
-    int n, rc = manifest_graphs(manifest, &specs, &n);
+    manifest mf;
+    int rc = manifest_load(mpath, &mf);
     if (rc) return rc;
+    char **specs = mf.specs;
+    int n = mf.nspecs;
     kc_cache *c;
     if (open_cache(&c)) return EXIT_PROBLEM;
     int failed = 0;
@@ -650,8 +934,7 @@ static int cmd_demo(int argc, char **argv) {
         }
         printf("\n");
     }
-    for (int i = 0; i < n; i++) free(specs[i]);
-    free(specs);
+    manifest_free(&mf);
     kc_cache_close(c);
     return failed ? EXIT_PROBLEM : 0;
 }

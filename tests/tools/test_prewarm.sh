@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# test_prewarm.sh — `kcache prewarm` and single-flight, end to end:
+#  - prewarm twice: the second run compiles nothing;
+#  - four prewarms at once on an empty cache: each variant compiled exactly once in total;
+#  - a process holding a compile lock is SIGKILLed: a waiting process takes over and finishes;
+#  - a failing graph does not stop the others (exit 1); a bad manifest is exit 2 with the place.
+#   test_prewarm.sh KCACHE KC_HOLD_LOCK KERNELS_DIR
+set -u
+KC=$1; HOLD=$2; KDIR=$3
+T=$(mktemp -d /tmp/kctest-prewarm-XXXXXX)
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+fails=0; checks=0
+ok()  { checks=$((checks+1)); }
+bad() { checks=$((checks+1)); fails=$((fails+1)); echo "FAIL: $*" >&2; }
+jq_() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"; }
+check_json() { if jq_ "$1" "$2"; then ok; else bad "$2 ; got: $(head -c 600 "$1")"; fi; }
+ARCHS=sm_80,compute_80
+NVAR=$(( $(python3 -c "import json; print(len(json.load(open('$KDIR/manifest.json'))['graphs']))") * 2 ))
+
+# Twice: the second run is pure lookups.
+D=$T/twice
+"$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS --json >"$T/a.json" 2>"$T/a.err" && ok || bad "first prewarm failed: $(tail -5 "$T/a.err")"
+check_json "$T/a.json" "j['variants'] == $NVAR and j['compiled'] == $NVAR and j['failed'] == 0 and j['graphs'] == $NVAR // 2"
+"$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS --json >"$T/b.json" 2>/dev/null && ok || bad "second prewarm failed"
+check_json "$T/b.json" "j['compiled'] == 0 and j['hits'] == $NVAR"
+"$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS >"$T/plain.txt" 2>&1 && ok || bad "plain prewarm failed"
+grep -q "^mlp_block .*sm_80 hit" "$T/plain.txt" && grep -q "0 compiled, $NVAR hits, 0 failed" "$T/plain.txt" && ok || bad "plain output: $(cat "$T/plain.txt")"
+
+# Four at once on an empty cache: every variant compiled once in total.
+D=$T/four
+for i in 1 2 3 4; do
+  "$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS -j 2 --json >"$T/p$i.json" 2>"$T/p$i.err" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || bad "a concurrent prewarm failed"; done
+pids=()
+"$KC" --cache-dir "$D" stats --json >"$T/s.json"
+check_json "$T/s.json" "j['compiles'] == $NVAR and j['entries'] == $NVAR"
+total=$(python3 -c "import json; print(sum(json.load(open('$T/p%d.json' % i))['compiled'] for i in (1,2,3,4)))")
+[ "$total" = "$NVAR" ] && ok || bad "the four runs compiled $total variants in all, want $NVAR"
+"$KC" --cache-dir "$D" verify --json >"$T/v.json" && ok || bad "verify after concurrent prewarm"
+check_json "$T/v.json" "j['corrupt'] == 0 and j['checked'] == $NVAR"
+
+# A lock holder killed mid-compile: the waiter takes over.
+D=$T/kill
+"$KC" --cache-dir "$T/keyonly" get "$KDIR/softmax.json" --arch sm_80 --json >"$T/k.json" 2>/dev/null
+KEY=$(python3 -c "import json; print(json.load(open('$T/k.json'))['key'])")
+mkdir -p "$D" && chmod 700 "$D"
+"$HOLD" "$D" "$KEY" sm_80 >"$T/hold.out" 2>&1 &
+holder=$!; pids+=($holder)
+for _ in $(seq 50); do grep -q locked "$T/hold.out" 2>/dev/null && break; sleep 0.1; done
+grep -q locked "$T/hold.out" && ok || bad "the holder did not take the lock: $(cat "$T/hold.out")"
+KCACHE_LOCK_WAIT=60 "$KC" --cache-dir "$D" get "$KDIR/softmax.json" --arch sm_80 --json >"$T/w.json" 2>"$T/w.err" &
+waiter=$!; pids+=($waiter)
+sleep 1.5
+kill -0 $waiter 2>/dev/null && ok || bad "the waiter did not wait for the lock holder"
+kill -9 $holder
+wait $waiter && ok || bad "the waiter failed after the holder died: $(cat "$T/w.err")"
+check_json "$T/w.json" "j['source'] == 'compiled' and j['key'] == '$KEY'"
+"$KC" --cache-dir "$D" stats --json >"$T/ks.json"
+check_json "$T/ks.json" "j['compiles'] == 1 and j['entries'] == 1"
+pids=()
+
+# A failing graph: reported, the others still compiled, exit 1.  Bad manifests: exit 2.
+mkdir -p "$T/m"
+cp "$KDIR"/*.cu "$KDIR"/*.cuh "$KDIR"/softmax.json "$T/m/"
+sed 's/"entry": "softmax_fwd"/"entry": "no_such_kernel"/' "$KDIR/softmax.json" | sed 's/"name": "softmax"/"name": "broken"/' >"$T/m/broken.json"
+echo '{"graphs": ["softmax.json", "broken.json"], "archs": ["sm_80"]}' >"$T/m/manifest.json"
+"$KC" --cache-dir "$T/fail" prewarm "$T/m/manifest.json" --json >"$T/f.json" 2>"$T/f.err"; rc=$?
+[ $rc = 1 ] && ok || bad "a failing graph gave exit $rc, want 1"
+check_json "$T/f.json" "j['compiled'] == 1 and j['failed'] == 1"
+grep -q "no_such_kernel" "$T/f.err" && ok || bad "no NVRTC log for the failing graph: $(head -c 400 "$T/f.err")"
+printf '{"graphs": [\n  "softmax.json",\n  oops ]}' >"$T/m/bad.json"
+"$KC" --cache-dir "$T/fail" prewarm "$T/m/bad.json" >/dev/null 2>"$T/bad.err"; rc=$?
+[ $rc = 2 ] && grep -q "bad.json:3:" "$T/bad.err" && ok || bad "bad JSON: exit $rc, $(cat "$T/bad.err")"
+echo '{"graphs": ["missing.json"], "archs": ["sm_80"]}' >"$T/m/missing.json.manifest"
+"$KC" --cache-dir "$T/fail" prewarm "$T/m/missing.json.manifest" >/dev/null 2>"$T/miss.err"; rc=$?
+[ $rc = 2 ] && grep -q "graphs\[0\]" "$T/miss.err" && ok || bad "missing spec: exit $rc, $(cat "$T/miss.err")"
+"$KC" --cache-dir "$T/fail" prewarm "$T/m/manifest.json" --arch sm_80,gfx90a >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok || bad "bad --arch gave exit $rc"
+"$KC" --cache-dir "$T/fail" prewarm >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok || bad "no manifest gave exit $rc"
+
+echo "test_prewarm: $((checks-fails)) passed, $fails failed"
+[ "$fails" = 0 ]
