@@ -22,5 +22,6 @@
 #include "kcache/compile.h"
 #include "kcache/cuda.h"
 #include "kcache/graph.h"
+#include "kcache/bundle.h"
 
 #endif

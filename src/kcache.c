@@ -19,6 +19,7 @@
 #include "common/internal.h"
 #include "kcache/cache.h"
 #include "store/local.h"
+#include "cache_internal.h"
 
 struct kc_cache {
     kc_local *local; /* NULL when disabled */
@@ -140,6 +141,7 @@ void kc_cache_close(kc_cache *c) {
 }
 
 const char *kc_cache_dir(const kc_cache *c) { return c->dir; }
+kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
 int kc_cache_mode(const kc_cache *c) { return c->mode; }
 

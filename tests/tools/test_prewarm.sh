@@ -27,6 +27,23 @@ check_json "$T/b.json" "j['compiled'] == 0 and j['hits'] == $NVAR"
 "$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS >"$T/plain.txt" 2>&1 && ok || bad "plain prewarm failed"
 grep -q "^mlp_block .*sm_80 hit" "$T/plain.txt" && grep -q "0 compiled, $NVAR hits, 0 failed" "$T/plain.txt" && ok || bad "plain output: $(cat "$T/plain.txt")"
 
+# Ship it: export -> clear -> import -> every lookup hits, with identical bytes.
+(cd "$D/v1" && find . -name '*.kce' -exec sha256sum {} + | sort) >"$T/before.sums"
+"$KC" --cache-dir "$D" export "$T/warm.kcb" --manifest "$KDIR/manifest.json" --arch $ARCHS --json >"$T/e.json" && ok || bad "export failed"
+check_json "$T/e.json" "j['entries'] == $NVAR"
+"$KC" --cache-dir "$D" clear >/dev/null
+"$KC" --cache-dir "$D" import "$T/warm.kcb" --json >"$T/i.json" && ok || bad "import failed"
+check_json "$T/i.json" "j['written'] == $NVAR"
+(cd "$D/v1" && find . -name '*.kce' -exec sha256sum {} + | sort) >"$T/after.sums"
+cmp -s "$T/before.sums" "$T/after.sums" && ok || bad "imported entries differ from the exported ones"
+"$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS --json >"$T/c.json" 2>/dev/null
+check_json "$T/c.json" "j['compiled'] == 0 and j['hits'] == $NVAR"
+"$KC" --cache-dir "$D" import "$T/warm.kcb" --json >"$T/i2.json" && ok || bad "second import failed"
+check_json "$T/i2.json" "j['written'] == 0 and j['unchanged'] == $NVAR"
+head -c 5000 "$T/warm.kcb" >"$T/trunc.kcb"
+"$KC" --cache-dir "$D" import "$T/trunc.kcb" >/dev/null 2>"$T/t.err"; rc=$?
+[ $rc = 1 ] && grep -q "truncated" "$T/t.err" && ok || bad "a truncated bundle: exit $rc, $(cat "$T/t.err")"
+
 # Four at once on an empty cache: every variant compiled once in total.
 D=$T/four
 for i in 1 2 3 4; do

@@ -112,6 +112,8 @@ static int cmd_clear(int argc, char **argv);
 static int cmd_get(int argc, char **argv);
 static int cmd_demo(int argc, char **argv);
 static int cmd_prewarm(int argc, char **argv);
+static int cmd_export(int argc, char **argv);
+static int cmd_import(int argc, char **argv);
 
 static const cmd commands[] = {
     {"stats", "kcache stats [--json] [--zero]",
@@ -144,6 +146,14 @@ static const cmd commands[] = {
      "kc_graph_get) compile each variant once.  Exit 0: all succeeded; 1: some failed (with\n"
      "NVRTC's log); 2: bad usage or manifest.  --json prints {graphs, variants, compiled,\n"
      "hits, failed, seconds, results}.", cmd_prewarm},
+    {"export", "kcache export FILE [--arch LIST] [--manifest MANIFEST] [--json]",
+     "Write the cache's entries (those of LIST's targets, and of MANIFEST's graphs, when\n"
+     "given) to one compressed bundle FILE with a table of contents and per-entry checksums.\n"
+     "Every entry is validated before it is shipped.", cmd_export},
+    {"import", "kcache import FILE [--dry-run] [--json]",
+     "Verify the whole bundle FILE, then write its entries into the cache.  A truncated,\n"
+     "corrupt or altered bundle is refused with the reason and the cache is left untouched;\n"
+     "importing twice changes nothing.  --dry-run verifies only.", cmd_import},
     {"demo", "kcache demo [--manifest FILE] [--arch TARGET]",
      "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
      "through the cache twice -- first cold (its entries removed), then warm -- with where\n"
@@ -547,8 +557,10 @@ static void print_info(const char *name, const kc_graph_info *i, int json) {
     }
 }
 
+static const cmd *find_cmd(const char *name);
+
 static int cmd_get(int argc, char **argv) {
-    const cmd *c0 = &commands[6];
+    const cmd *c0 = find_cmd("get");
     const char *arch = NULL;
     int n = 0;
     for (int i = 1; i < argc; i++) {
@@ -778,7 +790,7 @@ static void pw_task(void *ctx, size_t i) {
 }
 
 static int cmd_prewarm(int argc, char **argv) {
-    const cmd *c0 = &commands[7];
+    const cmd *c0 = find_cmd("prewarm");
     const char *arch = NULL, *path = NULL;
     int json = 0, threads = 0;
     for (int i = 1; i < argc; i++) {
@@ -886,8 +898,115 @@ static int cmd_prewarm(int argc, char **argv) {
     return failed ? EXIT_PROBLEM : 0;
 }
 
+static const cmd *find_cmd(const char *name) {
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (strcmp(commands[k].name, name) == 0) return &commands[k];
+    return &commands[0];
+}
+
+static void print_report(const char *what, const kc_bundle_report *r, int json, const char *file) {
+    if (json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "file", file);
+        json_kv_u64(stdout, &first, "entries", r->entries);
+        json_kv_u64(stdout, &first, "bytes", r->bytes);
+        json_kv_u64(stdout, &first, "written", r->written);
+        json_kv_u64(stdout, &first, "unchanged", r->unchanged);
+        printf("}\n");
+    } else {
+        printf("%s %s: %llu entries, %llu bytes", what, file, (unsigned long long)r->entries, (unsigned long long)r->bytes);
+        if (strcmp(what, "exported") != 0)
+            printf(", %llu written, %llu already present", (unsigned long long)r->written, (unsigned long long)r->unchanged);
+        printf("\n");
+    }
+}
+
+static int cmd_export(int argc, char **argv) {
+    const cmd *c0 = find_cmd("export");
+    const char *file = NULL, *arch = NULL, *mpath = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n%s\n", c0->usage, c0->help);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
+        else if (argv[i][0] == '-') return usage_error(c0, "unknown or incomplete option", argv[i]);
+        else if (!file) file = argv[i];
+        else return usage_error(c0, "unexpected argument", argv[i]);
+    }
+    if (!file) return usage_error(c0, "a FILE is required", NULL);
+    manifest m;
+    memset(&m, 0, sizeof m);
+    kc_key *keys = NULL;
+    int rc = 0;
+    if (mpath && (rc = manifest_load(mpath, &m))) return rc;
+    if (arch && (rc = parse_arch_list(c0, arch, &m))) {
+        manifest_free(&m);
+        return rc;
+    }
+    kc_bundle_filter f = {(const char *const *)m.archs, arch ? (size_t)m.narchs : 0, NULL, 0};
+    if (mpath) {
+        keys = calloc((size_t)m.nspecs + 1, sizeof *keys);
+        for (int i = 0; i < m.nspecs; i++) {
+            kc_graph_desc *d;
+            if (kc_graph_desc_load(&d, m.specs[i]) != KC_OK || kc_graph_key(d, &keys[i], NULL) != KC_OK) {
+                fprintf(stderr, "kcache export: %s: graphs[%d]: %s\n", mpath, i, kc_error_last()->message);
+                if (d) kc_graph_desc_free(d);
+                free(keys);
+                manifest_free(&m);
+                return EXIT_USAGE;
+            }
+            kc_graph_desc_free(d);
+        }
+        f.keys = keys;
+        f.nkeys = (size_t)m.nspecs;
+    }
+    kc_cache *c;
+    if (open_cache(&c)) {
+        free(keys);
+        manifest_free(&m);
+        return EXIT_PROBLEM;
+    }
+    kc_bundle_report r;
+    rc = kc_bundle_export(c, file, &f, &r);
+    kc_cache_close(c);
+    free(keys);
+    manifest_free(&m);
+    if (rc) return fail("export failed");
+    print_report("exported", &r, json, file);
+    return 0;
+}
+
+static int cmd_import(int argc, char **argv) {
+    const cmd *c0 = find_cmd("import");
+    const char *file = NULL;
+    int json = 0, dry = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n\n%s\n", c0->usage, c0->help);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--dry-run") == 0) dry = 1;
+        else if (argv[i][0] == '-') return usage_error(c0, "unknown option", argv[i]);
+        else if (!file) file = argv[i];
+        else return usage_error(c0, "unexpected argument", argv[i]);
+    }
+    if (!file) return usage_error(c0, "a FILE is required", NULL);
+    kc_cache *c;
+    if (open_cache(&c)) return EXIT_PROBLEM;
+    kc_bundle_report r;
+    int rc = kc_bundle_import(c, file, dry, &r);
+    kc_cache_close(c);
+    if (rc) return fail("import refused; the cache is unchanged");
+    print_report(dry ? "verified" : "imported", &r, json, file);
+    return 0;
+}
+
 static int cmd_demo(int argc, char **argv) {
-    const cmd *c0 = &commands[8];
+    const cmd *c0 = find_cmd("demo");
     const char *mpath = "kernels/manifest.json", *arch = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];

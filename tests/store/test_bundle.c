@@ -1,0 +1,232 @@
+/*
+ * test_bundle.c — bundles: export → clear → import gives every entry back with identical
+ * bytes; importing twice writes nothing; filters; a truncated bundle or one with a byte
+ * changed at random offsets is refused and the cache is unchanged; a bundle built by hand
+ * (valid checksums) naming "../" is refused before anything is written.
+ */
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "kcache.h"
+#include "helpers.h"
+
+static char *dir;
+static kc_cache *cache;
+
+static int setup(void **state) {
+    (void)state;
+    return kct_open_cache("bundle", &dir, &cache);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return kct_close_cache(dir, cache);
+}
+
+static kc_key key_of(int i) {
+    kc_key_builder *kb;
+    kc_key_builder_new(&kb);
+    kc_key_add_u64(kb, KC_COMP_EXTRA, "bundle", (uint64_t)i);
+    kc_key k;
+    kc_key_finish(kb, &k);
+    kc_key_builder_free(kb);
+    return k;
+}
+
+static void fill(int n) {
+    unsigned s = 9;
+    uint8_t buf[3000];
+    for (int i = 0; i < n; i++) {
+        kc_key k = key_of(i);
+        kc_entry *e;
+        kc_entry_new(&e, &k, i % 2 ? "sm_90" : "sm_80");
+        for (size_t j = 0; j < sizeof buf; j++) buf[j] = (uint8_t)(j % 7 ? rand_r(&s) : 0);
+        kc_entry_set_section(e, KC_SECTION_KERNELS, buf, sizeof buf);
+        assert_int_equal(kc_cache_put(cache, e), KC_OK);
+        kc_entry_free(e);
+    }
+}
+
+typedef struct snap {
+    char names[64][80];
+    uint64_t sums[64];
+    int n;
+} snap;
+
+static int snap_item(const kc_cache_item *it, void *ctx) {
+    snap *s = ctx;
+    size_t len;
+    uint8_t *b = kct_read(it->path, &len);
+    char hex[33];
+    kc_key_to_hex(&it->key, hex);
+    snprintf(s->names[s->n], sizeof s->names[0], "%s.%s", hex, it->variant);
+    s->sums[s->n++] = b ? XXH3_64bits(b, len) : 0;
+    free(b);
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The cache's entries and their bytes, order-independent. */
+static uint64_t fingerprint(void) {
+    snap s = {.n = 0};
+    kc_cache_foreach(cache, snap_item, &s);
+    char lines[64][100];
+    memset(lines, 0, sizeof lines);
+    for (int i = 0; i < s.n; i++) snprintf(lines[i], sizeof lines[i], "%s %016llx", s.names[i], (unsigned long long)s.sums[i]);
+    qsort(lines, (size_t)s.n, sizeof lines[0], by_name);
+    return XXH3_64bits(lines, sizeof lines[0] * (size_t)s.n) ^ (uint64_t)s.n;
+}
+
+static void test_round_trip_and_idempotence(void **state) {
+    (void)state;
+    fill(10);
+    uint64_t before = fingerprint();
+    char path[600];
+    snprintf(path, sizeof path, "%s/warm.kcb", dir);
+    kc_bundle_report r;
+    assert_int_equal(kc_bundle_export(cache, path, NULL, &r), KC_OK);
+    assert_int_equal(r.entries, 10);
+    assert_int_equal(kc_cache_clear(cache), KC_OK);
+    assert_int_not_equal(fingerprint(), before);
+    assert_int_equal(kc_bundle_import(cache, path, 1, &r), KC_OK); /* dry run writes nothing */
+    assert_int_equal(r.entries, 10);
+    assert_int_equal(r.written, 0);
+    assert_int_equal(kct_count_files(dir, ".kce"), 0);
+    assert_int_equal(kc_bundle_import(cache, path, 0, &r), KC_OK);
+    assert_int_equal(r.written, 10);
+    assert_int_equal(fingerprint(), before); /* identical bytes */
+    for (int i = 0; i < 10; i++) {
+        kc_key k = key_of(i);
+        kc_entry *e;
+        assert_int_equal(kc_cache_get(cache, &k, i % 2 ? "sm_90" : "sm_80", &e), KC_OK);
+        kc_entry_free(e);
+    }
+    assert_int_equal(kc_bundle_import(cache, path, 0, &r), KC_OK);
+    assert_int_equal(r.written, 0);
+    assert_int_equal(r.unchanged, 10);
+    /* A variant filter. */
+    const char *only[] = {"sm_90"};
+    kc_bundle_filter f = {only, 1, NULL, 0};
+    assert_int_equal(kc_bundle_export(cache, path, &f, &r), KC_OK);
+    assert_int_equal(r.entries, 5);
+    kc_key k3 = key_of(3);
+    kc_bundle_filter fk = {NULL, 0, &k3, 1};
+    assert_int_equal(kc_bundle_export(cache, path, &fk, &r), KC_OK);
+    assert_int_equal(r.entries, 1);
+}
+
+static void test_damaged_bundles_change_nothing(void **state) {
+    (void)state;
+    fill(6);
+    char path[600], bad[600];
+    snprintf(path, sizeof path, "%s/b.kcb", dir);
+    snprintf(bad, sizeof bad, "%s/bad.kcb", dir);
+    assert_int_equal(kc_bundle_export(cache, path, NULL, NULL), KC_OK);
+    size_t len;
+    uint8_t *b = kct_read(path, &len);
+    /* Import into a cache that holds other content, so "unchanged" means something. */
+    kc_cache_clear(cache);
+    kc_key k = key_of(100);
+    kc_entry *e;
+    kc_entry_new(&e, &k, "sm_90");
+    kc_entry_set_section(e, KC_SECTION_KERNELS, "x", 1);
+    kc_cache_put(cache, e);
+    kc_entry_free(e);
+    uint64_t before = fingerprint();
+    unsigned s = 17;
+    int trials = 0;
+    for (size_t n = 0; n < len; n += (n < 64 ? 1 : 1 + len / 97)) { /* truncations */
+        kct_write(bad, b, n);
+        assert_int_not_equal(kc_bundle_import(cache, bad, 0, NULL), KC_OK);
+        trials++;
+    }
+    for (int t = 0; t < 300; t++) { /* a byte changed at a random offset */
+        uint8_t *c = malloc(len);
+        memcpy(c, b, len);
+        size_t at = (size_t)rand_r(&s) % len;
+        c[at] ^= (uint8_t)(1 + rand_r(&s) % 255);
+        kct_write(bad, c, len);
+        free(c);
+        int rc = kc_bundle_import(cache, bad, 0, NULL);
+        if (rc == KC_OK) fail_msg("a bundle with byte %zu changed was accepted", at);
+        trials++;
+    }
+    assert_int_equal(fingerprint(), before);
+    assert_true(trials > 350);
+    free(b);
+}
+
+/* Build a bundle by hand from the documented format, with valid checksums. */
+static void write_bundle(const char *path, const char *name, const uint8_t *entry, size_t elen) {
+    uint8_t content[8192];
+    size_t nl = strlen(name), off = 0;
+    content[off++] = (uint8_t)nl;
+    content[off++] = 0;
+    memcpy(content + off, name, nl);
+    off += nl;
+    uint64_t v[3] = {0, elen, XXH3_64bits(entry, elen)};
+    memcpy(content + off, v, 24); /* little-endian host */
+    off += 24;
+    memcpy(content + off, entry, elen);
+    off += elen;
+    uint8_t file[9000];
+    size_t z = ZSTD_compress(file + 48, sizeof file - 48, content, off, 3);
+    memcpy(file, "\x89KCB\r\n\x1a\n", 8);
+    uint16_t ver = 1, res = 0;
+    uint32_t count = 1;
+    uint64_t raw = off, stored = z, psum = XXH3_64bits(content, off);
+    memcpy(file + 8, &ver, 2);
+    memcpy(file + 10, &res, 2);
+    memcpy(file + 12, &count, 4);
+    memcpy(file + 16, &raw, 8);
+    memcpy(file + 24, &stored, 8);
+    memcpy(file + 32, &psum, 8);
+    uint64_t hsum = XXH3_64bits(file, 40);
+    memcpy(file + 40, &hsum, 8);
+    kct_write(path, file, 48 + z);
+}
+
+static void test_names_that_escape_are_refused(void **state) {
+    (void)state;
+    kc_key k = key_of(1);
+    kc_entry *e;
+    kc_entry_new(&e, &k, "sm_90");
+    kc_entry_set_section(e, KC_SECTION_KERNELS, "cubin", 5);
+    void *bytes;
+    size_t len;
+    kc_entry_encode(e, &bytes, &len);
+    char hex[33], good[80], path[600];
+    kc_key_to_hex(&k, hex);
+    snprintf(good, sizeof good, "%s.sm_90", hex);
+    snprintf(path, sizeof path, "%s/crafted.kcb", dir);
+    /* The hand-built bundle is accepted with the right name (the format is as documented)… */
+    write_bundle(path, good, bytes, len);
+    kc_bundle_report r;
+    assert_int_equal(kc_bundle_import(cache, path, 1, &r), KC_OK);
+    assert_int_equal(r.entries, 1);
+    /* …and refused with names that could leave the directory or lie about the entry. */
+    const char *bad[] = {"../../../tmp/evil.sm_90", "00112233445566778899aabbccddeeff./x", "/etc/passwd"};
+    for (size_t i = 0; i < 3; i++) {
+        write_bundle(path, bad[i], bytes, len);
+        assert_int_equal(kc_bundle_import(cache, path, 0, NULL), KC_EPERM);
+        assert_non_null(strstr(kc_error_last()->message, "refused"));
+    }
+    char other[80];
+    snprintf(other, sizeof other, "%s.sm_80", hex); /* a valid name that is not the entry's */
+    write_bundle(path, other, bytes, len);
+    assert_int_equal(kc_bundle_import(cache, path, 0, NULL), KC_ECORRUPT);
+    assert_int_equal(kct_count_files(dir, ".kce"), 0);
+    kc_free(bytes);
+    kc_entry_free(e);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_round_trip_and_idempotence),
+        T(test_damaged_bundles_change_nothing),
+        T(test_names_that_escape_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
