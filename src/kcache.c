@@ -20,6 +20,7 @@
 #include "kcache/cache.h"
 #include "store/local.h"
 #include "cache_internal.h"
+#include "common/fs.h"
 
 struct kc_cache {
     kc_local *local; /* NULL when disabled */
@@ -190,6 +191,31 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
         return kc_err(KC_MISS, "entry %s was corrupt (quarantined)", name);
     }
     kc_local_count(c->local, shard, KC_STAT_HITS, 1);
+    *out = e;
+    return KC_OK;
+}
+
+int kc_cache_peek(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_cache_peek: out is NULL");
+    *out = NULL;
+    int rc = check_kv(c, key, variant);
+    if (rc) return rc;
+    if (c->mode == 2) return KC_MISS;
+    char name[KC_NAME_MAX + 1], path[PATH_MAX];
+    kc_store_name(key, variant, name);
+    kc_local_path(c->local, name, path, sizeof path);
+    void *data;
+    size_t len;
+    rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, &data, &len, NULL);
+    if (rc) return rc;
+    kc_entry *e;
+    rc = kc_entry_decode(&e, data, len);
+    free(data);
+    if (rc) return rc;
+    if (memcmp(kc_entry_key(e)->bytes, key->bytes, 16) != 0 || strcmp(kc_entry_variant(e), variant) != 0) {
+        kc_entry_free(e);
+        return kc_err(KC_ECORRUPT, "corrupt entry: it holds another key or variant than its name");
+    }
     *out = e;
     return KC_OK;
 }

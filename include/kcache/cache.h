@@ -87,6 +87,12 @@ KC_API int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_
  */
 KC_API int kc_cache_put(kc_cache *c, const kc_entry *e);
 
+/**
+ * Read and validate an entry like kc_cache_get, but count nothing, refresh no time and
+ * quarantine nothing (for tools that inspect).  KC_MISS, KC_ECORRUPT, or KC_OK.
+ */
+KC_API int kc_cache_peek(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out);
+
 /** Whether an entry exists (without reading or validating it): 1, 0, or an error. */
 KC_API int kc_cache_exists(kc_cache *c, const kc_key *key, const char *variant);
 

@@ -267,6 +267,40 @@ KC_API int kc_wrapper_chain_call(kc_wrapper_chain *chain, kc_forward_call *c);
 /** Free a chain; accepts NULL. */
 KC_API void kc_wrapper_chain_free(kc_wrapper_chain *chain);
 
+/* ---- explain ---- */
+
+/** Most digests an explanation lists. */
+#define KC_EXPLAIN_MAX 128
+
+/** One named digest. */
+typedef struct kc_explain_digest {
+    char name[64];
+    char digest[KC_KEY_HEX_LEN + 1];
+} kc_explain_digest;
+
+/** Why a lookup hits or misses (kc_graph_explain).  Large: allocate it, don't put it on a small stack. */
+typedef struct kc_explain {
+    char key[KC_KEY_HEX_LEN + 1];
+    char variant[32];
+    int hit;                               /**< 1 when key.variant is stored. */
+    size_t ndigests;
+    kc_explain_digest digests[KC_EXPLAIN_MAX]; /**< This lookup's components, then finer digests. */
+    int have_nearest;                      /**< On a miss: a stored entry was compared. */
+    char nearest[80];                      /**< Its "<key>.<variant>". */
+    int nearest_shares_graph;              /**< It has the same graph component. */
+    size_t ndiffs;
+    char diffs[KC_EXPLAIN_MAX][64];        /**< Names that differ: "arch", "options", "inputs[0].sizes", … */
+} kc_explain;
+
+/**
+ * Explain a lookup of `d` for `variant`: the key, every digest, whether it hits, and on a
+ * miss the stored entry nearest to it — one with the same key (then only "arch" differs),
+ * else one sharing the graph component, else the one with the most equal components — and
+ * the names of the components and finer digests that differ.  Reads the cache without
+ * counting or refreshing anything.
+ */
+KC_API int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *out);
+
 /** Extract every stored image of an entry into `dir` as <kernel>.<variant>.cubin / .ptx. */
 KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);
 

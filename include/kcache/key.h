@@ -119,6 +119,13 @@ KC_API int kc_key_add_u64(kc_key_builder *kb, kc_component comp, const char *lab
 KC_API int kc_key_add_tensor(kc_key_builder *kb, const kc_tensor_meta *t);
 
 /**
+ * Record a finer digest named `name` (e.g. "kernels[0].source") beside the components.  It
+ * does not change the key — the bytes must also be added to a component — but it is
+ * stored with entries so that `kcache explain` can name what changed.
+ */
+KC_API int kc_key_note(kc_key_builder *kb, const char *name, const void *data, size_t len);
+
+/**
  * The stable id of a symbol named by its source.  The same name always gets the same id
  * in one builder; a new name gets hash(name), or the next free id on collision.
  */

@@ -423,16 +423,29 @@ int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
             kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
             kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
         }
-        char *norm;
+        char *norm, label[64];
         kc_kernel_src k = as_src(g);
         if ((rc = kc_options_normalize(&k, &norm))) break;
         kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
+        /* Finer digests, for explain: this kernel's source (with its headers) and options. */
+        kc_buf src = {0};
+        put_str(&src, g->source);
+        for (size_t h = 0; h < g->nheaders; h++) put_str(&src, g->headers[h].name), put_str(&src, g->headers[h].source);
+        snprintf(label, sizeof label, "kernels[%zu].source", i);
+        if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
+        else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
+        kc_buf_free(&src);
+        snprintf(label, sizeof label, "kernels[%zu].options", i);
+        if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
         free(norm);
         if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
     }
     kc_buf prog = {0};
     encode_program(d, KC_PASS_FORWARD, &prog);
+    size_t fwd_len = prog.len;
     encode_program(d, KC_PASS_BACKWARD, &prog);
+    if (!rc && !prog.failed) rc = kc_key_note(kb, "program.forward", prog.data, fwd_len);
+    if (!rc && !prog.failed) rc = kc_key_note(kb, "program.backward", prog.data + fwd_len, prog.len - fwd_len);
     for (size_t i = 0; i < d->nwrappers; i++) {
         put_str(&prog, d->wrappers[i].name);
         kc_buf_put_u32(&prog, d->wrappers[i].version);
@@ -1308,4 +1321,116 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     *out = g;
     info->total_us = us_since(t0);
     return KC_OK;
+}
+
+/* ---- explain ---- */
+
+typedef struct ex_best {
+    kc_explain *x;
+    kc_cache *c;
+    const kc_key_builder *kb;
+    kc_key key;
+    int best_shares, best_equal;
+    kc_entry *best;
+    char best_name[80];
+} ex_best;
+
+static int digest_of(const kc_entry *e, const char *name, kc_digest *out) {
+    for (size_t i = 0; i < kc_entry_digest_count(e); i++) {
+        const char *n;
+        kc_entry_digest_at(e, i, &n, out);
+        if (strcmp(n, name) == 0) return 1;
+    }
+    return 0;
+}
+
+static int ex_visit(const kc_cache_item *it, void *ctx) {
+    ex_best *b = ctx;
+    kc_entry *e;
+    if (kc_cache_peek(b->c, &it->key, it->variant, &e) != KC_OK) return 0;
+    int equal = 0, shares = 0;
+    for (int comp = 0; comp < KC_COMP_COUNT; comp++) {
+        kc_digest mine, theirs;
+        kc_key_component_digest(b->kb, (kc_component)comp, &mine);
+        if (digest_of(e, kc_component_name((kc_component)comp), &theirs) && memcmp(mine.bytes, theirs.bytes, 16) == 0) {
+            equal++;
+            if (comp == KC_COMP_GRAPH) shares = 1;
+        }
+    }
+    int same_key = memcmp(it->key.bytes, b->key.bytes, 16) == 0;
+    /* Rank: same key (another arch) > shares the graph > most equal components. */
+    int rank = same_key ? 1000 : shares * 100 + equal, best_rank = !b->best ? -1
+        : (memcmp(kc_entry_key(b->best)->bytes, b->key.bytes, 16) == 0 ? 1000 : b->best_shares * 100 + b->best_equal);
+    if (rank > best_rank) {
+        kc_entry_free(b->best);
+        b->best = e;
+        b->best_shares = shares;
+        b->best_equal = equal;
+        char hex[KC_KEY_HEX_LEN + 1];
+        kc_key_to_hex(&it->key, hex);
+        snprintf(b->best_name, sizeof b->best_name, "%s.%s", hex, it->variant);
+    } else {
+        kc_entry_free(e);
+    }
+    return 0;
+}
+
+static void add_diff(kc_explain *x, const char *name) {
+    for (size_t i = 0; i < x->ndiffs; i++)
+        if (strcmp(x->diffs[i], name) == 0) return;
+    if (x->ndiffs < KC_EXPLAIN_MAX) snprintf(x->diffs[x->ndiffs++], sizeof x->diffs[0], "%s", name);
+}
+
+int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *x) {
+    if (!c || !d || !variant || !x) return kc_err(KC_EINVAL, "kc_graph_explain: NULL argument");
+    memset(x, 0, sizeof *x);
+    kc_target t;
+    int rc = kc_target_parse(variant, &t);
+    if (rc) return rc;
+    kc_key key;
+    kc_key_builder *kb;
+    if ((rc = kc_graph_key(d, &key, &kb))) return rc;
+    kc_key_to_hex(&key, x->key);
+    snprintf(x->variant, sizeof x->variant, "%s", variant);
+    for (size_t i = 0; i < kc_key_digest_count(kb) && x->ndigests < KC_EXPLAIN_MAX; i++) {
+        const char *name;
+        kc_digest dg;
+        kc_key_digest_at(kb, i, &name, &dg);
+        snprintf(x->digests[x->ndigests].name, sizeof x->digests[0].name, "%s", name);
+        kc_digest_to_hex(&dg, x->digests[x->ndigests++].digest);
+    }
+    x->hit = kc_cache_exists(c, &key, variant) == 1;
+    if (!x->hit) {
+        ex_best b = {x, c, kb, key, 0, 0, NULL, ""};
+        rc = kc_cache_foreach(c, ex_visit, &b);
+        if (b.best) {
+            x->have_nearest = 1;
+            x->nearest_shares_graph = b.best_shares;
+            snprintf(x->nearest, sizeof x->nearest, "%s", b.best_name);
+            if (strcmp(kc_entry_variant(b.best), variant) != 0) add_diff(x, "arch");
+            /* Every named digest of either side that is missing on the other or differs. */
+            for (size_t i = 0; i < kc_key_digest_count(kb); i++) {
+                const char *name;
+                kc_digest mine, theirs;
+                kc_key_digest_at(kb, i, &name, &mine);
+                if (!digest_of(b.best, name, &theirs) || memcmp(mine.bytes, theirs.bytes, 16) != 0) add_diff(x, name);
+            }
+            for (size_t i = 0; i < kc_entry_digest_count(b.best); i++) {
+                const char *name;
+                kc_digest theirs;
+                kc_entry_digest_at(b.best, i, &name, &theirs);
+                int found = 0;
+                for (size_t k = 0; k < kc_key_digest_count(kb) && !found; k++) {
+                    const char *n2;
+                    kc_digest mine;
+                    kc_key_digest_at(kb, k, &n2, &mine);
+                    found = strcmp(n2, name) == 0;
+                }
+                if (!found) add_diff(x, name);
+            }
+            kc_entry_free(b.best);
+        }
+    }
+    kc_key_builder_free(kb);
+    return rc;
 }

@@ -160,6 +160,13 @@ static int add_fine(kc_key_builder *kb, const char *name, const void *data, size
     return KC_OK;
 }
 
+int kc_key_note(kc_key_builder *kb, const char *name, const void *data, size_t len) {
+    int rc = check_open(kb, KC_COMP_EXTRA, name);
+    if (rc) return rc;
+    if (!data && len) return kc_err(KC_EINVAL, "kc_key_note '%s': data is NULL", name);
+    return add_fine(kb, name, data, len);
+}
+
 int kc_key_symbol_id(kc_key_builder *kb, const char *source_name, uint32_t *out) {
     if (!kb || !source_name || !out) return kc_err(KC_EINVAL, "kc_key_symbol_id: NULL argument");
     if (!*source_name) return kc_err(KC_EINVAL, "kc_key_symbol_id: empty symbol name");

@@ -114,6 +114,7 @@ static int cmd_demo(int argc, char **argv);
 static int cmd_prewarm(int argc, char **argv);
 static int cmd_export(int argc, char **argv);
 static int cmd_import(int argc, char **argv);
+static int cmd_explain(int argc, char **argv);
 
 static const cmd commands[] = {
     {"stats", "kcache stats [--json] [--zero]",
@@ -154,6 +155,11 @@ static const cmd commands[] = {
      "Verify the whole bundle FILE, then write its entries into the cache.  A truncated,\n"
      "corrupt or altered bundle is refused with the reason and the cache is left untouched;\n"
      "importing twice changes nothing.  --dry-run verifies only.", cmd_import},
+    {"explain", "kcache explain SPEC [--arch TARGET] [--json]",
+     "Why a graph hits or misses: its key, every component's digest, and on a miss the stored\n"
+     "entry nearest to it and the components that differ, down to the tensor and field\n"
+     "(\"arch\", \"options\", \"inputs[0].sizes\", \"kernels[1].source\", \"toolchain\").\n"
+     "TARGET defaults to GPU 0's (sm_90 without a GPU).  Counts and changes nothing.", cmd_explain},
     {"demo", "kcache demo [--manifest FILE] [--arch TARGET]",
      "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
      "through the cache twice -- first cold (its entries removed), then warm -- with where\n"
@@ -1003,6 +1009,73 @@ static int cmd_import(int argc, char **argv) {
     if (rc) return fail("import refused; the cache is unchanged");
     print_report(dry ? "verified" : "imported", &r, json, file);
     return 0;
+}
+
+static int cmd_explain(int argc, char **argv) {
+    const cmd *c0 = find_cmd("explain");
+    const char *arch = NULL;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--arch") == 0) return usage_error(c0, "--arch needs a target", NULL);
+        else argv[++n] = argv[i];
+    }
+    opts o;
+    parse_opts(c0, n + 1, argv, &o, 1, 0, 1);
+    if (o.npos != 1) return usage_error(c0, "a SPEC file is required", NULL);
+    char dev[16] = "sm_90";
+    int major, minor;
+    if (!arch && kc_cuda_capability(0, &major, &minor) == KC_OK) kc_variant_for_device(major, minor, dev);
+    if (!arch) arch = dev;
+    kc_target t;
+    if (kc_target_parse(arch, &t) != KC_OK) return usage_error(c0, kc_error_last()->message, NULL);
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
+        fprintf(stderr, "kcache explain: %s\n", kc_error_last()->message);
+        return EXIT_USAGE;
+    }
+    kc_cache *c;
+    if (open_cache(&c)) {
+        kc_graph_desc_free(d);
+        return EXIT_PROBLEM;
+    }
+    kc_explain *x = malloc(sizeof *x);
+    int rc = x ? kc_graph_explain(c, d, arch, x) : KC_ENOMEM;
+    if (rc == KC_OK && o.json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "graph", kc_graph_desc_name(d));
+        json_kv_str(stdout, &first, "key", x->key);
+        json_kv_str(stdout, &first, "variant", x->variant);
+        printf(", \"hit\": %s, \"digests\": {", x->hit ? "true" : "false");
+        int f2 = 1;
+        for (size_t i = 0; i < x->ndigests; i++) json_kv_str(stdout, &f2, x->digests[i].name, x->digests[i].digest);
+        printf("}, \"nearest\": ");
+        if (x->have_nearest) json_str(stdout, x->nearest);
+        else printf("null");
+        printf(", \"shares_graph\": %s, \"differs\": [", x->nearest_shares_graph ? "true" : "false");
+        for (size_t i = 0; i < x->ndiffs; i++) {
+            if (i) printf(", ");
+            json_str(stdout, x->diffs[i]);
+        }
+        printf("]}\n");
+    } else if (rc == KC_OK) {
+        printf("graph     %s\nkey       %s\nvariant   %s\nresult    %s\ndigests\n", kc_graph_desc_name(d), x->key,
+               x->variant, x->hit ? "hit" : "miss");
+        for (size_t i = 0; i < x->ndigests; i++) printf("  %-24s %s\n", x->digests[i].name, x->digests[i].digest);
+        if (!x->hit && !x->have_nearest) printf("nearest   none: the cache holds no entry to compare with\n");
+        if (x->have_nearest) {
+            printf("nearest   %s%s\ndiffers  ", x->nearest, x->nearest_shares_graph ? " (same graph)" : "");
+            for (size_t i = 0; i < x->ndiffs; i++) printf(" %s", x->diffs[i]);
+            printf("\n");
+        }
+    } else {
+        fail("explain failed");
+    }
+    free(x);
+    kc_cache_close(c);
+    kc_graph_desc_free(d);
+    return rc == KC_OK ? 0 : EXIT_PROBLEM;
 }
 
 static int cmd_demo(int argc, char **argv) {
