@@ -23,5 +23,6 @@
 #include "kcache/cuda.h"
 #include "kcache/graph.h"
 #include "kcache/bundle.h"
+#include "kcache/guard.h"
 
 #endif
