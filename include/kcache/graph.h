@@ -81,6 +81,14 @@ KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const c
 KC_API int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version,
                                 const void *params, size_t len);
 
+/**
+ * Attach a saved-tensor hook graph (pack/unpack) by name.  Its `cache_hash` — a digest the
+ * caller computes of the hook's code — joins the key (component "hooks").  A hook without
+ * one (NULL) cannot be keyed: the graph is compiled and works, but bypasses the persistent
+ * cache (counted in `bypasses`, with the reason).
+ */
+KC_API int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash);
+
 /** Opaque bytes the runtime stores with the graph (returned by kc_graph_runtime_meta). */
 KC_API int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len);
 

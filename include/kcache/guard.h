@@ -82,8 +82,23 @@ KC_API int kc_site_lookup(kc_site *s, const kc_call *call, kc_site_answer *out);
 KC_API int kc_site_insert(kc_site *s, const kc_call *call, const uint32_t *dynamic, void *value,
                           void (*release)(void *value));
 
+/**
+ * Declare bounds for a dimension of an input (as a runtime's mark_dynamic(min, max)): when
+ * the dimension is dynamic, entries still check min ≤ size ≤ max, and a size outside is a
+ * miss with the reason.  Applies to lookups from now on.
+ */
+KC_API int kc_site_set_bounds(kc_site *s, size_t input, int dim, int64_t min, int64_t max);
+
 /** Drop every entry, in every site, that guards `owner` (the owner died).  Returns how many. */
 KC_API size_t kc_owner_release(uintptr_t owner);
+
+/**
+ * The symbol name kcache uses for input `i`, dimension `d` when it is dynamic ("in0_d1"),
+ * for building a graph description from an answer's `dynamic` masks.  The key's symbol ids
+ * are a hash of this name, so a graph built from a saved profile has the same key in every
+ * process, and marking one more dimension dynamic renames no other.  `out` holds 24 bytes.
+ */
+KC_API void kc_site_symbol(size_t input, int dim, char out[24]);
 
 /** Counters of a site. */
 typedef struct kc_site_stats {

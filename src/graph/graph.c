@@ -90,6 +90,8 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
     free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
     free_strs(d->symbols, d->nsymbols);
+    free_strs(d->hooks, d->nhooks);
+    free(d->unhashed_hook);
     free(d->runtime_meta);
     free(d->name);
     free(d->backend);
@@ -330,6 +332,20 @@ int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, c
     return KC_OK;
 }
 
+int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash) {
+    if (!d || !name || !*name) return kc_err(KC_EINVAL, "kc_graph_add_hook: a name is required");
+    if (!cache_hash || !*cache_hash) {
+        d->hook_unhashed = 1;
+        if (!d->unhashed_hook && !(d->unhashed_hook = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
+        return KC_OK;
+    }
+    char **slot = grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
+    if (!slot || !(*slot = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
+    slot = grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
+    if (!slot || !(*slot = kc_strdup(cache_hash))) return kc_err(KC_ENOMEM, "out of memory");
+    return KC_OK;
+}
+
 int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
     if (!d || (len && !data)) return kc_err(KC_EINVAL, "kc_graph_set_runtime_meta: bad argument");
     uint8_t *p = kc_malloc(len);
@@ -473,6 +489,10 @@ int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
             else m.strides[r].sym = t->strides[r];
         }
         rc = kc_key_add_tensor(kb, &m);
+    }
+    for (size_t i = 0; i + 1 < d->nhooks && !rc; i += 2) {
+        rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.name", d->hooks[i]);
+        if (!rc) rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.hash", d->hooks[i + 1]);
     }
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", kc_nvrtc_toolchain());
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_BACKEND, "backend", d->backend);
@@ -755,6 +775,7 @@ static int make_entry(const kc_graph_desc *d, const units *u, const kc_key *key,
 }
 
 static const char *first_uncacheable(const kc_graph_desc *d) {
+    if (d->hook_unhashed) return "a saved-tensor hook has no cache hash";
     for (size_t i = 0; i < d->nkernels; i++) {
         kc_kernel_src k = as_src(&d->kernels[i]);
         const char *why;

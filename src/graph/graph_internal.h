@@ -50,6 +50,9 @@ struct kc_graph_desc {
     gstep *steps; size_t nsteps;
     gwrapper *wrappers; size_t nwrappers;
     char **symbols; size_t nsymbols;
+    char **hooks; size_t nhooks;          /* "name\0hash" pairs as two strings each */
+    int hook_unhashed;                    /* a hook came without a cache hash */
+    char *unhashed_hook;
     uint8_t *runtime_meta; size_t runtime_meta_len;
 };
 

@@ -47,6 +47,7 @@ struct kc_site {
     gentry *entries;
     size_t nentries;
     uint32_t profile[KC_SITE_MAX_INPUTS];
+    int64_t lo[KC_SITE_MAX_INPUTS][KC_MAX_RANK], hi[KC_SITE_MAX_INPUTS][KC_MAX_RANK]; /* declared bounds */
     kc_site_stats st;
     struct kc_site *next;
 };
@@ -105,6 +106,8 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
     if (!o.accumulated_cache_size_limit) o.accumulated_cache_size_limit = 256;
     if (!o.max_compiles) o.max_compiles = 64;
     s->o = o;
+    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++)
+        for (int d = 0; d < KC_MAX_RANK; d++) s->lo[i][d] = 0, s->hi[i][d] = INT64_MAX;
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->mu, NULL);
     if (cache && kc_cache_mode(cache) != 2) {
@@ -166,7 +169,7 @@ static int owners_equal(const gentry *e, const kc_call *c) {
 }
 
 /* The first failing guard of `e` for `c` (R_NONE when all pass); its reason into msg. */
-static int check(const gentry *e, const kc_call *c, char *msg, size_t cap) {
+static int check(const kc_site *s, const gentry *e, const kc_call *c, char *msg, size_t cap) {
     if (strcmp(e->backend, backend_of(c)) != 0)
         return snprintf(msg, cap, "backend: expected %s, got %s", e->backend, backend_of(c)), R_BACKEND;
     if (e->globals != c->globals)
@@ -184,10 +187,15 @@ static int check(const gentry *e, const kc_call *c, char *msg, size_t cap) {
         if (a->rank != b->rank)
             return snprintf(msg, cap, "input %zu rank: expected %d, got %d", i, a->rank, b->rank), R_RANK;
         uint32_t dyn = e->dynamic[i];
-        for (int d = 0; d < a->rank; d++)
-            if (!(dyn >> d & 1) && a->sizes[d].value != b->sizes[d].value)
+        for (int d = 0; d < a->rank; d++) {
+            int64_t v = b->sizes[d].value;
+            if (!(dyn >> d & 1) && a->sizes[d].value != v)
                 return snprintf(msg, cap, "input %zu size[%d]: expected %lld, got %lld", i, d,
-                                (long long)a->sizes[d].value, (long long)b->sizes[d].value), R_SIZE;
+                                (long long)a->sizes[d].value, (long long)v), R_SIZE;
+            if ((dyn >> d & 1) && (v < s->lo[i][d] || v > s->hi[i][d]))
+                return snprintf(msg, cap, "input %zu size[%d]: %lld is outside the declared bounds [%lld, %lld]", i, d,
+                                (long long)v, (long long)s->lo[i][d], (long long)s->hi[i][d]), R_SIZE;
+        }
         for (int d = 0; d < a->rank; d++) {
             if (dyn >> (d + 1)) continue; /* a dynamic dim to its right: this stride varies with it */
             if (a->strides[d].value != b->strides[d].value)
@@ -224,7 +232,7 @@ int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) {
     size_t same_owners = 0;
     for (gentry *e = s->entries; e; e = e->next) {
         char m[256];
-        int k = check(e, c, m, sizeof m);
+        int k = check(s, e, c, m, sizeof m);
         if (k == R_NONE) {
             s->st.hits++;
             out->result = KC_SITE_HIT;
@@ -337,4 +345,16 @@ void kc_site_get_stats(kc_site *s, kc_site_stats *out) {
     *out = s->st;
     out->entries = s->nentries;
     pthread_mutex_unlock(&s->mu);
+}
+
+void kc_site_symbol(size_t input, int dim, char out[24]) { snprintf(out, 24, "in%zu_d%d", input, dim); }
+
+int kc_site_set_bounds(kc_site *s, size_t input, int dim, int64_t min, int64_t max) {
+    if (!s || input >= KC_SITE_MAX_INPUTS || dim < 0 || dim >= KC_MAX_RANK || min > max)
+        return kc_err(KC_EINVAL, "kc_site_set_bounds: bad input, dimension or bounds");
+    pthread_mutex_lock(&s->mu);
+    s->lo[input][dim] = min;
+    s->hi[input][dim] = max;
+    pthread_mutex_unlock(&s->mu);
+    return KC_OK;
 }

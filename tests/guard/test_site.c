@@ -5,6 +5,7 @@
  * reasons, owner release, backend and global-state guards, and automatic dynamic shapes
  * whose profile carries over to the next process.
  */
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "kcache.h"
@@ -194,6 +195,56 @@ static void test_automatic_dynamic_carries_over(void **state) {
     kct_close_cache(dir, cache);
 }
 
+static void test_declared_bounds_are_guarded(void **state) {
+    (void)state;
+    kc_site *s = site("bounded", 8, 0, 0, 0, NULL);
+    assert_int_equal(kc_site_set_bounds(s, 0, 0, 1, 100), KC_OK);
+    assert_int_equal(kc_site_set_bounds(s, 0, 0, 5, 1), KC_EINVAL);
+    kc_tensor_meta a = t2(64, 8), b = t2(32, 8), c3 = t2(100, 8), big = t2(101, 8);
+    kc_call ca = call_of(&a, 1, NULL, 0), cb = call_of(&b, 1, NULL, 0), cc = call_of(&c3, 1, NULL, 0),
+            cbig = call_of(&big, 1, NULL, 0);
+    assert_int_equal(step(s, &ca, 1), KC_SITE_MISS);
+    assert_int_equal(step(s, &cb, 2), KC_SITE_MISS); /* dim 0 becomes dynamic */
+    assert_int_equal(step(s, &cc, 3), KC_SITE_HIT);  /* inside the bounds */
+    kc_site_answer ans;
+    kc_site_lookup(s, &cbig, &ans);
+    assert_int_equal(ans.result, KC_SITE_MISS);
+    assert_non_null(strstr(ans.reason, "outside the declared bounds [1, 100]"));
+    kc_site_free(s);
+}
+
+static kc_site *shared_site;
+static int thread_errors;
+
+static void *hammer(void *arg) {
+    uintptr_t base = (uintptr_t)arg * 1000;
+    for (int r = 0; r < 300; r++) {
+        uintptr_t owner = base + (uintptr_t)(r % 5);
+        kc_tensor_meta in = t2(8 + r % 3, 4);
+        kc_call c = call_of(&in, 1, &owner, 1);
+        kc_site_answer a;
+        if (kc_site_lookup(shared_site, &c, &a) != KC_OK) __atomic_add_fetch(&thread_errors, 1, __ATOMIC_RELAXED);
+        if (a.result == KC_SITE_MISS) kc_site_insert(shared_site, &c, a.dynamic, NULL, NULL);
+        if (r % 7 == 0) kc_owner_release(owner);
+        kc_site_stats st;
+        kc_site_get_stats(shared_site, &st);
+    }
+    return NULL;
+}
+
+static void test_many_threads_one_site(void **state) {
+    (void)state;
+    shared_site = site("threads", 8, 256, 100000, 0, NULL);
+    pthread_t t[4];
+    for (intptr_t i = 0; i < 4; i++) pthread_create(&t[i], NULL, hammer, (void *)(i + 1));
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    assert_int_equal(thread_errors, 0);
+    kc_site_stats st;
+    kc_site_get_stats(shared_site, &st);
+    assert_int_equal(st.hits + st.misses + st.fallbacks, 1200);
+    kc_site_free(shared_site);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owners_times_sizes),
@@ -201,6 +252,8 @@ int main(void) {
         cmocka_unit_test(test_compiles_stop_at_the_bound),
         cmocka_unit_test(test_reasons_owners_backend_globals),
         cmocka_unit_test(test_automatic_dynamic_carries_over),
+        cmocka_unit_test(test_declared_bounds_are_guarded),
+        cmocka_unit_test(test_many_threads_one_site),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
