@@ -580,15 +580,21 @@ corrupt:
     return kc_err(KC_ECORRUPT, "corrupt entry: malformed KERNELS section");
 }
 
-int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
+/* The kernels of an entry's KERNELS section (views into the entry; strings in *strs). */
+static int entry_kernels(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char **strs) {
     const void *data;
     size_t len;
     int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
     if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
+    return parse_kernels(data, len, v, n, nimages, strs);
+}
+
+int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
     kimg *v;
     size_t n;
     char *strs;
-    if ((rc = parse_kernels(data, len, &v, &n, NULL, &strs))) return rc;
+    int rc = entry_kernels(e, &v, &n, NULL, &strs);
+    if (rc) return rc;
     for (size_t i = 0; i < n; i++) cb(v[i].name, v[i].lowered, v[i].target, v[i].is_ptx, v[i].len, ctx);
     free(v);
     free(strs);
@@ -597,14 +603,11 @@ int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
 
 int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
     if (!e || !dir) return kc_err(KC_EINVAL, "kc_entry_extract: NULL argument");
-    const void *data;
-    size_t len;
-    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
-    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
     kimg *v;
     size_t n;
     char *strs;
-    if ((rc = parse_kernels(data, len, &v, &n, NULL, &strs))) return rc;
+    int rc = entry_kernels(e, &v, &n, NULL, &strs);
+    if (rc) return rc;
     if ((rc = kc_fs_mkdirs(dir, 0755))) goto out;
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX], base[200];
@@ -967,14 +970,11 @@ int kc_graph_function(const kc_graph *g, int i, void **fn_out) {
 
 /* Load every kernel of an entry; KC_EDRIVER when the driver refuses an image. */
 static int load_entry(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
-    const void *data;
-    size_t len;
-    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
-    if (rc) return kc_err(KC_ECORRUPT, "entry has no KERNELS section");
     kimg *v;
     size_t n, nimg;
     char *strs;
-    if ((rc = parse_kernels(data, len, &v, &n, &nimg, &strs))) return rc;
+    int rc = entry_kernels(e, &v, &n, &nimg, &strs);
+    if (rc) return rc;
     kc_graph *g = kc_calloc(1, sizeof *g);
     if (!g || !(g->modules = kc_calloc(nimg, sizeof *g->modules)) || !(g->fns = kc_calloc(n, sizeof *g->fns))) {
         if (g) free(g->modules);
