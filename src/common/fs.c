@@ -171,7 +171,7 @@ int kc_fs_fsync_parent(const char *path) {
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path ? slash - path : 1), path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash != path ? slash - path : 1), path);
     int fd = kc_sys_open(dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0) return kc_err_errno(errno, "opening directory '%s'", dir);
     int rc = kc_sys_fsync(fd);
