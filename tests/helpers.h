@@ -81,6 +81,17 @@ static inline size_t kct_count_files(const char *dir, const char *needle) {
 }
 
 #ifdef KCACHE_H
+/** A test key: XXH3 of (label, i) through the real key builder. */
+static inline kc_key kct_key(const char *label, int i) {
+    kc_key_builder *kb;
+    kc_key_builder_new(&kb);
+    kc_key_add_u64(kb, KC_COMP_EXTRA, label, (uint64_t)i);
+    kc_key k;
+    kc_key_finish(kb, &k);
+    kc_key_builder_free(kb);
+    return k;
+}
+
 /** A cache in a fresh temporary directory, ignoring the environment (test setup). */
 static inline int kct_open_cache(const char *tag, char **dir, kc_cache **cache) {
     *dir = kct_tmpdir(tag);

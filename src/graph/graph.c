@@ -830,6 +830,19 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
  * kernel released its flock) — then it takes over.  The wait is bounded (KCACHE_LOCK_WAIT
  * seconds, default 600): past it, it compiles without the lock rather than fail.
  */
+/* If key.target is stored now, take it as a disk hit (with why) and return 1. */
+static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_graph_info *info, const char *why,
+                       kc_entry **entry_out) {
+    kc_entry *e;
+    if (kc_cache_exists(c, key, target) != 1 || kc_cache_get(c, key, target, &e) != KC_OK) return 0;
+    info->source = KC_FROM_DISK;
+    snprintf(info->variant, sizeof info->variant, "%s", target);
+    snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
+    if (entry_out) *entry_out = e;
+    else kc_entry_free(e);
+    return 1;
+}
+
 static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
                          const char *target, kc_graph_info *info, kc_entry **entry_out) {
     const char *w = getenv("KCACHE_LOCK_WAIT");
@@ -839,16 +852,10 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
     for (;;) {
         kc_lock *lk = NULL;
         int rc = kc_cache_trylock(c, key, target, &lk);
-        kc_entry *e = NULL;
         if (rc == KC_OK) {
             /* Someone may have stored it between our miss and the lock. */
-            if (kc_cache_exists(c, key, target) == 1 && kc_cache_get(c, key, target, &e) == KC_OK) {
+            if (take_stored(c, key, target, info, "stored by another process meanwhile", entry_out)) {
                 kc_cache_unlock(lk);
-                info->source = KC_FROM_DISK;
-                snprintf(info->variant, sizeof info->variant, "%s", target);
-                snprintf(info->miss_reason, sizeof info->miss_reason, "stored by another process meanwhile");
-                if (entry_out) *entry_out = e;
-                else kc_entry_free(e);
                 return KC_OK;
             }
             rc = compile_and_store(c, d, key, kb, target, info, entry_out);
@@ -861,14 +868,7 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
             return compile_and_store(c, d, key, kb, target, info, entry_out);
         }
         if (!waited++) kc_log(KC_LOG_GRAPH, "%s: another process compiles %s; waiting", d->name, target);
-        if (kc_cache_exists(c, key, target) == 1 && kc_cache_get(c, key, target, &e) == KC_OK) {
-            info->source = KC_FROM_DISK;
-            snprintf(info->variant, sizeof info->variant, "%s", target);
-            snprintf(info->miss_reason, sizeof info->miss_reason, "waited for another process's compile");
-            if (entry_out) *entry_out = e;
-            else kc_entry_free(e);
-            return KC_OK;
-        }
+        if (take_stored(c, key, target, info, "waited for another process's compile", entry_out)) return KC_OK;
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

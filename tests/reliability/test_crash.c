@@ -14,15 +14,7 @@
 #define KILLS 200
 #define KEYS 40
 
-static kc_key key_of(int i) {
-    kc_key_builder *kb;
-    kc_key_builder_new(&kb);
-    kc_key_add_u64(kb, KC_COMP_EXTRA, "crash", (uint64_t)i);
-    kc_key k;
-    kc_key_finish(kb, &k);
-    kc_key_builder_free(kb);
-    return k;
-}
+static kc_key key_of(int i) { return kct_key("crash", i); }
 
 static kc_cache *open_dir(const char *dir) {
     kc_options o = KC_OPTIONS_INIT;

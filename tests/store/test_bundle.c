@@ -23,15 +23,7 @@ static int teardown(void **state) {
     return kct_close_cache(dir, cache);
 }
 
-static kc_key key_of(int i) {
-    kc_key_builder *kb;
-    kc_key_builder_new(&kb);
-    kc_key_add_u64(kb, KC_COMP_EXTRA, "bundle", (uint64_t)i);
-    kc_key k;
-    kc_key_finish(kb, &k);
-    kc_key_builder_free(kb);
-    return k;
-}
+static kc_key key_of(int i) { return kct_key("bundle", i); }
 
 static void fill(int n) {
     unsigned s = 9;

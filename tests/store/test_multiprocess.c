@@ -5,28 +5,20 @@
  * digest embedded in it — never a torn or mixed entry.  The store must end at or under
  * the limit after a final gc.
  */
-#include "helpers.h"
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <xxhash.h>
 
 #include "kcache.h"
+#include "helpers.h"
 
 #define PROCS 8
 #define ROUNDS 200
 #define KEYS 20
 #define LIMIT (64 * 1024)
 
-static kc_key key_of(int i) {
-    kc_key_builder *kb;
-    kc_key_builder_new(&kb);
-    kc_key_add_u64(kb, KC_COMP_EXTRA, "shared key", (uint64_t)i);
-    kc_key k;
-    kc_key_finish(kb, &k);
-    kc_key_builder_free(kb);
-    return k;
-}
+static kc_key key_of(int i) { return kct_key("shared key", i); }
 
 static kc_cache *open_dir(const char *dir) {
     kc_options o = KC_OPTIONS_INIT;

@@ -565,18 +565,25 @@ static void print_info(const char *name, const kc_graph_info *i, int json) {
 
 static const cmd *find_cmd(const char *name);
 
-static int cmd_get(int argc, char **argv) {
-    const cmd *c0 = find_cmd("get");
-    const char *arch = NULL;
+/* The arguments of get and explain: SPEC, --arch TARGET, --json, --help. */
+static int spec_args(const cmd *c0, int argc, char **argv, const char **arch, opts *o) {
     int n = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) *arch = argv[++i];
         else if (strcmp(argv[i], "--arch") == 0) return usage_error(c0, "--arch needs a target", NULL);
         else argv[++n] = argv[i];
     }
+    parse_opts(c0, n + 1, argv, o, 1, 0, 1);
+    if (o->npos != 1) return usage_error(c0, "a SPEC file is required", NULL);
+    return 0;
+}
+
+static int cmd_get(int argc, char **argv) {
+    const cmd *c0 = find_cmd("get");
+    const char *arch = NULL;
     opts o;
-    parse_opts(c0, n + 1, argv, &o, 1, 0, 1);
-    if (o.npos != 1) return usage_error(c0, "a SPEC file is required", NULL);
+    int rc0 = spec_args(c0, argc, argv, &arch, &o);
+    if (rc0) return rc0;
     kc_target t;
     if (arch && kc_target_parse(arch, &t) != KC_OK) return usage_error(c0, kc_error_last()->message, NULL);
     kc_graph_desc *d;
@@ -1014,15 +1021,9 @@ static int cmd_import(int argc, char **argv) {
 static int cmd_explain(int argc, char **argv) {
     const cmd *c0 = find_cmd("explain");
     const char *arch = NULL;
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--arch") == 0) return usage_error(c0, "--arch needs a target", NULL);
-        else argv[++n] = argv[i];
-    }
     opts o;
-    parse_opts(c0, n + 1, argv, &o, 1, 0, 1);
-    if (o.npos != 1) return usage_error(c0, "a SPEC file is required", NULL);
+    int rc0 = spec_args(c0, argc, argv, &arch, &o);
+    if (rc0) return rc0;
     char dev[16] = "sm_90";
     int major, minor;
     if (!arch && kc_cuda_capability(0, &major, &minor) == KC_OK) kc_variant_for_device(major, minor, dev);
