@@ -79,6 +79,29 @@ KC_API int kc_cuda_copy_to_host(void *dst, const void *src, size_t bytes);
 /** Wait for all work of the current context. */
 KC_API int kc_cuda_synchronize(void);
 
+/* ---- streams, events and CUDA graphs (used by the built-in cuda_graph wrapper) ---- */
+
+/** cuMemAlloc / cuMemFree: not stream-ordered (legal during a relaxed capture). Context must be current. */
+KC_API int kc_cuda_malloc_now(void **out, size_t bytes);
+KC_API void kc_cuda_free_now(void *ptr);
+/** Copy device → device on `stream`, asynchronously. */
+KC_API int kc_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream);
+/** A non-blocking stream of the current context; free with kc_cuda_stream_free. */
+KC_API int kc_cuda_stream_create(void **out);
+KC_API void kc_cuda_stream_free(void *stream);
+/** An event without timing; record it on a stream, make another stream wait for it. */
+KC_API int kc_cuda_event_create(void **out);
+KC_API void kc_cuda_event_free(void *event);
+KC_API int kc_cuda_event_record(void *event, void *stream);
+KC_API int kc_cuda_stream_wait(void *stream, void *event);
+/** Begin capturing `stream` (relaxed mode); KC_EDRIVER when the driver has no graphs. */
+KC_API int kc_cuda_capture_begin(void *stream);
+/** End the capture and instantiate it: `*exec_out` is a CUgraphExec (free with kc_cuda_graph_free). */
+KC_API int kc_cuda_capture_end(void *stream, void **exec_out);
+/** Launch an instantiated graph on `stream`. */
+KC_API int kc_cuda_graph_launch(void *exec, void *stream);
+KC_API void kc_cuda_graph_free(void *exec);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,7 +77,16 @@ KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const c
                              const char *const block[3], const char *shared,
                              const char *const *args, size_t nargs);
 
-/** Record a post-compile wrapper (applied in the order added) with opaque parameters. */
+/**
+ * Record a post-compile wrapper (applied in the order added) with opaque parameters.
+ * Built in: "philox" version 1 (see kc_rng_state) and "cuda_graph" version 1 — the
+ * forward's launches are captured into a CUDA graph once per input shape (dtype, sizes,
+ * strides; and whether saved tensors are asked for) and replayed after, the inputs copied
+ * into buffers the wrapper keeps and the outputs copied out into memory from the caller's
+ * allocator, so results are those of direct launches.  Its parameters: the most shapes
+ * kept, in decimal (default 8; more shapes run directly).  Calls with an RNG state run
+ * directly (their arguments change per call).
+ */
 KC_API int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version,
                                 const void *params, size_t len);
 

@@ -49,6 +49,19 @@ static struct {
     __typeof__(cuMemcpyHtoD) *MemcpyHtoD;
     __typeof__(cuMemcpyDtoH) *MemcpyDtoH;
     __typeof__(cuCtxSynchronize) *CtxSynchronize;
+    __typeof__(cuMemcpyDtoDAsync) *MemcpyDtoDAsync;
+    __typeof__(cuStreamCreate) *StreamCreate;
+    __typeof__(cuStreamDestroy) *StreamDestroy;
+    __typeof__(cuEventCreate) *EventCreate;
+    __typeof__(cuEventRecord) *EventRecord;
+    __typeof__(cuEventDestroy) *EventDestroy;
+    __typeof__(cuStreamWaitEvent) *StreamWaitEvent;
+    __typeof__(cuStreamBeginCapture) *StreamBeginCapture; /* optional: graphs (cuda_graph wrapper) */
+    __typeof__(cuStreamEndCapture) *StreamEndCapture;
+    __typeof__(cuGraphInstantiateWithFlags) *GraphInstantiate;
+    __typeof__(cuGraphLaunch) *GraphLaunch;
+    __typeof__(cuGraphExecDestroy) *GraphExecDestroy;
+    __typeof__(cuGraphDestroy) *GraphDestroy;
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -84,6 +97,19 @@ static void cu_load(void) {
     REQ(MemcpyHtoD, "cuMemcpyHtoD_v2");
     REQ(MemcpyDtoH, "cuMemcpyDtoH_v2");
     REQ(CtxSynchronize, "cuCtxSynchronize");
+    REQ(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    REQ(StreamCreate, "cuStreamCreate");
+    REQ(StreamDestroy, "cuStreamDestroy_v2");
+    REQ(EventCreate, "cuEventCreate");
+    REQ(EventRecord, "cuEventRecord");
+    REQ(EventDestroy, "cuEventDestroy_v2");
+    REQ(StreamWaitEvent, "cuStreamWaitEvent");
+    OPT(StreamBeginCapture, "cuStreamBeginCapture_v2");
+    OPT(StreamEndCapture, "cuStreamEndCapture");
+    OPT(GraphInstantiate, "cuGraphInstantiateWithFlags");
+    OPT(GraphLaunch, "cuGraphLaunch");
+    OPT(GraphExecDestroy, "cuGraphExecDestroy");
+    OPT(GraphDestroy, "cuGraphDestroy");
     OPT(MemAllocAsync, "cuMemAllocAsync");
     OPT(MemFreeAsync, "cuMemFreeAsync");
     OPT(LibraryLoadData, "cuLibraryLoadData");
@@ -328,4 +354,117 @@ int kc_cuda_synchronize(void) {
     rc = KC_OK;
 done:
     return rc;
+}
+
+int kc_cuda_malloc_now(void **out, size_t bytes) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    CUdeviceptr p = 0;
+    KC_CU_CHECK(cu.MemAlloc(&p, bytes ? bytes : 1));
+    *out = (void *)(uintptr_t)p;
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+void kc_cuda_free_now(void *ptr) {
+    if (ptr && cu.ndev > 0) cu.MemFree((CUdeviceptr)(uintptr_t)ptr);
+}
+
+int kc_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (bytes) KC_CU_CHECK(cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
+                                              (CUstream)stream));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_stream_create(void **out) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    CUstream s;
+    KC_CU_CHECK(cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    *out = s;
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+void kc_cuda_stream_free(void *stream) {
+    if (stream && cu.ndev > 0) cu.StreamDestroy((CUstream)stream);
+}
+
+int kc_cuda_event_create(void **out) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    CUevent e;
+    KC_CU_CHECK(cu.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    *out = e;
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+void kc_cuda_event_free(void *event) {
+    if (event && cu.ndev > 0) cu.EventDestroy((CUevent)event);
+}
+
+int kc_cuda_event_record(void *event, void *stream) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.EventRecord((CUevent)event, (CUstream)stream));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_stream_wait(void *stream, void *event) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.StreamWaitEvent((CUstream)stream, (CUevent)event, 0));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_capture_begin(void *stream) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!cu.StreamBeginCapture || !cu.StreamEndCapture || !cu.GraphInstantiate || !cu.GraphLaunch)
+        return kc_err(KC_EDRIVER, "the CUDA driver has no stream capture (CUDA graphs)");
+    /* Relaxed: the capturing code may call cuMemAlloc (the cuda_graph wrapper's pool). */
+    KC_CU_CHECK(cu.StreamBeginCapture((CUstream)stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_capture_end(void *stream, void **exec_out) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    *exec_out = NULL;
+    KC_CU_CHECK(cu.StreamEndCapture((CUstream)stream, &graph));
+    KC_CU_CHECK(cu.GraphInstantiate(&exec, graph, 0));
+    *exec_out = exec;
+    rc = KC_OK;
+done:
+    if (graph) cu.GraphDestroy(graph);
+    return rc;
+}
+
+int kc_cuda_graph_launch(void *exec, void *stream) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    KC_CU_CHECK(cu.GraphLaunch((CUgraphExec)exec, (CUstream)stream));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+void kc_cuda_graph_free(void *exec) {
+    if (exec && cu.ndev > 0) cu.GraphExecDestroy((CUgraphExec)exec);
 }

@@ -1020,20 +1020,7 @@ static int load_entry(const kc_entry *e, const kc_key *key, int device, kc_graph
 
 /* ---- running passes ---- */
 
-struct kc_saved {
-    kc_graph *g;
-    int64_t *syms;
-    kc_tensor *saved;
-    size_t nsaved;
-    kc_tensor *inputs, *outputs; /* shallow copies: data borrowed from the caller */
-    size_t ninputs, noutputs;
-    kc_allocator alloc;
-    int has_alloc;
-    uint64_t philox[2];  /* the forward's seed and offset: backward regenerates the same numbers */
-    int philox_set;
-};
-
-static int dev_alloc(const kc_allocator *a, size_t bytes, void *stream, void **out) {
+int kc_dev_alloc(const kc_allocator *a, size_t bytes, void *stream, void **out) {
     if (a && a->alloc) {
         *out = a->alloc(a->ctx, bytes ? bytes : 1, stream);
         return *out ? KC_OK : kc_err(KC_ENOMEM, "the caller's allocator returned NULL for %zu bytes", bytes);
@@ -1041,7 +1028,7 @@ static int dev_alloc(const kc_allocator *a, size_t bytes, void *stream, void **o
     return kc_cuda_malloc(out, bytes, stream);
 }
 
-static void dev_free(const kc_allocator *a, void *p, void *stream) {
+void kc_dev_free(const kc_allocator *a, void *p, void *stream) {
     if (!p) return;
     if (a && a->free) a->free(a->ctx, p, stream);
     else if (!a || !a->alloc) kc_cuda_free(p, stream);
@@ -1049,7 +1036,7 @@ static void dev_free(const kc_allocator *a, void *p, void *stream) {
 
 void kc_tensor_release(kc_tensor *t, void *stream, const kc_allocator *alloc) {
     if (!t || !t->data) return;
-    dev_free(alloc, t->data, stream);
+    kc_dev_free(alloc, t->data, stream);
     t->data = NULL;
 }
 
@@ -1090,7 +1077,7 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
     for (size_t i = 0; i < p->nscratch && !rc; i++) {
         size_t bytes;
         rc = kc_program_scratch_bytes(p, i, syms, &bytes);
-        if (!rc) rc = dev_alloc(alloc, bytes, stream, &scratch[i]);
+        if (!rc) rc = kc_dev_alloc(alloc, bytes, stream, &scratch[i]);
     }
     b->scratch = scratch;
     b->nscratch = p->nscratch;
@@ -1103,7 +1090,7 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
     }
-    for (size_t i = 0; i < p->nscratch; i++) dev_free(alloc, scratch[i], stream);
+    for (size_t i = 0; i < p->nscratch; i++) kc_dev_free(alloc, scratch[i], stream);
     return rc;
 }
 
@@ -1114,7 +1101,7 @@ static int alloc_role(const kc_program *p, int role, const int64_t *syms, kc_ten
         const ptensor *t = kc_program_tensor(p, role, i);
         size_t bytes;
         int rc = t ? kc_program_shape(p, t, syms, &out[i], &bytes) : kc_err(KC_ECORRUPT, "no tensor %zu", i);
-        if (!rc) rc = dev_alloc(alloc, bytes, stream, &out[i].data);
+        if (!rc) rc = kc_dev_alloc(alloc, bytes, stream, &out[i].data);
         if (rc) {
             for (size_t k = 0; k < i; k++) kc_tensor_release(&out[k], stream, alloc);
             return rc;
@@ -1238,6 +1225,66 @@ void kc_saved_free(kc_saved *s, void *stream) {
     free(s->inputs);
     free(s->outputs);
     free(s);
+}
+
+int kc_graph_device(const kc_graph *g) { return g->device; }
+
+size_t kc_tensor_span(const kc_tensor *t) {
+    uint64_t last = 0;
+    for (int r = 0; r < t->rank; r++) {
+        if (t->sizes[r] <= 0) return 0;
+        last += (uint64_t)(t->sizes[r] - 1) * (uint64_t)(t->strides[r] < 0 ? -t->strides[r] : t->strides[r]);
+    }
+    return (size_t)((last + 1) * kc_dtype_size(t->dtype));
+}
+
+void kc_saved_free_shell(kc_saved *s) {
+    if (!s) return;
+    free(s->saved);
+    free(s->syms);
+    free(s->inputs);
+    free(s->outputs);
+    free(s);
+}
+
+int kc_saved_clone(kc_saved **out, const kc_saved *src, const kc_forward_call *c) {
+    *out = NULL;
+    kc_saved *s = kc_calloc(1, sizeof *s);
+    if (!s) return kc_err(KC_ENOMEM, "out of memory");
+    const kc_program *p = c->graph->fwd;
+    s->syms = kc_calloc(p->nsyms + 1, sizeof *s->syms);
+    s->saved = kc_calloc(src->nsaved + 1, sizeof *s->saved);
+    s->inputs = kc_calloc(c->ninputs + 1, sizeof *s->inputs);
+    s->outputs = kc_calloc(c->noutputs + 1, sizeof *s->outputs);
+    if (!s->syms || !s->saved || !s->inputs || !s->outputs) {
+        kc_saved_free_shell(s);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    memcpy(s->syms, src->syms, p->nsyms * sizeof *s->syms);
+    memcpy(s->inputs, c->inputs, c->ninputs * sizeof *s->inputs);
+    memcpy(s->outputs, c->outputs, c->noutputs * sizeof *s->outputs);
+    s->ninputs = c->ninputs;
+    s->noutputs = c->noutputs;
+    if (c->alloc) s->alloc = *c->alloc, s->has_alloc = 1;
+    int rc = KC_OK;
+    size_t i;
+    for (i = 0; i < src->nsaved && !rc; i++) {
+        s->saved[i] = src->saved[i];
+        s->saved[i].data = NULL;
+        size_t bytes = kc_tensor_span(&src->saved[i]);
+        rc = kc_dev_alloc(c->alloc, bytes, c->stream, &s->saved[i].data);
+        if (!rc) rc = kc_cuda_copy_async(s->saved[i].data, src->saved[i].data, bytes, c->stream);
+    }
+    if (rc) {
+        for (size_t k = 0; k < i; k++) kc_dev_free(c->alloc, s->saved[k].data, c->stream);
+        kc_saved_free_shell(s);
+        return rc;
+    }
+    s->nsaved = src->nsaved;
+    __atomic_add_fetch(&c->graph->refs, 1, __ATOMIC_ACQ_REL);
+    s->g = c->graph;
+    *out = s;
+    return KC_OK;
 }
 
 /* Candidate variants for a device, most preferred first ([Note: variant selection]). */

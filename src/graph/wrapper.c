@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "../common/internal.h"
-#include "kcache/graph.h"
+#include "graph_internal.h"
 
 #define MAX_WRAPPERS 64
 
@@ -99,6 +99,8 @@ static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 static void register_builtins(void) {
     kc_wrapper philox = {"philox", 1, philox_wrap, philox_unwrap};
     kc_wrapper_register(&philox);
+    kc_wrapper cuda_graph = {"cuda_graph", 1, kc_cudagraph_wrap, kc_cudagraph_unwrap};
+    kc_wrapper_register(&cuda_graph);
 }
 
 struct kc_wrapper_chain {

@@ -198,7 +198,8 @@ static int wrap_b(const kc_callable *inner, const void *params, size_t len, kc_c
 }
 static void unwrap(kc_callable *c) { free(c->ctx); }
 
-static kc_entry *entry_with_wrappers(const char *const *names, const uint32_t *versions, size_t n) {
+static kc_entry *entry_with_wrappers_p(const char *const *names, const uint32_t *versions, size_t n,
+                                       const char *params) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "wrapped");
     kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) {}\n", "k", NULL, 0, NULL, 0, NULL};
@@ -207,10 +208,14 @@ static kc_entry *entry_with_wrappers(const char *const *names, const uint32_t *v
     kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0);
     const char *grid[] = {"1", "1", "1"}, *block[] = {"1", "1", "1"}, *args[] = {"input:0"};
     kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 1);
-    for (size_t i = 0; i < n; i++) kc_graph_add_wrapper(d, names[i], versions[i], "7", 1);
+    for (size_t i = 0; i < n; i++) kc_graph_add_wrapper(d, names[i], versions[i], params, strlen(params));
     kc_entry *e = compiled_entry(d);
     kc_graph_desc_free(d);
     return e;
+}
+
+static kc_entry *entry_with_wrappers(const char *const *names, const uint32_t *versions, size_t n) {
+    return entry_with_wrappers_p(names, versions, n, "7");
 }
 
 static void test_wrappers_in_recorded_order(void **state) {
@@ -321,6 +326,43 @@ static void test_philox_wrapper(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* The built-in cuda_graph wrapper is registered; its shape limit is checked; a call with an
+ * RNG state runs the inner callable directly (its arguments change per call).  Capture and
+ * replay need a device: tests/graph/test_gpu_graphs.c. */
+static void test_cuda_graph_wrapper_builtin(void **state) {
+    (void)state;
+    kc_wrapper a = {"trace_a", 1, wrap_a, unwrap};
+    kc_wrapper_register(&a);
+    const char *names[] = {"trace_a", "cuda_graph"};
+    const uint32_t versions[] = {1, 1};
+    kc_entry *e = entry_with_wrappers(names, versions, 2);
+    kc_callable base = {base_call, NULL};
+    kc_wrapper_chain *ch;
+    assert_int_equal(kc_wrapper_chain_build(&ch, e, &base), KC_OK);
+    trace t = {""};
+    kc_rng_state rng = {1, 2};
+    kc_forward_call c;
+    memset(&c, 0, sizeof c);
+    c.stream = &t;
+    c.rng = &rng;
+    assert_int_equal(kc_wrapper_chain_call(ch, &c), KC_OK);
+    assert_string_equal(t.log, "a>base");
+    kc_wrapper_chain_free(ch);
+    kc_entry_free(e);
+    const char *bad[] = {"x", "65", "99999999999999999999", ""};
+    for (size_t i = 0; i < 3; i++) {
+        e = entry_with_wrappers_p(names + 1, versions + 1, 1, bad[i]);
+        assert_int_equal(kc_wrapper_chain_build(&ch, e, &base), KC_ECORRUPT);
+        assert_non_null(strstr(kc_error_last()->message, "cuda_graph"));
+        kc_entry_free(e);
+    }
+    e = entry_with_wrappers_p(names + 1, versions + 1, 1, bad[3]); /* no parameters: the default */
+    assert_int_equal(kc_wrapper_chain_build(&ch, e, &base), KC_OK);
+    kc_wrapper_chain_free(ch);
+    kc_entry_free(e);
+    kc_wrapper_unregister("trace_a", 1);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -329,6 +371,7 @@ int main(void) {
         T(test_wrappers_in_recorded_order),
         T(test_unregistered_wrapper_is_a_clear_error),
         T(test_philox_wrapper),
+        T(test_cuda_graph_wrapper_builtin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "json.h"
 #include "kcache.h"
 
@@ -163,7 +164,9 @@ static const cmd commands[] = {
     {"demo", "kcache demo [--manifest FILE] [--arch TARGET]",
      "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
      "through the cache twice -- first cold (its entries removed), then warm -- with where\n"
-     "each came from and its time.  Without a GPU it compiles for --arch (default sm_90).", cmd_demo},
+     "each came from and its time.  On a GPU it then runs each graph's forward and backward\n"
+     "once and compares them with a CPU reference (exit 1 on a mismatch).  Without a GPU it\n"
+     "compiles for --arch (default sm_90).", cmd_demo},
 };
 
 static int cmd_stats(int argc, char **argv) {
@@ -1079,6 +1082,28 @@ static int cmd_explain(int argc, char **argv) {
     return rc == KC_OK ? 0 : EXIT_PROBLEM;
 }
 
+/* On a GPU: each graph's forward and backward once, against its CPU reference. */
+static int demo_check(kc_cache *c, char **specs, int n) {
+    int failed = 0;
+    printf("check on GPU 0 (forward and backward against the CPU reference)\n");
+    for (int i = 0; i < n; i++) {
+        kc_graph_desc *d;
+        kc_graph *g = NULL;
+        if (kc_graph_desc_load(&d, specs[i]) != KC_OK) continue; /* reported above */
+        const char *name = kc_graph_desc_name(d);
+        char msg[512];
+        int rc = kc_graph_get(c, d, 0, &g, NULL);
+        if (rc) snprintf(msg, sizeof msg, "%s", kc_error_last()->message);
+        else rc = kcc_check(g, 0, name, msg, sizeof msg);
+        printf("%-14s %-4s %s\n", name, rc == KC_OK ? "ok" : rc == KC_MISS ? "-" : "FAIL", msg);
+        failed += rc != KC_OK && rc != KC_MISS;
+        kc_graph_release(g);
+        kc_graph_desc_free(d);
+    }
+    printf("\n");
+    return failed;
+}
+
 static int cmd_demo(int argc, char **argv) {
     const cmd *c0 = find_cmd("demo");
     const char *mpath = "kernels/manifest.json", *arch = NULL;
@@ -1127,6 +1152,7 @@ static int cmd_demo(int argc, char **argv) {
         }
         printf("\n");
     }
+    if (gpu) failed += demo_check(c, specs, n);
     manifest_free(&mf);
     kc_cache_close(c);
     return failed ? EXIT_PROBLEM : 0;

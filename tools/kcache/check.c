@@ -1,0 +1,337 @@
+/*
+ * check.c — CPU references for the graphs in kernels/, and the runner that compares a
+ * loaded graph's forward and backward with them (see check.h).
+ *
+ * The one idea: a case is data (input shapes and value ranges) plus one reference
+ * function; the runner does the device work the same way for every graph.
+ */
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXIN 5
+
+typedef struct tdesc {
+    int rank;
+    int64_t sizes[2];
+    float offset, scale; /* values: offset + scale × uniform(−1, 1) */
+    int labels;          /* > 0: int32 labels in [0, labels) */
+} tdesc;
+
+typedef struct rio {
+    float *in[MAXIN];
+    const int32_t *lab;
+    const float *got_y; /* the device's forward output (dropout derives its mask from it) */
+    const float *gy;
+    float *y;
+    float *gx[MAXIN];
+    size_t ny;
+} rio;
+
+typedef struct rcase {
+    const char *name;
+    size_t nin;
+    tdesc in[MAXIN];
+    int rng;
+    const char *(*ref)(rio *io);
+} rcase;
+
+static float gelu(float x) { return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
+static float gelu_grad(float x) {
+    float u = 0.7978845608f * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return 0.5f * (1 + t) + 0.5f * x * (1 - t * t) * 0.7978845608f * (1 + 3 * 0.044715f * x * x);
+}
+
+enum { SM_R = 37, SM_C = 1000 };
+static const char *ref_softmax(rio *io) {
+    const float *x = io->in[0], *gy = io->gy;
+    float *y = io->y, *gx = io->gx[0];
+    for (int r = 0; r < SM_R; r++) {
+        float m = -INFINITY, sum = 0, dot = 0;
+        for (int j = 0; j < SM_C; j++) m = fmaxf(m, x[r * SM_C + j]);
+        for (int j = 0; j < SM_C; j++) sum += expf(x[r * SM_C + j] - m);
+        for (int j = 0; j < SM_C; j++) y[r * SM_C + j] = expf(x[r * SM_C + j] - m) / sum;
+        for (int j = 0; j < SM_C; j++) dot += gy[r * SM_C + j] * y[r * SM_C + j];
+        for (int j = 0; j < SM_C; j++) gx[r * SM_C + j] = y[r * SM_C + j] * (gy[r * SM_C + j] - dot);
+    }
+    return NULL;
+}
+
+enum { LN_R = 19, LN_D = 333 };
+static const char *ref_layer_norm(rio *io) {
+    const float *x = io->in[0], *gm = io->in[1], *bt = io->in[2], *gy = io->gy;
+    float *y = io->y, *gx = io->gx[0], *ggm = io->gx[1], *gbt = io->gx[2];
+    for (int r = 0; r < LN_R; r++) {
+        double mu = 0, var = 0;
+        for (int j = 0; j < LN_D; j++) mu += x[r * LN_D + j];
+        mu /= LN_D;
+        for (int j = 0; j < LN_D; j++) var += (x[r * LN_D + j] - mu) * (x[r * LN_D + j] - mu);
+        float rs = 1.f / sqrtf((float)(var / LN_D) + 1e-5f);
+        double a = 0, b = 0;
+        for (int j = 0; j < LN_D; j++) {
+            float xh = (float)(x[r * LN_D + j] - mu) * rs;
+            y[r * LN_D + j] = xh * gm[j] + bt[j];
+            a += gy[r * LN_D + j] * gm[j];
+            b += gy[r * LN_D + j] * gm[j] * xh;
+            ggm[j] += gy[r * LN_D + j] * xh;
+            gbt[j] += gy[r * LN_D + j];
+        }
+        a /= LN_D;
+        b /= LN_D;
+        for (int j = 0; j < LN_D; j++) {
+            float xh = (float)(x[r * LN_D + j] - mu) * rs;
+            gx[r * LN_D + j] = rs * (float)(gy[r * LN_D + j] * gm[j] - a - xh * b);
+        }
+    }
+    return NULL;
+}
+
+enum { AMG_N = 5000 };
+static const char *ref_add_mul_gelu(rio *io) {
+    const float *a = io->in[0], *b = io->in[1], *c = io->in[2];
+    for (int i = 0; i < AMG_N; i++) {
+        float t = a[i] + b[i], u = t * c[i];
+        io->y[i] = gelu(u);
+        float gu = io->gy[i] * gelu_grad(u);
+        io->gx[2][i] = gu * t;
+        io->gx[0][i] = io->gx[1][i] = gu * c[i];
+    }
+    return NULL;
+}
+
+enum { MLP_M = 33, MLP_K = 256, MLP_H = 1024, MLP_N = 256 };
+static const char *ref_mlp_block(rio *io) {
+    enum { M = MLP_M, K = MLP_K, H = MLP_H, N = MLP_N };
+    const float *x = io->in[0], *w1 = io->in[1], *b1 = io->in[2], *w2 = io->in[3], *b2 = io->in[4], *gy = io->gy;
+    float *dx = io->gx[0], *dw1 = io->gx[1], *db1 = io->gx[2], *dw2 = io->gx[3], *db2 = io->gx[4];
+    float *hp = malloc(sizeof(float) * M * H), *ha = malloc(sizeof(float) * M * H), *dhp = malloc(sizeof(float) * M * H);
+    if (!hp || !ha || !dhp) {
+        free(hp), free(ha), free(dhp);
+        return "out of memory";
+    }
+    for (int m = 0; m < M; m++)
+        for (int h = 0; h < H; h++) {
+            double acc = b1[h];
+            for (int k = 0; k < K; k++) acc += x[m * K + k] * w1[k * H + h];
+            hp[m * H + h] = (float)acc;
+            ha[m * H + h] = gelu((float)acc);
+        }
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double acc = b2[n];
+            for (int h = 0; h < H; h++) acc += ha[m * H + h] * w2[h * N + n];
+            io->y[m * N + n] = (float)acc;
+        }
+    for (int m = 0; m < M; m++)
+        for (int h = 0; h < H; h++) {
+            double acc = 0;
+            for (int n = 0; n < N; n++) acc += gy[m * N + n] * w2[h * N + n];
+            dhp[m * H + h] = (float)acc * gelu_grad(hp[m * H + h]);
+        }
+    for (int h = 0; h < H; h++)
+        for (int n = 0; n < N; n++)
+            for (int m = 0; m < M; m++) dw2[h * N + n] += ha[m * H + h] * gy[m * N + n];
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++) db2[n] += gy[m * N + n];
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) {
+            double acc = 0;
+            for (int h = 0; h < H; h++) acc += dhp[m * H + h] * w1[k * H + h];
+            dx[m * K + k] = (float)acc;
+        }
+    for (int k = 0; k < K; k++)
+        for (int h = 0; h < H; h++)
+            for (int m = 0; m < M; m++) dw1[k * H + h] += x[m * K + k] * dhp[m * H + h];
+    for (int h = 0; h < H; h++)
+        for (int m = 0; m < M; m++) db1[h] += dhp[m * H + h];
+    free(hp), free(ha), free(dhp);
+    return NULL;
+}
+
+enum { XE_N = 64, XE_C = 500 };
+static const char *ref_softmax_xent(rio *io) {
+    const float *x = io->in[0];
+    float loss = 0, gl = io->gy[0];
+    for (int r = 0; r < XE_N; r++) {
+        int lab = io->lab[r];
+        float m = -INFINITY, sum = 0;
+        for (int j = 0; j < XE_C; j++) m = fmaxf(m, x[r * XE_C + j]);
+        for (int j = 0; j < XE_C; j++) sum += expf(x[r * XE_C + j] - m);
+        loss += -(x[r * XE_C + lab] - m - logf(sum)) / XE_N;
+        for (int j = 0; j < XE_C; j++)
+            io->gx[0][r * XE_C + j] = (expf(x[r * XE_C + j] - m) / sum - (float)(j == lab)) * gl / XE_N;
+    }
+    io->y[0] = loss;
+    return NULL;
+}
+
+enum { DO_N = 100000 };
+static const char *ref_dropout(rio *io) {
+    size_t kept = 0;
+    for (int i = 0; i < DO_N; i++) {
+        int keep = io->got_y[i] != 0;
+        kept += keep;
+        io->y[i] = keep ? 2 * io->in[0][i] : 0.f; /* kept elements are scaled by 1/(1-p) */
+        io->gx[0][i] = keep ? 2 * io->gy[i] : 0.f;
+    }
+    if (kept < DO_N * 0.48 || kept > DO_N * 0.52) return "dropout kept a fraction far from 1/2";
+    return NULL;
+}
+
+static const rcase cases[] = {
+    {"softmax", 1, {{2, {SM_R, SM_C}, 0, 3, 0}}, 0, ref_softmax},
+    {"layer_norm", 3, {{2, {LN_R, LN_D}, 0, 2, 0}, {1, {LN_D}, 1, 0.5f, 0}, {1, {LN_D}, 0, 1, 0}}, 0, ref_layer_norm},
+    {"add_mul_gelu", 3, {{1, {AMG_N}, 0, 1, 0}, {1, {AMG_N}, 0, 1, 0}, {1, {AMG_N}, 0, 2, 0}}, 0, ref_add_mul_gelu},
+    {"mlp_block", 5,
+     {{2, {MLP_M, MLP_K}, 0, 1, 0}, {2, {MLP_K, MLP_H}, 0, 1.f / 16, 0}, {1, {MLP_H}, 0, 0.25f, 0},
+      {2, {MLP_H, MLP_N}, 0, 1.f / 32, 0}, {1, {MLP_N}, 0, 0.25f, 0}},
+     0, ref_mlp_block},
+    {"softmax_xent", 2, {{2, {XE_N, XE_C}, 0, 3, 0}, {1, {XE_N}, 0, 0, XE_C}}, 0, ref_softmax_xent},
+    {"dropout", 1, {{1, {DO_N}, 0, 1, 0}}, 1, ref_dropout},
+};
+
+static const rcase *find_case(const char *name) {
+    for (size_t i = 0; name && i < sizeof cases / sizeof cases[0]; i++)
+        if (strcmp(cases[i].name, name) == 0) return &cases[i];
+    return NULL;
+}
+
+int kcc_has_reference(const char *graph_name) { return find_case(graph_name) != NULL; }
+
+static float frand(unsigned *s) { return (float)((rand_r(s) % 20001) - 10000) / 10000.0f; }
+
+static size_t numel(const kc_tensor *t) {
+    size_t n = 1;
+    for (int r = 0; r < t->rank; r++) n *= (size_t)t->sizes[r];
+    return n;
+}
+
+/* max |got − want| against max |want|; 1 when within rtol. */
+static int compare(const char *what, const float *got, const float *want, size_t n, double rtol, char *msg,
+                   size_t cap, double *worst) {
+    double maxerr = 0, scale = 1e-6;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]);
+        if (!(e <= maxerr)) maxerr = isnan(e) ? INFINITY : e;
+    }
+    double rel = maxerr / scale;
+    if (rel > *worst) *worst = rel;
+    if (rel <= rtol) return 1;
+    snprintf(msg, cap, "%s: max error %.3g against scale %.3g (tolerance %.0e)", what, maxerr, scale, rtol);
+    return 0;
+}
+
+static int fetch(const kc_tensor *t, float **out) {
+    size_t n = numel(t);
+    *out = calloc(n + 1, sizeof(float));
+    if (!*out) return KC_ENOMEM;
+    int rc = kc_cuda_synchronize();
+    return rc ? rc : kc_cuda_copy_to_host(*out, t->data, n * sizeof(float));
+}
+
+int kcc_check(kc_graph *g, int device, const char *graph_name, char *msg, size_t cap) {
+    const rcase *k = find_case(graph_name);
+    snprintf(msg, cap, "no CPU reference for '%s'", graph_name ? graph_name : "?");
+    if (!k) return KC_MISS;
+    int rc = kc_cuda_push(device);
+    if (rc) {
+        snprintf(msg, cap, "%s", kc_error_last()->message);
+        return rc;
+    }
+    unsigned seed = 12345;
+    rio io;
+    memset(&io, 0, sizeof io);
+    kc_tensor in[MAXIN], out = {0}, gout = {0}, gin[MAXIN];
+    memset(in, 0, sizeof in);
+    memset(gin, 0, sizeof gin);
+    int32_t *lab = NULL;
+    float *got_y = NULL, *got_gx[MAXIN] = {0};
+    kc_saved *sv = NULL;
+    int ok = 1, ngin = 0;
+    double worst = 0;
+    char what[96] = "";
+    for (size_t i = 0; i < k->nin && !rc; i++) {
+        const tdesc *t = &k->in[i];
+        kc_tensor *d = &in[i];
+        d->dtype = t->labels ? KC_DTYPE_I32 : KC_DTYPE_F32;
+        d->rank = t->rank;
+        for (int r = t->rank - 1, st = 1; r >= 0; st *= (int)t->sizes[r], r--) d->sizes[r] = t->sizes[r], d->strides[r] = st;
+        size_t n = numel(d);
+        void *h = calloc(n + 1, 4);
+        if (!h) {
+            rc = KC_ENOMEM;
+            break;
+        }
+        for (size_t e = 0; e < n; e++) {
+            if (t->labels) ((int32_t *)h)[e] = (int32_t)(rand_r(&seed) % t->labels);
+            else ((float *)h)[e] = t->offset + t->scale * frand(&seed);
+        }
+        if (t->labels) lab = h, io.lab = lab;
+        else io.in[i] = h;
+        rc = kc_cuda_malloc(&d->data, n * 4, NULL);
+        if (!rc) rc = kc_cuda_copy_to_device(d->data, h, n * 4);
+    }
+    kc_rng_state rng = {seed, 0};
+    if (!rc) {
+        snprintf(what, sizeof what, "forward");
+        rc = kc_graph_forward_rng(g, in, k->nin, &out, 1, &sv, NULL, NULL, k->rng ? &rng : NULL);
+    }
+    float *gy = NULL;
+    if (!rc) rc = fetch(&out, &got_y);
+    if (!rc) {
+        io.ny = numel(&out);
+        gy = calloc(io.ny + 1, sizeof(float));
+        io.y = calloc(io.ny + 1, sizeof(float));
+        for (size_t i = 0; gy && i < io.ny; i++) gy[i] = frand(&seed);
+        for (size_t i = 0; i < k->nin; i++)
+            if (io.in[i] && !(io.gx[i] = calloc(numel(&in[i]) + 1, sizeof(float)))) rc = KC_ENOMEM;
+        if (!gy || !io.y) rc = KC_ENOMEM;
+        io.gy = gy;
+        io.got_y = got_y;
+    }
+    if (!rc) {
+        const char *why = k->ref(&io);
+        if (why) snprintf(msg, cap, "%s: %s", graph_name, why), ok = 0;
+    }
+    if (!rc && ok) ok = compare("forward", got_y, io.y, io.ny, 2e-3, msg, cap, &worst);
+    if (!rc && ok) {
+        gout = out;
+        gout.data = NULL;
+        rc = kc_cuda_malloc(&gout.data, io.ny * 4, NULL);
+        if (!rc) rc = kc_cuda_copy_to_device(gout.data, gy, io.ny * 4);
+        snprintf(what, sizeof what, "backward");
+        if (!rc) rc = kc_graph_backward(g, sv, &gout, 1, gin, k->nin, NULL);
+        if (!rc) ngin = (int)k->nin;
+        for (size_t i = 0; i < k->nin && !rc && ok; i++) {
+            if (!io.gx[i]) continue; /* labels have no gradient */
+            char name[32];
+            snprintf(name, sizeof name, "grad of input %zu", i);
+            rc = fetch(&gin[i], &got_gx[i]);
+            if (!rc) ok = compare(name, got_gx[i], io.gx[i], numel(&in[i]), 5e-3, msg, cap, &worst);
+        }
+    }
+    if (rc) snprintf(msg, cap, "%s of %s failed: %s", what[0] ? what : "setup", graph_name, kc_error_last()->message);
+    else if (ok) snprintf(msg, cap, "forward and backward match the CPU reference (worst relative error %.1e)", worst);
+    kc_saved_free(sv, NULL);
+    kc_tensor_release(&out, NULL, NULL);
+    for (int i = 0; i < ngin; i++) kc_tensor_release(&gin[i], NULL, NULL);
+    for (size_t i = 0; i < k->nin; i++) {
+        kc_cuda_free(in[i].data, NULL);
+        free(io.in[i]);
+        free(io.gx[i]);
+        free(got_gx[i]);
+    }
+    kc_cuda_free(gout.data, NULL);
+    kc_cuda_synchronize();
+    kc_cuda_pop();
+    free(lab);
+    free(got_y);
+    free(gy);
+    free(io.y);
+    return rc ? rc : ok ? KC_OK : KC_ECORRUPT;
+}
