@@ -8,4 +8,16 @@
 /** The cache's local store; NULL when the cache is disabled. */
 kc_local *kc_cache_local_(kc_cache *c);
 
+/**
+ * Look `key` up in the remote tier under the first present of `variants` (one round trip):
+ * authenticated (with an HMAC key), validated, written back to the local directory and
+ * counted.  KC_OK with *which and *out; KC_MISS for anything else (no remote, absent,
+ * unreachable, rejected) — the reason is counted and logged.
+ */
+int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
+                           kc_entry **out);
+
+/** The HMAC key of the cache (NULL when entries are not authenticated). */
+const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);
+
 #endif

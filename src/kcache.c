@@ -10,6 +10,7 @@
  * Must not: do anything on a hit beyond read + validate + count (the hot path).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,20 +23,42 @@
 #include "cache_internal.h"
 #include "common/fs.h"
 
+/* One queued remote write. */
+typedef struct wjob {
+    struct wjob *next;
+    char name[KC_NAME_MAX + 1];
+    int shard;
+    size_t len;
+    void *data;
+} wjob;
+
 struct kc_cache {
     kc_local *local; /* NULL when disabled */
     char dir[PATH_MAX];
     uint64_t max_size;
     int mode;        /* 0 read-write, 1 read-only, 2 disabled */
+    /* the remote tier ([Note: tiers]) */
+    kc_store_backend *remote; /* NULL: none */
+    int remote_ro;
+    uint8_t *mac_key;
+    size_t mac_key_len;
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv, widle;
+    wjob *whead, *wtail;
+    size_t wlen, wcap;
+    int wbusy, wstop, wstarted;
+    pthread_t wthread;
 };
 
 int kc_options_init(kc_options *opts, unsigned version) {
     if (!opts) return kc_err(KC_EINVAL, "kc_options_init: opts is NULL");
-    if (version != KC_OPTIONS_VERSION)
+    if (version != KC_OPTIONS_VERSION && version != 1)
         return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
                       version, KC_OPTIONS_VERSION);
     kc_options o = KC_OPTIONS_INIT;
-    *opts = o;
+    if (version == 1) memcpy(opts, &o, offsetof(kc_options, remote));
+    else *opts = o;
+    opts->version = version;
     return KC_OK;
 }
 
@@ -86,20 +109,62 @@ static int default_dir(char *out, size_t cap) {
     return kc_err(KC_EINVAL, "no cache directory: set KCACHE_DIR, XDG_CACHE_HOME or HOME");
 }
 
+static int env_uint(const char *name, unsigned *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return KC_OK;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n > 86400000ul) return kc_err(KC_EINVAL, "%s: not a number: '%s'", name, v);
+    *out = (unsigned)n;
+    return KC_OK;
+}
+
+/* Remote and HMAC settings from the environment; a key read from KCACHE_HMAC_KEY_FILE (its
+ * contents, trailing newlines dropped) is returned in *owned for the caller to free. */
+static int remote_env(kc_options *o, void **owned) {
+    const char *e = getenv("KCACHE_REMOTE");
+    if (e) o->remote = *e ? e : NULL; /* KCACHE_REMOTE= (empty) turns a configured remote off */
+    int rc;
+    if ((rc = env_uint("KCACHE_REMOTE_CONNECT_MS", &o->remote_config.connect_ms)) ||
+        (rc = env_uint("KCACHE_REMOTE_DEADLINE_MS", &o->remote_config.deadline_ms)) ||
+        (rc = env_uint("KCACHE_REMOTE_BACKOFF_MS", &o->remote_config.backoff_ms)) ||
+        (rc = env_uint("KCACHE_REMOTE_TTL", &o->remote_config.ttl_s)) ||
+        (rc = env_uint("KCACHE_REMOTE_QUEUE", &o->remote_queue)))
+        return rc;
+    e = getenv("KCACHE_REMOTE_MAX_VALUE");
+    if (e && *e && (rc = kc_parse_size(e, &o->remote_config.max_value))) return kc_err_prefix(rc, "KCACHE_REMOTE_MAX_VALUE");
+    e = getenv("KCACHE_HMAC_KEY");
+    if (e && *e) o->hmac_key = e, o->hmac_key_len = strlen(e);
+    e = getenv("KCACHE_HMAC_KEY_FILE");
+    if (e && *e) {
+        void *data;
+        size_t len;
+        if ((rc = kc_fs_read_file(e, 4096, &data, &len, NULL)))
+            return kc_err_prefix(rc == KC_MISS ? KC_EINVAL : rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
+        while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
+        *owned = data;
+        o->hmac_key = data, o->hmac_key_len = len;
+    }
+    return KC_OK;
+}
+
 int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_open: out is NULL");
     *out = NULL;
     kc_log_init_from_env();
     kc_options o = KC_OPTIONS_INIT;
     if (opts) {
-        if (opts->version != KC_OPTIONS_VERSION)
-            return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
-                          opts->version, KC_OPTIONS_VERSION);
-        o = *opts;
+        if (opts->version == 1) memcpy(&o, opts, offsetof(kc_options, remote)); /* the fields version 1 had */
+        else if (opts->version == KC_OPTIONS_VERSION) o = *opts;
+        else return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
+                           opts->version, KC_OPTIONS_VERSION);
+        o.version = KC_OPTIONS_VERSION;
     }
     kc_cache *c = kc_calloc(1, sizeof *c);
     if (!c) return kc_err(KC_ENOMEM, "kc_cache_open: out of memory");
     int rc = KC_OK;
+    void *env_key = NULL;
     const char *dir = o.dir;
     uint64_t max = o.max_size ? o.max_size : KC_DEFAULT_MAX_SIZE;
     unsigned flags = o.flags;
@@ -113,6 +178,8 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
         }
         if (env_flag("KCACHE_DISABLE")) flags |= KC_OPEN_DISABLE;
         if (env_flag("KCACHE_READONLY")) flags |= KC_OPEN_READONLY;
+        if (env_flag("KCACHE_REMOTE_READONLY")) flags |= KC_OPEN_REMOTE_READONLY;
+        if ((rc = remote_env(&o, &env_key))) goto fail;
     }
     if (dir && *dir) {
         if (strlen(dir) >= sizeof c->dir) {
@@ -125,19 +192,59 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     }
     c->max_size = max;
     c->mode = (flags & KC_OPEN_DISABLE) ? 2 : (flags & KC_OPEN_READONLY) ? 1 : 0;
+    pthread_mutex_init(&c->wmu, NULL);
+    pthread_cond_init(&c->wcv, NULL);
+    pthread_cond_init(&c->widle, NULL);
+    c->wcap = o.remote_queue ? o.remote_queue : 256;
+    c->remote_ro = (flags & KC_OPEN_REMOTE_READONLY) || c->mode != 0;
+    if (o.hmac_key) {
+        if (o.hmac_key_len < KC_MAC_KEY_MIN) {
+            rc = kc_err(KC_EINVAL, "the HMAC key has %zu bytes; at least %d are needed", o.hmac_key_len, KC_MAC_KEY_MIN);
+            goto fail;
+        }
+        if (!(c->mac_key = kc_malloc(o.hmac_key_len))) {
+            rc = kc_err(KC_ENOMEM, "out of memory");
+            goto fail;
+        }
+        memcpy(c->mac_key, o.hmac_key, o.hmac_key_len);
+        c->mac_key_len = o.hmac_key_len;
+    }
+    if (c->mode != 2 && o.remote && *o.remote &&
+        (rc = kc_store_redis_open(&c->remote, o.remote, &o.remote_config)) != KC_OK) {
+        kc_err_prefix(rc, "remote");
+        goto fail;
+    }
     if (c->mode != 2 && (rc = kc_local_open(&c->local, c->dir, max, flags)) != KC_OK) goto fail;
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)max,
            c->mode == 2 ? ", disabled" : c->mode == 1 ? ", read-only" : "");
     *out = c;
+    free(env_key);
     return KC_OK;
 fail:
+    free(env_key);
+    if (c->remote) c->remote->free(c->remote);
+    free(c->mac_key);
     free(c);
     return rc;
 }
 
 void kc_cache_close(kc_cache *c) {
     if (!c) return;
+    if (c->wstarted) {
+        kc_cache_remote_flush(c);
+        pthread_mutex_lock(&c->wmu);
+        c->wstop = 1;
+        pthread_cond_broadcast(&c->wcv);
+        pthread_mutex_unlock(&c->wmu);
+        pthread_join(c->wthread, NULL);
+    }
+    if (c->remote) c->remote->free(c->remote);
+    pthread_mutex_destroy(&c->wmu);
+    pthread_cond_destroy(&c->wcv);
+    pthread_cond_destroy(&c->widle);
     kc_local_free(c->local);
+    if (c->mac_key) memset(c->mac_key, 0, c->mac_key_len);
+    free(c->mac_key);
     free(c);
 }
 
@@ -149,6 +256,136 @@ int kc_cache_mode(const kc_cache *c) { return c->mode; }
 static int check_kv(const kc_cache *c, const kc_key *key, const char *variant) {
     if (!c || !key) return kc_err(KC_EINVAL, "NULL cache or key");
     return kc_variant_check(variant);
+}
+
+/* ---- the remote tier ([Note: tiers]) ---- */
+
+static void remote_count_failure(kc_cache *c, int shard, int rc, int writing) {
+    kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
+               : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
+               : KC_STAT_REMOTE_ERRORS;
+    if (rc != KC_EUNAVAILABLE) kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
+    kc_local_count(c->local, shard, id, 1);
+}
+
+static void *writer_main(void *arg) {
+    kc_cache *c = arg;
+    pthread_mutex_lock(&c->wmu);
+    for (;;) {
+        while (!c->whead && !c->wstop) pthread_cond_wait(&c->wcv, &c->wmu);
+        if (!c->whead) break; /* stopping, and nothing left */
+        wjob *j = c->whead;
+        c->whead = j->next;
+        if (!c->whead) c->wtail = NULL;
+        c->wlen--;
+        c->wbusy = 1;
+        pthread_mutex_unlock(&c->wmu);
+        int rc = c->remote->put(c->remote, j->name, j->data, j->len);
+        if (rc == KC_OK) kc_local_count(c->local, j->shard, KC_STAT_REMOTE_PUTS, 1);
+        else remote_count_failure(c, j->shard, rc, 1);
+        free(j->data);
+        free(j);
+        pthread_mutex_lock(&c->wmu);
+        c->wbusy = 0;
+        if (!c->whead) pthread_cond_broadcast(&c->widle);
+    }
+    pthread_mutex_unlock(&c->wmu);
+    return NULL;
+}
+
+/* Queue a write of `data` (taken: freed here or by the writer) to the remote. */
+static int remote_enqueue(kc_cache *c, const char *name, int shard, void *data, size_t len) {
+    wjob *j = kc_malloc(sizeof *j);
+    pthread_mutex_lock(&c->wmu);
+    int rc = KC_OK;
+    if (!j || c->wlen >= c->wcap || c->wstop) {
+        rc = kc_err(KC_EBUSY, "remote write queue full (%zu): %s dropped", c->wcap, name);
+    } else if (!c->wstarted) {
+        if (pthread_create(&c->wthread, NULL, writer_main, c) == 0) c->wstarted = 1;
+        else rc = kc_err(KC_ERROR, "cannot start the remote writer: %s", strerror(errno));
+    }
+    if (rc == KC_OK) {
+        j->next = NULL;
+        snprintf(j->name, sizeof j->name, "%s", name);
+        j->shard = shard;
+        j->data = data, j->len = len;
+        if (c->wtail) c->wtail->next = j;
+        else c->whead = j;
+        c->wtail = j;
+        c->wlen++;
+        pthread_cond_signal(&c->wcv);
+    }
+    pthread_mutex_unlock(&c->wmu);
+    if (rc) {
+        free(j);
+        free(data);
+        kc_local_count(c->local, shard, KC_STAT_REMOTE_DROPPED, 1);
+        kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
+    }
+    return rc;
+}
+
+int kc_cache_remote_flush(kc_cache *c) {
+    if (!c) return kc_err(KC_EINVAL, "kc_cache_remote_flush: NULL cache");
+    pthread_mutex_lock(&c->wmu);
+    while (c->wstarted && (c->whead || c->wbusy)) pthread_cond_wait(&c->widle, &c->wmu);
+    pthread_mutex_unlock(&c->wmu);
+    return KC_OK;
+}
+
+int kc_cache_remote_state(kc_cache *c, kc_remote_state *out) {
+    if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_remote_state: NULL argument");
+    if (!c->remote) return KC_MISS;
+    return kc_store_redis_state(c->remote, out);
+}
+
+int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
+                           kc_entry **out) {
+    *out = NULL;
+    if (!c->remote || n == 0) return KC_MISS;
+    int shard = key->bytes[0];
+    char names[24][KC_NAME_MAX + 1];
+    const char *np[24];
+    if (n > 24) n = 24;
+    for (size_t i = 0; i < n; i++) kc_store_name(key, variants[i], names[i]), np[i] = names[i];
+    void *data = NULL;
+    size_t len = 0, w = 0;
+    int rc = n > 1 && c->remote->get_first ? c->remote->get_first(c->remote, np, n, &w, &data, &len)
+                                           : c->remote->get(c->remote, np[0], &data, &len);
+    if (rc == KC_MISS) {
+        kc_local_count(c->local, shard, KC_STAT_REMOTE_MISSES, 1);
+        return KC_MISS;
+    }
+    if (rc) {
+        remote_count_failure(c, shard, rc, 0);
+        return KC_MISS;
+    }
+    /* Authenticate before anything past the fixed header is parsed. */
+    if (c->mac_key && (rc = kc_entry_mac_check(data, len, c->mac_key, c->mac_key_len)) != KC_OK) {
+        kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", np[w], kc_error_last()->message);
+        kc_local_count(c->local, shard, KC_STAT_MAC_REJECTED, 1);
+        free(data);
+        return KC_MISS;
+    }
+    kc_entry *e;
+    rc = kc_entry_decode(&e, data, len);
+    if (rc == KC_OK && (memcmp(kc_entry_key(e)->bytes, key->bytes, 16) != 0 || strcmp(kc_entry_variant(e), variants[w]) != 0)) {
+        kc_entry_free(e);
+        rc = kc_err(KC_ECORRUPT, "it holds another key or variant than its name");
+    }
+    if (rc) {
+        kc_log(KC_LOG_REMOTE, "remote %s unusable: %s", np[w], kc_error_last()->message);
+        kc_local_count(c->local, shard, rc == KC_ECORRUPT ? KC_STAT_CORRUPT : KC_STAT_REMOTE_ERRORS, 1);
+        free(data);
+        return KC_MISS;
+    }
+    if (c->mode == 0 && kc_local_put(c->local, np[w], data, len) != KC_OK) /* written back to local */
+        kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", np[w], kc_error_last()->message);
+    free(data);
+    kc_local_count(c->local, shard, KC_STAT_REMOTE_HITS, 1);
+    if (which) *which = w;
+    *out = e;
+    return KC_OK;
 }
 
 int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
@@ -169,6 +406,7 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
             kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message);
             kc_local_count(c->local, shard, KC_STAT_STORE_ERRORS, 1);
         }
+        if (c->remote && kc_cache_remote_fetch_(c, key, &variant, 1, NULL, out) == KC_OK) return KC_OK;
         kc_local_count(c->local, shard, KC_STAT_MISSES, 1);
         return kc_err(KC_MISS, "no entry %s", name);
     }
@@ -232,10 +470,19 @@ int kc_cache_put(kc_cache *c, const kc_entry *e) {
     void *data;
     size_t len;
     int rc = kc_entry_encode(e, &data, &len);
-    if (rc) return rc;
+    if (!rc && c->mac_key) rc = kc_entry_seal(&data, &len, c->mac_key, c->mac_key_len);
+    if (rc) {
+        free(data);
+        return rc;
+    }
     rc = kc_local_put(c->local, name, data, len);
-    free(data);
     if (rc) kc_err_prefix(rc, "storing %s", name);
+    if (c->remote && !c->remote_ro) {
+        int erc = remote_enqueue(c, name, kc_entry_key(e)->bytes[0], data, len); /* takes data */
+        (void)erc; /* a dropped remote write is counted and logged, not an error */
+        return rc;
+    }
+    free(data);
     return rc;
 }
 
@@ -386,4 +633,44 @@ int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out) {
 int kc_cache_clear(kc_cache *c) {
     if (!c) return kc_err(KC_EINVAL, "kc_cache_clear: NULL cache");
     return c->local ? kc_local_clear(c->local) : KC_OK;
+}
+
+const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len) {
+    *len = c->mac_key_len;
+    return c->mac_key;
+}
+
+int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant) {
+    int rc = check_kv(c, key, variant);
+    if (rc) return rc;
+    if (!c->remote) return kc_err(KC_EINVAL, "no remote tier configured (KCACHE_REMOTE)");
+    if (c->remote_ro) return kc_err(KC_EREADONLY, "the remote is read-only here");
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(key, variant, name);
+    int shard = key->bytes[0];
+    rc = c->remote->exists(c->remote, name);
+    if (rc == 1) return 0;
+    if (rc < 0) {
+        remote_count_failure(c, shard, rc, 1);
+        return rc;
+    }
+    void *data;
+    size_t len;
+    if ((rc = kc_local_get(c->local, name, &data, &len))) return rc;
+    /* The local directory is trusted: an entry stored before the key was set is sealed now. */
+    if (c->mac_key && kc_entry_mac_check(data, len, c->mac_key, c->mac_key_len) != KC_OK &&
+        (rc = kc_entry_seal(&data, &len, c->mac_key, c->mac_key_len))) {
+        free(data);
+        return rc;
+    }
+    rc = remote_enqueue(c, name, shard, data, len);
+    return rc ? rc : 1;
+}
+
+int kc_cache_remote_ping(kc_cache *c) {
+    if (!c) return kc_err(KC_EINVAL, "kc_cache_remote_ping: NULL cache");
+    if (!c->remote) return KC_MISS;
+    int rc = c->remote->exists(c->remote, "00000000000000000000000000000000.ping");
+    if (rc < 0) remote_count_failure(c, 0, rc, 0);
+    return rc < 0 ? rc : KC_OK;
 }

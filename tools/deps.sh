@@ -3,7 +3,8 @@
 # The CUDA Toolkit comes with the machine (found by CMake under /usr/local/cuda).
 set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
-      libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev)
+      libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
+      libhiredis-dev libssl-dev redis-server)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

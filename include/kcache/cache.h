@@ -18,13 +18,14 @@
 #include "entry.h"
 #include "key.h"
 #include "stats.h"
+#include "sys/store.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Version of kc_options understood by this build. */
-#define KC_OPTIONS_VERSION 1
+/** Version of kc_options understood by this build (version 1, without the remote fields, is accepted). */
+#define KC_OPTIONS_VERSION 2
 
 /** Default size limit of the local directory: 5 GiB. */
 #define KC_DEFAULT_MAX_SIZE (5ull << 30)
@@ -34,22 +35,40 @@ extern "C" {
 #define KC_OPEN_READONLY 0x2u      /**< Never write (as KCACHE_READONLY=1). */
 #define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
 #define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u /**< Accept a directory others could write to. */
+#define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields
  * left 0/NULL take their defaults.  Environment overrides (unless KC_OPEN_NO_ENV):
  * KCACHE_DIR, KCACHE_MAX_SIZE ("5G", "500M", "1024K", bytes), KCACHE_DISABLE=1,
- * KCACHE_READONLY=1, KCACHE_LOG (see kc_log_configure).
+ * KCACHE_READONLY=1, KCACHE_LOG (see kc_log_configure); the remote tier: KCACHE_REMOTE (a URL),
+ * KCACHE_REMOTE_READONLY=1, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,
+ * KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL (seconds), KCACHE_REMOTE_MAX_VALUE (a size),
+ * KCACHE_REMOTE_QUEUE (writes queued at most); authentication: KCACHE_HMAC_KEY (the key's
+ * bytes) or KCACHE_HMAC_KEY_FILE (a file holding them).
+ *
+ * [Note: tiers] Lookups go memory → local directory → remote; a remote hit is validated
+ * (and, with an HMAC key, authenticated before anything past its fixed header is parsed),
+ * then written to the local directory.  New entries go to the local directory, then to the
+ * remote through one background writer with a bounded queue (full: the write is dropped
+ * and counted).  A remote error or timeout is a miss plus a counter, and opens the
+ * remote's circuit breaker (kc_redis_config).
  */
 typedef struct kc_options {
     unsigned version;      /**< KC_OPTIONS_VERSION. */
     const char *dir;       /**< Cache directory; default $XDG_CACHE_HOME/kcache or ~/.cache/kcache. */
     uint64_t max_size;     /**< Size limit in bytes; 0: KC_DEFAULT_MAX_SIZE. */
     unsigned flags;        /**< KC_OPEN_* */
+    /* version 2 */
+    const char *remote;    /**< Remote tier URL ("redis://host:port/db"); NULL: none. */
+    kc_redis_config remote_config; /**< Its limits (0 fields: defaults). */
+    unsigned remote_queue; /**< Background writes queued at most; 0: 256. */
+    const void *hmac_key;  /**< HMAC-SHA256 key (≥ KC_MAC_KEY_MIN bytes); NULL: entries are not authenticated. */
+    size_t hmac_key_len;
 } kc_options;
 
 /** Static initialiser of kc_options. */
-#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0 }
+#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, {0, 0, 0, 0, 0, 0}, 0, NULL, 0 }
 
 /** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
 KC_API int kc_options_init(kc_options *opts, unsigned version);
@@ -118,6 +137,27 @@ KC_API void kc_cache_unlock(kc_lock *lock);
 
 /** Add `n` to a counter (front-door events such as compiles and bypasses). */
 KC_API void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n);
+
+/** The remote tier's state (URL with the password hidden, breaker); KC_MISS when there is none. */
+KC_API int kc_cache_remote_state(kc_cache *c, kc_remote_state *out);
+
+/**
+ * Wait until the background writer has sent (or dropped) every queued remote write.
+ * Each write is bounded by the remote's deadline, and an open breaker drops the rest, so
+ * this returns in bounded time.  KC_OK without a remote.
+ */
+KC_API int kc_cache_remote_flush(kc_cache *c);
+
+/**
+ * Queue a copy of a local entry to the remote unless the remote has it already (one
+ * EXISTS).  With an HMAC key, an entry stored before the key was set is sealed first.
+ * Returns 1 when queued, 0 when the remote had it, else an error (KC_EINVAL without a
+ * remote, KC_EREADONLY when it is read-only, KC_MISS when the entry is not local).
+ */
+KC_API int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant);
+
+/** One round trip to the remote (KC_OK, or why not: KC_ETIMEOUT, KC_EIO, KC_EUNAVAILABLE); KC_MISS without one. */
+KC_API int kc_cache_remote_ping(kc_cache *c);
 
 /** Sum every shard's counters, this process's unflushed ones included. */
 KC_API int kc_cache_stats(kc_cache *c, kc_stats *out);

@@ -45,7 +45,9 @@ typedef enum kc_status {
     KC_EUNREGISTERED = -15, /**< A recorded post-compile wrapper is not registered. */
     KC_EBUSY = -16,     /**< A lock is held by someone else and waiting timed out. */
     KC_EEXPR = -17,     /**< A launch expression failed (division by zero, overflow). */
-    KC_EPERM = -18      /**< Refused for safety (unsafe directory, path escape, bad MAC). */
+    KC_EPERM = -18,     /**< Refused for safety (unsafe directory, path escape, bad MAC). */
+    KC_ETIMEOUT = -19,  /**< A remote did not answer within its deadline. */
+    KC_EUNAVAILABLE = -20 /**< A remote is being skipped (its circuit breaker is open). */
 } kc_status;
 
 /** The last error recorded on the calling thread. */

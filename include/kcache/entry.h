@@ -29,7 +29,8 @@
  *                                     end of the table; the last ends at total_len - mac
  *                   checksum:u64      XXH3-64 of the stored bytes (verified before decoding)
  *   section_data := stored bytes; for zstd, one frame whose content size is raw_len
- *   mac          := HMAC-SHA256[32]   (reserved for authenticated entries)
+ *   mac          := HMAC-SHA256[32]   over bytes [0, total_len - 32): the header (flag bit 0
+ *                                     set, total_len counting the mac) and every section
  *
  *   META payload := count:u32 (≤ 4096)
  *                   { name_len:u16 (1..255) name[name_len] digest[16] }{count}
@@ -140,6 +141,23 @@ KC_API int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len);
  * KC_ECORRUPT with the reason in kc_error_last() on any defect.  `data` is not retained.
  */
 KC_API int kc_entry_decode(kc_entry **out, const void *data, size_t len);
+
+/** Length of an HMAC-SHA256 key kcache accepts at least (shorter keys are refused). */
+#define KC_MAC_KEY_MIN 16
+
+/**
+ * Authenticate encoded entry bytes: set the MAC flag, count the MAC in total_len, update
+ * the header checksum and append HMAC-SHA256(key, header ++ sections).  `*data` (from
+ * kc_entry_encode, malloc'ed) is reallocated.  An entry that already has a MAC is re-sealed.
+ */
+KC_API int kc_entry_seal(void **data, size_t *len, const void *key, size_t key_len);
+
+/**
+ * Check an entry's MAC reading nothing beyond its fixed header: KC_OK when it carries a
+ * valid HMAC-SHA256 under `key`; KC_EPERM (reason in kc_error_last()) when it has none, a
+ * wrong one, or a header that does not frame one.  Compare in constant time.
+ */
+KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key_len);
 
 /**
  * Validate a variant name: [a-z0-9_]{1,31}.  KC_OK or KC_EINVAL (with a message).

@@ -35,7 +35,10 @@ typedef enum kc_stat {
     KC_STAT_LOAD_REFUSED = 16, /**< Variants the driver refused (counted as misses). */
     KC_STAT_STORE_ERRORS = 17, /**< Cache-side I/O errors (each cost a miss, not a failure). */
     KC_STAT_READONLY_SKIPS = 18, /**< Puts skipped because the cache is read-only. */
-    KC_STAT_COUNT = 19
+    KC_STAT_REMOTE_PUTS = 19,  /**< Entries written to the remote by the background writer. */
+    KC_STAT_MAC_REJECTED = 20, /**< Entries (remote or imported) refused for a missing or bad MAC. */
+    KC_STAT_REMOTE_SKIPPED = 21, /**< Remote lookups skipped while its breaker was open. */
+    KC_STAT_COUNT = 22
 } kc_stat;
 
 /** A snapshot of every counter. */

@@ -103,6 +103,8 @@ const char *kc_status_str(int status) {
     case KC_EBUSY: return "KC_EBUSY";
     case KC_EEXPR: return "KC_EEXPR";
     case KC_EPERM: return "KC_EPERM";
+    case KC_ETIMEOUT: return "KC_ETIMEOUT";
+    case KC_EUNAVAILABLE: return "KC_EUNAVAILABLE";
     default: return "KC_UNKNOWN";
     }
 }

@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <xxhash.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <zstd.h>
 
 #include "../common/internal.h"
@@ -469,4 +472,52 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
 fail:
     kc_entry_free(e);
     return rc;
+}
+
+/* ---- authentication ([Note: MAC]) ----
+ * The MAC covers every byte before it, header included, so flipping any bit (the flag
+ * too) breaks it.  Checking it reads only the fixed header's magic, flags and total_len:
+ * nothing an attacker controls is parsed before the MAC has been verified. */
+
+static int hmac(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[MAC_LEN]) {
+    unsigned int n = 0;
+    if (key_len < KC_MAC_KEY_MIN) return kc_err(KC_EINVAL, "an HMAC key needs at least %d bytes", KC_MAC_KEY_MIN);
+    if (!HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n) || n != MAC_LEN)
+        return kc_err(KC_ERROR, "HMAC-SHA256 failed");
+    return KC_OK;
+}
+
+int kc_entry_seal(void **data, size_t *len, const void *key, size_t key_len) {
+    if (!data || !*data || !len || !key) return kc_err(KC_EINVAL, "kc_entry_seal: NULL argument");
+    uint8_t *h = *data;
+    if (*len < HEADER_SIZE || memcmp(h, MAGIC, 8) != 0 || kc_rd_u64(h + 64) != *len)
+        return kc_err(KC_EINVAL, "kc_entry_seal: not an encoded entry");
+    uint32_t nsec = kc_rd_u32(h + 72);
+    if (nsec < 1 || nsec > MAX_SECTIONS || HEADER_SIZE + (size_t)nsec * DESC_SIZE > *len)
+        return kc_err(KC_EINVAL, "kc_entry_seal: not an encoded entry");
+    size_t body = *len - ((kc_rd_u32(h + 12) & FLAG_MAC) ? MAC_LEN : 0);
+    uint8_t *n = realloc(h, body + MAC_LEN);
+    if (!n) return kc_err(KC_ENOMEM, "out of memory");
+    *data = n;
+    kc_wr_u32(n + 12, kc_rd_u32(n + 12) | FLAG_MAC);
+    kc_wr_u64(n + 64, body + MAC_LEN);
+    kc_wr_u64(n + SUM_OFFSET, header_sum(n, nsec));
+    int rc = hmac(key, key_len, n, body, n + body);
+    *len = body + MAC_LEN;
+    return rc;
+}
+
+int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key_len) {
+    if (!data || !key) return kc_err(KC_EINVAL, "kc_entry_mac_check: NULL argument");
+    const uint8_t *h = data;
+    if (len < HEADER_SIZE + MAC_LEN || memcmp(h, MAGIC, 8) != 0)
+        return kc_err(KC_EPERM, "not an authenticated entry (%zu bytes, no header)", len);
+    if (!(kc_rd_u32(h + 12) & FLAG_MAC)) return kc_err(KC_EPERM, "the entry carries no MAC");
+    if (kc_rd_u64(h + 64) != len) return kc_err(KC_EPERM, "the entry's length does not frame its MAC");
+    uint8_t want[MAC_LEN];
+    int rc = hmac(key, key_len, h, len - MAC_LEN, want);
+    if (rc) return rc;
+    if (CRYPTO_memcmp(want, h + len - MAC_LEN, MAC_LEN) != 0)
+        return kc_err(KC_EPERM, "the entry's MAC does not match (altered, or written with another key)");
+    return KC_OK;
 }

@@ -28,6 +28,7 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "../common/pool.h"
+#include "../cache_internal.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 #include "program.h"
@@ -911,6 +912,11 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_entry_free(e);
+    } else if (cacheable && !present && kc_cache_remote_fetch_(c, &key, &target, 1, NULL, &e) == KC_OK) {
+        info->lookup_us = us_since(t1);
+        info->source = KC_FROM_REMOTE;
+        snprintf(info->variant, sizeof info->variant, "%s", target);
+        kc_entry_free(e);
     } else {
         if (cacheable) {
             if (!present) kc_cache_count(c, &key, KC_STAT_MISSES, 1); /* a failed get counted itself */
@@ -1349,6 +1355,27 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         if (rc) break;
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
+    }
+    if (!g && !rc && nc) { /* the remote tier: the first present candidate, in one round trip */
+        const char *cp[24];
+        for (size_t i = 0; i < nc; i++) cp[i] = cand[i];
+        size_t w;
+        kc_entry *e;
+        if (kc_cache_remote_fetch_(c, &key, cp, nc, &w, &e) == KC_OK) {
+            info->lookup_us = us_since(t1);
+            uint64_t t2 = kc_mono_ns();
+            rc = load_entry(e, &key, device, &g);
+            info->load_us = us_since(t2);
+            kc_entry_free(e);
+            if (rc == KC_EDRIVER) {
+                kc_cache_count(c, &key, KC_STAT_LOAD_REFUSED, 1);
+                snprintf(info->miss_reason, sizeof info->miss_reason, "driver refused remote %s", cand[w]);
+                rc = KC_OK;
+            } else if (!rc) {
+                info->source = KC_FROM_REMOTE;
+                snprintf(info->variant, sizeof info->variant, "%s", cand[w]);
+            }
+        }
     }
     if (!g && !rc) {
         char target[16];

@@ -162,7 +162,8 @@ typedef struct im_item {
 #define BAD(p, fmt, ...) kc_err(KC_ECORRUPT, "bundle '%s': " fmt, (p), ##__VA_ARGS__)
 
 /* Phase one: everything verified, nothing written.  *content_out owns the bytes items point into. */
-static int verify(const char *path, uint8_t **content_out, im_item **items_out, size_t *n_out) {
+static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, uint8_t **content_out,
+                  im_item **items_out, size_t *n_out) {
     void *file;
     size_t flen;
     int rc = kc_fs_read_file(path, KC_BUNDLE_MAX_BYTES + HEADER, &file, &flen, NULL);
@@ -221,6 +222,12 @@ static int verify(const char *path, uint8_t **content_out, im_item **items_out, 
         for (uint32_t k = 0; k < i; k++)
             if (strcmp(items[k].name, items[i].name) == 0) { free(toc); rc = BAD(path, "'%s' appears twice", items[i].name); goto fail; }
         if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) { free(toc); rc = BAD(path, "entry '%s' checksum mismatch", items[i].name); goto fail; }
+        if (mac_key && (rc = kc_entry_mac_check(items[i].data, items[i].len, mac_key, mac_key_len))) {
+            free(toc);
+            if (rc == KC_EPERM) rc = kc_err(KC_EPERM, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
+                                            kc_error_last()->message);
+            goto fail;
+        }
         kc_entry *e;
         if ((rc = kc_entry_decode(&e, items[i].data, items[i].len))) {
             free(toc);
@@ -251,7 +258,10 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     uint8_t *content = NULL;
     im_item *items = NULL;
     size_t n = 0;
-    int rc = verify(path, &content, &items, &n);
+    size_t klen;
+    const uint8_t *key = kc_cache_mac_key_(c, &klen);
+    int rc = verify(path, key, klen, &content, &items, &n);
+    if (rc == KC_EPERM) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
     kc_bundle_report rep = {n, 0, 0, 0};
     for (size_t i = 0; i < n; i++) rep.bytes += items[i].len;

@@ -213,12 +213,71 @@ static void test_names_that_escape_are_refused(void **state) {
     kc_entry_free(e);
 }
 
+/* With an HMAC key, an import takes only entries sealed with that key: anything else is
+ * refused whole, before any entry is decoded, and counted. */
+static void test_imports_need_a_valid_mac_when_a_key_is_set(void **state) {
+    (void)state;
+    static const char KEY[] = "import key of at least 16 bytes";
+    fill(3);
+    char plain[600], sealed[600];
+    snprintf(plain, sizeof plain, "%s/plain.kcb", dir);
+    snprintf(sealed, sizeof sealed, "%s/sealed.kcb", dir);
+    assert_int_equal(kc_bundle_export(cache, plain, NULL, NULL), KC_OK);
+    char *d2 = kct_tmpdir("bundle-mac");
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = d2;
+    o.flags = KC_OPEN_NO_ENV;
+    o.hmac_key = KEY;
+    o.hmac_key_len = sizeof KEY - 1;
+    kc_cache *keyed;
+    assert_int_equal(kc_cache_open(&keyed, &o), KC_OK);
+    kc_bundle_report r;
+    assert_int_equal(kc_bundle_import(keyed, plain, 0, &r), KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "carries no MAC"));
+    kc_stats st;
+    kc_cache_stats(keyed, &st);
+    assert_int_equal(st.v[KC_STAT_MAC_REJECTED], 1);
+    assert_int_equal(kct_count_files(d2, ".kce"), 0);
+    /* Entries put through the keyed cache are sealed; their bundle imports into another keyed cache. */
+    kc_key k = key_of(7);
+    kc_entry *e;
+    kc_entry_new(&e, &k, "sm_90");
+    kc_entry_set_section(e, KC_SECTION_KERNELS, "cubin", 5);
+    assert_int_equal(kc_cache_put(keyed, e), KC_OK);
+    kc_entry_free(e);
+    assert_int_equal(kc_bundle_export(keyed, sealed, NULL, NULL), KC_OK);
+    char *d3 = kct_tmpdir("bundle-mac2");
+    o.dir = d3;
+    kc_cache *other;
+    assert_int_equal(kc_cache_open(&other, &o), KC_OK);
+    assert_int_equal(kc_bundle_import(other, sealed, 0, &r), KC_OK);
+    assert_int_equal(r.written, 1);
+    /* …and not under another key. */
+    static const char OTHER[] = "some other key, also 16+ bytes";
+    o.hmac_key = OTHER;
+    o.hmac_key_len = sizeof OTHER - 1;
+    char *d4 = kct_tmpdir("bundle-mac3");
+    o.dir = d4;
+    kc_cache *wrong;
+    assert_int_equal(kc_cache_open(&wrong, &o), KC_OK);
+    assert_int_equal(kc_bundle_import(wrong, sealed, 0, &r), KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "does not match"));
+    /* A key too short to be a key is refused at open. */
+    o.hmac_key_len = 8;
+    kc_cache *weak;
+    assert_int_equal(kc_cache_open(&weak, &o), KC_EINVAL);
+    kct_close_cache(d2, keyed);
+    kct_close_cache(d3, other);
+    kct_close_cache(d4, wrong);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_round_trip_and_idempotence),
         T(test_damaged_bundles_change_nothing),
         T(test_names_that_escape_are_refused),
+        T(test_imports_need_a_valid_mac_when_a_key_is_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

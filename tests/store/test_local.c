@@ -4,6 +4,7 @@
  * quarantine, clear, and refusing unsafe directories.
  */
 #include "helpers.h"
+#include "conformance.h"
 
 #include <errno.h>
 #include <utime.h>
@@ -309,6 +310,17 @@ static void test_readonly_writes_nothing(void **state) {
     assert_int_equal(access(root, F_OK), -1);
 }
 
+/* The backend conformance suite (tests/store/conformance.h), as test_redis runs it on Redis. */
+static void test_conformance(void **state) {
+    (void)state;
+    kc_local *l;
+    char root[512];
+    snprintf(root, sizeof root, "%s/cache", dir);
+    assert_int_equal(kc_local_open(&l, root, 0, 0), KC_OK);
+    kcc_conformance(kc_local_backend(l));
+    kc_local_free(l);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -323,6 +335,7 @@ int main(void) {
         T(test_put_failure_loses_nothing),
         T(test_unsafe_directories_are_refused),
         T(test_readonly_writes_nothing),
+        T(test_conformance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

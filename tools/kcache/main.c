@@ -45,6 +45,11 @@ static int usage_error(const cmd *c, const char *msg, const char *arg) {
     return EXIT_USAGE;
 }
 
+static int getenv_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0 && strcmp(v, "false") != 0 && strcmp(v, "no") != 0 && strcmp(v, "off") != 0;
+}
+
 static int open_cache(kc_cache **out) {
     kc_options o = KC_OPTIONS_INIT;
     o.dir = g_cache_dir;
@@ -120,7 +125,9 @@ static int cmd_explain(int argc, char **argv);
 static const cmd commands[] = {
     {"stats", "kcache stats [--json] [--zero]",
      "Show the cache's counters, summed over every shard and every process that used it:\n"
-     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.\n"
+     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  With a\n"
+     "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
+     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
      "--zero resets the event counters (not entries or bytes).", cmd_stats},
     {"ls", "kcache ls [--json]",
      "List stored entries: key, variant, size, last use.", cmd_ls},
@@ -141,13 +148,14 @@ static const cmd commands[] = {
      "Look a graph spec up in the cache, compiling and storing it on a miss, and say where it\n"
      "came from and how long each step took.  With --arch (sm_90, compute_80, ...) it only\n"
      "compiles and stores (no GPU needed); without, it loads on GPU 0.", cmd_get},
-    {"prewarm", "kcache prewarm MANIFEST [--arch LIST] [-j N] [--json]",
+    {"prewarm", "kcache prewarm MANIFEST [--arch LIST] [-j N] [--remote URL] [--json]",
      "Compile every graph of MANIFEST for every target (the manifest's \"archs\", or --arch\n"
      "sm_80,sm_90,compute_80) on N threads (default: the number of cores), storing each\n"
      "variant; variants already present are hits.  No GPU needed.  Concurrent prewarms (and\n"
      "kc_graph_get) compile each variant once.  Exit 0: all succeeded; 1: some failed (with\n"
      "NVRTC's log); 2: bad usage or manifest.  --json prints {graphs, variants, compiled,\n"
-     "hits, failed, seconds, results}.", cmd_prewarm},
+     "hits, failed, seconds, results}.  --remote URL publishes every variant to the fleet's\n"
+     "remote (compiled ones, and local hits the remote lacks) and waits until it is sent.", cmd_prewarm},
     {"export", "kcache export FILE [--arch LIST] [--manifest MANIFEST] [--json]",
      "Write the cache's entries (those of LIST's targets, and of MANIFEST's graphs, when\n"
      "given) to one compressed bundle FILE with a table of contents and per-entry checksums.\n"
@@ -188,6 +196,19 @@ static int cmd_stats(int argc, char **argv) {
         kc_cache_close(c);
         return fail("cannot read the statistics");
     }
+    kc_remote_state rs;
+    int have_remote = kc_cache_remote_state(c, &rs) == KC_OK;
+    int reachable = 0;
+    if (have_remote) { /* probe once, so that the breaker says what the remote is like now */
+        reachable = kc_cache_remote_ping(c) == KC_OK;
+        kc_cache_remote_state(c, &rs);
+        kc_cache_stats(c, &s);
+    }
+    static const kc_stat remote_ids[] = {KC_STAT_REMOTE_HITS, KC_STAT_REMOTE_MISSES, KC_STAT_REMOTE_ERRORS,
+                                         KC_STAT_REMOTE_TIMEOUTS, KC_STAT_REMOTE_DROPPED, KC_STAT_REMOTE_PUTS,
+                                         KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
+    static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
+                                               "skipped", "mac_rejected"};
     uint64_t lookups = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_MISSES];
     if (o.json) {
         int first = 1;
@@ -197,6 +218,19 @@ static int cmd_stats(int argc, char **argv) {
         for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, &first, kc_stat_name((kc_stat)i), s.v[i]);
         json_kv_f64(stdout, &first, "hit_rate",
                     lookups ? (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0);
+        printf(", \"remote\": ");
+        if (!have_remote) printf("null");
+        else {
+            int f2 = 1;
+            printf("{");
+            json_kv_str(stdout, &f2, "url", rs.url);
+            json_kv_str(stdout, &f2, "breaker", kc_breaker_name(rs.breaker));
+            json_kv_f64(stdout, &f2, "retry_in_ms", rs.retry_in_ms);
+            printf(", \"reachable\": %s", reachable ? "true" : "false");
+            for (size_t i = 0; i < sizeof remote_ids / sizeof remote_ids[0]; i++)
+                json_kv_u64(stdout, &f2, remote_names[i], s.v[remote_ids[i]]);
+            printf("}");
+        }
         printf("}\n");
     } else {
         char sz[32], mx[32];
@@ -211,6 +245,17 @@ static int cmd_stats(int argc, char **argv) {
         for (int i = 0; i < KC_STAT_COUNT; i++) {
             if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) continue;
             printf("%-17s %llu\n", kc_stat_name((kc_stat)i), (unsigned long long)s.v[i]);
+        }
+        if (have_remote) {
+            printf("remote            %s: %s, breaker %s", rs.url, reachable ? "reachable" : "unreachable",
+                   kc_breaker_name(rs.breaker));
+            if (rs.breaker == KC_BREAKER_OPEN) printf(" (retry in %.0f ms)", rs.retry_in_ms);
+            printf("\n ");
+            for (size_t i = 0; i < sizeof remote_ids / sizeof remote_ids[0]; i++)
+                printf(" %s %llu", remote_names[i], (unsigned long long)s.v[remote_ids[i]]);
+            printf("\n");
+        } else {
+            printf("remote            none (KCACHE_REMOTE or --remote URL)\n");
         }
     }
     kc_cache_close(c);
@@ -746,7 +791,7 @@ typedef struct pw_state {
     manifest *m;
     kc_graph_desc **descs;
     pw_result *res;
-    int ntasks, done, compiled, hits, failed, tty, json;
+    int ntasks, done, compiled, hits, failed, tty, json, publish;
     int *graph_left;
     double t0;
     pthread_mutex_t mu;
@@ -778,8 +823,12 @@ static void pw_task(void *ctx, size_t i) {
     pthread_mutex_lock(&p->mu);
     p->done++;
     if (r->rc) p->failed++;
-    else if (r->info.source == KC_FROM_DISK) p->hits++;
+    else if (r->info.source == KC_FROM_DISK || r->info.source == KC_FROM_REMOTE) p->hits++;
     else p->compiled++;
+    if (!r->rc && r->info.source == KC_FROM_DISK && p->publish) { /* a local hit the remote may lack */
+        kc_key k;
+        if (kc_key_from_hex(&k, r->info.key) == KC_OK) kc_cache_publish(p->cache, &k, p->m->archs[r->arch]);
+    }
     if (p->tty && !p->json) {
         if (r->rc)
             fprintf(stderr, "\r\033[K%s %s failed:\n%s\n", kc_graph_desc_name(p->descs[r->graph]), p->m->archs[r->arch],
@@ -793,6 +842,7 @@ static void pw_task(void *ctx, size_t i) {
             if (x->graph != r->graph) continue;
             if (x->rc) fprintf(o, "  %s failed", p->m->archs[x->arch]);
             else if (x->info.source == KC_FROM_DISK) fprintf(o, "  %s hit", p->m->archs[x->arch]);
+            else if (x->info.source == KC_FROM_REMOTE) fprintf(o, "  %s remote hit", p->m->archs[x->arch]);
             else fprintf(o, "  %s %s %.0f ms", p->m->archs[x->arch],
                          x->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled", x->info.compile_ms);
         }
@@ -817,6 +867,8 @@ static int cmd_prewarm(int argc, char **argv) {
             json = 1;
         } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
             arch = argv[++i];
+        } else if (strcmp(argv[i], "--remote") == 0 && i + 1 < argc) {
+            setenv("KCACHE_REMOTE", argv[++i], 1);
         } else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -863,6 +915,10 @@ static int cmd_prewarm(int argc, char **argv) {
         manifest_free(&m);
         return EXIT_PROBLEM;
     }
+    kc_remote_state rs;
+    p.publish = kc_cache_remote_state(p.cache, &rs) == KC_OK && !getenv_flag("KCACHE_REMOTE_READONLY");
+    kc_stats s0, s1;
+    kc_cache_stats(p.cache, &s0);
     p.ntasks = m.nspecs * m.narchs;
     p.res = calloc((size_t)p.ntasks, sizeof *p.res);
     p.graph_left = calloc((size_t)m.nspecs, sizeof *p.graph_left);
@@ -872,6 +928,15 @@ static int cmd_prewarm(int argc, char **argv) {
     p.t0 = now_s();
     if (p.tty && !json) pw_progress(&p);
     run_parallel(threads, (size_t)p.ntasks, pw_task, &p);
+    uint64_t published = 0, dropped = 0;
+    if (p.publish) {
+        kc_cache_remote_flush(p.cache);
+        kc_cache_stats(p.cache, &s1);
+        published = s1.v[KC_STAT_REMOTE_PUTS] - s0.v[KC_STAT_REMOTE_PUTS];
+        dropped = s1.v[KC_STAT_REMOTE_DROPPED] - s0.v[KC_STAT_REMOTE_DROPPED] +
+                  s1.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_ERRORS] +
+                  s1.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_TIMEOUTS];
+    }
     double secs = now_s() - p.t0;
     if (p.tty && !json) fprintf(stderr, "\n");
     if (json) {
@@ -883,6 +948,11 @@ static int cmd_prewarm(int argc, char **argv) {
         json_kv_u64(stdout, &first, "hits", (uint64_t)p.hits);
         json_kv_u64(stdout, &first, "failed", (uint64_t)p.failed);
         json_kv_f64(stdout, &first, "seconds", secs);
+        if (p.publish) {
+            json_kv_str(stdout, &first, "remote", rs.url);
+            json_kv_u64(stdout, &first, "published", published);
+            json_kv_u64(stdout, &first, "publish_failed", dropped);
+        }
         printf(", \"results\": [");
         for (int k = 0; k < p.ntasks; k++) {
             pw_result *r = &p.res[k];
@@ -892,6 +962,7 @@ static int cmd_prewarm(int argc, char **argv) {
             json_kv_str(stdout, &f2, "arch", m.archs[r->arch]);
             json_kv_str(stdout, &f2, "key", r->info.key);
             json_kv_str(stdout, &f2, "result", r->rc ? "failed" : r->info.source == KC_FROM_DISK ? "hit"
+                                                  : r->info.source == KC_FROM_REMOTE ? "remote_hit"
                                                   : r->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled");
             json_kv_f64(stdout, &f2, "compile_ms", r->info.compile_ms);
             if (r->rc) json_kv_str(stdout, &f2, "error", r->error);
@@ -901,6 +972,9 @@ static int cmd_prewarm(int argc, char **argv) {
     } else {
         printf("prewarm: %d graphs, %d variants: %d compiled, %d hits, %d failed in %.1f s\n", m.nspecs, p.ntasks,
                p.compiled, p.hits, p.failed, secs);
+        if (p.publish)
+            printf("remote %s: %llu published, %llu not (see kcache stats)\n", rs.url, (unsigned long long)published,
+                   (unsigned long long)dropped);
     }
     int failed = p.failed;
     for (int k = 0; k < p.ntasks; k++) free(p.res[k].error);
@@ -1159,11 +1233,15 @@ static int cmd_demo(int argc, char **argv) {
 }
 
 static void main_usage(FILE *f) {
-    fprintf(f, "usage: kcache [--cache-dir DIR] COMMAND [OPTIONS]\n\ncommands:\n");
+    fprintf(f, "usage: kcache [--cache-dir DIR] [--remote URL] COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].usage);
     fprintf(f, "\n'kcache COMMAND --help' describes a command.\n"
-               "Environment: KCACHE_DIR, KCACHE_MAX_SIZE, KCACHE_READONLY, KCACHE_DISABLE, KCACHE_LOG.\n");
+               "--remote redis://[:password@]host:port[/db] adds the fleet's shared tier to any command.\n"
+               "Environment: KCACHE_DIR, KCACHE_MAX_SIZE, KCACHE_READONLY, KCACHE_DISABLE, KCACHE_LOG,\n"
+               "KCACHE_REMOTE, KCACHE_REMOTE_READONLY, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,\n"
+               "KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL, KCACHE_REMOTE_MAX_VALUE, KCACHE_REMOTE_QUEUE,\n"
+               "KCACHE_HMAC_KEY, KCACHE_HMAC_KEY_FILE, KCACHE_LOCK_WAIT (see README).\n");
 }
 
 int main(int argc, char **argv) {
@@ -1177,6 +1255,13 @@ int main(int argc, char **argv) {
             g_cache_dir = argv[++i];
         } else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
             g_cache_dir = argv[i] + 12;
+        } else if (strcmp(argv[i], "--remote") == 0 || strncmp(argv[i], "--remote=", 9) == 0) {
+            const char *url = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[++i] : NULL;
+            if (!url) {
+                fprintf(stderr, "kcache: --remote needs a URL (redis://host:port/db)\n");
+                return EXIT_USAGE;
+            }
+            setenv("KCACHE_REMOTE", url, 1); /* the flag wins over the environment */
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             main_usage(stdout);
             return 0;

@@ -55,7 +55,51 @@ struct kc_store_backend {
     void (*free)(kc_store_backend *b);
     /** The backend's own state. */
     void *ctx;
+    /**
+     * Optional: the first of `n` names that is present, in one round trip (a remote's
+     * lookup of a device's candidate variants).  KC_OK with *which, *out, *out_len; KC_MISS.
+     */
+    int (*get_first)(kc_store_backend *b, const char *const *names, size_t n, size_t *which, void **out,
+                     size_t *out_len);
 };
+
+/* ---- the redis backend ---- */
+
+/** Limits of the redis backend; 0 fields take the defaults shown. */
+typedef struct kc_redis_config {
+    unsigned connect_ms;     /**< Connect timeout; 100. */
+    unsigned deadline_ms;    /**< Deadline of one whole command, reply included; 500. */
+    unsigned backoff_ms;     /**< First circuit-breaker window; 1000 (doubles per failure, ±25% jitter). */
+    unsigned backoff_max_ms; /**< Longest window; 60000. */
+    uint64_t max_value;      /**< Largest value read or written; 64 MiB (KC_ENTRY_MAX_BYTES at most). */
+    unsigned ttl_s;          /**< Expiry of values written; 0: none. */
+} kc_redis_config;
+
+/**
+ * Open the redis backend for `url`: redis://[:password@]host:port[/db] (host a name or an
+ * IPv4/IPv6 address in brackets; port default 6379; db default 0).  Values are stored under
+ * "kcache:v1:<name>".  Nothing connects until first use.  Errors and timeouts are
+ * KC_EIO / KC_ETIMEOUT; after one the backend answers KC_EUNAVAILABLE at once for a
+ * back-off window (the circuit breaker), then lets one call through to probe.
+ */
+KC_API int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg);
+
+/** The circuit breaker's states. */
+typedef enum kc_breaker { KC_BREAKER_CLOSED = 0, KC_BREAKER_OPEN = 1, KC_BREAKER_HALF_OPEN = 2 } kc_breaker;
+
+/** What a redis backend says of itself. */
+typedef struct kc_remote_state {
+    char url[300];       /**< The URL with any password replaced by "***". */
+    kc_breaker breaker;
+    double retry_in_ms;  /**< While open: time left in the window. */
+    unsigned failures;   /**< Consecutive failures (the window doubles with each). */
+} kc_remote_state;
+
+/** The state of a backend from kc_store_redis_open; KC_EINVAL for another backend. */
+KC_API int kc_store_redis_state(kc_store_backend *b, kc_remote_state *out);
+
+/** Name of a breaker state: "closed", "open", "half-open". */
+KC_API const char *kc_breaker_name(kc_breaker s);
 
 #ifdef __cplusplus
 }

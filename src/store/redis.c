@@ -1,0 +1,469 @@
+/*
+ * redis.c — the remote backend: entries in Redis under "kcache:v1:<key>.<variant>".
+ *
+ * The one idea: an outage costs a bounded delay, never an error and never a hang.  Every
+ * command runs on a non-blocking socket under one deadline that covers connect, request
+ * and the whole reply (a server that accepts and never answers, or drips bytes, costs at
+ * most the deadline); a reply larger than the value cap is cut off.  Any failure opens a
+ * circuit breaker: for a back-off window (doubling per consecutive failure, with jitter
+ * so that a fleet does not retry in step) every call answers KC_EUNAVAILABLE at once;
+ * then one call goes through as a probe, and its success closes the breaker.
+ *
+ * Connections are pooled (a few idle ones under a lock); a pooled connection that the
+ * server closed meanwhile is retried once on a fresh one before anything counts as failed.
+ *
+ * Must not: interpret values (the core validates them), or block past a deadline.
+ */
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "../common/internal.h"
+#include "kcache/entry.h"
+#include "kcache/sys/store.h"
+#include "local.h"
+
+#define PREFIX "kcache:v1:"
+#define MAX_IDLE 8
+
+typedef struct rb {
+    kc_store_backend be;
+    char host[256], user[128], password[256], shown[300];
+    int port, db;
+    kc_redis_config cfg;
+    pthread_mutex_t mu;
+    redisContext *idle[MAX_IDLE];
+    int nidle;
+    /* breaker (under mu) */
+    kc_breaker state;
+    uint64_t open_until_ns;
+    unsigned failures;
+    uint64_t rng;
+} rb;
+
+const char *kc_breaker_name(kc_breaker s) {
+    return s == KC_BREAKER_CLOSED ? "closed" : s == KC_BREAKER_OPEN ? "open" : "half-open";
+}
+
+/* ---- URL ---- */
+
+static int parse_url(rb *b, const char *url) {
+    const char *p = url;
+    if (strncmp(p, "redis://", 8) != 0)
+        return kc_err(KC_EINVAL, "remote '%s': only redis://[:password@]host:port[/db] is supported", url);
+    p += 8;
+    const char *at = strrchr(p, '@');
+    if (at) {
+        const char *cred = p;
+        size_t n = (size_t)(at - cred);
+        const char *colon = memchr(cred, ':', n);
+        if (colon && colon > cred) { /* user:password (a Redis 6 ACL user) */
+            size_t ul = (size_t)(colon - cred);
+            if (ul >= sizeof b->user) return kc_err(KC_EINVAL, "remote URL: user name too long");
+            memcpy(b->user, cred, ul);
+            b->user[ul] = '\0';
+        }
+        if (colon) n -= (size_t)(colon + 1 - cred), cred = colon + 1;
+        if (n >= sizeof b->password) return kc_err(KC_EINVAL, "remote URL: password too long");
+        memcpy(b->password, cred, n);
+        b->password[n] = '\0';
+        p = at + 1;
+    }
+    const char *hs = p, *he;
+    if (*p == '[') {
+        he = strchr(p, ']');
+        if (!he) return kc_err(KC_EINVAL, "remote URL '%s': unterminated [address]", url);
+        hs = p + 1;
+        p = he + 1;
+    } else {
+        he = p + strcspn(p, ":/");
+        p = he;
+    }
+    size_t hl = (size_t)(he - hs);
+    if (hl == 0 || hl >= sizeof b->host) return kc_err(KC_EINVAL, "remote URL '%s': no host", url);
+    memcpy(b->host, hs, hl);
+    b->host[hl] = '\0';
+    b->port = 6379;
+    if (*p == ':') {
+        char *end;
+        long v = strtol(p + 1, &end, 10);
+        if (end == p + 1 || v <= 0 || v > 65535) return kc_err(KC_EINVAL, "remote URL '%s': bad port", url);
+        b->port = (int)v;
+        p = end;
+    }
+    if (*p == '/') {
+        char *end;
+        long v = p[1] ? strtol(p + 1, &end, 10) : 0;
+        if (p[1] && (*end || v < 0 || v > INT_MAX)) return kc_err(KC_EINVAL, "remote URL '%s': bad db", url);
+        b->db = (int)v;
+    } else if (*p) {
+        return kc_err(KC_EINVAL, "remote URL '%s': unexpected '%s'", url, p);
+    }
+    int v6 = strchr(b->host, ':') != NULL;
+    snprintf(b->shown, sizeof b->shown, "redis://%s%s%s%s%s%s:%d/%d", b->user, b->password[0] ? ":***" : "",
+             b->user[0] || b->password[0] ? "@" : "", v6 ? "[" : "", b->host, v6 ? "]" : "", b->port, b->db);
+    return KC_OK;
+}
+
+/* ---- breaker ---- */
+
+/* Whether a call may go to the server now; KC_EUNAVAILABLE when the window is open. */
+static int breaker_enter(rb *b) {
+    pthread_mutex_lock(&b->mu);
+    int rc = KC_OK;
+    if (b->state == KC_BREAKER_OPEN && kc_mono_ns() >= b->open_until_ns) b->state = KC_BREAKER_HALF_OPEN;
+    else if (b->state != KC_BREAKER_CLOSED) rc = KC_EUNAVAILABLE; /* open, or a probe is out */
+    if (b->state == KC_BREAKER_HALF_OPEN && rc == KC_OK) b->open_until_ns = UINT64_MAX; /* this call probes */
+    pthread_mutex_unlock(&b->mu);
+    if (rc) return kc_err(rc, "remote %s skipped: circuit breaker open", b->shown);
+    return KC_OK;
+}
+
+static void breaker_exit(rb *b, int failed) {
+    pthread_mutex_lock(&b->mu);
+    if (!failed) {
+        if (b->state != KC_BREAKER_CLOSED) kc_log(KC_LOG_REMOTE, "%s: reachable again, breaker closed", b->shown);
+        b->state = KC_BREAKER_CLOSED;
+        b->failures = 0;
+    } else {
+        b->failures++;
+        double w = b->cfg.backoff_ms;
+        for (unsigned i = 1; i < b->failures && w < b->cfg.backoff_max_ms; i++) w *= 2;
+        if (w > b->cfg.backoff_max_ms) w = b->cfg.backoff_max_ms;
+        b->rng = b->rng * 6364136223846793005ull + 1442695040888963407ull;
+        w *= 0.75 + 0.5 * (double)(b->rng >> 11) / (double)(1ull << 53);
+        b->state = KC_BREAKER_OPEN;
+        b->open_until_ns = kc_mono_ns() + (uint64_t)(w * 1e6);
+        kc_log(KC_LOG_REMOTE, "%s: breaker open for %.0f ms (failure %u)", b->shown, w, b->failures);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- one command under a deadline ---- */
+
+static int wait_fd(int fd, short ev, uint64_t deadline) {
+    for (;;) {
+        uint64_t now = kc_mono_ns();
+        if (now >= deadline) return KC_ETIMEOUT;
+        struct pollfd p = {fd, ev, 0};
+        int ms = (int)((deadline - now + 999999) / 1000000);
+        int n = poll(&p, 1, ms);
+        if (n > 0) return KC_OK;
+        if (n < 0 && errno != EINTR) return KC_EIO;
+    }
+}
+
+/*
+ * hiredis writes with write(2): to a peer that closed, that raises SIGPIPE, which would
+ * kill a caller that did not ignore it.  A library must not change the process's signal
+ * handling, so SIGPIPE is blocked on this thread for the write and a pending one consumed.
+ */
+static int guarded_write(redisContext *c, int *done) {
+    sigset_t pipe, old;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    int rc = redisBufferWrite(c, done);
+    if (!was_pending) {
+        struct timespec zero = {0, 0};
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE)) sigtimedwait(&pipe, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const char **argv, const size_t *lens,
+                     redisReply **out) {
+    *out = NULL;
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return kc_err(KC_EIO, "redis: %s", c->errstr);
+    int done = 0;
+    while (!done) {
+        if (guarded_write(c, &done) != REDIS_OK) return kc_err(KC_EIO, "redis: write: %s", c->errstr);
+        int rc = done ? KC_OK : wait_fd(c->fd, POLLOUT, deadline);
+        if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: no progress sending within the deadline", b->shown);
+        if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
+    }
+    for (;;) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
+        if (reply) {
+            *out = reply;
+            return KC_OK;
+        }
+        if (c->reader->len > b->cfg.max_value + 64)
+            return kc_err(KC_EIO, "redis %s: a reply over the value cap (%llu bytes)", b->shown,
+                          (unsigned long long)b->cfg.max_value);
+        int rc = wait_fd(c->fd, POLLIN, deadline);
+        if (rc == KC_ETIMEOUT)
+            return kc_err(rc, "redis %s: no reply within the %u ms deadline", b->shown, b->cfg.deadline_ms);
+        if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
+        if (redisBufferRead(c) != REDIS_OK) return kc_err(KC_EIO, "redis %s: read: %s", b->shown, c->errstr);
+    }
+}
+
+static int expect_ok(redisReply *r, const char *what) {
+    if (r->type == REDIS_REPLY_ERROR) return kc_err(KC_EIO, "redis %s: %.*s", what, (int)r->len, r->str);
+    return KC_OK;
+}
+
+static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
+    *out = NULL;
+    redisContext *c = redisConnectNonBlock(b->host, b->port);
+    if (!c) return kc_err(KC_ENOMEM, "out of memory");
+    if (c->err) {
+        int rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, c->errstr);
+        redisFree(c);
+        return rc;
+    }
+    uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
+    if (cdl > deadline) cdl = deadline;
+    int rc = wait_fd(c->fd, POLLOUT, cdl);
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (rc == KC_ETIMEOUT) rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
+    else if (rc) rc = kc_err(rc, "redis %s: connect: %s", b->shown, strerror(errno));
+    else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr)
+        rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, strerror(soerr ? soerr : errno));
+    redisReply *r = NULL;
+    if (!rc && b->password[0]) {
+        const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
+        size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
+        rc = send_recv(b, c, deadline, b->user[0] ? 3 : 2, argv, lens, &r);
+        if (!rc) rc = expect_ok(r, "AUTH");
+        if (r) freeReplyObject(r), r = NULL;
+    }
+    if (!rc && b->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", b->db);
+        const char *argv[] = {"SELECT", db};
+        size_t lens[] = {6, strlen(db)};
+        rc = send_recv(b, c, deadline, 2, argv, lens, &r);
+        if (!rc) rc = expect_ok(r, "SELECT");
+        if (r) freeReplyObject(r);
+    }
+    if (rc) {
+        redisFree(c);
+        return rc;
+    }
+    *out = c;
+    return KC_OK;
+}
+
+static redisContext *pool_take(rb *b) {
+    pthread_mutex_lock(&b->mu);
+    redisContext *c = b->nidle ? b->idle[--b->nidle] : NULL;
+    pthread_mutex_unlock(&b->mu);
+    return c;
+}
+
+static void pool_give(rb *b, redisContext *c) {
+    pthread_mutex_lock(&b->mu);
+    if (b->nidle < MAX_IDLE) b->idle[b->nidle++] = c, c = NULL;
+    pthread_mutex_unlock(&b->mu);
+    if (c) redisFree(c);
+}
+
+/* Run one command through the breaker; *out is the reply (an error reply is KC_EIO). */
+static int command(rb *b, int argc, const char **argv, const size_t *lens, redisReply **out) {
+    *out = NULL;
+    int rc = breaker_enter(b);
+    if (rc) return rc;
+    uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        redisContext *c = attempt == 0 ? pool_take(b) : NULL;
+        int pooled = c != NULL;
+        if (!c && (rc = connect_new(b, deadline, &c))) break;
+        rc = send_recv(b, c, deadline, argc, argv, lens, out);
+        if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
+            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
+            freeReplyObject(*out);
+            *out = NULL;
+            pool_give(b, c); /* the connection is fine; the command was refused */
+            break;
+        }
+        if (rc == KC_OK) {
+            pool_give(b, c);
+            break;
+        }
+        redisFree(c);
+        if (!pooled || rc == KC_ETIMEOUT) break; /* a stale pooled connection gets one fresh retry */
+    }
+    breaker_exit(b, rc != KC_OK);
+    return rc;
+}
+
+static void key_of(const char *name, char *out, size_t cap) { snprintf(out, cap, PREFIX "%s", name); }
+
+static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
+    if ((uint64_t)r->len > b->cfg.max_value)
+        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->shown, (size_t)r->len);
+    void *d = kc_malloc(r->len ? (size_t)r->len : 1);
+    if (!d) return kc_err(KC_ENOMEM, "out of memory");
+    memcpy(d, r->str, (size_t)r->len);
+    *out = d;
+    *out_len = (size_t)r->len;
+    return KC_OK;
+}
+
+/* ---- the backend ---- */
+
+static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out_len) {
+    rb *b = be->ctx;
+    char k[KC_NAME_MAX + 16];
+    key_of(name, k, sizeof k);
+    const char *argv[] = {"GET", k};
+    size_t lens[] = {3, strlen(k)};
+    redisReply *r;
+    int rc = command(b, 2, argv, lens, &r);
+    if (rc) return rc;
+    if (r->type == REDIS_REPLY_NIL) rc = KC_MISS;
+    else if (r->type != REDIS_REPLY_STRING) rc = kc_err(KC_EIO, "redis GET: unexpected reply type %d", r->type);
+    else rc = take_string(b, r, out, out_len);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* The first present of several keys in one round trip (a Lua script; values after it are never sent). */
+static const char FIRST_SCRIPT[] =
+    "for i, k in ipairs(KEYS) do local v = redis.call('GET', k) "
+    "if v then return {i, v} end end return false";
+
+static int r_get_first(kc_store_backend *be, const char *const *names, size_t n, size_t *which, void **out,
+                       size_t *out_len) {
+    rb *b = be->ctx;
+    if (n == 0) return KC_MISS;
+    if (n > 64) n = 64;
+    const char *argv[3 + 64];
+    size_t lens[3 + 64];
+    char keys[64][KC_NAME_MAX + 16], nk[8];
+    snprintf(nk, sizeof nk, "%zu", n);
+    argv[0] = "EVAL", lens[0] = 4;
+    argv[1] = FIRST_SCRIPT, lens[1] = sizeof FIRST_SCRIPT - 1;
+    argv[2] = nk, lens[2] = strlen(nk);
+    for (size_t i = 0; i < n; i++) {
+        key_of(names[i], keys[i], sizeof keys[i]);
+        argv[3 + i] = keys[i], lens[3 + i] = strlen(keys[i]);
+    }
+    redisReply *r;
+    int rc = command(b, (int)(3 + n), argv, lens, &r);
+    if (rc) return rc;
+    if (r->type == REDIS_REPLY_NIL) rc = KC_MISS;
+    else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+             r->element[0]->integer < 1 || (size_t)r->element[0]->integer > n ||
+             r->element[1]->type != REDIS_REPLY_STRING)
+        rc = kc_err(KC_EIO, "redis EVAL: unexpected reply");
+    else {
+        *which = (size_t)r->element[0]->integer - 1;
+        rc = take_string(b, r->element[1], out, out_len);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+static int r_put(kc_store_backend *be, const char *name, const void *data, size_t len) {
+    rb *b = be->ctx;
+    if ((uint64_t)len > b->cfg.max_value)
+        return kc_err(KC_EINVAL, "redis: %zu bytes is over the value cap (%llu)", len, (unsigned long long)b->cfg.max_value);
+    char k[KC_NAME_MAX + 16], ttl[24];
+    key_of(name, k, sizeof k);
+    snprintf(ttl, sizeof ttl, "%u", b->cfg.ttl_s);
+    const char *argv[] = {"SET", k, data, "EX", ttl};
+    size_t lens[] = {3, strlen(k), len, 2, strlen(ttl)};
+    redisReply *r;
+    int rc = command(b, b->cfg.ttl_s ? 5 : 3, argv, lens, &r);
+    if (rc) return rc;
+    freeReplyObject(r);
+    return KC_OK;
+}
+
+static int r_exists(kc_store_backend *be, const char *name) {
+    rb *b = be->ctx;
+    char k[KC_NAME_MAX + 16];
+    key_of(name, k, sizeof k);
+    const char *argv[] = {"EXISTS", k};
+    size_t lens[] = {6, strlen(k)};
+    redisReply *r;
+    int rc = command(b, 2, argv, lens, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_INTEGER ? r->integer > 0 : kc_err(KC_EIO, "redis EXISTS: unexpected reply");
+    freeReplyObject(r);
+    return rc;
+}
+
+static int r_remove(kc_store_backend *be, const char *name) {
+    rb *b = be->ctx;
+    char k[KC_NAME_MAX + 16];
+    key_of(name, k, sizeof k);
+    const char *argv[] = {"DEL", k};
+    size_t lens[] = {3, strlen(k)};
+    redisReply *r;
+    int rc = command(b, 2, argv, lens, &r);
+    if (rc) return rc;
+    rc = r->type != REDIS_REPLY_INTEGER ? kc_err(KC_EIO, "redis DEL: unexpected reply") : r->integer > 0 ? KC_OK : KC_MISS;
+    freeReplyObject(r);
+    return rc;
+}
+
+static void r_free(kc_store_backend *be) {
+    rb *b = be->ctx;
+    for (int i = 0; i < b->nidle; i++) redisFree(b->idle[i]);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg) {
+    if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
+    *out = NULL;
+    rb *b = kc_calloc(1, sizeof *b);
+    if (!b) return kc_err(KC_ENOMEM, "out of memory");
+    int rc = parse_url(b, url);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    if (cfg) b->cfg = *cfg;
+    if (!b->cfg.connect_ms) b->cfg.connect_ms = 100;
+    if (!b->cfg.deadline_ms) b->cfg.deadline_ms = 500;
+    if (!b->cfg.backoff_ms) b->cfg.backoff_ms = 1000;
+    if (!b->cfg.backoff_max_ms) b->cfg.backoff_max_ms = 60000;
+    if (b->cfg.backoff_max_ms < b->cfg.backoff_ms) b->cfg.backoff_max_ms = b->cfg.backoff_ms;
+    if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
+    if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
+    b->rng = kc_mono_ns() ^ (uint64_t)(uintptr_t)b;
+    pthread_mutex_init(&b->mu, NULL);
+    b->be.version = KC_STORE_BACKEND_VERSION;
+    b->be.name = "redis";
+    b->be.get = r_get;
+    b->be.put = r_put;
+    b->be.exists = r_exists;
+    b->be.remove = r_remove;
+    b->be.free = r_free;
+    b->be.get_first = r_get_first;
+    b->be.ctx = b;
+    *out = &b->be;
+    return KC_OK;
+}
+
+int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
+    if (!be || !out || be->free != r_free) return kc_err(KC_EINVAL, "kc_store_redis_state: not a redis backend");
+    rb *b = be->ctx;
+    memset(out, 0, sizeof *out);
+    snprintf(out->url, sizeof out->url, "%s", b->shown);
+    pthread_mutex_lock(&b->mu);
+    out->breaker = b->state;
+    out->failures = b->failures;
+    uint64_t now = kc_mono_ns();
+    if (b->state == KC_BREAKER_OPEN && b->open_until_ns > now) out->retry_in_ms = (double)(b->open_until_ns - now) / 1e6;
+    pthread_mutex_unlock(&b->mu);
+    return KC_OK;
+}

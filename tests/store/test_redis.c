@@ -1,0 +1,340 @@
+/*
+ * test_redis.c (label redis) — the remote tier against a real redis-server started here on
+ * a free loopback port: the backend conformance suite; two cache directories (two hosts)
+ * sharing one Redis; Redis frozen (SIGSTOP), killed and restarted mid-run — lookups never
+ * fail, each costs at most about one deadline, and the breaker closes again; an entry
+ * altered in Redis with its checksums recomputed is refused by its MAC and never used;
+ * a listener that accepts and never answers holds to the deadline.  Skipped (77) without
+ * redis-server.
+ */
+#include "kcache.h"
+#include "helpers.h"
+#include "conformance.h"
+#include "redis_server.h"
+
+static const char MAC_KEY[] = "a fleet secret of 32 bytes......";
+
+static double ms_since(uint64_t t0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec - (double)t0) / 1e6;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static kc_cache *open_remote(const char *dir, const char *url, unsigned deadline_ms, int with_key) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    o.remote = url;
+    o.remote_config.deadline_ms = deadline_ms;
+    o.remote_config.connect_ms = deadline_ms < 100 ? deadline_ms : 100;
+    o.remote_config.backoff_ms = 100;
+    o.remote_config.backoff_max_ms = 400;
+    if (with_key) o.hmac_key = MAC_KEY, o.hmac_key_len = sizeof MAC_KEY - 1;
+    kc_cache *c;
+    int rc = kc_cache_open(&c, &o);
+    if (rc) fail_msg("open: %s", kc_error_last()->message);
+    return c;
+}
+
+static kc_graph_desc *softmax(uint64_t globals) {
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, KC_KERNELS_DIR "/softmax.json"), KC_OK);
+    kc_graph_set_globals(d, globals);
+    return d;
+}
+
+static uint64_t stat_of(kc_cache *c, kc_stat id) {
+    kc_stats s;
+    assert_int_equal(kc_cache_stats(c, &s), KC_OK);
+    return s.v[id];
+}
+
+static void test_conformance(void **state) {
+    (void)state;
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    kc_store_backend *b;
+    assert_int_equal(kc_store_redis_open(&b, r.url, NULL), KC_OK);
+    kcc_conformance(b);
+    /* Values over the cap are refused on the way out. */
+    kc_redis_config cfg = {0, 0, 0, 0, 1000, 0};
+    kc_store_backend *small;
+    assert_int_equal(kc_store_redis_open(&small, r.url, &cfg), KC_OK);
+    uint8_t *v = kcc_value(2000, 3);
+    assert_int_equal(small->put(small, KCC_NAME(0), v, 2000), KC_EINVAL);
+    assert_int_equal(b->put(b, KCC_NAME(0), v, 2000), KC_OK);
+    void *d;
+    size_t len;
+    assert_int_equal(small->get(small, KCC_NAME(0), &d, &len), KC_EIO); /* and on the way in */
+    free(v);
+    small->free(small);
+    /* Bad URLs are clear errors. */
+    kc_store_backend *x;
+    assert_int_equal(kc_store_redis_open(&x, "http://h:1", NULL), KC_EINVAL);
+    assert_int_equal(kc_store_redis_open(&x, "redis://h:99999", NULL), KC_EINVAL);
+    assert_int_equal(kc_store_redis_open(&x, "redis://:pw@h:1/x", NULL), KC_EINVAL);
+    assert_int_equal(kc_store_redis_open(&x, "redis://:secret@h:7/2", NULL), KC_OK);
+    kc_remote_state st;
+    assert_int_equal(kc_store_redis_state(x, &st), KC_OK);
+    assert_string_equal(st.url, "redis://:***@h:7/2"); /* the password is never shown */
+    x->free(x);
+    b->free(b);
+    kct_redis_stop(&r, SIGTERM);
+}
+
+static void test_two_hosts_share_one_redis(void **state) {
+    (void)state;
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    char *da = kct_tmpdir("hostA"), *db = kct_tmpdir("hostB");
+    kc_cache *a = open_remote(da, r.url, 500, 0), *b = open_remote(db, r.url, 500, 0);
+    kc_graph_desc *d = softmax(0x51);
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(a, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_COMPILE);
+    assert_int_equal(kc_cache_remote_flush(a), KC_OK);
+    assert_int_equal(stat_of(a, KC_STAT_REMOTE_PUTS), 1);
+    assert_int_equal(kc_graph_compile(b, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_REMOTE); /* the second host compiles nothing */
+    assert_int_equal(stat_of(b, KC_STAT_COMPILES), 0);
+    assert_int_equal(stat_of(b, KC_STAT_REMOTE_HITS), 1);
+    assert_int_equal(kc_graph_compile(b, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_DISK); /* the remote hit was written to local */
+    /* The same bytes on both hosts. */
+    char pa[1024], pb[1024];
+    snprintf(pa, sizeof pa, "%s/v1/%.2s/%s.sm_90.kce", da, info.key, info.key);
+    snprintf(pb, sizeof pb, "%s/v1/%.2s/%s.sm_90.kce", db, info.key, info.key);
+    size_t la, lb;
+    uint8_t *ba = kct_read(pa, &la), *bb = kct_read(pb, &lb);
+    assert_non_null(ba);
+    assert_non_null(bb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(ba, bb, la);
+    free(ba), free(bb);
+    kc_graph_desc_free(d);
+    kc_cache_close(a), kc_cache_close(b);
+    kct_redis_stop(&r, SIGTERM);
+    kct_rmtree(da), kct_rmtree(db);
+    free(da), free(db);
+}
+
+/* 30 lookups of absent keys: all misses, none slower than the deadline plus slack. */
+static void lookups_stay_bounded(kc_cache *c, unsigned deadline_ms, int round) {
+    double worst = 0;
+    for (int i = 0; i < 30; i++) {
+        kc_key k = kct_key("outage", round * 100 + i);
+        kc_entry *e;
+        uint64_t t0 = now_ns();
+        assert_int_equal(kc_cache_get(c, &k, "sm_90", &e), KC_MISS);
+        double ms = ms_since(t0);
+        if (ms > worst) worst = ms;
+        usleep(20000);
+    }
+    if (worst > deadline_ms + 250) fail_msg("a lookup took %.0f ms with a %u ms deadline", worst, deadline_ms);
+}
+
+static void test_outage_costs_a_bounded_delay(void **state) {
+    (void)state;
+    enum { DEADLINE = 200 };
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    char *da = kct_tmpdir("outage");
+    kc_cache *c = open_remote(da, r.url, DEADLINE, 0);
+    /* Frozen: connections are accepted by the kernel, never answered. */
+    kill(r.pid, SIGSTOP);
+    lookups_stay_bounded(c, DEADLINE, 0);
+    assert_true(stat_of(c, KC_STAT_REMOTE_TIMEOUTS) >= 1);
+    assert_true(stat_of(c, KC_STAT_REMOTE_SKIPPED) >= 1); /* most lookups skipped it: the breaker */
+    /* A graph still compiles and is stored locally while the remote is out. */
+    kc_graph_desc *d = softmax(0x52);
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_COMPILE);
+    kill(r.pid, SIGCONT);
+    /* Killed: connections are refused. */
+    int port = r.port;
+    kct_redis_stop(&r, SIGKILL);
+    lookups_stay_bounded(c, DEADLINE, 1);
+    assert_true(stat_of(c, KC_STAT_REMOTE_ERRORS) >= 1);
+    assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_DISK);
+    /* Restarted on the same port: after a window the breaker closes and the remote is used. */
+    assert_int_equal(kct_redis_start(&r, port), 0);
+    kc_remote_state st;
+    int closed = 0;
+    for (int i = 0; i < 100 && !closed; i++) { /* up to 5 s; the window is at most 400 ms */
+        usleep(50000);
+        closed = kc_cache_remote_ping(c) == KC_OK;
+    }
+    assert_true(closed);
+    assert_int_equal(kc_cache_remote_state(c, &st), KC_OK);
+    assert_int_equal(st.breaker, KC_BREAKER_CLOSED);
+    kc_graph_desc *d2 = softmax(0x53);
+    uint64_t puts = stat_of(c, KC_STAT_REMOTE_PUTS);
+    assert_int_equal(kc_graph_compile(c, d2, "sm_90", &info), KC_OK);
+    kc_cache_remote_flush(c);
+    assert_int_equal(stat_of(c, KC_STAT_REMOTE_PUTS), puts + 1);
+    char *db = kct_tmpdir("outage2");
+    kc_cache *c2 = open_remote(db, r.url, DEADLINE, 0);
+    assert_int_equal(kc_graph_compile(c2, d2, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_REMOTE);
+    kc_cache_close(c2);
+    kc_graph_desc_free(d);
+    kc_graph_desc_free(d2);
+    kc_cache_close(c);
+    kct_redis_stop(&r, SIGTERM);
+    kct_rmtree(da), kct_rmtree(db);
+    free(da), free(db);
+}
+
+static redisContext *raw(int port) {
+    redisContext *x = redisConnect("127.0.0.1", port);
+    assert_non_null(x);
+    assert_int_equal(x->err, 0);
+    return x;
+}
+
+static void test_altered_entry_is_refused_by_its_mac(void **state) {
+    (void)state;
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    char *da = kct_tmpdir("macA"), *db = kct_tmpdir("macB");
+    kc_cache *a = open_remote(da, r.url, 500, 1);
+    kc_graph_desc *d = softmax(0x54);
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(a, d, "sm_90", &info), KC_OK);
+    kc_cache_remote_flush(a);
+    redisContext *x = raw(r.port);
+    redisReply *rep = redisCommand(x, "GET kcache:v1:%s.sm_90", info.key);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_int_equal(kc_entry_mac_check(rep->str, rep->len, MAC_KEY, sizeof MAC_KEY - 1), KC_OK);
+    /* The attacker's entry: same key and variant, other kernels, every checksum valid. */
+    kc_entry *genuine, *forged;
+    assert_int_equal(kc_entry_decode(&genuine, rep->str, rep->len), KC_OK);
+    freeReplyObject(rep);
+    assert_int_equal(kc_entry_new(&forged, kc_entry_key(genuine), "sm_90"), KC_OK);
+    for (int t = KC_SECTION_FORWARD; t <= KC_SECTION_RUNTIME_META; t++) {
+        const void *s;
+        size_t n;
+        if (kc_entry_section(genuine, (kc_section_type)t, &s, &n) != KC_OK) continue;
+        uint8_t *copy = malloc(n + 1);
+        memcpy(copy, s, n);
+        if (t == KC_SECTION_KERNELS && n > 200) copy[n - 100] ^= 0x40; /* a bit of the cubin */
+        assert_int_equal(kc_entry_set_section(forged, (kc_section_type)t, copy, n), KC_OK);
+        free(copy);
+    }
+    void *fb;
+    size_t fl;
+    assert_int_equal(kc_entry_encode(forged, &fb, &fl), KC_OK);
+    kc_entry *check;
+    assert_int_equal(kc_entry_decode(&check, fb, fl), KC_OK); /* valid to every checksum */
+    kc_entry_free(check);
+    /* Three forgeries: no MAC; a MAC under another key; the genuine MAC bytes appended. */
+    static const char WRONG[] = "not the fleet's key, 32 bytes...";
+    for (int f = 0; f < 3; f++) {
+        void *v = malloc(fl);
+        memcpy(v, fb, fl);
+        size_t vl = fl;
+        if (f == 1) assert_int_equal(kc_entry_seal(&v, &vl, WRONG, sizeof WRONG - 1), KC_OK);
+        if (f == 2) {
+            assert_int_equal(kc_entry_seal(&v, &vl, WRONG, sizeof WRONG - 1), KC_OK);
+            redisReply *g = redisCommand(x, "GET kcache:v1:%s.sm_90", info.key);
+            if (f == 2 && g->type == REDIS_REPLY_STRING && g->len > 32) memcpy((uint8_t *)v + vl - 32, g->str + g->len - 32, 32);
+            freeReplyObject(g);
+        }
+        rep = redisCommand(x, "SET kcache:v1:%s.sm_90 %b", info.key, v, vl);
+        freeReplyObject(rep);
+        kct_rmtree(db);
+        kc_cache *b = open_remote(db, r.url, 500, 1);
+        uint64_t rejected = stat_of(b, KC_STAT_MAC_REJECTED);
+        assert_int_equal(kc_graph_compile(b, d, "sm_90", &info), KC_OK);
+        assert_int_equal(info.source, KC_FROM_COMPILE); /* refused, so compiled here: never the forgery */
+        assert_int_equal(stat_of(b, KC_STAT_MAC_REJECTED), rejected + 1);
+        kc_entry *mine;
+        assert_int_equal(kc_cache_peek(b, kc_entry_key(genuine), "sm_90", &mine), KC_OK);
+        const void *s1, *s2;
+        size_t n1, n2;
+        kc_entry_section(mine, KC_SECTION_KERNELS, &s1, &n1);
+        kc_entry_section(genuine, KC_SECTION_KERNELS, &s2, &n2);
+        assert_int_equal(n1, n2);
+        assert_memory_equal(s1, s2, n1);
+        kc_entry_free(mine);
+        kc_cache_remote_flush(b); /* b republished its genuine compile over the forgery */
+        kc_cache_close(b);
+        free(v);
+    }
+    free(fb);
+    kc_entry_free(genuine);
+    kc_entry_free(forged);
+    redisFree(x);
+    kc_graph_desc_free(d);
+    kc_cache_close(a);
+    kct_redis_stop(&r, SIGTERM);
+    kct_rmtree(da), kct_rmtree(db);
+    free(da), free(db);
+}
+
+static void test_silent_listener_holds_the_deadline(void **state) {
+    (void)state;
+    enum { DEADLINE = 150 };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 16), 0); /* accepts (the kernel completes handshakes), never answers */
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(sa.sin_port));
+    char *da = kct_tmpdir("silent");
+    kc_cache *c = open_remote(da, url, DEADLINE, 0);
+    kc_key k = kct_key("silent", 1);
+    kc_entry *e;
+    uint64_t t0 = now_ns();
+    assert_int_equal(kc_cache_get(c, &k, "sm_90", &e), KC_MISS);
+    double ms = ms_since(t0);
+    if (ms < DEADLINE - 20 || ms > DEADLINE + 250) fail_msg("first lookup took %.0f ms, deadline %d ms", ms, DEADLINE);
+    assert_int_equal(stat_of(c, KC_STAT_REMOTE_TIMEOUTS), 1);
+    t0 = now_ns();
+    assert_int_equal(kc_cache_get(c, &k, "sm_90", &e), KC_MISS); /* the breaker is open: no wait */
+    assert_true(ms_since(t0) < DEADLINE / 2);
+    assert_int_equal(stat_of(c, KC_STAT_REMOTE_SKIPPED), 1);
+    kc_remote_state st;
+    assert_int_equal(kc_cache_remote_state(c, &st), KC_OK);
+    assert_int_equal(st.breaker, KC_BREAKER_OPEN);
+    /* A put goes local at once; its remote write is dropped (counted), and close does not hang. */
+    kc_graph_desc *d = softmax(0x55);
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
+    t0 = now_ns();
+    kc_cache_remote_flush(c);
+    assert_true(ms_since(t0) < DEADLINE + 250);
+    assert_true(stat_of(c, KC_STAT_REMOTE_DROPPED) + stat_of(c, KC_STAT_REMOTE_TIMEOUTS) >= 2);
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+    close(fd);
+    kct_rmtree(da);
+    free(da);
+}
+
+int main(void) {
+    if (!kct_have_redis()) {
+        fprintf(stderr, "skipped: redis-server is not installed (tools/deps.sh installs it)\n");
+        return KC_SKIP_CODE;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conformance),
+        cmocka_unit_test(test_two_hosts_share_one_redis),
+        cmocka_unit_test(test_outage_costs_a_bounded_delay),
+        cmocka_unit_test(test_altered_entry_is_refused_by_its_mac),
+        cmocka_unit_test(test_silent_listener_holds_the_deadline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
