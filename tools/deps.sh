@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
       libhiredis-dev libssl-dev redis-server)
+# `tools/deps.sh --bench` also installs what kcache-bench compares with and draws with.
+[ "${1:-}" = "--bench" ] && pkgs+=(ccache gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -99,6 +99,8 @@ static void nv_load(void) {
     nv.why[0] = '\0';
     nv.Version(&nv.major, &nv.minor);
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
+    /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench). */
+    if (getenv("KCACHE_NVRTC_OWN_CACHE") && strcmp(getenv("KCACHE_NVRTC_OWN_CACHE"), "1") == 0) nv.no_cache = 0;
     /* The library's real file name carries the build ("libnvrtc.so.13.0.88"). */
     /* The build: the library's real file name ("libnvrtc.so.13.0.88" where it has one) and
      * its size, so that two builds of one version never share a key. */
@@ -164,6 +166,8 @@ static int is_ident(char c) {
 /* The first of __DATE__/__TIME__/__TIMESTAMP__ used as a token in code, else NULL. */
 static const char *find_time_macro(const char *s) {
     static const char *const macros[] = {"__TIMESTAMP__", "__DATE__", "__TIME__"};
+    /* Most sources name none of them: rule that out at strstr's speed (this runs on every lookup). */
+    if (!strstr(s, "__DATE__") && !strstr(s, "__TIME")) return NULL;
     enum { CODE, LINE, BLOCK, STR, CHR } st = CODE;
     for (const char *p = s; *p; p++) {
         switch (st) {

@@ -1,0 +1,756 @@
+/*
+ * bench.c — kcache-bench: cold vs warm vs the physical limit, and peers, side by side in one
+ * run, reported as medians with their spread and as ratios (these machines are noisy).
+ *
+ *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
+ *
+ * Per graph of kernels/: cold (NVRTC, its own cache off), warm disk hit (key + read +
+ * verify + decompress, no driver), the limit (read() + XXH3 + zstd of the same bytes,
+ * done directly), nvcc -cubin under ccache cold and warm (the compile cache users have
+ * today), and NVRTC's own cache (a repeated compile with it on).  Then: site-cache hits
+ * with 1, 8 and 64 entries, key throughput, lookups at 10^3..10^6 entries and a gc that
+ * halves the largest store; on a GPU, a hit including the driver load against a bare
+ * cuLibraryLoadData of the same images, and a PTX (JIT) load against a cubin load.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "kcache.h"
+
+#ifndef KC_KERNELS_DIR
+#define KC_KERNELS_DIR "kernels"
+#endif
+
+static int quick;
+static const char *arch = "sm_90";
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* ---- samples ---- */
+
+typedef struct stat_s {
+    double med, p10, p90;
+    int n;
+} stat_s;
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static stat_s summarize(double *v, int n) {
+    stat_s s = {NAN, NAN, NAN, n};
+    if (n <= 0) return s;
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    s.p10 = v[(int)(0.1 * (n - 1))];
+    s.p90 = v[(int)ceil(0.9 * (n - 1))];
+    return s;
+}
+
+static double median_of(double *v, int n) { return summarize(v, n).med; }
+
+/* ---- the direct floor: read() + XXH3 + zstd, parsing the entry header by hand ---- */
+
+static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static int limit_once(const char *path, uint8_t *buf, size_t cap, uint8_t *out, size_t outcap, ZSTD_DCtx *z) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, cap);
+    close(fd);
+    if (n < 96) return -1;
+    uint32_t nsec = rd32(buf + 72);
+    volatile uint64_t sink = 0;
+    for (uint32_t i = 0; i < nsec; i++) {
+        const uint8_t *d = buf + 96 + 40 * i;
+        uint32_t codec = rd32(d + 4);
+        uint64_t raw = rd64(d + 8), stored = rd64(d + 16), off = rd64(d + 24);
+        if (off + stored > (uint64_t)n) return -1;
+        sink ^= XXH3_64bits(buf + off, stored);
+        if (codec == 1) {
+            if (raw > outcap) return -1;
+            size_t got = ZSTD_decompressDCtx(z, out, outcap, buf + off, stored);
+            if (ZSTD_isError(got)) return -1;
+        }
+    }
+    (void)sink;
+    return 0;
+}
+
+/* ---- running a command (nvcc under ccache) ---- */
+
+static double run_cmd(char *const argv[], const char *ccache_dir) {
+    double t0 = now_us();
+    pid_t p = fork();
+    if (p == 0) {
+        setenv("CCACHE_DIR", ccache_dir, 1);
+        setenv("CCACHE_NOHASHDIR", "1", 1);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1), dup2(null, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
+    return now_us() - t0;
+}
+
+/* nvcc -cubin of every .cu file a spec names, under ccache; -1 when it could not run. */
+static double ccache_graph(const char *spec_path, const char *ccache_dir, const char *outdir) {
+    FILE *f = fopen(spec_path, "rb");
+    if (!f) return -1;
+    char text[65536];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    char files[16][256];
+    int nf = 0;
+    for (char *p = text; (p = strstr(p, "\"file\"")) && nf < 16;) {
+        char *q = strchr(p + 6, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+        if (!q || !e) break;
+        int dup = 0;
+        for (int i = 0; i < nf; i++) dup |= (size_t)(e - q - 1) == strlen(files[i]) && !strncmp(files[i], q + 1, (size_t)(e - q - 1));
+        if (!dup && e - q - 1 < 255) memcpy(files[nf], q + 1, (size_t)(e - q - 1)), files[nf++][e - q - 1] = 0;
+        p = e + 1;
+    }
+    double total = 0;
+    char archflag[32];
+    snprintf(archflag, sizeof archflag, "-arch=%s", arch);
+    for (int i = 0; i < nf; i++) {
+        char src[1024], out[1024], inc[1024];
+        snprintf(src, sizeof src, "%s/%s", KC_KERNELS_DIR, files[i]);
+        snprintf(out, sizeof out, "%s/%s.cubin", outdir, files[i]);
+        snprintf(inc, sizeof inc, "-I%s", KC_KERNELS_DIR);
+        char *argv[] = {"ccache", "/usr/local/cuda/bin/nvcc", "-c", "-cubin", archflag, inc, "-o", out, src, NULL};
+        double t = run_cmd(argv, ccache_dir);
+        if (t < 0) return -1;
+        total += t;
+    }
+    return total;
+}
+
+/* ---- NVRTC's own cache, measured in a child (the setting is read once per process) ---- */
+
+static int measure_nvrtc_cache(const char *spec) {
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, spec)) return 1;
+    char tmpl[] = "/tmp/kcbench-nv-XXXXXX";
+    if (!mkdtemp(tmpl)) return 1;
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = tmpl;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    if (kc_cache_open(&c, &o)) return 1;
+    double best = -1;
+    for (int i = 0; i < (quick ? 3 : 5); i++) {
+        kc_key k;
+        kc_graph_key(d, &k, NULL);
+        kc_cache_remove(c, &k, arch);
+        kc_graph_info info;
+        double t0 = now_us();
+        if (kc_graph_compile(c, d, arch, &info)) return 1;
+        double t = now_us() - t0;
+        if (i > 0 && (best < 0 || t < best)) best = t; /* runs after the first hit NVRTC's cache */
+    }
+    printf("%.3f\n", best);
+    kc_cache_clear(c);
+    kc_cache_close(c);
+    rmdir(tmpl);
+    kc_graph_desc_free(d);
+    return 0;
+}
+
+static double nvrtc_cache_us(const char *self, const char *spec) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "KCACHE_NVRTC_OWN_CACHE=1 '%s' %s--arch %s --measure-nvrtc-cache '%s' 2>/dev/null", self,
+             quick ? "--quick " : "", arch, spec);
+    FILE *p = popen(cmd, "r");
+    double v = -1;
+    if (p) {
+        if (fscanf(p, "%lf", &v) != 1) v = -1;
+        pclose(p);
+    }
+    return v;
+}
+
+/* ---- per graph ---- */
+
+typedef struct gres {
+    char name[64];
+    stat_s cold, warm, limit, ccache_cold, ccache_warm, nvrtc_cache, warm_key, warm_lookup;
+    size_t bytes;
+} gres;
+
+static kc_cache *open_at(const char *dir) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    if (kc_cache_open(&c, &o)) {
+        fprintf(stderr, "kcache-bench: %s\n", kc_error_last()->message);
+        exit(1);
+    }
+    return c;
+}
+
+static void bench_graph(const char *self, const char *spec, const char *dir, gres *g) {
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, spec)) {
+        fprintf(stderr, "kcache-bench: %s\n", kc_error_last()->message);
+        exit(1);
+    }
+    snprintf(g->name, sizeof g->name, "%s", kc_graph_desc_name(d));
+    kc_cache *c = open_at(dir);
+    kc_key key;
+    kc_graph_key(d, &key, NULL);
+    int ncold = quick ? 3 : 5, nwarm = quick ? 300 : 2000;
+    double *v = calloc((size_t)nwarm + 16, sizeof *v);
+    kc_graph_info info;
+    for (int i = 0; i < ncold; i++) {
+        kc_cache_remove(c, &key, arch);
+        double t0 = now_us();
+        if (kc_graph_compile(c, d, arch, &info)) {
+            fprintf(stderr, "kcache-bench: %s: %s\n", g->name, kc_error_last()->message);
+            exit(1);
+        }
+        v[i] = now_us() - t0;
+    }
+    g->cold = summarize(v, ncold);
+    for (int i = 0; i < nwarm; i++) {
+        double t0 = now_us();
+        kc_graph_compile(c, d, arch, &info);
+        v[i] = now_us() - t0;
+        if (info.source != KC_FROM_DISK) {
+            fprintf(stderr, "kcache-bench: %s: warm lookup was not a disk hit\n", g->name);
+            exit(1);
+        }
+    }
+    g->warm = summarize(v, nwarm);
+    double *vk = calloc((size_t)nwarm + 1, sizeof *vk), *vl = calloc((size_t)nwarm + 1, sizeof *vl);
+    for (int i = 0; i < nwarm; i++) {
+        kc_graph_compile(c, d, arch, &info);
+        vk[i] = info.key_us, vl[i] = info.lookup_us;
+    }
+    g->warm_key = summarize(vk, nwarm);
+    g->warm_lookup = summarize(vl, nwarm);
+    free(vk), free(vl);
+    char hex[KC_KEY_HEX_LEN + 1], path[4096];
+    kc_key_to_hex(&key, hex);
+    snprintf(path, sizeof path, "%s/v1/%.2s/%s.%s.kce", dir, hex, hex, arch);
+    struct stat st;
+    stat(path, &st);
+    g->bytes = (size_t)st.st_size;
+    size_t cap = (size_t)st.st_size + 64, outcap = 64u << 20;
+    uint8_t *buf = malloc(cap), *out = malloc(outcap);
+    ZSTD_DCtx *z = ZSTD_createDCtx();
+    for (int i = 0; i < nwarm; i++) {
+        double t0 = now_us();
+        if (limit_once(path, buf, cap, out, outcap, z)) {
+            fprintf(stderr, "kcache-bench: cannot read %s directly\n", path);
+            exit(1);
+        }
+        v[i] = now_us() - t0;
+    }
+    g->limit = summarize(v, nwarm);
+    ZSTD_freeDCtx(z);
+    free(buf);
+    free(out);
+    /* ccache + nvcc: a fresh ccache directory for the cold run, then hits. */
+    char cdir[4096], odir[4096];
+    snprintf(cdir, sizeof cdir, "%s/ccache-%s", dir, g->name);
+    snprintf(odir, sizeof odir, "%s/out-%s", dir, g->name);
+    mkdir(cdir, 0700);
+    mkdir(odir, 0700);
+    double cc = ccache_graph(spec, cdir, odir);
+    g->ccache_cold = (stat_s){cc, cc, cc, cc < 0 ? 0 : 1};
+    int nccw = quick ? 3 : 7, okw = 0;
+    for (int i = 0; cc >= 0 && i < nccw; i++) {
+        double t = ccache_graph(spec, cdir, odir);
+        if (t >= 0) v[okw++] = t;
+    }
+    g->ccache_warm = summarize(v, okw);
+    double nv = nvrtc_cache_us(self, spec);
+    g->nvrtc_cache = (stat_s){nv, nv, nv, nv < 0 ? 0 : 1};
+    free(v);
+    kc_cache_close(c);
+    kc_graph_desc_free(d);
+}
+
+/* ---- site-cache hits ---- */
+
+static void destroy_value(void *v) { (void)v; }
+
+static double site_hit_ns(int entries) {
+    kc_site_options so = KC_SITE_OPTIONS_INIT;
+    so.static_shapes = 1;
+    so.cache_size_limit = 128;
+    kc_site *s;
+    kc_site_new(&s, NULL, "bench", &so);
+    kc_tensor_meta t;
+    memset(&t, 0, sizeof t);
+    t.dtype = KC_DTYPE_F32;
+    t.device = KC_DEVICE_CUDA;
+    t.rank = 2;
+    t.strides[1].value = 1;
+    kc_call call = {&t, 1, NULL, 0, 0, NULL};
+    kc_site_answer a;
+    for (int i = 0; i < entries; i++) {
+        t.sizes[0].value = 16 + i;
+        t.sizes[1].value = 64;
+        t.strides[0].value = 64;
+        kc_site_lookup(s, &call, &a);
+        kc_site_insert(s, &call, NULL, (void *)(uintptr_t)(i + 1), destroy_value);
+    }
+    t.sizes[0].value = 16 + entries - 1; /* the last inserted: the worst case for a scan */
+    int iters = quick ? 200000 : 2000000;
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_us();
+        for (int i = 0; i < iters; i++) kc_site_lookup(s, &call, &a);
+        double ns = (now_us() - t0) * 1e3 / iters;
+        if (a.result != KC_SITE_HIT) return -1;
+        if (ns < best) best = ns;
+    }
+    kc_site_free(s);
+    return best;
+}
+
+/* ---- key throughput ---- */
+
+static double key_mbps(size_t bytes) {
+    char *src = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++) src[i] = (char)('a' + i % 26);
+    int iters = (int)((quick ? 64u : 512u) * 1048576u / bytes);
+    if (iters < 10) iters = 10;
+    double t0 = now_us();
+    for (int i = 0; i < iters; i++) {
+        kc_key_builder *kb;
+        kc_key_builder_new(&kb);
+        kc_key_add_bytes(kb, KC_COMP_GRAPH, "source", src, bytes);
+        kc_key k;
+        kc_key_finish(kb, &k);
+        kc_key_builder_free(kb);
+    }
+    double us = now_us() - t0;
+    free(src);
+    return (double)bytes * iters / us; /* bytes per µs = MB/s */
+}
+
+/* ---- scale: synthetic entries written straight into the layout ---- */
+
+static void fill_store(const char *dir, int n) {
+    kc_cache *c = open_at(dir);
+    kc_cache_close(c); /* creates the layout */
+    uint8_t payload[200];
+    for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)(i * 13);
+    for (int i = 0; i < n; i++) {
+        kc_key_builder *kb;
+        kc_key_builder_new(&kb);
+        kc_key_add_u64(kb, KC_COMP_EXTRA, "synthetic", (uint64_t)i);
+        kc_key k;
+        kc_key_finish(kb, &k);
+        kc_key_builder_free(kb);
+        kc_entry *e;
+        kc_entry_new(&e, &k, "sm_90");
+        kc_entry_set_section(e, KC_SECTION_KERNELS, payload, sizeof payload);
+        void *data;
+        size_t len;
+        kc_entry_encode(e, &data, &len);
+        kc_entry_free(e);
+        char hex[KC_KEY_HEX_LEN + 1], path[4096];
+        kc_key_to_hex(&k, hex);
+        snprintf(path, sizeof path, "%s/v1/%.2s/%s.sm_90.kce", dir, hex, hex);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, data, len) != (ssize_t)len) {
+            fprintf(stderr, "kcache-bench: writing %s: %s\n", path, strerror(errno));
+            exit(1);
+        }
+        close(fd);
+        free(data);
+    }
+}
+
+static stat_s lookup_at(const char *dir, int n) {
+    kc_cache *c = open_at(dir);
+    int iters = quick ? 2000 : 10000;
+    double *v = malloc(sizeof(double) * (size_t)iters);
+    unsigned s = 7;
+    for (int i = 0; i < iters; i++) {
+        kc_key_builder *kb;
+        kc_key_builder_new(&kb);
+        kc_key_add_u64(kb, KC_COMP_EXTRA, "synthetic", (uint64_t)(rand_r(&s) % n));
+        kc_key k;
+        kc_key_finish(kb, &k);
+        kc_key_builder_free(kb);
+        kc_entry *e;
+        double t0 = now_us();
+        int rc = kc_cache_get(c, &k, "sm_90", &e);
+        v[i] = now_us() - t0;
+        if (rc) {
+            fprintf(stderr, "kcache-bench: synthetic lookup missed\n");
+            exit(1);
+        }
+        kc_entry_free(e);
+    }
+    stat_s st = summarize(v, iters);
+    free(v);
+    kc_cache_close(c);
+    return st;
+}
+
+/* ---- GPU ---- */
+
+typedef struct gpu_res {
+    int have;
+    char why[256];
+    double hit_load_us, bare_load_us, ptx_load_us, cubin_load_us;
+} gpu_res;
+
+static double bare_load(const char *dir, int device) {
+    /* Load every image the directory holds (extracted from the entry), as a runtime would by hand. */
+    DIR *dd = opendir(dir);
+    if (!dd) return -1;
+    struct dirent *de;
+    double total = 0;
+    while ((de = readdir(dd))) {
+        if (!strstr(de->d_name, ".cubin") && !strstr(de->d_name, ".ptx")) continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        FILE *f = fopen(p, "rb");
+        if (!f) continue;
+        static uint8_t img[16 << 20];
+        size_t n = fread(img, 1, sizeof img - 1, f);
+        fclose(f);
+        img[n] = 0;
+        kc_module *m;
+        double t0 = now_us();
+        if (kc_module_load(&m, device, img, strstr(de->d_name, ".ptx") ? n + 1 : n)) return -1;
+        total += now_us() - t0;
+        kc_module_free(m);
+    }
+    closedir(dd);
+    return total;
+}
+
+static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
+    memset(out, 0, sizeof *out);
+    if (kc_cuda_available() != KC_OK) {
+        snprintf(out->why, sizeof out->why, "%s", kc_error_last()->message);
+        return;
+    }
+    out->have = 1;
+    int major, minor;
+    kc_cuda_capability(0, &major, &minor);
+    char target[16], ptx[16];
+    kc_variant_for_device(major, minor, target);
+    snprintf(ptx, sizeof ptx, "compute_%d%d", major, minor);
+    kc_cache *c = open_at(dir);
+    int n = quick ? 3 : 7;
+    double hit[16], bare[16], jit[16], cub[16];
+    for (int i = 0; i < n; i++) {
+        /* A distinct graph each time (globals), so that the loaded-graph table cannot answer. */
+        kc_graph_desc *d;
+        kc_graph_desc_load(&d, spec);
+        kc_graph_set_globals(d, 0xbe0000u + (unsigned)i);
+        kc_graph_info info;
+        kc_graph_compile(c, d, target, &info);
+        kc_graph_compile(c, d, ptx, &info);
+        kc_graph *g;
+        double t0 = now_us();
+        kc_graph_get(c, d, 0, &g, &info);
+        hit[i] = now_us() - t0;
+        kc_graph_release(g);
+        kc_key key;
+        kc_graph_key(d, &key, NULL);
+        kc_entry *e;
+        char xdir[4096], pdir[4096];
+        snprintf(xdir, sizeof xdir, "%s/x-%d", dir, i);
+        snprintf(pdir, sizeof pdir, "%s/p-%d", dir, i);
+        mkdir(xdir, 0700);
+        mkdir(pdir, 0700);
+        int cnt;
+        if (kc_cache_peek(c, &key, target, &e) == KC_OK) {
+            kc_entry_extract(e, xdir, &cnt);
+            kc_entry_free(e);
+        }
+        if (kc_cache_peek(c, &key, ptx, &e) == KC_OK) {
+            kc_entry_extract(e, pdir, &cnt);
+            kc_entry_free(e);
+        }
+        bare[i] = bare_load(xdir, 0);
+        cub[i] = bare[i];
+        jit[i] = bare_load(pdir, 0);
+        kc_graph_desc_free(d);
+    }
+    out->hit_load_us = median_of(hit, n);
+    out->bare_load_us = median_of(bare, n);
+    out->cubin_load_us = median_of(cub, n);
+    out->ptx_load_us = median_of(jit, n);
+    kc_cache_close(c);
+}
+
+/* ---- output ---- */
+
+static void jnum(FILE *f, const char *k, double v, int last) {
+    if (isnan(v) || v < 0) fprintf(f, "\"%s\": null%s", k, last ? "" : ", ");
+    else fprintf(f, "\"%s\": %.4g%s", k, v, last ? "" : ", ");
+}
+
+static void jstat(FILE *f, const char *k, stat_s s) {
+    fprintf(f, "\"%s\": {", k);
+    jnum(f, "median_us", s.n ? s.med : NAN, 0);
+    jnum(f, "p10_us", s.n ? s.p10 : NAN, 0);
+    jnum(f, "p90_us", s.n ? s.p90 : NAN, 0);
+    fprintf(f, "\"n\": %d}, ", s.n);
+}
+
+static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : NAN; }
+
+static void fmt_us(double us, char *out, size_t cap) {
+    if (isnan(us) || us < 0) snprintf(out, cap, "-");
+    else if (us >= 1e6) snprintf(out, cap, "%.2f s", us / 1e6);
+    else if (us >= 1e3) snprintf(out, cap, "%.1f ms", us / 1e3);
+    else snprintf(out, cap, "%.1f us", us);
+}
+
+static void rm_rf(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "kcache-bench: could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv) {
+    const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (!strcmp(argv[i], "--plot") && i + 1 < argc) plot = argv[++i];
+        else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
+        else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kdir = argv[++i];
+        else if (!strcmp(argv[i], "--measure-nvrtc-cache") && i + 1 < argc) nvspec = argv[++i];
+        else {
+            fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n");
+            return 2;
+        }
+    }
+    if (nvspec) return measure_nvrtc_cache(nvspec);
+    char self[4096];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = 0;
+    if (kc_nvrtc_available() != KC_OK) {
+        fprintf(stderr, "kcache-bench: %s\n", kc_error_last()->message);
+        return 1;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char root[4096];
+    snprintf(root, sizeof root, "%s/kcache-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(root)) return 1;
+
+    /* graphs */
+    char specs[32][1024];
+    int ns = 0;
+    DIR *dd = opendir(kdir);
+    struct dirent *de;
+    while (dd && (de = readdir(dd)) && ns < 32) {
+        size_t l = strlen(de->d_name);
+        if (l > 5 && !strcmp(de->d_name + l - 5, ".json") && strcmp(de->d_name, "manifest.json"))
+            snprintf(specs[ns++], sizeof specs[0], "%s/%s", kdir, de->d_name);
+    }
+    if (dd) closedir(dd);
+    qsort(specs, (size_t)ns, sizeof specs[0], (int (*)(const void *, const void *))strcmp);
+    gres g[32];
+    memset(g, 0, sizeof g);
+    printf("kcache-bench: %d graphs for %s, %s (%s); NVRTC: %s\n\n", ns, arch, quick ? "quick" : "full",
+           "median [p10 .. p90]", kc_nvrtc_toolchain());
+    printf("%-14s %8s %11s %11s %11s %13s %13s %12s %9s %9s %9s\n", "graph", "entry", "cold", "warm", "limit",
+           "ccache cold", "ccache warm", "nvrtc cache", "cold/warm", "warm/lim", "ccw/warm");
+    double r_cw[32], r_wl[32], r_ccw[32], r_nv[32];
+    for (int i = 0; i < ns; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/g%d", root, i);
+        mkdir(dir, 0700);
+        bench_graph(self, specs[i], dir, &g[i]);
+        r_cw[i] = ratio(g[i].cold.med, g[i].warm.med);
+        r_wl[i] = ratio(g[i].warm.med, g[i].limit.med);
+        r_ccw[i] = ratio(g[i].ccache_warm.n ? g[i].ccache_warm.med : NAN, g[i].warm.med);
+        r_nv[i] = ratio(g[i].nvrtc_cache.med, g[i].warm.med);
+        char a[32], b[32], c[32], d[32], e[32], f[32], sz[16];
+        fmt_us(g[i].cold.med, a, sizeof a);
+        fmt_us(g[i].warm.med, b, sizeof b);
+        fmt_us(g[i].limit.med, c, sizeof c);
+        fmt_us(g[i].ccache_cold.n ? g[i].ccache_cold.med : NAN, d, sizeof d);
+        fmt_us(g[i].ccache_warm.n ? g[i].ccache_warm.med : NAN, e, sizeof e);
+        fmt_us(g[i].nvrtc_cache.n ? g[i].nvrtc_cache.med : NAN, f, sizeof f);
+        snprintf(sz, sizeof sz, "%.1f KB", (double)g[i].bytes / 1024);
+        printf("%-14s %8s %11s %11s %11s %13s %13s %12s %8.0fx %8.2fx %8.0fx\n", g[i].name, sz, a, b, c, d, e, f,
+               r_cw[i], r_wl[i], r_ccw[i]);
+        printf("%-14s %8s %11s [%.1f .. %.1f] [%.1f .. %.1f] us; warm = key %.1f us + lookup %.1f us\n", "", "", "",
+               g[i].warm.p10, g[i].warm.p90, g[i].limit.p10, g[i].limit.p90, g[i].warm_key.med, g[i].warm_lookup.med);
+        fflush(stdout);
+        rm_rf(dir);
+    }
+    double m_cw = median_of(r_cw, ns), m_wl = median_of(r_wl, ns);
+    int nccw = 0, nnv = 0;
+    double ccw[32], nvv[32];
+    for (int i = 0; i < ns; i++) {
+        if (!isnan(r_ccw[i])) ccw[nccw++] = r_ccw[i];
+        if (!isnan(r_nv[i])) nvv[nnv++] = r_nv[i];
+    }
+    double m_ccw = nccw ? median_of(ccw, nccw) : NAN, m_nv = nnv ? median_of(nvv, nnv) : NAN;
+    printf("\nmedians over graphs: cold/warm %.0fx   warm/limit %.2fx   ccache-warm/kcache-warm %.0fx   "
+           "nvrtc-own-cache/kcache-warm %.0fx\n", m_cw, m_wl, m_ccw, m_nv);
+
+    /* site hits, key throughput */
+    double site[3];
+    const int sizes[3] = {1, 8, 64};
+    for (int i = 0; i < 3; i++) site[i] = site_hit_ns(sizes[i]);
+    printf("site-cache hit: %.0f ns (1 entry), %.0f ns (8), %.0f ns (64)\n", site[0], site[1], site[2]);
+    double k_small = key_mbps(4096), k_large = key_mbps(1 << 20);
+    printf("key: %.0f MB/s on 4 KB sources, %.0f MB/s on 1 MB sources\n", k_small, k_large);
+
+    /* scale */
+    const int scale_n[3] = {1000, quick ? 10000 : 100000, quick ? 100000 : 1000000};
+    stat_s sc[3];
+    double gc_ms = NAN;
+    for (int i = 0; i < 3; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/scale%d", root, i);
+        double t0 = now_us();
+        fill_store(dir, scale_n[i]);
+        double fill_s = (now_us() - t0) / 1e6;
+        sc[i] = lookup_at(dir, scale_n[i]);
+        printf("lookup at %7d entries: %.1f us [%.1f .. %.1f] (filled in %.1f s)\n", scale_n[i], sc[i].med, sc[i].p10,
+               sc[i].p90, fill_s);
+        fflush(stdout);
+        if (i == 2) {
+            kc_cache *c = open_at(dir);
+            kc_gc_report rep;
+            kc_cache_gc(c, UINT64_MAX, &rep); /* recount first: the synthetic fill bypassed the counters */
+            kc_stats st;
+            kc_cache_stats(c, &st);
+            t0 = now_us();
+            kc_cache_gc(c, st.v[KC_STAT_BYTES] / 2, &rep);
+            gc_ms = (now_us() - t0) / 1e3;
+            printf("gc halving %d entries: %.0f ms (%llu evicted)\n", scale_n[i], gc_ms, (unsigned long long)rep.evicted);
+            kc_cache_close(c);
+        }
+        rm_rf(dir);
+    }
+    double scale_ratio = ratio(sc[2].med, sc[0].med);
+    printf("lookup at %d / at %d entries: %.2fx\n", scale_n[2], scale_n[0], scale_ratio);
+
+    /* GPU */
+    gpu_res gp;
+    char gdir[4200];
+    snprintf(gdir, sizeof gdir, "%s/gpu", root);
+    mkdir(gdir, 0700);
+    bench_gpu(specs[0], gdir, &gp);
+    if (gp.have)
+        printf("GPU (%s): hit with load %.1f us, bare load %.1f us (%.2fx); PTX (JIT) load %.1f us vs cubin %.1f us (%.0fx)\n",
+               g[0].name, gp.hit_load_us, gp.bare_load_us, ratio(gp.hit_load_us, gp.bare_load_us), gp.ptx_load_us,
+               gp.cubin_load_us, ratio(gp.ptx_load_us, gp.cubin_load_us));
+    else printf("GPU: not measured (%s)\n", gp.why);
+    rm_rf(gdir);
+
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            fprintf(stderr, "kcache-bench: %s: %s\n", json, strerror(errno));
+            return 1;
+        }
+        fprintf(f, "{\"arch\": \"%s\", \"quick\": %s, \"nvrtc\": \"%s\", \"graphs\": [", arch, quick ? "true" : "false",
+                kc_nvrtc_toolchain());
+        for (int i = 0; i < ns; i++) {
+            fprintf(f, "%s\n  {\"name\": \"%s\", \"entry_bytes\": %zu, ", i ? "," : "", g[i].name, g[i].bytes);
+            jstat(f, "cold", g[i].cold);
+            jstat(f, "warm", g[i].warm);
+            jstat(f, "warm_key", g[i].warm_key);
+            jstat(f, "warm_lookup", g[i].warm_lookup);
+            jstat(f, "limit", g[i].limit);
+            jstat(f, "ccache_cold", g[i].ccache_cold);
+            jstat(f, "ccache_warm", g[i].ccache_warm);
+            jstat(f, "nvrtc_cache", g[i].nvrtc_cache);
+            jnum(f, "cold_over_warm", r_cw[i], 0);
+            jnum(f, "warm_over_limit", r_wl[i], 0);
+            jnum(f, "ccache_warm_over_warm", r_ccw[i], 0);
+            jnum(f, "nvrtc_cache_over_warm", r_nv[i], 1);
+            fprintf(f, "}");
+        }
+        fprintf(f, "\n], \"medians\": {");
+        jnum(f, "cold_over_warm", m_cw, 0);
+        jnum(f, "warm_over_limit", m_wl, 0);
+        jnum(f, "ccache_warm_over_warm", m_ccw, 0);
+        jnum(f, "nvrtc_cache_over_warm", m_nv, 0);
+        jnum(f, "load_over_bare_load", gp.have ? ratio(gp.hit_load_us, gp.bare_load_us) : NAN, 0);
+        jnum(f, "nvrtc_cache_over_hit", gp.have ? ratio(g[0].nvrtc_cache.med, gp.hit_load_us) : NAN, 0);
+        jnum(f, "ptx_load_over_cubin_load", gp.have ? ratio(gp.ptx_load_us, gp.cubin_load_us) : NAN, 1);
+        fprintf(f, "},\n \"site_hit_ns\": {\"1\": %.1f, \"8\": %.1f, \"64\": %.1f},", site[0], site[1], site[2]);
+        fprintf(f, " \"key_mb_per_s\": {\"4KB\": %.0f, \"1MB\": %.0f},\n", k_small, k_large);
+        fprintf(f, " \"scale\": [");
+        for (int i = 0; i < 3; i++) {
+            fprintf(f, "%s{\"entries\": %d, ", i ? ", " : "", scale_n[i]);
+            jstat(f, "lookup", sc[i]);
+            fprintf(f, "\"x\": 0}");
+        }
+        fprintf(f, "], ");
+        jnum(f, "lookup_largest_over_smallest", scale_ratio, 0);
+        jnum(f, "gc_halving_ms", gc_ms, 0);
+        fprintf(f, "\"gpu\": ");
+        if (gp.have) {
+            fprintf(f, "{");
+            jnum(f, "hit_with_load_us", gp.hit_load_us, 0);
+            jnum(f, "bare_load_us", gp.bare_load_us, 0);
+            jnum(f, "ptx_load_us", gp.ptx_load_us, 0);
+            jnum(f, "cubin_load_us", gp.cubin_load_us, 1);
+            fprintf(f, "}}\n");
+        } else {
+            fprintf(f, "null}\n");
+        }
+        fclose(f);
+        printf("wrote %s\n", json);
+    }
+    if (plot) {
+        char dat[4200];
+        snprintf(dat, sizeof dat, "%s/plot.dat", root);
+        FILE *f = fopen(dat, "w");
+        for (int i = 0; f && i < ns; i++)
+            fprintf(f, "%s %.3f %.3f %.3f\n", g[i].name, g[i].cold.med, g[i].warm.med, g[i].limit.med);
+        if (f) fclose(f);
+        FILE *gp2 = popen("gnuplot 2>&1", "w");
+        if (!gp2) fprintf(stderr, "kcache-bench: gnuplot not found: no plot\n");
+        else {
+            fprintf(gp2,
+                    "set terminal pngcairo size 1000,560 noenhanced\nset output '%s'\n"
+                    "set title 'kcache: cold compile vs warm disk hit vs the read+XXH3+zstd limit (%s, median)'\n"
+                    "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+                    "set logscale y\nset ylabel 'microseconds (log scale)'\nset grid ytics\nset xtics rotate by -20\n"
+                    "set key top right\n"
+                    "plot '%s' using 2:xtic(1) title 'cold (NVRTC)', '' using 3 title 'warm (kcache disk hit)', "
+                    "'' using 4 title 'limit (read+XXH3+zstd)'\n",
+                    plot, arch, dat);
+            int rc = pclose(gp2);
+            if (rc == 0) printf("wrote %s\n", plot);
+            else fprintf(stderr, "kcache-bench: gnuplot failed (%d)\n", rc);
+        }
+    }
+    rm_rf(root);
+    return 0;
+}
