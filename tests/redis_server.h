@@ -85,6 +85,6 @@ static inline void kct_redis_stop(kct_redis *r, int sig) {
 }
 
 /* Whether redis-server can be run at all (else the test is skipped). */
-static inline int kct_have_redis(void) { return system("command -v redis-server >/dev/null 2>&1") == 0; }
+static inline int kct_have_redis(void) { return system("redis-server --version >/dev/null 2>&1") == 0; }
 
 #endif
