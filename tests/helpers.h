@@ -80,6 +80,22 @@ static inline size_t kct_count_files(const char *dir, const char *needle) {
     return kct_count_needle_n;
 }
 
+static uint64_t kct_dir_bytes_n;
+static const char *kct_dir_bytes_needle;
+static int kct_dir_bytes_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)ftw;
+    if (flag == FTW_F && strstr(p, kct_dir_bytes_needle) && !strstr(p, "/quarantine/")) kct_dir_bytes_n += (uint64_t)st->st_size;
+    return 0;
+}
+
+/** Total bytes of the files under `dir` whose path contains `needle` (quarantine excluded). */
+static inline uint64_t kct_dir_bytes(const char *dir, const char *needle) {
+    kct_dir_bytes_n = 0;
+    kct_dir_bytes_needle = needle;
+    nftw(dir, kct_dir_bytes_cb, 16, FTW_PHYS);
+    return kct_dir_bytes_n;
+}
+
 #ifdef KCACHE_H
 /** A test key: XXH3 of (label, i) through the real key builder. */
 static inline kc_key kct_key(const char *label, int i) {

@@ -1,10 +1,13 @@
 /*
- * test_multiprocess.c — many processes, one directory: 8 processes × 200 rounds putting
- * and getting the same 20 keys with random payloads, while another process runs gc with
- * a small limit over and over.  Every get must be a miss or a payload that matches the
- * digest embedded in it — never a torn or mixed entry.  The store must end at or under
- * the limit after a final gc.
+ * test_multiprocess.c — many processes, one directory: 8 processes × 200 rounds, and 16
+ * processes × 50 rounds started together on a barrier, putting and getting the same 20
+ * keys with random payloads, while another process runs gc with a small limit over and
+ * over.  Every get must be a miss or a payload that matches the digest embedded in it —
+ * never a torn or mixed entry; no error but a miss.  While running, the store (as each gc
+ * scans it) never overshoots the limit by more than one entry per writer; once idle (after
+ * the cleaner's last run) it is at or under the limit with no gc of the test's own.
  */
+#include <sys/mman.h>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,9 +16,12 @@
 #include "kcache.h"
 #include "helpers.h"
 
-#define PROCS 8
-#define ROUNDS 200
+#define MAXPROCS 16
 #define KEYS 20
+#define MAX_ENTRY 8192 /* a payload is at most 6016 bytes; with the entry's framing, under this */
+
+static int ROUNDS = 200;
+static uint64_t *max_seen; /* shared with the cleaner: the largest store a gc scanned */
 #define LIMIT (64 * 1024)
 
 static kc_key key_of(int i) { return kct_key("shared key", i); }
@@ -104,10 +110,11 @@ static int cleaner(const char *dir, int start_fd, int stop_fd) {
     for (;;) {
         kc_gc_report r;
         int rc = kc_cache_gc(c, LIMIT / 4, &r);
+        if (rc == KC_OK && r.bytes_before > *max_seen) *max_seen = r.bytes_before;
         if (rc == KC_OK) runs++;
         else if (rc == KC_EBUSY) busy++;
         else {
-            fprintf(stderr, "cleaner: %s\n", kc_error_last()->message);
+            fprintf(stderr, "cleaner: %s: %s\n", kc_status_str(rc), kc_error_last()->message);
             errors++;
         }
         struct timespec ts = {0, 2000000};
@@ -120,15 +127,16 @@ static int cleaner(const char *dir, int start_fd, int stop_fd) {
     return errors ? 1 : 0;
 }
 
-static void test_many_processes_share_one_directory(void **state) {
-    (void)state;
+static void run_processes(int PROCS, int rounds) {
+    ROUNDS = rounds;
+    *max_seen = 0;
     char *dir = kct_tmpdir("multiproc");
     assert_non_null(dir);
     int start[2], stop[2];
     assert_int_equal(pipe(start), 0);
     assert_int_equal(pipe(stop), 0);
     fcntl(stop[0], F_SETFL, O_NONBLOCK);
-    pid_t pids[PROCS + 1];
+    pid_t pids[MAXPROCS + 1];
     for (int i = 0; i <= PROCS; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
@@ -153,6 +161,11 @@ static void test_many_processes_share_one_directory(void **state) {
     close(stop[0]);
     assert_int_equal(failed, 0);
 
+    /* Idle: the cleaner's last run came after every worker had finished. */
+    assert_true(kct_dir_bytes(dir, ".kce") <= LIMIT);
+    fprintf(stderr, "%d processes x %d rounds: largest store a gc saw %llu bytes (limit %d)\n", PROCS, rounds,
+            (unsigned long long)*max_seen, LIMIT);
+    assert_true(*max_seen <= (uint64_t)LIMIT + (uint64_t)PROCS * MAX_ENTRY);
     /* Afterwards: everything verifies; a gc brings the store under its limit. */
     kc_cache *c = open_dir(dir);
     kc_verify_report r;
@@ -165,7 +178,7 @@ static void test_many_processes_share_one_directory(void **state) {
     kc_stats s;
     kc_cache_stats(c, &s);
     assert_int_equal(s.v[KC_STAT_CORRUPT], 0);
-    assert_true(s.v[KC_STAT_PUTS] > PROCS * ROUNDS / 4);
+    assert_true(s.v[KC_STAT_PUTS] > (uint64_t)(PROCS * ROUNDS / 4));
     assert_true(s.v[KC_STAT_HITS] > 0);
     assert_int_equal(s.v[KC_STAT_BYTES], g.bytes_after);
     kc_cache_close(c);
@@ -173,9 +186,22 @@ static void test_many_processes_share_one_directory(void **state) {
     free(dir);
 }
 
+static void test_many_processes_share_one_directory(void **state) {
+    (void)state;
+    run_processes(8, 200);
+}
+
+static void test_sixteen_processes_on_a_barrier(void **state) {
+    (void)state;
+    run_processes(16, 50);
+}
+
 int main(void) {
+    max_seen = mmap(NULL, sizeof *max_seen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (max_seen == MAP_FAILED) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_processes_share_one_directory),
+        cmocka_unit_test(test_sixteen_processes_on_a_barrier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
