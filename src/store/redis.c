@@ -304,6 +304,15 @@ static int command(rb *b, int argc, const char **argv, const size_t *lens, redis
 
 static void key_of(const char *name, char *out, size_t cap) { snprintf(out, cap, PREFIX "%s", name); }
 
+/* A one-key command ("GET", "EXISTS", "DEL") on a stored name. */
+static int key_command(rb *b, const char *cmd, const char *name, redisReply **out) {
+    char k[KC_NAME_MAX + 16];
+    key_of(name, k, sizeof k);
+    const char *argv[] = {cmd, k};
+    size_t lens[] = {strlen(cmd), strlen(k)};
+    return command(b, 2, argv, lens, out);
+}
+
 static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
     if ((uint64_t)r->len > b->cfg.max_value)
         return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->shown, (size_t)r->len);
@@ -319,12 +328,8 @@ static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
 
 static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out_len) {
     rb *b = be->ctx;
-    char k[KC_NAME_MAX + 16];
-    key_of(name, k, sizeof k);
-    const char *argv[] = {"GET", k};
-    size_t lens[] = {3, strlen(k)};
     redisReply *r;
-    int rc = command(b, 2, argv, lens, &r);
+    int rc = key_command(b, "GET", name, &r);
     if (rc) return rc;
     if (r->type == REDIS_REPLY_NIL) rc = KC_MISS;
     else if (r->type != REDIS_REPLY_STRING) rc = kc_err(KC_EIO, "redis GET: unexpected reply type %d", r->type);
@@ -387,13 +392,8 @@ static int r_put(kc_store_backend *be, const char *name, const void *data, size_
 }
 
 static int r_exists(kc_store_backend *be, const char *name) {
-    rb *b = be->ctx;
-    char k[KC_NAME_MAX + 16];
-    key_of(name, k, sizeof k);
-    const char *argv[] = {"EXISTS", k};
-    size_t lens[] = {6, strlen(k)};
     redisReply *r;
-    int rc = command(b, 2, argv, lens, &r);
+    int rc = key_command(be->ctx, "EXISTS", name, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_INTEGER ? r->integer > 0 : kc_err(KC_EIO, "redis EXISTS: unexpected reply");
     freeReplyObject(r);
@@ -401,13 +401,8 @@ static int r_exists(kc_store_backend *be, const char *name) {
 }
 
 static int r_remove(kc_store_backend *be, const char *name) {
-    rb *b = be->ctx;
-    char k[KC_NAME_MAX + 16];
-    key_of(name, k, sizeof k);
-    const char *argv[] = {"DEL", k};
-    size_t lens[] = {3, strlen(k)};
     redisReply *r;
-    int rc = command(b, 2, argv, lens, &r);
+    int rc = key_command(be->ctx, "DEL", name, &r);
     if (rc) return rc;
     rc = r->type != REDIS_REPLY_INTEGER ? kc_err(KC_EIO, "redis DEL: unexpected reply") : r->integer > 0 ? KC_OK : KC_MISS;
     freeReplyObject(r);
