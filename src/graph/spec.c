@@ -271,6 +271,9 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
             char where[48];
             snprintf(where, sizeof where, "wrappers[%d]", i);
             if (!str_field(w, "name") || !cJSON_IsNumber(v)) rc = SPEC_ERR(&s, where, "needs \"name\" and \"version\"");
+            else if (!(v->valuedouble >= 0 && v->valuedouble <= 4294967295.0 &&
+                  v->valuedouble == (double)(uint32_t)v->valuedouble))
+                rc = SPEC_ERR(&s, where, "\"version\" must be a whole number from 0 to 4294967295");
             else {
                 const char *params = str_field(w, "params");
                 rc = kc_graph_add_wrapper(s.d, str_field(w, "name"), (uint32_t)v->valuedouble, params,
