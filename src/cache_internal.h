@@ -17,6 +17,14 @@ kc_local *kc_cache_local_(kc_cache *c);
 int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
                            kc_entry **out);
 
+/**
+ * The local directory's entry, validated, in one read (no exists() first): KC_OK (a hit,
+ * counted); KC_MISS (absent, or unreadable: counted as a store error); KC_ECORRUPT (it
+ * was corrupt: quarantined and counted).  Counts no miss and asks no remote: the caller
+ * decides what a miss is.
+ */
+int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out);
+
 /** The HMAC key of the cache (NULL when entries are not authenticated). */
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);
 

@@ -388,26 +388,21 @@ int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *va
     return KC_OK;
 }
 
-int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
-    if (!out) return kc_err(KC_EINVAL, "kc_cache_get: out is NULL");
+int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
     *out = NULL;
-    int rc = check_kv(c, key, variant);
-    if (rc) return rc;
     if (c->mode == 2) return KC_MISS;
     char name[KC_NAME_MAX + 1];
     kc_store_name(key, variant, name);
     int shard = key->bytes[0];
     void *data;
     size_t len;
-    rc = kc_local_get(c->local, name, &data, &len);
+    int rc = kc_local_get(c->local, name, &data, &len);
     if (rc != KC_OK) {
         if (rc != KC_MISS) {
             /* A cache-side error costs a miss, never a failure. */
             kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message);
             kc_local_count(c->local, shard, KC_STAT_STORE_ERRORS, 1);
         }
-        if (c->remote && kc_cache_remote_fetch_(c, key, &variant, 1, NULL, out) == KC_OK) return KC_OK;
-        kc_local_count(c->local, shard, KC_STAT_MISSES, 1);
         return kc_err(KC_MISS, "no entry %s", name);
     }
     kc_entry *e;
@@ -418,19 +413,30 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
         kc_entry_free(e);
         rc = kc_err(KC_ECORRUPT, "corrupt entry: it holds another key or variant than its name");
     }
+    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to decode %s", name);
     if (rc != KC_OK) {
-        if (rc == KC_ENOMEM) {
-            kc_local_count(c->local, shard, KC_STAT_MISSES, 1);
-            return kc_err(KC_MISS, "no memory to decode %s", name);
-        }
         kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
         kc_local_quarantine(c->local, name);
-        kc_local_count(c->local, shard, KC_STAT_MISSES, 1);
-        return kc_err(KC_MISS, "entry %s was corrupt (quarantined)", name);
+        return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
     }
     kc_local_count(c->local, shard, KC_STAT_HITS, 1);
     *out = e;
     return KC_OK;
+}
+
+int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_cache_get: out is NULL");
+    *out = NULL;
+    int rc = check_kv(c, key, variant);
+    if (rc) return rc;
+    if (c->mode == 2) return KC_MISS;
+    rc = kc_cache_get_local_(c, key, variant, out);
+    if (rc == KC_OK) return KC_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", kc_error_last()->message);
+    if (c->remote && kc_cache_remote_fetch_(c, key, &variant, 1, NULL, out) == KC_OK) return KC_OK;
+    kc_local_count(c->local, key->bytes[0], KC_STAT_MISSES, 1);
+    return kc_err(KC_MISS, "%s", why);
 }
 
 int kc_cache_peek(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {

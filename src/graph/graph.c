@@ -835,7 +835,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
 static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_graph_info *info, const char *why,
                        kc_entry **entry_out) {
     kc_entry *e;
-    if (kc_cache_exists(c, key, target) != 1 || kc_cache_get(c, key, target, &e) != KC_OK) return 0;
+    if (kc_cache_get_local_(c, key, target, &e) != KC_OK) return 0;
     info->source = KC_FROM_DISK;
     snprintf(info->variant, sizeof info->variant, "%s", target);
     snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
@@ -906,21 +906,22 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
-    int present = cacheable && kc_cache_exists(c, &key, target) == 1;
-    if (present && kc_cache_get(c, &key, target, &e) == KC_OK) {
+    int got = cacheable ? kc_cache_get_local_(c, &key, target, &e) : KC_MISS; /* one read, no stat first */
+    int corrupt = got == KC_ECORRUPT;
+    if (got == KC_OK) {
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_entry_free(e);
-    } else if (cacheable && !present && kc_cache_remote_fetch_(c, &key, &target, 1, NULL, &e) == KC_OK) {
+    } else if (cacheable && kc_cache_remote_fetch_(c, &key, &target, 1, NULL, &e) == KC_OK) {
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_entry_free(e);
     } else {
         if (cacheable) {
-            if (!present) kc_cache_count(c, &key, KC_STAT_MISSES, 1); /* a failed get counted itself */
-            snprintf(info->miss_reason, sizeof info->miss_reason, present ? "stored entry was corrupt" : "no entry for %s", target);
+            kc_cache_count(c, &key, KC_STAT_MISSES, 1);
+            snprintf(info->miss_reason, sizeof info->miss_reason, corrupt ? "stored entry was corrupt" : "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
         rc = cacheable ? single_flight(c, d, &key, kb, target, info, NULL)
@@ -1338,9 +1339,8 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     char cand[24][16];
     size_t nc = first_uncacheable(d) ? 0 : candidates(major, minor, cand, 24);
     for (size_t i = 0; i < nc && !g; i++) {
-        if (kc_cache_exists(c, &key, cand[i]) != 1) continue;
         kc_entry *e;
-        if (kc_cache_get(c, &key, cand[i], &e) != KC_OK) continue; /* corrupt: quarantined, try on */
+        if (kc_cache_get_local_(c, &key, cand[i], &e) != KC_OK) continue; /* absent, or corrupt: quarantined */
         info->lookup_us = us_since(t1);
         uint64_t t2 = kc_mono_ns();
         rc = load_entry(e, &key, device, &g);
