@@ -120,6 +120,14 @@ static int env_uint(const char *name, unsigned *out) {
     return KC_OK;
 }
 
+/* Free a buffer that held a key, overwriting it first. */
+static void wipe_free(void *p, size_t len) {
+    if (!p) return;
+    volatile unsigned char *v = p;
+    for (size_t i = 0; i < len; i++) v[i] = 0;
+    free(p);
+}
+
 /* Remote and HMAC settings from the environment; a key read from KCACHE_HMAC_KEY_FILE (its
  * contents, trailing newlines dropped) is returned in *owned for the caller to free. */
 static int remote_env(kc_options *o, void **owned) {
@@ -218,10 +226,10 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)max,
            c->mode == 2 ? ", disabled" : c->mode == 1 ? ", read-only" : "");
     *out = c;
-    free(env_key);
+    wipe_free(env_key, o.hmac_key_len);
     return KC_OK;
 fail:
-    free(env_key);
+    wipe_free(env_key, o.hmac_key_len);
     if (c->remote) c->remote->free(c->remote);
     free(c->mac_key);
     free(c);
@@ -243,8 +251,7 @@ void kc_cache_close(kc_cache *c) {
     pthread_cond_destroy(&c->wcv);
     pthread_cond_destroy(&c->widle);
     kc_local_free(c->local);
-    if (c->mac_key) memset(c->mac_key, 0, c->mac_key_len);
-    free(c->mac_key);
+    wipe_free(c->mac_key, c->mac_key_len);
     free(c);
 }
 

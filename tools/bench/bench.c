@@ -706,9 +706,11 @@ int main(int argc, char **argv) {
         fprintf(f, " \"key_mb_per_s\": {\"4KB\": %.0f, \"1MB\": %.0f},\n", k_small, k_large);
         fprintf(f, " \"scale\": [");
         for (int i = 0; i < 3; i++) {
-            fprintf(f, "%s{\"entries\": %d, ", i ? ", " : "", scale_n[i]);
-            jstat(f, "lookup", sc[i]);
-            fprintf(f, "\"x\": 0}");
+            fprintf(f, "%s{\"entries\": %d, \"lookup\": {", i ? ", " : "", scale_n[i]);
+            jnum(f, "median_us", sc[i].med, 0);
+            jnum(f, "p10_us", sc[i].p10, 0);
+            jnum(f, "p90_us", sc[i].p90, 1);
+            fprintf(f, "}}");
         }
         fprintf(f, "], ");
         jnum(f, "lookup_largest_over_smallest", scale_ratio, 0);
