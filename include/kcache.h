@@ -8,6 +8,8 @@
  *   entry.h   the entry format (grammar at its top)
  *   stats.h   statistic ids
  *   cache.h   kc_cache_open, get/put by key and variant, gc, verify
+ *   graph.h   graph descriptions, compile/get, forward/backward
+ *   prewarm.h manifests and kc_prewarm
  * Backend authors: kcache/sys/store.h.
  */
 #ifndef KCACHE_H
@@ -23,6 +25,7 @@
 #include "kcache/cuda.h"
 #include "kcache/graph.h"
 #include "kcache/bundle.h"
+#include "kcache/prewarm.h"
 #include "kcache/guard.h"
 
 #endif

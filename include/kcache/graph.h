@@ -136,6 +136,10 @@ typedef struct kc_graph_info {
     char miss_reason[160];   /**< Why it was not a hit ("" on a hit). */
     double key_us, lookup_us, compile_ms, load_us, total_us;
     int kernels;
+    /** KC_OK, or the status of the failed put when a graph this call compiled could not be
+     *  stored (full disk, read-only cache); its message is kc_error_last() right after the
+     *  call.  The call itself still succeeds: a cache error costs the next process a compile. */
+    int store_status;
 } kc_graph_info;
 
 typedef struct kc_graph kc_graph;

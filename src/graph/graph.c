@@ -816,6 +816,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         info->source = KC_FROM_COMPILE;
         kc_cache_count(c, key, KC_STAT_COMPILES, 1);
         int prc = kc_cache_put(c, e);
+        info->store_status = prc;
         if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
             kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
     }

@@ -7,9 +7,7 @@
  * goes to stdout; --json output is one JSON value on stdout; errors go to stderr with a
  * non-zero exit (1: the command failed or found a problem; 2: bad usage).
  */
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -653,206 +651,97 @@ static int cmd_get(int argc, char **argv) {
     return rc == KC_OK ? 0 : EXIT_PROBLEM;
 }
 
-/*
- * A manifest: {"graphs": ["a.json", ...], "archs": ["sm_80", ...]} — spec paths relative to
- * the manifest.  Errors name the file and the place; they are usage errors (exit 2).
- */
-typedef struct manifest {
-    char **specs;
-    int nspecs;
-    char **archs;
-    int narchs;
-} manifest;
-
-static void manifest_free(manifest *m) {
-    for (int i = 0; i < m->nspecs; i++) free(m->specs[i]);
-    for (int i = 0; i < m->narchs; i++) free(m->archs[i]);
-    free(m->specs);
-    free(m->archs);
-    memset(m, 0, sizeof *m);
-}
-
-static int manifest_load(const char *path, manifest *m) {
-    memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "kcache: cannot read manifest %s: %s\n", path, strerror(errno));
-        return EXIT_USAGE;
-    }
-    static char buf[1 << 20];
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = 0;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
-    if (!root) {
-        int line = 1, col = 1;
-        for (const char *p = buf; end && p < end; p++) {
-            if (*p == '\n') line++, col = 1;
-            else col++;
-        }
-        fprintf(stderr, "kcache: %s:%d:%d: not valid JSON\n", path, line, col);
-        return EXIT_USAGE;
-    }
-    const cJSON *graphs = cJSON_GetObjectItemCaseSensitive(root, "graphs");
-    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "archs");
-    int rc = 0;
-    if (!cJSON_IsArray(graphs) || cJSON_GetArraySize(graphs) == 0) {
-        fprintf(stderr, "kcache: %s: \"graphs\" must be a non-empty array of spec paths\n", path);
-        rc = EXIT_USAGE;
-    } else if (archs && !cJSON_IsArray(archs)) {
-        fprintf(stderr, "kcache: %s: \"archs\" must be an array of targets\n", path);
-        rc = EXIT_USAGE;
-    }
-    const char *slash = strrchr(path, '/');
-    int dl = slash ? (int)(slash - path) : 1;
-    int ng = rc ? 0 : cJSON_GetArraySize(graphs), na = rc || !archs ? 0 : cJSON_GetArraySize(archs);
-    m->specs = calloc((size_t)ng + 1, sizeof *m->specs);
-    m->archs = calloc((size_t)na + 1, sizeof *m->archs);
-    for (int i = 0; !rc && i < ng; i++) {
-        const cJSON *g = cJSON_GetArrayItem(graphs, i);
-        if (!cJSON_IsString(g) || !g->valuestring[0]) {
-            fprintf(stderr, "kcache: %s: graphs[%d] must be a spec path\n", path, i);
-            rc = EXIT_USAGE;
-            break;
-        }
-        char full[4096];
-        if (g->valuestring[0] == '/') snprintf(full, sizeof full, "%s", g->valuestring);
-        else snprintf(full, sizeof full, "%.*s/%s", dl, slash ? path : ".", g->valuestring);
-        m->specs[m->nspecs++] = strdup(full);
-    }
-    for (int i = 0; !rc && i < na; i++) {
-        const cJSON *a = cJSON_GetArrayItem(archs, i);
-        kc_target t;
-        if (!cJSON_IsString(a) || kc_target_parse(a->valuestring, &t) != KC_OK) {
-            fprintf(stderr, "kcache: %s: archs[%d] is not a target (sm_XY, sm_XYa, compute_XY)\n", path, i);
-            rc = EXIT_USAGE;
-            break;
-        }
-        m->archs[m->narchs++] = strdup(a->valuestring);
-    }
-    cJSON_Delete(root);
-    if (rc) manifest_free(m);
-    return rc;
-}
-
-/* Split "sm_80,sm_90" into targets (validated); usage error otherwise. */
-static int parse_arch_list(const cmd *c0, const char *list, manifest *m) {
-    for (int i = 0; i < m->narchs; i++) free(m->archs[i]);
-    free(m->archs);
-    m->archs = calloc(64, sizeof *m->archs);
-    m->narchs = 0;
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        kc_target tg;
-        if (kc_target_parse(t, &tg) != KC_OK || m->narchs >= 64) return usage_error(c0, "not a target", t);
-        m->archs[m->narchs++] = strdup(t);
-    }
-    return m->narchs ? 0 : usage_error(c0, "--arch needs at least one target", NULL);
-}
-
-/* N workers take task indices from a shared counter; this thread works too. */
-typedef struct par_ctx {
-    size_t next, n;
-    void (*fn)(void *, size_t);
-    void *ctx;
-} par_ctx;
-
-static void *par_worker(void *arg) {
-    par_ctx *c = arg;
-    for (size_t i; (i = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED)) < c->n;) c->fn(c->ctx, i);
-    return NULL;
-}
-
-static void run_parallel(int threads, size_t n, void (*fn)(void *, size_t), void *ctx) {
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if ((size_t)threads > n) threads = (int)n;
-    par_ctx c = {0, n, fn, ctx};
-    pthread_t t[1024];
-    int started = 0;
-    for (; started < threads - 1 && started < 1024; started++)
-        if (pthread_create(&t[started], NULL, par_worker, &c) != 0) break;
-    par_worker(&c);
-    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+/* Load a manifest (and --arch, when given); a bad one is a usage error (exit 2). */
+static int manifest_open(const char *who, const char *path, const char *arch, kc_manifest **out) {
+    int rc = kc_manifest_load(out, path);
+    if (rc == KC_OK && arch) rc = kc_manifest_set_archs(*out, arch);
+    if (rc == KC_OK) return 0;
+    fprintf(stderr, "kcache %s: %s\n", who, kc_error_last()->message);
+    kc_manifest_free(*out);
+    *out = NULL;
+    return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
 }
 
 /* ---- prewarm ---- */
 
-typedef struct pw_result {
-    int graph, arch, rc;
-    kc_graph_info info;
-    char *error;
-} pw_result;
+typedef struct pw_view {
+    const kc_manifest *m;
+    int tty, json;
+    size_t *graph_left; /* variants of each graph not yet done */
+} pw_view;
 
-typedef struct pw_state {
-    kc_cache *cache;
-    manifest *m;
-    kc_graph_desc **descs;
-    pw_result *res;
-    int ntasks, done, compiled, hits, failed, tty, json, publish;
-    int *graph_left;
-    double t0;
-    pthread_mutex_t mu;
-} pw_state;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void pw_progress(pw_state *p) {
-    double el = now_s() - p->t0;
-    double eta = p->done ? el / p->done * (p->ntasks - p->done) : 0;
-    int width = 30, fill = p->ntasks ? width * p->done / p->ntasks : width;
+static void pw_bar(const kc_prewarm_report *r) {
+    double el = r->seconds;
+    double eta = r->done ? el / (double)r->done * (double)(r->variants - r->done) : 0;
+    int width = 30, fill = r->variants ? (int)((size_t)width * r->done / r->variants) : width;
     char bar[64];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
-    fprintf(stderr, "\r[%s] %d/%d  compiled %d  hit %d  failed %d  %.1fs  ETA %.1fs ", bar, p->done, p->ntasks,
-            p->compiled, p->hits, p->failed, el, eta);
+    fprintf(stderr, "\r[%s] %zu/%zu  compiled %zu  hit %zu  failed %zu  %.1fs  ETA %.1fs ", bar, r->done, r->variants,
+            r->compiled + r->bypassed, r->hits, r->failed, el, eta);
     fflush(stderr);
 }
 
-static void pw_task(void *ctx, size_t i) {
-    pw_state *p = ctx;
-    pw_result *r = &p->res[i];
-    r->rc = kc_graph_compile(p->cache, p->descs[r->graph], p->m->archs[r->arch], &r->info);
-    if (r->rc) r->error = strdup(kc_error_last()->message);
-    pthread_mutex_lock(&p->mu);
-    p->done++;
-    if (r->rc) p->failed++;
-    else if (r->info.source == KC_FROM_DISK || r->info.source == KC_FROM_REMOTE) p->hits++;
-    else p->compiled++;
-    if (!r->rc && r->info.source == KC_FROM_DISK && p->publish) { /* a local hit the remote may lack */
-        kc_key k;
-        if (kc_key_from_hex(&k, r->info.key) == KC_OK) kc_cache_publish(p->cache, &k, p->m->archs[r->arch]);
+static const char *pw_result_word(const kc_prewarm_result *x) {
+    return x->status ? "failed" : x->info.source == KC_FROM_DISK ? "hit" : x->info.source == KC_FROM_REMOTE ? "remote_hit"
+         : x->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled";
+}
+
+/* Progress: a bar on a terminal, else one line per graph once all its targets are done. */
+static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
+    pw_view *v = ctx;
+    const kc_prewarm_result *res = &r->results[i];
+    if (v->tty && !v->json) {
+        if (res->status)
+            fprintf(stderr, "\r\033[K%s %s failed:\n%s\n", res->name, kc_manifest_arch(v->m, res->arch), res->error);
+        pw_bar(r);
+        return;
     }
-    if (p->tty && !p->json) {
-        if (r->rc)
-            fprintf(stderr, "\r\033[K%s %s failed:\n%s\n", kc_graph_desc_name(p->descs[r->graph]), p->m->archs[r->arch],
-                    r->error);
-        pw_progress(p);
-    } else if (--p->graph_left[r->graph] == 0) { /* one plain line per graph, once all its targets are done */
-        FILE *o = p->json ? stderr : stdout;
-        fprintf(o, "%-14s", kc_graph_desc_name(p->descs[r->graph]));
-        for (int k = 0; k < p->ntasks; k++) {
-            pw_result *x = &p->res[k];
-            if (x->graph != r->graph) continue;
-            if (x->rc) fprintf(o, "  %s failed", p->m->archs[x->arch]);
-            else if (x->info.source == KC_FROM_DISK) fprintf(o, "  %s hit", p->m->archs[x->arch]);
-            else if (x->info.source == KC_FROM_REMOTE) fprintf(o, "  %s remote hit", p->m->archs[x->arch]);
-            else fprintf(o, "  %s %s %.0f ms", p->m->archs[x->arch],
-                         x->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled", x->info.compile_ms);
-        }
-        fprintf(o, "\n");
-        for (int k = 0; k < p->ntasks; k++)
-            if (p->res[k].graph == r->graph && p->res[k].rc)
-                fprintf(stderr, "%s %s: %s\n", kc_graph_desc_name(p->descs[r->graph]), p->m->archs[p->res[k].arch],
-                        p->res[k].error);
+    if (--v->graph_left[res->graph] != 0) return;
+    FILE *o = v->json ? stderr : stdout;
+    fprintf(o, "%-14s", res->name);
+    size_t na = kc_manifest_arch_count(v->m), first = res->graph * na;
+    for (size_t k = first; k < first + na; k++) {
+        const kc_prewarm_result *x = &r->results[k];
+        const char *arch = kc_manifest_arch(v->m, x->arch);
+        if (x->status || x->info.source != KC_FROM_COMPILE) fprintf(o, "  %s %s", arch, pw_result_word(x));
+        else fprintf(o, "  %s compiled %.0f ms", arch, x->info.compile_ms);
     }
-    pthread_mutex_unlock(&p->mu);
+    fprintf(o, "\n");
+    for (size_t k = first; k < first + na; k++)
+        if (r->results[k].status)
+            fprintf(stderr, "%s %s: %s\n", res->name, kc_manifest_arch(v->m, r->results[k].arch), r->results[k].error);
+}
+
+static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, const kc_remote_state *rs, int publish,
+                          uint64_t published, uint64_t dropped) {
+    int first = 1;
+    printf("{");
+    json_kv_u64(stdout, &first, "graphs", r->graphs);
+    json_kv_u64(stdout, &first, "variants", r->variants);
+    json_kv_u64(stdout, &first, "compiled", r->compiled + r->bypassed);
+    json_kv_u64(stdout, &first, "hits", r->hits);
+    json_kv_u64(stdout, &first, "failed", r->failed);
+    json_kv_f64(stdout, &first, "seconds", r->seconds);
+    if (publish) {
+        json_kv_str(stdout, &first, "remote", rs->url);
+        json_kv_u64(stdout, &first, "published", published);
+        json_kv_u64(stdout, &first, "publish_failed", dropped);
+    }
+    printf(", \"results\": [");
+    for (size_t k = 0; k < r->variants; k++) {
+        const kc_prewarm_result *x = &r->results[k];
+        int f2 = 1;
+        printf("%s{", k ? ", " : "");
+        json_kv_str(stdout, &f2, "graph", x->name);
+        json_kv_str(stdout, &f2, "arch", kc_manifest_arch(m, x->arch));
+        json_kv_str(stdout, &f2, "key", x->info.key);
+        json_kv_str(stdout, &f2, "result", pw_result_word(x));
+        json_kv_f64(stdout, &f2, "compile_ms", x->info.compile_ms);
+        if (x->status) json_kv_str(stdout, &f2, "error", x->error);
+        printf("}");
+    }
+    printf("]}\n");
 }
 
 static int cmd_prewarm(int argc, char **argv) {
@@ -883,108 +772,65 @@ static int cmd_prewarm(int argc, char **argv) {
         }
     }
     if (!path) return usage_error(c0, "a MANIFEST is required", NULL);
-    manifest m;
-    int rc = manifest_load(path, &m);
+    kc_manifest *m;
+    int rc = manifest_open("prewarm", path, arch, &m);
     if (rc) return rc;
-    if (arch && (rc = parse_arch_list(c0, arch, &m))) {
-        manifest_free(&m);
-        return rc;
-    }
-    if (m.narchs == 0) {
-        manifest_free(&m);
+    if (kc_manifest_arch_count(m) == 0) {
+        kc_manifest_free(m);
         fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", path);
         return EXIT_USAGE;
     }
-    pw_state p;
-    memset(&p, 0, sizeof p);
-    p.m = &m;
-    p.json = json;
-    p.tty = isatty(2);
-    p.descs = calloc((size_t)m.nspecs, sizeof *p.descs);
-    for (int i = 0; i < m.nspecs; i++)
-        if (kc_graph_desc_load(&p.descs[i], m.specs[i]) != KC_OK) {
-            fprintf(stderr, "kcache prewarm: %s: graphs[%d]: %s\n", path, i, kc_error_last()->message);
-            for (int k = 0; k < i; k++) kc_graph_desc_free(p.descs[k]);
-            free(p.descs);
-            manifest_free(&m);
-            return EXIT_USAGE;
-        }
-    if (open_cache(&p.cache)) {
-        for (int i = 0; i < m.nspecs; i++) kc_graph_desc_free(p.descs[i]);
-        free(p.descs);
-        manifest_free(&m);
+    kc_cache *c;
+    if (open_cache(&c)) {
+        kc_manifest_free(m);
         return EXIT_PROBLEM;
     }
     kc_remote_state rs;
-    p.publish = kc_cache_remote_state(p.cache, &rs) == KC_OK && !getenv_flag("KCACHE_REMOTE_READONLY");
+    int publish = kc_cache_remote_state(c, &rs) == KC_OK && !getenv_flag("KCACHE_REMOTE_READONLY");
     kc_stats s0, s1;
-    kc_cache_stats(p.cache, &s0);
-    p.ntasks = m.nspecs * m.narchs;
-    p.res = calloc((size_t)p.ntasks, sizeof *p.res);
-    p.graph_left = calloc((size_t)m.nspecs, sizeof *p.graph_left);
-    for (int g = 0, k = 0; g < m.nspecs; g++)
-        for (int a = 0; a < m.narchs; a++, k++) p.res[k].graph = g, p.res[k].arch = a, p.graph_left[g]++;
-    pthread_mutex_init(&p.mu, NULL);
-    p.t0 = now_s();
-    if (p.tty && !json) pw_progress(&p);
-    run_parallel(threads, (size_t)p.ntasks, pw_task, &p);
+    kc_cache_stats(c, &s0);
+    size_t ng = kc_manifest_graph_count(m);
+    pw_view v = {m, isatty(2), json, calloc(ng, sizeof(size_t))};
+    for (size_t g = 0; g < ng; g++) v.graph_left[g] = kc_manifest_arch_count(m);
+    kc_prewarm_options po = KC_PREWARM_OPTIONS_INIT;
+    po.jobs = threads;
+    po.publish = publish;
+    po.progress = pw_progress;
+    po.ctx = &v;
+    kc_prewarm_report *r = NULL;
+    if (v.tty && !json) fprintf(stderr, "[%30s] 0/%zu ", "", ng * kc_manifest_arch_count(m));
+    rc = kc_prewarm(c, m, &po, &r);
+    if (!r) { /* nothing ran: a spec could not be read or parsed */
+        fprintf(stderr, "%skcache prewarm: %s: %s\n", v.tty && !json ? "\n" : "", path, kc_error_last()->message);
+        kc_cache_close(c);
+        kc_manifest_free(m);
+        free(v.graph_left);
+        return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
+    }
     uint64_t published = 0, dropped = 0;
-    if (p.publish) {
-        kc_cache_remote_flush(p.cache);
-        kc_cache_stats(p.cache, &s1);
+    if (publish) {
+        kc_cache_remote_flush(c);
+        kc_cache_stats(c, &s1);
         published = s1.v[KC_STAT_REMOTE_PUTS] - s0.v[KC_STAT_REMOTE_PUTS];
         dropped = s1.v[KC_STAT_REMOTE_DROPPED] - s0.v[KC_STAT_REMOTE_DROPPED] +
                   s1.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_ERRORS] +
                   s1.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_TIMEOUTS];
     }
-    double secs = now_s() - p.t0;
-    if (p.tty && !json) fprintf(stderr, "\n");
+    if (v.tty && !json) fprintf(stderr, "\n");
     if (json) {
-        int first = 1;
-        printf("{");
-        json_kv_u64(stdout, &first, "graphs", (uint64_t)m.nspecs);
-        json_kv_u64(stdout, &first, "variants", (uint64_t)p.ntasks);
-        json_kv_u64(stdout, &first, "compiled", (uint64_t)p.compiled);
-        json_kv_u64(stdout, &first, "hits", (uint64_t)p.hits);
-        json_kv_u64(stdout, &first, "failed", (uint64_t)p.failed);
-        json_kv_f64(stdout, &first, "seconds", secs);
-        if (p.publish) {
-            json_kv_str(stdout, &first, "remote", rs.url);
-            json_kv_u64(stdout, &first, "published", published);
-            json_kv_u64(stdout, &first, "publish_failed", dropped);
-        }
-        printf(", \"results\": [");
-        for (int k = 0; k < p.ntasks; k++) {
-            pw_result *r = &p.res[k];
-            int f2 = 1;
-            printf("%s{", k ? ", " : "");
-            json_kv_str(stdout, &f2, "graph", kc_graph_desc_name(p.descs[r->graph]));
-            json_kv_str(stdout, &f2, "arch", m.archs[r->arch]);
-            json_kv_str(stdout, &f2, "key", r->info.key);
-            json_kv_str(stdout, &f2, "result", r->rc ? "failed" : r->info.source == KC_FROM_DISK ? "hit"
-                                                  : r->info.source == KC_FROM_REMOTE ? "remote_hit"
-                                                  : r->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled");
-            json_kv_f64(stdout, &f2, "compile_ms", r->info.compile_ms);
-            if (r->rc) json_kv_str(stdout, &f2, "error", r->error);
-            printf("}");
-        }
-        printf("]}\n");
+        pw_print_json(r, m, &rs, publish, published, dropped);
     } else {
-        printf("prewarm: %d graphs, %d variants: %d compiled, %d hits, %d failed in %.1f s\n", m.nspecs, p.ntasks,
-               p.compiled, p.hits, p.failed, secs);
-        if (p.publish)
+        printf("prewarm: %zu graphs, %zu variants: %zu compiled, %zu hits, %zu failed in %.1f s\n", r->graphs, r->variants,
+               r->compiled + r->bypassed, r->hits, r->failed, r->seconds);
+        if (publish)
             printf("remote %s: %llu published, %llu not (see kcache stats)\n", rs.url, (unsigned long long)published,
                    (unsigned long long)dropped);
     }
-    int failed = p.failed;
-    for (int k = 0; k < p.ntasks; k++) free(p.res[k].error);
-    for (int i = 0; i < m.nspecs; i++) kc_graph_desc_free(p.descs[i]);
-    free(p.descs);
-    free(p.res);
-    free(p.graph_left);
-    pthread_mutex_destroy(&p.mu);
-    kc_cache_close(p.cache);
-    manifest_free(&m);
+    size_t failed = r->failed;
+    kc_prewarm_report_free(r);
+    free(v.graph_left);
+    kc_cache_close(c);
+    kc_manifest_free(m);
     return failed ? EXIT_PROBLEM : 0;
 }
 
@@ -1028,43 +874,56 @@ static int cmd_export(int argc, char **argv) {
         else return usage_error(c0, "unexpected argument", argv[i]);
     }
     if (!file) return usage_error(c0, "a FILE is required", NULL);
-    manifest m;
-    memset(&m, 0, sizeof m);
+    kc_manifest *m = NULL;
     kc_key *keys = NULL;
     int rc = 0;
-    if (mpath && (rc = manifest_load(mpath, &m))) return rc;
-    if (arch && (rc = parse_arch_list(c0, arch, &m))) {
-        manifest_free(&m);
-        return rc;
+    char **archs = NULL;
+    size_t narchs = 0;
+    if (mpath && (rc = manifest_open("export", mpath, NULL, &m))) return rc;
+    if (arch) { /* --arch filters variants whether or not a manifest is given */
+        archs = calloc(KC_MANIFEST_MAX_ARCHS, sizeof *archs);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", arch);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+            kc_target tg;
+            if (kc_target_parse(t, &tg) != KC_OK || narchs >= KC_MANIFEST_MAX_ARCHS) rc = usage_error(c0, "not a target", t);
+            else archs[narchs++] = strdup(t);
+        }
+        if (!rc && narchs == 0) rc = usage_error(c0, "--arch needs at least one target", NULL);
     }
-    kc_bundle_filter f = {(const char *const *)m.archs, arch ? (size_t)m.narchs : 0, NULL, 0};
-    if (mpath) {
-        keys = calloc((size_t)m.nspecs + 1, sizeof *keys);
-        for (int i = 0; i < m.nspecs; i++) {
-            kc_graph_desc *d;
-            if (kc_graph_desc_load(&d, m.specs[i]) != KC_OK || kc_graph_key(d, &keys[i], NULL) != KC_OK) {
-                fprintf(stderr, "kcache export: %s: graphs[%d]: %s\n", mpath, i, kc_error_last()->message);
-                if (d) kc_graph_desc_free(d);
-                free(keys);
-                manifest_free(&m);
-                return EXIT_USAGE;
+    kc_bundle_filter f = {(const char *const *)archs, narchs, NULL, 0};
+    size_t ng = kc_manifest_graph_count(m);
+    if (mpath && !rc) {
+        keys = calloc(ng + 1, sizeof *keys);
+        for (size_t i = 0; i < ng; i++) {
+            kc_graph_desc *d = NULL;
+            if (kc_graph_desc_load(&d, kc_manifest_graph(m, i)) != KC_OK || kc_graph_key(d, &keys[i], NULL) != KC_OK) {
+                fprintf(stderr, "kcache export: %s: graphs[%zu]: %s\n", mpath, i, kc_error_last()->message);
+                kc_graph_desc_free(d);
+                rc = EXIT_USAGE;
+                break;
             }
             kc_graph_desc_free(d);
         }
         f.keys = keys;
-        f.nkeys = (size_t)m.nspecs;
+        f.nkeys = ng;
     }
-    kc_cache *c;
-    if (open_cache(&c)) {
+    kc_cache *c = NULL;
+    if (!rc && open_cache(&c)) rc = EXIT_PROBLEM;
+    if (rc) {
+        for (size_t i = 0; i < narchs; i++) free(archs[i]);
+        free(archs);
         free(keys);
-        manifest_free(&m);
-        return EXIT_PROBLEM;
+        kc_manifest_free(m);
+        return rc;
     }
     kc_bundle_report r;
     rc = kc_bundle_export(c, file, &f, &r);
     kc_cache_close(c);
+    for (size_t i = 0; i < narchs; i++) free(archs[i]);
+    free(archs);
     free(keys);
-    manifest_free(&m);
+    kc_manifest_free(m);
     if (rc) return fail("export failed");
     print_report("exported", &r, json, file);
     return 0;
@@ -1157,13 +1016,13 @@ static int cmd_explain(int argc, char **argv) {
 }
 
 /* On a GPU: each graph's forward and backward once, against its CPU reference. */
-static int demo_check(kc_cache *c, char **specs, int n) {
+static int demo_check(kc_cache *c, const kc_manifest *m) {
     int failed = 0;
     printf("check on GPU 0 (forward and backward against the CPU reference)\n");
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < kc_manifest_graph_count(m); i++) {
         kc_graph_desc *d;
         kc_graph *g = NULL;
-        if (kc_graph_desc_load(&d, specs[i]) != KC_OK) continue; /* reported above */
+        if (kc_graph_desc_load(&d, kc_manifest_graph(m, i)) != KC_OK) continue; /* reported above */
         const char *name = kc_graph_desc_name(d);
         char msg[512];
         int rc = kc_graph_get(c, d, 0, &g, NULL);
@@ -1192,19 +1051,20 @@ static int cmd_demo(int argc, char **argv) {
     int gpu = kc_cuda_available() == KC_OK;
     if (!gpu && !arch) arch = "sm_90";
     if (!gpu) printf("no GPU here (%s)\ncompiling for %s only\n\n", kc_error_last()->message, arch);
-    manifest mf;
-    int rc = manifest_load(mpath, &mf);
+    kc_manifest *mf;
+    int rc = manifest_open("demo", mpath, NULL, &mf);
     if (rc) return rc;
-    char **specs = mf.specs;
-    int n = mf.nspecs;
     kc_cache *c;
-    if (open_cache(&c)) return EXIT_PROBLEM;
+    if (open_cache(&c)) {
+        kc_manifest_free(mf);
+        return EXIT_PROBLEM;
+    }
     int failed = 0;
     for (int pass = 0; pass < 2; pass++) {
         printf("%s pass\n", pass == 0 ? "cold" : "warm");
-        for (int i = 0; i < n; i++) {
+        for (size_t i = 0; i < kc_manifest_graph_count(mf); i++) {
             kc_graph_desc *d;
-            if (kc_graph_desc_load(&d, specs[i]) != KC_OK) {
+            if (kc_graph_desc_load(&d, kc_manifest_graph(mf, i)) != KC_OK) {
                 fprintf(stderr, "kcache demo: %s\n", kc_error_last()->message);
                 failed++;
                 continue;
@@ -1226,8 +1086,8 @@ static int cmd_demo(int argc, char **argv) {
         }
         printf("\n");
     }
-    if (gpu) failed += demo_check(c, specs, n);
-    manifest_free(&mf);
+    if (gpu) failed += demo_check(c, mf);
+    kc_manifest_free(mf);
     kc_cache_close(c);
     return failed ? EXIT_PROBLEM : 0;
 }

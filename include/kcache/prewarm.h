@@ -1,0 +1,119 @@
+/*
+ * kcache/prewarm.h — manifests, and compiling one for a fleet's architectures ahead of time.
+ *
+ * A manifest is a small JSON file that names the graph specs a deployment needs and the
+ * targets of its fleet:
+ *
+ *   { "graphs": ["mlp_block.json", "layer_norm.json"],      spec paths, relative to the manifest
+ *     "archs":  ["sm_80", "sm_90", "compute_80"] }          optional; targets (sm_XY, sm_XYa, compute_XY)
+ *
+ * kc_prewarm compiles every graph for every target on any host (no GPU needed), in
+ * parallel, through the same single-flight path as kc_graph_compile, so concurrent
+ * prewarms of one cache compile each variant once.  A variant counts as done only when it
+ * is in the cache: one that compiled but could not be stored (a full disk, a read-only
+ * cache) is reported as failed, with the reason.
+ *
+ * Errors name the file and the place ("m.json:3:7: not valid JSON", "m.json: archs[1] is not
+ * a target"); they are KC_EINVAL.  A manifest handle is immutable once loaded (but for
+ * kc_manifest_set_archs) and may be read from many threads at once.
+ */
+#ifndef KCACHE_PREWARM_H
+#define KCACHE_PREWARM_H
+
+#include "cache.h"
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Caps on a manifest: its file size, its graphs and its targets. */
+#define KC_MANIFEST_MAX_BYTES (16u << 20)
+#define KC_MANIFEST_MAX_GRAPHS 100000
+#define KC_MANIFEST_MAX_ARCHS 64
+
+/** A parsed manifest: spec paths (resolved against the manifest's folder) and targets. */
+typedef struct kc_manifest kc_manifest;
+
+/** Read and validate the manifest at `path`.  Free with kc_manifest_free. */
+KC_API int kc_manifest_load(kc_manifest **out, const char *path);
+
+/**
+ * Parse a manifest held in memory (`len` bytes, no NUL needed).  Relative spec paths are
+ * resolved against `base_dir` (NULL: "."); `origin` names it in error messages (NULL:
+ * "manifest").
+ */
+KC_API int kc_manifest_parse(kc_manifest **out, const char *json, size_t len, const char *base_dir,
+                             const char *origin);
+
+/** Replace the manifest's targets by a comma-separated list ("sm_80,sm_90"); duplicates are dropped. */
+KC_API int kc_manifest_set_archs(kc_manifest *m, const char *list);
+
+/** Number of graphs; the ith spec path (borrowed, lives as long as the manifest). */
+KC_API size_t kc_manifest_graph_count(const kc_manifest *m);
+KC_API const char *kc_manifest_graph(const kc_manifest *m, size_t i);
+
+/** Number of targets (0 when the manifest names none); the ith one (borrowed). */
+KC_API size_t kc_manifest_arch_count(const kc_manifest *m);
+KC_API const char *kc_manifest_arch(const kc_manifest *m, size_t i);
+
+/** Free a manifest; accepts NULL. */
+KC_API void kc_manifest_free(kc_manifest *m);
+
+/** One variant of a prewarm: graph i of the manifest for target j. */
+typedef struct kc_prewarm_result {
+    size_t graph;          /**< Index into the manifest's graphs. */
+    size_t arch;           /**< Index into the manifest's targets. */
+    const char *name;      /**< The graph's name (borrowed from the report). */
+    int status;            /**< KC_OK (compiled and stored, a hit, or bypassed), or why it failed. */
+    char error[1024];      /**< The reason when status != KC_OK (NVRTC's log is cut to fit). */
+    kc_graph_info info;    /**< Where it came from; info.store_status says whether it was stored. */
+} kc_prewarm_result;
+
+/** What a prewarm did.  Owned by the caller; free with kc_prewarm_report_free. */
+typedef struct kc_prewarm_report {
+    size_t graphs, variants;          /**< graphs × targets = variants */
+    size_t compiled, hits, bypassed, failed, done;
+    double seconds;
+    kc_prewarm_result *results;       /**< `variants` results, graph-major in manifest order. */
+} kc_prewarm_report;
+
+/**
+ * Called once per finished variant, from the worker that finished it, one call at a time
+ * (never concurrently).  `r` is the live report: results other than `index` may still be
+ * in progress unless their graph's variants are all done.
+ */
+typedef void (*kc_prewarm_progress_cb)(const kc_prewarm_report *r, size_t index, void *ctx);
+
+/** Version of kc_prewarm_options understood by this build. */
+#define KC_PREWARM_OPTIONS_VERSION 1
+
+/** Options of kc_prewarm.  Zero fields take defaults. */
+typedef struct kc_prewarm_options {
+    unsigned version;                /**< KC_PREWARM_OPTIONS_VERSION. */
+    int jobs;                        /**< Variants compiled at once; 0: one per CPU. */
+    int publish;                     /**< With a remote tier: also publish local hits the remote lacks. */
+    kc_prewarm_progress_cb progress; /**< May be NULL. */
+    void *ctx;                       /**< Passed to progress. */
+} kc_prewarm_options;
+
+/** Static initialiser of kc_prewarm_options. */
+#define KC_PREWARM_OPTIONS_INIT { KC_PREWARM_OPTIONS_VERSION, 0, 0, NULL, NULL }
+
+/**
+ * Compile every graph of `m` for every target of `m` into the cache.  Every spec is loaded
+ * first: a spec that cannot be read or parsed fails the call before anything compiles
+ * (KC_EINVAL naming the manifest entry, or the I/O error), with *out NULL.  Otherwise
+ * *out gets the report, and the call returns KC_OK when every variant is in the cache (or
+ * bypassed), else the status of the first failed variant, its reason in kc_error_last().
+ * KC_EINVAL when the manifest names no target.
+ */
+KC_API int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts, kc_prewarm_report **out);
+
+/** Free a report; accepts NULL. */
+KC_API void kc_prewarm_report_free(kc_prewarm_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
