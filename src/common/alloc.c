@@ -12,6 +12,9 @@
 
 static long fail_countdown; /* 0: off; n: the nth allocation from now fails */
 static int fail_every;
+static long fail_total; /* failures injected so far */
+
+long kc_alloc_fail_count(void) { return __atomic_load_n(&fail_total, __ATOMIC_RELAXED); }
 
 void kc_alloc_fail_at(long nth, bool every) {
     __atomic_store_n(&fail_every, every ? 1 : 0, __ATOMIC_RELAXED);
@@ -25,6 +28,7 @@ static int should_fail(void) {
     if (now == 0) {
         if (__atomic_load_n(&fail_every, __ATOMIC_RELAXED))
             __atomic_store_n(&fail_countdown, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&fail_total, 1, __ATOMIC_RELAXED);
         return 1;
     }
     return now < 0 ? (__atomic_store_n(&fail_countdown, 0, __ATOMIC_RELAXED), 0) : 0;

@@ -52,6 +52,8 @@ char *kc_strdup(const char *s);
 char *kc_strndup(const char *s, size_t n);
 /** Test builds: make the nth allocation from now fail (0: off); `every` keeps failing. */
 void kc_alloc_fail_at(long nth, bool every);
+/** How many allocations have been made to fail so far. */
+long kc_alloc_fail_count(void);
 
 /* ---- time ---- */
 uint64_t kc_now_ns(void);       /* CLOCK_REALTIME */

@@ -210,13 +210,14 @@ static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
 }
 
 /*
- * Apply `fn` to a shard's counters under the file's lock.  Stats are bookkeeping: their
- * I/O is not a fault-injection point, and failures are logged, never reported.
+ * Apply `fn` to a shard's counters under the file's lock.  Stats are bookkeeping: a
+ * failure (the open is a fault-injection point) is logged, never reported, and costs
+ * nothing but counts.
  */
 static void stats_update(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
     if (fd < 0) {
         kc_log(KC_LOG_STORE, "opening %s: %s", p, strerror(errno));
         return;
@@ -256,19 +257,25 @@ static void maybe_flush(kc_local *l) {
         kc_local_flush(l);
 }
 
+/* A shard's counters as its file holds them (no lock: a snapshot).  A read of bookkeeping,
+ * not a fault point: a missing or damaged file reads as zeros. */
+static void stats_read(const kc_local *l, int shard, int64_t v[STATS_SLOTS]) {
+    char p[PATH_MAX];
+    stats_path(l, shard, p, sizeof p);
+    memset(v, 0, sizeof(int64_t) * STATS_SLOTS);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return;
+    stats_read_fd(fd, v);
+    close(fd);
+}
+
 int kc_local_stats(kc_local *l, kc_stats *out) {
     memset(out, 0, sizeof *out);
     kc_local_flush(l);
     for (int s = 0; s < KC_SHARDS; s++) {
-        char p[PATH_MAX];
-        stats_path(l, s, p, sizeof p);
-        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd >= 0) {
-            int64_t v[STATS_SLOTS];
-            stats_read_fd(fd, v);
-            close(fd);
-            for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
-        }
+        int64_t v[STATS_SLOTS];
+        stats_read(l, s, v);
+        for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
         if (l->readonly) /* unflushable deltas of a read-only cache still show */
             for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)__atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED);
     }
@@ -430,7 +437,7 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
     if (rc) return rc;
     snprintf(path, cap, "%s/%.2s/.lock.%s", l->v1, name, name);
     for (int attempt = 0; attempt < 8; attempt++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = kc_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
         if (fd < 0) return kc_err_errno(errno, "opening lock '%s'", path);
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int e = errno;
@@ -452,7 +459,9 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
 
 void kc_local_unlock(int fd, const char *path) {
     if (fd < 0) return;
-    unlink(path); /* while still holding it: a waiter that opened it re-checks the inode */
+    /* While still holding it: a waiter that opened it re-checks the inode.  If this fails the
+     * file stays, unlocked and harmless, until a gc collects it. */
+    kc_sys_unlink(path);
     close(fd);
 }
 
@@ -539,8 +548,8 @@ static int gc_file(int shard, const char *dir, const char *file, const struct st
         if (g->now_s - (int64_t)st->st_mtime > TEMP_STALE_S) {
             char path[PATH_MAX + 256];
             snprintf(path, sizeof path, "%s/%s", dir, file);
-            int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-            if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) unlink(path); /* nobody holds it */
+            int fd = kc_sys_open(path, O_RDWR | O_NOFOLLOW, 0);
+            if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) kc_sys_unlink(path); /* nobody holds it */
             if (fd >= 0) close(fd);
         }
         return 0;
@@ -583,7 +592,7 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
     if (max_size == 0) max_size = l->max_size;
     char lock[PATH_MAX];
     snprintf(lock, sizeof lock, "%s/gc.lock", l->v1);
-    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int lfd = kc_sys_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
     if (lfd < 0) return kc_err_errno(errno, "opening '%s'", lock);
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
         close(lfd);
@@ -603,6 +612,9 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
         rep.entries_before = g->n;
         rep.bytes_before = total;
         rep.temp_removed = g->temp_removed;
+        uint64_t failed = 0;
+        int first_errno = 0;
+        char first_path[PATH_MAX + 256] = "";
         if (total > max_size) {
             qsort(g->items, g->n, sizeof *g->items, by_mtime);
             char path[PATH_MAX + 256];
@@ -621,7 +633,11 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
                 if (kc_sys_unlink(path) != 0) {
                     if (errno != ENOENT) {
                         kc_log(KC_LOG_STORE, "evicting %s: %s", path, strerror(errno));
-                        continue;
+                        if (failed++ == 0) {
+                            first_errno = errno;
+                            snprintf(first_path, sizeof first_path, "%s", path);
+                        }
+                        continue; /* the next least recently used goes instead */
                     }
                 } else {
                     rep.evicted++;
@@ -638,12 +654,19 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
             /* Our own unflushed size deltas are already in what we just counted. */
             __atomic_store_n(&l->delta[s][KC_STAT_BYTES], 0, __ATOMIC_RELAXED);
             __atomic_store_n(&l->delta[s][KC_STAT_ENTRIES], 0, __ATOMIC_RELAXED);
-            stats_update(l, s, set_sizes, &g->per[s]);
+            int64_t v[STATS_SLOTS]; /* rewrite (under the lock) only the shards whose sizes drifted */
+            stats_read(l, s, v);
+            if (v[KC_STAT_BYTES] != g->per[s].bytes || v[KC_STAT_ENTRIES] != g->per[s].entries)
+                stats_update(l, s, set_sizes, &g->per[s]);
         }
         uint64_t e = 0;
         for (int s = 0; s < KC_SHARDS; s++) e += (uint64_t)g->per[s].entries;
         rep.entries_after = e;
         kc_local_flush(l);
+        if (total > max_size && failed)
+            rc = kc_err_errno(first_errno, "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
+                              "(first: removing '%s')", (unsigned long long)failed,
+                              (unsigned long long)(total - max_size), (unsigned long long)max_size, first_path);
         kc_log(KC_LOG_STORE, "gc: %llu entries, %llu → %llu bytes, %llu evicted, %llu temp files",
                (unsigned long long)rep.entries_before, (unsigned long long)rep.bytes_before,
                (unsigned long long)rep.bytes_after, (unsigned long long)rep.evicted,
@@ -679,7 +702,7 @@ int kc_local_clear(kc_local *l) {
         while ((de = readdir(d)) != NULL) {
             if (de->d_name[0] == '.') continue;
             snprintf(p, sizeof p, "%s/%s", q, de->d_name);
-            unlink(p);
+            kc_sys_unlink(p);
         }
         closedir(d);
     }
