@@ -606,7 +606,7 @@ static int verify_item(const kc_cache_item *it, void *ctx) {
     kc_store_name(&it->key, it->variant, name);
     void *data;
     size_t len;
-    int rc = kc_local_get(v->c->local, name, &data, &len);
+    int rc = kc_local_read(v->c->local, name, &data, &len);
     if (rc == KC_MISS) return 0; /* removed since the listing */
     if (rc == KC_OK) {
         rc = kc_entry_decode(&e, data, len);
@@ -669,7 +669,7 @@ int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant) {
     }
     void *data;
     size_t len;
-    if ((rc = kc_local_get(c->local, name, &data, &len))) return rc;
+    if ((rc = kc_local_read(c->local, name, &data, &len))) return rc;
     /* The local directory is trusted: an entry stored before the key was set is sealed now. */
     if (c->mac_key && kc_entry_mac_check(data, len, c->mac_key, c->mac_key_len) != KC_OK &&
         (rc = kc_entry_seal(&data, &len, c->mac_key, c->mac_key_len))) {

@@ -287,6 +287,52 @@ static void test_allocation_failures_never_crash(void **state) {
     kc_cache_close(c);
 }
 
+/* The mtime of an entry's file: its LRU time. */
+static time_t entry_mtime(const kc_entry *e) {
+    char hex[KC_KEY_HEX_LEN + 1], path[4096];
+    kc_key_to_hex(kc_entry_key(e), hex);
+    snprintf(path, sizeof path, "%s/v1/%.2s/%s.sm_90.kce", dir, hex, hex);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mtime;
+}
+
+static void set_entry_mtime(const kc_entry *e, time_t t) {
+    char hex[KC_KEY_HEX_LEN + 1], path[4096];
+    kc_key_to_hex(kc_entry_key(e), hex);
+    snprintf(path, sizeof path, "%s/v1/%.2s/%s.sm_90.kce", dir, hex, hex);
+    struct timespec ts[2] = {{t, 0}, {t, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* Maintenance reads (verify, export, an import's comparison) are not uses: they leave the
+ * LRU time alone, or one `kcache verify` would make the next gc evict recently used entries
+ * instead of old ones.  A lookup is a use. */
+static void test_maintenance_reads_keep_lru_order(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, KC_OPEN_NO_ENV);
+    kc_entry *e = entry_for(1, "sm_90", "kernels");
+    assert_int_equal(kc_cache_put(c, e), KC_OK);
+    time_t old = time(NULL) - 3600;
+    set_entry_mtime(e, old);
+    kc_verify_report r;
+    assert_int_equal(kc_cache_verify(c, &r), KC_OK);
+    assert_int_equal(r.ok, 1);
+    char bundle[4096];
+    snprintf(bundle, sizeof bundle, "%s/b.kcb", dir);
+    assert_int_equal(kc_bundle_export(c, bundle, NULL, NULL), KC_OK);
+    kc_bundle_report br;
+    assert_int_equal(kc_bundle_import(c, bundle, 0, &br), KC_OK);
+    assert_int_equal(br.unchanged, 1);
+    assert_int_equal(entry_mtime(e), old);
+    kc_entry *g;
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &g), KC_OK);
+    kc_entry_free(g);
+    assert_true(entry_mtime(e) > old + 3000);
+    kc_entry_free(e);
+    kc_cache_close(c);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -299,6 +345,7 @@ int main(void) {
         T(test_environment_overrides),
         T(test_readonly_and_disabled),
         T(test_allocation_failures_never_crash),
+        T(test_maintenance_reads_keep_lru_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,7 @@ static int export_item(const kc_cache_item *it, void *ctx) {
     kc_store_name(&it->key, it->variant, name);
     void *data;
     size_t len;
-    int rc = kc_local_get(kc_cache_local_(x->c), name, &data, &len);
+    int rc = kc_local_read(kc_cache_local_(x->c), name, &data, &len);
     if (rc == KC_MISS) return 0; /* removed meanwhile */
     if (rc) return x->rc = rc, 1;
     kc_entry *e;
@@ -270,7 +270,7 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     for (size_t i = 0; !dry_run && !rc && i < n; i++) {
         void *old;
         size_t olen;
-        if (kc_local_get(l, items[i].name, &old, &olen) == KC_OK) {
+        if (kc_local_read(l, items[i].name, &old, &olen) == KC_OK) {
             int same = olen == items[i].len && memcmp(old, items[i].data, olen) == 0;
             free(old);
             if (same) {

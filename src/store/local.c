@@ -307,13 +307,14 @@ static void set_sizes(int64_t *v, void *ctx) {
 
 /* ---- get / put / remove ---- */
 
-int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) {
+static int local_read(kc_local *l, const char *name, void **out, size_t *len, bool use) {
     int rc = kc_store_name_check(name);
     if (rc) return rc;
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
     struct stat st;
     rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, out, len, &st);
+    if (!use) return rc;
     if (rc == KC_OK && !l->readonly && st.st_mtime + TOUCH_AFTER_S < (time_t)(kc_now_ns() / 1000000000ull)) {
         /* LRU clock: refresh the hit's time (a vanished file is fine). */
         if (utimensat(AT_FDCWD, path, NULL, 0) != 0 && errno != ENOENT)
@@ -322,6 +323,9 @@ int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) {
     maybe_flush(l);
     return rc;
 }
+
+int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, true); }
+int kc_local_read(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, false); }
 
 static void maybe_cleanup(kc_local *l, int64_t added) {
     if (l->max_size == 0) return;

@@ -36,6 +36,12 @@ void kc_store_name(const kc_key *key, const char *variant, char out[KC_NAME_MAX 
 int kc_store_name_shard(const char *name);
 
 int kc_local_get(kc_local *l, const char *name, void **out, size_t *len);
+/**
+ * Read an entry's bytes for maintenance (verify, export, publish, an import's comparison):
+ * like kc_local_get but not a use — its LRU time is left alone, so a scan of the whole
+ * cache does not make every entry look just used to the next gc.
+ */
+int kc_local_read(kc_local *l, const char *name, void **out, size_t *len);
 int kc_local_put(kc_local *l, const char *name, const void *data, size_t len);
 int kc_local_exists(kc_local *l, const char *name);
 int kc_local_remove(kc_local *l, const char *name);
