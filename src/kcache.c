@@ -186,6 +186,7 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
         }
         if (env_flag("KCACHE_DISABLE")) flags |= KC_OPEN_DISABLE;
         if (env_flag("KCACHE_READONLY")) flags |= KC_OPEN_READONLY;
+        if (env_flag("KCACHE_ALLOW_UNSAFE_DIR")) flags |= KC_OPEN_ALLOW_UNSAFE_DIR;
         if (env_flag("KCACHE_REMOTE_READONLY")) flags |= KC_OPEN_REMOTE_READONLY;
         if ((rc = remote_env(&o, &env_key))) goto fail;
     }

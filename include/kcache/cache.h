@@ -34,14 +34,16 @@ extern "C" {
 #define KC_OPEN_NO_ENV 0x1u        /**< Ignore KCACHE_* environment overrides. */
 #define KC_OPEN_READONLY 0x2u      /**< Never write (as KCACHE_READONLY=1). */
 #define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
-#define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u /**< Accept a directory others could write to. */
+/** Accept a cache directory that is a symbolic link, is not ours, or that others could write
+ *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
+#define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields
  * left 0/NULL take their defaults.  Environment overrides (unless KC_OPEN_NO_ENV):
  * KCACHE_DIR, KCACHE_MAX_SIZE ("5G", "500M", "1024K", bytes), KCACHE_DISABLE=1,
- * KCACHE_READONLY=1, KCACHE_LOG (see kc_log_configure); the remote tier: KCACHE_REMOTE (a URL),
+ * KCACHE_READONLY=1, KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tier: KCACHE_REMOTE (a URL),
  * KCACHE_REMOTE_READONLY=1, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,
  * KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL (seconds), KCACHE_REMOTE_MAX_VALUE (a size),
  * KCACHE_REMOTE_QUEUE (writes queued at most); authentication: KCACHE_HMAC_KEY (the key's

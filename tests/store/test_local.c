@@ -272,24 +272,119 @@ static void test_put_failure_loses_nothing(void **state) {
     kc_local_free(l);
 }
 
+/* Open `path` as a cache: the status, and (when refused) that the message says `why`. */
+static void expect_refused(const char *path, const char *why) {
+    kc_local *l = NULL;
+    int rc = kc_local_open(&l, path, 0, 0);
+    if (rc != KC_EPERM) fail_msg("'%s' was not refused (%s) for: %s", path, kc_status_str(rc), why);
+    if (!strstr(kc_error_last()->message, why)) fail_msg("refusing '%s': '%s' lacks '%s'", path, kc_error_last()->message, why);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_ALLOW_UNSAFE_DIR"));
+    assert_int_equal(kc_local_open(&l, path, 0, KC_OPEN_ALLOW_UNSAFE_DIR), KC_OK); /* unless explicitly allowed */
+    kc_local_free(l);
+}
+
+static void expect_accepted(const char *path) {
+    kc_local *l = NULL;
+    if (kc_local_open(&l, path, 0, 0) != KC_OK) fail_msg("'%s' refused: %s", path, kc_error_last()->message);
+    kc_local_free(l);
+}
+
 static void test_unsafe_directories_are_refused(void **state) {
     (void)state;
-    kc_local *l;
-    char real[512], link[512];
+    char real[512], link[512], p[1024], q[1024];
     snprintf(real, sizeof real, "%s/real", dir);
     snprintf(link, sizeof link, "%s/link", dir);
     assert_int_equal(mkdir(real, 0700), 0);
     assert_int_equal(symlink(real, link), 0);
-    assert_int_equal(kc_local_open(&l, link, 0, 0), KC_EPERM);
-    assert_non_null(strstr(kc_error_last()->message, "symbolic link"));
-    assert_int_equal(kc_local_open(&l, link, 0, KC_OPEN_ALLOW_UNSAFE_DIR), KC_OK);
-    kc_local_free(l);
+    /* The cache directory a symbolic link; a parent one; a grandparent one. */
+    expect_refused(link, "is a symbolic link");
+    snprintf(p, sizeof p, "%s/cache", link);
+    expect_refused(p, "is a symbolic link");
+    snprintf(p, sizeof p, "%s/a/b/cache", link);
+    expect_refused(p, "is a symbolic link");
+    snprintf(p, sizeof p, "%s/cache", real);
+    expect_accepted(p);
+    /* Writable by group or others: the directory, its parent, a grandparent (not sticky). */
+    assert_int_equal(chmod(p, 0770), 0);
+    expect_refused(p, "writable by group or others");
+    assert_int_equal(chmod(p, 0700), 0);
     assert_int_equal(chmod(real, 0777), 0);
-    assert_int_equal(kc_local_open(&l, real, 0, 0), KC_EPERM);
-    assert_non_null(strstr(kc_error_last()->message, "writable by group or others"));
-    chmod(real, 0700);
-    assert_int_equal(kc_local_open(&l, real, 0, 0), KC_OK);
-    kc_local_free(l);
+    expect_refused(p, "writable by group or others");
+    assert_int_equal(chmod(real, 01777), 0); /* sticky, as /tmp: others cannot swap what is ours */
+    expect_accepted(p);
+    assert_int_equal(chmod(real, 0700), 0);
+    snprintf(q, sizeof q, "%s/x/y/cache", real);
+    expect_accepted(q);
+    snprintf(q, sizeof q, "%s/x", real);
+    assert_int_equal(chmod(q, 0757), 0);
+    snprintf(q, sizeof q, "%s/x/y/cache", real);
+    expect_refused(q, "writable by group or others");
+    /* A relative path is checked through its absolute ancestors too. */
+    char cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(q, sizeof q, "%s/x/y", real);
+    assert_int_equal(chdir(q), 0);
+    expect_refused("cache", "writable by group or others");
+    assert_int_equal(chdir(cwd), 0);
+    /* Owned by another user: the directory, or a parent (needs root to set up). */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(p, 65534, 65534), 0);
+        expect_refused(p, "owned by uid 65534");
+        assert_int_equal(chown(p, 0, 0), 0);
+        snprintf(q, sizeof q, "%s/other", dir);
+        assert_int_equal(mkdir(q, 0755), 0);
+        snprintf(q, sizeof q, "%s/other/cache", dir);
+        expect_accepted(q);
+        snprintf(q, sizeof q, "%s/other", dir);
+        assert_int_equal(chown(q, 65534, 65534), 0);
+        snprintf(q, sizeof q, "%s/other/cache", dir);
+        expect_refused(q, "owned by uid 65534");
+    } else {
+        fprintf(stderr, "not root: the other-owner cases need chown and were not run\n");
+    }
+}
+
+/* Keys, variants and names that could leave the cache directory never reach a path. */
+static void test_variants_that_could_escape_are_refused(void **state) {
+    (void)state;
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    kc_key k = {{1, 2, 3}};
+    const char *bad[] = {"../../etc", "sm_90/../../x", "/abs", "sm_90/x", "..", ".", "", "sm 90", "sm_90\n",
+                         "a_very_long_variant_name_that_goes_on_and_on_and_on_and_on"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kc_entry *e = NULL;
+        assert_int_equal(kc_entry_new(&e, &k, bad[i]), KC_EINVAL);
+        assert_null(e);
+        assert_int_equal(kc_cache_get(c, &k, bad[i], &e), KC_EINVAL);
+        assert_int_equal(kc_cache_remove(c, &k, bad[i]), KC_EINVAL);
+    }
+    assert_int_equal(kc_cache_get(c, &k, NULL, &(kc_entry *){NULL}), KC_EINVAL);
+    kc_cache_close(c);
+    assert_int_equal(kct_count_files("/etc", ".kce"), 0);
+}
+
+/* The explicit allowance through the environment, as the CLI's --allow-unsafe-dir sets it. */
+static void test_unsafe_allowed_by_environment(void **state) {
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof p, "%s/shared", dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    assert_int_equal(chmod(p, 0770), 0); /* a directory a group shares (mkdir's mode meets the umask) */
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = p;
+    kc_cache *c = NULL;
+    unsetenv("KCACHE_ALLOW_UNSAFE_DIR");
+    assert_int_equal(kc_cache_open(&c, &o), KC_EPERM);
+    setenv("KCACHE_ALLOW_UNSAFE_DIR", "1", 1);
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    kc_cache_close(c);
+    setenv("KCACHE_ALLOW_UNSAFE_DIR", "0", 1);
+    assert_int_equal(kc_cache_open(&c, &o), KC_EPERM);
+    unsetenv("KCACHE_ALLOW_UNSAFE_DIR");
 }
 
 static void test_readonly_writes_nothing(void **state) {
@@ -334,6 +429,8 @@ int main(void) {
         T(test_quarantine_and_clear),
         T(test_put_failure_loses_nothing),
         T(test_unsafe_directories_are_refused),
+        T(test_variants_that_could_escape_are_refused),
+        T(test_unsafe_allowed_by_environment),
         T(test_readonly_writes_nothing),
         T(test_conformance),
     };

@@ -85,6 +85,12 @@ expect_json 'j == []'
 mkdir -m 777 "$T/open" && chmod 777 "$T/open"
 expect_rc 1 "$KC" --cache-dir "$T/open" stats
 grep -q "writable by group or others" "$T/err" && ok || bad "no clear error for an unsafe directory"
+grep -q "KCACHE_ALLOW_UNSAFE_DIR" "$T/err" && ok || bad "the error does not say how to allow it"
+expect_rc 0 "$KC" --cache-dir "$T/open" --allow-unsafe-dir stats   # allowed explicitly
+expect_rc 0 env KCACHE_ALLOW_UNSAFE_DIR=1 "$KC" --cache-dir "$T/open" stats
+mkdir -p "$T/real/sub" && ln -s "$T/real" "$T/lnk"
+expect_rc 1 "$KC" --cache-dir "$T/lnk/sub/cache" stats                # a parent that is a symbolic link
+grep -q "symbolic link" "$T/err" && ok || bad "no clear error for a symbolic-link parent: $(cat "$T/err")"
 
 echo "test_cli: $((checks-fails)) passed, $fails failed"
 [ "$fails" = 0 ]

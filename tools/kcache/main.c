@@ -1093,12 +1093,15 @@ static int cmd_demo(int argc, char **argv) {
 }
 
 static void main_usage(FILE *f) {
-    fprintf(f, "usage: kcache [--cache-dir DIR] [--remote URL] COMMAND [OPTIONS]\n\ncommands:\n");
+    fprintf(f, "usage: kcache [--cache-dir DIR] [--remote URL] [--allow-unsafe-dir] COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].usage);
     fprintf(f, "\n'kcache COMMAND --help' describes a command.\n"
                "--remote redis://[:password@]host:port[/db] adds the fleet's shared tier to any command.\n"
+               "--allow-unsafe-dir accepts a cache directory others could write to or swap (as\n"
+               "KCACHE_ALLOW_UNSAFE_DIR=1); without it such a directory is refused.\n"
                "Environment: KCACHE_DIR, KCACHE_MAX_SIZE, KCACHE_READONLY, KCACHE_DISABLE, KCACHE_LOG,\n"
+               "KCACHE_ALLOW_UNSAFE_DIR, "
                "KCACHE_REMOTE, KCACHE_REMOTE_READONLY, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,\n"
                "KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL, KCACHE_REMOTE_MAX_VALUE, KCACHE_REMOTE_QUEUE,\n"
                "KCACHE_HMAC_KEY, KCACHE_HMAC_KEY_FILE, KCACHE_LOCK_WAIT (see README).\n");
@@ -1122,6 +1125,8 @@ int main(int argc, char **argv) {
                 return EXIT_USAGE;
             }
             setenv("KCACHE_REMOTE", url, 1); /* the flag wins over the environment */
+        } else if (strcmp(argv[i], "--allow-unsafe-dir") == 0) {
+            setenv("KCACHE_ALLOW_UNSAFE_DIR", "1", 1);
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             main_usage(stdout);
             return 0;
