@@ -29,7 +29,7 @@ extern "C" {
 
 /** Caps on a manifest: its file size, its graphs and its targets. */
 #define KC_MANIFEST_MAX_BYTES (16u << 20)
-#define KC_MANIFEST_MAX_GRAPHS 100000
+#define KC_MANIFEST_MAX_GRAPHS 10000
 #define KC_MANIFEST_MAX_ARCHS 64
 
 /** A parsed manifest: spec paths (resolved against the manifest's folder) and targets. */
@@ -66,7 +66,7 @@ typedef struct kc_prewarm_result {
     size_t arch;           /**< Index into the manifest's targets. */
     const char *name;      /**< The graph's name (borrowed from the report). */
     int status;            /**< KC_OK (compiled and stored, a hit, or bypassed), or why it failed. */
-    char error[1024];      /**< The reason when status != KC_OK (NVRTC's log is cut to fit). */
+    const char *error;     /**< The reason when status != KC_OK, else "" (owned by the report). */
     kc_graph_info info;    /**< Where it came from; info.store_status says whether it was stored. */
 } kc_prewarm_result;
 

@@ -27,9 +27,13 @@ typedef struct report_owned {
     size_t nnames;
 } report_owned;
 
+static const char NO_ERROR[] = "", NO_MEMORY[] = "(out of memory for the message)";
+
 void kc_prewarm_report_free(kc_prewarm_report *r) {
     if (!r) return;
     report_owned *o = (report_owned *)r;
+    for (size_t i = 0; r->results && i < r->variants; i++)
+        if (r->results[i].error != NO_ERROR && r->results[i].error != NO_MEMORY) free((char *)r->results[i].error);
     for (size_t i = 0; i < o->nnames; i++) free(o->names[i]);
     free(o->names);
     free(r->results);
@@ -51,11 +55,14 @@ static void run_one(pw_run *p, size_t i) {
     kc_prewarm_result *r = &p->rep->pub.results[i];
     const char *arch = kc_manifest_arch(p->m, r->arch);
     int rc = kc_graph_compile(p->c, p->descs[r->graph], arch, &r->info);
-    if (rc == KC_OK && r->info.source == KC_FROM_COMPILE && r->info.store_status != KC_OK) {
-        rc = r->info.store_status;
-        snprintf(r->error, sizeof r->error, "compiled, but not stored: %s", kc_error_last()->message);
-    } else if (rc != KC_OK) {
-        snprintf(r->error, sizeof r->error, "%s", kc_error_last()->message);
+    int unstored = rc == KC_OK && r->info.source == KC_FROM_COMPILE && r->info.store_status != KC_OK;
+    if (unstored) rc = r->info.store_status;
+    if (rc != KC_OK) {
+        const char *why = kc_error_last()->message;
+        size_t n = strlen(why) + 32;
+        char *e = kc_malloc(n);
+        if (e) snprintf(e, n, "%s%s", unstored ? "compiled, but not stored: " : "", why);
+        r->error = e ? e : NO_MEMORY;
     }
     r->status = rc;
     if (rc == KC_OK && r->info.source == KC_FROM_DISK && p->o->publish) {
@@ -120,6 +127,7 @@ static report_owned *report_new(const kc_manifest *m, kc_graph_desc **descs) {
             o->pub.results[k].graph = g;
             o->pub.results[k].arch = a;
             o->pub.results[k].name = o->names[g];
+            o->pub.results[k].error = NO_ERROR;
         }
     return o;
 }
