@@ -1,0 +1,105 @@
+/*
+ * test_manifest.c — manifests: paths resolved against the manifest's folder, targets
+ * validated and de-duplicated, --arch lists, and every error naming the file and the place.
+ */
+#include "kcache.h"
+#include "helpers.h"
+
+static void expect_error(const char *json, const char *want) {
+    kc_manifest *m = (kc_manifest *)1;
+    assert_int_equal(kc_manifest_parse(&m, json, strlen(json), "/base", "m.json"), KC_EINVAL);
+    assert_null(m);
+    if (!strstr(kc_error_last()->message, want)) fail_msg("'%s': message '%s' lacks '%s'", json, kc_error_last()->message, want);
+}
+
+static void test_parse_resolves_and_dedupes(void **state) {
+    (void)state;
+    const char *j = "{\"graphs\": [\"a.json\", \"/abs/b.json\", \"sub/c.json\"],\n"
+                    " \"archs\": [\"sm_80\", \"sm_90a\", \"sm_80\", \"compute_90\"]}";
+    kc_manifest *m;
+    assert_int_equal(kc_manifest_parse(&m, j, strlen(j), "/base", "m.json"), KC_OK);
+    assert_int_equal(kc_manifest_graph_count(m), 3);
+    assert_string_equal(kc_manifest_graph(m, 0), "/base/a.json");
+    assert_string_equal(kc_manifest_graph(m, 1), "/abs/b.json");
+    assert_string_equal(kc_manifest_graph(m, 2), "/base/sub/c.json");
+    assert_null(kc_manifest_graph(m, 3));
+    assert_int_equal(kc_manifest_arch_count(m), 3); /* the repeated sm_80 is dropped */
+    assert_string_equal(kc_manifest_arch(m, 0), "sm_80");
+    assert_string_equal(kc_manifest_arch(m, 1), "sm_90a");
+    assert_string_equal(kc_manifest_arch(m, 2), "compute_90");
+    assert_int_equal(kc_manifest_set_archs(m, "sm_86,sm_86,compute_80"), KC_OK);
+    assert_int_equal(kc_manifest_arch_count(m), 2);
+    assert_string_equal(kc_manifest_arch(m, 1), "compute_80");
+    /* A bad list changes nothing. */
+    assert_int_equal(kc_manifest_set_archs(m, "sm_90,sm_9x"), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "sm_9x"));
+    assert_int_equal(kc_manifest_set_archs(m, ""), KC_EINVAL);
+    assert_int_equal(kc_manifest_set_archs(m, "sm_90,,sm_80"), KC_EINVAL);
+    assert_int_equal(kc_manifest_arch_count(m), 2);
+    kc_manifest_free(m);
+    kc_manifest_free(NULL);
+}
+
+static void test_errors_name_the_place(void **state) {
+    (void)state;
+    expect_error("{\"graphs\": [\n  \"a.json\",\n  ]}", "m.json:3:3: not valid JSON");
+    expect_error("", "m.json:1:1: not valid JSON");
+    expect_error("[]", "must be a JSON object");
+    expect_error("{}", "\"graphs\" must be a non-empty array");
+    expect_error("{\"graphs\": []}", "\"graphs\" must be a non-empty array");
+    expect_error("{\"graphs\": [\"a.json\", 7]}", "graphs[1] must be a spec path");
+    expect_error("{\"graphs\": [\"\"]}", "graphs[0] must be a spec path");
+    expect_error("{\"graphs\": [\"a\"], \"archs\": \"sm_90\"}", "\"archs\" must be an array");
+    expect_error("{\"graphs\": [\"a\"], \"archs\": [\"sm_90\", \"volta\"]}", "archs[1] is not a target");
+    expect_error("{\"graphs\": [\"a\"], \"archs\": [null]}", "archs[0] is not a target");
+    const char nul[] = "{\"graphs\": [\"a\0b\"]}";
+    kc_manifest *m;
+    assert_int_equal(kc_manifest_parse(&m, nul, sizeof nul - 1, NULL, NULL), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "NUL"));
+}
+
+static void test_caps(void **state) {
+    (void)state;
+    size_t n = (size_t)KC_MANIFEST_MAX_GRAPHS + 1, cap = n * 6 + 64;
+    char *j = malloc(cap), *p = j;
+    p += sprintf(p, "{\"graphs\": [");
+    for (size_t i = 0; i < n; i++) p += sprintf(p, "%s\"g\"", i ? "," : "");
+    sprintf(p, "]}");
+    expect_error(j, "more than 10000 graphs");
+    p = j + sprintf(j, "{\"graphs\": [\"g\"], \"archs\": [");
+    for (int i = 0; i <= KC_MANIFEST_MAX_ARCHS; i++) p += sprintf(p, "%s\"sm_%d\"", i ? "," : "", 100 + i);
+    sprintf(p, "]}");
+    expect_error(j, "more than 64 targets");
+    free(j);
+}
+
+static void test_load_from_a_file(void **state) {
+    (void)state;
+    char *d = kct_tmpdir("manifest"), path[512];
+    snprintf(path, sizeof path, "%s/m.json", d);
+    const char *j = "{\"graphs\": [\"x.json\"]}";
+    assert_int_equal(kct_write(path, j, strlen(j)), 0);
+    kc_manifest *m;
+    assert_int_equal(kc_manifest_load(&m, path), KC_OK);
+    char want[600];
+    snprintf(want, sizeof want, "%s/x.json", d);
+    assert_string_equal(kc_manifest_graph(m, 0), want);
+    assert_int_equal(kc_manifest_arch_count(m), 0);
+    kc_manifest_free(m);
+    snprintf(path, sizeof path, "%s/none.json", d);
+    assert_int_equal(kc_manifest_load(&m, path), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "no such file"));
+    assert_int_equal(kc_manifest_load(&m, d), KC_EINVAL); /* a directory */
+    kct_rmtree(d);
+    free(d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_resolves_and_dedupes),
+        cmocka_unit_test(test_errors_name_the_place),
+        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_load_from_a_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
