@@ -118,62 +118,59 @@ static void common_checks(const fault_op *op, int rc, int fault) {
         if (stored_version("earlier", i, 1) != 1) FAIL("%s: earlier entry %d was lost or changed", op->name, i);
 }
 
-static void one_run(const fault_op *op, tally *t, long *count_before, long (*count)(void), int *fault, int *rc) {
-    *count_before = count();
-    *rc = op->run();
-    *fault = count() > *count_before;
-    t->injected += count() - *count_before;
+static const char *const OPS[] = {"open", "write", "fsync", "rename", "unlink", "read"};
+static kc_fs_op fs_op; /* the call being failed by fs_arm */
+
+static void fs_arm(long nth, int every) {
+    snprintf(now, sizeof now, "%s #%ld%s with %s", OPS[fs_op], nth, every ? " and after" : "", strerror(want_errno));
+    kc_fs_fault_set(fs_op, nth, want_errno, every);
+}
+static void alloc_arm(long nth, int every) {
+    snprintf(now, sizeof now, "allocation #%ld%s", nth, every ? " and after" : "");
+    kc_alloc_fail_at(nth, every);
+}
+static void disarm(void) {
+    kc_fs_fault_clear();
+    kc_alloc_fail_at(0, false);
 }
 
-static const char *const OPS[] = {"open", "write", "fsync", "rename", "unlink", "read"};
+/* Fail the Nth call (arm), N = 1, 2, … until a run injects nothing; check every run. */
+static void loop_until_clean(const fault_op *op, tally *t, int every, long limit, void (*arm)(long, int),
+                             long (*count)(void)) {
+    for (long nth = 1;; nth++) {
+        if (nth > limit) FAIL("%s: still faulting at call %ld", op->name, nth);
+        op->prep();
+        arm(nth, every);
+        long before = count();
+        int rc = op->run();
+        long injected = count() - before;
+        disarm();
+        t->runs++;
+        t->faulted += injected > 0;
+        t->injected += injected;
+        common_checks(op, rc, injected > 0);
+        if (injected == 0) {
+            if (rc != KC_OK) FAIL("%s: failed with no fault: %s", op->name, kc_error_last()->message);
+            return;
+        }
+    }
+}
 
 static void fs_loops(const fault_op *op, tally *t) {
     const kc_fs_op ops[] = {KC_FS_OPEN, KC_FS_WRITE, KC_FS_FSYNC, KC_FS_RENAME, KC_FS_UNLINK, KC_FS_READ};
     const int errs[] = {EIO, ENOSPC, EACCES, EROFS};
     for (size_t o = 0; o < KC_ARRAY_LEN(ops); o++)
         for (size_t e = 0; e < KC_ARRAY_LEN(errs); e++)
-            for (int every = 0; every < 2; every++)
-                for (long nth = 1;; nth++) {
-                    if (nth > 2000) FAIL("%s: still faulting at call %ld", op->name, nth);
-                    op->prep();
-                    want_errno = errs[e];
-                    snprintf(now, sizeof now, "%s: %s #%ld%s with %s", op->name, OPS[o], nth, every ? " and after" : "",
-                             strerror(errs[e]));
-                    kc_fs_fault_set(ops[o], nth, errs[e], every);
-                    long before;
-                    int fault, rc;
-                    one_run(op, t, &before, kc_fs_fault_count, &fault, &rc);
-                    kc_fs_fault_clear();
-                    t->runs++;
-                    t->faulted += fault;
-                    common_checks(op, rc, fault);
-                    if (!fault) {
-                        if (rc != KC_OK) FAIL("%s: failed with no fault: %s", op->name, kc_error_last()->message);
-                        break;
-                    }
-                }
+            for (int every = 0; every < 2; every++) {
+                fs_op = ops[o];
+                want_errno = errs[e];
+                loop_until_clean(op, t, every, 2000, fs_arm, kc_fs_fault_count);
+            }
 }
 
 static void alloc_loops(const fault_op *op, tally *t) {
-    for (int every = 0; every < 2; every++)
-        for (long nth = 1;; nth++) {
-            if (nth > 20000) FAIL("%s: still failing allocations at %ld", op->name, nth);
-            op->prep();
-            want_errno = 0;
-            snprintf(now, sizeof now, "%s: allocation #%ld%s", op->name, nth, every ? " and after" : "");
-            kc_alloc_fail_at(nth, every);
-            long before;
-            int fault, rc;
-            one_run(op, t, &before, kc_alloc_fail_count, &fault, &rc);
-            kc_alloc_fail_at(0, false);
-            t->runs++;
-            t->faulted += fault;
-            common_checks(op, rc, fault);
-            if (!fault) {
-                if (rc != KC_OK) FAIL("%s: failed with no fault: %s", op->name, kc_error_last()->message);
-                break;
-            }
-        }
+    want_errno = 0;
+    for (int every = 0; every < 2; every++) loop_until_clean(op, t, every, 20000, alloc_arm, kc_alloc_fail_count);
 }
 
 static void run_loops(const fault_op *op) {
