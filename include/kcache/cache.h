@@ -38,6 +38,10 @@ extern "C" {
  *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
 #define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
+/** The fields these options set (dir, max_size, remote) win over KCACHE_DIR, KCACHE_MAX_SIZE and
+ *  KCACHE_REMOTE; the environment still fills the fields left unset.  For a command line, whose
+ *  flags are more specific than the environment (without it the environment wins). */
+#define KC_OPEN_OPTIONS_WIN 0x20u
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields

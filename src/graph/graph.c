@@ -28,7 +28,7 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "../common/pool.h"
-#include "../cache_internal.h"
+#include "../cache/internal.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 #include "program.h"

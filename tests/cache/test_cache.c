@@ -1,5 +1,5 @@
 /*
- * test_kcache.c — the front door: options and environment overrides, sizes, get/put
+ * test_cache.c — the front door: options and environment overrides, sizes, get/put
  * through validation, corrupt and misplaced entries as misses (quarantined and counted),
  * read-only and disabled caches, verify.
  */

@@ -1,5 +1,5 @@
 /*
- * kcache.c — the front door: kc_cache_open and the entry-level get/put that every other
+ * cache/cache.c — the front door: kc_cache_open and the entry-level get/put that every other
  * part of the library builds on.
  *
  * The one idea: a caller sees hits and misses, never cache trouble.  An entry read from
@@ -17,11 +17,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "common/internal.h"
+#include "../common/internal.h"
 #include "kcache/cache.h"
-#include "store/local.h"
-#include "cache_internal.h"
-#include "common/fs.h"
+#include "../store/local.h"
+#include "internal.h"
+#include "../common/fs.h"
 
 /* One queued remote write. */
 typedef struct wjob {
@@ -132,7 +132,7 @@ static void wipe_free(void *p, size_t len) {
  * contents, trailing newlines dropped) is returned in *owned for the caller to free. */
 static int remote_env(kc_options *o, void **owned) {
     const char *e = getenv("KCACHE_REMOTE");
-    if (e) o->remote = *e ? e : NULL; /* KCACHE_REMOTE= (empty) turns a configured remote off */
+    if (e && !((o->flags & KC_OPEN_OPTIONS_WIN) && o->remote)) o->remote = *e ? e : NULL; /* KCACHE_REMOTE= (empty) turns a configured remote off */
     int rc;
     if ((rc = env_uint("KCACHE_REMOTE_CONNECT_MS", &o->remote_config.connect_ms)) ||
         (rc = env_uint("KCACHE_REMOTE_DEADLINE_MS", &o->remote_config.deadline_ms)) ||
@@ -177,10 +177,11 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     uint64_t max = o.max_size ? o.max_size : KC_DEFAULT_MAX_SIZE;
     unsigned flags = o.flags;
     if (!(flags & KC_OPEN_NO_ENV)) {
+        int win = (flags & KC_OPEN_OPTIONS_WIN) != 0; /* what the options set beats the environment */
         const char *e = getenv("KCACHE_DIR");
-        if (e && *e) dir = e;
+        if (e && *e && !(win && dir && *dir)) dir = e;
         e = getenv("KCACHE_MAX_SIZE");
-        if (e && *e && (rc = kc_parse_size(e, &max)) != KC_OK) {
+        if (e && *e && !(win && o.max_size) && (rc = kc_parse_size(e, &max)) != KC_OK) {
             kc_err_prefix(rc, "KCACHE_MAX_SIZE");
             goto fail;
         }

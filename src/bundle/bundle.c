@@ -18,10 +18,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "../cache_internal.h"
+#include "../cache/internal.h"
 #include "../common/fs.h"
 #include "../common/internal.h"
-#include "local.h"
+#include "../store/local.h"
 
 #define HEADER 48
 static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'B', '\r', '\n', 0x1a, '\n'};
