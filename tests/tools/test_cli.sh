@@ -45,6 +45,14 @@ expect_json 'j["dir"].endswith("/envdir")'
 KCACHE_DIR=$T/envdir expect_rc 0 "$KC" --cache-dir "$D" stats --json
 expect_json 'j["dir"].endswith("/cache")'
 
+# --remote beats KCACHE_REMOTE (here a URL that cannot be opened), and --remote= turns it off.
+# Port 1 on the loopback refuses at once: the remote is configured but unreachable.
+KCACHE_REMOTE=bogus expect_rc 1 "$KC" --cache-dir "$T/rem" stats --json
+KCACHE_REMOTE=bogus expect_rc 0 "$KC" --cache-dir "$T/rem" --remote redis://127.0.0.1:1/0 stats --json
+expect_json 'j["remote"]["url"] == "redis://127.0.0.1:1/0" and j["remote"]["reachable"] == False'
+KCACHE_REMOTE=bogus expect_rc 0 "$KC" --cache-dir "$T/rem" --remote= stats --json
+expect_json 'j["remote"] is None'
+
 # Twenty entries of 2000 bytes.
 "$FILL" "$D" 20 2000 >"$T/keys" || bad "fill failed"
 K1=$(head -n1 "$T/keys")

@@ -1,0 +1,170 @@
+/*
+ * cli.c — the helpers the commands of the `kcache` tool share (see cli.h).
+ *
+ * The one idea: anything two commands do alike is written once here, so that every command
+ * reports errors, parses options, opens the cache and prints sizes, times and lookups the
+ * same way.  cli_open_cache() is the only place the tool opens a cache: the global options
+ * reach the library as kc_options fields with KC_OPEN_OPTIONS_WIN.
+ *
+ * Only the files of tools/kcache/ call this.  It must not change the environment
+ * and holds no state of its own: the settings come in as arguments.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+
+int cli_fail(const char *what) {
+    const kc_error *e = kc_error_last();
+    fprintf(stderr, "kcache: %s: %s (%s)\n", what, e->message[0] ? e->message : "failed",
+            kc_status_str(e->code));
+    return EXIT_PROBLEM;
+}
+
+int cli_usage_error(const cli_cmd *c, const char *msg, const char *arg) {
+    fprintf(stderr, "kcache %s: %s%s%s\nusage: %s\n", c->name, msg, arg ? ": " : "", arg ? arg : "",
+            c->usage);
+    return EXIT_USAGE;
+}
+
+void cli_print_help(const cli_cmd *c) {
+    printf("usage: %s\n\n%s\n", c->usage, c->help);
+}
+
+int cli_open_cache(const cli_settings *s, kc_cache **out) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = s->dir;       /* --cache-dir beats KCACHE_DIR: the command line is the more specific */
+    o.remote = s->remote; /* --remote beats KCACHE_REMOTE */
+    o.flags = KC_OPEN_OPTIONS_WIN | (s->allow_unsafe_dir ? KC_OPEN_ALLOW_UNSAFE_DIR : 0u);
+    int rc = kc_cache_open(out, &o);
+    if (rc != KC_OK) return cli_fail("cannot open the cache");
+    return 0;
+}
+
+void cli_human_size(uint64_t b, char *out, size_t cap) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) v /= 1024, i++;
+    if (i == 0) snprintf(out, cap, "%llu B", (unsigned long long)b);
+    else snprintf(out, cap, "%.1f %s", v, u[i]);
+}
+
+void cli_iso_time(int64_t t, char *out, size_t cap) {
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void cli_parse_opts(const cli_cmd *c, int argc, char **argv, cli_opts *o, int allow_json, int allow_max,
+                    int max_pos) {
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cli_print_help(c);
+            exit(0);
+        } else if (allow_json && strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (allow_max && strcmp(a, "--max-size") == 0) {
+            if (++i >= argc) exit(cli_usage_error(c, "--max-size needs a value", NULL));
+            o->max_size = argv[i];
+        } else if (allow_max && strncmp(a, "--max-size=", 11) == 0) {
+            o->max_size = a + 11;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            exit(cli_usage_error(c, "unknown option", a));
+        } else {
+            if (o->npos >= max_pos) exit(cli_usage_error(c, "unexpected argument", a));
+            o->positional[o->npos++] = a;
+        }
+    }
+}
+
+int cli_spec_args(const cli_cmd *c, int argc, char **argv, const char **arch, cli_opts *o) {
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) *arch = argv[++i];
+        else if (strcmp(argv[i], "--arch") == 0) return cli_usage_error(c, "--arch needs a target", NULL);
+        else argv[++n] = argv[i];
+    }
+    cli_parse_opts(c, n + 1, argv, o, 1, 0, 1);
+    if (o->npos != 1) return cli_usage_error(c, "a SPEC file is required", NULL);
+    return 0;
+}
+
+int cli_lookup(kc_cache *c, const kc_graph_desc *d, const char *arch, kc_graph_info *info) {
+    if (arch) return kc_graph_compile(c, d, arch, info);
+    kc_graph *g = NULL;
+    int rc = kc_graph_get(c, d, 0, &g, info);
+    kc_graph_release(g);
+    return rc;
+}
+
+static const char *source_name(kc_graph_source s) {
+    switch (s) {
+    case KC_FROM_MEMORY: return "memory";
+    case KC_FROM_DISK: return "disk";
+    case KC_FROM_REMOTE: return "remote";
+    case KC_FROM_COMPILE: return "compiled";
+    default: return "bypassed";
+    }
+}
+
+void cli_print_info(const char *name, const kc_graph_info *i, int json) {
+    if (json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "graph", name);
+        json_kv_str(stdout, &first, "key", i->key);
+        json_kv_str(stdout, &first, "variant", i->variant);
+        json_kv_str(stdout, &first, "source", source_name(i->source));
+        json_kv_str(stdout, &first, "miss_reason", i->miss_reason);
+        json_kv_u64(stdout, &first, "kernels", (uint64_t)i->kernels);
+        json_kv_f64(stdout, &first, "key_us", i->key_us);
+        json_kv_f64(stdout, &first, "lookup_us", i->lookup_us);
+        json_kv_f64(stdout, &first, "compile_ms", i->compile_ms);
+        json_kv_f64(stdout, &first, "load_us", i->load_us);
+        json_kv_f64(stdout, &first, "total_us", i->total_us);
+        printf("}\n");
+    } else {
+        char t[32];
+        if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
+        else snprintf(t, sizeof t, "%.0f us", i->total_us);
+        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms, load %.0f us)%s%s\n",
+               name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms,
+               i->load_us, i->miss_reason[0] ? "  " : "", i->miss_reason);
+    }
+}
+
+int cli_manifest_open(const char *who, const char *path, const char *arch, kc_manifest **out) {
+    int rc = kc_manifest_load(out, path);
+    if (rc == KC_OK && arch) rc = kc_manifest_set_archs(*out, arch);
+    if (rc == KC_OK) return 0;
+    fprintf(stderr, "kcache %s: %s\n", who, kc_error_last()->message);
+    kc_manifest_free(*out);
+    *out = NULL;
+    return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
+}
+
+void cli_print_bundle_report(const char *what, const kc_bundle_report *r, int json, const char *file) {
+    if (json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "file", file);
+        json_kv_u64(stdout, &first, "entries", r->entries);
+        json_kv_u64(stdout, &first, "bytes", r->bytes);
+        json_kv_u64(stdout, &first, "written", r->written);
+        json_kv_u64(stdout, &first, "unchanged", r->unchanged);
+        printf("}\n");
+    } else {
+        printf("%s %s: %llu entries, %llu bytes", what, file, (unsigned long long)r->entries, (unsigned long long)r->bytes);
+        if (strcmp(what, "exported") != 0)
+            printf(", %llu written, %llu already present", (unsigned long long)r->written, (unsigned long long)r->unchanged);
+        printf("\n");
+    }
+}

@@ -1,0 +1,52 @@
+/*
+ * cmd_gc.c — `kcache gc [--max-size SIZE]`: evict least-recently-used entries down to SIZE
+ * (default: the cache's limit), collect stale temporary files and recount.
+ *
+ * The one idea: the work is the library's (kc_cache_gc); this file parses SIZE and reports.
+ * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
+ */
+#include <stdio.h>
+
+#include "cli.h"
+#include "json.h"
+
+static int cmd_gc(const cli_settings *cs, int argc, char **argv);
+
+const cli_cmd cli_cmd_gc = {
+    "gc", "kcache gc [--max-size SIZE] [--json]",
+    "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
+    "cache's limit, KCACHE_MAX_SIZE or 5G), collect stale temporary files and recount.",
+    cmd_gc};
+
+static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
+    cli_opts o;
+    cli_parse_opts(&cli_cmd_gc, argc, argv, &o, 1, 1, 0);
+    uint64_t max = 0;
+    if (o.max_size && kc_parse_size(o.max_size, &max) != KC_OK)
+        return cli_usage_error(&cli_cmd_gc, kc_error_last()->message, NULL);
+    kc_cache *c;
+    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    kc_gc_report r;
+    int rc = kc_cache_gc(c, max, &r);
+    kc_cache_close(c);
+    if (rc != KC_OK) return cli_fail("gc failed");
+    if (o.json) {
+        int first = 1;
+        printf("{");
+        json_kv_u64(stdout, &first, "entries_before", r.entries_before);
+        json_kv_u64(stdout, &first, "bytes_before", r.bytes_before);
+        json_kv_u64(stdout, &first, "entries_after", r.entries_after);
+        json_kv_u64(stdout, &first, "bytes_after", r.bytes_after);
+        json_kv_u64(stdout, &first, "evicted", r.evicted);
+        json_kv_u64(stdout, &first, "temp_removed", r.temp_removed);
+        printf("}\n");
+    } else {
+        char a[32], b[32];
+        cli_human_size(r.bytes_before, a, sizeof a);
+        cli_human_size(r.bytes_after, b, sizeof b);
+        printf("evicted %llu of %llu entries; %s -> %s; %llu stale temporary files removed\n",
+               (unsigned long long)r.evicted, (unsigned long long)r.entries_before, a, b,
+               (unsigned long long)r.temp_removed);
+    }
+    return 0;
+}

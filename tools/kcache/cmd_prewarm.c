@@ -1,0 +1,208 @@
+/*
+ * cmd_prewarm.c — `kcache prewarm MANIFEST`: compile every graph of a manifest for every
+ * target on N threads (kc_prewarm), with a progress bar on a terminal or one line per graph
+ * otherwise, and --remote URL to publish every variant to the fleet's remote.
+ *
+ * The one idea: the library does the work and calls back as each variant ends; this file
+ * only draws progress and the summary (or --json).  `--remote URL` replaces the global
+ * --remote in a copy of the settings (never the environment), so it beats both --remote and
+ * KCACHE_REMOTE.  Only main.c's command table refers to this file; it opens the cache through
+ * cli_open_cache().
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json.h"
+
+static int cmd_prewarm(const cli_settings *cs, int argc, char **argv);
+
+const cli_cmd cli_cmd_prewarm = {
+    "prewarm", "kcache prewarm MANIFEST [--arch LIST] [-j N] [--remote URL] [--json]",
+    "Compile every graph of MANIFEST for every target (the manifest's \"archs\", or --arch\n"
+    "sm_80,sm_90,compute_80) on N threads (default: the number of cores), storing each\n"
+    "variant; variants already present are hits.  No GPU needed.  Concurrent prewarms (and\n"
+    "kc_graph_get) compile each variant once.  Exit 0: all succeeded; 1: some failed (with\n"
+    "NVRTC's log); 2: bad usage or manifest.  --json prints {graphs, variants, compiled,\n"
+    "hits, failed, seconds, results}.  --remote URL publishes every variant to the fleet's\n"
+    "remote (compiled ones, and local hits the remote lacks) and waits until it is sent.",
+    cmd_prewarm};
+
+/* Whether the environment variable `name` is set to something other than 0/false/no/off. */
+static int getenv_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0 && strcmp(v, "false") != 0 && strcmp(v, "no") != 0 && strcmp(v, "off") != 0;
+}
+
+typedef struct pw_view {
+    const kc_manifest *m;
+    int tty, json;
+    size_t *graph_left; /* variants of each graph not yet done */
+} pw_view;
+
+static void pw_bar(const kc_prewarm_report *r) {
+    double el = r->seconds;
+    double eta = r->done ? el / (double)r->done * (double)(r->variants - r->done) : 0;
+    int width = 30, fill = r->variants ? (int)((size_t)width * r->done / r->variants) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\r[%s] %zu/%zu  compiled %zu  hit %zu  failed %zu  %.1fs  ETA %.1fs ", bar, r->done, r->variants,
+            r->compiled + r->bypassed, r->hits, r->failed, el, eta);
+    fflush(stderr);
+}
+
+static const char *pw_result_word(const kc_prewarm_result *x) {
+    return x->status ? "failed" : x->info.source == KC_FROM_DISK ? "hit" : x->info.source == KC_FROM_REMOTE ? "remote_hit"
+         : x->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled";
+}
+
+/* Progress: a bar on a terminal, else one line per graph once all its targets are done. */
+static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
+    pw_view *v = ctx;
+    const kc_prewarm_result *res = &r->results[i];
+    if (v->tty && !v->json) {
+        if (res->status)
+            fprintf(stderr, "\r\033[K%s %s failed:\n%s\n", res->name, kc_manifest_arch(v->m, res->arch), res->error);
+        pw_bar(r);
+        return;
+    }
+    if (--v->graph_left[res->graph] != 0) return;
+    FILE *o = v->json ? stderr : stdout;
+    fprintf(o, "%-14s", res->name);
+    size_t na = kc_manifest_arch_count(v->m), first = res->graph * na;
+    for (size_t k = first; k < first + na; k++) {
+        const kc_prewarm_result *x = &r->results[k];
+        const char *arch = kc_manifest_arch(v->m, x->arch);
+        if (x->status || x->info.source != KC_FROM_COMPILE) fprintf(o, "  %s %s", arch, pw_result_word(x));
+        else fprintf(o, "  %s compiled %.0f ms", arch, x->info.compile_ms);
+    }
+    fprintf(o, "\n");
+    for (size_t k = first; k < first + na; k++)
+        if (r->results[k].status)
+            fprintf(stderr, "%s %s: %s\n", res->name, kc_manifest_arch(v->m, r->results[k].arch), r->results[k].error);
+}
+
+static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, const kc_remote_state *rs, int publish,
+                          uint64_t published, uint64_t dropped) {
+    int first = 1;
+    printf("{");
+    json_kv_u64(stdout, &first, "graphs", r->graphs);
+    json_kv_u64(stdout, &first, "variants", r->variants);
+    json_kv_u64(stdout, &first, "compiled", r->compiled + r->bypassed);
+    json_kv_u64(stdout, &first, "hits", r->hits);
+    json_kv_u64(stdout, &first, "failed", r->failed);
+    json_kv_f64(stdout, &first, "seconds", r->seconds);
+    if (publish) {
+        json_kv_str(stdout, &first, "remote", rs->url);
+        json_kv_u64(stdout, &first, "published", published);
+        json_kv_u64(stdout, &first, "publish_failed", dropped);
+    }
+    printf(", \"results\": [");
+    for (size_t k = 0; k < r->variants; k++) {
+        const kc_prewarm_result *x = &r->results[k];
+        int f2 = 1;
+        printf("%s{", k ? ", " : "");
+        json_kv_str(stdout, &f2, "graph", x->name);
+        json_kv_str(stdout, &f2, "arch", kc_manifest_arch(m, x->arch));
+        json_kv_str(stdout, &f2, "key", x->info.key);
+        json_kv_str(stdout, &f2, "result", pw_result_word(x));
+        json_kv_f64(stdout, &f2, "compile_ms", x->info.compile_ms);
+        if (x->status) json_kv_str(stdout, &f2, "error", x->error);
+        printf("}");
+    }
+    printf("]}\n");
+}
+
+static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
+    const cli_cmd *c0 = &cli_cmd_prewarm;
+    cli_settings mine = *cs; /* --remote URL below replaces the global one */
+    const char *arch = NULL, *path = NULL;
+    int json = 0, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cli_print_help(c0);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
+            arch = argv[++i];
+        } else if (strcmp(argv[i], "--remote") == 0 && i + 1 < argc) {
+            mine.remote = argv[++i]; /* beats --remote and KCACHE_REMOTE */
+        } else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 1024) return cli_usage_error(c0, "-j needs a number from 1 to 1024", argv[i]);
+            threads = (int)v;
+        } else if (argv[i][0] == '-') {
+            return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return cli_usage_error(c0, "unexpected argument", argv[i]);
+        }
+    }
+    if (!path) return cli_usage_error(c0, "a MANIFEST is required", NULL);
+    kc_manifest *m;
+    int rc = cli_manifest_open("prewarm", path, arch, &m);
+    if (rc) return rc;
+    if (kc_manifest_arch_count(m) == 0) {
+        kc_manifest_free(m);
+        fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", path);
+        return EXIT_USAGE;
+    }
+    kc_cache *c;
+    if (cli_open_cache(&mine, &c)) {
+        kc_manifest_free(m);
+        return EXIT_PROBLEM;
+    }
+    kc_remote_state rs;
+    int publish = kc_cache_remote_state(c, &rs) == KC_OK && !getenv_flag("KCACHE_REMOTE_READONLY");
+    kc_stats s0, s1;
+    kc_cache_stats(c, &s0);
+    size_t ng = kc_manifest_graph_count(m);
+    pw_view v = {m, isatty(2), json, calloc(ng, sizeof(size_t))};
+    for (size_t g = 0; g < ng; g++) v.graph_left[g] = kc_manifest_arch_count(m);
+    kc_prewarm_options po = KC_PREWARM_OPTIONS_INIT;
+    po.jobs = threads;
+    po.publish = publish;
+    po.progress = pw_progress;
+    po.ctx = &v;
+    kc_prewarm_report *r = NULL;
+    if (v.tty && !json) fprintf(stderr, "[%30s] 0/%zu ", "", ng * kc_manifest_arch_count(m));
+    rc = kc_prewarm(c, m, &po, &r);
+    if (!r) { /* nothing ran: a spec could not be read or parsed */
+        fprintf(stderr, "%skcache prewarm: %s: %s\n", v.tty && !json ? "\n" : "", path, kc_error_last()->message);
+        kc_cache_close(c);
+        kc_manifest_free(m);
+        free(v.graph_left);
+        return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
+    }
+    uint64_t published = 0, dropped = 0;
+    if (publish) {
+        kc_cache_remote_flush(c);
+        kc_cache_stats(c, &s1);
+        published = s1.v[KC_STAT_REMOTE_PUTS] - s0.v[KC_STAT_REMOTE_PUTS];
+        dropped = s1.v[KC_STAT_REMOTE_DROPPED] - s0.v[KC_STAT_REMOTE_DROPPED] +
+                  s1.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_ERRORS] +
+                  s1.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_TIMEOUTS];
+    }
+    if (v.tty && !json) fprintf(stderr, "\n");
+    if (json) {
+        pw_print_json(r, m, &rs, publish, published, dropped);
+    } else {
+        printf("prewarm: %zu graphs, %zu variants: %zu compiled, %zu hits, %zu failed in %.1f s\n", r->graphs, r->variants,
+               r->compiled + r->bypassed, r->hits, r->failed, r->seconds);
+        if (publish)
+            printf("remote %s: %llu published, %llu not (see kcache stats)\n", rs.url, (unsigned long long)published,
+                   (unsigned long long)dropped);
+    }
+    size_t failed = r->failed;
+    kc_prewarm_report_free(r);
+    free(v.graph_left);
+    kc_cache_close(c);
+    kc_manifest_free(m);
+    return failed ? EXIT_PROBLEM : 0;
+}

@@ -1,0 +1,109 @@
+/*
+ * cmd_stats.c — `kcache stats`: the cache's counters, summed over every shard and every
+ * process that used it, and the remote's state when there is one.
+ *
+ * The one idea: a remote is probed once before printing, so that its breaker says what the
+ * remote is like now, not when it was last used.  --zero resets the event counters only.
+ * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "json.h"
+
+static int cmd_stats(const cli_settings *cs, int argc, char **argv);
+
+const cli_cmd cli_cmd_stats = {
+    "stats", "kcache stats [--json] [--zero]",
+    "Show the cache's counters, summed over every shard and every process that used it:\n"
+    "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  With a\n"
+    "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
+    "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
+    "--zero resets the event counters (not entries or bytes).",
+    cmd_stats};
+
+static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
+    cli_opts o;
+    int zero = 0, n = 0;
+    for (int i = 1; i < argc; i++) { /* take --zero out, leave the rest to cli_parse_opts */
+        if (strcmp(argv[i], "--zero") == 0) zero = 1;
+        else argv[++n] = argv[i];
+    }
+    cli_parse_opts(&cli_cmd_stats, n + 1, argv, &o, 1, 0, 0);
+    kc_cache *c;
+    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if (zero && kc_cache_stats_zero(c) != KC_OK) {
+        kc_cache_close(c);
+        return cli_fail("cannot zero the statistics");
+    }
+    kc_stats s;
+    if (kc_cache_stats(c, &s) != KC_OK) {
+        kc_cache_close(c);
+        return cli_fail("cannot read the statistics");
+    }
+    kc_remote_state rs;
+    int have_remote = kc_cache_remote_state(c, &rs) == KC_OK;
+    int reachable = 0;
+    if (have_remote) { /* probe once, so that the breaker says what the remote is like now */
+        reachable = kc_cache_remote_ping(c) == KC_OK;
+        kc_cache_remote_state(c, &rs);
+        kc_cache_stats(c, &s);
+    }
+    static const kc_stat remote_ids[] = {KC_STAT_REMOTE_HITS, KC_STAT_REMOTE_MISSES, KC_STAT_REMOTE_ERRORS,
+                                         KC_STAT_REMOTE_TIMEOUTS, KC_STAT_REMOTE_DROPPED, KC_STAT_REMOTE_PUTS,
+                                         KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
+    static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
+                                               "skipped", "mac_rejected"};
+    uint64_t lookups = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_MISSES];
+    if (o.json) {
+        int first = 1;
+        printf("{");
+        json_kv_str(stdout, &first, "dir", kc_cache_dir(c));
+        json_kv_u64(stdout, &first, "max_size", kc_cache_max_size(c));
+        for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, &first, kc_stat_name((kc_stat)i), s.v[i]);
+        json_kv_f64(stdout, &first, "hit_rate",
+                    lookups ? (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0);
+        printf(", \"remote\": ");
+        if (!have_remote) printf("null");
+        else {
+            int f2 = 1;
+            printf("{");
+            json_kv_str(stdout, &f2, "url", rs.url);
+            json_kv_str(stdout, &f2, "breaker", kc_breaker_name(rs.breaker));
+            json_kv_f64(stdout, &f2, "retry_in_ms", rs.retry_in_ms);
+            printf(", \"reachable\": %s", reachable ? "true" : "false");
+            for (size_t i = 0; i < sizeof remote_ids / sizeof remote_ids[0]; i++)
+                json_kv_u64(stdout, &f2, remote_names[i], s.v[remote_ids[i]]);
+            printf("}");
+        }
+        printf("}\n");
+    } else {
+        char sz[32], mx[32];
+        cli_human_size(s.v[KC_STAT_BYTES], sz, sizeof sz);
+        cli_human_size(kc_cache_max_size(c), mx, sizeof mx);
+        printf("cache directory   %s%s\n", kc_cache_dir(c),
+               kc_cache_mode(c) == 1 ? " (read-only)" : kc_cache_mode(c) == 2 ? " (disabled)" : "");
+        printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);
+        printf("hit rate          %.1f %% of %llu lookups\n",
+               lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
+               (unsigned long long)lookups);
+        for (int i = 0; i < KC_STAT_COUNT; i++) {
+            if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) continue;
+            printf("%-17s %llu\n", kc_stat_name((kc_stat)i), (unsigned long long)s.v[i]);
+        }
+        if (have_remote) {
+            printf("remote            %s: %s, breaker %s", rs.url, reachable ? "reachable" : "unreachable",
+                   kc_breaker_name(rs.breaker));
+            if (rs.breaker == KC_BREAKER_OPEN) printf(" (retry in %.0f ms)", rs.retry_in_ms);
+            printf("\n ");
+            for (size_t i = 0; i < sizeof remote_ids / sizeof remote_ids[0]; i++)
+                printf(" %s %llu", remote_names[i], (unsigned long long)s.v[remote_ids[i]]);
+            printf("\n");
+        } else {
+            printf("remote            none (KCACHE_REMOTE or --remote URL)\n");
+        }
+    }
+    kc_cache_close(c);
+    return 0;
+}
