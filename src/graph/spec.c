@@ -59,8 +59,10 @@ static const char *str_field(const cJSON *o, const char *name) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* An expression field: a string, or an integer number. */
+/* An expression field: a string, or an integer number.  *out is always written (NULL on
+ * error), so no caller can read an unset pointer. */
 static int expr_of(sctx *s, const char *where, const cJSON *v, char buf[64], const char **out) {
+    *out = NULL;
     if (cJSON_IsString(v)) {
         *out = v->valuestring;
         return KC_OK;

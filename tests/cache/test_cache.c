@@ -34,7 +34,7 @@ static kc_cache *open_at(const char *d, unsigned flags) {
     o.flags = flags;
     kc_cache *c;
     int rc = kc_cache_open(&c, &o);
-    if (rc != KC_OK) fail_msg("open %s: %s", d, kc_error_last()->message);
+    if (rc != KC_OK) fail_msg("open %s: %s", d ? d : "(default)", kc_error_last()->message);
     return c;
 }
 
