@@ -5,8 +5,18 @@ set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
       libhiredis-dev libssl-dev redis-server)
-# `tools/deps.sh --bench` also installs what kcache-bench compares with and draws with.
-[ "${1:-}" = "--bench" ] && pkgs+=(ccache gnuplot-nox)
+# Extras, by flag (any number of them):
+#   --bench  what kcache-bench compares with and draws with
+#   --clang  clang, the second compiler of CI's build matrix (.ci/run)
+#   --fuzz   clang and its runtime libraries (libFuzzer, sanitizers) for tools/fuzz.sh
+for flag in "$@"; do
+  case "$flag" in
+    --bench) pkgs+=(ccache gnuplot-nox) ;;
+    --clang) pkgs+=(clang) ;;
+    --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,16 +3,15 @@
 # corpus (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with
 # its dictionary (tests/fuzz/<target>.dict).
 # New inputs found go to a scratch folder, not into the repository.
+# KCACHE_WERROR=ON in the environment builds with -Werror (CI); without it warnings only warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/deps.sh
-if ! command -v clang >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "ok installed"; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
-fi
+bash tools/deps.sh --fuzz
 export PATH="$PATH:/usr/local/cuda/bin"
+# KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
-  -DKCACHE_BUILD_TESTS=OFF -DKCACHE_BUILD_TOOLS=OFF "-DKCACHE_SANITIZE=address;undefined" >/dev/null
+  -DKCACHE_BUILD_TESTS=OFF -DKCACHE_BUILD_TOOLS=OFF "-DKCACHE_SANITIZE=address;undefined" \
+  "-DKCACHE_WERROR=${KCACHE_WERROR:-OFF}" >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target fuzz_entry fuzz_expr fuzz_program fuzz_bundle fuzz_spec fuzz_manifest
 secs=${FUZZ_SECONDS:-15}
 scratch=$(mktemp -d /tmp/kcache-fuzz-XXXXXX)
