@@ -5,6 +5,7 @@
  *   common.h  status codes, kc_error_last(), kc_free()
  *   log.h     KCACHE_LOG categories
  *   key.h     canonical keys (XXH3-128 over named components)
+ *   target.h  target names (sm_90, sm_100f, compute_80), variant selection
  *   entry.h   the entry format (grammar at its top)
  *   stats.h   statistic ids
  *   cache.h   kc_cache_open, get/put by key and variant, gc, verify
@@ -18,6 +19,7 @@
 #include "kcache/common.h"
 #include "kcache/log.h"
 #include "kcache/key.h"
+#include "kcache/target.h"
 #include "kcache/entry.h"
 #include "kcache/stats.h"
 #include "kcache/cache.h"

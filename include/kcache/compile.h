@@ -5,30 +5,19 @@
  * then the CUDA Toolkit's own library folder), so one build of kcache runs on a CPU-only
  * build host and on any GPU host and links no CUDA library.  A kernel compiles for one
  * target: a cubin for an exact architecture ("sm_80", "sm_90", "sm_90a") or PTX for a
- * virtual one ("compute_80").  NVRTC's own cache (12.9+) is turned off with -no-cache, so
- * a miss is a real, measured compile.  Safe to call from many threads at once.
+ * virtual one ("compute_80"), named as kcache/target.h parses them.  NVRTC's own cache
+ * (12.9+) is turned off with -no-cache, so a miss is a real, measured compile.  Safe to
+ * call from many threads at once.
  */
 #ifndef KCACHE_COMPILE_H
 #define KCACHE_COMPILE_H
 
 #include "common.h"
+#include "target.h" /* not used here: kc_target and kc_target_parse lived here before */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** A compile target: cubin for sm_XY[a|f], or PTX for compute_XY. */
-typedef struct kc_target {
-    int major, minor;  /**< Compute capability, e.g. 9 and 0. */
-    int ptx;           /**< 1 for compute_XY (PTX), 0 for sm_XY (cubin). */
-    char suffix;       /**< 'a' (arch-specific), 'f' (family) or '\0'. */
-} kc_target;
-
-/** Parse "sm_90", "sm_90a", "sm_100f", "compute_80".  KC_EARCH on anything else. */
-KC_API int kc_target_parse(const char *name, kc_target *out);
-
-/** Write a target's name ("sm_90a"); `out` holds at least 16 bytes. */
-KC_API void kc_target_name(const kc_target *t, char out[16]);
 
 /** A header passed in memory with a kernel: #include "name" finds it. Borrowed. */
 typedef struct kc_header_src {

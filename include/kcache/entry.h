@@ -47,6 +47,7 @@
 
 #include "common.h"
 #include "key.h"
+#include "target.h" /* kc_variant_check, KC_VARIANT_MAX */
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,8 +55,6 @@ extern "C" {
 
 /** Current entry format version. */
 #define KC_ENTRY_FORMAT_VERSION 1
-/** Longest variant name, without its NUL. */
-#define KC_VARIANT_MAX 31
 /** Cap on one section's raw length. */
 #define KC_SECTION_MAX_RAW (256u << 20)
 /** Cap on a whole entry. */
@@ -158,11 +157,6 @@ KC_API int kc_entry_seal(void **data, size_t *len, const void *key, size_t key_l
  * wrong one, or a header that does not frame one.  Compare in constant time.
  */
 KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key_len);
-
-/**
- * Validate a variant name: [a-z0-9_]{1,31}.  KC_OK or KC_EINVAL (with a message).
- */
-KC_API int kc_variant_check(const char *variant);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "../common/internal.h"
+#include "kcache/target.h"
 
 #ifndef KC_CUDA_LIBDIR
 #define KC_CUDA_LIBDIR "/usr/local/cuda/lib64"
@@ -128,33 +129,6 @@ int kc_nvrtc_available(void) {
 const char *kc_nvrtc_toolchain(void) {
     pthread_once(&nv_once, nv_load);
     return nv.lib ? nv.toolchain : "";
-}
-
-/* ---- targets ---- */
-
-int kc_target_parse(const char *name, kc_target *out) {
-    if (!name || !out) return kc_err(KC_EINVAL, "kc_target_parse: NULL argument");
-    kc_target t = {0, 0, 0, '\0'};
-    const char *p;
-    if (strncmp(name, "sm_", 3) == 0) p = name + 3;
-    else if (strncmp(name, "compute_", 8) == 0) p = name + 8, t.ptx = 1;
-    else return kc_err(KC_EARCH, "unknown target '%s' (want sm_XY, sm_XYa or compute_XY)", name);
-    int digits = 0, v = 0;
-    while (p[digits] >= '0' && p[digits] <= '9' && digits < 4) v = v * 10 + (p[digits] - '0'), digits++;
-    if (digits < 2 || digits > 3) return kc_err(KC_EARCH, "unknown target '%s'", name);
-    const char *rest = p + digits;
-    if (*rest == 'a' || *rest == 'f') t.suffix = *rest++;
-    if (*rest != '\0') return kc_err(KC_EARCH, "unknown target '%s'", name);
-    t.major = v / 10;
-    t.minor = v % 10;
-    if (t.major < 3) return kc_err(KC_EARCH, "target '%s' is too old", name);
-    *out = t;
-    return KC_OK;
-}
-
-void kc_target_name(const kc_target *t, char out[16]) {
-    snprintf(out, 16, "%s_%d%d%s", t->ptx ? "compute" : "sm", t->major, t->minor,
-             t->suffix == 'a' ? "a" : t->suffix == 'f' ? "f" : "");
 }
 
 /* ---- cacheability ---- */

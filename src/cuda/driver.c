@@ -1,6 +1,8 @@
 /*
- * driver.c — the CUDA driver through dlopen: availability, device capability, variant
- * selection, loading images and launching kernels.
+ * driver.c — the CUDA driver through dlopen: availability, device capability, loading
+ * images, launching kernels, memory, and the stream/event/graph wrappers the library uses
+ * itself (declared in internal.h).  Which variant to load is the target part's question
+ * (kcache/target.h, [Note: variant selection]), not this file's.
  *
  * The one idea: the driver is optional.  It is looked for once; when it is absent every
  * entry point answers KC_ENODRIVER with the reason, and nothing else in kcache cares.
@@ -19,7 +21,7 @@
 #include <stdlib.h>
 
 #include "../common/internal.h"
-#include "kcache/compile.h"
+#include "internal.h"
 
 static struct {
     void *lib;
@@ -173,41 +175,6 @@ done:
     return rc;
 }
 
-/* ---- [Note: variant selection] ---- */
-
-int kc_variant_select(const char *const *variants, size_t n, int major, int minor) {
-    int best = -1, best_rank = -1;
-    for (size_t i = 0; i < n; i++) {
-        kc_target t;
-        if (!variants[i] || kc_target_parse(variants[i], &t) != KC_OK) {
-            kc_error_clear();
-            continue;
-        }
-        int rank = -1; /* higher is better */
-        if (!t.ptx) {
-            if (t.major != major) continue;
-            if (t.suffix == 'a') {
-                if (t.minor == minor) rank = 400;
-            } else if (t.suffix == 'f') {
-                if (t.minor <= minor) rank = 300 + t.minor;
-            } else if (t.minor == minor) {
-                rank = 350;
-            } else if (t.minor < minor) {
-                rank = 200 + t.minor;
-            }
-        } else if (t.suffix == '\0' && (t.major < major || (t.major == major && t.minor <= minor))) {
-            rank = t.major * 10 + t.minor; /* < 200: PTX after every cubin */
-        }
-        if (rank > best_rank) best_rank = rank, best = (int)i;
-    }
-    return best >= 0 ? best : KC_MISS;
-}
-
-void kc_variant_for_device(int major, int minor, char out[16]) {
-    /* Hopper and later have arch-specific features; a plain cubin is the portable choice. */
-    snprintf(out, 16, "sm_%d%d", major, minor);
-}
-
 /* ---- modules ---- */
 
 struct kc_module {
@@ -355,6 +322,8 @@ int kc_cuda_synchronize(void) {
 done:
     return rc;
 }
+
+/* ---- the library's own wrappers (internal.h) ---- */
 
 int kc_cuda_malloc_now(void **out, size_t bytes) {
     int rc = cu_ready();

@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "../common/internal.h"
+#include "kcache/target.h" /* kc_variant_check */
 
 #define HEADER_SIZE 96
 #define SUM_OFFSET 88
@@ -83,19 +84,6 @@ static zctx *zget(void) {
         }
     }
     return z;
-}
-
-int kc_variant_check(const char *v) {
-    if (!v) return kc_err(KC_EINVAL, "variant is NULL");
-    size_t n = strlen(v);
-    if (n == 0 || n > KC_VARIANT_MAX)
-        return kc_err(KC_EINVAL, "variant '%s' must be 1..%d characters", v, KC_VARIANT_MAX);
-    for (size_t i = 0; i < n; i++) {
-        char c = v[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-            return kc_err(KC_EINVAL, "variant '%s' has a character outside [a-z0-9_]", v);
-    }
-    return KC_OK;
 }
 
 int kc_entry_new(kc_entry **out, const kc_key *key, const char *variant) {

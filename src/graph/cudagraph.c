@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "../common/internal.h"
+#include "../cuda/internal.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 

@@ -29,6 +29,7 @@
 #include "../common/internal.h"
 #include "../common/pool.h"
 #include "../cache/internal.h"
+#include "../cuda/internal.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 #include "program.h"

@@ -38,24 +38,6 @@ static void test_nvrtc_is_found(void **state) {
     assert_non_null(strstr(kc_nvrtc_toolchain(), "libnvrtc"));
 }
 
-static void test_targets(void **state) {
-    (void)state;
-    kc_target t;
-    char n[16];
-    const char *good[] = {"sm_80", "sm_90", "sm_90a", "compute_80", "sm_100f", "sm_120"};
-    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        assert_int_equal(kc_target_parse(good[i], &t), KC_OK);
-        kc_target_name(&t, n);
-        assert_string_equal(n, good[i]);
-    }
-    assert_int_equal(kc_target_parse("sm_90", &t), KC_OK);
-    assert_int_equal(t.major, 9);
-    assert_int_equal(t.minor, 0);
-    assert_int_equal(t.ptx, 0);
-    const char *bad[] = {"sm90", "sm_9", "sm_90b", "compute_", "gfx90a", "", "sm_20", "sm_9000"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_int_equal(kc_target_parse(bad[i], &t), KC_EARCH);
-}
-
 static void test_cubins_hold_their_kernels(void **state) {
     (void)state;
     const char *targets[] = {"sm_80", "sm_90", "sm_90a"};
@@ -188,7 +170,6 @@ static void test_missing_nvrtc(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nvrtc_is_found),
-        cmocka_unit_test(test_targets),
         cmocka_unit_test(test_cubins_hold_their_kernels),
         cmocka_unit_test(test_ptx_and_templates),
         cmocka_unit_test(test_compile_error_carries_the_log),

@@ -1,42 +1,11 @@
 /*
- * test_driver.c — the CUDA driver part without a GPU: [Note: variant selection] as a
- * table, and the "no driver" status with a clear message (the driver path is pointed at
- * nothing in a child process, so this also holds on a GPU host).
+ * test_driver.c — the CUDA driver part without a GPU: the "no driver" status with a clear
+ * message (the driver path is pointed at nothing in a child process, so this also holds
+ * on a GPU host).  Variant selection is the target part's: tests/target/test_target.c.
  */
 #include "helpers.h"
 
 #include "kcache.h"
-
-static const char *pick(const char *const *v, size_t n, int major, int minor) {
-    int i = kc_variant_select(v, n, major, minor);
-    return i >= 0 ? v[i] : "MISS";
-}
-
-static void test_variant_selection(void **state) {
-    (void)state;
-    const char *all[] = {"compute_80", "sm_80", "sm_86", "sm_90", "sm_90a", "compute_90", "bogus"};
-    assert_string_equal(pick(all, 7, 9, 0), "sm_90a");     /* arch-specific on its own device */
-    assert_string_equal(pick(all, 4, 9, 0), "sm_90");      /* exact cubin */
-    assert_string_equal(pick(all, 7, 8, 9), "sm_86");      /* X.y, y < Y, highest */
-    assert_string_equal(pick(all, 7, 8, 0), "sm_80");
-    assert_string_equal(pick(all, 7, 10, 0), "compute_90");/* no cubin of major 10: newest PTX ≤ */
-    const char *ptx_only[] = {"compute_80"};
-    assert_string_equal(pick(ptx_only, 1, 9, 0), "compute_80");
-    assert_string_equal(pick(ptx_only, 1, 7, 5), "MISS");  /* PTX newer than the device */
-    const char *a_only[] = {"sm_90a"};
-    assert_string_equal(pick(a_only, 1, 9, 0), "sm_90a");
-    const char *a_other[] = {"sm_90a", "sm_80"};
-    assert_string_equal(pick(a_other, 2, 10, 0), "MISS");  /* sm_90a never runs elsewhere; sm_80 is another major */
-    const char *newer[] = {"sm_89"};
-    assert_string_equal(pick(newer, 1, 8, 6), "MISS");     /* a newer minor is not compatible */
-    const char *fam[] = {"sm_100f"};
-    assert_string_equal(pick(fam, 1, 10, 3), "sm_100f");
-    assert_string_equal(pick(fam, 1, 11, 0), "MISS");
-    assert_string_equal(pick(NULL, 0, 9, 0), "MISS");
-    char v[16];
-    kc_variant_for_device(9, 0, v);
-    assert_string_equal(v, "sm_90");
-}
 
 static void test_no_driver_is_a_clear_status(void **state) {
     (void)state;
@@ -70,7 +39,6 @@ int main(void) {
         return cmocka_run_group_tests(only, NULL, NULL);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_variant_selection),
         cmocka_unit_test(test_no_driver_is_a_clear_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

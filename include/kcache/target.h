@@ -1,0 +1,105 @@
+/*
+ * kcache/target.h — GPU targets and variants: names, the variant check, and which
+ * variants a device can run, in order.
+ *
+ * A target is what NVRTC compiles for: a cubin for a real architecture ("sm_80", the
+ * arch-specific "sm_90a", the family "sm_100f") or PTX for a virtual one ("compute_80").
+ * An entry is stored once per target, and the target's name is the entry's *variant*
+ * (the GPU architecture is not in the key).  This header is the one place that decides
+ * which variants a device of compute capability X.Y may load and in which order; the
+ * lookup (graph part), kc_variant_select and the tools all ask it.  It knows nothing of
+ * files, NVRTC or the driver: every function here is pure and safe from any thread.
+ *
+ * [Note: variant selection]
+ * On a device of compute capability X.Y, kc_target_candidates lists, most preferred first:
+ *   1. sm_XYa  — arch-specific cubin (only for X >= 9: Hopper introduced 'a' targets);
+ *                it runs on X.Y alone, never on any other device, not even X.(Y+1).
+ *   2. sm_XYf  — family cubin (only for X >= 10: 'f' targets came with Blackwell and
+ *                CUDA 12.9); it runs on X.y for every y >= Y of the same major.
+ *   3. sm_XY   — the plain cubin for this device.
+ *   4. for each lower minor y of the same major that some toolkit has targeted, highest
+ *      first: sm_Xyf (X >= 10), then sm_Xy.  A cubin for X.y runs on X.Y when y <= Y
+ *      (binary compatible within a major); a newer minor (sm_89 on 8.6) never does, nor
+ *      does any cubin of another major (sm_90 on 10.0, sm_100f on 12.0).
+ *   5. PTX, compute_N for every known virtual architecture N <= X.Y, highest first (the
+ *      driver JIT-compiles it; PTX runs on any later device).  Only plain compute_N:
+ *      compute_XYa/f PTX is as tied to its device as the cubin and is never chosen.
+ * Nothing else: no sm_70a or sm_80f (targets that no toolkit makes), no minor that no
+ * toolkit has ever targeted (sm_85), because every candidate costs the lookup a file
+ * open.  The device's own sm_XY (and its a/f forms) is always listed, known or not, so
+ * a device newer than this table still finds what was compiled for it.
+ * What the CUDA documentation says (Programming Guide, "Compute Capabilities" / feature
+ * availability; nvcc's -arch docs): the arch-specific set (suffix 'a') is "not
+ * guaranteed to be available on subsequent architectures" and code for it runs only on
+ * exactly that compute capability; the family-specific set (suffix 'f', CUDA 12.9+,
+ * compute capability 10.0 and later) is shared by the devices of one family — the same
+ * major version, later minors — so sm_100f runs on 10.0 (B200) and 10.3 (B300), sm_120f
+ * on 12.0 and 12.1, and none of them on 11.0 or on another major; 'a' ⊃ 'f' ⊃ plain,
+ * which is why a stored 'a' or 'f' cubin is preferred to the plain one when it runs.
+ * When nothing stored fits, kcache compiles the plain sm_XY (kc_variant_for_device):
+ * the portable choice that never fails on a device because of a feature it lacks.
+ * kc_variant_select is this list applied to a set of names: the first candidate present.
+ */
+#ifndef KCACHE_TARGET_H
+#define KCACHE_TARGET_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest variant name, without its NUL. */
+#define KC_VARIANT_MAX 31
+
+/** Room enough for kc_target_candidates on any device: size `out` with this. */
+#define KC_TARGET_CANDIDATES_MAX 24
+
+/** A compile target: cubin for sm_XY[a|f], or PTX for compute_XY. */
+typedef struct kc_target {
+    int major, minor;  /**< Compute capability, e.g. 9 and 0. */
+    int ptx;           /**< 1 for compute_XY (PTX), 0 for sm_XY (cubin). */
+    char suffix;       /**< 'a' (arch-specific), 'f' (family) or '\0'. */
+} kc_target;
+
+/** Parse "sm_90", "sm_90a", "sm_100f", "compute_80".  KC_EARCH on anything else. */
+KC_API int kc_target_parse(const char *name, kc_target *out);
+
+/** Write a target's name ("sm_90a"); `out` holds at least 16 bytes. */
+KC_API void kc_target_name(const kc_target *t, char out[16]);
+
+/**
+ * Validate a variant name: [a-z0-9_]{1,31}.  KC_OK or KC_EINVAL (with a message).
+ */
+KC_API int kc_variant_check(const char *variant);
+
+/**
+ * The targets a device of capability major.minor can load, most preferred first
+ * ([Note: variant selection]): up to `cap` NUL-terminated names written to `out`, and
+ * their number returned.  Never more than KC_TARGET_CANDIDATES_MAX; when `cap` is
+ * smaller the list is cut, keeping the most preferred.  0 for a capability no target
+ * name can spell (major < 3 or > 99, minor outside 0..9).  Every name parses with
+ * kc_target_parse, and none appears twice.
+ */
+KC_API size_t kc_target_candidates(int major, int minor, char out[][16], size_t cap);
+
+/**
+ * Choose among `n` variant names ("sm_90", "sm_90a", "compute_80") the one to load on a
+ * device of capability major.minor: the first of kc_target_candidates that is among
+ * them, compared by name as the lookup opens them ([Note: variant selection]).  Returns
+ * its index (the first such index when a name repeats), or KC_MISS when none fits.
+ * NULL entries and names that are not targets never match.
+ */
+KC_API int kc_variant_select(const char *const *variants, size_t n, int major, int minor);
+
+/**
+ * The target to compile for a device of capability major.minor when nothing stored
+ * fits: the plain cubin "sm_XY" ("sm_90" on 9.0, not "sm_90a": see the note).
+ * `out` holds at least 16 bytes.
+ */
+KC_API void kc_variant_for_device(int major, int minor, char out[16]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,133 @@
+/*
+ * target.c — target names, the variant check, and the ordered candidates for a device:
+ * the one implementation of [Note: variant selection] (include/kcache/target.h).
+ *
+ * The one idea: there is a single list.  kc_target_candidates writes, for a compute
+ * capability, the variant names a device can run, most preferred first; the lookup opens
+ * them in that order, and kc_variant_select is the same list applied to a set of names.
+ * Two selections could disagree (a family cubin found by one and not the other); one
+ * cannot.  The architectures that exist are named in the two tables below, so that no
+ * candidate is a name no toolkit makes.
+ *
+ * Callers: nvrtc.c (parsing the compile target), entry.c and the store (variant names),
+ * graph/ (the lookup's candidates and the target to compile), the tools.
+ * Must not: touch files, NVRTC or the driver — everything here is a pure function of its
+ * arguments, safe from any thread.
+ */
+#include "kcache/target.h"
+
+#include <stdio.h>
+
+#include "../common/internal.h"
+
+/* ---- names ---- */
+
+int kc_target_parse(const char *name, kc_target *out) {
+    if (!name || !out) return kc_err(KC_EINVAL, "kc_target_parse: NULL argument");
+    kc_target t = {0, 0, 0, '\0'};
+    const char *p;
+    if (strncmp(name, "sm_", 3) == 0) p = name + 3;
+    else if (strncmp(name, "compute_", 8) == 0) p = name + 8, t.ptx = 1;
+    else return kc_err(KC_EARCH, "unknown target '%s' (want sm_XY, sm_XYa or compute_XY)", name);
+    int digits = 0, v = 0;
+    while (p[digits] >= '0' && p[digits] <= '9' && digits < 4) v = v * 10 + (p[digits] - '0'), digits++;
+    if (digits < 2 || digits > 3) return kc_err(KC_EARCH, "unknown target '%s'", name);
+    const char *rest = p + digits;
+    if (*rest == 'a' || *rest == 'f') t.suffix = *rest++;
+    if (*rest != '\0') return kc_err(KC_EARCH, "unknown target '%s'", name);
+    t.major = v / 10;
+    t.minor = v % 10;
+    if (t.major < 3) return kc_err(KC_EARCH, "target '%s' is too old", name);
+    *out = t;
+    return KC_OK;
+}
+
+void kc_target_name(const kc_target *t, char out[16]) {
+    snprintf(out, 16, "%s_%d%d%s", t->ptx ? "compute" : "sm", t->major, t->minor,
+             t->suffix == 'a' ? "a" : t->suffix == 'f' ? "f" : "");
+}
+
+int kc_variant_check(const char *v) {
+    if (!v) return kc_err(KC_EINVAL, "variant is NULL");
+    size_t n = strlen(v);
+    if (n == 0 || n > KC_VARIANT_MAX)
+        return kc_err(KC_EINVAL, "variant '%s' must be 1..%d characters", v, KC_VARIANT_MAX);
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+            return kc_err(KC_EINVAL, "variant '%s' has a character outside [a-z0-9_]", v);
+    }
+    return KC_OK;
+}
+
+/* ---- [Note: variant selection] ---- */
+
+/* Compute capabilities as 10 * major + minor. */
+#define CC(major, minor) ((major) * 10 + (minor))
+/* The first major with arch-specific ('a') targets (Hopper, CUDA 12.0). */
+#define KC_ARCH_SPECIFIC_MAJOR 9
+/* The first major with family ('f') targets (Blackwell, CUDA 12.9). */
+#define KC_FAMILY_MAJOR 10
+
+/*
+ * Every real architecture some CUDA toolkit has made cubins for (CUDA 10 to 13), newest
+ * first: a lower minor of the device's major is a candidate only if it is here.  sm_101
+ * is CUDA 12.8/12.9's name for what CUDA 13.0 calls sm_110; sm_88 is new in CUDA 13.0.
+ */
+static const int real_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75, 72, 70,
+                                 62, 61, 60, 53, 52, 50, 37, 35, 32, 30};
+
+/*
+ * The virtual architectures tried as PTX, newest first: CUDA 13.0's list (nvcc
+ * --list-gpu-arch: 75 80 86 87 88 89 90 100 103 110 120 121) with CUDA 12's 70, 72 and
+ * 101.  Older PTX is not tried: nobody prewarms a Blackwell fleet with compute_50, and
+ * each candidate is a file open on a miss.
+ */
+static const int virtual_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75, 72, 70};
+
+static int is_real_arch(int cc) {
+    for (size_t i = 0; i < KC_ARRAY_LEN(real_archs); i++)
+        if (real_archs[i] == cc) return 1;
+    return 0;
+}
+
+/* Append "<prefix>_<cc><suffix>" when there is room. */
+static void put(char out[][16], size_t cap, size_t *n, const char *prefix, int cc, const char *suffix) {
+    if (*n < cap) snprintf(out[(*n)++], 16, "%s_%d%s", prefix, cc, suffix);
+}
+
+size_t kc_target_candidates(int major, int minor, char out[][16], size_t cap) {
+    if (!out || major < 3 || major > 99 || minor < 0 || minor > 9) return 0;
+    if (cap > KC_TARGET_CANDIDATES_MAX) cap = KC_TARGET_CANDIDATES_MAX;
+    size_t n = 0;
+    int dev = CC(major, minor);
+    /* This device: arch-specific, family, plain. */
+    if (major >= KC_ARCH_SPECIFIC_MAJOR) put(out, cap, &n, "sm", dev, "a");
+    if (major >= KC_FAMILY_MAJOR) put(out, cap, &n, "sm", dev, "f");
+    put(out, cap, &n, "sm", dev, "");
+    /* Lower minors of the same major, highest first: binary compatible. */
+    for (int y = minor - 1; y >= 0; y--) {
+        if (!is_real_arch(CC(major, y))) continue;
+        if (major >= KC_FAMILY_MAJOR) put(out, cap, &n, "sm", CC(major, y), "f");
+        put(out, cap, &n, "sm", CC(major, y), "");
+    }
+    /* PTX for the highest virtual architecture <= X.Y first: the driver JIT-compiles it. */
+    for (size_t i = 0; i < KC_ARRAY_LEN(virtual_archs); i++)
+        if (virtual_archs[i] <= dev) put(out, cap, &n, "compute", virtual_archs[i], "");
+    return n;
+}
+
+int kc_variant_select(const char *const *variants, size_t n, int major, int minor) {
+    if (!variants) return KC_MISS;
+    char cand[KC_TARGET_CANDIDATES_MAX][16];
+    size_t nc = kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
+    for (size_t c = 0; c < nc; c++)
+        for (size_t i = 0; i < n; i++)
+            if (variants[i] && strcmp(variants[i], cand[c]) == 0) return (int)i;
+    return KC_MISS;
+}
+
+void kc_variant_for_device(int major, int minor, char out[16]) {
+    /* The plain cubin: 'a' and 'f' features are the caller's to ask for, not ours to assume. */
+    snprintf(out, 16, "sm_%d%d", major, minor);
+}
