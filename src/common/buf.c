@@ -42,6 +42,11 @@ void kc_buf_put(kc_buf *b, const void *p, size_t n) {
 void kc_buf_put_u8(kc_buf *b, uint8_t v) { kc_buf_put(b, &v, 1); }
 void kc_buf_put_u16(kc_buf *b, uint16_t v) { uint8_t t[2]; kc_wr_u16(t, v); kc_buf_put(b, t, 2); }
 void kc_buf_put_u32(kc_buf *b, uint32_t v) { uint8_t t[4]; kc_wr_u32(t, v); kc_buf_put(b, t, 4); }
+void kc_buf_put_str(kc_buf *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    kc_buf_put_u32(b, (uint32_t)n);
+    kc_buf_put(b, s, n);
+}
 void kc_buf_put_u64(kc_buf *b, uint64_t v) { uint8_t t[8]; kc_wr_u64(t, v); kc_buf_put(b, t, 8); }
 
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) {

@@ -73,6 +73,8 @@ void kc_buf_put_u8(kc_buf *b, uint8_t v);
 void kc_buf_put_u16(kc_buf *b, uint16_t v);
 void kc_buf_put_u32(kc_buf *b, uint32_t v);
 void kc_buf_put_u64(kc_buf *b, uint64_t v);
+/** A string as u32 length + bytes (no NUL); NULL is the empty string. */
+void kc_buf_put_str(kc_buf *b, const char *s);
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) KC_PRINTF(2, 3);
 /** NUL-terminate and hand the bytes over (caller frees with free()); NULL if failed. */
 char *kc_buf_take_str(kc_buf *b);

@@ -1,8 +1,22 @@
-/* graph_internal.h — the description's storage, shared by graph.c and spec.c. */
+/*
+ * graph_internal.h — what the files of the graph part share, and nothing outside it uses:
+ * the description's storage (desc.c builds it, spec.c fills it from JSON), the KERNELS
+ * section codec (kernels.c), the WRAPPERS section writer (wrapper.c), the loaded graph
+ * (loaded.c) and running it (run.c).  Each block names the file that defines it.
+ */
 #ifndef KC_GRAPH_INTERNAL_H
 #define KC_GRAPH_INTERNAL_H
 
+#include "../common/internal.h"
+#include "../compile/units.h"
+#include "kcache/cuda.h"
 #include "kcache/graph.h"
+
+/* Limits of one description (desc.c checks them as pieces are added). */
+#define KC_GRAPH_MAX_KERNELS 256
+#define KC_GRAPH_MAX_STEPS 4096
+
+/* ---- the description's storage (desc.c) ---- */
 
 typedef struct gkernel {
     char *file, *source, *name, *include_digest;
@@ -56,13 +70,82 @@ struct kc_graph_desc {
     uint8_t *runtime_meta; size_t runtime_meta_len;
 };
 
-/** Check an expression's syntax and that its symbols are among `names`. */
+/** Check an expression's syntax and that its symbols are among `names` (expr.c). */
 int kc_expr_check(const char *s, const char *const *names, size_t n);
 
 /** The dtype of a name ("f32", "bf16", …); 0 when unknown. */
 kc_dtype kc_dtype_parse(const char *s);
 
-/* ---- shared by graph.c and cudagraph.c ---- */
+/** Whether `s` is a decimal count of at most 18 digits (a static size). */
+int kc_graph_is_uint(const char *s);
+
+/** A kernel of a description as the compile part takes it (borrowed from the description). */
+kc_kernel_src kc_graph_kernel_src(const gkernel *g);
+
+/* ---- the KERNELS section (kernels.c; its grammar is there) ---- */
+
+/** One kernel of a KERNELS section, viewed in place. */
+typedef struct kimg {
+    const char *name, *lowered, *target;
+    int is_ptx;
+    const uint8_t *image;
+    size_t len;
+    uint32_t image_index;
+} kimg;
+
+/** Write the KERNELS section of `d` compiled for `target`: res[unit] is each unit's image. */
+void kc_kernels_encode(kc_buf *b, const kc_graph_desc *d, const kc_units *u, const char *target, int is_ptx,
+                       kc_compiled *const *res);
+
+/**
+ * The kernels of an entry's KERNELS section, strictly read: *v (free()) views into the entry,
+ * its strings copied into *strs (free()).  KC_ECORRUPT on any defect or a missing section.
+ */
+int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char **strs);
+
+/* ---- the WRAPPERS section (wrapper.c; its grammar is there) ---- */
+
+/** Write the WRAPPERS section of `d`: the count, then each recorded wrapper. */
+void kc_wrappers_encode(const kc_graph_desc *d, kc_buf *b);
+/** Each recorded wrapper's bytes without the count (what the graph key hashes). */
+void kc_wrappers_encode_items(const kc_graph_desc *d, kc_buf *b);
+
+/* ---- a loaded graph (loaded.c) ---- */
+
+struct kc_program;
+struct kc_graph {
+    int refs;
+    kc_key key;
+    int device;
+    char variant[32];
+    size_t nkernels, nimages;
+    kc_module **modules;            /* one per image */
+    void **fns;                     /* one per kernel */
+    struct kc_program *fwd, *bwd;   /* bwd NULL when the graph has none */
+    kc_wrapper_chain *chain;        /* the recorded wrappers around kc_graph_run_forward */
+    struct kc_graph *next;          /* the loaded-graph table's list */
+};
+
+/** Load every kernel of an entry on `device`; KC_EDRIVER when the driver refuses an image. */
+int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out);
+
+/** The loaded graph of key+device with a new reference, or NULL ([Note: loaded graphs]). */
+kc_graph *kc_loaded_find(const kc_key *key, int device);
+
+/**
+ * Hand out `g` (just loaded, one reference): if another thread published the same key and
+ * device meanwhile, `g` is destroyed and theirs returned (referenced); else `g` joins the table
+ * when `keep` (it then holds two references: the table's and the caller's).
+ */
+kc_graph *kc_loaded_publish(kc_graph *g, int keep);
+
+/** The variant a loaded graph was loaded from. */
+const char *kc_graph_variant(const kc_graph *g);
+
+/* ---- running passes (run.c); shared with cudagraph.c ---- */
+
+/** The graph's own forward: the base callable of its wrapper chain (ctx is the kc_graph). */
+int kc_graph_run_forward(void *ctx, kc_forward_call *c);
 
 struct kc_saved {
     kc_graph *g;

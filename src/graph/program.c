@@ -1,10 +1,23 @@
 /*
- * program.c — decode a launch program and do every part of running it that needs no GPU.
+ * program.c — the FORWARD and BACKWARD sections of an entry (a pass's launch program): their
+ * grammar, writer and reader, and every part of running a program that needs no GPU.
+ *
+ * program section := pass:u32
+ *                    nsyms:u32 { symbol:str }
+ *                    ntensors:u32 { role:u8 dtype:u8 rank:u8 requires_grad:u8 { size:str stride:str }[rank] }
+ *                    nscratch:u32 { bytes:str }            (the scratch buffers of this pass)
+ *                    nsteps:u32 { kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs] }
+ *   str := len:u32 bytes[len]; sizes, strides, dimensions and scratch bytes are expressions
+ *   over the symbols (expr.c); an output's and a saved tensor's strides are empty.
+ *   The same bytes are the program part of the graph key (graph_key.c).
  *
  * The one idea: the program section is untrusted bytes like any entry payload (it passed
  * the entry's checksums, but a checksum is not a proof of sense), so decoding re-validates
  * every expression and argument; evaluation is checked arithmetic (expr.c), and launch
  * dimensions are checked against CUDA's limits before they reach the driver.
+ *
+ * Callers: graph_key.c and lookup.c write (kc_program_encode); loaded.c decodes; run.c and
+ * cudagraph.c evaluate.  Must not: launch anything (run.c does).
  */
 #include "program.h"
 
@@ -15,6 +28,40 @@
 #include "graph_internal.h"
 
 #define MAX_ITEMS 4096
+
+/* The program of one pass: symbols, tensors, scratch of the pass, its steps. */
+void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
+    kc_buf_put_u32(b, (uint32_t)pass);
+    kc_buf_put_u32(b, (uint32_t)d->nsymbols);
+    for (size_t i = 0; i < d->nsymbols; i++) kc_buf_put_str(b, d->symbols[i]);
+    kc_buf_put_u32(b, (uint32_t)d->ntensors);
+    for (size_t i = 0; i < d->ntensors; i++) {
+        const gtensor *t = &d->tensors[i];
+        kc_buf_put_u8(b, (uint8_t)t->role);
+        kc_buf_put_u8(b, (uint8_t)t->dtype);
+        kc_buf_put_u8(b, (uint8_t)t->rank);
+        kc_buf_put_u8(b, (uint8_t)t->requires_grad);
+        for (int r = 0; r < t->rank; r++) kc_buf_put_str(b, t->sizes[r]), kc_buf_put_str(b, t->strides[r]);
+    }
+    uint32_t ns = 0;
+    for (size_t i = 0; i < d->nscratch; i++) ns += d->scratch[i].pass == pass;
+    kc_buf_put_u32(b, ns);
+    for (size_t i = 0; i < d->nscratch; i++)
+        if (d->scratch[i].pass == pass) kc_buf_put_str(b, d->scratch[i].bytes);
+    uint32_t nst = 0;
+    for (size_t i = 0; i < d->nsteps; i++) nst += d->steps[i].pass == pass;
+    kc_buf_put_u32(b, nst);
+    for (size_t i = 0; i < d->nsteps; i++) {
+        const gstep *s = &d->steps[i];
+        if (s->pass != pass) continue;
+        kc_buf_put_u32(b, (uint32_t)s->kernel);
+        for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->grid[j]);
+        for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->block[j]);
+        kc_buf_put_str(b, s->shared);
+        kc_buf_put_u32(b, (uint32_t)s->nargs);
+        for (size_t a = 0; a < s->nargs; a++) kc_buf_put_str(b, s->args[a]);
+    }
+}
 
 size_t kc_dtype_size(kc_dtype t) {
     switch (t) {

@@ -1,11 +1,12 @@
 /*
- * program.h — a pass's launch program, decoded from an entry's FORWARD or BACKWARD section,
+ * program.h — a pass's launch program, written to and decoded from an entry's FORWARD or BACKWARD section,
  * and everything about running it that needs no GPU: binding symbols from input shapes,
  * sizing tensors, evaluating launch dimensions, packing kernel arguments.
  */
 #ifndef KC_PROGRAM_H
 #define KC_PROGRAM_H
 
+#include "../common/internal.h"
 #include "kcache/graph.h"
 
 typedef struct kc_program kc_program;
@@ -33,6 +34,9 @@ struct kc_program {
     pstep *steps;
     size_t nsteps;
 };
+
+/** Write the program section of one pass of a description (grammar in program.c). */
+void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b);
 
 /** Decode a program section (strictly; KC_ECORRUPT on any defect). */
 int kc_program_decode(const void *data, size_t len, kc_program **out);

@@ -6,6 +6,11 @@
  * A recorded wrapper that is not registered is a clear KC_EUNREGISTERED, never a guess.
  *
  * WRAPPERS section := count:u32 { name:str version:u32 len:u32 params[len] }
+ *   str := len:u32 bytes[len] (1..255 bytes, no NUL); count <= 64.  The items' bytes
+ *   without the count are also hashed into the graph key (graph_key.c).
+ *
+ * Callers: lookup.c writes the section (kc_wrappers_encode), loaded.c rebuilds the chain;
+ * callers of the public API register wrappers.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +20,20 @@
 #include "graph_internal.h"
 
 #define MAX_WRAPPERS 64
+
+void kc_wrappers_encode_items(const kc_graph_desc *d, kc_buf *b) {
+    for (size_t i = 0; i < d->nwrappers; i++) {
+        kc_buf_put_str(b, d->wrappers[i].name);
+        kc_buf_put_u32(b, d->wrappers[i].version);
+        kc_buf_put_u32(b, (uint32_t)d->wrappers[i].len);
+        kc_buf_put(b, d->wrappers[i].params, d->wrappers[i].len);
+    }
+}
+
+void kc_wrappers_encode(const kc_graph_desc *d, kc_buf *b) {
+    kc_buf_put_u32(b, (uint32_t)d->nwrappers);
+    kc_wrappers_encode_items(d, b);
+}
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_wrapper registry[MAX_WRAPPERS];

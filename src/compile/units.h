@@ -1,0 +1,38 @@
+/*
+ * compile/units.h — compile units: kernels that share one NVRTC program, compiled in parallel.
+ *
+ * Only the graph part's lookup path (src/graph/lookup.c) and the KERNELS section writer
+ * (src/graph/kernels.c) use this.  Kernels with the same file, source, headers, options and
+ * include digest form one unit: one NVRTC program with several name expressions, one image.
+ */
+#ifndef KC_COMPILE_UNITS_H
+#define KC_COMPILE_UNITS_H
+
+#include "kcache/compile.h"
+
+/** Most kernels a grouping takes (a graph has at most as many). */
+#define KC_UNITS_MAX 256
+
+/** How `n` kernels group into units. */
+typedef struct kc_units {
+    size_t n;                  /**< number of units */
+    int unit_of[KC_UNITS_MAX]; /**< kernel → its unit */
+    int first[KC_UNITS_MAX];   /**< unit → its first kernel */
+    int slot[KC_UNITS_MAX];    /**< kernel → its index among its unit's names */
+} kc_units;
+
+/** Group kernels (n ≤ KC_UNITS_MAX) into units, in order of first appearance. */
+void kc_units_group(const kc_kernel_src *ks, size_t n, kc_units *u);
+
+/**
+ * Compile every unit for `target` on the shared worker pool; (*out)[unit] is the unit's image
+ * with its lowered names.  On failure the first failing unit's error is the last error,
+ * as "<label>: <NVRTC's message>", and nothing is returned.  *ms is the wall time.
+ */
+int kc_units_compile(const kc_kernel_src *ks, size_t n, const kc_units *u, const char *target, const char *label,
+                     kc_compiled ***out, double *ms);
+
+/** Free the result of kc_units_compile (`n` units); accepts NULL. */
+void kc_units_free(kc_compiled **v, size_t n);
+
+#endif

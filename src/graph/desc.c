@@ -1,0 +1,358 @@
+/*
+ * desc.c — graph descriptions: building a kc_graph_desc piece by piece, checking each piece
+ * as it comes, and freeing it.
+ *
+ * The one idea: every mistake a caller can make in a description (an unknown kernel, a step
+ * argument naming no tensor, an expression over an undeclared symbol, an option kcache
+ * refuses) is found here, when it is added, with the graph's and kernel's names — so the key,
+ * the compile and the launch paths only ever see descriptions that are whole and consistent.
+ *
+ * Callers: the public kc_graph_* builders (graph.h) and spec.c (JSON specs).  The storage is
+ * graph_internal.h's; the canonical bytes of a description are graph_key.c's and program.c's.
+ * Must not: compile, hash, or touch the cache.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "graph_internal.h"
+
+_Static_assert(KC_GRAPH_MAX_KERNELS <= KC_UNITS_MAX, "a graph's kernels must fit one grouping into compile units");
+
+static const struct { const char *name; kc_dtype t; } dtypes[] = {
+    {"f32", KC_DTYPE_F32}, {"f16", KC_DTYPE_F16}, {"bf16", KC_DTYPE_BF16}, {"f64", KC_DTYPE_F64},
+    {"i32", KC_DTYPE_I32}, {"i64", KC_DTYPE_I64}, {"i8", KC_DTYPE_I8}, {"u8", KC_DTYPE_U8},
+    {"bool", KC_DTYPE_BOOL}, {"f8e4m3", KC_DTYPE_F8E4M3}, {"f8e5m2", KC_DTYPE_F8E5M2},
+};
+
+kc_dtype kc_dtype_parse(const char *s) {
+    for (size_t i = 0; s && i < KC_ARRAY_LEN(dtypes); i++)
+        if (strcmp(s, dtypes[i].name) == 0) return dtypes[i].t;
+    return (kc_dtype)0;
+}
+
+int kc_graph_desc_new(kc_graph_desc **out, const char *name) {
+    if (!out) return kc_err(KC_EINVAL, "kc_graph_desc_new: out is NULL");
+    *out = NULL;
+    kc_graph_desc *d = kc_calloc(1, sizeof *d);
+    if (!d || !(d->name = kc_strdup(name ? name : "graph")) || !(d->backend = kc_strdup("cuda"))) {
+        kc_graph_desc_free(d);
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
+    *out = d;
+    return KC_OK;
+}
+
+static void free_strs(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+void kc_graph_desc_free(kc_graph_desc *d) {
+    if (!d) return;
+    for (size_t i = 0; i < d->nkernels; i++) {
+        gkernel *k = &d->kernels[i];
+        free(k->file); free(k->source); free(k->name); free(k->include_digest);
+        for (size_t h = 0; h < k->nheaders; h++) {
+            free((char *)k->headers[h].name);
+            free((char *)k->headers[h].source);
+        }
+        free(k->headers);
+        free_strs(k->options, k->noptions);
+    }
+    for (size_t i = 0; i < d->ntensors; i++)
+        for (int r = 0; r < KC_MAX_RANK; r++) free(d->tensors[i].sizes[r]), free(d->tensors[i].strides[r]);
+    for (size_t i = 0; i < d->nscratch; i++) free(d->scratch[i].bytes);
+    for (size_t i = 0; i < d->nsteps; i++) {
+        gstep *s = &d->steps[i];
+        for (int j = 0; j < 3; j++) free(s->grid[j]), free(s->block[j]);
+        free(s->shared);
+        free_strs(s->args, s->nargs);
+    }
+    for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
+    free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
+    free_strs(d->symbols, d->nsymbols);
+    free_strs(d->hooks, d->nhooks);
+    free(d->unhashed_hook);
+    free(d->runtime_meta);
+    free(d->name);
+    free(d->backend);
+    free(d);
+}
+
+const char *kc_graph_desc_name(const kc_graph_desc *d) { return d->name; }
+
+/* Grow an array by one zeroed element; returns it or NULL. */
+static void *grow(void **arr, size_t *n, size_t size) {
+    void *p = kc_realloc(*arr, (*n + 1) * size);
+    if (!p) return NULL;
+    *arr = p;
+    memset((char *)p + *n * size, 0, size);
+    return (char *)p + (*n)++ * size;
+}
+
+static char *dup_or_null(const char *s, int *oom) {
+    if (!s) return NULL;
+    char *d = kc_strdup(s);
+    if (!d) *oom = 1;
+    return d;
+}
+
+int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
+    if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
+    if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
+    char *norm;
+    int rc = kc_options_normalize(k, &norm); /* refuse bad options now, with the kernel's name */
+    if (rc) return kc_err_prefix(rc, "graph '%s', kernel '%s'", d->name, k->name);
+    free(norm);
+    gkernel *g = grow((void **)&d->kernels, &d->nkernels, sizeof *g);
+    if (!g) return kc_err(KC_ENOMEM, "graph: out of memory");
+    int oom = 0;
+    g->file = dup_or_null(k->file, &oom);
+    g->source = dup_or_null(k->source, &oom);
+    g->name = dup_or_null(k->name, &oom);
+    g->include_digest = dup_or_null(k->include_digest, &oom);
+    if (k->nheaders && !(g->headers = kc_calloc(k->nheaders, sizeof *g->headers))) oom = 1;
+    for (size_t h = 0; !oom && h < k->nheaders; h++, g->nheaders++) {
+        g->headers[h].name = dup_or_null(k->headers[h].name, &oom);
+        g->headers[h].source = dup_or_null(k->headers[h].source, &oom);
+    }
+    if (k->noptions && !(g->options = kc_calloc(k->noptions, sizeof *g->options))) oom = 1;
+    for (size_t o = 0; !oom && o < k->noptions; o++, g->noptions++) g->options[o] = dup_or_null(k->options[o], &oom);
+    if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (index) *index = (int)(d->nkernels - 1);
+    return KC_OK;
+}
+
+static int is_symbol_name(const char *s) {
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
+    return 1;
+}
+
+int kc_graph_is_uint(const char *s) {
+    if (!s || !*s || strlen(s) > 18) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+static int add_symbol(kc_graph_desc *d, const char *name) {
+    for (size_t i = 0; i < d->nsymbols; i++)
+        if (strcmp(d->symbols[i], name) == 0) return KC_OK;
+    char **slot = grow((void **)&d->symbols, &d->nsymbols, sizeof *slot);
+    if (!slot || !(*slot = kc_strdup(name))) {
+        if (slot) d->nsymbols--;
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
+    return KC_OK;
+}
+
+static int check_expr(const kc_graph_desc *d, const char *e, const char *what) {
+    int rc = kc_expr_check(e, (const char *const *)d->symbols, d->nsymbols);
+    return rc ? kc_err_prefix(rc, "graph '%s', %s", d->name, what) : KC_OK;
+}
+
+int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
+                       const char *const *strides, int requires_grad) {
+    if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
+        return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
+    if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    for (int r = 0; r < rank; r++) {
+        if (is_symbol_name(sizes[r])) {
+            int rc = add_symbol(d, sizes[r]);
+            if (rc) return rc;
+        } else if (!kc_graph_is_uint(sizes[r])) {
+            return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d must be an integer or a symbol, not '%s'",
+                          d->name, d->ntensors, r, sizes[r] ? sizes[r] : "(null)");
+        }
+    }
+    gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
+    if (!t) return kc_err(KC_ENOMEM, "graph: out of memory");
+    t->role = KC_ROLE_INPUT;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->requires_grad = requires_grad ? 1 : 0;
+    int oom = 0;
+    for (int r = 0; r < rank; r++) t->sizes[r] = dup_or_null(sizes[r], &oom);
+    /* Contiguous strides by default: the product of the later sizes, as an expression. */
+    for (int r = rank - 1; r >= 0 && !oom; r--) {
+        if (strides && strides[r]) {
+            t->strides[r] = dup_or_null(strides[r], &oom);
+        } else if (r == rank - 1) {
+            t->strides[r] = dup_or_null("1", &oom);
+        } else {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s%s%s", strcmp(t->strides[r + 1], "1") ? t->strides[r + 1] : "",
+                     strcmp(t->strides[r + 1], "1") ? "*" : "", t->sizes[r + 1]);
+            t->strides[r] = dup_or_null(buf, &oom);
+        }
+    }
+    if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
+    for (int r = 0; r < rank; r++) {
+        int rc = check_expr(d, t->strides[r], "input stride");
+        if (rc) return rc;
+    }
+    return KC_OK;
+}
+
+int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, int rank, const char *const *sizes) {
+    if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes) || (role != KC_ROLE_OUTPUT && role != KC_ROLE_SAVED))
+        return kc_err(KC_EINVAL, "kc_graph_add_tensor: bad role, rank or sizes");
+    if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    for (int r = 0; r < rank; r++) {
+        int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
+        if (rc) return rc;
+    }
+    gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
+    if (!t) return kc_err(KC_ENOMEM, "graph: out of memory");
+    t->role = role;
+    t->dtype = dtype;
+    t->rank = rank;
+    int oom = 0;
+    for (int r = 0; r < rank; r++) t->sizes[r] = dup_or_null(sizes[r], &oom);
+    return oom ? kc_err(KC_ENOMEM, "graph: out of memory") : KC_OK;
+}
+
+int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
+    if (!d || !bytes || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
+        return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
+    int rc = check_expr(d, bytes, "scratch size");
+    if (rc) return rc;
+    gscratch *s = grow((void **)&d->scratch, &d->nscratch, sizeof *s);
+    if (!s || !(s->bytes = kc_strdup(bytes))) return kc_err(KC_ENOMEM, "graph: out of memory");
+    s->pass = pass;
+    return KC_OK;
+}
+
+static size_t count_role(const kc_graph_desc *d, kc_tensor_role role) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->ntensors; i++) n += d->tensors[i].role == role;
+    return n;
+}
+
+/* Validate one step argument against the description. */
+static int check_arg(const kc_graph_desc *d, kc_pass pass, const char *a) {
+    static const struct { const char *prefix; int role; int fwd, bwd; } kinds[] = {
+        {"input:", KC_ROLE_INPUT, 1, 1},     {"output:", KC_ROLE_OUTPUT, 1, 1},
+        {"saved:", KC_ROLE_SAVED, 1, 1},     {"scratch:", KC_ROLE_SCRATCH, 1, 1},
+        {"grad_out:", KC_ROLE_OUTPUT, 0, 1}, {"grad_in:", KC_ROLE_INPUT, 0, 1},
+    };
+    if (!a) return kc_err(KC_EINVAL, "graph '%s': NULL step argument", d->name);
+    for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
+        size_t pl = strlen(kinds[k].prefix);
+        if (strncmp(a, kinds[k].prefix, pl) != 0) continue;
+        if (!kc_graph_is_uint(a + pl)) return kc_err(KC_EINVAL, "graph '%s': bad argument '%s'", d->name, a);
+        if (!(pass == KC_PASS_FORWARD ? kinds[k].fwd : kinds[k].bwd))
+            return kc_err(KC_EINVAL, "graph '%s': argument '%s' is not available in the %s pass", d->name, a,
+                          pass == KC_PASS_FORWARD ? "forward" : "backward");
+        size_t idx = (size_t)strtoull(a + pl, NULL, 10), have;
+        if (kinds[k].role == KC_ROLE_SCRATCH) {
+            have = 0;
+            for (size_t i = 0; i < d->nscratch; i++) have += d->scratch[i].pass == pass;
+        } else {
+            have = count_role(d, (kc_tensor_role)kinds[k].role);
+        }
+        if (idx >= have) return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no such tensor (%zu declared)", d->name, a, have);
+        return KC_OK;
+    }
+    if (strncmp(a, "sym:", 4) == 0) {
+        for (size_t i = 0; i < d->nsymbols; i++)
+            if (strcmp(d->symbols[i], a + 4) == 0) return KC_OK;
+        return kc_err(KC_EINVAL, "graph '%s': argument '%s' names an unknown symbol", d->name, a);
+    }
+    if (strcmp(a, "philox_seed") == 0 || strcmp(a, "philox_offset") == 0) return KC_OK;
+    if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) /* an expression's value */
+        return check_expr(d, a + 4, "step argument");
+    if (strncmp(a, "i32:", 4) == 0 || strncmp(a, "i64:", 4) == 0 || strncmp(a, "f32:", 4) == 0) {
+        char *end;
+        errno = 0;
+        if (a[1] == '3' && a[0] == 'f') strtod(a + 4, &end);
+        else strtoll(a + 4, &end, 10);
+        if (errno || end == a + 4 || *end) return kc_err(KC_EINVAL, "graph '%s': bad constant '%s'", d->name, a);
+        return KC_OK;
+    }
+    return kc_err(KC_EINVAL, "graph '%s': unknown argument kind '%s'", d->name, a);
+}
+
+int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
+                      const char *const block[3], const char *shared, const char *const *args, size_t nargs) {
+    if (!d || !grid || !block || (nargs && !args) || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
+        return kc_err(KC_EINVAL, "kc_graph_add_step: bad argument");
+    if (kernel < 0 || (size_t)kernel >= d->nkernels)
+        return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
+    if (d->nsteps >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
+    int rc;
+    for (int j = 0; j < 3; j++) {
+        if ((rc = check_expr(d, grid[j], "grid"))) return rc;
+        if ((rc = check_expr(d, block[j], "block"))) return rc;
+    }
+    if (shared && (rc = check_expr(d, shared, "shared memory"))) return rc;
+    for (size_t i = 0; i < nargs; i++)
+        if ((rc = check_arg(d, pass, args[i]))) return rc;
+    gstep *s = grow((void **)&d->steps, &d->nsteps, sizeof *s);
+    if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
+    s->pass = pass;
+    s->kernel = kernel;
+    int oom = 0;
+    for (int j = 0; j < 3; j++) s->grid[j] = dup_or_null(grid[j], &oom), s->block[j] = dup_or_null(block[j], &oom);
+    s->shared = dup_or_null(shared ? shared : "0", &oom);
+    if (nargs && !(s->args = kc_calloc(nargs, sizeof *s->args))) oom = 1;
+    for (size_t i = 0; !oom && i < nargs; i++, s->nargs++) s->args[i] = dup_or_null(args[i], &oom);
+    return oom ? kc_err(KC_ENOMEM, "graph: out of memory") : KC_OK;
+}
+
+int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {
+    if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
+    gwrapper *w = grow((void **)&d->wrappers, &d->nwrappers, sizeof *w);
+    if (!w || !(w->name = kc_strdup(name)) || (len && !(w->params = kc_malloc(len))))
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    w->version = version;
+    w->len = len;
+    if (len) memcpy(w->params, params, len);
+    return KC_OK;
+}
+
+int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash) {
+    if (!d || !name || !*name) return kc_err(KC_EINVAL, "kc_graph_add_hook: a name is required");
+    if (!cache_hash || !*cache_hash) {
+        d->hook_unhashed = 1;
+        if (!d->unhashed_hook && !(d->unhashed_hook = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
+        return KC_OK;
+    }
+    char **slot = grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
+    if (!slot || !(*slot = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
+    slot = grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
+    if (!slot || !(*slot = kc_strdup(cache_hash))) return kc_err(KC_ENOMEM, "out of memory");
+    return KC_OK;
+}
+
+int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
+    if (!d || (len && !data)) return kc_err(KC_EINVAL, "kc_graph_set_runtime_meta: bad argument");
+    uint8_t *p = kc_malloc(len);
+    if (!p) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (len) memcpy(p, data, len);
+    free(d->runtime_meta);
+    d->runtime_meta = p;
+    d->runtime_meta_len = len;
+    return KC_OK;
+}
+
+void kc_graph_set_globals(kc_graph_desc *d, uint64_t globals) { d->globals = globals; }
+
+int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
+    if (!d || !backend || !*backend) return kc_err(KC_EINVAL, "kc_graph_set_backend: bad argument");
+    char *b = kc_strdup(backend);
+    if (!b) return kc_err(KC_ENOMEM, "graph: out of memory");
+    free(d->backend);
+    d->backend = b;
+    return KC_OK;
+}
+
+kc_kernel_src kc_graph_kernel_src(const gkernel *g) {
+    kc_kernel_src k = {g->file, g->source, g->name, g->headers, g->nheaders, (const char *const *)g->options,
+                       g->noptions, g->include_digest};
+    return k;
+}

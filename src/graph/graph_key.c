@@ -1,0 +1,96 @@
+/*
+ * graph_key.c — the key of a graph description.
+ *
+ * The one idea: a description is reduced to canonical bytes — kernels with their sources and
+ * headers, the launch programs of both passes, the wrappers, runtime metadata, the inputs'
+ * metadata (symbolic sizes by their stable ids), saved-tensor hooks — and that, with the
+ * normalised options, the toolchain, the backend and the declared global state, is the key.
+ * The GPU architecture is not in the key: it picks the variant ([Note: variant selection]).
+ * Finer digests (per kernel source and options, per pass program) are noted for explain.
+ *
+ * Callers: lookup.c and explain.c, and kc_graph_key's public callers.  Changing any byte
+ * hashed here changes every key: the golden key test (tests/key) must then change with
+ * KC_ENTRY_FORMAT_VERSION.  Must not: read files or load the compiler (a hit needs neither).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "graph_internal.h"
+#include "program.h"
+
+int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
+    if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
+    if (kb_out) *kb_out = NULL;
+    int rc = kc_nvrtc_available();
+    if (rc) return rc;
+    kc_key_builder *kb;
+    if ((rc = kc_key_builder_new(&kb))) return rc;
+    kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
+    for (size_t i = 0; i < d->nkernels && !rc; i++) {
+        const gkernel *g = &d->kernels[i];
+        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.name", g->name);
+        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.file", g->file ? g->file : "");
+        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.source", g->source);
+        for (size_t h = 0; h < g->nheaders; h++) {
+            kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
+            kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
+        }
+        char *norm, label[64];
+        kc_kernel_src k = kc_graph_kernel_src(g);
+        if ((rc = kc_options_normalize(&k, &norm))) break;
+        kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
+        /* Finer digests, for explain: this kernel's source (with its headers) and options. */
+        kc_buf src = {0};
+        kc_buf_put_str(&src, g->source);
+        for (size_t h = 0; h < g->nheaders; h++) kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
+        snprintf(label, sizeof label, "kernels[%zu].source", i);
+        if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
+        else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
+        kc_buf_free(&src);
+        snprintf(label, sizeof label, "kernels[%zu].options", i);
+        if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
+        free(norm);
+        if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
+    }
+    kc_buf prog = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &prog);
+    size_t fwd_len = prog.len;
+    kc_program_encode(d, KC_PASS_BACKWARD, &prog);
+    if (!rc && !prog.failed) rc = kc_key_note(kb, "program.forward", prog.data, fwd_len);
+    if (!rc && !prog.failed) rc = kc_key_note(kb, "program.backward", prog.data + fwd_len, prog.len - fwd_len);
+    kc_wrappers_encode_items(d, &prog); /* the wrappers' bytes without their count */
+    if (prog.failed && !rc) rc = kc_err(KC_ENOMEM, "graph key: out of memory");
+    if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "program", prog.data, prog.len);
+    kc_buf_free(&prog);
+    if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "runtime_meta", d->runtime_meta, d->runtime_meta_len);
+    /* Inputs: symbolic sizes by the stable id of their symbol's name. */
+    for (size_t i = 0; i < d->ntensors && !rc; i++) {
+        const gtensor *t = &d->tensors[i];
+        if (t->role != KC_ROLE_INPUT) continue;
+        kc_tensor_meta m;
+        memset(&m, 0, sizeof m);
+        m.dtype = t->dtype;
+        m.device = KC_DEVICE_CUDA;
+        m.rank = t->rank;
+        m.requires_grad = t->requires_grad;
+        for (int r = 0; r < t->rank; r++) {
+            if (kc_graph_is_uint(t->sizes[r])) m.sizes[r].value = (int64_t)strtoll(t->sizes[r], NULL, 10);
+            else m.sizes[r].sym = t->sizes[r];
+            if (kc_graph_is_uint(t->strides[r])) m.strides[r].value = (int64_t)strtoll(t->strides[r], NULL, 10);
+            else m.strides[r].sym = t->strides[r];
+        }
+        rc = kc_key_add_tensor(kb, &m);
+    }
+    for (size_t i = 0; i + 1 < d->nhooks && !rc; i += 2) {
+        rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.name", d->hooks[i]);
+        if (!rc) rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.hash", d->hooks[i + 1]);
+    }
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", kc_nvrtc_toolchain());
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_BACKEND, "backend", d->backend);
+    if (!rc) rc = kc_key_add_u64(kb, KC_COMP_GLOBALS, "globals", d->globals);
+    if (!rc) rc = kc_key_finish(kb, out);
+    if (rc || !kb_out) kc_key_builder_free(kb);
+    else *kb_out = kb;
+    return rc;
+}

@@ -1,0 +1,151 @@
+/*
+ * kernels.c — the KERNELS section of an entry: its grammar, its writer and its reader.
+ *
+ * KERNELS section := nimages:u32 { target:str is_ptx:u8 len:u64 image[len] }
+ *                    nkernels:u32 { name:str lowered:str image:u32 }
+ *   str := len:u32 bytes[len] (1..4096 bytes, no NUL, when read back)
+ *   1 <= nimages, nkernels <= KC_GRAPH_MAX_KERNELS; image < nimages; len >= 1;
+ *   a PTX image is stored with its terminating NUL (the driver takes a C string).
+ *   Kernels that share a compile unit (compile/units.h) share one image.
+ *
+ * The reader trusts nothing: every count, length and index is checked, and trailing bytes
+ * are an error (KC_ECORRUPT).  Callers: lookup.c writes (kc_kernels_encode), loaded.c reads
+ * (kc_kernels_of) to load, and the public kc_entry_kernels / kc_entry_extract serve tools.
+ * Must not: hand the driver an image that did not pass this reader.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/fs.h"
+#include "../common/internal.h"
+#include "graph_internal.h"
+
+void kc_kernels_encode(kc_buf *k, const kc_graph_desc *d, const kc_units *u, const char *target, int is_ptx,
+                       kc_compiled *const *res) {
+    kc_buf_put_u32(k, (uint32_t)u->n);
+    for (size_t i = 0; i < u->n; i++) {
+        kc_buf_put_str(k, target);
+        kc_buf_put_u8(k, (uint8_t)(is_ptx ? 1 : 0));
+        /* PTX is stored with its NUL: the driver needs a terminated string. */
+        size_t il = res[i]->len + (is_ptx ? 1 : 0);
+        kc_buf_put_u64(k, il);
+        kc_buf_put(k, res[i]->image, il);
+    }
+    kc_buf_put_u32(k, (uint32_t)d->nkernels);
+    for (size_t i = 0; i < d->nkernels; i++) {
+        kc_buf_put_str(k, d->kernels[i].name);
+        kc_buf_put_str(k, res[u->unit_of[i]]->lowered_names[u->slot[i]]);
+        kc_buf_put_u32(k, (uint32_t)u->unit_of[i]);
+    }
+}
+
+/* Parse a KERNELS section into per-kernel views (strings copied into `strs`). */
+static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, size_t *nimages_out, char **strs) {
+    *out = NULL;
+    *n = 0;
+    *strs = NULL;
+    kc_reader r = kc_reader_make(data, len);
+    uint32_t nimg = kc_rd_next_u32(&r);
+    if (r.bad || nimg == 0 || nimg > KC_GRAPH_MAX_KERNELS) return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS image count");
+    struct { const char *target; int is_ptx; const uint8_t *image; size_t len; } imgs[KC_GRAPH_MAX_KERNELS];
+    char *s = kc_malloc(len + 4 * (size_t)KC_GRAPH_MAX_KERNELS + 1); /* every string, NUL-terminated */
+    if (!s) return kc_err(KC_ENOMEM, "out of memory");
+    char *sp = s;
+#define RD_STR(dst)                                                               \
+    do {                                                                          \
+        uint32_t l_ = kc_rd_next_u32(&r);                                         \
+        const uint8_t *b_ = kc_rd_bytes(&r, l_);                                  \
+        if (r.bad || l_ == 0 || l_ > 4096 || memchr(b_, 0, l_)) goto corrupt;     \
+        memcpy(sp, b_, l_);                                                       \
+        sp[l_] = '\0';                                                            \
+        (dst) = sp;                                                               \
+        sp += l_ + 1;                                                             \
+    } while (0)
+    for (uint32_t i = 0; i < nimg; i++) {
+        RD_STR(imgs[i].target);
+        imgs[i].is_ptx = kc_rd_next_u8(&r);
+        uint64_t il = kc_rd_next_u64(&r);
+        imgs[i].image = kc_rd_bytes(&r, (size_t)il);
+        imgs[i].len = (size_t)il;
+        if (r.bad || imgs[i].is_ptx > 1 || il == 0) goto corrupt;
+        if (imgs[i].is_ptx && imgs[i].image[il - 1] != 0) goto corrupt; /* PTX is stored with its NUL */
+    }
+    uint32_t count = kc_rd_next_u32(&r);
+    if (r.bad || count == 0 || count > KC_GRAPH_MAX_KERNELS) goto corrupt;
+    kimg *v = kc_calloc(count, sizeof *v);
+    if (!v) {
+        free(s);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        RD_STR(v[i].name);
+        RD_STR(v[i].lowered);
+        uint32_t ix = kc_rd_next_u32(&r);
+        if (r.bad || ix >= nimg) {
+            free(v);
+            goto corrupt;
+        }
+        v[i].image_index = ix;
+        v[i].target = imgs[ix].target;
+        v[i].is_ptx = imgs[ix].is_ptx;
+        v[i].image = imgs[ix].image;
+        v[i].len = imgs[ix].len;
+    }
+#undef RD_STR
+    if (r.left) {
+        free(v);
+        goto corrupt;
+    }
+    *out = v;
+    *n = count;
+    if (nimages_out) *nimages_out = nimg;
+    *strs = s;
+    return KC_OK;
+corrupt:
+    free(s);
+    return kc_err(KC_ECORRUPT, "corrupt entry: malformed KERNELS section");
+}
+
+int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char **strs) {
+    const void *data;
+    size_t len;
+    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
+    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
+    return parse_kernels(data, len, v, n, nimages, strs);
+}
+
+int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
+    kimg *v;
+    size_t n;
+    char *strs;
+    int rc = kc_kernels_of(e, &v, &n, NULL, &strs);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++) cb(v[i].name, v[i].lowered, v[i].target, v[i].is_ptx, v[i].len, ctx);
+    free(v);
+    free(strs);
+    return KC_OK;
+}
+
+int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
+    if (!e || !dir) return kc_err(KC_EINVAL, "kc_entry_extract: NULL argument");
+    kimg *v;
+    size_t n;
+    char *strs;
+    int rc = kc_kernels_of(e, &v, &n, NULL, &strs);
+    if (rc) return rc;
+    if ((rc = kc_fs_mkdirs(dir, 0755))) goto out;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX], base[200];
+        snprintf(base, sizeof base, "%s", v[i].lowered);
+        for (char *p = base; *p; p++) /* a file name, whatever the symbol holds */
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
+        snprintf(path, sizeof path, "%s/%s.%s.%s", dir, base, v[i].target, v[i].is_ptx ? "ptx" : "cubin");
+        if ((rc = kc_fs_write_atomic(path, v[i].image, v[i].len - (v[i].is_ptx ? 1 : 0)))) goto out;
+    }
+    if (count) *count = (int)n;
+out:
+    free(v);
+    free(strs);
+    return rc;
+}

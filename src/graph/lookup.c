@@ -1,0 +1,311 @@
+/*
+ * lookup.c — from a description to compiled, stored and loaded kernels: kc_graph_compile
+ * (compile-only, for prewarming a fleet) and kc_graph_get (a device's loaded graph).
+ *
+ * The one idea: a lookup computes the key once, then tries the cheapest place first — the
+ * process's loaded graphs, the local directory, the remote tier — under the device's ordered
+ * candidate variants ([Note: variant selection]); only a miss compiles, under the key's lock
+ * ([Note: single-flight]), and every outcome is counted exactly once.  A driver that refuses
+ * a stored image is a counted miss, never a failure.
+ *
+ * Callers: the public API (graph.h), the prewarm part, the guard part.  Must not: store a
+ * graph whose source is not cacheable (__DATE__ …), load an entry without full validation,
+ * or fail a lookup because of the cache (cache trouble costs a miss).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../cache/internal.h"
+#include "../common/internal.h"
+#include "graph_internal.h"
+#include "kcache/cuda.h"
+#include "kcache/target.h"
+#include "program.h"
+
+static int has_backward(const kc_graph_desc *d) {
+    for (size_t i = 0; i < d->nsteps; i++)
+        if (d->steps[i].pass == KC_PASS_BACKWARD) return 1;
+    return 0;
+}
+
+/* Build the entry of a compiled graph. */
+static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
+                      const char *target, kc_compiled **res, kc_entry **out) {
+    kc_entry *e;
+    int rc = kc_entry_new(&e, key, target);
+    if (rc) return rc;
+    kc_target t;
+    kc_target_parse(target, &t);
+    kc_buf k = {0}, fw = {0}, bw = {0}, wr = {0};
+    kc_kernels_encode(&k, d, u, target, t.ptx, res);
+    kc_program_encode(d, KC_PASS_FORWARD, &fw);
+    if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
+    kc_wrappers_encode(d, &wr);
+    if (k.failed || fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_KERNELS, k.data, k.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
+    if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
+    if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
+    if (!rc) rc = kc_entry_add_key_digests(e, kb);
+    if (!rc) rc = kc_entry_set_toolchain(e, kc_nvrtc_toolchain());
+    kc_buf_free(&k);
+    kc_buf_free(&fw);
+    kc_buf_free(&bw);
+    kc_buf_free(&wr);
+    if (rc) {
+        kc_entry_free(e);
+        return rc;
+    }
+    *out = e;
+    return KC_OK;
+}
+
+static const char *first_uncacheable(const kc_graph_desc *d) {
+    if (d->hook_unhashed) return "a saved-tensor hook has no cache hash";
+    for (size_t i = 0; i < d->nkernels; i++) {
+        kc_kernel_src k = kc_graph_kernel_src(&d->kernels[i]);
+        const char *why;
+        if (!kc_kernel_cacheable(&k, &why)) return why;
+    }
+    return NULL;
+}
+
+static double us_since(uint64_t t0) { return (double)(kc_mono_ns() - t0) / 1e3; }
+
+/* Compile for `target`, store unless bypassed; *entry_out (may be NULL) gets the entry. */
+static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
+                             const char *target, kc_graph_info *info, kc_entry **entry_out) {
+    const char *bypass = first_uncacheable(d);
+    kc_compiled **res = NULL;
+    kc_kernel_src ks[KC_GRAPH_MAX_KERNELS];
+    for (size_t i = 0; i < d->nkernels; i++) ks[i] = kc_graph_kernel_src(&d->kernels[i]);
+    kc_units u;
+    kc_units_group(ks, d->nkernels, &u);
+    char label[300];
+    snprintf(label, sizeof label, "graph '%s'", d->name);
+    int rc = kc_units_compile(ks, d->nkernels, &u, target, label, &res, &info->compile_ms);
+    if (rc) {
+        kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
+        return rc;
+    }
+    kc_entry *e = NULL;
+    rc = make_entry(d, &u, key, kb, target, res, &e);
+    kc_units_free(res, u.n);
+    if (rc) return rc;
+    snprintf(info->variant, sizeof info->variant, "%s", target);
+    if (bypass) {
+        info->source = KC_FROM_BYPASS;
+        snprintf(info->miss_reason, sizeof info->miss_reason, "not cacheable: %s", bypass);
+        kc_cache_count(c, key, KC_STAT_BYPASSES, 1);
+        kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, bypass);
+    } else {
+        info->source = KC_FROM_COMPILE;
+        kc_cache_count(c, key, KC_STAT_COMPILES, 1);
+        int prc = kc_cache_put(c, e);
+        info->store_status = prc;
+        if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
+            kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
+    }
+    if (entry_out) *entry_out = e;
+    else kc_entry_free(e);
+    return KC_OK;
+}
+
+/*
+ * [Note: single-flight] A miss compiles under the key+variant's lock.  A process that finds
+ * the lock held waits, polling every few milliseconds, for the entry to appear (then it is
+ * a hit) or for the lock to come free (the holder finished without storing, or died: the
+ * kernel released its flock) — then it takes over.  The wait is bounded (KCACHE_LOCK_WAIT
+ * seconds, default 600): past it, it compiles without the lock rather than fail.
+ */
+/* If key.target is stored now, take it as a disk hit (with why) and return 1. */
+static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_graph_info *info, const char *why,
+                       kc_entry **entry_out) {
+    kc_entry *e;
+    if (kc_cache_get_local_(c, key, target, &e) != KC_OK) return 0;
+    info->source = KC_FROM_DISK;
+    snprintf(info->variant, sizeof info->variant, "%s", target);
+    snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
+    if (entry_out) *entry_out = e;
+    else kc_entry_free(e);
+    return 1;
+}
+
+static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
+                         const char *target, kc_graph_info *info, kc_entry **entry_out) {
+    const char *w = getenv("KCACHE_LOCK_WAIT");
+    double wait_s = w && *w ? strtod(w, NULL) : 600.0;
+    uint64_t deadline = kc_mono_ns() + (uint64_t)(wait_s > 0 ? wait_s * 1e9 : 0);
+    int waited = 0;
+    for (;;) {
+        kc_lock *lk = NULL;
+        int rc = kc_cache_trylock(c, key, target, &lk);
+        if (rc == KC_OK) {
+            /* Someone may have stored it between our miss and the lock. */
+            if (take_stored(c, key, target, info, "stored by another process meanwhile", entry_out)) {
+                kc_cache_unlock(lk);
+                return KC_OK;
+            }
+            rc = compile_and_store(c, d, key, kb, target, info, entry_out);
+            kc_cache_unlock(lk);
+            return rc;
+        }
+        if (rc != KC_EBUSY || kc_mono_ns() > deadline) {
+            if (rc == KC_EBUSY) kc_log(KC_LOG_GRAPH, "%s: waited %.0f s for another compile; compiling", d->name, wait_s);
+            else kc_log(KC_LOG_GRAPH, "%s: no compile lock (%s); compiling", d->name, kc_error_last()->message);
+            return compile_and_store(c, d, key, kb, target, info, entry_out);
+        }
+        if (!waited++) kc_log(KC_LOG_GRAPH, "%s: another process compiles %s; waiting", d->name, target);
+        if (take_stored(c, key, target, info, "waited for another process's compile", entry_out)) return KC_OK;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void info_init(kc_graph_info *info, const kc_key *key) {
+    memset(info, 0, sizeof *info);
+    kc_key_to_hex(key, info->key);
+}
+
+/* The common start of a lookup: the key, its digests, and the info record. */
+static int lookup_begin(const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
+    *t0 = kc_mono_ns();
+    int rc = kc_graph_key(d, key, kb);
+    if (rc) return rc;
+    info_init(info, key);
+    info->key_us = us_since(*t0);
+    info->kernels = (int)d->nkernels;
+    return KC_OK;
+}
+
+int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+    kc_graph_info local;
+    kc_graph_info *info = info_out ? info_out : &local;
+    memset(info, 0, sizeof *info);
+    if (!c || !d || !target) return kc_err(KC_EINVAL, "kc_graph_compile: NULL argument");
+    kc_target t;
+    int rc = kc_target_parse(target, &t);
+    if (rc) return rc;
+    uint64_t t0;
+    kc_key key;
+    kc_key_builder *kb;
+    if ((rc = lookup_begin(d, info, &key, &kb, &t0))) return rc;
+    uint64_t t1 = kc_mono_ns();
+    kc_entry *e = NULL;
+    int cacheable = first_uncacheable(d) == NULL;
+    int got = cacheable ? kc_cache_get_local_(c, &key, target, &e) : KC_MISS; /* one read, no stat first */
+    int corrupt = got == KC_ECORRUPT;
+    if (got == KC_OK) {
+        info->lookup_us = us_since(t1);
+        info->source = KC_FROM_DISK;
+        snprintf(info->variant, sizeof info->variant, "%s", target);
+        kc_entry_free(e);
+    } else if (cacheable && kc_cache_remote_fetch_(c, &key, &target, 1, NULL, &e) == KC_OK) {
+        info->lookup_us = us_since(t1);
+        info->source = KC_FROM_REMOTE;
+        snprintf(info->variant, sizeof info->variant, "%s", target);
+        kc_entry_free(e);
+    } else {
+        if (cacheable) {
+            kc_cache_count(c, &key, KC_STAT_MISSES, 1);
+            snprintf(info->miss_reason, sizeof info->miss_reason, corrupt ? "stored entry was corrupt" : "no entry for %s", target);
+        }
+        info->lookup_us = us_since(t1);
+        rc = cacheable ? single_flight(c, d, &key, kb, target, info, NULL)
+                       : compile_and_store(c, d, &key, kb, target, info, NULL);
+    }
+    info->total_us = us_since(t0);
+    kc_key_builder_free(kb);
+    return rc;
+}
+
+int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+    kc_graph_info local;
+    kc_graph_info *info = info_out ? info_out : &local;
+    memset(info, 0, sizeof *info);
+    if (!c || !d || !out) return kc_err(KC_EINVAL, "kc_graph_get: NULL argument");
+    *out = NULL;
+    int major, minor, rc = kc_cuda_capability(device, &major, &minor);
+    if (rc) return rc;
+    uint64_t t0;
+    kc_key key;
+    kc_key_builder *kb;
+    if ((rc = lookup_begin(d, info, &key, &kb, &t0))) return rc;
+    uint64_t t1 = kc_mono_ns();
+    *out = kc_loaded_find(&key, device);
+    if (*out) {
+        info->source = KC_FROM_MEMORY;
+        snprintf(info->variant, sizeof info->variant, "%s", (*out)->variant);
+        kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1);
+        info->lookup_us = us_since(t1);
+        info->total_us = us_since(t0);
+        kc_key_builder_free(kb);
+        return KC_OK;
+    }
+    kc_graph *g = NULL;
+    char cand[KC_TARGET_CANDIDATES_MAX][16];
+    size_t nc = first_uncacheable(d) ? 0 : kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
+    for (size_t i = 0; i < nc && !g; i++) {
+        kc_entry *e;
+        if (kc_cache_get_local_(c, &key, cand[i], &e) != KC_OK) continue; /* absent, or corrupt: quarantined */
+        info->lookup_us = us_since(t1);
+        uint64_t t2 = kc_mono_ns();
+        rc = kc_graph_load(e, &key, device, &g);
+        info->load_us = us_since(t2);
+        kc_entry_free(e);
+        if (rc == KC_EDRIVER) { /* refused by this driver: a miss, counted */
+            kc_cache_count(c, &key, KC_STAT_LOAD_REFUSED, 1);
+            snprintf(info->miss_reason, sizeof info->miss_reason, "driver refused %s", cand[i]);
+            kc_log(KC_LOG_LOAD, "%s: %s", d->name, kc_error_last()->message);
+            continue;
+        }
+        if (rc) break;
+        info->source = KC_FROM_DISK;
+        snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
+    }
+    if (!g && !rc && nc) { /* the remote tier: the first present candidate, in one round trip */
+        const char *cp[KC_TARGET_CANDIDATES_MAX];
+        for (size_t i = 0; i < nc; i++) cp[i] = cand[i];
+        size_t w;
+        kc_entry *e;
+        if (kc_cache_remote_fetch_(c, &key, cp, nc, &w, &e) == KC_OK) {
+            info->lookup_us = us_since(t1);
+            uint64_t t2 = kc_mono_ns();
+            rc = kc_graph_load(e, &key, device, &g);
+            info->load_us = us_since(t2);
+            kc_entry_free(e);
+            if (rc == KC_EDRIVER) {
+                kc_cache_count(c, &key, KC_STAT_LOAD_REFUSED, 1);
+                snprintf(info->miss_reason, sizeof info->miss_reason, "driver refused remote %s", cand[w]);
+                rc = KC_OK;
+            } else if (!rc) {
+                info->source = KC_FROM_REMOTE;
+                snprintf(info->variant, sizeof info->variant, "%s", cand[w]);
+            }
+        }
+    }
+    if (!g && !rc) {
+        char target[16];
+        kc_variant_for_device(major, minor, target);
+        if (!info->miss_reason[0]) {
+            snprintf(info->miss_reason, sizeof info->miss_reason, "%s", nc ? "no usable variant stored" : "not cacheable");
+            if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
+        }
+        info->lookup_us = us_since(t1);
+        kc_entry *e = NULL;
+        rc = nc ? single_flight(c, d, &key, kb, target, info, &e) : compile_and_store(c, d, &key, kb, target, info, &e);
+        if (!rc) {
+            uint64_t t2 = kc_mono_ns();
+            rc = kc_graph_load(e, &key, device, &g);
+            info->load_us = us_since(t2);
+        }
+        kc_entry_free(e);
+    }
+    kc_key_builder_free(kb);
+    if (rc) return rc;
+    *out = kc_loaded_publish(g, info->source != KC_FROM_BYPASS);
+    info->total_us = us_since(t0);
+    return KC_OK;
+}

@@ -1,0 +1,286 @@
+/*
+ * run.c — running a loaded graph's passes: forward (outputs and saved tensors allocated
+ * through the caller's allocator or the driver's stream-ordered one), backward from what the
+ * forward saved, and the saved record's lifetime.
+ *
+ * The one idea: a launch program (program.h) knows shapes, dimensions and arguments as
+ * expressions; this file binds them to one call's tensors and stream and launches each step,
+ * freeing on every error path what it allocated.  Nothing here synchronises the stream.
+ *
+ * Callers: the public kc_graph_forward/backward and kc_saved_free; loaded.c (the graph's own
+ * forward is the base of its wrapper chain); cudagraph.c (kc_saved_clone, kc_dev_alloc).
+ * Must not: launch a step whose arguments did not pass the program's checks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "../cuda/internal.h"
+#include "graph_internal.h"
+#include "kcache/cuda.h"
+#include "program.h"
+
+int kc_dev_alloc(const kc_allocator *a, size_t bytes, void *stream, void **out) {
+    if (a && a->alloc) {
+        *out = a->alloc(a->ctx, bytes ? bytes : 1, stream);
+        return *out ? KC_OK : kc_err(KC_ENOMEM, "the caller's allocator returned NULL for %zu bytes", bytes);
+    }
+    return kc_cuda_malloc(out, bytes, stream);
+}
+
+void kc_dev_free(const kc_allocator *a, void *p, void *stream) {
+    if (!p) return;
+    if (a && a->free) a->free(a->ctx, p, stream);
+    else if (!a || !a->alloc) kc_cuda_free(p, stream);
+}
+
+void kc_tensor_release(kc_tensor *t, void *stream, const kc_allocator *alloc) {
+    if (!t || !t->data) return;
+    kc_dev_free(alloc, t->data, stream);
+    t->data = NULL;
+}
+
+typedef struct bindings {
+    const kc_tensor *inputs, *outputs, *saved, *grad_out, *grad_in;
+    size_t ninputs, noutputs, nsaved, ngrad_out, ngrad_in;
+    void **scratch;
+    size_t nscratch;
+} bindings;
+
+static int resolve(void *ctx, int role, size_t i, void **ptr) {
+    const bindings *b = ctx;
+    const kc_tensor *v = NULL;
+    size_t n = 0;
+    switch (role) {
+    case KC_ROLE_INPUT: v = b->inputs, n = b->ninputs; break;
+    case KC_ROLE_OUTPUT: v = b->outputs, n = b->noutputs; break;
+    case KC_ROLE_SAVED: v = b->saved, n = b->nsaved; break;
+    case KC_ROLE_GRAD_OUT: v = b->grad_out, n = b->ngrad_out; break;
+    case KC_ROLE_GRAD_IN: v = b->grad_in, n = b->ngrad_in; break;
+    case KC_ROLE_SCRATCH:
+        if (i >= b->nscratch) return kc_err(KC_ECORRUPT, "no scratch %zu", i);
+        *ptr = b->scratch[i];
+        return KC_OK;
+    default: return kc_err(KC_ECORRUPT, "unknown tensor role %d", role);
+    }
+    if (!v || i >= n) return kc_err(KC_EINVAL, "the call provides no tensor %zu of role %d", i, role);
+    *ptr = v[i].data;
+    return KC_OK;
+}
+
+/* Allocate scratch, launch every step, free scratch (stream-ordered). */
+static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bindings *b, void *stream,
+                     const kc_allocator *alloc, const uint64_t *philox) {
+    void *scratch[64] = {0};
+    if (p->nscratch > 64) return kc_err(KC_ECORRUPT, "too many scratch buffers");
+    int rc = KC_OK;
+    for (size_t i = 0; i < p->nscratch && !rc; i++) {
+        size_t bytes;
+        rc = kc_program_scratch_bytes(p, i, syms, &bytes);
+        if (!rc) rc = kc_dev_alloc(alloc, bytes, stream, &scratch[i]);
+    }
+    b->scratch = scratch;
+    b->nscratch = p->nscratch;
+    for (size_t i = 0; i < p->nsteps && !rc; i++) {
+        unsigned grid[3], block[3], shared;
+        kc_argval vals[256];
+        void *args[256];
+        rc = kc_program_dims(p, i, syms, grid, block, &shared);
+        if (!rc) rc = kc_program_args(p, i, syms, resolve, b, philox, vals, args);
+        if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
+        if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
+    }
+    for (size_t i = 0; i < p->nscratch; i++) kc_dev_free(alloc, scratch[i], stream);
+    return rc;
+}
+
+/* Allocate the tensors of a role with the program's shapes. */
+static int alloc_role(const kc_program *p, int role, const int64_t *syms, kc_tensor *out, size_t n,
+                      void *stream, const kc_allocator *alloc) {
+    for (size_t i = 0; i < n; i++) {
+        const ptensor *t = kc_program_tensor(p, role, i);
+        size_t bytes;
+        int rc = t ? kc_program_shape(p, t, syms, &out[i], &bytes) : kc_err(KC_ECORRUPT, "no tensor %zu", i);
+        if (!rc) rc = kc_dev_alloc(alloc, bytes, stream, &out[i].data);
+        if (rc) {
+            for (size_t k = 0; k < i; k++) kc_tensor_release(&out[k], stream, alloc);
+            return rc;
+        }
+    }
+    return KC_OK;
+}
+
+int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
+    kc_graph *g = ctx;
+    const kc_program *p = g->fwd;
+    size_t nout = kc_program_count(p, KC_ROLE_OUTPUT), nsaved = kc_program_count(p, KC_ROLE_SAVED);
+    if (c->noutputs != nout) return kc_err(KC_EINVAL, "the graph has %zu outputs, room for %zu given", nout, c->noutputs);
+    int64_t *syms = kc_calloc(p->nsyms + 1, sizeof *syms);
+    kc_tensor *saved = kc_calloc(nsaved + 1, sizeof *saved);
+    if (!syms || !saved) {
+        free(syms);
+        free(saved);
+        return kc_err(KC_ENOMEM, "forward: out of memory");
+    }
+    int rc = kc_cuda_push(g->device);
+    int pushed = rc == KC_OK, outs = 0, sv = 0;
+    if (!rc) rc = kc_program_bind(p, c->inputs, c->ninputs, syms);
+    if (!rc && !(rc = alloc_role(p, KC_ROLE_OUTPUT, syms, c->outputs, nout, c->stream, c->alloc))) outs = 1;
+    if (!rc && !(rc = alloc_role(p, KC_ROLE_SAVED, syms, saved, nsaved, c->stream, c->alloc))) sv = 1;
+    if (!rc) {
+        bindings b = {c->inputs, c->outputs, saved, NULL, NULL, c->ninputs, nout, nsaved, 0, 0, NULL, 0};
+        uint64_t philox[2] = {c->philox_seed, c->philox_offset};
+        rc = run_steps(g, p, syms, &b, c->stream, c->alloc, c->philox_set ? philox : NULL);
+    }
+    kc_saved *s = NULL;
+    if (!rc && c->saved) {
+        s = kc_calloc(1, sizeof *s);
+        if (s) {
+            s->inputs = kc_calloc(c->ninputs + 1, sizeof *s->inputs);
+            s->outputs = kc_calloc(nout + 1, sizeof *s->outputs);
+        }
+        if (!s || !s->inputs || !s->outputs) {
+            if (s) free(s->inputs), free(s->outputs);
+            free(s);
+            s = NULL;
+            rc = kc_err(KC_ENOMEM, "forward: out of memory");
+        } else {
+            __atomic_add_fetch(&g->refs, 1, __ATOMIC_ACQ_REL);
+            s->g = g;
+            s->syms = syms;
+            s->saved = saved;
+            s->nsaved = nsaved;
+            memcpy(s->inputs, c->inputs, c->ninputs * sizeof *s->inputs);
+            memcpy(s->outputs, c->outputs, nout * sizeof *s->outputs);
+            s->ninputs = c->ninputs;
+            s->noutputs = nout;
+            if (c->alloc) s->alloc = *c->alloc, s->has_alloc = 1;
+            s->philox[0] = c->philox_seed;
+            s->philox[1] = c->philox_offset;
+            s->philox_set = c->philox_set;
+            *c->saved = s;
+            syms = NULL;
+            saved = NULL;
+        }
+    }
+    if (saved && sv)
+        for (size_t i = 0; i < nsaved; i++) kc_tensor_release(&saved[i], c->stream, c->alloc);
+    if (rc && outs)
+        for (size_t i = 0; i < nout; i++) kc_tensor_release(&c->outputs[i], c->stream, c->alloc);
+    if (pushed) kc_cuda_pop();
+    free(syms);
+    free(saved);
+    return rc;
+}
+
+int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                         kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng) {
+    if (!g || (ninputs && !inputs) || (noutputs && !outputs)) return kc_err(KC_EINVAL, "kc_graph_forward: bad argument");
+    if (saved) *saved = NULL;
+    kc_forward_call c = {g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, 0, 0, 0};
+    return kc_wrapper_chain_call(g->chain, &c);
+}
+
+int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                     kc_saved **saved, void *stream, const kc_allocator *alloc) {
+    return kc_graph_forward_rng(g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, NULL);
+}
+
+int kc_graph_backward(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, size_t n, kc_tensor *grad_inputs,
+                      size_t ninputs, void *stream) {
+    if (!g || !s || s->g != g || (n && !grad_outputs) || (ninputs && !grad_inputs))
+        return kc_err(KC_EINVAL, "kc_graph_backward: bad argument (saved must come from this graph's forward)");
+    if (!g->bwd) return kc_err(KC_EINVAL, "the graph has no backward pass");
+    if (n != s->noutputs || ninputs != s->ninputs)
+        return kc_err(KC_EINVAL, "backward takes %zu gradients and gives %zu; %zu and %zu given", s->noutputs, s->ninputs, n, ninputs);
+    for (size_t i = 0; i < n; i++)
+        if (grad_outputs[i].rank != s->outputs[i].rank ||
+            memcmp(grad_outputs[i].sizes, s->outputs[i].sizes, sizeof(int64_t) * (size_t)s->outputs[i].rank) != 0)
+            return kc_err(KC_EINVAL, "grad_outputs[%zu] does not have output %zu's shape", i, i);
+    const kc_allocator *alloc = s->has_alloc ? &s->alloc : NULL;
+    int rc = kc_cuda_push(g->device);
+    if (rc) return rc;
+    rc = alloc_role(g->bwd, KC_ROLE_INPUT, s->syms, grad_inputs, ninputs, stream, alloc);
+    if (!rc) {
+        bindings b = {s->inputs, s->outputs, s->saved, grad_outputs, grad_inputs, s->ninputs, s->noutputs, s->nsaved,
+                      n, ninputs, NULL, 0};
+        rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL);
+        if (rc)
+            for (size_t i = 0; i < ninputs; i++) kc_tensor_release(&grad_inputs[i], stream, alloc);
+    }
+    kc_cuda_pop();
+    return rc;
+}
+
+void kc_saved_free(kc_saved *s, void *stream) {
+    if (!s) return;
+    const kc_allocator *alloc = s->has_alloc ? &s->alloc : NULL;
+    if (kc_cuda_push(s->g->device) == KC_OK) {
+        for (size_t i = 0; i < s->nsaved; i++) kc_tensor_release(&s->saved[i], stream, alloc);
+        kc_cuda_pop();
+    }
+    kc_graph_release(s->g);
+    free(s->saved);
+    free(s->syms);
+    free(s->inputs);
+    free(s->outputs);
+    free(s);
+}
+
+size_t kc_tensor_span(const kc_tensor *t) {
+    uint64_t last = 0;
+    for (int r = 0; r < t->rank; r++) {
+        if (t->sizes[r] <= 0) return 0;
+        last += (uint64_t)(t->sizes[r] - 1) * (uint64_t)(t->strides[r] < 0 ? -t->strides[r] : t->strides[r]);
+    }
+    return (size_t)((last + 1) * kc_dtype_size(t->dtype));
+}
+
+void kc_saved_free_shell(kc_saved *s) {
+    if (!s) return;
+    free(s->saved);
+    free(s->syms);
+    free(s->inputs);
+    free(s->outputs);
+    free(s);
+}
+
+int kc_saved_clone(kc_saved **out, const kc_saved *src, const kc_forward_call *c) {
+    *out = NULL;
+    kc_saved *s = kc_calloc(1, sizeof *s);
+    if (!s) return kc_err(KC_ENOMEM, "out of memory");
+    const kc_program *p = c->graph->fwd;
+    s->syms = kc_calloc(p->nsyms + 1, sizeof *s->syms);
+    s->saved = kc_calloc(src->nsaved + 1, sizeof *s->saved);
+    s->inputs = kc_calloc(c->ninputs + 1, sizeof *s->inputs);
+    s->outputs = kc_calloc(c->noutputs + 1, sizeof *s->outputs);
+    if (!s->syms || !s->saved || !s->inputs || !s->outputs) {
+        kc_saved_free_shell(s);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    memcpy(s->syms, src->syms, p->nsyms * sizeof *s->syms);
+    memcpy(s->inputs, c->inputs, c->ninputs * sizeof *s->inputs);
+    memcpy(s->outputs, c->outputs, c->noutputs * sizeof *s->outputs);
+    s->ninputs = c->ninputs;
+    s->noutputs = c->noutputs;
+    if (c->alloc) s->alloc = *c->alloc, s->has_alloc = 1;
+    int rc = KC_OK;
+    size_t i;
+    for (i = 0; i < src->nsaved && !rc; i++) {
+        s->saved[i] = src->saved[i];
+        s->saved[i].data = NULL;
+        size_t bytes = kc_tensor_span(&src->saved[i]);
+        rc = kc_dev_alloc(c->alloc, bytes, c->stream, &s->saved[i].data);
+        if (!rc) rc = kc_cuda_copy_async(s->saved[i].data, src->saved[i].data, bytes, c->stream);
+    }
+    if (rc) {
+        for (size_t k = 0; k < i; k++) kc_dev_free(c->alloc, s->saved[k].data, c->stream);
+        kc_saved_free_shell(s);
+        return rc;
+    }
+    s->nsaved = src->nsaved;
+    __atomic_add_fetch(&c->graph->refs, 1, __ATOMIC_ACQ_REL);
+    s->g = c->graph;
+    *out = s;
+    return KC_OK;
+}
