@@ -158,6 +158,15 @@ KC_API int kc_entry_seal(void **data, size_t *len, const void *key, size_t key_l
  */
 KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key_len);
 
+/**
+ * Decode and validate an entry (as kc_entry_decode) that must be the one asked for: it must
+ * hold `key` and `variant`.  KC_ECORRUPT ("it holds another key or variant than its name")
+ * when it holds another, as for any other defect; KC_ENOMEM; KC_EINVAL for a NULL argument.
+ * The one identity check of the library: every read from a store goes through it.  `*out`
+ * (NULL unless KC_OK) is the caller's, freed with kc_entry_free; `data` is not retained.
+ */
+KC_API int kc_entry_decode_as(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant);
+
 #ifdef __cplusplus
 }
 #endif

@@ -509,3 +509,20 @@ int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key
         return kc_err(KC_EPERM, "the entry's MAC does not match (altered, or written with another key)");
     return KC_OK;
 }
+
+/* The identity check: a store name promises a key and a variant, and only an entry that keeps
+ * the promise is used (one place, for every tier, verify and export). */
+int kc_entry_decode_as(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant) {
+    if (!out) return kc_err(KC_EINVAL, "kc_entry_decode_as: NULL argument");
+    *out = NULL;
+    if (!key || !variant) return kc_err(KC_EINVAL, "kc_entry_decode_as: NULL argument");
+    kc_entry *e;
+    int rc = kc_entry_decode(&e, data, len);
+    if (rc) return rc;
+    if (memcmp(e->key.bytes, key->bytes, sizeof key->bytes) != 0 || strcmp(e->variant, variant) != 0) {
+        kc_entry_free(e);
+        return CORRUPT("it holds another key or variant than its name");
+    }
+    *out = e;
+    return KC_OK;
+}
