@@ -8,6 +8,7 @@
  *   target.h  target names (sm_90, sm_100f, compute_80), variant selection
  *   entry.h   the entry format (grammar at its top)
  *   stats.h   statistic ids
+ *   store.h   the store under a cache: gc report, remote tier limits and state
  *   cache.h   kc_cache_open, get/put by key and variant, gc, verify
  *   graph.h   graph descriptions, compile/get, forward/backward
  *   prewarm.h manifests and kc_prewarm
@@ -22,6 +23,7 @@
 #include "kcache/target.h"
 #include "kcache/entry.h"
 #include "kcache/stats.h"
+#include "kcache/store.h"
 #include "kcache/cache.h"
 #include "kcache/compile.h"
 #include "kcache/cuda.h"

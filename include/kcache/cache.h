@@ -2,7 +2,8 @@
  * kcache/cache.h — opening a cache, and getting and putting entries by key and variant.
  *
  * A kc_cache is the front door: it resolves its configuration (options, then environment
- * overrides), owns the local directory store, and keeps the statistics.  A kc_cache is
+ * overrides), builds the tiers beneath it (the local directory store first, then any remote:
+ * [Note: tiers] in src/store/tiers.h), and keeps the statistics.  A kc_cache is
  * safe to use from many threads at once, and many processes may share one directory:
  * writes are atomic (temporary file, fsync, rename), so a reader sees the old entry or the
  * new one, never a torn one.
@@ -18,7 +19,7 @@
 #include "entry.h"
 #include "key.h"
 #include "stats.h"
-#include "sys/store.h"
+#include "store.h" /* KC_OPEN_READONLY, KC_OPEN_ALLOW_UNSAFE_DIR, kc_gc_report, the remote's types */
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,13 +31,10 @@ extern "C" {
 /** Default size limit of the local directory: 5 GiB. */
 #define KC_DEFAULT_MAX_SIZE (5ull << 30)
 
-/** Flags of kc_options.flags. */
+/* Flags of kc_options.flags.  KC_OPEN_READONLY (0x2) and KC_OPEN_ALLOW_UNSAFE_DIR (0x8), which
+ * the store honours, are in kcache/store.h; the bits are one space. */
 #define KC_OPEN_NO_ENV 0x1u        /**< Ignore KCACHE_* environment overrides. */
-#define KC_OPEN_READONLY 0x2u      /**< Never write (as KCACHE_READONLY=1). */
 #define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
-/** Accept a cache directory that is a symbolic link, is not ours, or that others could write
- *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
-#define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
 /** The fields these options set (dir, max_size, remote) win over KCACHE_DIR, KCACHE_MAX_SIZE and
  *  KCACHE_REMOTE; the environment still fills the fields left unset.  For a command line, whose
@@ -53,12 +51,8 @@ extern "C" {
  * KCACHE_REMOTE_QUEUE (writes queued at most); authentication: KCACHE_HMAC_KEY (the key's
  * bytes) or KCACHE_HMAC_KEY_FILE (a file holding them).
  *
- * [Note: tiers] Lookups go memory → local directory → remote; a remote hit is validated
- * (and, with an HMAC key, authenticated before anything past its fixed header is parsed),
- * then written to the local directory.  New entries go to the local directory, then to the
- * remote through one background writer with a bounded queue (full: the write is dropped
- * and counted).  A remote error or timeout is a miss plus a counter, and opens the
- * remote's circuit breaker (kc_redis_config).
+ * Lookups go memory → local directory → remote, and a remote hit is written back to the
+ * local directory: see [Note: tiers] in src/store/tiers.h.
  */
 typedef struct kc_options {
     unsigned version;      /**< KC_OPTIONS_VERSION. */
@@ -96,8 +90,26 @@ KC_API const char *kc_cache_dir(const kc_cache *c);
 /** The resolved size limit in bytes. */
 KC_API uint64_t kc_cache_max_size(const kc_cache *c);
 
-/** Whether the cache was opened read-only (1) or disabled (2), else 0. */
-KC_API int kc_cache_mode(const kc_cache *c);
+/**
+ * How a cache was opened (from the KC_OPEN_* flags and the environment).  An enum tag without
+ * a typedef: the name kc_cache_mode is the function below.
+ */
+enum kc_cache_mode {
+    KC_CACHE_READWRITE = 0, /**< Reads and writes. */
+    KC_CACHE_READONLY = 1,  /**< Reads only: KC_OPEN_READONLY or KCACHE_READONLY=1. */
+    KC_CACHE_DISABLED = 2   /**< Every get misses, nothing is written: KC_OPEN_DISABLE or KCACHE_DISABLE=1. */
+};
+
+/** Whether the cache was opened read-write, read-only or disabled. */
+KC_API enum kc_cache_mode kc_cache_mode(const kc_cache *c);
+
+/**
+ * Where the cache keeps its per-site dynamism profiles ("<dir>/v1/profiles"; the layout is
+ * the local directory store's), written to `out` as a NUL-terminated path.  KC_EINVAL when
+ * it does not fit in `cap` bytes (or an argument is NULL); KC_EREADONLY for a disabled
+ * cache, which has no directory.  The folder may not exist yet.
+ */
+KC_API int kc_cache_profile_dir(const kc_cache *c, char *out, size_t cap);
 
 /**
  * Get the entry stored under `key` and `variant`, fully validated.  KC_MISS when there is
@@ -193,11 +205,6 @@ typedef struct kc_verify_report {
 
 /** Decode and validate every entry; quarantine the corrupt ones. */
 KC_API int kc_cache_verify(kc_cache *c, kc_verify_report *out);
-
-/** What kc_cache_gc did. */
-typedef struct kc_gc_report {
-    uint64_t entries_before, bytes_before, entries_after, bytes_after, evicted, temp_removed;
-} kc_gc_report;
 
 /**
  * Evict least-recently-used entries until the directory holds at most `max_size` bytes

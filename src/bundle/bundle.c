@@ -18,10 +18,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "../cache/internal.h"
+#include "../cache/internal.h" /* kc_cache_local_, kc_cache_mac_key_ */
 #include "../common/fs.h"
 #include "../common/internal.h"
-#include "../store/local.h"
+#include "../store/local.h"       /* kc_local_read/put/quarantine; KC_NAME_MAX, kc_store_name (store/name.h) */
 
 #define HEADER 48
 static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'B', '\r', '\n', 0x1a, '\n'};
@@ -64,12 +64,8 @@ static int export_item(const kc_cache_item *it, void *ctx) {
     if (rc == KC_MISS) return 0; /* removed meanwhile */
     if (rc) return x->rc = rc, 1;
     kc_entry *e;
-    rc = kc_entry_decode(&e, data, len);
-    if (rc == KC_OK) {
-        int match = memcmp(kc_entry_key(e)->bytes, it->key.bytes, 16) == 0 && strcmp(kc_entry_variant(e), it->variant) == 0;
-        kc_entry_free(e);
-        if (!match) rc = KC_ECORRUPT;
-    }
+    rc = kc_entry_decode_as(&e, data, len, &it->key, it->variant); /* the entry its name promises */
+    kc_entry_free(e);
     if (rc) { /* never ship a bad entry */
         free(data);
         if (rc == KC_ENOMEM) return x->rc = rc, 1;

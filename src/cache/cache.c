@@ -2,15 +2,20 @@
  * cache/cache.c — the front door: kc_cache_open and the entry-level get/put that every other
  * part of the library builds on.
  *
- * The one idea: a caller sees hits and misses, never cache trouble.  An entry read from
- * the store is decoded and fully validated here, and it must be the entry it was asked
- * for (key and variant in its header); anything else is quarantined, counted and reported
- * as KC_MISS.  Configuration is resolved once, at open: options, then KCACHE_* overrides.
+ * The one idea: a caller sees hits and misses, never cache trouble.  Configuration is
+ * resolved once, at open (options, then KCACHE_* overrides), and the tiers are assembled
+ * there: the local directory store first, then any remote (store/tiers.h, [Note: tiers]).
+ * Everything an entry meets on its way in or out — validation, the identity check,
+ * quarantine, write-back, the remote writer, the counting of remote outcomes — is the
+ * tiers'; this file checks arguments, applies the cache's mode, and calls them.  What is the
+ * local directory's own and not a tier operation (stats shards, gc, clear, compile locks,
+ * paths) it calls on the local store directly.
  *
- * Must not: do anything on a hit beyond read + validate + count (the hot path).
+ * Who calls it: callers (kcache/cache.h); the graph and bundle parts through internal.h.
+ * Must not: do anything on a hit beyond read + validate + count (the hot path), or call a
+ * backend except through the tiers (opening the backends, in tiers_assemble, aside).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,35 +24,20 @@
 
 #include "../common/internal.h"
 #include "kcache/cache.h"
+#include "kcache/sys/store.h" /* kc_store_redis_open: the tiers are assembled here */
 #include "../store/local.h"
+#include "../store/tiers.h"
 #include "internal.h"
 #include "../common/fs.h"
 
-/* One queued remote write. */
-typedef struct wjob {
-    struct wjob *next;
-    char name[KC_NAME_MAX + 1];
-    int shard;
-    size_t len;
-    void *data;
-} wjob;
-
 struct kc_cache {
-    kc_local *local; /* NULL when disabled */
+    kc_local *local; /* NULL when disabled; owned by the tiers (their local tier) */
+    kc_tiers *tiers; /* local first, then the remote ([Note: tiers] in store/tiers.h) */
     char dir[PATH_MAX];
     uint64_t max_size;
-    int mode;        /* 0 read-write, 1 read-only, 2 disabled */
-    /* the remote tier ([Note: tiers]) */
-    kc_store_backend *remote; /* NULL: none */
-    int remote_ro;
+    enum kc_cache_mode mode;
     uint8_t *mac_key;
     size_t mac_key_len;
-    pthread_mutex_t wmu;
-    pthread_cond_t wcv, widle;
-    wjob *whead, *wtail;
-    size_t wlen, wcap;
-    int wbusy, wstop, wstarted;
-    pthread_t wthread;
 };
 
 int kc_options_init(kc_options *opts, unsigned version) {
@@ -157,6 +147,37 @@ static int remote_env(kc_options *o, void **owned) {
     return KC_OK;
 }
 
+/* The tiers' counter sink: the local directory's stats shards. */
+static void count_in_shards(void *ctx, int shard, kc_stat id, int64_t n) {
+    kc_cache *c = ctx;
+    kc_local_count(c->local, shard, id, n);
+}
+
+/*
+ * Assemble the tiers: the remote when one is configured, and the local directory (which
+ * kc_tiers_add puts first).  A new backend is one more open and kc_tiers_add here; nothing
+ * else names a backend.  What was added is the tiers' to free; what failed is freed here.
+ */
+static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
+    int rc;
+    if (o->remote && *o->remote) {
+        kc_store_backend *remote;
+        if ((rc = kc_store_redis_open(&remote, o->remote, &o->remote_config)) != KC_OK) return kc_err_prefix(rc, "remote");
+        unsigned tf = (flags & KC_OPEN_REMOTE_READONLY) || c->mode != KC_CACHE_READWRITE ? KC_TIER_READONLY : 0;
+        if ((rc = kc_tiers_add(c->tiers, remote, tf)) != KC_OK) {
+            remote->free(remote);
+            return rc;
+        }
+    }
+    if ((rc = kc_local_open(&c->local, c->dir, c->max_size, flags)) != KC_OK) return rc;
+    unsigned tf = KC_TIER_LOCAL | (c->mode == KC_CACHE_READONLY ? KC_TIER_READONLY : 0);
+    if ((rc = kc_tiers_add(c->tiers, kc_local_backend(c->local), tf)) != KC_OK) {
+        kc_local_free(c->local);
+        c->local = NULL;
+    }
+    return rc;
+}
+
 int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_open: out is NULL");
     *out = NULL;
@@ -201,12 +222,8 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
         goto fail;
     }
     c->max_size = max;
-    c->mode = (flags & KC_OPEN_DISABLE) ? 2 : (flags & KC_OPEN_READONLY) ? 1 : 0;
-    pthread_mutex_init(&c->wmu, NULL);
-    pthread_cond_init(&c->wcv, NULL);
-    pthread_cond_init(&c->widle, NULL);
-    c->wcap = o.remote_queue ? o.remote_queue : 256;
-    c->remote_ro = (flags & KC_OPEN_REMOTE_READONLY) || c->mode != 0;
+    c->mode = (flags & KC_OPEN_DISABLE) ? KC_CACHE_DISABLED : (flags & KC_OPEN_READONLY) ? KC_CACHE_READONLY
+                                                                                         : KC_CACHE_READWRITE;
     if (o.hmac_key) {
         if (o.hmac_key_len < KC_MAC_KEY_MIN) {
             rc = kc_err(KC_EINVAL, "the HMAC key has %zu bytes; at least %d are needed", o.hmac_key_len, KC_MAC_KEY_MIN);
@@ -219,40 +236,25 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
         memcpy(c->mac_key, o.hmac_key, o.hmac_key_len);
         c->mac_key_len = o.hmac_key_len;
     }
-    if (c->mode != 2 && o.remote && *o.remote &&
-        (rc = kc_store_redis_open(&c->remote, o.remote, &o.remote_config)) != KC_OK) {
-        kc_err_prefix(rc, "remote");
-        goto fail;
-    }
-    if (c->mode != 2 && (rc = kc_local_open(&c->local, c->dir, max, flags)) != KC_OK) goto fail;
+    kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c};
+    if ((rc = kc_tiers_new(&c->tiers, &tc)) != KC_OK) goto fail;
+    if (c->mode != KC_CACHE_DISABLED && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)max,
-           c->mode == 2 ? ", disabled" : c->mode == 1 ? ", read-only" : "");
+           c->mode == KC_CACHE_DISABLED ? ", disabled" : c->mode == KC_CACHE_READONLY ? ", read-only" : "");
     *out = c;
     wipe_free(env_key, o.hmac_key_len);
     return KC_OK;
 fail:
     wipe_free(env_key, o.hmac_key_len);
-    if (c->remote) c->remote->free(c->remote);
-    free(c->mac_key);
+    kc_tiers_free(c->tiers);
+    wipe_free(c->mac_key, c->mac_key_len);
     free(c);
     return rc;
 }
 
 void kc_cache_close(kc_cache *c) {
     if (!c) return;
-    if (c->wstarted) {
-        kc_cache_remote_flush(c);
-        pthread_mutex_lock(&c->wmu);
-        c->wstop = 1;
-        pthread_cond_broadcast(&c->wcv);
-        pthread_mutex_unlock(&c->wmu);
-        pthread_join(c->wthread, NULL);
-    }
-    if (c->remote) c->remote->free(c->remote);
-    pthread_mutex_destroy(&c->wmu);
-    pthread_cond_destroy(&c->wcv);
-    pthread_cond_destroy(&c->widle);
-    kc_local_free(c->local);
+    kc_tiers_free(c->tiers); /* waits for the remote writes, frees the remote, then the local store */
     wipe_free(c->mac_key, c->mac_key_len);
     free(c);
 }
@@ -260,177 +262,34 @@ void kc_cache_close(kc_cache *c) {
 const char *kc_cache_dir(const kc_cache *c) { return c->dir; }
 kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
-int kc_cache_mode(const kc_cache *c) { return c->mode; }
+enum kc_cache_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
+const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len) {
+    *len = c->mac_key_len;
+    return c->mac_key;
+}
+
+int kc_cache_profile_dir(const kc_cache *c, char *out, size_t cap) {
+    if (!c || !out || cap == 0) return kc_err(KC_EINVAL, "kc_cache_profile_dir: NULL argument");
+    if (!c->local) return kc_err(KC_EREADONLY, "the cache is disabled (KCACHE_DISABLE)");
+    return kc_local_profile_dir(c->local, out, cap);
+}
 
 static int check_kv(const kc_cache *c, const kc_key *key, const char *variant) {
     if (!c || !key) return kc_err(KC_EINVAL, "NULL cache or key");
     return kc_variant_check(variant);
 }
 
-/* ---- the remote tier ([Note: tiers]) ---- */
+/* ---- get and put, through the tiers ---- */
 
-static void remote_count_failure(kc_cache *c, int shard, int rc, int writing) {
-    kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
-               : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
-               : KC_STAT_REMOTE_ERRORS;
-    if (rc != KC_EUNAVAILABLE) kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
-    kc_local_count(c->local, shard, id, 1);
-}
-
-static void *writer_main(void *arg) {
-    kc_cache *c = arg;
-    pthread_mutex_lock(&c->wmu);
-    for (;;) {
-        while (!c->whead && !c->wstop) pthread_cond_wait(&c->wcv, &c->wmu);
-        if (!c->whead) break; /* stopping, and nothing left */
-        wjob *j = c->whead;
-        c->whead = j->next;
-        if (!c->whead) c->wtail = NULL;
-        c->wlen--;
-        c->wbusy = 1;
-        pthread_mutex_unlock(&c->wmu);
-        int rc = c->remote->put(c->remote, j->name, j->data, j->len);
-        if (rc == KC_OK) kc_local_count(c->local, j->shard, KC_STAT_REMOTE_PUTS, 1);
-        else remote_count_failure(c, j->shard, rc, 1);
-        free(j->data);
-        free(j);
-        pthread_mutex_lock(&c->wmu);
-        c->wbusy = 0;
-        if (!c->whead) pthread_cond_broadcast(&c->widle);
-    }
-    pthread_mutex_unlock(&c->wmu);
-    return NULL;
-}
-
-/* Queue a write of `data` (taken: freed here or by the writer) to the remote. */
-static int remote_enqueue(kc_cache *c, const char *name, int shard, void *data, size_t len) {
-    wjob *j = kc_malloc(sizeof *j);
-    pthread_mutex_lock(&c->wmu);
-    int rc = KC_OK;
-    if (!j || c->wlen >= c->wcap || c->wstop) {
-        rc = kc_err(KC_EBUSY, "remote write queue full (%zu): %s dropped", c->wcap, name);
-    } else if (!c->wstarted) {
-        if (pthread_create(&c->wthread, NULL, writer_main, c) == 0) c->wstarted = 1;
-        else rc = kc_err(KC_ERROR, "cannot start the remote writer: %s", strerror(errno));
-    }
-    if (rc == KC_OK) {
-        j->next = NULL;
-        snprintf(j->name, sizeof j->name, "%s", name);
-        j->shard = shard;
-        j->data = data, j->len = len;
-        if (c->wtail) c->wtail->next = j;
-        else c->whead = j;
-        c->wtail = j;
-        c->wlen++;
-        pthread_cond_signal(&c->wcv);
-    }
-    pthread_mutex_unlock(&c->wmu);
-    if (rc) {
-        free(j);
-        free(data);
-        kc_local_count(c->local, shard, KC_STAT_REMOTE_DROPPED, 1);
-        kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
-    }
-    return rc;
-}
-
-int kc_cache_remote_flush(kc_cache *c) {
-    if (!c) return kc_err(KC_EINVAL, "kc_cache_remote_flush: NULL cache");
-    pthread_mutex_lock(&c->wmu);
-    while (c->wstarted && (c->whead || c->wbusy)) pthread_cond_wait(&c->widle, &c->wmu);
-    pthread_mutex_unlock(&c->wmu);
-    return KC_OK;
-}
-
-int kc_cache_remote_state(kc_cache *c, kc_remote_state *out) {
-    if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_remote_state: NULL argument");
-    if (!c->remote) return KC_MISS;
-    return kc_store_redis_state(c->remote, out);
+int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
+    *out = NULL;
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    return kc_tiers_get_local(c->tiers, key, variant, out);
 }
 
 int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
                            kc_entry **out) {
-    *out = NULL;
-    if (!c->remote || n == 0) return KC_MISS;
-    int shard = key->bytes[0];
-    char names[24][KC_NAME_MAX + 1];
-    const char *np[24];
-    if (n > 24) n = 24;
-    for (size_t i = 0; i < n; i++) kc_store_name(key, variants[i], names[i]), np[i] = names[i];
-    void *data = NULL;
-    size_t len = 0, w = 0;
-    int rc = n > 1 && c->remote->get_first ? c->remote->get_first(c->remote, np, n, &w, &data, &len)
-                                           : c->remote->get(c->remote, np[0], &data, &len);
-    if (rc == KC_MISS) {
-        kc_local_count(c->local, shard, KC_STAT_REMOTE_MISSES, 1);
-        return KC_MISS;
-    }
-    if (rc) {
-        remote_count_failure(c, shard, rc, 0);
-        return KC_MISS;
-    }
-    /* Authenticate before anything past the fixed header is parsed. */
-    if (c->mac_key && (rc = kc_entry_mac_check(data, len, c->mac_key, c->mac_key_len)) != KC_OK) {
-        kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", np[w], kc_error_last()->message);
-        kc_local_count(c->local, shard, KC_STAT_MAC_REJECTED, 1);
-        free(data);
-        return KC_MISS;
-    }
-    kc_entry *e;
-    rc = kc_entry_decode(&e, data, len);
-    if (rc == KC_OK && (memcmp(kc_entry_key(e)->bytes, key->bytes, 16) != 0 || strcmp(kc_entry_variant(e), variants[w]) != 0)) {
-        kc_entry_free(e);
-        rc = kc_err(KC_ECORRUPT, "it holds another key or variant than its name");
-    }
-    if (rc) {
-        kc_log(KC_LOG_REMOTE, "remote %s unusable: %s", np[w], kc_error_last()->message);
-        kc_local_count(c->local, shard, rc == KC_ECORRUPT ? KC_STAT_CORRUPT : KC_STAT_REMOTE_ERRORS, 1);
-        free(data);
-        return KC_MISS;
-    }
-    if (c->mode == 0 && kc_local_put(c->local, np[w], data, len) != KC_OK) /* written back to local */
-        kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", np[w], kc_error_last()->message);
-    free(data);
-    kc_local_count(c->local, shard, KC_STAT_REMOTE_HITS, 1);
-    if (which) *which = w;
-    *out = e;
-    return KC_OK;
-}
-
-int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
-    *out = NULL;
-    if (c->mode == 2) return KC_MISS;
-    char name[KC_NAME_MAX + 1];
-    kc_store_name(key, variant, name);
-    int shard = key->bytes[0];
-    void *data;
-    size_t len;
-    int rc = kc_local_get(c->local, name, &data, &len);
-    if (rc != KC_OK) {
-        if (rc != KC_MISS) {
-            /* A cache-side error costs a miss, never a failure. */
-            kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message);
-            kc_local_count(c->local, shard, KC_STAT_STORE_ERRORS, 1);
-        }
-        return kc_err(KC_MISS, "no entry %s", name);
-    }
-    kc_entry *e;
-    rc = kc_entry_decode(&e, data, len);
-    free(data);
-    if (rc == KC_OK && (memcmp(kc_entry_key(e)->bytes, key->bytes, 16) != 0 ||
-                        strcmp(kc_entry_variant(e), variant) != 0)) {
-        kc_entry_free(e);
-        rc = kc_err(KC_ECORRUPT, "corrupt entry: it holds another key or variant than its name");
-    }
-    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to decode %s", name);
-    if (rc != KC_OK) {
-        kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
-        kc_local_quarantine(c->local, name);
-        return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
-    }
-    kc_local_count(c->local, shard, KC_STAT_HITS, 1);
-    *out = e;
-    return KC_OK;
+    return kc_tiers_get_remote(c->tiers, key, variants, n, which, out);
 }
 
 int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
@@ -438,12 +297,12 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
     *out = NULL;
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
-    if (c->mode == 2) return KC_MISS;
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
     rc = kc_cache_get_local_(c, key, variant, out);
     if (rc == KC_OK) return KC_OK;
     char why[256];
     snprintf(why, sizeof why, "%s", kc_error_last()->message);
-    if (c->remote && kc_cache_remote_fetch_(c, key, &variant, 1, NULL, out) == KC_OK) return KC_OK;
+    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out) == KC_OK) return KC_OK;
     kc_local_count(c->local, key->bytes[0], KC_STAT_MISSES, 1);
     return kc_err(KC_MISS, "%s", why);
 }
@@ -453,7 +312,7 @@ int kc_cache_peek(kc_cache *c, const kc_key *key, const char *variant, kc_entry 
     *out = NULL;
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
-    if (c->mode == 2) return KC_MISS;
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
     char name[KC_NAME_MAX + 1], path[PATH_MAX];
     kc_store_name(key, variant, name);
     kc_local_path(c->local, name, path, sizeof path);
@@ -461,24 +320,17 @@ int kc_cache_peek(kc_cache *c, const kc_key *key, const char *variant, kc_entry 
     size_t len;
     rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, &data, &len, NULL);
     if (rc) return rc;
-    kc_entry *e;
-    rc = kc_entry_decode(&e, data, len);
+    rc = kc_entry_decode_as(out, data, len, key, variant);
     free(data);
-    if (rc) return rc;
-    if (memcmp(kc_entry_key(e)->bytes, key->bytes, 16) != 0 || strcmp(kc_entry_variant(e), variant) != 0) {
-        kc_entry_free(e);
-        return kc_err(KC_ECORRUPT, "corrupt entry: it holds another key or variant than its name");
-    }
-    *out = e;
-    return KC_OK;
+    return rc;
 }
 
 int kc_cache_put(kc_cache *c, const kc_entry *e) {
     if (!c || !e) return kc_err(KC_EINVAL, "kc_cache_put: NULL argument");
-    if (c->mode == 2) return kc_err(KC_EREADONLY, "the cache is disabled (KCACHE_DISABLE)");
+    if (c->mode == KC_CACHE_DISABLED) return kc_err(KC_EREADONLY, "the cache is disabled (KCACHE_DISABLE)");
     char name[KC_NAME_MAX + 1];
     kc_store_name(kc_entry_key(e), kc_entry_variant(e), name);
-    if (c->mode == 1) {
+    if (c->mode == KC_CACHE_READONLY) {
         kc_local_count(c->local, kc_entry_key(e)->bytes[0], KC_STAT_READONLY_SKIPS, 1);
         return kc_err(KC_EREADONLY, "the cache '%s' is read-only", c->dir);
     }
@@ -490,34 +342,54 @@ int kc_cache_put(kc_cache *c, const kc_entry *e) {
         free(data);
         return rc;
     }
-    rc = kc_local_put(c->local, name, data, len);
-    if (rc) kc_err_prefix(rc, "storing %s", name);
-    if (c->remote && !c->remote_ro) {
-        int erc = remote_enqueue(c, name, kc_entry_key(e)->bytes[0], data, len); /* takes data */
-        (void)erc; /* a dropped remote write is counted and logged, not an error */
-        return rc;
-    }
-    free(data);
-    return rc;
+    return kc_tiers_put(c->tiers, name, kc_entry_key(e)->bytes[0], data, len); /* takes data */
 }
 
 int kc_cache_exists(kc_cache *c, const kc_key *key, const char *variant) {
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
-    if (c->mode == 2) return 0;
+    if (c->mode == KC_CACHE_DISABLED) return 0;
     char name[KC_NAME_MAX + 1];
     kc_store_name(key, variant, name);
-    return kc_local_exists(c->local, name);
+    return kc_tiers_exists(c->tiers, name);
 }
 
 int kc_cache_remove(kc_cache *c, const kc_key *key, const char *variant) {
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
-    if (c->mode == 2) return KC_MISS;
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
     char name[KC_NAME_MAX + 1];
     kc_store_name(key, variant, name);
-    return kc_local_remove(c->local, name);
+    return kc_tiers_remove(c->tiers, name);
 }
+
+/* ---- the remote tier ([Note: tiers] in store/tiers.h) ---- */
+
+int kc_cache_remote_flush(kc_cache *c) {
+    if (!c) return kc_err(KC_EINVAL, "kc_cache_remote_flush: NULL cache");
+    kc_tiers_flush(c->tiers);
+    return KC_OK;
+}
+
+int kc_cache_remote_state(kc_cache *c, kc_remote_state *out) {
+    if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_remote_state: NULL argument");
+    return kc_tiers_remote_state(c->tiers, out);
+}
+
+int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant) {
+    int rc = check_kv(c, key, variant);
+    if (rc) return rc;
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(key, variant, name);
+    return kc_tiers_publish(c->tiers, name, key->bytes[0]);
+}
+
+int kc_cache_remote_ping(kc_cache *c) {
+    if (!c) return kc_err(KC_EINVAL, "kc_cache_remote_ping: NULL cache");
+    return kc_tiers_ping(c->tiers);
+}
+
+/* ---- the local directory's own: locks, counters, walks, maintenance ---- */
 
 struct kc_lock {
     int fd;
@@ -529,7 +401,7 @@ int kc_cache_trylock(kc_cache *c, const kc_key *key, const char *variant, kc_loc
     *out = NULL;
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
-    if (c->mode != 0) return KC_OK;
+    if (c->mode != KC_CACHE_READWRITE) return KC_OK;
     kc_lock *lk = kc_calloc(1, sizeof *lk);
     if (!lk) return kc_err(KC_ENOMEM, "out of memory");
     char name[KC_NAME_MAX + 1];
@@ -591,7 +463,7 @@ int kc_cache_foreach(kc_cache *c, kc_cache_item_cb cb, void *ctx) {
     if (!c || !cb) return kc_err(KC_EINVAL, "kc_cache_foreach: NULL argument");
     if (!c->local) return KC_OK;
     foreach_ctx f = {cb, ctx};
-    return kc_local_iterate(c->local, foreach_item, &f);
+    return kc_tiers_iterate(c->tiers, foreach_item, &f);
 }
 
 typedef struct verify_ctx {
@@ -602,30 +474,26 @@ typedef struct verify_ctx {
 static int verify_item(const kc_cache_item *it, void *ctx) {
     verify_ctx *v = ctx;
     v->r.checked++;
-    kc_entry *e;
-    /* Read and validate here (not kc_cache_get) to tell a corrupt entry from a vanished one. */
+    /* Read and validate here (not kc_cache_get) to tell a corrupt entry from a vanished one;
+     * a maintenance read, so the entry's LRU time is left alone. */
     char name[KC_NAME_MAX + 1];
     kc_store_name(&it->key, it->variant, name);
     void *data;
     size_t len;
-    int rc = kc_local_read(v->c->local, name, &data, &len);
+    int rc = kc_tiers_peek(v->c->tiers, name, &data, &len);
     if (rc == KC_MISS) return 0; /* removed since the listing */
     if (rc == KC_OK) {
-        rc = kc_entry_decode(&e, data, len);
+        kc_entry *e;
+        rc = kc_entry_decode_as(&e, data, len, &it->key, it->variant);
         free(data);
-        if (rc == KC_OK) {
-            if (memcmp(kc_entry_key(e)->bytes, it->key.bytes, 16) != 0 ||
-                strcmp(kc_entry_variant(e), it->variant) != 0)
-                rc = kc_err(KC_ECORRUPT, "entry holds another key or variant than its name");
-            kc_entry_free(e);
-        }
+        kc_entry_free(e);
     }
     if (rc == KC_OK) {
         v->r.ok++;
     } else if (rc == KC_ECORRUPT) {
         v->r.corrupt++;
         kc_log(KC_LOG_STORE, "verify %s: %s", name, kc_error_last()->message);
-        if (v->c->mode == 0 && kc_local_quarantine(v->c->local, name) == KC_OK) v->r.quarantined++;
+        if (v->c->mode == KC_CACHE_READWRITE && kc_tiers_quarantine(v->c->tiers, name) == KC_OK) v->r.quarantined++;
     }
     return 0;
 }
@@ -648,44 +516,4 @@ int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out) {
 int kc_cache_clear(kc_cache *c) {
     if (!c) return kc_err(KC_EINVAL, "kc_cache_clear: NULL cache");
     return c->local ? kc_local_clear(c->local) : KC_OK;
-}
-
-const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len) {
-    *len = c->mac_key_len;
-    return c->mac_key;
-}
-
-int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant) {
-    int rc = check_kv(c, key, variant);
-    if (rc) return rc;
-    if (!c->remote) return kc_err(KC_EINVAL, "no remote tier configured (KCACHE_REMOTE)");
-    if (c->remote_ro) return kc_err(KC_EREADONLY, "the remote is read-only here");
-    char name[KC_NAME_MAX + 1];
-    kc_store_name(key, variant, name);
-    int shard = key->bytes[0];
-    rc = c->remote->exists(c->remote, name);
-    if (rc == 1) return 0;
-    if (rc < 0) {
-        remote_count_failure(c, shard, rc, 1);
-        return rc;
-    }
-    void *data;
-    size_t len;
-    if ((rc = kc_local_read(c->local, name, &data, &len))) return rc;
-    /* The local directory is trusted: an entry stored before the key was set is sealed now. */
-    if (c->mac_key && kc_entry_mac_check(data, len, c->mac_key, c->mac_key_len) != KC_OK &&
-        (rc = kc_entry_seal(&data, &len, c->mac_key, c->mac_key_len))) {
-        free(data);
-        return rc;
-    }
-    rc = remote_enqueue(c, name, shard, data, len);
-    return rc ? rc : 1;
-}
-
-int kc_cache_remote_ping(kc_cache *c) {
-    if (!c) return kc_err(KC_EINVAL, "kc_cache_remote_ping: NULL cache");
-    if (!c->remote) return KC_MISS;
-    int rc = c->remote->exists(c->remote, "00000000000000000000000000000000.ping");
-    if (rc < 0) remote_count_failure(c, 0, rc, 0);
-    return rc < 0 ? rc : KC_OK;
 }

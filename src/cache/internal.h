@@ -1,4 +1,11 @@
-/* cache/internal.h — what parts above the cache need of a kc_cache (not for callers). */
+/*
+ * cache/internal.h — what parts above the cache need of a kc_cache (not for callers): the
+ * graph part (its lookups) and bundle/bundle.c (export and import).
+ *
+ * The one idea: the parts above reach the tiers only through these few functions of the
+ * front door, never store/tiers.h itself; they may use the local store (store/local.h) for
+ * what bundles need of the directory.
+ */
 #ifndef KC_CACHE_INTERNAL_H
 #define KC_CACHE_INTERNAL_H
 
@@ -10,9 +17,9 @@ kc_local *kc_cache_local_(kc_cache *c);
 
 /**
  * Look `key` up in the remote tier under the first present of `variants` (one round trip):
- * authenticated (with an HMAC key), validated, written back to the local directory and
- * counted.  KC_OK with *which and *out; KC_MISS for anything else (no remote, absent,
- * unreachable, rejected) — the reason is counted and logged.
+ * authenticated (with an HMAC key), validated, written back to the local directory (unless
+ * the cache is read-only) and counted.  KC_OK with *which and *out; KC_MISS for anything
+ * else (no remote, absent, unreachable, rejected) — the reason is counted and logged.
  */
 int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
                            kc_entry **out);

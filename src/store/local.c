@@ -54,35 +54,16 @@ struct kc_local {
 
 /* ---- names and paths ---- */
 
-int kc_store_name_check(const char *name) {
-    if (!name) return kc_err(KC_EINVAL, "store name is NULL");
-    size_t n = strlen(name);
-    if (n < KC_KEY_HEX_LEN + 2 || n > KC_NAME_MAX || name[KC_KEY_HEX_LEN] != '.')
-        return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
-    for (int i = 0; i < KC_KEY_HEX_LEN; i++) {
-        char c = name[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return kc_err(KC_EINVAL, "invalid store name '%.80s': key is not lowercase hex", name);
-    }
-    if (kc_variant_check(name + KC_KEY_HEX_LEN + 1) != KC_OK)
-        return kc_err(KC_EINVAL, "invalid store name '%.80s': bad variant", name);
-    return KC_OK;
-}
-
-void kc_store_name(const kc_key *key, const char *variant, char out[KC_NAME_MAX + 1]) {
-    kc_key_to_hex(key, out);
-    snprintf(out + KC_KEY_HEX_LEN, KC_NAME_MAX + 1 - KC_KEY_HEX_LEN, ".%s", variant);
-}
-
-int kc_store_name_shard(const char *name) {
-    uint8_t b;
-    return kc_unhex(name, 1, &b) == KC_OK ? b : 0;
-}
-
 const char *kc_local_root(const kc_local *l) { return l->root; }
 
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap) {
     snprintf(out, cap, "%s/%.2s/%s" ENTRY_SUFFIX, l->v1, name, name);
+}
+
+int kc_local_profile_dir(const kc_local *l, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/profiles", l->v1);
+    if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);
+    return KC_OK;
 }
 
 static void shard_dir(const kc_local *l, int shard, char *out, size_t cap) {
@@ -785,6 +766,7 @@ int kc_local_clear(kc_local *l) {
 /* ---- as a backend table ---- */
 
 static int be_get(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_get(b->ctx, n, o, len); }
+static int be_peek(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_read(b->ctx, n, o, len); }
 static int be_put(kc_store_backend *b, const char *n, const void *d, size_t len) { return kc_local_put(b->ctx, n, d, len); }
 static int be_exists(kc_store_backend *b, const char *n) { return kc_local_exists(b->ctx, n); }
 static int be_remove(kc_store_backend *b, const char *n) { return kc_local_remove(b->ctx, n); }
@@ -801,5 +783,8 @@ kc_store_backend *kc_local_backend(kc_local *l) {
     l->backend.iterate = be_iterate;
     l->backend.quarantine = be_quarantine;
     l->backend.free = be_free;
+    l->backend.get_first = NULL;
+    l->backend.peek = be_peek;
+    l->backend.state = NULL;
     return &l->backend;
 }

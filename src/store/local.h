@@ -1,12 +1,17 @@
 /*
- * local.h — the local directory store (internal interface; the public face is
- * kc_cache_* and, for the tiered front, kc_local_backend()).
+ * local.h — the local directory store (internal interface; the public face is kc_cache_*).
+ *
+ * The front door (cache/cache.c) opens it, hands its backend table (kc_local_backend) to
+ * the tiers, which reach it only through that table, and calls the store's own functions
+ * for what is not a tier operation: counters and stats shards, gc, clear, compile locks,
+ * paths.  bundle/bundle.c reads and writes it for export and import.
  *
  * Layout:  <dir>/v1/<2 hex>/<key hex>.<variant>.kce   entries (256 shards by key byte 0)
  *          <dir>/v1/<2 hex>/stats                       the shard's counters
  *          <dir>/v1/<2 hex>/.tmp.*                      writes in flight (or orphans)
  *          <dir>/v1/quarantine/                         entries that failed validation
  *          <dir>/v1/gc.lock                             held by the one cleaner
+ *          <dir>/v1/profiles/                           per-site dynamism profiles (the guard part's)
  */
 #ifndef KC_STORE_LOCAL_H
 #define KC_STORE_LOCAL_H
@@ -14,26 +19,18 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
-#include "kcache/cache.h"
 #include "kcache/stats.h"
+#include "kcache/store.h" /* KC_OPEN_READONLY, KC_OPEN_ALLOW_UNSAFE_DIR, kc_gc_report */
 #include "kcache/sys/store.h"
+#include "name.h" /* KC_NAME_MAX, kc_store_name */
 
 #define KC_SHARDS 256
-/* Longest store name: 32 hex + '.' + variant. */
-#define KC_NAME_MAX (KC_KEY_HEX_LEN + 1 + KC_VARIANT_MAX)
 
 typedef struct kc_local kc_local;
 
 /** Flags of kc_local_open (KC_OPEN_READONLY, KC_OPEN_ALLOW_UNSAFE_DIR are honoured). */
 int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned flags);
 void kc_local_free(kc_local *l);
-
-/** Validate a store name "<32 lowercase hex>.<variant>"; KC_EINVAL otherwise. */
-int kc_store_name_check(const char *name);
-/** Compose a store name from a key and variant (buffer of KC_NAME_MAX + 1). */
-void kc_store_name(const kc_key *key, const char *variant, char out[KC_NAME_MAX + 1]);
-/** The shard of a store name (its first byte). */
-int kc_store_name_shard(const char *name);
 
 int kc_local_get(kc_local *l, const char *name, void **out, size_t *len);
 /**
@@ -64,8 +61,14 @@ int kc_local_clear(kc_local *l);
 const char *kc_local_root(const kc_local *l);
 /** The path of an entry file (buffer of PATH_MAX). */
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap);
+/** The folder of the dynamism profiles, "<dir>/v1/profiles"; KC_EINVAL when it does not fit in `cap`. */
+int kc_local_profile_dir(const kc_local *l, char *out, size_t cap);
 
-/** This store as a backend table (owned by the store; do not free it separately). */
+/**
+ * This store as a backend table (get touches the LRU clock, peek does not).  The table lives
+ * in the store, and its free() is kc_local_free: whoever takes the table (the tiers) frees
+ * the store through it, and nobody frees it twice.
+ */
 kc_store_backend *kc_local_backend(kc_local *l);
 
 #endif

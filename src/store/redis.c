@@ -12,6 +12,9 @@
  * Connections are pooled (a few idle ones under a lock); a pooled connection that the
  * server closed meanwhile is retried once on a fresh one before anything counts as failed.
  *
+ * Reached only through its backend table (the tiers), whose `state` slot is
+ * kc_store_redis_state; kc_breaker_name (kcache/store.h) lives here too.
+ *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */
 #include <errno.h>
@@ -27,7 +30,7 @@
 #include "../common/internal.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
-#include "local.h"
+#include "name.h"
 
 #define PREFIX "kcache:v1:"
 #define MAX_IDLE 8
@@ -444,6 +447,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_
     b->be.remove = r_remove;
     b->be.free = r_free;
     b->be.get_first = r_get_first;
+    b->be.state = kc_store_redis_state;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;

@@ -5,20 +5,26 @@
  * A backend is a versioned table of functions over opaque named blobs (SQLite's VFS,
  * libgit2's odb backends).  Names are "<32 hex key>.<variant>"; values are encoded
  * entries, which the core validates — a backend never interprets them.  The core calls a
- * backend only through small wrappers, and counts a remote backend's failures as misses.
+ * backend only through this table, from the tiers (local first, then remotes, in the order
+ * they were added), and counts a remote backend's failures as misses.
  * Every function must be safe to call from many threads at once.
  */
 #ifndef KCACHE_SYS_STORE_H
 #define KCACHE_SYS_STORE_H
 
 #include "../common.h"
+#include "../store.h" /* kc_redis_config, kc_remote_state */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Version of kc_store_backend described here. */
-#define KC_STORE_BACKEND_VERSION 1
+/**
+ * Version of kc_store_backend described here.  Version 2 added the optional `peek` and
+ * `state` slots at the end; a table of version 1 (without them) is still accepted, and
+ * the core reads those slots only from a table whose version is 2 or more.
+ */
+#define KC_STORE_BACKEND_VERSION 2
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
@@ -61,45 +67,31 @@ struct kc_store_backend {
      */
     int (*get_first)(kc_store_backend *b, const char *const *names, size_t n, size_t *which, void **out,
                      size_t *out_len);
+    /* version 2 */
+    /**
+     * Optional: read a blob like get, but not as a use — it is not marked recently used
+     * (maintenance reads: publish, verify, export), so a scan of the whole store does not
+     * make every blob look just used to an eviction.  NULL: get is used instead.
+     */
+    int (*peek)(kc_store_backend *b, const char *name, void **out, size_t *out_len);
+    /** Optional: what a remote backend says of itself (URL, breaker); NULL: it says nothing. */
+    int (*state)(kc_store_backend *b, kc_remote_state *out);
 };
 
 /* ---- the redis backend ---- */
-
-/** Limits of the redis backend; 0 fields take the defaults shown. */
-typedef struct kc_redis_config {
-    unsigned connect_ms;     /**< Connect timeout; 100. */
-    unsigned deadline_ms;    /**< Deadline of one whole command, reply included; 500. */
-    unsigned backoff_ms;     /**< First circuit-breaker window; 1000 (doubles per failure, ±25% jitter). */
-    unsigned backoff_max_ms; /**< Longest window; 60000. */
-    uint64_t max_value;      /**< Largest value read or written; 64 MiB (KC_ENTRY_MAX_BYTES at most). */
-    unsigned ttl_s;          /**< Expiry of values written; 0: none. */
-} kc_redis_config;
 
 /**
  * Open the redis backend for `url`: redis://[:password@]host:port[/db] (host a name or an
  * IPv4/IPv6 address in brackets; port default 6379; db default 0).  Values are stored under
  * "kcache:v1:<name>".  Nothing connects until first use.  Errors and timeouts are
  * KC_EIO / KC_ETIMEOUT; after one the backend answers KC_EUNAVAILABLE at once for a
- * back-off window (the circuit breaker), then lets one call through to probe.
+ * back-off window (the circuit breaker), then lets one call through to probe.  Its limits,
+ * kc_redis_config, are in kcache/store.h.
  */
 KC_API int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg);
 
-/** The circuit breaker's states. */
-typedef enum kc_breaker { KC_BREAKER_CLOSED = 0, KC_BREAKER_OPEN = 1, KC_BREAKER_HALF_OPEN = 2 } kc_breaker;
-
-/** What a redis backend says of itself. */
-typedef struct kc_remote_state {
-    char url[300];       /**< The URL with any password replaced by "***". */
-    kc_breaker breaker;
-    double retry_in_ms;  /**< While open: time left in the window. */
-    unsigned failures;   /**< Consecutive failures (the window doubles with each). */
-} kc_remote_state;
-
 /** The state of a backend from kc_store_redis_open; KC_EINVAL for another backend. */
 KC_API int kc_store_redis_state(kc_store_backend *b, kc_remote_state *out);
-
-/** Name of a breaker state: "closed", "open", "half-open". */
-KC_API const char *kc_breaker_name(kc_breaker s);
 
 #ifdef __cplusplus
 }

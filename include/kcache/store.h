@@ -1,0 +1,62 @@
+/*
+ * kcache/store.h — what a caller sees of the store beneath a cache: the open flags the
+ * store itself honours, what a gc did, and the remote tier's limits and state.
+ *
+ * The one idea: the arrow points one way.  The store (local directory, remote backends,
+ * the tiers over them) is below the cache, so the types both share live here, at the
+ * store's level; kcache/cache.h includes this header, and nothing of the store includes
+ * kcache/cache.h.  Backend authors find the backend table in kcache/sys/store.h, which
+ * includes this header too; a caller never needs sys/.
+ */
+#ifndef KCACHE_STORE_H
+#define KCACHE_STORE_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Flags of kc_options.flags that the local directory store honours.  They share one bit
+ * space with the other KC_OPEN_* flags in kcache/cache.h (0x1 NO_ENV, 0x4 DISABLE,
+ * 0x10 REMOTE_READONLY, 0x20 OPTIONS_WIN).
+ */
+#define KC_OPEN_READONLY 0x2u      /**< Never write (as KCACHE_READONLY=1). */
+/** Accept a cache directory that is a symbolic link, is not ours, or that others could write
+ *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
+#define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
+
+/** What kc_cache_gc did. */
+typedef struct kc_gc_report {
+    uint64_t entries_before, bytes_before, entries_after, bytes_after, evicted, temp_removed;
+} kc_gc_report;
+
+/** Limits of the redis backend (the remote tier); 0 fields take the defaults shown. */
+typedef struct kc_redis_config {
+    unsigned connect_ms;     /**< Connect timeout; 100. */
+    unsigned deadline_ms;    /**< Deadline of one whole command, reply included; 500. */
+    unsigned backoff_ms;     /**< First circuit-breaker window; 1000 (doubles per failure, ±25% jitter). */
+    unsigned backoff_max_ms; /**< Longest window; 60000. */
+    uint64_t max_value;      /**< Largest value read or written; 64 MiB (KC_ENTRY_MAX_BYTES at most). */
+    unsigned ttl_s;          /**< Expiry of values written; 0: none. */
+} kc_redis_config;
+
+/** The circuit breaker's states. */
+typedef enum kc_breaker { KC_BREAKER_CLOSED = 0, KC_BREAKER_OPEN = 1, KC_BREAKER_HALF_OPEN = 2 } kc_breaker;
+
+/** What a remote backend says of itself (kc_cache_remote_state). */
+typedef struct kc_remote_state {
+    char url[300];       /**< The URL with any password replaced by "***". */
+    kc_breaker breaker;
+    double retry_in_ms;  /**< While open: time left in the window. */
+    unsigned failures;   /**< Consecutive failures (the window doubles with each). */
+} kc_remote_state;
+
+/** Name of a breaker state: "closed", "open", "half-open"; static. */
+KC_API const char *kc_breaker_name(kc_breaker s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

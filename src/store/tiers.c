@@ -1,0 +1,420 @@
+/*
+ * store/tiers.c — the ordered tiers beneath a cache: local first, then remotes
+ * ([Note: tiers] in tiers.h).  Only cache/cache.c uses this file.
+ *
+ * The one idea: a loop over backend tables (libgit2's odb.c, ccache's storage.cpp).  The
+ * local tier sits first; the remotes follow in the order they were added.  Every read from
+ * a tier is validated here, once, and must be the entry asked for (kc_entry_decode_as); a
+ * remote's entry is authenticated before that.  A remote's every outcome — hit, miss,
+ * timeout, error, skip, drop, MAC rejection — is counted in one place (count_failure and
+ * its neighbours), so a failing remote costs a miss and a counter, never an error.
+ *
+ * Remote writes go through one background writer thread with a bounded queue: a put
+ * returns when the local tier has the entry, and a full queue drops the remote write
+ * (counted) rather than block a caller.
+ *
+ * Must not: call a backend except through its table, name a concrete backend, or include
+ * any header of the front door.
+ */
+#include "tiers.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "name.h"
+
+#define MAX_TIERS 8
+#define MAX_NAMES 24 /* variants looked up at once in a remote */
+#define DEFAULT_QUEUE 256
+#define PING_NAME "00000000000000000000000000000000.ping"
+
+typedef struct tier {
+    kc_store_backend *b;
+    unsigned flags; /* KC_TIER_* */
+} tier;
+
+/* One queued remote write. */
+typedef struct wjob {
+    struct wjob *next;
+    kc_store_backend *b; /* the remote it goes to */
+    char name[KC_NAME_MAX + 1];
+    int shard;
+    size_t len;
+    void *data;
+} wjob;
+
+struct kc_tiers {
+    tier t[MAX_TIERS]; /* t[0] is the local tier when `local` is set */
+    size_t n;
+    int local;
+    kc_tiers_config cfg;
+    /* the background writer (under wmu) */
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv, widle;
+    wjob *whead, *wtail;
+    size_t wlen;
+    int wbusy, wstop, wstarted;
+    pthread_t wthread;
+};
+
+int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg) {
+    *out = NULL;
+    if (!cfg || !cfg->count) return kc_err(KC_EINVAL, "kc_tiers_new: no counter sink");
+    kc_tiers *t = kc_calloc(1, sizeof *t);
+    if (!t) return kc_err(KC_ENOMEM, "out of memory");
+    t->cfg = *cfg;
+    if (!t->cfg.queue_cap) t->cfg.queue_cap = DEFAULT_QUEUE;
+    pthread_mutex_init(&t->wmu, NULL);
+    pthread_cond_init(&t->wcv, NULL);
+    pthread_cond_init(&t->widle, NULL);
+    *out = t;
+    return KC_OK;
+}
+
+int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags) {
+    if (!t || !b) return kc_err(KC_EINVAL, "kc_tiers_add: NULL argument");
+    if (b->version < 1 || b->version > KC_STORE_BACKEND_VERSION)
+        return kc_err(KC_EVERSION, "store backend '%s' has table version %u (this build: 1 to %d)",
+                      b->name ? b->name : "?", b->version, KC_STORE_BACKEND_VERSION);
+    if (!b->get || !b->put || !b->exists || !b->remove || !b->free)
+        return kc_err(KC_EINVAL, "store backend '%s' lacks a required function", b->name ? b->name : "?");
+    if (t->n == MAX_TIERS) return kc_err(KC_EINVAL, "too many store tiers (%d at most)", MAX_TIERS);
+    if (flags & KC_TIER_LOCAL) {
+        if (t->local) return kc_err(KC_EINVAL, "a second local tier");
+        memmove(&t->t[1], &t->t[0], t->n * sizeof t->t[0]); /* local first */
+        t->t[0] = (tier){b, flags};
+        t->local = 1;
+    } else {
+        t->t[t->n] = (tier){b, flags};
+    }
+    t->n++;
+    return KC_OK;
+}
+
+void kc_tiers_flush(kc_tiers *t) {
+    if (!t) return;
+    pthread_mutex_lock(&t->wmu);
+    while (t->wstarted && (t->whead || t->wbusy)) pthread_cond_wait(&t->widle, &t->wmu);
+    pthread_mutex_unlock(&t->wmu);
+}
+
+void kc_tiers_free(kc_tiers *t) {
+    if (!t) return;
+    if (t->wstarted) {
+        kc_tiers_flush(t);
+        pthread_mutex_lock(&t->wmu);
+        t->wstop = 1;
+        pthread_cond_broadcast(&t->wcv);
+        pthread_mutex_unlock(&t->wmu);
+        pthread_join(t->wthread, NULL);
+    }
+    for (size_t i = t->n; i-- > 0;) t->t[i].b->free(t->t[i].b); /* remotes first, the local tier last */
+    pthread_mutex_destroy(&t->wmu);
+    pthread_cond_destroy(&t->wcv);
+    pthread_cond_destroy(&t->widle);
+    free(t);
+}
+
+/* The local tier, or NULL; the remotes are t->t[first_remote(t)] … t->t[t->n - 1]. */
+static tier *local_tier(kc_tiers *t) { return t && t->local ? &t->t[0] : NULL; }
+static size_t first_remote(const kc_tiers *t) { return (size_t)t->local; }
+
+int kc_tiers_has_remote(const kc_tiers *t) { return t && t->n > first_remote(t); }
+
+static int writable_remotes(const kc_tiers *t) {
+    int n = 0;
+    for (size_t i = first_remote(t); i < t->n; i++) n += !(t->t[i].flags & KC_TIER_READONLY);
+    return n;
+}
+
+/* ---- counting: every remote outcome ---- */
+
+static void count(kc_tiers *t, int shard, kc_stat id) { t->cfg.count(t->cfg.count_ctx, shard, id, 1); }
+
+/* A remote call failed with `rc`: a timeout, a skip (its breaker is open; a dropped write
+ * when writing) or an error; logged unless skipped. */
+static void count_failure(kc_tiers *t, int shard, int rc, int writing) {
+    kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
+               : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
+               : KC_STAT_REMOTE_ERRORS;
+    if (rc != KC_EUNAVAILABLE) kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
+    count(t, shard, id);
+}
+
+/* ---- the background writer ---- */
+
+static void *writer_main(void *arg) {
+    kc_tiers *t = arg;
+    pthread_mutex_lock(&t->wmu);
+    for (;;) {
+        while (!t->whead && !t->wstop) pthread_cond_wait(&t->wcv, &t->wmu);
+        if (!t->whead) break; /* stopping, and nothing left */
+        wjob *j = t->whead;
+        t->whead = j->next;
+        if (!t->whead) t->wtail = NULL;
+        t->wlen--;
+        t->wbusy = 1;
+        pthread_mutex_unlock(&t->wmu);
+        int rc = j->b->put(j->b, j->name, j->data, j->len);
+        if (rc == KC_OK) count(t, j->shard, KC_STAT_REMOTE_PUTS);
+        else count_failure(t, j->shard, rc, 1);
+        free(j->data);
+        free(j);
+        pthread_mutex_lock(&t->wmu);
+        t->wbusy = 0;
+        if (!t->whead) pthread_cond_broadcast(&t->widle);
+    }
+    pthread_mutex_unlock(&t->wmu);
+    return NULL;
+}
+
+/* Queue a write of `data` (taken: freed here or by the writer) to remote `b`. */
+static int enqueue(kc_tiers *t, kc_store_backend *b, const char *name, int shard, void *data, size_t len) {
+    wjob *j = kc_malloc(sizeof *j);
+    pthread_mutex_lock(&t->wmu);
+    int rc = KC_OK;
+    if (!j || t->wlen >= t->cfg.queue_cap || t->wstop) {
+        rc = kc_err(KC_EBUSY, "remote write queue full (%zu): %s dropped", t->cfg.queue_cap, name);
+    } else if (!t->wstarted) {
+        if (pthread_create(&t->wthread, NULL, writer_main, t) == 0) t->wstarted = 1;
+        else rc = kc_err(KC_ERROR, "cannot start the remote writer: %s", strerror(errno));
+    }
+    if (rc == KC_OK) {
+        j->next = NULL;
+        j->b = b;
+        snprintf(j->name, sizeof j->name, "%s", name);
+        j->shard = shard;
+        j->data = data, j->len = len;
+        if (t->wtail) t->wtail->next = j;
+        else t->whead = j;
+        t->wtail = j;
+        t->wlen++;
+        pthread_cond_signal(&t->wcv);
+    }
+    pthread_mutex_unlock(&t->wmu);
+    if (rc) {
+        free(j);
+        free(data);
+        count(t, shard, KC_STAT_REMOTE_DROPPED);
+        kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
+    }
+    return rc;
+}
+
+/*
+ * Queue `data` (taken) for every writable remote i with want[i] set: the last one takes
+ * `data` itself, the others a copy (one remote, the usual case: no copy).  The first failure
+ * is returned; each is counted and logged.
+ */
+static int enqueue_all(kc_tiers *t, const int *want, const char *name, int shard, void *data, size_t len) {
+    size_t last = t->n;
+    for (size_t i = first_remote(t); i < t->n; i++)
+        if (want[i]) last = i;
+    if (last == t->n) {
+        free(data);
+        return KC_OK;
+    }
+    int rc = KC_OK;
+    for (size_t i = first_remote(t); i <= last; i++) {
+        if (!want[i]) continue;
+        void *d = data;
+        if (i != last && (d = kc_malloc(len ? len : 1)) != NULL) memcpy(d, data, len);
+        int erc = d ? enqueue(t, t->t[i].b, name, shard, d, len)
+                    : (count(t, shard, KC_STAT_REMOTE_DROPPED), kc_err(KC_ENOMEM, "%s: no memory to queue it", name));
+        if (erc && !rc) rc = erc;
+    }
+    return rc;
+}
+
+int kc_tiers_put(kc_tiers *t, const char *name, int shard, void *data, size_t len) {
+    tier *l = local_tier(t);
+    int rc = KC_OK;
+    if (l && !(l->flags & KC_TIER_READONLY)) {
+        rc = l->b->put(l->b, name, data, len);
+        if (rc) kc_err_prefix(rc, "storing %s", name);
+    }
+    int want[MAX_TIERS] = {0};
+    for (size_t i = first_remote(t); i < t->n; i++) want[i] = !(t->t[i].flags & KC_TIER_READONLY);
+    (void)enqueue_all(t, want, name, shard, data, len); /* a dropped remote write is counted and logged, not an error */
+    return rc;
+}
+
+int kc_tiers_publish(kc_tiers *t, const char *name, int shard) {
+    if (!kc_tiers_has_remote(t)) return kc_err(KC_EINVAL, "no remote tier configured (KCACHE_REMOTE)");
+    if (!writable_remotes(t)) return kc_err(KC_EREADONLY, "the remote is read-only here");
+    int want[MAX_TIERS] = {0}, any = 0;
+    for (size_t i = first_remote(t); i < t->n; i++) {
+        if (t->t[i].flags & KC_TIER_READONLY) continue;
+        kc_store_backend *b = t->t[i].b;
+        int rc = b->exists(b, name);
+        if (rc == 1) continue;
+        if (rc < 0) {
+            count_failure(t, shard, rc, 1);
+            return rc;
+        }
+        want[i] = any = 1;
+    }
+    if (!any) return 0;
+    void *data;
+    size_t len;
+    int rc = kc_tiers_peek(t, name, &data, &len);
+    if (rc) return rc;
+    /* The local directory is trusted: an entry stored before the key was set is sealed now. */
+    const uint8_t *mk = t->cfg.mac_key;
+    if (mk && kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len) != KC_OK &&
+        (rc = kc_entry_seal(&data, &len, mk, t->cfg.mac_key_len))) {
+        free(data);
+        return rc;
+    }
+    rc = enqueue_all(t, want, name, shard, data, len);
+    return rc ? rc : 1;
+}
+
+/* ---- lookups ---- */
+
+/* Move a corrupt entry aside: the tier's quarantine, or remove when it has none. */
+static int quarantine(kc_store_backend *b, const char *name) {
+    return b->quarantine ? b->quarantine(b, name) : b->remove(b, name);
+}
+
+int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_entry **out) {
+    *out = NULL;
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(key, variant, name);
+    tier *l = local_tier(t);
+    if (!l) return kc_err(KC_MISS, "no entry %s", name);
+    int shard = key->bytes[0];
+    void *data;
+    size_t len;
+    int rc = l->b->get(l->b, name, &data, &len);
+    if (rc != KC_OK) {
+        if (rc != KC_MISS) {
+            /* A cache-side error costs a miss, never a failure. */
+            kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message);
+            count(t, shard, KC_STAT_STORE_ERRORS);
+        }
+        return kc_err(KC_MISS, "no entry %s", name);
+    }
+    kc_entry *e;
+    rc = kc_entry_decode_as(&e, data, len, key, variant);
+    free(data);
+    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to decode %s", name);
+    if (rc != KC_OK) {
+        kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
+        quarantine(l->b, name);
+        return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
+    }
+    count(t, shard, KC_STAT_HITS);
+    *out = e;
+    return KC_OK;
+}
+
+/* One remote's lookup of the first present of `np` (variants[i] named np[i]). */
+static int remote_get(kc_tiers *t, kc_store_backend *b, const kc_key *key, const char *const *variants,
+                      const char *const *np, size_t n, size_t *which, kc_entry **out) {
+    int shard = key->bytes[0];
+    void *data = NULL;
+    size_t len = 0, w = 0;
+    int rc = n > 1 && b->get_first ? b->get_first(b, np, n, &w, &data, &len) : b->get(b, np[0], &data, &len);
+    if (rc == KC_MISS) {
+        count(t, shard, KC_STAT_REMOTE_MISSES);
+        return KC_MISS;
+    }
+    if (rc) {
+        count_failure(t, shard, rc, 0);
+        return KC_MISS;
+    }
+    /* Authenticate before anything past the fixed header is parsed. */
+    const uint8_t *mk = t->cfg.mac_key;
+    if (mk && (rc = kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len)) != KC_OK) {
+        kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", np[w], kc_error_last()->message);
+        count(t, shard, KC_STAT_MAC_REJECTED);
+        free(data);
+        return KC_MISS;
+    }
+    kc_entry *e;
+    rc = kc_entry_decode_as(&e, data, len, key, variants[w]);
+    if (rc) {
+        kc_log(KC_LOG_REMOTE, "remote %s unusable: %s", np[w], kc_error_last()->message);
+        count(t, shard, rc == KC_ECORRUPT ? KC_STAT_CORRUPT : KC_STAT_REMOTE_ERRORS);
+        free(data);
+        return KC_MISS;
+    }
+    tier *l = local_tier(t);
+    if (l && !(l->flags & KC_TIER_READONLY) && l->b->put(l->b, np[w], data, len) != KC_OK) /* written back */
+        kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", np[w], kc_error_last()->message);
+    free(data);
+    count(t, shard, KC_STAT_REMOTE_HITS);
+    if (which) *which = w;
+    *out = e;
+    return KC_OK;
+}
+
+int kc_tiers_get_remote(kc_tiers *t, const kc_key *key, const char *const *variants, size_t n, size_t *which,
+                        kc_entry **out) {
+    *out = NULL;
+    if (!kc_tiers_has_remote(t) || n == 0) return KC_MISS;
+    char names[MAX_NAMES][KC_NAME_MAX + 1];
+    const char *np[MAX_NAMES];
+    if (n > MAX_NAMES) n = MAX_NAMES;
+    for (size_t i = 0; i < n; i++) kc_store_name(key, variants[i], names[i]), np[i] = names[i];
+    for (size_t i = first_remote(t); i < t->n; i++)
+        if (remote_get(t, t->t[i].b, key, variants, np, n, which, out) == KC_OK) return KC_OK;
+    return KC_MISS;
+}
+
+/* ---- the remotes' state ---- */
+
+int kc_tiers_remote_state(kc_tiers *t, kc_remote_state *out) {
+    if (!kc_tiers_has_remote(t)) return KC_MISS;
+    kc_store_backend *b = t->t[first_remote(t)].b;
+    if (b->version >= 2 && b->state) return b->state(b, out);
+    return kc_err(KC_EINVAL, "the remote backend '%s' reports no state", b->name ? b->name : "?");
+}
+
+int kc_tiers_ping(kc_tiers *t) {
+    if (!kc_tiers_has_remote(t)) return KC_MISS;
+    for (size_t i = first_remote(t); i < t->n; i++) {
+        kc_store_backend *b = t->t[i].b;
+        int rc = b->exists(b, PING_NAME);
+        if (rc < 0) {
+            count_failure(t, 0, rc, 0);
+            return rc;
+        }
+    }
+    return KC_OK;
+}
+
+/* ---- the local tier, through its table ---- */
+
+int kc_tiers_exists(kc_tiers *t, const char *name) {
+    tier *l = local_tier(t);
+    return l ? l->b->exists(l->b, name) : 0;
+}
+
+int kc_tiers_remove(kc_tiers *t, const char *name) {
+    tier *l = local_tier(t);
+    return l ? l->b->remove(l->b, name) : KC_MISS;
+}
+
+int kc_tiers_peek(kc_tiers *t, const char *name, void **out, size_t *len) {
+    *out = NULL;
+    tier *l = local_tier(t);
+    if (!l) return KC_MISS;
+    kc_store_backend *b = l->b;
+    return b->version >= 2 && b->peek ? b->peek(b, name, out, len) : b->get(b, name, out, len);
+}
+
+int kc_tiers_quarantine(kc_tiers *t, const char *name) {
+    tier *l = local_tier(t);
+    return l ? quarantine(l->b, name) : KC_OK;
+}
+
+int kc_tiers_iterate(kc_tiers *t, kc_store_iter_cb cb, void *ctx) {
+    tier *l = local_tier(t);
+    if (!l || !l->b->iterate) return KC_OK;
+    return l->b->iterate(l->b, cb, ctx);
+}

@@ -1,0 +1,129 @@
+/*
+ * store/tiers.h — the ordered tiers beneath a cache: the local directory first, then the
+ * remotes (internal to the library; only cache/cache.c uses it).
+ *
+ * The one idea: a tier is a backend table (kcache/sys/store.h) plus its flags, and the
+ * tiers reach every backend only through that table — a new backend is a new file and one
+ * line where the front door assembles the tiers, never a change here.  What the tiers add
+ * to the backends is the policy between them: order, validation of what is read, write-back
+ * of a remote hit, one background writer for the remotes, and the counting of every remote
+ * outcome.  Counters go to a sink the front door gives (the local store's stats shards).
+ *
+ * [Note: tiers] Lookups go memory → local directory → remote (the memory tier is the
+ * graph part's).  The local tier is read first, in one read, and a corrupt entry there is
+ * quarantined.  A remote hit is authenticated with the HMAC key when there is one — before
+ * anything past its fixed header is parsed —, decoded, checked to hold the key and variant
+ * it was asked for (kc_entry_decode_as), and only then written back to the local directory.
+ * New entries go to the local directory synchronously, then to each writable remote
+ * through one background writer with a bounded queue (full: the write is dropped and
+ * counted).  A remote miss, error, timeout, skip (its breaker is open) or rejection is a
+ * miss plus a counter — never an error to the caller; the circuit breaker itself is the
+ * remote backend's own (kc_redis_config).
+ *
+ * Must not: name a concrete backend, interpret a backend's errors beyond counting them, or
+ * include any header of the front door (those under src/cache/, kcache/cache.h).
+ */
+#ifndef KC_STORE_TIERS_H
+#define KC_STORE_TIERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcache/entry.h"
+#include "kcache/key.h"
+#include "kcache/stats.h"
+#include "kcache/store.h"
+#include "kcache/sys/store.h"
+
+typedef struct kc_tiers kc_tiers;
+
+/** Flags of one tier (kc_tiers_add). */
+#define KC_TIER_LOCAL 0x1u    /**< The local tier: looked up first, and where remote hits are written back. */
+#define KC_TIER_READONLY 0x2u /**< Never written: no puts, no write-back, no publish. */
+
+/** Where the tiers count: add `n` to counter `id` of shard `shard` (the key's first byte). */
+typedef void (*kc_tiers_count_fn)(void *ctx, int shard, kc_stat id, int64_t n);
+
+/** What the tiers need besides their backends. */
+typedef struct kc_tiers_config {
+    size_t queue_cap;          /**< Remote writes queued at most (0: 256). */
+    const uint8_t *mac_key;    /**< HMAC key of remote entries; NULL: none.  Borrowed: outlives the tiers. */
+    size_t mac_key_len;
+    kc_tiers_count_fn count;   /**< Counter sink (required). */
+    void *count_ctx;
+} kc_tiers_config;
+
+/** New, empty tiers. */
+int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg);
+
+/**
+ * Add a backend as a tier.  KC_TIER_LOCAL puts it first (one local tier at most); the others
+ * come after it in the order added.  On success the tiers own `b` (freed by kc_tiers_free
+ * through b->free); on failure the caller still does.  KC_EVERSION for a table of an unknown
+ * version; KC_EINVAL for a second local tier or too many tiers.
+ */
+int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags);
+
+/** Wait for the remote writes, stop the writer, free every backend (remotes first); accepts NULL. */
+void kc_tiers_free(kc_tiers *t);
+
+/** Whether there is at least one remote tier. */
+int kc_tiers_has_remote(const kc_tiers *t);
+
+/**
+ * The local tier's entry for `key` and `variant`, validated, in one read: KC_OK (a hit,
+ * counted); KC_MISS (absent, or unreadable: counted as a store error); KC_ECORRUPT (it was
+ * corrupt or held another key or variant: quarantined and counted).  Counts no miss and
+ * asks no remote.
+ */
+int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_entry **out);
+
+/**
+ * Look `key` up in the remote tiers, in order, under the first present of `variants` (one
+ * round trip each when the backend has get_first; at most 24 names): authenticated,
+ * validated, written back to a writable local tier and counted.  KC_OK with *which (may be
+ * NULL) and *out; KC_MISS for anything else (no remote, absent, unreachable, rejected) —
+ * the reason is counted and logged.
+ */
+int kc_tiers_get_remote(kc_tiers *t, const kc_key *key, const char *const *variants, size_t n, size_t *which,
+                        kc_entry **out);
+
+/**
+ * Store encoded bytes under `name`: to the local tier now (its result is returned, an error
+ * prefixed with "storing <name>"), then queued for every writable remote.  Takes `data`
+ * (malloc'ed): freed here or by the writer.  A dropped remote write is counted and logged,
+ * not an error.
+ */
+int kc_tiers_put(kc_tiers *t, const char *name, int shard, void *data, size_t len);
+
+/**
+ * Queue a copy of a local entry to the writable remotes that do not have it (one exists()
+ * each), sealing it first with the HMAC key when it carries no valid MAC.  1 when queued, 0
+ * when every remote had it; KC_EINVAL without a remote, KC_EREADONLY when none is writable,
+ * KC_MISS when the entry is not local, or a remote's error (counted).
+ */
+int kc_tiers_publish(kc_tiers *t, const char *name, int shard);
+
+/** Wait until the background writer has sent (or dropped) every queued write. */
+void kc_tiers_flush(kc_tiers *t);
+
+/** The first remote's state; KC_MISS without a remote, KC_EINVAL when its backend says nothing. */
+int kc_tiers_remote_state(kc_tiers *t, kc_remote_state *out);
+
+/** One round trip to each remote: KC_OK, the first failure (counted), or KC_MISS without a remote. */
+int kc_tiers_ping(kc_tiers *t);
+
+/* The local tier, through its table (KC_MISS / 0 / KC_OK when there is none). */
+
+/** Whether the local tier holds `name`: 1, 0, or an error. */
+int kc_tiers_exists(kc_tiers *t, const char *name);
+/** Remove `name` from the local tier; KC_MISS when absent. */
+int kc_tiers_remove(kc_tiers *t, const char *name);
+/** Read `name` from the local tier without marking it used (maintenance). */
+int kc_tiers_peek(kc_tiers *t, const char *name, void **out, size_t *len);
+/** Move `name` aside in the local tier (quarantine, or remove when it has none); counted by the tier. */
+int kc_tiers_quarantine(kc_tiers *t, const char *name);
+/** Visit every entry of the local tier. */
+int kc_tiers_iterate(kc_tiers *t, kc_store_iter_cb cb, void *ctx);
+
+#endif
