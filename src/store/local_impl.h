@@ -1,0 +1,81 @@
+/*
+ * store/local_impl.h — what the files of the local directory store share: its handle and
+ * the helpers one file offers the others.  Only local.c, local_stats.c, local_gc.c and
+ * safedir.c include it; everyone else uses local.h.
+ *
+ * The one idea: one store in four files split by job — local.c (open, get/put/remove,
+ * quarantine, locks, iteration, the backend table), local_stats.c (counters and the stats
+ * file format), local_gc.c (the cleaner), safedir.c ([Note: safe directories]) — over one
+ * struct kc_local.
+ *
+ * Must not: be included outside src/store/local*.c and safedir.c.
+ */
+#ifndef KC_STORE_LOCAL_IMPL_H
+#define KC_STORE_LOCAL_IMPL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "local.h"
+
+#define KC_STATS_SLOTS 32        /* counters a stats file holds: room to grow past KC_STAT_COUNT */
+#define FLUSH_INTERVAL_NS 1000000000ull
+#define TOUCH_AFTER_S 2          /* refresh mtime on a hit when older than this */
+#define TEMP_STALE_S 3600        /* temp files older than this are orphans */
+#define AUTO_GC_TARGET 0.9       /* an automatic cleanup evicts down to 90% of the limit */
+#define ENTRY_SUFFIX ".kce"
+
+struct kc_local {
+    char root[PATH_MAX];   /* <dir> */
+    char v1[PATH_MAX];     /* <dir>/v1 */
+    uint64_t max_size;
+    bool readonly;
+    int64_t delta[KC_SHARDS][KC_STAT_COUNT]; /* unflushed counts; atomics */
+    uint8_t dirty[KC_SHARDS];
+    uint64_t last_flush_ns;
+    pthread_mutex_t flush_mu;
+    int64_t approx_bytes;      /* total bytes, refreshed from the stats files */
+    uint64_t approx_at_ns;
+    kc_store_backend backend;
+};
+
+/* ---- local.c ---- */
+
+/** Whether `f` is "<name>.kce" with a valid name; the name is copied to `name`. */
+bool kc_local_entry_file_name_(const char *f, char name[KC_NAME_MAX + 1]);
+
+/** Callback of kc_local_walk_shards_; non-zero stops the walk and is returned. */
+typedef int (*kc_local_file_cb)(int shard, const char *dir, const char *file, const struct stat *st, void *ctx);
+
+/** Visit every regular file of every shard (entries, temporary files, lock files); vanished files are skipped. */
+int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
+
+/* ---- local_stats.c ---- */
+
+/** A shard's exact sizes, as a gc or clear counted them. */
+typedef struct kc_local_sizes {
+    int64_t bytes, entries;
+} kc_local_sizes;
+
+/**
+ * Apply `fn` to a shard's counters under its stats file's lock (created if absent).  Stats
+ * are bookkeeping: a failure (the open is a fault-injection point) is logged, never
+ * reported, and costs nothing but counts.
+ */
+void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx);
+/** A shard's counters as its file holds them (no lock: a snapshot); zeros if missing or damaged. */
+void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS]);
+/** For kc_local_stats_update_: set the sizes to the kc_local_sizes in ctx. */
+void kc_local_set_sizes_(int64_t *v, void *ctx);
+/** Flush the counters when the last flush is older than FLUSH_INTERVAL_NS. */
+void kc_local_maybe_flush_(kc_local *l);
+
+/* ---- safedir.c ---- */
+
+/** [Note: safe directories]: KC_OK, or why `root` may not be used (KC_EPERM, KC_EIO, …). */
+int kc_local_dir_check_(const char *root);
+
+#endif

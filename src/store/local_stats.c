@@ -1,0 +1,154 @@
+/*
+ * store/local_stats.c — the local store's counters: kept in memory per shard, added now and
+ * then into the shard's stats file, and that file's format (its grammar, writer and reader,
+ * as ccache's statsfile beside its local storage).  Only the local store's files use it.
+ *
+ * The one idea: a hit costs no write.  Counts are atomics in memory; a flush adds them into
+ * each dirty shard's file under flock, so every process sharing the directory adds its own
+ * and nobody's are lost.  Bookkeeping never fails an operation: a stats file that cannot be
+ * opened is logged, and one that is missing or damaged reads as zeros.
+ *
+ * A shard's stats file, <dir>/v1/<2 hex>/stats (little-endian, STATS_FILE_SIZE bytes):
+ *     magic "KCSTATS1" (8) | slot count u32 (32) | reserved u32 (0)
+ *     | 32 × u64 counter (by kc_stat id; slots past KC_STAT_COUNT are room to grow)
+ *     | XXH3-64 of everything before it (8)
+ *
+ * Must not: report a bookkeeping failure as an error, or hold a stats file's lock longer than
+ * one read-modify-write.
+ */
+#include "local_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../common/fs.h"
+#include "../common/internal.h"
+
+#define STATS_MAGIC "KCSTATS1"
+#define STATS_SLOTS KC_STATS_SLOTS
+#define STATS_FILE_SIZE (8 + 4 + 4 + 8 * STATS_SLOTS + 8)
+
+void kc_local_count(kc_local *l, int shard, kc_stat id, int64_t n) {
+    if ((unsigned)shard >= KC_SHARDS || (unsigned)id >= KC_STAT_COUNT || n == 0) return;
+    __atomic_add_fetch(&l->delta[shard][id], n, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->dirty[shard], 1, __ATOMIC_RELAXED);
+}
+
+static void stats_path(const kc_local *l, int shard, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%02x/stats", l->v1, shard);
+}
+
+/* Read a stats file's counters from an open descriptor; zeros if absent or damaged. */
+static void stats_read_fd(int fd, int64_t v[STATS_SLOTS]) {
+    uint8_t b[STATS_FILE_SIZE];
+    memset(v, 0, sizeof(int64_t) * STATS_SLOTS);
+    ssize_t r = pread(fd, b, sizeof b, 0);
+    if (r != (ssize_t)sizeof b || memcmp(b, STATS_MAGIC, 8) != 0) return;
+    if (XXH3_64bits(b, sizeof b - 8) != kc_rd_u64(b + sizeof b - 8)) return;
+    uint32_t count = kc_rd_u32(b + 8);
+    for (uint32_t i = 0; i < count && i < STATS_SLOTS; i++) v[i] = (int64_t)kc_rd_u64(b + 16 + 8 * i);
+}
+
+static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
+    uint8_t b[STATS_FILE_SIZE];
+    memcpy(b, STATS_MAGIC, 8);
+    kc_wr_u32(b + 8, STATS_SLOTS);
+    kc_wr_u32(b + 12, 0);
+    for (int i = 0; i < STATS_SLOTS; i++) kc_wr_u64(b + 16 + 8 * i, (uint64_t)(v[i] < 0 ? 0 : v[i]));
+    kc_wr_u64(b + sizeof b - 8, XXH3_64bits(b, sizeof b - 8));
+    if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b)
+        kc_log(KC_LOG_STORE, "writing stats: %s", strerror(errno));
+}
+
+/* Under the file's lock; the open is a fault-injection point (kc_sys_open). */
+void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
+    char p[PATH_MAX];
+    stats_path(l, shard, p, sizeof p);
+    int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        kc_log(KC_LOG_STORE, "opening %s: %s", p, strerror(errno));
+        return;
+    }
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    int64_t v[STATS_SLOTS];
+    stats_read_fd(fd, v);
+    fn(v, ctx);
+    stats_write_fd(fd, v);
+    close(fd); /* releases the lock */
+}
+
+static void add_deltas(int64_t *v, void *ctx) {
+    const int64_t *d = ctx;
+    for (int i = 0; i < KC_STAT_COUNT; i++) v[i] += d[i];
+}
+
+void kc_local_flush(kc_local *l) {
+    if (l->readonly) return; /* a read-only cache keeps its counts in memory */
+    pthread_mutex_lock(&l->flush_mu);
+    for (int s = 0; s < KC_SHARDS; s++) {
+        if (!__atomic_exchange_n(&l->dirty[s], 0, __ATOMIC_RELAXED)) continue;
+        int64_t d[KC_STAT_COUNT];
+        int any = 0;
+        for (int i = 0; i < KC_STAT_COUNT; i++) {
+            d[i] = __atomic_exchange_n(&l->delta[s][i], 0, __ATOMIC_RELAXED);
+            any |= d[i] != 0;
+        }
+        if (any) kc_local_stats_update_(l, s, add_deltas, d);
+    }
+    __atomic_store_n(&l->last_flush_ns, kc_mono_ns(), __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&l->flush_mu);
+}
+
+void kc_local_maybe_flush_(kc_local *l) {
+    if (kc_mono_ns() - __atomic_load_n(&l->last_flush_ns, __ATOMIC_RELAXED) > FLUSH_INTERVAL_NS)
+        kc_local_flush(l);
+}
+
+/* A read of bookkeeping, not a fault point (plain open). */
+void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS]) {
+    char p[PATH_MAX];
+    stats_path(l, shard, p, sizeof p);
+    memset(v, 0, sizeof(int64_t) * STATS_SLOTS);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return;
+    stats_read_fd(fd, v);
+    close(fd);
+}
+
+int kc_local_stats(kc_local *l, kc_stats *out) {
+    memset(out, 0, sizeof *out);
+    kc_local_flush(l);
+    for (int s = 0; s < KC_SHARDS; s++) {
+        int64_t v[STATS_SLOTS];
+        kc_local_stats_read_(l, s, v);
+        for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
+        if (l->readonly) /* unflushable deltas of a read-only cache still show */
+            for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)__atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED);
+    }
+    return KC_OK;
+}
+
+static void zero_events(int64_t *v, void *ctx) {
+    (void)ctx;
+    for (int i = 0; i < STATS_SLOTS; i++)
+        if (i != KC_STAT_BYTES && i != KC_STAT_ENTRIES) v[i] = 0;
+}
+
+int kc_local_stats_zero(kc_local *l) {
+    if (l->readonly) return kc_err(KC_EREADONLY, "the cache is read-only");
+    kc_local_flush(l);
+    for (int s = 0; s < KC_SHARDS; s++) kc_local_stats_update_(l, s, zero_events, NULL);
+    return KC_OK;
+}
+
+void kc_local_set_sizes_(int64_t *v, void *ctx) {
+    const kc_local_sizes *c = ctx;
+    v[KC_STAT_BYTES] = c->bytes;
+    v[KC_STAT_ENTRIES] = c->entries;
+}
