@@ -36,9 +36,10 @@ extern "C" {
 #define KC_OPEN_NO_ENV 0x1u        /**< Ignore KCACHE_* environment overrides. */
 #define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
-/** The fields these options set (dir, max_size, remote) win over KCACHE_DIR, KCACHE_MAX_SIZE and
- *  KCACHE_REMOTE; the environment still fills the fields left unset.  For a command line, whose
- *  flags are more specific than the environment (without it the environment wins). */
+/** The fields these options set (dir, max_size, remote: non-NULL, non-zero) win over KCACHE_DIR,
+ *  KCACHE_MAX_SIZE and KCACHE_REMOTE; the environment still fills the fields left unset.  An empty
+ *  dir set is the default directory, an empty remote none.  For a command line, whose flags are
+ *  more specific than the environment (without this flag the environment wins). */
 #define KC_OPEN_OPTIONS_WIN 0x20u
 
 /**
@@ -90,18 +91,15 @@ KC_API const char *kc_cache_dir(const kc_cache *c);
 /** The resolved size limit in bytes. */
 KC_API uint64_t kc_cache_max_size(const kc_cache *c);
 
-/**
- * How a cache was opened (from the KC_OPEN_* flags and the environment).  An enum tag without
- * a typedef: the name kc_cache_mode is the function below.
- */
-enum kc_cache_mode {
+/** How a cache was opened (from the KC_OPEN_* flags and the environment). */
+typedef enum kc_mode {
     KC_CACHE_READWRITE = 0, /**< Reads and writes. */
     KC_CACHE_READONLY = 1,  /**< Reads only: KC_OPEN_READONLY or KCACHE_READONLY=1. */
     KC_CACHE_DISABLED = 2   /**< Every get misses, nothing is written: KC_OPEN_DISABLE or KCACHE_DISABLE=1. */
-};
+} kc_mode;
 
 /** Whether the cache was opened read-write, read-only or disabled. */
-KC_API enum kc_cache_mode kc_cache_mode(const kc_cache *c);
+KC_API kc_mode kc_cache_mode(const kc_cache *c);
 
 /**
  * Where the cache keeps its per-site dynamism profiles ("<dir>/v1/profiles"; the layout is
@@ -137,9 +135,9 @@ KC_API int kc_cache_exists(kc_cache *c, const kc_key *key, const char *variant);
 KC_API int kc_cache_remove(kc_cache *c, const kc_key *key, const char *variant);
 
 /**
- * [Note: single-flight] A compile lock for one key and variant, shared by every process
- * using the directory: an flock on <shard>/.lock.<key>.<variant>, which the kernel releases
- * when its holder dies, so a waiter takes over a crashed compiler's work.
+ * A compile lock for one key and variant, shared by every process using the directory: an
+ * flock on <shard>/.lock.<key>.<variant>, which the kernel releases when its holder dies, so a
+ * waiter takes over a crashed compiler's work ([Note: single-flight] in src/graph/lookup.c).
  */
 typedef struct kc_lock kc_lock;
 

@@ -262,7 +262,7 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     kc_bundle_report rep = {n, 0, 0, 0};
     for (size_t i = 0; i < n; i++) rep.bytes += items[i].len;
     kc_local *l = kc_cache_local_(c);
-    if (!dry_run && (!l || kc_cache_mode(c) != 0)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
+    if (!dry_run && (!l || kc_cache_mode(c) != KC_CACHE_READWRITE)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
     for (size_t i = 0; !dry_run && !rc && i < n; i++) {
         void *old;
         size_t olen;

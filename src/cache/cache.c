@@ -35,7 +35,7 @@ struct kc_cache {
     kc_tiers *tiers; /* local first, then the remote ([Note: tiers] in store/tiers.h) */
     char dir[PATH_MAX];
     uint64_t max_size;
-    enum kc_cache_mode mode;
+    kc_mode mode;
     uint8_t *mac_key;
     size_t mac_key_len;
 };
@@ -200,7 +200,7 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!(flags & KC_OPEN_NO_ENV)) {
         int win = (flags & KC_OPEN_OPTIONS_WIN) != 0; /* what the options set beats the environment */
         const char *e = getenv("KCACHE_DIR");
-        if (e && *e && !(win && dir && *dir)) dir = e;
+        if (e && *e && !(win && dir)) dir = e; /* an empty dir given: the default, as before */
         e = getenv("KCACHE_MAX_SIZE");
         if (e && *e && !(win && o.max_size) && (rc = kc_parse_size(e, &max)) != KC_OK) {
             kc_err_prefix(rc, "KCACHE_MAX_SIZE");
@@ -262,7 +262,7 @@ void kc_cache_close(kc_cache *c) {
 const char *kc_cache_dir(const kc_cache *c) { return c->dir; }
 kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
-enum kc_cache_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
+kc_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len) {
     *len = c->mac_key_len;
     return c->mac_key;

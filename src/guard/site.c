@@ -110,11 +110,16 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
         for (int d = 0; d < KC_MAX_RANK; d++) s->lo[i][d] = 0, s->hi[i][d] = INT64_MAX;
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->mu, NULL);
-    if (cache && kc_cache_mode(cache) != 2) {
-        snprintf(s->profile_path, sizeof s->profile_path, "%s/v1/profiles/%016llx.profile", kc_cache_dir(cache),
-                 (unsigned long long)XXH3_64bits(name, strlen(name)));
-        s->persist = kc_cache_mode(cache) == 0 ? 1 : 0;
-        if (kc_cache_mode(cache) == 1) { /* read-only: read the profile, never write it */
+    char pdir[PATH_MAX];
+    if (cache && kc_cache_mode(cache) != KC_CACHE_DISABLED && kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK) {
+        /* Where profiles live is the cache's business; a name that does not fit is never persisted. */
+        int n = snprintf(s->profile_path, sizeof s->profile_path, "%s/%016llx.profile", pdir,
+                         (unsigned long long)XXH3_64bits(name, strlen(name)));
+        int fits = n > 0 && (size_t)n < sizeof s->profile_path;
+        s->persist = fits && kc_cache_mode(cache) == KC_CACHE_READWRITE ? 1 : 0;
+        if (!fits) {
+            s->profile_path[0] = '\0';
+        } else if (kc_cache_mode(cache) == KC_CACHE_READONLY) { /* read-only: read the profile, never write it */
             s->persist = 1;
             profile_load(s);
             s->persist = 0;

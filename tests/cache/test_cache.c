@@ -22,6 +22,7 @@ static int teardown(void **state) {
     unsetenv("KCACHE_MAX_SIZE");
     unsetenv("KCACHE_READONLY");
     unsetenv("KCACHE_DISABLE");
+    unsetenv("KCACHE_REMOTE");
     kct_rmtree(dir);
     free(dir);
     return 0;
@@ -333,6 +334,71 @@ static void test_maintenance_reads_keep_lru_order(void **state) {
     kc_cache_close(c);
 }
 
+/* KC_OPEN_OPTIONS_WIN: what the options set beats KCACHE_DIR, KCACHE_MAX_SIZE and KCACHE_REMOTE (a
+ * command line's flags); what they leave unset, the environment still fills. */
+static void test_options_win_over_environment(void **state) {
+    (void)state;
+    char env_dir[600], opt_dir[600];
+    snprintf(env_dir, sizeof env_dir, "%s/from-env", dir);
+    snprintf(opt_dir, sizeof opt_dir, "%s/from-options", dir);
+    setenv("KCACHE_DIR", env_dir, 1);
+    setenv("KCACHE_MAX_SIZE", "10M", 1);
+    setenv("KCACHE_REMOTE", "not a url", 1);
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = opt_dir;
+    o.max_size = 1ull << 30;
+    o.remote = "redis://127.0.0.1:1/0"; /* nothing connects at open */
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_EINVAL); /* without the flag the environment wins: its bad URL */
+    o.flags = KC_OPEN_OPTIONS_WIN;
+    if (kc_cache_open(&c, &o) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    assert_string_equal(kc_cache_dir(c), opt_dir);
+    assert_int_equal(kc_cache_max_size(c), 1ull << 30);
+    kc_remote_state rs;
+    assert_int_equal(kc_cache_remote_state(c, &rs), KC_OK);
+    assert_string_equal(rs.url, "redis://127.0.0.1:1/0");
+    kc_cache_close(c);
+    /* Fields left unset (NULL, 0) are still the environment's. */
+    kc_options u = KC_OPTIONS_INIT;
+    u.flags = KC_OPEN_OPTIONS_WIN;
+    unsetenv("KCACHE_REMOTE");
+    if (kc_cache_open(&c, &u) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    assert_string_equal(kc_cache_dir(c), env_dir);
+    assert_int_equal(kc_cache_max_size(c), 10ull << 20);
+    assert_int_equal(kc_cache_remote_state(c, &rs), KC_MISS);
+    kc_cache_close(c);
+    /* An empty dir given is the default directory, as `kcache --cache-dir ''` always meant. */
+    char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    u.dir = "";
+    if (kc_cache_open(&c, &u) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    char want[600];
+    snprintf(want, sizeof want, "%s/kcache", dir);
+    assert_string_equal(kc_cache_dir(c), want);
+    kc_cache_close(c);
+    if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    free(old_xdg);
+}
+
+/* Profiles (guard.h) live where the cache says, under its own directory; a disabled cache has none. */
+static void test_profile_dir(void **state) {
+    (void)state;
+    kc_cache *c = open_at(dir, KC_OPEN_NO_ENV);
+    char p[4096], want[4096];
+    assert_int_equal(kc_cache_profile_dir(c, p, sizeof p), KC_OK);
+    snprintf(want, sizeof want, "%s/v1/profiles", kc_cache_dir(c));
+    assert_string_equal(p, want);
+    char tiny[8];
+    assert_int_equal(kc_cache_profile_dir(c, tiny, sizeof tiny), KC_EINVAL);
+    assert_int_equal(kc_cache_profile_dir(c, NULL, 10), KC_EINVAL);
+    kc_cache_close(c);
+    c = open_at(dir, KC_OPEN_NO_ENV | KC_OPEN_DISABLE);
+    assert_int_equal(kc_cache_mode(c), KC_CACHE_DISABLED);
+    assert_int_equal(kc_cache_profile_dir(c, p, sizeof p), KC_EREADONLY);
+    kc_cache_close(c);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -346,6 +412,8 @@ int main(void) {
         T(test_readonly_and_disabled),
         T(test_allocation_failures_never_crash),
         T(test_maintenance_reads_keep_lru_order),
+        T(test_options_win_over_environment),
+        T(test_profile_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

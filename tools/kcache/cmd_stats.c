@@ -83,7 +83,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         cli_human_size(s.v[KC_STAT_BYTES], sz, sizeof sz);
         cli_human_size(kc_cache_max_size(c), mx, sizeof mx);
         printf("cache directory   %s%s\n", kc_cache_dir(c),
-               kc_cache_mode(c) == 1 ? " (read-only)" : kc_cache_mode(c) == 2 ? " (disabled)" : "");
+               kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
         printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);
         printf("hit rate          %.1f %% of %llu lookups\n",
                lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
