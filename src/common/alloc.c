@@ -5,6 +5,9 @@
  * tests can fail the Nth one and prove the library reports KC_ENOMEM, leaks nothing and
  * loses nothing (SQLite's and libgit2's failalloc).  The switch costs one relaxed atomic
  * load when off.
+ *
+ * Callers: every part of the library (kc_malloc, kc_calloc, kc_realloc, kc_strdup); the
+ * failure switch only tests/reliability and the unit tests' allocation loops.
  */
 #include <stdlib.h>
 

@@ -6,6 +6,9 @@
  * order, never a struct copied with its padding.  A writer's allocation failure is sticky
  * (b->failed) so encoders check once at the end; a reader's overrun is sticky (r->bad) and
  * yields zeros, so decoders check once and can never read out of bounds.
+ *
+ * Callers: every encoder and decoder of the library (keys, entries, the graph's sections,
+ * bundles, stats files, the redis protocol).
  */
 #include <stdio.h>
 #include <stdlib.h>

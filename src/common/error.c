@@ -3,6 +3,9 @@
  *
  * One fixed buffer per thread, no allocation, so recording an error can never fail and
  * never needs freeing.  Messages longer than the buffer are cut, not lost.
+ *
+ * Callers: every part, through kc_err / kc_err_prefix (common/internal.h); callers of the
+ * API read it with kc_error_last().
  */
 #include <errno.h>
 #include <stdio.h>

@@ -3,6 +3,8 @@
  *
  * The mask is one atomic word so the disabled path is a load and a branch; the
  * configuration may change at any time from any thread.
+ *
+ * Callers: every part, through kc_log; callers of the API through kc_log_configure (log.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,8 @@
  * pool.c — fixed worker threads, a FIFO of batch items, one condition per batch.
  *
  * Must not: run a task on a thread that holds the queue lock; lose a wake-up.
+ *
+ * Callers: compile/units.c (parallel compiles); the prewarm part runs its own workers.
  */
 #include "pool.h"
 

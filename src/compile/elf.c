@@ -2,6 +2,9 @@
  * elf.c — list function symbols of an ELF64 little-endian image (a cubin).
  *
  * Every offset and size read from the file is checked against the image before use.
+ *
+ * Callers: the tests that prove a compiled cubin holds its kernels (test_nvrtc, test_graph);
+ * nothing on a lookup's path reads ELF.
  */
 #include "elf.h"
 

@@ -1,6 +1,8 @@
 /*
  * elf.h — just enough ELF64 reading to list the function symbols of a cubin, bounds-checked
  * against the bytes given (the image may come from anywhere).
+ *
+ * Callers: see elf.c.
  */
 #ifndef KC_ELF_H
 #define KC_ELF_H

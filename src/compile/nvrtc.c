@@ -9,6 +9,9 @@
  *
  * Must not: touch the cache (the graph part decides what is stored), or let NVRTC's own
  * cache turn a miss into a hidden hit (-no-cache on NVRTC >= 12.9).
+ *
+ * Callers: compile/units.c (kc_compile_names), the graph part (cacheability, option
+ * normalisation, the toolchain's identity for the key), and the public compile.h API.
  */
 #include "kcache/compile.h"
 

@@ -9,6 +9,9 @@
  *
  * Must not: read outside the input, allocate from an unchecked length, or interpret the
  * opaque sections (that is the graph part's job).
+ *
+ * Callers: the store's tiers (kc_entry_decode_as on every read), the front door, bundles,
+ * the graph part (sections of a compiled graph), and tools through entry.h.
  */
 #include "kcache/entry.h"
 

@@ -10,6 +10,9 @@
  * values ignored) and evaluates; every operation is checked (__builtin_*_overflow, division
  * by zero, INT64_MIN / -1), and the first failure stops the pass with a reason.  Division
  * rounds toward negative infinity (as Python's //), and mod takes the sign of the divisor.
+ *
+ * Callers: desc.c (checks each expression as a description is built) and program.c
+ * (re-checks when an entry is decoded, evaluates at run time).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,6 +4,9 @@
  *
  * The one idea: every error names the file and the place in it ("mlp.json: forward[1].args[2]:
  * …", or line and column for a JSON syntax error), because a deployment engineer reads them.
+ *
+ * Callers: the public kc_graph_desc_load (the CLI, the prewarm part, tests); it builds the
+ * description only through desc.c's checked builders.
  */
 #include <cjson/cJSON.h>
 #include <limits.h>

@@ -11,6 +11,9 @@
  * from it.
  *
  * Must not: call a release callback or touch the file system while holding a lock.
+ *
+ * Callers: the public guard API (guard.h).  It reaches the cache only through cache.h
+ * (kc_cache_mode, kc_cache_profile_dir) and graphs through graph.h.
  */
 #include "kcache/guard.h"
 

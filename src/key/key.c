@@ -18,6 +18,8 @@
  * more dimension becomes dynamic and turn every later key into a miss.
  *
  * Must not: touch files, know about entries or CUDA.
+ *
+ * Callers: the graph part (graph_key.c), the guard part, and the public key.h API.
  */
 #include "kcache/key.h"
 

@@ -8,6 +8,8 @@
  *
  * Must not: read the specs it names (kc_prewarm does); accept a target kc_target_parse
  * refuses; hold on to cJSON's tree past parsing.
+ *
+ * Callers: the public kc_manifest_* API (the CLI's prewarm, export and demo; prewarm.c).
  */
 #include <cjson/cJSON.h>
 #include <limits.h>

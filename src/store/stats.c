@@ -1,6 +1,8 @@
 /*
  * stats.c — names of the fixed statistic ids (kcache/stats.h); the names are what
  * `kcache stats --json` prints, so they never change.
+ *
+ * Callers: the local store's stats files and the CLI's stats output (through stats.h).
  */
 #include "kcache/stats.h"
 
