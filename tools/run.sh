@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
 export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_WERROR="${KCACHE_WERROR:-OFF}" >/dev/null
 cmake --build build -j "$(nproc)"
 KC=build/tools/kcache/kcache
 echo
