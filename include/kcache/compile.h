@@ -34,8 +34,25 @@ typedef struct kc_kernel_src {
     size_t nheaders;
     const char *const *options;     /**< NVRTC options, without any -arch. */
     size_t noptions;
-    const char *include_digest;     /**< Required when an option names an include folder on disk. */
+    const char *include_digest;     /**< No longer accepted (must be NULL): kcache trusts no caller's digest of a folder. */
+    unsigned flags;                 /**< KC_KERNEL_* */
 } kc_kernel_src;
+
+/**
+ * The kernel may include the CUDA toolkit's own headers (cuda_fp16.h, cuda_bf16.h,
+ * cooperative_groups.h, cuda/std/…, the math headers) and the few standard headers NVRTC
+ * lacks (stdint.h, math.h, assert.h, type_traits, …, served by kcache from memory).  The
+ * toolkit's include tree is identified by a digest of its contents, which joins the key.
+ */
+#define KC_KERNEL_TOOLKIT_HEADERS 0x1u
+
+/**
+ * The identity (32 hex) of this host's toolkit headers as KC_KERNEL_TOOLKIT_HEADERS kernels
+ * see them: a digest of every file under the toolkit's include folder (KCACHE_CUDA_INCLUDE,
+ * else the toolkit kcache was built with) and of kcache's in-memory standard headers.
+ * Computed once per process.  KC_ENONVRTC when the toolkit's headers are not found.
+ */
+KC_API int kc_toolkit_headers_id(char out[33]);
 
 /** A compiled program: one image holding one or more kernels. */
 typedef struct kc_compiled {

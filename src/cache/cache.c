@@ -274,6 +274,11 @@ int kc_cache_profile_dir(const kc_cache *c, char *out, size_t cap) {
     return kc_local_profile_dir(c->local, out, cap);
 }
 
+int kc_cache_toolkit_dir_(const kc_cache *c, char *out, size_t cap) {
+    if (!c || !c->local) return KC_MISS;
+    return kc_local_toolkit_dir(c->local, out, cap);
+}
+
 static int check_kv(const kc_cache *c, const kc_key *key, const char *variant) {
     if (!c || !key) return kc_err(KC_EINVAL, "NULL cache or key");
     return kc_variant_check(variant);

@@ -32,6 +32,9 @@ int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *va
  */
 int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out);
 
+/** Where the toolkit digest memos live ("<dir>/v1/toolkits"); KC_MISS for a disabled cache. */
+int kc_cache_toolkit_dir_(const kc_cache *c, char *out, size_t cap);
+
 /** The HMAC key of the cache (NULL when entries are not authenticated). */
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);
 

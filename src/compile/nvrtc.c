@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "../common/internal.h"
+#include "toolkit.h"
 #include "kcache/target.h"
 
 #ifndef KC_CUDA_LIBDIR
@@ -164,15 +165,28 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     char *opts = NULL;
     if ((rc = kc_options_normalize(k, &opts))) return rc;
 
+    /* A kernel with the toolkit's headers reaches its include folder ([Note: toolkit includes]). */
+    const int toolkit = (k->flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
+    kc_toolkit_inputs *tk = NULL;
+    if (toolkit) {
+        if (!(tk = kc_malloc(sizeof *tk))) rc = kc_err(KC_ENOMEM, "compile: out of memory");
+        else rc = kc_toolkit_inputs_for(k->file, tk);
+        if (rc) {
+            free(tk);
+            free(opts);
+            return rc;
+        }
+    }
     nvrtcProgram prog = NULL;
     kc_compiled *c = NULL;
     const char **argv = NULL, **hnames = NULL, **hsrcs = NULL;
+    char *source = NULL;
     char arch[40];
-    size_t nopt = 0;
+    size_t nopt = 0, nhdr = k->nheaders + (tk ? tk->nshims : 0);
     for (const char *p = opts; *p; p++) nopt += *p == '\n';
-    argv = kc_calloc(nopt + 2, sizeof *argv);
-    hnames = kc_calloc(k->nheaders + 1, sizeof *hnames);
-    hsrcs = kc_calloc(k->nheaders + 1, sizeof *hsrcs);
+    argv = kc_calloc(nopt + 6, sizeof *argv);
+    hnames = kc_calloc(nhdr + 1, sizeof *hnames);
+    hsrcs = kc_calloc(nhdr + 1, sizeof *hsrcs);
     c = kc_calloc(1, sizeof *c);
     if (c) c->lowered_names = kc_calloc(nnames, sizeof *c->lowered_names);
     if (!argv || !hnames || !hsrcs || !c || !c->lowered_names) {
@@ -191,6 +205,10 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     snprintf(arch, sizeof arch, "-arch=%s", tname);
     argv[argc++] = arch;
     if (nv.no_cache) argv[argc++] = "-no-cache";
+    /* NVRTC searches no folder whose files are not in the key: not the source's own (for a
+     * relative name, the working directory), and none but the toolkit's when asked for. */
+    if (!tk) argv[argc++] = "-no-source-include";
+    for (size_t i = 0; tk && i < tk->ninclude; i++) argv[argc++] = tk->include[i];
     for (size_t i = 0; i < k->nheaders; i++) {
         hnames[i] = k->headers[i].name;
         hsrcs[i] = k->headers[i].source;
@@ -199,8 +217,23 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
             goto done;
         }
     }
+    for (size_t i = 0; tk && i < tk->nshims; i++) { /* after the kernel's own: a listed header wins */
+        hnames[k->nheaders + i] = tk->shims[i].name;
+        hsrcs[k->nheaders + i] = tk->shims[i].source;
+    }
     const char *file = k->file && *k->file ? k->file : "kernel.cu";
-    KC_NVRTC_CHECK(nv.CreateProgram(&prog, k->source, file, (int)k->nheaders, hsrcs, hnames));
+    const char *program = file, *text = k->source;
+    if (tk) {
+        size_t pl = strlen(tk->prefix), sl = strlen(k->source);
+        if (!(source = kc_malloc(pl + sl + 1))) {
+            rc = kc_err(KC_ENOMEM, "compile: out of memory");
+            goto done;
+        }
+        memcpy(source, tk->prefix, pl);
+        memcpy(source + pl, k->source, sl + 1);
+        program = tk->program, text = source;
+    }
+    KC_NVRTC_CHECK(nv.CreateProgram(&prog, text, program, (int)nhdr, hsrcs, hnames));
     for (size_t i = 0; i < nnames; i++) KC_NVRTC_CHECK(nv.AddNameExpression(prog, names[i]));
     uint64_t t0 = kc_mono_ns();
     nvrtcResult cr = nv.CompileProgram(prog, (int)argc, argv);
@@ -254,5 +287,7 @@ done:
     free(hnames);
     free(hsrcs);
     free(opts);
+    free(source);
+    free(tk);
     return rc;
 }

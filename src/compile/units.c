@@ -2,7 +2,7 @@
  * units.c — compile units and their parallel compile.
  *
  * The one idea: kernels that would be compiled from the same bytes (file, source, headers,
- * options, include digest) are one NVRTC program with several name expressions, so a graph
+ * options, include digest, flags) are one NVRTC program with several name expressions, so a graph
  * of N kernels from one source compiles once; distinct units compile in parallel on one
  * process-wide pool (created on first use; without it they run inline).
  *
@@ -28,7 +28,7 @@ static void pool_init(void) {
 /* Kernels that can share one NVRTC program: same file, source, headers, options. */
 static int same_unit(const kc_kernel_src *a, const kc_kernel_src *b) {
     if (!SAME(a->file, b->file) || strcmp(a->source, b->source) != 0 || !SAME(a->include_digest, b->include_digest) ||
-        a->nheaders != b->nheaders || a->noptions != b->noptions)
+        a->nheaders != b->nheaders || a->noptions != b->noptions || a->flags != b->flags)
         return 0;
     for (size_t h = 0; h < a->nheaders; h++)
         if (strcmp(a->headers[h].name, b->headers[h].name) || strcmp(a->headers[h].source, b->headers[h].source)) return 0;

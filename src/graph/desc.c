@@ -113,6 +113,7 @@ int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     g->source = dup_or_null(k->source, &oom);
     g->name = dup_or_null(k->name, &oom);
     g->include_digest = dup_or_null(k->include_digest, &oom);
+    g->flags = k->flags;
     if (k->nheaders && !(g->headers = kc_calloc(k->nheaders, sizeof *g->headers))) oom = 1;
     for (size_t h = 0; !oom && h < k->nheaders; h++, g->nheaders++) {
         g->headers[h].name = dup_or_null(k->headers[h].name, &oom);
@@ -353,6 +354,6 @@ int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
 
 kc_kernel_src kc_graph_kernel_src(const gkernel *g) {
     kc_kernel_src k = {g->file, g->source, g->name, g->headers, g->nheaders, (const char *const *)g->options,
-                       g->noptions, g->include_digest};
+                       g->noptions, g->include_digest, g->flags};
     return k;
 }

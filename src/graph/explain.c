@@ -80,7 +80,7 @@ int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, k
     if (rc) return rc;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = kc_graph_key(d, &key, &kb))) return rc;
+    if ((rc = kc_graph_key_in(c, d, &key, &kb))) return rc;
     kc_key_to_hex(&key, x->key);
     snprintf(x->variant, sizeof x->variant, "%s", variant);
     for (size_t i = 0; i < kc_key_digest_count(kb) && x->ndigests < KC_EXPLAIN_MAX; i++) {

@@ -20,6 +20,7 @@
 
 typedef struct gkernel {
     char *file, *source, *name, *include_digest;
+    unsigned flags; /* KC_KERNEL_* */
     kc_header_src *headers; /* owned strings */
     size_t nheaders;
     char **options;
@@ -78,6 +79,12 @@ kc_dtype kc_dtype_parse(const char *s);
 
 /** Whether `s` is a decimal count of at most 18 digits (a static size). */
 int kc_graph_is_uint(const char *s);
+
+/**
+ * kc_graph_key with the cache the lookup goes through (NULL: none): its folder keeps the
+ * toolkit digest memo across processes (graph_key.c).
+ */
+int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out);
 
 /** A kernel of a description as the compile part takes it (borrowed from the description). */
 kc_kernel_src kc_graph_kernel_src(const gkernel *g);

@@ -15,15 +15,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../cache/internal.h"
 #include "../common/internal.h"
+#include "../compile/toolkit.h"
 #include "graph_internal.h"
 #include "program.h"
 
+/* The toolkit headers' digest when a kernel asks for them ("" when none does). */
+static int toolkit_id(kc_cache *c, const kc_graph_desc *d, char out[33]) {
+    out[0] = '\0';
+    int any = 0;
+    for (size_t i = 0; i < d->nkernels; i++) any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
+    if (!any) return KC_OK;
+    char memo[4096];
+    int have_memo = c && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK;
+    int rc = kc_toolkit_digest(have_memo ? memo : NULL, out);
+    return rc ? kc_err_prefix(rc, "graph '%s' asks for the toolkit's headers", d->name) : KC_OK;
+}
+
 int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
+    return kc_graph_key_in(NULL, d, out, kb_out);
+}
+
+int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
     if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
     if (kb_out) *kb_out = NULL;
     int rc = kc_nvrtc_available();
     if (rc) return rc;
+    char toolkit[33];
+    if ((rc = toolkit_id(c, d, toolkit))) return rc;
     kc_key_builder *kb;
     if ((rc = kc_key_builder_new(&kb))) return rc;
     kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
@@ -32,11 +52,16 @@ int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
         kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.name", g->name);
         kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.file", g->file ? g->file : "");
         kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.source", g->source);
-        for (size_t h = 0; h < g->nheaders; h++) {
+        char *norm, label[64];
+        for (size_t h = 0; h < g->nheaders && !rc; h++) {
             kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
             kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
+            /* Finer digest, for explain: which header of which kernel changed. */
+            snprintf(label, sizeof label, "kernels[%zu].headers[%.36s]", i, g->headers[h].name);
+            rc = kc_key_note(kb, label, g->headers[h].source, strlen(g->headers[h].source));
         }
-        char *norm, label[64];
+        if (rc) break;
+        if (g->flags) kc_key_add_u64(kb, KC_COMP_OPTIONS, "kernel.flags", g->flags); /* absent: keys as before */
         kc_kernel_src k = kc_graph_kernel_src(g);
         if ((rc = kc_options_normalize(&k, &norm))) break;
         kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
@@ -52,6 +77,10 @@ int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
         if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
         free(norm);
         if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
+    }
+    if (!rc && toolkit[0]) { /* the toolkit's headers, as the kernels that ask for them see them */
+        rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "toolkit_headers", toolkit);
+        if (!rc) rc = kc_key_note(kb, "toolkit_headers", toolkit, 32);
     }
     kc_buf prog = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &prog);

@@ -170,9 +170,9 @@ static void info_init(kc_graph_info *info, const kc_key *key) {
 }
 
 /* The common start of a lookup: the key, its digests, and the info record. */
-static int lookup_begin(const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
+static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
     *t0 = kc_mono_ns();
-    int rc = kc_graph_key(d, key, kb);
+    int rc = kc_graph_key_in(c, d, key, kb);
     if (rc) return rc;
     info_init(info, key);
     info->key_us = us_since(*t0);
@@ -191,7 +191,7 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     uint64_t t0;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = lookup_begin(d, info, &key, &kb, &t0))) return rc;
+    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0))) return rc;
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
@@ -232,7 +232,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     uint64_t t0;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = lookup_begin(d, info, &key, &kb, &t0))) return rc;
+    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0))) return rc;
     uint64_t t1 = kc_mono_ns();
     *out = kc_loaded_find(&key, device);
     if (*out) {

@@ -79,7 +79,39 @@ static int expr_of(sctx *s, const char *where, const cJSON *v, char buf[64], con
     return SPEC_ERR(s, where, "must be an integer or an expression string");
 }
 
-static int load_kernels(sctx *s, const cJSON *arr, char ***names) {
+/* A boolean field: *out unchanged when absent; an error when it is not true/false. */
+static int bool_field(sctx *s, const char *where, const cJSON *o, const char *name, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!v) return KC_OK;
+    if (!cJSON_IsBool(v)) return SPEC_ERR(s, where, "\"%s\" must be true or false", name);
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return KC_OK;
+}
+
+/* Read the headers `arr` lists into hdr[*nh…] (names borrowed from the JSON, sources owned). */
+static int load_headers(sctx *s, const char *where, const cJSON *arr, kc_header_src *hdr, int *nh) {
+    for (int h = 0; h < cJSON_GetArraySize(arr); h++) {
+        const cJSON *hn = cJSON_GetArrayItem(arr, h);
+        char hw[96];
+        snprintf(hw, sizeof hw, "%sheaders[%d]", where, h);
+        if (!cJSON_IsString(hn)) return SPEC_ERR(s, hw, "must be a string");
+        for (int k = 0; k < *nh; k++)
+            if (strcmp(hdr[k].name, hn->valuestring) == 0)
+                return SPEC_ERR(s, hw, "'%s' is listed twice (the spec's \"headers\" are every kernel's)", hn->valuestring);
+        int rc = read_beside(s, hw, hn->valuestring, (char **)&hdr[*nh].source);
+        if (rc) return rc;
+        hdr[(*nh)++].name = hn->valuestring;
+    }
+    return KC_OK;
+}
+
+static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***names) {
+    /* What every kernel of the spec shares: headers, and whether it may use the toolkit's. */
+    const cJSON *shared = cJSON_GetObjectItemCaseSensitive(root, "headers");
+    if (shared && !cJSON_IsArray(shared)) return SPEC_ERR(s, "headers", "must be an array of strings");
+    int nshared = shared ? cJSON_GetArraySize(shared) : 0, toolkit_all = 0;
+    int rc0 = bool_field(s, "spec", root, "toolkit_headers", &toolkit_all);
+    if (rc0) return rc0;
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) return SPEC_ERR(s, "kernels", "must be a non-empty array");
     int n = cJSON_GetArraySize(arr);
     *names = kc_calloc((size_t)n, sizeof **names);
@@ -102,16 +134,15 @@ static int load_kernels(sctx *s, const cJSON *arr, char ***names) {
             free(source);
             return SPEC_ERR(s, where, "\"headers\" and \"options\" must be arrays of strings");
         }
-        kc_header_src *hdr = kc_calloc((size_t)nh + 1, sizeof *hdr);
+        kc_header_src *hdr = kc_calloc((size_t)(nshared + nh) + 1, sizeof *hdr);
         const char **opt = kc_calloc((size_t)no + 1, sizeof *opt);
+        int nhdr = 0, toolkit = toolkit_all;
+        char kw[80];
+        snprintf(kw, sizeof kw, "%s.", where);
         if (!hdr || !opt) rc = kc_err(KC_ENOMEM, "spec: out of memory");
-        for (int h = 0; !rc && h < nh; h++) {
-            const cJSON *hn = cJSON_GetArrayItem(hs, h);
-            char hw[96];
-            snprintf(hw, sizeof hw, "%s.headers[%d]", where, h);
-            if (!cJSON_IsString(hn)) rc = SPEC_ERR(s, hw, "must be a string");
-            else if (!(rc = read_beside(s, hw, hn->valuestring, (char **)&hdr[h].source))) hdr[h].name = hn->valuestring;
-        }
+        if (!rc && shared) rc = load_headers(s, "", shared, hdr, &nhdr);
+        if (!rc && hs) rc = load_headers(s, kw, hs, hdr, &nhdr);
+        if (!rc) rc = bool_field(s, where, k, "toolkit_headers", &toolkit);
         for (int o = 0; !rc && o < no; o++) {
             const cJSON *ov = cJSON_GetArrayItem(os, o);
             char ow[96];
@@ -120,11 +151,12 @@ static int load_kernels(sctx *s, const cJSON *arr, char ***names) {
             else opt[o] = ov->valuestring;
         }
         if (!rc) {
-            kc_kernel_src src = {file, source, entry, hdr, (size_t)nh, opt, (size_t)no, str_field(k, "include_digest")};
+            kc_kernel_src src = {file,  source, entry, hdr, (size_t)nhdr, opt, (size_t)no, str_field(k, "include_digest"),
+                                 toolkit ? KC_KERNEL_TOOLKIT_HEADERS : 0u};
             rc = kc_graph_add_kernel(s->d, &src, NULL);
             if (rc) kc_err_prefix(rc, "%s: %s", s->path, where);
         }
-        for (int h = 0; hdr && h < nh; h++) free((char *)hdr[h].source);
+        for (int h = 0; hdr && h < nshared + nh; h++) free((char *)hdr[h].source);
         free(hdr);
         free(opt);
         free(source);
@@ -263,7 +295,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     } else if (!(rc = kc_graph_desc_new(&s.d, name))) {
         const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
         int nk = cJSON_IsArray(kernels) ? cJSON_GetArraySize(kernels) : 0;
-        if (!(rc = load_kernels(&s, kernels, &kernel_ids)) &&
+        if (!(rc = load_kernels(&s, root, kernels, &kernel_ids)) &&
             !(rc = load_tensors(&s, root, "inputs", KC_ROLE_INPUT)) &&
             !(rc = load_tensors(&s, root, "outputs", KC_ROLE_OUTPUT)) &&
             !(rc = load_tensors(&s, root, "saved", KC_ROLE_SAVED)) &&

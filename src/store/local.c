@@ -40,6 +40,12 @@ void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap) {
     snprintf(out, cap, "%s/%.2s/%s" ENTRY_SUFFIX, l->v1, name, name);
 }
 
+int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/toolkits", l->v1);
+    if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);
+    return KC_OK;
+}
+
 int kc_local_profile_dir(const kc_local *l, char *out, size_t cap) {
     int n = snprintf(out, cap, "%s/profiles", l->v1);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);

@@ -12,6 +12,7 @@
  *          <dir>/v1/quarantine/                         entries that failed validation
  *          <dir>/v1/gc.lock                             held by the one cleaner
  *          <dir>/v1/profiles/                           per-site dynamism profiles (the guard part's)
+ *          <dir>/v1/toolkits/                           memos of toolkit header digests (compile/toolkit.c)
  */
 #ifndef KC_STORE_LOCAL_H
 #define KC_STORE_LOCAL_H
@@ -63,6 +64,8 @@ const char *kc_local_root(const kc_local *l);
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap);
 /** The folder of the dynamism profiles, "<dir>/v1/profiles"; KC_EINVAL when it does not fit in `cap`. */
 int kc_local_profile_dir(const kc_local *l, char *out, size_t cap);
+/** The folder of the toolkit digest memos, "<dir>/v1/toolkits"; KC_EINVAL when it does not fit. */
+int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap);
 
 /**
  * This store as a backend table (get touches the LRU clock, peek does not).  The table lives

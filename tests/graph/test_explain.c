@@ -24,7 +24,7 @@ static kc_graph_desc *make(const char *src, const char *opt, const char *size) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "x");
     const char *opts[] = {opt};
-    kc_kernel_src k = {"k.cu", src, "k", NULL, 0, opts, opt ? 1 : 0, NULL};
+    kc_kernel_src k = {"k.cu", src, "k", NULL, 0, opts, opt ? 1 : 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {size, "N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 2, sizes, NULL, 1), KC_OK);

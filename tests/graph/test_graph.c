@@ -142,7 +142,7 @@ static void test_second_lookup_is_a_disk_hit(void **state) {
 static kc_graph_desc *one_kernel(const char *src, const char *file) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "one");
-    kc_kernel_src k = {file, src, "k", NULL, 0, NULL, 0, NULL};
+    kc_kernel_src k = {file, src, "k", NULL, 0, NULL, 0, NULL, 0};
     int rc = kc_graph_add_kernel(d, &k, NULL);
     assert_int_equal(rc, KC_OK);
     const char *sizes[] = {"N"};
@@ -211,7 +211,7 @@ static void test_key_components(void **state) {
     kc_graph_desc *c;
     kc_graph_desc_new(&c, "one");
     const char *opts[] = {"-use_fast_math"};
-    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, opts, 1, NULL};
+    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, opts, 1, NULL, 0};
     kc_graph_add_kernel(c, &k, NULL);
     const char *sizes[] = {"N"};
     kc_graph_add_input(c, KC_DTYPE_F32, 1, sizes, NULL, 0);

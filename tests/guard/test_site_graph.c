@@ -30,7 +30,7 @@ static const char *SRC = "extern \"C\" __global__ void scale(float *x, long long
 static kc_graph_desc *desc_for(const kc_call *c, const uint32_t *dynamic) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "scale");
-    kc_kernel_src k = {"scale.cu", SRC, "scale", NULL, 0, NULL, 0, NULL};
+    kc_kernel_src k = {"scale.cu", SRC, "scale", NULL, 0, NULL, 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     char names[2][24], vals[2][24];
     const char *sizes[2];

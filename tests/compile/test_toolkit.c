@@ -1,0 +1,305 @@
+/*
+ * test_toolkit.c — the toolkit's headers as a first-class input (src/compile/toolkit.c):
+ * the digest is of contents and relative paths (a copy elsewhere is the same toolkit), any
+ * change — a header edited in place with its mtime put back, a file added — changes it, the
+ * memo across processes is used only while nothing changed, and a graph asking for the
+ * toolkit's headers changes its key with them while one that does not is untouched.  Then
+ * for real: a bf16 + cooperative-groups graph (kernels/rmsnorm_bf16.json) compiles for
+ * sm_80, sm_90 and compute_80, and the kcache shims serve the standard headers NVRTC lacks.
+ * Each digest is taken in a child process: the digest is memoised once per process.
+ */
+#include "helpers.h"
+
+#include <dirent.h>
+#include <sys/wait.h>
+
+#include "common/internal.h"
+#include "compile/toolkit.h"
+#include "kcache.h"
+
+static char *tmp;
+
+static int setup(void **state) {
+    (void)state;
+    tmp = kct_tmpdir("toolkit");
+    return tmp ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    unsetenv("KCACHE_CUDA_INCLUDE");
+    kct_rmtree(tmp);
+    free(tmp);
+    return 0;
+}
+
+static void put(const char *dir, const char *rel, const char *text) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    for (char *q = p + strlen(dir) + 1; (q = strchr(q, '/')); q++) { /* every parent folder */
+        *q = '\0';
+        mkdir(p, 0700);
+        *q = '/';
+    }
+    assert_int_equal(kct_write(p, text, strlen(text)), 0);
+}
+
+/* A small fake toolkit include folder (cuda_fp16.h marks one). */
+static void make_toolkit(const char *dir) {
+    mkdir(dir, 0700);
+    put(dir, "cuda_fp16.h", "// fp16\n");
+    put(dir, "crt/host_defines.h", "#define X 1\n");
+    put(dir, "cccl/cuda/std/version", "// version\n");
+}
+
+/* In a child (the digest is memoised per process): the digest of KCACHE_CUDA_INCLUDE=inc. */
+static int digest_in_child(const char *inc, const char *memo, char out[33]) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        setenv("KCACHE_CUDA_INCLUDE", inc, 1);
+        char d[33] = "";
+        int rc = kc_toolkit_digest(memo, d);
+        char msg[64];
+        snprintf(msg, sizeof msg, "%d %s", rc, d);
+        ssize_t w = write(fd[1], msg, strlen(msg) + 1);
+        _exit(w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    char buf[64] = "";
+    ssize_t r = read(fd[0], buf, sizeof buf - 1);
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (r <= 0) return -1;
+    int rc;
+    if (sscanf(buf, "%d %32s", &rc, out) < 1) return -1;
+    if (rc != 0) out[0] = '\0';
+    return rc;
+}
+
+static void test_digest_is_of_contents_and_paths(void **state) {
+    (void)state;
+    char a[4096], b[4096], d1[33], d2[33];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    snprintf(b, sizeof b, "%s/elsewhere/b", tmp);
+    make_toolkit(a);
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s/elsewhere", tmp);
+    mkdir(parent, 0700);
+    make_toolkit(b);
+    assert_int_equal(digest_in_child(a, NULL, d1), 0);
+    assert_int_equal(strlen(d1), 32);
+    assert_int_equal(digest_in_child(a, NULL, d2), 0);
+    assert_string_equal(d1, d2);                       /* stable */
+    assert_int_equal(digest_in_child(b, NULL, d2), 0);
+    assert_string_equal(d1, d2);                       /* a copy elsewhere: the same toolkit */
+    put(b, "crt/new_header.h", "\n");
+    assert_int_equal(digest_in_child(b, NULL, d2), 0);
+    assert_string_not_equal(d1, d2);                   /* a file added */
+}
+
+static void test_edit_in_place_changes_the_digest_even_through_the_memo(void **state) {
+    (void)state;
+    char a[4096], memo[4096], p[4096], plain[33], memoed[33], again[33], edited[33], fresh[33];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    snprintf(memo, sizeof memo, "%s/memo", tmp);
+    make_toolkit(a);
+    assert_int_equal(digest_in_child(a, NULL, plain), 0);
+    assert_int_equal(digest_in_child(a, memo, memoed), 0); /* computes and writes the memo */
+    assert_string_equal(plain, memoed);
+    assert_int_equal(kct_count_files(memo, ".toolkit"), 1);
+    assert_int_equal(digest_in_child(a, memo, again), 0);  /* from the memo */
+    assert_string_equal(plain, again);
+    /* Same size, same mtime (put back), other contents: only ctime and the bytes say so. */
+    snprintf(p, sizeof p, "%s/crt/host_defines.h", a);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    put(a, "crt/host_defines.h", "#define X 2\n");
+    struct timespec ts[2] = {st.st_atim, st.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+    assert_int_equal(digest_in_child(a, memo, edited), 0);
+    assert_string_not_equal(plain, edited);
+    assert_int_equal(digest_in_child(a, NULL, fresh), 0);
+    assert_string_equal(edited, fresh);                     /* the memo never holds a stale digest */
+}
+
+static void test_a_poisoned_memo_is_not_trusted_beyond_its_signature(void **state) {
+    (void)state;
+    char a[4096], memo[4096], d[33], plain[33];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    snprintf(memo, sizeof memo, "%s/memo", tmp);
+    make_toolkit(a);
+    assert_int_equal(digest_in_child(a, memo, plain), 0);
+    /* A damaged memo (not the format, a digest that is not hex) is ignored and rewritten. */
+    char path[8192];
+    DIR *dir = opendir(memo);
+    assert_non_null(dir);
+    struct dirent *de;
+    while ((de = readdir(dir)))
+        if (strstr(de->d_name, ".toolkit")) snprintf(path, sizeof path, "%s/%s", memo, de->d_name);
+    closedir(dir);
+    assert_int_equal(kct_write(path, "kcache-toolkit 1\nsig 0\ndigest zz\n", 33), 0);
+    assert_int_equal(digest_in_child(a, memo, d), 0);
+    assert_string_equal(d, plain);
+}
+
+static void test_not_a_toolkit_is_a_clear_error(void **state) {
+    (void)state;
+    char d[33];
+    assert_int_equal(digest_in_child(tmp, NULL, d), KC_ENONVRTC); /* no cuda_fp16.h */
+    char nowhere[4096];
+    snprintf(nowhere, sizeof nowhere, "%s/nowhere", tmp);
+    assert_int_equal(digest_in_child(nowhere, NULL, d), KC_ENONVRTC);
+}
+
+static void test_a_loop_is_an_error_not_a_hang(void **state) {
+    (void)state;
+    char a[4096], link[4096], d[33];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    make_toolkit(a);
+    snprintf(link, sizeof link, "%s/crt/loop", a);
+    assert_int_equal(symlink(a, link), 0);
+    assert_int_equal(digest_in_child(a, NULL, d), KC_EINVAL);
+}
+
+/* The key of a one-kernel graph, in a child with KCACHE_CUDA_INCLUDE=inc (or the real one). */
+static int key_in_child(const char *inc, unsigned flags, char out[KC_KEY_HEX_LEN + 1]) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        if (inc) setenv("KCACHE_CUDA_INCLUDE", inc, 1);
+        kc_graph_desc *d;
+        kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
+                           NULL, flags};
+        kc_key key;
+        char msg[80] = "";
+        int rc = kc_graph_desc_new(&d, "g");
+        if (!rc) rc = kc_graph_add_kernel(d, &k, NULL);
+        if (!rc) rc = kc_graph_key(d, &key, NULL);
+        if (!rc) kc_key_to_hex(&key, msg);
+        char line[120];
+        snprintf(line, sizeof line, "%d %s", rc, msg);
+        ssize_t w = write(fd[1], line, strlen(line) + 1);
+        kc_graph_desc_free(d);
+        _exit(w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    char buf[120] = "";
+    ssize_t r = read(fd[0], buf, sizeof buf - 1);
+    close(fd[0]);
+    int st, rc = -1;
+    waitpid(pid, &st, 0);
+    if (r > 0) sscanf(buf, "%d %32s", &rc, out);
+    return rc;
+}
+
+static void test_the_key_follows_the_toolkit_only_when_asked(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char a[4096], k1[40], k2[40], p1[40], p2[40];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    make_toolkit(a);
+    assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k1), 0);
+    assert_int_equal(key_in_child(a, 0, p1), 0);
+    assert_string_not_equal(k1, p1);                 /* asking for the toolkit is in the key */
+    put(a, "crt/host_defines.h", "#define X 3\n");
+    assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k2), 0);
+    assert_string_not_equal(k1, k2);                 /* a toolkit header changed: another key */
+    assert_int_equal(key_in_child(a, 0, p2), 0);
+    assert_string_equal(p1, p2);                     /* a kernel that never asked: untouched */
+    char nowhere[4096];
+    snprintf(nowhere, sizeof nowhere, "%s/nowhere", tmp);
+    assert_int_equal(key_in_child(nowhere, KC_KERNEL_TOOLKIT_HEADERS, k2), KC_ENONVRTC);
+}
+
+static void test_inputs_keep_the_working_directory_out(void **state) {
+    (void)state;
+    kc_toolkit_inputs in;
+    assert_int_equal(kc_toolkit_inputs_for("dir/k\"x.cu", &in), KC_OK);
+    assert_string_equal(in.program, "/dev/null/dir/k_x.cu"); /* under a device: nothing is ever found there */
+    assert_string_equal(in.prefix, "#line 1 \"dir/k_x.cu\"\n");
+    assert_true(in.ninclude >= 1);
+    assert_int_equal(strncmp(in.include[0], "-I/", 3), 0);
+    assert_true(in.nshims > 5);
+}
+
+/* For real: NVRTC with the toolkit route. */
+static int compile_src(const char *src, unsigned flags, const char *target) {
+    kc_kernel_src k = {"t.cu", src, "f", NULL, 0, NULL, 0, NULL, flags};
+    kc_compiled *c = NULL;
+    int rc = kc_compile_kernel(&k, target, &c);
+    kc_compiled_free(c);
+    return rc;
+}
+
+static void test_real_kernels_with_toolkit_and_standard_headers(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    static const char *srcs[] = {
+        "#include <stdint.h>\n#include <cstdint>\nextern \"C\" __global__ void f(int64_t *x) { x[0] = INT64_MAX; "
+        "std::uint8_t a = 1; (void)a; }\n",
+        "#include <type_traits>\n#include <limits>\nextern \"C\" __global__ void f(float *x) { "
+        "static_assert(std::is_same<int, int>::value, \"\"); x[0] = std::numeric_limits<float>::infinity(); }\n",
+        "#include <math.h>\n#include <cmath>\nextern \"C\" __global__ void f(float *x) { x[0] = sqrtf(x[0]) + std::exp(x[1]); }\n",
+        "#include <assert.h>\nextern \"C\" __global__ void f(int *x) { assert(x[0] > 0); }\n",
+        "#include <limits.h>\n#include <float.h>\n#include <stddef.h>\nstruct S { int a, b; };\n"
+        "extern \"C\" __global__ void f(float *x) { x[0] = FLT_MAX + INT_MAX + offsetof(S, b); }\n",
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\nextern \"C\" __global__ void f(__half *x, __nv_bfloat16 *y) { "
+        "x[0] = __float2half(1.f); y[0] = __float2bfloat16(2.f); }\n",
+    };
+    for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
+        int rc = compile_src(srcs[i], KC_KERNEL_TOOLKIT_HEADERS, "sm_80");
+        if (rc) fail_msg("source %zu: %s", i, kc_error_last()->message);
+        assert_int_equal(compile_src(srcs[i], 0, "sm_80"), KC_ECOMPILE); /* without asking: not found */
+    }
+}
+
+static void test_bf16_cooperative_groups_graph_for_every_target(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    kc_graph_desc *d;
+    int rc = kc_graph_desc_load(&d, KC_KERNELS_DIR "/rmsnorm_bf16.json");
+    if (rc) fail_msg("%s", kc_error_last()->message);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/cache", tmp);
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    const char *targets[] = {"sm_80", "sm_90", "compute_80"};
+    for (size_t i = 0; i < 3; i++) {
+        kc_graph_info info;
+        rc = kc_graph_compile(c, d, targets[i], &info);
+        if (rc) fail_msg("%s: %s", targets[i], kc_error_last()->message);
+        assert_int_equal(info.source, KC_FROM_COMPILE);
+        assert_int_equal(kc_graph_compile(c, d, targets[i], &info), KC_OK);
+        assert_int_equal(info.source, KC_FROM_DISK); /* the toolkit's identity is stable */
+    }
+    char memo[4096];
+    snprintf(memo, sizeof memo, "%s/v1/toolkits", dir);
+    assert_int_equal(kct_count_files(memo, ".toolkit"), 1); /* the cache keeps the memo */
+    kc_cache_close(c);
+    kc_graph_desc_free(d);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_digest_is_of_contents_and_paths),
+        T(test_edit_in_place_changes_the_digest_even_through_the_memo),
+        T(test_a_poisoned_memo_is_not_trusted_beyond_its_signature),
+        T(test_not_a_toolkit_is_a_clear_error),
+        T(test_a_loop_is_an_error_not_a_hang),
+        T(test_the_key_follows_the_toolkit_only_when_asked),
+        T(test_inputs_keep_the_working_directory_out),
+        T(test_real_kernels_with_toolkit_and_standard_headers),
+        T(test_bf16_cooperative_groups_graph_for_every_target),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
