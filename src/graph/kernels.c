@@ -49,6 +49,7 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
     uint32_t nimg = kc_rd_next_u32(&r);
     if (r.bad || nimg == 0 || nimg > KC_GRAPH_MAX_KERNELS) return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS image count");
     struct { const char *target; int is_ptx; const uint8_t *image; size_t len; } imgs[KC_GRAPH_MAX_KERNELS];
+    kimg *v = NULL;
     char *s = kc_malloc(len + 4 * (size_t)KC_GRAPH_MAX_KERNELS + 1); /* every string, NUL-terminated */
     if (!s) return kc_err(KC_ENOMEM, "out of memory");
     char *sp = s;
@@ -73,7 +74,7 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
     }
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count == 0 || count > KC_GRAPH_MAX_KERNELS) goto corrupt;
-    kimg *v = kc_calloc(count, sizeof *v);
+    v = kc_calloc(count, sizeof *v);
     if (!v) {
         free(s);
         return kc_err(KC_ENOMEM, "out of memory");
@@ -82,10 +83,7 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
         RD_STR(v[i].name);
         RD_STR(v[i].lowered);
         uint32_t ix = kc_rd_next_u32(&r);
-        if (r.bad || ix >= nimg) {
-            free(v);
-            goto corrupt;
-        }
+        if (r.bad || ix >= nimg) goto corrupt;
         v[i].image_index = ix;
         v[i].target = imgs[ix].target;
         v[i].is_ptx = imgs[ix].is_ptx;
@@ -93,16 +91,14 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
         v[i].len = imgs[ix].len;
     }
 #undef RD_STR
-    if (r.left) {
-        free(v);
-        goto corrupt;
-    }
+    if (r.left) goto corrupt;
     *out = v;
     *n = count;
     if (nimages_out) *nimages_out = nimg;
     *strs = s;
     return KC_OK;
 corrupt:
+    free(v); /* a string of a kernel can be what is malformed: v may be half filled */
     free(s);
     return kc_err(KC_ECORRUPT, "corrupt entry: malformed KERNELS section");
 }
