@@ -2,7 +2,7 @@
  * test_explain.c — explain names the component that changed: for each single-component
  * change from a stored graph (an option, an input size, the arch, the source) the nearest
  * stored entry is found and the change is named; a hit has no differences; explain counts
- * nothing.
+ * nothing; a changed header is named by kernel and file.
  */
 #include "kcache.h"
 #include "helpers.h"
@@ -108,11 +108,40 @@ static void test_empty_cache_has_no_nearest(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* A header that changed is named: which header of which kernel (not only the kernel's source). */
+static kc_graph_desc *with_headers(const char *scale, const char *other) {
+    kc_graph_desc *d;
+    kc_graph_desc_new(&d, "h");
+    kc_header_src hs[] = {{"scale.cuh", scale}, {"other.cuh", other}};
+    kc_kernel_src k = {"k.cu", "#include \"scale.cuh\"\n#include \"other.cuh\"\n"
+                       "extern \"C\" __global__ void k(float *x) { x[0] *= SCALE + OTHER; }\n",
+                       "k", hs, 2, NULL, 0, NULL, 0};
+    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    const char *sizes[] = {"4"};
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
+    const char *grid[] = {"1", "1", "1"}, *block[] = {"1", "1", "1"}, *args[] = {"input:0"};
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 1), KC_OK);
+    return d;
+}
+
+static void test_a_changed_header_is_named(void **state) {
+    (void)state;
+    kc_graph_desc *base = with_headers("#define SCALE 2.0f\n", "#define OTHER 1.0f\n");
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, base, "sm_80", &info), KC_OK);
+    kc_graph_desc *edited = with_headers("#define SCALE 3.0f\n", "#define OTHER 1.0f\n");
+    const char *want[] = {"graph", "kernels[0].source", "kernels[0].headers[scale.cuh]"};
+    expect(edited, "sm_80", want, 3, "kernels[0].headers[other.cuh]");
+    kc_graph_desc_free(base);
+    kc_graph_desc_free(edited);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_each_change_is_named),
         T(test_empty_cache_has_no_nearest),
+        T(test_a_changed_header_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
