@@ -53,7 +53,7 @@ extern "C" {
 #define KC_VARIANT_MAX 31
 
 /** Room enough for kc_target_candidates on any device: size `out` with this. */
-#define KC_TARGET_CANDIDATES_MAX 24
+#define KC_TARGET_CANDIDATES_MAX 32
 
 /** A compile target: cubin for sm_XY[a|f], or PTX for compute_XY. */
 typedef struct kc_target {

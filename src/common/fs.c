@@ -2,7 +2,7 @@
  * fs.c — directories, whole-file reads, atomic replacement; every system call that can
  * lose data goes through a kc_sys_* wrapper that tests can make fail (SQLite's test_vfs).
  *
- * Must not: mmap anything; leave a partly written file under a final name; follow a
+ * Callers: see fs.h.  Must not: mmap anything; leave a partly written file under a final name; follow a
  * failure with a half-done rename.
  */
 #include "fs.h"

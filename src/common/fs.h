@@ -8,6 +8,9 @@
  * and a crash at any instant leaves one or the other (plus, at worst, a temporary file that
  * gc collects).  Nothing here uses mmap: a file truncated under a reader must give an error,
  * not a SIGBUS.
+ *
+ * Callers: every part that touches files (the local store, bundles, specs, manifests,
+ * guard profiles, toolkit memos); the reliability tests arm the fault points.
  */
 #ifndef KC_FS_H
 #define KC_FS_H

@@ -40,6 +40,7 @@ static int same_unit(const kc_kernel_src *a, const kc_kernel_src *b) {
 
 void kc_units_group(const kc_kernel_src *ks, size_t n, kc_units *u) {
     u->n = 0;
+    if (n > KC_UNITS_MAX) return; /* kc_units_compile refuses it */
     int count[KC_UNITS_MAX] = {0};
     for (size_t i = 0; i < n && i < KC_UNITS_MAX; i++) {
         size_t k;
@@ -74,6 +75,7 @@ static void compile_job(void *ctx, size_t unit) {
 
 int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const char *target, const char *label,
                      kc_compiled ***out, double *ms) {
+    if (nk > KC_UNITS_MAX) return kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, nk, KC_UNITS_MAX);
     pthread_once(&pool_once, pool_init);
     size_t n = u->n;
     kc_compiled **res = kc_calloc(n ? n : 1, sizeof *res);

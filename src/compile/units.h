@@ -1,8 +1,9 @@
 /*
  * compile/units.h — compile units: kernels that share one NVRTC program, compiled in parallel.
  *
- * Only the graph part's lookup path (src/graph/lookup.c) and the KERNELS section writer
- * (src/graph/kernels.c) use this.  Kernels with the same file, source, headers, options and
+ * Only the graph part uses this: its lookup path (src/graph/lookup.c) groups and compiles,
+ * the KERNELS section writer (src/graph/kernels.c) lays images out by unit; graph_internal.h
+ * includes it for the kc_units type.  Kernels with the same file, source, headers, options and
  * include digest form one unit: one NVRTC program with several name expressions, one image.
  */
 #ifndef KC_COMPILE_UNITS_H
@@ -21,11 +22,11 @@ typedef struct kc_units {
     int slot[KC_UNITS_MAX];    /**< kernel → its index among its unit's names */
 } kc_units;
 
-/** Group kernels (n ≤ KC_UNITS_MAX) into units, in order of first appearance. */
+/** Group kernels into units, in order of first appearance (no units for n > KC_UNITS_MAX). */
 void kc_units_group(const kc_kernel_src *ks, size_t n, kc_units *u);
 
 /**
- * Compile every unit for `target` on the shared worker pool; (*out)[unit] is the unit's image
+ * Compile every unit for `target` on the shared worker pool (KC_EINVAL for n > KC_UNITS_MAX); (*out)[unit] is the unit's image
  * with its lowered names.  On failure the first failing unit's error is the last error,
  * as "<label>: <NVRTC's message>", and nothing is returned.  *ms is the wall time.
  */

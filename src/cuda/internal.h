@@ -9,7 +9,7 @@
  * driver.c, behind the same KC_CU_CHECK as everything else there: a failure is a status
  * with the driver's message, never an abort.
  *
- * Who may include it: src/graph/ (cudagraph.c, graph.c).  Must not: grow anything a
+ * Who may include it: src/graph/ (cudagraph.c, run.c).  Must not: grow anything a
  * caller outside src/ needs — that belongs in kcache/cuda.h.
  * Every function needs a current context (kc_cuda_push) and answers KC_ENODRIVER
  * without a driver; the *_free functions accept NULL.

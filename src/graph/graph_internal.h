@@ -146,9 +146,6 @@ kc_graph *kc_loaded_find(const kc_key *key, int device);
  */
 kc_graph *kc_loaded_publish(kc_graph *g, int keep);
 
-/** The variant a loaded graph was loaded from. */
-const char *kc_graph_variant(const kc_graph *g);
-
 /* ---- running passes (run.c); shared with cudagraph.c ---- */
 
 /** The graph's own forward: the base callable of its wrapper chain (ctx is the kc_graph). */

@@ -95,8 +95,6 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
 
 int kc_graph_device(const kc_graph *g) { return g->device; }
 
-const char *kc_graph_variant(const kc_graph *g) { return g->variant; }
-
 kc_graph *kc_loaded_find(const kc_key *key, int device) {
     kc_graph *out = NULL;
     pthread_mutex_lock(&loaded_mu);

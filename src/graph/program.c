@@ -17,7 +17,7 @@
  * dimensions are checked against CUDA's limits before they reach the driver.
  *
  * Callers: graph_key.c and lookup.c write (kc_program_encode); loaded.c decodes; run.c and
- * cudagraph.c evaluate.  Must not: launch anything (run.c does).
+ * run.c evaluates.  Must not: launch anything (run.c does).
  */
 #include "program.h"
 

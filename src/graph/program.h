@@ -3,8 +3,8 @@
  * and everything about running it that needs no GPU: binding symbols from input shapes,
  * sizing tensors, evaluating launch dimensions, packing kernel arguments.
  *
- * Callers: graph_key.c and lookup.c (kc_program_encode), loaded.c (decode), run.c and
- * cudagraph.c (evaluate); nothing outside src/graph/.
+ * Callers: graph_key.c and lookup.c (kc_program_encode), loaded.c (decode), run.c
+ * (evaluate); nothing outside src/graph/.
  */
 #ifndef KC_PROGRAM_H
 #define KC_PROGRAM_H

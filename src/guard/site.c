@@ -114,7 +114,9 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->mu, NULL);
     char pdir[PATH_MAX];
-    if (cache && kc_cache_mode(cache) != KC_CACHE_DISABLED && kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK) {
+    int have_dir = cache && kc_cache_mode(cache) != KC_CACHE_DISABLED && kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK;
+    if (cache && !have_dir) kc_error_clear(); /* no profile is no error: the site still works */
+    if (have_dir) {
         /* Where profiles live is the cache's business; a name that does not fit is never persisted. */
         int n = snprintf(s->profile_path, sizeof s->profile_path, "%s/%016llx.profile", pdir,
                          (unsigned long long)XXH3_64bits(name, strlen(name)));

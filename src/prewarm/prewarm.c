@@ -8,8 +8,10 @@
  * but could not be stored is a failure here, even though kc_graph_compile (for a runtime)
  * calls it a success.
  *
- * Must not: use the library's compile pool for its workers (compile_all waits on that
- * pool, so a worker inside it would deadlock it); report a variant done before it is in
+ * Callers: the public kc_prewarm (the CLI's prewarm and demo).
+ *
+ * Must not: use the library's compile pool for its workers (kc_units_compile in
+ * compile/units.c waits on that pool, so a worker inside it would deadlock it); report a variant done before it is in
  * the cache.
  */
 #include <pthread.h>

@@ -237,7 +237,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
     return KC_OK;
 }
 
-/* ---- compile locks ([Note: single-flight] in cache.h) ---- */
+/* ---- compile locks ([Note: single-flight] in graph/lookup.c) ---- */
 
 int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, size_t cap) {
     int rc = kc_store_name_check(name);

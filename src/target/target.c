@@ -10,7 +10,8 @@
  * candidate is a name no toolkit makes.
  *
  * Callers: nvrtc.c (parsing the compile target), entry.c and the store (variant names),
- * graph/ (the lookup's candidates and the target to compile), the tools.
+ * cache.c (checking a variant), graph/ (lookup.c's candidates and target, explain.c),
+ * prewarm/manifest.c (a manifest's targets), the tools.
  * Must not: touch files, NVRTC or the driver — everything here is a pure function of its
  * arguments, safe from any thread.
  */
@@ -79,11 +80,12 @@ static const int real_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 8
 
 /*
  * The virtual architectures tried as PTX, newest first: CUDA 13.0's list (nvcc
- * --list-gpu-arch: 75 80 86 87 88 89 90 100 103 110 120 121) with CUDA 12's 70, 72 and
- * 101.  Older PTX is not tried: nobody prewarms a Blackwell fleet with compute_50, and
- * each candidate is a file open on a miss.
+ * --list-gpu-arch: 75 80 86 87 88 89 90 100 103 110 120 121) with CUDA 12's 50 to 72 and
+ * 101, so that PTX a CUDA 12 toolchain prewarmed still serves (kc_variant_select took any
+ * PTX at or below the device before the one list).  Each is a file open, on a miss only.
  */
-static const int virtual_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75, 72, 70};
+static const int virtual_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75, 72,
+                                    70,  62,  61,  60,  53,  52,  50};
 
 static int is_real_arch(int cc) {
     for (size_t i = 0; i < KC_ARRAY_LEN(real_archs); i++)

@@ -287,27 +287,33 @@ static void assert_list(int major, int minor, const char *const *want, size_t nw
 
 static void test_candidate_lists(void **state) {
     (void)state;
-    const char *d70[] = {"sm_70", "compute_70"};
+    const char *d70[] = {"sm_70", "compute_70", "compute_62", "compute_61", "compute_60",
+                         "compute_53", "compute_52", "compute_50"};
     assert_list(7, 0, d70, LEN(d70));
     const char *d89[] = {"sm_89", "sm_88", "sm_87", "sm_86", "sm_80", "compute_89", "compute_88", "compute_87",
-                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"};
+                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
+                         "compute_53", "compute_52", "compute_50"};
     assert_list(8, 9, d89, LEN(d89));
     const char *d90[] = {"sm_90a", "sm_90", "compute_90", "compute_89", "compute_88", "compute_87",
-                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"};
+                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
+                         "compute_53", "compute_52", "compute_50"};
     assert_list(9, 0, d90, LEN(d90));
     const char *d103[] = {"sm_103a", "sm_103f", "sm_103", "sm_101f", "sm_101", "sm_100f", "sm_100",
                           "compute_103", "compute_101", "compute_100", "compute_90", "compute_89", "compute_88",
-                          "compute_87", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"};
+                          "compute_87", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
+                         "compute_53", "compute_52", "compute_50"};
     assert_list(10, 3, d103, LEN(d103));
     const char *d121[] = {"sm_121a", "sm_121f", "sm_121", "sm_120f", "sm_120", "compute_121", "compute_120",
                           "compute_110", "compute_103", "compute_101", "compute_100", "compute_90", "compute_89",
                           "compute_88", "compute_87", "compute_86", "compute_80", "compute_75", "compute_72",
-                          "compute_70"};
+                          "compute_70", "compute_62", "compute_61", "compute_60",
+                         "compute_53", "compute_52", "compute_50"};
     assert_list(12, 1, d121, LEN(d121));
     /* A device newer than every table: its own cubins first, then every PTX. */
     const char *d135[] = {"sm_135a", "sm_135f", "sm_135", "compute_121", "compute_120", "compute_110",
                           "compute_103", "compute_101", "compute_100", "compute_90", "compute_89", "compute_88",
-                          "compute_87", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"};
+                          "compute_87", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
+                         "compute_53", "compute_52", "compute_50"};
     assert_list(13, 5, d135, LEN(d135));
 }
 
