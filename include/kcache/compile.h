@@ -75,17 +75,31 @@ KC_API int kc_nvrtc_available(void);
 KC_API const char *kc_nvrtc_toolchain(void);
 
 /**
- * Normalise a kernel's options for the key and the compile: leading "--" becomes "-",
- * "-opt value" pairs become "-opt=value", surrounding space is dropped, exact duplicates
- * go.  Architecture options are refused (the target is chosen by kcache), and so is an
- * include folder on disk unless `include_digest` is given.  The result is one string,
- * options separated by '\n', freed with kc_free.
+ * Check a kernel's options and give their key form.  NVRTC is given the options exactly as
+ * written (in order, repeats kept); the key form is the same list, one option per line
+ * ('\n'-terminated), with only spellings NVRTC provably reads the same made one: each
+ * option trimmed of surrounding white space, and "-opt" "value" joined as "-opt=value" for
+ * options NVRTC reads that way (--maxrregcount, -Xptxas, -include, ...; not -std, -D, -U).
+ * Dashes are kept as written: "--std=c++17" and "-std=c++17" are two keys.  Refused with the
+ * reason (KC_EINVAL): the target (-arch, --gpu-architecture, -code: kcache picks it, it is
+ * the variant); an include folder (-I in any form, --include-path); -include/--pre-include
+ * of anything but a header given in memory in `headers` (NVRTC would look in the working
+ * directory first); options that read or write files or make no cubin/PTX (-time=FILE,
+ * --fdevice-time-trace, the -pch family, -dlto, --optix-ir, -fdevice-syntax-only, -Xptxas
+ * --options-file/-o/--gpu-name); and any `include_digest`.  Options NVRTC itself rejects are
+ * left to NVRTC.  Does not load NVRTC or read files.  `*out` is freed with kc_free.
  */
 KC_API int kc_options_normalize(const kc_kernel_src *k, char **out);
 
 /**
- * Whether a kernel can be cached: 0 and a static reason when its source or headers use
- * __DATE__, __TIME__ or __TIMESTAMP__ (outside comments and strings), else 1.
+ * Whether a kernel can be cached: 0 and a static reason when its compile may differ from run
+ * to run or may read a file kcache cannot name, else 1.  That is when its source, headers,
+ * options or entry name expression use __DATE__, __TIME__ or __TIMESTAMP__ in code (seen
+ * through line splices; comments, strings and raw strings skipped), or hold identifiers
+ * that token pasting could join into one of them (CAT(__TI, ME__)), or include a file by a
+ * computed name (#include MACRO, __has_include(MACRO)), by an absolute path, or — with the
+ * toolkit's headers — by a path with "..".  Conservative: when in doubt, 0 (a bypass costs a
+ * compile; a stale hit would be a wrong kernel).
  */
 KC_API int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason);
 

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "../common/internal.h"
+#include "options.h"
 #include "toolkit.h"
 #include "kcache/target.h"
 
@@ -162,8 +163,13 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     if (rc) return rc;
     kc_target t;
     if ((rc = kc_target_parse(target, &t))) return rc;
+    /* The options are checked (their key form is not used here: NVRTC gets them as written,
+     * in order, repeats kept), and so are the files the source would make NVRTC read. */
     char *opts = NULL;
     if ((rc = kc_options_normalize(k, &opts))) return rc;
+    free(opts);
+    opts = NULL;
+    if ((rc = kc_options_check_includes(k))) return rc;
 
     /* A kernel with the toolkit's headers reaches its include folder ([Note: toolkit includes]). */
     const int toolkit = (k->flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
@@ -182,9 +188,8 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     const char **argv = NULL, **hnames = NULL, **hsrcs = NULL;
     char *source = NULL;
     char arch[40];
-    size_t nopt = 0, nhdr = k->nheaders + (tk ? tk->nshims : 0);
-    for (const char *p = opts; *p; p++) nopt += *p == '\n';
-    argv = kc_calloc(nopt + 6, sizeof *argv);
+    size_t nhdr = k->nheaders + (tk ? tk->nshims : 0);
+    argv = kc_calloc(k->noptions + 6, sizeof *argv);
     hnames = kc_calloc(nhdr + 1, sizeof *hnames);
     hsrcs = kc_calloc(nhdr + 1, sizeof *hsrcs);
     c = kc_calloc(1, sizeof *c);
@@ -194,12 +199,7 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
         goto done;
     }
     size_t argc = 0;
-    for (char *p = opts; *p;) { /* split in place */
-        char *nl = strchr(p, '\n');
-        *nl = '\0';
-        argv[argc++] = p;
-        p = nl + 1;
-    }
+    for (size_t i = 0; i < k->noptions; i++) argv[argc++] = k->options[i]; /* as written */
     char tname[16];
     kc_target_name(&t, tname);
     snprintf(arch, sizeof arch, "-arch=%s", tname);
@@ -249,9 +249,21 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     if (logn > 1 && nv.GetProgramLog(prog, c->log) != NVRTC_SUCCESS) c->log[0] = '\0';
     c->log[logn] = '\0';
     if (cr != NVRTC_SUCCESS) {
-        rc = kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
-                    "NVRTC could not compile '%s' (%s) for %s: %s\n%s", names[0], file, tname,
-                    nv.GetErrorString(cr), c->log);
+        char hdr[256], from[300]; /* a header NVRTC could not find: say how to provide it */
+        if (cr == NVRTC_ERROR_COMPILATION && kc_options_missing_header(c->log, hdr, sizeof hdr, from, sizeof from))
+            rc = kc_err(KC_ECOMPILE,
+                        "NVRTC could not compile '%s' (%s) for %s: %s includes \"%s\", a header kcache does not give "
+                        "NVRTC (NVRTC reads no file whose contents are not in the key): list it in the spec's "
+                        "\"headers\" (kc_kernel_src.headers)%s\n%s",
+                        names[0], file, tname, from[0] ? from : file, hdr,
+                        toolkit ? "; it is not one of the CUDA toolkit's headers either"
+                                : ", or, if it is one of the CUDA toolkit's headers, set \"toolkit_headers\": true "
+                                  "(KC_KERNEL_TOOLKIT_HEADERS)",
+                        c->log);
+        else
+            rc = kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
+                        "NVRTC could not compile '%s' (%s) for %s: %s\n%s", names[0], file, tname,
+                        nv.GetErrorString(cr), c->log);
         goto done;
     }
     for (size_t i = 0; i < nnames; i++) {

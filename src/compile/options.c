@@ -1,125 +1,551 @@
 /*
  * options.c — what NVRTC is asked to do, as far as the key is concerned: a kernel's options
- * (checked, and their form in the key) and whether a kernel may be cached at all.
+ * (checked, and their form in the key), whether a kernel may be cached at all, and which
+ * files its source could make NVRTC read.
  *
- * The one idea: the key must capture everything that can change the machine code, and an
- * option that reads from disk or picks the target behind kcache's back is refused here,
- * when a kernel is added to a description, with the reason.
+ * The one idea: everything that can change the machine code is in the key, or refused here
+ * with the reason.  Options reach NVRTC exactly as written (nvrtc.c passes k->options in
+ * order, repeats kept); their key form is that list with only provably equivalent spellings
+ * made one ([Note: option spellings]).  An option that picks the target, names an include
+ * folder, pre-includes a file kcache does not hold in memory, or reads or writes files is
+ * refused ([Note: what NVRTC may read]).  A kernel whose compile may differ from one run to
+ * the next (__DATE__, __TIME__, __TIMESTAMP__, however spelled) or that may read a file
+ * kcache cannot name is compiled but never stored ([Note: cacheability]).
  *
  * Callers: graph/desc.c (checks options as a kernel is added), graph/graph_key.c (the
- * options' key form), graph/lookup.c (cacheability), the public compile.h API.
- * Must not: load NVRTC (a hit never does).
+ * options' key form), graph/lookup.c (cacheability), compile/nvrtc.c (the include check and
+ * the missing-header message, through options.h), and the public compile.h API.
+ * Must not: load NVRTC or read files (kc_options_normalize runs on every lookup, hits too).
+ *
+ * [Note: option spellings]  Checked against NVRTC 13.0:
+ * - Each argument is trimmed of surrounding white space (" -DX", "-G\r" work), but a value
+ *   after '=' is not ("-include= p.h" looks for " p.h"); an empty argument is an error.
+ *   Key: each argument trimmed.
+ * - "-opt" "value" means "-opt=value" only for some options: "-std" "c++17", "-opt-info"
+ *   "inline", "-frandom-seed" "1" and "-time" "-" are errors.  Key: the two are joined as
+ *   "-opt=value" for the options in split_value[] (each checked: the same PTX both ways, and
+ *   a bad second argument is NVRTC's error about the value), unless the value starts with
+ *   '-' (NVRTC might take it for an option), -Xptxas excepted (its values always do).
+ *   "-D" "X" is not joined ("-D" "=X" is not proven to be "-D=X").
+ * - Long and short names are not interchangeable ("--device-debug" and "-G" work,
+ *   "-device-debug" does not; "-default-device" works, "--default-device" does not).  Key:
+ *   the dashes as written, no alias made one (a miss, never a wrong hit).
+ * - Order and repeats matter ("-DX -UX -DX" defines X, "-DX -DX -UX" does not).  Key: kept.
+ *
+ * [Note: what NVRTC may read]  Checked against NVRTC 13.0: without -no-source-include a
+ * quoted #include searches the folder of the program's name — for "k.cu", the working
+ * directory.  With it and no -I, #include finds only the headers given in memory ("could not
+ * open source file "x" (no directories in search list)"; with an -I, "cannot open source
+ * file "x"").  But NVRTC still opens
+ * - an absolute path (#include "/a/x.h", <"/a/x.h">, __has_include("/a/x.h"), -include
+ *   /a/x.h), unless a header given in memory has exactly that name (in memory wins);
+ * - "-include NAME" from the working directory first (before any -I, even with
+ *   -no-source-include), unless a header given in memory has that name;
+ * - with an -I (the toolkit's headers), "../" out of that folder ("../../../../etc/hostname").
+ * So -I and -include of anything but a listed header are refused here; a literal absolute
+ * include (or, for a toolkit kernel, one with "..") is refused before compiling
+ * (kc_options_check_includes); a computed one (#include MACRO, __has_include(MACRO)) cannot
+ * be known without preprocessing and bypasses the store.
+ *
+ * [Note: cacheability]  A kernel is compiled but not stored when its texts (source, listed
+ * headers, options, entry name expression — NVRTC compiles the last too) may expand
+ * __DATE__, __TIME__ or __TIMESTAMP__:
+ * - the name as an identifier in code, seen through line splices (backslash-newline and
+ *   backslash-CR-LF; NVRTC does not splice "\ " + newline), skipping comments, string and
+ *   character literals, raw strings R"d(...)d" (a quote inside would hide what follows) and
+ *   pp-numbers (the digit separator in 1'000 starts no character literal);
+ * - the name formed by token pasting: only whole identifier tokens can be pasted, so the
+ *   name must be a concatenation of identifiers of the texts (__TI ## ME__, CAT(__TI, ME__),
+ *   pieces given by -D).  A ## in the kernel's texts is not required: NVRTC's own headers,
+ *   always there, define _NV_PASTE5 and _NV_CONCAT_EVAL1 (any tokens) and __location__(a)
+ *   (__##a##__, so "__" counts as always there), and CCCL has more.  An identifier can only
+ *   be pasted as a macro argument (inside parentheses), from a directive (a #define's body),
+ *   an option or the entry name — unless a ')' closes what no '(' of the text opened (a
+ *   macro opened it), and then every identifier counts.  So `x = __TIME/(comment)/__;` is
+ *   stored (two tokens, not the macro: NVRTC agrees), f(__TIME/(comment)/__) is not, and
+ *   neither is a kernel that passes T, I, M and E to a macro.  Conservative on purpose: a
+ *   bypass costs a compile, a stale hit a wrong kernel.  __TIM\u0045__ is another
+ *   identifier for NVRTC (checked);
+ * - a computed #include or __has_include, or a literal one NVRTC would read from disk.
+ * Deterministic, so left alone: __FILE__ and __BASE_FILE__ (the program's name, in the key),
+ * __LINE__, __COUNTER__, __CUDACC_VER_*__ (the toolchain is in the key), #include __FILE__
+ * (found like any quoted name).  NVRTC has trigraphs off (??= is not #).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../common/internal.h"
 #include "kcache/compile.h"
+#include "options.h"
 
-/* ---- cacheability ---- */
-
-static int is_ident(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* The first of __DATE__/__TIME__/__TIMESTAMP__ used as a token in code, else NULL. */
-static const char *find_time_macro(const char *s) {
-    static const char *const macros[] = {"__TIMESTAMP__", "__DATE__", "__TIME__"};
-    /* Most sources name none of them: rule that out at strstr's speed (this runs on every lookup). */
-    if (!strstr(s, "__DATE__") && !strstr(s, "__TIME")) return NULL;
-    enum { CODE, LINE, BLOCK, STR, CHR } st = CODE;
-    for (const char *p = s; *p; p++) {
-        switch (st) {
-        case CODE:
-            if (p[0] == '/' && p[1] == '/') st = LINE, p++;
-            else if (p[0] == '/' && p[1] == '*') st = BLOCK, p++;
-            else if (*p == '"') st = STR;
-            else if (*p == '\'') st = CHR;
-            else if (*p == '_' && (p == s || !is_ident(p[-1])))
-                for (size_t m = 0; m < KC_ARRAY_LEN(macros); m++) {
-                    size_t n = strlen(macros[m]);
-                    if (strncmp(p, macros[m], n) == 0 && !is_ident(p[n])) return macros[m];
-                }
-            break;
-        case LINE: if (*p == '\n') st = CODE; break;
-        case BLOCK: if (p[0] == '*' && p[1] == '/') st = CODE, p++; break;
-        case STR: if (*p == '\\' && p[1]) p++; else if (*p == '"' || *p == '\n') st = CODE; break;
-        case CHR: if (*p == '\\' && p[1]) p++; else if (*p == '\'' || *p == '\n') st = CODE; break;
-        }
-    }
-    return NULL;
-}
-
-int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
-    static const char *const reasons[] = {
-        "the source uses __TIMESTAMP__", "the source uses __DATE__", "the source uses __TIME__"};
-    const char *m = k && k->source ? find_time_macro(k->source) : NULL;
-    for (size_t i = 0; !m && k && i < k->nheaders; i++)
-        if (k->headers[i].source) m = find_time_macro(k->headers[i].source);
-    if (!m) return 1;
-    if (reason) *reason = strcmp(m, "__TIMESTAMP__") == 0 ? reasons[0] : strcmp(m, "__DATE__") == 0 ? reasons[1] : reasons[2];
-    return 0;
-}
+static int is_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
 /* ---- options ---- */
 
-static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+/* One argument as NVRTC reads it: "-opt", "--opt=value", or "-opt" joined with the next. */
+typedef struct opt {
+    const char *text;  /* trimmed */
+    size_t len;
+    const char *name;  /* after the dashes, up to '=' */
+    size_t name_len;
+    size_t dashes;
+    const char *value; /* after '=' as written, or the joined argument (trimmed); NULL: none */
+    size_t value_len;
+    int joined;
+} opt;
 
-/* Options that take their value as the next word when written without '='. */
-static int takes_value(const char *o) {
-    static const char *const with_value[] = {"-I", "-include-path", "-D", "-define-macro", "-U",
-                                             "-undefine-macro", "-std", "-maxrregcount", "-include",
-                                             "-pre-include", "-ftz", "-prec-div", "-prec-sqrt",
-                                             "-fmad", "-Xptxas", "-split-compile"};
-    for (size_t i = 0; i < KC_ARRAY_LEN(with_value); i++)
-        if (strcmp(o, with_value[i]) == 0) return 1;
-    return 0;
+/* Options for which NVRTC reads "-opt" "value" as "-opt=value" ([Note: option spellings]). */
+static const char *const split_value[] = {
+    "maxrregcount", "ftz", "prec-div", "prec-sqrt", "fmad", "Xptxas", "ptxas-options", "include", "pre-include",
+    "define-macro", "undefine-macro", "split-compile", "Ofc", "Ofast-compile", "jtd", "jump-table-density",
+    "diag-suppress", "diag-error", "diag-warn", "brief-diag", "brief-diagnostics", "rdc", "relocatable-device-code",
+    "dopt", "builtin-move-forward", "builtin-initializer-list", "modify-stack-limit", "device-stack-protector"};
+
+static const char *trim(const char *s, size_t *n) {
+    while (is_space(*s) || *s == '\n') s++;
+    size_t l = strlen(s);
+    while (l && (is_space(s[l - 1]) || s[l - 1] == '\n')) l--;
+    *n = l;
+    return s;
+}
+
+static void opt_parse(const char *text, size_t len, opt *o) {
+    memset(o, 0, sizeof *o);
+    o->text = text, o->len = len;
+    while (o->dashes < len && o->dashes < 2 && text[o->dashes] == '-') o->dashes++;
+    o->name = text + o->dashes;
+    const char *eq = memchr(o->name, '=', len - o->dashes);
+    o->name_len = eq ? (size_t)(eq - o->name) : len - o->dashes;
+    if (eq) o->value = eq + 1, o->value_len = len - (size_t)(eq + 1 - text);
+}
+
+static int is(const opt *o, const char *name) { return o->name_len == strlen(name) && memcmp(o->name, name, o->name_len) == 0; }
+static int prefixed(const opt *o, const char *p) { return o->name_len >= strlen(p) && memcmp(o->name, p, strlen(p)) == 0; }
+
+static int refuse(const opt *o, const char *why) {
+    return kc_err(KC_EINVAL, "option '%.*s%s%.*s': %s", (int)o->len, o->text, o->joined ? " " : "",
+                  o->joined ? (int)o->value_len : 0, o->joined ? o->value : "", why);
+}
+
+#define HOW_TO_GIVE_HEADERS                                                                                    \
+    "give the headers in memory (the spec's \"headers\", kc_kernel_src.headers), or set \"toolkit_headers\": " \
+    "true (KC_KERNEL_TOOLKIT_HEADERS) for the CUDA toolkit's own"
+
+/* A pre-included file must be a header the kernel gives in memory ([Note: what NVRTC may read]). */
+static int check_pre_include(const kc_kernel_src *k, const opt *o) {
+    if (!o->value) return refuse(o, "name the header with '=' (-include=NAME); it must be a header given in memory");
+    for (size_t h = 0; h < k->nheaders; h++) {
+        const char *n = k->headers[h].name;
+        if (n && strlen(n) == o->value_len && memcmp(n, o->value, o->value_len) == 0) return KC_OK;
+    }
+    int toolkit = (k->flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
+    return kc_err(KC_EINVAL,
+                  "option '%.*s%s%.*s': a pre-included file must be a header given in memory with the kernel (list "
+                  "\"%.*s\" in the spec's \"headers\", kc_kernel_src.headers): NVRTC would read it from the working "
+                  "directory or the disk, whose files are in no key%s",
+                  (int)o->len, o->text, o->joined ? " " : "", o->joined ? (int)o->value_len : 0,
+                  o->joined ? o->value : "", (int)o->value_len, o->value,
+                  toolkit ? "; a header of the CUDA toolkit cannot be pre-included (NVRTC looks for it in the "
+                            "working directory first): #include it from the source"
+                          : "");
+}
+
+/* -Xptxas passes one ptxas option: refuse those that read or write files or pick the target. */
+static int check_ptxas(const opt *o) {
+    if (!o->value) return KC_OK;
+    size_t n;
+    const char *v = trim(o->value, &n);
+    while (n && *v == '-') v++, n--;
+    size_t nl = 0;
+    while (nl < n && v[nl] != '=' && !is_space(v[nl])) nl++;
+#define PTXAS_IS(s) (nl == strlen(s) && memcmp(v, s, nl) == 0)
+    if (PTXAS_IS("optf") || PTXAS_IS("options-file")) return refuse(o, "ptxas would read an options file from disk");
+    if (PTXAS_IS("o") || PTXAS_IS("output-file")) return refuse(o, "ptxas would write its output to a file");
+    if (PTXAS_IS("arch") || PTXAS_IS("gpu-name")) return refuse(o, "the target is chosen by kcache (it is the variant)");
+#undef PTXAS_IS
+    return KC_OK;
+}
+
+static int check_option(const kc_kernel_src *k, const opt *o) {
+    if (o->dashes == 0) return KC_OK; /* not an option: NVRTC says so */
+    if (prefixed(o, "arch") || prefixed(o, "gpu-architecture") || prefixed(o, "code") || prefixed(o, "gpu-code") ||
+        prefixed(o, "gencode") || prefixed(o, "generate-code"))
+        return refuse(o, "the target is chosen by kcache (it is the variant: sm_XX, compute_XX)");
+    if (o->name[0] == 'I' || prefixed(o, "include-path"))
+        return refuse(o, "it names an include folder on disk, whose files are in no key: " HOW_TO_GIVE_HEADERS);
+    if (is(o, "include") || is(o, "pre-include")) return check_pre_include(k, o);
+    if (is(o, "time") && o->value && !(o->value_len == 1 && o->value[0] == '-'))
+        return refuse(o, "it writes a timing table to a file (-time=- writes it to the log, and is allowed)");
+    if (is(o, "fdevice-time-trace")) return refuse(o, "it writes a trace file");
+    if (is(o, "pch") || is(o, "create-pch") || is(o, "use-pch") || is(o, "pch-dir"))
+        return refuse(o, "precompiled headers are files on disk, read and written behind the key");
+    if (is(o, "dlink-time-opt") || is(o, "dlto") || is(o, "optix-ir"))
+        return refuse(o, "it makes LTO or OptiX IR, neither a cubin nor PTX that kcache can store and load");
+    if (is(o, "fdevice-syntax-only")) return refuse(o, "it makes no device code");
+    if (is(o, "Xptxas") || is(o, "ptxas-options")) return check_ptxas(o);
+    return KC_OK;
 }
 
 int kc_options_normalize(const kc_kernel_src *k, char **out) {
     if (!k || !out) return kc_err(KC_EINVAL, "kc_options_normalize: NULL argument");
     *out = NULL;
+    if (k->include_digest)
+        return kc_err(KC_EINVAL, "include_digest is no longer accepted: kcache does not trust a digest of a folder it "
+                                 "cannot see (a header edited inside it would be a stale hit); " HOW_TO_GIVE_HEADERS);
     kc_buf b = {0};
-    char one[1024];
     for (size_t i = 0; i < k->noptions; i++) {
-        const char *o = k->options[i];
-        if (!o) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu is NULL", i);
-        while (*o == ' ' || *o == '\t') o++;
-        size_t n = strlen(o);
-        while (n && (o[n - 1] == ' ' || o[n - 1] == '\t')) n--;
-        if (n == 0) continue;
-        if (n >= sizeof one - 2) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu is too long", i);
-        if (o[0] == '-' && o[1] == '-') o++, n--; /* --opt → -opt */
-        memcpy(one, o, n);
-        one[n] = '\0';
-        if (strchr(one, '\n')) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu holds a newline", i);
-        if (takes_value(one) && i + 1 < k->noptions) { /* "-std" "c++17" → "-std=c++17" */
-            const char *v = k->options[++i];
-            size_t vl = v ? strlen(v) : 0;
-            if (!v || n + 1 + vl >= sizeof one) return kc_buf_free(&b), kc_err(KC_EINVAL, "option '%s' has a bad value", one);
-            one[n] = '=';
-            memcpy(one + n + 1, v, vl + 1);
+        const char *a = k->options[i];
+        size_t n, vn;
+        if (!a) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu is NULL", i);
+        const char *t = trim(a, &n);
+        if (memchr(t, '\n', n)) return kc_buf_free(&b), kc_err(KC_EINVAL, "option %zu holds a newline", i);
+        opt o;
+        opt_parse(t, n, &o);
+        int splits = 0;
+        for (size_t s = 0; s < KC_ARRAY_LEN(split_value) && !splits; s++) splits = is(&o, split_value[s]);
+        if (splits && !o.value && o.dashes && i + 1 < k->noptions && k->options[i + 1]) {
+            const char *v = trim(k->options[i + 1], &vn);
+            int ptxas = is(&o, "Xptxas") || is(&o, "ptxas-options");
+            if (vn && !memchr(v, '\n', vn) && (v[0] != '-' || ptxas)) o.value = v, o.value_len = vn, o.joined = 1, i++;
         }
-        if (starts(one, "-arch") || starts(one, "-gpu-architecture") || starts(one, "-code")) {
-            kc_buf_free(&b);
-            return kc_err(KC_EINVAL, "option '%s': the target is chosen by kcache (it is the variant)", one);
-        }
-        if ((starts(one, "-I") || starts(one, "-include-path")) && !(k->include_digest && *k->include_digest)) {
-            kc_buf_free(&b);
-            return kc_err(KC_EINVAL, "option '%s' names an include folder on disk, whose contents kcache "
-                          "cannot see: pass the headers in memory, or give include_digest", one);
-        }
-        /* Drop exact duplicates. */
-        int dup = 0;
-        for (size_t off = 0; off < b.len;) {
-            const char *line = (const char *)b.data + off;
-            size_t ll = strcspn(line, "\n");
-            if (ll == strlen(one) && memcmp(line, one, ll) == 0) dup = 1;
-            off += ll + 1;
-        }
-        if (!dup) kc_buf_printf(&b, "%s\n", one);
+        int rc = check_option(k, &o);
+        if (rc) return kc_buf_free(&b), rc;
+        kc_buf_put(&b, o.text, o.len);
+        if (o.joined) kc_buf_put(&b, "=", 1), kc_buf_put(&b, o.value, o.value_len);
+        kc_buf_put(&b, "\n", 1);
     }
+    if (b.failed) return kc_buf_free(&b), kc_err(KC_ENOMEM, "options: out of memory");
     *out = kc_buf_take_str(&b);
     return *out ? KC_OK : kc_err(KC_ENOMEM, "options: out of memory");
 }
 
+/* ---- the scanner: a preprocessing-token walk, enough for [Note: cacheability] ---- */
+
+enum { M_DATE, M_TIME, M_STAMP, M_N, M_MAX = 13 };
+static const char *const macros[M_N] = {"__DATE__", "__TIME__", "__TIMESTAMP__"};
+enum { W_SOURCE, W_HEADER, W_OPTION, W_NAME, W_N };
+enum { DIR_NONE, DIR_NAME, DIR_OPERAND, DIR_DEFINE, DIR_OTHER };
+
+typedef struct scan {
+    const kc_kernel_src *k;
+    int where;
+    const char *where_name;                      /* the header being scanned */
+    int direct;                                  /* where * M_N + macro of the first plain use, or -1 */
+    unsigned char piece[2][M_N][M_MAX + 1][M_MAX + 1]; /* macro bytes [i, j) appear as an identifier: [0] where
+                                                   * it could be pasted, [1] anywhere */
+    int unbalanced;                              /* a ')' closes what no '(' in the text opened */
+    int computed;                                /* 1: #include MACRO; 2: __has_include(MACRO) */
+    int bad;                                     /* 1: an absolute path; 2: ".." in a toolkit kernel */
+    int bad_has;                                 /* ... in __has_include */
+    char bad_name[256], bad_in[128];
+} scan;
+
+/* Line splices: backslash-newline (or CR-LF) vanish before anything else (not in raw strings). */
+static const char *unsplice(const char *p) {
+    for (;;) {
+        if (p[0] == '\\' && p[1] == '\n') p += 2;
+        else if (p[0] == '\\' && p[1] == '\r' && p[2] == '\n') p += 3;
+        else return p;
+    }
+}
+static int peek(const char *p) { return (unsigned char)*unsplice(p); }
+static int peek2(const char *p) {
+    p = unsplice(p);
+    return *p ? (unsigned char)*unsplice(p + 1) : 0;
+}
+static int get(const char **pp) {
+    const char *p = unsplice(*pp);
+    int c = (unsigned char)*p;
+    *pp = c ? p + 1 : p;
+    return c;
+}
+
+static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_id_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80; }
+static int is_id(int c) { return is_id_start(c) || is_digit(c); }
+static int ucn_next(const char *p) { return peek(p) == '\\' && (peek2(p) == 'u' || peek2(p) == 'U'); }
+
+static const char *skip_block_comment(const char *p, int *newline) {
+    for (int c; (c = get(&p));) {
+        if (c == '\n') *newline = 1;
+        if (c == '*' && peek(p) == '/') return get(&p), p;
+    }
+    return p;
+}
+
+/* Spaces and comments on this line (not the newline). */
+static const char *skip_blank(const char *p) {
+    for (;;) {
+        int c = peek(p), nl = 0;
+        if (is_space(c)) get(&p);
+        else if (c == '/' && peek2(p) == '*') get(&p), get(&p), p = skip_block_comment(p, &nl);
+        else return p;
+    }
+}
+
+static const char *skip_quoted(const char *p, int q) {
+    for (;;) {
+        const char *before = p;
+        int c = get(&p);
+        if (!c) return p;
+        if (c == '\n') return before; /* unterminated: NVRTC's error; the newline still ends the line */
+        if (c == '\\') get(&p);
+        else if (c == q) return p;
+    }
+}
+
+/* After R" : the delimiter up to '(' and the body up to )delim" are raw (splices undone). */
+static const char *skip_raw(const char *p) {
+    char end[20] = ")";
+    size_t n = 1;
+    while (n < 17 && p[n - 1] && p[n - 1] != '(' && !strchr(" )\\\t\v\f\n", p[n - 1])) end[n] = p[n - 1], n++;
+    if (p[n - 1] != '(') return skip_quoted(p, '"'); /* not a raw string after all: NVRTC's error */
+    end[n] = '"', end[n + 1] = '\0';
+    const char *e = strstr(p + n, end);
+    return e ? e + n + 1 : p + strlen(p);
+}
+
+static const char *skip_ppnumber(const char *p) {
+    for (;;) {
+        int d = peek(p);
+        if (d == 'e' || d == 'E' || d == 'p' || d == 'P') {
+            get(&p);
+            if (peek(p) == '+' || peek(p) == '-') get(&p);
+        } else if (is_id(d) || d == '.') get(&p);
+        else if (d == '\'' && is_id(peek2(p))) get(&p), get(&p);
+        else if (ucn_next(p)) get(&p), get(&p);
+        else return p;
+    }
+}
+
+static int has_dotdot(const char *s) {
+    for (const char *p = s; (p = strstr(p, "..")); p += 2)
+        if ((p == s || p[-1] == '/') && (p[2] == '/' || p[2] == '\0')) return 1;
+    return 0;
+}
+
+/* A literal header name (after the opening quote or '<'): the files NVRTC would read from disk. */
+static const char *header_name(scan *s, const char *p, int close, int has) {
+    char name[sizeof s->bad_name];
+    size_t n = 0;
+    for (;;) {
+        const char *before = p;
+        int c = get(&p);
+        if (!c || c == close) break;
+        if (c == '\n') {
+            p = before;
+            break;
+        }
+        if (n + 1 < sizeof name) name[n++] = (char)c;
+    }
+    name[n] = '\0';
+    for (size_t h = 0; h < s->k->nheaders; h++)
+        if (s->k->headers[h].name && strcmp(s->k->headers[h].name, name) == 0) return p; /* in memory */
+    int bad = name[0] == '/' ? 1 : (s->k->flags & KC_KERNEL_TOOLKIT_HEADERS) && has_dotdot(name) ? 2 : 0;
+    if (bad && !s->bad) {
+        s->bad = bad, s->bad_has = has;
+        snprintf(s->bad_name, sizeof s->bad_name, "%s", name);
+        if (s->where == W_HEADER) snprintf(s->bad_in, sizeof s->bad_in, "header %s", s->where_name);
+        else snprintf(s->bad_in, sizeof s->bad_in, "%s", s->where == W_SOURCE ? "the source" : "an option");
+    }
+    return p;
+}
+
+static void on_identifier(scan *s, const char *id, size_t n, const char **pp, int *dir, int depth) {
+    if (*dir == DIR_NAME) {
+        *dir = (n == 7 && memcmp(id, "include", 7) == 0) || (n == 12 && memcmp(id, "include_next", 12) == 0) ? DIR_OPERAND
+               : n == 6 && memcmp(id, "define", 6) == 0                                                    ? DIR_DEFINE
+                                                                                                           : DIR_OTHER;
+        return;
+    }
+    for (int m = 0; m < M_N; m++) {
+        size_t ml = strlen(macros[m]);
+        if (n == ml && memcmp(id, macros[m], n) == 0) {
+            if (s->direct < 0) s->direct = s->where * M_N + m;
+        } else if (n < ml) {
+            /* Pasted, an identifier is a macro argument (inside parentheses), in a directive (a
+             * #define's body), or in an option or the entry name. */
+            int ctx = *dir != DIR_NONE || depth > 0 || s->where == W_OPTION || s->where == W_NAME;
+            for (size_t i = 0; i + n <= ml; i++)
+                if (memcmp(macros[m] + i, id, n) == 0) s->piece[0][m][i][i + n] |= (unsigned char)ctx, s->piece[1][m][i][i + n] = 1;
+        }
+    }
+    if ((n == 13 && memcmp(id, "__has_include", 13) == 0) || (n == 18 && memcmp(id, "__has_include_next", 18) == 0)) {
+        const char *q = skip_blank(*pp);
+        if (peek(q) == '(') {
+            get(&q);
+            q = skip_blank(q);
+            int c = get(&q);
+            if (c == '"' || c == '<') *pp = header_name(s, q, c == '"' ? '"' : '>', 1);
+            else s->computed |= 2;
+        } else if (*dir == DIR_DEFINE) {
+            s->computed |= 2; /* #define HAS __has_include: the operator under another name */
+        }
+    }
+}
+
+static void scan_text(scan *s, const char *text, int where, const char *where_name) {
+    s->where = where, s->where_name = where_name;
+    const char *p = text;
+    int bol = 1, dir = DIR_NONE, depth = 0;
+    for (;;) {
+        int c = get(&p);
+        if (!c) return;
+        if (c == '\n') {
+            bol = 1, dir = DIR_NONE;
+            continue;
+        }
+        if (is_space(c)) continue;
+        if (c == '/' && peek(p) == '/') {
+            while (peek(p) && peek(p) != '\n') get(&p);
+            continue;
+        }
+        if (c == '/' && peek(p) == '*') {
+            int nl = 0;
+            get(&p);
+            p = skip_block_comment(p, &nl);
+            if (nl) bol = 1, dir = DIR_NONE; /* conservative: a directive may follow */
+            continue;
+        }
+        int at_bol = bol;
+        bol = 0;
+        if (dir == DIR_OPERAND) {
+            dir = DIR_OTHER;
+            if (c == '"' || c == '<') {
+                p = header_name(s, p, c == '"' ? '"' : '>', 0);
+                continue;
+            }
+            s->computed |= 1; /* #include MACRO */
+        }
+        if (c == '#' || (c == '%' && peek(p) == ':')) {
+            if (c == '%') get(&p);
+            if (at_bol) dir = DIR_NAME;
+        } else if (c == '"' || c == '\'') {
+            p = skip_quoted(p, c);
+        } else if ((c == '(' || c == ')') && dir == DIR_NONE) {
+            if (c == '(') depth++;
+            else if (depth) depth--;
+            else s->unbalanced = 1; /* a macro may have opened it: then any identifier may be an argument */
+        } else if (is_digit(c) || (c == '.' && is_digit(peek(p)))) {
+            p = skip_ppnumber(p);
+        } else if (is_id_start(c) || (c == '\\' && (peek(p) == 'u' || peek(p) == 'U'))) {
+            char id[32];
+            size_t n = 0;
+            id[n++] = (char)c;
+            for (;;) {
+                if (ucn_next(p)) {
+                    get(&p);
+                    c = get(&p);
+                    if (n + 2 < sizeof id) id[n++] = '\\', id[n++] = (char)c;
+                    else n = sizeof id - 1;
+                } else if (is_id(peek(p))) {
+                    c = get(&p);
+                    if (n + 1 < sizeof id) id[n++] = (char)c;
+                    else n = sizeof id - 1; /* too long to matter: no name or piece is this long */
+                } else {
+                    break;
+                }
+            }
+            id[n] = '\0';
+            int raw = (n == 1 && id[0] == 'R') || strcmp(id, "u8R") == 0 || strcmp(id, "uR") == 0 ||
+                      strcmp(id, "UR") == 0 || strcmp(id, "LR") == 0;
+            if (raw && peek(p) == '"') {
+                get(&p);
+                p = skip_raw(p);
+            } else {
+                on_identifier(s, id, n, &p, &dir, depth);
+            }
+        }
+    }
+}
+
+static void scan_kernel(scan *s, const kc_kernel_src *k) {
+    memset(s, 0, sizeof *s);
+    s->k = k, s->direct = -1;
+    /* NVRTC's own headers paste "__" onto a macro argument: count it as always there. */
+    for (int m = 0; m < M_N; m++)
+        for (size_t i = 0; macros[m][i + 1]; i++)
+            if (macros[m][i] == '_' && macros[m][i + 1] == '_') s->piece[0][m][i][i + 2] = s->piece[1][m][i][i + 2] = 1;
+    if (k->source) scan_text(s, k->source, W_SOURCE, NULL);
+    for (size_t h = 0; h < k->nheaders; h++)
+        if (k->headers[h].source) scan_text(s, k->headers[h].source, W_HEADER, k->headers[h].name);
+    for (size_t o = 0; k->options && o < k->noptions; o++)
+        if (k->options[o]) scan_text(s, k->options[o], W_OPTION, NULL);
+    if (k->name) scan_text(s, k->name, W_NAME, NULL);
+}
+
+/* Whether macro m is a concatenation of two or more identifiers that could be pasted. */
+static int can_paste(const scan *s, int m) {
+    size_t n = strlen(macros[m]);
+    unsigned char reach[M_MAX + 1] = {1};
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; reach[i] && j <= n; j++)
+            if (s->piece[s->unbalanced][m][i][j]) reach[j] = 1;
+    return reach[n];
+}
+
+int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
+    static const char *const used[W_N * M_N] = {
+        "the source uses __DATE__",     "the source uses __TIME__",     "the source uses __TIMESTAMP__",
+        "a header uses __DATE__",       "a header uses __TIME__",       "a header uses __TIMESTAMP__",
+        "an option uses __DATE__",      "an option uses __TIME__",      "an option uses __TIMESTAMP__",
+        "the entry name uses __DATE__", "the entry name uses __TIME__", "the entry name uses __TIMESTAMP__"};
+#define PASTED(m) "the source, its headers or options could form " m " by token pasting (identifiers that spell it appear)"
+    static const char *const pasted[M_N] = {PASTED("__DATE__"), PASTED("__TIME__"), PASTED("__TIMESTAMP__")};
+#undef PASTED
+    if (!k) return 1;
+    scan s;
+    scan_kernel(&s, k);
+    const char *why = NULL;
+    if (s.direct >= 0) why = used[s.direct];
+    else if (s.bad == 1) why = "the source or a header includes a file by its absolute path, whose contents are in no key";
+    else if (s.bad == 2) why = "the source or a header includes a file by a path with '..', which can leave the toolkit's include folder";
+    else if (s.computed & 1) why = "the source or a header includes a file by a computed name (#include MACRO), which kcache cannot know without preprocessing";
+    else if (s.computed & 2) why = "the source or a header tests __has_include with a computed name, which kcache cannot know without preprocessing";
+    for (int m = 0; !why && m < M_N; m++)
+        if (can_paste(&s, m)) why = pasted[m];
+    if (!why) return 1;
+    if (reason) *reason = why;
+    return 0;
+}
+
+/* ---- for nvrtc.c (options.h) ---- */
+
+int kc_options_check_includes(const kc_kernel_src *k) {
+    if (!k) return KC_OK;
+    scan s;
+    scan_kernel(&s, k);
+    if (!s.bad) return KC_OK;
+    return kc_err(KC_ECOMPILE,
+                  "%s: %s %s \"%s\" %s: list the header in the spec's \"headers\" (kc_kernel_src.headers) and include it "
+                  "by that name",
+                  k->file && *k->file ? k->file : "kernel.cu", s.bad_in, s.bad_has ? "tests __has_include" : "includes",
+                  s.bad_name,
+                  s.bad == 1 ? "by its absolute path, a file on disk whose contents would be in no key"
+                             : "by a path with '..', which could leave the toolkit's include folder (the part in the key)");
+}
+
+int kc_options_missing_header(const char *log, char *name, size_t name_size, char *from, size_t from_size) {
+    static const char *const says[] = {"could not open source file \"", "cannot open source file \""};
+    const char *hit = NULL, *after = NULL;
+    for (size_t i = 0; log && i < KC_ARRAY_LEN(says); i++) {
+        const char *h = strstr(log, says[i]);
+        if (h && (!hit || h < hit)) hit = h, after = h + strlen(says[i]);
+    }
+    if (!hit) return 0;
+    const char *end = strchr(after, '"');
+    if (!end) return 0;
+    snprintf(name, name_size, "%.*s", (int)(end - after), after);
+    /* The place starts that line: "FILE(LINE): catastrophic error: ..." */
+    if (from_size) from[0] = '\0';
+    const char *line = hit;
+    while (line > log && line[-1] != '\n') line--;
+    const char *close = strstr(line, "): ");
+    if (close && close < hit) {
+        const char *open = close;
+        while (open > line && *open != '(') open--;
+        if (*open == '(' && open > line)
+            snprintf(from, from_size, "%.*s:%.*s", (int)(open - line), line, (int)(close - open - 1), open + 1);
+    }
+    return 1;
+}

@@ -100,5 +100,33 @@ mkdir -p "$T/real/sub" && ln -s "$T/real" "$T/lnk"
 expect_rc 1 "$KC" --cache-dir "$T/lnk/sub/cache" stats                # a parent that is a symbolic link
 grep -q "symbolic link" "$T/err" && ok || bad "no clear error for a symbolic-link parent: $(cat "$T/err")"
 
+# Issue 14's stale header, from the spec's folder: k.cu includes scale.cuh, which sits beside it.
+# Unlisted, NVRTC must not find it there (an error that says how to provide it); listed, an
+# edit of it is a miss that compiles, never a hit on the old binary.
+S=$T/stale; mkdir -p "$S"
+case $KC in /*) ;; *) KC=$PWD/$KC ;; esac   # we run from the spec's folder
+spec() { # spec HEADERS_JSON
+  printf '{"name": "scale", "kernels": [{"id": "k", "file": "k.cu", "entry": "k", "headers": %s}],\n' "$1" >"$S/k.json"
+  printf ' "inputs": [{"dtype": "f32", "sizes": ["N"]}],\n' >>"$S/k.json"
+  printf ' "forward": [{"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "args": ["input:0", "e32:N"]}]}\n' >>"$S/k.json"
+}
+printf '#include "scale.cuh"\nextern "C" __global__ void k(float *x, int n) { if (n) x[0] *= SCALE; }\n' >"$S/k.cu"
+echo '#define SCALE 2.0f' >"$S/scale.cuh"
+spec '[]'
+cd "$S"
+expect_rc 1 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90
+grep -q '"scale.cuh"' "$T/err" && grep -q '"headers"' "$T/err" && grep -q 'toolkit_headers' "$T/err" && ok ||
+  bad "an unlisted header found beside the spec is not a clear error: $(head -c 400 "$T/err")"
+spec '["scale.cuh"]'
+expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
+expect_json 'j["source"] == "compiled"'
+K_OLD=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$T/out")
+expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
+expect_json "j['source'] in ('disk', 'memory') and j['key'] == '$K_OLD'"
+echo '#define SCALE 3.0f' >"$S/scale.cuh"
+expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
+expect_json "j['source'] == 'compiled' and j['key'] != '$K_OLD'"
+cd - >/dev/null
+
 echo "test_cli: $((checks-fails)) passed, $fails failed"
 [ "$fails" = 0 ]
