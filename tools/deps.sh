@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
-      libhiredis-dev libssl-dev redis-server)
+      libhiredis-dev libssl-dev redis-server
+      binutils strace)  # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with
 #   --clang  clang, the second compiler of CI's build matrix (.ci/run)

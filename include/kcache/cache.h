@@ -16,6 +16,7 @@
 #define KCACHE_CACHE_H
 
 #include "common.h"
+#include "compile.h" /* KC_TOOLCHAIN_ID_MAX */
 #include "entry.h"
 #include "key.h"
 #include "stats.h"
@@ -219,6 +220,57 @@ KC_API int kc_cache_clear(kc_cache *c);
  * an optional trailing "B"/"iB" is accepted).  KC_EINVAL on anything else.
  */
 KC_API int kc_parse_size(const char *s, uint64_t *out);
+
+/* ---- the directory's record: small named facts that are not entries ---- */
+
+/**
+ * The cache directory's record (<dir>/v1/record): "name=value" lines, names of 1 to 128
+ * of A-Z a-z 0-9 . _ - :, values of at most 8192 bytes without a newline.  kcache keeps
+ * "pin", "toolchain.<id>" and "nvrtc.file.*" there (see kc_cache_toolchain); other users
+ * take a prefix of their own.  Readers need no lock; writers are serialised across
+ * processes, so two setting different fields at once lose neither.
+ *
+ * kc_cache_record_get copies the value of `name` into `out`: KC_OK, KC_MISS when it is
+ * absent (or the cache is disabled), KC_EINVAL when it does not fit in `cap`.
+ */
+KC_API int kc_cache_record_get(kc_cache *c, const char *name, char *out, size_t cap);
+
+/** Set `name` to `value` (NULL: remove it).  KC_EREADONLY for a read-only or disabled cache. */
+KC_API int kc_cache_record_set(kc_cache *c, const char *name, const char *value);
+
+/** Called with each field; a non-zero return stops the walk and is returned. */
+typedef int (*kc_cache_record_cb)(const char *name, const char *value, void *ctx);
+
+/** Call `cb` with each field whose name starts with `prefix` (NULL: all), in the record's order. */
+KC_API int kc_cache_record_foreach(kc_cache *c, const char *prefix, kc_cache_record_cb cb, void *ctx);
+
+/* ---- which toolchain's entries a cache's lookups use ---- */
+
+/** Where a kc_toolchain_choice came from, strongest first. */
+typedef enum kc_toolchain_from {
+    KC_TOOLCHAIN_PIN_ENV = 1, /**< KCACHE_TOOLCHAIN=<id> */
+    KC_TOOLCHAIN_PIN,         /**< the record's "pin" (kcache toolchain --pin <id>) */
+    KC_TOOLCHAIN_LOCAL,       /**< this host's NVRTC (kc_toolchain_local) */
+    KC_TOOLCHAIN_RECORDED     /**< no NVRTC here: the one toolchain the record says stored entries */
+} kc_toolchain_from;
+
+/** The toolchain identity the keys of a cache's lookups hold. */
+typedef struct kc_toolchain_choice {
+    char id[KC_TOOLCHAIN_ID_MAX]; /**< as kc_toolchain.id */
+    kc_toolchain_from from;
+    const char *how;              /**< from, in words ("this host's NVRTC", …); static */
+} kc_toolchain_choice;
+
+/**
+ * The toolchain identity that keys use with cache `c` (NULL: no cache), in this order:
+ * KCACHE_TOOLCHAIN; the record's pin; this host's NVRTC, identified from its file without
+ * loading it (with a read-write cache, a memo in the record, checked against the file's
+ * device, inode, size, mtime and ctime, spares even opening it); and, on a host with no
+ * NVRTC, the toolchain the record says stored this directory's entries — when it names
+ * exactly one.  Never a guess: with none or several recorded, KC_ENONVRTC says so and how
+ * to pin one.  Memoised per process and directory once found.
+ */
+KC_API int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,10 @@
 /*
  * kcache/compile.h — compiling CUDA C++ kernels with NVRTC, opened at run time.
  *
- * NVRTC is found with dlopen (KCACHE_NVRTC, then libnvrtc.so.<major> on the loader's path,
- * then the CUDA Toolkit's own library folder), so one build of kcache runs on a CPU-only
- * build host and on any GPU host and links no CUDA library.  A kernel compiles for one
+ * NVRTC is opened with dlopen, only when a compile needs it: the library file is found and
+ * identified by its build-id without loading it (kc_toolchain_*, below), then exactly that
+ * file is loaded, so one build of kcache runs on a CPU-only build host and on any GPU host,
+ * links no CUDA library, and a cache hit never loads the compiler.  A kernel compiles for one
  * target: a cubin for an exact architecture ("sm_80", "sm_90", "sm_90a") or PTX for a
  * virtual one ("compute_80"), named as kcache/target.h parses them.  NVRTC's own cache
  * (12.9+) is turned off with -no-cache, so a miss is a real, measured compile.  Safe to
@@ -69,8 +70,9 @@ typedef struct kc_compiled {
 KC_API int kc_nvrtc_available(void);
 
 /**
- * The toolchain identity, "nvrtc MAJOR.MINOR (FILE)" with the library's file name (its
- * build), or "" when NVRTC is unavailable.  Static storage.
+ * NVRTC as loaded, for people: "nvrtc MAJOR.MINOR (ID, PATH)" with the version NVRTC
+ * reports and its identity and file (kc_toolchain_local), or "" when NVRTC is unavailable.
+ * Loads NVRTC.  Keys hold the identity alone (kc_toolchain_local).  Static storage.
  */
 KC_API const char *kc_nvrtc_toolchain(void);
 
@@ -120,6 +122,51 @@ KC_API int kc_compile_names(const kc_kernel_src *k, const char *const *names, si
 
 /** Free a compiled kernel; accepts NULL. */
 KC_API void kc_compiled_free(kc_compiled *c);
+
+/* ---- the toolchain's identity, read from its file without loading it ---- */
+
+/** Room for a toolchain identity and its NUL ("build-id:" and up to 128 hex digits). */
+#define KC_TOOLCHAIN_ID_MAX 144
+
+/** An NVRTC build, as identified from its library file (no dlopen). */
+typedef struct kc_toolchain {
+    /** What keys hold: "build-id:<hex>" (the ELF's GNU build-id note), or, for a library
+     *  without one, "xxh3-128:<32 hex>" (the hash of all its bytes).  Never its name or size. */
+    char id[KC_TOOLCHAIN_ID_MAX];
+    char path[4096];     /**< The file (KCACHE_NVRTC, or the one the search found); for people and dlopen. */
+    char version[32];    /**< The version its file name carries ("13", "13.0.88"); "" when none.  For people only. */
+    unsigned long long dev, ino, size; /**< The file as it was identified (stat), for memos. */
+    long long mtime_ns, ctime_ns;
+} kc_toolchain;
+
+/**
+ * The path of the NVRTC library this host would compile with, found without opening it:
+ * KCACHE_NVRTC when set (a path, or a bare file name searched as below; when it names no
+ * file there is no NVRTC — no fallback), else libnvrtc.so.13, .so.12, .so in
+ * LD_LIBRARY_PATH, the toolkit's library folder, /usr/local/cuda/lib64, /etc/ld.so.cache
+ * and the standard library folders.  Found once per process.  KC_ENONVRTC with the reason.
+ */
+KC_API int kc_toolchain_locate(char *out, size_t cap);
+
+/**
+ * Identify the NVRTC library at `path` without loading it: its GNU build-id note, read with
+ * a few bounds-checked preads, or XXH3-128 of its bytes when it has none (memoised per
+ * process and file).  KC_ECORRUPT (with the reason) for a file that is not a well-formed
+ * 64-bit ELF shared library of this machine; never crashes on a hostile file.
+ */
+KC_API int kc_toolchain_identify(const char *path, kc_toolchain *out);
+
+/** kc_toolchain_locate + kc_toolchain_identify, once per process.  KC_ENONVRTC with the reason. */
+KC_API int kc_toolchain_local(kc_toolchain *out);
+
+/** KC_OK when `id` is a well-formed toolchain identity (as kc_toolchain.id), else KC_EINVAL saying what one is. */
+KC_API int kc_toolchain_id_check(const char *id);
+
+/** The toolchain string an entry's META records: "nvrtc <id> (<path>)", the path shortened to fit `cap`. */
+KC_API int kc_toolchain_meta(const kc_toolchain *t, char *out, size_t cap);
+
+/** The identity in a META toolchain string written by kc_toolchain_meta: KC_OK, or KC_MISS when it holds none. */
+KC_API int kc_toolchain_id_of_meta(const char *meta, char out[KC_TOOLCHAIN_ID_MAX]);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include "../cache/internal.h" /* kc_cache_local_, kc_cache_mac_key_ */
 #include "../common/fs.h"
 #include "../common/internal.h"
+#include "../cache/record.h"      /* kc_cache_toolchain_note_ */
 #include "../store/local.h"       /* kc_local_read/put/quarantine; KC_NAME_MAX, kc_store_name (store/name.h) */
 
 #define HEADER 48
@@ -276,6 +277,13 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
         }
         rc = kc_local_put(l, items[i].name, items[i].data, items[i].len);
         if (rc == KC_OK) rep.written++;
+    }
+    /* The toolchains whose entries are now here, for a host without NVRTC (cache/record.h). */
+    for (size_t i = 0; !dry_run && !rc && i < n; i++) {
+        kc_entry *e;
+        if (kc_entry_decode(&e, items[i].data, items[i].len) != KC_OK) continue;
+        kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
+        kc_entry_free(e);
     }
     free(content);
     free(items);

@@ -1,17 +1,20 @@
 /*
- * nvrtc.c — NVRTC through dlopen: find the library and compile one program for one target
- * (options and cacheability are options.c's).
+ * nvrtc.c — NVRTC through dlopen: load the library and compile one program for one target
+ * (options and cacheability are options.c's; finding and identifying the library, without
+ * loading it, is toolchain.c's).
  *
- * The one idea: NVRTC is a run-time dependency found once (pthread_once) and called only
- * through a table of function pointers checked by KC_NVRTC_CHECK, which records the call,
- * file and line in the last error instead of aborting (ggml's CUDA_CHECK, made non-fatal).
+ * The one idea: NVRTC is a run-time dependency loaded once (pthread_once), only when a
+ * compile needs it — exactly the file toolchain.c identified, so the compiler is the
+ * toolchain the key names — and called only through a table of function pointers checked
+ * by KC_NVRTC_CHECK, which records the call, file and line in the last error instead of
+ * aborting (ggml's CUDA_CHECK, made non-fatal).
  * The toolkit's nvrtc.h gives the types at build time; no CUDA library is linked.
  *
  * Must not: touch the cache (the graph part decides what is stored), or let NVRTC's own
  * cache turn a miss into a hidden hit (-no-cache on NVRTC >= 12.9).
  *
  * Callers: compile/units.c (kc_compile_names), the graph part (cacheability, option
- * normalisation, the toolchain's identity for the key), and the public compile.h API.
+ * normalisation), and the public compile.h API.  Nothing on a hit calls it.
  */
 #include "kcache/compile.h"
 
@@ -28,16 +31,12 @@
 #include "toolkit.h"
 #include "kcache/target.h"
 
-#ifndef KC_CUDA_LIBDIR
-#define KC_CUDA_LIBDIR "/usr/local/cuda/lib64"
-#endif
-
 static struct {
     void *lib;
     int major, minor;
     int no_cache;             /* NVRTC >= 12.9: pass -no-cache */
-    char toolchain[160];
-    char why[512];            /* why it could not be loaded */
+    char toolchain[400];      /* "nvrtc 13.0 (build-id:…, /path/libnvrtc.so.13)": for people */
+    char why[1200];           /* why it could not be loaded */
     __typeof__(nvrtcVersion) *Version;
     __typeof__(nvrtcGetErrorString) *GetErrorString;
     __typeof__(nvrtcCreateProgram) *CreateProgram;
@@ -71,16 +70,25 @@ static void *try_open(const char *path) {
     return h;
 }
 
+/* Load exactly the file toolchain.c identified ([Note: finding NVRTC]), so that the compiler
+ * is the toolchain the key names; refuse it if it changed between identifying and loading. */
 static void nv_load(void) {
-    const char *env = getenv("KCACHE_NVRTC");
-    if (env && *env) {
-        nv.lib = try_open(env);
-    } else {
-        const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                               KC_CUDA_LIBDIR "/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"};
-        for (size_t i = 0; i < KC_ARRAY_LEN(names) && !nv.lib; i++) nv.lib = try_open(names[i]);
+    static kc_toolchain tc; /* 4 KB: not on the caller's stack */
+    if (kc_toolchain_local(&tc) != KC_OK) {
+        snprintf(nv.why, sizeof nv.why, "%s", kc_error_last()->message);
+        return;
     }
+    nv.lib = try_open(tc.path);
     if (!nv.lib) return;
+    struct stat st;
+    if (stat(tc.path, &st) != 0 || (unsigned long long)st.st_ino != tc.ino || (unsigned long long)st.st_dev != tc.dev ||
+        (unsigned long long)st.st_size != tc.size ||
+        (long long)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec != tc.ctime_ns) {
+        snprintf(nv.why, sizeof nv.why, "'%s' changed after it was identified (replaced while kcache ran?)", tc.path);
+        dlclose(nv.lib);
+        nv.lib = NULL;
+        return;
+    }
 #define SYM(field, name)                                                       \
     if (!(*(void **)&nv.field = dlsym(nv.lib, name))) {                        \
         snprintf(nv.why, sizeof nv.why, "NVRTC lacks the symbol %s", name);     \
@@ -107,28 +115,18 @@ static void nv_load(void) {
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
     /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench). */
     if (getenv("KCACHE_NVRTC_OWN_CACHE") && strcmp(getenv("KCACHE_NVRTC_OWN_CACHE"), "1") == 0) nv.no_cache = 0;
-    /* The library's real file name carries the build ("libnvrtc.so.13.0.88"). */
-    /* The build: the library's real file name ("libnvrtc.so.13.0.88" where it has one) and
-     * its size, so that two builds of one version never share a key. */
-    char file[PATH_MAX] = "";
-    long long size = 0;
-    Dl_info info;
-    if (dladdr(*(void **)&nv.Version, &info) && info.dli_fname) {
-        char real[PATH_MAX];
-        const char *p = realpath(info.dli_fname, real) ? real : info.dli_fname;
-        const char *slash = strrchr(p, '/');
-        snprintf(file, sizeof file, "%s", slash ? slash + 1 : p);
-        struct stat st;
-        if (stat(p, &st) == 0) size = (long long)st.st_size;
-    }
-    snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s, %lld bytes)", nv.major, nv.minor, file, size);
+    /* For people (logs, the benchmark): the version NVRTC reports, its identity and its file.
+     * The key holds the identity alone (toolchain.c). */
+    snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s, %.*s)", nv.major, nv.minor, tc.id,
+             (int)(sizeof nv.toolchain / 2), tc.path);
     kc_log(KC_LOG_COMPILE, "loaded %s", nv.toolchain);
 }
 
 int kc_nvrtc_available(void) {
     pthread_once(&nv_once, nv_load);
     if (nv.lib) return KC_OK;
-    return kc_err(KC_ENONVRTC, "NVRTC could not be loaded (set KCACHE_NVRTC to its path): %s", nv.why);
+    return kc_err(KC_ENONVRTC, "compiling needs NVRTC, which could not be loaded (set KCACHE_NVRTC to its library): %s",
+                  nv.why);
 }
 
 const char *kc_nvrtc_toolchain(void) {

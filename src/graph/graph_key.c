@@ -40,7 +40,10 @@ int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
 int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
     if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
     if (kb_out) *kb_out = NULL;
-    int rc = kc_nvrtc_available();
+    /* The toolchain by its identity, never by loading it: a hit needs no compiler
+     * (cache/toolchain_choice.c; a miss checks it may compile, lookup.c). */
+    kc_toolchain_choice tc;
+    int rc = kc_cache_toolchain(c, &tc);
     if (rc) return rc;
     char toolkit[33];
     if ((rc = toolkit_id(c, d, toolkit))) return rc;
@@ -115,7 +118,7 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
         rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.name", d->hooks[i]);
         if (!rc) rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.hash", d->hooks[i + 1]);
     }
-    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", kc_nvrtc_toolchain());
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", tc.id);
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_BACKEND, "backend", d->backend);
     if (!rc) rc = kc_key_add_u64(kb, KC_COMP_GLOBALS, "globals", d->globals);
     if (!rc) rc = kc_key_finish(kb, out);

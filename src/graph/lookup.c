@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "../cache/internal.h"
+#include "../cache/record.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
@@ -49,7 +50,11 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
     if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
     if (!rc) rc = kc_entry_add_key_digests(e, kb);
-    if (!rc) rc = kc_entry_set_toolchain(e, kc_nvrtc_toolchain());
+    kc_toolchain tc; /* the compiler that made it: the key's toolchain (compile_and_store checked) */
+    char meta[256];
+    if (!rc) rc = kc_toolchain_local(&tc);
+    if (!rc) rc = kc_toolchain_meta(&tc, meta, sizeof meta);
+    if (!rc) rc = kc_entry_set_toolchain(e, meta);
     kc_buf_free(&k);
     kc_buf_free(&fw);
     kc_buf_free(&bw);
@@ -85,7 +90,12 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     kc_units_group(ks, d->nkernels, &u);
     char label[300];
     snprintf(label, sizeof label, "graph '%s'", d->name);
-    int rc = kc_units_compile(ks, d->nkernels, &u, target, label, &res, &info->compile_ms);
+    /* Only the toolchain the key names may compile: a host without NVRTC, or whose NVRTC is
+     * not a pinned or recorded toolchain, says so (KC_ENONVRTC) instead. */
+    kc_toolchain_choice tc;
+    int rc = kc_cache_toolchain(c, &tc);
+    if (!rc) rc = kc_cache_toolchain_can_compile_(&tc);
+    if (!rc) rc = kc_units_compile(ks, d->nkernels, &u, target, label, &res, &info->compile_ms);
     if (rc) {
         kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
         return rc;
@@ -105,6 +115,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         kc_cache_count(c, key, KC_STAT_COMPILES, 1);
         int prc = kc_cache_put(c, e);
         info->store_status = prc;
+        if (prc == KC_OK) kc_cache_toolchain_note_(c, kc_entry_toolchain(e)); /* for hosts without NVRTC */
         if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
             kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
     }

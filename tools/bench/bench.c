@@ -3,6 +3,7 @@
  * run, reported as medians with their spread and as ratios (these machines are noisy).
  *
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
+ *                [--kcache PATH] [--process-floor]
  *
  * Per graph of kernels/: cold (NVRTC, its own cache off), warm disk hit (key + read +
  * verify + decompress, no driver), the limit (read() + XXH3 + zstd of the same bytes,
@@ -10,7 +11,10 @@
  * today), and NVRTC's own cache (a repeated compile with it on).  Then: site-cache hits
  * with 1, 8 and 64 entries, key throughput, lookups at 10^3..10^6 entries and a gc that
  * halves the largest store; on a GPU, a hit including the driver load against a bare
- * cuLibraryLoadData of the same images, and a PTX (JIT) load against a cubin load.
+ * cuLibraryLoadData of the same images, and a PTX (JIT) load against a cubin load.  And the
+ * process floor: fresh processes of a warm `kcache get` of one graph against fresh processes
+ * of `kcache --help` (the tool beside this benchmark, or --kcache PATH; --process-floor
+ * measures only that, e.g. for an older build of the tool).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -507,6 +511,85 @@ static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
     kc_cache_close(c);
 }
 
+/* ---- the process floor: a fresh process's warm `kcache get` against `kcache --help` ---- */
+
+typedef struct floor_res {
+    int have;
+    char why[512], name[64];
+    stat_s help, get;
+} floor_res;
+
+/* Run argv with stdout/stderr to /dev/null: wall microseconds from fork to exit, or -1. */
+static double run_quiet(char *const argv[]) {
+    double t0 = now_us();
+    pid_t p = fork();
+    if (p == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1), dup2(null, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
+    return now_us() - t0;
+}
+
+/*
+ * N fresh processes of `kcache --help` (the floor: exec, the dynamic loader, libc, the
+ * tool's own start) against N fresh processes of a warm `kcache get SPEC --arch A` (the same
+ * cache, one graph, compiled once first), interleaved so that drift hits both alike.
+ */
+static void bench_process_floor(const char *kcache, const char *spec, const char *dir, floor_res *out) {
+    memset(out, 0, sizeof *out);
+    if (access(kcache, X_OK) != 0) {
+        snprintf(out->why, sizeof out->why, "no kcache tool at %s (--kcache PATH)", kcache);
+        return;
+    }
+    const char *slash = strrchr(spec, '/');
+    snprintf(out->name, sizeof out->name, "%.*s", (int)strcspn(slash ? slash + 1 : spec, "."), slash ? slash + 1 : spec);
+    char *help[] = {(char *)kcache, "--help", NULL};
+    char *get[] = {(char *)kcache, "--cache-dir", (char *)dir, "get", (char *)spec, "--arch", (char *)arch, NULL};
+    if (run_quiet(get) < 0) { /* the one compile */
+        snprintf(out->why, sizeof out->why, "'%s --cache-dir %s get %s --arch %s' failed", kcache, dir, spec, arch);
+        return;
+    }
+    char cmd[8192], line[4096] = "";
+    snprintf(cmd, sizeof cmd, "'%s' --cache-dir '%s' get '%s' --arch %s --json 2>&1", kcache, dir, spec, arch);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (!fgets(line, sizeof line, p)) line[0] = '\0';
+        pclose(p);
+    }
+    if (!strstr(line, "\"disk\"")) {
+        snprintf(out->why, sizeof out->why, "the second get was no disk hit: %.400s", line);
+        return;
+    }
+    int n = quick ? 30 : 200, nh = 0, ng = 0;
+    double *vh = calloc((size_t)n, sizeof *vh), *vg = calloc((size_t)n, sizeof *vg);
+    for (int i = 0; i < 3; i++) run_quiet(help), run_quiet(get); /* warm the page cache */
+    for (int i = 0; i < n; i++) {
+        double h = run_quiet(help), g = run_quiet(get);
+        if (h >= 0) vh[nh++] = h;
+        if (g >= 0) vg[ng++] = g;
+    }
+    out->help = summarize(vh, nh);
+    out->get = summarize(vg, ng);
+    out->have = nh > 0 && ng > 0;
+    if (!out->have) snprintf(out->why, sizeof out->why, "the runs failed");
+    free(vh);
+    free(vg);
+}
+
+static void print_process_floor(const floor_res *pf) {
+    if (pf->have)
+        printf("process floor (%s, %d fresh processes each): warm `kcache get` %.0f us [%.0f .. %.0f], "
+               "`kcache --help` %.0f us [%.0f .. %.0f]: %.2fx the floor (+%.0f us)\n",
+               pf->name, pf->get.n, pf->get.med, pf->get.p10, pf->get.p90, pf->help.med, pf->help.p10, pf->help.p90,
+               pf->get.med / pf->help.med, pf->get.med - pf->help.med);
+    else printf("process floor: not measured (%s)\n", pf->why);
+    fflush(stdout);
+}
+
 /* ---- output ---- */
 
 static void jnum(FILE *f, const char *k, double v, int last) {
@@ -524,6 +607,20 @@ static void jstat(FILE *f, const char *k, stat_s s) {
 
 static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : NAN; }
 
+static void jfloor(FILE *f, const floor_res *pf) {
+    fprintf(f, "\"process_floor\": ");
+    if (!pf->have) {
+        fprintf(f, "null");
+        return;
+    }
+    fprintf(f, "{\"graph\": \"%s\", ", pf->name);
+    jstat(f, "kcache_help", pf->help);
+    jstat(f, "warm_get", pf->get);
+    jnum(f, "warm_get_over_help", ratio(pf->get.med, pf->help.med), 0);
+    jnum(f, "warm_get_minus_help_us", pf->get.med - pf->help.med, 1);
+    fprintf(f, "}");
+}
+
 static void fmt_us(double us, char *out, size_t cap) {
     if (isnan(us) || us < 0) snprintf(out, cap, "-");
     else if (us >= 1e6) snprintf(out, cap, "%.2f s", us / 1e6);
@@ -538,16 +635,20 @@ static void rm_rf(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-    const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL;
+    const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL, *kcache = NULL;
+    int floor_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--kcache") && i + 1 < argc) kcache = argv[++i];
+        else if (!strcmp(argv[i], "--process-floor")) floor_only = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--plot") && i + 1 < argc) plot = argv[++i];
         else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kdir = argv[++i];
         else if (!strcmp(argv[i], "--measure-nvrtc-cache") && i + 1 < argc) nvspec = argv[++i];
         else {
-            fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n");
+            fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
+                            "                    [--kcache PATH] [--process-floor]\n");
             return 2;
         }
     }
@@ -555,6 +656,32 @@ int main(int argc, char **argv) {
     char self[4096];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = 0;
+    char kc_default[4200];
+    const char *bdir = strrchr(self, '/');
+    snprintf(kc_default, sizeof kc_default, "%.*s/../kcache/kcache", bdir ? (int)(bdir - self) : 1, bdir ? self : ".");
+    if (!kcache) kcache = kc_default; /* the tool built beside this benchmark */
+    if (floor_only) { /* only the process floor, of any kcache tool (--kcache: e.g. an older build) */
+        const char *tmp = getenv("TMPDIR");
+        char fdir[4096], spec[4096];
+        snprintf(fdir, sizeof fdir, "%s/kcache-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(fdir)) return 1;
+        snprintf(spec, sizeof spec, "%s/softmax.json", kdir);
+        floor_res pf;
+        bench_process_floor(kcache, spec, fdir, &pf);
+        printf("kcache-bench: process floor of %s for %s\n", kcache, arch);
+        print_process_floor(&pf);
+        rm_rf(fdir);
+        if (json) {
+            FILE *f = fopen(json, "w");
+            if (!f) return 1;
+            fprintf(f, "{\"arch\": \"%s\", \"kcache\": \"%s\", ", arch, kcache);
+            jfloor(f, &pf);
+            fprintf(f, "}\n");
+            fclose(f);
+            printf("wrote %s\n", json);
+        }
+        return pf.have ? 0 : 1;
+    }
     if (kc_nvrtc_available() != KC_OK) {
         fprintf(stderr, "kcache-bench: %s\n", kc_error_last()->message);
         return 1;
@@ -617,6 +744,16 @@ int main(int argc, char **argv) {
     double m_ccw = nccw ? median_of(ccw, nccw) : NAN, m_nv = nnv ? median_of(nvv, nnv) : NAN;
     printf("\nmedians over graphs: cold/warm %.0fx   warm/limit %.2fx   ccache-warm/kcache-warm %.0fx   "
            "nvrtc-own-cache/kcache-warm %.0fx\n", m_cw, m_wl, m_ccw, m_nv);
+
+    /* the process floor, on the softmax graph */
+    floor_res pf;
+    char fdir[4200], fspec[4200];
+    snprintf(fdir, sizeof fdir, "%s/floor", root);
+    snprintf(fspec, sizeof fspec, "%s/softmax.json", kdir);
+    mkdir(fdir, 0700);
+    bench_process_floor(kcache, fspec, fdir, &pf);
+    print_process_floor(&pf);
+    rm_rf(fdir);
 
     /* site hits, key throughput */
     double site[3];
@@ -715,7 +852,8 @@ int main(int argc, char **argv) {
         fprintf(f, "], ");
         jnum(f, "lookup_largest_over_smallest", scale_ratio, 0);
         jnum(f, "gc_halving_ms", gc_ms, 0);
-        fprintf(f, "\"gpu\": ");
+        jfloor(f, &pf);
+        fprintf(f, ", \"gpu\": ");
         if (gp.have) {
             fprintf(f, "{");
             jnum(f, "hit_with_load_us", gp.hit_load_us, 0);

@@ -23,6 +23,7 @@
 static const cli_cmd *const commands[] = {
     &cli_cmd_stats, &cli_cmd_ls,      &cli_cmd_show,   &cli_cmd_verify,  &cli_cmd_gc,      &cli_cmd_clear,
     &cli_cmd_get,   &cli_cmd_prewarm, &cli_cmd_export, &cli_cmd_import,  &cli_cmd_explain, &cli_cmd_demo,
+    &cli_cmd_toolchain,
 };
 
 static void main_usage(FILE *f) {
@@ -37,7 +38,7 @@ static void main_usage(FILE *f) {
                "KCACHE_ALLOW_UNSAFE_DIR, "
                "KCACHE_REMOTE, KCACHE_REMOTE_READONLY, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,\n"
                "KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL, KCACHE_REMOTE_MAX_VALUE, KCACHE_REMOTE_QUEUE,\n"
-               "KCACHE_HMAC_KEY, KCACHE_HMAC_KEY_FILE, KCACHE_LOCK_WAIT (see README).\n");
+               "KCACHE_HMAC_KEY, KCACHE_HMAC_KEY_FILE, KCACHE_LOCK_WAIT, KCACHE_NVRTC, KCACHE_TOOLCHAIN (see README).\n");
 }
 
 int main(int argc, char **argv) {
