@@ -8,6 +8,7 @@
  * entry atomically; an entry already present with the same bytes is left alone, so
  * importing twice is a no-op.
  *
+ * Callers: the public kc_bundle_export/kc_bundle_import (kcache export/import).
  * Must not: write anything before phase one has passed; accept a name that is not
  * "<32 hex>.<variant>"; trust a length it has not bounded.
  */
@@ -225,16 +226,20 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
                                             kc_error_last()->message);
             goto fail;
         }
-        kc_entry *e;
-        if ((rc = kc_entry_decode(&e, items[i].data, items[i].len))) {
+        /* The one identity check (kc_entry_decode_as): the entry holds the key and variant its name says. */
+        kc_key want;
+        char hex[KC_KEY_HEX_LEN + 1];
+        memcpy(hex, items[i].name, KC_KEY_HEX_LEN); /* the name passed kc_store_name_check */
+        hex[KC_KEY_HEX_LEN] = '\0';
+        kc_entry *e = NULL;
+        if ((rc = kc_key_from_hex(&want, hex)) == KC_OK)
+            rc = kc_entry_decode_as(&e, items[i].data, items[i].len, &want, items[i].name + KC_KEY_HEX_LEN + 1);
+        kc_entry_free(e);
+        if (rc) {
             free(toc);
             if (rc != KC_ENOMEM) rc = BAD(path, "entry '%s': %s", items[i].name, kc_error_last()->message);
             goto fail;
         }
-        char name[KC_NAME_MAX + 1];
-        kc_store_name(kc_entry_key(e), kc_entry_variant(e), name);
-        kc_entry_free(e);
-        if (strcmp(name, items[i].name) != 0) { free(toc); rc = BAD(path, "entry '%s' holds %s", items[i].name, name); goto fail; }
     }
     free(toc);
     free(file);
@@ -283,6 +288,7 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
         kc_entry *e;
         if (kc_entry_decode(&e, items[i].data, items[i].len) != KC_OK) continue;
         kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
+        kc_cache_toolkit_note_(c, kc_entry_toolchain(e));
         kc_entry_free(e);
     }
     free(content);

@@ -52,4 +52,15 @@ int kc_cache_toolchain_can_compile_(const kc_toolchain_choice *choice);
  */
 void kc_cache_toolchain_note_(kc_cache *c, const char *meta);
 
+/** The record's field prefix of the toolkit header digests that stored entries used. */
+#define KC_TOOLKIT_RECORD_PREFIX "toolkit_headers."
+
+/**
+ * Record that an entry whose META toolchain string is `meta` was stored: when it ends in
+ * " headers <32 hex>" (a graph with the toolkit's headers), the field
+ * "toolkit_headers.<digest>", so that a host without the toolkit's headers can key such
+ * graphs.  Best effort, once per process and digest; nothing for other strings.
+ */
+void kc_cache_toolkit_note_(kc_cache *c, const char *meta);
+
 #endif

@@ -237,3 +237,30 @@ void kc_cache_toolchain_note_(kc_cache *c, const char *meta) {
     memcpy(noted[k].id, id, sizeof id);
     pthread_mutex_unlock(&memo_mu);
 }
+
+/* ---- the toolkit headers that stored entries used ---- */
+
+void kc_cache_toolkit_note_(kc_cache *c, const char *meta) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char last[33]; /* the last digest recorded by this process (most processes have one) */
+    const char *h = meta ? strstr(meta, " headers ") : NULL;
+    if (!h || kc_cache_mode(c) != KC_CACHE_READWRITE) return;
+    h += 9;
+    if (strlen(h) != 32 || strspn(h, "0123456789abcdef") != 32) return;
+    pthread_mutex_lock(&mu);
+    int seen = strcmp(last, h) == 0;
+    pthread_mutex_unlock(&mu);
+    if (seen) return;
+    char name[sizeof KC_TOOLKIT_RECORD_PREFIX + 33];
+    snprintf(name, sizeof name, KC_TOOLKIT_RECORD_PREFIX "%s", h);
+    kc_record r;
+    int have = kc_record_load_(c, &r) == KC_OK, present = have && kc_record_find_(&r, name);
+    if (have) kc_record_free_(&r);
+    if (!present && kc_record_set_(c, name, "1", NULL, 0) != KC_OK) {
+        kc_log(KC_LOG_STORE, "the toolkit headers of stored entries were not recorded: %s", kc_error_last()->message);
+        return;
+    }
+    pthread_mutex_lock(&mu);
+    memcpy(last, h, 33);
+    pthread_mutex_unlock(&mu);
+}

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "../cache/internal.h"
+#include "../cache/record.h"
 #include "../common/internal.h"
 #include "../compile/toolkit.h"
 #include "graph_internal.h"
@@ -30,7 +31,34 @@ static int toolkit_id(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     char memo[4096];
     int have_memo = c && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK;
     int rc = kc_toolkit_digest(have_memo ? memo : NULL, out);
-    return rc ? kc_err_prefix(rc, "graph '%s' asks for the toolkit's headers", d->name) : KC_OK;
+    if (rc != KC_ENONVRTC) return rc ? kc_err_prefix(rc, "graph '%s' asks for the toolkit's headers", d->name) : KC_OK;
+    /* No toolkit here (a GPU host with the driver only): the digest pinned, or the one the
+     * cache recorded when it stored such entries (kc_cache_toolkit_note_) — never a guess. */
+    char why[300];
+    snprintf(why, sizeof why, "%s", kc_error_last()->message);
+    const char *pin = getenv("KCACHE_TOOLKIT_HEADERS");
+    if (pin && *pin) {
+        if (strlen(pin) != 32 || strspn(pin, "0123456789abcdef") != 32)
+            return kc_err(KC_EINVAL, "KCACHE_TOOLKIT_HEADERS='%.64s' is not a toolkit headers identity (32 lowercase hex, "
+                          "as `kcache toolchain` prints it)", pin);
+        memcpy(out, pin, 33);
+        return KC_OK;
+    }
+    kc_record r;
+    size_t found = 0;
+    if (c && kc_record_load_(c, &r) == KC_OK) {
+        size_t pl = strlen(KC_TOOLKIT_RECORD_PREFIX);
+        for (size_t i = 0; i < r.n; i++)
+            if (strncmp(r.name[i], KC_TOOLKIT_RECORD_PREFIX, pl) == 0 && strlen(r.name[i]) == pl + 32 &&
+                strspn(r.name[i] + pl, "0123456789abcdef") == 32 && found++ == 0)
+                memcpy(out, r.name[i] + pl, 33);
+        kc_record_free_(&r);
+    }
+    if (found == 1) return KC_OK;
+    out[0] = '\0';
+    return kc_err(KC_ENONVRTC, "graph '%s' asks for the toolkit's headers, and %s; %s: set KCACHE_CUDA_INCLUDE, or pin "
+                  "KCACHE_TOOLKIT_HEADERS to the identity `kcache toolchain` prints where the entries were made", d->name,
+                  why, found ? "the cache recorded several toolkits" : "the cache recorded none");
 }
 
 int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {

@@ -19,6 +19,7 @@
 #include "../cache/internal.h"
 #include "../cache/record.h"
 #include "../common/internal.h"
+#include "../compile/toolkit.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 #include "kcache/target.h"
@@ -51,9 +52,14 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
     if (!rc) rc = kc_entry_add_key_digests(e, kb);
     kc_toolchain tc; /* the compiler that made it: the key's toolchain (compile_and_store checked) */
-    char meta[256];
+    char meta[256], headers[33] = "";
+    int toolkit = 0;
+    for (size_t i = 0; i < d->nkernels; i++) toolkit |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
     if (!rc) rc = kc_toolchain_local(&tc);
-    if (!rc) rc = kc_toolchain_meta(&tc, meta, sizeof meta);
+    if (!rc && toolkit) rc = kc_toolkit_digest(NULL, headers); /* memoised: the key computed it */
+    if (!rc) rc = kc_toolchain_meta(&tc, meta, sizeof meta - 48);
+    /* " headers <digest>": what a host without the toolkit keys such a graph by (cache/record.h). */
+    if (!rc && toolkit) snprintf(meta + strlen(meta), sizeof meta - strlen(meta), " headers %s", headers);
     if (!rc) rc = kc_entry_set_toolchain(e, meta);
     kc_buf_free(&k);
     kc_buf_free(&fw);
@@ -84,18 +90,25 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
                              const char *target, kc_graph_info *info, kc_entry **entry_out) {
     const char *bypass = first_uncacheable(d);
     kc_compiled **res = NULL;
-    kc_kernel_src ks[KC_GRAPH_MAX_KERNELS];
+    kc_kernel_src *ks = kc_calloc(d->nkernels ? d->nkernels : 1, sizeof *ks);
+    char *label = kc_malloc(strlen(d->name) + 16); /* the whole name, as before the split */
+    if (!ks || !label) {
+        free(ks);
+        free(label);
+        return kc_err(KC_ENOMEM, "graph '%s': out of memory", d->name);
+    }
     for (size_t i = 0; i < d->nkernels; i++) ks[i] = kc_graph_kernel_src(&d->kernels[i]);
     kc_units u;
     kc_units_group(ks, d->nkernels, &u);
-    char label[300];
-    snprintf(label, sizeof label, "graph '%s'", d->name);
+    snprintf(label, strlen(d->name) + 16, "graph '%s'", d->name);
     /* Only the toolchain the key names may compile: a host without NVRTC, or whose NVRTC is
      * not a pinned or recorded toolchain, says so (KC_ENONVRTC) instead. */
     kc_toolchain_choice tc;
     int rc = kc_cache_toolchain(c, &tc);
     if (!rc) rc = kc_cache_toolchain_can_compile_(&tc);
     if (!rc) rc = kc_units_compile(ks, d->nkernels, &u, target, label, &res, &info->compile_ms);
+    free(ks);
+    free(label);
     if (rc) {
         kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
         return rc;
@@ -115,7 +128,10 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         kc_cache_count(c, key, KC_STAT_COMPILES, 1);
         int prc = kc_cache_put(c, e);
         info->store_status = prc;
-        if (prc == KC_OK) kc_cache_toolchain_note_(c, kc_entry_toolchain(e)); /* for hosts without NVRTC */
+        if (prc == KC_OK) { /* for hosts without NVRTC, or without the toolkit's headers */
+            kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
+            kc_cache_toolkit_note_(c, kc_entry_toolchain(e));
+        }
         if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
             kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
     }

@@ -8,7 +8,9 @@
 #  - a bundle imported on such a host hits (import records the toolchain);
 #  - another build of the same version (another build-id) is another key; with two recorded
 #    and no NVRTC kcache refuses to guess, and a pin (KCACHE_TOOLCHAIN or --pin) decides;
-#  - a pin that is not the local NVRTC never compiles.
+#  - a pin that is not the local NVRTC never compiles;
+#  - a host without the toolkit's headers keys toolkit graphs by the digest the cache recorded
+#    (or KCACHE_TOOLKIT_HEADERS), and a miss there says what is missing.
 #   test_toolchain.sh KCACHE KERNELS_DIR
 set -u
 KC=$1; KDIR=$2
@@ -131,5 +133,25 @@ check_json "$T/u.json" "j['key'] == '$KEY' and j['source'] == 'disk'"
 KCACHE_TOOLCHAIN=bogus "$KC" --cache-dir "$D" get "$KDIR/softmax.json" --arch sm_80 >/dev/null 2>"$T/b.err"; rc=$?
 [ $rc = 1 ] && grep -q "KCACHE_TOOLCHAIN" "$T/b.err" && ok || bad "KCACHE_TOOLCHAIN=bogus: exit $rc, $(cat "$T/b.err")"
 
+# The toolkit's headers on a host without them: the digest the cache recorded when it stored
+# such entries keys them (a hit), a miss says what is missing, and KCACHE_TOOLKIT_HEADERS pins.
+H=$T/tk
+"$KC" --cache-dir "$H" get "$KDIR/rmsnorm_bf16.json" --arch sm_80 --json >"$T/tk1.json" 2>"$T/tk1.err" \
+  || bad "toolkit graph: $(cat "$T/tk1.err")"
+check_json "$T/tk1.json" "j['source'] == 'compiled'"
+TKKEY=$(jget "$T/tk1.json" 'j["key"]')
+"$KC" --cache-dir "$H" toolchain --json >"$T/tk.json"
+check_json "$T/tk.json" "len(j['toolkit_headers']) == 32 and j['toolkit_headers_recorded'] == [j['toolkit_headers']]"
+HID=$(jget "$T/tk.json" 'j["toolkit_headers"]')
+KCACHE_CUDA_INCLUDE=$T/nowhere KCACHE_NVRTC=$NONE "$KC" --cache-dir "$H" get "$KDIR/rmsnorm_bf16.json" --arch sm_80 --json \
+  >"$T/tk2.json" 2>"$T/tk2.err" || bad "no toolkit, no NVRTC, stored graph: $(cat "$T/tk2.err")"
+check_json "$T/tk2.json" "j['key'] == '$TKKEY' and j['source'] == 'disk'"
+KCACHE_CUDA_INCLUDE=$T/nowhere "$KC" --cache-dir "$H" get "$KDIR/rmsnorm_bf16.json" --arch sm_90 >/dev/null 2>"$T/tk3.err"; rc=$?
+[ $rc = 1 ] && grep -q "KCACHE_CUDA_INCLUDE" "$T/tk3.err" && ok || bad "no toolkit, a miss: exit $rc, $(cat "$T/tk3.err")"
+KCACHE_CUDA_INCLUDE=$T/nowhere "$KC" --cache-dir "$T/empty" get "$KDIR/rmsnorm_bf16.json" --arch sm_80 >/dev/null 2>"$T/tk4.err"; rc=$?
+[ $rc = 1 ] && grep -q "KCACHE_TOOLKIT_HEADERS" "$T/tk4.err" && ok || bad "no toolkit, nothing recorded: exit $rc, $(cat "$T/tk4.err")"
+KCACHE_CUDA_INCLUDE=$T/nowhere KCACHE_TOOLKIT_HEADERS=$HID "$KC" --cache-dir "$T/empty" explain "$KDIR/rmsnorm_bf16.json" \
+  --arch sm_80 --json >"$T/tk5.json" 2>"$T/tk5.err" || bad "pinned headers: $(cat "$T/tk5.err")"
+check_json "$T/tk5.json" "j['key'] == '$TKKEY'"   # pinned: the same key as where the headers are
 echo "test_toolchain.sh: $checks checks, $fails failed"
 [ $fails = 0 ]

@@ -34,6 +34,17 @@ typedef struct rec_ctx {
     int json, n;
 } rec_ctx;
 
+/* A recorded toolkit headers digest ("toolkit_headers.<digest>"). */
+static int print_name(const char *name, const char *value, void *ctx) {
+    (void)value;
+    rec_ctx *r = ctx;
+    const char *digest = name + strlen("toolkit_headers.");
+    if (r->json) printf("%s\"%s\"", r->n ? ", " : "", digest);
+    else printf("%-10s%s  (toolkit headers of stored entries)\n", r->n ? "" : "recorded", digest);
+    r->n++;
+    return 0;
+}
+
 static int print_recorded(const char *name, const char *value, void *ctx) {
     rec_ctx *r = ctx;
     const char *id = name + strlen("toolchain.");
@@ -90,6 +101,8 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
     int crc = kc_cache_toolchain(c, &ch);
     char cwhy[2000];
     snprintf(cwhy, sizeof cwhy, "%s", crc ? kc_error_last()->message : "");
+    char headers[33] = "", hwhy[600] = "";
+    if (kc_toolkit_headers_id(headers) != KC_OK) snprintf(hwhy, sizeof hwhy, "%s", kc_error_last()->message);
     rec_ctx r = {json, 0};
     if (json) {
         int first = 1;
@@ -136,7 +149,14 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
         }
         printf(", \"keys_error\": ");
         crc ? json_str(stdout, cwhy) : (void)printf("null");
-        printf("}\n");
+        printf(", \"toolkit_headers\": ");
+        headers[0] ? json_str(stdout, headers) : (void)printf("null");
+        printf(", \"toolkit_headers_error\": ");
+        headers[0] ? (void)printf("null") : json_str(stdout, hwhy);
+        printf(", \"toolkit_headers_recorded\": [");
+        rec_ctx hr = {1, 0};
+        kc_cache_record_foreach(c, "toolkit_headers.", print_name, &hr);
+        printf("]}\n");
     } else {
         if (lrc) printf("%-10snone: %s\n", "local", lwhy);
         else printf("%-10s%s  nvrtc%s%s (%s)\n", "local", t.id, t.version[0] ? " " : "", t.version, t.path);
@@ -147,6 +167,11 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
         if (!r.n) printf("%-10snone\n", "recorded");
         if (crc) printf("%-10snone: %s\n", "keys use", cwhy);
         else printf("%-10s%s  (%s)\n", "keys use", ch.id, ch.how);
+        /* The toolkit's headers, for kernels that ask for them (KCACHE_TOOLKIT_HEADERS pins it where there are none). */
+        if (headers[0]) printf("%-10s%s  (this host's toolkit headers)\n", "headers", headers);
+        else printf("%-10snone: %s\n", "headers", hwhy);
+        rec_ctx hr = {0, 0};
+        kc_cache_record_foreach(c, "toolkit_headers.", print_name, &hr);
     }
     kc_cache_close(c);
     return 0;
