@@ -68,7 +68,7 @@ static const char *dir_of(kc_cache *c) {
 static int memo_find(const char *dir, kc_toolchain_choice *out) {
     int found = 0;
     pthread_mutex_lock(&memo_mu);
-    for (size_t i = 0; i < nmemo && !found; i++)
+    for (size_t i = 0; i < nmemo && i < KC_ARRAY_LEN(memos) && !found; i++)
         if (strcmp(memos[i].dir, dir) == 0) *out = memos[i].choice, found = 1;
     pthread_mutex_unlock(&memo_mu);
     return found;
