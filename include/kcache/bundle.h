@@ -12,6 +12,18 @@
  *   payload_sum = XXH3-64 of the content; header_sum = XXH3-64 of header bytes [0,40);
  *   each entry's sum = XXH3-64 of its bytes, which are a complete entry (entry.h).
  *
+ * Sizes ([Note: sizes], as in entry.h): every size, count and offset read from a bundle is
+ * bounded before it is used, with arithmetic that cannot wrap — a value is compared with the
+ * room left (`v > limit - used`, never `used + v > limit`).  From the header, before anything
+ * is allocated or inflated: raw_len ≤ KC_BUNDLE_MAX_BYTES (4 GiB), and raw_len ≤
+ * KC_BUNDLE_RATIO_FLOOR (16 MiB) or raw_len / KC_BUNDLE_MAX_RATIO (64) ≤ stored_len, so a
+ * small file cannot declare GiBs (a decompression bomb); count ≤ raw_len / 27 + 1.  In the
+ * toc: each size ≤ KC_ENTRY_MAX_BYTES and ≤ the room left in the content, so the running sum
+ * of sizes never wraps and must end exactly at raw_len.  Bundle contents are entries whose
+ * sections are already compressed, so real bundles compress far less than 64:1; an export
+ * whose content would compress past the ratio stores it in raw zstd blocks instead, so every
+ * bundle kcache writes imports.  The caps are compile-time constants (part of the format).
+ *
  * Import verifies the whole bundle — header, payload, table of contents, every name
  * ("<32 hex>.<variant>", nothing that could leave the cache directory) and every entry,
  * decoded and checked against its name — before it writes anything, so a truncated,
@@ -28,6 +40,10 @@ extern "C" {
 
 /** Cap on a bundle's content (raw_len). */
 #define KC_BUNDLE_MAX_BYTES (4ull << 30)
+/** A bundle's raw_len may be at most this many times its stored_len… */
+#define KC_BUNDLE_MAX_RATIO 64u
+/** …unless it is at most this long. */
+#define KC_BUNDLE_RATIO_FLOOR (16ull << 20)
 
 /** Which entries to export.  Zero-initialise; NULL/0 fields select everything. */
 typedef struct kc_bundle_filter {

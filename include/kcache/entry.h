@@ -23,8 +23,11 @@
  *   section_desc := type:u32          1 META, 2 FORWARD, 3 BACKWARD, 4 KERNELS,
  *                                     5 WRAPPERS, 6 RUNTIME_META; each at most once
  *                   codec:u32         0 none, 1 zstd
- *                   raw_len:u64       ≤ 256 MiB
- *                   stored_len:u64    == raw_len for codec none; ≤ raw_len + 1 KiB for zstd
+ *                   raw_len:u64       ≤ KC_SECTION_MAX_RAW (256 MiB); the raw lengths of all
+ *                                     sections together ≤ KC_ENTRY_MAX_RAW (1 GiB)
+ *                   stored_len:u64    == raw_len for codec none; ≤ raw_len + 1 KiB for zstd,
+ *                                     and for zstd raw_len ≤ KC_SECTION_RATIO_FLOOR (1 MiB) or
+ *                                     raw_len / KC_SECTION_MAX_RATIO (256) ≤ stored_len
  *                   offset:u64        sections are contiguous, in table order, from the
  *                                     end of the table; the last ends at total_len - mac
  *                   checksum:u64      XXH3-64 of the stored bytes (verified before decoding)
@@ -36,6 +39,17 @@
  *                   { name_len:u16 (1..255) name[name_len] digest[16] }{count}
  *                   created_at_ns:u64  toolchain_len:u16 (≤ 255) toolchain[toolchain_len]
  *                   and nothing after.
+ *
+ * Sizes ([Note: sizes]): every length, count and offset read from an entry is bounded before
+ * it is used, with arithmetic that cannot wrap: a value is compared with the room left
+ * (`v > limit - used`, never `used + v > limit`), counts against their caps before anything
+ * is multiplied by them.  Every section's declared raw length is checked against the caps
+ * above, for the whole table, before any section is allocated or decompressed, so an entry
+ * of N bytes inflates to at most 256 × N + 6 MiB bytes: a small entry cannot declare a
+ * huge section (a decompression bomb).  The encoder stores a section that would compress
+ * past the ratio as it is (codec none), so every entry it writes decodes.  The caps are
+ * part of the format (compile-time constants, not settings: an entry one build writes must
+ * decode in every other); real kernels are a few MB and far inside them.
  *
  * Every entry carries a META section; other sections are opaque bytes at this layer
  * (the graph part gives FORWARD, BACKWARD, KERNELS and WRAPPERS their own encodings).
@@ -59,6 +73,12 @@ extern "C" {
 #define KC_SECTION_MAX_RAW (256u << 20)
 /** Cap on a whole entry. */
 #define KC_ENTRY_MAX_BYTES (1024ull << 20)
+/** Cap on the raw lengths of an entry's sections together. */
+#define KC_ENTRY_MAX_RAW (1024ull << 20)
+/** A zstd section's raw length may be at most this many times its stored length… */
+#define KC_SECTION_MAX_RATIO 256u
+/** …unless it is at most this long (small sections may compress as well as they like). */
+#define KC_SECTION_RATIO_FLOOR (1u << 20)
 
 /** Section types.  Values are part of the format. */
 typedef enum kc_section_type {

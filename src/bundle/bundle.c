@@ -10,7 +10,9 @@
  *
  * Callers: the public kc_bundle_export/kc_bundle_import (kcache export/import).
  * Must not: write anything before phase one has passed; accept a name that is not
- * "<32 hex>.<variant>"; trust a length it has not bounded.
+ * "<32 hex>.<variant>"; trust a length it has not bounded ([Note: sizes] in bundle.h:
+ * the header's sizes and compression ratio before inflating, each toc size against the room
+ * left before adding it).
  */
 #include "kcache/bundle.h"
 
@@ -27,6 +29,36 @@
 
 #define HEADER 48
 static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'B', '\r', '\n', 0x1a, '\n'};
+
+/* The ratio rule of bundle.h: may `stored` payload bytes declare `raw`?  Cannot wrap. */
+static int ratio_ok(uint64_t raw, uint64_t stored) {
+    return raw <= KC_BUNDLE_RATIO_FLOOR || raw / KC_BUNDLE_MAX_RATIO <= stored;
+}
+
+/* One zstd frame holding `len` bytes in raw blocks (RFC 8878: single segment, 8-byte content
+ * size, no checksum), for content that compresses past the ratio.  `out` has room for
+ * stored_frame_bound(len); returns the frame's length. */
+#define ZBLOCK (128u << 10)
+static size_t stored_frame_bound(size_t len) { return 4 + 1 + 8 + (len / ZBLOCK + 1) * 3 + len; }
+static size_t stored_frame(uint8_t *out, const uint8_t *src, size_t len) {
+    size_t o = 0;
+    kc_wr_u32(out, 0xFD2FB528u);
+    out[4] = 0xE0; /* content size in 8 bytes, single segment */
+    kc_wr_u64(out + 5, len);
+    o = 13;
+    size_t done = 0;
+    do {
+        size_t n = len - done < ZBLOCK ? len - done : ZBLOCK;
+        uint32_t bh = (uint32_t)(n << 3) | (done + n == len ? 1u : 0u); /* type 0: raw */
+        out[o] = (uint8_t)bh;
+        out[o + 1] = (uint8_t)(bh >> 8);
+        out[o + 2] = (uint8_t)(bh >> 16);
+        if (n) memcpy(out + o + 3, src + done, n);
+        o += 3 + n;
+        done += n;
+    } while (done < len);
+    return o;
+}
 
 /* ---- export ---- */
 
@@ -120,11 +152,13 @@ int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filt
     }
     size_t flen = 0;
     if (rc == KC_OK) {
-        size_t bound = ZSTD_compressBound(content.len);
+        size_t bound = ZSTD_compressBound(content.len), sbound = stored_frame_bound(content.len);
+        if (sbound > bound) bound = sbound;
         file = kc_malloc(HEADER + bound);
         if (!file) rc = kc_err(KC_ENOMEM, "export: out of memory");
         size_t z = file ? ZSTD_compress(file + HEADER, bound, content.data, content.len, 9) : 0;
         if (!rc && ZSTD_isError(z)) rc = kc_err(KC_ERROR, "export: zstd: %s", ZSTD_getErrorName(z));
+        if (!rc && !ratio_ok(content.len, z)) z = stored_frame(file + HEADER, content.data, content.len);
         if (!rc) {
             memcpy(file, MAGIC, 8);
             kc_wr_u16(file + 8, 1);
@@ -170,6 +204,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     const uint8_t *h = file;
     uint8_t *content = NULL;
     im_item *items = NULL;
+    struct toc_row { uint64_t off, size, sum; } *toc = NULL;
     if (flen < HEADER) { rc = BAD(path, "%zu bytes is shorter than its header (truncated)", flen); goto fail; }
     if (memcmp(h, MAGIC, 8) != 0) { rc = BAD(path, "not a kcache bundle (bad magic)"); goto fail; }
     if (XXH3_64bits(h, 40) != kc_rd_u64(h + 40)) { rc = BAD(path, "header checksum mismatch"); goto fail; }
@@ -179,6 +214,11 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     if (raw > KC_BUNDLE_MAX_BYTES || count > raw / 27 + 1) { rc = BAD(path, "implausible sizes in its header"); goto fail; }
     if (stored != flen - HEADER) {
         rc = BAD(path, "%zu payload bytes present, header says %llu (truncated or padded)", flen - HEADER, (unsigned long long)stored);
+        goto fail;
+    }
+    if (!ratio_ok(raw, stored)) { /* before anything is allocated or inflated */
+        rc = BAD(path, "%llu payload bytes declare %llu, past the compression ratio cap of %u (a decompression bomb?)",
+                 (unsigned long long)stored, (unsigned long long)raw, KC_BUNDLE_MAX_RATIO);
         goto fail;
     }
     content = kc_malloc(raw ? (size_t)raw : 1);
@@ -193,7 +233,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     if (!items) { rc = kc_err(KC_ENOMEM, "import: out of memory"); goto fail; }
     kc_reader r = kc_reader_make(content, (size_t)raw);
     uint64_t expect = 0;
-    struct { uint64_t off, size, sum; } *toc = kc_calloc(count ? count : 1, sizeof *toc);
+    toc = kc_calloc(count ? count : 1, sizeof *toc);
     if (!toc) { rc = kc_err(KC_ENOMEM, "import: out of memory"); goto fail; }
     for (uint32_t i = 0; i < count; i++) {
         uint16_t nl = kc_rd_next_u16(&r);
@@ -201,27 +241,29 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         toc[i].off = kc_rd_next_u64(&r);
         toc[i].size = kc_rd_next_u64(&r);
         toc[i].sum = kc_rd_next_u64(&r);
-        if (r.bad) { free(toc); rc = BAD(path, "table of contents is truncated"); goto fail; }
-        if (nl == 0 || nl > KC_NAME_MAX || memchr(nm, 0, nl)) { free(toc); rc = kc_err(KC_EPERM, "bundle '%s': entry %u has an invalid name", path, i); goto fail; }
+        if (r.bad) { rc = BAD(path, "table of contents is truncated"); goto fail; }
+        if (nl == 0 || nl > KC_NAME_MAX || memchr(nm, 0, nl)) { rc = kc_err(KC_EPERM, "bundle '%s': entry %u has an invalid name", path, i); goto fail; }
         memcpy(items[i].name, nm, nl);
         items[i].name[nl] = '\0';
         if (kc_store_name_check(items[i].name) != KC_OK) {
-            free(toc);
             rc = kc_err(KC_EPERM, "bundle '%s': entry %u is named '%s', not <key>.<variant>: refused", path, i, items[i].name);
             goto fail;
         }
-        if (toc[i].off != expect) { free(toc); rc = BAD(path, "entry %u is out of place", i); goto fail; }
+        if (toc[i].off != expect) { rc = BAD(path, "entry %u is out of place", i); goto fail; }
+        if (toc[i].size > KC_ENTRY_MAX_BYTES || toc[i].size > raw - expect) { /* expect ≤ raw: no wrap */
+            rc = BAD(path, "entry %u's size %llu is over the cap or runs past the bundle", i, (unsigned long long)toc[i].size);
+            goto fail;
+        }
         expect += toc[i].size;
     }
-    if (expect != r.left) { free(toc); rc = BAD(path, "entries do not fill the bundle"); goto fail; }
+    if (expect != r.left) { rc = BAD(path, "entries do not fill the bundle"); goto fail; }
     for (uint32_t i = 0; i < count; i++) {
         items[i].data = r.p + toc[i].off;
         items[i].len = (size_t)toc[i].size;
         for (uint32_t k = 0; k < i; k++)
-            if (strcmp(items[k].name, items[i].name) == 0) { free(toc); rc = BAD(path, "'%s' appears twice", items[i].name); goto fail; }
-        if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) { free(toc); rc = BAD(path, "entry '%s' checksum mismatch", items[i].name); goto fail; }
+            if (strcmp(items[k].name, items[i].name) == 0) { rc = BAD(path, "'%s' appears twice", items[i].name); goto fail; }
+        if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) { rc = BAD(path, "entry '%s' checksum mismatch", items[i].name); goto fail; }
         if (mac_key && (rc = kc_entry_mac_check(items[i].data, items[i].len, mac_key, mac_key_len))) {
-            free(toc);
             if (rc == KC_EPERM) rc = kc_err(KC_EPERM, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
                                             kc_error_last()->message);
             goto fail;
@@ -236,7 +278,6 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
             rc = kc_entry_decode_as(&e, items[i].data, items[i].len, &want, items[i].name + KC_KEY_HEX_LEN + 1);
         kc_entry_free(e);
         if (rc) {
-            free(toc);
             if (rc != KC_ENOMEM) rc = BAD(path, "entry '%s': %s", items[i].name, kc_error_last()->message);
             goto fail;
         }
@@ -248,6 +289,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     *n_out = count;
     return KC_OK;
 fail:
+    free(toc);
     free(file);
     free(content);
     free(items);

@@ -2,9 +2,11 @@
  * entry.c — encode and strictly validate entries (grammar in include/kcache/entry.h).
  *
  * The one idea: the decoder trusts nothing.  It checks the fixed header, then the header
- * checksum (which also covers the section table), then each section's bounds and the
- * checksum of its stored bytes, and only then decompresses, into a buffer of the length
- * the verified table promises, requiring the frame to fill it exactly.  Any defect is
+ * checksum (which also covers the section table), then every section's bounds and declared
+ * sizes against the caps and the compression-ratio rule ([Note: sizes] in entry.h), for the
+ * whole table, before it allocates or inflates anything; then each section's checksum of its
+ * stored bytes, and only then decompresses, into a buffer of the length the verified table
+ * promises, requiring the frame to fill it exactly.  Any defect is
  * KC_ECORRUPT with a reason; no partial entry is ever returned.
  *
  * Must not: read outside the input, allocate from an unchecked length, or interpret the
@@ -201,6 +203,12 @@ static uint64_t header_sum(const uint8_t *h, uint32_t nsec) {
     return XXH3_64bits(tmp, SUM_OFFSET + (size_t)nsec * DESC_SIZE);
 }
 
+/* The ratio rule of entry.h: may a zstd section of `stored` bytes declare `raw`?  Divides,
+ * so it cannot wrap.  The encoder and the decoder ask the same question. */
+static int ratio_ok(uint64_t raw, uint64_t stored) {
+    return raw <= KC_SECTION_RATIO_FLOOR || raw / KC_SECTION_MAX_RATIO <= stored;
+}
+
 /* ---- encode ---- */
 
 static int encode_meta(const kc_entry *e, uint64_t created, kc_buf *b) {
@@ -270,7 +278,7 @@ int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
                 goto done;
             }
             size_t zn = ZSTD_compressCCtx(z->c, zb, bound, raw, len, ZSTD_LEVEL);
-            if (!ZSTD_isError(zn) && zn < len) {
+            if (!ZSTD_isError(zn) && zn < len && ratio_ok(len, zn)) { /* past the ratio: stored as is */
                 s->zbuf = zb;
                 s->stored_len = zn;
                 s->codec = KC_CODEC_ZSTD;
@@ -280,7 +288,13 @@ int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
         }
     }
     size_t total = HEADER_SIZE + (size_t)nst * DESC_SIZE;
-    for (int i = 0; i < nst; i++) total += st[i].stored_len;
+    uint64_t raw_total = 0;
+    for (int i = 0; i < nst; i++) total += st[i].stored_len, raw_total += st[i].raw_len;
+    if (raw_total > KC_ENTRY_MAX_RAW || total > KC_ENTRY_MAX_BYTES) { /* each ≤ 256 MiB: no wrap */
+        rc = kc_err(KC_EINVAL, "kc_entry_encode: %llu bytes of sections is over the cap of %llu",
+                    (unsigned long long)raw_total, (unsigned long long)KC_ENTRY_MAX_RAW);
+        goto done;
+    }
     if ((rc = kc_buf_reserve(&b, total))) {
         rc = kc_err(KC_ENOMEM, "kc_entry_encode: out of memory");
         goto done;
@@ -395,18 +409,17 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
     int rc = kc_entry_new(&e, &key, variant);
     if (rc) return rc;
     zctx *z = NULL;
-    uint64_t expect = table_end;
-    int seen_meta = 0;
+    /* Pass one over the table: every declared size bounded ([Note: sizes] in entry.h), before
+     * any section is checksummed, allocated or inflated.  expect ≤ end throughout. */
+    uint64_t expect = table_end, raw_total = 0;
+    unsigned seen_types = 0;
     for (uint32_t i = 0; i < nsec; i++) {
         const uint8_t *d = h + HEADER_SIZE + (size_t)i * DESC_SIZE;
         uint32_t type = kc_rd_u32(d), codec = kc_rd_u32(d + 4);
-        uint64_t raw_len = kc_rd_u64(d + 8), stored_len = kc_rd_u64(d + 16);
-        uint64_t off = kc_rd_u64(d + 24), sum = kc_rd_u64(d + 32);
+        uint64_t raw_len = kc_rd_u64(d + 8), stored_len = kc_rd_u64(d + 16), off = kc_rd_u64(d + 24);
         if (!valid_type((int)type)) { rc = CORRUPT("section %u has unknown type %u", i, type); goto fail; }
-        if ((type == KC_SECTION_META ? seen_meta : e->sec[type].present)) {
-            rc = CORRUPT("section type %u appears twice", type);
-            goto fail;
-        }
+        if (seen_types & (1u << type)) { rc = CORRUPT("section type %u appears twice", type); goto fail; }
+        seen_types |= 1u << type;
         if (raw_len > KC_SECTION_MAX_RAW) { rc = CORRUPT("section %u raw length over the cap", i); goto fail; }
         if (codec == KC_CODEC_NONE ? stored_len != raw_len
             : codec == KC_CODEC_ZSTD ? stored_len > raw_len + 1024 || stored_len == 0
@@ -415,11 +428,32 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
                          (unsigned long long)stored_len, (unsigned long long)raw_len);
             goto fail;
         }
+        if (codec == KC_CODEC_ZSTD && !ratio_ok(raw_len, stored_len)) {
+            rc = CORRUPT("section %u declares %llu bytes from %llu stored, past the compression ratio cap of %u "
+                         "(a decompression bomb?)", i, (unsigned long long)raw_len, (unsigned long long)stored_len,
+                         KC_SECTION_MAX_RATIO);
+            goto fail;
+        }
         if (off != expect || stored_len > end - off) {
             rc = CORRUPT("section %u is out of place or out of bounds", i);
             goto fail;
         }
         expect = off + stored_len;
+        raw_total += raw_len; /* each ≤ 256 MiB, at most 16: no wrap */
+    }
+    if (raw_total > KC_ENTRY_MAX_RAW) {
+        rc = CORRUPT("sections declare %llu bytes, over the cap of %llu", (unsigned long long)raw_total,
+                     (unsigned long long)KC_ENTRY_MAX_RAW);
+        goto fail;
+    }
+    if (expect != end) { rc = CORRUPT("%llu bytes after the last section", (unsigned long long)(end - expect)); goto fail; }
+    /* Pass two: checksums, then the bytes, each section into the length pass one bounded. */
+    int seen_meta = 0;
+    for (uint32_t i = 0; i < nsec; i++) {
+        const uint8_t *d = h + HEADER_SIZE + (size_t)i * DESC_SIZE;
+        uint32_t type = kc_rd_u32(d), codec = kc_rd_u32(d + 4);
+        uint64_t raw_len = kc_rd_u64(d + 8), stored_len = kc_rd_u64(d + 16);
+        uint64_t off = kc_rd_u64(d + 24), sum = kc_rd_u64(d + 32);
         const uint8_t *src = h + off;
         if (XXH3_64bits(src, (size_t)stored_len) != sum) { rc = CORRUPT("section %u checksum mismatch", i); goto fail; }
         uint8_t *raw = kc_malloc((size_t)raw_len);
@@ -456,7 +490,6 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
             e->sec[type].present = 1;
         }
     }
-    if (expect != end) { rc = CORRUPT("%llu bytes after the last section", (unsigned long long)(end - expect)); goto fail; }
     if (!seen_meta) { rc = CORRUPT("no META section"); goto fail; }
     *out = e;
     return KC_OK;

@@ -2,7 +2,9 @@
  * test_bundle.c — bundles: export → clear → import gives every entry back with identical
  * bytes; importing twice writes nothing; filters; a truncated bundle or one with a byte
  * changed at random offsets is refused and the cache is unchanged; a bundle built by hand
- * (valid checksums) naming "../" is refused before anything is written.
+ * (valid checksums) naming "../" is refused before anything is written; sizes that would wrap
+ * a sum and payloads that declare far more than they could hold (decompression bombs) are refused
+ * before anything is allocated from them (issue 15).
  */
 #include <xxhash.h>
 #include <zstd.h>
@@ -271,6 +273,145 @@ static void test_imports_need_a_valid_mac_when_a_key_is_set(void **state) {
     kct_close_cache(d4, wrong);
 }
 
+/* Build a bundle by hand around any table of contents: the header and payload checksums are
+ * valid, whatever the toc claims.  `sizes`/`sums` are written as given (little-endian host). */
+static void write_bundle_toc(const char *path, uint32_t n, const char *const *names, const uint64_t *offs,
+                             const uint64_t *sizes, const uint64_t *sums, const uint8_t *body, size_t blen) {
+    uint8_t content[8192];
+    size_t off = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t nl = strlen(names[i]);
+        content[off++] = (uint8_t)nl;
+        content[off++] = 0;
+        memcpy(content + off, names[i], nl);
+        off += nl;
+        uint64_t v[3] = {offs[i], sizes[i], sums[i]};
+        memcpy(content + off, v, 24);
+        off += 24;
+    }
+    memcpy(content + off, body, blen);
+    off += blen;
+    uint8_t file[9000];
+    size_t z = ZSTD_compress(file + 48, sizeof file - 48, content, off, 3);
+    memcpy(file, "\x89KCB\r\n\x1a\n", 8);
+    uint16_t ver = 1, res = 0;
+    uint64_t raw = off, stored = z, psum = XXH3_64bits(content, off);
+    memcpy(file + 8, &ver, 2);
+    memcpy(file + 10, &res, 2);
+    memcpy(file + 12, &n, 4);
+    memcpy(file + 16, &raw, 8);
+    memcpy(file + 24, &stored, 8);
+    memcpy(file + 32, &psum, 8);
+    uint64_t hsum = XXH3_64bits(file, 40);
+    memcpy(file + 40, &hsum, 8);
+    kct_write(path, file, 48 + z);
+}
+
+/* Issue 15 item 1: a 4 KB bundle with valid checksums whose toc gives sizes 2^64-1 and L+1
+ * (L the bytes after the toc).  The running sum wraps to L, so a wrapping check passes and the
+ * first entry's checksum runs over 2^64-1 bytes (SEGV).  Every size is bounded before it is
+ * added: refused as corrupt, with or without a key, nothing written. */
+static void test_sizes_that_wrap_are_refused(void **state) {
+    (void)state;
+    uint8_t body[4000];
+    for (size_t i = 0; i < sizeof body; i++) body[i] = (uint8_t)(i * 131 + 7);
+    const uint64_t L = sizeof body;
+    const char *names[2] = {"00112233445566778899aabbccddeeff.sm_90", "00112233445566778899aabbccddeef0.sm_90"};
+    const uint64_t wraps[][2] = {{UINT64_MAX, L + 1}, {L + 1, UINT64_MAX}, {UINT64_MAX - L, 2 * L + 1}};
+    char path[600];
+    snprintf(path, sizeof path, "%s/wrap.kcb", dir);
+    for (size_t t = 0; t < sizeof wraps / sizeof wraps[0]; t++) {
+        uint64_t offs[2] = {0, wraps[t][0]}, sums[2] = {1, 2};
+        write_bundle_toc(path, 2, names, offs, wraps[t], sums, body, sizeof body);
+        kc_bundle_report r;
+        assert_int_equal(kc_bundle_import(cache, path, 1, &r), KC_ECORRUPT);
+        assert_int_equal(kc_bundle_import(cache, path, 0, &r), KC_ECORRUPT);
+        assert_non_null(strstr(kc_error_last()->message, "size"));
+    }
+    /* One entry claiming more than the bundle holds, or more than an entry may be. */
+    uint64_t off0 = 0, big = KC_ENTRY_MAX_BYTES + 1, sum0 = 0;
+    write_bundle_toc(path, 1, names, &off0, &big, &sum0, body, sizeof body);
+    assert_int_equal(kc_bundle_import(cache, path, 1, NULL), KC_ECORRUPT);
+    assert_int_equal(kct_count_files(dir, ".kce"), 0);
+}
+
+/* Issue 15 item 2: a bundle whose payload is a small zstd frame declaring GiBs of content is
+ * refused from its header, before anything is allocated or inflated. */
+static void test_a_decompression_bomb_is_refused_before_inflating(void **state) {
+    (void)state;
+    const uint64_t raw = 2ull << 30; /* 2 GiB of zeros */
+    ZSTD_CCtx *cz = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cz, ZSTD_c_compressionLevel, 1);
+    ZSTD_CCtx_setPledgedSrcSize(cz, raw);
+    size_t cap = 1 << 20, zlen = 0;
+    uint8_t *file = calloc(1, 48 + cap);
+    static const uint8_t zeros[1 << 20];
+    XXH3_state_t *xs = XXH3_createState();
+    XXH3_64bits_reset(xs);
+    for (uint64_t done = 0; done < raw; done += sizeof zeros) {
+        ZSTD_inBuffer in = {zeros, sizeof zeros, 0};
+        ZSTD_EndDirective end = done + sizeof zeros == raw ? ZSTD_e_end : ZSTD_e_continue;
+        size_t left;
+        do {
+            ZSTD_outBuffer out = {file + 48, cap, zlen};
+            left = ZSTD_compressStream2(cz, &out, &in, end);
+            assert_false(ZSTD_isError(left));
+            zlen = out.pos;
+        } while (end == ZSTD_e_end ? left != 0 : in.pos < in.size);
+        XXH3_64bits_update(xs, zeros, sizeof zeros);
+    }
+    uint64_t psum = XXH3_64bits_digest(xs);
+    XXH3_freeState(xs);
+    ZSTD_freeCCtx(cz);
+    assert_true(zlen < 200000); /* the bomb is small */
+    memcpy(file, "\x89KCB\r\n\x1a\n", 8);
+    uint16_t ver = 1, res = 0;
+    uint32_t count = 1;
+    uint64_t stored = zlen;
+    memcpy(file + 8, &ver, 2);
+    memcpy(file + 10, &res, 2);
+    memcpy(file + 12, &count, 4);
+    memcpy(file + 16, &raw, 8);
+    memcpy(file + 24, &stored, 8);
+    memcpy(file + 32, &psum, 8);
+    uint64_t hsum = XXH3_64bits(file, 40);
+    memcpy(file + 40, &hsum, 8);
+    char path[600];
+    snprintf(path, sizeof path, "%s/bomb.kcb", dir);
+    kct_write(path, file, 48 + zlen);
+    free(file);
+    assert_int_equal(kc_bundle_import(cache, path, 1, NULL), KC_ECORRUPT);
+    assert_non_null(strstr(kc_error_last()->message, "compression ratio"));
+    assert_int_equal(kct_count_files(dir, ".kce"), 0);
+}
+
+/* Content that compresses past the ratio cap (entries of zeros stored raw) still exports as a
+ * bundle that imports: the exporter stores such a payload instead of compressing it. */
+static void test_a_very_compressible_cache_still_round_trips(void **state) {
+    (void)state;
+    size_t n = 3u << 20;
+    uint8_t *zero = calloc(1, n);
+    for (int i = 0; i < 8; i++) {
+        kc_key k = key_of(200 + i);
+        kc_entry *e;
+        kc_entry_new(&e, &k, "sm_90");
+        assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, zero, n), KC_OK);
+        assert_int_equal(kc_cache_put(cache, e), KC_OK);
+        kc_entry_free(e);
+    }
+    free(zero);
+    char path[600];
+    snprintf(path, sizeof path, "%s/zeros.kcb", dir);
+    kc_bundle_report r;
+    assert_int_equal(kc_bundle_export(cache, path, NULL, &r), KC_OK);
+    size_t blen;
+    free(kct_read(path, &blen));
+    assert_true(blen > (size_t)8 * n); /* stored, not compressed 1000:1 */
+    assert_int_equal(kc_cache_clear(cache), KC_OK);
+    assert_int_equal(kc_bundle_import(cache, path, 0, &r), KC_OK);
+    assert_int_equal(r.written, 8);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -278,6 +419,9 @@ int main(void) {
         T(test_damaged_bundles_change_nothing),
         T(test_names_that_escape_are_refused),
         T(test_imports_need_a_valid_mac_when_a_key_is_set),
+        T(test_sizes_that_wrap_are_refused),
+        T(test_a_decompression_bomb_is_refused_before_inflating),
+        T(test_a_very_compressible_cache_still_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,11 +2,15 @@
  * test_entry.c — the entry format: round trips, the golden file that pins format v1,
  * and a decoder that rejects every damaged input (each byte flipped, every truncation,
  * trailing bytes, random noise) without crashing or reading out of bounds (run it under
- * ASan to see the latter).
+ * ASan to see the latter); a small entry declaring a huge section (a decompression bomb) is
+ * refused before anything is inflated (issue 15).
  *
  * Regenerate tests/golden/entry_v1.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
  */
 #include "helpers.h"
+
+#include <xxhash.h>
+#include <zstd.h>
 
 #include "common/internal.h"
 #include "kcache.h"
@@ -218,6 +222,106 @@ static void test_alloc_failures_are_reported(void **state) {
     kc_entry_free(e);
 }
 
+/* A hand-built entry: META (codec none, no digests) then one KERNELS section stored as given;
+ * every checksum valid, whatever the sizes claim.  Returns the bytes (malloc) and their length. */
+static uint8_t *hand_entry(uint32_t codec, uint64_t raw_len, const uint8_t *stored, size_t slen, size_t *len_out) {
+    uint8_t meta[14] = {0};
+    size_t table_end = 96 + 2 * 40, len = table_end + sizeof meta + slen;
+    uint8_t *h = calloc(1, len);
+    memcpy(h, "\x89KCE\r\n\x1a\n", 8);
+    kc_wr_u16(h + 8, 1);
+    kc_wr_u16(h + 10, 96);
+    memset(h + 16, 0xab, 16);
+    memcpy(h + 32, "sm_90", 5);
+    kc_wr_u64(h + 64, len);
+    kc_wr_u32(h + 72, 2);
+    uint8_t *d = h + 96;
+    kc_wr_u32(d, KC_SECTION_META);
+    kc_wr_u32(d + 4, KC_CODEC_NONE);
+    kc_wr_u64(d + 8, sizeof meta);
+    kc_wr_u64(d + 16, sizeof meta);
+    kc_wr_u64(d + 24, table_end);
+    kc_wr_u64(d + 32, XXH3_64bits(meta, sizeof meta));
+    memcpy(h + table_end, meta, sizeof meta);
+    d += 40;
+    kc_wr_u32(d, KC_SECTION_KERNELS);
+    kc_wr_u32(d + 4, codec);
+    kc_wr_u64(d + 8, raw_len);
+    kc_wr_u64(d + 16, slen);
+    kc_wr_u64(d + 24, table_end + sizeof meta);
+    kc_wr_u64(d + 32, XXH3_64bits(stored, slen));
+    memcpy(h + table_end + sizeof meta, stored, slen);
+    uint8_t tmp[88 + 80];
+    memcpy(tmp, h, 88);
+    memcpy(tmp + 88, h + 96, 80);
+    kc_wr_u64(h + 88, XXH3_64bits(tmp, sizeof tmp));
+    *len_out = len;
+    return h;
+}
+
+/* Issue 15 item 2: an 8 KB entry whose KERNELS section is a zstd frame of 256 MiB of zeros (every
+ * checksum valid) is refused from its section table, before anything is allocated or inflated. */
+static void test_a_decompression_bomb_is_refused_before_inflating(void **state) {
+    (void)state;
+    const size_t raw = KC_SECTION_MAX_RAW;
+    ZSTD_CCtx *cz = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cz, ZSTD_c_compressionLevel, 1);
+    ZSTD_CCtx_setPledgedSrcSize(cz, raw);
+    size_t cap = 1 << 20, zlen = 0;
+    uint8_t *z = malloc(cap);
+    static const uint8_t zeros[1 << 20];
+    for (size_t done = 0; done < raw; done += sizeof zeros) {
+        ZSTD_inBuffer in = {zeros, sizeof zeros, 0};
+        ZSTD_EndDirective end = done + sizeof zeros == raw ? ZSTD_e_end : ZSTD_e_continue;
+        size_t left;
+        do {
+            ZSTD_outBuffer out = {z, cap, zlen};
+            left = ZSTD_compressStream2(cz, &out, &in, end);
+            assert_false(ZSTD_isError(left));
+            zlen = out.pos;
+        } while (end == ZSTD_e_end ? left != 0 : in.pos < in.size);
+    }
+    ZSTD_freeCCtx(cz);
+    size_t len;
+    uint8_t *bomb = hand_entry(KC_CODEC_ZSTD, raw, z, zlen, &len);
+    assert_true(len < 16384); /* about 8 KB */
+    kc_entry *d = (kc_entry *)0x1;
+    assert_int_equal(kc_entry_decode(&d, bomb, len), KC_ECORRUPT);
+    assert_null(d);
+    assert_non_null(strstr(kc_error_last()->message, "compression ratio"));
+    free(bomb);
+    /* A small section of zeros decodes whatever its ratio (the hand-built entry is well formed). */
+    uint8_t *small = calloc(1, 64 << 10);
+    size_t slen = ZSTD_compress(z, cap, small, 64 << 10, 1);
+    free(small);
+    uint8_t *ok = hand_entry(KC_CODEC_ZSTD, 64 << 10, z, slen, &len);
+    assert_int_equal(kc_entry_decode(&d, ok, len), KC_OK);
+    kc_entry_free(d);
+    free(ok);
+    free(z);
+}
+
+/* Sections that compress past the ratio cap are stored as they are, so every entry the encoder
+ * writes decodes; the cap costs only space, and only for such data. */
+static void test_very_compressible_sections_round_trip(void **state) {
+    (void)state;
+    const size_t sizes[] = {1u << 20, (1u << 20) + 1, 5u << 20};
+    for (size_t i = 0; i < 3; i++) {
+        kc_entry *e = make_entry("sm_90", 0), *d;
+        uint8_t *zero = calloc(1, sizes[i]);
+        assert_int_equal(kc_entry_set_section(e, KC_SECTION_BACKWARD, zero, sizes[i]), KC_OK);
+        free(zero);
+        void *bytes;
+        size_t len;
+        assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+        assert_int_equal(kc_entry_decode(&d, bytes, len), KC_OK);
+        assert_same_entry(e, d);
+        kc_entry_free(e);
+        kc_entry_free(d);
+        kc_free(bytes);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -227,6 +331,8 @@ int main(void) {
         cmocka_unit_test(test_random_noise_is_rejected),
         cmocka_unit_test(test_section_rules),
         cmocka_unit_test(test_alloc_failures_are_reported),
+        cmocka_unit_test(test_a_decompression_bomb_is_refused_before_inflating),
+        cmocka_unit_test(test_very_compressible_sections_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
