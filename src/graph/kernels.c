@@ -123,6 +123,12 @@ int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
     return KC_OK;
 }
 
+/* Make `s` a plain file-name part, in place: every byte outside [A-Za-z0-9_] becomes '_'. */
+static void file_part(char *s) {
+    for (char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
+}
+
 int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
     if (!e || !dir) return kc_err(KC_EINVAL, "kc_entry_extract: NULL argument");
     kimg *v;
@@ -132,11 +138,15 @@ int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
     if (rc) return rc;
     if ((rc = kc_fs_mkdirs(dir, 0755))) goto out;
     for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX], base[200];
+        /* Every name from the entry that goes into the path is made a plain file-name part
+         * ([A-Za-z0-9_], nothing else): an imported entry's symbol or target ("d/../../x")
+         * must not lead the write out of `dir`. */
+        char path[PATH_MAX], base[200], target[64];
         snprintf(base, sizeof base, "%s", v[i].lowered);
-        for (char *p = base; *p; p++) /* a file name, whatever the symbol holds */
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
-        snprintf(path, sizeof path, "%s/%s.%s.%s", dir, base, v[i].target, v[i].is_ptx ? "ptx" : "cubin");
+        snprintf(target, sizeof target, "%s", v[i].target);
+        file_part(base);
+        file_part(target);
+        snprintf(path, sizeof path, "%s/%s.%s.%s", dir, base, target, v[i].is_ptx ? "ptx" : "cubin");
         if ((rc = kc_fs_write_atomic(path, v[i].image, v[i].len - (v[i].is_ptx ? 1 : 0)))) goto out;
     }
     if (count) *count = (int)n;

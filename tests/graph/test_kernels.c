@@ -3,7 +3,8 @@
  * (images by compile unit, kernels pointing at their unit's image, PTX with its NUL) reads back
  * the same, and the reader refuses every malformed section — zero or too many images or
  * kernels, an image index out of range, an empty or unterminated PTX image, an empty or NUL-
- * bearing name, a short section, trailing bytes — as KC_ECORRUPT.  No NVRTC, no GPU.
+ * bearing name, a short section, trailing bytes — as KC_ECORRUPT; and kc_entry_extract writes only
+ * inside its folder, whatever names the section holds.  No NVRTC, no GPU.
  */
 #include "helpers.h"
 
@@ -174,12 +175,46 @@ static void test_missing_section_is_corrupt(void **state) {
     kc_entry_free(e);
 }
 
+/* An image's target that names "d/../../../x" (an imported entry's bytes) must not lead
+ * kc_entry_extract out of its folder, even where the folder holds a "k.d" directory that
+ * would make the path resolve: every name in the path is a plain file-name part. */
+static void test_extract_stays_in_its_folder(void **state) {
+    (void)state;
+    char *tmp = kct_tmpdir("extract");
+    assert_non_null(tmp);
+    char dir[1024], path[1200];
+    snprintf(dir, sizeof dir, "%s/a", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(dir, sizeof dir, "%s/a/b", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/k.d", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    kc_buf b = {0};
+    kc_buf_put_u32(&b, 1);
+    put_image(&b, "d/../../../x", 0, "ELF", 3);
+    hk k[] = {{"k", "k", 0}};
+    put_kernels(&b, k, 1);
+    kc_entry *e = entry_with(b.data, b.len);
+    int count = 0;
+    assert_int_equal(kc_entry_extract(e, dir, &count), KC_OK);
+    assert_int_equal(count, 1);
+    snprintf(path, sizeof path, "%s/x.cubin", tmp); /* where "<dir>/k.d/../../../x.cubin" lands */
+    if (access(path, F_OK) == 0) fail_msg("kc_entry_extract wrote outside its folder: %s", path);
+    snprintf(path, sizeof path, "%s/k.d__________x.cubin", dir);
+    if (access(path, F_OK) != 0) fail_msg("the image is not at %s", path);
+    kc_entry_free(e);
+    kc_buf_free(&b);
+    kct_rmtree(tmp);
+    free(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_hand_built_good_section),
         cmocka_unit_test(test_malformed_sections_are_corrupt),
         cmocka_unit_test(test_missing_section_is_corrupt),
+        cmocka_unit_test(test_extract_stays_in_its_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
