@@ -4,13 +4,17 @@
  * The one idea: an outage costs a bounded delay, never an error and never a hang.  Every
  * command runs on a non-blocking socket under one deadline that covers connect, request
  * and the whole reply (a server that accepts and never answers, or drips bytes, costs at
- * most the deadline); a reply larger than the value cap is cut off.  Any failure opens a
+ * most the deadline); a reply's shape is checked as it is read (scan_feed: a bounded
+ * element count, no bulk over the value cap), so a hostile header never makes hiredis
+ * allocate or free more than a few objects.  Any failure opens a
  * circuit breaker: for a back-off window (doubling per consecutive failure, with jitter
  * so that a fleet does not retry in step) every call answers KC_EUNAVAILABLE at once;
  * then one call goes through as a probe, and its success closes the breaker.
  *
  * Connections are pooled (a few idle ones under a lock); a pooled connection that the
- * server closed meanwhile is retried once on a fresh one before anything counts as failed.
+ * server closed meanwhile is retried once on a fresh one before anything counts as failed;
+ * one that saw more than one reply, an unexpected reply type, or bytes while idle is
+ * closed, never pooled (its next reply would answer the wrong command).
  *
  * Reached only through its backend table (the tiers), whose `state` slot is
  * kc_store_redis_state; kc_breaker_name (kcache/store.h) lives here too.
@@ -185,9 +189,111 @@ static int guarded_write(redisContext *c, int *done) {
     return rc;
 }
 
+/*
+ * The reply's shape, checked as its bytes arrive and before hiredis sees them: hiredis 0.14
+ * allocates an array's element table from the count in its header (`*2000000000` asks for
+ * 16 GB) and frees a half-built reply element by element, and it has no element or size
+ * limit of its own.  So every byte read is first walked here (RESP2: + - : $ *), and a
+ * reply is refused as soon as a header declares more than REPLY_MAX_ELEMENTS elements in
+ * all, a bulk string over the value cap, or a line over REPLY_MAX_LINE; what hiredis holds
+ * is then at most a few small objects, which free at once.  Bytes after the complete reply
+ * are not the reply's: the scan stops there and marks the connection unusable (a server
+ * that sends an extra reply would otherwise answer the next command with it).
+ */
+#define REPLY_MAX_ELEMENTS 64 /* the largest reply any command here expects has 2 */
+#define REPLY_MAX_LINE 4096   /* a status, error or number line */
+#define REPLY_MAX_DEPTH 8
+
+typedef struct scan {
+    int depth;                       /* open levels; 0: the reply is complete */
+    long long left[REPLY_MAX_DEPTH]; /* values still expected at each level */
+    enum { S_TYPE, S_LINE, S_NUM, S_BULK } st;
+    char type;
+    int neg, digits;
+    long long num;
+    uint64_t bulk_left, line, elements;
+} scan;
+
+static void scan_init(scan *s) {
+    memset(s, 0, sizeof *s);
+    s->depth = 1, s->left[0] = 1;
+}
+
+/* One value complete: count it in its level, closing the arrays it completes. */
+static void scan_value(scan *s) {
+    while (s->depth > 0 && --s->left[s->depth - 1] == 0) s->depth--;
+    s->st = S_TYPE;
+}
+
+/* Walk `n` bytes; *used is how many belong to the reply (fewer than n when it completed
+ * inside them).  KC_OK, or KC_EIO naming what is wrong. */
+static int scan_feed(rb *b, scan *s, const char *p, size_t n, size_t *used) {
+    size_t i = 0;
+    while (i < n && s->depth > 0) {
+        char ch = p[i];
+        switch (s->st) {
+        case S_TYPE:
+            s->type = ch, s->line = 0, s->num = 0, s->neg = 0, s->digits = 0;
+            if (ch == '+' || ch == '-' || ch == ':') s->st = S_LINE;
+            else if (ch == '$' || ch == '*') s->st = S_NUM;
+            else return kc_err(KC_EIO, "redis %s: protocol: unexpected byte 0x%02x", b->shown, (unsigned char)ch);
+            i++;
+            break;
+        case S_LINE:
+            i++;
+            if (ch == '\n') scan_value(s);
+            else if (++s->line > REPLY_MAX_LINE)
+                return kc_err(KC_EIO, "redis %s: protocol: a reply line over %d bytes", b->shown, REPLY_MAX_LINE);
+            break;
+        case S_NUM:
+            i++;
+            if (ch == '-' && s->digits == 0 && !s->neg) s->neg = 1;
+            else if (ch >= '0' && ch <= '9' && s->digits < 18) s->num = s->num * 10 + (ch - '0'), s->digits++;
+            else if (ch == '\r' && s->digits > 0) {
+                /* the '\n' follows */
+            } else if (ch == '\n' && s->digits > 0) {
+                if (s->neg) {
+                    if (s->num != 1) return kc_err(KC_EIO, "redis %s: protocol: bad length -%lld", b->shown, s->num);
+                    scan_value(s); /* nil */
+                } else if (s->type == '$') {
+                    if ((uint64_t)s->num > b->cfg.max_value)
+                        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", b->shown,
+                                      s->num, (unsigned long long)b->cfg.max_value);
+                    s->bulk_left = (uint64_t)s->num + 2, s->st = S_BULK;
+                } else {
+                    s->elements += (uint64_t)s->num;
+                    if (s->elements > REPLY_MAX_ELEMENTS)
+                        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %d expected)", b->shown,
+                                      (unsigned long long)s->elements, REPLY_MAX_ELEMENTS);
+                    if (s->num == 0) scan_value(s);
+                    else if (s->depth == REPLY_MAX_DEPTH)
+                        return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", b->shown);
+                    else s->left[s->depth++] = s->num, s->st = S_TYPE;
+                }
+            } else {
+                return kc_err(KC_EIO, "redis %s: protocol: bad %s header", b->shown, s->type == '$' ? "bulk" : "array");
+            }
+            break;
+        case S_BULK: {
+            uint64_t k = n - i < s->bulk_left ? n - i : s->bulk_left;
+            i += (size_t)k, s->bulk_left -= k;
+            if (s->bulk_left == 0) scan_value(s);
+            break;
+        }
+        }
+    }
+    *used = i;
+    return KC_OK;
+}
+
+/*
+ * Send one command and read its reply, all before `deadline`.  *extra is set when the
+ * server sent bytes past the reply: the connection must then be discarded.
+ */
 static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const char **argv, const size_t *lens,
-                     redisReply **out) {
+                     redisReply **out, int *extra) {
     *out = NULL;
+    *extra = 0;
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return kc_err(KC_EIO, "redis: %s", c->errstr);
     int done = 0;
     while (!done) {
@@ -196,6 +302,13 @@ static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const 
         if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: no progress sending within the deadline", b->shown);
         if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
     }
+    if (c->reader->len > c->reader->pos) { /* bytes from before this command: not its reply */
+        *extra = 1;
+        return kc_err(KC_EIO, "redis %s: protocol: unexpected bytes before the reply", b->shown);
+    }
+    scan s;
+    scan_init(&s);
+    char buf[16384];
     for (;;) {
         void *reply = NULL;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
@@ -203,19 +316,29 @@ static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const 
             *out = reply;
             return KC_OK;
         }
-        if (c->reader->len > b->cfg.max_value + 64)
-            return kc_err(KC_EIO, "redis %s: a reply over the value cap (%llu bytes)", b->shown,
-                          (unsigned long long)b->cfg.max_value);
+        if (s.depth == 0) /* the scan saw the whole reply but hiredis did not: disagree, give up */
+            return kc_err(KC_EIO, "redis %s: protocol: reply not understood", b->shown);
         int rc = wait_fd(c->fd, POLLIN, deadline);
         if (rc == KC_ETIMEOUT)
             return kc_err(rc, "redis %s: no reply within the %u ms deadline", b->shown, b->cfg.deadline_ms);
         if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
-        if (redisBufferRead(c) != REDIS_OK) return kc_err(KC_EIO, "redis %s: read: %s", b->shown, c->errstr);
+        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+        if (n == 0) return kc_err(KC_EIO, "redis %s: read: the server closed the connection", b->shown);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+            return kc_err(KC_EIO, "redis %s: read: %s", b->shown, strerror(errno));
+        }
+        size_t used = 0;
+        if ((rc = scan_feed(b, &s, buf, (size_t)n, &used))) return rc;
+        if (used < (size_t)n) *extra = 1; /* past the reply: dropped with the connection */
+        if (redisReaderFeed(c->reader, buf, used) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
     }
 }
 
-static int expect_ok(redisReply *r, const char *what) {
+/* A setup command's reply: "+OK" and nothing after it. */
+static int expect_ok(redisReply *r, const char *what, int extra) {
     if (r->type == REDIS_REPLY_ERROR) return kc_err(KC_EIO, "redis %s: %.*s", what, (int)r->len, r->str);
+    if (r->type != REDIS_REPLY_STATUS || extra) return kc_err(KC_EIO, "redis %s: unexpected reply", what);
     return KC_OK;
 }
 
@@ -238,11 +361,12 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
     else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr)
         rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, strerror(soerr ? soerr : errno));
     redisReply *r = NULL;
+    int extra = 0;
     if (!rc && b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = send_recv(b, c, deadline, b->user[0] ? 3 : 2, argv, lens, &r);
-        if (!rc) rc = expect_ok(r, "AUTH");
+        rc = send_recv(b, c, deadline, b->user[0] ? 3 : 2, argv, lens, &r, &extra);
+        if (!rc) rc = expect_ok(r, "AUTH", extra);
         if (r) freeReplyObject(r), r = NULL;
     }
     if (!rc && b->db) {
@@ -250,8 +374,8 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        rc = send_recv(b, c, deadline, 2, argv, lens, &r);
-        if (!rc) rc = expect_ok(r, "SELECT");
+        rc = send_recv(b, c, deadline, 2, argv, lens, &r, &extra);
+        if (!rc) rc = expect_ok(r, "SELECT", extra);
         if (r) freeReplyObject(r);
     }
     if (rc) {
@@ -262,11 +386,21 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
     return KC_OK;
 }
 
+/*
+ * An idle connection, or NULL.  One that has anything to read while idle (the server
+ * closed it, or sent a reply nobody asked for) is discarded: its next reply would not be
+ * the next command's.
+ */
 static redisContext *pool_take(rb *b) {
-    pthread_mutex_lock(&b->mu);
-    redisContext *c = b->nidle ? b->idle[--b->nidle] : NULL;
-    pthread_mutex_unlock(&b->mu);
-    return c;
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        redisContext *c = b->nidle ? b->idle[--b->nidle] : NULL;
+        pthread_mutex_unlock(&b->mu);
+        if (!c) return NULL;
+        struct pollfd p = {c->fd, POLLIN, 0};
+        if (poll(&p, 1, 0) == 0 && c->reader->pos >= c->reader->len) return c;
+        redisFree(c);
+    }
 }
 
 static void pool_give(rb *b, redisContext *c) {
@@ -276,26 +410,50 @@ static void pool_give(rb *b, redisContext *c) {
     if (c) redisFree(c);
 }
 
-/* Run one command through the breaker; *out is the reply (an error reply is KC_EIO). */
-static int command(rb *b, int argc, const char **argv, const size_t *lens, redisReply **out) {
+/* Reply types a command may answer with (an error reply is always possible). */
+#define T_STRING (1u << REDIS_REPLY_STRING)
+#define T_ARRAY (1u << REDIS_REPLY_ARRAY)
+#define T_INTEGER (1u << REDIS_REPLY_INTEGER)
+#define T_NIL (1u << REDIS_REPLY_NIL)
+#define T_STATUS (1u << REDIS_REPLY_STATUS)
+
+/*
+ * Run one command through the breaker; *out is the reply, of one of the `types` (an error
+ * reply is KC_EIO).  A connection goes back to the pool only after a reply of an expected
+ * type with nothing after it: a reply of another type is an error, and bytes after the
+ * reply (kept by the first reply, which is this command's) mean the connection and the
+ * commands on it are out of step; either way it is closed.
+ */
+static int command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
     *out = NULL;
     int rc = breaker_enter(b);
     if (rc) return rc;
     uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
     for (int attempt = 0; attempt < 2; attempt++) {
         redisContext *c = attempt == 0 ? pool_take(b) : NULL;
-        int pooled = c != NULL;
+        int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, deadline, &c))) break;
-        rc = send_recv(b, c, deadline, argc, argv, lens, out);
+        rc = send_recv(b, c, deadline, argc, argv, lens, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
             rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
             *out = NULL;
-            pool_give(b, c); /* the connection is fine; the command was refused */
+            if (extra) redisFree(c);
+            else pool_give(b, c); /* the connection is fine; the command was refused */
+            break;
+        }
+        if (rc == KC_OK && ((*out)->type < 1 || (*out)->type > 5 || !(types & (1u << (*out)->type)))) {
+            rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
+            freeReplyObject(*out);
+            *out = NULL;
+            redisFree(c);
             break;
         }
         if (rc == KC_OK) {
-            pool_give(b, c);
+            /* The first reply is this command's; anything after it is the server's mistake. */
+            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->shown, argv[0]);
+            if (extra) redisFree(c);
+            else pool_give(b, c);
             break;
         }
         redisFree(c);
@@ -308,12 +466,12 @@ static int command(rb *b, int argc, const char **argv, const size_t *lens, redis
 static void key_of(const char *name, char *out, size_t cap) { snprintf(out, cap, PREFIX "%s", name); }
 
 /* A one-key command ("GET", "EXISTS", "DEL") on a stored name. */
-static int key_command(rb *b, const char *cmd, const char *name, redisReply **out) {
+static int key_command(rb *b, const char *cmd, const char *name, unsigned types, redisReply **out) {
     char k[KC_NAME_MAX + 16];
     key_of(name, k, sizeof k);
     const char *argv[] = {cmd, k};
     size_t lens[] = {strlen(cmd), strlen(k)};
-    return command(b, 2, argv, lens, out);
+    return command(b, 2, argv, lens, types, out);
 }
 
 static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
@@ -332,7 +490,7 @@ static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
 static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out_len) {
     rb *b = be->ctx;
     redisReply *r;
-    int rc = key_command(b, "GET", name, &r);
+    int rc = key_command(b, "GET", name, T_STRING | T_NIL, &r);
     if (rc) return rc;
     if (r->type == REDIS_REPLY_NIL) rc = KC_MISS;
     else if (r->type != REDIS_REPLY_STRING) rc = kc_err(KC_EIO, "redis GET: unexpected reply type %d", r->type);
@@ -363,7 +521,7 @@ static int r_get_first(kc_store_backend *be, const char *const *names, size_t n,
         argv[3 + i] = keys[i], lens[3 + i] = strlen(keys[i]);
     }
     redisReply *r;
-    int rc = command(b, (int)(3 + n), argv, lens, &r);
+    int rc = command(b, (int)(3 + n), argv, lens, T_ARRAY | T_NIL, &r);
     if (rc) return rc;
     if (r->type == REDIS_REPLY_NIL) rc = KC_MISS;
     else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
@@ -388,7 +546,7 @@ static int r_put(kc_store_backend *be, const char *name, const void *data, size_
     const char *argv[] = {"SET", k, data, "EX", ttl};
     size_t lens[] = {3, strlen(k), len, 2, strlen(ttl)};
     redisReply *r;
-    int rc = command(b, b->cfg.ttl_s ? 5 : 3, argv, lens, &r);
+    int rc = command(b, b->cfg.ttl_s ? 5 : 3, argv, lens, T_STATUS, &r);
     if (rc) return rc;
     freeReplyObject(r);
     return KC_OK;
@@ -396,7 +554,7 @@ static int r_put(kc_store_backend *be, const char *name, const void *data, size_
 
 static int r_exists(kc_store_backend *be, const char *name) {
     redisReply *r;
-    int rc = key_command(be->ctx, "EXISTS", name, &r);
+    int rc = key_command(be->ctx, "EXISTS", name, T_INTEGER, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_INTEGER ? r->integer > 0 : kc_err(KC_EIO, "redis EXISTS: unexpected reply");
     freeReplyObject(r);
@@ -405,7 +563,7 @@ static int r_exists(kc_store_backend *be, const char *name) {
 
 static int r_remove(kc_store_backend *be, const char *name) {
     redisReply *r;
-    int rc = key_command(be->ctx, "DEL", name, &r);
+    int rc = key_command(be->ctx, "DEL", name, T_INTEGER, &r);
     if (rc) return rc;
     rc = r->type != REDIS_REPLY_INTEGER ? kc_err(KC_EIO, "redis DEL: unexpected reply") : r->integer > 0 ? KC_OK : KC_MISS;
     freeReplyObject(r);

@@ -1,0 +1,211 @@
+/*
+ * test_redis_hostile.c (label redis) — the redis backend against a fake server that
+ * misbehaves: a thread here listens on a free loopback port and answers every command
+ * with one scripted hostile reply.  Each case holds the deadline and a bounded memory
+ * cost (an array header of two billion elements, then silence or a stream of small
+ * elements; a bulk over the cap; nesting without end), and a connection that received
+ * more than one reply is never used again (the next command would read the stale one).
+ * Needs no redis-server; the fake stops by itself after a few seconds.
+ */
+#include "kcache.h"
+#include "helpers.h"
+#include "conformance.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+enum mode { HUGE_SILENT, HUGE_STREAM, BULK_STREAM, DEEP_STREAM, EXTRA_REPLY };
+
+typedef struct fake {
+    enum mode mode;
+    int lfd, port;
+    volatile int stop;
+    int commands; /* commands seen (EXTRA_REPLY) */
+    pthread_t th;
+} fake;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double ms_since(uint64_t t0) { return (double)(now_ns() - t0) / 1e6; }
+
+/* Fill `buf` with `n` bytes of the endless tail of a hostile reply. */
+static size_t stream_chunk(enum mode m, char *buf, size_t cap) {
+    const char *unit = m == HUGE_STREAM ? ":1\r\n" : m == DEEP_STREAM ? "*1\r\n" : "xxxxxxxx";
+    size_t ul = strlen(unit), n = 0;
+    while (n + ul <= cap) memcpy(buf + n, unit, ul), n += ul;
+    return n;
+}
+
+static void *fake_main(void *arg) {
+    fake *f = arg;
+    int cl[8], ncl = 0, started[8] = {0};
+    static char chunk[65536];
+    uint64_t t0 = now_ns();
+    while (!f->stop && ms_since(t0) < 5000) { /* bounded: it stops by itself */
+        struct pollfd p[9];
+        p[0] = (struct pollfd){f->lfd, POLLIN, 0};
+        for (int i = 0; i < ncl; i++) p[1 + i] = (struct pollfd){cl[i], POLLIN, 0};
+        poll(p, (nfds_t)(1 + ncl), 20);
+        if ((p[0].revents & POLLIN) && ncl < 8) {
+            int fd = accept(f->lfd, NULL, NULL);
+            if (fd >= 0) started[ncl] = 0, cl[ncl++] = fd;
+        }
+        for (int i = 0; i < ncl; i++) {
+            if (cl[i] < 0) continue;
+            if (p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                char req[4096];
+                ssize_t n = recv(cl[i], req, sizeof req - 1, MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EAGAIN)) {
+                    close(cl[i]), cl[i] = -1;
+                    continue;
+                }
+                if (n > 0) {
+                    req[n] = '\0';
+                    const char *r = NULL;
+                    switch (f->mode) {
+                    case HUGE_SILENT:
+                    case HUGE_STREAM: r = "*2000000000\r\n"; break;
+                    case BULK_STREAM: r = "$2000000000\r\n"; break;
+                    case DEEP_STREAM: r = "*1\r\n"; break;
+                    case EXTRA_REPLY:
+                        f->commands++;
+                        r = strstr(req, "SET") ? "+OK\r\n:1\r\n" : ":0\r\n"; /* one reply too many for SET */
+                        break;
+                    }
+                    send(cl[i], r, strlen(r), MSG_NOSIGNAL);
+                    started[i] = f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY;
+                }
+            }
+            if (started[i]) { /* stream until the client goes away */
+                size_t n = stream_chunk(f->mode, chunk, sizeof chunk);
+                if (send(cl[i], chunk, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
+                    close(cl[i]), cl[i] = -1;
+            }
+        }
+    }
+    for (int i = 0; i < ncl; i++)
+        if (cl[i] >= 0) close(cl[i]);
+    return NULL;
+}
+
+static void fake_start(fake *f, enum mode m) {
+    memset(f, 0, sizeof *f);
+    f->mode = m;
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(f->lfd >= 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(f->lfd, 16), 0);
+    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    f->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(fake *f) {
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+}
+
+static kc_store_backend *open_fake(fake *f, unsigned deadline_ms) {
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", f->port);
+    kc_redis_config cfg = {100, deadline_ms, 1, 1, 0, 0};
+    kc_store_backend *b;
+    assert_int_equal(kc_store_redis_open(&b, url, &cfg), KC_OK);
+    return b;
+}
+
+/* Peak resident memory of this process, in MB. */
+static long peak_rss_mb(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = 0;
+    while (fp && fgets(line, sizeof line, fp))
+        if (sscanf(line, "VmHWM: %ld", &kb) == 1) break;
+    if (fp) fclose(fp);
+    return kb / 1024;
+}
+
+/* One GET against a hostile reply: an error within the deadline (plus slack), little memory. */
+static void hostile_get(enum mode m) {
+    enum { DEADLINE = 300 };
+    fake f;
+    fake_start(&f, m);
+    kc_store_backend *b = open_fake(&f, DEADLINE);
+    long rss0 = peak_rss_mb();
+    void *d = NULL;
+    size_t len;
+    uint64_t t0 = now_ns();
+    int rc = b->get(b, KCC_NAME(0), &d, &len);
+    double ms = ms_since(t0);
+    b->free(b);
+    double total = ms_since(t0); /* freeing included */
+    fake_stop(&f);
+    if (rc != KC_EIO && rc != KC_ETIMEOUT) fail_msg("mode %d: get answered %d", m, rc);
+    if (total > DEADLINE + 200) fail_msg("mode %d: get took %.0f ms, %.0f ms with the free (deadline %d)", m, ms, total, DEADLINE);
+    long grew = peak_rss_mb() - rss0;
+    if (grew > 64) fail_msg("mode %d: peak memory grew by %ld MB", m, grew);
+    free(d);
+}
+
+static void test_huge_array_then_silence(void **state) {
+    (void)state;
+    hostile_get(HUGE_SILENT);
+}
+
+static void test_huge_array_then_a_stream_of_elements(void **state) {
+    (void)state;
+    hostile_get(HUGE_STREAM);
+}
+
+static void test_bulk_over_the_cap(void **state) {
+    (void)state;
+    hostile_get(BULK_STREAM);
+}
+
+static void test_endless_nesting(void **state) {
+    (void)state;
+    hostile_get(DEEP_STREAM);
+}
+
+static void test_extra_reply_discards_the_connection(void **state) {
+    (void)state;
+    fake f;
+    fake_start(&f, EXTRA_REPLY);
+    kc_store_backend *b = open_fake(&f, 500);
+    uint8_t v[16] = {1, 2, 3};
+    /* SET is answered "+OK" and then ":1": a reply nobody asked for. */
+    int rc = b->put(b, KCC_NAME(0), v, sizeof v);
+    assert_true(rc == KC_OK || rc == KC_EIO);
+    usleep(20000);
+    /* EXISTS is answered ":0" by the server; the stale ":1" must not be taken for its reply. */
+    for (int i = 0; i < 20; i++) {
+        rc = b->exists(b, KCC_NAME(0));
+        if (rc != KC_EUNAVAILABLE) break;
+        usleep(20000); /* the breaker, if the put opened it */
+    }
+    assert_int_equal(rc, 0);
+    b->free(b);
+    fake_stop(&f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_huge_array_then_silence),
+        cmocka_unit_test(test_huge_array_then_a_stream_of_elements),
+        cmocka_unit_test(test_bulk_over_the_cap),
+        cmocka_unit_test(test_endless_nesting),
+        cmocka_unit_test(test_extra_reply_discards_the_connection),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
