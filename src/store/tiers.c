@@ -11,7 +11,9 @@
  *
  * Remote writes go through one background writer thread with a bounded queue: a put
  * returns when the local tier has the entry, and a full queue drops the remote write
- * (counted) rather than block a caller.
+ * (counted) rather than block a caller.  Closing waits for the queue at most close_ms
+ * (a slow but live remote never opens its breaker, and would otherwise hold an exiting
+ * process for queue × deadline), then drops and counts the rest.
  *
  * Must not: call a backend except through its table, name a concrete backend, or include
  * any header of the front door.
@@ -22,6 +24,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../common/internal.h"
 #include "name.h"
@@ -29,6 +32,7 @@
 #define MAX_TIERS 8
 #define MAX_NAMES 24 /* variants looked up at once in a remote */
 #define DEFAULT_QUEUE 256
+#define DEFAULT_CLOSE_MS 3000
 #define PING_NAME "00000000000000000000000000000000.ping"
 
 typedef struct tier {
@@ -58,6 +62,7 @@ struct kc_tiers {
     size_t wlen;
     int wbusy, wstop, wstarted;
     pthread_t wthread;
+    unsigned close_ms; /* kc_tiers_free waits at most this long for the queue */
 };
 
 int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg) {
@@ -67,9 +72,14 @@ int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg) {
     if (!t) return kc_err(KC_ENOMEM, "out of memory");
     t->cfg = *cfg;
     if (!t->cfg.queue_cap) t->cfg.queue_cap = DEFAULT_QUEUE;
+    t->close_ms = DEFAULT_CLOSE_MS;
     pthread_mutex_init(&t->wmu, NULL);
     pthread_cond_init(&t->wcv, NULL);
-    pthread_cond_init(&t->widle, NULL);
+    pthread_condattr_t ca; /* widle is waited on with a monotonic deadline (kc_tiers_free) */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->widle, &ca);
+    pthread_condattr_destroy(&ca);
     *out = t;
     return KC_OK;
 }
@@ -94,6 +104,10 @@ int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags) {
     return KC_OK;
 }
 
+void kc_tiers_set_close_ms(kc_tiers *t, unsigned ms) {
+    if (t) t->close_ms = ms ? ms : DEFAULT_CLOSE_MS;
+}
+
 void kc_tiers_flush(kc_tiers *t) {
     if (!t) return;
     pthread_mutex_lock(&t->wmu);
@@ -101,16 +115,42 @@ void kc_tiers_flush(kc_tiers *t) {
     pthread_mutex_unlock(&t->wmu);
 }
 
+static void count(kc_tiers *t, int shard, kc_stat id);
+
+/* Wait for the queued writes at most close_ms; then stop the writer, and drop (count, free)
+ * what it did not take.  The write in flight, if any, ends within its backend's deadline. */
+static void writer_close(kc_tiers *t) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += t->close_ms / 1000;
+    dl.tv_nsec += (long)(t->close_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&t->wmu);
+    while (t->whead || t->wbusy)
+        if (pthread_cond_timedwait(&t->widle, &t->wmu, &dl) == ETIMEDOUT) break;
+    wjob *rest = t->whead;
+    t->whead = t->wtail = NULL;
+    t->wlen = 0;
+    t->wstop = 1;
+    pthread_cond_broadcast(&t->wcv);
+    pthread_mutex_unlock(&t->wmu);
+    size_t dropped = 0;
+    while (rest) {
+        wjob *j = rest;
+        rest = j->next;
+        count(t, j->shard, KC_STAT_REMOTE_DROPPED);
+        dropped++;
+        free(j->data);
+        free(j);
+    }
+    if (dropped)
+        kc_log(KC_LOG_REMOTE, "closing: %zu remote writes dropped after waiting %u ms", dropped, t->close_ms);
+    pthread_join(t->wthread, NULL);
+}
+
 void kc_tiers_free(kc_tiers *t) {
     if (!t) return;
-    if (t->wstarted) {
-        kc_tiers_flush(t);
-        pthread_mutex_lock(&t->wmu);
-        t->wstop = 1;
-        pthread_cond_broadcast(&t->wcv);
-        pthread_mutex_unlock(&t->wmu);
-        pthread_join(t->wthread, NULL);
-    }
+    if (t->wstarted) writer_close(t);
     for (size_t i = t->n; i-- > 0;) t->t[i].b->free(t->t[i].b); /* remotes first, the local tier last */
     pthread_mutex_destroy(&t->wmu);
     pthread_cond_destroy(&t->wcv);

@@ -64,7 +64,14 @@ int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg);
  */
 int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags);
 
-/** Wait for the remote writes, stop the writer, free every backend (remotes first); accepts NULL. */
+/** How long kc_tiers_free waits for the queued remote writes, in ms (0: the default, 3000). */
+void kc_tiers_set_close_ms(kc_tiers *t, unsigned ms);
+
+/**
+ * Wait for the remote writes — at most the close bound (kc_tiers_set_close_ms), then the writes still queued are
+ * dropped, each counted once as KC_STAT_REMOTE_DROPPED — stop the writer (a write in flight
+ * ends within its backend's own deadline), free every backend (remotes first); accepts NULL.
+ */
 void kc_tiers_free(kc_tiers *t);
 
 /** Whether there is at least one remote tier. */

@@ -42,6 +42,7 @@ typedef struct mem {
     int fail;     /* every call answers this when non-zero */
     int gate;     /* puts wait while set */
     int in_put;   /* a put is waiting at the gate */
+    unsigned delay_ms; /* every put takes this long (a slow but live remote) */
     int puts, gets, exists_calls;
     char last_exists[KC_NAME_MAX + 16];
 } mem;
@@ -80,6 +81,7 @@ static int m_get_first(kc_store_backend *b, const char *const *names, size_t n, 
 
 static int m_put(kc_store_backend *b, const char *name, const void *data, size_t len) {
     mem *m = b->ctx;
+    if (m->delay_ms) usleep(m->delay_ms * 1000u);
     pthread_mutex_lock(&m->mu);
     m->in_put = 1;
     pthread_cond_broadcast(&m->cv);
@@ -411,6 +413,32 @@ static void test_a_full_queue_drops_the_write(void **state) {
     kc_tiers_free(t);
 }
 
+static void test_close_waits_a_bounded_time_and_counts_the_rest(void **state) {
+    (void)state;
+    enum { PUTS = 12, DELAY = 150, CLOSE = 300 }; /* PUTS: the remote holds 16 names */
+    mem *m = mem_new(KC_STORE_BACKEND_VERSION, 1);
+    m->delay_ms = DELAY; /* inside any deadline: no breaker opens */
+    kc_tiers_config cfg = {0, NULL, 0, sink, NULL};
+    kc_tiers *t;
+    assert_int_equal(kc_tiers_new(&t, &cfg), KC_OK);
+    kc_tiers_set_close_ms(t, CLOSE);
+    assert_int_equal(kc_tiers_add(t, &m->be, 0), KC_OK);
+    assert_int_equal(kc_local_open(&local, dir, 0, 0), KC_OK);
+    assert_int_equal(kc_tiers_add(t, kc_local_backend(local), KC_TIER_LOCAL), KC_OK);
+    mem_set(m, 0, 1); /* all queued before the first is sent */
+    for (int i = 0; i < PUTS; i++) assert_int_equal(put_new(t, 100 + i, NULL), KC_OK);
+    mem_set(m, 0, 0);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    kc_tiers_free(t); /* 12 × 150 ms queued: waits 300 ms, then one put in flight at most */
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    if (ms > CLOSE + DELAY + 500) fail_msg("close took %.0f ms (bound %d + one put)", ms, CLOSE);
+    int64_t sent = counted(KC_STAT_REMOTE_PUTS), dropped = counted(KC_STAT_REMOTE_DROPPED);
+    assert_int_equal(sent + dropped, PUTS); /* each write counted exactly once */
+    assert_true(dropped >= PUTS - (CLOSE + 200) / DELAY);
+}
+
 static void test_publish_seals_and_sends_once(void **state) {
     (void)state;
     mem *m = mem_new(KC_STORE_BACKEND_VERSION, 1);
@@ -467,6 +495,7 @@ int main(void) {
         T(test_remote_failures_are_counted),
         T(test_readonly_remote_is_never_written),
         T(test_a_full_queue_drops_the_write),
+        T(test_close_waits_a_bounded_time_and_counts_the_rest),
         T(test_publish_seals_and_sends_once),
         T(test_tables_by_version),
     };
