@@ -197,10 +197,20 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     const char *dir = o.dir;
     uint64_t max = o.max_size ? o.max_size : KC_DEFAULT_MAX_SIZE;
     unsigned flags = o.flags;
+    /* An empty path is never "the default directory": a caller that means the default leaves
+     * dir NULL (issue 15: `kcache --cache-dir "" clear` emptied ~/.cache/kcache). */
+    if (dir && !*dir) {
+        rc = kc_err(KC_EINVAL, "the cache directory is an empty path: name a directory, or leave it unset for the default");
+        goto fail;
+    }
     if (!(flags & KC_OPEN_NO_ENV)) {
         int win = (flags & KC_OPEN_OPTIONS_WIN) != 0; /* what the options set beats the environment */
         const char *e = getenv("KCACHE_DIR");
-        if (e && *e && !(win && dir)) dir = e; /* an empty dir given: the default, as before */
+        if (e && !*e && !dir) { /* set but empty, and it would be the directory */
+            rc = kc_err(KC_EINVAL, "KCACHE_DIR is set but empty: name a directory, or unset it for the default");
+            goto fail;
+        }
+        if (e && *e && !(win && dir)) dir = e; /* an empty KCACHE_DIR never beats a dir the options name */
         e = getenv("KCACHE_MAX_SIZE");
         if (e && *e && !(win && o.max_size) && (rc = kc_parse_size(e, &max)) != KC_OK) {
             kc_err_prefix(rc, "KCACHE_MAX_SIZE");

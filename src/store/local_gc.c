@@ -7,7 +7,16 @@
  * on a stale judgement — an entry rewritten since the scan is no longer least recently used
  * and stays.  A gc recounts sizes from the directory, the truth the stats files approximate.
  *
- * Must not: treat a file vanishing under it as an error, or remove a lock file someone holds.
+ * A size limit of 0 means "no limit", the one meaning everywhere (KCACHE_MAX_SIZE=0, `gc
+ * --max-size 0`): no automatic cleanup after a put, and a gc evicts nothing — it still collects
+ * stale temporaries and recounts.  0 never means "evict everything"; `kcache clear` does that.
+ * kc_local_gc's max_size 0 asks for the store's own limit, so a store without one evicts nothing.
+ *
+ * A temporary file is another process's write in flight until it is TEMP_STALE_S old by its
+ * mtime: gc and clear remove only the stale ones, so a put racing them never loses its file.
+ *
+ * Must not: treat a file vanishing under it as an error, remove a lock file someone holds, or
+ * remove a fresh temporary file.
  */
 #include "local_impl.h"
 
@@ -15,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -40,6 +50,12 @@ typedef struct gc_ctx {
     int oom;
 } gc_ctx;
 
+/* Whether a temporary file is an orphan rather than a write in flight: old by its mtime.  The
+ * one rule gc and clear share. */
+static int temp_is_stale(const struct stat *st, int64_t now_s) {
+    return now_s - (int64_t)st->st_mtime > TEMP_STALE_S;
+}
+
 static int gc_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
     gc_ctx *g = ctx;
     char name[KC_NAME_MAX + 1];
@@ -54,7 +70,7 @@ static int gc_file(int shard, const char *dir, const char *file, const struct st
         return 0;
     }
     if (kc_fs_is_temp_name(file)) {
-        if (g->now_s - (int64_t)st->st_mtime > TEMP_STALE_S) {
+        if (temp_is_stale(st, g->now_s)) {
             char path[PATH_MAX + 256];
             snprintf(path, sizeof path, "%s/%s", dir, file);
             if (kc_sys_unlink(path) == 0) g->temp_removed++;
@@ -89,6 +105,7 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
     memset(&rep, 0, sizeof rep);
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
     if (max_size == 0) max_size = l->max_size;
+    if (max_size == 0) max_size = UINT64_MAX; /* no limit: evict nothing (see the top of this file) */
     char lock[PATH_MAX];
     snprintf(lock, sizeof lock, "%s/gc.lock", l->v1);
     int lfd = kc_sys_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
@@ -180,10 +197,13 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
 
 static int clear_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
     (void)shard;
-    (void)st;
-    (void)ctx;
+    const int64_t *now_s = ctx;
     char name[KC_NAME_MAX + 1], path[PATH_MAX + 256];
-    if (!kc_local_entry_file_name_(file, name) && !kc_fs_is_temp_name(file)) return 0;
+    if (kc_fs_is_temp_name(file)) {
+        if (!temp_is_stale(st, *now_s)) return 0; /* another process's put in flight: its rename must not fail */
+    } else if (!kc_local_entry_file_name_(file, name)) {
+        return 0;
+    }
     snprintf(path, sizeof path, "%s/%s", dir, file);
     if (kc_sys_unlink(path) != 0 && errno != ENOENT) return kc_err_errno(errno, "removing '%s'", path);
     return 0;
@@ -191,7 +211,8 @@ static int clear_file(int shard, const char *dir, const char *file, const struct
 
 int kc_local_clear(kc_local *l) {
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
-    int rc = kc_local_walk_shards_(l, clear_file, NULL);
+    int64_t now_s = (int64_t)(kc_now_ns() / 1000000000ull);
+    int rc = kc_local_walk_shards_(l, clear_file, &now_s);
     if (rc) return rc;
     char q[PATH_MAX], p[PATH_MAX + 256];
     snprintf(q, sizeof q, "%s/quarantine", l->v1);

@@ -367,15 +367,31 @@ static void test_options_win_over_environment(void **state) {
     assert_int_equal(kc_cache_max_size(c), 10ull << 20);
     assert_int_equal(kc_cache_remote_state(c, &rs), KC_MISS);
     kc_cache_close(c);
-    /* An empty dir given is the default directory, as `kcache --cache-dir ''` always meant. */
+    /* An empty dir is an error, never the default directory (issue 15, item 5: `kcache
+     * --cache-dir '' clear` emptied ~/.cache/kcache); this assertion used to say the opposite. */
     char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
     setenv("XDG_CACHE_HOME", dir, 1);
     u.dir = "";
+    assert_int_equal(kc_cache_open(&c, &u), KC_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(kc_error_last()->message, "empty"));
+    u.flags = KC_OPEN_NO_ENV; /* with or without the environment */
+    assert_int_equal(kc_cache_open(&c, &u), KC_EINVAL);
+    /* KCACHE_DIR set but empty is an error where it would be the directory... */
+    setenv("KCACHE_DIR", "", 1);
+    u.dir = NULL;
+    u.flags = KC_OPEN_OPTIONS_WIN;
+    assert_int_equal(kc_cache_open(&c, &u), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_DIR"));
+    u.flags = 0;
+    assert_int_equal(kc_cache_open(&c, &u), KC_EINVAL);
+    /* ...and ignored where the options name one. */
+    u.dir = opt_dir;
     if (kc_cache_open(&c, &u) != KC_OK) fail_msg("%s", kc_error_last()->message);
-    char want[600];
-    snprintf(want, sizeof want, "%s/kcache", dir);
-    assert_string_equal(kc_cache_dir(c), want);
+    assert_string_equal(kc_cache_dir(c), opt_dir);
     kc_cache_close(c);
+    unsetenv("KCACHE_DIR");
+    unsetenv("KCACHE_MAX_SIZE");
     if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
     else unsetenv("XDG_CACHE_HOME");
     free(old_xdg);

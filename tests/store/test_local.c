@@ -7,6 +7,7 @@
 #include "conformance.h"
 
 #include <errno.h>
+#include <sys/wait.h>
 #include <utime.h>
 
 #include "common/fs.h"
@@ -405,6 +406,84 @@ static void test_readonly_writes_nothing(void **state) {
     assert_int_equal(access(root, F_OK), -1);
 }
 
+/* Issue 15, item 7: a limit of 0 means no limit — a gc under it evicts nothing (it used to evict
+ * every entry), and no put cleans up automatically. */
+static void test_zero_limit_means_no_limit(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1], buf[4096];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < 8; i++) {
+        name_for(i, name);
+        assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
+    }
+    kc_gc_report r;
+    assert_int_equal(kc_local_gc(l, 0, &r), KC_OK);
+    assert_int_equal(r.evicted, 0);
+    assert_int_equal(r.entries_after, 8);
+    assert_int_equal(kct_count_files(dir, ".kce"), 8);
+    assert_int_equal(kc_local_gc(l, 4096, &r), KC_OK); /* an explicit limit still evicts */
+    assert_int_equal(r.entries_after, 1);
+    kc_local_free(l);
+}
+
+/* Issue 15, item 8: clear removes only stale temporaries (by mtime, as gc does), never another
+ * process's write in flight — puts racing a clear over and over all succeed. */
+static void test_clear_spares_writes_in_flight(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char old[600], fresh[600];
+    snprintf(old, sizeof old, "%s/v1/07/.tmp.orphan.123", dir);
+    assert_int_equal(kct_write(old, "x", 1), 0);
+    struct utimbuf t = {time(NULL) - 7200, time(NULL) - 7200};
+    utime(old, &t);
+    snprintf(fresh, sizeof fresh, "%s/v1/07/.tmp.fresh.124", dir);
+    assert_int_equal(kct_write(fresh, "x", 1), 0);
+    assert_int_equal(kc_local_clear(l), KC_OK);
+    assert_int_equal(access(old, F_OK), -1);
+    assert_int_equal(access(fresh, F_OK), 0);
+    unlink(fresh);
+    enum { NPROC = 6, NPUT = 400 };
+    pid_t pid[NPROC];
+    for (int p = 0; p < NPROC; p++) {
+        pid[p] = fork();
+        assert_true(pid[p] >= 0);
+        if (pid[p] == 0) {
+            kc_local *c;
+            static char buf[16384];
+            memset(buf, 'a' + p, sizeof buf);
+            if (kc_local_open(&c, dir, 0, 0) != KC_OK) _exit(2);
+            for (int i = 0; i < NPUT; i++) {
+                char name[KC_NAME_MAX + 1];
+                name_for(p * NPUT + i, name);
+                if (kc_local_put(c, name, buf, sizeof buf) != KC_OK) {
+                    fprintf(stderr, "put %d of process %d: %s\n", i, p, kc_error_last()->message);
+                    _exit(1);
+                }
+            }
+            kc_local_free(c);
+            _exit(0);
+        }
+    }
+    int running = NPROC, failed = 0, clears = 0;
+    while (running > 0) {
+        assert_int_equal(kc_local_clear(l), KC_OK);
+        clears++;
+        for (int p = 0; p < NPROC; p++) {
+            int st;
+            if (pid[p] > 0 && waitpid(pid[p], &st, WNOHANG) == pid[p]) {
+                pid[p] = 0;
+                running--;
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed++;
+            }
+        }
+    }
+    if (failed) fail_msg("%d of %d processes had a put fail while clear ran (%d clears)", failed, NPROC, clears);
+    kc_local_free(l);
+}
+
 /* The backend conformance suite (tests/store/conformance.h), as test_redis runs it on Redis. */
 static void test_conformance(void **state) {
     (void)state;
@@ -433,6 +512,8 @@ int main(void) {
         T(test_unsafe_allowed_by_environment),
         T(test_readonly_writes_nothing),
         T(test_conformance),
+        T(test_zero_limit_means_no_limit),
+        T(test_clear_spares_writes_in_flight),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

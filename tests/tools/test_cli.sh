@@ -128,5 +128,49 @@ expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
 expect_json "j['source'] == 'compiled' and j['key'] != '$K_OLD'"
 cd - >/dev/null
 
+# Issue 15, item 5: an empty --cache-dir or KCACHE_DIR is an error, never the default directory
+# (`--cache-dir "" clear` emptied ~/.cache/kcache).
+H=$T/home; mkdir -p "$H/.cache"
+"$FILL" "$H/.cache/kcache" 3 100 >/dev/null || bad "fill of the default directory failed"
+expect_rc 2 env HOME="$H" XDG_CACHE_HOME= "$KC" --cache-dir "" clear
+grep -q "empty" "$T/err" && ok || bad "no clear error for an empty --cache-dir: $(cat "$T/err")"
+expect_rc 2 env HOME="$H" XDG_CACHE_HOME= "$KC" --cache-dir= clear
+expect_rc 1 env HOME="$H" XDG_CACHE_HOME= KCACHE_DIR= "$KC" clear
+grep -q "KCACHE_DIR" "$T/err" && ok || bad "no clear error for an empty KCACHE_DIR: $(cat "$T/err")"
+[ "$(find "$H/.cache/kcache" -name '*.kce' | wc -l)" = 3 ] && ok || bad "an empty cache directory emptied the default one"
+
+# Item 6: export writes regular files only — a FIFO, a symbolic link or a directory at FILE is
+# refused and left as it was; "-" (stdout) is refused; a regular file is replaced whole.
+X=$T/exp; mkdir -p "$X/dir"; mkfifo "$X/fifo"; echo keep >"$X/target"; ln -s "$X/target" "$X/link"
+for f in fifo link dir; do
+  expect_rc 2 "$KC" --cache-dir "$H/.cache/kcache" export "$X/$f"
+  grep -q "regular files only" "$T/err" && ok || bad "export over $f: no clear error: $(cat "$T/err")"
+done
+[ -p "$X/fifo" ] && [ -L "$X/link" ] && [ -d "$X/dir" ] && [ "$(cat "$X/target")" = keep ] && ok ||
+  bad "export replaced a FIFO, a symbolic link or a directory, or wrote through a link"
+expect_rc 2 "$KC" --cache-dir "$H/.cache/kcache" export -
+grep -q "stdout" "$T/err" && ok || bad "export -: no clear error: $(cat "$T/err")"
+echo old >"$X/reg"
+expect_rc 0 "$KC" --cache-dir "$H/.cache/kcache" export "$X/reg" --json
+expect_json 'j["entries"] == 3'
+[ -f "$X/reg" ] && [ "$(head -c 3 "$X/reg")" != old ] && ok || bad "export did not replace a regular file"
+
+# Item 7: a size limit of 0 means no limit — gc under KCACHE_MAX_SIZE=0, or with --max-size 0,
+# evicts nothing.
+expect_rc 0 env KCACHE_MAX_SIZE=0 "$KC" --cache-dir "$H/.cache/kcache" gc --json
+expect_json 'j["evicted"] == 0 and j["entries_after"] == 3'
+expect_rc 0 "$KC" --cache-dir "$H/.cache/kcache" gc --max-size 0 --json
+expect_json 'j["evicted"] == 0 and j["entries_after"] == 3'
+expect_rc 0 env KCACHE_MAX_SIZE=0 "$KC" --cache-dir "$H/.cache/kcache" stats
+grep -q "no limit" "$T/out" && ok || bad "stats does not say a limit of 0 is no limit"
+
+# Item 8: clear removes only stale temporaries: puts of other processes racing clears all succeed.
+R=$T/race
+"$FILL" "$R" 1 100 >/dev/null || bad "fill failed"
+pids=""
+for p in 1 2 3 4; do "$FILL" "$R" 150 8000 >/dev/null 2>"$T/fill$p.err" & pids="$pids $!"; done
+while kill -0 $pids 2>/dev/null; do "$KC" --cache-dir "$R" clear >/dev/null || bad "clear failed"; done
+for p in $pids; do wait "$p" && ok || bad "a put failed while clear ran: $(cat "$T"/fill*.err | head -c 300)"; done
+
 echo "test_cli: $((checks-fails)) passed, $fails failed"
 [ "$fails" = 0 ]

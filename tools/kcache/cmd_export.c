@@ -6,10 +6,18 @@
  * The one idea: this file turns the options into a kc_bundle_filter (targets, and the keys of
  * the manifest's graphs) and the library does the rest, validating each entry it ships.
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
+ *
+ * FILE is a regular file or nothing yet: the library writes a temporary beside it and renames
+ * it over FILE (kc_fs_write_atomic), so a device node, FIFO, socket, directory or symbolic link
+ * at FILE is refused here, before any work, instead of being replaced (issue 15: `export
+ * /dev/full` as root replaced the system's /dev/full).  "-" is refused too: a bundle is
+ * written whole and renamed into place, never streamed to stdout.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -22,6 +30,28 @@ const cli_cmd cli_cmd_export = {
     "Every entry is validated before it is shipped.",
     cmd_export};
 
+/* Whether FILE may be written: absent, or a regular file (replaced atomically).  Prints why
+ * not and returns EXIT_USAGE/EXIT_PROBLEM; 0 when it may. */
+static int export_target_check(const char *file) {
+    if (strcmp(file, "-") == 0) {
+        fprintf(stderr, "kcache export: '-': a bundle is written to a file, not to stdout; name a file\n");
+        return EXIT_USAGE;
+    }
+    struct stat st;
+    if (lstat(file, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        fprintf(stderr, "kcache export: '%s': %s\n", file, strerror(errno));
+        return EXIT_PROBLEM;
+    }
+    if (S_ISREG(st.st_mode)) return 0;
+    const char *what = S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+    fprintf(stderr, "kcache export: '%s' is %s: export writes regular files only (it replaces one whole); "
+                    "name a new file or a regular one\n", file, what);
+    return EXIT_USAGE;
+}
+
 static int cmd_export(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_export;
     const char *file = NULL, *arch = NULL, *mpath = NULL;
@@ -33,11 +63,13 @@ static int cmd_export(const cli_settings *cs, int argc, char **argv) {
         } else if (strcmp(argv[i], "--json") == 0) json = 1;
         else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
-        else if (argv[i][0] == '-') return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
         else if (!file) file = argv[i];
         else return cli_usage_error(c0, "unexpected argument", argv[i]);
     }
     if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
+    int bad = export_target_check(file);
+    if (bad) return bad;
     kc_manifest *m = NULL;
     kc_key *keys = NULL;
     int rc = 0;

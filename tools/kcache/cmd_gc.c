@@ -3,8 +3,10 @@
  * (default: the cache's limit), collect stale temporary files and recount.
  *
  * The one idea: the work is the library's (kc_cache_gc); this file parses SIZE and reports.
+ * SIZE 0 means no limit (nothing evicted), the meaning KCACHE_MAX_SIZE=0 has (store/local_gc.c).
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -15,7 +17,9 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv);
 const cli_cmd cli_cmd_gc = {
     "gc", "kcache gc [--max-size SIZE] [--json]",
     "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
-    "cache's limit, KCACHE_MAX_SIZE or 5G), collect stale temporary files and recount.",
+    "cache's limit, KCACHE_MAX_SIZE or 5G), collect stale temporary files and recount.\n"
+    "A size of 0 means no limit, as KCACHE_MAX_SIZE=0 does: nothing is evicted (use\n"
+    "'kcache clear' to remove every entry).",
     cmd_gc};
 
 static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
@@ -24,6 +28,7 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
     uint64_t max = 0;
     if (o.max_size && kc_parse_size(o.max_size, &max) != KC_OK)
         return cli_usage_error(&cli_cmd_gc, kc_error_last()->message, NULL);
+    if (o.max_size && max == 0) max = UINT64_MAX; /* --max-size 0: no limit, never "evict everything" */
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     kc_gc_report r;

@@ -82,6 +82,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         char sz[32], mx[32];
         cli_human_size(s.v[KC_STAT_BYTES], sz, sizeof sz);
         cli_human_size(kc_cache_max_size(c), mx, sizeof mx);
+        if (kc_cache_max_size(c) == 0) snprintf(mx, sizeof mx, "no limit"); /* KCACHE_MAX_SIZE=0 */
         printf("cache directory   %s%s\n", kc_cache_dir(c),
                kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
         printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);

@@ -74,6 +74,10 @@ int main(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
+    if (s.dir && !*s.dir) { /* never "the default": `--cache-dir "" clear` must not empty ~/.cache/kcache */
+        fprintf(stderr, "kcache: --cache-dir is empty: name a directory, or leave the option out for the default\n");
+        return EXIT_USAGE;
+    }
     if (i >= argc) {
         main_usage(stderr);
         return EXIT_USAGE;
