@@ -20,6 +20,26 @@
 
 _Static_assert(KC_GRAPH_MAX_KERNELS <= KC_UNITS_MAX, "a graph's kernels must fit one grouping into compile units");
 
+/* The readers' limits, enforced here so that a description is refused when it is built, never
+ * stored and then found "malformed" on load (issue 15).  They must equal what the readers
+ * accept: program.c (MAX_ITEMS symbols, tensors, scratch buffers and steps per pass; 256
+ * arguments per step; strings of 65536 bytes), kernels.c (names of 4096 bytes) and wrapper.c
+ * (MAX_WRAPPERS wrappers, names of 255 bytes).  [They belong in those files' headers; kept
+ * here until they move.] */
+#define DESC_MAX_ITEMS 4096
+#define DESC_MAX_ARGS 256
+#define DESC_MAX_STR 65536
+#define DESC_MAX_KERNEL_NAME 4096
+#define DESC_MAX_WRAPPERS 64
+#define DESC_MAX_WRAPPER_NAME 255
+
+/* A string the launch program will hold: KC_OK, or KC_EINVAL naming `what`. */
+static int fits_program(const kc_graph_desc *d, const char *s, const char *what) {
+    if (s && strlen(s) > DESC_MAX_STR)
+        return kc_err(KC_EINVAL, "graph '%s': %s of %zu bytes is over the cap of %d", d->name, what, strlen(s), DESC_MAX_STR);
+    return KC_OK;
+}
+
 static const struct { const char *name; kc_dtype t; } dtypes[] = {
     {"f32", KC_DTYPE_F32}, {"f16", KC_DTYPE_F16}, {"bf16", KC_DTYPE_BF16}, {"f64", KC_DTYPE_F64},
     {"i32", KC_DTYPE_I32}, {"i64", KC_DTYPE_I64}, {"i8", KC_DTYPE_I8}, {"u8", KC_DTYPE_U8},
@@ -102,6 +122,8 @@ static char *dup_or_null(const char *s, int *oom) {
 int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
     if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
+    if (strlen(k->name) > DESC_MAX_KERNEL_NAME)
+        return kc_err(KC_EINVAL, "graph '%s': a kernel name is at most %d bytes", d->name, DESC_MAX_KERNEL_NAME);
     char *norm;
     int rc = kc_options_normalize(k, &norm); /* refuse bad options now, with the kernel's name */
     if (rc) return kc_err_prefix(rc, "graph '%s', kernel '%s'", d->name, k->name);
@@ -143,6 +165,9 @@ int kc_graph_is_uint(const char *s) {
 static int add_symbol(kc_graph_desc *d, const char *name) {
     for (size_t i = 0; i < d->nsymbols; i++)
         if (strcmp(d->symbols[i], name) == 0) return KC_OK;
+    if (d->nsymbols >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d symbols", d->name, DESC_MAX_ITEMS);
+    int rc = fits_program(d, name, "a symbol");
+    if (rc) return rc;
     char **slot = grow((void **)&d->symbols, &d->nsymbols, sizeof *slot);
     if (!slot || !(*slot = kc_strdup(name))) {
         if (slot) d->nsymbols--;
@@ -161,7 +186,11 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
         return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     for (int r = 0; r < rank; r++) {
+        int rc = fits_program(d, sizes[r], "an input size");
+        if (!rc && strides) rc = fits_program(d, strides[r], "an input stride");
+        if (rc) return rc;
         if (is_symbol_name(sizes[r])) {
             int rc = add_symbol(d, sizes[r]);
             if (rc) return rc;
@@ -203,8 +232,10 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes) || (role != KC_ROLE_OUTPUT && role != KC_ROLE_SAVED))
         return kc_err(KC_EINVAL, "kc_graph_add_tensor: bad role, rank or sizes");
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     for (int r = 0; r < rank; r++) {
         int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
+        if (!rc) rc = fits_program(d, sizes[r], "a tensor size");
         if (rc) return rc;
     }
     gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
@@ -220,7 +251,9 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
 int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
     if (!d || !bytes || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
+    if (d->nscratch >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d scratch buffers", d->name, DESC_MAX_ITEMS);
     int rc = check_expr(d, bytes, "scratch size");
+    if (!rc) rc = fits_program(d, bytes, "a scratch size");
     if (rc) return rc;
     gscratch *s = grow((void **)&d->scratch, &d->nscratch, sizeof *s);
     if (!s || !(s->bytes = kc_strdup(bytes))) return kc_err(KC_ENOMEM, "graph: out of memory");
@@ -285,14 +318,16 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
     if (kernel < 0 || (size_t)kernel >= d->nkernels)
         return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
     if (d->nsteps >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
+    if (nargs > DESC_MAX_ARGS)
+        return kc_err(KC_EINVAL, "graph '%s': a step takes at most %d arguments, not %zu", d->name, DESC_MAX_ARGS, nargs);
     int rc;
     for (int j = 0; j < 3; j++) {
-        if ((rc = check_expr(d, grid[j], "grid"))) return rc;
-        if ((rc = check_expr(d, block[j], "block"))) return rc;
+        if ((rc = check_expr(d, grid[j], "grid")) || (rc = fits_program(d, grid[j], "a grid size"))) return rc;
+        if ((rc = check_expr(d, block[j], "block")) || (rc = fits_program(d, block[j], "a block size"))) return rc;
     }
-    if (shared && (rc = check_expr(d, shared, "shared memory"))) return rc;
+    if (shared && ((rc = check_expr(d, shared, "shared memory")) || (rc = fits_program(d, shared, "a shared size")))) return rc;
     for (size_t i = 0; i < nargs; i++)
-        if ((rc = check_arg(d, pass, args[i]))) return rc;
+        if ((rc = check_arg(d, pass, args[i])) || (rc = fits_program(d, args[i], "a step argument"))) return rc;
     gstep *s = grow((void **)&d->steps, &d->nsteps, sizeof *s);
     if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
     s->pass = pass;
@@ -307,6 +342,9 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
 
 int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {
     if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
+    if (d->nwrappers >= DESC_MAX_WRAPPERS || strlen(name) > DESC_MAX_WRAPPER_NAME)
+        return kc_err(KC_EINVAL, "graph '%s': at most %d wrappers, names of at most %d bytes", d->name, DESC_MAX_WRAPPERS,
+                      DESC_MAX_WRAPPER_NAME);
     gwrapper *w = grow((void **)&d->wrappers, &d->nwrappers, sizeof *w);
     if (!w || !(w->name = kc_strdup(name)) || (len && !(w->params = kc_malloc(len))))
         return kc_err(KC_ENOMEM, "graph: out of memory");

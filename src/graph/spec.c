@@ -18,6 +18,13 @@
 #include "graph_internal.h"
 
 #define SPEC_MAX_BYTES (16u << 20)
+/* Caps on the spec's arrays, checked before an array is walked (each walk is linear, with
+ * cJSON_ArrayForEach: cJSON_GetArrayItem(i) walks from the start, which made loading
+ * quadratic).  desc.c enforces the exact limits of the launch program as pieces are added;
+ * these only keep a hostile spec from costing more than a linear pass. */
+#define SPEC_MAX_ITEMS 4096 /* kernels' headers and options, tensors, scratch, steps */
+#define SPEC_MAX_ARGS 256   /* a step's arguments: the launch program's limit (program.c) */
+#define SPEC_MAX_WRAPPERS 64
 
 typedef struct sctx {
     const char *path;
@@ -57,6 +64,17 @@ static int read_beside(sctx *s, const char *where, const char *name, char **out)
     return KC_OK;
 }
 
+/* The length of array `a` (one linear count), or an error naming `where` when it is over `max`. */
+static int array_len(sctx *s, const char *where, const cJSON *a, int max, int *n) {
+    int k = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) {
+        if (++k > max) return SPEC_ERR(s, where, "has more than %d items", max);
+    }
+    *n = k;
+    return KC_OK;
+}
+
 static const char *str_field(const cJSON *o, const char *name) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -90,8 +108,10 @@ static int bool_field(sctx *s, const char *where, const cJSON *o, const char *na
 
 /* Read the headers `arr` lists into hdr[*nh…] (names borrowed from the JSON, sources owned). */
 static int load_headers(sctx *s, const char *where, const cJSON *arr, kc_header_src *hdr, int *nh) {
-    for (int h = 0; h < cJSON_GetArraySize(arr); h++) {
-        const cJSON *hn = cJSON_GetArrayItem(arr, h);
+    int h = -1;
+    const cJSON *hn;
+    cJSON_ArrayForEach(hn, arr) {
+        h++;
         char hw[96];
         snprintf(hw, sizeof hw, "%sheaders[%d]", where, h);
         if (!cJSON_IsString(hn)) return SPEC_ERR(s, hw, "must be a string");
@@ -109,15 +129,18 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
     /* What every kernel of the spec shares: headers, and whether it may use the toolkit's. */
     const cJSON *shared = cJSON_GetObjectItemCaseSensitive(root, "headers");
     if (shared && !cJSON_IsArray(shared)) return SPEC_ERR(s, "headers", "must be an array of strings");
-    int nshared = shared ? cJSON_GetArraySize(shared) : 0, toolkit_all = 0;
+    int nshared = 0, toolkit_all = 0, n = 0;
     int rc0 = bool_field(s, "spec", root, "toolkit_headers", &toolkit_all);
+    if (!rc0 && shared) rc0 = array_len(s, "headers", shared, SPEC_MAX_ITEMS, &nshared);
     if (rc0) return rc0;
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) return SPEC_ERR(s, "kernels", "must be a non-empty array");
-    int n = cJSON_GetArraySize(arr);
+    if ((rc0 = array_len(s, "kernels", arr, KC_GRAPH_MAX_KERNELS, &n))) return rc0;
     *names = kc_calloc((size_t)n, sizeof **names);
     if (!*names) return kc_err(KC_ENOMEM, "spec: out of memory");
-    for (int i = 0; i < n; i++) {
-        const cJSON *k = cJSON_GetArrayItem(arr, i);
+    int i = -1;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, arr) {
+        i++;
         char where[64];
         snprintf(where, sizeof where, "kernels[%d]", i);
         const char *id = str_field(k, "id"), *file = str_field(k, "file"), *entry = str_field(k, "entry");
@@ -129,10 +152,15 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
         if (rc) return rc;
         const cJSON *hs = cJSON_GetObjectItemCaseSensitive(k, "headers");
         const cJSON *os = cJSON_GetObjectItemCaseSensitive(k, "options");
-        int nh = cJSON_IsArray(hs) ? cJSON_GetArraySize(hs) : 0, no = cJSON_IsArray(os) ? cJSON_GetArraySize(os) : 0;
+        int nh = 0, no = 0;
         if ((hs && !cJSON_IsArray(hs)) || (os && !cJSON_IsArray(os))) {
             free(source);
             return SPEC_ERR(s, where, "\"headers\" and \"options\" must be arrays of strings");
+        }
+        if ((hs && (rc = array_len(s, where, hs, SPEC_MAX_ITEMS, &nh))) ||
+            (os && (rc = array_len(s, where, os, SPEC_MAX_ITEMS, &no)))) {
+            free(source);
+            return rc;
         }
         kc_header_src *hdr = kc_calloc((size_t)(nshared + nh) + 1, sizeof *hdr);
         const char **opt = kc_calloc((size_t)no + 1, sizeof *opt);
@@ -143,8 +171,11 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
         if (!rc && shared) rc = load_headers(s, "", shared, hdr, &nhdr);
         if (!rc && hs) rc = load_headers(s, kw, hs, hdr, &nhdr);
         if (!rc) rc = bool_field(s, where, k, "toolkit_headers", &toolkit);
-        for (int o = 0; !rc && o < no; o++) {
-            const cJSON *ov = cJSON_GetArrayItem(os, o);
+        int o = -1;
+        const cJSON *ov;
+        cJSON_ArrayForEach(ov, os) {
+            if (rc) break;
+            o++;
             char ow[96];
             snprintf(ow, sizeof ow, "%s.options[%d]", where, o);
             if (!cJSON_IsString(ov)) rc = SPEC_ERR(s, ow, "must be a string");
@@ -168,12 +199,15 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
 static int dims_of(sctx *s, const char *where, const cJSON *arr, const char **dims, char bufs[][64], int *rank) {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > KC_MAX_RANK)
         return SPEC_ERR(s, where, "must be an array of at most %d sizes", KC_MAX_RANK);
-    *rank = cJSON_GetArraySize(arr);
-    for (int r = 0; r < *rank; r++) {
+    *rank = cJSON_GetArraySize(arr); /* at most KC_MAX_RANK: checked above */
+    int r = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) {
         char w[96];
         snprintf(w, sizeof w, "%s[%d]", where, r);
-        int rc = expr_of(s, w, cJSON_GetArrayItem(arr, r), bufs[r], &dims[r]);
+        int rc = expr_of(s, w, x, bufs[r], &dims[r]);
         if (rc) return rc;
+        r++;
     }
     return KC_OK;
 }
@@ -182,8 +216,11 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, field);
     if (!arr) return role == KC_ROLE_INPUT ? SPEC_ERR(s, field, "is required") : KC_OK;
     if (!cJSON_IsArray(arr)) return SPEC_ERR(s, field, "must be an array");
-    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
-        const cJSON *t = cJSON_GetArrayItem(arr, i);
+    int n, i = -1, rc0 = array_len(s, field, arr, SPEC_MAX_ITEMS, &n);
+    if (rc0) return rc0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, arr) {
+        i++;
         char where[64], w2[80];
         snprintf(where, sizeof where, "%s[%d]", field, i);
         kc_dtype dt = kc_dtype_parse(str_field(t, "dtype"));
@@ -210,16 +247,23 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
     const cJSON *steps = cJSON_IsArray(p) ? p : cJSON_GetObjectItemCaseSensitive(p, "steps");
     const cJSON *scratch = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "scratch") : NULL;
     if (!cJSON_IsArray(steps)) return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
-    for (int i = 0; scratch && i < cJSON_GetArraySize(scratch); i++) {
+    int n = 0, i = -1, rc0 = array_len(s, field, steps, SPEC_MAX_ITEMS, &n);
+    if (!rc0 && scratch) rc0 = array_len(s, field, scratch, SPEC_MAX_ITEMS, &n);
+    if (rc0) return rc0;
+    const cJSON *sc;
+    cJSON_ArrayForEach(sc, scratch) {
+        i++;
         char where[64], buf[64];
         const char *e;
         snprintf(where, sizeof where, "%s.scratch[%d]", field, i);
-        int rc = expr_of(s, where, cJSON_GetArrayItem(scratch, i), buf, &e);
+        int rc = expr_of(s, where, sc, buf, &e);
         if (!rc) rc = kc_graph_add_scratch(s->d, pass, e);
         if (rc) return rc == KC_EINVAL || rc == KC_EEXPR ? kc_err_prefix(rc, "%s: %s", s->path, where) : rc;
     }
-    for (int i = 0; i < cJSON_GetArraySize(steps); i++) {
-        const cJSON *st = cJSON_GetArrayItem(steps, i);
+    i = -1;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps) {
+        i++;
         char where[64];
         snprintf(where, sizeof where, "%s[%d]", field, i);
         const char *kname = str_field(st, "kernel");
@@ -244,12 +288,16 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         if (!rc && sh) rc = expr_of(s, where, sh, sb, &shared);
         if (rc) return rc;
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
-        int na = cJSON_IsArray(args) ? cJSON_GetArraySize(args) : -1;
-        if (na < 0) return SPEC_ERR(s, where, "\"args\" must be an array of strings");
+        int na = 0;
+        if (!cJSON_IsArray(args)) return SPEC_ERR(s, where, "\"args\" must be an array of strings");
+        if (array_len(s, where, args, SPEC_MAX_ARGS, &na))
+            return SPEC_ERR(s, where, "a step takes at most %d arguments (the launch program's limit)", SPEC_MAX_ARGS);
         const char **av = kc_calloc((size_t)na + 1, sizeof *av);
         if (!av) return kc_err(KC_ENOMEM, "spec: out of memory");
-        for (int a = 0; a < na; a++) {
-            const cJSON *x = cJSON_GetArrayItem(args, a);
+        int a = -1;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, args) {
+            a++;
             if (!cJSON_IsString(x)) {
                 free(av);
                 return SPEC_ERR(s, where, "args[%d] must be a string", a);
@@ -302,8 +350,12 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
             !(rc = load_pass(&s, root, "forward", KC_PASS_FORWARD, kernel_ids, nk)))
             rc = load_pass(&s, root, "backward", KC_PASS_BACKWARD, kernel_ids, nk);
         const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "wrappers");
-        for (int i = 0; !rc && cJSON_IsArray(ws) && i < cJSON_GetArraySize(ws); i++) {
-            const cJSON *w = cJSON_GetArrayItem(ws, i);
+        int nw = 0, i = -1;
+        if (!rc && cJSON_IsArray(ws)) rc = array_len(&s, "wrappers", ws, SPEC_MAX_WRAPPERS, &nw);
+        const cJSON *w;
+        cJSON_ArrayForEach(w, cJSON_IsArray(ws) && !rc ? ws : NULL) {
+            if (rc) break;
+            i++;
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "version");
             char where[48];
             snprintf(where, sizeof where, "wrappers[%d]", i);

@@ -4,13 +4,15 @@
  * kernel; a second lookup is a disk hit with identical bytes and no compile; a source with
  * __TIME__ is compiled but bypasses the store; a compile error carries NVRTC's log; without
  * a driver kc_graph_get says so while compile-only works; spec errors name the place;
- * the architecture is not in the key, options and sizes are.
+ * the architecture is not in the key, options and sizes are; a spec is refused at load when
+ * the launch program could not hold it (issue 15: caps on every array, loaded in linear time).
  */
 
 #include <dirent.h>
 
 #include "common/internal.h"
 #include "compile/elf.h"
+#include "graph/program.h"
 #include "kcache.h"
 #include "helpers.h"
 
@@ -259,6 +261,73 @@ static void test_spec_errors_name_the_place(void **state) {
     }
 }
 
+/* A spec with one kernel, one input of size N, and one forward step taking `nargs` arguments
+ * "i32:1" (and `nscratch` scratch buffers), written to <dir>/caps.json. */
+static void write_caps_spec(const char *sp, int nargs, int nscratch) {
+    size_t cap = 256 + (size_t)nargs * 10 + (size_t)nscratch * 6;
+    char *j = malloc(cap);
+    size_t o = (size_t)snprintf(j, cap, "{\"name\": \"caps\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}],"
+                                        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
+                                        " \"forward\": {\"scratch\": [");
+    for (int i = 0; i < nscratch; i++) o += (size_t)snprintf(j + o, cap - o, "%s16", i ? ", " : "");
+    o += (size_t)snprintf(j + o, cap - o, "], \"steps\": [{\"kernel\": \"k\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [");
+    for (int i = 0; i < nargs; i++) o += (size_t)snprintf(j + o, cap - o, "%s\"i32:1\"", i ? ", " : "");
+    o += (size_t)snprintf(j + o, cap - o, "]}]}}");
+    kct_write(sp, j, o);
+    free(j);
+}
+
+/* Issue 15 item 4: a spec must not accept what the loader later rejects (a step with 257
+ * arguments compiled and stored, then its launch program was "malformed" on load), and loading
+ * is linear with a cap on every array (100k step arguments took 12 s). */
+static void test_spec_caps_match_the_launch_program(void **state) {
+    (void)state;
+    char sp[600], kp[600];
+    snprintf(kp, sizeof kp, "%s/k.cu", dir);
+    kct_write(kp, "extern \"C\" __global__ void k() {}\n", 34);
+    snprintf(sp, sizeof sp, "%s/caps.json", dir);
+    /* 256 arguments: accepted, and the launch program it stores reads back. */
+    write_caps_spec(sp, 256, 1);
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, sp) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    kc_buf b = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &b);
+    kc_program *p;
+    assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
+    kc_program_free(p);
+    kc_buf_free(&b);
+    kc_graph_desc_free(d);
+    /* 257: refused at load, naming the place and the limit; the builder refuses it too. */
+    write_caps_spec(sp, 257, 1);
+    assert_int_equal(kc_graph_desc_load(&d, sp), KC_EINVAL);
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "forward[0]") || !strstr(m, "256")) fail_msg("'%s'", m);
+    /* 100k arguments: refused as quickly (a linear count, not a quadratic walk). */
+    write_caps_spec(sp, 100000, 1);
+    uint64_t t0 = kc_now_ns();
+    assert_int_equal(kc_graph_desc_load(&d, sp), KC_EINVAL);
+    assert_true(kc_now_ns() - t0 < 5000000000ull);
+    /* More scratch buffers than a launch program holds: refused at load. */
+    write_caps_spec(sp, 1, 4097);
+    assert_int_equal(kc_graph_desc_load(&d, sp), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "4096"));
+    /* The builders enforce the same limits. */
+    assert_int_equal(kc_graph_desc_new(&d, "caps"), KC_OK);
+    kc_kernel_src k = {0};
+    k.file = "k.cu";
+    k.source = "extern \"C\" __global__ void k() {}";
+    k.name = "k";
+    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    const char *one[3] = {"1", "1", "1"};
+    const char *args[257];
+    for (int i = 0; i < 257; i++) args[i] = "i32:1";
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 257), KC_EINVAL);
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 256), KC_OK);
+    for (int i = 0; i < 64; i++) assert_int_equal(kc_graph_add_wrapper(d, "w", (uint32_t)i, NULL, 0), KC_OK);
+    assert_int_equal(kc_graph_add_wrapper(d, "w", 64, NULL, 0), KC_EINVAL); /* wrapper.c reads at most 64 */
+    kc_graph_desc_free(d);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -267,6 +336,7 @@ int main(void) {
         T(test_time_macros_bypass_the_store),
         T(test_compile_error_carries_the_log),
         T(test_without_a_driver),
+        T(test_spec_caps_match_the_launch_program),
         T(test_key_components),
         T(test_spec_errors_name_the_place),
     };
