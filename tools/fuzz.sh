@@ -1,36 +1,53 @@
 #!/usr/bin/env bash
-# fuzz.sh — build the libFuzzer targets with clang under ASan+UBSan, replay every seed
-# corpus (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with
-# its dictionary (tests/fuzz/<target>.dict).
+# fuzz.sh — build the libFuzzer targets with clang under ASan+UBSan, with the library itself
+# instrumented for coverage (tests/fuzz/CMakeLists.txt), replay every seed corpus
+# (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with its
+# dictionary (tests/fuzz/<target>.dict), and say how many edges of the code each one reached.
 # New inputs found go to a scratch folder, not into the repository.
 # KCACHE_WERROR=ON in the environment builds with -Werror (CI); without it warnings only warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh --fuzz
 export PATH="$PATH:/usr/local/cuda/bin"
+# entry, bundle: raw bytes; entry_sums, bundle_sums: checksums made right around the fuzzer's bytes;
+# sections: an entry built from the fuzzer's sections (tests/fuzz/harness.h).
+targets=(entry entry_sums sections expr program bundle bundle_sums spec manifest)
 # KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
   -DKCACHE_BUILD_TESTS=OFF -DKCACHE_BUILD_TOOLS=OFF "-DKCACHE_SANITIZE=address;undefined" \
   "-DKCACHE_WERROR=${KCACHE_WERROR:-OFF}" >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_entry fuzz_expr fuzz_program fuzz_bundle fuzz_spec fuzz_manifest
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 secs=${FUZZ_SECONDS:-15}
 scratch=$(mktemp -d /tmp/kcache-fuzz-XXXXXX)
+crashes=build-fuzz/crashes   # an input that crashes is kept here (the scratch folder is removed)
+mkdir -p "$crashes"
 trap 'rm -rf "$scratch" /tmp/kcfuzz-*' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 total=0
-targets=(entry expr program bundle spec manifest)
+summary=()
 for t in "${targets[@]}"; do
   bin=build-fuzz/tests/fuzz/fuzz_$t
   seeds=tests/fuzz/corpus/$t
   n=$(ls "$seeds" | wc -l)
   "$bin" -runs=0 "$seeds" >"$scratch/$t.replay" 2>&1 || { tail -30 "$scratch/$t.replay"; exit 1; }
   mkdir -p "$scratch/$t"
-  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -dict="tests/fuzz/$t.dict" "$scratch/$t" "$seeds" \
-    >"$scratch/$t.log" 2>&1 \
-    || { tail -40 "$scratch/$t.log"; exit 1; }
-  execs=$(grep -o 'Done [0-9]* runs' "$scratch/$t.log" | grep -o '[0-9]*' || echo 0)
+  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict="tests/fuzz/$t.dict" \
+    -artifact_prefix="$crashes/$t-" "$scratch/$t" "$seeds" >"$scratch/$t.log" 2>&1 \
+    || { grep -m1 -A30 'ERROR:' "$scratch/$t.log" || true; tail -8 "$scratch/$t.log"
+         echo "fuzz_$t: FAILED (the input is in $crashes/; replay it: $bin <file>)"; exit 1; }
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$scratch/$t.log" | grep -o '[0-9]*$' || echo 0)
+  # libFuzzer's "cov: N" on its status lines: edges of instrumented code reached; the last is the final count.
+  seed_edges=$(grep -o 'cov: [0-9]*' "$scratch/$t.replay" | tail -1 | grep -o '[0-9]*' || echo 0)
+  edges=$(grep -o 'cov: [0-9]*' "$scratch/$t.log" | tail -1 | grep -o '[0-9]*' || echo 0)
+  # A floor that only an uninstrumented library misses (it left every target at 2-9 edges).
+  if [ "$edges" -lt "${FUZZ_MIN_EDGES:-40}" ]; then
+    echo "fuzz_$t: only $edges edges covered: is the library built with -fsanitize=fuzzer-no-link?"; exit 1
+  fi
   total=$((total + execs))
-  echo "fuzz_$t: replayed $n seeds, $execs executions in ${secs}s (dictionary: $(grep -c '^"' "tests/fuzz/$t.dict") tokens), no crash"
+  echo "fuzz_$t: replayed $n seeds ($seed_edges edges), $execs executions in ${secs}s" \
+       "(dictionary: $(grep -c '^"' "tests/fuzz/$t.dict") tokens), $edges edges, no crash"
+  summary+=("fuzz_$t: $execs execs, $edges edges")
 done
+printf '%s\n' "${summary[@]}"
 echo "fuzz: $total executions, 0 crashes"
 echo "fuzz: ${#targets[@]} passed, 0 failed"

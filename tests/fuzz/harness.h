@@ -1,0 +1,114 @@
+/*
+ * harness.h — what the checksum-aware fuzz targets share: fixing up checksums around the
+ * fuzzer's bytes, and walking every section of a decoded entry through its parser.
+ *
+ * The one idea: a mutated entry or bundle almost always fails its first checksum, so a
+ * target that hands the fuzzer's bytes straight to the decoder never reaches the section
+ * parsers.  These helpers recompute the checksums the format demands (entry.h, bundle.h)
+ * over whatever the fuzzer wrote, so the mutations land in the parsers behind them:
+ * META (entry.c), KERNELS (graph/kernels.c), FORWARD/BACKWARD (graph/program.c) and
+ * WRAPPERS (graph/wrapper.c).
+ *
+ * Only the fuzz targets in this folder include it (fuzz_entry_sums.c, fuzz_sections.c,
+ * fuzz_bundle_sums.c).  Must not: abort on input the library may refuse — a refusal is
+ * a correct answer; only a crash, a sanitizer report or a broken invariant is a finding.
+ */
+#ifndef KCACHE_FUZZ_HARNESS_H
+#define KCACHE_FUZZ_HARNESS_H
+
+#include <stdint.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "graph/program.h"
+#include "kcache.h"
+
+static inline uint32_t fz_rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t fz_rd64(const uint8_t *p) { return (uint64_t)fz_rd32(p) | (uint64_t)fz_rd32(p + 4) << 32; }
+static inline void fz_wr64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/*
+ * Make an entry's checksums right for the bytes it holds (entry.h, format v1): total_len
+ * becomes the buffer's length, each section whose bytes lie inside the buffer gets the
+ * XXH3-64 of them, and header_sum covers the header and the (possibly mutated) table.
+ * Lengths, offsets and codecs stay as the fuzzer wrote them.
+ */
+static inline void fz_fix_entry(uint8_t *p, size_t n) {
+    enum { HDR = 96, SUM = 88, DESC = 40, MAXSEC = 16 };
+    if (n < HDR) return;
+    fz_wr64(p + 64, (uint64_t)n);
+    uint32_t nsec = fz_rd32(p + 72);
+    if (nsec > MAXSEC || HDR + (size_t)nsec * DESC > n) return; /* the decoder refuses it first */
+    for (uint32_t i = 0; i < nsec; i++) {
+        uint8_t *d = p + HDR + (size_t)i * DESC;
+        uint64_t stored = fz_rd64(d + 16), off = fz_rd64(d + 24);
+        if (off <= n && stored <= n - off) fz_wr64(d + 32, XXH3_64bits(p + off, (size_t)stored));
+    }
+    uint8_t tmp[SUM + MAXSEC * DESC];
+    memcpy(tmp, p, SUM);
+    memcpy(tmp + SUM, p + HDR, (size_t)nsec * DESC);
+    fz_wr64(p + SUM, XXH3_64bits(tmp, SUM + (size_t)nsec * DESC));
+}
+
+static int fz_resolve(void *ctx, int role, size_t i, void **ptr) {
+    (void)ctx;
+    *ptr = (void *)(uintptr_t)(role * 1000 + (int)i);
+    return KC_OK;
+}
+
+/* A launch program, as the loader does it: decode, then every step's dims and arguments. */
+static inline void fz_program(const void *data, size_t len) {
+    kc_program *p;
+    if (kc_program_decode(data, len, &p) != KC_OK) return;
+    int64_t syms[64];
+    for (size_t i = 0; i < 64; i++) syms[i] = (int64_t)(i * 37 + 1);
+    if (p->nsyms <= 64)
+        for (size_t i = 0; i < p->nsteps; i++) {
+            unsigned g[3], b[3], sh;
+            kc_argval vals[256];
+            void *args[256];
+            uint64_t philox[2] = {1, 2};
+            kc_program_dims(p, i, syms, g, b, &sh);
+            if (p->steps[i].nargs <= 256) kc_program_args(p, i, syms, fz_resolve, NULL, philox, vals, args);
+        }
+    kc_program_free(p);
+}
+
+static void fz_kernel_cb(const char *name, const char *lowered, const char *target, int is_ptx, size_t len, void *ctx) {
+    size_t *total = ctx;
+    *total += strlen(name) + strlen(lowered) + strlen(target) + (size_t)is_ptx + len;
+}
+
+static int fz_base_call(void *ctx, kc_forward_call *c) {
+    (void)ctx;
+    (void)c;
+    return KC_OK;
+}
+
+/* Every section of a decoded entry through its parser: META, KERNELS, programs, WRAPPERS. */
+static inline void fz_consume(kc_entry *e) {
+    size_t total = strlen(kc_entry_toolchain(e)) + strlen(kc_entry_variant(e));
+    for (size_t i = 0; i < kc_entry_digest_count(e); i++) {
+        const char *name;
+        kc_digest d;
+        if (kc_entry_digest_at(e, i, &name, &d) == KC_OK) total += strlen(name);
+    }
+    kc_entry_kernels(e, fz_kernel_cb, &total);
+    const void *data;
+    size_t len;
+    if (kc_entry_section(e, KC_SECTION_FORWARD, &data, &len) == KC_OK) fz_program(data, len);
+    if (kc_entry_section(e, KC_SECTION_BACKWARD, &data, &len) == KC_OK) fz_program(data, len);
+    kc_wrapper_chain *ch = NULL;
+    kc_callable base = {fz_base_call, NULL};
+    if (kc_wrapper_chain_build(&ch, e, &base) == KC_OK) kc_wrapper_chain_free(ch);
+    void *out;
+    size_t olen;
+    if (kc_entry_encode(e, &out, &olen) == KC_OK) kc_free(out); /* a decoded entry re-encodes */
+    if (total == (size_t)-1) __builtin_trap(); /* keep the walk */
+}
+
+#endif
