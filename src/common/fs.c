@@ -104,10 +104,17 @@ int kc_fs_mkdirs(const char *path, mode_t mode) {
     return KC_OK;
 }
 
+int kc_fs_fd_is_regular(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st_out) {
     *out = NULL;
     *len = 0;
-    int fd = kc_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer forever; the type is
+     * checked before the first read (a regular file ignores the flag). */
+    int fd = kc_sys_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd < 0) {
         if (errno == ENOENT) return KC_MISS;
         return kc_err_errno(errno, "opening '%s'", path);

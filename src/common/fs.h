@@ -47,8 +47,13 @@ int kc_sys_unlink(const char *path);
 /** Create `path` and its missing parents with `mode`. */
 int kc_fs_mkdirs(const char *path, mode_t mode);
 
+/** Whether open descriptor `fd` is a regular file (0 for a FIFO, device, socket, or when
+ *  fstat fails).  Open what is read with O_NONBLOCK, then check this before reading. */
+int kc_fs_fd_is_regular(int fd);
+
 /**
  * Read a whole regular file (at most `max` bytes, else KC_ECORRUPT).  KC_MISS if absent.
+ * Opened with O_NONBLOCK: a FIFO or device is refused (KC_ECORRUPT), never waited on.
  * `*out` is freed with free(); `st` (may be NULL) receives its fstat.
  */
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st);

@@ -244,8 +244,12 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
     if (rc) return rc;
     snprintf(path, cap, "%s/%.2s/.lock.%s", l->v1, name, name);
     for (int attempt = 0; attempt < 8; attempt++) {
-        int fd = kc_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+        int fd = kc_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd < 0) return kc_err_errno(errno, "opening lock '%s'", path);
+        if (!kc_fs_fd_is_regular(fd)) {
+            close(fd);
+            return kc_err(KC_EIO, "lock '%s' is not a regular file", path);
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int e = errno;
             close(fd);

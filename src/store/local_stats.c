@@ -6,7 +6,8 @@
  * The one idea: a hit costs no write.  Counts are atomics in memory; a flush adds them into
  * each dirty shard's file under flock, so every process sharing the directory adds its own
  * and nobody's are lost.  Bookkeeping never fails an operation: a stats file that cannot be
- * opened is logged, and one that is missing or damaged reads as zeros.
+ * opened is logged, and one that is missing or damaged reads as zeros; one that is not a
+ * regular file (a FIFO) is opened without blocking and then left alone.
  *
  * A shard's stats file, <dir>/v1/<2 hex>/stats (little-endian, STATS_FILE_SIZE bytes):
  *     magic "KCSTATS1" (8) | slot count u32 (32) | reserved u32 (0)
@@ -70,9 +71,14 @@ static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
 void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
-    int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+    int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
         kc_log(KC_LOG_STORE, "opening %s: %s", p, strerror(errno));
+        return;
+    }
+    if (!kc_fs_fd_is_regular(fd)) { /* a FIFO or device in its place: never read, lock or write it */
+        kc_log(KC_LOG_STORE, "%s is not a regular file: counts not saved", p);
+        close(fd);
         return;
     }
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
@@ -115,9 +121,9 @@ void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
     memset(v, 0, sizeof(int64_t) * STATS_SLOTS);
-    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO would block the open */
     if (fd < 0) return;
-    stats_read_fd(fd, v);
+    if (kc_fs_fd_is_regular(fd)) stats_read_fd(fd, v);
     close(fd);
 }
 
