@@ -191,6 +191,8 @@ typedef struct im_item {
     size_t len;
 } im_item;
 
+static int by_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 #define BAD(p, fmt, ...) kc_err(KC_ECORRUPT, "bundle '%s': " fmt, (p), ##__VA_ARGS__)
 
 /* Phase one: everything verified, nothing written.  *content_out owns the bytes items point into. */
@@ -205,6 +207,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     uint8_t *content = NULL;
     im_item *items = NULL;
     struct toc_row { uint64_t off, size, sum; } *toc = NULL;
+    const char **order = NULL;
     if (flen < HEADER) { rc = BAD(path, "%zu bytes is shorter than its header (truncated)", flen); goto fail; }
     if (memcmp(h, MAGIC, 8) != 0) { rc = BAD(path, "not a kcache bundle (bad magic)"); goto fail; }
     if (XXH3_64bits(h, 40) != kc_rd_u64(h + 40)) { rc = BAD(path, "header checksum mismatch"); goto fail; }
@@ -257,11 +260,17 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         expect += toc[i].size;
     }
     if (expect != r.left) { rc = BAD(path, "entries do not fill the bundle"); goto fail; }
+    /* A name twice: sorted copies side by side (n log n; comparing each with every earlier one
+     * was quadratic in the count). */
+    order = kc_calloc(count ? count : 1, sizeof *order);
+    if (!order) { rc = kc_err(KC_ENOMEM, "import: out of memory"); goto fail; }
+    for (uint32_t i = 0; i < count; i++) order[i] = items[i].name;
+    qsort(order, count, sizeof *order, by_str);
+    for (uint32_t i = 1; i < count; i++)
+        if (strcmp(order[i - 1], order[i]) == 0) { rc = BAD(path, "'%s' appears twice", order[i]); goto fail; }
     for (uint32_t i = 0; i < count; i++) {
         items[i].data = r.p + toc[i].off;
         items[i].len = (size_t)toc[i].size;
-        for (uint32_t k = 0; k < i; k++)
-            if (strcmp(items[k].name, items[i].name) == 0) { rc = BAD(path, "'%s' appears twice", items[i].name); goto fail; }
         if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) { rc = BAD(path, "entry '%s' checksum mismatch", items[i].name); goto fail; }
         if (mac_key && (rc = kc_entry_mac_check(items[i].data, items[i].len, mac_key, mac_key_len))) {
             if (rc == KC_EPERM) rc = kc_err(KC_EPERM, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
@@ -283,6 +292,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         }
     }
     free(toc);
+    free(order);
     free(file);
     *content_out = content;
     *items_out = items;
@@ -290,6 +300,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     return KC_OK;
 fail:
     free(toc);
+    free(order);
     free(file);
     free(content);
     free(items);

@@ -328,6 +328,12 @@ static void test_sizes_that_wrap_are_refused(void **state) {
         assert_int_equal(kc_bundle_import(cache, path, 0, &r), KC_ECORRUPT);
         assert_non_null(strstr(kc_error_last()->message, "size"));
     }
+    /* Two entries under one name (sizes that fit): refused. */
+    const char *twice[2] = {names[1], names[1]};
+    uint64_t o2[2] = {0, L / 2}, s2[2] = {L / 2, L - L / 2}, c2[2] = {XXH3_64bits(body, L / 2), XXH3_64bits(body + L / 2, L - L / 2)};
+    write_bundle_toc(path, 2, twice, o2, s2, c2, body, sizeof body);
+    assert_int_equal(kc_bundle_import(cache, path, 1, NULL), KC_ECORRUPT);
+    assert_non_null(strstr(kc_error_last()->message, "appears twice"));
     /* One entry claiming more than the bundle holds, or more than an entry may be. */
     uint64_t off0 = 0, big = KC_ENTRY_MAX_BYTES + 1, sum0 = 0;
     write_bundle_toc(path, 1, names, &off0, &big, &sum0, body, sizeof body);
