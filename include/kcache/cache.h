@@ -50,7 +50,8 @@ extern "C" {
  * KCACHE_READONLY=1, KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tier: KCACHE_REMOTE (a URL),
  * KCACHE_REMOTE_READONLY=1, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,
  * KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL (seconds), KCACHE_REMOTE_MAX_VALUE (a size),
- * KCACHE_REMOTE_QUEUE (writes queued at most); authentication: KCACHE_HMAC_KEY (the key's
+ * KCACHE_REMOTE_QUEUE (writes queued at most), KCACHE_REMOTE_CLOSE_MS (how long kc_cache_close
+ * waits for queued writes; 3000: the rest are dropped and counted); authentication: KCACHE_HMAC_KEY (the key's
  * bytes) or KCACHE_HMAC_KEY_FILE (a file holding them).
  *
  * Lookups go memory → local directory → remote, and a remote hit is written back to the
@@ -83,7 +84,9 @@ typedef struct kc_cache kc_cache;
  */
 KC_API int kc_cache_open(kc_cache **out, const kc_options *opts);
 
-/** Close a cache; accepts NULL.  No other thread may be using it. */
+/** Close a cache; accepts NULL.  No other thread may be using it.  Queued remote writes are
+ *  waited for at most KCACHE_REMOTE_CLOSE_MS (3000) plus one remote deadline; the rest are
+ *  dropped, each counted once in remote_dropped. */
 KC_API void kc_cache_close(kc_cache *c);
 
 /** The resolved cache directory; borrowed, lives as long as the cache. */

@@ -248,6 +248,9 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     }
     kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c};
     if ((rc = kc_tiers_new(&c->tiers, &tc)) != KC_OK) goto fail;
+    unsigned close_ms = 0; /* how long kc_cache_close waits for the remote write queue (0: 3 s) */
+    if (!(flags & KC_OPEN_NO_ENV) && (rc = env_uint("KCACHE_REMOTE_CLOSE_MS", &close_ms))) goto fail;
+    kc_tiers_set_close_ms(c->tiers, close_ms);
     if (c->mode != KC_CACHE_DISABLED && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)max,
            c->mode == KC_CACHE_DISABLED ? ", disabled" : c->mode == KC_CACHE_READONLY ? ", read-only" : "");
@@ -264,7 +267,7 @@ fail:
 
 void kc_cache_close(kc_cache *c) {
     if (!c) return;
-    kc_tiers_free(c->tiers); /* waits for the remote writes, frees the remote, then the local store */
+    kc_tiers_free(c->tiers); /* waits for the remote writes (a bounded time), frees the remote, then the local store */
     wipe_free(c->mac_key, c->mac_key_len);
     free(c);
 }

@@ -4,7 +4,8 @@
  * with one scripted hostile reply.  Each case holds the deadline and a bounded memory
  * cost (an array header of two billion elements, then silence or a stream of small
  * elements; a bulk over the cap; nesting without end), and a connection that received
- * more than one reply is never used again (the next command would read the stale one).
+ * more than one reply is never used again (the next command would read the stale one); a
+ * slow but live server does not hold kc_cache_close past KCACHE_REMOTE_CLOSE_MS.
  * Needs no redis-server; the fake stops by itself after a few seconds.
  */
 #include "kcache.h"
@@ -16,7 +17,9 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
-enum mode { HUGE_SILENT, HUGE_STREAM, BULK_STREAM, DEEP_STREAM, EXTRA_REPLY };
+enum mode { HUGE_SILENT, HUGE_STREAM, BULK_STREAM, DEEP_STREAM, EXTRA_REPLY, SLOW };
+
+#define SLOW_MS 300 /* SLOW answers every command this late: inside the deadline, so no breaker opens */
 
 typedef struct fake {
     enum mode mode;
@@ -45,6 +48,8 @@ static size_t stream_chunk(enum mode m, char *buf, size_t cap) {
 static void *fake_main(void *arg) {
     fake *f = arg;
     int cl[8], ncl = 0, started[8] = {0};
+    const char *pending[8] = {0}; /* SLOW: the reply owed, and when */
+    uint64_t due[8] = {0};
     static char chunk[65536];
     uint64_t t0 = now_ns();
     while (!f->stop && ms_since(t0) < 5000) { /* bounded: it stops by itself */
@@ -77,10 +82,18 @@ static void *fake_main(void *arg) {
                         f->commands++;
                         r = strstr(req, "SET") ? "+OK\r\n:1\r\n" : ":0\r\n"; /* one reply too many for SET */
                         break;
+                    case SLOW: /* one command at a time per connection */
+                        pending[i] = strstr(req, "SET") ? "+OK\r\n" : strstr(req, "GET") ? "$-1\r\n" : ":0\r\n";
+                        due[i] = now_ns() + SLOW_MS * 1000000ull;
+                        break;
                     }
-                    send(cl[i], r, strlen(r), MSG_NOSIGNAL);
-                    started[i] = f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY;
+                    if (r) send(cl[i], r, strlen(r), MSG_NOSIGNAL);
+                    started[i] = f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY && f->mode != SLOW;
                 }
+            }
+            if (pending[i] && now_ns() >= due[i]) {
+                send(cl[i], pending[i], strlen(pending[i]), MSG_NOSIGNAL);
+                pending[i] = NULL;
             }
             if (started[i]) { /* stream until the client goes away */
                 size_t n = stream_chunk(f->mode, chunk, sizeof chunk);
@@ -199,6 +212,56 @@ static void test_extra_reply_discards_the_connection(void **state) {
     fake_stop(&f);
 }
 
+static kc_cache *open_slow(const char *dir, int port, const char *close_ms) {
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    setenv("KCACHE_REMOTE_CLOSE_MS", close_ms, 1);
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_OPTIONS_WIN; /* the environment is read: KCACHE_REMOTE_CLOSE_MS */
+    o.remote = url;
+    o.remote_config.deadline_ms = 1000;
+    kc_cache *c = NULL;
+    int rc = kc_cache_open(&c, &o);
+    unsetenv("KCACHE_REMOTE_CLOSE_MS");
+    return rc == KC_OK ? c : NULL;
+}
+
+static void test_close_is_bounded_with_a_slow_remote(void **state) {
+    (void)state;
+    enum { PUTS = 8, CLOSE = 300 };
+    fake f;
+    fake_start(&f, SLOW);
+    char *dir = kct_tmpdir("slowclose");
+    assert_null(open_slow(dir, f.port, "abc")); /* a bad value is an error, not a guess */
+    kc_cache *c = open_slow(dir, f.port, "300");
+    assert_non_null(c);
+    for (int i = 0; i < PUTS; i++) {
+        kc_key k = kct_key("slowclose", i);
+        kc_entry *e;
+        assert_int_equal(kc_entry_new(&e, &k, "sm_90"), KC_OK);
+        assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, "k", 1), KC_OK);
+        assert_int_equal(kc_cache_put(c, e), KC_OK);
+        kc_entry_free(e);
+    }
+    uint64_t t0 = now_ns();
+    kc_cache_close(c); /* 8 writes × 300 ms queued: 2.4 s before; now 300 ms + the one in flight */
+    double ms = ms_since(t0);
+    fake_stop(&f);
+    if (ms > CLOSE + SLOW_MS + 400) fail_msg("close took %.0f ms (bound %d ms + one command)", ms, CLOSE);
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    kc_stats st;
+    assert_int_equal(kc_cache_stats(c, &st), KC_OK);
+    assert_int_equal(st.v[KC_STAT_REMOTE_PUTS] + st.v[KC_STAT_REMOTE_DROPPED], PUTS); /* each counted once */
+    assert_true(st.v[KC_STAT_REMOTE_DROPPED] >= PUTS - 3);
+    kc_cache_close(c);
+    kct_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_huge_array_then_silence),
@@ -206,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_bulk_over_the_cap),
         cmocka_unit_test(test_endless_nesting),
         cmocka_unit_test(test_extra_reply_discards_the_connection),
+        cmocka_unit_test(test_close_is_bounded_with_a_slow_remote),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
