@@ -213,16 +213,23 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
             t->strides[r] = dup_or_null(strides[r], &oom);
         } else if (r == rank - 1) {
             t->strides[r] = dup_or_null("1", &oom);
-        } else {
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s%s%s", strcmp(t->strides[r + 1], "1") ? t->strides[r + 1] : "",
-                     strcmp(t->strides[r + 1], "1") ? "*" : "", t->sizes[r + 1]);
-            t->strides[r] = dup_or_null(buf, &oom);
+        } else { /* sized to fit: a fixed buffer truncated long products into another expression */
+            const char *next = t->strides[r + 1];
+            int one = strcmp(next, "1") == 0;
+            size_t n = (one ? 0 : strlen(next) + 1) + strlen(t->sizes[r + 1]) + 1;
+            char *buf = kc_malloc(n);
+            if (!buf) {
+                oom = 1;
+                break;
+            }
+            snprintf(buf, n, "%s%s%s", one ? "" : next, one ? "" : "*", t->sizes[r + 1]);
+            t->strides[r] = buf;
         }
     }
     if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
     for (int r = 0; r < rank; r++) {
         int rc = check_expr(d, t->strides[r], "input stride");
+        if (!rc) rc = fits_program(d, t->strides[r], "an input stride");
         if (rc) return rc;
     }
     return KC_OK;

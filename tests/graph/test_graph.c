@@ -323,6 +323,21 @@ static void test_spec_caps_match_the_launch_program(void **state) {
     for (int i = 0; i < 257; i++) args[i] = "i32:1";
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 257), KC_EINVAL);
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 256), KC_OK);
+    /* Default strides are products of the later sizes, whole however long (a 512-byte buffer
+     * truncated them into another expression). */
+    char a[301], bsym[301], want[700];
+    memset(a, 'a', 300), a[300] = 0;
+    memset(bsym, 'b', 300), bsym[300] = 0;
+    const char *sizes[3] = {"N", a, bsym};
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 3, sizes, NULL, 0), KC_OK);
+    kc_buf pb = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &pb);
+    kc_program *prog;
+    assert_int_equal(kc_program_decode(pb.data, pb.len, &prog), KC_OK);
+    snprintf(want, sizeof want, "%s*%s", bsym, a); /* stride[1] * size[1] */
+    assert_string_equal(kc_program_tensor(prog, KC_ROLE_INPUT, 0)->strides[0], want);
+    kc_program_free(prog);
+    kc_buf_free(&pb);
     for (int i = 0; i < 64; i++) assert_int_equal(kc_graph_add_wrapper(d, "w", (uint32_t)i, NULL, 0), KC_OK);
     assert_int_equal(kc_graph_add_wrapper(d, "w", 64, NULL, 0), KC_EINVAL); /* wrapper.c reads at most 64 */
     kc_graph_desc_free(d);
