@@ -19,7 +19,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "../common/internal.h"
@@ -78,11 +77,13 @@ int kc_parse_size(const char *s, uint64_t *out) {
     return KC_OK;
 }
 
-static int env_flag(const char *name) {
-    const char *v = getenv(name);
-    if (!v || !*v) return 0;
-    return !(strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "no") == 0 ||
-             strcasecmp(v, "off") == 0);
+/* A boolean KCACHE_* variable (common/env.c: strict, a bad value is an error naming it): set
+ * `flag` in *flags when it is on. */
+static int env_flag(const char *name, unsigned flag, unsigned *flags) {
+    bool on = false;
+    int rc = kc_env_flag(name, &on);
+    if (rc == KC_OK && on) *flags |= flag;
+    return rc;
 }
 
 static int default_dir(char *out, size_t cap) {
@@ -99,15 +100,12 @@ static int default_dir(char *out, size_t cap) {
     return kc_err(KC_EINVAL, "no cache directory: set KCACHE_DIR, XDG_CACHE_HOME or HOME");
 }
 
+/* A millisecond, second or count KCACHE_* variable: decimal digits up to 86400000. */
 static int env_uint(const char *name, unsigned *out) {
-    const char *v = getenv(name);
-    if (!v || !*v) return KC_OK;
-    char *end;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (errno || *end || v[0] == '-' || n > 86400000ul) return kc_err(KC_EINVAL, "%s: not a number: '%s'", name, v);
+    unsigned long long n = *out;
+    int rc = kc_env_uint(name, 86400000ull, &n);
     *out = (unsigned)n;
-    return KC_OK;
+    return rc;
 }
 
 /* Free a buffer that held a key, overwriting it first. */
@@ -135,11 +133,13 @@ static int remote_env(kc_options *o, void **owned) {
     e = getenv("KCACHE_HMAC_KEY");
     if (e && *e) o->hmac_key = e, o->hmac_key_len = strlen(e);
     e = getenv("KCACHE_HMAC_KEY_FILE");
-    if (e && *e) {
+    if (e && !*e) return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE is set but empty: name the key file, or unset it");
+    if (e) {
         void *data;
         size_t len;
-        if ((rc = kc_fs_read_file(e, 4096, &data, &len, NULL)))
-            return kc_err_prefix(rc == KC_MISS ? KC_EINVAL : rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
+        if ((rc = kc_fs_read_file(e, 4096, &data, &len, NULL)) == KC_MISS)
+            return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE names '%s', which does not exist", e);
+        if (rc) return kc_err_prefix(rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
         while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
         *owned = data;
         o->hmac_key = data, o->hmac_key_len = len;
@@ -216,11 +216,14 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
             kc_err_prefix(rc, "KCACHE_MAX_SIZE");
             goto fail;
         }
-        if (env_flag("KCACHE_DISABLE")) flags |= KC_OPEN_DISABLE;
-        if (env_flag("KCACHE_READONLY")) flags |= KC_OPEN_READONLY;
-        if (env_flag("KCACHE_ALLOW_UNSAFE_DIR")) flags |= KC_OPEN_ALLOW_UNSAFE_DIR;
-        if (env_flag("KCACHE_REMOTE_READONLY")) flags |= KC_OPEN_REMOTE_READONLY;
-        if ((rc = remote_env(&o, &env_key))) goto fail;
+        double lock_wait = 0; /* read where it is used (graph/lookup.c); checked here so a bad one fails the open */
+        if ((rc = env_flag("KCACHE_DISABLE", KC_OPEN_DISABLE, &flags)) ||
+            (rc = env_flag("KCACHE_READONLY", KC_OPEN_READONLY, &flags)) ||
+            (rc = env_flag("KCACHE_ALLOW_UNSAFE_DIR", KC_OPEN_ALLOW_UNSAFE_DIR, &flags)) ||
+            (rc = env_flag("KCACHE_REMOTE_READONLY", KC_OPEN_REMOTE_READONLY, &flags)) ||
+            (rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &lock_wait)) ||
+            (rc = remote_env(&o, &env_key)))
+            goto fail;
     }
     if (dir && *dir) {
         if (strlen(dir) >= sizeof c->dir) {

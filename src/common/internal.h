@@ -55,6 +55,16 @@ void kc_alloc_fail_at(long nth, bool every);
 /** How many allocations have been made to fail so far. */
 long kc_alloc_fail_count(void);
 
+/* ---- KCACHE_* environment values (env.c): strict, unset or empty = not given ---- */
+/** A boolean: 1/true/yes/on or 0/false/no/off (any case); *out untouched when unset; else KC_EINVAL naming `name`. */
+int kc_env_flag(const char *name, bool *out);
+/** Decimal digits, at most `max`; *out untouched when unset; else KC_EINVAL naming `name`. */
+int kc_env_uint(const char *name, unsigned long long max, unsigned long long *out);
+/** A finite decimal number of seconds in [0, max] (no sign, exponent, inf or nan); as kc_env_uint. */
+int kc_env_seconds(const char *name, double max, double *out);
+/** The longest KCACHE_LOCK_WAIT (seconds): a day.  kc_cache_open checks it, graph/lookup.c uses it. */
+#define KC_LOCK_WAIT_MAX_S 86400.0
+
 /* ---- time ---- */
 uint64_t kc_now_ns(void);       /* CLOCK_REALTIME */
 uint64_t kc_mono_ns(void);      /* CLOCK_MONOTONIC */

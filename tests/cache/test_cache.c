@@ -397,6 +397,48 @@ static void test_options_win_over_environment(void **state) {
     free(old_xdg);
 }
 
+/* Issue 15, item 19: every KCACHE_* value kc_cache_open reads is parsed strictly — a bad one
+ * fails the open with an error naming the variable, never a guess ("fasle" was on, "abc" and
+ * "-5" seconds of KCACHE_LOCK_WAIT were accepted, inf cast out of range); a missing
+ * KCACHE_HMAC_KEY_FILE says what is missing. */
+static void test_bad_environment_values_are_errors(void **state) {
+    (void)state;
+    struct { const char *name, *value; } bad[] = {
+        {"KCACHE_READONLY", "fasle"}, {"KCACHE_READONLY", "0 "}, {"KCACHE_DISABLE", "N"},
+        {"KCACHE_ALLOW_UNSAFE_DIR", "y"}, {"KCACHE_REMOTE_READONLY", "2"},
+        {"KCACHE_LOCK_WAIT", "inf"}, {"KCACHE_LOCK_WAIT", "1e300"}, {"KCACHE_LOCK_WAIT", "2e10"},
+        {"KCACHE_LOCK_WAIT", "abc"}, {"KCACHE_LOCK_WAIT", "-5"},
+        {"KCACHE_REMOTE_DEADLINE_MS", " 5"}, {"KCACHE_REMOTE_QUEUE", "+5"}, {"KCACHE_REMOTE_TTL", "1e3"},
+    };
+    kc_cache *c;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i].name, bad[i].value, 1);
+        int rc = kc_cache_open(&c, &(kc_options){.version = KC_OPTIONS_VERSION, .dir = dir});
+        if (rc != KC_EINVAL) fail_msg("%s='%s' was accepted (%s)", bad[i].name, bad[i].value, kc_status_str(rc));
+        if (!strstr(kc_error_last()->message, bad[i].name))
+            fail_msg("%s='%s': the error does not name it: %s", bad[i].name, bad[i].value, kc_error_last()->message);
+        unsetenv(bad[i].name);
+    }
+    setenv("KCACHE_READONLY", "TRUE", 1); /* the words, in any case */
+    setenv("KCACHE_LOCK_WAIT", "0.5", 1);
+    c = open_at(dir, 0);
+    assert_int_equal(kc_cache_mode(c), KC_CACHE_READONLY);
+    kc_cache_close(c);
+    unsetenv("KCACHE_READONLY");
+    unsetenv("KCACHE_LOCK_WAIT");
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/no-such-key", dir);
+    setenv("KCACHE_HMAC_KEY_FILE", missing, 1);
+    assert_int_equal(kc_cache_open(&c, &(kc_options){.version = KC_OPTIONS_VERSION, .dir = dir}), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_HMAC_KEY_FILE"));
+    assert_non_null(strstr(kc_error_last()->message, "no-such-key"));
+    assert_non_null(strstr(kc_error_last()->message, "does not exist"));
+    setenv("KCACHE_HMAC_KEY_FILE", "", 1);
+    assert_int_equal(kc_cache_open(&c, &(kc_options){.version = KC_OPTIONS_VERSION, .dir = dir}), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_HMAC_KEY_FILE"));
+    unsetenv("KCACHE_HMAC_KEY_FILE");
+}
+
 /* Profiles (guard.h) live where the cache says, under its own directory; a disabled cache has none. */
 static void test_profile_dir(void **state) {
     (void)state;
@@ -429,6 +471,7 @@ int main(void) {
         T(test_allocation_failures_never_crash),
         T(test_maintenance_reads_keep_lru_order),
         T(test_options_win_over_environment),
+        T(test_bad_environment_values_are_errors),
         T(test_profile_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

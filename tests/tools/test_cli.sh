@@ -172,5 +172,13 @@ for p in 1 2 3 4; do "$FILL" "$R" 150 8000 >/dev/null 2>"$T/fill$p.err" & pids="
 while kill -0 $pids 2>/dev/null; do "$KC" --cache-dir "$R" clear >/dev/null || bad "clear failed"; done
 for p in $pids; do wait "$p" && ok || bad "a put failed while clear ran: $(cat "$T"/fill*.err | head -c 300)"; done
 
+# Item 19: a bad KCACHE_* value is an error naming the variable, never a guess.
+for kv in KCACHE_LOCK_WAIT=inf KCACHE_LOCK_WAIT=-5 KCACHE_READONLY=fasle KCACHE_DISABLE=N KCACHE_REMOTE_QUEUE=abc; do
+  expect_rc 1 env "$kv" "$KC" --cache-dir "$R" stats
+  grep -q "${kv%%=*}" "$T/err" && ok || bad "$kv: the error does not name the variable: $(cat "$T/err")"
+done
+expect_rc 1 env KCACHE_HMAC_KEY_FILE="$T/no-such-key" "$KC" --cache-dir "$R" stats
+grep -q "no-such-key.*does not exist" "$T/err" && ok || bad "a missing KCACHE_HMAC_KEY_FILE is not named: $(cat "$T/err")"
+
 echo "test_cli: $((checks-fails)) passed, $fails failed"
 [ "$fails" = 0 ]

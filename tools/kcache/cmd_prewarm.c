@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -30,10 +31,12 @@ const cli_cmd cli_cmd_prewarm = {
     "remote (compiled ones, and local hits the remote lacks) and waits until it is sent.",
     cmd_prewarm};
 
-/* Whether the environment variable `name` is set to something other than 0/false/no/off. */
+/* Whether the boolean environment variable `name` is on.  Read after kc_cache_open, which
+ * refused any value but 1/true/yes/on and 0/false/no/off (any case), so those are all it sees. */
 static int getenv_flag(const char *name) {
     const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0 && strcmp(v, "false") != 0 && strcmp(v, "no") != 0 && strcmp(v, "off") != 0;
+    return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0 &&
+           strcasecmp(v, "off") != 0;
 }
 
 typedef struct pw_view {
