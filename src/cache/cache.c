@@ -54,12 +54,15 @@ int kc_options_init(kc_options *opts, unsigned version) {
 int kc_parse_size(const char *s, uint64_t *out) {
     if (!s || !out) return kc_err(KC_EINVAL, "kc_parse_size: NULL argument");
     const char *p = s;
-    while (*p == ' ') p++;
     if (*p < '0' || *p > '9') return kc_err(KC_EINVAL, "not a size: '%s' (e.g. 5G, 500M, 64K)", s);
+    /* Digits with at most one fraction, nothing strtod would also take (spaces, an exponent,
+     * hex, inf): the grammar is strict (common/env.c's rule, issue 15 item 19). */
+    size_t n = strspn(p, "0123456789");
+    if (p[n] == '.') n += 1 + strspn(p + n + 1, "0123456789");
     errno = 0;
     char *end;
     double v = strtod(p, &end);
-    if (errno || end == p || v < 0) return kc_err(KC_EINVAL, "not a size: '%s'", s);
+    if (errno || end != p + n || v < 0) return kc_err(KC_EINVAL, "not a size: '%s' (e.g. 5G, 500M, 64K)", s);
     double mult = 1;
     switch (*end) {
     case 'k': case 'K': mult = 1024.0; end++; break;

@@ -69,6 +69,12 @@ static void test_parse_size(void **state) {
         uint64_t v;
         assert_int_equal(kc_parse_size(bad[i], &v), KC_EINVAL);
     }
+    /* Strict (issue 15, item 19): nothing strtod takes beyond digits and one fraction. */
+    const char *guessed[] = {" 5G", "0x10", "1e3", "1e3K", "5G ", "1.2.3M", "nan", "inf"};
+    for (size_t i = 0; i < sizeof guessed / sizeof guessed[0]; i++) {
+        uint64_t v;
+        if (kc_parse_size(guessed[i], &v) != KC_EINVAL) fail_msg("size '%s' was accepted", guessed[i]);
+    }
 }
 
 static void test_options_version_is_checked(void **state) {
