@@ -352,8 +352,8 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
         const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "wrappers");
         int nw = 0, i = -1;
         if (!rc && cJSON_IsArray(ws)) rc = array_len(&s, "wrappers", ws, SPEC_MAX_WRAPPERS, &nw);
-        const cJSON *w;
-        cJSON_ArrayForEach(w, cJSON_IsArray(ws) && !rc ? ws : NULL) {
+        const cJSON *w, *wl = cJSON_IsArray(ws) && !rc ? ws : NULL; /* cJSON_ArrayForEach does not parenthesise */
+        cJSON_ArrayForEach(w, wl) {
             if (rc) break;
             i++;
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "version");
