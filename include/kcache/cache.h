@@ -39,8 +39,8 @@ extern "C" {
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
 /** The fields these options set (dir, max_size, remote: non-NULL, non-zero) win over KCACHE_DIR,
  *  KCACHE_MAX_SIZE and KCACHE_REMOTE; the environment still fills the fields left unset.  An empty
- *  dir set is the default directory, an empty remote none.  For a command line, whose flags are
- *  more specific than the environment (without this flag the environment wins). */
+ *  dir is an error (KC_EINVAL), never the default directory; an empty remote is none.  For a command
+ *  line, whose flags are more specific than the environment (without this flag the environment wins). */
 #define KC_OPEN_OPTIONS_WIN 0x20u
 
 /**
@@ -210,7 +210,8 @@ KC_API int kc_cache_verify(kc_cache *c, kc_verify_report *out);
 
 /**
  * Evict least-recently-used entries until the directory holds at most `max_size` bytes
- * (0: the cache's limit), collect stale temporary files, and recount every shard.  One
+ * (0: the cache's limit; a cache without a limit, KCACHE_MAX_SIZE=0, evicts nothing), collect
+ * stale temporary files (an hour old: a write in flight is never one), and recount every shard.  One
  * cleaner at a time: KC_EBUSY when another process is cleaning.  `out` may be NULL.
  */
 KC_API int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out);
