@@ -415,7 +415,7 @@ static void test_a_full_queue_drops_the_write(void **state) {
 
 static void test_close_waits_a_bounded_time_and_counts_the_rest(void **state) {
     (void)state;
-    enum { PUTS = 12, DELAY = 150, CLOSE = 300 }; /* PUTS: the remote holds 16 names */
+    enum { PUTS = 12, DELAY = 250, CLOSE = 300 }; /* PUTS: the remote holds 16 names */
     mem *m = mem_new(KC_STORE_BACKEND_VERSION, 1);
     m->delay_ms = DELAY; /* inside any deadline: no breaker opens */
     kc_tiers_config cfg = {0, NULL, 0, sink, NULL};
@@ -430,13 +430,15 @@ static void test_close_waits_a_bounded_time_and_counts_the_rest(void **state) {
     mem_set(m, 0, 0);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    kc_tiers_free(t); /* 12 × 150 ms queued: waits 300 ms, then one put in flight at most */
+    kc_tiers_free(t); /* 12 × 250 ms queued: waits 300 ms, then one put in flight at most */
     clock_gettime(CLOCK_MONOTONIC, &b);
     double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-    if (ms > CLOSE + DELAY + 500) fail_msg("close took %.0f ms (bound %d + one put)", ms, CLOSE);
+    /* Not a speed claim: waiting for every queued write would take PUTS × DELAY = 3 s; the bound
+     * is ~0.55 s.  Generous margins both ways, so a loaded (sanitizer) machine cannot flip it. */
+    if (ms > (PUTS * DELAY) * 2 / 3) fail_msg("close took %.0f ms: it waited for the queue (bound %d ms + one put)", ms, CLOSE);
     int64_t sent = counted(KC_STAT_REMOTE_PUTS), dropped = counted(KC_STAT_REMOTE_DROPPED);
     assert_int_equal(sent + dropped, PUTS); /* each write counted exactly once */
-    assert_true(dropped >= PUTS - (CLOSE + 200) / DELAY);
+    assert_true(dropped >= 1);             /* the bound acted: the rest was dropped, and counted */
 }
 
 static void test_publish_seals_and_sends_once(void **state) {
