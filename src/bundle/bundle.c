@@ -200,7 +200,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
                   im_item **items_out, size_t *n_out) {
     void *file;
     size_t flen;
-    int rc = kc_fs_read_file(path, KC_BUNDLE_MAX_BYTES + HEADER, &file, &flen, NULL);
+    int rc = kc_fs_read_input(path, KC_BUNDLE_MAX_BYTES + HEADER, &file, &flen, NULL);
     if (rc == KC_MISS) return kc_err(KC_EINVAL, "bundle '%s': no such file", path);
     if (rc) return rc;
     const uint8_t *h = file;

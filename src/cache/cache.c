@@ -140,7 +140,7 @@ static int remote_env(kc_options *o, void **owned) {
     if (e) {
         void *data;
         size_t len;
-        if ((rc = kc_fs_read_file(e, 4096, &data, &len, NULL)) == KC_MISS)
+        if ((rc = kc_fs_read_input(e, 4096, &data, &len, NULL)) == KC_MISS)
             return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE names '%s', which does not exist", e);
         if (rc) return kc_err_prefix(rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
         while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;

@@ -109,12 +109,35 @@ int kc_fs_fd_is_regular(int fd) {
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st_out) {
+int kc_fs_real_dir(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return kc_err_errno(errno, "checking directory '%s'", path);
+    if (S_ISLNK(st.st_mode))
+        return kc_err(KC_EIO, "'%s' is a symbolic link; nothing inside the cache directory is followed", path);
+    if (!S_ISDIR(st.st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", path);
+    return KC_OK;
+}
+
+DIR *kc_fs_opendir_nofollow(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
+/* The one reader: `nofollow` refuses a symbolic link as the last part of `path` (files inside
+ * the cache); without it a link the user named is followed (inputs). */
+static int read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st_out, bool nofollow) {
     *out = NULL;
     *len = 0;
     /* O_NONBLOCK: opening a FIFO for reading would wait for a writer forever; the type is
      * checked before the first read (a regular file ignores the flag). */
-    int fd = kc_sys_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    int fd = kc_sys_open(path, O_RDONLY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0), 0);
     if (fd < 0) {
         if (errno == ENOENT) return KC_MISS;
         return kc_err_errno(errno, "opening '%s'", path);
@@ -158,6 +181,14 @@ int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struc
     *out = buf;
     *len = got;
     return KC_OK;
+}
+
+int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st) {
+    return read_file(path, max, out, len, st, true);
+}
+
+int kc_fs_read_input(const char *path, size_t max, void **out, size_t *len, struct stat *st) {
+    return read_file(path, max, out, len, st, false);
 }
 
 int kc_fs_write_all(int fd, const void *data, size_t len, const char *what) {

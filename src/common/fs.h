@@ -15,6 +15,7 @@
 #ifndef KC_FS_H
 #define KC_FS_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -52,11 +53,29 @@ int kc_fs_mkdirs(const char *path, mode_t mode);
 int kc_fs_fd_is_regular(int fd);
 
 /**
- * Read a whole regular file (at most `max` bytes, else KC_ECORRUPT).  KC_MISS if absent.
- * Opened with O_NONBLOCK: a FIFO or device is refused (KC_ECORRUPT), never waited on.
- * `*out` is freed with free(); `st` (may be NULL) receives its fstat.
+ * Read a whole regular file inside the cache directory (at most `max` bytes, else
+ * KC_ECORRUPT).  KC_MISS if absent.  A symbolic link is refused (O_NOFOLLOW): nothing in
+ * the cache is followed elsewhere.  Opened with O_NONBLOCK: a FIFO or device is refused
+ * (KC_ECORRUPT), never waited on.  `*out` is freed with free(); `st` (may be NULL)
+ * receives its fstat.  Callers: the local store, the cache's peek, records, guard
+ * profiles, toolkit memos.
  */
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st);
+
+/**
+ * Read a whole regular file the user named (a spec, source, manifest, bundle, key file):
+ * as kc_fs_read_file, but a symbolic link is followed (Bazel runfiles, Kubernetes secret
+ * mounts are links).  Never use it for a path inside the cache directory.
+ */
+int kc_fs_read_input(const char *path, size_t max, void **out, size_t *len, struct stat *st);
+
+/** KC_OK when `path` is a directory and not a symbolic link (lstat); KC_EIO naming it
+ *  otherwise.  The local store checks every folder it writes into with this. */
+int kc_fs_real_dir(const char *path);
+
+/** opendir that never follows a symbolic link as the last part of `path` (NULL with errno
+ *  ELOOP or ENOTDIR then).  Every folder inside the cache directory is read with this. */
+DIR *kc_fs_opendir_nofollow(const char *path);
 
 /**
  * Replace `path` atomically with `data`: a unique temporary file beside it (".tmp.*"),

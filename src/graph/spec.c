@@ -52,10 +52,10 @@ static int read_beside(sctx *s, const char *where, const char *name, char **out)
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
     void *data;
     size_t len;
-    int rc = kc_fs_read_file(path, SPEC_MAX_BYTES, &data, &len, NULL);
+    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, &data, &len, NULL);
     if (rc == KC_MISS) return SPEC_ERR(s, where, "cannot read '%s': no such file", path);
     if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
-    ((char *)data)[len] = '\0'; /* kc_fs_read_file leaves room for it */
+    ((char *)data)[len] = '\0'; /* kc_fs_read_input leaves room for it */
     if (strlen(data) != len) {
         free(data);
         return SPEC_ERR(s, where, "'%s' holds a NUL byte", path);
@@ -316,7 +316,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     *out = NULL;
     void *text;
     size_t len;
-    int rc = kc_fs_read_file(spec_path, SPEC_MAX_BYTES, &text, &len, NULL);
+    int rc = kc_fs_read_input(spec_path, SPEC_MAX_BYTES, &text, &len, NULL);
     if (rc == KC_MISS) return kc_err(KC_EINVAL, "%s: no such file", spec_path);
     if (rc) return rc;
     ((char *)text)[len] = '\0';

@@ -165,7 +165,7 @@ int kc_manifest_load(kc_manifest **out, const char *path) {
     if (!path || !*path) return kc_err(KC_EINVAL, "kc_manifest_load: no path");
     void *text;
     size_t len;
-    int rc = kc_fs_read_file(path, KC_MANIFEST_MAX_BYTES, &text, &len, NULL);
+    int rc = kc_fs_read_input(path, KC_MANIFEST_MAX_BYTES, &text, &len, NULL);
     if (rc == KC_MISS) return kc_err(KC_EINVAL, "cannot read manifest '%s': no such file", path);
     if (rc == KC_ECORRUPT) return kc_err(KC_EINVAL, "manifest %s", kc_error_last()->message);
     if (rc) return kc_err_prefix(rc, "manifest");

@@ -56,6 +56,26 @@ static void shard_dir(const kc_local *l, int shard, char *out, size_t cap) {
     snprintf(out, cap, "%s/%02x", l->v1, shard);
 }
 
+/* [Note: no links inside] The cache directory itself is checked at open (safedir.c); below
+ * it nothing is followed: v1/, a shard or quarantine/ replaced by a symbolic link would send
+ * writes (and gc's removals) outside the cache.  So every folder is lstat'ed before it is
+ * written into — v1/ and the folder (`sub`: a shard "xx" or "quarantine") — and a link is
+ * refused (KC_EIO, naming it); files in them are opened O_NOFOLLOW or replaced by rename. */
+static int real_dirs(const kc_local *l, const char *sub) {
+    char p[PATH_MAX];
+    int rc = kc_fs_real_dir(l->v1);
+    if (rc == KC_OK && sub) {
+        snprintf(p, sizeof p, "%s/%s", l->v1, sub);
+        rc = kc_fs_real_dir(p);
+    }
+    return rc;
+}
+
+static int real_shard(const kc_local *l, const char *name) {
+    char sub[3] = {name[0], name[1], '\0'};
+    return real_dirs(l, sub);
+}
+
 /* ---- open / free ---- */
 
 int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned flags) {
@@ -80,13 +100,16 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         rc = kc_local_dir_check_(l->root); /* [Note: safe directories] (safedir.c) */
     if (rc == KC_OK && !l->readonly) {
         char p[PATH_MAX];
-        rc = kc_fs_mkdirs(l->v1, 0700);
+        if (mkdir(l->v1, 0700) != 0 && errno != EEXIST) rc = kc_err_errno(errno, "creating '%s'", l->v1);
+        if (rc == KC_OK) rc = real_dirs(l, NULL); /* [Note: no links inside] */
         for (int s = 0; rc == KC_OK && s < KC_SHARDS; s++) {
             shard_dir(l, s, p, sizeof p);
             if (mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_err_errno(errno, "creating '%s'", p);
+            else rc = kc_fs_real_dir(p);
         }
         snprintf(p, sizeof p, "%s/quarantine", l->v1);
         if (rc == KC_OK && mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_err_errno(errno, "creating '%s'", p);
+        if (rc == KC_OK) rc = kc_fs_real_dir(p);
     }
     if (rc != KC_OK) {
         kc_err_prefix(rc, "opening cache directory '%s'", l->root);
@@ -166,8 +189,9 @@ int kc_local_put(kc_local *l, const char *name, const void *data, size_t len) {
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
     struct stat old;
-    bool had = stat(path, &old) == 0;
-    rc = kc_fs_write_atomic(path, data, len);
+    bool had = lstat(path, &old) == 0;
+    rc = real_shard(l, name); /* [Note: no links inside] */
+    if (rc == KC_OK) rc = kc_fs_write_atomic(path, data, len);
     if (rc != KC_OK) {
         kc_local_count(l, shard, KC_STAT_STORE_ERRORS, 1);
         return rc;
@@ -210,6 +234,7 @@ int kc_local_remove(kc_local *l, const char *name) {
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
+    if ((rc = real_shard(l, name))) return rc;
     return remove_counted(l, name, path, (kc_stat)-1);
 }
 
@@ -225,6 +250,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
              (unsigned long long)kc_now_ns());
     struct stat st;
     if (lstat(path, &st) != 0) return KC_OK; /* already gone (another process quarantined it) */
+    if ((rc = real_shard(l, name)) || (rc = real_dirs(l, "quarantine"))) return rc;
     if (kc_sys_rename(path, dest) != 0) {
         if (errno == ENOENT) return KC_OK;
         kc_log(KC_LOG_STORE, "quarantine %s: %s; removing it", path, strerror(errno));
@@ -243,6 +269,7 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
     int rc = kc_store_name_check(name);
     if (rc) return rc;
     snprintf(path, cap, "%s/%.2s/.lock.%s", l->v1, name, name);
+    if ((rc = real_shard(l, name))) return rc;
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = kc_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd < 0) return kc_err_errno(errno, "opening lock '%s'", path);
@@ -288,11 +315,19 @@ bool kc_local_entry_file_name_(const char *f, char name[KC_NAME_MAX + 1]) {
 
 int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx) {
     char dir[PATH_MAX], path[PATH_MAX + 256];
+    struct stat vst;
+    if (lstat(l->v1, &vst) == 0 && !S_ISDIR(vst.st_mode)) return kc_fs_real_dir(l->v1); /* [Note: no links inside] */
     for (int s = 0; s < KC_SHARDS; s++) {
         shard_dir(l, s, dir, sizeof dir);
-        DIR *d = opendir(dir);
+        DIR *d = kc_fs_opendir_nofollow(dir);
         if (!d) {
-            if (errno == ENOENT) continue;
+            int e = errno;
+            if (e == ENOENT) continue;
+            if (e == ELOOP || e == ENOTDIR) { /* a link or a file in a shard's place: never followed */
+                kc_log(KC_LOG_STORE, "skipping '%s': not a directory (a symbolic link is never followed)", dir);
+                continue;
+            }
+            errno = e;
             return kc_err_errno(errno, "reading directory '%s'", dir);
         }
         struct dirent *de;

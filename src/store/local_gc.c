@@ -216,7 +216,7 @@ int kc_local_clear(kc_local *l) {
     if (rc) return rc;
     char q[PATH_MAX], p[PATH_MAX + 256];
     snprintf(q, sizeof q, "%s/quarantine", l->v1);
-    DIR *d = opendir(q);
+    DIR *d = kc_fs_opendir_nofollow(q); /* [Note: no links inside] (local.c) */
     if (d) {
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {

@@ -418,6 +418,48 @@ static void test_a_very_compressible_cache_still_round_trips(void **state) {
     assert_int_equal(r.written, 8);
 }
 
+/* Issue 15 item 17: inputs the user names are followed through symbolic links (Bazel runfiles,
+ * Kubernetes secret mounts: a link to a link to the file): a bundle imported through a link,
+ * and KCACHE_HMAC_KEY_FILE naming a link. */
+static void test_inputs_named_through_links_are_followed(void **state) {
+    (void)state;
+    fill(3);
+    char real[600], hop[600], link[600];
+    snprintf(real, sizeof real, "%s/warm.kcb", dir);
+    snprintf(hop, sizeof hop, "%s/..data", dir);
+    snprintf(link, sizeof link, "%s/runfile.kcb", dir);
+    assert_int_equal(kc_bundle_export(cache, real, NULL, NULL), KC_OK);
+    assert_int_equal(symlink("warm.kcb", hop), 0);
+    assert_int_equal(symlink(hop, link), 0);
+    assert_int_equal(kc_cache_clear(cache), KC_OK);
+    kc_bundle_report r;
+    assert_int_equal(kc_bundle_import(cache, link, 0, &r), KC_OK);
+    assert_int_equal(r.written, 3);
+    /* The key file as a secret mount lays it out: key -> ..data/key, ..data -> a dated folder. */
+    char secret[600], dated[600], key[700], data_link[600], keylink[600];
+    snprintf(secret, sizeof secret, "%s/secret", dir);
+    snprintf(dated, sizeof dated, "%s/..2026_11_23", secret);
+    snprintf(key, sizeof key, "%s/key", dated);
+    snprintf(data_link, sizeof data_link, "%s/..data", secret);
+    snprintf(keylink, sizeof keylink, "%s/key", secret);
+    assert_int_equal(mkdir(secret, 0700), 0);
+    assert_int_equal(mkdir(dated, 0700), 0);
+    assert_int_equal(kct_write(key, "a key of at least sixteen bytes\n", 32), 0);
+    assert_int_equal(chmod(key, 0600), 0);
+    assert_int_equal(symlink("..2026_11_23", data_link), 0);
+    assert_int_equal(symlink("..data/key", keylink), 0);
+    char *d2 = kct_tmpdir("bundle-keylink");
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = d2;
+    setenv("KCACHE_HMAC_KEY_FILE", keylink, 1);
+    kc_cache *keyed = NULL;
+    int rc = kc_cache_open(&keyed, &o);
+    unsetenv("KCACHE_HMAC_KEY_FILE");
+    if (rc) fprintf(stderr, "%s\n", kc_error_last()->message);
+    assert_int_equal(rc, KC_OK);
+    kct_close_cache(d2, keyed);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -428,6 +470,7 @@ int main(void) {
         T(test_sizes_that_wrap_are_refused),
         T(test_a_decompression_bomb_is_refused_before_inflating),
         T(test_a_very_compressible_cache_still_round_trips),
+        T(test_inputs_named_through_links_are_followed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,12 +92,44 @@ static void test_temp_names(void **state) {
     assert_false(kc_fs_is_temp_name("abc.kce"));
 }
 
+/* Issue 15 items 16, 17: a link inside the cache is refused (kc_fs_read_file, kc_fs_real_dir,
+ * kc_fs_opendir_nofollow); an input the user names is followed through it (kc_fs_read_input). */
+static void test_links_inputs_followed_cache_refused(void **state) {
+    (void)state;
+    char f[512], l[512], d[512], dl[512];
+    snprintf(f, sizeof f, "%s/file", dir);
+    snprintf(l, sizeof l, "%s/link", dir);
+    snprintf(d, sizeof d, "%s/folder", dir);
+    snprintf(dl, sizeof dl, "%s/folder-link", dir);
+    assert_int_equal(kc_fs_write_atomic(f, "hello", 5), KC_OK);
+    assert_int_equal(symlink("file", l), 0);
+    void *data;
+    size_t len;
+    assert_int_not_equal(kc_fs_read_file(l, 100, &data, &len, NULL), KC_OK);
+    assert_int_equal(kc_fs_read_input(l, 100, &data, &len, NULL), KC_OK);
+    assert_int_equal(len, 5);
+    assert_memory_equal(data, "hello", 5);
+    free(data);
+    assert_int_equal(mkdir(d, 0700), 0);
+    assert_int_equal(symlink("folder", dl), 0);
+    assert_int_equal(kc_fs_real_dir(d), KC_OK);
+    assert_int_equal(kc_fs_real_dir(dl), KC_EIO);
+    assert_non_null(strstr(kc_error_last()->message, "symbolic link"));
+    assert_int_equal(kc_fs_real_dir(f), KC_EIO);
+    DIR *dp = kc_fs_opendir_nofollow(d);
+    assert_non_null(dp);
+    closedir(dp);
+    assert_null(kc_fs_opendir_nofollow(dl));
+    assert_true(errno == ENOTDIR || errno == ELOOP); /* Linux: ENOTDIR (O_DIRECTORY meets the link) */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_write_then_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_keep_old_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_every_from_n, setup, teardown),
         cmocka_unit_test(test_temp_names),
+        cmocka_unit_test_setup_teardown(test_links_inputs_followed_cache_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -495,6 +495,70 @@ static void test_conformance(void **state) {
     kc_local_free(l);
 }
 
+/* Issue 15 item 16: a shard, v1/ or quarantine/ replaced by a symbolic link is never followed:
+ * puts, removes, locks and quarantines refuse it (naming the link), gc and clear skip it, and
+ * nothing lands in (or is removed from) the folder the link points to. */
+static void test_links_inside_the_cache_are_refused(void **state) {
+    (void)state;
+    char root[512], out[512], p[600], q[700];
+    snprintf(root, sizeof root, "%s/cache", dir);
+    snprintf(out, sizeof out, "%s/elsewhere", dir);
+    assert_int_equal(mkdir(out, 0700), 0);
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, root, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1], other[KC_NAME_MAX + 1];
+    name_for(0xab, name);
+    name_for(0xcd, other);
+    assert_int_equal(kc_local_put(l, other, "kept", 4), KC_OK);
+    /* A shard replaced by a link to a folder outside the cache. */
+    snprintf(p, sizeof p, "%s/v1/ab", root);
+    assert_int_equal(rmdir(p), 0);
+    assert_int_equal(symlink(out, p), 0);
+    snprintf(q, sizeof q, "%s/%s.kce", out, name);
+    assert_int_equal(kct_write(q, "victim", 6), 0); /* looks like an entry to whoever follows the link */
+    assert_int_equal(kc_local_put(l, name, "data", 4), KC_EIO);
+    assert_non_null(strstr(kc_error_last()->message, "symbolic link"));
+    assert_int_equal(kct_count_files(out, ".tmp."), 0);
+    assert_int_equal(kc_local_remove(l, name), KC_EIO);
+    int fd;
+    char lock[700];
+    assert_int_equal(kc_local_trylock(l, name, &fd, lock, sizeof lock), KC_EIO);
+    assert_int_equal(kct_count_files(out, ".lock."), 0);
+    assert_int_equal(kc_local_clear(l), KC_OK); /* clear and gc walk past it */
+    kc_gc_report r;
+    assert_int_equal(kc_local_gc(l, 1, &r), KC_OK);
+    assert_int_equal(kct_count_files(out, ".kce"), 1); /* the outside file survives both */
+    assert_int_equal(kc_local_open(&(kc_local *){NULL}, root, 0, 0), KC_EIO); /* a new handle refuses it */
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(mkdir(p, 0700), 0);
+    /* quarantine/ replaced by a link: the corrupt entry is not moved out of the cache. */
+    assert_int_equal(kc_local_put(l, name, "bad", 3), KC_OK);
+    snprintf(p, sizeof p, "%s/v1/quarantine", root);
+    assert_int_equal(rmdir(p), 0);
+    assert_int_equal(symlink(out, p), 0);
+    assert_int_not_equal(kc_local_quarantine(l, name), KC_OK);
+    assert_int_equal(kct_count_files(out, ".kce"), 1);
+    assert_int_equal(kc_local_clear(l), KC_OK); /* clear empties the quarantine, not what it links to */
+    assert_int_equal(kct_count_files(out, ".kce"), 1);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(mkdir(p, 0700), 0);
+    /* v1/ itself replaced by a link to a copy of it elsewhere. */
+    char v1[600], moved[600];
+    snprintf(v1, sizeof v1, "%s/v1", root);
+    snprintf(moved, sizeof moved, "%s/v1", out);
+    assert_int_equal(rename(v1, moved), 0);
+    assert_int_equal(symlink(moved, v1), 0);
+    size_t before = kct_count_files(out, ".kce");
+    name_for(0x12, name);
+    assert_int_equal(kc_local_put(l, name, "data", 4), KC_EIO);
+    assert_int_equal(kct_count_files(out, ".kce"), before);
+    assert_int_not_equal(kc_local_clear(l), KC_OK);
+    assert_int_equal(kct_count_files(out, ".kce"), before);
+    kc_local *again;
+    assert_int_equal(kc_local_open(&again, root, 0, 0), KC_EIO);
+    kc_local_free(l);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -514,6 +578,7 @@ int main(void) {
         T(test_conformance),
         T(test_zero_limit_means_no_limit),
         T(test_clear_spares_writes_in_flight),
+        T(test_links_inside_the_cache_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
