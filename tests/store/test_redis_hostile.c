@@ -265,6 +265,30 @@ static void test_close_is_bounded_with_a_slow_remote(void **state) {
     free(dir);
 }
 
+/* Issue 15 item 18: a URL the parser refuses is named in the error with its password hidden,
+ * as kc_remote_state shows it; the user name stays. */
+static void test_url_errors_hide_the_password(void **state) {
+    (void)state;
+    static const char *const bad[] = {
+        "redis://:s3cretpw@host:99999",       /* bad port */
+        "redis://alice:s3cretpw@host:6379/x", /* bad db */
+        "redis://s3cretpw@[::1",              /* unterminated address */
+        "redis://:s3cretpw@:6379",            /* no host */
+        "rediss://:s3cretpw@host",            /* scheme */
+        "redis://:s3cretpw@host:6379x",       /* trailing bytes */
+    };
+    kc_redis_config cfg = {100, 100, 1, 1, 0, 0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kc_store_backend *b = NULL;
+        assert_int_equal(kc_store_redis_open(&b, bad[i], &cfg), KC_EINVAL);
+        const char *m = kc_error_last()->message;
+        if (strstr(m, "s3cret")) fail_msg("'%s' shows the password: %s", bad[i], m);
+        assert_non_null(strstr(m, "***"));
+    }
+    assert_int_equal(kc_store_redis_open(&(kc_store_backend *){NULL}, "redis://alice:s3cretpw@host:6379/x", &cfg), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "redis://alice:***@host"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_huge_array_then_silence),
@@ -273,6 +297,7 @@ int main(void) {
         cmocka_unit_test(test_endless_nesting),
         cmocka_unit_test(test_extra_reply_discards_the_connection),
         cmocka_unit_test(test_close_is_bounded_with_a_slow_remote),
+        cmocka_unit_test(test_url_errors_hide_the_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
