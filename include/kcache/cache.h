@@ -92,8 +92,24 @@ KC_API void kc_cache_close(kc_cache *c);
 /** The resolved cache directory; borrowed, lives as long as the cache. */
 KC_API const char *kc_cache_dir(const kc_cache *c);
 
-/** The resolved size limit in bytes. */
+/**
+ * The resolved size limit in bytes (0: none).  The limit is the directory's once one is recorded
+ * (kc_cache_set_max_size): then kc_options.max_size and KCACHE_MAX_SIZE are ignored (logged), so
+ * a process with a smaller value cannot evict everyone's entries down to its own; they apply only
+ * to a directory without a recorded limit.
+ */
 KC_API uint64_t kc_cache_max_size(const kc_cache *c);
+
+/** The record field (kc_cache_record_get) holding the directory's size limit in bytes. */
+#define KC_RECORD_MAX_SIZE "max_size"
+
+/**
+ * Record `max_size` (bytes; 0: no limit) as the directory's size limit, for every process that
+ * opens it from now on, and apply it to this cache (`kcache gc --set-limit SIZE`).  It evicts
+ * nothing itself; the next put over the limit or gc does.  KC_EREADONLY for a read-only or
+ * disabled cache.
+ */
+KC_API int kc_cache_set_max_size(kc_cache *c, uint64_t max_size);
 
 /** How a cache was opened (from the KC_OPEN_* flags and the environment). */
 typedef enum kc_mode {

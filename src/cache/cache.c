@@ -181,6 +181,39 @@ static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
     return rc;
 }
 
+/*
+ * The size limit is the directory's once it has one (issue 15 item 9: a process with a smaller
+ * KCACHE_MAX_SIZE evicted everyone's entries down to its own): the record's "max_size" field,
+ * set by kc_cache_set_max_size (`kcache gc --set-limit SIZE`), wins over kc_options.max_size and
+ * KCACHE_MAX_SIZE, which then only apply to a directory without one; a process's own differing
+ * value is logged as ignored.  A record that cannot be read or parsed leaves the process's limit.
+ */
+static void limit_from_record(kc_cache *c) {
+    char v[32];
+    uint64_t rec;
+    if (kc_cache_record_get(c, KC_RECORD_MAX_SIZE, v, sizeof v) != KC_OK) return;
+    if (kc_parse_size(v, &rec) != KC_OK) {
+        kc_log(KC_LOG_STORE, "the record's %s '%s' is not a size: ignored", KC_RECORD_MAX_SIZE, v);
+        return;
+    }
+    if (rec != c->max_size)
+        kc_log(KC_LOG_STORE, "the directory's recorded limit %llu bytes wins over this process's %llu",
+               (unsigned long long)rec, (unsigned long long)c->max_size);
+    c->max_size = rec;
+    kc_local_set_max_size(c->local, rec);
+}
+
+int kc_cache_set_max_size(kc_cache *c, uint64_t max_size) {
+    if (!c) return kc_err(KC_EINVAL, "kc_cache_set_max_size: NULL cache");
+    char v[32];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)max_size);
+    int rc = kc_cache_record_set(c, KC_RECORD_MAX_SIZE, v);
+    if (rc) return rc;
+    c->max_size = max_size;
+    kc_local_set_max_size(c->local, max_size);
+    return KC_OK;
+}
+
 int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_open: out is NULL");
     *out = NULL;
@@ -258,6 +291,8 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!(flags & KC_OPEN_NO_ENV) && (rc = env_uint("KCACHE_REMOTE_CLOSE_MS", &close_ms))) goto fail;
     kc_tiers_set_close_ms(c->tiers, close_ms);
     if (c->mode != KC_CACHE_DISABLED && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
+    if (c->local) limit_from_record(c);
+    max = c->max_size;
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)max,
            c->mode == KC_CACHE_DISABLED ? ", disabled" : c->mode == KC_CACHE_READONLY ? ", read-only" : "");
     *out = c;

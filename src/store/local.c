@@ -124,6 +124,10 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
     return KC_OK;
 }
 
+void kc_local_set_max_size(kc_local *l, uint64_t max_size) {
+    if (l) l->max_size = max_size;
+}
+
 void kc_local_free(kc_local *l) {
     if (!l) return;
     kc_local_flush(l);
@@ -141,8 +145,10 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     struct stat st;
     rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, out, len, &st);
     if (!use) return rc;
-    if (rc == KC_OK && !l->readonly && st.st_mtime + TOUCH_AFTER_S < (time_t)(kc_now_ns() / 1000000000ull)) {
-        /* LRU clock: refresh the hit's time (a vanished file is fine). */
+    time_t now = (time_t)(kc_now_ns() / 1000000000ull);
+    if (rc == KC_OK && !l->readonly && (st.st_mtime + TOUCH_AFTER_S < now || st.st_mtime > now + TOUCH_AFTER_S)) {
+        /* LRU clock: refresh the hit's time, a time in the future too (the clock stepped back:
+         * local_gc.c orders it before every sane time); a vanished file is fine. */
         if (utimensat(AT_FDCWD, path, NULL, 0) != 0 && errno != ENOENT)
             kc_log(KC_LOG_STORE, "touch %s: %s", path, strerror(errno));
     }
@@ -260,6 +266,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
     kc_local_count(l, shard, KC_STAT_BYTES, -(int64_t)st.st_size);
     kc_local_count(l, shard, KC_STAT_ENTRIES, -1);
     kc_log(KC_LOG_STORE, "quarantined %s", name);
+    kc_local_quarantine_bound_(l); /* never outside the limit (local_gc.c) */
     return KC_OK;
 }
 

@@ -33,6 +33,8 @@ typedef struct kc_local kc_local;
 /** Flags of kc_local_open (KC_OPEN_READONLY, KC_OPEN_ALLOW_UNSAFE_DIR are honoured). */
 int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned flags);
 void kc_local_free(kc_local *l);
+/** Change the store's size limit (0: none): the cache's front door sets the directory's recorded limit. */
+void kc_local_set_max_size(kc_local *l, uint64_t max_size);
 
 int kc_local_get(kc_local *l, const char *name, void **out, size_t *len);
 /**

@@ -15,6 +15,15 @@
  * A temporary file is another process's write in flight until it is TEMP_STALE_S old by its
  * mtime: gc and clear remove only the stale ones, so a put racing them never loses its file.
  *
+ * Times in the future (the clock stepped back since an entry was used) are not "most recently
+ * used": an entry used since then has a sane time (a hit refreshes a future time too, local.c),
+ * so gc orders a future time as older than every sane one (the furthest future first) and the
+ * just-used entries stay.
+ *
+ * The quarantine is bounded (kc_local_quarantine_bound_): at most QUARANTINE_MAX_FILES files and
+ * a QUARANTINE_SHARE-th of the size limit, the oldest removed first — checked after each
+ * quarantine and by every gc, so it never grows outside the limit.
+ *
  * Must not: treat a file vanishing under it as an error, remove a lock file someone holds, or
  * remove a fresh temporary file.
  */
@@ -35,7 +44,8 @@
 #include "../common/internal.h"
 
 typedef struct gc_item {
-    int64_t mtime_ns;
+    int64_t mtime_ns; /* the file's time, to see a rewrite since the scan */
+    int64_t order_ns; /* its LRU order: the time, or before every sane time when in the future */
     uint64_t size;
     uint8_t shard;
     char file[KC_NAME_MAX + 8];
@@ -46,9 +56,15 @@ typedef struct gc_ctx {
     size_t n, cap;
     kc_local_sizes per[KC_SHARDS];
     uint64_t temp_removed;
-    int64_t now_s;
+    int64_t now_s, now_ns;
     int oom;
 } gc_ctx;
+
+/* The LRU order of a file's time: itself when not in the future; else before every sane time,
+ * the furthest future first (a clock stepped back: such an entry has not been used since). */
+static int64_t lru_order(int64_t mtime_ns, int64_t now_ns) {
+    return mtime_ns <= now_ns ? mtime_ns : INT64_MIN + (INT64_MAX - mtime_ns) / 2;
+}
 
 /* Whether a temporary file is an orphan rather than a write in flight: old by its mtime.  The
  * one rule gc and clear share. */
@@ -87,6 +103,7 @@ static int gc_file(int shard, const char *dir, const char *file, const struct st
     }
     gc_item *it = &g->items[g->n++];
     it->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    it->order_ns = lru_order(it->mtime_ns, g->now_ns);
     it->size = (uint64_t)st->st_size;
     it->shard = (uint8_t)shard;
     snprintf(it->file, sizeof it->file, "%s", file);
@@ -97,7 +114,56 @@ static int gc_file(int shard, const char *dir, const char *file, const struct st
 
 static int by_mtime(const void *a, const void *b) {
     const gc_item *x = a, *y = b;
-    return x->mtime_ns < y->mtime_ns ? -1 : x->mtime_ns > y->mtime_ns;
+    return x->order_ns < y->order_ns ? -1 : x->order_ns > y->order_ns;
+}
+
+typedef struct q_item {
+    int64_t order_ns;
+    uint64_t size;
+    char file[256];
+} q_item;
+
+static int q_by_time(const void *a, const void *b) {
+    const q_item *x = a, *y = b;
+    return x->order_ns < y->order_ns ? -1 : x->order_ns > y->order_ns;
+}
+
+void kc_local_quarantine_bound_(kc_local *l) {
+    if (l->readonly) return;
+    uint64_t max_bytes = l->max_size ? l->max_size / QUARANTINE_SHARE : UINT64_MAX;
+    char q[PATH_MAX], p[PATH_MAX + 256];
+    snprintf(q, sizeof q, "%s/quarantine", l->v1);
+    DIR *d = kc_fs_opendir_nofollow(q); /* [Note: no links inside] (local.c) */
+    if (!d) return;
+    q_item *items = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    int64_t now_ns = (int64_t)kc_now_ns();
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof items->file) continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (n == cap) {
+            q_item *r = kc_realloc(items, (cap = cap ? cap * 2 : 64) * sizeof *r);
+            if (!r) break; /* out of memory: bound what was listed */
+            items = r;
+        }
+        items[n].order_ns = lru_order((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, now_ns);
+        items[n].size = (uint64_t)st.st_size;
+        snprintf(items[n].file, sizeof items[n].file, "%s", de->d_name);
+        total += items[n++].size;
+    }
+    closedir(d);
+    if (n > QUARANTINE_MAX_FILES || total > max_bytes) {
+        qsort(items, n, sizeof *items, q_by_time);
+        for (size_t i = 0; i < n && (n - i > QUARANTINE_MAX_FILES || total > max_bytes); i++) {
+            snprintf(p, sizeof p, "%s/%s", q, items[i].file);
+            if (kc_sys_unlink(p) == 0 || errno == ENOENT) total -= items[i].size;
+            kc_log(KC_LOG_STORE, "quarantine full: removed %s", items[i].file);
+        }
+    }
+    free(items);
 }
 
 int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
@@ -119,7 +185,9 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
         close(lfd);
         return kc_err(KC_ENOMEM, "gc: out of memory");
     }
-    g->now_s = (int64_t)(kc_now_ns() / 1000000000ull);
+    g->now_ns = (int64_t)kc_now_ns();
+    g->now_s = g->now_ns / 1000000000;
+    kc_local_quarantine_bound_(l);
     int rc = kc_local_walk_shards_(l, gc_file, g);
     if (g->oom) rc = kc_err(KC_ENOMEM, "gc: out of memory");
     if (rc == KC_OK) {

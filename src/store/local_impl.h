@@ -27,6 +27,8 @@
 #define TEMP_STALE_S 3600        /* temp files older than this are orphans */
 #define AUTO_GC_TARGET 0.9       /* an automatic cleanup evicts down to 90% of the limit */
 #define ENTRY_SUFFIX ".kce"
+#define QUARANTINE_MAX_FILES 64  /* the quarantine keeps at most this many files, */
+#define QUARANTINE_SHARE 10      /* and at most this fraction (1/N) of the size limit */
 
 struct kc_local {
     char root[PATH_MAX];   /* <dir> */
@@ -52,6 +54,11 @@ typedef int (*kc_local_file_cb)(int shard, const char *dir, const char *file, co
 
 /** Visit every regular file of every shard (entries, temporary files, lock files); vanished files are skipped. */
 int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
+
+/* ---- local_gc.c ---- */
+
+/** Hold the quarantine to QUARANTINE_MAX_FILES files and 1/QUARANTINE_SHARE of the limit, oldest out first. */
+void kc_local_quarantine_bound_(kc_local *l);
 
 /* ---- local_stats.c ---- */
 

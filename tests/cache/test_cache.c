@@ -463,6 +463,63 @@ static void test_profile_dir(void **state) {
     kc_cache_close(c);
 }
 
+/* Put `n` entries (numbered from `first`) of about 4 KB that do not compress. */
+static void put_incompressible(kc_cache *c, int first, int n) {
+    static char payload[4097];
+    for (int i = first; i < first + n; i++) {
+        unsigned x = 2654435761u * (unsigned)(i + 1);
+        for (size_t j = 0; j + 1 < sizeof payload; j++) {
+            x = x * 1103515245u + 12345u;
+            payload[j] = (char)('!' + (x >> 16) % 90);
+        }
+        kc_entry *e = entry_for(i, "sm_80", payload);
+        if (kc_cache_put(c, e) != KC_OK) fail_msg("put %d: %s", i, kc_error_last()->message);
+        kc_entry_free(e);
+    }
+}
+
+/* Issue 15, item 9: the size limit is the directory's once recorded; a process with a smaller
+ * KCACHE_MAX_SIZE (or kc_options.max_size) no longer evicts everyone's entries down to its own
+ * (before: 30 entries became 13 after one put under 64K). */
+static void test_recorded_limit_wins_over_the_process(void **state) {
+    (void)state;
+    kc_cache *a = open_at(dir, 0);
+    assert_int_equal(kc_cache_record_set(a, "max_size", "10485760"), KC_OK); /* what `kcache limit 10M` records */
+    put_incompressible(a, 0, 30);
+    kc_cache_close(a);
+    assert_int_equal(kct_count_files(dir, ".kce"), 30);
+    setenv("KCACHE_MAX_SIZE", "64K", 1);
+    kc_cache *b = open_at(dir, 0);
+    assert_int_equal(kc_cache_max_size(b), 10485760);
+    put_incompressible(b, 100, 1);
+    kc_gc_report r;
+    assert_int_equal(kc_cache_gc(b, 0, &r), KC_OK); /* a gc at the limit in force evicts nothing either */
+    assert_int_equal(r.evicted, 0);
+    kc_cache_close(b);
+    assert_int_equal(kct_count_files(dir, ".kce"), 31);
+    /* Changed by the explicit call only; 0 records "no limit". */
+    b = open_at(dir, 0);
+    assert_int_equal(kc_cache_set_max_size(b, 0), KC_OK);
+    assert_int_equal(kc_cache_max_size(b), 0);
+    kc_cache_close(b);
+    b = open_at(dir, 0);
+    assert_int_equal(kc_cache_max_size(b), 0);
+    assert_int_equal(kc_cache_set_max_size(b, 100000), KC_OK);
+    assert_int_equal(kc_cache_max_size(b), 100000);
+    put_incompressible(b, 200, 1); /* about 130 KB, over 100 KB: the recorded limit now holds */
+    kc_cache_close(b);
+    unsetenv("KCACHE_MAX_SIZE");
+    assert_true(kct_count_files(dir, ".kce") < 31);
+    /* Without a recorded limit, the process's own applies (as before). */
+    char d2[600];
+    snprintf(d2, sizeof d2, "%s/other", dir);
+    setenv("KCACHE_MAX_SIZE", "64K", 1);
+    b = open_at(d2, 0);
+    assert_int_equal(kc_cache_max_size(b), 65536);
+    kc_cache_close(b);
+    unsetenv("KCACHE_MAX_SIZE");
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -479,6 +536,7 @@ int main(void) {
         T(test_options_win_over_environment),
         T(test_bad_environment_values_are_errors),
         T(test_profile_dir),
+        T(test_recorded_limit_wins_over_the_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

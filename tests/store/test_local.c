@@ -484,6 +484,82 @@ static void test_clear_spares_writes_in_flight(void **state) {
     kc_local_free(l);
 }
 
+/* Set an entry's time to now + `ahead` seconds with utimensat (a clock stepped back makes the
+ * times of entries used before the step lie in the future). */
+static void set_time_ahead(kc_local *l, const char *name, time_t ahead) {
+    char p[4096];
+    kc_local_path(l, name, p, sizeof p);
+    struct timespec t[2] = {{time(NULL) + ahead, 0}, {time(NULL) + ahead, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, p, t, 0), 0);
+}
+
+/* Issue 15, item 10: entries whose times lie in the future (the clock stepped back) are not the
+ * most recently used: gc evicts them before the entries used since, and a hit brings a future
+ * time back to now (before: gc evicted the just-used entries and kept the unused ones). */
+static void test_gc_future_times_are_not_recent(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    char name[KC_NAME_MAX + 1], buf[1000];
+    memset(buf, 'f', sizeof buf);
+    for (int i = 0; i < 10; i++) { /* 0-4: used before the step, never since; 5-9: used just now */
+        name_for(i, name);
+        assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
+        if (i < 5) set_time_ahead(l, name, 86400 + i);
+        else set_age(l, name, 10 - i);
+    }
+    name_for(4, name); /* a future-dated entry hit now becomes just used */
+    void *d;
+    size_t n;
+    assert_int_equal(kc_local_get(l, name, &d, &n), KC_OK);
+    free(d);
+    char p[4096];
+    struct stat st;
+    kc_local_path(l, name, p, sizeof p);
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_mtime <= time(NULL) + 1);
+    kc_gc_report r;
+    assert_int_equal(kc_local_gc(l, 6000, &r), KC_OK);
+    assert_int_equal(r.evicted, 4);
+    for (int i = 0; i < 10; i++) {
+        name_for(i, name);
+        if (kc_local_exists(l, name) != (i >= 4)) fail_msg("entry %d: %s", i, i >= 4 ? "used now, evicted" : "unused, kept");
+    }
+    kc_local_free(l);
+}
+
+/* Issue 15, item 10: the quarantine stays inside the limit — at most a tenth of it and 64 files,
+ * the oldest removed first (before: 10 MB of quarantine under a 1 MB limit). */
+static void test_quarantine_is_bounded(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 100000, 0), KC_OK);
+    char name[KC_NAME_MAX + 1], q[600];
+    static char buf[4000];
+    memset(buf, 'q', sizeof buf);
+    snprintf(q, sizeof q, "%s/v1/quarantine", dir);
+    for (int i = 0; i < 20; i++) { /* 80 KB quarantined under a 100 KB limit: 10 KB may stay */
+        name_for(i, name);
+        assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
+        assert_int_equal(kc_local_quarantine(l, name), KC_OK);
+    }
+    size_t kept = kct_count_files(q, ".kce");
+    assert_true(kept >= 1 && kept <= 2);
+    name_for(19, name);
+    assert_int_equal(kct_count_files(q, name), 1); /* the newest stays */
+    name_for(0, name);
+    assert_int_equal(kct_count_files(q, name), 0);
+    kc_local_free(l);
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK); /* no limit: still at most 64 files */
+    for (int i = 0; i < 70; i++) {
+        name_for(100 + i, name);
+        assert_int_equal(kc_local_put(l, name, "bad", 3), KC_OK);
+        assert_int_equal(kc_local_quarantine(l, name), KC_OK);
+    }
+    assert_int_equal(kct_count_files(q, ".kce"), 64);
+    kc_local_free(l);
+}
+
 /* The backend conformance suite (tests/store/conformance.h), as test_redis runs it on Redis. */
 static void test_conformance(void **state) {
     (void)state;
@@ -579,6 +655,8 @@ int main(void) {
         T(test_zero_limit_means_no_limit),
         T(test_clear_spares_writes_in_flight),
         T(test_links_inside_the_cache_are_refused),
+        T(test_gc_future_times_are_not_recent),
+        T(test_quarantine_is_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,5 +180,20 @@ done
 expect_rc 1 env KCACHE_HMAC_KEY_FILE="$T/no-such-key" "$KC" --cache-dir "$R" stats
 grep -q "no-such-key.*does not exist" "$T/err" && ok || bad "a missing KCACHE_HMAC_KEY_FILE is not named: $(cat "$T/err")"
 
+# Item 9: the size limit is the directory's once recorded (kcache limit SIZE); a process's smaller
+# KCACHE_MAX_SIZE then evicts nothing.
+L=$T/limit
+"$FILL" "$L" 20 2000 >/dev/null || bad "fill failed"
+expect_rc 0 "$KC" --cache-dir "$L" limit --json
+expect_json 'j["recorded"] == False'
+expect_rc 0 "$KC" --cache-dir "$L" limit 100M --json
+expect_json 'j["recorded"] == True and j["max_size"] == 100 * 1024 * 1024'
+expect_rc 0 env KCACHE_MAX_SIZE=1K "$KC" --cache-dir "$L" gc --json
+expect_json 'j["evicted"] == 0 and j["entries_after"] == 20'
+expect_rc 0 env KCACHE_MAX_SIZE=1K "$KC" --cache-dir "$L" limit
+grep -q "recorded limit" "$T/out" && ok || bad "limit does not say the limit is the directory's: $(cat "$T/out")"
+expect_rc 2 "$KC" --cache-dir "$L" limit lots
+expect_rc 0 "$KC" --cache-dir "$L" limit --help
+
 echo "test_cli: $((checks-fails)) passed, $fails failed"
 [ "$fails" = 0 ]

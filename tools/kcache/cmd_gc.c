@@ -1,6 +1,7 @@
 /*
  * cmd_gc.c — `kcache gc [--max-size SIZE]`: evict least-recently-used entries down to SIZE
- * (default: the cache's limit), collect stale temporary files and recount.
+ * (default: the cache's limit — the directory's recorded one, `kcache limit`, else the process's),
+ * collect stale temporary files, bound the quarantine and recount.
  *
  * The one idea: the work is the library's (kc_cache_gc); this file parses SIZE and reports.
  * SIZE 0 means no limit (nothing evicted), the meaning KCACHE_MAX_SIZE=0 has (store/local_gc.c).
@@ -17,7 +18,8 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv);
 const cli_cmd cli_cmd_gc = {
     "gc", "kcache gc [--max-size SIZE] [--json]",
     "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
-    "cache's limit, KCACHE_MAX_SIZE or 5G), collect stale temporary files and recount.\n"
+    "directory's limit recorded by 'kcache limit SIZE', else KCACHE_MAX_SIZE or 5G),\n"
+    "collect stale temporary files, bound the quarantine and recount.\n"
     "A size of 0 means no limit, as KCACHE_MAX_SIZE=0 does: nothing is evicted (use\n"
     "'kcache clear' to remove every entry).",
     cmd_gc};
