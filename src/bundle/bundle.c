@@ -197,7 +197,7 @@ static int by_str(const void *a, const void *b) { return strcmp(*(const char *co
 
 /* Phase one: everything verified, nothing written.  *content_out owns the bytes items point into. */
 static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, uint8_t **content_out,
-                  im_item **items_out, size_t *n_out) {
+                  im_item **items_out, size_t *n_out, bool *mac_refused) {
     void *file;
     size_t flen;
     int rc = kc_fs_read_input(path, KC_BUNDLE_MAX_BYTES + HEADER, &file, &flen, NULL);
@@ -275,6 +275,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         if (mac_key && (rc = kc_entry_mac_check(items[i].data, items[i].len, mac_key, mac_key_len))) {
             if (rc == KC_EPERM) rc = kc_err(KC_EPERM, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
                                             kc_error_last()->message);
+            *mac_refused = rc == KC_EPERM; /* only this counts as mac_rejected, not a name refused (also EPERM) */
             goto fail;
         }
         /* The one identity check (kc_entry_decode_as): the entry holds the key and variant its name says. */
@@ -315,8 +316,9 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     size_t n = 0;
     size_t klen;
     const uint8_t *key = kc_cache_mac_key_(c, &klen);
-    int rc = verify(path, key, klen, &content, &items, &n);
-    if (rc == KC_EPERM) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
+    bool mac_refused = false;
+    int rc = verify(path, key, klen, &content, &items, &n, &mac_refused);
+    if (mac_refused) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
     kc_bundle_report rep = {n, 0, 0, 0};
     for (size_t i = 0; i < n; i++) rep.bytes += items[i].len;
@@ -335,6 +337,10 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
         }
         rc = kc_local_put(l, items[i].name, items[i].data, items[i].len);
         if (rc == KC_OK) rep.written++;
+        else if (rep.written) /* a full disk mid-way: say what is already in, never "unchanged" */
+            kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay in "
+                          "the cache; importing again writes the rest)", path, i + 1, n, items[i].name,
+                          (unsigned long long)rep.written);
     }
     /* The toolchains whose entries are now here, for a host without NVRTC (cache/record.h). */
     for (size_t i = 0; !dry_run && !rc && i < n; i++) {

@@ -140,9 +140,19 @@ static int remote_env(kc_options *o, void **owned) {
     if (e) {
         void *data;
         size_t len;
-        if ((rc = kc_fs_read_input(e, 4096, &data, &len, NULL)) == KC_MISS)
+        struct stat st;
+        if ((rc = kc_fs_read_input(e, 4096, &data, &len, &st)) == KC_MISS)
             return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE names '%s', which does not exist", e);
         if (rc) return kc_err_prefix(rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
+        /* Whoever can read the key can seal entries every host runs; whoever can write it picks
+         * the key.  Refused, not warned about (ssh's rule for private keys): others may neither
+         * read nor write it, the group may at most read it (a Kubernetes secret with fsGroup). */
+        if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
+            free(data);
+            return kc_err(KC_EPERM, "KCACHE_HMAC_KEY_FILE '%s' can be read or written by others (mode %03o): whoever "
+                          "reads the key can seal entries; chmod 600 it (a Kubernetes secret: defaultMode 0400)", e,
+                          (unsigned)(st.st_mode & 0777));
+        }
         while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
         *owned = data;
         o->hmac_key = data, o->hmac_key_len = len;

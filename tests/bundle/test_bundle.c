@@ -12,6 +12,10 @@
 #include "kcache.h"
 #include "helpers.h"
 
+#include <errno.h>
+
+#include "common/fs.h"
+
 static char *dir;
 static kc_cache *cache;
 
@@ -460,6 +464,65 @@ static void test_inputs_named_through_links_are_followed(void **state) {
     kct_close_cache(d2, keyed);
 }
 
+/* Issue 15 item 18: an import that a full disk stops part-way says what it wrote (never that the
+ * cache is unchanged), and a member refused for its name is no MAC rejection. */
+static void test_import_messages_say_what_happened(void **state) {
+    (void)state;
+    fill(3);
+    char path[600];
+    snprintf(path, sizeof path, "%s/warm.kcb", dir);
+    assert_int_equal(kc_bundle_export(cache, path, NULL, NULL), KC_OK);
+    assert_int_equal(kc_cache_clear(cache), KC_OK);
+    kc_fs_fault_set(KC_FS_RENAME, 2, ENOSPC, true); /* the first entry lands, the second finds the disk full */
+    kc_bundle_report r;
+    int rc = kc_bundle_import(cache, path, 0, &r);
+    kc_fs_fault_clear();
+    assert_int_not_equal(rc, KC_OK);
+    assert_int_equal(r.written, 1);
+    assert_int_equal(kct_count_files(dir, ".kce"), 1);
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "after writing 1")) fail_msg("the message does not say one entry was written: %s", m);
+    /* A hand-built bundle whose member's name is refused, with no key configured. */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/badname.kcb", dir);
+    const char *names[] = {"../../../etc/x.sm_90"};
+    uint64_t offs[] = {0}, sizes[] = {4}, sums[] = {XXH3_64bits("abcd", 4)};
+    write_bundle_toc(bad, 1, names, offs, sizes, sums, (const uint8_t *)"abcd", 4);
+    kc_stats st;
+    kc_cache_stats(cache, &st);
+    uint64_t before = st.v[KC_STAT_MAC_REJECTED];
+    assert_int_equal(kc_bundle_import(cache, bad, 0, NULL), KC_EPERM);
+    kc_cache_stats(cache, &st);
+    assert_int_equal(st.v[KC_STAT_MAC_REJECTED], before);
+}
+
+/* Issue 15 item 18: a KCACHE_HMAC_KEY_FILE others can read (or the group write) is refused at
+ * open, saying how to fix it; 0600 and 0640 (a secret shared through a group) are accepted. */
+static void test_a_key_file_others_can_read_is_refused(void **state) {
+    (void)state;
+    char key[600];
+    snprintf(key, sizeof key, "%s/hmac.key", dir);
+    assert_int_equal(kct_write(key, "a key of at least sixteen bytes\n", 32), 0);
+    static const struct { mode_t mode; int rc; } cases[] = {
+        {0644, KC_EPERM}, {0604, KC_EPERM}, {0620, KC_EPERM}, {0602, KC_EPERM}, {0600, KC_OK}, {0640, KC_OK}, {0400, KC_OK},
+    };
+    char *d2 = kct_tmpdir("bundle-keymode");
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = d2;
+    setenv("KCACHE_HMAC_KEY_FILE", key, 1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(chmod(key, cases[i].mode), 0);
+        kc_cache *k = NULL;
+        int rc = kc_cache_open(&k, &o);
+        if (rc != cases[i].rc) fail_msg("mode %03o: %d (%s)", (unsigned)cases[i].mode, rc, kc_error_last()->message);
+        if (rc) assert_non_null(strstr(kc_error_last()->message, "chmod 600"));
+        else kc_cache_close(k);
+    }
+    unsetenv("KCACHE_HMAC_KEY_FILE");
+    kct_rmtree(d2);
+    free(d2);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -471,6 +534,8 @@ int main(void) {
         T(test_a_decompression_bomb_is_refused_before_inflating),
         T(test_a_very_compressible_cache_still_round_trips),
         T(test_inputs_named_through_links_are_followed),
+        T(test_import_messages_say_what_happened),
+        T(test_a_key_file_others_can_read_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

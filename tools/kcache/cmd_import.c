@@ -40,6 +40,7 @@ static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     kc_bundle_report r;
     int rc = kc_bundle_import(c, file, dry, &r);
     kc_cache_close(c);
+    if (rc && r.written) return cli_fail("import stopped part-way; the entries it wrote stay in the cache");
     if (rc) return cli_fail("import refused; the cache is unchanged");
     cli_print_bundle_report(dry ? "verified" : "imported", &r, json, file);
     return 0;
