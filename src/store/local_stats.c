@@ -45,6 +45,16 @@ static void stats_path(const kc_local *l, int shard, char *out, size_t cap) {
     snprintf(out, cap, "%s/%02x/stats", l->v1, shard);
 }
 
+/* Whether v1/ and the shard's folder are real folders, not symbolic links ([Note: no links
+ * inside] in local.c): a linked shard's stats are neither read nor written.  Plain lstat, no
+ * kc_err: bookkeeping leaves the caller's error alone. */
+static bool shard_is_real(const kc_local *l, int shard) {
+    char d[PATH_MAX];
+    struct stat st;
+    snprintf(d, sizeof d, "%s/%02x", l->v1, shard);
+    return lstat(l->v1, &st) == 0 && S_ISDIR(st.st_mode) && lstat(d, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Read a stats file's counters from an open descriptor; zeros if absent or damaged. */
 static void stats_read_fd(int fd, int64_t v[STATS_SLOTS]) {
     uint8_t b[STATS_FILE_SIZE];
@@ -71,6 +81,10 @@ static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
 void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
+    if (!shard_is_real(l, shard)) {
+        kc_log(KC_LOG_STORE, "%s: its folder is not a directory (a symbolic link is never followed): counts not saved", p);
+        return;
+    }
     int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
         kc_log(KC_LOG_STORE, "opening %s: %s", p, strerror(errno));
@@ -121,6 +135,7 @@ void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
     memset(v, 0, sizeof(int64_t) * STATS_SLOTS);
+    if (!shard_is_real(l, shard)) return;
     int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO would block the open */
     if (fd < 0) return;
     if (kc_fs_fd_is_regular(fd)) stats_read_fd(fd, v);
