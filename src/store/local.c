@@ -40,16 +40,26 @@ void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap) {
     snprintf(out, cap, "%s/%.2s/%s" ENTRY_SUFFIX, l->v1, name, name);
 }
 
+static int real_dirs(const kc_local *l, const char *sub);
+
+/* v1/ and `dir` (when it exists) must be real folders: [Note: no links inside]. */
+static int real_sub_dir(const kc_local *l, const char *dir) {
+    int rc = real_dirs(l, NULL);
+    struct stat st;
+    if (rc == KC_OK && lstat(dir, &st) == 0) rc = kc_fs_real_dir(dir);
+    return rc;
+}
+
 int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap) {
     int n = snprintf(out, cap, "%s/toolkits", l->v1);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);
-    return KC_OK;
+    return real_sub_dir(l, out);
 }
 
 int kc_local_profile_dir(const kc_local *l, char *out, size_t cap) {
     int n = snprintf(out, cap, "%s/profiles", l->v1);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);
-    return KC_OK;
+    return real_sub_dir(l, out);
 }
 
 static void shard_dir(const kc_local *l, int shard, char *out, size_t cap) {

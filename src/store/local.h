@@ -65,9 +65,11 @@ int kc_local_clear(kc_local *l);
 const char *kc_local_root(const kc_local *l);
 /** The path of an entry file (buffer of PATH_MAX). */
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap);
-/** The folder of the dynamism profiles, "<dir>/v1/profiles"; KC_EINVAL when it does not fit in `cap`. */
+/** The folder of the dynamism profiles, "<dir>/v1/profiles"; KC_EINVAL when it does not fit in `cap`,
+ *  KC_EIO when it or v1/ is a symbolic link (never followed: [Note: no links inside], local.c). */
 int kc_local_profile_dir(const kc_local *l, char *out, size_t cap);
-/** The folder of the toolkit digest memos, "<dir>/v1/toolkits"; KC_EINVAL when it does not fit. */
+/** The folder of the toolkit digest memos, "<dir>/v1/toolkits"; KC_EINVAL when it does not fit, KC_EIO
+ *  when it or v1/ is a symbolic link. */
 int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap);
 
 /**

@@ -174,6 +174,8 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
     if (max_size == 0) max_size = UINT64_MAX; /* no limit: evict nothing (see the top of this file) */
     char lock[PATH_MAX];
     snprintf(lock, sizeof lock, "%s/gc.lock", l->v1);
+    int rc0 = kc_fs_real_dir(l->v1); /* [Note: no links inside] (local.c): no lock file beyond a linked v1/ */
+    if (rc0) return rc0;
     int lfd = kc_sys_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
     if (lfd < 0) return kc_err_errno(errno, "opening '%s'", lock);
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
