@@ -66,7 +66,9 @@ static int path_of(kc_cache *c, const char *file, char *out, size_t cap) {
     if (!l) return KC_MISS;
     int n = snprintf(out, cap, "%s/v1/%s", kc_local_root(l), file);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "record: the path does not fit");
-    return KC_OK;
+    char v1[PATH_MAX]; /* a linked v1/ is never followed ([Note: no links inside], store/local.c) */
+    snprintf(v1, sizeof v1, "%.*s", (int)(strlen(out) - strlen(file) - 1), out);
+    return kc_fs_real_dir(v1);
 }
 
 int kc_record_load_(kc_cache *c, kc_record *r) {

@@ -11,6 +11,7 @@
 #include <utime.h>
 
 #include "common/fs.h"
+#include "cache/record.h"
 #include "common/internal.h"
 #include "kcache.h"
 #include "store/local.h"
@@ -653,6 +654,28 @@ static void test_links_inside_the_cache_are_refused(void **state) {
     kc_local_free(l);
 }
 
+/* Issue 15 item 16: the cache's record (v1/record, v1/record.lock) is not written beyond a
+ * linked v1/. */
+static void test_record_not_written_beyond_a_linked_v1(void **state) {
+    (void)state;
+    char root[512], out[512], v1[600], moved[600];
+    snprintf(root, sizeof root, "%s/cache", dir);
+    snprintf(out, sizeof out, "%s/elsewhere", dir);
+    assert_int_equal(mkdir(out, 0700), 0);
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = root;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    snprintf(v1, sizeof v1, "%s/v1", root);
+    snprintf(moved, sizeof moved, "%s/v1", out);
+    assert_int_equal(rename(v1, moved), 0);
+    assert_int_equal(symlink(moved, v1), 0);
+    assert_int_equal(kc_record_set_(c, "probe", "1", NULL, 0), KC_EIO);
+    assert_int_equal(kct_count_files(out, "record"), 0);
+    kc_cache_close(c);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -673,6 +696,7 @@ int main(void) {
         T(test_zero_limit_means_no_limit),
         T(test_clear_spares_writes_in_flight),
         T(test_links_inside_the_cache_are_refused),
+        T(test_record_not_written_beyond_a_linked_v1),
         T(test_gc_future_times_are_not_recent),
         T(test_quarantine_is_bounded),
     };
