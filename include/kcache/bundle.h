@@ -70,7 +70,9 @@ KC_API int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filte
 /**
  * Verify a bundle entirely, then (unless `dry_run`) write its entries into the cache.
  * KC_ECORRUPT (or KC_EPERM for a name that would leave the directory) with the reason,
- * and nothing written, when any check fails.
+ * and nothing written, when any check fails.  A write that fails after the checks (a full
+ * disk) stops the import: the error says how many entries were written, and they stay
+ * (each is whole: entries are written atomically); importing again writes the rest.
  */
 KC_API int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_report *out);
 
