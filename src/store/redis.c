@@ -4,7 +4,7 @@
  * The one idea: an outage costs a bounded delay, never an error and never a hang.  Every
  * command runs on a non-blocking socket under one deadline that covers connect, request
  * and the whole reply (a server that accepts and never answers, or drips bytes, costs at
- * most the deadline); a reply's shape is checked as it is read (scan_feed: a bounded
+ * most the deadline); a reply's shape is checked as it is read (redis_reply.c: a bounded
  * element count, no bulk over the value cap), so a hostile header never makes hiredis
  * allocate or free more than a few objects.  Any failure opens a
  * circuit breaker: for a back-off window (doubling per consecutive failure, with jitter
@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 
 #include "../common/internal.h"
+#include "redis_reply.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
 #include "name.h"
@@ -208,103 +209,6 @@ static int guarded_write(redisContext *c, int *done) {
 }
 
 /*
- * The reply's shape, checked as its bytes arrive and before hiredis sees them: hiredis 0.14
- * allocates an array's element table from the count in its header (`*2000000000` asks for
- * 16 GB) and frees a half-built reply element by element, and it has no element or size
- * limit of its own.  So every byte read is first walked here (RESP2: + - : $ *), and a
- * reply is refused as soon as a header declares more than REPLY_MAX_ELEMENTS elements in
- * all, a bulk string over the value cap, or a line over REPLY_MAX_LINE; what hiredis holds
- * is then at most a few small objects, which free at once.  Bytes after the complete reply
- * are not the reply's: the scan stops there and marks the connection unusable (a server
- * that sends an extra reply would otherwise answer the next command with it).
- */
-#define REPLY_MAX_ELEMENTS 64 /* the largest reply any command here expects has 2 */
-#define REPLY_MAX_LINE 4096   /* a status, error or number line */
-#define REPLY_MAX_DEPTH 8
-
-typedef struct scan {
-    int depth;                       /* open levels; 0: the reply is complete */
-    long long left[REPLY_MAX_DEPTH]; /* values still expected at each level */
-    enum { S_TYPE, S_LINE, S_NUM, S_BULK } st;
-    char type;
-    int neg, digits;
-    long long num;
-    uint64_t bulk_left, line, elements;
-} scan;
-
-static void scan_init(scan *s) {
-    memset(s, 0, sizeof *s);
-    s->depth = 1, s->left[0] = 1;
-}
-
-/* One value complete: count it in its level, closing the arrays it completes. */
-static void scan_value(scan *s) {
-    while (s->depth > 0 && --s->left[s->depth - 1] == 0) s->depth--;
-    s->st = S_TYPE;
-}
-
-/* Walk `n` bytes; *used is how many belong to the reply (fewer than n when it completed
- * inside them).  KC_OK, or KC_EIO naming what is wrong. */
-static int scan_feed(rb *b, scan *s, const char *p, size_t n, size_t *used) {
-    size_t i = 0;
-    while (i < n && s->depth > 0) {
-        char ch = p[i];
-        switch (s->st) {
-        case S_TYPE:
-            s->type = ch, s->line = 0, s->num = 0, s->neg = 0, s->digits = 0;
-            if (ch == '+' || ch == '-' || ch == ':') s->st = S_LINE;
-            else if (ch == '$' || ch == '*') s->st = S_NUM;
-            else return kc_err(KC_EIO, "redis %s: protocol: unexpected byte 0x%02x", b->shown, (unsigned char)ch);
-            i++;
-            break;
-        case S_LINE:
-            i++;
-            if (ch == '\n') scan_value(s);
-            else if (++s->line > REPLY_MAX_LINE)
-                return kc_err(KC_EIO, "redis %s: protocol: a reply line over %d bytes", b->shown, REPLY_MAX_LINE);
-            break;
-        case S_NUM:
-            i++;
-            if (ch == '-' && s->digits == 0 && !s->neg) s->neg = 1;
-            else if (ch >= '0' && ch <= '9' && s->digits < 18) s->num = s->num * 10 + (ch - '0'), s->digits++;
-            else if (ch == '\r' && s->digits > 0) {
-                /* the '\n' follows */
-            } else if (ch == '\n' && s->digits > 0) {
-                if (s->neg) {
-                    if (s->num != 1) return kc_err(KC_EIO, "redis %s: protocol: bad length -%lld", b->shown, s->num);
-                    scan_value(s); /* nil */
-                } else if (s->type == '$') {
-                    if ((uint64_t)s->num > b->cfg.max_value)
-                        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", b->shown,
-                                      s->num, (unsigned long long)b->cfg.max_value);
-                    s->bulk_left = (uint64_t)s->num + 2, s->st = S_BULK;
-                } else {
-                    s->elements += (uint64_t)s->num;
-                    if (s->elements > REPLY_MAX_ELEMENTS)
-                        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %d expected)", b->shown,
-                                      (unsigned long long)s->elements, REPLY_MAX_ELEMENTS);
-                    if (s->num == 0) scan_value(s);
-                    else if (s->depth == REPLY_MAX_DEPTH)
-                        return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", b->shown);
-                    else s->left[s->depth++] = s->num, s->st = S_TYPE;
-                }
-            } else {
-                return kc_err(KC_EIO, "redis %s: protocol: bad %s header", b->shown, s->type == '$' ? "bulk" : "array");
-            }
-            break;
-        case S_BULK: {
-            uint64_t k = n - i < s->bulk_left ? n - i : s->bulk_left;
-            i += (size_t)k, s->bulk_left -= k;
-            if (s->bulk_left == 0) scan_value(s);
-            break;
-        }
-        }
-    }
-    *used = i;
-    return KC_OK;
-}
-
-/*
  * Send one command and read its reply, all before `deadline`.  *extra is set when the
  * server sent bytes past the reply: the connection must then be discarded.
  */
@@ -324,8 +228,8 @@ static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const 
         *extra = 1;
         return kc_err(KC_EIO, "redis %s: protocol: unexpected bytes before the reply", b->shown);
     }
-    scan s;
-    scan_init(&s);
+    kc_reply_scan s;
+    kc_reply_scan_init(&s);
     char buf[16384];
     for (;;) {
         void *reply = NULL;
@@ -347,7 +251,7 @@ static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const 
             return kc_err(KC_EIO, "redis %s: read: %s", b->shown, strerror(errno));
         }
         size_t used = 0;
-        if ((rc = scan_feed(b, &s, buf, (size_t)n, &used))) return rc;
+        if ((rc = kc_reply_scan_feed(&s, b->cfg.max_value, b->shown, buf, (size_t)n, &used))) return rc;
         if (used < (size_t)n) *extra = 1; /* past the reply: dropped with the connection */
         if (redisReaderFeed(c->reader, buf, used) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
     }

@@ -1,0 +1,91 @@
+/*
+ * redis_reply.c — the reply's shape, checked as its bytes arrive and before hiredis sees them: hiredis 0.14
+ * allocates an array's element table from the count in its header (`*2000000000` asks for
+ * 16 GB) and frees a half-built reply element by element, and it has no element or size
+ * limit of its own.  So every byte read is first walked here (RESP2: + - : $ *), and a
+ * reply is refused as soon as a header declares more than REPLY_MAX_ELEMENTS elements in
+ * all, a bulk string over the value cap, or a line over REPLY_MAX_LINE; what hiredis holds
+ * is then at most a few small objects, which free at once.  Bytes after the complete reply
+ * are not the reply's: the scan stops there and marks the connection unusable (a server
+ * that sends an extra reply would otherwise answer the next command with it).
+ *
+ * Callers: store/redis.c (send_recv) only.  Must not: allocate, or read past the bytes given.
+ */
+#include "redis_reply.h"
+
+#include <string.h>
+
+#include "../common/internal.h"
+
+void kc_reply_scan_init(kc_reply_scan *s) {
+    memset(s, 0, sizeof *s);
+    s->depth = 1, s->left[0] = 1;
+}
+
+/* One value complete: count it in its level, closing the arrays it completes. */
+static void scan_value(kc_reply_scan *s) {
+    while (s->depth > 0 && --s->left[s->depth - 1] == 0) s->depth--;
+    s->st = S_TYPE;
+}
+
+/* Walk `n` bytes; *used is how many belong to the reply (fewer than n when it completed
+ * inside them).  KC_OK, or KC_EIO naming what is wrong. */
+int kc_reply_scan_feed(kc_reply_scan *s, uint64_t max_value, const char *who, const char *p, size_t n, size_t *used) {
+    size_t i = 0;
+    while (i < n && s->depth > 0) {
+        char ch = p[i];
+        switch (s->st) {
+        case S_TYPE:
+            s->type = ch, s->line = 0, s->num = 0, s->neg = 0, s->digits = 0;
+            if (ch == '+' || ch == '-' || ch == ':') s->st = S_LINE;
+            else if (ch == '$' || ch == '*') s->st = S_NUM;
+            else return kc_err(KC_EIO, "redis %s: protocol: unexpected byte 0x%02x", who, (unsigned char)ch);
+            i++;
+            break;
+        case S_LINE:
+            i++;
+            if (ch == '\n') scan_value(s);
+            else if (++s->line > REPLY_MAX_LINE)
+                return kc_err(KC_EIO, "redis %s: protocol: a reply line over %d bytes", who, REPLY_MAX_LINE);
+            break;
+        case S_NUM:
+            i++;
+            if (ch == '-' && s->digits == 0 && !s->neg) s->neg = 1;
+            else if (ch >= '0' && ch <= '9' && s->digits < 18) s->num = s->num * 10 + (ch - '0'), s->digits++;
+            else if (ch == '\r' && s->digits > 0) {
+                /* the '\n' follows */
+            } else if (ch == '\n' && s->digits > 0) {
+                if (s->neg) {
+                    if (s->num != 1) return kc_err(KC_EIO, "redis %s: protocol: bad length -%lld", who, s->num);
+                    scan_value(s); /* nil */
+                } else if (s->type == '$') {
+                    if ((uint64_t)s->num > max_value)
+                        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", who,
+                                      s->num, (unsigned long long)max_value);
+                    s->bulk_left = (uint64_t)s->num + 2, s->st = S_BULK;
+                } else {
+                    s->elements += (uint64_t)s->num;
+                    if (s->elements > REPLY_MAX_ELEMENTS)
+                        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %d expected)", who,
+                                      (unsigned long long)s->elements, REPLY_MAX_ELEMENTS);
+                    if (s->num == 0) scan_value(s);
+                    else if (s->depth == REPLY_MAX_DEPTH)
+                        return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", who);
+                    else s->left[s->depth++] = s->num, s->st = S_TYPE;
+                }
+            } else {
+                return kc_err(KC_EIO, "redis %s: protocol: bad %s header", who, s->type == '$' ? "bulk" : "array");
+            }
+            break;
+        case S_BULK: {
+            uint64_t k = n - i < s->bulk_left ? n - i : s->bulk_left;
+            i += (size_t)k, s->bulk_left -= k;
+            if (s->bulk_left == 0) scan_value(s);
+            break;
+        }
+        }
+    }
+    *used = i;
+    return KC_OK;
+}
+
