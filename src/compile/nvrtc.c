@@ -113,8 +113,12 @@ static void nv_load(void) {
     nv.why[0] = '\0';
     nv.Version(&nv.major, &nv.minor);
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
-    /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench). */
-    if (getenv("KCACHE_NVRTC_OWN_CACHE") && strcmp(getenv("KCACHE_NVRTC_OWN_CACHE"), "1") == 0) nv.no_cache = 0;
+    /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench).
+     * Parsed strictly; a bad value keeps the safe default (NVRTC's cache off) and says so. */
+    bool own = false;
+    if (kc_env_flag("KCACHE_NVRTC_OWN_CACHE", &own) != KC_OK)
+        fprintf(stderr, "kcache: %s; NVRTC's own cache stays off\n", kc_error_last()->message);
+    else if (own) nv.no_cache = 0;
     /* For people (logs, the benchmark): the version NVRTC reports, its identity and its file.
      * The key holds the identity alone (toolchain.c). */
     snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s, %.*s)", nv.major, nv.minor, tc.id,
