@@ -54,6 +54,16 @@ void cli_human_size(uint64_t b, char *out, size_t cap) {
     else snprintf(out, cap, "%.1f %s", v, u[i]);
 }
 
+const char *cli_shown(const char *s, char *buf, size_t cap) {
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 <= cap; p++) {
+        if (*p < 0x20 || *p >= 0x7f) o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", *p);
+        else buf[o++] = (char)*p;
+    }
+    buf[o < cap ? o : cap - 1] = '\0';
+    return buf;
+}
+
 void cli_iso_time(int64_t t, char *out, size_t cap) {
     time_t tt = (time_t)t;
     struct tm tm;

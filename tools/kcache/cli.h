@@ -69,6 +69,13 @@ void cli_human_size(uint64_t b, char *out, size_t cap);
 /** Seconds since the epoch as ISO 8601 UTC ("2024-05-01T12:00:00Z"). */
 void cli_iso_time(int64_t t, char *out, size_t cap);
 
+/**
+ * `s` as it may reach a terminal: every byte below 0x20, 0x7f and every byte above it as
+ * \xNN, so a name from an imported entry carries no escape sequence to the terminal (the
+ * JSON writer escapes on its own).  Written into `buf` (cut to `cap`), which is returned.
+ */
+const char *cli_shown(const char *s, char *buf, size_t cap);
+
 /** What the common option loop found. */
 typedef struct cli_opts {
     int json;

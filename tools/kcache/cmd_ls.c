@@ -3,7 +3,7 @@
  * size, last use.
  *
  * The one idea: each entry is printed as the cache's walker hands it over, nothing is kept;
- * its variant through shown(), so no name reaches the terminal with an escape sequence in it.
+ * its variant through cli_shown(), so no name reaches the terminal with an escape sequence in it.
  * Only main.c's command table refers to this file; it opens the cache through
  * cli_open_cache() and changes nothing.
  */
@@ -24,16 +24,6 @@ typedef struct ls_ctx {
     uint64_t n;
 } ls_ctx;
 
-/* `s` as it may reach a terminal: bytes below 0x20, 0x7f and above as \xNN (as cmd_show.c). */
-static const char *shown(const char *s, char *buf, size_t cap) {
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 <= cap; p++) {
-        if (*p < 0x20 || *p >= 0x7f) o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", *p);
-        else buf[o++] = (char)*p;
-    }
-    buf[o < cap ? o : cap - 1] = '\0';
-    return buf;
-}
 
 static int ls_item(const kc_cache_item *it, void *ctx) {
     ls_ctx *l = ctx;
@@ -52,7 +42,7 @@ static int ls_item(const kc_cache_item *it, void *ctx) {
         l->first = 0;
     } else {
         char v[4 * 64 + 1];
-        printf("%s  %-12s %10llu  %s\n", hex, shown(it->variant, v, sizeof v), (unsigned long long)it->bytes, t);
+        printf("%s  %-12s %10llu  %s\n", hex, cli_shown(it->variant, v, sizeof v), (unsigned long long)it->bytes, t);
     }
     l->n++;
     return 0;

@@ -6,7 +6,7 @@
  * The one idea: a key is named by a unique hex prefix (at least 4 digits), found by one walk
  * over the cache that copies what it keeps (the walker's strings are borrowed for one
  * callback); a prefix that matches two keys is a usage error, not a guess.  Every name taken
- * from an entry (kernels, symbols, targets, toolchain, digests) is printed through shown(), so
+ * from an entry (kernels, symbols, targets, toolchain, digests) is printed through cli_shown(), so
  * an imported entry cannot send escape sequences to the terminal.
  * Only main.c's command table refers to this file; it opens the cache through
  * cli_open_cache().
@@ -61,19 +61,7 @@ static int show_match(const kc_cache_item *it, void *ctx) {
     return 0;
 }
 
-/* `s` as it may reach a terminal: every byte below 0x20, 0x7f and every byte above it as
- * \xNN, so a name from an imported entry carries no escape sequence to the terminal (the
- * JSON writer escapes on its own).  Written into `buf` (cut to `cap`), which is returned. */
 #define SHOWN_CAP (4 * 4096 + 1) /* a name of the entry's longest, every byte escaped */
-static const char *shown(const char *s, char *buf, size_t cap) {
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 <= cap; p++) {
-        if (*p < 0x20 || *p >= 0x7f) o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", *p);
-        else buf[o++] = (char)*p;
-    }
-    buf[o < cap ? o : cap - 1] = '\0';
-    return buf;
-}
 
 static const char *section_name(int t) {
     switch (t) {
@@ -106,8 +94,8 @@ static void print_kernel(const char *name, const char *lowered, const char *targ
         k->first = 0;
     } else {
         char n[SHOWN_CAP], t[SHOWN_CAP], l[SHOWN_CAP];
-        printf("    %-22s %-10s %-5s %8zu bytes  %s\n", shown(name, n, sizeof n), shown(target, t, sizeof t),
-               is_ptx ? "ptx" : "cubin", bytes, shown(lowered, l, sizeof l));
+        printf("    %-22s %-10s %-5s %8zu bytes  %s\n", cli_shown(name, n, sizeof n), cli_shown(target, t, sizeof t),
+               is_ptx ? "ptx" : "cubin", bytes, cli_shown(lowered, l, sizeof l));
     }
 }
 
@@ -195,11 +183,11 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
             printf("}}");
         } else {
             char buf[SHOWN_CAP];
-            printf("%s.%s\n", hex, shown(s->variants[i], buf, sizeof buf));
-            printf("  file       %s (%llu bytes)\n", shown(s->found[i].path, buf, sizeof buf),
+            printf("%s.%s\n", hex, cli_shown(s->variants[i], buf, sizeof buf));
+            printf("  file       %s (%llu bytes)\n", cli_shown(s->found[i].path, buf, sizeof buf),
                    (unsigned long long)s->found[i].bytes);
             printf("  created    %s\n", t);
-            printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
+            printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? cli_shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
             printf("  kernels\n");
             kctx kc = {0, 1};
             if (kc_entry_kernels(e, print_kernel, &kc) != KC_OK) printf("    (none)\n");
@@ -217,7 +205,7 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
                 char dh[KC_KEY_HEX_LEN + 1];
                 kc_entry_digest_at(e, k, &name, &d);
                 kc_digest_to_hex(&d, dh);
-                printf("    %-24s %s\n", shown(name, buf, sizeof buf), dh);
+                printf("    %-24s %s\n", cli_shown(name, buf, sizeof buf), dh);
             }
         }
         if (extract) {
