@@ -13,20 +13,10 @@
 
 #include "harness.h"
 
-static kc_cache *cache;
-static char path[256];
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!cache) {
-        char tmpl[] = "/tmp/kcfuzz-bsums-XXXXXX";
-        char *d = mkdtemp(tmpl);
-        kc_options o = KC_OPTIONS_INIT;
-        o.dir = d;
-        o.flags = KC_OPEN_NO_ENV;
-        if (!d || kc_cache_open(&cache, &o) != KC_OK) abort();
-        snprintf(path, sizeof path, "%s/in.kcb", d);
-    }
+    char path[256];
+    kc_cache *cache = fz_scratch_cache("bsums", path, sizeof path);
     if (size < 4) return 0;
     uint32_t count = fz_rd32(data);
     size_t raw = size - 4;

@@ -10,13 +10,15 @@
  * WRAPPERS (graph/wrapper.c).
  *
  * Only the fuzz targets in this folder include it (fuzz_entry_sums.c, fuzz_sections.c,
- * fuzz_bundle_sums.c).  Must not: abort on input the library may refuse — a refusal is
+ * fuzz_bundle_sums.c, fuzz_bundle.c, fuzz_program.c).  Must not: abort on input the library may refuse — a refusal is
  * a correct answer; only a crash, a sanitizer report or a broken invariant is a finding.
  */
 #ifndef KCACHE_FUZZ_HARNESS_H
 #define KCACHE_FUZZ_HARNESS_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -52,6 +54,25 @@ static inline void fz_fix_entry(uint8_t *p, size_t n) {
     memcpy(tmp, p, SUM);
     memcpy(tmp + SUM, p + HDR, (size_t)nsec * DESC);
     fz_wr64(p + SUM, XXH3_64bits(tmp, SUM + (size_t)nsec * DESC));
+}
+
+/* A scratch cache for import targets (made once per process) and the path of the file the
+ * fuzzer's bundle is written to, inside it.  Aborts only if the machine cannot make one. */
+static inline kc_cache *fz_scratch_cache(const char *tag, char *path, size_t cap) {
+    static kc_cache *cache;
+    static char file[256];
+    if (!cache) {
+        char tmpl[96];
+        snprintf(tmpl, sizeof tmpl, "/tmp/kcfuzz-%s-XXXXXX", tag);
+        char *d = mkdtemp(tmpl);
+        kc_options o = KC_OPTIONS_INIT;
+        o.dir = d;
+        o.flags = KC_OPEN_NO_ENV;
+        if (!d || kc_cache_open(&cache, &o) != KC_OK) abort();
+        snprintf(file, sizeof file, "%s/in.kcb", d);
+    }
+    snprintf(path, cap, "%s", file);
+    return cache;
 }
 
 static int fz_resolve(void *ctx, int role, size_t i, void **ptr) {
