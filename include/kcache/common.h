@@ -47,7 +47,9 @@ typedef enum kc_status {
     KC_EEXPR = -17,     /**< A launch expression failed (division by zero, overflow). */
     KC_EPERM = -18,     /**< Refused for safety (unsafe directory, path escape, bad MAC). */
     KC_ETIMEOUT = -19,  /**< A remote did not answer within its deadline. */
-    KC_EUNAVAILABLE = -20 /**< A remote is being skipped (its circuit breaker is open). */
+    KC_EUNAVAILABLE = -20, /**< A remote is being skipped (its circuit breaker is open). */
+    KC_EREFUSED = -21   /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
+                             image for the device, a kernel missing from it): a lookup treats it as a miss. */
 } kc_status;
 
 /** The last error recorded on the calling thread. */

@@ -32,13 +32,14 @@ KC_API int kc_cuda_capability(int device, int *major, int *minor);
 typedef struct kc_module kc_module;
 
 /**
- * Load a cubin or PTX image on `device` (its primary context).  A driver that refuses the
- * image (too new a toolkit, invalid image, no JIT for that PTX) gives KC_EDRIVER with the
- * driver's message, so that callers can treat it as a miss.
+ * Load a cubin or PTX image on `device` (its primary context, retained once per process).  A
+ * driver that refuses the image (too new a toolkit, an invalid image, no kernel image for the
+ * device, no JIT for that PTX) gives KC_EREFUSED, so that callers can treat it as a miss; other
+ * driver failures give KC_EDRIVER.  The message names the driver's error name and code.
  */
 KC_API int kc_module_load(kc_module **out, int device, const void *image, size_t len);
 
-/** Resolve a kernel by its lowered name; the handle lives as long as the module. */
+/** Resolve a kernel by its lowered name; the handle lives as long as the module.  KC_EREFUSED when absent. */
 KC_API int kc_module_function(kc_module *m, const char *name, void **fn_out);
 
 /** Unload; accepts NULL. */

@@ -108,6 +108,7 @@ const char *kc_status_str(int status) {
     case KC_EPERM: return "KC_EPERM";
     case KC_ETIMEOUT: return "KC_ETIMEOUT";
     case KC_EUNAVAILABLE: return "KC_EUNAVAILABLE";
+    case KC_EREFUSED: return "KC_EREFUSED";
     default: return "KC_UNKNOWN";
     }
 }

@@ -9,8 +9,12 @@
  * Every driver call goes through KC_CU_CHECK, which records the call, its error name,
  * file and line in the last error instead of aborting.
  *
- * Must not: create contexts of its own (the primary context is shared with the caller's
- * runtime), or treat an image the driver refuses as anything but a reportable error.
+ * An image the driver refuses (cu_refusal: invalid image, no kernel image for the device, too
+ * new a PTX, a kernel missing) is KC_EREFUSED, which a lookup takes as a miss; any other
+ * failure is KC_EDRIVER.  Every message names the call, the driver's error name and code.
+ *
+ * Must not: create contexts of its own (each device's primary context, shared with the
+ * caller's runtime, is retained once and held for the life of the process).
  */
 #include "kcache/cuda.h"
 
@@ -64,6 +68,7 @@ static struct {
     __typeof__(cuGraphLaunch) *GraphLaunch;
     __typeof__(cuGraphExecDestroy) *GraphExecDestroy;
     __typeof__(cuGraphDestroy) *GraphDestroy;
+    __typeof__(cuFuncGetParamInfo) *FuncGetParamInfo; /* optional (driver >= 12.4) */
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -118,6 +123,7 @@ static void cu_load(void) {
     OPT(LibraryGetKernel, "cuLibraryGetKernel");
     OPT(LibraryUnload, "cuLibraryUnload");
     OPT(KernelGetFunction, "cuKernelGetFunction");
+    OPT(FuncGetParamInfo, "cuFuncGetParamInfo");
 #undef REQ
 #undef OPT
     CUresult r = cu.Init(0);
@@ -141,18 +147,72 @@ static int cu_ready(void) {
     return kc_err(KC_ENODRIVER, "%s; compile-only work (prewarm, store, tools) still works", cu.why);
 }
 
-#define KC_CU_CHECK(call)                                                                \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) {                                                        \
-            const char *n_ = "?", *s_ = "?";                                             \
-            cu.GetErrorName(r_, &n_);                                                    \
-            cu.GetErrorString(r_, &s_);                                                  \
-            rc = kc_err(KC_EDRIVER, "%s failed: %s (%s) (%s:%d)", #call, n_, s_, __FILE__, \
-                        __LINE__);                                                       \
-            goto done;                                                                   \
-        }                                                                                \
+/* A failed driver call as a status: its name, the driver's error name, code and text, and where. */
+static int cu_fail(CUresult r, int status, const char *call, const char *file, int line) {
+    const char *n = "?", *s = "?";
+    cu.GetErrorName(r, &n);
+    cu.GetErrorString(r, &s);
+    return kc_err(status, "%s failed: %s (%d: %s) (%s:%d)", call, n, (int)r, s, file, line);
+}
+
+#define KC_CU_CHECK(call)                                                       \
+    do {                                                                        \
+        CUresult r_ = (call);                                                   \
+        if (r_ != CUDA_SUCCESS) {                                               \
+            rc = cu_fail(r_, KC_EDRIVER, #call, __FILE__, __LINE__);            \
+            goto done;                                                          \
+        }                                                                       \
     } while (0)
+
+/*
+ * Whether an error says "this image is not for this driver or device" — the driver refusing
+ * what it was given, which a lookup answers by trying the next variant or compiling — rather
+ * than trouble with the context, memory or the device, which no other image would cure.
+ */
+static int cu_refusal(CUresult r) {
+    switch (r) {
+    case CUDA_ERROR_INVALID_IMAGE: case CUDA_ERROR_NO_BINARY_FOR_GPU: case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+    case CUDA_ERROR_JIT_COMPILATION_DISABLED: case CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC:
+    case CUDA_ERROR_INVALID_SOURCE: case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED:
+    case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND: case CUDA_ERROR_NOT_FOUND:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+#define KC_CU_LOAD(call)                                                                          \
+    do {                                                                                          \
+        CUresult r_ = (call);                                                                     \
+        if (r_ != CUDA_SUCCESS) {                                                                 \
+            rc = cu_fail(r_, cu_refusal(r_) ? KC_EREFUSED : KC_EDRIVER, #call, __FILE__, __LINE__); \
+            goto done;                                                                            \
+        }                                                                                         \
+    } while (0)
+
+/*
+ * The primary context of each device, retained once for the life of the process (the caller's
+ * runtime shares it; releasing it while modules live would destroy them).
+ */
+static pthread_mutex_t ctx_mu = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext *ctxs;
+
+static int primary_ctx(int device, CUcontext *out) {
+    int rc = KC_OK;
+    if (device < 0 || device >= cu.ndev) return kc_err(KC_EINVAL, "no CUDA device %d (there are %d)", device, cu.ndev);
+    pthread_mutex_lock(&ctx_mu);
+    if (!ctxs && !(ctxs = kc_calloc((size_t)cu.ndev, sizeof *ctxs))) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (!rc && !ctxs[device]) {
+        CUdevice d;
+        KC_CU_CHECK(cu.DeviceGet(&d, device));
+        KC_CU_CHECK(cu.PrimaryCtxRetain(&ctxs[device], d));
+    }
+    if (!rc) *out = ctxs[device];
+done:
+    pthread_mutex_unlock(&ctx_mu);
+    return rc;
+}
 
 int kc_cuda_available(void) { return cu_ready(); }
 
@@ -190,16 +250,14 @@ int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
     *out = NULL;
     kc_module *m = kc_calloc(1, sizeof *m);
     if (!m) return kc_err(KC_ENOMEM, "kc_module_load: out of memory");
-    CUdevice d;
     int pushed = 0;
-    KC_CU_CHECK(cu.DeviceGet(&d, device));
-    KC_CU_CHECK(cu.PrimaryCtxRetain(&m->ctx, d));
+    if ((rc = primary_ctx(device, &m->ctx))) goto done;
     KC_CU_CHECK(cu.CtxPush(m->ctx));
     pushed = 1;
     if (cu.LibraryLoadData && cu.LibraryGetKernel && cu.LibraryUnload && cu.KernelGetFunction)
-        KC_CU_CHECK(cu.LibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0));
+        KC_CU_LOAD(cu.LibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0));
     else
-        KC_CU_CHECK(cu.ModuleLoadData(&m->mod, image));
+        KC_CU_LOAD(cu.ModuleLoadData(&m->mod, image));
     *out = m;
     m = NULL;
     rc = KC_OK;
@@ -217,22 +275,34 @@ int kc_module_function(kc_module *m, const char *name, void **fn_out) {
     if (rc) return rc;
     if (!m || !name || !fn_out) return kc_err(KC_EINVAL, "kc_module_function: bad argument");
     CUfunction f = NULL;
+    CUkernel k;
+    int pushed = 0;
     KC_CU_CHECK(cu.CtxPush(m->ctx));
+    pushed = 1;
     if (m->lib) {
-        CUkernel k;
-        rc = KC_OK;
-        CUresult r = cu.LibraryGetKernel(&k, m->lib, name);
-        if (r == CUDA_SUCCESS) r = cu.KernelGetFunction(&f, k);
-        if (r != CUDA_SUCCESS) rc = kc_err(KC_EDRIVER, "kernel '%s' not found in the loaded image", name);
+        KC_CU_LOAD(cu.LibraryGetKernel(&k, m->lib, name));
+        KC_CU_LOAD(cu.KernelGetFunction(&f, k));
     } else {
-        rc = cu.ModuleGetFunction(&f, m->mod, name) == CUDA_SUCCESS
-                 ? KC_OK : kc_err(KC_EDRIVER, "kernel '%s' not found in the loaded image", name);
+        KC_CU_LOAD(cu.ModuleGetFunction(&f, m->mod, name));
     }
-    CUcontext c;
-    cu.CtxPop(&c);
-    if (rc == KC_OK) *fn_out = (void *)f;
+    *fn_out = (void *)f;
 done:
+    if (rc) kc_err_prefix(rc, "kernel '%s'", name);
+    if (pushed) {
+        CUcontext c;
+        cu.CtxPop(&c);
+    }
     return rc;
+}
+
+int kc_cuda_param_info(void *fn, size_t i, size_t *offset, size_t *size) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!cu.FuncGetParamInfo) return KC_MISS;
+    CUresult r = cu.FuncGetParamInfo((CUfunction)fn, i, offset, size);
+    if (r == CUDA_ERROR_INVALID_VALUE) return KC_EINVAL; /* past the last parameter */
+    if (r != CUDA_SUCCESS) return cu_fail(r, KC_EDRIVER, "cuFuncGetParamInfo", __FILE__, __LINE__);
+    return KC_OK;
 }
 
 void kc_module_free(kc_module *m) {
@@ -262,10 +332,8 @@ done:
 int kc_cuda_push(int device) {
     int rc = cu_ready();
     if (rc) return rc;
-    CUdevice d;
     CUcontext ctx;
-    KC_CU_CHECK(cu.DeviceGet(&d, device));
-    KC_CU_CHECK(cu.PrimaryCtxRetain(&ctx, d));
+    if ((rc = primary_ctx(device, &ctx))) goto done;
     KC_CU_CHECK(cu.CtxPush(ctx));
     rc = KC_OK;
 done:

@@ -9,7 +9,7 @@
  * driver.c, behind the same KC_CU_CHECK as everything else there: a failure is a status
  * with the driver's message, never an abort.
  *
- * Who may include it: src/graph/ (cudagraph.c, run.c).  Must not: grow anything a
+ * Who may include it: src/graph/ (cudagraph.c, run.c, loaded.c).  Must not: grow anything a
  * caller outside src/ needs — that belongs in kcache/cuda.h.
  * Every function needs a current context (kc_cuda_push) and answers KC_ENODRIVER
  * without a driver; the *_free functions accept NULL.
@@ -41,5 +41,10 @@ int kc_cuda_capture_end(void *stream, void **exec_out);
 /** Launch an instantiated graph on `stream`. */
 int kc_cuda_graph_launch(void *exec, void *stream);
 void kc_cuda_graph_free(void *exec);
+/**
+ * The driver's own record of parameter i of `fn` (cuFuncGetParamInfo): KC_OK with its offset
+ * and size; KC_EINVAL past the last parameter; KC_MISS when the driver lacks the call (< 12.4).
+ */
+int kc_cuda_param_info(void *fn, size_t i, size_t *offset, size_t *size);
 
 #endif
