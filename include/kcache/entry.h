@@ -6,11 +6,11 @@
  * the bytes it covers are used (and before anything is decompressed), and any failure is
  * KC_ECORRUPT.  A corrupt entry is never handed further (never to the driver).
  *
- * Format v1 (all integers little-endian; offsets in bytes from the start of the entry):
+ * Format v2 (all integers little-endian; offsets in bytes from the start of the entry):
  *
  *   entry        := header section_desc{nsections} section_data{nsections} mac?
  *   header       := magic[8]          "\x89KCE\r\n\x1a\n"
- *                   version:u16       1
+ *                   version:u16       2 (v1 had no PARAMS section; v1 entries are not read)
  *                   header_size:u16   96
  *                   flags:u32         bit 0: a MAC trailer follows; other bits must be 0
  *                   key[16]           the entry's key; must match the name it is stored under
@@ -21,7 +21,8 @@
  *                   reserved:u64      0
  *                   header_sum:u64    XXH3-64 over header bytes [0,88) ++ all section_descs
  *   section_desc := type:u32          1 META, 2 FORWARD, 3 BACKWARD, 4 KERNELS,
- *                                     5 WRAPPERS, 6 RUNTIME_META; each at most once
+ *                                     5 WRAPPERS, 6 RUNTIME_META, 7 PARAMS (the kernels'
+ *                                     parameter tables, src/graph/abi.c); each at most once
  *                   codec:u32         0 none, 1 zstd
  *                   raw_len:u64       ≤ KC_SECTION_MAX_RAW (256 MiB); the raw lengths of all
  *                                     sections together ≤ KC_ENTRY_MAX_RAW (1 GiB)
@@ -53,7 +54,7 @@
  *
  * Every entry carries a META section; other sections are opaque bytes at this layer
  * (the graph part gives FORWARD, BACKWARD, KERNELS and WRAPPERS their own encodings).
- * The golden file tests/golden/entry_v1.kce pins this format: a change to it means a
+ * The golden file tests/golden/entry_v2.kce pins this format: a change to it means a
  * new format version.
  */
 #ifndef KCACHE_ENTRY_H
@@ -68,7 +69,7 @@ extern "C" {
 #endif
 
 /** Current entry format version. */
-#define KC_ENTRY_FORMAT_VERSION 1
+#define KC_ENTRY_FORMAT_VERSION 2
 /** Cap on one section's raw length. */
 #define KC_SECTION_MAX_RAW (256u << 20)
 /** Cap on a whole entry. */
@@ -87,7 +88,8 @@ typedef enum kc_section_type {
     KC_SECTION_BACKWARD = 3,
     KC_SECTION_KERNELS = 4,
     KC_SECTION_WRAPPERS = 5,
-    KC_SECTION_RUNTIME_META = 6
+    KC_SECTION_RUNTIME_META = 6,
+    KC_SECTION_PARAMS = 7
 } kc_section_type;
 
 /** Codecs of stored sections.  Values are part of the format. */

@@ -192,6 +192,29 @@ KC_API int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_grap
 /** Release a graph from kc_graph_get; accepts NULL. */
 KC_API void kc_graph_release(kc_graph *g);
 
+/**
+ * The process's loaded graphs ([Note: loaded graphs] in src/graph/loaded.c): a graph stays
+ * loaded after its last user released it, so that the next lookup is a memory hit, until the
+ * table holds more than `max_graphs` graphs or `max_bytes` bytes of images; then the least
+ * recently used released graphs are unloaded (a later lookup loads them again from the cache).
+ * A graph in use is never unloaded, so the table can stand above its budget while its graphs
+ * are held.  Defaults: KCACHE_LOADED_GRAPHS (512) and KCACHE_LOADED_BYTES (1 GiB); 0 keeps no
+ * released graph loaded.  Applies at once (unloading what is over).  Thread-safe.
+ */
+KC_API void kc_graph_loaded_budget(size_t max_graphs, size_t max_bytes);
+
+/** The loaded-graph table now. */
+typedef struct kc_loaded_stats {
+    size_t graphs;       /**< loaded, in use or not */
+    size_t bytes;        /**< bytes of their images */
+    size_t in_use;       /**< held by a caller (a kc_graph_get not yet released, or a kc_saved) */
+    size_t max_graphs, max_bytes; /**< the budget */
+    unsigned long long unloads; /**< graphs unloaded to hold the budget, since the process started */
+} kc_loaded_stats;
+
+/** A snapshot of the loaded-graph table; `out` must not be NULL. */
+KC_API void kc_graph_loaded_stats(kc_loaded_stats *out);
+
 /** The function handle of kernel `i` of a loaded graph (for a runtime's own launches). */
 KC_API int kc_graph_function(const kc_graph *g, int i, void **fn_out);
 
@@ -329,6 +352,25 @@ KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);
 typedef void (*kc_kernel_visit_cb)(const char *name, const char *lowered, const char *target,
                                    int is_ptx, size_t bytes, void *ctx);
 KC_API int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx);
+
+/** One kernel parameter as the compiler laid it out (an entry's PARAMS section). */
+typedef struct kc_param_info {
+    unsigned offset;  /**< bytes into the parameter buffer */
+    unsigned size;    /**< bytes */
+    unsigned align;   /**< declared alignment (PTX); 0 when the image does not record it (cubin) */
+    const char *cls;  /**< "int", "float", "bytes" (a struct or half by value), or "any" (cubin: unknown) */
+} kc_param_info;
+
+/** Called once per kernel with its parameters (borrowed for the call). */
+typedef void (*kc_param_visit_cb)(const char *name, const char *lowered, const kc_param_info *params, size_t n,
+                                  void *ctx);
+
+/**
+ * Visit the parameter table of each kernel of an entry, in KERNELS order: what every launch
+ * step was checked against when the graph was compiled, and is checked against again at load.
+ * KC_ECORRUPT when the entry has no well-formed PARAMS section.
+ */
+KC_API int kc_entry_params(const kc_entry *e, kc_param_visit_cb cb, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,7 @@
 #define SUM_OFFSET 88
 #define DESC_SIZE 40
 #define MAX_SECTIONS 16
-#define NTYPES 7 /* types 1..6 */
+#define NTYPES (KC_SECTION_PARAMS + 1) /* types 1..KC_SECTION_PARAMS */
 #define MAC_LEN 32
 #define FLAG_MAC 1u
 #define MAX_DIGESTS 4096
@@ -115,7 +115,7 @@ void kc_entry_free(kc_entry *e) {
 const kc_key *kc_entry_key(const kc_entry *e) { return &e->key; }
 const char *kc_entry_variant(const kc_entry *e) { return e->variant; }
 
-static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_RUNTIME_META; }
+static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_PARAMS; }
 
 int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data, size_t len) {
     if (!e || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_set_section: NULL argument");

@@ -8,6 +8,7 @@
 #define KC_GRAPH_INTERNAL_H
 
 #include "../common/internal.h"
+#include "../compile/params.h"
 #include "../compile/units.h"
 #include "kcache/cuda.h"
 #include "kcache/graph.h"
@@ -117,15 +118,35 @@ void kc_wrappers_encode(const kc_graph_desc *d, kc_buf *b);
 /** Each recorded wrapper's bytes without the count (what the graph key hashes). */
 void kc_wrappers_encode_items(const kc_graph_desc *d, kc_buf *b);
 
-/* ---- a loaded graph (loaded.c) ---- */
+/* ---- the launch ABI and the PARAMS section (abi.c; its grammar is there) ---- */
 
 struct kc_program;
+/** Each kernel's parameter table read from its compiled image (*out: d->nkernels tables). */
+int kc_abi_tables(const kc_graph_desc *d, const kc_units *u, int is_ptx, kc_compiled *const *res, kc_params **out);
+/** Check one step's arguments against its kernel's table; `status` is what a mismatch returns. */
+int kc_abi_check_step(int status, const char *where, const char *kernel, char *const *args, size_t nargs,
+                      const kc_params *t);
+/** Check every step of a description (KC_ECOMPILE naming graph, pass, step, argument, sizes). */
+int kc_abi_check_desc(const kc_graph_desc *d, const kc_params *t);
+/** Check every step of a decoded program; `names` are the kernels' names (KC_ECORRUPT). */
+int kc_abi_check_program(const char *where, const struct kc_program *p, const kc_params *t, const char *const *names);
+/** Write / strictly read the PARAMS section (n tables, one per kernel). */
+void kc_abi_encode(kc_buf *b, const kc_params *t, size_t n);
+int kc_abi_decode(const kc_entry *e, size_t nkernels, kc_params **out);
+/** Free n tables and the array; accepts NULL. */
+void kc_abi_free(kc_params *t, size_t n);
+
+/* ---- a loaded graph (loaded.c) ---- */
+
 struct kc_graph {
     int refs;
     kc_key key;
     int device;
     char variant[32];
     size_t nkernels, nimages;
+    size_t bytes;                   /* of its images (the loaded-graph budget counts these) */
+    uint64_t used;                  /* the table's clock at its last lookup (LRU) */
+    int in_table;                   /* published: the table holds a reference */
     kc_module **modules;            /* one per image */
     void **fns;                     /* one per kernel */
     struct kc_program *fwd, *bwd;   /* bwd NULL when the graph has none */

@@ -2,8 +2,14 @@
  * loaded.c — the process-wide table of loaded graphs, and loading one from an entry.
  *
  * [Note: loaded graphs] Same key and device → the same kc_graph, reference-counted; the
- * table holds one reference of its own, so a graph stays loaded for the life of the process
- * once used.  Loading resolves every kernel of the KERNELS section (one module per image),
+ * table holds one reference of its own, so a graph stays loaded after its last user released
+ * it, and the next lookup is a memory hit.  The table has a budget (graphs and image bytes,
+ * kc_graph_loaded_budget): when it is over, the least recently looked-up graphs that only the
+ * table holds (refs == 1) are unlinked and unloaded, outside the table's lock.  A graph is only
+ * ever taken from the table under the lock (find, publish), and a graph with refs == 1 seen
+ * under the lock has no other holder, so eviction never unloads a graph someone can reach.
+ * A budget check runs when a graph joins the table and when a release leaves a graph to the
+ * table alone.  Loading resolves every kernel of the KERNELS section (one module per image),
  * decodes and re-validates both launch programs, and rebuilds the recorded wrapper chain
  * around the graph's own forward (run.c).  A bypassed graph is never published.
  *
@@ -16,11 +22,59 @@
 
 #include "../common/internal.h"
 #include "graph_internal.h"
+#include "../cuda/internal.h"
 #include "kcache/cuda.h"
 #include "program.h"
 
 static pthread_mutex_t loaded_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_graph *loaded;
+static struct {
+    size_t graphs, bytes;           /* in the table */
+    size_t max_graphs, max_bytes;   /* the budget */
+    int configured;                 /* the budget was read from the environment or set */
+    uint64_t clock;                 /* ticks at each lookup: the LRU order */
+    unsigned long long unloads;
+} lt;
+
+/* The budget from KCACHE_LOADED_GRAPHS / KCACHE_LOADED_BYTES, once (a bad value: a warning, the default). Locked. */
+static void configure_locked(void) {
+    if (lt.configured) return;
+    unsigned long long g = 512, b = 1ull << 30;
+    if (kc_env_uint("KCACHE_LOADED_GRAPHS", 1ull << 32, &g)) fprintf(stderr, "kcache: %s; keeping 512\n", kc_error_last()->message);
+    if (kc_env_uint("KCACHE_LOADED_BYTES", 1ull << 50, &b)) fprintf(stderr, "kcache: %s; keeping 1 GiB\n", kc_error_last()->message);
+    lt.max_graphs = (size_t)g;
+    lt.max_bytes = (size_t)b;
+    lt.configured = 1;
+}
+
+/* Unlink released graphs, least recently used first, while over budget; returns them as a list. Locked. */
+static kc_graph *trim_locked(void) {
+    configure_locked();
+    kc_graph *out = NULL;
+    while (lt.graphs > lt.max_graphs || lt.bytes > lt.max_bytes) {
+        kc_graph **victim = NULL;
+        for (kc_graph **pp = &loaded; *pp; pp = &(*pp)->next)
+            if (__atomic_load_n(&(*pp)->refs, __ATOMIC_ACQUIRE) == 1 && (!victim || (*pp)->used < (*victim)->used))
+                victim = pp;
+        if (!victim) break; /* everything over budget is in use */
+        kc_graph *g = *victim;
+        *victim = g->next;
+        lt.graphs--;
+        lt.bytes -= g->bytes;
+        lt.unloads++;
+        g->next = out;
+        out = g;
+    }
+    return out;
+}
+
+static void unload_list(kc_graph *g) {
+    while (g) {
+        kc_graph *next = g->next;
+        kc_graph_release(g); /* the table's reference: the last one */
+        g = next;
+    }
+}
 
 static void graph_destroy(kc_graph *g) {
     kc_wrapper_chain_free(g->chain);
@@ -34,7 +88,39 @@ static void graph_destroy(kc_graph *g) {
 
 void kc_graph_release(kc_graph *g) {
     if (!g) return;
-    if (__atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) graph_destroy(g);
+    int left = __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL);
+    if (left == 0) {
+        graph_destroy(g);
+    } else if (left == 1 && g->in_table) { /* now only the table holds it: the budget may want it gone */
+        pthread_mutex_lock(&loaded_mu);
+        kc_graph *evicted = trim_locked();
+        pthread_mutex_unlock(&loaded_mu);
+        unload_list(evicted);
+    }
+}
+
+void kc_graph_loaded_budget(size_t max_graphs, size_t max_bytes) {
+    pthread_mutex_lock(&loaded_mu);
+    lt.configured = 1;
+    lt.max_graphs = max_graphs;
+    lt.max_bytes = max_bytes;
+    kc_graph *evicted = trim_locked();
+    pthread_mutex_unlock(&loaded_mu);
+    unload_list(evicted);
+}
+
+void kc_graph_loaded_stats(kc_loaded_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&loaded_mu);
+    configure_locked();
+    out->graphs = lt.graphs;
+    out->bytes = lt.bytes;
+    for (kc_graph *g = loaded; g; g = g->next) out->in_use += __atomic_load_n(&g->refs, __ATOMIC_ACQUIRE) > 1;
+    out->max_graphs = lt.max_graphs;
+    out->max_bytes = lt.max_bytes;
+    out->unloads = lt.unloads;
+    pthread_mutex_unlock(&loaded_mu);
 }
 
 int kc_graph_function(const kc_graph *g, int i, void **fn_out) {
@@ -43,16 +129,44 @@ int kc_graph_function(const kc_graph *g, int i, void **fn_out) {
     return KC_OK;
 }
 
-/* Load every kernel of an entry; KC_EDRIVER when the driver refuses an image. */
+/*
+ * The driver's own record of a kernel's parameters (cuFuncGetParamInfo, where the driver has
+ * it) must be the table the entry was checked against: KC_EREFUSED naming the first difference.
+ */
+static int driver_agrees(void *fn, const char *kernel, const kc_params *t) {
+    for (size_t i = 0; i <= t->n; i++) {
+        size_t off = 0, size = 0;
+        int rc = kc_cuda_param_info(fn, i, &off, &size);
+        if (rc == KC_MISS) return KC_OK; /* a driver older than 12.4: the entry's table stands */
+        if (i == t->n) {
+            if (rc == KC_EINVAL) return KC_OK;
+            if (rc == KC_OK) return kc_err(KC_EREFUSED, "kernel '%s': the driver reports more than the %zu parameters the entry "
+                                           "records", kernel, t->n);
+            return rc;
+        }
+        if (rc == KC_EINVAL) return kc_err(KC_EREFUSED, "kernel '%s': the driver reports %zu parameters, the entry %zu",
+                                           kernel, i, t->n);
+        if (rc) return rc;
+        if (off != t->v[i].offset || size != t->v[i].size)
+            return kc_err(KC_EREFUSED, "kernel '%s': parameter %zu is %zu bytes at offset %zu to the driver, %u at %u in the "
+                          "entry", kernel, i, size, off, t->v[i].size, t->v[i].offset);
+    }
+    return KC_OK;
+}
+
+/* Load every kernel of an entry; KC_EREFUSED when the driver refuses an image. */
 int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
     kimg *v;
     size_t n, nimg;
     char *strs;
+    kc_params *abi = NULL;
+    const char **names = NULL;
     int rc = kc_kernels_of(e, &v, &n, &nimg, &strs);
     if (rc) return rc;
     kc_graph *g = kc_calloc(1, sizeof *g);
-    if (!g || !(g->modules = kc_calloc(nimg, sizeof *g->modules)) || !(g->fns = kc_calloc(n, sizeof *g->fns))) {
-        if (g) free(g->modules);
+    if (!g || !(g->modules = kc_calloc(nimg, sizeof *g->modules)) || !(g->fns = kc_calloc(n, sizeof *g->fns)) ||
+        !(names = kc_calloc(n, sizeof *names))) {
+        if (g) free(g->modules), free(g->fns);
         free(g);
         free(v);
         free(strs);
@@ -64,16 +178,14 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     g->nkernels = n;
     g->nimages = nimg;
     snprintf(g->variant, sizeof g->variant, "%s", kc_entry_variant(e));
-    for (size_t i = 0; i < n && !rc; i++) {
-        kc_module **m = &g->modules[v[i].image_index];
-        if (!*m) rc = kc_module_load(m, device, v[i].image, v[i].len);
-        if (!rc) rc = kc_module_function(*m, v[i].lowered, &g->fns[i]);
-    }
-    free(v);
-    free(strs);
-    /* The launch programs, then the recorded wrappers around this graph's own forward. */
+    for (size_t i = 0; i < n; i++) names[i] = v[i].name;
+    /* The launch programs, checked against the parameter tables before any image reaches the driver. */
     const void *pd;
     size_t pl;
+    char where[96], hex[KC_KEY_HEX_LEN + 1];
+    kc_key_to_hex(key, hex);
+    snprintf(where, sizeof where, "entry %s.%s", hex, kc_entry_variant(e));
+    rc = kc_abi_decode(e, n, &abi);
     if (!rc && kc_entry_section(e, KC_SECTION_FORWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->fwd);
     else if (!rc) rc = kc_err(KC_ECORRUPT, "entry has no FORWARD section");
     if (!rc && kc_entry_section(e, KC_SECTION_BACKWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->bwd);
@@ -81,10 +193,27 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
         if (g->fwd->steps[i].kernel < 0 || (size_t)g->fwd->steps[i].kernel >= n) rc = kc_err(KC_ECORRUPT, "step names no kernel");
     for (size_t i = 0; !rc && g->bwd && i < g->bwd->nsteps; i++)
         if (g->bwd->steps[i].kernel < 0 || (size_t)g->bwd->steps[i].kernel >= n) rc = kc_err(KC_ECORRUPT, "step names no kernel");
+    if (!rc) rc = kc_abi_check_program(where, g->fwd, abi, names);
+    if (!rc) rc = kc_abi_check_program(where, g->bwd, abi, names);
+    for (size_t i = 0; i < n && !rc; i++) {
+        kc_module **m = &g->modules[v[i].image_index];
+        if (!*m) {
+            rc = kc_module_load(m, device, v[i].image, v[i].len);
+            if (rc) rc = kc_err_prefix(rc, "the %s image", v[i].target);
+            else g->bytes += v[i].len;
+        }
+        if (!rc) rc = kc_module_function(*m, v[i].lowered, &g->fns[i]);
+        if (!rc) rc = driver_agrees(g->fns[i], v[i].name, &abi[i]);
+    }
+    free(v);
+    free(names);
+    kc_abi_free(abi, n);
+    /* The recorded wrappers around this graph's own forward. */
     if (!rc) {
         kc_callable base = {kc_graph_run_forward, g};
         rc = kc_wrapper_chain_build(&g->chain, e, &base);
     }
+    free(strs);
     if (rc) {
         graph_destroy(g);
         return rc;
@@ -101,6 +230,7 @@ kc_graph *kc_loaded_find(const kc_key *key, int device) {
     for (kc_graph *g = loaded; g; g = g->next)
         if (g->device == device && memcmp(g->key.bytes, key->bytes, 16) == 0) {
             __atomic_add_fetch(&g->refs, 1, __ATOMIC_ACQ_REL);
+            g->used = ++lt.clock;
             out = g;
             break;
         }
@@ -114,14 +244,22 @@ kc_graph *kc_loaded_publish(kc_graph *g, int keep) {
     kc_graph *other = NULL;
     for (kc_graph *x = loaded; x; x = x->next)
         if (x->device == g->device && memcmp(x->key.bytes, g->key.bytes, 16) == 0) other = x;
+    kc_graph *evicted = NULL;
     if (other) {
         __atomic_add_fetch(&other->refs, 1, __ATOMIC_ACQ_REL);
+        other->used = ++lt.clock;
     } else if (keep) {
         g->refs = 2; /* the table's and the caller's */
+        g->in_table = 1;
+        g->used = ++lt.clock;
         g->next = loaded;
         loaded = g;
+        lt.graphs++;
+        lt.bytes += g->bytes;
+        evicted = trim_locked();
     }
     pthread_mutex_unlock(&loaded_mu);
+    unload_list(evicted);
     if (other) {
         graph_destroy(g);
         g = other;

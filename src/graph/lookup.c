@@ -33,19 +33,21 @@ static int has_backward(const kc_graph_desc *d) {
 
 /* Build the entry of a compiled graph. */
 static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
-                      const char *target, kc_compiled **res, kc_entry **out) {
+                      const char *target, kc_compiled **res, const kc_params *abi, kc_entry **out) {
     kc_entry *e;
     int rc = kc_entry_new(&e, key, target);
     if (rc) return rc;
     kc_target t;
     kc_target_parse(target, &t);
-    kc_buf k = {0}, fw = {0}, bw = {0}, wr = {0};
+    kc_buf k = {0}, fw = {0}, bw = {0}, wr = {0}, pa = {0};
     kc_kernels_encode(&k, d, u, target, t.ptx, res);
+    kc_abi_encode(&pa, abi, d->nkernels);
     kc_program_encode(d, KC_PASS_FORWARD, &fw);
     if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
     kc_wrappers_encode(d, &wr);
-    if (k.failed || fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (k.failed || fw.failed || bw.failed || wr.failed || pa.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_KERNELS, k.data, k.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_PARAMS, pa.data, pa.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
     if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
@@ -65,6 +67,7 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     kc_buf_free(&fw);
     kc_buf_free(&bw);
     kc_buf_free(&wr);
+    kc_buf_free(&pa);
     if (rc) {
         kc_entry_free(e);
         return rc;
@@ -113,9 +116,17 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
         return rc;
     }
+    /* The launch ABI: every step against its kernel's parameter table, before anything is stored. */
+    kc_target tt;
+    kc_params *abi = NULL;
+    kc_target_parse(target, &tt);
+    rc = kc_abi_tables(d, &u, tt.ptx, res, &abi);
+    if (!rc) rc = kc_abi_check_desc(d, abi);
     kc_entry *e = NULL;
-    rc = make_entry(d, &u, key, kb, target, res, &e);
+    if (!rc) rc = make_entry(d, &u, key, kb, target, res, abi, &e);
+    kc_abi_free(abi, d->nkernels);
     kc_units_free(res, u.n);
+    if (rc == KC_ECOMPILE) kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
     if (rc) return rc;
     snprintf(info->variant, sizeof info->variant, "%s", target);
     if (bypass) {
@@ -161,7 +172,7 @@ static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_gr
 }
 
 static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
-                         const char *target, kc_graph_info *info, kc_entry **entry_out) {
+                         const char *target, int take, kc_graph_info *info, kc_entry **entry_out) {
     double wait_s = 600.0; /* strict (common/env.c): in [0, a day], so the cast below is defined */
     int erc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &wait_s);
     if (erc) return erc;
@@ -172,7 +183,7 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
         int rc = kc_cache_trylock(c, key, target, &lk);
         if (rc == KC_OK) {
             /* Someone may have stored it between our miss and the lock. */
-            if (take_stored(c, key, target, info, "stored by another process meanwhile", entry_out)) {
+            if (take && take_stored(c, key, target, info, "stored by another process meanwhile", entry_out)) {
                 kc_cache_unlock(lk);
                 return KC_OK;
             }
@@ -186,7 +197,7 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
             return compile_and_store(c, d, key, kb, target, info, entry_out);
         }
         if (!waited++) kc_log(KC_LOG_GRAPH, "%s: another process compiles %s; waiting", d->name, target);
-        if (take_stored(c, key, target, info, "waited for another process's compile", entry_out)) return KC_OK;
+        if (take && take_stored(c, key, target, info, "waited for another process's compile", entry_out)) return KC_OK;
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -241,12 +252,31 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
             snprintf(info->miss_reason, sizeof info->miss_reason, corrupt ? "stored entry was corrupt" : "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
-        rc = cacheable ? single_flight(c, d, &key, kb, target, info, NULL)
+        rc = cacheable ? single_flight(c, d, &key, kb, target, 1, info, NULL)
                        : compile_and_store(c, d, &key, kb, target, info, NULL);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
     return rc;
+}
+
+/*
+ * Load a stored entry.  An image this driver refuses (KC_EREFUSED: too new a toolkit, an
+ * invalid image, no kernel image for the device) or an entry whose launch programs do not fit
+ * its kernels (KC_ECORRUPT) is a counted miss: KC_MISS, with the reason in info.  Anything
+ * else (no memory, a broken context) is the caller's error.
+ */
+static int try_load(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_entry *e, int device,
+                    const char *variant, const char *where, kc_graph_info *info, kc_graph **g) {
+    uint64_t t2 = kc_mono_ns();
+    int rc = kc_graph_load(e, key, device, g);
+    info->load_us = us_since(t2);
+    if (rc != KC_EREFUSED && rc != KC_ECORRUPT) return rc;
+    kc_cache_count(c, key, KC_STAT_LOAD_REFUSED, 1);
+    snprintf(info->miss_reason, sizeof info->miss_reason, "%s%s not usable: %.180s", where, variant,
+             kc_error_last()->message);
+    kc_log(KC_LOG_LOAD, "%s: %s%s not usable: %s", d->name, where, variant, kc_error_last()->message);
+    return KC_MISS;
 }
 
 int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
@@ -273,20 +303,19 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         return KC_OK;
     }
     kc_graph *g = NULL;
-    char cand[KC_TARGET_CANDIDATES_MAX][16];
+    char cand[KC_TARGET_CANDIDATES_MAX][16], target[16];
     size_t nc = first_uncacheable(d) ? 0 : kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
+    int own_unusable = 0; /* the device's own variant was stored but could not be used */
+    kc_variant_for_device(major, minor, target);
     for (size_t i = 0; i < nc && !g; i++) {
         kc_entry *e;
         if (kc_cache_get_local_(c, &key, cand[i], &e) != KC_OK) continue; /* absent, or corrupt: quarantined */
         info->lookup_us = us_since(t1);
-        uint64_t t2 = kc_mono_ns();
-        rc = kc_graph_load(e, &key, device, &g);
-        info->load_us = us_since(t2);
+        rc = try_load(c, d, &key, e, device, cand[i], "", info, &g);
         kc_entry_free(e);
-        if (rc == KC_EDRIVER) { /* refused by this driver: a miss, counted */
-            kc_cache_count(c, &key, KC_STAT_LOAD_REFUSED, 1);
-            snprintf(info->miss_reason, sizeof info->miss_reason, "driver refused %s", cand[i]);
-            kc_log(KC_LOG_LOAD, "%s: %s", d->name, kc_error_last()->message);
+        if (rc == KC_MISS) {
+            own_unusable |= strcmp(cand[i], target) == 0;
+            rc = KC_OK;
             continue;
         }
         if (rc) break;
@@ -300,13 +329,10 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         kc_entry *e;
         if (kc_cache_remote_fetch_(c, &key, cp, nc, &w, &e) == KC_OK) {
             info->lookup_us = us_since(t1);
-            uint64_t t2 = kc_mono_ns();
-            rc = kc_graph_load(e, &key, device, &g);
-            info->load_us = us_since(t2);
+            rc = try_load(c, d, &key, e, device, cand[w], "remote ", info, &g);
             kc_entry_free(e);
-            if (rc == KC_EDRIVER) {
-                kc_cache_count(c, &key, KC_STAT_LOAD_REFUSED, 1);
-                snprintf(info->miss_reason, sizeof info->miss_reason, "driver refused remote %s", cand[w]);
+            if (rc == KC_MISS) {
+                own_unusable |= strcmp(cand[w], target) == 0;
                 rc = KC_OK;
             } else if (!rc) {
                 info->source = KC_FROM_REMOTE;
@@ -315,19 +341,22 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         }
     }
     if (!g && !rc) {
-        char target[16];
-        kc_variant_for_device(major, minor, target);
         if (!info->miss_reason[0]) {
             snprintf(info->miss_reason, sizeof info->miss_reason, "%s", nc ? "no usable variant stored" : "not cacheable");
-            if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         }
+        if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         info->lookup_us = us_since(t1);
         kc_entry *e = NULL;
-        rc = nc ? single_flight(c, d, &key, kb, target, info, &e) : compile_and_store(c, d, &key, kb, target, info, &e);
+        /* A stored image of this very variant that the driver refused is not taken again as
+         * "stored meanwhile": this lookup compiles it afresh and stores it over the old one. */
+        rc = nc ? single_flight(c, d, &key, kb, target, !own_unusable, info, &e)
+                : compile_and_store(c, d, &key, kb, target, info, &e);
         if (!rc) {
             uint64_t t2 = kc_mono_ns();
             rc = kc_graph_load(e, &key, device, &g);
             info->load_us = us_since(t2);
+            if (rc) rc = kc_err_prefix(rc, "graph '%s': the %s image compiled for device %d (%d.%d) could not be loaded",
+                                       d->name, target, device, major, minor);
         }
         kc_entry_free(e);
     }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "../common/internal.h"
+#include "../compile/params.h"
 #include "graph_internal.h"
 
 #define MAX_ITEMS 4096
@@ -294,6 +295,27 @@ int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned
     if (sh < 0 || sh > (1 << 30)) return kc_err(KC_EEXPR, "step %zu: shared memory %lld out of range", i, (long long)sh);
     *shared = (unsigned)sh;
     return KC_OK;
+}
+
+int kc_program_arg_abi(const char *x, kc_arg_abi *out) {
+    /* Keep in step with kc_program_args below: what it packs is what this says. */
+    static const struct { const char *prefix; unsigned size; int cls, pointer; } kinds[] = {
+        {"input:", 8, KC_PARAM_INT, 1},  {"output:", 8, KC_PARAM_INT, 1},   {"saved:", 8, KC_PARAM_INT, 1},
+        {"scratch:", 8, KC_PARAM_INT, 1}, {"grad_out:", 8, KC_PARAM_INT, 1}, {"grad_in:", 8, KC_PARAM_INT, 1},
+        {"philox_seed", 8, KC_PARAM_INT, 0}, {"philox_offset", 8, KC_PARAM_INT, 0},
+        {"sym:", 8, KC_PARAM_INT, 0},    {"e64:", 8, KC_PARAM_INT, 0},      {"i64:", 8, KC_PARAM_INT, 0},
+        {"e32:", 4, KC_PARAM_INT, 0},    {"i32:", 4, KC_PARAM_INT, 0},      {"f32:", 4, KC_PARAM_FLOAT, 0},
+    };
+    for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
+        size_t pl = strlen(kinds[k].prefix);
+        if (strncmp(x, kinds[k].prefix, pl) == 0 && (kinds[k].prefix[pl - 1] == ':' || x[pl] == '\0')) {
+            out->size = kinds[k].size;
+            out->cls = kinds[k].cls;
+            out->pointer = kinds[k].pointer;
+            return KC_OK;
+        }
+    }
+    return kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
 }
 
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,

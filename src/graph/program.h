@@ -88,4 +88,14 @@ typedef union kc_argval {
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
                     const uint64_t *philox, kc_argval *vals, void **args);
 
+/** One argument's launch ABI: the bytes it passes, their class (compile/params.h), and whether a pointer. */
+typedef struct kc_arg_abi {
+    unsigned size;
+    int cls;     /* KC_PARAM_INT or KC_PARAM_FLOAT */
+    int pointer; /* a tensor's or scratch buffer's device address */
+} kc_arg_abi;
+
+/** The ABI of an argument as kc_program_args packs it; KC_ECORRUPT for an unknown kind. */
+int kc_program_arg_abi(const char *arg, kc_arg_abi *out);
+
 #endif

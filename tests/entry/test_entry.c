@@ -1,11 +1,11 @@
 /*
- * test_entry.c — the entry format: round trips, the golden file that pins format v1,
+ * test_entry.c — the entry format: round trips, the golden file that pins format v2,
  * and a decoder that rejects every damaged input (each byte flipped, every truncation,
  * trailing bytes, random noise) without crashing or reading out of bounds (run it under
  * ASan to see the latter); a small entry declaring a huge section (a decompression bomb) is
  * refused before anything is inflated (issue 15).
  *
- * Regenerate tests/golden/entry_v1.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
+ * Regenerate tests/golden/entry_v2.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
  */
 #include "helpers.h"
 
@@ -90,7 +90,7 @@ static void test_golden_file(void **state) {
     void *bytes;
     size_t len;
     assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
-    const char *path = KC_GOLDEN_DIR "/entry_v1.kce";
+    const char *path = KC_GOLDEN_DIR "/entry_v2.kce";
     if (getenv("KCACHE_REGEN_GOLDEN")) assert_int_equal(kct_write(path, bytes, len), 0);
     size_t glen;
     uint8_t *golden = kct_read(path, &glen);
@@ -229,7 +229,7 @@ static uint8_t *hand_entry(uint32_t codec, uint64_t raw_len, const uint8_t *stor
     size_t table_end = 96 + 2 * 40, len = table_end + sizeof meta + slen;
     uint8_t *h = calloc(1, len);
     memcpy(h, "\x89KCE\r\n\x1a\n", 8);
-    kc_wr_u16(h + 8, 1);
+    kc_wr_u16(h + 8, KC_ENTRY_FORMAT_VERSION);
     kc_wr_u16(h + 10, 96);
     memset(h + 16, 0xab, 16);
     memcpy(h + 32, "sm_90", 5);

@@ -34,7 +34,7 @@ static inline void fz_wr64(uint8_t *p, uint64_t v) {
 }
 
 /*
- * Make an entry's checksums right for the bytes it holds (entry.h, format v1): total_len
+ * Make an entry's checksums right for the bytes it holds (entry.h, format v2): total_len
  * becomes the buffer's length, each section whose bytes lie inside the buffer gets the
  * XXH3-64 of them, and header_sum covers the header and the (possibly mutated) table.
  * Lengths, offsets and codecs stay as the fuzzer wrote them.

@@ -129,7 +129,7 @@ static void test_launch_limits(void **state) {
     (void)state;
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "limits");
-    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
     kc_graph_add_kernel(d, &k, NULL);
     const char *sizes[] = {"N"};
     kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0);

@@ -71,6 +71,7 @@ static const char *section_name(int t) {
     case KC_SECTION_KERNELS: return "KERNELS";
     case KC_SECTION_WRAPPERS: return "WRAPPERS";
     case KC_SECTION_RUNTIME_META: return "RUNTIME_META";
+    case KC_SECTION_PARAMS: return "PARAMS";
     default: return "?";
     }
 }
@@ -97,6 +98,36 @@ static void print_kernel(const char *name, const char *lowered, const char *targ
         printf("    %-22s %-10s %-5s %8zu bytes  %s\n", cli_shown(name, n, sizeof n), cli_shown(target, t, sizeof t),
                is_ptx ? "ptx" : "cubin", bytes, cli_shown(lowered, l, sizeof l));
     }
+}
+
+/* One kernel's parameter table: "8@0 4@8:int …" (size@offset, with the class when the image says it). */
+static void print_params(const char *name, const char *lowered, const kc_param_info *p, size_t n, void *ctx) {
+    kctx *k = ctx;
+    (void)lowered;
+    if (k->json) {
+        int first = 1;
+        printf("%s{", k->first ? "" : ", ");
+        json_kv_str(stdout, &first, "kernel", name);
+        printf(", \"params\": [");
+        for (size_t i = 0; i < n; i++) {
+            int f = 1;
+            printf("%s{", i ? ", " : "");
+            json_kv_u64(stdout, &f, "offset", p[i].offset);
+            json_kv_u64(stdout, &f, "size", p[i].size);
+            json_kv_u64(stdout, &f, "align", p[i].align);
+            json_kv_str(stdout, &f, "class", p[i].cls);
+            printf("}");
+        }
+        printf("]}");
+        k->first = 0;
+        return;
+    }
+    char nm[SHOWN_CAP];
+    printf("    %-22s (", cli_shown(name, nm, sizeof nm));
+    for (size_t i = 0; i < n; i++)
+        printf("%s%u@%u%s%s", i ? " " : "", p[i].size, p[i].offset, strcmp(p[i].cls, "any") ? ":" : "",
+               strcmp(p[i].cls, "any") ? p[i].cls : "");
+    printf(")  %zu parameter%s, %u bytes\n", n, n == 1 ? "" : "s", n ? p[n - 1].offset + p[n - 1].size : 0);
 }
 
 static int cmd_show(const cli_settings *cs, int argc, char **argv) {
@@ -161,7 +192,7 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
             json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
             printf(", \"sections\": {");
             int f2 = 1;
-            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_RUNTIME_META; ty++) {
+            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_PARAMS; ty++) {
                 const void *d;
                 size_t len;
                 if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
@@ -170,6 +201,9 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
             printf("}, \"kernels\": [");
             kctx kc = {1, 1};
             kc_entry_kernels(e, print_kernel, &kc);
+            printf("], \"parameters\": [");
+            kc.first = 1;
+            kc_entry_params(e, print_params, &kc);
             printf("], \"digests\": {");
             f2 = 1;
             for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
@@ -191,8 +225,10 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
             printf("  kernels\n");
             kctx kc = {0, 1};
             if (kc_entry_kernels(e, print_kernel, &kc) != KC_OK) printf("    (none)\n");
+            printf("  parameters (size@offset, as the compiler laid them out; every launch step was checked against them)\n");
+            if (kc_entry_params(e, print_params, &kc) != KC_OK) printf("    (none: %s)\n", kc_error_last()->message);
             printf("  sections\n");
-            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_RUNTIME_META; ty++) {
+            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_PARAMS; ty++) {
                 const void *d;
                 size_t len;
                 if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
