@@ -11,7 +11,7 @@ bash tools/deps.sh --fuzz
 export PATH="$PATH:/usr/local/cuda/bin"
 # entry, bundle: raw bytes; entry_sums, bundle_sums: checksums made right around the fuzzer's bytes;
 # sections: an entry built from the fuzzer's sections (tests/fuzz/harness.h); redis: replies from a fake server.
-targets=(entry entry_sums sections expr program bundle bundle_sums spec manifest redis)
+targets=(entry entry_sums sections expr program bundle bundle_sums spec manifest redis params)
 # KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
   -DKCACHE_BUILD_TESTS=OFF -DKCACHE_BUILD_TOOLS=OFF "-DKCACHE_SANITIZE=address;undefined" \
