@@ -3,7 +3,9 @@
 #  - prewarm twice: the second run compiles nothing;
 #  - four prewarms at once on an empty cache: each variant compiled exactly once in total;
 #  - a process holding a compile lock is SIGKILLed: a waiting process takes over and finishes;
-#  - a failing graph does not stop the others (exit 1); a bad manifest is exit 2 with the place.
+#  - a failing graph does not stop the others (exit 1); a bad manifest is exit 2 with the place;
+#  - a launch that does not fit its kernel is a compile error naming the step, nothing stored;
+#    `kcache show` prints each kernel's parameter table.
 #   test_prewarm.sh KCACHE KC_HOLD_LOCK KERNELS_DIR
 set -u
 KC=$1; HOLD=$2; KDIR=$3
@@ -88,6 +90,22 @@ echo '{"graphs": ["softmax.json", "broken.json"], "archs": ["sm_80"]}' >"$T/m/ma
 [ $rc = 1 ] && ok || bad "a failing graph gave exit $rc, want 1"
 check_json "$T/f.json" "j['compiled'] == 1 and j['failed'] == 1"
 grep -q "no_such_kernel" "$T/f.err" && ok || bad "no NVRTC log for the failing graph: $(head -c 400 "$T/f.err")"
+# A launch that does not fit its kernel (softmax_fwd takes an int; an e64 passes 8 bytes): a compile
+# error naming graph, step, argument and sizes, on a CPU-only host, and nothing stored for it.
+sed 's/"args": \["input:0", "output:0", "e32:C"\]/"args": ["input:0", "output:0", "e64:C"]/' "$KDIR/softmax.json" | sed 's/"name": "softmax"/"name": "misfit"/' >"$T/m/misfit.json"
+echo '{"graphs": ["misfit.json"], "archs": ["sm_90", "compute_80"]}' >"$T/m/misfit.manifest"
+"$KC" --cache-dir "$T/abi" prewarm "$T/m/misfit.manifest" --json >"$T/abi.json" 2>"$T/abi.err"; rc=$?
+[ $rc = 1 ] && ok || bad "a misfit launch gave exit $rc, want 1"
+check_json "$T/abi.json" "j['compiled'] == 0 and j['failed'] == 2"
+grep -q "graph 'misfit': forward step 0 (kernel 'softmax_fwd'): argument 2 ('e64:C') passes 8 bytes, the kernel's parameter 2 takes 4" "$T/abi.err" && ok || bad "the ABI error does not say where: $(head -c 600 "$T/abi.err")"
+[ -z "$(find "$T/abi" -name '*.kce' 2>/dev/null)" ] && ok || bad "a misfit graph was stored"
+# The parameter tables are shown: every kernel of a prewarmed entry, sizes at offsets.
+K=$("$KC" --cache-dir "$T/fail" ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["key"])')
+"$KC" --cache-dir "$T/fail" show "$K" >"$T/show.txt" 2>&1 && ok || bad "show failed"
+grep -q "softmax_fwd *(8@0 8@8 4@16)  3 parameters, 20 bytes" "$T/show.txt" && ok || bad "show lacks the parameter table: $(cat "$T/show.txt")"
+"$KC" --cache-dir "$T/fail" show "$K" --json >"$T/show.json" 2>&1 && ok || bad "show --json failed"
+check_json "$T/show.json" "[p['size'] for p in j[0]['parameters'][0]['params']] == [8, 8, 4]"
+
 printf '{"graphs": [\n  "softmax.json",\n  oops ]}' >"$T/m/bad.json"
 "$KC" --cache-dir "$T/fail" prewarm "$T/m/bad.json" >/dev/null 2>"$T/bad.err"; rc=$?
 [ $rc = 2 ] && grep -q "bad.json:3:" "$T/bad.err" && ok || bad "bad JSON: exit $rc, $(cat "$T/bad.err")"
