@@ -341,10 +341,10 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         }
     }
     if (!g && !rc) {
-        if (!info->miss_reason[0]) {
+        if (!info->miss_reason[0]) { /* nothing found (a refused entry counted its store hit and load_refused) */
             snprintf(info->miss_reason, sizeof info->miss_reason, "%s", nc ? "no usable variant stored" : "not cacheable");
+            if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         }
-        if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         info->lookup_us = us_since(t1);
         kc_entry *e = NULL;
         /* A stored image of this very variant that the driver refused is not taken again as
