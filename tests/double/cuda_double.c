@@ -396,9 +396,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 static void ctx_destroy(int dev) {
     uint64_t c = S.dev[dev].ctx;
     size_t gone[KCD_NKINDS] = {0};
-    for (size_t i = 0; kcd_obj_at(i);) {
+    for (size_t i = 0; kcd_obj_at(i);) { /* from the start after each free: a free may take others with it */
         kcd_obj *o = kcd_obj_at(i);
-        if (o->ctx == c) gone[o->kind]++, kcd_obj_free(o);
+        if (o->ctx == c) gone[o->kind]++, kcd_obj_free(o), i = 0;
         else i++;
     }
     size_t mem = kcd_alloc_drop_device(dev);

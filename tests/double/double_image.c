@@ -402,9 +402,9 @@ CUresult kcd_image_read(const void *image, size_t len, kcd_image *out, char *why
 }
 
 size_t kcd_image_claimed(const void *image) {
-    const uint8_t *p = image;
-    if (memcmp(p, "\x7f" "ELF", 4)) {
-        if (le32(p) == 0xba55ed50u) return 4;
+    const uint8_t *p = image; /* byte by byte: a short NUL-terminated text stops at its NUL */
+    if (!(p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')) {
+        if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba) return 4; /* a fatbinary */
         size_t n = strnlen(image, KCD_IMAGE_MAX);
         return n < KCD_IMAGE_MAX ? n + 1 : n;
     }
