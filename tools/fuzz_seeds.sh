@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries and bundles
+# (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections}/) from real entries written
+# by the current code, so the seeds always speak the current entry format (include/kcache/entry.h).
+#
+# The one idea: a seed made by hand, or by an older build, stops at the first check the format
+# changed (a v1 seed at the version check), and the fuzzer never reaches the parsers behind it.
+# So every seed here is what kcache itself writes today, converted to each target's input form:
+#   entry/, entry_sums/   golden.kce (tests/golden/entry_v2.kce), softmax_sm80.kce (kernels/softmax.json
+#                         compiled for sm_80: cubins) and layer_norm_compute80.kce (kernels/layer_norm.json
+#                         for compute_80: PTX), as kcache prewarm stores them
+#   bundle/               two.kcb: `kcache export` of those two graph entries
+#   bundle_sums/          two.content: the bundle's count:u32 then its inflated content (fuzz_bundle_sums.c)
+#   sections/             <entry>.sec for each entry above: { tag:u8 len:u16 bytes } records
+#                         (fuzz_sections.c): 1 toolchain, 0 each META digest name, 2..7 each section's raw
+#                         bytes (7 PARAMS); wrappers.sec (a WRAPPERS section recording philox and
+#                         cuda_graph) and params.sec (a PARAMS section alone: one kernel, two parameters)
+# Entries carry their creation time, so the bytes differ from run to run; their shape does not.
+#
+# Usage: tools/fuzz_seeds.sh [BUILD_DIR]   (default: build) — a plain build with the CLI
+# (BUILD_DIR/tools/kcache/kcache) and the shared library (BUILD_DIR/src/libkcache.so); NVRTC must
+# be loadable (prewarm compiles; no GPU needed); python3 (tools/deps.sh) converts, reading entries
+# through libkcache and inflating the bundle through libzstd.
+# Writes only the files named above (a seed added by hand, such as a crash's input, stays).
+# Must not: touch a cache directory other than its own scratch one (KCACHE_DIR is set for it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+kcache=$build/tools/kcache/kcache
+lib=$build/src/libkcache.so
+if [ ! -x "$kcache" ] || [ ! -f "$lib" ]; then
+  echo "fuzz_seeds: no $kcache or $lib: build first (cmake --build $build)" >&2; exit 2
+fi
+tmp=$(mktemp -d /tmp/kcache-seeds-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export KCACHE_DIR=$tmp/cache
+unset KCACHE_REMOTE KCACHE_READONLY KCACHE_DISABLE KCACHE_REQUIRE_HIT
+
+# One graph per manifest, so each is compiled for its one target only.
+prewarm() {  # prewarm SPEC TARGET
+  printf '{"graphs": ["%s"], "archs": ["%s"]}\n' "$PWD/kernels/$1" "$2" >"$tmp/m.json"
+  "$kcache" prewarm "$tmp/m.json" -j 1 >"$tmp/prewarm.log" 2>&1 || { cat "$tmp/prewarm.log" >&2; exit 1; }
+}
+one() {  # one VARIANT: the path of the only stored entry of that variant
+  local f
+  f=$(find "$KCACHE_DIR/v1" -name "*.$1.kce")
+  [ "$(printf '%s\n' "$f" | grep -c .)" = 1 ] || { echo "fuzz_seeds: expected one $1 entry, found: $f" >&2; exit 1; }
+  printf '%s\n' "$f"
+}
+prewarm softmax.json sm_80
+prewarm layer_norm.json compute_80
+c=tests/fuzz/corpus
+mkdir -p $c/entry $c/entry_sums $c/bundle $c/bundle_sums $c/sections
+for d in entry entry_sums; do  # install -m 0644: the cache keeps its files private (0600)
+  install -m 0644 tests/golden/entry_v2.kce $c/$d/golden.kce
+  install -m 0644 "$(one sm_80)" $c/$d/softmax_sm80.kce
+  install -m 0644 "$(one compute_80)" $c/$d/layer_norm_compute80.kce
+done
+"$kcache" export "$tmp/two.kcb" >"$tmp/export.log" 2>&1 || { cat "$tmp/export.log" >&2; exit 1; }
+install -m 0644 "$tmp/two.kcb" $c/bundle/two.kcb
+
+python3 - "$lib" "$c" <<'EOF'
+import ctypes, struct, sys
+lib, c = sys.argv[1], sys.argv[2]
+kc = ctypes.CDLL(lib)
+zstd = ctypes.CDLL("libzstd.so.1")
+P, S = ctypes.c_void_p, ctypes.c_size_t
+kc.kc_entry_decode.argtypes = [ctypes.POINTER(P), ctypes.c_char_p, S]
+kc.kc_entry_section.argtypes = [P, ctypes.c_int, ctypes.POINTER(P), ctypes.POINTER(S)]
+kc.kc_entry_digest_count.argtypes, kc.kc_entry_digest_count.restype = [P], S
+kc.kc_entry_digest_at.argtypes = [P, S, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p]
+kc.kc_entry_toolchain.argtypes, kc.kc_entry_toolchain.restype = [P], ctypes.c_char_p
+kc.kc_entry_free.argtypes = [P]
+zstd.ZSTD_decompress.argtypes, zstd.ZSTD_decompress.restype = [ctypes.c_char_p, S, ctypes.c_char_p, S], S
+zstd.ZSTD_isError.argtypes, zstd.ZSTD_isError.restype = [S], ctypes.c_uint
+
+def rec(tag, b):  # one fuzz_sections record
+    assert len(b) <= 0xffff, "a section too long for a sections seed"
+    return struct.pack("<BH", tag, len(b)) + b
+
+def sections(name):  # an entry as fuzz_sections input: toolchain, digest names, sections 2..7
+    data = open(f"{c}/entry/{name}.kce", "rb").read()
+    e = P()
+    if kc.kc_entry_decode(ctypes.byref(e), data, len(data)):
+        sys.exit(f"fuzz_seeds: {name}.kce does not decode")
+    out = rec(1, kc.kc_entry_toolchain(e))
+    for i in range(kc.kc_entry_digest_count(e)):
+        n, d = ctypes.c_char_p(), ctypes.create_string_buffer(16)
+        assert kc.kc_entry_digest_at(e, i, ctypes.byref(n), d) == 0
+        out += rec(0, n.value)
+    for t in range(2, 8):
+        p, ln = P(), S()
+        if kc.kc_entry_section(e, t, ctypes.byref(p), ctypes.byref(ln)) == 0:
+            out += rec(t, ctypes.string_at(p, ln.value) if ln.value else b"")
+    kc.kc_entry_free(e)
+    open(f"{c}/sections/{name}.sec", "wb").write(out)
+
+for name in ("golden", "softmax_sm80", "layer_norm_compute80"):
+    sections(name)
+
+s = lambda b: struct.pack("<I", len(b)) + b  # WRAPPERS str
+wrappers = struct.pack("<I", 2) + s(b"philox") + struct.pack("<II", 1, 1) + b"7" \
+         + s(b"cuda_graph") + struct.pack("<II", 1, 2) + b"16"
+open(f"{c}/sections/wrappers.sec", "wb").write(rec(5, wrappers))
+# PARAMS alone: nkernels 1; nparams 2, total 12; {offset 0 size 8 align 8 int} {offset 8 size 4 align 4 float}
+params = struct.pack("<III", 1, 2, 12) + struct.pack("<IIIB", 0, 8, 8, 1) + struct.pack("<IIIB", 8, 4, 4, 2)
+open(f"{c}/sections/params.sec", "wb").write(rec(7, params))
+
+b = open(f"{c}/bundle/two.kcb", "rb").read()
+count = struct.unpack_from("<I", b, 12)[0]  # bundle.h: magic[8] version:u16 reserved:u16 count:u32
+raw, stored = struct.unpack_from("<QQ", b, 16)
+dst = ctypes.create_string_buffer(raw)
+got = zstd.ZSTD_decompress(dst, raw, b[48:48 + stored], stored)
+assert not zstd.ZSTD_isError(got) and got == raw, "the bundle does not inflate"
+open(f"{c}/bundle_sums/two.content", "wb").write(struct.pack("<I", count) + dst.raw)
+EOF
+echo "fuzz_seeds: wrote 13 seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections}/"
