@@ -5,7 +5,8 @@
  *
  * PARAMS section := nkernels:u32 { nparams:u32 total:u32 { offset:u32 size:u32 align:u32 cls:u8 }[nparams] }
  *   one table per kernel, in the KERNELS section's kernel order (nkernels equal);
- *   nparams ≤ KC_PARAMS_MAX; parameters contiguous in order, non-overlapping, sizes ≥ 1;
+ *   nparams ≤ KC_PARAMS_MAX; parameters in order, non-overlapping (gaps are alignment padding), sizes ≥ 1;
+ *   align 0 (not recorded: a cubin) or a power of two;
  *   total == end of the last parameter (0 when none) ≤ KC_PARAMS_MAX_BYTES; cls ≤ KC_PARAM_BYTES.
  *
  * The one idea: the driver copies into a kernel's parameter bank exactly the bytes its table
@@ -61,7 +62,7 @@ static void sizes_of(const kc_params *t, char *buf, size_t cap) {
 }
 
 int kc_abi_check_step(int status, const char *where, const char *kernel, char *const *args, size_t nargs,
-                      const kc_params *t) {
+                      const kc_params *t, const kc_argdecl *decl, size_t ndecl) {
     char sz[128];
     if (nargs != t->n) {
         sizes_of(t, sz, sizeof sz);
@@ -71,11 +72,12 @@ int kc_abi_check_step(int status, const char *where, const char *kernel, char *c
     for (size_t a = 0; a < nargs; a++) {
         kc_arg_abi abi;
         const kc_param *p = &t->v[a];
-        int rc = kc_program_arg_abi(args[a], &abi);
+        int rc = kc_program_arg_abi(decl, ndecl, args[a], &abi);
         if (rc) return kc_err_prefix(status, "%s (kernel '%s'): argument %zu", where, kernel, a);
         if (abi.size != p->size)
             return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') passes %u bytes, the kernel's parameter %zu "
                           "takes %u (at offset %u)", where, kernel, a, args[a], abi.size, a, p->size, p->offset);
+        if (abi.cls == KC_PARAM_BYTES) continue; /* by-value bytes of the parameter's exact size fit any class */
         if (p->offset % abi.size)
             return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is a %u-byte value, but the kernel's parameter "
                           "%zu at offset %u is not %u-byte aligned (an aggregate, not a scalar)", where, kernel, a, args[a],
@@ -97,7 +99,8 @@ int kc_abi_check_desc(const kc_graph_desc *d, const kc_params *t) {
         int bw = s->pass == KC_PASS_BACKWARD;
         char where[200];
         snprintf(where, sizeof where, "graph '%s': %s step %zu", d->name, bw ? "backward" : "forward", nth[bw]++);
-        int rc = kc_abi_check_step(KC_ECOMPILE, where, d->kernels[s->kernel].name, s->args, s->nargs, &t[s->kernel]);
+        int rc = kc_abi_check_step(KC_ECOMPILE, where, d->kernels[s->kernel].name, s->args, s->nargs, &t[s->kernel], d->rargs,
+                                   d->nrargs);
         if (rc) return rc;
     }
     return KC_OK;
@@ -166,7 +169,7 @@ int kc_abi_check_program(const char *where, const kc_program *p, const kc_params
         char w[200];
         snprintf(w, sizeof w, "%s: %s step %zu", where, p->pass == KC_PASS_BACKWARD ? "backward" : "forward", i);
         const pstep *s = &p->steps[i];
-        int rc = kc_abi_check_step(KC_ECORRUPT, w, names[s->kernel], s->args, s->nargs, &t[s->kernel]);
+        int rc = kc_abi_check_step(KC_ECORRUPT, w, names[s->kernel], s->args, s->nargs, &t[s->kernel], p->rargs, p->nrargs);
         if (rc) return rc;
     }
     return KC_OK;
