@@ -69,6 +69,8 @@ static struct {
     __typeof__(cuGraphExecDestroy) *GraphExecDestroy;
     __typeof__(cuGraphDestroy) *GraphDestroy;
     __typeof__(cuFuncGetParamInfo) *FuncGetParamInfo; /* optional (driver >= 12.4) */
+    __typeof__(cuFuncGetAttribute) *FuncGetAttribute; /* optional: large dynamic shared memory */
+    __typeof__(cuFuncSetAttribute) *FuncSetAttribute;
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -124,6 +126,8 @@ static void cu_load(void) {
     OPT(LibraryUnload, "cuLibraryUnload");
     OPT(KernelGetFunction, "cuKernelGetFunction");
     OPT(FuncGetParamInfo, "cuFuncGetParamInfo");
+    OPT(FuncGetAttribute, "cuFuncGetAttribute");
+    OPT(FuncSetAttribute, "cuFuncSetAttribute");
 #undef REQ
 #undef OPT
     CUresult r = cu.Init(0);
@@ -504,4 +508,43 @@ done:
 
 void kc_cuda_graph_free(void *exec) {
     if (exec && cu.ndev > 0) cu.GraphExecDestroy((CUgraphExec)exec);
+}
+
+int kc_cuda_device_limits(int device, kc_cuda_limits *out) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (device < 0 || device >= cu.ndev || !out) return kc_err(KC_EINVAL, "no CUDA device %d (there are %d)", device, cu.ndev);
+    CUdevice d;
+    KC_CU_CHECK(cu.DeviceGet(&d, device));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->max_threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->smem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->smem_per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d));
+    KC_CU_CHECK(cu.DeviceGetAttribute(&out->warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE, d));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_func_smem(void *fn, int *static_bytes, int *max_dynamic) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!cu.FuncGetAttribute) return kc_err(KC_EDRIVER, "the CUDA driver lacks cuFuncGetAttribute");
+    KC_CU_CHECK(cu.FuncGetAttribute(static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, (CUfunction)fn));
+    KC_CU_CHECK(cu.FuncGetAttribute(max_dynamic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (CUfunction)fn));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_func_set_max_dynamic_smem(void *fn, int bytes) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!cu.FuncSetAttribute) return kc_err(KC_EDRIVER, "the CUDA driver lacks cuFuncSetAttribute");
+    KC_CU_CHECK(cu.FuncSetAttribute((CUfunction)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+    rc = KC_OK;
+done:
+    return rc;
 }

@@ -9,7 +9,7 @@
  * driver.c, behind the same KC_CU_CHECK as everything else there: a failure is a status
  * with the driver's message, never an abort.
  *
- * Who may include it: src/graph/ (cudagraph.c, run.c, loaded.c).  Must not: grow anything a
+ * Who may include it: src/graph/ (cudagraph.c, run.c, loaded.c, device.c).  Must not: grow anything a
  * caller outside src/ needs — that belongs in kcache/cuda.h.
  * Every function needs a current context (kc_cuda_push) and answers KC_ENODRIVER
  * without a driver; the *_free functions accept NULL.
@@ -46,5 +46,22 @@ void kc_cuda_graph_free(void *exec);
  * and size; KC_EINVAL past the last parameter; KC_MISS when the driver lacks the call (< 12.4).
  */
 int kc_cuda_param_info(void *fn, size_t i, size_t *offset, size_t *size);
+
+/** What a device says of its limits (cuDeviceGetAttribute): the device facts of launch expressions. */
+typedef struct kc_cuda_limits {
+    int sm_count;              /**< MULTIPROCESSOR_COUNT */
+    int max_threads_per_sm;    /**< MAX_THREADS_PER_MULTIPROCESSOR */
+    int max_threads_per_block; /**< MAX_THREADS_PER_BLOCK */
+    int smem_per_block;        /**< MAX_SHARED_MEMORY_PER_BLOCK: the default limit (48 KiB) */
+    int smem_optin;            /**< MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: the most a function may opt in to */
+    int smem_per_sm;           /**< MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+    int warp_size;             /**< WARP_SIZE */
+} kc_cuda_limits;
+/** Read a device's limits (needs no current context). */
+int kc_cuda_device_limits(int device, kc_cuda_limits *out);
+/** A function's static shared memory and its current maximum dynamic shared memory (cuFuncGetAttribute). */
+int kc_cuda_func_smem(void *fn, int *static_bytes, int *max_dynamic);
+/** Set a function's maximum dynamic shared memory (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES). */
+int kc_cuda_func_set_max_dynamic_smem(void *fn, int bytes);
 
 #endif

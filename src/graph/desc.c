@@ -191,7 +191,10 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
         int rc = fits_program(d, sizes[r], "an input size");
         if (!rc && strides) rc = fits_program(d, strides[r], "an input stride");
         if (rc) return rc;
-        if (is_symbol_name(sizes[r])) {
+        if (is_symbol_name(sizes[r]) && kc_device_fact(sizes[r], strlen(sizes[r])) >= 0) {
+            return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d is '%s', a device fact (reserved for launch "
+                          "expressions; bound from the device, never from an input)", d->name, d->ntensors, r, sizes[r]);
+        } else if (is_symbol_name(sizes[r])) {
             int rc = add_symbol(d, sizes[r]);
             if (rc) return rc;
         } else if (!kc_graph_is_uint(sizes[r])) {
@@ -228,7 +231,8 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
     }
     if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
     for (int r = 0; r < rank; r++) {
-        int rc = check_expr(d, t->strides[r], "input stride");
+        int rc = kc_expr_check_nodev(t->strides[r], (const char *const *)d->symbols, d->nsymbols);
+        if (rc) rc = kc_err_prefix(rc, "graph '%s', input stride (a device fact is not allowed here)", d->name);
         if (!rc) rc = fits_program(d, t->strides[r], "an input stride");
         if (rc) return rc;
     }
@@ -241,7 +245,10 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     for (int r = 0; r < rank; r++) {
-        int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
+        int rc = role == KC_ROLE_OUTPUT ? kc_expr_check_nodev(sizes[r], (const char *const *)d->symbols, d->nsymbols)
+                                        : check_expr(d, sizes[r], "saved size");
+        if (rc && role == KC_ROLE_OUTPUT)
+            rc = kc_err_prefix(rc, "graph '%s', output size (the caller's shape: a device fact is not allowed here)", d->name);
         if (!rc) rc = fits_program(d, sizes[r], "a tensor size");
         if (rc) return rc;
     }

@@ -11,6 +11,11 @@
  * by zero, INT64_MIN / -1), and the first failure stops the pass with a reason.  Division
  * rounds toward negative infinity (as Python's //), and mod takes the sign of the divisor.
  *
+ * Device facts (device_sm_count, …: device.c names them) are reserved names every expression
+ * knows without their being in its symbol list: checking accepts them (unless told they are
+ * not allowed there), and evaluating takes their values from `dev` — an expression that uses
+ * one with no device bound fails, it never reads an unset value.
+ *
  * Callers: desc.c (checks each expression as a description is built) and program.c
  * (re-checks when an entry is decoded, evaluates at run time).
  */
@@ -30,6 +35,8 @@ typedef struct ep {
     int depth;
     int err;
     char msg[160];
+    const int64_t *dev; /* the device facts' values (KC_DEVICE_NFACTS); NULL: no device bound */
+    int nodev;          /* a device fact is an error here */
 } ep;
 
 static int64_t fail(ep *e, const char *what) {
@@ -128,8 +135,13 @@ static int64_t factor(ep *e) {
             size_t i;
             for (i = 0; i < e->n; i++)
                 if (strlen(e->names[i]) == len && strncmp(e->names[i], start, len) == 0) break;
-            if (i == e->n) v = fail(e, "unknown symbol");
-            else v = e->validate ? 1 : e->vals[i];
+            int f = i == e->n ? kc_device_fact(start, len) : -1;
+            if (i < e->n) v = e->validate ? 1 : e->vals[i];
+            else if (f < 0) v = fail(e, "unknown symbol");
+            else if (e->nodev) v = fail(e, "a device fact is not allowed here");
+            else if (e->validate) v = 1;
+            else if (!e->dev) v = fail(e, "a device fact with no device bound");
+            else v = e->dev[f];
         }
     } else {
         v = fail(e, c ? "unexpected character" : "unexpected end");
@@ -164,9 +176,9 @@ static int64_t expr(ep *e) {
 }
 
 static int run(const char *s, const char *const *names, const int64_t *vals, size_t n, int validate,
-               int64_t *out) {
+               int64_t *out, const int64_t *dev, int nodev) {
     if (!s) return kc_err(KC_EEXPR, "expression is NULL");
-    ep e = {s, s, names, vals, n, validate, 0, 0, ""};
+    ep e = {s, s, names, vals, n, validate, 0, 0, "", dev, nodev};
     int64_t v = expr(&e);
     ws(&e);
     if (!e.err && *e.p) fail(&e, "unexpected character");
@@ -175,9 +187,19 @@ static int run(const char *s, const char *const *names, const int64_t *vals, siz
     return KC_OK;
 }
 
-int kc_expr_check(const char *s, const char *const *names, size_t n) { return run(s, names, NULL, n, 1, NULL); }
+int kc_expr_check(const char *s, const char *const *names, size_t n) { return run(s, names, NULL, n, 1, NULL, NULL, 0); }
+
+int kc_expr_check_nodev(const char *s, const char *const *names, size_t n) {
+    return run(s, names, NULL, n, 1, NULL, NULL, 1);
+}
 
 int kc_expr_eval(const char *s, const char *const *names, const int64_t *values, size_t n, int64_t *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_expr_eval: out is NULL");
-    return run(s, names, values, n, 0, out);
+    return run(s, names, values, n, 0, out, NULL, 0);
+}
+
+int kc_expr_eval_dev(const char *s, const char *const *names, const int64_t *values, size_t n, const int64_t *dev,
+                     int64_t *out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_expr_eval: out is NULL");
+    return run(s, names, values, n, 0, out, dev, 0);
 }

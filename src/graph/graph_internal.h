@@ -72,8 +72,46 @@ struct kc_graph_desc {
     uint8_t *runtime_meta; size_t runtime_meta_len;
 };
 
-/** Check an expression's syntax and that its symbols are among `names` (expr.c). */
+/** Check an expression's syntax and that its symbols are among `names` or device facts (expr.c). */
 int kc_expr_check(const char *s, const char *const *names, size_t n);
+/** kc_expr_check where a device fact is an error (an input's sizes and strides, an output's sizes). */
+int kc_expr_check_nodev(const char *s, const char *const *names, size_t n);
+/** kc_expr_eval with the device facts' values `dev` (KC_DEVICE_NFACTS; NULL: none bound, using one fails). */
+int kc_expr_eval_dev(const char *s, const char *const *names, const int64_t *values, size_t n, const int64_t *dev,
+                     int64_t *out);
+
+/* ---- device facts, the known devices, large dynamic shared memory (device.c) ---- */
+
+/** How many device facts there are (device_sm_count, …: the names are device.c's). */
+#define KC_DEVICE_NFACTS 7
+/** The index of the device fact spelled name[0..len), or -1 when it is none. */
+int kc_device_fact(const char *name, size_t len);
+/** Device fact i's name ("device_sm_count"); NULL past the last. */
+const char *kc_device_fact_name(int i);
+/** Read the facts of `device` from the driver into out[KC_DEVICE_NFACTS] (once per loaded graph). */
+int kc_device_facts_read(int device, int64_t *out);
+/**
+ * Check a description's launches for `target` against the known devices that load it, on a
+ * host without a GPU: an expression over constants and device facts alone (grid, block,
+ * shared memory, scratch, e32/e64) that is out of range or fails on every such device is
+ * KC_ECOMPILE naming graph, pass, step, kernel and what is wrong.  KC_OK when no known device
+ * loads the target (nothing to check against).
+ */
+int kc_device_check_desc(const kc_graph_desc *d, const char *target);
+struct kc_program;
+/**
+ * Make step `step` of `p` launchable with `shared` bytes of dynamic shared memory on `g`:
+ * beyond the function's current maximum it is raised (cuFuncSetAttribute, once per function
+ * and size, thread-safe); beyond the device's opt-in limit less the function's static shared
+ * memory it is KC_EINVAL naming step, kernel, bytes and limit.  Context must be current.
+ */
+int kc_device_smem_ready(kc_graph *g, const struct kc_program *p, size_t step, unsigned shared);
+/** What a loaded graph knows of one kernel's shared memory (device.c). */
+typedef struct kc_kfn {
+    char *name;        /* the kernel's name, for messages (owned) */
+    int static_smem;   /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, once read */
+    int max_dyn;       /* the function's maximum dynamic shared memory; -1 until read (atomic) */
+} kc_kfn;
 
 /** The dtype of a name ("f32", "bf16", …); 0 when unknown. */
 kc_dtype kc_dtype_parse(const char *s);
@@ -152,6 +190,8 @@ struct kc_graph {
     struct kc_program *fwd, *bwd;   /* bwd NULL when the graph has none */
     kc_wrapper_chain *chain;        /* the recorded wrappers around kc_graph_run_forward */
     struct kc_graph *next;          /* the loaded-graph table's list */
+    int64_t dev[KC_DEVICE_NFACTS];  /* the device's facts, read at load (the programs' p->dev point here) */
+    kc_kfn *kfn;                    /* one per kernel: name and shared memory (device.c) */
 };
 
 /** Load every kernel of an entry on `device`; KC_EDRIVER when the driver refuses an image. */

@@ -81,6 +81,8 @@ static void graph_destroy(kc_graph *g) {
     kc_program_free(g->fwd);
     kc_program_free(g->bwd);
     for (size_t i = 0; g->modules && i < g->nimages; i++) kc_module_free(g->modules[i]);
+    for (size_t i = 0; g->kfn && i < g->nkernels; i++) free(g->kfn[i].name);
+    free(g->kfn);
     free(g->modules);
     free(g->fns);
     free(g);
@@ -195,6 +197,17 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
         if (g->bwd->steps[i].kernel < 0 || (size_t)g->bwd->steps[i].kernel >= n) rc = kc_err(KC_ECORRUPT, "step names no kernel");
     if (!rc) rc = kc_abi_check_program(where, g->fwd, abi, names);
     if (!rc) rc = kc_abi_check_program(where, g->bwd, abi, names);
+    /* The device's facts, read once for this graph: its programs' device_* names evaluate to them. */
+    if (!rc) rc = kc_device_facts_read(device, g->dev);
+    if (!rc) {
+        g->fwd->dev = g->dev;
+        if (g->bwd) g->bwd->dev = g->dev;
+        if (!(g->kfn = kc_calloc(n + 1, sizeof *g->kfn))) rc = kc_err(KC_ENOMEM, "load: out of memory");
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        g->kfn[i].max_dyn = -1; /* read from the function when a launch first asks for dynamic shared memory */
+        if (!(g->kfn[i].name = kc_strdup(v[i].name))) rc = kc_err(KC_ENOMEM, "load: out of memory");
+    }
     for (size_t i = 0; i < n && !rc; i++) {
         kc_module **m = &g->modules[v[i].image_index];
         if (!*m) {

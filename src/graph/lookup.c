@@ -107,7 +107,8 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     /* Only the toolchain the key names may compile: a host without NVRTC, or whose NVRTC is
      * not a pinned or recorded toolchain, says so (KC_ENONVRTC) instead. */
     kc_toolchain_choice tc;
-    int rc = kc_cache_toolchain(c, &tc);
+    int rc = kc_device_check_desc(d, target); /* launches no known device of the target could run */
+    if (!rc) rc = kc_cache_toolchain(c, &tc);
     if (!rc) rc = kc_cache_toolchain_can_compile_(&tc);
     if (!rc) rc = kc_units_compile(ks, d->nkernels, &u, target, label, &res, &info->compile_ms);
     free(ks);

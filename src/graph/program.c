@@ -9,6 +9,9 @@
  *                    nsteps:u32 { kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs] }
  *   str := len:u32 bytes[len]; sizes, strides, dimensions and scratch bytes are expressions
  *   over the symbols (expr.c); an output's and a saved tensor's strides are empty.
+ *   Expressions may also name the device facts (device_sm_count, …: device.c), bound from the
+ *   device at load and so never in the key — except an input's sizes and strides and an
+ *   output's sizes (the caller's contract); a device fact is never a symbol.
  *   The same bytes are the program part of the graph key (graph_key.c).
  *
  * The one idea: the program section is untrusted bytes like any entry payload (it passed
@@ -109,6 +112,11 @@ static int check(const kc_program *p, const char *e) {
     return kc_expr_check(e, (const char *const *)p->syms, p->nsyms);
 }
 
+/* An input's size or stride, an output's size: the caller's contract, never a device fact. */
+static int check_nodev(const kc_program *p, const char *e) {
+    return kc_expr_check_nodev(e, (const char *const *)p->syms, p->nsyms);
+}
+
 int kc_program_decode(const void *data, size_t len, kc_program **out) {
     *out = NULL;
     kc_program *p = kc_calloc(1, sizeof *p);
@@ -157,9 +165,12 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->ntensors; i++)
         for (int d = 0; !rc && d < p->tensors[i].rank; d++) {
-            rc = check(p, p->tensors[i].sizes[d]);
-            if (!rc && p->tensors[i].role == KC_ROLE_INPUT) rc = check(p, p->tensors[i].strides[d]);
+            int host = p->tensors[i].role == KC_ROLE_INPUT || p->tensors[i].role == KC_ROLE_OUTPUT;
+            rc = host ? check_nodev(p, p->tensors[i].sizes[d]) : check(p, p->tensors[i].sizes[d]);
+            if (!rc && p->tensors[i].role == KC_ROLE_INPUT) rc = check_nodev(p, p->tensors[i].strides[d]);
         }
+    for (size_t i = 0; !rc && i < p->nsyms; i++) /* a device fact is never a size symbol */
+        if (kc_device_fact(p->syms[i], strlen(p->syms[i])) >= 0) rc = kc_err(KC_ECORRUPT, "symbol '%s' is a device fact", p->syms[i]);
     for (size_t i = 0; !rc && i < p->nscratch; i++) rc = check(p, p->scratch[i]);
     for (size_t i = 0; !rc && i < p->nsteps; i++) {
         for (int j = 0; !rc && j < 3; j++) {
@@ -189,7 +200,7 @@ const ptensor *kc_program_tensor(const kc_program *p, int role, size_t i) {
 }
 
 static int eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out) {
-    return kc_expr_eval(e, (const char *const *)p->syms, vals, p->nsyms, out);
+    return kc_expr_eval_dev(e, (const char *const *)p->syms, vals, p->nsyms, p->dev, out);
 }
 
 int kc_program_bind(const kc_program *p, const kc_tensor *in, size_t n, int64_t *vals) {

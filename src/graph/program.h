@@ -36,6 +36,8 @@ struct kc_program {
     size_t nscratch;
     pstep *steps;
     size_t nsteps;
+    const int64_t *dev; /* the device facts (KC_DEVICE_NFACTS values, the loaded graph's: device.c), NULL until
+                           bound at load — an expression using one then fails */
 };
 
 /** Write the program section of one pass of a description (grammar in program.c). */

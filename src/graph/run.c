@@ -88,6 +88,7 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
         if (!rc) rc = kc_program_args(p, i, syms, resolve, b, philox, vals, args);
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
+        if (!rc) rc = kc_device_smem_ready(g, p, i, shared); /* over 48 KiB: opted in, or refused here */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
     }
     for (size_t i = 0; i < p->nscratch; i++) kc_dev_free(alloc, scratch[i], stream);
