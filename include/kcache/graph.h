@@ -13,6 +13,25 @@
  * when the graph is described and evaluated with checked arithmetic: a division by zero or
  * an overflow is KC_EEXPR, never undefined behaviour.
  *
+ * Device facts: launch expressions (grid, block, shared memory, scratch and saved sizes,
+ * e32/e64 and tensor-offset arguments) may also use the reserved names device_sm_count,
+ * device_max_threads_per_sm, device_max_threads_per_block, device_smem_per_block (the
+ * default 48 KiB), device_smem_optin (the most a kernel may opt in to per block),
+ * device_smem_per_sm and device_warp_size.  They are read from the device when the graph is
+ * loaded, so one entry serves every GPU of its variant, each with its own grid: the
+ * expressions are in the key, the values are not.  They are not size symbols (an input may
+ * not name one as a size) and may not appear in an input's strides or an output's sizes.
+ * Compiling without a GPU (kc_graph_compile, prewarm) evaluates what uses only constants and
+ * device facts over a table of known devices of the target: a launch that fits none of them
+ * (shared memory above every opt-in limit, a block over 1024 threads, a grid out of range,
+ * a division by zero, an e32 over 32 bits, a negative scratch size) is KC_ECOMPILE.
+ *
+ * Dynamic shared memory above the default: before a launch that asks for more than the
+ * kernel's current maximum, kcache raises it (cuFuncSetAttribute, once per function and
+ * size, thread-safe); beyond the device's opt-in limit less the kernel's static shared
+ * memory the call fails with KC_EINVAL naming step, kernel, bytes and limit, before the
+ * driver sees it.
+ *
  * A kc_graph_desc is built on one thread; a loaded kc_graph may be shared by threads.
  */
 #ifndef KCACHE_GRAPH_H
@@ -119,7 +138,10 @@ KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
  */
 KC_API int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out);
 
-/** Evaluate an expression with symbol values (names[i] = values[i]).  KC_EEXPR on error. */
+/**
+ * Evaluate an expression with symbol values (names[i] = values[i]).  KC_EEXPR on error; a
+ * device fact (device_sm_count, …) not among `names` is an error here (no device is bound).
+ */
 KC_API int kc_expr_eval(const char *expr, const char *const *names, const int64_t *values,
                         size_t n, int64_t *out);
 

@@ -11,7 +11,8 @@
  * A budget check runs when a graph joins the table and when a release leaves a graph to the
  * table alone.  Loading resolves every kernel of the KERNELS section (one module per image),
  * decodes and re-validates both launch programs, and rebuilds the recorded wrapper chain
- * around the graph's own forward (run.c).  A bypassed graph is never published.
+ * around the graph's own forward (run.c); it reads the device's facts once (device.c), which
+ * the programs' device_* names evaluate to.  A bypassed graph is never published.
  *
  * Callers: lookup.c (find, load, publish); run.c and cudagraph.c use kc_graph's fields.
  * Must not: give the driver an image the KERNELS reader did not accept.

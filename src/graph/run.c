@@ -9,7 +9,8 @@
  *
  * Callers: the public kc_graph_forward/backward and kc_saved_free; loaded.c (the graph's own
  * forward is the base of its wrapper chain); cudagraph.c (kc_saved_clone, kc_dev_alloc).
- * Must not: launch a step whose arguments did not pass the program's checks.
+ * Must not: launch a step whose arguments did not pass the program's checks, nor one asking
+ * for dynamic shared memory the function was not opted in to (device.c raises or refuses).
  */
 #include <stdio.h>
 #include <stdlib.h>
