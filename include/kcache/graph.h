@@ -85,12 +85,52 @@ KC_API int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype d
 /** Add a scratch buffer of `bytes` (an expression) to a pass. */
 KC_API int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes);
 
+/** The type of a runtime argument (kc_graph_add_arg): what its kernel parameter takes by value. */
+typedef enum kc_arg_type {
+    KC_ARG_F32 = 1, /**< float (4 bytes, floating point) */
+    KC_ARG_F64 = 2, /**< double (8 bytes, floating point) */
+    KC_ARG_I32 = 3, /**< int32_t (4 bytes) */
+    KC_ARG_U32 = 4, /**< uint32_t (4 bytes) */
+    KC_ARG_I64 = 5, /**< int64_t (8 bytes) */
+    KC_ARG_U64 = 6  /**< uint64_t (8 bytes) */
+} kc_arg_type;
+
+/**
+ * One runtime argument's value for one call: `type` must be the declared type, and the
+ * member of `v` of that type holds the value (e.g. {KC_ARG_F32, {.f32 = 3e-4f}}).
+ */
+typedef struct kc_value {
+    kc_arg_type type;
+    union {
+        float f32;
+        double f64;
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+    } v;
+} kc_value;
+
+/**
+ * Declare a runtime argument: a named value passed at each call (a learning rate, a loss
+ * scale, a step's seed), never a compile-time constant.  Steps pass it as "arg:NAME".  Its
+ * name (an identifier, unique, not a size symbol) and type are in the key; its values never
+ * are, so calls with different values share one compiled graph.  Values are given in
+ * declaration order to kc_graph_forward_args / kc_graph_backward_args.
+ */
+KC_API int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type);
+
 /**
  * Add a launch step to a pass.  `grid` and `block` are three expressions each, `shared`
  * one (NULL: 0).  Each argument is "input:I", "output:I", "saved:I", "scratch:I",
- * "grad_out:I", "grad_in:I", "sym:NAME" (a symbol as int64), "e32:EXPR" / "e64:EXPR" (an
- * expression's value as int32 / int64), "i32:V", "i64:V" or "f32:V" (constants), and
- * "philox_seed" / "philox_offset" (uint64, from the philox wrapper).
+ * "grad_out:I", "grad_in:I" (device pointers; "input:I+EXPR" & co: the pointer EXPR elements
+ * further, scratch EXPR bytes — an offset outside the tensor is refused, here when the
+ * shapes are static, else at the call before any launch), "null" (a null pointer),
+ * "sym:NAME" (a symbol as int64), "e32:EXPR" / "e64:EXPR" (an expression's value as int32 /
+ * int64), "i32:V", "u32:V", "i64:V", "f32:V" or "f64:V" (constants), "bytes:HEX" (1 to 256
+ * bytes by value, e.g. a bf16 "bytes:803f" or a small struct), "arg:NAME" (a runtime
+ * argument, kc_graph_add_arg), and "philox_seed" / "philox_offset" (uint64, from the
+ * philox wrapper).
  */
 KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
                              const char *const block[3], const char *shared,
@@ -103,8 +143,9 @@ KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const c
  * strides; and whether saved tensors are asked for) and replayed after, the inputs copied
  * into buffers the wrapper keeps and the outputs copied out into memory from the caller's
  * allocator, so results are those of direct launches.  Its parameters: the most shapes
- * kept, in decimal (default 8; more shapes run directly).  Calls with an RNG state run
- * directly (their arguments change per call).
+ * kept, in decimal (default 8; more shapes run directly).  Calls with an RNG state or with
+ * runtime arguments run directly (their arguments change per call; a replay would launch
+ * the values it was captured with).
  */
 KC_API int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version,
                                 const void *params, size_t len);
@@ -256,11 +297,31 @@ KC_API int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t nin
                                 kc_rng_state *rng);
 
 /**
+ * kc_graph_forward_rng with the values of the graph's runtime arguments (kc_graph_add_arg):
+ * `args[i]` for the i-th declared argument, `nargs` of them.  KC_EINVAL, naming the argument,
+ * when the count or a value's type differs from the declaration; a graph that declares
+ * runtime arguments called through kc_graph_forward (no values) is KC_EINVAL too.  `rng`
+ * may be NULL; the values are copied into `saved` for backward.
+ */
+KC_API int kc_graph_forward_args(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs,
+                                 size_t noutputs, kc_saved **saved, void *stream, const kc_allocator *alloc,
+                                 kc_rng_state *rng, const kc_value *args, size_t nargs);
+
+/**
  * Run the backward pass: `grad_outputs` (one per forward output) in, `grad_inputs` (one per
- * forward input, allocated here; the caller frees them) out.
+ * forward input, allocated here; the caller frees them) out.  Runtime arguments take the
+ * values the forward was called with.
  */
 KC_API int kc_graph_backward(kc_graph *g, kc_saved *saved, const kc_tensor *grad_outputs, size_t n,
                              kc_tensor *grad_inputs, size_t ninputs, void *stream);
+
+/**
+ * kc_graph_backward with its own values of the runtime arguments (checked as in
+ * kc_graph_forward_args); `args` NULL and `nargs` 0: the forward's values.
+ */
+KC_API int kc_graph_backward_args(kc_graph *g, kc_saved *saved, const kc_tensor *grad_outputs, size_t n,
+                                  kc_tensor *grad_inputs, size_t ninputs, void *stream, const kc_value *args,
+                                  size_t nargs);
 
 /** Free what forward saved (through the allocator it used, on `stream`); accepts NULL. */
 KC_API void kc_saved_free(kc_saved *s, void *stream);
@@ -283,6 +344,8 @@ typedef struct kc_forward_call {
     kc_rng_state *rng;                   /**< The caller's RNG state (for the philox wrapper), or NULL. */
     uint64_t philox_seed, philox_offset; /**< Set by the philox wrapper; read by "philox_seed"/"philox_offset" args. */
     int philox_set;
+    const kc_value *args;                /**< The runtime arguments' values, in declaration order (borrowed). */
+    size_t nargs;                        /**< How many (the graph's declared count; checked before the chain). */
 } kc_forward_call;
 
 /**

@@ -15,7 +15,7 @@
  * side is under the wrapper's lock.
  *
  * Must not: replay a call whose kernels take values that change per call — a call with an
- * RNG state (philox) runs directly, uncaptured, as do shapes beyond the wrapper's limit
+ * RNG state (philox) or with runtime arguments (kc_graph_forward_args) runs directly, uncaptured, as do shapes beyond the wrapper's limit
  * (parameters: the most shapes kept, in decimal; default 8) and any capture the driver
  * refuses.  Direct runs are always correct; they only lose the launch savings.
  */
@@ -163,7 +163,7 @@ static int replay(cg_layer *l, capture *k, kc_forward_call *c) {
 
 static int cg_call(void *ctx, kc_forward_call *c) {
     cg_layer *l = ctx;
-    if (c->rng || c->philox_set || !c->graph) return l->inner.call(l->inner.ctx, c);
+    if (c->rng || c->philox_set || c->nargs || !c->graph) return l->inner.call(l->inner.ctx, c);
     for (size_t i = 0; i < c->ninputs; i++)
         if (c->inputs[i].rank < 0 || c->inputs[i].rank > KC_MAX_RANK)
             return kc_err(KC_EINVAL, "input %zu: rank %d", i, c->inputs[i].rank);

@@ -17,6 +17,7 @@
 
 #include "../common/internal.h"
 #include "graph_internal.h"
+#include "program.h"
 
 _Static_assert(KC_GRAPH_MAX_KERNELS <= KC_UNITS_MAX, "a graph's kernels must fit one grouping into compile units");
 
@@ -93,6 +94,8 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
     free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
     free_strs(d->symbols, d->nsymbols);
+    for (size_t i = 0; i < d->nrargs; i++) free(d->rargs[i].name);
+    free(d->rargs);
     free_strs(d->hooks, d->nhooks);
     free(d->unhashed_hook);
     free(d->runtime_meta);
@@ -165,6 +168,9 @@ int kc_graph_is_uint(const char *s) {
 static int add_symbol(kc_graph_desc *d, const char *name) {
     for (size_t i = 0; i < d->nsymbols; i++)
         if (strcmp(d->symbols[i], name) == 0) return KC_OK;
+    for (size_t i = 0; i < d->nrargs; i++)
+        if (strcmp(d->rargs[i].name, name) == 0)
+            return kc_err(KC_EINVAL, "graph '%s': size symbol '%s' is also the name of a runtime argument", d->name, name);
     if (d->nsymbols >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d symbols", d->name, DESC_MAX_ITEMS);
     int rc = fits_program(d, name, "a symbol");
     if (rc) return rc;
@@ -179,6 +185,71 @@ static int add_symbol(kc_graph_desc *d, const char *name) {
 static int check_expr(const kc_graph_desc *d, const char *e, const char *what) {
     int rc = kc_expr_check(e, (const char *const *)d->symbols, d->nsymbols);
     return rc ? kc_err_prefix(rc, "graph '%s', %s", d->name, what) : KC_OK;
+}
+
+int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
+    if (!d || !name) return kc_err(KC_EINVAL, "kc_graph_add_arg: NULL argument");
+    if (!is_symbol_name(name) || strlen(name) > 255)
+        return kc_err(KC_EINVAL, "graph '%s': runtime argument '%.64s' must be an identifier (letters, digits, _; at most 255)",
+                      d->name, name);
+    if (type < KC_ARG_F32 || type > KC_ARG_U64)
+        return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' has an unknown type (%d; f32 f64 i32 u32 i64 u64)", d->name,
+                      name, (int)type);
+    for (size_t i = 0; i < d->nrargs; i++)
+        if (strcmp(d->rargs[i].name, name) == 0)
+            return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' is declared twice", d->name, name);
+    for (size_t i = 0; i < d->nsymbols; i++)
+        if (strcmp(d->symbols[i], name) == 0)
+            return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' is also a size symbol", d->name, name);
+    if (d->nrargs >= KC_GRAPH_MAX_ARGS)
+        return kc_err(KC_EINVAL, "graph '%s': more than %d runtime arguments", d->name, KC_GRAPH_MAX_ARGS);
+    kc_argdecl *a = grow((void **)&d->rargs, &d->nrargs, sizeof *a);
+    if (!a) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (!(a->name = kc_strdup(name))) {
+        d->nrargs--;
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
+    a->type = type;
+    return KC_OK;
+}
+
+/* Where the shapes are static, an offset argument "ROLE:I+EXPR" must lie inside tensor I (scratch: its bytes);
+ * `what` is the tensor's description.  Symbolic sizes or offsets are checked at each call instead. */
+static int check_static_offset(const kc_graph_desc *d, const char *a, const char *expr, int role, size_t idx, kc_pass pass) {
+    int64_t off, n = 1, v;
+    if (kc_expr_eval(expr, NULL, NULL, 0, &off) != KC_OK) return KC_OK; /* symbolic: the call checks it */
+    if (off == 0) return KC_OK;
+    if (role == KC_ROLE_SCRATCH) {
+        for (size_t i = 0, k = 0; i < d->nscratch; i++)
+            if (d->scratch[i].pass == pass && k++ == idx) {
+                if (kc_expr_eval(d->scratch[i].bytes, NULL, NULL, 0, &n) != KC_OK) return KC_OK;
+                break;
+            }
+    } else {
+        const gtensor *t = NULL;
+        for (size_t i = 0, k = 0; i < d->ntensors && !t; i++)
+            if ((int)d->tensors[i].role == role && k++ == idx) t = &d->tensors[i];
+        if (!t) return KC_OK;
+        int64_t last = 0;
+        for (int r = 0; r < t->rank; r++) {
+            int64_t st = 0, reach;
+            if (kc_expr_eval(t->sizes[r], NULL, NULL, 0, &v) != KC_OK) return KC_OK;
+            if (role == KC_ROLE_INPUT && kc_expr_eval(t->strides[r], NULL, NULL, 0, &st) != KC_OK) return KC_OK;
+            if (v <= 0) {
+                n = 0;
+                break;
+            }
+            if (st < 0 && __builtin_sub_overflow((int64_t)0, st, &st)) return KC_OK;
+            if (__builtin_mul_overflow(n, v, &n) || __builtin_mul_overflow(v - 1, st, &reach) ||
+                __builtin_add_overflow(last, reach, &last))
+                return KC_OK; /* too large to matter here: the call checks it */
+        }
+        if (role == KC_ROLE_INPUT && n > 0 && last + 1 < n) n = last + 1;
+    }
+    if (off < 0 || off >= n)
+        return kc_err(KC_EINVAL, "graph '%s': argument '%.64s': offset %lld is outside the tensor's %lld %s", d->name, a,
+                      (long long)off, (long long)n, role == KC_ROLE_SCRATCH ? "bytes" : "elements");
+    return KC_OK;
 }
 
 int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
@@ -292,7 +363,10 @@ static int check_arg(const kc_graph_desc *d, kc_pass pass, const char *a) {
     for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
         size_t pl = strlen(kinds[k].prefix);
         if (strncmp(a, kinds[k].prefix, pl) != 0) continue;
-        if (!kc_graph_is_uint(a + pl)) return kc_err(KC_EINVAL, "graph '%s': bad argument '%s'", d->name, a);
+        const char *end, *off;
+        kc_program_offset_split(a, pl, &end, &off);
+        if (end == a + pl || end - (a + pl) > 18 || (*end && !off))
+            return kc_err(KC_EINVAL, "graph '%s': bad argument '%s' (a tensor is ROLE:I or ROLE:I+EXPR)", d->name, a);
         if (!(pass == KC_PASS_FORWARD ? kinds[k].fwd : kinds[k].bwd))
             return kc_err(KC_EINVAL, "graph '%s': argument '%s' is not available in the %s pass", d->name, a,
                           pass == KC_PASS_FORWARD ? "forward" : "backward");
@@ -304,7 +378,22 @@ static int check_arg(const kc_graph_desc *d, kc_pass pass, const char *a) {
             have = count_role(d, (kc_tensor_role)kinds[k].role);
         }
         if (idx >= have) return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no such tensor (%zu declared)", d->name, a, have);
-        return KC_OK;
+        if (!off) return KC_OK;
+        char what[128];
+        snprintf(what, sizeof what, "argument '%.80s': the offset", a);
+        int rc = check_expr(d, off, what);
+        return rc ? rc : check_static_offset(d, a, off, kinds[k].role, idx, pass);
+    }
+    if (strcmp(a, "null") == 0) return KC_OK;
+    if (strncmp(a, "arg:", 4) == 0) {
+        for (size_t i = 0; i < d->nrargs; i++)
+            if (strcmp(d->rargs[i].name, a + 4) == 0) return KC_OK;
+        return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no declared runtime argument", d->name, a);
+    }
+    if (strncmp(a, "u32:", 4) == 0 || strncmp(a, "f64:", 4) == 0 || strncmp(a, "bytes:", 6) == 0) {
+        if (kc_program_const_ok(a)) return KC_OK;
+        return kc_err(KC_EINVAL, "graph '%s': bad constant '%.80s' (u32: 0..4294967295; f64: a number; bytes: 1 to 256 "
+                      "bytes as an even count of hex digits)", d->name, a);
     }
     if (strncmp(a, "sym:", 4) == 0) {
         for (size_t i = 0; i < d->nsymbols; i++)

@@ -70,6 +70,7 @@ struct kc_graph_desc {
     int hook_unhashed;                    /* a hook came without a cache hash */
     char *unhashed_hook;
     uint8_t *runtime_meta; size_t runtime_meta_len;
+    struct kc_argdecl *rargs; size_t nrargs; /* runtime arguments, in declaration order (program.h) */
 };
 
 /** Check an expression's syntax and that its symbols are among `names` or device facts (expr.c). */
@@ -161,9 +162,10 @@ void kc_wrappers_encode_items(const kc_graph_desc *d, kc_buf *b);
 struct kc_program;
 /** Each kernel's parameter table read from its compiled image (*out: d->nkernels tables). */
 int kc_abi_tables(const kc_graph_desc *d, const kc_units *u, int is_ptx, kc_compiled *const *res, kc_params **out);
-/** Check one step's arguments against its kernel's table; `status` is what a mismatch returns. */
+/** Check one step's arguments against its kernel's table; `status` is what a mismatch returns.
+ *  `decl` are the runtime arguments (an "arg:NAME"'s size and class are its declared type's). */
 int kc_abi_check_step(int status, const char *where, const char *kernel, char *const *args, size_t nargs,
-                      const kc_params *t);
+                      const kc_params *t, const struct kc_argdecl *decl, size_t ndecl);
 /** Check every step of a description (KC_ECOMPILE naming graph, pass, step, argument, sizes). */
 int kc_abi_check_desc(const kc_graph_desc *d, const kc_params *t);
 /** Check every step of a decoded program; `names` are the kernels' names (KC_ECORRUPT). */
@@ -223,6 +225,8 @@ struct kc_saved {
     int has_alloc;
     uint64_t philox[2];  /* the forward's seed and offset: backward regenerates the same numbers */
     int philox_set;
+    kc_value *args;      /* the forward's runtime argument values (owned): backward's when it is given none */
+    size_t nargs;
 };
 
 /** Device memory through the caller's allocator, or the driver's stream-ordered one. */

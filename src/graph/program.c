@@ -4,6 +4,9 @@
  *
  * program section := pass:u32
  *                    nsyms:u32 { symbol:str }
+ *                    nrargs:u32 { name:str type:u8 }     (the runtime arguments, in declaration order:
+ *                                                        identifiers, unique; type a kc_arg_type;
+ *                                                        nrargs ≤ KC_GRAPH_MAX_ARGS)
  *                    ntensors:u32 { role:u8 dtype:u8 rank:u8 requires_grad:u8 { size:str stride:str }[rank] }
  *                    nscratch:u32 { bytes:str }            (the scratch buffers of this pass)
  *                    nsteps:u32 { kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs] }
@@ -12,7 +15,13 @@
  *   Expressions may also name the device facts (device_sm_count, …: device.c), bound from the
  *   device at load and so never in the key — except an input's sizes and strides and an
  *   output's sizes (the caller's contract); a device fact is never a symbol.
- *   The same bytes are the program part of the graph key (graph_key.c).
+ *   The same bytes are the program part of the graph key (graph_key.c): the runtime arguments'
+ *   names and types are in the key, their values (given per call) never are.
+ *   arg := input:I | output:I | saved:I | scratch:I | grad_out:I | grad_in:I   (a device pointer)
+ *        | <one of those>+EXPR   (the pointer EXPR elements further — scratch: bytes; checked to
+ *                                 lie inside the tensor at each call, before any launch)
+ *        | null | sym:NAME | e32:EXPR | e64:EXPR | i32:V | u32:V | i64:V | f32:V | f64:V
+ *        | bytes:HEX (1..256 bytes by value) | arg:NAME (a runtime argument) | philox_seed | philox_offset
  *
  * The one idea: the program section is untrusted bytes like any entry payload (it passed
  * the entry's checksums, but a checksum is not a proof of sense), so decoding re-validates
@@ -24,6 +33,7 @@
  */
 #include "program.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -38,6 +48,8 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
     kc_buf_put_u32(b, (uint32_t)pass);
     kc_buf_put_u32(b, (uint32_t)d->nsymbols);
     for (size_t i = 0; i < d->nsymbols; i++) kc_buf_put_str(b, d->symbols[i]);
+    kc_buf_put_u32(b, (uint32_t)d->nrargs);
+    for (size_t i = 0; i < d->nrargs; i++) kc_buf_put_str(b, d->rargs[i].name), kc_buf_put_u8(b, (uint8_t)d->rargs[i].type);
     kc_buf_put_u32(b, (uint32_t)d->ntensors);
     for (size_t i = 0; i < d->ntensors; i++) {
         const gtensor *t = &d->tensors[i];
@@ -91,9 +103,13 @@ void kc_program_free(kc_program *p) {
     for (size_t i = 0; p->steps && i < p->nsteps; i++) {
         for (int j = 0; j < 3; j++) free(p->steps[i].grid[j]), free(p->steps[i].block[j]);
         free(p->steps[i].shared);
+        for (size_t a = 0; p->steps[i].blobs && a < p->steps[i].nargs; a++) free(p->steps[i].blobs[a]);
+        free(p->steps[i].blobs);
         free_strs(p->steps[i].args, p->steps[i].nargs);
     }
     free(p->steps);
+    for (size_t i = 0; p->rargs && i < p->nrargs; i++) free(p->rargs[i].name);
+    free(p->rargs);
     free(p);
 }
 
@@ -117,6 +133,113 @@ static int check_nodev(const kc_program *p, const char *e) {
     return kc_expr_check_nodev(e, (const char *const *)p->syms, p->nsyms);
 }
 
+static int is_ident(const char *s) {
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
+    return 1;
+}
+
+static const char *const arg_type_names[] = {NULL, "f32", "f64", "i32", "u32", "i64", "u64"};
+
+const char *kc_arg_type_str(int t) {
+    return t >= KC_ARG_F32 && t <= KC_ARG_U64 ? arg_type_names[t] : "unknown";
+}
+
+kc_arg_type kc_arg_type_parse(const char *s) {
+    for (int t = KC_ARG_F32; s && t <= KC_ARG_U64; t++)
+        if (strcmp(s, arg_type_names[t]) == 0) return (kc_arg_type)t;
+    return (kc_arg_type)0;
+}
+
+void kc_program_offset_split(const char *arg, size_t prefix_len, const char **idx_end, const char **expr) {
+    const char *q = arg + prefix_len;
+    while (*q >= '0' && *q <= '9') q++;
+    *idx_end = q;
+    *expr = *q == '+' ? q + 1 : NULL;
+}
+
+static int hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t kc_program_hex(const char *h, uint8_t out[256]) {
+    size_t n = strnlen(h, 513);
+    if (n == 0 || n % 2 || n > 512) return 0;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hexval(h[i]), lo = hexval(h[i + 1]);
+        if (hi < 0 || lo < 0) return 0;
+        out[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    return n / 2;
+}
+
+/* "u32:V": decimal digits only, 0..4294967295. */
+static int parse_u32(const char *s, uint32_t *out) {
+    uint64_t v = 0;
+    if (!*s || strlen(s) > 10) return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (v > UINT32_MAX) return 0;
+    *out = (uint32_t)v;
+    return 1;
+}
+
+/* "f64:V": what strtod reads whole, in range. */
+static int parse_f64(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    return !errno && end != s && !*end;
+}
+
+int kc_program_const_ok(const char *a) {
+    uint8_t b[256];
+    uint32_t u;
+    double f;
+    if (strncmp(a, "u32:", 4) == 0) return parse_u32(a + 4, &u);
+    if (strncmp(a, "f64:", 4) == 0) return parse_f64(a + 4, &f);
+    if (strncmp(a, "bytes:", 6) == 0) return kc_program_hex(a + 6, b) != 0;
+    return 1;
+}
+
+static const struct { const char *prefix; int role; } tensor_kinds[] = {
+    {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
+    {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
+};
+
+/* Re-validate argument a of step s as decoded (the kinds that carry more than a name), and
+ * decode a "bytes:HEX" once into s->blobs. */
+static int check_arg(kc_program *p, pstep *s, size_t a) {
+    const char *x = s->args[a];
+    for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds); k++) {
+        size_t pl = strlen(tensor_kinds[k].prefix);
+        if (strncmp(x, tensor_kinds[k].prefix, pl) != 0) continue;
+        const char *end, *e;
+        kc_program_offset_split(x, pl, &end, &e);
+        if (end == x + pl || (*end && !e)) return kc_err(KC_ECORRUPT, "bad argument '%.64s'", x);
+        if (!e) return KC_OK;
+        p->offsets = 1;
+        return check(p, e);
+    }
+    if (strncmp(x, "arg:", 4) == 0) {
+        for (size_t k = 0; k < p->nrargs; k++)
+            if (strcmp(p->rargs[k].name, x + 4) == 0) return KC_OK;
+        return kc_err(KC_ECORRUPT, "argument '%.64s' names no runtime argument", x);
+    }
+    if (!kc_program_const_ok(x)) return kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
+    if (strncmp(x, "bytes:", 6) == 0) {
+        uint8_t b[256];
+        size_t n = kc_program_hex(x + 6, b);
+        if (!s->blobs && !(s->blobs = kc_calloc(s->nargs, sizeof *s->blobs))) return kc_err(KC_ENOMEM, "out of memory");
+        if (!(s->blobs[a] = kc_malloc(n))) return kc_err(KC_ENOMEM, "out of memory");
+        memcpy(s->blobs[a], b, n);
+    }
+    return KC_OK;
+}
+
 int kc_program_decode(const void *data, size_t len, kc_program **out) {
     *out = NULL;
     kc_program *p = kc_calloc(1, sizeof *p);
@@ -127,6 +250,12 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     uint32_t ns = kc_rd_next_u32(&r);
     if (ns > MAX_ITEMS || !(p->syms = kc_calloc(ns + 1, sizeof *p->syms))) r.bad = 1;
     for (uint32_t i = 0; !r.bad && i < ns; i++, p->nsyms++) p->syms[i] = rd_str(&r, &oom);
+    uint32_t nra = kc_rd_next_u32(&r);
+    if (r.bad || nra > KC_GRAPH_MAX_ARGS || !(p->rargs = kc_calloc(nra + 1, sizeof *p->rargs))) r.bad = 1;
+    for (uint32_t i = 0; !r.bad && i < nra; i++, p->nrargs++) {
+        p->rargs[i].name = rd_str(&r, &oom);
+        p->rargs[i].type = (kc_arg_type)kc_rd_next_u8(&r);
+    }
     uint32_t nt = kc_rd_next_u32(&r);
     if (r.bad || nt > MAX_ITEMS || !(p->tensors = kc_calloc(nt + 1, sizeof *p->tensors))) r.bad = 1;
     for (uint32_t i = 0; !r.bad && i < nt; i++, p->ntensors++) {
@@ -178,6 +307,19 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
             if (!rc) rc = check(p, p->steps[i].block[j]);
         }
         if (!rc) rc = check(p, p->steps[i].shared);
+        for (size_t a = 0; !rc && a < p->steps[i].nargs; a++) rc = check_arg(p, &p->steps[i], a);
+    }
+    for (size_t i = 0; !rc && i < p->nrargs; i++) {
+        if (p->rargs[i].type < KC_ARG_F32 || p->rargs[i].type > KC_ARG_U64 || !is_ident(p->rargs[i].name))
+            rc = kc_err(KC_ECORRUPT, "runtime argument %zu", i);
+        for (size_t k = 0; !rc && k < i; k++)
+            if (!strcmp(p->rargs[k].name, p->rargs[i].name)) rc = kc_err(KC_ECORRUPT, "runtime argument '%s' twice", p->rargs[i].name);
+        for (size_t k = 0; !rc && k < p->nsyms; k++)
+            if (!strcmp(p->syms[k], p->rargs[i].name)) rc = kc_err(KC_ECORRUPT, "runtime argument '%s' is a symbol", p->rargs[i].name);
+    }
+    if (rc == KC_ENOMEM) {
+        kc_program_free(p);
+        return rc;
     }
     if (rc) {
         kc_program_free(p);
@@ -308,15 +450,39 @@ int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned
     return KC_OK;
 }
 
-int kc_program_arg_abi(const char *x, kc_arg_abi *out) {
-    /* Keep in step with kc_program_args below: what it packs is what this says. */
+int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *x, kc_arg_abi *out) {
+    /* Keep in step with kc_program_args_with below: what it packs is what this says. */
     static const struct { const char *prefix; unsigned size; int cls, pointer; } kinds[] = {
         {"input:", 8, KC_PARAM_INT, 1},  {"output:", 8, KC_PARAM_INT, 1},   {"saved:", 8, KC_PARAM_INT, 1},
         {"scratch:", 8, KC_PARAM_INT, 1}, {"grad_out:", 8, KC_PARAM_INT, 1}, {"grad_in:", 8, KC_PARAM_INT, 1},
+        {"null", 8, KC_PARAM_INT, 1},
         {"philox_seed", 8, KC_PARAM_INT, 0}, {"philox_offset", 8, KC_PARAM_INT, 0},
         {"sym:", 8, KC_PARAM_INT, 0},    {"e64:", 8, KC_PARAM_INT, 0},      {"i64:", 8, KC_PARAM_INT, 0},
-        {"e32:", 4, KC_PARAM_INT, 0},    {"i32:", 4, KC_PARAM_INT, 0},      {"f32:", 4, KC_PARAM_FLOAT, 0},
+        {"e32:", 4, KC_PARAM_INT, 0},    {"i32:", 4, KC_PARAM_INT, 0},      {"u32:", 4, KC_PARAM_INT, 0},
+        {"f32:", 4, KC_PARAM_FLOAT, 0},  {"f64:", 8, KC_PARAM_FLOAT, 0},
     };
+    /* A runtime argument's type: its size and class (index = kc_arg_type). */
+    static const struct { unsigned size; int cls; } types[] = {
+        {0, 0}, {4, KC_PARAM_FLOAT}, {8, KC_PARAM_FLOAT}, {4, KC_PARAM_INT}, {4, KC_PARAM_INT}, {8, KC_PARAM_INT}, {8, KC_PARAM_INT},
+    };
+    out->pointer = 0;
+    if (strncmp(x, "bytes:", 6) == 0) {
+        uint8_t b[256];
+        size_t n = kc_program_hex(x + 6, b);
+        if (!n) return kc_err(KC_ECORRUPT, "malformed argument '%.64s'", x);
+        out->size = (unsigned)n;
+        out->cls = KC_PARAM_BYTES;
+        return KC_OK;
+    }
+    if (strncmp(x, "arg:", 4) == 0) {
+        for (size_t k = 0; k < ndecl; k++)
+            if (strcmp(decl[k].name, x + 4) == 0 && decl[k].type >= KC_ARG_F32 && decl[k].type <= KC_ARG_U64) {
+                out->size = types[decl[k].type].size;
+                out->cls = types[decl[k].type].cls;
+                return KC_OK;
+            }
+        return kc_err(KC_ECORRUPT, "argument '%.64s' names no runtime argument", x);
+    }
     for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
         size_t pl = strlen(kinds[k].prefix);
         if (strncmp(x, kinds[k].prefix, pl) == 0 && (kinds[k].prefix[pl - 1] == ':' || x[pl] == '\0')) {
@@ -329,27 +495,119 @@ int kc_program_arg_abi(const char *x, kc_arg_abi *out) {
     return kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
 }
 
+int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n) {
+    if (n != p->nrargs || (n && !v)) {
+        char list[256];
+        size_t o = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < p->nrargs && o + 80 < sizeof list; i++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%.40s %s", i ? ", " : "", p->rargs[i].name,
+                                  kc_arg_type_str(p->rargs[i].type));
+        if (!p->nrargs) return kc_err(KC_EINVAL, "the graph takes no runtime arguments, %zu given", n);
+        return kc_err(KC_EINVAL, "the graph takes %zu runtime argument%s (%s), %zu given%s", p->nrargs,
+                      p->nrargs == 1 ? "" : "s", list, n,
+                      n ? "" : ": pass their values (kc_graph_forward_args, kc_graph_backward_args)");
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].type != p->rargs[i].type)
+            return kc_err(KC_EINVAL, "runtime argument %zu '%s' is %s, a value of type %s was given", i, p->rargs[i].name,
+                          kc_arg_type_str(p->rargs[i].type), kc_arg_type_str((int)v[i].type));
+    return KC_OK;
+}
+
+/* How many elements (scratch: bytes) tensor `idx` of `role` spans under bound symbols, and each one's bytes.  An
+ * input counts the smaller of its element count and the elements its strides reach (a broadcast input is smaller
+ * than its shape); a gradient has its tensor's shape. */
+static int extent(const kc_program *p, int role, size_t idx, const int64_t *syms, int64_t *n, size_t *esize) {
+    if (role == KC_ROLE_SCRATCH) {
+        size_t b;
+        int rc = kc_program_scratch_bytes(p, idx, syms, &b);
+        *n = b > (size_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+        *esize = 1;
+        return rc;
+    }
+    int trole = role == KC_ROLE_GRAD_IN ? KC_ROLE_INPUT : role == KC_ROLE_GRAD_OUT ? KC_ROLE_OUTPUT : role;
+    const ptensor *t = kc_program_tensor(p, trole, idx);
+    if (!t) return kc_err(KC_ECORRUPT, "no tensor %zu of role %d", idx, role);
+    *esize = kc_dtype_size((kc_dtype)t->dtype);
+    int64_t numel = 1, last = 0;
+    int empty = 0;
+    for (int d = 0; d < t->rank; d++) {
+        int64_t sz, st = 0;
+        int rc = eval(p, t->sizes[d], syms, &sz);
+        if (!rc && trole == KC_ROLE_INPUT) rc = eval(p, t->strides[d], syms, &st);
+        if (rc) return rc;
+        if (sz <= 0) {
+            empty = 1;
+            continue;
+        }
+        if (st < 0 && __builtin_sub_overflow((int64_t)0, st, &st)) return kc_err(KC_EEXPR, "tensor too large");
+        int64_t reach;
+        if (__builtin_mul_overflow(numel, sz, &numel) || __builtin_mul_overflow(sz - 1, st, &reach) ||
+            __builtin_add_overflow(last, reach, &last))
+            return kc_err(KC_EEXPR, "tensor too large");
+    }
+    *n = empty ? 0 : trole == KC_ROLE_INPUT && last + 1 < numel ? last + 1 : numel;
+    return KC_OK;
+}
+
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
                     const uint64_t *philox, kc_argval *vals, void **args) {
-    static const struct { const char *prefix; int role; } kinds[] = {
-        {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
-        {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
-    };
+    return kc_program_args_with(p, i, syms, resolve, ctx, philox, NULL, vals, args);
+}
+
+int kc_program_args_with(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
+                         const uint64_t *philox, const kc_value *rvals, kc_argval *vals, void **args) {
     const pstep *s = &p->steps[i];
     for (size_t a = 0; a < s->nargs; a++) {
         const char *x = s->args[a];
         int rc = KC_OK, done = 0;
-        for (size_t k = 0; k < KC_ARRAY_LEN(kinds) && !done; k++) {
-            size_t pl = strlen(kinds[k].prefix);
-            if (strncmp(x, kinds[k].prefix, pl) == 0) {
-                rc = resolve(ctx, kinds[k].role, (size_t)strtoull(x + pl, NULL, 10), &vals[a].ptr);
-                done = 1;
+        args[a] = &vals[a];
+        for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds) && !done; k++) {
+            size_t pl = strlen(tensor_kinds[k].prefix);
+            if (strncmp(x, tensor_kinds[k].prefix, pl) != 0) continue;
+            done = 1;
+            const char *end, *e;
+            kc_program_offset_split(x, pl, &end, &e);
+            size_t idx = (size_t)strtoull(x + pl, NULL, 10);
+            rc = resolve(ctx, tensor_kinds[k].role, idx, &vals[a].ptr);
+            if (rc || !e) break;
+            int64_t off, n = 0;
+            size_t esize = 1;
+            if (!(rc = eval(p, e, syms, &off)) && off != 0 && !(rc = extent(p, tensor_kinds[k].role, idx, syms, &n, &esize))) {
+                if (off < 0 || off >= n)
+                    rc = kc_err(KC_EINVAL, "'%.64s': offset %lld is outside the tensor's %lld %s", x, (long long)off,
+                                (long long)n, tensor_kinds[k].role == KC_ROLE_SCRATCH ? "bytes" : "elements");
+                else /* off < n, and n elements of esize bytes were sized without overflow */
+                    vals[a].ptr = (void *)((uintptr_t)vals[a].ptr + (uintptr_t)off * esize);
             }
         }
         if (!done) {
             if (strcmp(x, "philox_seed") == 0 || strcmp(x, "philox_offset") == 0) {
                 if (!philox) rc = kc_err(KC_EINVAL, "'%s' needs the philox wrapper and an RNG state", x);
                 else vals[a].u64 = philox[x[7] == 's' ? 0 : 1];
+            } else if (strcmp(x, "null") == 0) {
+                vals[a].ptr = NULL;
+            } else if (strncmp(x, "arg:", 4) == 0) {
+                size_t k;
+                for (k = 0; k < p->nrargs; k++)
+                    if (strcmp(p->rargs[k].name, x + 4) == 0) break;
+                if (k == p->nrargs) rc = kc_err(KC_ECORRUPT, "'%.64s' names no runtime argument", x);
+                else if (!rvals) rc = kc_err(KC_EINVAL, "'%.64s' needs the call's runtime argument values", x);
+                else if (rvals[k].type != p->rargs[k].type)
+                    rc = kc_err(KC_EINVAL, "runtime argument '%s' is %s, a value of type %s was given", p->rargs[k].name,
+                                kc_arg_type_str(p->rargs[k].type), kc_arg_type_str((int)rvals[k].type));
+                else switch (p->rargs[k].type) {
+                    case KC_ARG_F32: vals[a].f32 = rvals[k].v.f32; break;
+                    case KC_ARG_F64: vals[a].f64 = rvals[k].v.f64; break;
+                    case KC_ARG_I32: vals[a].i32 = rvals[k].v.i32; break;
+                    case KC_ARG_U32: vals[a].u32 = rvals[k].v.u32; break;
+                    case KC_ARG_I64: vals[a].i64 = rvals[k].v.i64; break;
+                    default: vals[a].u64 = rvals[k].v.u64; break;
+                    }
+            } else if (strncmp(x, "bytes:", 6) == 0) {
+                if (!s->blobs || !s->blobs[a]) rc = kc_err(KC_ECORRUPT, "'%.64s' was not decoded", x);
+                else args[a] = s->blobs[a];
             } else if (strncmp(x, "sym:", 4) == 0) {
                 size_t k;
                 for (k = 0; k < p->nsyms; k++)
@@ -365,16 +623,19 @@ int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resol
                 vals[a].i32 = (int32_t)v;
             } else if (strncmp(x, "i32:", 4) == 0) {
                 vals[a].i32 = (int32_t)strtol(x + 4, NULL, 10);
+            } else if (strncmp(x, "u32:", 4) == 0) {
+                if (!parse_u32(x + 4, &vals[a].u32)) rc = kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
             } else if (strncmp(x, "i64:", 4) == 0) {
                 vals[a].i64 = (int64_t)strtoll(x + 4, NULL, 10);
             } else if (strncmp(x, "f32:", 4) == 0) {
                 vals[a].f32 = strtof(x + 4, NULL);
+            } else if (strncmp(x, "f64:", 4) == 0) {
+                if (!parse_f64(x + 4, &vals[a].f64)) rc = kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
             } else {
                 rc = kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
             }
         }
         if (rc) return kc_err_prefix(rc, "step %zu argument %zu", i, a);
-        args[a] = &vals[a];
     }
     return KC_OK;
 }

@@ -19,7 +19,17 @@ typedef struct pstep {
     char *grid[3], *block[3], *shared;
     char **args;
     size_t nargs;
+    uint8_t **blobs; /* [nargs]: a "bytes:HEX" argument's bytes, decoded once (NULL for other kinds) */
 } pstep;
+
+/** A declared runtime argument (kc_graph_add_arg): its name and type. */
+typedef struct kc_argdecl {
+    char *name;
+    kc_arg_type type;
+} kc_argdecl;
+
+/** At most this many runtime arguments in a description (and in a program). */
+#define KC_GRAPH_MAX_ARGS 256
 
 typedef struct ptensor {
     int role, dtype, rank, requires_grad;
@@ -36,6 +46,9 @@ struct kc_program {
     size_t nscratch;
     pstep *steps;
     size_t nsteps;
+    kc_argdecl *rargs; /* the runtime arguments, in declaration order */
+    size_t nrargs;
+    int offsets;       /* a step passes a tensor at an offset: every step's arguments are packed before any launch */
     const int64_t *dev; /* the device facts (KC_DEVICE_NFACTS values, the loaded graph's: device.c), NULL until
                            bound at load — an expression using one then fails */
 };
@@ -77,8 +90,10 @@ typedef int (*kc_resolve_fn)(void *ctx, int role, size_t index, void **ptr);
 typedef union kc_argval {
     void *ptr;
     int32_t i32;
+    uint32_t u32;
     int64_t i64;
     float f32;
+    double f64;
     uint64_t u64;
 } kc_argval;
 
@@ -90,14 +105,44 @@ typedef union kc_argval {
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
                     const uint64_t *philox, kc_argval *vals, void **args);
 
+/**
+ * kc_program_args with the call's runtime argument values (`rvals`: p->nrargs of them,
+ * already checked by kc_program_check_values; NULL when the call gave none, and then an
+ * "arg:NAME" argument is an error).
+ */
+int kc_program_args_with(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
+                         const uint64_t *philox, const kc_value *rvals, kc_argval *vals, void **args);
+
+/** The count and each type of a call's runtime argument values against the declarations (KC_EINVAL naming one). */
+int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n);
+
+/** A kc_arg_type's name ("f32", …; "unknown"), and the type of a name (0 when unknown). */
+const char *kc_arg_type_str(int type);
+kc_arg_type kc_arg_type_parse(const char *s);
+
+/**
+ * Split a tensor argument with an offset, "ROLE:I+EXPR": *idx_end points after the index
+ * digits, *expr at EXPR (NULL when the argument has no offset).  `prefix_len` is ROLE:'s.
+ */
+void kc_program_offset_split(const char *arg, size_t prefix_len, const char **idx_end, const char **expr);
+
+/** Whether a constant argument is well-formed: "u32:V" (0..4294967295), "f64:V", "bytes:HEX"; 1 for other kinds. */
+int kc_program_const_ok(const char *arg);
+
+/** Decode "bytes:HEX"'s HEX (1 to 256 bytes, an even count of hex digits) into out; the count, or 0 when malformed. */
+size_t kc_program_hex(const char *hex, uint8_t out[256]);
+
 /** One argument's launch ABI: the bytes it passes, their class (compile/params.h), and whether a pointer. */
 typedef struct kc_arg_abi {
     unsigned size;
-    int cls;     /* KC_PARAM_INT or KC_PARAM_FLOAT */
+    int cls;     /* KC_PARAM_INT, KC_PARAM_FLOAT, or KC_PARAM_BYTES ("bytes:HEX": any class of its exact size) */
     int pointer; /* a tensor's or scratch buffer's device address */
 } kc_arg_abi;
 
-/** The ABI of an argument as kc_program_args packs it; KC_ECORRUPT for an unknown kind. */
-int kc_program_arg_abi(const char *arg, kc_arg_abi *out);
+/**
+ * The ABI of an argument as kc_program_args packs it; `decl` are the runtime arguments (an
+ * "arg:NAME"'s size and class come from its declared type).  KC_ECORRUPT for an unknown kind.
+ */
+int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *arg, kc_arg_abi *out);
 
 #endif

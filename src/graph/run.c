@@ -69,9 +69,11 @@ static int resolve(void *ctx, int role, size_t i, void **ptr) {
     return KC_OK;
 }
 
-/* Allocate scratch, launch every step, free scratch (stream-ordered). */
+/* Allocate scratch, launch every step, free scratch (stream-ordered).  When a step passes a tensor at an
+ * offset, every step's dimensions and arguments are checked first: an offset outside its tensor fails the
+ * call before anything is launched. */
 static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bindings *b, void *stream,
-                     const kc_allocator *alloc, const uint64_t *philox) {
+                     const kc_allocator *alloc, const uint64_t *philox, const kc_value *rvals) {
     void *scratch[64] = {0};
     if (p->nscratch > 64) return kc_err(KC_ECORRUPT, "too many scratch buffers");
     int rc = KC_OK;
@@ -82,12 +84,19 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
     }
     b->scratch = scratch;
     b->nscratch = p->nscratch;
+    for (size_t i = 0; p->offsets && i < p->nsteps && !rc; i++) {
+        unsigned grid[3], block[3], shared;
+        kc_argval vals[256];
+        void *args[256];
+        rc = kc_program_dims(p, i, syms, grid, block, &shared);
+        if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
+    }
     for (size_t i = 0; i < p->nsteps && !rc; i++) {
         unsigned grid[3], block[3], shared;
         kc_argval vals[256];
         void *args[256];
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
-        if (!rc) rc = kc_program_args(p, i, syms, resolve, b, philox, vals, args);
+        if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
         if (!rc) rc = kc_device_smem_ready(g, p, i, shared); /* over 48 KiB: opted in, or refused here */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
@@ -117,6 +126,8 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     const kc_program *p = g->fwd;
     size_t nout = kc_program_count(p, KC_ROLE_OUTPUT), nsaved = kc_program_count(p, KC_ROLE_SAVED);
     if (c->noutputs != nout) return kc_err(KC_EINVAL, "the graph has %zu outputs, room for %zu given", nout, c->noutputs);
+    int vrc = kc_program_check_values(p, c->args, c->nargs); /* again: a wrapper may have changed the call */
+    if (vrc) return vrc;
     int64_t *syms = kc_calloc(p->nsyms + 1, sizeof *syms);
     kc_tensor *saved = kc_calloc(nsaved + 1, sizeof *saved);
     if (!syms || !saved) {
@@ -132,7 +143,7 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     if (!rc) {
         bindings b = {c->inputs, c->outputs, saved, NULL, NULL, c->ninputs, nout, nsaved, 0, 0, NULL, 0};
         uint64_t philox[2] = {c->philox_seed, c->philox_offset};
-        rc = run_steps(g, p, syms, &b, c->stream, c->alloc, c->philox_set ? philox : NULL);
+        rc = run_steps(g, p, syms, &b, c->stream, c->alloc, c->philox_set ? philox : NULL, c->args);
     }
     kc_saved *s = NULL;
     if (!rc && c->saved) {
@@ -140,9 +151,10 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
         if (s) {
             s->inputs = kc_calloc(c->ninputs + 1, sizeof *s->inputs);
             s->outputs = kc_calloc(nout + 1, sizeof *s->outputs);
+            s->args = kc_calloc(c->nargs + 1, sizeof *s->args);
         }
-        if (!s || !s->inputs || !s->outputs) {
-            if (s) free(s->inputs), free(s->outputs);
+        if (!s || !s->inputs || !s->outputs || !s->args) {
+            if (s) free(s->inputs), free(s->outputs), free(s->args);
             free(s);
             s = NULL;
             rc = kc_err(KC_ENOMEM, "forward: out of memory");
@@ -160,6 +172,8 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
             s->philox[0] = c->philox_seed;
             s->philox[1] = c->philox_offset;
             s->philox_set = c->philox_set;
+            if (c->nargs) memcpy(s->args, c->args, c->nargs * sizeof *s->args);
+            s->nargs = c->nargs;
             *c->saved = s;
             syms = NULL;
             saved = NULL;
@@ -175,12 +189,20 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     return rc;
 }
 
-int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
-                         kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng) {
+int kc_graph_forward_args(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                          kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng, const kc_value *args,
+                          size_t nargs) {
     if (!g || (ninputs && !inputs) || (noutputs && !outputs)) return kc_err(KC_EINVAL, "kc_graph_forward: bad argument");
     if (saved) *saved = NULL;
-    kc_forward_call c = {g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, 0, 0, 0};
+    int rc = kc_program_check_values(g->fwd, args, nargs);
+    if (rc) return rc;
+    kc_forward_call c = {g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, 0, 0, 0, args, nargs};
     return kc_wrapper_chain_call(g->chain, &c);
+}
+
+int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                         kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng) {
+    return kc_graph_forward_args(g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, NULL, 0);
 }
 
 int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
@@ -190,9 +212,17 @@ int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_te
 
 int kc_graph_backward(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, size_t n, kc_tensor *grad_inputs,
                       size_t ninputs, void *stream) {
+    return kc_graph_backward_args(g, s, grad_outputs, n, grad_inputs, ninputs, stream, NULL, 0);
+}
+
+int kc_graph_backward_args(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, size_t n, kc_tensor *grad_inputs,
+                           size_t ninputs, void *stream, const kc_value *args, size_t nargs) {
     if (!g || !s || s->g != g || (n && !grad_outputs) || (ninputs && !grad_inputs))
         return kc_err(KC_EINVAL, "kc_graph_backward: bad argument (saved must come from this graph's forward)");
     if (!g->bwd) return kc_err(KC_EINVAL, "the graph has no backward pass");
+    if (!args && !nargs) args = s->args, nargs = s->nargs; /* the forward's values */
+    int vrc = kc_program_check_values(g->bwd, args, nargs);
+    if (vrc) return vrc;
     if (n != s->noutputs || ninputs != s->ninputs)
         return kc_err(KC_EINVAL, "backward takes %zu gradients and gives %zu; %zu and %zu given", s->noutputs, s->ninputs, n, ninputs);
     for (size_t i = 0; i < n; i++)
@@ -206,7 +236,7 @@ int kc_graph_backward(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, s
     if (!rc) {
         bindings b = {s->inputs, s->outputs, s->saved, grad_outputs, grad_inputs, s->ninputs, s->noutputs, s->nsaved,
                       n, ninputs, NULL, 0};
-        rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL);
+        rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL, args);
         if (rc)
             for (size_t i = 0; i < ninputs; i++) kc_tensor_release(&grad_inputs[i], stream, alloc);
     }
@@ -226,6 +256,7 @@ void kc_saved_free(kc_saved *s, void *stream) {
     free(s->syms);
     free(s->inputs);
     free(s->outputs);
+    free(s->args);
     free(s);
 }
 
@@ -244,6 +275,7 @@ void kc_saved_free_shell(kc_saved *s) {
     free(s->syms);
     free(s->inputs);
     free(s->outputs);
+    free(s->args);
     free(s);
 }
 
@@ -256,7 +288,8 @@ int kc_saved_clone(kc_saved **out, const kc_saved *src, const kc_forward_call *c
     s->saved = kc_calloc(src->nsaved + 1, sizeof *s->saved);
     s->inputs = kc_calloc(c->ninputs + 1, sizeof *s->inputs);
     s->outputs = kc_calloc(c->noutputs + 1, sizeof *s->outputs);
-    if (!s->syms || !s->saved || !s->inputs || !s->outputs) {
+    s->args = kc_calloc(c->nargs + 1, sizeof *s->args);
+    if (!s->syms || !s->saved || !s->inputs || !s->outputs || !s->args) {
         kc_saved_free_shell(s);
         return kc_err(KC_ENOMEM, "out of memory");
     }
@@ -265,6 +298,8 @@ int kc_saved_clone(kc_saved **out, const kc_saved *src, const kc_forward_call *c
     memcpy(s->outputs, c->outputs, c->noutputs * sizeof *s->outputs);
     s->ninputs = c->ninputs;
     s->noutputs = c->noutputs;
+    if (c->nargs) memcpy(s->args, c->args, c->nargs * sizeof *s->args);
+    s->nargs = c->nargs;
     if (c->alloc) s->alloc = *c->alloc, s->has_alloc = 1;
     int rc = KC_OK;
     size_t i;

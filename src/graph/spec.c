@@ -16,6 +16,7 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
+#include "program.h"
 
 #define SPEC_MAX_BYTES (16u << 20)
 /* Caps on the spec's arrays, checked before an array is walked (each walk is linear, with
@@ -241,6 +242,31 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
     return KC_OK;
 }
 
+/* "args": [{"name": "lr", "type": "f32"}, …] — the runtime arguments, in the order calls give their values. */
+static int load_args(sctx *s, const cJSON *root) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "args");
+    if (!arr) return KC_OK;
+    if (!cJSON_IsArray(arr)) return SPEC_ERR(s, "args", "must be an array of {\"name\": …, \"type\": …}");
+    int n, i = -1, rc = array_len(s, "args", arr, KC_GRAPH_MAX_ARGS, &n);
+    if (rc) return rc;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, arr) {
+        i++;
+        char where[64];
+        const char *name = str_field(a, "name"), *type = str_field(a, "type");
+        snprintf(where, sizeof where, "args[%d]", i);
+        if (!cJSON_IsObject(a) || !name) return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
+        kc_arg_type t = kc_arg_type_parse(type);
+        if (!t) {
+            snprintf(where, sizeof where, "args[%d].type", i);
+            return SPEC_ERR(s, where, "runtime argument '%.64s': unknown type '%.32s' (one of f32 f64 i32 u32 i64 u64)", name,
+                            type ? type : "(not a string)");
+        }
+        if ((rc = kc_graph_add_arg(s->d, name, t))) return kc_err_prefix(rc, "%s: %s", s->path, where);
+    }
+    return KC_OK;
+}
+
 static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass, char **kernel_ids, int nk) {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, field);
     if (!p) return pass == KC_PASS_FORWARD ? SPEC_ERR(s, field, "is required") : KC_OK;
@@ -346,7 +372,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
         if (!(rc = load_kernels(&s, root, kernels, &kernel_ids)) &&
             !(rc = load_tensors(&s, root, "inputs", KC_ROLE_INPUT)) &&
             !(rc = load_tensors(&s, root, "outputs", KC_ROLE_OUTPUT)) &&
-            !(rc = load_tensors(&s, root, "saved", KC_ROLE_SAVED)) &&
+            !(rc = load_tensors(&s, root, "saved", KC_ROLE_SAVED)) && !(rc = load_args(&s, root)) &&
             !(rc = load_pass(&s, root, "forward", KC_PASS_FORWARD, kernel_ids, nk)))
             rc = load_pass(&s, root, "backward", KC_PASS_BACKWARD, kernel_ids, nk);
         const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "wrappers");
