@@ -173,6 +173,57 @@ KC_API int kc_graph_set_backend(kc_graph_desc *d, const char *backend);
  */
 KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
 
+/* ---- reading a description back, and specializing it for a call ---- */
+
+/**
+ * A tensor of a description as it was written.  The strings are borrowed from the description:
+ * valid until it is freed (kc_graph_desc_free), never changed by anything else.
+ */
+typedef struct kc_graph_tensor_desc {
+    kc_dtype dtype;
+    int rank;
+    const char *sizes[KC_MAX_RANK];   /**< Inputs: a decimal size or a symbol; outputs and saved tensors: expressions. */
+    const char *strides[KC_MAX_RANK]; /**< Inputs: as written, or the contiguous default ("C*D", "D", "1"); others NULL. */
+    int requires_grad;                /**< Inputs: 1 when declared to need a gradient; others 0. */
+} kc_graph_tensor_desc;
+
+/** How many tensors of `role` (KC_ROLE_INPUT, KC_ROLE_OUTPUT or KC_ROLE_SAVED) `d` declares; 0 for another role. */
+KC_API size_t kc_graph_desc_count(const kc_graph_desc *d, kc_tensor_role role);
+
+/** Tensor `i` of `role` (input, output or saved), in declaration order; KC_EINVAL for another role or `i` too large. */
+KC_API int kc_graph_desc_tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i, kc_graph_tensor_desc *out);
+
+/** The i-th symbol the inputs' sizes declare (in order of first use), borrowed; NULL past the last. */
+KC_API const char *kc_graph_desc_symbol(const kc_graph_desc *d, size_t i);
+
+/** How many runtime arguments (kc_graph_add_arg) `d` declares. */
+KC_API size_t kc_graph_desc_nargs(const kc_graph_desc *d);
+
+/** Runtime argument `i`: its name (borrowed, as the tensors' strings) and type; either may be NULL. */
+KC_API int kc_graph_desc_arg(const kc_graph_desc *d, size_t i, const char **name, kc_arg_type *type);
+
+/** kc_graph_desc_specialize: a dimension written as a number that the answer makes dynamic stays static. */
+#define KC_SPECIALIZE_KEEP_NUMBERS 1u
+
+/**
+ * Derive from `d` (left untouched) the description for a call whose inputs are `inputs` (their
+ * actual sizes; `sym` ignored), with the input dimensions `dynamic` marks (`ninputs` words, per
+ * input bit k: dimension k — a site's kc_site_answer.dynamic; NULL: none) symbolic and every other one
+ * static.  A dimension the description wrote as a symbol S keeps S when any dimension written S
+ * is dynamic; else S is replaced by the call's size in every expression (sizes, strides, grids,
+ * blocks, shared memory, scratch, arguments; "sym:S" becomes "e64:SIZE").  A dimension written
+ * as a number must equal the call's size, and cannot be made dynamic: the kernels and
+ * expressions may depend on the number in ways no analysis finds (a spec marks a dimension
+ * that may vary by writing a symbol) — KC_EINVAL naming the spec's file and place, or with
+ * KC_SPECIALIZE_KEEP_NUMBERS it stays static.  `applied` (may be NULL; `ninputs` words)
+ * receives the dimensions symbolic in the result — more than asked where a symbol is shared,
+ * fewer with KEEP_NUMBERS: pass it to kc_site_insert so that the site guards exactly what the
+ * graph does not.  KC_EINVAL when the call does not fit `d` (input count, dtype, rank, a
+ * number, two sizes for one symbol).  `*out` is the caller's: kc_graph_desc_free.
+ */
+KC_API int kc_graph_desc_specialize(kc_graph_desc **out, const kc_graph_desc *d, const kc_tensor_meta *inputs,
+                                    size_t ninputs, const uint32_t *dynamic, unsigned flags, uint32_t *applied);
+
 /**
  * Compute the description's key.  `kb_out` (may be NULL) receives the finished builder,
  * for its digests (free with kc_key_builder_free).  Needs NVRTC (its version is in the key).

@@ -76,7 +76,8 @@ KC_API int kc_site_lookup(kc_site *s, const kc_call *call, kc_site_answer *out);
 
 /**
  * Add an entry for `call` after a MISS, compiled with the dims in `dynamic` (per input, as
- * the answer gave them; NULL: none) unchecked.  `release` (may be NULL) is called with
+ * the answer gave them, or better the `applied` masks of kc_graph_desc_specialize — the dims
+ * the compiled description really leaves symbolic; NULL: none) unchecked.  `release` (may be NULL) is called with
  * `value` when the entry is dropped.  Counts a compile.
  */
 KC_API int kc_site_insert(kc_site *s, const kc_call *call, const uint32_t *dynamic, void *value,
@@ -94,7 +95,8 @@ KC_API size_t kc_owner_release(uintptr_t owner);
 
 /**
  * The symbol name kcache uses for input `i`, dimension `d` when it is dynamic ("in0_d1"),
- * for building a graph description from an answer's `dynamic` masks.  The key's symbol ids
+ * for building a graph description in C from an answer's `dynamic` masks (a description
+ * that already names its dimensions — a spec — is applied with kc_graph_desc_specialize).  The key's symbol ids
  * are a hash of this name, so a graph built from a saved profile has the same key in every
  * process, and marking one more dimension dynamic renames no other.  `out` holds 24 bytes.
  */

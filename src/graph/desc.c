@@ -99,6 +99,7 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     free_strs(d->hooks, d->nhooks);
     free(d->unhashed_hook);
     free(d->runtime_meta);
+    free(d->spec_path);
     free(d->name);
     free(d->backend);
     free(d);

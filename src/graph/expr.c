@@ -16,8 +16,10 @@
  * not allowed there), and evaluating takes their values from `dev` — an expression that uses
  * one with no device bound fails, it never reads an unset value.
  *
- * Callers: desc.c (checks each expression as a description is built) and program.c
- * (re-checks when an entry is decoded, evaluates at run time).
+ * Callers: desc.c (checks each expression as a description is built), program.c
+ * (re-checks when an entry is decoded, evaluates at run time) and specialize.c (rewrites the
+ * symbols of an expression with kc_expr_subst: the parser finds them, so a symbol is never
+ * matched inside a longer name or a function's name).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,10 @@ typedef struct ep {
     const int64_t *vals;
     size_t n;
     int validate; /* symbols only checked, values are 1 */
+    /* When set (with validate): every symbol reference is handed here instead of being looked
+     * up, in the order it appears (kc_expr_subst rewrites them). */
+    void (*on_symbol)(struct ep *e, const char *at, size_t len);
+    void *ctx;
     int depth;
     int err;
     char msg[160];
@@ -133,6 +139,11 @@ static int64_t factor(ep *e) {
             v = call(e, start, len);
         } else {
             size_t i;
+            if (e->on_symbol) {
+                e->on_symbol(e, start, len);
+                e->depth--;
+                return 1;
+            }
             for (i = 0; i < e->n; i++)
                 if (strlen(e->names[i]) == len && strncmp(e->names[i], start, len) == 0) break;
             int f = i == e->n ? kc_device_fact(start, len) : -1;
@@ -178,7 +189,7 @@ static int64_t expr(ep *e) {
 static int run(const char *s, const char *const *names, const int64_t *vals, size_t n, int validate,
                int64_t *out, const int64_t *dev, int nodev) {
     if (!s) return kc_err(KC_EEXPR, "expression is NULL");
-    ep e = {s, s, names, vals, n, validate, 0, 0, "", dev, nodev};
+    ep e = {s, s, names, vals, n, validate, NULL, NULL, 0, 0, "", dev, nodev};
     int64_t v = expr(&e);
     ws(&e);
     if (!e.err && *e.p) fail(&e, "unexpected character");
@@ -202,4 +213,44 @@ int kc_expr_eval_dev(const char *s, const char *const *names, const int64_t *val
                      int64_t *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_expr_eval: out is NULL");
     return run(s, names, values, n, 0, out, dev, 0);
+}
+
+/* kc_expr_subst's state: the output so far and how much of the input is copied into it. */
+typedef struct subst {
+    kc_buf out;
+    const char *copied; /* the input up to here is in `out` */
+    const char *const *names, *const *repl;
+    size_t n;
+} subst;
+
+static void subst_symbol(ep *e, const char *at, size_t len) {
+    subst *x = e->ctx;
+    for (size_t i = 0; i < x->n; i++) {
+        if (strlen(x->names[i]) != len || strncmp(x->names[i], at, len) != 0) continue;
+        kc_buf_put(&x->out, x->copied, (size_t)(at - x->copied));
+        kc_buf_put(&x->out, x->repl[i], strlen(x->repl[i]));
+        x->copied = at + len;
+        return;
+    }
+}
+
+int kc_expr_subst(const char *s, const char *const *names, const char *const *repl, size_t n, char **out) {
+    *out = NULL;
+    if (!s) return kc_err(KC_EEXPR, "expression is NULL");
+    subst x = {{NULL, 0, 0, 0}, s, names, repl, n};
+    ep e = {s, s, NULL, NULL, 0, 1, subst_symbol, &x, 0, 0, "", NULL, 0};
+    expr(&e);
+    ws(&e);
+    if (!e.err && *e.p) fail(&e, "unexpected character");
+    if (e.err) {
+        kc_buf_free(&x.out);
+        return kc_err(KC_EEXPR, "expression '%.100s': %s", s, e.msg);
+    }
+    kc_buf_put(&x.out, x.copied, strlen(x.copied));
+    if (x.out.failed) {
+        kc_buf_free(&x.out);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    *out = kc_buf_take_str(&x.out); /* frees the buffer when it fails */
+    return *out ? KC_OK : kc_err(KC_ENOMEM, "out of memory");
 }

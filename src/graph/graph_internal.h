@@ -57,6 +57,9 @@ typedef struct gwrapper {
     size_t len;
 } gwrapper;
 
+/* A new field here is also carried by specialize.c's rebuild() (kc_graph_desc_specialize), or a
+ * specialized description silently loses it; test_site_spec's key comparisons catch what enters
+ * the key. */
 struct kc_graph_desc {
     char *name, *backend;
     uint64_t globals;
@@ -71,6 +74,7 @@ struct kc_graph_desc {
     char *unhashed_hook;
     uint8_t *runtime_meta; size_t runtime_meta_len;
     struct kc_argdecl *rargs; size_t nrargs; /* runtime arguments, in declaration order (program.h) */
+    char *spec_path;                      /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
 };
 
 /** Check an expression's syntax and that its symbols are among `names` or device facts (expr.c). */
@@ -113,6 +117,13 @@ typedef struct kc_kfn {
     int static_smem;   /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, once read */
     int max_dyn;       /* the function's maximum dynamic shared memory; -1 until read (atomic) */
 } kc_kfn;
+
+/**
+ * `s` with each symbol named in names[i] replaced by repl[i] (a number or a name), found by
+ * the parser, so "N" never matches inside "NN" or "min" (expr.c).  Other symbols are kept
+ * unchecked.  *out is the caller's (free()); KC_EEXPR when `s` does not parse.
+ */
+int kc_expr_subst(const char *s, const char *const *names, const char *const *repl, size_t n, char **out);
 
 /** The dtype of a name ("f32", "bf16", …); 0 when unknown. */
 kc_dtype kc_dtype_parse(const char *s);

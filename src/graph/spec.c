@@ -366,7 +366,9 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     const char *name = str_field(root, "name");
     if (!cJSON_IsObject(root) || !name) {
         rc = SPEC_ERR(&s, "name", "a graph spec is an object with a \"name\" string");
-    } else if (!(rc = kc_graph_desc_new(&s.d, name))) {
+    } else if (!(rc = kc_graph_desc_new(&s.d, name)) && !(s.d->spec_path = kc_strdup(spec_path))) {
+        rc = kc_err(KC_ENOMEM, "spec: out of memory");
+    } else if (!rc) {
         const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
         int nk = cJSON_IsArray(kernels) ? cJSON_GetArraySize(kernels) : 0;
         if (!(rc = load_kernels(&s, root, kernels, &kernel_ids)) &&
