@@ -1,0 +1,77 @@
+// attn_softmax.cu — attention's scaled row softmax, P = softmax(scale * S) over each row of
+// S [R, C], written the way attention code writes it when a row fits on chip: the block loads
+// its row ONCE into dynamic shared memory (C floats, the spec's "shared": "C * 4" — above the
+// default 48 KiB from C = 12289 on, so kcache raises the kernel's limit at load and refuses a
+// row beyond the device's opt-in maximum before launch), and max, sum and the normalised
+// values are read from there, never from global memory again.  `scale` (1/sqrt(head_dim)) is
+// a runtime argument: one compile serves every head size.
+//   forward:  y = exp(scale * x - m) / sum,   m = max(scale * x)        (one block per row)
+//   backward: gx = scale * y * (gy - sum(gy * y))
+// Block size is a template parameter (entries are rmsnorm-style name expressions); warp
+// reductions through cooperative groups.  Needs "toolkit_headers": true.
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <stdint.h>
+
+namespace cg = cooperative_groups;
+
+// Reduce v over the block (BLOCK threads, whole warps) with op; every thread gets the result.
+template <int BLOCK, typename Op>
+__device__ __forceinline__ float attn_block_reduce(float v, float *red, Op op) {
+  static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK must be whole warps");
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+  v = cg::reduce(warp, v, op);
+  if (warp.thread_rank() == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float t = threadIdx.x < BLOCK / 32 ? red[threadIdx.x] : red[0];
+    t = cg::reduce(warp, t, op);
+    if (threadIdx.x == 0) red[0] = t;
+  }
+  __syncthreads();
+  float r = red[0];
+  __syncthreads();
+  return r;
+}
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    attn_softmax_fwd(const float *__restrict__ x, float *__restrict__ y, int64_t C, float scale) {
+  extern __shared__ float row[];  // [C]: the row, scaled, then its exponentials
+  __shared__ float red[32];
+  const float *xr = x + (int64_t)blockIdx.x * C;
+  float *yr = y + (int64_t)blockIdx.x * C;
+  float m = -__int_as_float(0x7f800000);
+  for (int64_t j = threadIdx.x; j < C; j += BLOCK) {
+    const float v = scale * xr[j];
+    row[j] = v;
+    m = fmaxf(m, v);
+  }
+  m = attn_block_reduce<BLOCK>(m, red, cg::greater<float>());
+  float s = 0.f;
+  for (int64_t j = threadIdx.x; j < C; j += BLOCK) {
+    const float e = __expf(row[j] - m);
+    row[j] = e;
+    s += e;
+  }
+  s = attn_block_reduce<BLOCK>(s, red, cg::plus<float>());
+  const float inv = 1.f / s;
+  for (int64_t j = threadIdx.x; j < C; j += BLOCK) yr[j] = row[j] * inv;
+}
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    attn_softmax_bwd(const float *__restrict__ gy, const float *__restrict__ y, float *__restrict__ gx, int64_t C,
+                     float scale) {
+  extern __shared__ float row[];  // [C]: the row of y, read twice
+  __shared__ float red[32];
+  const int64_t off = (int64_t)blockIdx.x * C;
+  float d = 0.f;
+  for (int64_t j = threadIdx.x; j < C; j += BLOCK) {
+    const float v = y[off + j];
+    row[j] = v;
+    d += v * gy[off + j];
+  }
+  d = attn_block_reduce<BLOCK>(d, red, cg::plus<float>());
+  for (int64_t j = threadIdx.x; j < C; j += BLOCK) gx[off + j] = scale * row[j] * (gy[off + j] - d);
+}
