@@ -85,6 +85,52 @@ KC_API int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype d
 /** Add a scratch buffer of `bytes` (an expression) to a pass. */
 KC_API int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes);
 
+/**
+ * Declare forward input `input` written by the graph (updated in place: GELU's backward
+ * overwriting its input, an optimizer step updating parameters and moments).  kcache never
+ * allocates an input; this says the graph writes through the caller's pointer, so the
+ * built-in cuda_graph wrapper copies the input back to the caller's tensor after a replay
+ * (or runs the call directly) and a zero step may name it.  In the key.  KC_EINVAL when there
+ * is no such input.  Spec: `"inplace": true` on the input.
+ */
+KC_API int kc_graph_set_inplace(kc_graph_desc *d, size_t input);
+
+/**
+ * Declare forward output `output` to be forward input `input` (an in-place update returned as
+ * an output): forward allocates nothing for it and hands back outputs[output] = inputs[input]
+ * (the same data pointer, the input's strides); steps may name either.  The input becomes in
+ * place (kc_graph_set_inplace).  Both must exist, with the same dtype, rank and size
+ * expressions (as written) — else KC_EINVAL "an alias of mismatched shape" naming both; an
+ * input is the alias of at most one output.  An aliased output is the caller's own tensor:
+ * never release it (kc_tensor_release would free the input); kc_graph_output_alias says which
+ * outputs are.  In the key.  Spec: `"alias": "input:J"` on the output.
+ */
+KC_API int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input);
+
+/**
+ * Declare the gradient of forward input `input` accumulating: backward does not allocate
+ * grad_inputs[input]; the caller passes its own buffer there (data non-NULL, the input's dtype
+ * and sizes, contiguous) and the kernels add into it ("dweight +=").  A call that passes NULL
+ * or another shape is KC_EINVAL naming it, before anything is launched.  Without it,
+ * grad_inputs are allocated by backward as always.  A zero step may not name an accumulating
+ * gradient (it would discard what the caller accumulated): KC_EINVAL either way round.  In
+ * the key.  Spec: `"grad": "accumulate"` on the input.
+ */
+KC_API int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input);
+
+/**
+ * Add a zero step to a pass, in order with its launch steps: before the next step (or at the
+ * pass's end) the whole tensor is set to zero bytes on the stream (cuMemsetD8Async; inside a
+ * captured cuda_graph, a memset node) — a reduction's partial sums, a grid-wide flag, a
+ * gradient kernels atomically add into.  `role` and `index` name it: KC_ROLE_OUTPUT,
+ * KC_ROLE_SAVED or an in-place KC_ROLE_INPUT in the forward pass; KC_ROLE_GRAD_IN (not an
+ * accumulating one) in the backward pass; KC_ROLE_SCRATCH (of that pass: its bytes) in
+ * either.  A tensor's bytes come from its shape; a caller's tensor (an in-place input, an
+ * aliased output) must be contiguous at the call, else the call is KC_EINVAL before anything
+ * is launched.  In the key.  Spec: a step `{"zero": "output:0"}`.
+ */
+KC_API int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index);
+
 /** The type of a runtime argument (kc_graph_add_arg): what its kernel parameter takes by value. */
 typedef enum kc_arg_type {
     KC_ARG_F32 = 1, /**< float (4 bytes, floating point) */
@@ -185,6 +231,9 @@ typedef struct kc_graph_tensor_desc {
     const char *sizes[KC_MAX_RANK];   /**< Inputs: a decimal size or a symbol; outputs and saved tensors: expressions. */
     const char *strides[KC_MAX_RANK]; /**< Inputs: as written, or the contiguous default ("C*D", "D", "1"); others NULL. */
     int requires_grad;                /**< Inputs: 1 when declared to need a gradient; others 0. */
+    int inplace;                      /**< Inputs: 1 when the graph writes it (kc_graph_set_inplace, or an alias). */
+    int grad_accumulate;              /**< Inputs: 1 when its gradient accumulates (kc_graph_set_grad_accumulate). */
+    int alias;                        /**< Outputs: the input it is (kc_graph_set_alias), else -1. */
 } kc_graph_tensor_desc;
 
 /** How many tensors of `role` (KC_ROLE_INPUT, KC_ROLE_OUTPUT or KC_ROLE_SAVED) `d` declares; 0 for another role. */
@@ -329,13 +378,21 @@ typedef struct kc_loaded_stats {
 /** A snapshot of the loaded-graph table; `out` must not be NULL. */
 KC_API void kc_graph_loaded_stats(kc_loaded_stats *out);
 
+/**
+ * The forward input that forward output `output` of a loaded graph is (kc_graph_set_alias),
+ * or -1 when it is allocated (or there is no such output).  An aliased output is handed back
+ * as the caller's input: a runtime releasing outputs skips it.
+ */
+KC_API int kc_graph_output_alias(const kc_graph *g, size_t output);
+
 /** The function handle of kernel `i` of a loaded graph (for a runtime's own launches). */
 KC_API int kc_graph_function(const kc_graph *g, int i, void **fn_out);
 
 /**
  * Run the forward pass on `stream` (a CUstream; NULL: the default stream).  Binds the
  * symbols from the inputs' shapes (and checks them), allocates outputs (filled into
- * `outputs`, the caller's to free with the same allocator), saved tensors and scratch,
+ * `outputs`, the caller's to free with the same allocator; an aliased output is the input it
+ * aliases, never allocated and not to be freed: kc_graph_output_alias), saved tensors and scratch,
  * and launches every step.  `saved` (may be NULL when no backward will run) receives what
  * backward needs.  The post-compile wrappers recorded with the graph wrap this call.
  */
@@ -360,8 +417,10 @@ KC_API int kc_graph_forward_args(kc_graph *g, const kc_tensor *inputs, size_t ni
 
 /**
  * Run the backward pass: `grad_outputs` (one per forward output) in, `grad_inputs` (one per
- * forward input, allocated here; the caller frees them) out.  Runtime arguments take the
- * values the forward was called with.
+ * forward input, allocated here; the caller frees them) out — except an accumulating gradient
+ * (kc_graph_set_grad_accumulate), which the caller fills in (its buffer, dtype, rank, sizes
+ * and strides) and backward adds into.  Runtime arguments take the values the forward was
+ * called with.
  */
 KC_API int kc_graph_backward(kc_graph *g, kc_saved *saved, const kc_tensor *grad_outputs, size_t n,
                              kc_tensor *grad_inputs, size_t ninputs, void *stream);
@@ -377,7 +436,8 @@ KC_API int kc_graph_backward_args(kc_graph *g, kc_saved *saved, const kc_tensor 
 /** Free what forward saved (through the allocator it used, on `stream`); accepts NULL. */
 KC_API void kc_saved_free(kc_saved *s, void *stream);
 
-/** Free a tensor's data that kcache allocated with `alloc` (NULL: the default). */
+/** Free a tensor's data that kcache allocated with `alloc` (NULL: the default).  Never pass an
+ *  aliased output (kc_graph_output_alias) or an accumulating gradient: they are the caller's. */
 KC_API void kc_tensor_release(kc_tensor *t, void *stream, const kc_allocator *alloc);
 
 /* ---- post-compile wrappers ---- */

@@ -92,6 +92,7 @@ void kc_graph_desc_free(kc_graph_desc *d) {
         free_strs(s->args, s->nargs);
     }
     for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
+    free(d->zeros);
     free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
     free_strs(d->symbols, d->nsymbols);
     for (size_t i = 0; i < d->nrargs; i++) free(d->rargs[i].name);
@@ -421,7 +422,7 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
         return kc_err(KC_EINVAL, "kc_graph_add_step: bad argument");
     if (kernel < 0 || (size_t)kernel >= d->nkernels)
         return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
-    if (d->nsteps >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
+    if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
     if (nargs > DESC_MAX_ARGS)
         return kc_err(KC_EINVAL, "graph '%s': a step takes at most %d arguments, not %zu", d->name, DESC_MAX_ARGS, nargs);
     int rc;
@@ -442,6 +443,109 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
     if (nargs && !(s->args = kc_calloc(nargs, sizeof *s->args))) oom = 1;
     for (size_t i = 0; !oom && i < nargs; i++, s->nargs++) s->args[i] = dup_or_null(args[i], &oom);
     return oom ? kc_err(KC_ENOMEM, "graph: out of memory") : KC_OK;
+}
+
+/* ---- in-place inputs, aliased outputs, accumulating gradients, zero steps ---- */
+
+/* Tensor `i` of `role` (input, output, saved), or NULL. */
+static gtensor *nth_tensor(kc_graph_desc *d, kc_tensor_role role, size_t i) {
+    for (size_t t = 0; t < d->ntensors; t++)
+        if (d->tensors[t].role == role && i-- == 0) return &d->tensors[t];
+    return NULL;
+}
+
+/* "f32 [N, 4]" — a tensor's declaration, for messages. */
+static void decl_str(const gtensor *t, char *buf, size_t cap) {
+    const char *dt = "?";
+    for (size_t i = 0; i < KC_ARRAY_LEN(dtypes); i++)
+        if (dtypes[i].t == t->dtype) dt = dtypes[i].name;
+    size_t o = (size_t)snprintf(buf, cap, "%s [", dt);
+    for (int r = 0; r < t->rank && o < cap; r++) o += (size_t)snprintf(buf + o, cap - o, "%s%.40s", r ? ", " : "", t->sizes[r]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+/* Whether a backward zero step names the gradient of `input`. */
+static int zeroes_grad(const kc_graph_desc *d, size_t input) {
+    for (size_t i = 0; i < d->nzeros; i++)
+        if (d->zeros[i].role == KC_ROLE_GRAD_IN && d->zeros[i].index == input) return 1;
+    return 0;
+}
+
+int kc_graph_set_inplace(kc_graph_desc *d, size_t input) {
+    if (!d) return kc_err(KC_EINVAL, "kc_graph_set_inplace: NULL description");
+    gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
+    if (!t) return kc_err(KC_EINVAL, "graph '%s': no input %zu to update in place (%zu declared)", d->name, input, count_role(d, KC_ROLE_INPUT));
+    t->inplace = 1;
+    return KC_OK;
+}
+
+int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input) {
+    if (!d) return kc_err(KC_EINVAL, "kc_graph_set_alias: NULL description");
+    gtensor *o = nth_tensor(d, KC_ROLE_OUTPUT, output), *in = nth_tensor(d, KC_ROLE_INPUT, input);
+    if (!o) return kc_err(KC_EINVAL, "graph '%s': no output %zu to alias (%zu declared)", d->name, output, count_role(d, KC_ROLE_OUTPUT));
+    if (!in)
+        return kc_err(KC_EINVAL, "graph '%s': output %zu is an alias of input %zu, which does not exist (%zu declared)", d->name,
+                      output, input, count_role(d, KC_ROLE_INPUT));
+    int same = o->dtype == in->dtype && o->rank == in->rank;
+    for (int r = 0; same && r < o->rank; r++) same = strcmp(o->sizes[r], in->sizes[r]) == 0;
+    if (!same) {
+        char a[160], b[160];
+        decl_str(o, a, sizeof a), decl_str(in, b, sizeof b);
+        return kc_err(KC_EINVAL, "graph '%s': output %zu is an alias of mismatched shape: it is %s, input %zu is %s (an alias "
+                      "has its input's dtype, rank and size expressions)", d->name, output, a, input, b);
+    }
+    for (size_t t = 0, k = 0; t < d->ntensors; t++) {
+        if (d->tensors[t].role != KC_ROLE_OUTPUT) continue;
+        if (k != output && d->tensors[t].alias == input + 1)
+            return kc_err(KC_EINVAL, "graph '%s': input %zu is already the alias of output %zu", d->name, input, k);
+        k++;
+    }
+    o->alias = input + 1;
+    in->inplace = 1;
+    return KC_OK;
+}
+
+int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input) {
+    if (!d) return kc_err(KC_EINVAL, "kc_graph_set_grad_accumulate: NULL description");
+    gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
+    if (!t)
+        return kc_err(KC_EINVAL, "graph '%s': no input %zu to accumulate the gradient of (%zu declared)", d->name, input,
+                      count_role(d, KC_ROLE_INPUT));
+    if (zeroes_grad(d, input))
+        return kc_err(KC_EINVAL, "graph '%s': the gradient of input %zu cannot accumulate: a backward zero step clears it "
+                      "(it would discard what the caller accumulated)", d->name, input);
+    t->grad_accumulate = 1;
+    return KC_OK;
+}
+
+int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index) {
+    if (!d || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD)) return kc_err(KC_EINVAL, "kc_graph_add_zero: bad argument");
+    const char *pn = pass == KC_PASS_FORWARD ? "forward" : "backward";
+    if (!kc_program_zero_role_ok((int)pass, (int)role))
+        return kc_err(KC_EINVAL, "graph '%s': a %s zero step cannot name a tensor of that role (forward: output, saved, "
+                      "scratch or an in-place input; backward: grad_in or scratch)", d->name, pn);
+    if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
+    size_t have = 0;
+    if (role == KC_ROLE_SCRATCH)
+        for (size_t i = 0; i < d->nscratch; i++) have += d->scratch[i].pass == pass;
+    else
+        have = count_role(d, role == KC_ROLE_GRAD_IN ? KC_ROLE_INPUT : role);
+    char ref[48];
+    kc_program_zero_ref((int)role, index, ref);
+    if (index >= have) return kc_err(KC_EINVAL, "graph '%s': %s zero step '%s' names no such tensor (%zu declared)", d->name, pn, ref, have);
+    if (role == KC_ROLE_INPUT && !nth_tensor(d, KC_ROLE_INPUT, index)->inplace)
+        return kc_err(KC_EINVAL, "graph '%s': zero step '%s': input %zu is not in place (declare it \"inplace\": the graph may "
+                      "write only inputs it declares written)", d->name, ref, index);
+    if (role == KC_ROLE_GRAD_IN && nth_tensor(d, KC_ROLE_INPUT, index)->grad_accumulate)
+        return kc_err(KC_EINVAL, "graph '%s': zero step '%s': the gradient of input %zu accumulates into the caller's buffer; "
+                      "zeroing it would discard what the caller accumulated", d->name, ref, index);
+    gzero *z = grow((void **)&d->zeros, &d->nzeros, sizeof *z);
+    if (!z) return kc_err(KC_ENOMEM, "graph: out of memory");
+    z->pass = pass;
+    z->role = role;
+    z->index = index;
+    for (size_t i = 0; i < d->nsteps; i++) z->at += d->steps[i].pass == pass;
+    return KC_OK;
 }
 
 int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {

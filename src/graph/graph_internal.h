@@ -35,6 +35,8 @@ typedef struct gtensor {
     char *sizes[KC_MAX_RANK];
     char *strides[KC_MAX_RANK];
     int requires_grad;
+    int inplace, grad_accumulate; /* inputs: written by the graph; gradient accumulated into the caller's buffer */
+    size_t alias;                 /* outputs: 1 + the input it is (kc_graph_set_alias); 0 when allocated */
 } gtensor;
 
 typedef struct gscratch {
@@ -49,6 +51,15 @@ typedef struct gstep {
     char **args;
     size_t nargs;
 } gstep;
+
+/* A zero step (kc_graph_add_zero): before the pass's kernel step number `at` (its own
+ * numbering; = that pass's step count: at its end), the tensor role:index is zeroed. */
+typedef struct gzero {
+    kc_pass pass;
+    size_t at;
+    kc_tensor_role role;
+    size_t index;
+} gzero;
 
 typedef struct gwrapper {
     char *name;
@@ -67,6 +78,7 @@ struct kc_graph_desc {
     gtensor *tensors; size_t ntensors;
     gscratch *scratch; size_t nscratch;
     gstep *steps; size_t nsteps;
+    gzero *zeros; size_t nzeros;          /* zero steps, in the order added (program.c interleaves them) */
     gwrapper *wrappers; size_t nwrappers;
     char **symbols; size_t nsymbols;
     char **hooks; size_t nhooks;          /* "name\0hash" pairs as two strings each */

@@ -7,9 +7,17 @@
  *                    nrargs:u32 { name:str type:u8 }     (the runtime arguments, in declaration order:
  *                                                        identifiers, unique; type a kc_arg_type;
  *                                                        nrargs ≤ KC_GRAPH_MAX_ARGS)
- *                    ntensors:u32 { role:u8 dtype:u8 rank:u8 requires_grad:u8 { size:str stride:str }[rank] }
+ *                    ntensors:u32 { role:u8 dtype:u8 rank:u8 flags:u8 [alias:u32] { size:str stride:str }[rank] }
  *                    nscratch:u32 { bytes:str }            (the scratch buffers of this pass)
- *                    nsteps:u32 { kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs] }
+ *                    nsteps:u32 { step }                   (launch and zero steps, in order)
+ *   step := kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs]   (kernel < 0xffffffff)
+ *         | 0xffffffff ref:str     (a zero step: the whole tensor set to zero bytes before the next step;
+ *                                   ref := output:I | saved:I | scratch:I | input:I (an in-place input) in the
+ *                                   forward pass, grad_in:I (not accumulating) | scratch:I in the backward pass;
+ *                                   I decimal without leading zeros, naming an existing tensor)
+ *   flags := requires_grad 1 | inplace 2 | grad accumulate 4 (inputs only) | alias 8 (outputs only; then alias:u32,
+ *            the input it is: an in-place input with the same dtype, rank and size strings, aliased by no other
+ *            output); a saved tensor's flags are 0.  A description without these has the bytes it had before them.
  *   str := len:u32 bytes[len]; sizes, strides, dimensions and scratch bytes are expressions
  *   over the symbols (expr.c); an output's and a saved tensor's strides are empty.
  *   Expressions may also name the device facts (device_sm_count, …: device.c), bound from the
@@ -56,7 +64,9 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
         kc_buf_put_u8(b, (uint8_t)t->role);
         kc_buf_put_u8(b, (uint8_t)t->dtype);
         kc_buf_put_u8(b, (uint8_t)t->rank);
-        kc_buf_put_u8(b, (uint8_t)t->requires_grad);
+        kc_buf_put_u8(b, (uint8_t)((t->requires_grad ? KC_PT_REQUIRES_GRAD : 0) | (t->inplace ? KC_PT_INPLACE : 0) |
+                                   (t->grad_accumulate ? KC_PT_ACCUMULATE : 0) | (t->alias ? KC_PT_ALIAS : 0)));
+        if (t->alias) kc_buf_put_u32(b, (uint32_t)(t->alias - 1));
         for (int r = 0; r < t->rank; r++) kc_buf_put_str(b, t->sizes[r]), kc_buf_put_str(b, t->strides[r]);
     }
     uint32_t ns = 0;
@@ -66,10 +76,22 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
         if (d->scratch[i].pass == pass) kc_buf_put_str(b, d->scratch[i].bytes);
     uint32_t nst = 0;
     for (size_t i = 0; i < d->nsteps; i++) nst += d->steps[i].pass == pass;
+    for (size_t i = 0; i < d->nzeros; i++) nst += d->zeros[i].pass == pass;
     kc_buf_put_u32(b, nst);
-    for (size_t i = 0; i < d->nsteps; i++) {
+    for (size_t i = 0, k = 0; i <= d->nsteps; i++) {
+        /* The zero steps added before this pass's k-th kernel step (after its last: at the end). */
+        int end = i == d->nsteps;
+        if (!end && d->steps[i].pass != pass) continue;
+        for (size_t z = 0; z < d->nzeros; z++)
+            if (d->zeros[z].pass == pass && d->zeros[z].at == k) {
+                char ref[48];
+                kc_program_zero_ref((int)d->zeros[z].role, d->zeros[z].index, ref);
+                kc_buf_put_u32(b, KC_PROGRAM_ZERO_STEP);
+                kc_buf_put_str(b, ref);
+            }
+        if (end) break;
+        k++;
         const gstep *s = &d->steps[i];
-        if (s->pass != pass) continue;
         kc_buf_put_u32(b, (uint32_t)s->kernel);
         for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->grid[j]);
         for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->block[j]);
@@ -108,6 +130,7 @@ void kc_program_free(kc_program *p) {
         free_strs(p->steps[i].args, p->steps[i].nargs);
     }
     free(p->steps);
+    free(p->zeros);
     for (size_t i = 0; p->rargs && i < p->nrargs; i++) free(p->rargs[i].name);
     free(p->rargs);
     free(p);
@@ -210,6 +233,58 @@ static const struct { const char *prefix; int role; } tensor_kinds[] = {
     {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
 };
 
+int kc_program_zero_role_ok(int pass, int role) {
+    if (pass == KC_PASS_FORWARD)
+        return role == KC_ROLE_OUTPUT || role == KC_ROLE_SAVED || role == KC_ROLE_SCRATCH || role == KC_ROLE_INPUT;
+    return pass == KC_PASS_BACKWARD && (role == KC_ROLE_GRAD_IN || role == KC_ROLE_SCRATCH);
+}
+
+void kc_program_zero_ref(int role, size_t index, char buf[48]) {
+    const char *pre = "?:";
+    for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds); k++)
+        if (tensor_kinds[k].role == role) pre = tensor_kinds[k].prefix;
+    snprintf(buf, 48, "%s%zu", pre, index);
+}
+
+/* A zero step's reference read back: its role and index (canonical digits), or KC_ECORRUPT. */
+static int zero_parse(const char *ref, int *role, size_t *index) {
+    for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds); k++) {
+        size_t pl = strlen(tensor_kinds[k].prefix);
+        if (strncmp(ref, tensor_kinds[k].prefix, pl) != 0) continue;
+        size_t nd = strspn(ref + pl, "0123456789");
+        if (nd == 0 || nd > 9 || ref[pl + nd] || (nd > 1 && ref[pl] == '0')) break;
+        *role = tensor_kinds[k].role;
+        *index = (size_t)strtoul(ref + pl, NULL, 10);
+        return KC_OK;
+    }
+    return kc_err(KC_ECORRUPT, "zero step '%.64s' names no tensor", ref);
+}
+
+/* The tensor records' flags and aliases, and the zero steps, against the pass (after decoding). */
+static int check_inplace(const kc_program *p) {
+    size_t nin = kc_program_count(p, KC_ROLE_INPUT);
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const ptensor *t = &p->tensors[i], *in;
+        if (t->alias < 0) continue;
+        if (!(in = kc_program_tensor(p, KC_ROLE_INPUT, (size_t)t->alias)) || !in->inplace || in->dtype != t->dtype ||
+            in->rank != t->rank)
+            return kc_err(KC_ECORRUPT, "an output aliases input %d, which is not an in-place input of its shape", t->alias);
+        for (int r = 0; r < t->rank; r++)
+            if (strcmp(in->sizes[r], t->sizes[r]) != 0) return kc_err(KC_ECORRUPT, "an alias of mismatched shape");
+        for (size_t k = 0; k < i; k++)
+            if (p->tensors[k].alias == t->alias) return kc_err(KC_ECORRUPT, "input %d is aliased twice", t->alias);
+    }
+    for (size_t i = 0; i < p->nzeros; i++) {
+        const pzero *z = &p->zeros[i];
+        const ptensor *in = z->role == KC_ROLE_INPUT || z->role == KC_ROLE_GRAD_IN ? kc_program_tensor(p, KC_ROLE_INPUT, z->index) : NULL;
+        size_t have = z->role == KC_ROLE_SCRATCH ? p->nscratch : z->role == KC_ROLE_GRAD_IN ? nin : kc_program_count(p, z->role);
+        if (!kc_program_zero_role_ok(p->pass, z->role) || z->index >= have || (z->role == KC_ROLE_INPUT && !in->inplace) ||
+            (z->role == KC_ROLE_GRAD_IN && in->accumulate))
+            return kc_err(KC_ECORRUPT, "zero step %zu names a tensor its pass may not zero", i);
+    }
+    return KC_OK;
+}
+
 /* Re-validate argument a of step s as decoded (the kinds that carry more than a name), and
  * decode a "bytes:HEX" once into s->blobs. */
 static int check_arg(kc_program *p, pstep *s, size_t a) {
@@ -263,7 +338,19 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
         t->role = kc_rd_next_u8(&r);
         t->dtype = kc_rd_next_u8(&r);
         t->rank = kc_rd_next_u8(&r);
-        t->requires_grad = kc_rd_next_u8(&r);
+        unsigned fl = kc_rd_next_u8(&r);
+        t->requires_grad = (fl & KC_PT_REQUIRES_GRAD) != 0;
+        t->inplace = (fl & KC_PT_INPLACE) != 0;
+        t->accumulate = (fl & KC_PT_ACCUMULATE) != 0;
+        t->alias = -1;
+        if (fl & KC_PT_ALIAS) {
+            uint32_t a = kc_rd_next_u32(&r);
+            if (a >= MAX_ITEMS) r.bad = 1;
+            else t->alias = (int)a;
+        }
+        unsigned allowed = t->role == KC_ROLE_INPUT ? KC_PT_REQUIRES_GRAD | KC_PT_INPLACE | KC_PT_ACCUMULATE
+                           : t->role == KC_ROLE_OUTPUT ? KC_PT_ALIAS : 0;
+        if (fl & ~allowed) r.bad = 1;
         if (t->role > KC_ROLE_SAVED || t->dtype < KC_DTYPE_F32 || t->dtype > KC_DTYPE_F8E5M2 || t->rank > KC_MAX_RANK) r.bad = 1;
         for (int d = 0; !r.bad && d < t->rank; d++) t->sizes[d] = rd_str(&r, &oom), t->strides[d] = rd_str(&r, &oom);
     }
@@ -271,10 +358,22 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     if (r.bad || nsc > MAX_ITEMS || !(p->scratch = kc_calloc(nsc + 1, sizeof *p->scratch))) r.bad = 1;
     for (uint32_t i = 0; !r.bad && i < nsc; i++, p->nscratch++) p->scratch[i] = rd_str(&r, &oom);
     uint32_t nst = kc_rd_next_u32(&r);
-    if (r.bad || nst > MAX_ITEMS || !(p->steps = kc_calloc(nst + 1, sizeof *p->steps))) r.bad = 1;
-    for (uint32_t i = 0; !r.bad && i < nst; i++, p->nsteps++) {
-        pstep *s = &p->steps[i];
-        s->kernel = (int)kc_rd_next_u32(&r);
+    if (r.bad || nst > MAX_ITEMS || !(p->steps = kc_calloc(nst + 1, sizeof *p->steps)) ||
+        !(p->zeros = kc_calloc(nst + 1, sizeof *p->zeros)))
+        r.bad = 1;
+    for (uint32_t i = 0; !r.bad && i < nst; i++) {
+        uint32_t kernel = kc_rd_next_u32(&r);
+        if (kernel == KC_PROGRAM_ZERO_STEP) { /* a zero step: its place among the kernel steps, and its tensor */
+            pzero *z = &p->zeros[p->nzeros];
+            char *ref = rd_str(&r, &oom);
+            if (ref && zero_parse(ref, &z->role, &z->index) != KC_OK) r.bad = 1;
+            free(ref);
+            z->at = p->nsteps;
+            p->nzeros += !r.bad;
+            continue;
+        }
+        pstep *s = &p->steps[p->nsteps++];
+        s->kernel = (int)kernel;
         for (int j = 0; j < 3; j++) s->grid[j] = rd_str(&r, &oom);
         for (int j = 0; j < 3; j++) s->block[j] = rd_str(&r, &oom);
         s->shared = rd_str(&r, &oom);
@@ -309,6 +408,7 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
         if (!rc) rc = check(p, p->steps[i].shared);
         for (size_t a = 0; !rc && a < p->steps[i].nargs; a++) rc = check_arg(p, &p->steps[i], a);
     }
+    if (!rc) rc = check_inplace(p);
     for (size_t i = 0; !rc && i < p->nrargs; i++) {
         if (p->rargs[i].type < KC_ARG_F32 || p->rargs[i].type > KC_ARG_U64 || !is_ident(p->rargs[i].name))
             rc = kc_err(KC_ECORRUPT, "runtime argument %zu", i);

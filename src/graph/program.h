@@ -33,8 +33,25 @@ typedef struct kc_argdecl {
 
 typedef struct ptensor {
     int role, dtype, rank, requires_grad;
+    int inplace, accumulate; /* inputs: written by the graph; gradient accumulated into the caller's buffer */
+    int alias;               /* outputs: the input it is, -1 when allocated */
     char *sizes[KC_MAX_RANK], *strides[KC_MAX_RANK];
 } ptensor;
+
+/* A tensor record's flags byte (program.c's grammar). */
+#define KC_PT_REQUIRES_GRAD 1u
+#define KC_PT_INPLACE 2u
+#define KC_PT_ACCUMULATE 4u
+#define KC_PT_ALIAS 8u
+/** A step whose kernel index is this is a zero step: the tensor reference follows. */
+#define KC_PROGRAM_ZERO_STEP 0xffffffffu
+
+/** A zero step: before kernel step `at` (= nsteps: at the pass's end), tensor role:index is zeroed. */
+typedef struct pzero {
+    size_t at;
+    int role;
+    size_t index;
+} pzero;
 
 struct kc_program {
     int pass;
@@ -44,14 +61,22 @@ struct kc_program {
     size_t ntensors;
     char **scratch;
     size_t nscratch;
-    pstep *steps;
+    pstep *steps;          /* the kernel steps only (a zero step is in `zeros`, at its place among them) */
     size_t nsteps;
+    pzero *zeros;
+    size_t nzeros;
     kc_argdecl *rargs; /* the runtime arguments, in declaration order */
     size_t nrargs;
     int offsets;       /* a step passes a tensor at an offset: every step's arguments are packed before any launch */
     const int64_t *dev; /* the device facts (KC_DEVICE_NFACTS values, the loaded graph's: device.c), NULL until
                            bound at load — an expression using one then fails */
 };
+
+/** Whether a zero step of `pass` may name a tensor of `role` (forward: output, saved, scratch,
+ *  input — an in-place one; backward: grad_in, scratch). */
+int kc_program_zero_role_ok(int pass, int role);
+/** A zero step's tensor reference as the program section spells it ("output:0"). */
+void kc_program_zero_ref(int role, size_t index, char buf[48]);
 
 /** Write the program section of one pass of a description (grammar in program.c). */
 void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b);

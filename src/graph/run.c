@@ -41,6 +41,11 @@ void kc_tensor_release(kc_tensor *t, void *stream, const kc_allocator *alloc) {
     t->data = NULL;
 }
 
+int kc_graph_output_alias(const kc_graph *g, size_t output) {
+    const ptensor *t = g && g->fwd ? kc_program_tensor(g->fwd, KC_ROLE_OUTPUT, output) : NULL;
+    return t ? t->alias : -1;
+}
+
 typedef struct bindings {
     const kc_tensor *inputs, *outputs, *saved, *grad_out, *grad_in;
     size_t ninputs, noutputs, nsaved, ngrad_out, ngrad_in;

@@ -213,6 +213,52 @@ static int dims_of(sctx *s, const char *where, const cJSON *arr, const char **di
     return KC_OK;
 }
 
+/* A tensor reference "ROLE:I" (I decimal, at most 9 digits): KC_OK with its role and index, else an error at `where`. */
+static int ref_of(sctx *s, const char *where, const char *ref, kc_tensor_role *role, size_t *index) {
+    static const struct { const char *prefix; kc_tensor_role role; } kinds[] = {
+        {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
+        {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
+    };
+    for (size_t k = 0; ref && k < KC_ARRAY_LEN(kinds); k++) {
+        size_t pl = strlen(kinds[k].prefix);
+        if (strncmp(ref, kinds[k].prefix, pl) != 0) continue;
+        size_t nd = strspn(ref + pl, "0123456789");
+        if (nd == 0 || nd > 9 || ref[pl + nd]) break;
+        *role = kinds[k].role;
+        *index = (size_t)strtoul(ref + pl, NULL, 10);
+        return KC_OK;
+    }
+    return SPEC_ERR(s, where, "'%.64s' is not a tensor reference (ROLE:I, e.g. \"output:0\")", ref ? ref : "(not a string)");
+}
+
+/* What a tensor says of being written: an input's "inplace" and "grad": "accumulate", an output's "alias". */
+static int load_writes(sctx *s, const cJSON *t, const char *where, kc_tensor_role role, size_t i) {
+    char w[96];
+    int inplace = 0, rc;
+    const cJSON *grad = cJSON_GetObjectItemCaseSensitive(t, "grad"), *alias = cJSON_GetObjectItemCaseSensitive(t, "alias");
+    snprintf(w, sizeof w, "%s.inplace", where);
+    if ((rc = bool_field(s, w, t, "inplace", &inplace))) return rc;
+    if (role != KC_ROLE_INPUT && (cJSON_GetObjectItemCaseSensitive(t, "inplace") || grad))
+        return SPEC_ERR(s, where, "\"inplace\" and \"grad\" are an input's (an output that is an input says \"alias\")");
+    if (role != KC_ROLE_OUTPUT && alias) return SPEC_ERR(s, where, "only an output may be an \"alias\" of an input");
+    if (inplace && (rc = kc_graph_set_inplace(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
+    if (grad) {
+        snprintf(w, sizeof w, "%s.grad", where);
+        if (!cJSON_IsString(grad) || strcmp(grad->valuestring, "accumulate") != 0)
+            return SPEC_ERR(s, w, "must be \"accumulate\" (the caller's gradient buffer, added into) or absent (allocated)");
+        if ((rc = kc_graph_set_grad_accumulate(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
+    }
+    if (alias) {
+        kc_tensor_role r;
+        size_t j;
+        snprintf(w, sizeof w, "%s.alias", where);
+        if ((rc = ref_of(s, w, cJSON_IsString(alias) ? alias->valuestring : NULL, &r, &j))) return rc;
+        if (r != KC_ROLE_INPUT) return SPEC_ERR(s, w, "an output may be an alias of an input only (\"input:J\")");
+        if ((rc = kc_graph_set_alias(s->d, i, j))) return kc_err_prefix(rc, "%s: %s", s->path, w);
+    }
+    return KC_OK;
+}
+
 static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor_role role) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, field);
     if (!arr) return role == KC_ROLE_INPUT ? SPEC_ERR(s, field, "is required") : KC_OK;
@@ -238,6 +284,7 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
             rc = kc_graph_add_tensor(s->d, role, dt, rank, dims);
         }
         if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
+        if ((rc = load_writes(s, t, where, role, (size_t)i))) return rc;
     }
     return KC_OK;
 }
@@ -292,6 +339,18 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         i++;
         char where[64];
         snprintf(where, sizeof where, "%s[%d]", field, i);
+        const cJSON *zero = cJSON_GetObjectItemCaseSensitive(st, "zero");
+        if (zero) { /* {"zero": "output:0"}: a zero step, and nothing else */
+            kc_tensor_role zr;
+            size_t zi;
+            char zw[80];
+            snprintf(zw, sizeof zw, "%s.zero", where);
+            if (cJSON_GetArraySize(st) != 1) return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} alone");
+            int rc = ref_of(s, zw, cJSON_IsString(zero) ? zero->valuestring : NULL, &zr, &zi);
+            if (!rc && (rc = kc_graph_add_zero(s->d, pass, zr, zi))) rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
+            if (rc) return rc;
+            continue;
+        }
         const char *kname = str_field(st, "kernel");
         int kernel = -1;
         for (int k = 0; kname && k < nk; k++)

@@ -45,6 +45,9 @@ int kc_graph_desc_tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i, 
         out->dtype = g->dtype;
         out->rank = g->rank;
         out->requires_grad = g->requires_grad;
+        out->inplace = g->inplace;
+        out->grad_accumulate = g->grad_accumulate;
+        out->alias = g->alias ? (int)(g->alias - 1) : -1;
         for (int r = 0; r < g->rank; r++) out->sizes[r] = g->sizes[r], out->strides[r] = g->strides[r];
         return KC_OK;
     }
@@ -203,11 +206,32 @@ static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
     }
     for (size_t i = 0; i < d->nrargs && !rc; i++) rc = kc_graph_add_arg(nd, d->rargs[i].name, d->rargs[i].type);
     for (size_t i = 0; i < d->ntensors && !rc; i++) rc = copy_tensor(nd, &d->tensors[i], x);
+    /* What the graph writes: in-place inputs, accumulating gradients, aliased outputs (every tensor is there now). */
+    for (size_t i = 0, in = 0, out = 0; i < d->ntensors && !rc; i++) {
+        const gtensor *g = &d->tensors[i];
+        if (g->role == KC_ROLE_INPUT && g->inplace) rc = kc_graph_set_inplace(nd, in);
+        if (!rc && g->role == KC_ROLE_INPUT && g->grad_accumulate) rc = kc_graph_set_grad_accumulate(nd, in);
+        if (!rc && g->role == KC_ROLE_OUTPUT && g->alias) rc = kc_graph_set_alias(nd, out, g->alias - 1);
+        in += g->role == KC_ROLE_INPUT;
+        out += g->role == KC_ROLE_OUTPUT;
+    }
     for (size_t i = 0; i < d->nscratch && !rc; i++) {
         char *e;
         if (!(rc = subst_expr(x, d->scratch[i].bytes, &e))) rc = kc_graph_add_scratch(nd, d->scratch[i].pass, e), free(e);
     }
-    for (size_t i = 0; i < d->nsteps && !rc; i++) rc = copy_step(nd, &d->steps[i], x);
+    /* Steps, each pass's zero steps at their places among its kernel steps (in the order they were added). */
+    size_t nth[2] = {0, 0};
+    for (size_t i = 0; i <= d->nsteps && !rc; i++) {
+        int end = i == d->nsteps, pi = !end && d->steps[i].pass == KC_PASS_BACKWARD;
+        for (size_t z = 0; z < d->nzeros && !rc; z++) {
+            const gzero *g = &d->zeros[z];
+            int zp = g->pass == KC_PASS_BACKWARD;
+            if (end ? g->at == nth[zp] : zp == pi && g->at == nth[pi]) rc = kc_graph_add_zero(nd, g->pass, g->role, g->index);
+        }
+        if (end || rc) break;
+        rc = copy_step(nd, &d->steps[i], x);
+        nth[pi]++;
+    }
     for (size_t i = 0; i < d->nwrappers && !rc; i++)
         rc = kc_graph_add_wrapper(nd, d->wrappers[i].name, d->wrappers[i].version, d->wrappers[i].params, d->wrappers[i].len);
     for (size_t i = 0; i + 1 < d->nhooks && !rc; i += 2) rc = kc_graph_add_hook(nd, d->hooks[i], d->hooks[i + 1]);
