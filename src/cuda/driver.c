@@ -56,6 +56,7 @@ static struct {
     __typeof__(cuMemcpyDtoH) *MemcpyDtoH;
     __typeof__(cuCtxSynchronize) *CtxSynchronize;
     __typeof__(cuMemcpyDtoDAsync) *MemcpyDtoDAsync;
+    __typeof__(cuMemsetD8Async) *MemsetD8Async; /* optional: a graph's zero steps need it */
     __typeof__(cuStreamCreate) *StreamCreate;
     __typeof__(cuStreamDestroy) *StreamDestroy;
     __typeof__(cuEventCreate) *EventCreate;
@@ -128,6 +129,7 @@ static void cu_load(void) {
     OPT(FuncGetParamInfo, "cuFuncGetParamInfo");
     OPT(FuncGetAttribute, "cuFuncGetAttribute");
     OPT(FuncSetAttribute, "cuFuncSetAttribute");
+    OPT(MemsetD8Async, "cuMemsetD8Async");
 #undef REQ
 #undef OPT
     CUresult r = cu.Init(0);
@@ -417,6 +419,17 @@ int kc_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream) {
     if (rc) return rc;
     if (bytes) KC_CU_CHECK(cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
                                               (CUstream)stream));
+    rc = KC_OK;
+done:
+    return rc;
+}
+
+int kc_cuda_memset_async(void *dst, size_t bytes, void *stream) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!bytes) return KC_OK;
+    if (!cu.MemsetD8Async) return kc_err(KC_EDRIVER, "the CUDA driver lacks cuMemsetD8Async (a zero step needs it)");
+    KC_CU_CHECK(cu.MemsetD8Async((CUdeviceptr)(uintptr_t)dst, 0, bytes, (CUstream)stream));
     rc = KC_OK;
 done:
     return rc;

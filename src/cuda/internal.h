@@ -1,6 +1,6 @@
 /*
  * internal.h — the driver wrappers that only libkcache itself uses: streams, events,
- * stream capture into CUDA graphs, and the allocations and copies made while capturing.
+ * stream capture into CUDA graphs, and the allocations, copies and memsets made while capturing.
  *
  * The one idea: the public kcache/cuda.h is what a caller needs to load and launch
  * kernels and to move test data (tools/kcache/check.c, the GPU tests); these are the
@@ -26,6 +26,9 @@ int kc_cuda_malloc_now(void **out, size_t bytes);
 void kc_cuda_free_now(void *ptr);
 /** Copy device → device on `stream`, asynchronously. */
 int kc_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream);
+/** Set `bytes` bytes at `dst` to zero on `stream`, asynchronously (cuMemsetD8Async; a memset node when
+ *  the stream is capturing).  0 bytes: nothing.  KC_EDRIVER when the driver lacks the call. */
+int kc_cuda_memset_async(void *dst, size_t bytes, void *stream);
 /** A non-blocking stream of the current context; free with kc_cuda_stream_free. */
 int kc_cuda_stream_create(void **out);
 void kc_cuda_stream_free(void *stream);

@@ -14,6 +14,12 @@
  * recorded by the previous one (calls on different streams stay correct), and the host
  * side is under the wrapper's lock.
  *
+ * In-place inputs (kc_graph_set_inplace, and every aliased output's input) are written by the
+ * replay in the static copy, so each is copied back to the caller's tensor after the launch, on
+ * the call's stream, before the call returns: no update is lost.  An aliased output is handed
+ * back as the caller's input, as a direct forward does.  A strided in-place input runs directly
+ * (its span holds bytes between its elements that are not the graph's to write back).
+ *
  * Must not: replay a call whose kernels take values that change per call — a call with an
  * RNG state (philox) or with runtime arguments (kc_graph_forward_args) runs directly, uncaptured, as do shapes beyond the wrapper's limit
  * (parameters: the most shapes kept, in decimal; default 8) and any capture the driver
@@ -27,6 +33,7 @@
 #include "../cuda/internal.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
+#include "program.h"
 
 #define CG_DEFAULT_SHAPES 8
 #define CG_MAX_SHAPES 64
@@ -96,6 +103,21 @@ static int same_shape(const capture *k, const kc_forward_call *c) {
     return 1;
 }
 
+/* Whether the graph writes input i in place (its copy-back is exact only for a contiguous input, whose span is its elements). */
+static int inplace(const kc_forward_call *c, size_t i) {
+    const ptensor *t = kc_program_tensor(c->graph->fwd, KC_ROLE_INPUT, i);
+    return t && t->inplace;
+}
+
+static int contiguous(const kc_tensor *t) {
+    int64_t stride = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (t->sizes[d] > 1 && t->strides[d] != stride) return 0;
+        if (t->sizes[d] > 0 && __builtin_mul_overflow(stride, t->sizes[d], &stride)) return 0;
+    }
+    return 1;
+}
+
 /* Capture the inner forward for the shape of `c` (layer lock held, context current). */
 static int capture_new(cg_layer *l, const kc_forward_call *c, capture **out) {
     capture *k = kc_calloc(1, sizeof *k);
@@ -142,8 +164,16 @@ static int replay(cg_layer *l, capture *k, kc_forward_call *c) {
     for (size_t i = 0; i < c->ninputs && !rc; i++)
         rc = kc_cuda_copy_async(k->sig[i].data, c->inputs[i].data, kc_tensor_span(&c->inputs[i]), c->stream);
     if (!rc) rc = kc_cuda_graph_launch(k->exec, c->stream);
+    /* What the graph wrote in place went to the static copy: back to the caller's tensor (an aliased output too). */
+    for (size_t i = 0; i < c->ninputs && !rc; i++)
+        if (inplace(c, i)) rc = kc_cuda_copy_async(c->inputs[i].data, k->sig[i].data, kc_tensor_span(&c->inputs[i]), c->stream);
     size_t made = 0;
     for (; made < c->noutputs && !rc; made++) {
+        int j = kc_graph_output_alias(c->graph, made);
+        if (j >= 0) { /* the caller's input itself, as a direct forward hands it back */
+            c->outputs[made] = c->inputs[j];
+            continue;
+        }
         c->outputs[made] = k->outputs[made];
         c->outputs[made].data = NULL;
         size_t bytes = kc_tensor_span(&k->outputs[made]);
@@ -157,16 +187,19 @@ static int replay(cg_layer *l, capture *k, kc_forward_call *c) {
     }
     if (!rc) rc = kc_cuda_event_record(l->done, c->stream);
     if (rc)
-        for (size_t i = 0; i < made; i++) kc_tensor_release(&c->outputs[i], c->stream, c->alloc);
+        for (size_t i = 0; i < made; i++)
+            if (kc_graph_output_alias(c->graph, i) < 0) kc_tensor_release(&c->outputs[i], c->stream, c->alloc);
     return rc;
 }
 
 static int cg_call(void *ctx, kc_forward_call *c) {
     cg_layer *l = ctx;
     if (c->rng || c->philox_set || c->nargs || !c->graph) return l->inner.call(l->inner.ctx, c);
-    for (size_t i = 0; i < c->ninputs; i++)
+    for (size_t i = 0; i < c->ninputs; i++) {
         if (c->inputs[i].rank < 0 || c->inputs[i].rank > KC_MAX_RANK)
             return kc_err(KC_EINVAL, "input %zu: rank %d", i, c->inputs[i].rank);
+        if (inplace(c, i) && !contiguous(&c->inputs[i])) return l->inner.call(l->inner.ctx, c); /* a strided in-place input */
+    }
     pthread_mutex_lock(&l->mu);
     l->device = kc_graph_device(c->graph);
     capture *k = NULL;

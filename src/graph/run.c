@@ -4,8 +4,11 @@
  * forward saved, and the saved record's lifetime.
  *
  * The one idea: a launch program (program.h) knows shapes, dimensions and arguments as
- * expressions; this file binds them to one call's tensors and stream and launches each step,
- * freeing on every error path what it allocated.  Nothing here synchronises the stream.
+ * expressions; this file binds them to one call's tensors and stream and launches each step
+ * (and zeroes what its zero steps name, in order with the launches), freeing on every error
+ * path what it allocated — and only that: an aliased output (the caller's input) and an
+ * accumulating gradient (the caller's buffer) are never allocated nor freed here.  Nothing
+ * here synchronises the stream.
  *
  * Callers: the public kc_graph_forward/backward and kc_saved_free; loaded.c (the graph's own
  * forward is the base of its wrapper chain); cudagraph.c (kc_saved_clone, kc_dev_alloc).
@@ -74,9 +77,53 @@ static int resolve(void *ctx, int role, size_t i, void **ptr) {
     return KC_OK;
 }
 
-/* Allocate scratch, launch every step, free scratch (stream-ordered).  When a step passes a tensor at an
- * offset, every step's dimensions and arguments are checked first: an offset outside its tensor fails the
- * call before anything is launched. */
+/* The call's tensor i of a role (not scratch), or NULL. */
+static const kc_tensor *bound(const bindings *b, int role, size_t i) {
+    const kc_tensor *v = role == KC_ROLE_INPUT ? b->inputs : role == KC_ROLE_OUTPUT ? b->outputs : role == KC_ROLE_SAVED ? b->saved
+                         : role == KC_ROLE_GRAD_IN ? b->grad_in : NULL;
+    size_t n = role == KC_ROLE_INPUT ? b->ninputs : role == KC_ROLE_OUTPUT ? b->noutputs : role == KC_ROLE_SAVED ? b->nsaved
+               : role == KC_ROLE_GRAD_IN ? b->ngrad_in : 0;
+    return v && i < n ? &v[i] : NULL;
+}
+
+/* Zero step z's address and bytes in this call: a scratch buffer's bytes, or a contiguous tensor's (a caller's
+ * strided tensor is refused: zeroing its span would write between its elements). */
+static int zero_target(const kc_program *p, const pzero *z, const int64_t *syms, bindings *b, void **ptr, size_t *bytes) {
+    char ref[48];
+    kc_program_zero_ref(z->role, z->index, ref);
+    int rc = resolve(b, z->role, z->index, ptr);
+    if (rc) return kc_err_prefix(rc, "zero step '%s'", ref);
+    if (z->role == KC_ROLE_SCRATCH) return kc_program_scratch_bytes(p, z->index, syms, bytes);
+    const kc_tensor *t = bound(b, z->role, z->index);
+    int64_t stride = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (t->sizes[d] > 1 && t->strides[d] != stride)
+            return kc_err(KC_EINVAL, "zero step '%s': the tensor is not contiguous (size[%d] %lld, stride %lld where %lld "
+                          "is contiguous): zeroing it whole would write between its elements", ref, d,
+                          (long long)t->sizes[d], (long long)t->strides[d], (long long)stride);
+        if (t->sizes[d] > 0 && __builtin_mul_overflow(stride, t->sizes[d], &stride))
+            return kc_err(KC_EINVAL, "zero step '%s': tensor too large", ref);
+    }
+    *bytes = kc_tensor_span(t);
+    return KC_OK;
+}
+
+/* Issue the zero steps placed before kernel step `at` (at == nsteps: after the last). */
+static int run_zeros(const kc_program *p, size_t at, const int64_t *syms, bindings *b, void *stream) {
+    int rc = KC_OK;
+    for (size_t z = 0; z < p->nzeros && !rc; z++) {
+        void *ptr;
+        size_t bytes;
+        if (p->zeros[z].at != at) continue;
+        if (!(rc = zero_target(p, &p->zeros[z], syms, b, &ptr, &bytes))) rc = kc_cuda_memset_async(ptr, bytes, stream);
+    }
+    return rc;
+}
+
+/* Allocate scratch, launch every step (zeroing what the zero steps name before the step they precede), free
+ * scratch (stream-ordered).  Every zero step's tensor is checked first; when a step passes a tensor at an
+ * offset, every step's dimensions and arguments too: a call that cannot run whole fails before anything is
+ * launched. */
 static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bindings *b, void *stream,
                      const kc_allocator *alloc, const uint64_t *philox, const kc_value *rvals) {
     void *scratch[64] = {0};
@@ -89,6 +136,11 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
     }
     b->scratch = scratch;
     b->nscratch = p->nscratch;
+    for (size_t z = 0; z < p->nzeros && !rc; z++) {
+        void *ptr;
+        size_t bytes;
+        rc = zero_target(p, &p->zeros[z], syms, b, &ptr, &bytes);
+    }
     for (size_t i = 0; p->offsets && i < p->nsteps && !rc; i++) {
         unsigned grid[3], block[3], shared;
         kc_argval vals[256];
@@ -100,26 +152,58 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         unsigned grid[3], block[3], shared;
         kc_argval vals[256];
         void *args[256];
+        if (p->nzeros && (rc = run_zeros(p, i, syms, b, stream))) break;
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
         if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
         if (!rc) rc = kc_device_smem_ready(g, p, i, shared); /* over 48 KiB: opted in, or refused here */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
     }
+    if (!rc && p->nzeros) rc = run_zeros(p, p->nsteps, syms, b, stream);
     for (size_t i = 0; i < p->nscratch; i++) kc_dev_free(alloc, scratch[i], stream);
     return rc;
 }
 
-/* Allocate the tensors of a role with the program's shapes. */
-static int alloc_role(const kc_program *p, int role, const int64_t *syms, kc_tensor *out, size_t n,
-                      void *stream, const kc_allocator *alloc) {
+/* Whether tensor i of `role` (grads: the gradients of the inputs) is the caller's — an aliased output, an
+ * accumulating gradient — and so never allocated nor freed here. */
+static int callers(const kc_program *p, int role, int grads, size_t i) {
+    const ptensor *t = kc_program_tensor(p, role, i);
+    return t && (grads ? t->accumulate : role == KC_ROLE_OUTPUT && t->alias >= 0);
+}
+
+/* Release what alloc_role allocated (the caller's tensors stay). */
+static void release_role(const kc_program *p, int role, int grads, kc_tensor *out, size_t n, void *stream,
+                         const kc_allocator *alloc) {
+    for (size_t i = 0; i < n; i++)
+        if (!callers(p, role, grads, i)) kc_tensor_release(&out[i], stream, alloc);
+}
+
+/* The caller's buffer for accumulating gradient i: non-NULL, input i's dtype and sizes, contiguous. */
+static int check_accumulating(const kc_tensor *gi, const kc_tensor *in, size_t i) {
+    int ok = gi->data && gi->dtype == in->dtype && gi->rank == in->rank;
+    int64_t stride = 1;
+    for (int d = (ok ? in->rank : 0) - 1; ok && d >= 0; d--) {
+        ok = gi->sizes[d] == in->sizes[d] && (gi->sizes[d] <= 1 || gi->strides[d] == stride);
+        if (ok && gi->sizes[d] > 0) ok = !__builtin_mul_overflow(stride, gi->sizes[d], &stride);
+    }
+    if (ok) return KC_OK;
+    return kc_err(KC_EINVAL, "grad_inputs[%zu]: the gradient of input %zu accumulates (\"grad\": \"accumulate\"): pass the "
+                  "caller's buffer there (%s)", i, i, !gi->data ? "its data is NULL" : "non-NULL, the input's dtype and sizes, contiguous");
+}
+
+/* Allocate the tensors of a role with the program's shapes; `grads`: the gradients of the inputs.  An aliased
+ * output becomes the input it is (inputs[j]); an accumulating gradient is the caller's, checked. */
+static int alloc_role(const kc_program *p, int role, int grads, const kc_tensor *inputs, const int64_t *syms, kc_tensor *out,
+                      size_t n, void *stream, const kc_allocator *alloc) {
     for (size_t i = 0; i < n; i++) {
         const ptensor *t = kc_program_tensor(p, role, i);
         size_t bytes;
-        int rc = t ? kc_program_shape(p, t, syms, &out[i], &bytes) : kc_err(KC_ECORRUPT, "no tensor %zu", i);
-        if (!rc) rc = kc_dev_alloc(alloc, bytes, stream, &out[i].data);
+        int rc = t ? KC_OK : kc_err(KC_ECORRUPT, "no tensor %zu", i);
+        if (!rc && grads && t->accumulate) rc = check_accumulating(&out[i], &inputs[i], i);
+        else if (!rc && !grads && role == KC_ROLE_OUTPUT && t->alias >= 0) out[i] = inputs[t->alias];
+        else if (!rc && !(rc = kc_program_shape(p, t, syms, &out[i], &bytes))) rc = kc_dev_alloc(alloc, bytes, stream, &out[i].data);
         if (rc) {
-            for (size_t k = 0; k < i; k++) kc_tensor_release(&out[k], stream, alloc);
+            release_role(p, role, grads, out, i, stream, alloc);
             return rc;
         }
     }
@@ -143,8 +227,8 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     int rc = kc_cuda_push(g->device);
     int pushed = rc == KC_OK, outs = 0, sv = 0;
     if (!rc) rc = kc_program_bind(p, c->inputs, c->ninputs, syms);
-    if (!rc && !(rc = alloc_role(p, KC_ROLE_OUTPUT, syms, c->outputs, nout, c->stream, c->alloc))) outs = 1;
-    if (!rc && !(rc = alloc_role(p, KC_ROLE_SAVED, syms, saved, nsaved, c->stream, c->alloc))) sv = 1;
+    if (!rc && !(rc = alloc_role(p, KC_ROLE_OUTPUT, 0, c->inputs, syms, c->outputs, nout, c->stream, c->alloc))) outs = 1;
+    if (!rc && !(rc = alloc_role(p, KC_ROLE_SAVED, 0, NULL, syms, saved, nsaved, c->stream, c->alloc))) sv = 1;
     if (!rc) {
         bindings b = {c->inputs, c->outputs, saved, NULL, NULL, c->ninputs, nout, nsaved, 0, 0, NULL, 0};
         uint64_t philox[2] = {c->philox_seed, c->philox_offset};
@@ -186,8 +270,7 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     }
     if (saved && sv)
         for (size_t i = 0; i < nsaved; i++) kc_tensor_release(&saved[i], c->stream, c->alloc);
-    if (rc && outs)
-        for (size_t i = 0; i < nout; i++) kc_tensor_release(&c->outputs[i], c->stream, c->alloc);
+    if (rc && outs) release_role(p, KC_ROLE_OUTPUT, 0, c->outputs, nout, c->stream, c->alloc);
     if (pushed) kc_cuda_pop();
     free(syms);
     free(saved);
@@ -237,13 +320,12 @@ int kc_graph_backward_args(kc_graph *g, kc_saved *s, const kc_tensor *grad_outpu
     const kc_allocator *alloc = s->has_alloc ? &s->alloc : NULL;
     int rc = kc_cuda_push(g->device);
     if (rc) return rc;
-    rc = alloc_role(g->bwd, KC_ROLE_INPUT, s->syms, grad_inputs, ninputs, stream, alloc);
+    rc = alloc_role(g->bwd, KC_ROLE_INPUT, 1, s->inputs, s->syms, grad_inputs, ninputs, stream, alloc);
     if (!rc) {
         bindings b = {s->inputs, s->outputs, s->saved, grad_outputs, grad_inputs, s->ninputs, s->noutputs, s->nsaved,
                       n, ninputs, NULL, 0};
         rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL, args);
-        if (rc)
-            for (size_t i = 0; i < ninputs; i++) kc_tensor_release(&grad_inputs[i], stream, alloc);
+        if (rc) release_role(g->bwd, KC_ROLE_INPUT, 1, grad_inputs, ninputs, stream, alloc);
     }
     kc_cuda_pop();
     return rc;

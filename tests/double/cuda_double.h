@@ -106,7 +106,8 @@ uint64_t kcd_launch_arg_u64(const kcd_launch *l, size_t i);
  * The call log since the last kcd_reset(): one line per call, in order ("cuModuleLoadData
  * cubin sm_90 -> m3 (2 kernels)", "cuStreamBeginCapture_v2 s5 relaxed", "cuLaunchKernel k
  * grid=…", "cuGraphLaunch x9 on s7: 3 nodes", …; a failed call ends in "-> CUDA_ERROR_…:
- * why").  Loads, unloads, allocations, frees, copies, streams, events, captures, graphs and
+ * why"; a memset "cuMemsetD8Async 0x… = 0 x 400 (400 bytes) on s3", " (captured)" when it became a
+ * node).  Loads, unloads, allocations, frees, copies, memsets, streams, events, captures, graphs and
  * launches are logged; context pushes and pops are not.  malloc'd: free() it.
  */
 char *kcd_call_log(void);

@@ -87,9 +87,11 @@ int kcd_image_set_params(kcd_kinfo *k, kcd_kp *v, uint32_t n, uint32_t total, ch
 
 enum kcd_kind { KCD_CTX = 1, KCD_MOD, KCD_LIB, KCD_KERN, KCD_FUNC, KCD_STREAM, KCD_EVENT, KCD_GRAPH, KCD_EXEC, KCD_NKINDS };
 
-/** A node of a captured graph: a kernel launch or a device-to-device copy. */
+/** A node of a captured graph: a kernel launch, a device-to-device copy or a memset. */
 typedef struct kcd_node {
     int is_copy;
+    int is_memset;                      /* memset: `bytes` at dst, `value` repeated in elements of `elem` bytes (1 or 4) */
+    unsigned value, elem;
     uint64_t func;                      /* kernel: the function's id */
     unsigned grid[3], block[3], shared;
     unsigned char *args;                /* kernel: the argument buffer (owned) */
@@ -257,6 +259,8 @@ void kcd_nodes_free(kcd_nodes *ns);
 int kcd_nodes_copy(kcd_nodes *dst, const kcd_nodes *src);
 /** Copy device to device now (ranges checked by the caller). */
 void kcd_copy_now(uint64_t dst, uint64_t src, size_t n);
+/** Set n bytes at dst now to `value` in elements of `elem` bytes (1 or 4; range checked by the caller). */
+void kcd_memset_now(uint64_t dst, unsigned value, unsigned elem, size_t n);
 
 /* ---- functions (double_module.c) ---- */
 

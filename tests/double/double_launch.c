@@ -181,6 +181,12 @@ CUresult kcd_replay(const char *call, const kcd_obj *x, CUstream s, int device) 
     char nm[32], what[300];
     for (size_t i = 0; i < x->nodes.n; i++) { /* all or nothing: check every node first */
         const kcd_node *n = &x->nodes.v[i];
+        if (n->is_memset) {
+            if (!kcd_alloc_find(n->dst, n->bytes))
+                return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "node %zu sets %zu bytes at %#llx, outside live allocations", i,
+                                n->bytes, (unsigned long long)n->dst);
+            continue;
+        }
         if (n->is_copy) {
             if (!kcd_alloc_find(n->dst, n->bytes) || !kcd_alloc_find(n->src, n->bytes))
                 return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "node %zu copies %zu bytes %#llx <- %#llx, outside live allocations",
@@ -200,6 +206,10 @@ CUresult kcd_replay(const char *call, const kcd_obj *x, CUstream s, int device) 
                                      x->nodes.n);
     for (size_t i = 0; i < x->nodes.n; i++) {
         const kcd_node *n = &x->nodes.v[i];
+        if (n->is_memset) {
+            kcd_memset_now(n->dst, n->value, n->elem, n->bytes);
+            continue;
+        }
         if (n->is_copy) {
             kcd_copy_now(n->dst, n->src, n->bytes);
             continue;

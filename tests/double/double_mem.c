@@ -1,6 +1,7 @@
 /*
  * double_mem.c — the driver double's memory, streams, events and stream-capture state:
- * cuMemAlloc/cuMemAllocAsync/cuMemFree/cuMemFreeAsync, the copies, cuStreamCreate/Destroy/
+ * cuMemAlloc/cuMemAllocAsync/cuMemFree/cuMemFreeAsync, the copies and memsets (cuMemsetD8Async,
+ * cuMemsetD32Async), cuStreamCreate/Destroy/
  * Synchronize/WaitEvent, cuEventCreate/Record/Destroy, cuStreamBeginCapture/EndCapture, and
  * the checks every other entry point makes on a stream argument.
  *
@@ -9,7 +10,7 @@
  * host shadow buffer, so copies really copy and every copy is checked against the one
  * allocation it must lie in; a free of anything but a live allocation's start is a defect.
  * Work on a stream runs at once (there is nothing to overlap), except on a capturing stream,
- * where kernels and copies become nodes of the capture instead; a capture ends in a graph
+ * where kernels, copies and memsets become nodes of the capture instead; a capture ends in a graph
  * only if nothing illegal happened during it, as in the driver (a forbidden call invalidates
  * the capture, and cuStreamEndCapture then answers CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).
  *
@@ -112,6 +113,17 @@ size_t kcd_alloc_drop_device(int device) {
 void kcd_copy_now(uint64_t dst, uint64_t src, size_t n) {
     kcd_alloc *d = kcd_alloc_find(dst, n), *s = kcd_alloc_find(src, n);
     if (d && s && n) memmove(d->shadow + (dst - d->base), s->shadow + (src - s->base), n);
+}
+
+void kcd_memset_now(uint64_t dst, unsigned value, unsigned elem, size_t n) {
+    kcd_alloc *d = kcd_alloc_find(dst, n);
+    if (!d || !n) return;
+    unsigned char *p = d->shadow + (dst - d->base);
+    if (elem == 1) {
+        memset(p, (int)(value & 0xff), n);
+        return;
+    }
+    for (size_t i = 0; i + 4 <= n; i += 4) memcpy(p + i, &value, 4); /* the device's little-endian 32-bit words */
 }
 
 /* A device range [p, p+n) that must lie in one allocation; logged defect when it does not. */
@@ -358,6 +370,39 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                     (unsigned long long)srcDevice, ByteCount, kcd_name(hStream, nm), c ? " (captured)" : "");
     kcd_unlock();
     return r;
+}
+
+/* cuMemsetD8Async / cuMemsetD32Async: n elements of `elem` bytes set to `value`, on a stream (a node when capturing). */
+static CUresult memset_async(const char *call, CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream hStream) {
+    kcd_lock();
+    int dev;
+    kcd_capture *c = NULL;
+    char nm[32];
+    size_t bytes = n * elem;
+    CUresult r = need_ctx(call, &dev);
+    if (!r) r = kcd_stream_use(call, hStream, dev, &c);
+    if (!r && n > SIZE_MAX / elem) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%zu elements overflow", n);
+    if (!r && elem == 4 && dst % 4)
+        r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%#llx is not 4-byte aligned", (unsigned long long)dst);
+    if (!r && bytes) r = range(call, "destination", dst, bytes);
+    if (!r && c && bytes) {
+        kcd_node nd = {.is_memset = 1, .dst = dst, .bytes = bytes, .value = value, .elem = elem};
+        if (kcd_nodes_add(&c->nodes, &nd)) r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, call, "out of memory");
+    } else if (!r) {
+        kcd_memset_now(dst, value, elem, bytes);
+    }
+    if (!r) kcd_log("%s %#llx = %#x x %zu (%zu bytes) on %s%s", call, (unsigned long long)dst, value, n, bytes,
+                    kcd_name(hStream, nm), c ? " (captured)" : "");
+    kcd_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+    return memset_async("cuMemsetD8Async", dstDevice, uc, 1, N, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+    return memset_async("cuMemsetD32Async", dstDevice, ui, 4, N, hStream);
 }
 
 /* ---- streams and events ---- */
