@@ -693,6 +693,68 @@ static void test_capture_and_replay(void **state) {
     no_leaks();
 }
 
+/* cuMemsetD8Async / cuMemsetD32Async: bytes really set, bounds and alignment checked, logged, captured as a node
+ * that sets nothing until the graph is launched. */
+static void test_memset(void **state) {
+    (void)state;
+    fresh();
+    push(D90);
+    CUstream s;
+    CUdeviceptr a;
+    CUgraph g;
+    CUgraphExec x;
+    unsigned char in[256], out[256], want[256];
+    for (int i = 0; i < 256; i++) in[i] = (unsigned char)(i | 1);
+    assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&a, 256), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(a, in, 256), CUDA_SUCCESS);
+    /* D8: bytes 16..79 only */
+    assert_int_equal(cuMemsetD8Async(a + 16, 0, 64, s), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(out, a, 256), CUDA_SUCCESS);
+    memcpy(want, in, 256);
+    memset(want + 16, 0, 64);
+    assert_memory_equal(out, want, 256);
+    /* D32: 8 words of a pattern at byte 128 */
+    assert_int_equal(cuMemsetD32Async(a + 128, 0x11223344u, 8, s), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(out, a, 256), CUDA_SUCCESS);
+    for (int i = 0; i < 8; i++) memcpy(want + 128 + 4 * i, "\x44\x33\x22\x11", 4);
+    assert_memory_equal(out, want, 256);
+    defects_are(0);
+    /* past the allocation, a misaligned D32: refused, nothing written, defects */
+    assert_int_equal(cuMemsetD8Async(a + 200, 0, 57, s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemsetD32Async(a + 2, 0, 1, s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemcpyDtoH(out, a, 256), CUDA_SUCCESS);
+    assert_memory_equal(out, want, 256);
+    defects_are(2);
+    defect_says("runs past its allocation");
+    defect_says("not 4-byte aligned");
+    /* captured: a node; the bytes change at the launch, not at the capture */
+    assert_int_equal(cuMemcpyHtoD(a, in, 256), CUDA_SUCCESS);
+    assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    assert_int_equal(cuMemsetD8Async(a, 0, 256, s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    assert_int_equal(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+    assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(out, a, 256), CUDA_SUCCESS);
+    assert_memory_equal(out, in, 256);
+    assert_int_equal(cuGraphLaunch(x, s), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(out, a, 256), CUDA_SUCCESS);
+    memset(want, 0, 256);
+    assert_memory_equal(out, want, 256);
+    const char *seq[] = {"cuMemsetD8Async", "= 0 x 64 (64 bytes) on s", "cuMemsetD32Async", "= 0x11223344 x 8 (32 bytes)",
+                         "cuMemsetD8Async", "-> CUDA_ERROR_INVALID_VALUE", "cuStreamBeginCapture_v2", "cuMemsetD8Async",
+                         "(256 bytes) on s", "(captured)", "cuStreamEndCapture", "(1 nodes)", "cuGraphLaunch x", ": 1 nodes"};
+    log_in_order(seq, sizeof seq / sizeof seq[0]);
+    /* a replay whose memset node's allocation went: the launch fails whole */
+    assert_int_equal(cuMemFree(a), CUDA_SUCCESS);
+    assert_int_equal(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE);
+    defect_says("node 0 sets 256 bytes");
+    assert_int_equal(cuGraphExecDestroy(x), CUDA_SUCCESS);
+    assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+    pop(D90);
+    no_leaks();
+}
+
 /* kcache's own load and launch path on the double: recorded as it happened. */
 static void test_through_kcache(void **state) {
     (void)state;
@@ -801,6 +863,7 @@ int main(void) {
         cmocka_unit_test(test_launch_checks),
         cmocka_unit_test(test_leaks_and_defects),
         cmocka_unit_test(test_capture_and_replay),
+        cmocka_unit_test(test_memset),
         cmocka_unit_test(test_through_kcache),
         cmocka_unit_test(test_threads),
     };
