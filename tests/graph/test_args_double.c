@@ -13,38 +13,19 @@
  */
 
 #include "common/internal.h"
-#include "double/cuda_double.h"
-#include "kcache.h"
-#include "helpers.h"
+#include "double/double_test.h"
 
 static char *dir;
 static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    if (kcd_set_devices("9.0") != 0) return -1;
-    if (kc_cuda_available() != KC_OK) {
-        fprintf(stderr, "the driver double did not load: %s\n", kc_error_last()->message);
-        return -1;
-    }
-    return kct_open_cache("args_double", &dir, &cache);
+    return kcdt_setup("9.0", "args_double", &dir, &cache);
 }
 
 static int teardown(void **state) {
     (void)state;
     return kct_close_cache(dir, cache);
-}
-
-static void no_defects(void) {
-    char buf[4096];
-    size_t n = kcd_defects(buf, sizeof buf);
-    if (n) fail_msg("%zu defect(s):\n%s", n, buf);
-}
-
-static uint64_t stat_of(kc_stat s) {
-    kc_stats st;
-    assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
-    return st.v[s];
 }
 
 static const char *kernel_src =
@@ -181,7 +162,7 @@ static void test_every_kind_reaches_the_kernel(void **state) {
     kc_tensor_release(&out, NULL, NULL);
     kc_cuda_free(in.data, NULL);
     kc_cuda_pop();
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
 }
@@ -195,7 +176,7 @@ static void test_cuda_graph_never_replays_old_values(void **state) {
         "\"forward\": [{\"kernel\": \"scale\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
         " \"args\": [\"input:0\", \"output:0\", \"e32:N\", \"arg:lr\"]}],\n"
         "\"wrappers\": [{\"name\": \"cuda_graph\", \"version\": 1}]");
-    uint64_t compiles0 = stat_of(KC_STAT_COMPILES);
+    uint64_t compiles0 = kcdt_stat(cache, KC_STAT_COMPILES);
     kc_graph_info info;
     kc_graph *g = get(d, &info);
     assert_int_equal(info.source, KC_FROM_COMPILE);
@@ -238,8 +219,8 @@ static void test_cuda_graph_never_replays_old_values(void **state) {
     g = get(d, &info);
     assert_int_equal(info.source, KC_FROM_DISK);
     kc_graph_release(g);
-    assert_int_equal(stat_of(KC_STAT_COMPILES) - compiles0, 1);
-    no_defects();
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES) - compiles0, 1);
+    kcdt_no_defects();
     kc_graph_desc_free(d);
 }
 
@@ -269,7 +250,7 @@ static void test_offset_out_of_range_is_refused_before_any_launch(void **state) 
     kc_cuda_pop();
     kc_graph_release(g);
     kc_graph_desc_free(d);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_loaded_budget(0, 0);
     char buf[2048];
     size_t leaks = kcd_leaks(buf, sizeof buf);

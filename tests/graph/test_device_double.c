@@ -14,43 +14,19 @@
 #include <pthread.h>
 
 #include "common/internal.h"
-#include "double/cuda_double.h"
-#include "kcache.h"
-#include "helpers.h"
+#include "double/double_test.h"
 
 static char *dir;
 static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    if (kcd_set_devices("9.0:132,9.0:114") != 0) return -1;
-    if (kc_cuda_available() != KC_OK) {
-        fprintf(stderr, "the driver double did not load: %s\n", kc_error_last()->message);
-        return -1;
-    }
-    return kct_open_cache("device_double", &dir, &cache);
+    return kcdt_setup("9.0:132,9.0:114", "device_double", &dir, &cache);
 }
 
 static int teardown(void **state) {
     (void)state;
     return kct_close_cache(dir, cache);
-}
-
-static void no_defects(void) {
-    char buf[4096];
-    size_t n = kcd_defects(buf, sizeof buf);
-    if (n) fail_msg("%zu defect(s):\n%s", n, buf);
-}
-
-static void unload_all(void) {
-    kc_graph_loaded_budget(0, 0);
-    kc_graph_loaded_budget(512, (size_t)1 << 30);
-}
-
-static uint64_t compiles(void) {
-    kc_stats st;
-    assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
-    return st.v[KC_STAT_COMPILES];
 }
 
 /* How many lines of the call log contain `needle`. */
@@ -139,16 +115,16 @@ static void test_one_entry_each_devices_grid(void **state) {
     kc_graph_desc *d = facts_graph();
     kc_graph *g0, *g1;
     kc_graph_info i0, i1;
-    uint64_t c0 = compiles();
+    uint64_t c0 = kcdt_stat(cache, KC_STAT_COMPILES);
     if (kc_graph_get(cache, d, 0, &g0, &i0)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(i0.source, KC_FROM_COMPILE);
     assert_string_equal(i0.variant, "sm_90");
-    assert_int_equal(compiles(), c0 + 1);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), c0 + 1);
     if (kc_graph_get(cache, d, 1, &g1, &i1)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(i1.source, KC_FROM_DISK); /* the same entry: the facts are not in the key */
     assert_string_equal(i1.key, i0.key);
     assert_string_equal(i1.variant, "sm_90");
-    assert_int_equal(compiles(), c0 + 1);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), c0 + 1);
     assert_ptr_not_equal(g0, g1);
     kcd_reset();
     assert_int_equal(forward(g0, 0, 1000), KC_OK);
@@ -156,7 +132,7 @@ static void test_one_entry_each_devices_grid(void **state) {
     kcd_reset();
     assert_int_equal(forward(g1, 1, 1000), KC_OK);
     check_facts_launch(1, 114);
-    no_defects();
+    kcdt_no_defects();
     /* Bound at load: a device that changes is seen by the next load, not by the loaded graph. */
     assert_int_equal(kcd_set_attribute(1, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 100), 0);
     kcd_reset();
@@ -164,18 +140,18 @@ static void test_one_entry_each_devices_grid(void **state) {
     check_facts_launch(1, 114);
     kc_graph_release(g0);
     kc_graph_release(g1);
-    unload_all();
+    kcdt_unload_all();
     if (kc_graph_get(cache, d, 1, &g1, &i1)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(i1.source, KC_FROM_DISK);
     kcd_reset();
     assert_int_equal(forward(g1, 1, 1000), KC_OK);
     check_facts_launch(1, 100);
-    assert_int_equal(compiles(), c0 + 1);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), c0 + 1);
     kc_graph_release(g1);
     assert_int_equal(kcd_set_attribute(1, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 114), 0);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_desc_free(d);
-    unload_all();
+    kcdt_unload_all();
 }
 
 /* ---- large dynamic shared memory ---- */
@@ -202,7 +178,7 @@ static void test_100_kib_sets_the_attribute_once(void **state) {
     for (int i = 0; i < 3; i++) assert_int_equal(forward(g, 0, 1000), KC_OK);
     assert_int_equal(log_count("cuFuncSetAttribute"), 0);
     assert_int_equal(kcd_launch_count(), 3);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     /* The other device's function is another function: set there too, once. */
     if (kc_graph_get(cache, d, 1, &g, &info)) fail_msg("%s", kc_error_last()->message);
@@ -210,10 +186,10 @@ static void test_100_kib_sets_the_attribute_once(void **state) {
     assert_int_equal(forward(g, 1, 1000), KC_OK);
     assert_int_equal(forward(g, 1, 1000), KC_OK);
     assert_int_equal(log_count("cuFuncSetAttribute big MAX_DYNAMIC_SHARED_SIZE_BYTES=102400"), 1);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
-    unload_all();
+    kcdt_unload_all();
 }
 
 static void test_beyond_the_limit_is_refused_before_the_driver(void **state) {
@@ -231,13 +207,13 @@ static void test_beyond_the_limit_is_refused_before_the_driver(void **state) {
     assert_int_equal(kcd_launch_count(), 0);
     assert_int_equal(log_count("cuLaunchKernel"), 0);
     assert_int_equal(log_count("cuFuncSetAttribute"), 0);
-    no_defects();
+    kcdt_no_defects();
     /* The same graph at 100 KiB, and at exactly the limit. */
     assert_int_equal(forward(g, 0, 25600), KC_OK);
     assert_int_equal(forward(g, 0, 232448 / 4), KC_OK);
     assert_int_equal(kcd_launch_count(), 2);
     assert_int_equal(log_count("cuFuncSetAttribute big MAX_DYNAMIC_SHARED_SIZE_BYTES="), 2);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
 
@@ -250,7 +226,7 @@ static void test_beyond_the_limit_is_refused_before_the_driver(void **state) {
     if (!strstr(m, "'big_static'") || !strstr(m, "232448") || !strstr(m, "231424") || !strstr(m, "static 1024"))
         fail_msg("the refusal does not count the static shared memory: %s", m);
     assert_int_equal(kcd_launch_count(), 0);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
     d = big_graph("big_static_fits", "big_static", "device_smem_optin - 1024", 0);
@@ -258,10 +234,10 @@ static void test_beyond_the_limit_is_refused_before_the_driver(void **state) {
     kcd_reset();
     if (forward(g, 0, 1000)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(log_count("cuFuncSetAttribute big_static MAX_DYNAMIC_SHARED_SIZE_BYTES=231424"), 1);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
-    unload_all();
+    kcdt_unload_all();
 }
 
 static void test_inside_a_cuda_graph_capture(void **state) {
@@ -285,17 +261,17 @@ static void test_inside_a_cuda_graph_capture(void **state) {
     }
     assert_int_equal(captured, 1);
     assert_int_equal(replayed, 3);
-    no_defects();
+    kcdt_no_defects();
     /* Beyond the limit: refused inside the capture, and again directly; nothing launched. */
     kcd_reset();
     assert_int_equal(forward(g, 0, 76800), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "307200"));
     assert_int_equal(kcd_launch_count(), 0);
     assert_int_equal(log_count("cuGraphLaunch"), 0);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
-    unload_all();
+    kcdt_unload_all();
 }
 
 /* ---- several threads launch one loaded graph: the attribute is set once ---- */
@@ -343,15 +319,15 @@ static void test_threads_set_the_attribute_once(void **state) {
     }
     assert_int_equal(kcd_launch_count(), T * 10);
     assert_int_equal(log_count("cuFuncSetAttribute"), 1);
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
-    unload_all();
+    kcdt_unload_all();
 }
 
 static void test_nothing_leaks(void **state) {
     (void)state;
-    unload_all();
+    kcdt_unload_all();
     char buf[2048];
     size_t n = kcd_leaks(buf, sizeof buf);
     if (n) fail_msg("%zu leak(s):\n%s", n, buf);

@@ -17,9 +17,7 @@
 #include <pthread.h>
 
 #include "common/internal.h"
-#include "double/cuda_double.h"
-#include "kcache.h"
-#include "helpers.h"
+#include "double/double_test.h"
 
 /* The devices of the double, one per capability the variant table covers (CTest sets KCD_DEVICES). */
 static const char *const caps[] = {"7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "10.3", "12.0"};
@@ -30,12 +28,7 @@ static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    if (kcd_set_devices("7.0,7.5,8.0,8.6,8.9,9.0,10.0,10.3,12.0") != 0) return -1;
-    if (kc_cuda_available() != KC_OK) {
-        fprintf(stderr, "the driver double did not load: %s\n", kc_error_last()->message);
-        return -1;
-    }
-    return kct_open_cache("graph_double", &dir, &cache);
+    return kcdt_setup("7.0,7.5,8.0,8.6,8.9,9.0,10.0,10.3,12.0", "graph_double", &dir, &cache);
 }
 
 static int teardown(void **state) {
@@ -43,38 +36,11 @@ static int teardown(void **state) {
     return kct_close_cache(dir, cache);
 }
 
-/* No defect recorded since the last reset (prints them). */
-static void no_defects(void) {
-    char buf[4096];
-    size_t n = kcd_defects(buf, sizeof buf);
-    if (n) fail_msg("%zu defect(s):\n%s", n, buf);
-}
-
-static kc_graph_desc *load(const char *spec) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, spec);
-    kc_graph_desc *d;
-    if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
-    return d;
-}
-
-static uint64_t stat_of(kc_stat s) {
-    kc_stats st;
-    assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
-    return st.v[s];
-}
-
-/* Unload every released graph (the loaded table keeps nothing), then restore the default. */
-static void unload_all(void) {
-    kc_graph_loaded_budget(0, 0);
-    kc_graph_loaded_budget(512, (size_t)1 << 30);
-}
-
 /* ---- the variant table through kc_graph_get ---- */
 
 static void test_variant_table_through_graph_get(void **state) {
     (void)state;
-    kc_graph_desc *d = load("softmax.json");
+    kc_graph_desc *d = kcdt_load("softmax.json");
     const char *stored[] = {"sm_80", "sm_86", "sm_90a", "sm_100f", "compute_90"};
     for (size_t i = 0; i < KC_ARRAY_LEN(stored); i++) {
         kc_graph_info info;
@@ -127,17 +93,17 @@ static void test_variant_table_through_graph_get(void **state) {
         assert_int_equal(info.source, KC_FROM_MEMORY);
         kc_graph_release(g2);
         kc_graph_release(g);
-        no_defects();
+        kcdt_no_defects();
     }
     kc_graph_desc_free(d);
-    unload_all();
+    kcdt_unload_all();
 }
 
 /* ---- refusal is a miss ---- */
 
 static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **state) {
     (void)state;
-    kc_graph_desc *d = load("layer_norm.json");
+    kc_graph_desc *d = kcdt_load("layer_norm.json");
     kc_graph_info info;
     assert_int_equal(kc_graph_compile(cache, d, "compute_80", &info), KC_OK);
     kc_key key;
@@ -146,7 +112,7 @@ static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **s
     /* The driver is too old for this PTX: next candidate (none), then compile sm_90. */
     kcd_reset();
     kcd_refuse("compute_80", CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
-    uint64_t refused0 = stat_of(KC_STAT_LOAD_REFUSED), compiles0 = stat_of(KC_STAT_COMPILES);
+    uint64_t refused0 = kcdt_stat(cache, KC_STAT_LOAD_REFUSED), compiles0 = kcdt_stat(cache, KC_STAT_COMPILES);
     kc_graph *g = NULL;
     if (kc_graph_get(cache, d, DEV_90, &g, &info)) fail_msg("%s", kc_error_last()->message);
     assert_non_null(g);
@@ -154,15 +120,15 @@ static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **s
     assert_string_equal(info.variant, "sm_90");
     if (!strstr(info.miss_reason, "compute_80") || !strstr(info.miss_reason, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"))
         fail_msg("miss reason: %s", info.miss_reason);
-    assert_int_equal(stat_of(KC_STAT_LOAD_REFUSED), refused0 + 1);
-    assert_int_equal(stat_of(KC_STAT_COMPILES), compiles0 + 1);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_LOAD_REFUSED), refused0 + 1);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), compiles0 + 1);
     assert_int_equal(kc_cache_exists(cache, &key, "sm_90"), 1); /* stored */
     kcd_load_stats ls;
     kcd_loads(&ls);
     assert_int_equal(ls.refused, 1);
     assert_true(ls.library_loads + ls.module_loads >= 1);
     kc_graph_release(g);
-    unload_all();
+    kcdt_unload_all();
 
     /* The device's own stored cubin refused (a transient refusal), and the PTX after it: compiled afresh,
      * stored over the old one, loaded — never "taken as stored meanwhile" and refused again. */
@@ -173,7 +139,7 @@ static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **s
     assert_string_equal(info.variant, "sm_90");
     assert_non_null(strstr(info.miss_reason, "CUDA_ERROR_INVALID_IMAGE"));
     kc_graph_release(g);
-    unload_all();
+    kcdt_unload_all();
 
     /* Everything refused: an error to the caller naming the variant, the driver's error name and code. */
     kcd_reset();
@@ -307,7 +273,7 @@ static void run_bundled(const char *spec_name) {
     run *r = calloc(1, sizeof *r);
     r->spec = cJSON_ParseWithLength(js, jl);
     assert_non_null(r->spec);
-    kc_graph_desc *d = load(spec_name);
+    kc_graph_desc *d = kcdt_load(spec_name);
     kc_graph *g;
     kc_graph_info info;
     if (kc_graph_get(cache, d, DEV_90, &g, &info)) fail_msg("%s: %s", spec_name, kc_error_last()->message);
@@ -344,7 +310,7 @@ static void run_bundled(const char *spec_name) {
     for (size_t i = 0; i < r->nout; i++) kc_tensor_release(&r->out[i], NULL, NULL);
     for (size_t i = 0; i < r->nin; i++) kc_cuda_free(r->in[i].data, NULL);
     kc_cuda_pop();
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
     cJSON_Delete((cJSON *)r->spec);
@@ -357,7 +323,7 @@ static void test_every_bundled_graph_launches_as_its_spec_says(void **state) {
     const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json",
                            "dropout.json", "rmsnorm_bf16.json"};
     for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) run_bundled(specs[s]);
-    unload_all();
+    kcdt_unload_all();
     char buf[2048];
     size_t leaks = kcd_leaks(buf, sizeof buf);
     if (leaks) fail_msg("leaks after the bundled graphs:\n%s", buf);
@@ -423,7 +389,7 @@ static void test_cuda_graph_capture_and_replay(void **state) {
     cuStreamSynchronize((CUstream)stream);
     cuStreamDestroy((CUstream)stream);
     kc_cuda_pop();
-    no_defects();
+    kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
 }
@@ -432,7 +398,7 @@ static void test_cuda_graph_capture_and_replay(void **state) {
 
 static void test_loaded_graphs_stay_within_the_budget(void **state) {
     (void)state;
-    unload_all();
+    kcdt_unload_all();
     const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json"};
     kc_graph_loaded_budget(2, (size_t)1 << 30);
     kc_loaded_stats ls;
@@ -441,7 +407,7 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
     kcd_reset();
     for (int round = 0; round < 2; round++)
         for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) {
-            kc_graph_desc *d = load(specs[s]);
+            kc_graph_desc *d = kcdt_load(specs[s]);
             kc_graph *g;
             kc_graph_info info;
             if (kc_graph_get(cache, d, DEV_80, &g, &info)) fail_msg("%s: %s", specs[s], kc_error_last()->message);
@@ -466,7 +432,7 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
     assert_true(dl.library_unloads + dl.module_unloads >= 8);
     assert_true(dl.library_loads + dl.module_loads - dl.library_unloads - dl.module_unloads <= 4); /* two graphs' images */
     /* A graph in use is never unloaded, even at a budget of zero. */
-    kc_graph_desc *d = load("softmax.json");
+    kc_graph_desc *d = kcdt_load("softmax.json");
     kc_graph *g;
     kc_graph_info info;
     assert_int_equal(kc_graph_get(cache, d, DEV_80, &g, &info), KC_OK);
@@ -480,8 +446,8 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
     kc_graph_loaded_stats(&ls);
     assert_int_equal(ls.graphs, 0);
     kc_graph_desc_free(d);
-    unload_all();
-    no_defects();
+    kcdt_unload_all();
+    kcdt_no_defects();
 }
 
 /*
@@ -520,8 +486,8 @@ static void *race(void *arg) {
 
 static void test_threads_race_the_budget(void **state) {
     (void)state;
-    unload_all();
-    racer r = {{load("softmax.json"), load("layer_norm.json"), load("add_mul_gelu.json")}, 0, ""};
+    kcdt_unload_all();
+    racer r = {{kcdt_load("softmax.json"), kcdt_load("layer_norm.json"), kcdt_load("add_mul_gelu.json")}, 0, ""};
     for (int i = 0; i < 3; i++) { /* stored first, so the race is about loading and unloading */
         kc_graph_info info;
         assert_int_equal(kc_graph_compile(cache, r.d[i], "sm_80", &info), KC_OK);
@@ -532,19 +498,19 @@ static void test_threads_race_the_budget(void **state) {
     for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, race, &r), 0);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     assert_int_equal(r.failures, 0);
-    no_defects();
+    kcdt_no_defects();
     kc_loaded_stats ls;
     kc_graph_loaded_stats(&ls);
     assert_true(ls.graphs <= 1);
     assert_int_equal(ls.in_use, 0);
     for (int i = 0; i < 3; i++) kc_graph_desc_free(r.d[i]);
-    unload_all();
+    kcdt_unload_all();
 }
 
 /* Last: after everything above, nothing the library made is still alive in the driver. */
 static void test_nothing_leaks(void **state) {
     (void)state;
-    unload_all();
+    kcdt_unload_all();
     char buf[4096];
     size_t leaks = kcd_leaks(buf, sizeof buf);
     if (leaks) fail_msg("%zu live object(s) in the driver:\n%s", leaks, buf);

@@ -11,31 +11,20 @@
  */
 #include <sys/wait.h>
 
-#include "double/cuda_double.h"
+#include "double/double_test.h"
 #include "graph/graph_internal.h"
-#include "kcache.h"
-#include "helpers.h"
 
 static char *dir;
 static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    if (kcd_set_devices("9.0") != 0) return -1;
-    return kct_open_cache("sitespec", &dir, &cache);
+    return kcdt_setup_no_driver("9.0", "sitespec", &dir, &cache); /* the driver later: a test forks first */
 }
 
 static int teardown(void **state) {
     (void)state;
     return kct_close_cache(dir, cache);
-}
-
-static kc_graph_desc *load(const char *spec) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, spec);
-    kc_graph_desc *d;
-    if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
-    return d;
 }
 
 /* Contiguous f32 metadata of a call's input. */
@@ -64,7 +53,7 @@ static void key_of(const kc_graph_desc *d, kc_key *k) {
 
 static void test_readers(void **state) {
     (void)state;
-    kc_graph_desc *d = load("layer_norm.json");
+    kc_graph_desc *d = kcdt_load("layer_norm.json");
     assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 3);
     assert_int_equal(kc_graph_desc_count(d, KC_ROLE_OUTPUT), 1);
     assert_int_equal(kc_graph_desc_count(d, KC_ROLE_SAVED), 2);
@@ -112,7 +101,7 @@ static void test_readers(void **state) {
 
 static void test_all_static_replaces_every_symbol(void **state) {
     (void)state;
-    kc_graph_desc *d = load("softmax.json"), *s;
+    kc_graph_desc *d = kcdt_load("softmax.json"), *s;
     kc_key before, after, ks, ks2;
     key_of(d, &before);
     int64_t sz[] = {64, 128};
@@ -154,7 +143,7 @@ static void test_all_static_replaces_every_symbol(void **state) {
 
 static void test_dynamic_keeps_the_spec_symbol(void **state) {
     (void)state;
-    kc_graph_desc *d = load("softmax.json"), *a, *b, *all;
+    kc_graph_desc *d = kcdt_load("softmax.json"), *a, *b, *all;
     int64_t s1[] = {64, 128}, s2[] = {7, 128};
     kc_tensor_meta m1 = meta(2, s1), m2 = meta(2, s2);
     uint32_t dyn[1] = {1}, applied[1];
@@ -188,7 +177,7 @@ static void test_dynamic_keeps_the_spec_symbol(void **state) {
 
 static void test_a_shared_symbol_stays_where_any_use_is_dynamic(void **state) {
     (void)state;
-    kc_graph_desc *d = load("layer_norm.json"), *s;
+    kc_graph_desc *d = kcdt_load("layer_norm.json"), *s;
     int64_t x[] = {8, 64}, w[] = {64};
     kc_tensor_meta in[3] = {meta(2, x), meta(1, w), meta(1, w)};
     uint32_t dyn[3] = {2, 0, 0}, applied[3]; /* D dynamic in input 0 only */
@@ -392,8 +381,7 @@ static void forward_checked(kc_graph *g, int64_t rows, int64_t cols) {
     kc_tensor_release(&out, NULL, NULL);
     kc_cuda_free(in.data, NULL);
     kc_cuda_pop();
-    char buf[2048];
-    if (kcd_defects(buf, sizeof buf)) fail_msg("%s", buf);
+    kcdt_no_defects();
 }
 
 /* One call as a runtime makes it: ask the site; on a miss specialize, compile or get, insert. */
@@ -422,17 +410,11 @@ static void call(flow *f, int64_t rows, int64_t cols) {
     if (f->use_get) forward_checked(g, rows, cols);
 }
 
-static uint64_t compiles(void) {
-    kc_stats st;
-    assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
-    return st.v[KC_STAT_COMPILES];
-}
-
 static void test_guarded_flow_two_processes(void **state) {
     (void)state;
     pid_t pid = fork();
     if (pid == 0) {
-        flow f = {NULL, load("softmax.json"), 0, KC_FROM_MEMORY};
+        flow f = {NULL, kcdt_load("softmax.json"), 0, KC_FROM_MEMORY};
         kc_site_new(&f.site, cache, "softmax.forward", NULL);
         int ok = 1;
         call(&f, 64, 128), ok &= f.last == KC_FROM_COMPILE; /* static */
@@ -447,15 +429,15 @@ static void test_guarded_flow_two_processes(void **state) {
     int st;
     waitpid(pid, &st, 0);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    assert_int_equal(compiles(), 2);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), 2);
     /* The next process: its site starts from the saved profile, and the dynamic graph is on disk. */
-    flow f = {NULL, load("softmax.json"), 0, KC_FROM_MEMORY};
+    flow f = {NULL, kcdt_load("softmax.json"), 0, KC_FROM_MEMORY};
     kc_site_new(&f.site, cache, "softmax.forward", NULL);
     call(&f, 5, 128);
     assert_int_equal(f.last, KC_FROM_DISK);
     call(&f, 3000, 128);
     assert_int_equal(f.last, KC_FROM_MEMORY);
-    assert_int_equal(compiles(), 2);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), 2);
     kc_site_free(f.site);
     kc_graph_desc_free(f.spec);
 }
@@ -463,7 +445,7 @@ static void test_guarded_flow_two_processes(void **state) {
 static void test_guarded_flow_through_graph_get(void **state) {
     (void)state;
     if (kc_cuda_available() != KC_OK) fail_msg("the driver double did not load: %s", kc_error_last()->message);
-    flow f = {NULL, load("softmax.json"), 1, KC_FROM_MEMORY};
+    flow f = {NULL, kcdt_load("softmax.json"), 1, KC_FROM_MEMORY};
     kc_site_new(&f.site, cache, "softmax.forward", NULL);
     call(&f, 64, 128);
     assert_int_equal(f.last, KC_FROM_COMPILE);
@@ -473,7 +455,7 @@ static void test_guarded_flow_through_graph_get(void **state) {
         call(&f, r, 128);
         assert_int_equal(f.last, KC_FROM_MEMORY);
     }
-    assert_int_equal(compiles(), 2);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), 2);
     /* The next process: no graph loaded, a fresh cache handle, a new site. */
     kc_site_free(f.site);
     kc_graph_loaded_budget(0, 0);
@@ -487,7 +469,7 @@ static void test_guarded_flow_through_graph_get(void **state) {
     assert_int_equal(f.last, KC_FROM_DISK);
     call(&f, 78, 128);
     assert_int_equal(f.last, KC_FROM_MEMORY);
-    assert_int_equal(compiles(), 2);
+    assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), 2);
     kc_site_free(f.site); /* releases its graphs */
     kc_graph_loaded_budget(0, 0);
     char buf[2048];
