@@ -4,7 +4,9 @@
  * Input := count:u32 content   (content as in bundle.h: toc entry_bytes*)
  * The harness sets every toc entry's sum that it can frame, fixes each framed entry's own
  * checksums (harness.h fz_fix_entry), compresses the content and writes a header with right
- * sizes and sums — so mutations reach the table of contents, the names and the entries. */
+ * sizes and sums — so mutations reach the table of contents, the names and the entries; each
+ * framed entry that decodes is also walked section by section as the loader would read it
+ * (fz_consume: KERNELS, the launch programs, WRAPPERS, PARAMS). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t *ent = c + at + toc[i].off;
         fz_fix_entry(ent, (size_t)toc[i].len);
         fz_wr64(c + toc[i].sum_at, XXH3_64bits(ent, (size_t)toc[i].len));
+        /* The import (dry run) verifies an entry but never reads its sections; the loader does:
+         * walk every one, PARAMS and the launch programs included (harness.h fz_consume). */
+        kc_entry *e = NULL;
+        if (kc_entry_decode(&e, ent, (size_t)toc[i].len) == KC_OK) {
+            fz_consume(e);
+            kc_entry_free(e);
+        }
     }
     size_t cap = ZSTD_compressBound(raw);
     uint8_t *file = malloc(48 + cap);

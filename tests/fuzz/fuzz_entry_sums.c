@@ -1,6 +1,7 @@
 /* fuzz_entry_sums.c — libFuzzer target: an entry whose checksums the harness makes right
  * (harness.h fz_fix_entry) before decoding, so mutations reach the section table, the codecs,
- * META and, through fz_consume, the KERNELS, program and WRAPPERS parsers.  fuzz_entry keeps
+ * META and, through fz_consume, the KERNELS, program, WRAPPERS and PARAMS parsers (PARAMS as
+ * the loader reads it: kc_abi_decode, kc_abi_check_program).  fuzz_entry keeps
  * fuzzing the checksums themselves. */
 #include <stdint.h>
 #include <stdio.h>

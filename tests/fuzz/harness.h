@@ -6,12 +6,17 @@
  * target that hands the fuzzer's bytes straight to the decoder never reaches the section
  * parsers.  These helpers recompute the checksums the format demands (entry.h, bundle.h)
  * over whatever the fuzzer wrote, so the mutations land in the parsers behind them:
- * META (entry.c), KERNELS (graph/kernels.c), FORWARD/BACKWARD (graph/program.c) and
- * WRAPPERS (graph/wrapper.c).
+ * META (entry.c), KERNELS (graph/kernels.c), FORWARD/BACKWARD (graph/program.c), WRAPPERS
+ * (graph/wrapper.c) and PARAMS (graph/abi.c, read as the loader reads it: fz_params).
+ * A launch program is run as far as a GPU-less machine can (fz_program): its dimensions and
+ * arguments evaluated with made-up symbols, device facts and runtime-argument values, so
+ * "arg:NAME", "null", "u32:", "f64:", "bytes:", "ROLE:I+EXPR" and device_* reach their code.
  *
  * Only the fuzz targets in this folder include it (fuzz_entry_sums.c, fuzz_sections.c,
- * fuzz_bundle_sums.c, fuzz_bundle.c, fuzz_program.c).  Must not: abort on input the library may refuse — a refusal is
- * a correct answer; only a crash, a sanitizer report or a broken invariant is a finding.
+ * fuzz_bundle_sums.c, fuzz_bundle.c, fuzz_program.c); it uses the graph part's internal header
+ * (the program, KERNELS and PARAMS readers) as tests/graph/test_abi.c does.  Must not: abort on
+ * input the library may refuse — a refusal is a correct answer; only a crash, a sanitizer
+ * report or a broken invariant is a finding.
  */
 #ifndef KCACHE_FUZZ_HARNESS_H
 #define KCACHE_FUZZ_HARNESS_H
@@ -22,6 +27,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "graph/graph_internal.h"
 #include "graph/program.h"
 #include "kcache.h"
 
@@ -75,42 +81,132 @@ static inline kc_cache *fz_scratch_cache(const char *tag, char *path, size_t cap
     return cache;
 }
 
-static int fz_resolve(void *ctx, int role, size_t i, void **ptr) {
+static inline int fz_resolve(void *ctx, int role, size_t i, void **ptr) {
     (void)ctx;
     *ptr = (void *)(uintptr_t)(role * 1000 + (int)i);
     return KC_OK;
 }
 
-/* A launch program, as the loader does it: decode, then every step's dims and arguments. */
+/* KCACHE_FUZZ_VERBOSE=1: what each read answered (to see a seed reach the reader behind it). */
+static inline void fz_say(const char *what, int rc) {
+    if (getenv("KCACHE_FUZZ_VERBOSE")) fprintf(stderr, "%s: %d %s\n", what, rc, rc ? kc_error_last()->message : "ok");
+}
+
+/*
+ * A launch program, as the loader and a call do it: decode; bind made-up device facts (an H100's,
+ * as a loaded graph's p->dev) and one value of its declared type per runtime argument; then every
+ * step's dims, each argument's ABI, and the arguments packed (kc_program_args_with).
+ */
 static inline void fz_program(const void *data, size_t len) {
     kc_program *p;
-    if (kc_program_decode(data, len, &p) != KC_OK) return;
+    int rc = kc_program_decode(data, len, &p);
+    fz_say("program decode", rc);
+    if (rc != KC_OK) return;
+    static const int64_t dev[KC_DEVICE_NFACTS] = {132, 2048, 1024, 48 << 10, 227 << 10, 228 << 10, 32};
+    p->dev = dev;
+    kc_value rv[KC_GRAPH_MAX_ARGS];
+    for (size_t i = 0; i < p->nrargs && i < KC_GRAPH_MAX_ARGS; i++) {
+        rv[i].type = p->rargs[i].type;
+        rv[i].v.u64 = 0x3e800000u + i; /* a small float's bits; any member of any type */
+    }
+    const kc_value *vals_of = kc_program_check_values(p, rv, p->nrargs) == KC_OK ? rv : NULL;
     int64_t syms[64];
-    for (size_t i = 0; i < 64; i++) syms[i] = (int64_t)(i * 37 + 1);
+    for (size_t i = 0; i < 64; i++) syms[i] = (int64_t)(i * 37 + 64); /* sizes a ROLE:I+EXPR offset fits */
     if (p->nsyms <= 64)
         for (size_t i = 0; i < p->nsteps; i++) {
             unsigned g[3], b[3], sh;
             kc_argval vals[256];
             void *args[256];
             uint64_t philox[2] = {1, 2};
-            kc_program_dims(p, i, syms, g, b, &sh);
-            if (p->steps[i].nargs <= 256) kc_program_args(p, i, syms, fz_resolve, NULL, philox, vals, args);
+            fz_say("dims", kc_program_dims(p, i, syms, g, b, &sh));
+            for (size_t a = 0; a < p->steps[i].nargs; a++) {
+                kc_arg_abi abi;
+                kc_program_arg_abi(p->rargs, p->nrargs, p->steps[i].args[a], &abi);
+            }
+            if (p->steps[i].nargs <= 256)
+                fz_say("args", kc_program_args_with(p, i, syms, fz_resolve, NULL, philox, vals_of, vals, args));
         }
     kc_program_free(p);
 }
 
-static void fz_kernel_cb(const char *name, const char *lowered, const char *target, int is_ptx, size_t len, void *ctx) {
+static inline void fz_kernel_cb(const char *name, const char *lowered, const char *target, int is_ptx, size_t len, void *ctx) {
     size_t *total = ctx;
     *total += strlen(name) + strlen(lowered) + strlen(target) + (size_t)is_ptx + len;
 }
 
-static int fz_base_call(void *ctx, kc_forward_call *c) {
+static inline int fz_base_call(void *ctx, kc_forward_call *c) {
     (void)ctx;
     (void)c;
     return KC_OK;
 }
 
-/* Every section of a decoded entry through its parser: META, KERNELS, programs, WRAPPERS. */
+static inline void fz_params_cb(const char *name, const char *lowered, const kc_param_info *params, size_t n,
+                                void *ctx) {
+    size_t *total = ctx;
+    *total += strlen(name) + strlen(lowered) + n;
+    for (size_t i = 0; i < n; i++) *total += params[i].offset + params[i].size + params[i].align + strlen(params[i].cls);
+}
+
+/* One program of the entry, its steps' kernels in range, checked against the tables. */
+static inline void fz_params_program(const kc_entry *e, kc_section_type type, const kc_params *abi, size_t n,
+                                     const char *const *names) {
+    const void *data;
+    size_t len;
+    kc_program *p;
+    if (kc_entry_section(e, type, &data, &len) != KC_OK || kc_program_decode(data, len, &p) != KC_OK) return;
+    int ok = 1;
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kernel < 0 || (size_t)p->steps[i].kernel >= n) ok = 0;
+    if (ok) fz_say(type == KC_SECTION_FORWARD ? "check forward" : "check backward",
+                   kc_abi_check_program("fuzz", p, abi, names));
+    kc_program_free(p);
+}
+
+/*
+ * PARAMS, as the loader (graph/loaded.c, before any image reaches a driver) and kcache show read
+ * it: KERNELS gives the kernel count and names, kc_abi_decode reads one table per kernel, and
+ * both launch programs are checked against the tables (kc_abi_check_program); kc_entry_params
+ * reads it too.  A KERNELS section the fuzzer has broken would stop all of that at the first
+ * check, so kc_abi_decode is also handed the count the PARAMS bytes declare (at most
+ * KC_GRAPH_MAX_KERNELS, as a KERNELS section could say), and its table reader runs whatever
+ * KERNELS holds.
+ */
+static inline void fz_params(const kc_entry *e) {
+    size_t total = 0;
+    fz_say("kc_entry_params", kc_entry_params(e, fz_params_cb, &total));
+    kimg *v;
+    size_t n, nimg;
+    char *strs;
+    kc_params *abi;
+    if (kc_kernels_of(e, &v, &n, &nimg, &strs) == KC_OK) {
+        const char **names = malloc(n * sizeof *names + 1);
+        int rc = names ? kc_abi_decode(e, n, &abi) : KC_ENOMEM;
+        fz_say("kc_abi_decode (KERNELS count)", rc);
+        if (rc == KC_OK) {
+            for (size_t i = 0; i < n; i++) names[i] = v[i].name;
+            fz_params_program(e, KC_SECTION_FORWARD, abi, n, names);
+            fz_params_program(e, KC_SECTION_BACKWARD, abi, n, names);
+            kc_abi_free(abi, n);
+        }
+        free(names);
+        free(v);
+        free(strs);
+    }
+    const void *data;
+    size_t len;
+    if (kc_entry_section(e, KC_SECTION_PARAMS, &data, &len) == KC_OK && len >= 4) {
+        uint32_t declared = fz_rd32(data);
+        int rc = declared <= KC_GRAPH_MAX_KERNELS ? kc_abi_decode(e, declared, &abi) : KC_ECORRUPT;
+        fz_say("kc_abi_decode (declared count)", rc);
+        if (rc == KC_OK) {
+            for (size_t i = 0; i < declared; i++) total += abi[i].n + abi[i].total;
+            kc_abi_free(abi, declared);
+        }
+    }
+    if (total == (size_t)-1) __builtin_trap(); /* keep the walk */
+}
+
+/* Every section of a decoded entry through its parser: META, KERNELS, programs, WRAPPERS, PARAMS. */
 static inline void fz_consume(kc_entry *e) {
     size_t total = strlen(kc_entry_toolchain(e)) + strlen(kc_entry_variant(e));
     for (size_t i = 0; i < kc_entry_digest_count(e); i++) {
@@ -129,6 +225,7 @@ static inline void fz_consume(kc_entry *e) {
     void *out;
     size_t olen;
     if (kc_entry_encode(e, &out, &olen) == KC_OK) kc_free(out); /* a decoded entry re-encodes */
+    fz_params(e);
     if (total == (size_t)-1) __builtin_trap(); /* keep the walk */
 }
 
