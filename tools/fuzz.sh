@@ -4,8 +4,9 @@
 # (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with its
 # dictionary (tests/fuzz/<target>.dict), and say how many edges of the code each one reached.
 # New inputs found go to a scratch folder, not into the repository.
-# The seeds of entry, entry_sums, bundle, bundle_sums and sections are entries kcache writes:
-# tools/fuzz_seeds.sh makes them again when the entry format changes.
+# The seeds of entry, entry_sums, bundle, bundle_sums, sections and program are entries (and their
+# launch programs) kcache writes: tools/fuzz_seeds.sh makes them again when the entry format or the
+# launch-program grammar (src/graph/program.c) changes.
 # KCACHE_WERROR=ON in the environment builds with -Werror (CI); without it warnings only warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."

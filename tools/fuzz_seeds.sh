@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries and bundles
-# (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections}/) from real entries written
-# by the current code, so the seeds always speak the current entry format (include/kcache/entry.h).
+# fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries, bundles and
+# launch programs (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program}/) from
+# real entries written by the current code, so the seeds always speak the current entry format
+# (include/kcache/entry.h) and launch-program grammar (src/graph/program.c).
 #
 # The one idea: a seed made by hand, or by an older build, stops at the first check the format
-# changed (a v1 seed at the version check), and the fuzzer never reaches the parsers behind it.
+# changed (a v1 seed at the version check, a program without nrargs at its first count), and the
+# fuzzer never reaches the parsers behind it.
 # So every seed here is what kcache itself writes today, converted to each target's input form:
 #   entry/, entry_sums/   golden.kce (tests/golden/entry_v2.kce), softmax_sm80.kce (kernels/softmax.json
 #                         compiled for sm_80: cubins) and layer_norm_compute80.kce (kernels/layer_norm.json
-#                         for compute_80: PTX), as kcache prewarm stores them
+#                         for compute_80: PTX), as kcache prewarm stores them; args_sm80.kce (the spec
+#                         below, for sm_80)
 #   bundle/               two.kcb: `kcache export` of those two graph entries
 #   bundle_sums/          two.content: the bundle's count:u32 then its inflated content (fuzz_bundle_sums.c)
 #   sections/             <entry>.sec for each entry above: { tag:u8 len:u16 bytes } records
 #                         (fuzz_sections.c): 1 toolchain, 0 each META digest name, 2..7 each section's raw
 #                         bytes (7 PARAMS); wrappers.sec (a WRAPPERS section recording philox and
 #                         cuda_graph) and params.sec (a PARAMS section alone: one kernel, two parameters)
+#   program/              <entry>.fwd and <entry>.bwd: the FORWARD and BACKWARD section bytes of
+#                         softmax_sm80, layer_norm_compute80 and args_sm80 (fuzz_program.c)
+# args_sm80 is compiled from a spec this script writes to its scratch folder: runtime arguments
+# (f32 and u64), every newer argument kind (arg:NAME, null, u32:, f64:, bytes:HEX, a tensor at an
+# element offset ROLE:I+EXPR) and device_* facts in a grid, a block and shared memory — so the
+# program, PARAMS and launch-ABI readers start from inputs that use all of them.
 # Entries carry their creation time, so the bytes differ from run to run; their shape does not.
 #
 # Usage: tools/fuzz_seeds.sh [BUILD_DIR]   (default: build) — a plain build with the CLI
@@ -37,8 +46,8 @@ export KCACHE_DIR=$tmp/cache
 unset KCACHE_REMOTE KCACHE_READONLY KCACHE_DISABLE KCACHE_REQUIRE_HIT
 
 # One graph per manifest, so each is compiled for its one target only.
-prewarm() {  # prewarm SPEC TARGET
-  printf '{"graphs": ["%s"], "archs": ["%s"]}\n' "$PWD/kernels/$1" "$2" >"$tmp/m.json"
+prewarm() {  # prewarm SPEC_PATH TARGET
+  printf '{"graphs": ["%s"], "archs": ["%s"]}\n' "$1" "$2" >"$tmp/m.json"
   "$kcache" prewarm "$tmp/m.json" -j 1 >"$tmp/prewarm.log" 2>&1 || { cat "$tmp/prewarm.log" >&2; exit 1; }
 }
 one() {  # one VARIANT: the path of the only stored entry of that variant
@@ -47,10 +56,10 @@ one() {  # one VARIANT: the path of the only stored entry of that variant
   [ "$(printf '%s\n' "$f" | grep -c .)" = 1 ] || { echo "fuzz_seeds: expected one $1 entry, found: $f" >&2; exit 1; }
   printf '%s\n' "$f"
 }
-prewarm softmax.json sm_80
-prewarm layer_norm.json compute_80
+prewarm "$PWD/kernels/softmax.json" sm_80
+prewarm "$PWD/kernels/layer_norm.json" compute_80
 c=tests/fuzz/corpus
-mkdir -p $c/entry $c/entry_sums $c/bundle $c/bundle_sums $c/sections
+mkdir -p $c/entry $c/entry_sums $c/bundle $c/bundle_sums $c/sections $c/program
 for d in entry entry_sums; do  # install -m 0644: the cache keeps its files private (0600)
   install -m 0644 tests/golden/entry_v2.kce $c/$d/golden.kce
   install -m 0644 "$(one sm_80)" $c/$d/softmax_sm80.kce
@@ -58,6 +67,45 @@ for d in entry entry_sums; do  # install -m 0644: the cache keeps its files priv
 done
 "$kcache" export "$tmp/two.kcb" >"$tmp/export.log" 2>&1 || { cat "$tmp/export.log" >&2; exit 1; }
 install -m 0644 "$tmp/two.kcb" $c/bundle/two.kcb
+
+# The runtime-argument spec, in a cache of its own (the bundle above stays the two graphs).
+mkdir -p "$tmp/args"
+cat >"$tmp/args/args.cu" <<'CU'
+struct trio { float a, b, c; };
+extern "C" __global__ void step(const float *x, float *y, long long n, float lr, double d, unsigned u,
+                                trio t, const float *maybe, const float *tail, unsigned long long seed) {
+  extern __shared__ float s[];
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  s[threadIdx.x] = i < n ? x[i] : 0.f;
+  __syncthreads();
+  if (i < n) y[i] = lr * s[threadIdx.x] + (float)d + (float)u + t.a + t.b + t.c + (maybe ? maybe[0] : 0.f)
+                    + tail[0] + (float)seed;
+}
+extern "C" __global__ void scale(const float *x, float *y, int n, float a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+CU
+cat >"$tmp/args/args.json" <<'SPEC'
+{
+  "name": "fuzz_args",
+  "kernels": [{"id": "step", "file": "args.cu", "entry": "step"}, {"id": "scale", "file": "args.cu", "entry": "scale"}],
+  "inputs":  [{"dtype": "f32", "sizes": ["N"], "requires_grad": true}],
+  "outputs": [{"dtype": "f32", "sizes": ["N"]}],
+  "args": [{"name": "lr", "type": "f32"}, {"name": "seed", "type": "u64"}],
+  "forward": [{"kernel": "step", "grid": ["min(ceildiv(N, 128), device_sm_count * 4)", 1, 1],
+               "block": ["device_warp_size * 4", 1, 1], "shared": "device_warp_size * 16",
+               "args": ["input:0", "output:0", "e64:N", "arg:lr", "f64:0.25", "u32:4000000000",
+                        "bytes:0000803f0000004000004040", "null", "input:0+N-1", "arg:seed"]}],
+  "backward": [{"kernel": "scale", "grid": ["ceildiv(N, 128)", 1, 1], "block": [128, 1, 1],
+                "args": ["grad_out:0", "grad_in:0+1", "e32:N-1", "arg:lr"]}]
+}
+SPEC
+KCACHE_DIR=$tmp/cache-args prewarm "$tmp/args/args.json" sm_80
+args_entry=$(KCACHE_DIR=$tmp/cache-args one sm_80)
+for d in entry entry_sums; do
+  install -m 0644 "$args_entry" $c/$d/args_sm80.kce
+done
 
 python3 - "$lib" "$c" <<'EOF'
 import ctypes, struct, sys
@@ -95,8 +143,23 @@ def sections(name):  # an entry as fuzz_sections input: toolchain, digest names,
     kc.kc_entry_free(e)
     open(f"{c}/sections/{name}.sec", "wb").write(out)
 
-for name in ("golden", "softmax_sm80", "layer_norm_compute80"):
+for name in ("golden", "softmax_sm80", "layer_norm_compute80", "args_sm80"):
     sections(name)
+
+def programs(name):  # an entry's FORWARD (2) and BACKWARD (3) section bytes, as fuzz_program input
+    data = open(f"{c}/entry/{name}.kce", "rb").read()
+    e = P()
+    if kc.kc_entry_decode(ctypes.byref(e), data, len(data)):
+        sys.exit(f"fuzz_seeds: {name}.kce does not decode")
+    for t, ext in ((2, "fwd"), (3, "bwd")):
+        p, ln = P(), S()
+        if kc.kc_entry_section(e, t, ctypes.byref(p), ctypes.byref(ln)) or not ln.value:
+            sys.exit(f"fuzz_seeds: {name}.kce has no section {t}")
+        open(f"{c}/program/{name}.{ext}", "wb").write(ctypes.string_at(p, ln.value))
+    kc.kc_entry_free(e)
+
+for name in ("softmax_sm80", "layer_norm_compute80", "args_sm80"):
+    programs(name)
 
 s = lambda b: struct.pack("<I", len(b)) + b  # WRAPPERS str
 wrappers = struct.pack("<I", 2) + s(b"philox") + struct.pack("<II", 1, 1) + b"7" \
@@ -114,4 +177,4 @@ got = zstd.ZSTD_decompress(dst, raw, b[48:48 + stored], stored)
 assert not zstd.ZSTD_isError(got) and got == raw, "the bundle does not inflate"
 open(f"{c}/bundle_sums/two.content", "wb").write(struct.pack("<I", count) + dst.raw)
 EOF
-echo "fuzz_seeds: wrote 13 seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections}/"
+echo "fuzz_seeds: wrote 22 seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program}/"
