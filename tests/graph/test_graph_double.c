@@ -170,6 +170,9 @@ typedef struct run {
     uint64_t saved[16], scratch[16];
     kc_rng_state rng0;
     int rng;
+    const char *argnames[8]; /* the spec's runtime arguments and the values this run passes */
+    kc_value args[8];
+    size_t nargs;
 } run;
 
 static const char *str_of(const cJSON *v, char *buf, size_t cap) {
@@ -208,6 +211,48 @@ static void make_inputs(run *r) {
         for (int d = x->rank - 1, st = 1; d >= 0; st *= (int)x->sizes[d], d--) x->strides[d] = st;
         assert_int_equal(kc_cuda_malloc(&x->data, bytes, NULL), KC_OK);
     }
+    /* The device facts expressions may use, as the double reports them for DEV_90. */
+    static const struct { const char *name; CUdevice_attribute a; } facts[] = {
+        {"device_sm_count", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+        {"device_max_threads_per_sm", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
+        {"device_max_threads_per_block", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+        {"device_warp_size", CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+        {"device_smem_optin", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}};
+    for (size_t f = 0; f < KC_ARRAY_LEN(facts); f++) {
+        int v;
+        assert_int_equal(cuDeviceGetAttribute(&v, facts[f].a, DEV_90), CUDA_SUCCESS);
+        r->names[r->nsyms] = facts[f].name, r->vals[r->nsyms++] = v;
+    }
+    /* A distinct value for each runtime argument, of its type. */
+    const cJSON *a;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(r->spec, "args")) {
+        const char *ty = cJSON_GetObjectItem(a, "type")->valuestring;
+        kc_value *v = &r->args[r->nargs];
+        r->argnames[r->nargs++] = cJSON_GetObjectItem(a, "name")->valuestring;
+        uint64_t k = r->nargs;
+        if (!strcmp(ty, "f32")) *v = (kc_value){KC_ARG_F32, {.f32 = 0.25f * (float)k}};
+        else if (!strcmp(ty, "f64")) *v = (kc_value){KC_ARG_F64, {.f64 = 0.125 * (double)k}};
+        else if (!strcmp(ty, "i32")) *v = (kc_value){KC_ARG_I32, {.i32 = -(int32_t)k}};
+        else if (!strcmp(ty, "u32")) *v = (kc_value){KC_ARG_U32, {.u32 = 0x80000000u + (uint32_t)k}};
+        else if (!strcmp(ty, "i64")) *v = (kc_value){KC_ARG_I64, {.i64 = -(int64_t)k << 40}};
+        else *v = (kc_value){KC_ARG_U64, {.u64 = k << 40}};
+    }
+}
+
+/* The bytes of runtime argument `name` as this run passed it, read as an unsigned integer. */
+static uint64_t arg_bits(const run *r, const char *name) {
+    for (size_t k = 0; k < r->nargs; k++)
+        if (!strcmp(r->argnames[k], name)) {
+            const kc_value *v = &r->args[k];
+            uint32_t b32;
+            switch (v->type) {
+            case KC_ARG_F32: memcpy(&b32, &v->v.f32, 4); return b32;
+            case KC_ARG_I32: case KC_ARG_U32: return v->v.u32;
+            default: { uint64_t b64; memcpy(&b64, &v->v.u64, 8); return b64; }
+            }
+        }
+    fail_msg("no runtime argument '%s'", name);
+    return 0;
 }
 
 /* Launch i of the records against step `st` of the spec: kernel, dims, every argument. */
@@ -245,6 +290,12 @@ static void check_launch(run *r, size_t li, const cJSON *st, int backward) {
             uint32_t bits;
             memcpy(&bits, &f, 4);
             want = bits;
+        } else if (!strncmp(x, "u32:", 4)) {
+            want = (uint32_t)strtoul(x + 4, NULL, 10);
+        } else if (!strcmp(x, "null")) {
+            want = 0;
+        } else if (!strncmp(x, "arg:", 4)) {
+            want = arg_bits(r, x + 4);
         } else if (!strcmp(x, "philox_seed")) {
             want = r->rng0.seed;
         } else if (!strcmp(x, "philox_offset")) {
@@ -262,6 +313,14 @@ static void check_launch(run *r, size_t li, const cJSON *st, int backward) {
 /* A pass's steps: a list, or {"scratch": …, "steps": […]}. */
 static const cJSON *steps_of(const cJSON *pass) {
     return cJSON_IsObject(pass) ? cJSON_GetObjectItem(pass, "steps") : pass;
+}
+
+/* How many of a pass's steps launch a kernel (a {"zero": …} step is a memset, not a launch). */
+static size_t kernel_steps(const cJSON *steps) {
+    size_t n = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps) n += cJSON_GetObjectItem(st, "kernel") != NULL;
+    return n;
 }
 
 static void run_bundled(const char *spec_name) {
@@ -284,12 +343,12 @@ static void run_bundled(const char *spec_name) {
     kc_saved *sv = NULL;
     kc_rng_state rng = {1234, 5678};
     r->rng0 = rng;
-    if (kc_graph_forward_rng(g, r->in, r->nin, r->out, r->nout, &sv, NULL, NULL, &rng))
+    if (kc_graph_forward_args(g, r->in, r->nin, r->out, r->nout, &sv, NULL, NULL, &rng, r->nargs ? r->args : NULL, r->nargs))
         fail_msg("%s forward: %s", spec_name, kc_error_last()->message);
     const cJSON *fw = steps_of(cJSON_GetObjectItem(r->spec, "forward")), *bw = steps_of(cJSON_GetObjectItem(r->spec, "backward")), *st;
-    assert_int_equal(kcd_launch_count(), (size_t)cJSON_GetArraySize(fw));
+    assert_int_equal(kcd_launch_count(), kernel_steps(fw));
     size_t li = 0;
-    cJSON_ArrayForEach(st, fw) check_launch(r, li++, st, 0);
+    cJSON_ArrayForEach(st, fw) if (cJSON_GetObjectItem(st, "kernel")) check_launch(r, li++, st, 0);
     if (bw) {
         for (size_t i = 0; i < r->nout; i++) {
             r->gout[i] = r->out[i];
@@ -297,17 +356,32 @@ static void run_bundled(const char *spec_name) {
             for (int k = 0; k < r->out[i].rank; k++) bytes *= (size_t)r->out[i].sizes[k];
             assert_int_equal(kc_cuda_malloc(&r->gout[i].data, bytes, NULL), KC_OK);
         }
+        /* An accumulating gradient is the caller's buffer, of its input's shape. */
+        const cJSON *t;
+        size_t ii = 0;
+        unsigned accumulate = 0;
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(r->spec, "inputs")) {
+            if (cJSON_GetObjectItem(t, "grad")) {
+                accumulate |= 1u << ii;
+                r->gin[ii] = r->in[ii];
+                assert_int_equal(kc_cuda_malloc(&r->gin[ii].data, 4 * (size_t)r->in[ii].strides[0] * (size_t)r->in[ii].sizes[0], NULL), KC_OK);
+            }
+            ii++;
+        }
         kcd_reset();
         if (kc_graph_backward(g, sv, r->gout, r->nout, r->gin, r->nin, NULL))
             fail_msg("%s backward: %s", spec_name, kc_error_last()->message);
-        assert_int_equal(kcd_launch_count(), (size_t)cJSON_GetArraySize(bw));
+        assert_int_equal(kcd_launch_count(), kernel_steps(bw));
         li = 0;
-        cJSON_ArrayForEach(st, bw) check_launch(r, li++, st, 1);
+        cJSON_ArrayForEach(st, bw) if (cJSON_GetObjectItem(st, "kernel")) check_launch(r, li++, st, 1);
         for (size_t i = 0; i < r->nout; i++) kc_cuda_free(r->gout[i].data, NULL);
-        for (size_t i = 0; i < r->nin; i++) kc_tensor_release(&r->gin[i], NULL, NULL);
+        for (size_t i = 0; i < r->nin; i++)
+            if (accumulate >> i & 1) kc_cuda_free(r->gin[i].data, NULL);
+            else kc_tensor_release(&r->gin[i], NULL, NULL);
     }
     kc_saved_free(sv, NULL);
-    for (size_t i = 0; i < r->nout; i++) kc_tensor_release(&r->out[i], NULL, NULL);
+    for (size_t i = 0; i < r->nout; i++)
+        if (kc_graph_output_alias(g, i) < 0) kc_tensor_release(&r->out[i], NULL, NULL); /* an alias is the caller's input */
     for (size_t i = 0; i < r->nin; i++) kc_cuda_free(r->in[i].data, NULL);
     kc_cuda_pop();
     kcdt_no_defects();
@@ -321,7 +395,8 @@ static void run_bundled(const char *spec_name) {
 static void test_every_bundled_graph_launches_as_its_spec_says(void **state) {
     (void)state;
     const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json",
-                           "dropout.json", "rmsnorm_bf16.json"};
+                           "dropout.json", "rmsnorm_bf16.json", "attn_softmax.json", "adamw.json", "global_norm.json",
+                           "linear.json"};
     for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) run_bundled(specs[s]);
     kcdt_unload_all();
     char buf[2048];
