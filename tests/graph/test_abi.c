@@ -155,7 +155,8 @@ static void count_params(const char *name, const char *lowered, const kc_param_i
 static void test_every_bundled_graph_passes(void **state) {
     (void)state;
     const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json",
-                           "dropout.json", "rmsnorm_bf16.json"};
+                           "dropout.json", "rmsnorm_bf16.json", "attn_softmax.json", "adamw.json", "global_norm.json",
+                           "linear.json"};
     const char *targets[] = {"sm_80", "sm_90", "compute_80"};
     for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) {
         char p[512];
