@@ -1,11 +1,13 @@
 /*
  * test_gpu_graphs.c (label gpu) — on a real device: every bundled graph's forward and
  * backward, loaded through the cache, matches a CPU reference in fp32 (tools/kcache/check.c:
- * relative tolerance 2e-3 on values, 5e-3 on gradients); a second get is a memory hit;
- * cuda_graph replays give bit-identical results to direct launches, across shapes and past
- * its shape limit; philox is reproducible for a seed and offset; with only PTX stored the
- * graph loads by JIT; on 9.0 an sm_90a variant is chosen over sm_90.  Exits 77 (skipped)
- * without a driver.
+ * relative tolerance 2e-3 on values, 5e-3 on gradients) — the training-step graphs too:
+ * AdamW's in-place parameters and moments, linear's gradients accumulated into the caller's
+ * buffers, global_norm's atomic sum into a zeroed output, attn_softmax's 64 KiB rows; a second
+ * get is a memory hit; cuda_graph replays give bit-identical results to direct launches, across
+ * shapes and past its shape limit; philox is reproducible for a seed and offset; with only PTX
+ * stored the graph loads by JIT; on 9.0 an sm_90a variant is chosen over sm_90.  Exits 77
+ * (skipped) without a driver.
  */
 
 #include <math.h>
@@ -74,6 +76,12 @@ static void test_add_mul_gelu(void **state) { (void)state; check_graph("add_mul_
 static void test_mlp_block(void **state) { (void)state; check_graph("mlp_block.json", "mlp_block"); }
 static void test_softmax_xent(void **state) { (void)state; check_graph("softmax_xent.json", "softmax_xent"); }
 static void test_dropout(void **state) { (void)state; check_graph("dropout.json", "dropout"); }
+/* The training-step graphs (issue 17): a runtime scale in 64 KiB of shared memory, an atomic sum into a zeroed
+ * output, an in-place optimizer step, a backward accumulating into the caller's gradients. */
+static void test_attn_softmax(void **state) { (void)state; check_graph("attn_softmax.json", "attn_softmax"); }
+static void test_global_norm(void **state) { (void)state; check_graph("global_norm.json", "global_norm"); }
+static void test_adamw(void **state) { (void)state; check_graph("adamw.json", "adamw"); }
+static void test_linear(void **state) { (void)state; check_graph("linear.json", "linear"); }
 
 /* Forward (and backward) of softmax for R rows through `g`; results in host memory. */
 static void softmax_run(kc_graph *g, int R, unsigned seed, float **y, float **gx) {
@@ -227,6 +235,10 @@ int main(void) {
         cmocka_unit_test(test_mlp_block),
         cmocka_unit_test(test_softmax_xent),
         cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_attn_softmax),
+        cmocka_unit_test(test_global_norm),
+        cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_linear),
         cmocka_unit_test(test_cuda_graph_replay_matches_direct),
         cmocka_unit_test(test_philox_dropout_is_reproducible),
         cmocka_unit_test(test_ptx_only_loads_by_jit),
