@@ -17,9 +17,13 @@
  *     atomically adds into it (and the bytes are zero), grid from the SM count;
  *   - attn_softmax: a 64 KiB row raises the kernel's dynamic shared memory limit once before
  *     its launch; a row beyond the device's opt-in maximum is refused before the driver.
+ * tools/kcache/check.c's runner for these graphs (bf16 uploads, runtime-argument values, in-place
+ * inputs read back, the caller's accumulating buffers) runs through the double to its comparison
+ * without a defect — the double runs no kernel, so the comparison itself must fail there.
  * And nothing leaks.
  */
 
+#include "check.h"
 #include "common/internal.h"
 #include "double/double_test.h"
 
@@ -383,6 +387,30 @@ static void test_attn_softmax_row_in_large_shared_memory(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* ---- the GPU tests' runner, up to its comparison ---- */
+
+static void test_check_runner_reaches_the_comparison(void **state) {
+    (void)state;
+    const char *names[] = {"attn_softmax", "global_norm", "adamw", "linear"};
+    for (size_t i = 0; i < KC_ARRAY_LEN(names); i++) {
+        char spec[64], msg[512];
+        snprintf(spec, sizeof spec, "%s.json", names[i]);
+        assert_true(kcc_has_reference(names[i]));
+        kc_graph_desc *d = kcdt_load(spec);
+        kc_graph_info info;
+        kc_graph *g = get(d, DEV_A, &info);
+        kcd_reset();
+        int rc = kcc_check(g, DEV_A, names[i], msg, sizeof msg);
+        /* No kernel ran, so no output can match: a mismatch, never a failed call. */
+        if (rc != KC_ECORRUPT) fail_msg("%s: %d, %s", names[i], rc, msg);
+        if (!strstr(msg, "max error")) fail_msg("%s: %s", names[i], msg);
+        assert_true(kcd_launch_count() >= 1);
+        kcdt_no_defects();
+        kc_graph_release(g);
+        kc_graph_desc_free(d);
+    }
+}
+
 /* Last: nothing the library made is still alive in the driver. */
 static void test_nothing_leaks(void **state) {
     (void)state;
@@ -398,6 +426,7 @@ int main(void) {
         cmocka_unit_test(test_linear_backward_accumulates_into_callers_buffers),
         cmocka_unit_test(test_global_norm_zeroes_its_output_first),
         cmocka_unit_test(test_attn_softmax_row_in_large_shared_memory),
+        cmocka_unit_test(test_check_runner_reaches_the_comparison),
         cmocka_unit_test(test_nothing_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
