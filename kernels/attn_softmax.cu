@@ -8,24 +8,36 @@
 //   forward:  y = exp(scale * x - m) / sum,   m = max(scale * x)        (one block per row)
 //   backward: gx = scale * y * (gy - sum(gy * y))
 // Block size is a template parameter (entries are rmsnorm-style name expressions); warp
-// reductions through cooperative groups.  Needs "toolkit_headers": true.
-#include <cooperative_groups.h>
-#include <cooperative_groups/reduce.h>
+// reductions by shuffles (cooperative groups' reduce would do the same, but its headers cost
+// NVRTC about 2 s per architecture, which `kcache prewarm` pays for every target).  Needs
+// "toolkit_headers": true (stdint.h).
 #include <stdint.h>
 
-namespace cg = cooperative_groups;
+struct attn_max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct attn_sum {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// Reduce v over the warp with op (butterfly: every lane gets the result).
+template <typename Op>
+__device__ __forceinline__ float attn_warp_reduce(float v, Op op) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
 
 // Reduce v over the block (BLOCK threads, whole warps) with op; every thread gets the result.
 template <int BLOCK, typename Op>
 __device__ __forceinline__ float attn_block_reduce(float v, float *red, Op op) {
   static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK must be whole warps");
-  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
-  v = cg::reduce(warp, v, op);
-  if (warp.thread_rank() == 0) red[threadIdx.x / 32] = v;
+  v = attn_warp_reduce(v, op);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
   __syncthreads();
   if (threadIdx.x < 32) {
     float t = threadIdx.x < BLOCK / 32 ? red[threadIdx.x] : red[0];
-    t = cg::reduce(warp, t, op);
+    t = attn_warp_reduce(t, op);
     if (threadIdx.x == 0) red[0] = t;
   }
   __syncthreads();
@@ -47,14 +59,14 @@ __global__ void __launch_bounds__(BLOCK)
     row[j] = v;
     m = fmaxf(m, v);
   }
-  m = attn_block_reduce<BLOCK>(m, red, cg::greater<float>());
+  m = attn_block_reduce<BLOCK>(m, red, attn_max());
   float s = 0.f;
   for (int64_t j = threadIdx.x; j < C; j += BLOCK) {
     const float e = __expf(row[j] - m);
     row[j] = e;
     s += e;
   }
-  s = attn_block_reduce<BLOCK>(s, red, cg::plus<float>());
+  s = attn_block_reduce<BLOCK>(s, red, attn_sum());
   const float inv = 1.f / s;
   for (int64_t j = threadIdx.x; j < C; j += BLOCK) yr[j] = row[j] * inv;
 }
@@ -72,6 +84,6 @@ __global__ void __launch_bounds__(BLOCK)
     row[j] = v;
     d += v * gy[off + j];
   }
-  d = attn_block_reduce<BLOCK>(d, red, cg::plus<float>());
+  d = attn_block_reduce<BLOCK>(d, red, attn_sum());
   for (int64_t j = threadIdx.x; j < C; j += BLOCK) gx[off + j] = scale * row[j] * (gy[off + j] - d);
 }
