@@ -5,7 +5,10 @@
  * Tolerances: max |got − want| ≤ 2e-3 × max |want| for forward values, 5e-3 for gradients
  * (the kernels use fast exp and another order of summation).  dropout has no fixed
  * reference (its mask is random): every element must be 0 or 2x, about half kept, and the
- * gradient must use the same mask.
+ * gradient must use the same mask.  In-place graphs (adamw) are also compared on the inputs
+ * they update; accumulating gradients (linear's dW and db) start from values the runner puts
+ * in the caller's buffers, on the device and in the reference alike; runtime arguments get
+ * fixed values per graph; bf16 inputs are rounded before the reference sees them.
  */
 #ifndef KCACHE_TOOLS_CHECK_H
 #define KCACHE_TOOLS_CHECK_H
