@@ -141,12 +141,16 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         size_t bytes;
         rc = zero_target(p, &p->zeros[z], syms, b, &ptr, &bytes);
     }
-    for (size_t i = 0; p->offsets && i < p->nsteps && !rc; i++) {
+    /* Every step is checked before the first launches — dimensions, arguments (a tensor offset outside its
+     * tensor), dynamic shared memory against the device — so a call fails whole or runs whole: never a pass
+     * that launched its first steps and then refused a later one. */
+    for (size_t i = 0; i < p->nsteps && !rc; i++) {
         unsigned grid[3], block[3], shared;
         kc_argval vals[256];
         void *args[256];
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
         if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
+        if (!rc && grid[0] && grid[1] && grid[2]) rc = kc_device_smem_ready(g, p, i, shared);
     }
     for (size_t i = 0; i < p->nsteps && !rc; i++) {
         unsigned grid[3], block[3], shared;

@@ -240,6 +240,28 @@ static void test_beyond_the_limit_is_refused_before_the_driver(void **state) {
     kcdt_unload_all();
 }
 
+/* A pass fails whole or runs whole: a first step that fits and a second asking too much launch nothing. */
+static void test_a_later_step_refused_launches_no_earlier_one(void **state) {
+    (void)state;
+    kc_graph_desc *d = big_graph("two_steps", "big", "1024", 0);
+    const char *grid[3] = {"ceildiv(N, 256)", "1", "1"}, *block[3] = {"256", "1", "1"};
+    const char *args[] = {"output:0", "output:0", "e32:N"};
+    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, "N * 4", args, 3)) fail_msg("%s", kc_error_last()->message);
+    kc_graph *g;
+    kc_graph_info info;
+    if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
+    kcd_reset();
+    assert_int_equal(forward(g, 0, 76800), KC_EINVAL); /* step 1 asks 300 KiB */
+    if (!strstr(kc_error_last()->message, "forward step 1")) fail_msg("%s", kc_error_last()->message);
+    assert_int_equal(kcd_launch_count(), 0); /* step 0 did not run either */
+    assert_int_equal(forward(g, 0, 1024), KC_OK);
+    assert_int_equal(kcd_launch_count(), 2);
+    kcdt_no_defects();
+    kc_graph_release(g);
+    kc_graph_desc_free(d);
+    kcdt_unload_all();
+}
+
 static void test_inside_a_cuda_graph_capture(void **state) {
     (void)state;
     kc_graph_desc *d = big_graph("big_cg", "big", "N * 4", 1);
@@ -338,6 +360,7 @@ int main(void) {
         cmocka_unit_test(test_one_entry_each_devices_grid),
         cmocka_unit_test(test_100_kib_sets_the_attribute_once),
         cmocka_unit_test(test_beyond_the_limit_is_refused_before_the_driver),
+        cmocka_unit_test(test_a_later_step_refused_launches_no_earlier_one),
         cmocka_unit_test(test_inside_a_cuda_graph_capture),
         cmocka_unit_test(test_threads_set_the_attribute_once),
         cmocka_unit_test(test_nothing_leaks),
