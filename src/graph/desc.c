@@ -7,11 +7,14 @@
  * refuses) is found here, when it is added, with the graph's and kernel's names — so the key,
  * the compile and the launch paths only ever see descriptions that are whole and consistent.
  *
+ * A step argument is checked by args.c (kc_graph_arg_check), where every argument kind is
+ * spelled; the grammar of the launch program, argument kinds included, is written whole at the
+ * top of program.c.
+ *
  * Callers: the public kc_graph_* builders (graph.h) and spec.c (JSON specs).  The storage is
  * graph_internal.h's; the canonical bytes of a description are graph_key.c's and program.c's.
  * Must not: compile, hash, or touch the cache.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -215,45 +218,6 @@ int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
     return KC_OK;
 }
 
-/* Where the shapes are static, an offset argument "ROLE:I+EXPR" must lie inside tensor I (scratch: its bytes);
- * `what` is the tensor's description.  Symbolic sizes or offsets are checked at each call instead. */
-static int check_static_offset(const kc_graph_desc *d, const char *a, const char *expr, int role, size_t idx, kc_pass pass) {
-    int64_t off, n = 1, v;
-    if (kc_expr_eval(expr, NULL, NULL, 0, &off) != KC_OK) return KC_OK; /* symbolic: the call checks it */
-    if (off == 0) return KC_OK;
-    if (role == KC_ROLE_SCRATCH) {
-        for (size_t i = 0, k = 0; i < d->nscratch; i++)
-            if (d->scratch[i].pass == pass && k++ == idx) {
-                if (kc_expr_eval(d->scratch[i].bytes, NULL, NULL, 0, &n) != KC_OK) return KC_OK;
-                break;
-            }
-    } else {
-        const gtensor *t = NULL;
-        for (size_t i = 0, k = 0; i < d->ntensors && !t; i++)
-            if ((int)d->tensors[i].role == role && k++ == idx) t = &d->tensors[i];
-        if (!t) return KC_OK;
-        int64_t last = 0;
-        for (int r = 0; r < t->rank; r++) {
-            int64_t st = 0, reach;
-            if (kc_expr_eval(t->sizes[r], NULL, NULL, 0, &v) != KC_OK) return KC_OK;
-            if (role == KC_ROLE_INPUT && kc_expr_eval(t->strides[r], NULL, NULL, 0, &st) != KC_OK) return KC_OK;
-            if (v <= 0) {
-                n = 0;
-                break;
-            }
-            if (st < 0 && __builtin_sub_overflow((int64_t)0, st, &st)) return KC_OK;
-            if (__builtin_mul_overflow(n, v, &n) || __builtin_mul_overflow(v - 1, st, &reach) ||
-                __builtin_add_overflow(last, reach, &last))
-                return KC_OK; /* too large to matter here: the call checks it */
-        }
-        if (role == KC_ROLE_INPUT && n > 0 && last + 1 < n) n = last + 1;
-    }
-    if (off < 0 || off >= n)
-        return kc_err(KC_EINVAL, "graph '%s': argument '%.64s': offset %lld is outside the tensor's %lld %s", d->name, a,
-                      (long long)off, (long long)n, role == KC_ROLE_SCRATCH ? "bytes" : "elements");
-    return KC_OK;
-}
-
 int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
                        const char *const *strides, int requires_grad) {
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
@@ -354,68 +318,6 @@ static size_t count_role(const kc_graph_desc *d, kc_tensor_role role) {
     return n;
 }
 
-/* Validate one step argument against the description. */
-static int check_arg(const kc_graph_desc *d, kc_pass pass, const char *a) {
-    static const struct { const char *prefix; int role; int fwd, bwd; } kinds[] = {
-        {"input:", KC_ROLE_INPUT, 1, 1},     {"output:", KC_ROLE_OUTPUT, 1, 1},
-        {"saved:", KC_ROLE_SAVED, 1, 1},     {"scratch:", KC_ROLE_SCRATCH, 1, 1},
-        {"grad_out:", KC_ROLE_OUTPUT, 0, 1}, {"grad_in:", KC_ROLE_INPUT, 0, 1},
-    };
-    if (!a) return kc_err(KC_EINVAL, "graph '%s': NULL step argument", d->name);
-    for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
-        size_t pl = strlen(kinds[k].prefix);
-        if (strncmp(a, kinds[k].prefix, pl) != 0) continue;
-        const char *end, *off;
-        kc_program_offset_split(a, pl, &end, &off);
-        if (end == a + pl || end - (a + pl) > 18 || (*end && !off))
-            return kc_err(KC_EINVAL, "graph '%s': bad argument '%s' (a tensor is ROLE:I or ROLE:I+EXPR)", d->name, a);
-        if (!(pass == KC_PASS_FORWARD ? kinds[k].fwd : kinds[k].bwd))
-            return kc_err(KC_EINVAL, "graph '%s': argument '%s' is not available in the %s pass", d->name, a,
-                          pass == KC_PASS_FORWARD ? "forward" : "backward");
-        size_t idx = (size_t)strtoull(a + pl, NULL, 10), have;
-        if (kinds[k].role == KC_ROLE_SCRATCH) {
-            have = 0;
-            for (size_t i = 0; i < d->nscratch; i++) have += d->scratch[i].pass == pass;
-        } else {
-            have = count_role(d, (kc_tensor_role)kinds[k].role);
-        }
-        if (idx >= have) return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no such tensor (%zu declared)", d->name, a, have);
-        if (!off) return KC_OK;
-        char what[128];
-        snprintf(what, sizeof what, "argument '%.80s': the offset", a);
-        int rc = check_expr(d, off, what);
-        return rc ? rc : check_static_offset(d, a, off, kinds[k].role, idx, pass);
-    }
-    if (strcmp(a, "null") == 0) return KC_OK;
-    if (strncmp(a, "arg:", 4) == 0) {
-        for (size_t i = 0; i < d->nrargs; i++)
-            if (strcmp(d->rargs[i].name, a + 4) == 0) return KC_OK;
-        return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no declared runtime argument", d->name, a);
-    }
-    if (strncmp(a, "u32:", 4) == 0 || strncmp(a, "f64:", 4) == 0 || strncmp(a, "bytes:", 6) == 0) {
-        if (kc_program_const_ok(a)) return KC_OK;
-        return kc_err(KC_EINVAL, "graph '%s': bad constant '%.80s' (u32: 0..4294967295; f64: a number; bytes: 1 to 256 "
-                      "bytes as an even count of hex digits)", d->name, a);
-    }
-    if (strncmp(a, "sym:", 4) == 0) {
-        for (size_t i = 0; i < d->nsymbols; i++)
-            if (strcmp(d->symbols[i], a + 4) == 0) return KC_OK;
-        return kc_err(KC_EINVAL, "graph '%s': argument '%s' names an unknown symbol", d->name, a);
-    }
-    if (strcmp(a, "philox_seed") == 0 || strcmp(a, "philox_offset") == 0) return KC_OK;
-    if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) /* an expression's value */
-        return check_expr(d, a + 4, "step argument");
-    if (strncmp(a, "i32:", 4) == 0 || strncmp(a, "i64:", 4) == 0 || strncmp(a, "f32:", 4) == 0) {
-        char *end;
-        errno = 0;
-        if (a[1] == '3' && a[0] == 'f') strtod(a + 4, &end);
-        else strtoll(a + 4, &end, 10);
-        if (errno || end == a + 4 || *end) return kc_err(KC_EINVAL, "graph '%s': bad constant '%s'", d->name, a);
-        return KC_OK;
-    }
-    return kc_err(KC_EINVAL, "graph '%s': unknown argument kind '%s'", d->name, a);
-}
-
 int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
                       const char *const block[3], const char *shared, const char *const *args, size_t nargs) {
     if (!d || !grid || !block || (nargs && !args) || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
@@ -432,7 +334,7 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
     }
     if (shared && ((rc = check_expr(d, shared, "shared memory")) || (rc = fits_program(d, shared, "a shared size")))) return rc;
     for (size_t i = 0; i < nargs; i++)
-        if ((rc = check_arg(d, pass, args[i])) || (rc = fits_program(d, args[i], "a step argument"))) return rc;
+        if ((rc = kc_graph_arg_check(d, pass, args[i])) || (rc = fits_program(d, args[i], "a step argument"))) return rc;
     gstep *s = grow((void **)&d->steps, &d->nsteps, sizeof *s);
     if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
     s->pass = pass;

@@ -1,6 +1,11 @@
 /*
  * program.c — the FORWARD and BACKWARD sections of an entry (a pass's launch program): their
- * grammar, writer and reader, and every part of running a program that needs no GPU.
+ * grammar, writer and reader (tensor flags and zero steps included), and evaluating a decoded
+ * program's shapes and launch dimensions — every part of running it that needs no GPU except
+ * its arguments, which are args.c's (each kind's spelling, checks, ABI and packing).
+ *
+ * The grammar below is the one place the section is written down whole, the argument kinds
+ * included; args.c, desc.c and program.h refer here.
  *
  * program section := pass:u32
  *                    nsyms:u32 { symbol:str }
@@ -33,20 +38,20 @@
  *
  * The one idea: the program section is untrusted bytes like any entry payload (it passed
  * the entry's checksums, but a checksum is not a proof of sense), so decoding re-validates
- * every expression and argument; evaluation is checked arithmetic (expr.c), and launch
- * dimensions are checked against CUDA's limits before they reach the driver.
+ * every expression, tensor record, zero step and argument (kc_program_arg_check, args.c);
+ * evaluation is checked arithmetic (expr.c), and launch dimensions are checked against CUDA's
+ * limits before they reach the driver.
  *
  * Callers: graph_key.c and lookup.c write (kc_program_encode); loaded.c decodes; run.c and
- * run.c evaluates.  Must not: launch anything (run.c does).
+ * args.c evaluate.  Must not: launch anything (run.c does), or know an argument kind's
+ * spelling (args.c does).
  */
 #include "program.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../common/internal.h"
-#include "../compile/params.h"
 #include "graph_internal.h"
 
 #define MAX_ITEMS 4096
@@ -163,76 +168,6 @@ static int is_ident(const char *s) {
     return 1;
 }
 
-static const char *const arg_type_names[] = {NULL, "f32", "f64", "i32", "u32", "i64", "u64"};
-
-const char *kc_arg_type_str(int t) {
-    return t >= KC_ARG_F32 && t <= KC_ARG_U64 ? arg_type_names[t] : "unknown";
-}
-
-kc_arg_type kc_arg_type_parse(const char *s) {
-    for (int t = KC_ARG_F32; s && t <= KC_ARG_U64; t++)
-        if (strcmp(s, arg_type_names[t]) == 0) return (kc_arg_type)t;
-    return (kc_arg_type)0;
-}
-
-void kc_program_offset_split(const char *arg, size_t prefix_len, const char **idx_end, const char **expr) {
-    const char *q = arg + prefix_len;
-    while (*q >= '0' && *q <= '9') q++;
-    *idx_end = q;
-    *expr = *q == '+' ? q + 1 : NULL;
-}
-
-static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-size_t kc_program_hex(const char *h, uint8_t out[256]) {
-    size_t n = strnlen(h, 513);
-    if (n == 0 || n % 2 || n > 512) return 0;
-    for (size_t i = 0; i < n; i += 2) {
-        int hi = hexval(h[i]), lo = hexval(h[i + 1]);
-        if (hi < 0 || lo < 0) return 0;
-        out[i / 2] = (uint8_t)(hi << 4 | lo);
-    }
-    return n / 2;
-}
-
-/* "u32:V": decimal digits only, 0..4294967295. */
-static int parse_u32(const char *s, uint32_t *out) {
-    uint64_t v = 0;
-    if (!*s || strlen(s) > 10) return 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return 0;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    if (v > UINT32_MAX) return 0;
-    *out = (uint32_t)v;
-    return 1;
-}
-
-/* "f64:V": what strtod reads whole, in range. */
-static int parse_f64(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    return !errno && end != s && !*end;
-}
-
-int kc_program_const_ok(const char *a) {
-    uint8_t b[256];
-    uint32_t u;
-    double f;
-    if (strncmp(a, "u32:", 4) == 0) return parse_u32(a + 4, &u);
-    if (strncmp(a, "f64:", 4) == 0) return parse_f64(a + 4, &f);
-    if (strncmp(a, "bytes:", 6) == 0) return kc_program_hex(a + 6, b) != 0;
-    return 1;
-}
-
-static const struct { const char *prefix; int role; } tensor_kinds[] = {
-    {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
-    {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
-};
-
 int kc_program_zero_role_ok(int pass, int role) {
     if (pass == KC_PASS_FORWARD)
         return role == KC_ROLE_OUTPUT || role == KC_ROLE_SAVED || role == KC_ROLE_SCRATCH || role == KC_ROLE_INPUT;
@@ -240,24 +175,20 @@ int kc_program_zero_role_ok(int pass, int role) {
 }
 
 void kc_program_zero_ref(int role, size_t index, char buf[48]) {
-    const char *pre = "?:";
-    for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds); k++)
-        if (tensor_kinds[k].role == role) pre = tensor_kinds[k].prefix;
-    snprintf(buf, 48, "%s%zu", pre, index);
+    const char *pre = kc_program_role_prefix(role);
+    snprintf(buf, 48, "%s%zu", pre ? pre : "?:", index);
 }
 
 /* A zero step's reference read back: its role and index (canonical digits), or KC_ECORRUPT. */
 static int zero_parse(const char *ref, int *role, size_t *index) {
-    for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds); k++) {
-        size_t pl = strlen(tensor_kinds[k].prefix);
-        if (strncmp(ref, tensor_kinds[k].prefix, pl) != 0) continue;
-        size_t nd = strspn(ref + pl, "0123456789");
-        if (nd == 0 || nd > 9 || ref[pl + nd] || (nd > 1 && ref[pl] == '0')) break;
-        *role = tensor_kinds[k].role;
-        *index = (size_t)strtoul(ref + pl, NULL, 10);
-        return KC_OK;
-    }
-    return kc_err(KC_ECORRUPT, "zero step '%.64s' names no tensor", ref);
+    size_t pl;
+    int r = kc_program_role_match(ref, &pl);
+    size_t nd = r < 0 ? 0 : strspn(ref + pl, "0123456789");
+    if (nd == 0 || nd > 9 || ref[pl + nd] || (nd > 1 && ref[pl] == '0'))
+        return kc_err(KC_ECORRUPT, "zero step '%.64s' names no tensor", ref);
+    *role = r;
+    *index = (size_t)strtoul(ref + pl, NULL, 10);
+    return KC_OK;
 }
 
 /* The tensor records' flags and aliases, and the zero steps, against the pass (after decoding). */
@@ -284,37 +215,6 @@ static int check_inplace(const kc_program *p) {
     }
     return KC_OK;
 }
-
-/* Re-validate argument a of step s as decoded (the kinds that carry more than a name), and
- * decode a "bytes:HEX" once into s->blobs. */
-static int check_arg(kc_program *p, pstep *s, size_t a) {
-    const char *x = s->args[a];
-    for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds); k++) {
-        size_t pl = strlen(tensor_kinds[k].prefix);
-        if (strncmp(x, tensor_kinds[k].prefix, pl) != 0) continue;
-        const char *end, *e;
-        kc_program_offset_split(x, pl, &end, &e);
-        if (end == x + pl || (*end && !e)) return kc_err(KC_ECORRUPT, "bad argument '%.64s'", x);
-        if (!e) return KC_OK;
-        p->offsets = 1;
-        return check(p, e);
-    }
-    if (strncmp(x, "arg:", 4) == 0) {
-        for (size_t k = 0; k < p->nrargs; k++)
-            if (strcmp(p->rargs[k].name, x + 4) == 0) return KC_OK;
-        return kc_err(KC_ECORRUPT, "argument '%.64s' names no runtime argument", x);
-    }
-    if (!kc_program_const_ok(x)) return kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
-    if (strncmp(x, "bytes:", 6) == 0) {
-        uint8_t b[256];
-        size_t n = kc_program_hex(x + 6, b);
-        if (!s->blobs && !(s->blobs = kc_calloc(s->nargs, sizeof *s->blobs))) return kc_err(KC_ENOMEM, "out of memory");
-        if (!(s->blobs[a] = kc_malloc(n))) return kc_err(KC_ENOMEM, "out of memory");
-        memcpy(s->blobs[a], b, n);
-    }
-    return KC_OK;
-}
-
 int kc_program_decode(const void *data, size_t len, kc_program **out) {
     *out = NULL;
     kc_program *p = kc_calloc(1, sizeof *p);
@@ -406,7 +306,7 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
             if (!rc) rc = check(p, p->steps[i].block[j]);
         }
         if (!rc) rc = check(p, p->steps[i].shared);
-        for (size_t a = 0; !rc && a < p->steps[i].nargs; a++) rc = check_arg(p, &p->steps[i], a);
+        for (size_t a = 0; !rc && a < p->steps[i].nargs; a++) rc = kc_program_arg_check(p, &p->steps[i], a);
     }
     if (!rc) rc = check_inplace(p);
     for (size_t i = 0; !rc && i < p->nrargs; i++) {
@@ -441,7 +341,7 @@ const ptensor *kc_program_tensor(const kc_program *p, int role, size_t i) {
     return NULL;
 }
 
-static int eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out) {
+int kc_program_eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out) {
     return kc_expr_eval_dev(e, (const char *const *)p->syms, vals, p->nsyms, p->dev, out);
 }
 
@@ -485,7 +385,7 @@ int kc_program_bind(const kc_program *p, const kc_tensor *in, size_t n, int64_t 
         const ptensor *t = kc_program_tensor(p, KC_ROLE_INPUT, i);
         for (int d = 0; d < t->rank && !rc; d++) {
             int64_t want_stride;
-            if ((rc = eval(p, t->strides[d], vals, &want_stride))) break;
+            if ((rc = kc_program_eval(p, t->strides[d], vals, &want_stride))) break;
             if (in[i].sizes[d] > 1 && in[i].strides[d] != want_stride)
                 rc = kc_err(KC_EINVAL, "input %zu stride[%d]: expected %lld, got %lld", i, d, (long long)want_stride,
                             (long long)in[i].strides[d]);
@@ -501,7 +401,7 @@ int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals,
     out->rank = t->rank;
     uint64_t n = kc_dtype_size((kc_dtype)t->dtype);
     for (int d = 0; d < t->rank; d++) {
-        int rc = eval(p, t->sizes[d], vals, &out->sizes[d]);
+        int rc = kc_program_eval(p, t->sizes[d], vals, &out->sizes[d]);
         if (rc) return rc;
         if (out->sizes[d] < 0) return kc_err(KC_EEXPR, "tensor size '%s' is negative", t->sizes[d]);
         if (__builtin_mul_overflow(n, (uint64_t)out->sizes[d], &n)) return kc_err(KC_EEXPR, "tensor too large");
@@ -518,7 +418,7 @@ int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals,
 int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals, size_t *bytes) {
     int64_t v;
     if (i >= p->nscratch) return kc_err(KC_EINVAL, "no scratch %zu", i);
-    int rc = eval(p, p->scratch[i], vals, &v);
+    int rc = kc_program_eval(p, p->scratch[i], vals, &v);
     if (rc) return rc;
     if (v < 0) return kc_err(KC_EEXPR, "scratch size '%s' is negative", p->scratch[i]);
     *bytes = (size_t)v;
@@ -531,8 +431,8 @@ int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned
     int64_t threads = 1;
     for (int j = 0; j < 3; j++) {
         int64_t g, b;
-        int rc = eval(p, s->grid[j], vals, &g);
-        if (!rc) rc = eval(p, s->block[j], vals, &b);
+        int rc = kc_program_eval(p, s->grid[j], vals, &g);
+        if (!rc) rc = kc_program_eval(p, s->block[j], vals, &b);
         if (rc) return kc_err_prefix(rc, "step %zu", i);
         if (g < 0 || g > gmax[j] || b < 1 || b > bmax[j])
             return kc_err(KC_EEXPR, "step %zu: grid %lld / block %lld out of CUDA's range in dimension %d", i,
@@ -543,199 +443,9 @@ int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned
     }
     if (threads > 1024) return kc_err(KC_EEXPR, "step %zu: %lld threads per block (max 1024)", i, (long long)threads);
     int64_t sh;
-    int rc = eval(p, s->shared, vals, &sh);
+    int rc = kc_program_eval(p, s->shared, vals, &sh);
     if (rc) return rc;
     if (sh < 0 || sh > (1 << 30)) return kc_err(KC_EEXPR, "step %zu: shared memory %lld out of range", i, (long long)sh);
     *shared = (unsigned)sh;
-    return KC_OK;
-}
-
-int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *x, kc_arg_abi *out) {
-    /* Keep in step with kc_program_args_with below: what it packs is what this says. */
-    static const struct { const char *prefix; unsigned size; int cls, pointer; } kinds[] = {
-        {"input:", 8, KC_PARAM_INT, 1},  {"output:", 8, KC_PARAM_INT, 1},   {"saved:", 8, KC_PARAM_INT, 1},
-        {"scratch:", 8, KC_PARAM_INT, 1}, {"grad_out:", 8, KC_PARAM_INT, 1}, {"grad_in:", 8, KC_PARAM_INT, 1},
-        {"null", 8, KC_PARAM_INT, 1},
-        {"philox_seed", 8, KC_PARAM_INT, 0}, {"philox_offset", 8, KC_PARAM_INT, 0},
-        {"sym:", 8, KC_PARAM_INT, 0},    {"e64:", 8, KC_PARAM_INT, 0},      {"i64:", 8, KC_PARAM_INT, 0},
-        {"e32:", 4, KC_PARAM_INT, 0},    {"i32:", 4, KC_PARAM_INT, 0},      {"u32:", 4, KC_PARAM_INT, 0},
-        {"f32:", 4, KC_PARAM_FLOAT, 0},  {"f64:", 8, KC_PARAM_FLOAT, 0},
-    };
-    /* A runtime argument's type: its size and class (index = kc_arg_type). */
-    static const struct { unsigned size; int cls; } types[] = {
-        {0, 0}, {4, KC_PARAM_FLOAT}, {8, KC_PARAM_FLOAT}, {4, KC_PARAM_INT}, {4, KC_PARAM_INT}, {8, KC_PARAM_INT}, {8, KC_PARAM_INT},
-    };
-    out->pointer = 0;
-    if (strncmp(x, "bytes:", 6) == 0) {
-        uint8_t b[256];
-        size_t n = kc_program_hex(x + 6, b);
-        if (!n) return kc_err(KC_ECORRUPT, "malformed argument '%.64s'", x);
-        out->size = (unsigned)n;
-        out->cls = KC_PARAM_BYTES;
-        return KC_OK;
-    }
-    if (strncmp(x, "arg:", 4) == 0) {
-        for (size_t k = 0; k < ndecl; k++)
-            if (strcmp(decl[k].name, x + 4) == 0 && decl[k].type >= KC_ARG_F32 && decl[k].type <= KC_ARG_U64) {
-                out->size = types[decl[k].type].size;
-                out->cls = types[decl[k].type].cls;
-                return KC_OK;
-            }
-        return kc_err(KC_ECORRUPT, "argument '%.64s' names no runtime argument", x);
-    }
-    for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++) {
-        size_t pl = strlen(kinds[k].prefix);
-        if (strncmp(x, kinds[k].prefix, pl) == 0 && (kinds[k].prefix[pl - 1] == ':' || x[pl] == '\0')) {
-            out->size = kinds[k].size;
-            out->cls = kinds[k].cls;
-            out->pointer = kinds[k].pointer;
-            return KC_OK;
-        }
-    }
-    return kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
-}
-
-int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n) {
-    if (n != p->nrargs || (n && !v)) {
-        char list[256];
-        size_t o = 0;
-        list[0] = '\0';
-        for (size_t i = 0; i < p->nrargs && o + 80 < sizeof list; i++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%.40s %s", i ? ", " : "", p->rargs[i].name,
-                                  kc_arg_type_str(p->rargs[i].type));
-        if (!p->nrargs) return kc_err(KC_EINVAL, "the graph takes no runtime arguments, %zu given", n);
-        return kc_err(KC_EINVAL, "the graph takes %zu runtime argument%s (%s), %zu given%s", p->nrargs,
-                      p->nrargs == 1 ? "" : "s", list, n,
-                      n ? "" : ": pass their values (kc_graph_forward_args, kc_graph_backward_args)");
-    }
-    for (size_t i = 0; i < n; i++)
-        if (v[i].type != p->rargs[i].type)
-            return kc_err(KC_EINVAL, "runtime argument %zu '%s' is %s, a value of type %s was given", i, p->rargs[i].name,
-                          kc_arg_type_str(p->rargs[i].type), kc_arg_type_str((int)v[i].type));
-    return KC_OK;
-}
-
-/* How many elements (scratch: bytes) tensor `idx` of `role` spans under bound symbols, and each one's bytes.  An
- * input counts the smaller of its element count and the elements its strides reach (a broadcast input is smaller
- * than its shape); a gradient has its tensor's shape. */
-static int extent(const kc_program *p, int role, size_t idx, const int64_t *syms, int64_t *n, size_t *esize) {
-    if (role == KC_ROLE_SCRATCH) {
-        size_t b;
-        int rc = kc_program_scratch_bytes(p, idx, syms, &b);
-        *n = b > (size_t)INT64_MAX ? INT64_MAX : (int64_t)b;
-        *esize = 1;
-        return rc;
-    }
-    int trole = role == KC_ROLE_GRAD_IN ? KC_ROLE_INPUT : role == KC_ROLE_GRAD_OUT ? KC_ROLE_OUTPUT : role;
-    const ptensor *t = kc_program_tensor(p, trole, idx);
-    if (!t) return kc_err(KC_ECORRUPT, "no tensor %zu of role %d", idx, role);
-    *esize = kc_dtype_size((kc_dtype)t->dtype);
-    int64_t numel = 1, last = 0;
-    int empty = 0;
-    for (int d = 0; d < t->rank; d++) {
-        int64_t sz, st = 0;
-        int rc = eval(p, t->sizes[d], syms, &sz);
-        if (!rc && trole == KC_ROLE_INPUT) rc = eval(p, t->strides[d], syms, &st);
-        if (rc) return rc;
-        if (sz <= 0) {
-            empty = 1;
-            continue;
-        }
-        if (st < 0 && __builtin_sub_overflow((int64_t)0, st, &st)) return kc_err(KC_EEXPR, "tensor too large");
-        int64_t reach;
-        if (__builtin_mul_overflow(numel, sz, &numel) || __builtin_mul_overflow(sz - 1, st, &reach) ||
-            __builtin_add_overflow(last, reach, &last))
-            return kc_err(KC_EEXPR, "tensor too large");
-    }
-    *n = empty ? 0 : trole == KC_ROLE_INPUT && last + 1 < numel ? last + 1 : numel;
-    return KC_OK;
-}
-
-int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
-                    const uint64_t *philox, kc_argval *vals, void **args) {
-    return kc_program_args_with(p, i, syms, resolve, ctx, philox, NULL, vals, args);
-}
-
-int kc_program_args_with(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
-                         const uint64_t *philox, const kc_value *rvals, kc_argval *vals, void **args) {
-    const pstep *s = &p->steps[i];
-    for (size_t a = 0; a < s->nargs; a++) {
-        const char *x = s->args[a];
-        int rc = KC_OK, done = 0;
-        args[a] = &vals[a];
-        for (size_t k = 0; k < KC_ARRAY_LEN(tensor_kinds) && !done; k++) {
-            size_t pl = strlen(tensor_kinds[k].prefix);
-            if (strncmp(x, tensor_kinds[k].prefix, pl) != 0) continue;
-            done = 1;
-            const char *end, *e;
-            kc_program_offset_split(x, pl, &end, &e);
-            size_t idx = (size_t)strtoull(x + pl, NULL, 10);
-            rc = resolve(ctx, tensor_kinds[k].role, idx, &vals[a].ptr);
-            if (rc || !e) break;
-            int64_t off, n = 0;
-            size_t esize = 1;
-            if (!(rc = eval(p, e, syms, &off)) && off != 0 && !(rc = extent(p, tensor_kinds[k].role, idx, syms, &n, &esize))) {
-                if (off < 0 || off >= n)
-                    rc = kc_err(KC_EINVAL, "'%.64s': offset %lld is outside the tensor's %lld %s", x, (long long)off,
-                                (long long)n, tensor_kinds[k].role == KC_ROLE_SCRATCH ? "bytes" : "elements");
-                else /* off < n, and n elements of esize bytes were sized without overflow */
-                    vals[a].ptr = (void *)((uintptr_t)vals[a].ptr + (uintptr_t)off * esize);
-            }
-        }
-        if (!done) {
-            if (strcmp(x, "philox_seed") == 0 || strcmp(x, "philox_offset") == 0) {
-                if (!philox) rc = kc_err(KC_EINVAL, "'%s' needs the philox wrapper and an RNG state", x);
-                else vals[a].u64 = philox[x[7] == 's' ? 0 : 1];
-            } else if (strcmp(x, "null") == 0) {
-                vals[a].ptr = NULL;
-            } else if (strncmp(x, "arg:", 4) == 0) {
-                size_t k;
-                for (k = 0; k < p->nrargs; k++)
-                    if (strcmp(p->rargs[k].name, x + 4) == 0) break;
-                if (k == p->nrargs) rc = kc_err(KC_ECORRUPT, "'%.64s' names no runtime argument", x);
-                else if (!rvals) rc = kc_err(KC_EINVAL, "'%.64s' needs the call's runtime argument values", x);
-                else if (rvals[k].type != p->rargs[k].type)
-                    rc = kc_err(KC_EINVAL, "runtime argument '%s' is %s, a value of type %s was given", p->rargs[k].name,
-                                kc_arg_type_str(p->rargs[k].type), kc_arg_type_str((int)rvals[k].type));
-                else switch (p->rargs[k].type) {
-                    case KC_ARG_F32: vals[a].f32 = rvals[k].v.f32; break;
-                    case KC_ARG_F64: vals[a].f64 = rvals[k].v.f64; break;
-                    case KC_ARG_I32: vals[a].i32 = rvals[k].v.i32; break;
-                    case KC_ARG_U32: vals[a].u32 = rvals[k].v.u32; break;
-                    case KC_ARG_I64: vals[a].i64 = rvals[k].v.i64; break;
-                    default: vals[a].u64 = rvals[k].v.u64; break;
-                    }
-            } else if (strncmp(x, "bytes:", 6) == 0) {
-                if (!s->blobs || !s->blobs[a]) rc = kc_err(KC_ECORRUPT, "'%.64s' was not decoded", x);
-                else args[a] = s->blobs[a];
-            } else if (strncmp(x, "sym:", 4) == 0) {
-                size_t k;
-                for (k = 0; k < p->nsyms; k++)
-                    if (strcmp(p->syms[k], x + 4) == 0) break;
-                if (k == p->nsyms) rc = kc_err(KC_ECORRUPT, "unknown symbol in '%s'", x);
-                else vals[a].i64 = syms[k];
-            } else if (strncmp(x, "e64:", 4) == 0) {
-                rc = eval(p, x + 4, syms, &vals[a].i64);
-            } else if (strncmp(x, "e32:", 4) == 0) {
-                int64_t v;
-                rc = eval(p, x + 4, syms, &v);
-                if (!rc && (v < INT32_MIN || v > INT32_MAX)) rc = kc_err(KC_EEXPR, "'%s' = %lld does not fit 32 bits", x, (long long)v);
-                vals[a].i32 = (int32_t)v;
-            } else if (strncmp(x, "i32:", 4) == 0) {
-                vals[a].i32 = (int32_t)strtol(x + 4, NULL, 10);
-            } else if (strncmp(x, "u32:", 4) == 0) {
-                if (!parse_u32(x + 4, &vals[a].u32)) rc = kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
-            } else if (strncmp(x, "i64:", 4) == 0) {
-                vals[a].i64 = (int64_t)strtoll(x + 4, NULL, 10);
-            } else if (strncmp(x, "f32:", 4) == 0) {
-                vals[a].f32 = strtof(x + 4, NULL);
-            } else if (strncmp(x, "f64:", 4) == 0) {
-                if (!parse_f64(x + 4, &vals[a].f64)) rc = kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
-            } else {
-                rc = kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
-            }
-        }
-        if (rc) return kc_err_prefix(rc, "step %zu argument %zu", i, a);
-    }
     return KC_OK;
 }

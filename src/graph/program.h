@@ -1,10 +1,13 @@
 /*
  * program.h — a pass's launch program, written to and decoded from an entry's FORWARD or BACKWARD section,
  * and everything about running it that needs no GPU: binding symbols from input shapes,
- * sizing tensors, evaluating launch dimensions, packing kernel arguments.
+ * sizing tensors, evaluating launch dimensions (program.c), and the argument kinds —
+ * spelling, checks, launch ABI, packing kernel arguments (args.c).  The section's grammar,
+ * argument kinds included, is at the top of program.c.
  *
  * Callers: graph_key.c and lookup.c (kc_program_encode), loaded.c (decode), run.c
- * (evaluate); nothing outside src/graph/.
+ * (evaluate, pack), desc.c and spec.c (argument checks and names), abi.c (argument ABI);
+ * nothing outside src/graph/ (tests and the fuzz harness aside).
  */
 #ifndef KC_PROGRAM_H
 #define KC_PROGRAM_H
@@ -98,6 +101,9 @@ size_t kc_program_count(const kc_program *p, int role);
  */
 int kc_program_bind(const kc_program *p, const kc_tensor *inputs, size_t n, int64_t *vals);
 
+/** Evaluate expression `e` of the program under bound symbols `vals` and its device facts (checked arithmetic). */
+int kc_program_eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out);
+
 /** Sizes and byte size of a tensor of the program under bound symbols. */
 int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals, kc_tensor *out, size_t *bytes);
 
@@ -107,6 +113,26 @@ int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals,
 /** Grid, block and shared memory of step i (each checked to fit the launch limits). */
 int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
                     unsigned *shared);
+
+/* ---- the argument kinds (args.c) ---- */
+
+/** A tensor role's prefix as arguments and zero steps spell it ("input:", …, "grad_in:"); NULL for no role. */
+const char *kc_program_role_prefix(int role);
+/** The role whose prefix `ref` starts with (and that prefix's length in *prefix_len), or -1. */
+int kc_program_role_match(const char *ref, size_t *prefix_len);
+
+/**
+ * Check one step argument of `pass` against a description as it is added (KC_EINVAL naming the
+ * graph and the argument): its kind, the tensor, symbol or runtime argument it names, an
+ * offset's expression (and, where shapes are static, that it lies inside the tensor), a constant.
+ */
+int kc_graph_arg_check(const kc_graph_desc *d, kc_pass pass, const char *arg);
+
+/**
+ * Re-validate argument a of decoded step s (KC_ECORRUPT; the kinds that carry more than a
+ * name), and decode a "bytes:HEX" once into s->blobs (KC_ENOMEM when it cannot).
+ */
+int kc_program_arg_check(kc_program *p, pstep *s, size_t a);
 
 /** Resolve a tensor argument: its device pointer, or an error. */
 typedef int (*kc_resolve_fn)(void *ctx, int role, size_t index, void **ptr);
