@@ -25,9 +25,13 @@
 #include "kcache/target.h"
 #include "program.h"
 
+/* Whether the description has a backward pass: a kernel step or a zero step (desc.c keeps those apart, in
+ * d->zeros) of pass BACKWARD.  A pass of zero steps alone is a pass: its section is written. */
 static int has_backward(const kc_graph_desc *d) {
     for (size_t i = 0; i < d->nsteps; i++)
         if (d->steps[i].pass == KC_PASS_BACKWARD) return 1;
+    for (size_t i = 0; i < d->nzeros; i++)
+        if (d->zeros[i].pass == KC_PASS_BACKWARD) return 1;
     return 0;
 }
 

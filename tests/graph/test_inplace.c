@@ -366,6 +366,36 @@ static void test_decoder_refuses_what_no_builder_writes(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* A backward pass of zero steps alone is still a backward pass: the compiled entry carries its BACKWARD section
+ * (lookup.c once counted kernel steps only and left the section out, so the pass was lost). */
+static void test_backward_of_zero_steps_alone_is_stored(void **state) {
+    (void)state;
+    char in[256];
+    kc_graph_desc *d;
+    snprintf(in, sizeof in, IN_P ", " IN_G, "");
+    if (spec_rc(in, OUTS, "\"forward\": [" STEP "],\n\"backward\": [{\"zero\": \"grad_in:0\"}]", &d))
+        fail_msg("%s", kc_error_last()->message);
+    kc_graph_info info;
+    if (kc_graph_compile(cache, d, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
+    kc_key k;
+    kc_key_from_hex(&k, info.key);
+    kc_entry *e;
+    assert_int_equal(kc_cache_get(cache, &k, "sm_90", &e), KC_OK);
+    const void *data;
+    size_t len;
+    if (kc_entry_section(e, KC_SECTION_BACKWARD, &data, &len) != KC_OK) fail_msg("the entry has no BACKWARD section");
+    kc_program *p;
+    if (kc_program_decode(data, len, &p)) fail_msg("%s", kc_error_last()->message);
+    assert_int_equal(p->pass, KC_PASS_BACKWARD);
+    assert_int_equal(p->nsteps, 0);
+    assert_int_equal(p->nzeros, 1);
+    assert_int_equal(p->zeros[0].role, KC_ROLE_GRAD_IN);
+    assert_int_equal(p->zeros[0].index, 0);
+    kc_program_free(p);
+    kc_entry_free(e);
+    kc_graph_desc_free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_declarations_read_back),
@@ -374,6 +404,7 @@ int main(void) {
         cmocka_unit_test(test_each_declaration_changes_the_key),
         cmocka_unit_test(test_specialize_carries_them),
         cmocka_unit_test(test_decoder_refuses_what_no_builder_writes),
+        cmocka_unit_test(test_backward_of_zero_steps_alone_is_stored),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
