@@ -18,6 +18,7 @@
 #include "graph/program.h"
 #include "kcache.h"
 #include "helpers.h"
+#include "args_test.h"
 
 static char *dir;
 static kc_cache *cache;
@@ -32,32 +33,10 @@ static int teardown(void **state) {
     return kct_close_cache(dir, cache);
 }
 
-static const char *kernel_src =
-    "#include <cuda_bf16.h>\n"
-    "struct trio { float a, b, c; };\n"
-    "extern \"C\" __global__ void step(const float *x, float *y, long long n, float lr, double d, unsigned u,\n"
-    "                                  __nv_bfloat16 h, trio t, const float *maybe, const float *tail, unsigned long long seed) {\n"
-    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "  if (i < n) y[i] = lr * x[i] + (float)d + (float)u + (float)h + t.a + t.b + t.c + (maybe ? maybe[0] : 0.f)\n"
-    "                    + tail[0] + (float)seed;\n"
-    "}\n"
-    "extern \"C\" __global__ void scale(const float *x, float *y, int n, float a) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < n) y[i] = a * x[i];\n"
-    "}\n";
-
-/* Write k.cu and spec `name`.json with `body` (the JSON after the kernels); load it: KC_OK or the error. */
+/* Write k.cu and spec args.json with `body` (the JSON after the kernels); load it: KC_OK or the error. */
 static int spec_rc(const char *body, kc_graph_desc **out) {
-    char p[700], json[4096];
-    snprintf(p, sizeof p, "%s/k.cu", dir);
-    assert_int_equal(kct_write(p, kernel_src, strlen(kernel_src)), 0);
-    snprintf(json, sizeof json,
-             "{\"name\": \"args_test\", \"toolkit_headers\": true,\n"
-             " \"kernels\": [{\"id\": \"step\", \"file\": \"k.cu\", \"entry\": \"step\"},"
-             " {\"id\": \"scale\", \"file\": \"k.cu\", \"entry\": \"scale\"}],\n%s}\n",
-             body);
-    snprintf(p, sizeof p, "%s/args.json", dir);
-    assert_int_equal(kct_write(p, json, strlen(json)), 0);
+    char p[700];
+    kcat_write_spec(dir, "args.json", "args_test", "", body, p, sizeof p);
     *out = NULL;
     return kc_graph_desc_load(out, p);
 }
@@ -409,7 +388,7 @@ static void test_offset_into_a_broadcast_input(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "bcast"), KC_OK);
-    kc_kernel_src k = {"k.cu", kernel_src, "scale", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {"k.cu", kcat_kernel_src, "scale", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sz[] = {"R", "C"}, *st[] = {"0", "1"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 2, sz, st, 0), KC_OK);

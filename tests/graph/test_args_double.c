@@ -14,6 +14,7 @@
 
 #include "common/internal.h"
 #include "double/double_test.h"
+#include "args_test.h"
 
 static char *dir;
 static kc_cache *cache;
@@ -28,33 +29,13 @@ static int teardown(void **state) {
     return kct_close_cache(dir, cache);
 }
 
-static const char *kernel_src =
-    "#include <cuda_bf16.h>\n"
-    "struct trio { float a, b, c; };\n"
-    "extern \"C\" __global__ void step(const float *x, float *y, long long n, float lr, double d, unsigned u,\n"
-    "                                  __nv_bfloat16 h, trio t, const float *maybe, const float *tail, unsigned long long seed) {\n"
-    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "  if (i < n) y[i] = lr * x[i] + (float)d + (float)u + (float)h + t.a + t.b + t.c + (maybe ? maybe[0] : 0.f)\n"
-    "                    + tail[0] + (float)seed;\n"
-    "}\n"
-    "extern \"C\" __global__ void scale(const float *x, float *y, int n, float a) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < n) y[i] = a * x[i];\n"
-    "}\n";
-
+/* Write k.cu and spec `name`.json (one f32 input and output of N elements, then `body`); load it. */
 static kc_graph_desc *spec(const char *name, const char *body) {
-    char p[700], json[4096];
-    snprintf(p, sizeof p, "%s/k.cu", dir);
-    assert_int_equal(kct_write(p, kernel_src, strlen(kernel_src)), 0);
-    snprintf(json, sizeof json,
-             "{\"name\": \"%s\", \"toolkit_headers\": true,\n"
-             " \"kernels\": [{\"id\": \"step\", \"file\": \"k.cu\", \"entry\": \"step\"},"
-             " {\"id\": \"scale\", \"file\": \"k.cu\", \"entry\": \"scale\"}],\n"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
-             "%s}\n",
-             name, body);
-    snprintf(p, sizeof p, "%s/%s.json", dir, name);
-    assert_int_equal(kct_write(p, json, strlen(json)), 0);
+    char p[700], file[300];
+    snprintf(file, sizeof file, "%s.json", name);
+    kcat_write_spec(dir, file, name,
+                    " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n",
+                    body, p, sizeof p);
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
     return d;

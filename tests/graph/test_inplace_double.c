@@ -15,21 +15,14 @@
  */
 
 #include "common/internal.h"
-#include "double/cuda_double.h"
-#include "kcache.h"
-#include "helpers.h"
+#include "double/double_test.h"
 
 static char *dir;
 static kc_cache *cache;
 
 static int setup(void **state) {
     (void)state;
-    if (kcd_set_devices("9.0") != 0) return -1;
-    if (kc_cuda_available() != KC_OK) {
-        fprintf(stderr, "the driver double did not load: %s\n", kc_error_last()->message);
-        return -1;
-    }
-    return kct_open_cache("inplace_double", &dir, &cache);
+    return kcdt_setup("9.0", "inplace_double", &dir, &cache);
 }
 
 static int teardown(void **state) {
@@ -105,12 +98,6 @@ static void log_in_order(const char *const *needles, size_t n) {
         at = hit + strlen(needles[i]);
     }
     free(log);
-}
-
-static void no_defects(void) {
-    char buf[4096];
-    size_t n = kcd_defects(buf, sizeof buf);
-    if (n) fail_msg("%zu defect(s):\n%s", n, buf);
 }
 
 static char *hex(const void *p, char buf[32]) {
@@ -217,7 +204,7 @@ static void test_inplace_alias_and_zero_in_forward(void **state) {
     assert_int_equal(log_count(line), 0);
     snprintf(line, sizeof line, "cuMemFreeAsync %s", hex(in[0].data, a));
     assert_int_equal(log_count(line), 0);
-    no_defects();
+    kcdt_no_defects();
     kc_cuda_free(mine, NULL);
     kc_cuda_free(gout[0].data, NULL);
     kc_cuda_free(gout[1].data, NULL);
@@ -268,7 +255,7 @@ static void test_cuda_graph_loses_no_update(void **state) {
         if (call == 0) assert_int_equal(log_count("(captured)"), 1); /* the memset became a node */
         else assert_int_equal(log_count("cuMemset"), 0);             /* replays set it through the node only */
     }
-    no_defects();
+    kcdt_no_defects();
     kc_cuda_free(x.data, NULL);
     kc_cuda_pop();
     kc_graph_release(g);
@@ -307,7 +294,7 @@ static void test_strided_callers_tensor(void **state) {
     if (kc_graph_forward(g, in, 2, NULL, 0, NULL, NULL, NULL)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(log_count("= 0 x 128 (128 bytes)"), 1);
     assert_int_equal(kcd_launch_count(), 1);
-    no_defects();
+    kcdt_no_defects();
     kc_cuda_free(in[0].data, NULL);
     kc_cuda_free(in[1].data, NULL);
     kc_cuda_pop();
