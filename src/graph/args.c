@@ -127,7 +127,7 @@ static int desc_expr(const kc_graph_desc *d, const char *e, const char *what) {
 }
 
 /* Where the shapes are static, an offset argument "ROLE:I+EXPR" must lie inside tensor I (scratch: its bytes);
- * `what` is the tensor's description.  Symbolic sizes or offsets are checked at each call instead. */
+ * `a` is the whole argument, for the message.  Symbolic sizes or offsets are checked at each call instead. */
 static int check_static_offset(const kc_graph_desc *d, const char *a, const char *expr, int role, size_t idx, kc_pass pass) {
     int64_t off, n = 1, v;
     if (kc_expr_eval(expr, NULL, NULL, 0, &off) != KC_OK) return KC_OK; /* symbolic: the call checks it */
