@@ -11,7 +11,8 @@
 #   entry/, entry_sums/   golden.kce (tests/golden/entry_v2.kce), softmax_sm80.kce (kernels/softmax.json
 #                         compiled for sm_80: cubins) and layer_norm_compute80.kce (kernels/layer_norm.json
 #                         for compute_80: PTX), as kcache prewarm stores them; args_sm80.kce (the spec
-#                         below, for sm_80)
+#                         below, for sm_80); adamw_sm80, linear_sm80, global_norm_sm80 (in-place inputs and
+#                         an aliased output, accumulating gradients, a zero step)
 #   bundle/               two.kcb: `kcache export` of those two graph entries
 #   bundle_sums/          two.content: the bundle's count:u32 then its inflated content (fuzz_bundle_sums.c)
 #   sections/             <entry>.sec for each entry above: { tag:u8 len:u16 bytes } records
@@ -106,6 +107,13 @@ args_entry=$(KCACHE_DIR=$tmp/cache-args one sm_80)
 for d in entry entry_sums; do
   install -m 0644 "$args_entry" $c/$d/args_sm80.kce
 done
+# The training-step graphs: in-place inputs and an aliased output (adamw), accumulating gradients (linear),
+# a zero step (global_norm) — each in a cache of its own, for sm_80.
+for g in adamw linear global_norm; do
+  KCACHE_DIR=$tmp/cache-$g prewarm "$PWD/kernels/$g.json" sm_80
+  e=$(KCACHE_DIR=$tmp/cache-$g one sm_80)
+  for d in entry entry_sums; do install -m 0644 "$e" $c/$d/${g}_sm80.kce; done
+done
 
 python3 - "$lib" "$c" <<'EOF'
 import ctypes, struct, sys
@@ -143,7 +151,8 @@ def sections(name):  # an entry as fuzz_sections input: toolchain, digest names,
     kc.kc_entry_free(e)
     open(f"{c}/sections/{name}.sec", "wb").write(out)
 
-for name in ("golden", "softmax_sm80", "layer_norm_compute80", "args_sm80"):
+TRAIN = ("adamw_sm80", "linear_sm80", "global_norm_sm80")
+for name in ("golden", "softmax_sm80", "layer_norm_compute80", "args_sm80") + TRAIN:
     sections(name)
 
 def programs(name):  # an entry's FORWARD (2) and BACKWARD (3) section bytes, as fuzz_program input
@@ -154,11 +163,13 @@ def programs(name):  # an entry's FORWARD (2) and BACKWARD (3) section bytes, as
     for t, ext in ((2, "fwd"), (3, "bwd")):
         p, ln = P(), S()
         if kc.kc_entry_section(e, t, ctypes.byref(p), ctypes.byref(ln)) or not ln.value:
+            if t == 3 and name in TRAIN:  # a forward-only graph
+                continue
             sys.exit(f"fuzz_seeds: {name}.kce has no section {t}")
         open(f"{c}/program/{name}.{ext}", "wb").write(ctypes.string_at(p, ln.value))
     kc.kc_entry_free(e)
 
-for name in ("softmax_sm80", "layer_norm_compute80", "args_sm80"):
+for name in ("softmax_sm80", "layer_norm_compute80", "args_sm80") + TRAIN:
     programs(name)
 
 s = lambda b: struct.pack("<I", len(b)) + b  # WRAPPERS str
@@ -177,4 +188,4 @@ got = zstd.ZSTD_decompress(dst, raw, b[48:48 + stored], stored)
 assert not zstd.ZSTD_isError(got) and got == raw, "the bundle does not inflate"
 open(f"{c}/bundle_sums/two.content", "wb").write(struct.pack("<I", count) + dst.raw)
 EOF
-echo "fuzz_seeds: wrote 22 seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program}/"
+echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program}/"
