@@ -74,4 +74,22 @@ static inline void kcdt_unload_all(void) {
     kc_graph_loaded_budget(512, (size_t)1 << 30);
 }
 
+/* The double's call log holds these needles in this order (else the log is printed and the test fails). */
+static inline void kcdt_log_in_order(const char *const *needles, size_t n) {
+    char *log = kcd_call_log();
+    assert_non_null(log);
+    const char *at = log;
+    for (size_t i = 0; i < n; i++) {
+        const char *hit = strstr(at, needles[i]);
+        if (!hit) {
+            ptrdiff_t pos = at - log;
+            fprintf(stderr, "%s", log);
+            free(log);
+            fail_msg("'%s' is not in the log after position %td", needles[i], pos);
+        }
+        at = hit + strlen(needles[i]);
+    }
+    free(log);
+}
+
 #endif

@@ -10,13 +10,13 @@
  * once per run.  The variant table is written out by hand (not computed by the rules under
  * test).
  */
-#include "helpers.h"
-
 #include <dlfcn.h>
 #include <pthread.h>
 
 #include "cuda_double.h"
 #include "kcache.h"
+#include "helpers.h" /* after kcache.h: its cache helpers need kcache.h's types */
+#include "double/double_test.h"
 
 /* One device per capability the table covers (kcache sees them too: set before it looks). */
 #define DEVICES "7.0,7.5,8.0,8.6,8.9,9.0,10.0,10.3,12.0,12.1"
@@ -90,23 +90,6 @@ static void fresh(void) {
     }
     kcd_reset();
     leaks_before = kcd_leaks(NULL, 0);
-}
-
-/* The log holds these lines' beginnings in this order. */
-static void log_in_order(const char *const *needles, size_t n) {
-    char *log = kcd_call_log();
-    assert_non_null(log);
-    const char *at = log;
-    for (size_t i = 0; i < n; i++) {
-        const char *hit = strstr(at, needles[i]);
-        if (!hit) {
-            fprintf(stderr, "%s", log);
-            free(log);
-            fail_msg("'%s' is not in the log after position %td", needles[i], at - log);
-        }
-        at = hit + strlen(needles[i]);
-    }
-    free(log);
 }
 
 static CUmodule load_on(int dev, const char *target, CUresult want) {
@@ -253,7 +236,7 @@ static void test_variant_table(void **state) {
     defects_are(0); /* a refusal is not misuse */
     no_leaks();
     const char *lines[] = {"cuModuleLoadData -> CUDA_ERROR_NO_BINARY_FOR_GPU: sm_75 runs"};
-    log_in_order(lines, 1);
+    kcdt_log_in_order(lines, 1);
 }
 
 /* A cubin cut short is CUDA_ERROR_INVALID_IMAGE at every length, never a read past its end. */
@@ -666,7 +649,7 @@ static void test_capture_and_replay(void **state) {
     const char *seq[] = {"cuStreamBeginCapture_v2 s", "relaxed", "cuLaunchKernel dyn grid=1,1,1 block=64,1,1", "captured",
                          "cuMemAlloc_v2 64", "cuMemcpyDtoDAsync_v2", "(captured)", "cuStreamEndCapture", "(2 nodes)",
                          "cuGraphInstantiateWithFlags", "cuGraphDestroy", "cuGraphLaunch x", ": 2 nodes"};
-    log_in_order(seq, sizeof seq / sizeof seq[0]);
+    kcdt_log_in_order(seq, sizeof seq / sizeof seq[0]);
     defects_are(1);
     /* a global-mode capture: cuMemAlloc is illegal and invalidates it */
     assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
@@ -744,7 +727,7 @@ static void test_memset(void **state) {
     const char *seq[] = {"cuMemsetD8Async", "= 0 x 64 (64 bytes) on s", "cuMemsetD32Async", "= 0x11223344 x 8 (32 bytes)",
                          "cuMemsetD8Async", "-> CUDA_ERROR_INVALID_VALUE", "cuStreamBeginCapture_v2", "cuMemsetD8Async",
                          "(256 bytes) on s", "(captured)", "cuStreamEndCapture", "(1 nodes)", "cuGraphLaunch x", ": 1 nodes"};
-    log_in_order(seq, sizeof seq / sizeof seq[0]);
+    kcdt_log_in_order(seq, sizeof seq / sizeof seq[0]);
     /* a replay whose memset node's allocation went: the launch fails whole */
     assert_int_equal(cuMemFree(a), CUDA_SUCCESS);
     assert_int_equal(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE);
@@ -794,7 +777,7 @@ static void test_through_kcache(void **state) {
     const char *seq[] = {"cuLibraryLoadData cubin sm_90 ->", "cuMemAllocAsync 4096", "cuLaunchKernel k grid=4,1,1",
                          "cuLaunchKernel -> CUDA_ERROR_INVALID_VALUE", "cuMemFreeAsync", "cuLibraryUnload",
                          "cuLibraryLoadData -> CUDA_ERROR_NO_BINARY_FOR_GPU"};
-    log_in_order(seq, sizeof seq / sizeof seq[0]);
+    kcdt_log_in_order(seq, sizeof seq / sizeof seq[0]);
     defects_are(1); /* the launch with too much shared memory */
     no_leaks();
 }

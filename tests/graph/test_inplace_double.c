@@ -83,23 +83,6 @@ static int log_count(const char *needle) {
     return n;
 }
 
-/* The log holds these in this order. */
-static void log_in_order(const char *const *needles, size_t n) {
-    char *log = kcd_call_log();
-    assert_non_null(log);
-    const char *at = log;
-    for (size_t i = 0; i < n; i++) {
-        const char *hit = strstr(at, needles[i]);
-        if (!hit) {
-            fprintf(stderr, "%s", log);
-            free(log);
-            fail_msg("'%s' is not in the log after position %td", needles[i], at - log);
-        }
-        at = hit + strlen(needles[i]);
-    }
-    free(log);
-}
-
 static char *hex(const void *p, char buf[32]) {
     snprintf(buf, 32, "%#llx", (unsigned long long)(uintptr_t)p);
     return buf;
@@ -154,7 +137,7 @@ static void test_inplace_alias_and_zero_in_forward(void **state) {
     char a[32], line[96];
     snprintf(line, sizeof line, "cuMemsetD8Async %s = 0 x 4 (4 bytes)", hex(out[1].data, a));
     const char *seq[] = {"cuMemAllocAsync", line, "cuLaunchKernel upd"};
-    log_in_order(seq, 3);
+    kcdt_log_in_order(seq, 3);
     assert_int_equal(log_count("cuMemset"), 1);
 
     /* Backward: the caller's buffer for the accumulating gradient 0 — NULL or misshapen is refused, nothing run. */
@@ -194,7 +177,7 @@ static void test_inplace_alias_and_zero_in_forward(void **state) {
     snprintf(l1, sizeof l1, "cuMemsetD8Async %s = 0 x 400 (400 bytes)", hex((void *)(uintptr_t)part, a));
     snprintf(l2, sizeof l2, "cuMemsetD8Async %s = 0 x 400 (400 bytes)", hex(gin[1].data, b));
     const char *seq2[] = {l1, l2, "cuLaunchKernel bwd"};
-    log_in_order(seq2, 3);
+    kcdt_log_in_order(seq2, 3);
     assert_int_equal(log_count("cuMemset"), 2);
     /* Releasing what kcache allocated never frees the caller's tensors. */
     kc_tensor_release(&gin[1], NULL, NULL);
@@ -249,7 +232,7 @@ static void test_cuda_graph_loses_no_update(void **state) {
         char a[32], line[96];
         snprintf(line, sizeof line, "cuMemcpyDtoDAsync_v2 %s <- ", hex(x.data, a));
         const char *seq[] = {"cuMemcpyDtoDAsync_v2", "cuGraphLaunch", line};
-        log_in_order(seq, 3);
+        kcdt_log_in_order(seq, 3);
         assert_int_equal(log_count(line), 1);
         assert_int_equal(log_count("cuMemAllocAsync"), 0); /* nothing allocated for the aliased output */
         if (call == 0) assert_int_equal(log_count("(captured)"), 1); /* the memset became a node */
