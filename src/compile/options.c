@@ -223,6 +223,7 @@ int kc_options_normalize(const kc_kernel_src *k, char **out) {
 
 enum { M_DATE, M_TIME, M_STAMP, M_N, M_MAX = 13 };
 static const char *const macros[M_N] = {"__DATE__", "__TIME__", "__TIMESTAMP__"};
+#define MACRO_CHARS "_DATEIMSP" /* every character of the names above */
 enum { W_SOURCE, W_HEADER, W_OPTION, W_NAME, W_N };
 enum { DIR_NONE, DIR_NAME, DIR_OPERAND, DIR_DEFINE, DIR_OTHER };
 
@@ -358,7 +359,10 @@ static void on_identifier(scan *s, const char *id, size_t n, const char **pp, in
                                                                                                            : DIR_OTHER;
         return;
     }
-    for (int m = 0; m < M_N; m++) {
+    /* Only an identifier made of the macros' own characters can be one of them or a piece of one:
+     * most identifiers (any lowercase letter, any digit) stop here, which keeps the scan cheap. */
+    int macro_chars = strspn(id, MACRO_CHARS) == n;
+    for (int m = 0; macro_chars && m < M_N; m++) {
         size_t ml = strlen(macros[m]);
         if (n == ml && memcmp(id, macros[m], n) == 0) {
             if (s->direct < 0) s->direct = s->where * M_N + m;

@@ -129,6 +129,7 @@ static char *dup_or_null(const char *s, int *oom) {
 
 int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
+    __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
     if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
     if (strlen(k->name) > DESC_MAX_KERNEL_NAME)
         return kc_err(KC_EINVAL, "graph '%s': a kernel name is at most %d bytes", d->name, DESC_MAX_KERNEL_NAME);
@@ -466,6 +467,7 @@ int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, c
 
 int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash) {
     if (!d || !name || !*name) return kc_err(KC_EINVAL, "kc_graph_add_hook: a name is required");
+    __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
     if (!cache_hash || !*cache_hash) {
         d->hook_unhashed = 1;
         if (!d->unhashed_hook && !(d->unhashed_hook = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");

@@ -85,6 +85,9 @@ struct kc_graph_desc {
     int hook_unhashed;                    /* a hook came without a cache hash */
     char *unhashed_hook;
     uint8_t *runtime_meta; size_t runtime_meta_len;
+    int cacheable_memo;                   /* 1: every kernel was found cacheable (lookup.c); 0: not known.
+                                           * Atomic (lookups of one description run on many threads);
+                                           * cleared by every change that adds a kernel or a hook. */
     struct kc_argdecl *rargs; size_t nrargs; /* runtime arguments, in declaration order (program.h) */
     char *spec_path;                      /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
 };

@@ -80,13 +80,21 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     return KC_OK;
 }
 
+/*
+ * Why the description cannot be stored (__DATE__ in a source, an unhashed hook), or NULL.  The
+ * scan of every kernel's text costs more than the rest of a warm lookup together (tens of µs per
+ * kernel), so a description found cacheable remembers it (cacheable_memo, cleared when a kernel
+ * or hook is added); an uncacheable one is scanned again, which costs nothing next to its compile.
+ */
 static const char *first_uncacheable(const kc_graph_desc *d) {
+    if (__atomic_load_n(&d->cacheable_memo, __ATOMIC_ACQUIRE) == 1) return NULL;
     if (d->hook_unhashed) return "a saved-tensor hook has no cache hash";
     for (size_t i = 0; i < d->nkernels; i++) {
         kc_kernel_src k = kc_graph_kernel_src(&d->kernels[i]);
         const char *why;
         if (!kc_kernel_cacheable(&k, &why)) return why;
     }
+    __atomic_store_n(&((kc_graph_desc *)d)->cacheable_memo, 1, __ATOMIC_RELEASE); /* the memo is not the description's meaning */
     return NULL;
 }
 

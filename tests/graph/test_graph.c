@@ -172,6 +172,25 @@ static void test_time_macros_bypass_the_store(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* A description found cacheable remembers it; a kernel added afterwards is scanned (never a stale "cacheable"). */
+static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
+    (void)state;
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n", "ok.cu");
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_COMPILE);
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_DISK);
+    kc_kernel_src k = {"t2.cu", "extern \"C\" __global__ void k2(float *x) { const char *t = __DATE__; x[0] = t[0]; }\n",
+                       "k2", NULL, 0, NULL, 0, NULL, 0};
+    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_BYPASS);
+    assert_non_null(strstr(info.miss_reason, "__DATE__"));
+    assert_int_equal(kc_graph_add_hook(d, "h", NULL), KC_OK);
+    kc_graph_desc_free(d);
+}
+
 static void test_compile_error_carries_the_log(void **state) {
     (void)state;
     kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n  x[0] = nope;\n}\n", "broken.cu");
@@ -349,6 +368,7 @@ int main(void) {
         T(test_every_graph_compiles_for_every_target),
         T(test_second_lookup_is_a_disk_hit),
         T(test_time_macros_bypass_the_store),
+        T(test_a_kernel_added_after_a_hit_is_scanned),
         T(test_compile_error_carries_the_log),
         T(test_without_a_driver),
         T(test_spec_caps_match_the_launch_program),
