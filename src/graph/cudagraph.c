@@ -18,7 +18,8 @@
  * replay in the static copy, so each is copied back to the caller's tensor after the launch, on
  * the call's stream, before the call returns: no update is lost.  An aliased output is handed
  * back as the caller's input, as a direct forward does.  A strided in-place input runs directly
- * (its span holds bytes between its elements that are not the graph's to write back).
+ * (its span holds bytes between its elements that are not the graph's to write back), and so does a call whose in-place
+ * input shares bytes with another input (one tensor to a direct run, two static copies to a replay).
  *
  * Must not: replay a call whose kernels take values that change per call — a call with an
  * RNG state (philox) or with runtime arguments (kc_graph_forward_args) runs directly, uncaptured, as do shapes beyond the wrapper's limit
@@ -118,6 +119,34 @@ static int contiguous(const kc_tensor *t) {
     return 1;
 }
 
+/* The bytes tensor `t` may touch, [*lo, *hi) (negative strides reach below data; unsigned arithmetic: no UB on any
+ * value a caller passes).  An empty tensor touches nothing. */
+static void bytes_of(const kc_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+    uint64_t below = 0, above = 0, es = kc_dtype_size(t->dtype);
+    *lo = *hi = (uintptr_t)t->data;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->sizes[d] <= 0) return;
+        uint64_t st = t->strides[d] < 0 ? 0 - (uint64_t)t->strides[d] : (uint64_t)t->strides[d];
+        if (t->strides[d] < 0) below += (uint64_t)(t->sizes[d] - 1) * st;
+        else above += (uint64_t)(t->sizes[d] - 1) * st;
+    }
+    *lo = (uintptr_t)t->data - (uintptr_t)(below * es);
+    *hi = (uintptr_t)t->data + (uintptr_t)((above + 1) * es);
+}
+
+/* Whether in-place input i shares bytes with another input: a direct run sees one tensor where a replay would see two
+ * static copies (the later copy back undoing the earlier, a read seeing the value before the write). */
+static int overlaps_another(const kc_forward_call *c, size_t i) {
+    uintptr_t lo, hi, lo2, hi2;
+    bytes_of(&c->inputs[i], &lo, &hi);
+    for (size_t j = 0; j < c->ninputs && lo < hi; j++) {
+        if (j == i) continue;
+        bytes_of(&c->inputs[j], &lo2, &hi2);
+        if (lo2 < hi2 && lo < hi2 && lo2 < hi) return 1;
+    }
+    return 0;
+}
+
 /* Capture the inner forward for the shape of `c` (layer lock held, context current). */
 static int capture_new(cg_layer *l, const kc_forward_call *c, capture **out) {
     capture *k = kc_calloc(1, sizeof *k);
@@ -200,6 +229,8 @@ static int cg_call(void *ctx, kc_forward_call *c) {
             return kc_err(KC_EINVAL, "input %zu: rank %d", i, c->inputs[i].rank);
         if (inplace(c, i) && !contiguous(&c->inputs[i])) return l->inner.call(l->inner.ctx, c); /* a strided in-place input */
     }
+    for (size_t i = 0; i < c->ninputs; i++) /* an in-place input sharing bytes with another input */
+        if (inplace(c, i) && overlaps_another(c, i)) return l->inner.call(l->inner.ctx, c);
     pthread_mutex_lock(&l->mu);
     l->device = kc_graph_device(c->graph);
     capture *k = NULL;

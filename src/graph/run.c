@@ -355,7 +355,7 @@ size_t kc_tensor_span(const kc_tensor *t) {
     uint64_t last = 0;
     for (int r = 0; r < t->rank; r++) {
         if (t->sizes[r] <= 0) return 0;
-        last += (uint64_t)(t->sizes[r] - 1) * (uint64_t)(t->strides[r] < 0 ? -t->strides[r] : t->strides[r]);
+        last += (uint64_t)(t->sizes[r] - 1) * (t->strides[r] < 0 ? 0 - (uint64_t)t->strides[r] : (uint64_t)t->strides[r]);
     }
     return (size_t)((last + 1) * kc_dtype_size(t->dtype));
 }

@@ -245,6 +245,77 @@ static void test_cuda_graph_loses_no_update(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* cuda_graph: inputs the caller passes overlapping (one buffer as two in-place inputs) are one tensor to a direct run;
+ * the replay's separate static copies would split them, and the later copy back would undo the earlier one.  Such a
+ * call must compute what a direct run computes: the buffer zeroed through input 0, touched (nothing, here) through 1. */
+static void test_cuda_graph_overlapping_inputs(void **state) {
+    (void)state;
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_new(&d, "cg_overlap"), KC_OK);
+    kc_kernel_src k = {"k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
+    const char *n[] = {"N"};
+    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, n, NULL, 0), KC_OK);
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, n, NULL, 0), KC_OK);
+    assert_int_equal(kc_graph_set_inplace(d, 0), KC_OK);
+    assert_int_equal(kc_graph_set_inplace(d, 1), KC_OK);
+    assert_int_equal(kc_graph_add_zero(d, KC_PASS_FORWARD, KC_ROLE_INPUT, 0), KC_OK);
+    const char *gr[] = {"ceildiv(N, 128)", "1", "1"}, *bl[] = {"128", "1", "1"}, *args[] = {"input:1", "e64:N"};
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, gr, bl, NULL, args, 2), KC_OK);
+    assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, NULL, 0), KC_OK);
+    kc_graph *g = get(d);
+    assert_int_equal(kc_cuda_push(0), KC_OK);
+    kc_tensor in[2] = {{NULL, KC_DTYPE_F32, 1, {N}, {1}}, {NULL, KC_DTYPE_F32, 1, {N}, {1}}};
+    assert_int_equal(kc_cuda_malloc(&in[0].data, N * 4, NULL), KC_OK);
+    unsigned char pattern[N * 4], back[N * 4], zero[N * 4];
+    memset(pattern, 0xab, sizeof pattern);
+    memset(zero, 0, sizeof zero);
+    /* Distinct buffers first (captured, replayed), then the same buffer twice: zeroed at every call, as directly. */
+    void *other;
+    assert_int_equal(kc_cuda_malloc(&other, N * 4, NULL), KC_OK);
+    in[1].data = other;
+    if (kc_graph_forward(g, in, 2, NULL, 0, NULL, NULL, NULL)) fail_msg("%s", kc_error_last()->message);
+    in[1].data = in[0].data;
+    for (int call = 0; call < 2; call++) {
+        assert_int_equal(kc_cuda_copy_to_device(in[0].data, pattern, sizeof pattern), KC_OK);
+        if (kc_graph_forward(g, in, 2, NULL, 0, NULL, NULL, NULL)) fail_msg("%s", kc_error_last()->message);
+        assert_int_equal(kc_cuda_synchronize(), KC_OK);
+        assert_int_equal(kc_cuda_copy_to_host(back, in[0].data, sizeof back), KC_OK);
+        assert_memory_equal(back, zero, sizeof back);
+    }
+    kcdt_no_defects();
+    kc_cuda_free(other, NULL);
+    kc_cuda_free(in[0].data, NULL);
+    kc_cuda_pop();
+    kc_graph_release(g);
+    kc_graph_desc_free(d);
+}
+
+/* cuda_graph sizes a new shape's static inputs before the graph checks the call: a caller's stride of INT64_MIN must be
+ * a clear error, never an overflow there (UBSan, halt_on_error as tools/test.sh runs it, fails this on one). */
+static void test_cuda_graph_hostile_stride(void **state) {
+    (void)state;
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_new(&d, "cg_stride"), KC_OK);
+    kc_kernel_src k = {"k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
+    const char *n[] = {"N"};
+    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, n, NULL, 0), KC_OK);
+    const char *gr[] = {"ceildiv(N, 128)", "1", "1"}, *bl[] = {"128", "1", "1"}, *args[] = {"input:0", "e64:N"};
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, gr, bl, NULL, args, 2), KC_OK);
+    assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, NULL, 0), KC_OK);
+    kc_graph *g = get(d);
+    assert_int_equal(kc_cuda_push(0), KC_OK);
+    kc_tensor in = {NULL, KC_DTYPE_F32, 1, {2}, {INT64_MIN}};
+    assert_int_equal(kc_cuda_malloc(&in.data, N * 4, NULL), KC_OK);
+    assert_int_equal(kc_graph_forward(g, &in, 1, NULL, 0, NULL, NULL, NULL), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "stride"));
+    kc_cuda_free(in.data, NULL);
+    kc_cuda_pop();
+    kc_graph_release(g);
+    kc_graph_desc_free(d);
+}
+
 /* A caller's strided tensor is never zeroed whole (its span holds bytes between its elements): the call is refused
  * before anything runs; the same tensor contiguous is zeroed, its bytes exactly. */
 static void test_strided_callers_tensor(void **state) {
@@ -290,6 +361,8 @@ int main(void) {
         cmocka_unit_test(test_inplace_alias_and_zero_in_forward),
         cmocka_unit_test(test_cuda_graph_loses_no_update),
         cmocka_unit_test(test_strided_callers_tensor),
+        cmocka_unit_test(test_cuda_graph_overlapping_inputs),
+        cmocka_unit_test(test_cuda_graph_hostile_stride),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
