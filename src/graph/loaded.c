@@ -91,10 +91,12 @@ static void graph_destroy(kc_graph *g) {
 
 void kc_graph_release(kc_graph *g) {
     if (!g) return;
+    /* Read before the decrement: once refs is 1, another thread's trim may unload and free g at any moment. */
+    int in_table = g->in_table;
     int left = __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL);
     if (left == 0) {
         graph_destroy(g);
-    } else if (left == 1 && g->in_table) { /* now only the table holds it: the budget may want it gone */
+    } else if (left == 1 && in_table) { /* now only the table holds it: the budget may want it gone */
         pthread_mutex_lock(&loaded_mu);
         kc_graph *evicted = trim_locked();
         pthread_mutex_unlock(&loaded_mu);
@@ -157,6 +159,23 @@ static int driver_agrees(void *fn, const char *kernel, const kc_params *t) {
     return KC_OK;
 }
 
+/*
+ * Backward runs over what forward bound — its symbols' values (kc_saved's syms, as many as the forward has) and its
+ * tensors — so the BACKWARD section must declare the same symbols, in order, and the same tensor records as FORWARD
+ * (kcache writes both from one description).  KC_ECORRUPT otherwise: never an evaluation past the forward's values.
+ */
+static int same_bindings(const kc_program *f, const kc_program *b) {
+    int ok = b->nsyms == f->nsyms && b->ntensors == f->ntensors;
+    for (size_t i = 0; ok && i < f->nsyms; i++) ok = strcmp(f->syms[i], b->syms[i]) == 0;
+    for (size_t i = 0; ok && i < f->ntensors; i++) {
+        const ptensor *x = &f->tensors[i], *y = &b->tensors[i];
+        ok = x->role == y->role && x->dtype == y->dtype && x->rank == y->rank && x->requires_grad == y->requires_grad &&
+             x->inplace == y->inplace && x->accumulate == y->accumulate && x->alias == y->alias;
+        for (int r = 0; ok && r < x->rank; r++) ok = !strcmp(x->sizes[r], y->sizes[r]) && !strcmp(x->strides[r], y->strides[r]);
+    }
+    return ok ? KC_OK : kc_err(KC_ECORRUPT, "corrupt entry: the backward program's symbols or tensors are not the forward's");
+}
+
 /* Load every kernel of an entry; KC_EREFUSED when the driver refuses an image. */
 int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
     kimg *v;
@@ -192,6 +211,7 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     if (!rc && kc_entry_section(e, KC_SECTION_FORWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->fwd);
     else if (!rc) rc = kc_err(KC_ECORRUPT, "entry has no FORWARD section");
     if (!rc && kc_entry_section(e, KC_SECTION_BACKWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->bwd);
+    if (!rc && g->bwd) rc = same_bindings(g->fwd, g->bwd);
     for (size_t i = 0; !rc && g->fwd && i < g->fwd->nsteps; i++)
         if (g->fwd->steps[i].kernel < 0 || (size_t)g->fwd->steps[i].kernel >= n) rc = kc_err(KC_ECORRUPT, "step names no kernel");
     for (size_t i = 0; !rc && g->bwd && i < g->bwd->nsteps; i++)

@@ -216,6 +216,38 @@ static void test_a_stored_mismatch_is_refused_at_load(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* Backward runs over what forward bound (its symbols' values, its tensors): an entry whose BACKWARD section declares
+ * other symbols or tensors than FORWARD would evaluate past the forward's values.  Refused at load. */
+static void test_a_backward_unlike_its_forward_is_refused_at_load(void **state) {
+    (void)state;
+    kc_graph_desc *d = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    kc_key k;
+    kc_key_from_hex(&k, info.key);
+    kc_entry *e;
+    assert_int_equal(kc_cache_get(cache, &k, "sm_90", &e), KC_OK);
+    /* A description with three more symbols (and inputs) gives the backward program to splice in. */
+    kc_graph_desc *d2 = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
+    const char *m[] = {"M"}, *p[] = {"P"}, *q[] = {"Q"};
+    assert_int_equal(kc_graph_add_input(d2, KC_DTYPE_F32, 1, m, NULL, 0), KC_OK);
+    assert_int_equal(kc_graph_add_input(d2, KC_DTYPE_F32, 1, p, NULL, 0), KC_OK);
+    assert_int_equal(kc_graph_add_input(d2, KC_DTYPE_F32, 1, q, NULL, 0), KC_OK);
+    kc_buf b = {0};
+    kc_program_encode(d2, KC_PASS_BACKWARD, &b);
+    assert_false(b.failed);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_BACKWARD, b.data, b.len), KC_OK);
+    kc_graph *g = NULL;
+    int rc = kc_graph_load(e, &k, 0, &g);
+    if (rc != KC_ECORRUPT) fail_msg("loaded with %d: %s", rc, kc_error_last()->message);
+    assert_null(g);
+    assert_non_null(strstr(kc_error_last()->message, "backward"));
+    kc_buf_free(&b);
+    kc_entry_free(e);
+    kc_graph_desc_free(d2);
+    kc_graph_desc_free(d);
+}
+
 /* The PARAMS reader: well-formed tables round-trip; every defect is KC_ECORRUPT. */
 static void test_params_section_is_read_strictly(void **state) {
     (void)state;
@@ -263,6 +295,7 @@ int main(void) {
         cmocka_unit_test(test_a_matching_step_compiles_and_keeps_its_table),
         cmocka_unit_test(test_every_bundled_graph_passes),
         cmocka_unit_test(test_a_stored_mismatch_is_refused_at_load),
+        cmocka_unit_test(test_a_backward_unlike_its_forward_is_refused_at_load),
         cmocka_unit_test(test_params_section_is_read_strictly),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
