@@ -21,6 +21,8 @@
  * decode a section — program.c reads the bytes, this file judges and packs the arguments.
  */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -109,12 +111,25 @@ static int parse_f64(const char *s, double *out) {
     return !errno && end != s && !*end;
 }
 
+/* A whole decimal integer in [lo, hi]. */
+static int parse_int(const char *s, long long lo, long long hi) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return !errno && end != s && !*end && v >= lo && v <= hi;
+}
+
+/* Whether a constant argument is well formed and fits its kind: an i32 in 32 bits, an f32 or
+ * f64 finite (an f32 within float's range) — never a value silently wrapped or made infinite. */
 int kc_program_const_ok(const char *a) {
     uint8_t b[256];
     uint32_t u;
     double f;
+    if (strncmp(a, "i32:", 4) == 0) return parse_int(a + 4, INT32_MIN, INT32_MAX);
+    if (strncmp(a, "i64:", 4) == 0) return parse_int(a + 4, INT64_MIN, INT64_MAX);
+    if (strncmp(a, "f32:", 4) == 0) return parse_f64(a + 4, &f) && f >= -FLT_MAX && f <= FLT_MAX; /* NaN fails too */
     if (strncmp(a, "u32:", 4) == 0) return parse_u32(a + 4, &u);
-    if (strncmp(a, "f64:", 4) == 0) return parse_f64(a + 4, &f);
+    if (strncmp(a, "f64:", 4) == 0) return parse_f64(a + 4, &f) && isfinite(f);
     if (strncmp(a, "bytes:", 6) == 0) return kc_program_hex(a + 6, b) != 0;
     return 1;
 }
@@ -215,11 +230,9 @@ int kc_graph_arg_check(const kc_graph_desc *d, kc_pass pass, const char *a) {
     if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) /* an expression's value */
         return desc_expr(d, a + 4, "step argument");
     if (strncmp(a, "i32:", 4) == 0 || strncmp(a, "i64:", 4) == 0 || strncmp(a, "f32:", 4) == 0) {
-        char *end;
-        errno = 0;
-        if (a[1] == '3' && a[0] == 'f') strtod(a + 4, &end);
-        else strtoll(a + 4, &end, 10);
-        if (errno || end == a + 4 || *end) return kc_err(KC_EINVAL, "graph '%s': bad constant '%s'", d->name, a);
+        if (!kc_program_const_ok(a))
+            return kc_err(KC_EINVAL, "graph '%s': bad constant '%.80s' (i32: -2147483648..2147483647; i64: 64 bits; f32: a "
+                          "finite number within float's range)", d->name, a);
         return KC_OK;
     }
     return kc_err(KC_EINVAL, "graph '%s': unknown argument kind '%s'", d->name, a);

@@ -142,6 +142,12 @@ static void test_bad_declarations_name_the_file_and_place(void **state) {
     refused(IO SCALE("\"input:0\", \"output:0\", \"u32:-1\", \"f32:1\""), "forward[0]", "u32:-1");
     refused(IO SCALE("\"input:0\", \"output:0\", \"u32:\", \"f32:1\""), "forward[0]", "bad constant");
     refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"f64:one\""), "forward[0]", "f64:one");
+    /* Out of its kind's range: never wrapped to 32 bits, never made infinite. */
+    refused(IO SCALE("\"input:0\", \"output:0\", \"i32:3000000000\", \"f32:1\""), "forward[0]", "i32:3000000000");
+    refused(IO SCALE("\"input:0\", \"output:0\", \"i32:-2147483649\", \"f32:1\""), "forward[0]", "i32:-2147483649");
+    refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"f32:1e300\""), "forward[0]", "f32:1e300");
+    refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"f32:nan\""), "forward[0]", "f32:nan");
+    refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"f64:inf\""), "forward[0]", "f64:inf");
     refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"bytes:803\""), "forward[0]", "bytes:803");
     refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"bytes:\""), "forward[0]", "bad constant");
     refused(IO SCALE("\"input:0\", \"output:0\", \"e32:N\", \"bytes:80zz\""), "forward[0]", "bytes:80zz");
