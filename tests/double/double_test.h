@@ -92,4 +92,12 @@ static inline void kcdt_log_in_order(const char *const *needles, size_t n) {
     free(log);
 }
 
+/* Nothing the library made is still alive in the driver (modules, memory, streams, events, graphs): else
+ * the test fails listing them, after `what` ("after the bundled graphs"). */
+static inline void kcdt_no_leaks(const char *what) {
+    char buf[4096];
+    size_t n = kcd_leaks(buf, sizeof buf);
+    if (n) fail_msg("%zu live object(s) in the driver %s:\n%s", n, what, buf);
+}
+
 #endif

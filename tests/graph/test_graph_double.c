@@ -153,9 +153,7 @@ static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **s
         fail_msg("the failure does not name the variant and the driver's error: %s", m);
     kcd_reset();
     kc_graph_desc_free(d);
-    char buf[2048];
-    size_t leaks = kcd_leaks(buf, sizeof buf);
-    if (leaks) fail_msg("leaks after refusals:\n%s", buf);
+    kcdt_no_leaks("after refusals");
 }
 
 /* ---- every bundled graph's launches, argument by argument ---- */
@@ -399,9 +397,7 @@ static void test_every_bundled_graph_launches_as_its_spec_says(void **state) {
                            "linear.json"};
     for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) run_bundled(specs[s]);
     kcdt_unload_all();
-    char buf[2048];
-    size_t leaks = kcd_leaks(buf, sizeof buf);
-    if (leaks) fail_msg("leaks after the bundled graphs:\n%s", buf);
+    kcdt_no_leaks("after the bundled graphs");
 }
 
 /* ---- the cuda_graph wrapper: capture once per shape, replay after ---- */
@@ -586,9 +582,7 @@ static void test_threads_race_the_budget(void **state) {
 static void test_nothing_leaks(void **state) {
     (void)state;
     kcdt_unload_all();
-    char buf[4096];
-    size_t leaks = kcd_leaks(buf, sizeof buf);
-    if (leaks) fail_msg("%zu live object(s) in the driver:\n%s", leaks, buf);
+    kcdt_no_leaks("at the end");
     for (size_t i = 0; i < KC_ARRAY_LEN(caps); i++) assert_true(kcd_ctx_retains((int)i) <= 1); /* retained once, held */
 }
 
