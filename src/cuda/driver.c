@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/internal.h"
 #include "internal.h"
@@ -155,10 +156,14 @@ static int cu_ready(void) {
 
 /* A failed driver call as a status: its name, the driver's error name, code and text, and where. */
 static int cu_fail(CUresult r, int status, const char *call, const char *file, int line) {
-    const char *n = "?", *s = "?";
+    const char *n = "?", *s = "?", *src = strstr(file, "src/");
     cu.GetErrorName(r, &n);
     cu.GetErrorString(r, &s);
-    return kc_err(status, "%s failed: %s (%d: %s) (%s:%d)", call, n, (int)r, s, file, line);
+    /* "cu.LibraryLoadData(&m->lib, …)" is said as the driver's name for it: cuLibraryLoadData. */
+    int member = strncmp(call, "cu.", 3) == 0;
+    if (member) call += 3;
+    return kc_err(status, "%s%.*s failed: %s (%d: %s) (%s:%d)", member ? "cu" : "", (int)strcspn(call, "("), call, n,
+                  (int)r, s, src ? src + 4 : file, line);
 }
 
 #define KC_CU_CHECK(call)                                                       \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_prewarm.sh — `kcache prewarm` and single-flight, end to end:
-#  - prewarm twice: the second run compiles nothing;
+#  - prewarm twice: the second run compiles nothing; the demo leaves the cache's entries alone;
 #  - four prewarms at once on an empty cache: each variant compiled exactly once in total;
 #  - a process holding a compile lock is SIGKILLed: a waiting process takes over and finishes;
 #  - a failing graph does not stop the others (exit 1); a bad manifest is exit 2 with the place;
@@ -28,6 +28,14 @@ check_json "$T/a.json" "j['variants'] == $NVAR and j['compiled'] == $NVAR and j[
 check_json "$T/b.json" "j['compiled'] == 0 and j['hits'] == $NVAR"
 "$KC" --cache-dir "$D" prewarm "$KDIR/manifest.json" --arch $ARCHS >"$T/plain.txt" 2>&1 && ok || bad "plain prewarm failed"
 grep -q "^mlp_block .*sm_80 hit" "$T/plain.txt" && grep -q "0 compiled, $NVAR hits, 0 failed" "$T/plain.txt" && ok || bad "plain output: $(cat "$T/plain.txt")"
+
+# The demo runs in a scratch cache of its own: the user's entries stay, and the scratch folder goes.
+mkdir -p "$T/tmpd"
+TMPDIR=$T/tmpd "$KC" --cache-dir "$D" demo --manifest "$KDIR/manifest.json" >"$T/demo.txt" 2>&1 && ok || bad "demo failed: $(tail -5 "$T/demo.txt")"
+grep -q "^cold pass" "$T/demo.txt" && grep -q "^warm pass" "$T/demo.txt" && ok || bad "demo output: $(head -c 600 "$T/demo.txt")"
+"$KC" --cache-dir "$D" stats --json >"$T/ds.json"
+check_json "$T/ds.json" "j['entries'] == $NVAR"
+[ -z "$(ls -A "$T/tmpd")" ] && ok || bad "the demo left $(ls "$T/tmpd") behind"
 
 # Ship it: export -> clear -> import -> every lookup hits, with identical bytes.
 (cd "$D/v1" && find . -name '*.kce' -exec sha256sum {} + | sort) >"$T/before.sums"

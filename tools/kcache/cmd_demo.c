@@ -1,15 +1,20 @@
 /*
  * cmd_demo.c — `kcache demo`: the main job shown end to end — every graph of a manifest
- * through the cache twice, cold (its entries removed first) then warm, with where each came
- * from and its time; on a GPU, each graph's forward and backward once against its CPU
- * reference (check.h).
+ * through a scratch cache twice, cold then warm, with where each came from and its time; on a
+ * GPU, each graph's forward and backward once against its CPU reference (check.h).
  *
  * The one idea: the demo uses the same lookup and printer as `kcache get` (cli_lookup,
- * cli_print_info), so what it shows is what a user gets.  Only main.c's command table refers
- * to this file; it opens the cache through cli_open_cache().
+ * cli_print_info), so what it shows is what a user gets — in a cache directory of its own,
+ * made under $TMPDIR and removed after, so that a demo never costs a user's cache an entry
+ * (it used to remove the manifest's entries from the user's cache to make the cold pass cold).
+ * Only main.c's command table refers to this file.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cli.h"
@@ -19,8 +24,9 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv);
 const cli_cmd cli_cmd_demo = {
     "demo", "kcache demo [--manifest FILE] [--arch TARGET]",
     "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
-    "through the cache twice -- first cold (its entries removed), then warm -- with where\n"
-    "each came from and its time.  On a GPU it then runs each graph's forward and backward\n"
+    "through a scratch cache twice -- first cold, then warm -- with where each came from and\n"
+    "its time (the scratch cache is removed after; your cache is not touched).  On a GPU it\n"
+    "then runs each graph's forward and backward\n"
     "once and compares them with a CPU reference (exit 1 on a mismatch).  Without a GPU it\n"
     "compiles for --arch (default sm_90).",
     cmd_demo};
@@ -47,6 +53,12 @@ static int demo_check(kc_cache *c, const kc_manifest *m) {
     return failed;
 }
 
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    (void)st, (void)flag, (void)f;
+    remove(p); /* best effort: a scratch folder left behind is only litter */
+    return 0;
+}
+
 static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_demo;
     const char *mpath = "kernels/manifest.json", *arch = NULL;
@@ -64,11 +76,26 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
     kc_manifest *mf;
     int rc = cli_manifest_open("demo", mpath, NULL, &mf);
     if (rc) return rc;
-    kc_cache *c;
-    if (cli_open_cache(cs, &c)) {
+    (void)cs; /* the scratch cache takes no global option: no remote, no KCACHE_DIR */
+    const char *td = getenv("TMPDIR");
+    char scratch[4096];
+    snprintf(scratch, sizeof scratch, "%s/kcache-demo-XXXXXX", td && *td ? td : "/tmp");
+    kc_cache *c = NULL;
+    if (!mkdtemp(scratch)) {
+        kc_manifest_free(mf);
+        perror("kcache demo: cannot make a scratch cache folder");
+        return EXIT_PROBLEM;
+    }
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = scratch;
+    o.flags = KC_OPEN_NO_ENV | KC_OPEN_OPTIONS_WIN;
+    if (kc_cache_open(&c, &o) != KC_OK) {
+        cli_fail("cannot open the scratch cache");
+        nftw(scratch, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
         kc_manifest_free(mf);
         return EXIT_PROBLEM;
     }
+    printf("a scratch cache in %s (removed after)\n\n", scratch);
     int failed = 0;
     for (int pass = 0; pass < 2; pass++) {
         printf("%s pass\n", pass == 0 ? "cold" : "warm");
@@ -78,13 +105,6 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
                 fprintf(stderr, "kcache demo: %s\n", kc_error_last()->message);
                 failed++;
                 continue;
-            }
-            if (pass == 0) { /* make the cold pass really cold: forget this graph's entries */
-                kc_key key;
-                const char *variants[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
-                                          "compute_80", "compute_90", arch ? arch : "sm_90"};
-                if (kc_graph_key(d, &key, NULL) == KC_OK)
-                    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) kc_cache_remove(c, &key, variants[v]);
             }
             kc_graph_info info;
             if (cli_lookup(c, d, arch, &info) == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, 0);
@@ -99,5 +119,6 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
     if (gpu) failed += demo_check(c, mf);
     kc_manifest_free(mf);
     kc_cache_close(c);
+    nftw(scratch, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     return failed ? EXIT_PROBLEM : 0;
 }
