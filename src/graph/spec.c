@@ -76,6 +76,28 @@ static int array_len(sctx *s, const char *where, const cJSON *a, int max, int *n
     return KC_OK;
 }
 
+/*
+ * Every field of object `o` is one of `known` (NULL-terminated), and none appears twice: a misspelt
+ * "inplce" or "alais" would otherwise be dropped in silence and change what the graph does.
+ */
+static int known_fields(sctx *s, const char *where, const cJSON *o, const char *const *known) {
+    const cJSON *f;
+    cJSON_ArrayForEach(f, o) {
+        size_t k = 0;
+        while (known[k] && strcmp(known[k], f->string ? f->string : "") != 0) k++;
+        if (!known[k]) {
+            char list[256] = "";
+            for (size_t j = 0; known[j]; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", known[j]);
+            return SPEC_ERR(s, where, "unknown field \"%.64s\" (known here: %s)", f->string ? f->string : "", list);
+        }
+        for (const cJSON *g = f->next; g; g = g->next)
+            if (g->string && strcmp(g->string, f->string) == 0)
+                return SPEC_ERR(s, where, "field \"%.64s\" appears twice", f->string);
+    }
+    return KC_OK;
+}
+
 static const char *str_field(const cJSON *o, const char *name) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -147,6 +169,10 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
         const char *id = str_field(k, "id"), *file = str_field(k, "file"), *entry = str_field(k, "entry");
         if (!cJSON_IsObject(k) || !file || !entry)
             return SPEC_ERR(s, where, "needs \"file\" and \"entry\" strings");
+        static const char *const kfields[] = {"id", "file", "entry", "headers", "options", "toolkit_headers",
+                                              "include_digest", NULL};
+        int krc = known_fields(s, where, k, kfields);
+        if (krc) return krc;
         (*names)[i] = (char *)(id ? id : entry);
         char *source = NULL;
         int rc = read_beside(s, where, file, &source);
@@ -270,6 +296,11 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
         i++;
         char where[64], w2[80];
         snprintf(where, sizeof where, "%s[%d]", field, i);
+        /* inplace, grad and alias are known to every role: load_writes says which role each belongs to. */
+        static const char *const in_fields[] = {"dtype", "sizes", "requires_grad", "inplace", "grad", "alias", NULL};
+        static const char *const other_fields[] = {"dtype", "sizes", "inplace", "grad", "alias", NULL};
+        int frc = known_fields(s, where, t, role == KC_ROLE_INPUT ? in_fields : other_fields);
+        if (frc) return frc;
         kc_dtype dt = kc_dtype_parse(str_field(t, "dtype"));
         if (!dt) return SPEC_ERR(s, where, "\"dtype\" must be one of f32 f16 bf16 f64 i32 i64 i8 u8 bool");
         const char *dims[KC_MAX_RANK];
@@ -303,6 +334,8 @@ static int load_args(sctx *s, const cJSON *root) {
         const char *name = str_field(a, "name"), *type = str_field(a, "type");
         snprintf(where, sizeof where, "args[%d]", i);
         if (!cJSON_IsObject(a) || !name) return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
+        static const char *const a_fields[] = {"name", "type", NULL};
+        if ((rc = known_fields(s, where, a, a_fields))) return rc;
         kc_arg_type t = kc_arg_type_parse(type);
         if (!t) {
             snprintf(where, sizeof where, "args[%d].type", i);
@@ -317,6 +350,11 @@ static int load_args(sctx *s, const cJSON *root) {
 static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass, char **kernel_ids, int nk) {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, field);
     if (!p) return pass == KC_PASS_FORWARD ? SPEC_ERR(s, field, "is required") : KC_OK;
+    static const char *const pass_fields[] = {"steps", "scratch", NULL};
+    if (cJSON_IsObject(p)) {
+        int prc = known_fields(s, field, p, pass_fields);
+        if (prc) return prc;
+    }
     const cJSON *steps = cJSON_IsArray(p) ? p : cJSON_GetObjectItemCaseSensitive(p, "steps");
     const cJSON *scratch = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "scratch") : NULL;
     if (!cJSON_IsArray(steps)) return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
@@ -339,6 +377,9 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         i++;
         char where[64];
         snprintf(where, sizeof where, "%s[%d]", field, i);
+        static const char *const step_fields[] = {"kernel", "grid", "block", "shared", "args", "zero", NULL};
+        int src0 = known_fields(s, where, st, step_fields);
+        if (src0) return src0;
         const cJSON *zero = cJSON_GetObjectItemCaseSensitive(st, "zero");
         if (zero) { /* {"zero": "output:0"}: a zero step, and nothing else */
             kc_tensor_role zr;
@@ -428,6 +469,11 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     } else if (!(rc = kc_graph_desc_new(&s.d, name)) && !(s.d->spec_path = kc_strdup(spec_path))) {
         rc = kc_err(KC_ENOMEM, "spec: out of memory");
     } else if (!rc) {
+        static const char *const root_fields[] = {"name", "kernels", "headers", "toolkit_headers", "inputs", "outputs",
+                                                  "saved", "args", "forward", "backward", "wrappers", "backend", NULL};
+        rc = known_fields(&s, "spec", root, root_fields);
+    }
+    if (!rc && s.d) {
         const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
         int nk = cJSON_IsArray(kernels) ? cJSON_GetArraySize(kernels) : 0;
         if (!(rc = load_kernels(&s, root, kernels, &kernel_ids)) &&
@@ -446,7 +492,9 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "version");
             char where[48];
             snprintf(where, sizeof where, "wrappers[%d]", i);
+            static const char *const w_fields[] = {"name", "version", "params", NULL};
             if (!str_field(w, "name") || !cJSON_IsNumber(v)) rc = SPEC_ERR(&s, where, "needs \"name\" and \"version\"");
+            else if ((rc = known_fields(&s, where, w, w_fields))) break;
             else if (!(v->valuedouble >= 0 && v->valuedouble <= 4294967295.0 &&
                   v->valuedouble == (double)(uint32_t)v->valuedouble))
                 rc = SPEC_ERR(&s, where, "\"version\" must be a whole number from 0 to 4294967295");

@@ -266,6 +266,18 @@ static void test_spec_errors_name_the_place(void **state) {
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
          " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": [\"output:3\"]}]}", "output:3"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"options\": [\"-arch=sm_80\"]}], \"inputs\": []}", "variant"},
+        /* A misspelt or repeated field is an error, never dropped in silence (it would change the graph). */
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"], \"inplce\": true}]}", "inputs[0]: unknown field \"inplce\""},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [], \"forwrd\": []}",
+         "unknown field \"forwrd\""},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"entyr\": \"j\"}], \"inputs\": []}",
+         "kernels[0]: unknown field \"entyr\""},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"]}], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": [], "
+         "\"shard\": 4096}]}", "forward[0]: unknown field \"shard\""},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"], \"dtype\": \"f16\"}]}", "\"dtype\" appears twice"},
     };
     char sp[600], kp[600];
     snprintf(kp, sizeof kp, "%s/k.cu", dir);
