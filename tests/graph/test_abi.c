@@ -180,16 +180,22 @@ static void test_every_bundled_graph_passes(void **state) {
     }
 }
 
-/* An entry whose forward program passes one argument fewer than its table: refused at load. */
-static void test_a_stored_mismatch_is_refused_at_load(void **state) {
-    (void)state;
+/* The matching "scale" graph compiled for sm_90, and its stored entry (*e: the caller frees it). */
+static kc_graph_desc *stored_scale(kc_key *k, kc_entry **e) {
     kc_graph_desc *d = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
     kc_graph_info info;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    kc_key_from_hex(k, info.key);
+    assert_int_equal(kc_cache_get(cache, k, "sm_90", e), KC_OK);
+    return d;
+}
+
+/* An entry whose forward program passes one argument fewer than its table: refused at load. */
+static void test_a_stored_mismatch_is_refused_at_load(void **state) {
+    (void)state;
     kc_key k;
-    kc_key_from_hex(&k, info.key);
     kc_entry *e;
-    assert_int_equal(kc_cache_get(cache, &k, "sm_90", &e), KC_OK);
+    kc_graph_desc *d = stored_scale(&k, &e);
     /* A second description, one argument short, gives the program to splice in. */
     kc_graph_desc *d2 = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\"");
     kc_buf b = {0};
@@ -220,13 +226,9 @@ static void test_a_stored_mismatch_is_refused_at_load(void **state) {
  * other symbols or tensors than FORWARD would evaluate past the forward's values.  Refused at load. */
 static void test_a_backward_unlike_its_forward_is_refused_at_load(void **state) {
     (void)state;
-    kc_graph_desc *d = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
-    kc_graph_info info;
-    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     kc_key k;
-    kc_key_from_hex(&k, info.key);
     kc_entry *e;
-    assert_int_equal(kc_cache_get(cache, &k, "sm_90", &e), KC_OK);
+    kc_graph_desc *d = stored_scale(&k, &e);
     /* A description with three more symbols (and inputs) gives the backward program to splice in. */
     kc_graph_desc *d2 = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
     const char *m[] = {"M"}, *p[] = {"P"}, *q[] = {"Q"};
