@@ -6,11 +6,29 @@
  * the bytes it covers are used (and before anything is decompressed), and any failure is
  * KC_ECORRUPT.  A corrupt entry is never handed further (never to the driver).
  *
- * Format v2 (all integers little-endian; offsets in bytes from the start of the entry):
+ * [Note: two levels] A cache holds three kinds of object, each one entry of this format (so every
+ * tier, bundle, checksum, MAC and quarantine treats them alike), told apart by their variant:
+ *   - a graph entry, "<graph key>.<target>" (sm_90, compute_80, …): the graph's own sections
+ *     (launch programs, wrappers, parameter tables, runtime metadata, key digests) and, in IMAGES,
+ *     a reference to each compiled image it runs: never the image itself;
+ *   - an image, "<image id>.img": one compile unit's cubin or PTX for one target, stored once under
+ *     its content's XXH3-128 and shared by every graph, static shape and option set that made the
+ *     same bytes (as git's objects);
+ *   - a unit record, "<unit key>.unit": which image a compile unit (sources, headers, options,
+ *     name expressions, target, toolchain) compiled to, and its kernels' lowered names, so a new
+ *     shape or a new graph that reuses a unit compiles nothing (ccache's manifest).
+ * Writes go images first, unit record next, graph entry last, each durable before the next, so a
+ * reader never finds a graph whose images were not yet stored.  A reference carries the image's
+ * XXH3-128 (its name, checked on every read) and SHA-256 (what a MAC or signature of the graph
+ * entry covers; checked when an image comes from outside the local directory — a remote, a
+ * bundle — and by verify).  An image that is missing or fails its checks makes its graph a miss.
+ *
+ * Format v3 (all integers little-endian; offsets in bytes from the start of the entry):
  *
  *   entry        := header section_desc{nsections} section_data{nsections} mac?
  *   header       := magic[8]          "\x89KCE\r\n\x1a\n"
- *                   version:u16       2 (v1 had no PARAMS section; v1 entries are not read)
+ *                   version:u16       3 (v2 kept images inside graph entries, v1 had no PARAMS;
+ *                                     entries of other versions are not read: corrupt to decode)
  *                   header_size:u16   96
  *                   flags:u32         bit 0: a MAC trailer follows; other bits must be 0
  *                   key[16]           the entry's key; must match the name it is stored under
@@ -22,7 +40,8 @@
  *                   header_sum:u64    XXH3-64 over header bytes [0,88) ++ all section_descs
  *   section_desc := type:u32          1 META, 2 FORWARD, 3 BACKWARD, 4 KERNELS,
  *                                     5 WRAPPERS, 6 RUNTIME_META, 7 PARAMS (the kernels'
- *                                     parameter tables, src/graph/abi.c); each at most once
+ *                                     parameter tables, src/graph/abi.c), 8 IMAGES, 9 IMAGE,
+ *                                     10 UNIT (below); each at most once
  *                   codec:u32         0 none, 1 zstd
  *                   raw_len:u64       ≤ KC_SECTION_MAX_RAW (256 MiB); the raw lengths of all
  *                                     sections together ≤ KC_ENTRY_MAX_RAW (1 GiB)
@@ -41,6 +60,16 @@
  *                   created_at_ns:u64  toolchain_len:u16 (≤ 255) toolchain[toolchain_len]
  *                   and nothing after.
  *
+ *   ref          := id[16] sha256[32] target:str is_ptx:u8 len:u64
+ *                   str := len:u32 (1..31) bytes, a valid variant ([a-z0-9_]); len ≥ 1 and
+ *                   ≤ KC_SECTION_MAX_RAW; a PTX image's bytes end with its NUL
+ *   IMAGES       := count:u32 (1..256) ref{count}, and nothing after   (a graph entry's images)
+ *   IMAGE        := ref bytes[ref.len], and nothing after    (an image: ref.id is the entry's key,
+ *                   and XXH3-128(bytes) == ref.id; SHA-256(bytes) == ref.sha256 when checked fully)
+ *   UNIT         := ref count:u32 (1..256) { expr:str4 lowered:str4 }{count}, nothing after
+ *                   str4 := len:u32 (1..4096) bytes without NUL   (a unit record: its image, and
+ *                   each name expression with the name NVRTC lowered it to)
+ *
  * Sizes ([Note: sizes]): every length, count and offset read from an entry is bounded before
  * it is used, with arithmetic that cannot wrap: a value is compared with the room left
  * (`v > limit - used`, never `used + v > limit`), counts against their caps before anything
@@ -54,7 +83,7 @@
  *
  * Every entry carries a META section; other sections are opaque bytes at this layer
  * (the graph part gives FORWARD, BACKWARD, KERNELS and WRAPPERS their own encodings).
- * The golden file tests/golden/entry_v2.kce pins this format: a change to it means a
+ * The golden files tests/golden/entry_v3.kce, image_v3.kce and unit_v3.kce pin this format: a change to it means a
  * new format version.
  */
 #ifndef KCACHE_ENTRY_H
@@ -69,7 +98,7 @@ extern "C" {
 #endif
 
 /** Current entry format version. */
-#define KC_ENTRY_FORMAT_VERSION 2
+#define KC_ENTRY_FORMAT_VERSION 3
 /** Cap on one section's raw length. */
 #define KC_SECTION_MAX_RAW (256u << 20)
 /** Cap on a whole entry. */
@@ -89,7 +118,10 @@ typedef enum kc_section_type {
     KC_SECTION_KERNELS = 4,
     KC_SECTION_WRAPPERS = 5,
     KC_SECTION_RUNTIME_META = 6,
-    KC_SECTION_PARAMS = 7
+    KC_SECTION_PARAMS = 7,
+    KC_SECTION_IMAGES = 8,
+    KC_SECTION_IMAGE = 9,
+    KC_SECTION_UNIT = 10
 } kc_section_type;
 
 /** Codecs of stored sections.  Values are part of the format. */
@@ -188,6 +220,74 @@ KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, siz
  * (NULL unless KC_OK) is the caller's, freed with kc_entry_free; `data` is not retained.
  */
 KC_API int kc_entry_decode_as(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant);
+
+/** The format version of encoded entry bytes (from its fixed header), or -1 when they carry no
+ *  entry header at all; reads nothing else (gc tells an older format from a corrupt entry). */
+KC_API int kc_entry_peek_version(const void *data, size_t len);
+
+/* ---- images, references and unit records ([Note: two levels]) ---- */
+
+/** The variant of an image object ("<id>.img") and of a unit record ("<unit key>.unit"). */
+#define KC_VARIANT_IMAGE "img"
+#define KC_VARIANT_UNIT "unit"
+/** Most images a graph entry refers to, and most names a unit record holds. */
+#define KC_IMAGES_MAX 256
+
+/** What identifies a compiled image: its content digests, target, kind and length. */
+typedef struct kc_image_ref {
+    kc_key id;                         /**< XXH3-128 of the bytes: the image's store name "<id>.img" */
+    uint8_t sha256[32];                /**< SHA-256 of the bytes: what a MAC or signature covers */
+    char target[KC_VARIANT_MAX + 1];   /**< "sm_90", "compute_80" */
+    int is_ptx;                        /**< 1: PTX text (its bytes end with NUL); 0: a cubin */
+    uint64_t len;                      /**< bytes */
+} kc_image_ref;
+
+/** Make the reference of `len` image bytes (digests computed here).  KC_EINVAL for a bad target,
+ *  an empty image, PTX without its NUL, or one over KC_SECTION_MAX_RAW. */
+KC_API int kc_image_ref_make(kc_image_ref *out, const char *target, int is_ptx, const void *bytes, size_t len);
+
+/** Whether two references name the same image (every field); 1 or 0. */
+KC_API int kc_image_ref_equal(const kc_image_ref *a, const kc_image_ref *b);
+
+/** The image object of `bytes` (len ref->len, copied) under "<ref->id>.img".  Free with kc_entry_free. */
+KC_API int kc_image_entry_new(kc_entry **out, const kc_image_ref *ref, const void *bytes);
+
+/**
+ * Read an image object: its reference and its bytes (borrowed from `e`).  Checks the grammar,
+ * that ref.id is the entry's key and XXH3-128 of the bytes, and — when `full` — SHA-256 of the
+ * bytes against ref.sha256 (KC_ECORRUPT naming what failed).  `want` (may be NULL) must equal the
+ * reference found (KC_ECORRUPT: "it is not the image the graph refers to").
+ */
+KC_API int kc_image_entry_read(const kc_entry *e, const kc_image_ref *want, int full, kc_image_ref *ref_out,
+                               const void **bytes, size_t *len);
+
+/** Set a graph entry's IMAGES section from n references (1..KC_IMAGES_MAX). */
+KC_API int kc_entry_set_images(kc_entry *e, const kc_image_ref *refs, size_t n);
+
+/** The references of a graph entry's IMAGES section, strictly read: *out (free()) has *n items.
+ *  KC_MISS when it has no IMAGES section; KC_ECORRUPT on any defect. */
+KC_API int kc_entry_images(const kc_entry *e, kc_image_ref **out, size_t *n);
+
+/** A unit record under "<unit_key>.unit": its image and each name expression's lowered name. */
+KC_API int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref *ref,
+                             const char *const *exprs, const char *const *lowered, size_t n);
+
+/**
+ * Read a unit record strictly: its image reference, and the lowered name of each of the `n`
+ * expressions asked (lowered_out[i] the caller's, each freed with free(); all NULL unless KC_OK).
+ * KC_ECORRUPT for a malformed record; KC_MISS when an expression asked is not in it.
+ */
+KC_API int kc_unit_entry_read(const kc_entry *e, kc_image_ref *ref_out, const char *const *exprs, size_t n,
+                              char **lowered_out);
+
+/**
+ * Attach image `index`'s bytes to a graph entry in memory (copied; never encoded): what the
+ * graph part's loader and kc_entry_extract read once the images are fetched and checked.
+ */
+KC_API int kc_entry_attach_image(kc_entry *e, size_t index, const void *bytes, size_t len);
+
+/** Image `index`'s attached bytes (borrowed from `e`); KC_MISS when none is attached. */
+KC_API int kc_entry_attached_image(const kc_entry *e, size_t index, const void **bytes, size_t *len);
 
 #ifdef __cplusplus
 }

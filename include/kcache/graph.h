@@ -303,6 +303,10 @@ typedef struct kc_graph_info {
      *  stored (full disk, read-only cache); its message is kc_error_last() right after the
      *  call.  The call itself still succeeds: a cache error costs the next process a compile. */
     int store_status;
+    /** Compile units of the graph for this variant (one NVRTC program each), and how many of
+     *  them this call compiled; the others were found stored ([Note: two levels]).  Both 0
+     *  when the lookup compiled nothing at all (a hit). */
+    int units, units_compiled;
 } kc_graph_info;
 
 typedef struct kc_graph kc_graph;
@@ -543,6 +547,15 @@ KC_API int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *var
 
 /** Extract every stored image of an entry into `dir` as <kernel>.<variant>.cubin / .ptx. */
 KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);
+
+/**
+ * Fetch every image a graph entry refers to (the local directory, then the remote tier in one
+ * round trip), check each against its reference (XXH3-128 always; SHA-256 for what came from
+ * the remote) and attach it to `e` ([Note: two levels] in kcache/entry.h), so that
+ * kc_entry_extract and loading can read it.  KC_MISS naming the first image that is missing or
+ * failed its checks (a corrupt local one is quarantined); KC_ECORRUPT for a malformed entry.
+ */
+KC_API int kc_entry_resolve(kc_cache *c, kc_entry *e);
 
 /** Visit the kernels of an entry's KERNELS section: name, lowered name, target, image size. */
 typedef void (*kc_kernel_visit_cb)(const char *name, const char *lowered, const char *target,

@@ -38,7 +38,11 @@ typedef enum kc_stat {
     KC_STAT_REMOTE_PUTS = 19,  /**< Entries written to the remote by the background writer. */
     KC_STAT_MAC_REJECTED = 20, /**< Entries (remote or imported) refused for a missing or bad MAC. */
     KC_STAT_REMOTE_SKIPPED = 21, /**< Remote lookups skipped while its breaker was open. */
-    KC_STAT_COUNT = 22
+    KC_STAT_UNIT_HITS = 22,    /**< Compile units found stored when a graph was compiled: NVRTC skipped. */
+    KC_STAT_UNIT_COMPILES = 23,/**< Compile units NVRTC compiled. */
+    KC_STAT_IMAGES_MISSING = 24, /**< Graph entries found whose image was missing or failed its checks (each
+                                 *   lookup then counted as a miss). */
+    KC_STAT_COUNT = 25
 } kc_stat;
 
 /** A snapshot of every counter. */

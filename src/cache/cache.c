@@ -357,8 +357,27 @@ int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_
 }
 
 int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
-                           kc_entry **out) {
-    return kc_tiers_get_remote(c->tiers, key, variants, n, which, out);
+                           kc_entry **out, void **raw, size_t *raw_len) {
+    *out = NULL;
+    if (raw) *raw = NULL;
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    return kc_tiers_get_remote(c->tiers, key, variants, n, which, out, raw, raw_len);
+}
+
+size_t kc_cache_remote_objects_(kc_cache *c, const kc_key *keys, const char *variant, size_t n, kc_entry **outs,
+                                void **raws, size_t *raw_lens) {
+    if (c->mode == KC_CACHE_DISABLED) {
+        for (size_t i = 0; i < n; i++) outs[i] = NULL, raws[i] = NULL, raw_lens[i] = 0;
+        return 0;
+    }
+    return kc_tiers_get_remote_many(c->tiers, keys, variant, n, outs, raws, raw_lens);
+}
+
+int kc_cache_keep_local_(kc_cache *c, const kc_key *key, const char *variant, const void *data, size_t len) {
+    if (c->mode != KC_CACHE_READWRITE) return KC_EREADONLY;
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(key, variant, name);
+    return kc_tiers_put_local(c->tiers, name, data, len);
 }
 
 int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
@@ -368,10 +387,13 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
     if (rc) return rc;
     if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
     rc = kc_cache_get_local_(c, key, variant, out);
-    if (rc == KC_OK) return KC_OK;
+    if (rc == KC_OK) {
+        kc_local_count(c->local, key->bytes[0], KC_STAT_HITS, 1);
+        return KC_OK;
+    }
     char why[256];
     snprintf(why, sizeof why, "%s", kc_error_last()->message);
-    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out) == KC_OK) return KC_OK;
+    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out, NULL, NULL) == KC_OK) return KC_OK;
     kc_local_count(c->local, key->bytes[0], KC_STAT_MISSES, 1);
     return kc_err(KC_MISS, "%s", why);
 }
@@ -535,44 +557,20 @@ int kc_cache_foreach(kc_cache *c, kc_cache_item_cb cb, void *ctx) {
     return kc_tiers_iterate(c->tiers, foreach_item, &f);
 }
 
-typedef struct verify_ctx {
-    kc_cache *c;
-    kc_verify_report r;
-} verify_ctx;
-
-static int verify_item(const kc_cache_item *it, void *ctx) {
-    verify_ctx *v = ctx;
-    v->r.checked++;
-    /* Read and validate here (not kc_cache_get) to tell a corrupt entry from a vanished one;
-     * a maintenance read, so the entry's LRU time is left alone. */
-    char name[KC_NAME_MAX + 1];
-    kc_store_name(&it->key, it->variant, name);
-    void *data;
-    size_t len;
-    int rc = kc_tiers_peek(v->c->tiers, name, &data, &len);
-    if (rc == KC_MISS) return 0; /* removed since the listing */
-    if (rc == KC_OK) {
-        kc_entry *e;
-        rc = kc_entry_decode_as(&e, data, len, &it->key, it->variant);
-        free(data);
-        kc_entry_free(e);
-    }
-    if (rc == KC_OK) {
-        v->r.ok++;
-    } else if (rc == KC_ECORRUPT) {
-        v->r.corrupt++;
-        kc_log(KC_LOG_STORE, "verify %s: %s", name, kc_error_last()->message);
-        if (v->c->mode == KC_CACHE_READWRITE && kc_tiers_quarantine(v->c->tiers, name) == KC_OK) v->r.quarantined++;
-    }
-    return 0;
+int kc_cache_peek_raw_(kc_cache *c, const char *name, void **out, size_t *len) {
+    *out = NULL;
+    if (!c->local) return KC_MISS;
+    return kc_tiers_peek(c->tiers, name, out, len);
 }
 
-int kc_cache_verify(kc_cache *c, kc_verify_report *out) {
-    if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_verify: NULL argument");
-    verify_ctx v = {c, {0, 0, 0, 0}};
-    int rc = kc_cache_foreach(c, verify_item, &v);
-    *out = v.r;
-    return rc;
+int kc_cache_quarantine_(kc_cache *c, const char *name) {
+    if (c->mode != KC_CACHE_READWRITE) return KC_EREADONLY;
+    return kc_tiers_quarantine(c->tiers, name);
+}
+
+int kc_cache_remove_name_(kc_cache *c, const char *name) {
+    if (c->mode != KC_CACHE_READWRITE) return KC_EREADONLY;
+    return kc_tiers_remove(c->tiers, name);
 }
 
 int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out) {

@@ -17,16 +17,30 @@ kc_local *kc_cache_local_(kc_cache *c);
 
 /**
  * Look `key` up in the remote tier under the first present of `variants` (one round trip):
- * authenticated (with an HMAC key), validated, written back to the local directory (unless
- * the cache is read-only) and counted.  KC_OK with *which and *out; KC_MISS for anything
- * else (no remote, absent, unreachable, rejected) — the reason is counted and logged.
+ * authenticated (with an HMAC key), validated and counted.  KC_OK with *which and *out; KC_MISS
+ * for anything else (no remote, absent, unreachable, rejected) — the reason is counted and
+ * logged.  Written back to the local directory (unless the cache is read-only) — or, with `raw`,
+ * handed back as *raw (malloc'ed) / *raw_len for kc_cache_keep_local_ once the entry's images
+ * are local ([Note: two levels] in kcache/entry.h).
  */
 int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
-                           kc_entry **out);
+                           kc_entry **out, void **raw, size_t *raw_len);
 
 /**
- * The local directory's entry, validated, in one read (no exists() first): KC_OK (a hit,
- * counted); KC_MISS (absent, or unreadable: counted as a store error); KC_ECORRUPT (it
+ * Fetch the objects "<keys[i]>.<variant>" (images, unit records) from the remote tier in one
+ * round trip per remote, each authenticated and validated: outs[i] (NULL when not found) and the
+ * bytes fetched, raws[i] / raw_lens[i] (malloc'ed), are the caller's.  Not written back; counts
+ * only failures.  Returns how many were found.
+ */
+size_t kc_cache_remote_objects_(kc_cache *c, const kc_key *keys, const char *variant, size_t n, kc_entry **outs,
+                                void **raws, size_t *raw_lens);
+
+/** Write bytes fetched from a remote to the local directory only; KC_EREADONLY when it is not writable. */
+int kc_cache_keep_local_(kc_cache *c, const kc_key *key, const char *variant, const void *data, size_t len);
+
+/**
+ * The local directory's entry, validated, in one read (no exists() first): KC_OK (found; the
+ * caller counts the lookup's outcome); KC_MISS (absent, or unreadable: counted as a store error); KC_ECORRUPT (it
  * was corrupt: quarantined and counted).  Counts no miss and asks no remote: the caller
  * decides what a miss is.
  */
@@ -34,6 +48,13 @@ int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_
 
 /** Where the toolkit digest memos live ("<dir>/v1/toolkits"); KC_MISS for a disabled cache. */
 int kc_cache_toolkit_dir_(const kc_cache *c, char *out, size_t cap);
+
+/** Read `name` from the local directory without marking it used (maintenance: verify, export). */
+int kc_cache_peek_raw_(kc_cache *c, const char *name, void **out, size_t *len);
+/** Move `name` aside in the local directory (quarantine); KC_EREADONLY unless the cache is writable. */
+int kc_cache_quarantine_(kc_cache *c, const char *name);
+/** Remove `name` from the local directory; KC_EREADONLY unless the cache is writable; KC_MISS when absent. */
+int kc_cache_remove_name_(kc_cache *c, const char *name);
 
 /** The HMAC key of the cache (NULL when entries are not authenticated). */
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);

@@ -60,10 +60,12 @@ typedef struct job {
     kc_compiled **out;
     int *rc;
     char **err;
+    const int *which;
 } job;
 
 static void compile_job(void *ctx, size_t unit) {
     job *j = ctx;
+    if (j->which && !j->which[unit]) return;
     const char *names[KC_UNITS_MAX];
     size_t n = 0;
     for (size_t i = 0; i < j->nk; i++)
@@ -73,8 +75,8 @@ static void compile_job(void *ctx, size_t unit) {
     if (j->rc[unit]) j->err[unit] = kc_strdup(kc_error_last()->message);
 }
 
-int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const char *target, const char *label,
-                     kc_compiled ***out, double *ms) {
+int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *which, const char *target,
+                     const char *label, kc_compiled ***out, double *ms) {
     if (nk > KC_UNITS_MAX) return kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, nk, KC_UNITS_MAX);
     pthread_once(&pool_once, pool_init);
     size_t n = u->n;
@@ -86,7 +88,7 @@ int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, cons
         rc = kc_err(KC_ENOMEM, "compile: out of memory");
     } else {
         uint64_t t0 = kc_mono_ns();
-        job j = {ks, nk, u, target, res, rcs, errs};
+        job j = {ks, nk, u, target, res, rcs, errs, which};
         kc_pool_for(g_pool, n, compile_job, &j);
         *ms = (double)(kc_mono_ns() - t0) / 1e6;
         for (size_t i = 0; i < n; i++)

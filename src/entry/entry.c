@@ -33,7 +33,7 @@
 #define SUM_OFFSET 88
 #define DESC_SIZE 40
 #define MAX_SECTIONS 16
-#define NTYPES (KC_SECTION_PARAMS + 1) /* types 1..KC_SECTION_PARAMS */
+#define NTYPES (KC_SECTION_UNIT + 1) /* types 1..KC_SECTION_UNIT */
 #define MAC_LEN 32
 #define FLAG_MAC 1u
 #define MAX_DIGESTS 4096
@@ -61,6 +61,8 @@ struct kc_entry {
     size_t ndigests, capdigests;
     char toolchain[256];
     uint64_t created_at;
+    struct attached { uint8_t *data; size_t len; } *att; /* images in memory, never encoded (entry.h) */
+    size_t natt;
 };
 
 /* ---- per-thread zstd contexts (freed at thread exit) ---- */
@@ -109,13 +111,46 @@ void kc_entry_free(kc_entry *e) {
     for (int i = 0; i < NTYPES; i++) free(e->sec[i].data);
     for (size_t i = 0; i < e->ndigests; i++) free(e->digests[i].name);
     free(e->digests);
+    for (size_t i = 0; i < e->natt; i++) free(e->att[i].data);
+    free(e->att);
     free(e);
+}
+
+int kc_entry_attach_image(kc_entry *e, size_t index, const void *bytes, size_t len) {
+    if (!e || !bytes || !len || index >= KC_IMAGES_MAX) return kc_err(KC_EINVAL, "kc_entry_attach_image: bad argument");
+    if (index >= e->natt) {
+        struct attached *a = kc_realloc(e->att, (index + 1) * sizeof *a);
+        if (!a) return kc_err(KC_ENOMEM, "kc_entry_attach_image: out of memory");
+        memset(a + e->natt, 0, (index + 1 - e->natt) * sizeof *a);
+        e->att = a;
+        e->natt = index + 1;
+    }
+    uint8_t *copy = kc_malloc(len);
+    if (!copy) return kc_err(KC_ENOMEM, "kc_entry_attach_image: out of memory");
+    memcpy(copy, bytes, len);
+    free(e->att[index].data);
+    e->att[index].data = copy;
+    e->att[index].len = len;
+    return KC_OK;
+}
+
+int kc_entry_attached_image(const kc_entry *e, size_t index, const void **bytes, size_t *len) {
+    if (!e || !bytes || !len) return kc_err(KC_EINVAL, "kc_entry_attached_image: NULL argument");
+    if (index >= e->natt || !e->att[index].data) return KC_MISS;
+    *bytes = e->att[index].data;
+    *len = e->att[index].len;
+    return KC_OK;
+}
+
+int kc_entry_peek_version(const void *data, size_t len) {
+    if (!data || len < HEADER_SIZE || memcmp(data, MAGIC, sizeof MAGIC) != 0) return -1;
+    return kc_rd_u16((const uint8_t *)data + 8);
 }
 
 const kc_key *kc_entry_key(const kc_entry *e) { return &e->key; }
 const char *kc_entry_variant(const kc_entry *e) { return e->variant; }
 
-static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_PARAMS; }
+static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_UNIT; }
 
 int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data, size_t len) {
     if (!e || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_set_section: NULL argument");

@@ -166,15 +166,44 @@ typedef struct kimg {
     uint32_t image_index;
 } kimg;
 
-/** Write the KERNELS section of `d` compiled for `target`: res[unit] is each unit's image. */
-void kc_kernels_encode(kc_buf *b, const kc_graph_desc *d, const kc_units *u, const char *target, int is_ptx,
-                       kc_compiled *const *res);
+/** Write the KERNELS section of `d`: each kernel's name, lowered name (res[unit]) and image (its unit). */
+void kc_kernels_encode(kc_buf *b, const kc_graph_desc *d, const kc_units *u, kc_compiled *const *res);
 
 /**
- * The kernels of an entry's KERNELS section, strictly read: *v (free()) views into the entry,
- * its strings copied into *strs (free()).  KC_ECORRUPT on any defect or a missing section.
+ * The kernels of an entry's KERNELS and IMAGES sections, strictly read: *v (free()) views into
+ * the entry, its strings copied into *strs (free()).  A kernel's image is the bytes attached to
+ * the entry (kc_entry_attach_image), NULL when none is (its len is the reference's).
+ * KC_ECORRUPT on any defect or a missing section.
  */
 int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char **strs);
+
+/* ---- the second level: images and compile units (resolve.c, unitstore.c; [Note: two levels]) ---- */
+
+/** Fetch, check and attach every image a graph entry refers to (local, then remote): KC_OK, or
+ *  KC_MISS naming what is missing or failed its check (a cost of a miss, never an error). */
+int kc_graph_resolve_(kc_cache *c, kc_entry *e);
+/** The key of unit `unit` for `target` (same identity rules as the graph key; no launches, shapes). */
+int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
+                 const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);
+/** Look the units with !res[i] (and want[i], when want is given) up: local, then the remote; fills
+ *  res[i] and refs[i] of those found.  Returns how many were found. */
+size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *want,
+                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs);
+/** Store a compiled unit: its image, then its record (c NULL: only make *ref). */
+int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
+                    const kc_key *ukey, const kc_key_builder *kb, const char *target, int is_ptx, const kc_compiled *r,
+                    const char *toolchain_meta, kc_image_ref *ref);
+/**
+ * Every unit of a graph for `target` ([Note: single-flight per unit]): found stored, or compiled
+ * and stored (cacheable), or compiled (not); with !reuse nothing stored is taken (the device
+ * refused it): every unit is compiled afresh and stored over the old.  res[unit] (n units, the caller's: kc_units_free) and
+ * refs[unit] are filled; *ncompiled units were compiled, in *ms of wall time.
+ */
+int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src *ks, size_t nk, const kc_units *u,
+                     const char *target, const char *label, const char *toolchain, const char *toolkit,
+                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms);
+/** The toolkit headers' digest when a kernel of `d` asks for them, "" when none does (graph_key.c). */
+int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]);
 
 /* ---- the WRAPPERS section (wrapper.c; its grammar is there) ---- */
 

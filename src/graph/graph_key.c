@@ -23,7 +23,7 @@
 #include "program.h"
 
 /* The toolkit headers' digest when a kernel asks for them ("" when none does). */
-static int toolkit_id(kc_cache *c, const kc_graph_desc *d, char out[33]) {
+int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     out[0] = '\0';
     int any = 0;
     for (size_t i = 0; i < d->nkernels; i++) any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
@@ -74,7 +74,7 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
     int rc = kc_cache_toolchain(c, &tc);
     if (rc) return rc;
     char toolkit[33];
-    if ((rc = toolkit_id(c, d, toolkit))) return rc;
+    if ((rc = kc_graph_toolkit_id_(c, d, toolkit))) return rc;
     kc_key_builder *kb;
     if ((rc = kc_key_builder_new(&kb))) return rc;
     kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);

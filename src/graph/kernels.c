@@ -1,17 +1,19 @@
 /*
- * kernels.c — the KERNELS section of an entry: its grammar, its writer and its reader.
+ * kernels.c — the KERNELS section of a graph entry: its grammar, its writer and its reader,
+ * over the entry's IMAGES references ([Note: two levels] in kcache/entry.h).
  *
- * KERNELS section := nimages:u32 { target:str is_ptx:u8 len:u64 image[len] }
- *                    nkernels:u32 { name:str lowered:str image:u32 }
+ * KERNELS section := nkernels:u32 { name:str lowered:str image:u32 }
  *   str := len:u32 bytes[len] (1..4096 bytes, no NUL, when read back)
- *   1 <= nimages, nkernels <= KC_GRAPH_MAX_KERNELS; image < nimages; len >= 1;
- *   a PTX image is stored with its terminating NUL (the driver takes a C string).
+ *   1 <= nkernels <= KC_GRAPH_MAX_KERNELS; image < the entry's IMAGES count.
  *   Kernels that share a compile unit (compile/units.h) share one image.
  *
- * The reader trusts nothing: every count, length and index is checked, and trailing bytes
- * are an error (KC_ECORRUPT).  Callers: lookup.c writes (kc_kernels_encode), loaded.c reads
- * (kc_kernels_of) to load, and the public kc_entry_kernels / kc_entry_extract serve tools.
- * Must not: hand the driver an image that did not pass this reader.
+ * The images themselves are not in the graph entry: IMAGES refers to each by its digests, and
+ * a lookup attaches the bytes it fetched and checked (kc_entry_attach_image, resolve.c).  The
+ * reader trusts nothing: every count, length and index is checked, and trailing bytes are an
+ * error (KC_ECORRUPT).  Callers: lookup.c writes (kc_kernels_encode), loaded.c reads
+ * (kc_kernels_of, with the images attached) to load, and the public kc_entry_kernels /
+ * kc_entry_extract serve tools.  Must not: hand the driver an image that did not pass
+ * kc_image_entry_read against the graph entry's reference.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -21,17 +23,7 @@
 #include "../common/internal.h"
 #include "graph_internal.h"
 
-void kc_kernels_encode(kc_buf *k, const kc_graph_desc *d, const kc_units *u, const char *target, int is_ptx,
-                       kc_compiled *const *res) {
-    kc_buf_put_u32(k, (uint32_t)u->n);
-    for (size_t i = 0; i < u->n; i++) {
-        kc_buf_put_str(k, target);
-        kc_buf_put_u8(k, (uint8_t)(is_ptx ? 1 : 0));
-        /* PTX is stored with its NUL: the driver needs a terminated string. */
-        size_t il = res[i]->len + (is_ptx ? 1 : 0);
-        kc_buf_put_u64(k, il);
-        kc_buf_put(k, res[i]->image, il);
-    }
+void kc_kernels_encode(kc_buf *k, const kc_graph_desc *d, const kc_units *u, kc_compiled *const *res) {
     kc_buf_put_u32(k, (uint32_t)d->nkernels);
     for (size_t i = 0; i < d->nkernels; i++) {
         kc_buf_put_str(k, d->kernels[i].name);
@@ -40,19 +32,34 @@ void kc_kernels_encode(kc_buf *k, const kc_graph_desc *d, const kc_units *u, con
     }
 }
 
-/* Parse a KERNELS section into per-kernel views (strings copied into `strs`). */
-static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, size_t *nimages_out, char **strs) {
+int kc_kernels_of(const kc_entry *e, kimg **out, size_t *n, size_t *nimages_out, char **strs) {
     *out = NULL;
     *n = 0;
     *strs = NULL;
+    const void *data;
+    size_t len;
+    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
+    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
+    kc_image_ref *refs;
+    size_t nimg;
+    rc = kc_entry_images(e, &refs, &nimg);
+    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no IMAGES section") : rc;
     kc_reader r = kc_reader_make(data, len);
-    uint32_t nimg = kc_rd_next_u32(&r);
-    if (r.bad || nimg == 0 || nimg > KC_GRAPH_MAX_KERNELS) return kc_err(KC_ECORRUPT, "corrupt entry: KERNELS image count");
-    struct { const char *target; int is_ptx; const uint8_t *image; size_t len; } imgs[KC_GRAPH_MAX_KERNELS];
     kimg *v = NULL;
-    char *s = kc_malloc(len + 4 * (size_t)KC_GRAPH_MAX_KERNELS + 1); /* every string, NUL-terminated */
-    if (!s) return kc_err(KC_ENOMEM, "out of memory");
+    /* every string, NUL-terminated: the kernels' names and the images' targets */
+    char *s = kc_malloc(len + 4 * (size_t)KC_GRAPH_MAX_KERNELS + nimg * (KC_VARIANT_MAX + 1) + 1);
+    if (!s) {
+        free(refs);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
     char *sp = s;
+    char *targets[KC_IMAGES_MAX];
+    for (size_t i = 0; i < nimg; i++) {
+        size_t tl = strlen(refs[i].target);
+        memcpy(sp, refs[i].target, tl + 1);
+        targets[i] = sp;
+        sp += tl + 1;
+    }
 #define RD_STR(dst)                                                               \
     do {                                                                          \
         uint32_t l_ = kc_rd_next_u32(&r);                                         \
@@ -63,20 +70,12 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
         (dst) = sp;                                                               \
         sp += l_ + 1;                                                             \
     } while (0)
-    for (uint32_t i = 0; i < nimg; i++) {
-        RD_STR(imgs[i].target);
-        imgs[i].is_ptx = kc_rd_next_u8(&r);
-        uint64_t il = kc_rd_next_u64(&r);
-        imgs[i].image = kc_rd_bytes(&r, (size_t)il);
-        imgs[i].len = (size_t)il;
-        if (r.bad || imgs[i].is_ptx > 1 || il == 0) goto corrupt;
-        if (imgs[i].is_ptx && imgs[i].image[il - 1] != 0) goto corrupt; /* PTX is stored with its NUL */
-    }
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count == 0 || count > KC_GRAPH_MAX_KERNELS) goto corrupt;
     v = kc_calloc(count, sizeof *v);
     if (!v) {
         free(s);
+        free(refs);
         return kc_err(KC_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < count; i++) {
@@ -84,14 +83,21 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
         RD_STR(v[i].lowered);
         uint32_t ix = kc_rd_next_u32(&r);
         if (r.bad || ix >= nimg) goto corrupt;
+        const void *img;
+        size_t il;
         v[i].image_index = ix;
-        v[i].target = imgs[ix].target;
-        v[i].is_ptx = imgs[ix].is_ptx;
-        v[i].image = imgs[ix].image;
-        v[i].len = imgs[ix].len;
+        v[i].target = targets[ix];
+        v[i].is_ptx = refs[ix].is_ptx;
+        v[i].len = (size_t)refs[ix].len;
+        v[i].image = NULL;
+        if (kc_entry_attached_image(e, ix, &img, &il) == KC_OK) {
+            if (il != v[i].len) goto corrupt;
+            v[i].image = img;
+        }
     }
 #undef RD_STR
     if (r.left) goto corrupt;
+    free(refs);
     *out = v;
     *n = count;
     if (nimages_out) *nimages_out = nimg;
@@ -100,15 +106,8 @@ static int parse_kernels(const void *data, size_t len, kimg **out, size_t *n, si
 corrupt:
     free(v); /* a string of a kernel can be what is malformed: v may be half filled */
     free(s);
+    free(refs);
     return kc_err(KC_ECORRUPT, "corrupt entry: malformed KERNELS section");
-}
-
-int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char **strs) {
-    const void *data;
-    size_t len;
-    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
-    if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "entry has no KERNELS section") : rc;
-    return parse_kernels(data, len, v, n, nimages, strs);
 }
 
 int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx) {
@@ -136,7 +135,9 @@ int kc_entry_extract(const kc_entry *e, const char *dir, int *count) {
     char *strs;
     int rc = kc_kernels_of(e, &v, &n, NULL, &strs);
     if (rc) return rc;
-    if ((rc = kc_fs_mkdirs(dir, 0755))) goto out;
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!v[i].image) rc = kc_err(KC_MISS, "kernel '%s': its image was not fetched (kc_entry_resolve)", v[i].name);
+    if (rc || (rc = kc_fs_mkdirs(dir, 0755))) goto out;
     for (size_t i = 0; i < n; i++) {
         /* Every name from the entry that goes into the path is made a plain file-name part
          * ([A-Za-z0-9_], nothing else): an imported entry's symbol or target ("d/../../x")

@@ -185,6 +185,14 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     const char **names = NULL;
     int rc = kc_kernels_of(e, &v, &n, &nimg, &strs);
     if (rc) return rc;
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].image) {
+            rc = kc_err(KC_EINVAL, "load: kernel '%s' has no image attached (the graph's images were not fetched)",
+                        v[i].name);
+            free(v);
+            free(strs);
+            return rc;
+        }
     kc_graph *g = kc_calloc(1, sizeof *g);
     if (!g || !(g->modules = kc_calloc(nimg, sizeof *g->modules)) || !(g->fns = kc_calloc(n, sizeof *g->fns)) ||
         !(names = kc_calloc(n, sizeof *names))) {

@@ -35,21 +35,32 @@ static int has_backward(const kc_graph_desc *d) {
     return 0;
 }
 
-/* Build the entry of a compiled graph. */
+/* The toolchain string of what this host compiles: the toolchain, and the toolkit headers'
+ * digest when a kernel reads them — what a host without the toolkit keys such a graph by (cache/record.h). */
+static int toolchain_meta(const char *headers, char meta[256]) {
+    kc_toolchain tc;
+    int rc = kc_toolchain_local(&tc);
+    if (!rc) rc = kc_toolchain_meta(&tc, meta, 256 - 48);
+    if (!rc && headers[0]) snprintf(meta + strlen(meta), 256 - strlen(meta), " headers %s", headers);
+    return rc;
+}
+
+/* Build the graph entry of a compiled graph: its own sections and its images' references
+ * (IMAGES), with the images attached in memory for a load that follows. */
 static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
-                      const char *target, kc_compiled **res, const kc_params *abi, kc_entry **out) {
+                      const char *target, kc_compiled **res, const kc_image_ref *refs, const kc_params *abi,
+                      const char *meta, kc_entry **out) {
     kc_entry *e;
     int rc = kc_entry_new(&e, key, target);
     if (rc) return rc;
-    kc_target t;
-    kc_target_parse(target, &t);
     kc_buf k = {0}, fw = {0}, bw = {0}, wr = {0}, pa = {0};
-    kc_kernels_encode(&k, d, u, target, t.ptx, res);
+    kc_kernels_encode(&k, d, u, res);
     kc_abi_encode(&pa, abi, d->nkernels);
     kc_program_encode(d, KC_PASS_FORWARD, &fw);
     if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
     kc_wrappers_encode(d, &wr);
     if (k.failed || fw.failed || bw.failed || wr.failed || pa.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (!rc) rc = kc_entry_set_images(e, refs, u->n);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_KERNELS, k.data, k.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_PARAMS, pa.data, pa.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
@@ -57,16 +68,9 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
     if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
     if (!rc) rc = kc_entry_add_key_digests(e, kb);
-    kc_toolchain tc; /* the compiler that made it: the key's toolchain (compile_and_store checked) */
-    char meta[256], headers[33] = "";
-    int toolkit = 0;
-    for (size_t i = 0; i < d->nkernels; i++) toolkit |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
-    if (!rc) rc = kc_toolchain_local(&tc);
-    if (!rc && toolkit) rc = kc_toolkit_digest(NULL, headers); /* memoised: the key computed it */
-    if (!rc) rc = kc_toolchain_meta(&tc, meta, sizeof meta - 48);
-    /* " headers <digest>": what a host without the toolkit keys such a graph by (cache/record.h). */
-    if (!rc && toolkit) snprintf(meta + strlen(meta), sizeof meta - strlen(meta), " headers %s", headers);
     if (!rc) rc = kc_entry_set_toolchain(e, meta);
+    for (size_t i = 0; i < u->n && !rc; i++) /* PTX with its NUL, as referred to */
+        rc = kc_entry_attach_image(e, i, res[i]->image, (size_t)refs[i].len);
     kc_buf_free(&k);
     kc_buf_free(&fw);
     kc_buf_free(&bw);
@@ -100,33 +104,50 @@ static const char *first_uncacheable(const kc_graph_desc *d) {
 
 static double us_since(uint64_t t0) { return (double)(kc_mono_ns() - t0) / 1e3; }
 
-/* Compile for `target`, store unless bypassed; *entry_out (may be NULL) gets the entry. */
+/* Compile for `target` — each compile unit found stored is not compiled again ([Note: two
+ * levels]) unless !reuse (the device refused what was stored: every unit afresh) —, store unless bypassed (images and unit records first, the graph entry last);
+ * *entry_out (may be NULL) gets the entry, its images attached. */
 static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
-                             const char *target, kc_graph_info *info, kc_entry **entry_out) {
+                             const char *target, int reuse, kc_graph_info *info, kc_entry **entry_out) {
     const char *bypass = first_uncacheable(d);
     kc_compiled **res = NULL;
+    kc_image_ref *refs = NULL;
     kc_kernel_src *ks = kc_calloc(d->nkernels ? d->nkernels : 1, sizeof *ks);
     char *label = kc_malloc(strlen(d->name) + 16); /* the whole name, as before the split */
-    if (!ks || !label) {
-        free(ks);
-        free(label);
+    kc_units u;
+    u.n = 0;
+    if (ks && label) {
+        for (size_t i = 0; i < d->nkernels; i++) ks[i] = kc_graph_kernel_src(&d->kernels[i]);
+        kc_units_group(ks, d->nkernels, &u);
+        res = kc_calloc(u.n ? u.n : 1, sizeof *res);
+        refs = kc_calloc(u.n ? u.n : 1, sizeof *refs);
+    }
+    if (!ks || !label || !res || !refs) {
+        free(ks), free(label), free(res), free(refs);
         return kc_err(KC_ENOMEM, "graph '%s': out of memory", d->name);
     }
-    for (size_t i = 0; i < d->nkernels; i++) ks[i] = kc_graph_kernel_src(&d->kernels[i]);
-    kc_units u;
-    kc_units_group(ks, d->nkernels, &u);
     snprintf(label, strlen(d->name) + 16, "graph '%s'", d->name);
     /* Only the toolchain the key names may compile: a host without NVRTC, or whose NVRTC is
      * not a pinned or recorded toolchain, says so (KC_ENONVRTC) instead. */
     kc_toolchain_choice tc;
+    char headers[33] = "", meta[256] = "";
+    int ncompiled = 0;
     int rc = kc_device_check_desc(d, target); /* launches no known device of the target could run */
+    if (!rc && d->nkernels > KC_UNITS_MAX) rc = kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, d->nkernels, KC_UNITS_MAX);
     if (!rc) rc = kc_cache_toolchain(c, &tc);
     if (!rc) rc = kc_cache_toolchain_can_compile_(&tc);
-    if (!rc) rc = kc_units_compile(ks, d->nkernels, &u, target, label, &res, &info->compile_ms);
+    if (!rc) rc = kc_graph_toolkit_id_(c, d, headers); /* memoised: the key computed it */
+    if (!rc) rc = toolchain_meta(headers, meta);
+    if (!rc) rc = kc_units_obtain_(c, bypass == NULL, reuse, ks, d->nkernels, &u, target, label, tc.id, headers, meta, res, refs,
+                                   &ncompiled, &info->compile_ms);
     free(ks);
     free(label);
+    info->units = (int)u.n;
+    info->units_compiled = ncompiled;
     if (rc) {
-        kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
+        if (rc == KC_ECOMPILE) kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
+        kc_units_free(res, u.n);
+        free(refs);
         return rc;
     }
     /* The launch ABI: every step against its kernel's parameter table, before anything is stored. */
@@ -136,9 +157,10 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     rc = kc_abi_tables(d, &u, tt.ptx, res, &abi);
     if (!rc) rc = kc_abi_check_desc(d, abi);
     kc_entry *e = NULL;
-    if (!rc) rc = make_entry(d, &u, key, kb, target, res, abi, &e);
+    if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_abi_free(abi, d->nkernels);
     kc_units_free(res, u.n);
+    free(refs);
     if (rc == KC_ECOMPILE) kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
     if (rc) return rc;
     snprintf(info->variant, sizeof info->variant, "%s", target);
@@ -149,8 +171,8 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, bypass);
     } else {
         info->source = KC_FROM_COMPILE;
-        kc_cache_count(c, key, KC_STAT_COMPILES, 1);
-        int prc = kc_cache_put(c, e);
+        if (ncompiled) kc_cache_count(c, key, KC_STAT_COMPILES, 1);
+        int prc = kc_cache_put(c, e); /* last: every image it refers to was stored before it */
         info->store_status = prc;
         if (prc == KC_OK) { /* for hosts without NVRTC, or without the toolkit's headers */
             kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
@@ -171,11 +193,55 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
  * kernel released its flock) — then it takes over.  The wait is bounded (KCACHE_LOCK_WAIT
  * seconds, default 600): past it, it compiles without the lock rather than fail.
  */
-/* If key.target is stored now, take it as a disk hit (with why) and return 1. */
+/* The local graph entry of key.variant with its images resolved: KC_OK, or KC_MISS (absent;
+ * corrupt: quarantined; an image missing or failing its check: counted, the reason in `why`). */
+static int local_graph(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out, char *why, size_t cap) {
+    *out = NULL;
+    kc_entry *e;
+    int rc = kc_cache_get_local_(c, key, variant, &e);
+    if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
+    if (rc) return KC_MISS;
+    if ((rc = kc_graph_resolve_(c, e)) != KC_OK) {
+        kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
+        if (why) snprintf(why, cap, "%.150s", kc_error_last()->message);
+        kc_log(KC_LOG_GRAPH, "stored graph %s not usable: %s", variant, kc_error_last()->message);
+        kc_entry_free(e);
+        return rc == KC_ENOMEM ? rc : KC_MISS;
+    }
+    *out = e;
+    return KC_OK;
+}
+
+/* The remote's graph entry under the first present of `variants`, its images resolved, then kept
+ * locally — its images first (resolve wrote them), the graph entry last.  KC_OK or KC_MISS. */
+static int remote_graph(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
+                        kc_entry **out, char *why, size_t cap) {
+    *out = NULL;
+    kc_entry *e;
+    void *raw;
+    size_t raw_len, w = 0;
+    if (kc_cache_remote_fetch_(c, key, variants, n, &w, &e, &raw, &raw_len) != KC_OK) return KC_MISS;
+    int rc = kc_graph_resolve_(c, e);
+    if (rc == KC_OK) {
+        (void)kc_cache_keep_local_(c, key, variants[w], raw, raw_len);
+    } else {
+        kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
+        if (why) snprintf(why, cap, "remote %.150s", kc_error_last()->message);
+        kc_entry_free(e);
+        e = NULL;
+    }
+    free(raw);
+    if (!e) return rc == KC_ENOMEM ? rc : KC_MISS;
+    if (which) *which = w;
+    *out = e;
+    return KC_OK;
+}
+
+/* If key.target is stored now (with its images), take it as a disk hit (with why) and return 1. */
 static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_graph_info *info, const char *why,
                        kc_entry **entry_out) {
     kc_entry *e;
-    if (kc_cache_get_local_(c, key, target, &e) != KC_OK) return 0;
+    if (local_graph(c, key, target, &e, NULL, 0) != KC_OK) return 0;
     info->source = KC_FROM_DISK;
     snprintf(info->variant, sizeof info->variant, "%s", target);
     snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
@@ -200,14 +266,14 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
                 kc_cache_unlock(lk);
                 return KC_OK;
             }
-            rc = compile_and_store(c, d, key, kb, target, info, entry_out);
+            rc = compile_and_store(c, d, key, kb, target, take, info, entry_out);
             kc_cache_unlock(lk);
             return rc;
         }
         if (rc != KC_EBUSY || kc_mono_ns() > deadline) {
             if (rc == KC_EBUSY) kc_log(KC_LOG_GRAPH, "%s: waited %.0f s for another compile; compiling", d->name, wait_s);
             else kc_log(KC_LOG_GRAPH, "%s: no compile lock (%s); compiling", d->name, kc_error_last()->message);
-            return compile_and_store(c, d, key, kb, target, info, entry_out);
+            return compile_and_store(c, d, key, kb, target, take, info, entry_out);
         }
         if (!waited++) kc_log(KC_LOG_GRAPH, "%s: another process compiles %s; waiting", d->name, target);
         if (take && take_stored(c, key, target, info, "waited for another process's compile", entry_out)) return KC_OK;
@@ -247,26 +313,28 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
-    int got = cacheable ? kc_cache_get_local_(c, &key, target, &e) : KC_MISS; /* one read, no stat first */
-    int corrupt = got == KC_ECORRUPT;
-    if (got == KC_OK) {
+    char why[160] = "";
+    if (cacheable && local_graph(c, &key, target, &e, why, sizeof why) == KC_OK) { /* one read each, no stat first */
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
+        kc_cache_count(c, &key, KC_STAT_HITS, 1);
         kc_entry_free(e);
-    } else if (cacheable && kc_cache_remote_fetch_(c, &key, &target, 1, NULL, &e) == KC_OK) {
+    } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
+        kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
         kc_entry_free(e);
     } else {
         if (cacheable) {
             kc_cache_count(c, &key, KC_STAT_MISSES, 1);
-            snprintf(info->miss_reason, sizeof info->miss_reason, corrupt ? "stored entry was corrupt" : "no entry for %s", target);
+            if (why[0]) snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
+            else snprintf(info->miss_reason, sizeof info->miss_reason, "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
         rc = cacheable ? single_flight(c, d, &key, kb, target, 1, info, NULL)
-                       : compile_and_store(c, d, &key, kb, target, info, NULL);
+                       : compile_and_store(c, d, &key, kb, target, 1, info, NULL);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
@@ -320,9 +388,14 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     size_t nc = first_uncacheable(d) ? 0 : kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
     int own_unusable = 0; /* the device's own variant was stored but could not be used */
     kc_variant_for_device(major, minor, target);
+    char why[160] = "";
     for (size_t i = 0; i < nc && !g; i++) {
         kc_entry *e;
-        if (kc_cache_get_local_(c, &key, cand[i], &e) != KC_OK) continue; /* absent, or corrupt: quarantined */
+        if ((rc = local_graph(c, &key, cand[i], &e, why, sizeof why)) != KC_OK) { /* absent, corrupt, an image missing */
+            if (rc != KC_MISS) break;
+            rc = KC_OK;
+            continue;
+        }
         info->lookup_us = us_since(t1);
         rc = try_load(c, d, &key, e, device, cand[i], "", info, &g);
         kc_entry_free(e);
@@ -334,13 +407,14 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         if (rc) break;
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
+        kc_cache_count(c, &key, KC_STAT_HITS, 1);
     }
     if (!g && !rc && nc) { /* the remote tier: the first present candidate, in one round trip */
         const char *cp[KC_TARGET_CANDIDATES_MAX];
         for (size_t i = 0; i < nc; i++) cp[i] = cand[i];
         size_t w;
         kc_entry *e;
-        if (kc_cache_remote_fetch_(c, &key, cp, nc, &w, &e) == KC_OK) {
+        if (remote_graph(c, &key, cp, nc, &w, &e, why, sizeof why) == KC_OK) {
             info->lookup_us = us_since(t1);
             rc = try_load(c, d, &key, e, device, cand[w], "remote ", info, &g);
             kc_entry_free(e);
@@ -350,20 +424,23 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
             } else if (!rc) {
                 info->source = KC_FROM_REMOTE;
                 snprintf(info->variant, sizeof info->variant, "%s", cand[w]);
+                kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
             }
         }
     }
     if (!g && !rc) {
-        if (!info->miss_reason[0]) { /* nothing found (a refused entry counted its store hit and load_refused) */
-            snprintf(info->miss_reason, sizeof info->miss_reason, "%s", nc ? "no usable variant stored" : "not cacheable");
-            if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
-        }
+        /* One outcome per lookup: whatever was found and not usable (refused, an image missing)
+         * counted its own detail (load_refused, images_missing); the lookup is a miss. */
+        if (!info->miss_reason[0])
+            snprintf(info->miss_reason, sizeof info->miss_reason, "%s",
+                     !nc ? "not cacheable" : why[0] ? why : "no usable variant stored");
+        if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         info->lookup_us = us_since(t1);
         kc_entry *e = NULL;
         /* A stored image of this very variant that the driver refused is not taken again as
          * "stored meanwhile": this lookup compiles it afresh and stores it over the old one. */
         rc = nc ? single_flight(c, d, &key, kb, target, !own_unusable, info, &e)
-                : compile_and_store(c, d, &key, kb, target, info, &e);
+                : compile_and_store(c, d, &key, kb, target, 1, info, &e);
         if (!rc) {
             uint64_t t2 = kc_mono_ns();
             rc = kc_graph_load(e, &key, device, &g);

@@ -347,14 +347,41 @@ int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_e
         quarantine(l->b, name);
         return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
     }
-    count(t, shard, KC_STAT_HITS);
     *out = e;
     return KC_OK;
 }
 
+/* Check what a remote gave for `name` (key, variant): authenticated before anything past the
+ * fixed header is parsed, then decoded as the entry asked for.  KC_OK with *out; else counted
+ * and logged, KC_MISS.  `data` stays the caller's. */
+static int remote_accept(kc_tiers *t, const char *name, const kc_key *key, const char *variant, const void *data,
+                         size_t len, kc_entry **out) {
+    int shard = key->bytes[0], rc;
+    const uint8_t *mk = t->cfg.mac_key;
+    if (mk && (rc = kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len)) != KC_OK) {
+        kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", name, kc_error_last()->message);
+        count(t, shard, KC_STAT_MAC_REJECTED);
+        return KC_MISS;
+    }
+    if ((rc = kc_entry_decode_as(out, data, len, key, variant))) {
+        kc_log(KC_LOG_REMOTE, "remote %s unusable: %s", name, kc_error_last()->message);
+        count(t, shard, rc == KC_ECORRUPT ? KC_STAT_CORRUPT : KC_STAT_REMOTE_ERRORS);
+        return KC_MISS;
+    }
+    return KC_OK;
+}
+
+int kc_tiers_put_local(kc_tiers *t, const char *name, const void *data, size_t len) {
+    tier *l = local_tier(t);
+    if (!l || (l->flags & KC_TIER_READONLY)) return KC_EREADONLY;
+    int rc = l->b->put(l->b, name, data, len);
+    if (rc != KC_OK) kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", name, kc_error_last()->message);
+    return rc;
+}
+
 /* One remote's lookup of the first present of `np` (variants[i] named np[i]). */
 static int remote_get(kc_tiers *t, kc_store_backend *b, const kc_key *key, const char *const *variants,
-                      const char *const *np, size_t n, size_t *which, kc_entry **out) {
+                      const char *const *np, size_t n, size_t *which, kc_entry **out, void **raw, size_t *raw_len) {
     int shard = key->bytes[0];
     void *data = NULL;
     size_t len = 0, w = 0;
@@ -367,43 +394,79 @@ static int remote_get(kc_tiers *t, kc_store_backend *b, const kc_key *key, const
         count_failure(t, shard, rc, 0);
         return KC_MISS;
     }
-    /* Authenticate before anything past the fixed header is parsed. */
-    const uint8_t *mk = t->cfg.mac_key;
-    if (mk && (rc = kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len)) != KC_OK) {
-        kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", np[w], kc_error_last()->message);
-        count(t, shard, KC_STAT_MAC_REJECTED);
-        free(data);
-        return KC_MISS;
-    }
     kc_entry *e;
-    rc = kc_entry_decode_as(&e, data, len, key, variants[w]);
-    if (rc) {
-        kc_log(KC_LOG_REMOTE, "remote %s unusable: %s", np[w], kc_error_last()->message);
-        count(t, shard, rc == KC_ECORRUPT ? KC_STAT_CORRUPT : KC_STAT_REMOTE_ERRORS);
+    if (remote_accept(t, np[w], key, variants[w], data, len, &e) != KC_OK) {
         free(data);
         return KC_MISS;
     }
-    tier *l = local_tier(t);
-    if (l && !(l->flags & KC_TIER_READONLY) && l->b->put(l->b, np[w], data, len) != KC_OK) /* written back */
-        kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", np[w], kc_error_last()->message);
-    free(data);
-    count(t, shard, KC_STAT_REMOTE_HITS);
+    if (raw) { /* the caller writes it back once what it refers to is local ([Note: two levels]) */
+        *raw = data;
+        *raw_len = len;
+    } else {
+        (void)kc_tiers_put_local(t, np[w], data, len); /* written back */
+        free(data);
+        count(t, shard, KC_STAT_REMOTE_HITS); /* with raw, the caller counts once it knows the outcome */
+    }
     if (which) *which = w;
     *out = e;
     return KC_OK;
 }
 
 int kc_tiers_get_remote(kc_tiers *t, const kc_key *key, const char *const *variants, size_t n, size_t *which,
-                        kc_entry **out) {
+                        kc_entry **out, void **raw, size_t *raw_len) {
     *out = NULL;
+    if (raw) *raw = NULL;
     if (!kc_tiers_has_remote(t) || n == 0) return KC_MISS;
     char names[MAX_NAMES][KC_NAME_MAX + 1];
     const char *np[MAX_NAMES];
     if (n > MAX_NAMES) n = MAX_NAMES;
     for (size_t i = 0; i < n; i++) kc_store_name(key, variants[i], names[i]), np[i] = names[i];
     for (size_t i = first_remote(t); i < t->n; i++)
-        if (remote_get(t, t->t[i].b, key, variants, np, n, which, out) == KC_OK) return KC_OK;
+        if (remote_get(t, t->t[i].b, key, variants, np, n, which, out, raw, raw_len) == KC_OK) return KC_OK;
     return KC_MISS;
+}
+
+size_t kc_tiers_get_remote_many(kc_tiers *t, const kc_key *keys, const char *variant, size_t n, kc_entry **outs,
+                                void **raws, size_t *raw_lens) {
+    for (size_t i = 0; i < n; i++) outs[i] = NULL, raws[i] = NULL, raw_lens[i] = 0;
+    if (!kc_tiers_has_remote(t) || n == 0) return 0;
+    char (*names)[KC_NAME_MAX + 1] = kc_calloc(n, sizeof *names);
+    const char **np = kc_calloc(n, sizeof *np), **want = kc_calloc(n, sizeof *want);
+    void **data = kc_calloc(n, sizeof *data);
+    size_t *lens = kc_calloc(n, sizeof *lens), *ix = kc_calloc(n, sizeof *ix), found = 0;
+    if (!names || !np || !want || !data || !lens || !ix) goto out;
+    for (size_t i = 0; i < n; i++) kc_store_name(&keys[i], variant, names[i]), np[i] = names[i];
+    for (size_t r = first_remote(t); r < t->n && found < n; r++) {
+        kc_store_backend *b = t->t[r].b;
+        size_t m = 0; /* the names still missing, asked of this remote at once */
+        for (size_t i = 0; i < n; i++)
+            if (!outs[i]) ix[m] = i, want[m++] = np[i];
+        int rc = KC_OK;
+        if (b->version >= 3 && b->get_many) {
+            rc = b->get_many(b, want, m, data, lens);
+        } else {
+            for (size_t k = 0; k < m && rc == KC_OK; k++) {
+                int g = b->get(b, want[k], &data[k], &lens[k]);
+                if (g != KC_OK && g != KC_MISS) rc = g;
+                if (g != KC_OK) data[k] = NULL;
+            }
+        }
+        if (rc != KC_OK) count_failure(t, keys[ix[0]].bytes[0], rc, 0);
+        for (size_t k = 0; k < m; k++) {
+            if (!data[k]) continue;
+            size_t i = ix[k];
+            if (rc == KC_OK && remote_accept(t, np[i], &keys[i], variant, data[k], lens[k], &outs[i]) == KC_OK) {
+                raws[i] = data[k], raw_lens[i] = lens[k];
+                found++;
+            } else {
+                free(data[k]);
+            }
+            data[k] = NULL;
+        }
+    }
+out:
+    free(names), free(np), free(want), free(data), free(lens), free(ix);
+    return found;
 }
 
 /* ---- the remotes' state ---- */

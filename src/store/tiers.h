@@ -78,8 +78,8 @@ void kc_tiers_free(kc_tiers *t);
 int kc_tiers_has_remote(const kc_tiers *t);
 
 /**
- * The local tier's entry for `key` and `variant`, validated, in one read: KC_OK (a hit,
- * counted); KC_MISS (absent, or unreadable: counted as a store error); KC_ECORRUPT (it was
+ * The local tier's entry for `key` and `variant`, validated, in one read: KC_OK (found; the
+ * caller counts the lookup's outcome, once it knows it); KC_MISS (absent, or unreadable: counted as a store error); KC_ECORRUPT (it was
  * corrupt or held another key or variant: quarantined and counted).  Counts no miss and
  * asks no remote.
  */
@@ -90,10 +90,26 @@ int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_e
  * round trip each when the backend has get_first; at most 24 names): authenticated,
  * validated, written back to a writable local tier and counted.  KC_OK with *which (may be
  * NULL) and *out; KC_MISS for anything else (no remote, absent, unreachable, rejected) —
- * the reason is counted and logged.
+ * the reason is counted and logged.  With `raw` (may be NULL) it is not written back: *raw
+ * (malloc'ed) and *raw_len are the bytes fetched, for kc_tiers_put_local once the images the
+ * entry refers to are local ([Note: two levels] in kcache/entry.h).
  */
 int kc_tiers_get_remote(kc_tiers *t, const kc_key *key, const char *const *variants, size_t n, size_t *which,
-                        kc_entry **out);
+                        kc_entry **out, void **raw, size_t *raw_len);
+
+/**
+ * Fetch the objects "<keys[i]>.<variant>" (images, unit records) from the remotes: one round trip
+ * per remote for all names still missing (the backend's get_many, else one get each); each
+ * authenticated and validated as the remote lookup above.  outs[i] (NULL when not found) and
+ * raws[i] / raw_lens[i] (the bytes fetched, malloc'ed, for kc_tiers_put_local) are the caller's.
+ * Not written back, and counted only when something fails (the lookup counts its own outcome).
+ * Returns how many were found.
+ */
+size_t kc_tiers_get_remote_many(kc_tiers *t, const kc_key *keys, const char *variant, size_t n, kc_entry **outs,
+                                void **raws, size_t *raw_lens);
+
+/** Write bytes to the local tier only (a remote's object, written back); KC_EREADONLY when it cannot be. */
+int kc_tiers_put_local(kc_tiers *t, const char *name, const void *data, size_t len);
 
 /**
  * Store encoded bytes under `name`: to the local tier now (its result is returned, an error

@@ -80,7 +80,7 @@ static void test_compile_units_for_real(void **state) {
     kc_units_group(ks, 3, &u);
     kc_compiled **res = NULL;
     double ms = -1;
-    int rc = kc_units_compile(ks, 3, &u, "sm_80", "graph 'g'", &res, &ms);
+    int rc = kc_units_compile(ks, 3, &u, NULL, "sm_80", "graph 'g'", &res, &ms);
     if (rc) fail_msg("%s", kc_error_last()->message);
     assert_true(ms >= 0);
     assert_int_equal(res[0]->nnames, 2);
@@ -99,7 +99,7 @@ static void test_failing_unit_reports_under_the_label(void **state) {
     kc_units_group(ks, 2, &u);
     kc_compiled **res = (kc_compiled **)0x1;
     double ms;
-    assert_int_equal(kc_units_compile(ks, 2, &u, "sm_80", "graph 'broken'", &res, &ms), KC_ECOMPILE);
+    assert_int_equal(kc_units_compile(ks, 2, &u, NULL, "sm_80", "graph 'broken'", &res, &ms), KC_ECOMPILE);
     assert_ptr_equal(res, (kc_compiled **)0x1); /* nothing returned */
     const char *m = kc_error_last()->message;
     assert_int_equal(strncmp(m, "graph 'broken': ", 16), 0);

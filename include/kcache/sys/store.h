@@ -21,10 +21,10 @@ extern "C" {
 
 /**
  * Version of kc_store_backend described here.  Version 2 added the optional `peek` and
- * `state` slots at the end; a table of version 1 (without them) is still accepted, and
- * the core reads those slots only from a table whose version is 2 or more.
+ * `state` slots at the end, version 3 `get_many`; tables of versions 1 and 2 (without them)
+ * are still accepted, and the core reads a slot only from a table whose version has it.
  */
-#define KC_STORE_BACKEND_VERSION 2
+#define KC_STORE_BACKEND_VERSION 3
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
@@ -76,6 +76,14 @@ struct kc_store_backend {
     int (*peek)(kc_store_backend *b, const char *name, void **out, size_t *out_len);
     /** Optional: what a remote backend says of itself (URL, breaker); NULL: it says nothing. */
     int (*state)(kc_store_backend *b, kc_remote_state *out);
+    /* version 3 */
+    /**
+     * Optional: read `n` blobs in one round trip (a graph's images, [Note: two levels] in
+     * kcache/entry.h).  KC_OK with out[i] (freed by the core with free()) and out_len[i] for each
+     * present name, out[i] NULL for an absent one; an error fails the whole call and leaves every
+     * out[i] NULL.  NULL: get is called once per name.
+     */
+    int (*get_many)(kc_store_backend *b, const char *const *names, size_t n, void **out, size_t *out_len);
 };
 
 /* ---- the redis backend ---- */

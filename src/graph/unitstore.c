@@ -1,0 +1,256 @@
+/*
+ * unitstore.c — compile units found in the store or stored there ([Note: two levels] in
+ * kcache/entry.h): the unit key, the lookup of unit records and their images, and their writes.
+ *
+ * The one idea: a compile unit (compile/units.h: kernels sharing file, source, headers, options)
+ * has a key of its own, made by the same identity rules as the graph key — every byte NVRTC reads
+ * and every option it is given, the name expressions, the target and the toolchain's build — and
+ * nothing of the graph's launches, shapes or other kernels.  So a graph at a new static shape, or
+ * a new graph built on a source another graph compiled with the same names and options, finds its
+ * units stored and compiles nothing.  A unit record says which image the unit compiled to; the
+ * image is read and checked against the record's reference (XXH3-128 locally, SHA-256 too for
+ * what a remote gives), so a record never serves bytes it did not name.
+ *
+ * Callers: lookup.c only.  Must not: count a graph lookup's outcome, or store a unit of a source
+ * that is not cacheable (lookup.c never asks).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../cache/internal.h"
+#include "../common/internal.h"
+#include "graph_internal.h"
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
+                 const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
+    const kc_kernel_src *k = &ks[u->first[unit]];
+    const char *names[KC_UNITS_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        if ((size_t)u->unit_of[i] == unit) names[n++] = ks[i].name;
+    qsort(names, n, sizeof *names, cmp_str);
+    kc_key_builder *kb;
+    int rc = kc_key_builder_new(&kb);
+    if (rc) return rc;
+    kc_key_add_u64(kb, KC_COMP_FORMAT, "unit_format", KC_ENTRY_FORMAT_VERSION);
+    kc_key_add_string(kb, KC_COMP_GRAPH, "unit.file", k->file ? k->file : "");
+    kc_key_add_string(kb, KC_COMP_GRAPH, "unit.source", k->source);
+    for (size_t h = 0; h < k->nheaders; h++) {
+        kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", k->headers[h].name);
+        kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", k->headers[h].source);
+    }
+    for (size_t i = 0; i < n; i++) /* a set: sorted, one each */
+        if (i == 0 || strcmp(names[i], names[i - 1]) != 0) kc_key_add_string(kb, KC_COMP_GRAPH, "unit.name", names[i]);
+    char *norm = NULL;
+    if (k->flags) kc_key_add_u64(kb, KC_COMP_OPTIONS, "kernel.flags", k->flags);
+    rc = kc_options_normalize(k, &norm);
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_OPTIONS, "options", norm);
+    free(norm);
+    if (!rc && k->include_digest) rc = kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", k->include_digest);
+    if (!rc && (k->flags & KC_KERNEL_TOOLKIT_HEADERS)) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "toolkit_headers", toolkit);
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", toolchain);
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_OPTIONS, "target", target);
+    if (!rc) rc = kc_key_finish(kb, out);
+    if (rc || !kb_out) kc_key_builder_free(kb);
+    else *kb_out = kb;
+    return rc;
+}
+
+/* The name expressions of `unit` in slot order (one per kernel of the unit). */
+static size_t unit_names(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char **names) {
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        if ((size_t)u->unit_of[i] == unit) names[n++] = ks[i].name;
+    return n;
+}
+
+/* A compiled unit made of a stored image and the record's lowered names (taken). */
+static int as_compiled(const void *bytes, size_t len, int is_ptx, char **lowered, size_t n, kc_compiled **out) {
+    kc_compiled *r = kc_calloc(1, sizeof *r);
+    if (r) r->image = kc_malloc(len + 1), r->log = kc_strdup("");
+    if (!r || !r->image || !r->log) {
+        kc_compiled_free(r);
+        for (size_t i = 0; i < n; i++) free(lowered[i]);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    memcpy(r->image, bytes, len);
+    r->image[len] = 0;
+    r->len = is_ptx ? len - 1 : len; /* PTX: kc_compiled's length leaves out the NUL */
+    r->lowered_names = kc_malloc(n * sizeof *r->lowered_names);
+    if (!r->lowered_names) {
+        kc_compiled_free(r);
+        for (size_t i = 0; i < n; i++) free(lowered[i]);
+        return kc_err(KC_ENOMEM, "out of memory");
+    }
+    memcpy(r->lowered_names, lowered, n * sizeof *lowered);
+    r->nnames = n;
+    r->lowered_name = r->lowered_names[0];
+    *out = r;
+    return KC_OK;
+}
+
+/* Unit `unit` from its record and image (either from the remote: then checked fully). */
+static int from_record(const kc_entry *rec, const kc_entry *img, int full, const kc_kernel_src *ks, size_t nk,
+                       const kc_units *u, size_t unit, const char *target, kc_compiled **res, kc_image_ref *ref) {
+    const char *names[KC_UNITS_MAX];
+    char *lowered[KC_UNITS_MAX];
+    size_t n = unit_names(ks, nk, u, unit, names);
+    kc_image_ref want;
+    int rc = kc_unit_entry_read(rec, &want, names, n, lowered);
+    if (rc) return rc;
+    const void *bytes;
+    size_t len;
+    kc_target t;
+    if (kc_target_parse(target, &t) != KC_OK || strcmp(want.target, target) != 0 || want.is_ptx != t.ptx)
+        rc = kc_err(KC_ECORRUPT, "the unit record names a %s image for %s", want.is_ptx ? "PTX" : "cubin", want.target);
+    if (!rc) rc = kc_image_entry_read(img, &want, full, NULL, &bytes, &len);
+    if (!rc) rc = as_compiled(bytes, len, want.is_ptx, lowered, n, &res[unit]);
+    else
+        for (size_t i = 0; i < n; i++) free(lowered[i]);
+    if (!rc) *ref = want;
+    return rc;
+}
+
+size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *want,
+                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs) {
+    size_t found = 0, miss[KC_UNITS_MAX], nm = 0;
+    for (size_t i = 0; i < u->n; i++) {
+        if (res[i] || (want && !want[i])) continue;
+        kc_entry *rec = NULL, *img = NULL;
+        kc_image_ref ref;
+        int rc = kc_cache_get_local_(c, &ukeys[i], KC_VARIANT_UNIT, &rec);
+        if (!rc) rc = kc_unit_entry_read(rec, &ref, NULL, 0, NULL);
+        if (!rc) rc = kc_cache_get_local_(c, &ref.id, KC_VARIANT_IMAGE, &img);
+        if (!rc) rc = from_record(rec, img, 0, ks, nk, u, i, target, res, &refs[i]);
+        if (rc == KC_OK) found++;
+        else miss[nm++] = i;
+        kc_entry_free(rec);
+        kc_entry_free(img);
+    }
+    if (!nm) return found;
+    /* The remote: the records in one round trip, then their images in one more. */
+    kc_key keys[KC_UNITS_MAX], ikeys[KC_UNITS_MAX];
+    kc_entry *recs[KC_UNITS_MAX], *imgs[KC_UNITS_MAX];
+    void *rraw[KC_UNITS_MAX], *iraw[KC_UNITS_MAX];
+    size_t rl[KC_UNITS_MAX], il[KC_UNITS_MAX], ni = 0, at[KC_UNITS_MAX];
+    for (size_t k = 0; k < nm; k++) keys[k] = ukeys[miss[k]];
+    if (!kc_cache_remote_objects_(c, keys, KC_VARIANT_UNIT, nm, recs, rraw, rl)) return found;
+    for (size_t k = 0; k < nm; k++) {
+        kc_image_ref ref;
+        if (recs[k] && kc_unit_entry_read(recs[k], &ref, NULL, 0, NULL) == KC_OK) ikeys[ni] = ref.id, at[ni++] = k;
+    }
+    size_t nimg = ni ? kc_cache_remote_objects_(c, ikeys, KC_VARIANT_IMAGE, ni, imgs, iraw, il) : 0;
+    for (size_t j = 0; j < ni; j++) {
+        size_t k = at[j], i = miss[k];
+        if (nimg && imgs[j] && from_record(recs[k], imgs[j], 1, ks, nk, u, i, target, res, &refs[i]) == KC_OK) {
+            found++; /* kept locally: the image first, then the record that names it */
+            if (kc_cache_keep_local_(c, &ikeys[j], KC_VARIANT_IMAGE, iraw[j], il[j]) == KC_OK)
+                (void)kc_cache_keep_local_(c, &keys[k], KC_VARIANT_UNIT, rraw[k], rl[k]);
+        }
+        if (nimg) kc_entry_free(imgs[j]), free(iraw[j]);
+    }
+    for (size_t k = 0; k < nm; k++) kc_entry_free(recs[k]), free(rraw[k]);
+    return found;
+}
+
+int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
+                    const kc_key *ukey, const kc_key_builder *kb, const char *target, int is_ptx, const kc_compiled *r,
+                    const char *toolchain_meta, kc_image_ref *ref) {
+    const char *names[KC_UNITS_MAX];
+    size_t n = unit_names(ks, nk, u, unit, names);
+    /* PTX is stored with its NUL: the driver takes a C string. */
+    int rc = kc_image_ref_make(ref, target, is_ptx, r->image, r->len + (is_ptx ? 1 : 0));
+    if (rc || !c) return rc;
+    kc_entry *img = NULL, *rec = NULL;
+    rc = kc_image_entry_new(&img, ref, r->image);
+    if (!rc) rc = kc_entry_set_toolchain(img, toolchain_meta);
+    if (!rc) rc = kc_cache_put(c, img); /* the image first: durable before anything names it */
+    if (!rc) rc = kc_unit_entry_new(&rec, ukey, ref, names, (const char *const *)r->lowered_names, n);
+    if (!rc && kb) rc = kc_entry_add_key_digests(rec, kb);
+    if (!rc) rc = kc_entry_set_toolchain(rec, toolchain_meta);
+    if (!rc) rc = kc_cache_put(c, rec);
+    kc_entry_free(img);
+    kc_entry_free(rec);
+    return rc;
+}
+
+/*
+ * [Note: single-flight per unit] Each unit still missing is compiled under its own lock
+ * ("<unit key>.unit"), across threads and processes.  A round takes every free lock of the
+ * units still pending, looks those units up once more (stored meanwhile?), compiles the rest
+ * together on the pool, stores them (image, then record) and lets the locks go; units whose
+ * lock another holds are polled every few milliseconds until their record appears or their
+ * lock comes free.  No lock is held while waiting, so two lookups that need each other's units
+ * never wait for each other.  Past KCACHE_LOCK_WAIT the rest is compiled without locks.
+ */
+int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src *ks, size_t nk, const kc_units *u,
+                     const char *target, const char *label, const char *toolchain, const char *toolkit,
+                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms) {
+    size_t n = u->n;
+    kc_key ukeys[KC_UNITS_MAX];
+    kc_key_builder *kbs[KC_UNITS_MAX] = {0};
+    int pending[KC_UNITS_MAX] = {0}, grab[KC_UNITS_MAX], left = 0, rc = KC_OK;
+    kc_lock *locks[KC_UNITS_MAX] = {0};
+    kc_target t;
+    *ncompiled = 0;
+    *ms = 0;
+    if ((rc = kc_target_parse(target, &t))) return rc;
+    for (size_t i = 0; cacheable && i < n && !rc; i++)
+        rc = kc_unit_key_(ks, nk, u, i, target, toolchain, toolkit, &ukeys[i], &kbs[i]);
+    if (!rc && cacheable && reuse) kc_units_find_(c, ks, nk, u, NULL, ukeys, target, res, refs);
+    for (size_t i = 0; i < n; i++) left += pending[i] = !res[i];
+    double wait_s = 600.0;
+    if (!rc && left && cacheable) rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &wait_s);
+    uint64_t deadline = kc_mono_ns() + (uint64_t)(wait_s * 1e9);
+    while (!rc && left) {
+        int any = 0, late = kc_mono_ns() > deadline;
+        for (size_t i = 0; i < n; i++) {
+            grab[i] = 0;
+            if (!pending[i]) continue;
+            int lr = cacheable && reuse && !late ? kc_cache_trylock(c, &ukeys[i], KC_VARIANT_UNIT, &locks[i]) : KC_OK;
+            if (lr == KC_EBUSY) continue;
+            if (lr != KC_OK) kc_log(KC_LOG_GRAPH, "%s: no unit lock (%s); compiling", label, kc_error_last()->message);
+            grab[i] = any = 1;
+        }
+        if (any && cacheable && reuse) kc_units_find_(c, ks, nk, u, grab, ukeys, target, res, refs); /* stored meanwhile? */
+        int todo = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (grab[i] && res[i]) grab[i] = 0, pending[i] = 0, left--;
+            todo |= grab[i];
+        }
+        if (todo) {
+            kc_compiled **got = NULL;
+            double one = 0;
+            rc = kc_units_compile(ks, nk, u, grab, target, label, &got, &one);
+            *ms += one;
+            for (size_t i = 0; !rc && i < n; i++) {
+                if (!grab[i]) continue;
+                res[i] = got[i], got[i] = NULL;
+                pending[i] = 0, left--, (*ncompiled)++;
+                int sr = kc_units_store_(cacheable ? c : NULL, ks, nk, u, i, &ukeys[i], kbs[i], target, t.ptx, res[i],
+                                         toolchain_meta, &refs[i]);
+                if (sr && sr != KC_EREADONLY && cacheable)
+                    kc_log(KC_LOG_GRAPH, "%s: unit %zu not stored: %s", label, i, kc_error_last()->message);
+                if (sr == KC_ENOMEM || (sr && !cacheable)) rc = sr; /* a reference is needed even unstored */
+            }
+            if (got) kc_units_free(got, n);
+        }
+        for (size_t i = 0; i < n; i++) kc_cache_unlock(locks[i]), locks[i] = NULL;
+        if (!rc && left && !any) { /* every pending unit is another's compile: wait for it */
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            kc_units_find_(c, ks, nk, u, pending, ukeys, target, res, refs);
+            for (size_t i = 0; i < n; i++)
+                if (pending[i] && res[i]) pending[i] = 0, left--;
+        }
+    }
+    for (size_t i = 0; i < n; i++) kc_key_builder_free(kbs[i]);
+    if (!rc && cacheable && n) {
+        kc_cache_count(c, &ukeys[0], KC_STAT_UNIT_COMPILES, (uint64_t)*ncompiled);
+        kc_cache_count(c, &ukeys[0], KC_STAT_UNIT_HITS, (uint64_t)((int)n - *ncompiled));
+    }
+    return rc;
+}
