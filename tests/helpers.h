@@ -80,6 +80,11 @@ static inline size_t kct_count_files(const char *dir, const char *needle) {
     return kct_count_needle_n;
 }
 
+/** Graph entries under `dir` ([Note: two levels]: every .kce that is not an image or a unit record). */
+static inline size_t kct_count_graphs(const char *dir) {
+    return kct_count_files(dir, ".kce") - kct_count_files(dir, ".img.kce") - kct_count_files(dir, ".unit.kce");
+}
+
 static uint64_t kct_dir_bytes_n;
 static const char *kct_dir_bytes_needle;
 static int kct_dir_bytes_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {

@@ -24,7 +24,8 @@ typedef enum kc_stat {
     KC_STAT_BYTES = 5,         /**< Bytes of entries held (approximate between gcs). */
     KC_STAT_ENTRIES = 6,       /**< Entries held (approximate between gcs). */
     KC_STAT_BYPASSES = 7,      /**< Requests that were not cacheable. */
-    KC_STAT_COMPILES = 8,      /**< Compiles done because of a miss. */
+    KC_STAT_COMPILES = 8,      /**< Graphs compiled because of a miss (each unit compiled or found stored:
+                                *   unit_compiles, unit_hits). */
     KC_STAT_COMPILE_ERRORS = 9,/**< Compiles that failed. */
     KC_STAT_MEMORY_HITS = 10,  /**< Lookups served from process memory. */
     KC_STAT_REMOTE_HITS = 11,  /**< Lookups served from the remote tier. */

@@ -171,7 +171,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, bypass);
     } else {
         info->source = KC_FROM_COMPILE;
-        if (ncompiled) kc_cache_count(c, key, KC_STAT_COMPILES, 1);
+        kc_cache_count(c, key, KC_STAT_COMPILES, 1); /* a graph built; its units: unit_compiles, unit_hits */
         int prc = kc_cache_put(c, e); /* last: every image it refers to was stored before it */
         info->store_status = prc;
         if (prc == KC_OK) { /* for hosts without NVRTC, or without the toolkit's headers */
@@ -196,13 +196,14 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
 /* The local graph entry of key.variant with its images resolved: KC_OK, or KC_MISS (absent;
  * corrupt: quarantined; an image missing or failing its check: counted, the reason in `why`). */
 static int local_graph(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out, char *why, size_t cap) {
+    /* `why` NULL: a look again under the compile lock, whose lookup counted its own detail already */
     *out = NULL;
     kc_entry *e;
     int rc = kc_cache_get_local_(c, key, variant, &e);
     if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
     if (rc) return KC_MISS;
     if ((rc = kc_graph_resolve_(c, e)) != KC_OK) {
-        kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
+        if (why) kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
         if (why) snprintf(why, cap, "%.150s", kc_error_last()->message);
         kc_log(KC_LOG_GRAPH, "stored graph %s not usable: %s", variant, kc_error_last()->message);
         kc_entry_free(e);

@@ -141,7 +141,7 @@ static void test_saved_tensor_hooks(void **state) {
     kc_stats st;
     kc_cache_stats(cache, &st);
     assert_int_equal(st.v[KC_STAT_BYPASSES], 1);
-    assert_int_equal(st.v[KC_STAT_ENTRIES], 1);
+    assert_int_equal(kct_count_graphs(dir), 1); /* the hashed one; the bypassed one stored nothing */
     kc_graph_desc_free(plain);
     kc_graph_desc_free(hashed);
     kc_graph_desc_free(other);

@@ -1,0 +1,291 @@
+/*
+ * test_two_levels.c — graph entries over shared images ([Note: two levels] in kcache/entry.h,
+ * src/graph/unitstore.c, resolve.c): a second static shape of a graph compiles nothing and stores
+ * only its graph entry; the target is part of a unit's key; an image that is missing, corrupt or
+ * not the one referred to makes its graph a miss — one outcome counted — and its unit is compiled
+ * and stored again; threads and processes compiling shapes of one graph at once compile each unit
+ * once ([Note: single-flight per unit]).  Needs NVRTC (compile-only), no GPU.
+ */
+#include <ftw.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kcache.h"
+#include "helpers.h"
+
+static char *dir;
+static kc_cache *cache;
+
+static int setup(void **state) {
+    (void)state;
+    return kct_open_cache("twolevels", &dir, &cache);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return kct_close_cache(dir, cache);
+}
+
+static kc_graph_desc *load(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, name);
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    return d;
+}
+
+/* mlp_block with its symbolic M made the static size m: a new static shape, the same kernels. */
+static kc_graph_desc *mlp_at(int64_t m) {
+    kc_graph_desc *d = load("mlp_block.json"), *s;
+    static const int64_t sz[5][2] = {{0, 256}, {256, 1024}, {1024, 0}, {1024, 256}, {256, 0}}; /* 0: none */
+    kc_tensor_meta in[5];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < 5; i++) {
+        in[i].dtype = KC_DTYPE_F32;
+        in[i].device = KC_DEVICE_CUDA;
+        in[i].requires_grad = 1;
+        in[i].rank = sz[i][1] ? 2 : 1;
+        in[i].sizes[0].value = i == 0 ? m : sz[i][0];
+        in[i].sizes[1].value = sz[i][1];
+        in[i].strides[0].value = in[i].rank == 2 ? sz[i][1] : 1;
+        in[i].strides[1].value = 1;
+    }
+    if (kc_graph_desc_specialize(&s, d, in, 5, NULL, 0, NULL) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    kc_graph_desc_free(d);
+    return s;
+}
+
+static uint64_t stat_of(kc_stat id) {
+    kc_stats st;
+    assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
+    return st.v[id];
+}
+
+static kc_entry *stored(const kc_graph_info *info, const char *variant) {
+    kc_key k;
+    assert_int_equal(kc_key_from_hex(&k, info->key), KC_OK);
+    kc_entry *e;
+    if (kc_cache_peek(cache, &k, variant, &e) != KC_OK) fail_msg("no graph entry %s.%s", info->key, variant);
+    return e;
+}
+
+static void compile_ok(kc_graph_desc *d, const char *target, kc_graph_info *info) {
+    if (kc_graph_compile(cache, d, target, info) != KC_OK) fail_msg("%s", kc_error_last()->message);
+}
+
+static void test_a_second_shape_compiles_nothing(void **state) {
+    (void)state;
+    kc_graph_desc *a = mlp_at(64), *b = mlp_at(128);
+    kc_graph_info ia, ib, ic;
+    compile_ok(a, "sm_90", &ia);
+    assert_int_equal(ia.source, KC_FROM_COMPILE);
+    assert_int_equal(ia.units, 2); /* matmul.cu and elementwise.cu */
+    assert_int_equal(ia.units_compiled, 2);
+    size_t images = kct_count_files(dir, ".img.kce"), units = kct_count_files(dir, ".unit.kce");
+    assert_int_equal(units, 2);
+    assert_int_equal(images, 2);
+    compile_ok(b, "sm_90", &ib);
+    assert_string_not_equal(ia.key, ib.key); /* another graph: a new static shape */
+    assert_int_equal(ib.source, KC_FROM_COMPILE);
+    assert_int_equal(ib.units, 2);
+    assert_int_equal(ib.units_compiled, 0); /* nothing compiled: only the graph entry was written */
+    assert_true(ib.compile_ms == 0);
+    assert_int_equal(kct_count_files(dir, ".img.kce"), images);
+    assert_int_equal(kct_count_files(dir, ".unit.kce"), units);
+    assert_int_equal(kct_count_graphs(dir), 2);
+    assert_int_equal(stat_of(KC_STAT_UNIT_COMPILES), 2);
+    assert_int_equal(stat_of(KC_STAT_UNIT_HITS), 2);
+    /* Both graph entries refer to the same images. */
+    kc_entry *ea = stored(&ia, "sm_90"), *eb = stored(&ib, "sm_90");
+    kc_image_ref *ra, *rb;
+    size_t na, nb;
+    assert_int_equal(kc_entry_images(ea, &ra, &na), KC_OK);
+    assert_int_equal(kc_entry_images(eb, &rb, &nb), KC_OK);
+    assert_int_equal(na, 2);
+    assert_int_equal(nb, 2);
+    for (size_t i = 0; i < na; i++) assert_true(kc_image_ref_equal(&ra[i], &rb[i]));
+    free(ra), free(rb);
+    kc_entry_free(ea), kc_entry_free(eb);
+    /* The target is in the unit's key: another target compiles its units. */
+    compile_ok(b, "sm_80", &ic);
+    assert_int_equal(ic.units_compiled, 2);
+    kc_graph_desc_free(a), kc_graph_desc_free(b);
+}
+
+/* Remove (or damage) the first image file found. */
+static const char *victim_action;
+static int victim_done;
+static int on_file(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)ftw;
+    if (flag != FTW_F || victim_done || !strstr(p, ".img.kce") || strstr(p, "/quarantine/")) return 0;
+    victim_done = 1;
+    if (!strcmp(victim_action, "remove")) return unlink(p);
+    FILE *f = fopen(p, "r+b");
+    if (!f) return -1;
+    fseek(f, -40, SEEK_END); /* inside the image's bytes */
+    int c = fgetc(f);
+    fseek(f, -40, SEEK_END);
+    fputc(c ^ 0x20, f);
+    return fclose(f);
+}
+static void damage_an_image(const char *action) {
+    victim_action = action;
+    victim_done = 0;
+    nftw(dir, on_file, 16, FTW_PHYS);
+    assert_true(victim_done);
+}
+
+/* A lookup after `action` on one image: a miss, counted once; the unit compiled again; then a hit. */
+static void check_recovery(const char *action) {
+    kc_graph_desc *d = mlp_at(32);
+    kc_graph_info info;
+    compile_ok(d, "sm_90", &info);
+    damage_an_image(action);
+    uint64_t hits = stat_of(KC_STAT_HITS), misses = stat_of(KC_STAT_MISSES), uc = stat_of(KC_STAT_UNIT_COMPILES),
+             gone = stat_of(KC_STAT_IMAGES_MISSING);
+    compile_ok(d, "sm_90", &info);
+    assert_int_equal(info.source, KC_FROM_COMPILE);
+    assert_non_null(strstr(info.miss_reason, "image"));
+    if (stat_of(KC_STAT_MISSES) != misses + 1)
+        fail_msg("misses %llu -> %llu (hits %llu -> %llu, source %d: %s)", (unsigned long long)misses,
+                 (unsigned long long)stat_of(KC_STAT_MISSES), (unsigned long long)hits,
+                 (unsigned long long)stat_of(KC_STAT_HITS), info.source, info.miss_reason);
+    assert_int_equal(stat_of(KC_STAT_HITS), hits);
+    assert_int_equal(stat_of(KC_STAT_IMAGES_MISSING), gone + 1);
+    assert_int_equal(info.units_compiled, 1); /* only the unit whose image was lost */
+    assert_int_equal(stat_of(KC_STAT_UNIT_COMPILES), uc + 1);
+    compile_ok(d, "sm_90", &info);
+    assert_int_equal(info.source, KC_FROM_DISK);
+    kc_entry *e = stored(&info, "sm_90");
+    assert_int_equal(kc_entry_resolve(cache, e), KC_OK);
+    kc_entry_free(e);
+    kc_graph_desc_free(d);
+}
+
+static void test_a_missing_image_is_a_miss_and_is_stored_again(void **state) {
+    (void)state;
+    check_recovery("remove");
+}
+
+static void test_a_corrupt_image_is_a_miss_and_is_stored_again(void **state) {
+    (void)state;
+    check_recovery("flip");
+    assert_int_equal(stat_of(KC_STAT_CORRUPT), 1); /* found corrupt and moved aside, once */
+}
+
+/* An image object that is well formed but is not the image referred to (other bytes under its name). */
+static void test_an_image_that_is_not_the_one_referred_to_is_a_miss(void **state) {
+    (void)state;
+    kc_graph_desc *d = mlp_at(16);
+    kc_graph_info info;
+    compile_ok(d, "sm_90", &info);
+    kc_entry *e = stored(&info, "sm_90");
+    kc_image_ref *r;
+    size_t n;
+    assert_int_equal(kc_entry_images(e, &r, &n), KC_OK);
+    /* A forged object: the reference's id as its name, other bytes (a valid container). */
+    static const char other[] = "not the image the graph refers to";
+    kc_image_ref forged = r[0];
+    forged.len = sizeof other;
+    kc_entry *img;
+    assert_int_equal(kc_image_entry_new(&img, &forged, other), KC_OK);
+    assert_int_equal(kc_cache_put(cache, img), KC_OK);
+    kc_entry_free(img);
+    assert_int_equal(kc_entry_resolve(cache, e), KC_MISS);
+    uint64_t misses = stat_of(KC_STAT_MISSES);
+    compile_ok(d, "sm_90", &info);
+    assert_int_equal(info.source, KC_FROM_COMPILE);
+    assert_int_equal(stat_of(KC_STAT_MISSES), misses + 1);
+    kc_entry_free(e);
+    e = stored(&info, "sm_90");
+    assert_int_equal(kc_entry_resolve(cache, e), KC_OK); /* the right image is back under its name */
+    const void *b;
+    size_t l;
+    assert_int_equal(kc_entry_attached_image(e, 0, &b, &l), KC_OK);
+    assert_int_equal(l, r[0].len);
+    free(r);
+    kc_entry_free(e);
+    kc_graph_desc_free(d);
+}
+
+typedef struct job {
+    int64_t m;
+    int rc, compiled;
+} job;
+
+static void *compile_shape(void *p) {
+    job *j = p;
+    kc_graph_desc *d = mlp_at(j->m);
+    kc_graph_info info;
+    j->rc = kc_graph_compile(cache, d, "sm_90", &info);
+    j->compiled = info.units_compiled;
+    kc_graph_desc_free(d);
+    return NULL;
+}
+
+static void test_threads_compile_each_unit_once(void **state) {
+    (void)state;
+    enum { N = 4 };
+    pthread_t th[N];
+    job j[N];
+    for (int i = 0; i < N; i++) {
+        j[i] = (job){8 * (i + 1), -1, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, compile_shape, &j[i]), 0);
+    }
+    int total = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(j[i].rc, KC_OK);
+        total += j[i].compiled;
+    }
+    assert_int_equal(total, 2);
+    assert_int_equal(stat_of(KC_STAT_UNIT_COMPILES), 2);
+    assert_int_equal(stat_of(KC_STAT_COMPILES), N);
+    assert_int_equal(kct_count_graphs(dir), N);
+    assert_int_equal(kct_count_files(dir, ".img.kce"), 2);
+}
+
+static void test_processes_compile_each_unit_once(void **state) {
+    (void)state;
+    enum { N = 8 };
+    pid_t pid[N];
+    for (int i = 0; i < N; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0) {
+            kc_cache *c;
+            kc_options o = KC_OPTIONS_INIT;
+            o.dir = dir;
+            o.flags = KC_OPEN_NO_ENV;
+            if (kc_cache_open(&c, &o)) _exit(2);
+            kc_graph_desc *d = mlp_at(8 * (i + 1));
+            kc_graph_info info;
+            int rc = kc_graph_compile(c, d, "sm_90", &info);
+            kc_graph_desc_free(d);
+            kc_cache_close(c);
+            _exit(rc == KC_OK ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        int st;
+        waitpid(pid[i], &st, 0);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    assert_int_equal(stat_of(KC_STAT_UNIT_COMPILES), 2);
+    assert_int_equal(stat_of(KC_STAT_UNIT_HITS), 2 * N - 2);
+    assert_int_equal(kct_count_graphs(dir), N);
+    assert_int_equal(kct_count_files(dir, ".img.kce"), 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_second_shape_compiles_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_missing_image_is_a_miss_and_is_stored_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_corrupt_image_is_a_miss_and_is_stored_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_image_that_is_not_the_one_referred_to_is_a_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_compile_each_unit_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_processes_compile_each_unit_once, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
