@@ -11,6 +11,11 @@
  * so that a fleet does not retry in step) every call answers KC_EUNAVAILABLE at once;
  * then one call goes through as a probe, and its success closes the breaker.
  *
+ * A graph's images come in one round trip: get_many is one MGET of up to KC_IMAGES_MAX keys
+ * under the same breaker and deadline as a GET, its reply held to exactly the names asked
+ * (one value or nil each, each under the value cap, all together under the format's cap on
+ * one entry) before hiredis sees it.
+ *
  * Connections are pooled (a few idle ones under a lock); a pooled connection that the
  * server closed meanwhile is retried once on a fresh one before anything counts as failed;
  * one that saw more than one reply, an unexpected reply type, or bytes while idle is
@@ -209,11 +214,12 @@ static int guarded_write(redisContext *c, int *done) {
 }
 
 /*
- * Send one command and read its reply, all before `deadline`.  *extra is set when the
+ * Send one command and read its reply, all before `deadline`; the reply is held to `ex`'s
+ * element count and sizes as it arrives (NULL: a setup command's).  *extra is set when the
  * server sent bytes past the reply: the connection must then be discarded.
  */
 static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const char **argv, const size_t *lens,
-                     redisReply **out, int *extra) {
+                     const kc_reply_expect *ex, redisReply **out, int *extra) {
     *out = NULL;
     *extra = 0;
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return kc_err(KC_EIO, "redis: %s", c->errstr);
@@ -229,7 +235,8 @@ static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const 
         return kc_err(KC_EIO, "redis %s: protocol: unexpected bytes before the reply", b->shown);
     }
     kc_reply_scan s;
-    kc_reply_scan_init(&s);
+    kc_reply_scan_init(&s, ex && ex->elements ? ex->elements : REPLY_MAX_ELEMENTS,
+                       ex && ex->max_total ? ex->max_total : b->cfg.max_value);
     char buf[16384];
     for (;;) {
         void *reply = NULL;
@@ -287,7 +294,7 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
     if (!rc && b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = send_recv(b, c, deadline, b->user[0] ? 3 : 2, argv, lens, &r, &extra);
+        rc = send_recv(b, c, deadline, b->user[0] ? 3 : 2, argv, lens, NULL, &r, &extra);
         if (!rc) rc = expect_ok(r, "AUTH", extra);
         if (r) freeReplyObject(r), r = NULL;
     }
@@ -296,7 +303,7 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        rc = send_recv(b, c, deadline, 2, argv, lens, &r, &extra);
+        rc = send_recv(b, c, deadline, 2, argv, lens, NULL, &r, &extra);
         if (!rc) rc = expect_ok(r, "SELECT", extra);
         if (r) freeReplyObject(r);
     }
@@ -332,21 +339,16 @@ static void pool_give(rb *b, redisContext *c) {
     if (c) redisFree(c);
 }
 
-/* Reply types a command may answer with (an error reply is always possible). */
-#define T_STRING (1u << REDIS_REPLY_STRING)
-#define T_ARRAY (1u << REDIS_REPLY_ARRAY)
-#define T_INTEGER (1u << REDIS_REPLY_INTEGER)
-#define T_NIL (1u << REDIS_REPLY_NIL)
-#define T_STATUS (1u << REDIS_REPLY_STATUS)
-
 /*
- * Run one command through the breaker; *out is the reply, of one of the `types` (an error
- * reply is KC_EIO).  A connection goes back to the pool only after a reply of an expected
- * type with nothing after it: a reply of another type is an error, and bytes after the
- * reply (kept by the first reply, which is this command's) mean the connection and the
- * commands on it are out of step; either way it is closed.
+ * Run one command through the breaker; *out is the reply, of the shape `ex` asks for (an
+ * error reply is KC_EIO).  A connection goes back to the pool only after a reply of the
+ * expected shape with nothing after it: a reply of another shape is an error (and a failure
+ * for the breaker, as a server that answers nonsense is no better than one that does not
+ * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
+ * the connection and the commands on it are out of step; either way it is closed.
  */
-static int command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
+static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
+                      redisReply **out) {
     *out = NULL;
     int rc = breaker_enter(b);
     if (rc) return rc;
@@ -355,7 +357,7 @@ static int command(rb *b, int argc, const char **argv, const size_t *lens, unsig
         redisContext *c = attempt == 0 ? pool_take(b) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, deadline, &c))) break;
-        rc = send_recv(b, c, deadline, argc, argv, lens, out, &extra);
+        rc = send_recv(b, c, deadline, argc, argv, lens, ex, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
             rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
@@ -364,8 +366,11 @@ static int command(rb *b, int argc, const char **argv, const size_t *lens, unsig
             else pool_give(b, c); /* the connection is fine; the command was refused */
             break;
         }
-        if (rc == KC_OK && ((*out)->type < 1 || (*out)->type > 5 || !(types & (1u << (*out)->type)))) {
-            rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
+        if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
+            if (ex->elements && (*out)->type == REDIS_REPLY_ARRAY)
+                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->shown, argv[0],
+                            (size_t)(*out)->elements, ex->elements);
+            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
             freeReplyObject(*out);
             *out = NULL;
             redisFree(c);
@@ -383,6 +388,12 @@ static int command(rb *b, int argc, const char **argv, const size_t *lens, unsig
     }
     breaker_exit(b, rc != KC_OK);
     return rc;
+}
+
+/* A command whose reply is one of `types`, each value under the value cap. */
+static int command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
+    kc_reply_expect ex = {types, 0, 0};
+    return command_as(b, argc, argv, lens, &ex, out);
 }
 
 static void key_of(const char *name, char *out, size_t cap) { snprintf(out, cap, PREFIX "%s", name); }
@@ -458,6 +469,53 @@ static int r_get_first(kc_store_backend *be, const char *const *names, size_t n,
     return rc;
 }
 
+/* One get_many's values together: at most the format's cap on one entry (what a graph entry that
+ * held the same images inline could have been), and n values each under the value cap. */
+static uint64_t many_cap(const rb *b, size_t n) {
+    uint64_t all = (uint64_t)n * b->cfg.max_value; /* n <= KC_IMAGES_MAX, max_value <= 1 GiB: no wrap */
+    return all < KC_ENTRY_MAX_BYTES ? all : KC_ENTRY_MAX_BYTES;
+}
+
+/*
+ * `n` names in one MGET.  The names are checked before anything is sent; a nil is an absent
+ * name (out[i] NULL); a value over the value cap fails the whole call (KC_EIO, as get's does);
+ * any failure leaves every out[i] NULL.
+ */
+static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, void **out, size_t *out_len) {
+    rb *b = be->ctx;
+    if (n && (!names || !out || !out_len)) return kc_err(KC_EINVAL, "redis get_many: NULL argument");
+    for (size_t i = 0; i < n; i++) out[i] = NULL, out_len[i] = 0;
+    if (n > KC_IMAGES_MAX)
+        return kc_err(KC_EINVAL, "redis get_many: %zu names (at most %d at once)", n, KC_IMAGES_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (kc_store_name_check(names[i]) != KC_OK) return kc_err_prefix(KC_EINVAL, "redis get_many");
+    if (n == 0) return KC_OK;
+    /* argv, lens and the keys in one block: "MGET" and n keys */
+    typedef char keybuf[KC_NAME_MAX + 16];
+    size_t argc = n + 1;
+    void *blk = kc_malloc(argc * (sizeof(const char *) + sizeof(size_t)) + n * sizeof(keybuf));
+    if (!blk) return kc_err(KC_ENOMEM, "out of memory");
+    const char **argv = blk;
+    size_t *lens = (size_t *)(argv + argc);
+    keybuf *keys = (keybuf *)(lens + argc);
+    argv[0] = "MGET", lens[0] = 4;
+    for (size_t i = 0; i < n; i++) {
+        key_of(names[i], keys[i], sizeof keys[i]);
+        argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
+    }
+    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n)};
+    redisReply *r;
+    int rc = command_as(b, (int)argc, argv, lens, &ex, &r);
+    free(blk);
+    if (rc) return rc;
+    for (size_t i = 0; i < n && rc == KC_OK; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING) rc = take_string(b, r->element[i], &out[i], &out_len[i]);
+    freeReplyObject(r);
+    if (rc)
+        for (size_t i = 0; i < n; i++) free(out[i]), out[i] = NULL, out_len[i] = 0;
+    return rc;
+}
+
 static int r_put(kc_store_backend *be, const char *name, const void *data, size_t len) {
     rb *b = be->ctx;
     if ((uint64_t)len > b->cfg.max_value)
@@ -528,6 +586,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_
     b->be.free = r_free;
     b->be.get_first = r_get_first;
     b->be.state = kc_store_redis_state;
+    b->be.get_many = r_get_many;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;

@@ -3,13 +3,17 @@
  * allocates an array's element table from the count in its header (`*2000000000` asks for
  * 16 GB) and frees a half-built reply element by element, and it has no element or size
  * limit of its own.  So every byte read is first walked here (RESP2: + - : $ *), and a
- * reply is refused as soon as a header declares more than REPLY_MAX_ELEMENTS elements in
- * all, a bulk string over the value cap, or a line over REPLY_MAX_LINE; what hiredis holds
- * is then at most a few small objects, which free at once.  Bytes after the complete reply
- * are not the reply's: the scan stops there and marks the connection unusable (a server
- * that sends an extra reply would otherwise answer the next command with it).
+ * reply is refused as soon as a header declares more elements in all than the command
+ * expects (REPLY_MAX_ELEMENTS, or an MGET's name count), a bulk string over the value cap or
+ * past the reply's total cap, or a line over REPLY_MAX_LINE; what hiredis holds is then at
+ * most the elements and bytes the command asked for, which free at once.  Bytes after the
+ * complete reply are not the reply's: the scan stops there and marks the connection unusable
+ * (a server that sends an extra reply would otherwise answer the next command with it).  Once
+ * hiredis has built the reply, kc_reply_shape_ok holds it to the command's expected type and,
+ * for an MGET, to exactly one string or nil per name asked.
  *
- * Callers: store/redis.c (send_recv) only.  Must not: allocate, or read past the bytes given.
+ * Callers: store/redis.c (send_recv, command_as) only.  Must not: allocate, or read past the
+ * bytes given.
  */
 #include "redis_reply.h"
 
@@ -17,9 +21,10 @@
 
 #include "../common/internal.h"
 
-void kc_reply_scan_init(kc_reply_scan *s) {
+void kc_reply_scan_init(kc_reply_scan *s, uint64_t max_elements, uint64_t max_total) {
     memset(s, 0, sizeof *s);
     s->depth = 1, s->left[0] = 1;
+    s->max_elements = max_elements, s->max_total = max_total;
 }
 
 /* One value complete: count it in its level, closing the arrays it completes. */
@@ -62,12 +67,16 @@ int kc_reply_scan_feed(kc_reply_scan *s, uint64_t max_value, const char *who, co
                     if ((uint64_t)s->num > max_value)
                         return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", who,
                                       s->num, (unsigned long long)max_value);
+                    if ((uint64_t)s->num > s->max_total - s->total) /* total <= max_total: no wrap */
+                        return kc_err(KC_EIO, "redis %s: a reply's values over %llu bytes together", who,
+                                      (unsigned long long)s->max_total);
+                    s->total += (uint64_t)s->num;
                     s->bulk_left = (uint64_t)s->num + 2, s->st = S_BULK;
                 } else {
                     s->elements += (uint64_t)s->num;
-                    if (s->elements > REPLY_MAX_ELEMENTS)
-                        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %d expected)", who,
-                                      (unsigned long long)s->elements, REPLY_MAX_ELEMENTS);
+                    if (s->elements > s->max_elements)
+                        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %llu expected)", who,
+                                      (unsigned long long)s->elements, (unsigned long long)s->max_elements);
                     if (s->num == 0) scan_value(s);
                     else if (s->depth == REPLY_MAX_DEPTH)
                         return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", who);
@@ -89,3 +98,11 @@ int kc_reply_scan_feed(kc_reply_scan *s, uint64_t max_value, const char *who, co
     return KC_OK;
 }
 
+int kc_reply_shape_ok(const redisReply *r, const kc_reply_expect *ex) {
+    if (r->type < 1 || r->type > 5 || !(ex->types & (1u << r->type))) return 0;
+    if (!ex->elements) return 1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != ex->elements) return 0;
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING && r->element[i]->type != REDIS_REPLY_NIL) return 0;
+    return 1;
+}

@@ -1,8 +1,9 @@
 /*
  * conformance.h — what every store backend must do (kcache/sys/store.h), run against the
  * local directory (test_local) and Redis (test_redis): misses, round trips of binary
- * values, replacement, exists, remove, get_first, and many threads on shared names
- * always seeing a whole value.
+ * values, replacement, exists, remove, get_first, get_many (a table of version 3 that has
+ * it: every name's value or NULL, in order), and many threads on shared names always
+ * seeing a whole value, through get and get_many alike.
  */
 #ifndef KC_TEST_CONFORMANCE_H
 #define KC_TEST_CONFORMANCE_H
@@ -41,12 +42,30 @@ typedef struct kcc_thread {
     int id, torn, errors;
 } kcc_thread;
 
+/* get_many of the three shared names (and one twice): each value present is whole. */
+static void kcc_read_many(kcc_thread *t) {
+    const char *names[] = {KCC_NAME(0), KCC_NAME(1), KCC_NAME(2), KCC_NAME(0)};
+    void *d[4];
+    size_t len[4];
+    int rc = t->b->get_many(t->b, names, 4, d, len);
+    for (int i = 0; i < 4; i++) {
+        if (rc == KC_OK && d[i]) t->torn += !kcc_value_whole(d[i], len[i]);
+        else if (rc != KC_OK && d[i]) t->errors++; /* an error leaves every out[i] NULL */
+        free(d[i]);
+    }
+    if (rc != KC_OK) t->errors++;
+}
+
 static void *kcc_worker(void *arg) {
     kcc_thread *t = arg;
     unsigned s = (unsigned)t->id;
+    int many = t->b->version >= 3 && t->b->get_many;
     for (int r = 0; r < 60; r++) {
         const char *name = KCC_NAME(rand_r(&s) % 3);
-        if (rand_r(&s) % 2) {
+        int op = rand_r(&s) % (many ? 3 : 2);
+        if (op == 2) {
+            kcc_read_many(t);
+        } else if (op) {
             size_t len = 9 + (size_t)(rand_r(&s) % 70000);
             uint8_t *v = kcc_value(len, (uint8_t)rand_r(&s));
             if (t->b->put(t->b, name, v, len) != KC_OK) t->errors++;
@@ -104,6 +123,34 @@ static inline void kcc_conformance(kc_store_backend *b) {
         assert_int_equal(len, 50);
         free(d);
         assert_int_equal(b->get_first(b, names, 1, &which, &d, &len), KC_MISS);
+    }
+    /* get_many, when offered: each name's value or NULL, by position; a name may repeat. */
+    if (b->version >= 3 && b->get_many) {
+        const char *names[] = {KCC_NAME(2), n1, n0, n1, KCC_NAME(2)};
+        void *out[5];
+        size_t lens[5];
+        static char junk;
+        for (int i = 0; i < 5; i++) out[i] = &junk, lens[i] = 99; /* overwritten */
+        assert_int_equal(b->get_many(b, names, 5, out, lens), KC_OK);
+        uint8_t *big = kcc_value(1 << 20, 2); /* n0's last value */
+        assert_null(out[0]);
+        assert_null(out[4]);
+        assert_non_null(out[1]);
+        assert_int_equal(lens[1], 50);
+        assert_memory_equal(out[1], v2, 50);
+        assert_non_null(out[2]);
+        assert_int_equal(lens[2], 1 << 20);
+        assert_memory_equal(out[2], big, 1 << 20);
+        assert_non_null(out[3]);
+        assert_int_equal(lens[3], 50);
+        assert_memory_equal(out[3], v2, 50);
+        assert_true(out[1] != out[3]); /* each the caller's, freed on its own */
+        for (int i = 0; i < 5; i++) free(out[i]);
+        free(big);
+        out[0] = &junk;
+        assert_int_equal(b->get_many(b, names, 1, out, lens), KC_OK); /* all absent */
+        assert_null(out[0]);
+        assert_int_equal(b->get_many(b, names, 0, out, lens), KC_OK); /* nothing asked */
     }
     assert_int_equal(b->remove(b, n1), KC_OK);
     assert_int_equal(b->exists(b, n1), 0);

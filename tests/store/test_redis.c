@@ -4,13 +4,22 @@
  * sharing one Redis; Redis frozen (SIGSTOP), killed and restarted mid-run — lookups never
  * fail, each costs at most about one deadline, and the breaker closes again; an entry
  * altered in Redis with its checksums recomputed is refused by its MAC and never used;
- * a listener that accepts and never answers holds to the deadline.  Skipped (77) without
- * redis-server.
+ * a listener that accepts and never answers holds to the deadline; get_many: present, absent,
+ * empty and repeated names in order in one MGET (counted by the server's commandstats), its
+ * limits (KC_IMAGES_MAX names, names checked before sending, the value cap), a dead server
+ * (an error, the breaker open, then closed again), every allocation failing in turn; and the
+ * tiers fetching a graph's images through it in one round trip, the MAC checked on each.
+ * Skipped (77) without redis-server.
  */
 #include "kcache.h"
 #include "helpers.h"
 #include "conformance.h"
 #include "redis_server.h"
+
+#include "common/internal.h"
+#include "store/local.h"
+#include "store/name.h"
+#include "store/tiers.h"
 
 static const char MAC_KEY[] = "a fleet secret of 32 bytes......";
 
@@ -99,7 +108,9 @@ static void test_two_hosts_share_one_redis(void **state) {
     assert_int_equal(kc_graph_compile(a, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_cache_remote_flush(a), KC_OK);
-    assert_int_equal(stat_of(a, KC_STAT_REMOTE_PUTS), 1);
+    /* Every object A stored (graph entry, image, unit record: [Note: two levels]) went remote once. */
+    assert_int_equal(kct_count_graphs(da), 1);
+    assert_int_equal(stat_of(a, KC_STAT_REMOTE_PUTS), kct_count_files(da, ".kce"));
     assert_int_equal(kc_graph_compile(b, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_REMOTE); /* the second host compiles nothing */
     assert_int_equal(stat_of(b, KC_STAT_COMPILES), 0);
@@ -177,12 +188,15 @@ static void test_outage_costs_a_bounded_delay(void **state) {
     assert_int_equal(st.breaker, KC_BREAKER_CLOSED);
     kc_graph_desc *d2 = softmax(0x53);
     uint64_t puts = stat_of(c, KC_STAT_REMOTE_PUTS);
+    size_t objects = kct_count_files(da, ".kce");
     assert_int_equal(kc_graph_compile(c, d2, "sm_90", &info), KC_OK);
     kc_cache_remote_flush(c);
-    assert_int_equal(stat_of(c, KC_STAT_REMOTE_PUTS), puts + 1);
+    assert_int_equal(stat_of(c, KC_STAT_REMOTE_PUTS), puts + (kct_count_files(da, ".kce") - objects)); /* each new object once */
     char *db = kct_tmpdir("outage2");
     kc_cache *c2 = open_remote(db, r.url, DEADLINE, 0);
     assert_int_equal(kc_graph_compile(c2, d2, "sm_90", &info), KC_OK);
+    /* d2 shares d's image and unit record, stored while the remote was out (their remote writes
+     * dropped): another host can use d2 only if they reached the remote with it. */
     assert_int_equal(info.source, KC_FROM_REMOTE);
     kc_cache_close(c2);
     kc_graph_desc_free(d);
@@ -324,6 +338,327 @@ static void test_silent_listener_holds_the_deadline(void **state) {
     free(da);
 }
 
+/* ---- get_many ---- */
+
+/* Calls of `cmd` ("mget") since the last CONFIG RESETSTAT, and in *data those of every command
+ * but CONFIG and INFO (the test's own), from the server's INFO commandstats. */
+static long calls_of(redisContext *x, const char *cmd, long *data) {
+    redisReply *r = redisCommand(x, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    long mine = 0;
+    *data = 0;
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        char name[64];
+        long calls;
+        if (sscanf(p, "cmdstat_%63[^:]:calls=%ld", name, &calls) != 2) continue;
+        name[strcspn(name, "|")] = '\0'; /* Redis 7 names subcommands "config|resetstat" */
+        if (strcmp(name, cmd) == 0) mine = calls;
+        if (strcmp(name, "config") != 0 && strcmp(name, "info") != 0) *data += calls;
+    }
+    freeReplyObject(r);
+    return mine;
+}
+
+static void reset_stats(redisContext *x) {
+    redisReply *r = redisCommand(x, "CONFIG RESETSTAT");
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/* The store name of label i's object of `variant`. */
+static void many_name(int i, const char *variant, char out[KC_NAME_MAX + 1]) {
+    kc_key k = kct_key("many", i);
+    kc_store_name(&k, variant, out);
+}
+
+static char junk; /* what out[] holds before a call: every slot must be overwritten */
+
+static void fill_junk(void **out, size_t *lens, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = &junk, lens[i] = 12345;
+}
+
+static void assert_all_null(void **out, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (out[i]) fail_msg("out[%zu] is not NULL after a failed get_many", i);
+}
+
+static void test_get_many_in_one_round_trip(void **state) {
+    (void)state;
+    enum { N = 6 };
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    kc_store_backend *b;
+    assert_int_equal(kc_store_redis_open(&b, r.url, NULL), KC_OK);
+    assert_int_equal(b->version, 3);
+    assert_non_null(b->get_many);
+    char names[N][KC_NAME_MAX + 1];
+    const char *np[KC_IMAGES_MAX + 1];
+    uint8_t *vals[N];
+    size_t sizes[N];
+    int present[N];
+    for (int i = 0; i < N; i++) {
+        many_name(i, i % 2 ? "unit" : "img", names[i]);
+        sizes[i] = i == 3 ? 0 : 100 + 37 * (size_t)i; /* 3: an empty value, present */
+        vals[i] = kcc_value(sizes[i] ? sizes[i] : 1, (uint8_t)i);
+        present[i] = i != 1 && i != 4;                /* 1, 4: absent */
+        if (present[i]) assert_int_equal(b->put(b, names[i], vals[i], sizes[i]), KC_OK);
+    }
+    redisContext *x = raw(r.port);
+    reset_stats(x);
+    long data;
+    void *out[KC_IMAGES_MAX + 1];
+    size_t lens[KC_IMAGES_MAX + 1];
+    for (int i = 0; i < N; i++) np[i] = names[i];
+    fill_junk(out, lens, N);
+    assert_int_equal(b->get_many(b, np, N, out, lens), KC_OK);
+    for (int i = 0; i < N; i++) {
+        if (!present[i]) {
+            if (out[i]) fail_msg("absent name %d came back with %zu bytes", i, lens[i]);
+            continue;
+        }
+        if (!out[i]) fail_msg("present name %d came back absent", i);
+        assert_int_equal(lens[i], sizes[i]);
+        if (sizes[i]) assert_memory_equal(out[i], vals[i], sizes[i]);
+        free(out[i]);
+    }
+    assert_int_equal(calls_of(x, "mget", &data), 1); /* one round trip: one MGET ... */
+    assert_int_equal(data, 1);                        /* ... and nothing else (no GET per name) */
+    /* KC_IMAGES_MAX names, repeats included, still one command; values in order. */
+    for (int i = 0; i < KC_IMAGES_MAX; i++) np[i] = names[(i * 5) % N];
+    fill_junk(out, lens, KC_IMAGES_MAX);
+    assert_int_equal(b->get_many(b, np, KC_IMAGES_MAX, out, lens), KC_OK);
+    for (int i = 0; i < KC_IMAGES_MAX; i++) {
+        int j = (i * 5) % N;
+        assert_true((out[i] != NULL) == present[j]);
+        if (out[i]) assert_int_equal(lens[i], sizes[j]);
+        if (out[i] && sizes[j]) assert_memory_equal(out[i], vals[j], sizes[j]);
+        free(out[i]);
+    }
+    assert_int_equal(calls_of(x, "mget", &data), 2);
+    /* One more name, or one bad name among good ones: KC_EINVAL, and nothing is sent. */
+    np[KC_IMAGES_MAX] = names[0];
+    fill_junk(out, lens, KC_IMAGES_MAX + 1);
+    assert_int_equal(b->get_many(b, np, KC_IMAGES_MAX + 1, out, lens), KC_EINVAL);
+    assert_all_null(out, KC_IMAGES_MAX + 1);
+    static const char *const bad[] = {"../../etc/passwd", "0123456789ABCDEF0123456789abcdef.img",
+                                      "0123456789abcdef0123456789abcdef.img kcache:v1:x", NULL};
+    for (int k = 0; k < 4; k++) {
+        const char *two[] = {names[0], bad[k]};
+        fill_junk(out, lens, 2);
+        assert_int_equal(b->get_many(b, two, 2, out, lens), KC_EINVAL);
+        assert_all_null(out, 2);
+    }
+    assert_int_equal(calls_of(x, "mget", &data), 2);
+    assert_int_equal(data, 2);
+    kc_remote_state st;
+    assert_int_equal(kc_store_redis_state(b, &st), KC_OK);
+    assert_int_equal(st.breaker, KC_BREAKER_CLOSED); /* a caller's mistake is not the server's */
+    /* A value over the cap fails the whole call, as get does (KC_EIO); nothing comes back. */
+    uint8_t *big = kcc_value(2000, 9);
+    assert_int_equal(b->put(b, names[4], big, 2000), KC_OK);
+    kc_redis_config cfg = {0, 0, 0, 0, 1000, 0};
+    kc_store_backend *small;
+    assert_int_equal(kc_store_redis_open(&small, r.url, &cfg), KC_OK);
+    for (int i = 0; i < N; i++) np[i] = names[i];
+    fill_junk(out, lens, N);
+    assert_int_equal(small->get_many(small, np, N, out, lens), KC_EIO);
+    assert_all_null(out, N);
+    fill_junk(out, lens, 4);
+    assert_int_equal(small->get_many(small, np, 4, out, lens), KC_EUNAVAILABLE); /* its breaker opened */
+    assert_all_null(out, 4);
+    small->free(small);
+    free(big);
+    for (int i = 0; i < N; i++) free(vals[i]);
+    redisFree(x);
+    b->free(b);
+    kct_redis_stop(&r, SIGTERM);
+}
+
+static void test_get_many_dead_server(void **state) {
+    (void)state;
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    kc_redis_config cfg = {100, 300, 100, 400, 0, 0};
+    kc_store_backend *b;
+    assert_int_equal(kc_store_redis_open(&b, r.url, &cfg), KC_OK);
+    char names[3][KC_NAME_MAX + 1];
+    const char *np[3];
+    for (int i = 0; i < 3; i++) many_name(10 + i, "img", names[i]), np[i] = names[i];
+    uint8_t *v = kcc_value(500, 5);
+    assert_int_equal(b->put(b, names[1], v, 500), KC_OK); /* a pooled connection to a server about to die */
+    int port = r.port;
+    kct_redis_stop(&r, SIGKILL);
+    void *out[3];
+    size_t lens[3];
+    fill_junk(out, lens, 3);
+    int rc = b->get_many(b, np, 3, out, lens);
+    if (rc != KC_EIO && rc != KC_ETIMEOUT) fail_msg("get_many of a dead server answered %d", rc);
+    assert_all_null(out, 3);
+    kc_remote_state st;
+    assert_int_equal(kc_store_redis_state(b, &st), KC_OK);
+    assert_int_equal(st.breaker, KC_BREAKER_OPEN);
+    assert_int_equal(st.failures, 1);
+    uint64_t t0 = now_ns();
+    fill_junk(out, lens, 3);
+    assert_int_equal(b->get_many(b, np, 3, out, lens), KC_EUNAVAILABLE); /* skipped at once */
+    assert_true(ms_since(t0) < 50);
+    assert_all_null(out, 3);
+    /* Back on the same port: after its window the breaker lets a call through and closes. */
+    assert_int_equal(kct_redis_start(&r, port), 0);
+    rc = KC_EUNAVAILABLE;
+    for (int i = 0; i < 100 && rc == KC_EUNAVAILABLE; i++) { /* the window is at most 500 ms */
+        usleep(20000);
+        rc = b->get_many(b, np, 3, out, lens);
+    }
+    assert_int_equal(rc, KC_OK);
+    assert_all_null(out, 3); /* a fresh server holds nothing */
+    assert_int_equal(kc_store_redis_state(b, &st), KC_OK);
+    assert_int_equal(st.breaker, KC_BREAKER_CLOSED);
+    free(v);
+    b->free(b);
+    kct_redis_stop(&r, SIGTERM);
+}
+
+static void test_get_many_allocation_failures(void **state) {
+    (void)state;
+    enum { N = 3 };
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    kc_store_backend *b;
+    assert_int_equal(kc_store_redis_open(&b, r.url, NULL), KC_OK);
+    char names[N][KC_NAME_MAX + 1];
+    const char *np[N];
+    uint8_t *vals[N];
+    for (int i = 0; i < N; i++) {
+        many_name(20 + i, "img", names[i]), np[i] = names[i];
+        vals[i] = kcc_value(300 + (size_t)i, (uint8_t)i);
+        assert_int_equal(b->put(b, names[i], vals[i], 300 + (size_t)i), KC_OK);
+    }
+    /* Fail the 1st allocation, then the 2nd, …: KC_ENOMEM with nothing out (and, under ASan,
+     * nothing leaked) until every one succeeds. */
+    void *out[N];
+    size_t lens[N];
+    int rc = KC_ENOMEM, nth = 0;
+    while (rc == KC_ENOMEM && nth < 50) {
+        fill_junk(out, lens, N);
+        kc_alloc_fail_at(++nth, false);
+        rc = b->get_many(b, np, N, out, lens);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_ENOMEM) assert_all_null(out, N);
+    }
+    assert_int_equal(rc, KC_OK);
+    assert_true(nth > N); /* the request's buffer and each value's copy were failed in turn */
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(lens[i], 300 + (size_t)i);
+        assert_memory_equal(out[i], vals[i], lens[i]);
+        free(out[i]);
+        free(vals[i]);
+    }
+    b->free(b);
+    kct_redis_stop(&r, SIGTERM);
+}
+
+/* ---- the tiers over redis: a graph's images in one round trip ---- */
+
+static int64_t tcounts[KC_STAT_COUNT];
+static void tsink(void *ctx, int shard, kc_stat id, int64_t n) {
+    (void)ctx;
+    (void)shard;
+    __atomic_add_fetch(&tcounts[id], n, __ATOMIC_RELAXED);
+}
+
+/* Image i (300 bytes of a pretend cubin for sm_90): its reference, and its object's encoded bytes,
+ * sealed with the fleet's MAC key when `seal`. */
+static void *image_object(int i, int seal, kc_image_ref *ref, size_t *len) {
+    uint8_t bytes[300];
+    for (size_t j = 0; j < sizeof bytes; j++) bytes[j] = (uint8_t)(i * 31 + (int)j);
+    assert_int_equal(kc_image_ref_make(ref, "sm_90", 0, bytes, sizeof bytes), KC_OK);
+    kc_entry *e;
+    assert_int_equal(kc_image_entry_new(&e, ref, bytes), KC_OK);
+    void *d;
+    assert_int_equal(kc_entry_encode(e, &d, len), KC_OK);
+    if (seal) assert_int_equal(kc_entry_seal(&d, len, MAC_KEY, sizeof MAC_KEY - 1), KC_OK);
+    kc_entry_free(e);
+    return d;
+}
+
+static void test_tiers_fetch_images_in_one_round_trip(void **state) {
+    (void)state;
+    enum { N = 5 }; /* 0, 3: genuine; 1: altered after sealing; 2: absent; 4: never sealed */
+    memset(tcounts, 0, sizeof tcounts);
+    kct_redis r;
+    assert_int_equal(kct_redis_start(&r, 0), 0);
+    char *dir = kct_tmpdir("tiersmany");
+    kc_tiers_config tc = {0, (const uint8_t *)MAC_KEY, sizeof MAC_KEY - 1, tsink, NULL};
+    kc_tiers *t;
+    assert_int_equal(kc_tiers_new(&t, &tc), KC_OK);
+    kc_redis_config cfg = {100, 300, 100, 400, 0, 0};
+    kc_store_backend *rb;
+    assert_int_equal(kc_store_redis_open(&rb, r.url, &cfg), KC_OK);
+    assert_int_equal(kc_tiers_add(t, rb, 0), KC_OK);
+    kc_local *local;
+    assert_int_equal(kc_local_open(&local, dir, 0, 0), KC_OK);
+    assert_int_equal(kc_tiers_add(t, kc_local_backend(local), KC_TIER_LOCAL), KC_OK);
+    kc_image_ref refs[N];
+    kc_key keys[N];
+    void *objs[N];
+    size_t olen[N];
+    char names[N][KC_NAME_MAX + 1];
+    for (int i = 0; i < N; i++) {
+        objs[i] = image_object(i, i != 4, &refs[i], &olen[i]);
+        keys[i] = refs[i].id;
+        kc_store_name(&keys[i], KC_VARIANT_IMAGE, names[i]);
+        if (i == 2) continue;
+        uint8_t *v = malloc(olen[i]);
+        memcpy(v, objs[i], olen[i]);
+        if (i == 1) v[olen[i] / 2] ^= 0x01; /* one bit of the image, after sealing */
+        assert_int_equal(rb->put(rb, names[i], v, olen[i]), KC_OK);
+        free(v);
+    }
+    redisContext *x = raw(r.port);
+    reset_stats(x);
+    kc_entry *outs[N];
+    void *raws[N];
+    size_t rlens[N];
+    assert_int_equal(kc_tiers_get_remote_many(t, keys, KC_VARIANT_IMAGE, N, outs, raws, rlens), 2);
+    long data;
+    assert_int_equal(calls_of(x, "mget", &data), 1); /* every name in one round trip */
+    assert_int_equal(data, 1);
+    for (int i = 0; i < N; i++) {
+        if (i != 0 && i != 3) {
+            if (outs[i] || raws[i]) fail_msg("image %d should have been refused or absent", i);
+            continue;
+        }
+        assert_non_null(outs[i]);
+        kc_image_ref got;
+        const void *bytes;
+        size_t blen;
+        assert_int_equal(kc_image_entry_read(outs[i], &refs[i], 1, &got, &bytes, &blen), KC_OK);
+        assert_int_equal(blen, 300);
+        assert_int_equal(rlens[i], olen[i]); /* the bytes fetched, for the caller to keep locally */
+        assert_memory_equal(raws[i], objs[i], olen[i]);
+        assert_int_equal(kc_tiers_exists(t, names[i]), 0); /* not written back by the tiers */
+        kc_entry_free(outs[i]);
+        free(raws[i]);
+    }
+    assert_int_equal(tcounts[KC_STAT_MAC_REJECTED], 2); /* the altered one and the unsealed one */
+    assert_int_equal(tcounts[KC_STAT_CORRUPT], 0);      /* refused by the MAC, never decoded */
+    assert_int_equal(tcounts[KC_STAT_REMOTE_ERRORS], 0);
+    /* The server gone: nothing found, one failure counted, then the breaker skips it. */
+    kct_redis_stop(&r, SIGKILL);
+    assert_int_equal(kc_tiers_get_remote_many(t, keys, KC_VARIANT_IMAGE, N, outs, raws, rlens), 0);
+    for (int i = 0; i < N; i++) assert_true(!outs[i] && !raws[i]);
+    assert_int_equal(tcounts[KC_STAT_REMOTE_ERRORS] + tcounts[KC_STAT_REMOTE_TIMEOUTS], 1);
+    assert_int_equal(kc_tiers_get_remote_many(t, keys, KC_VARIANT_IMAGE, N, outs, raws, rlens), 0);
+    assert_int_equal(tcounts[KC_STAT_REMOTE_SKIPPED], 1);
+    for (int i = 0; i < N; i++) free(objs[i]);
+    redisFree(x);
+    kc_tiers_free(t);
+    kct_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     if (!kct_have_redis()) {
         fprintf(stderr, "skipped: redis-server is not installed (tools/deps.sh installs it)\n");
@@ -335,6 +670,10 @@ int main(void) {
         cmocka_unit_test(test_outage_costs_a_bounded_delay),
         cmocka_unit_test(test_altered_entry_is_refused_by_its_mac),
         cmocka_unit_test(test_silent_listener_holds_the_deadline),
+        cmocka_unit_test(test_get_many_in_one_round_trip),
+        cmocka_unit_test(test_get_many_dead_server),
+        cmocka_unit_test(test_get_many_allocation_failures),
+        cmocka_unit_test(test_tiers_fetch_images_in_one_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,19 +5,25 @@
  * cost (an array header of two billion elements, then silence or a stream of small
  * elements; a bulk over the cap; nesting without end), and a connection that received
  * more than one reply is never used again (the next command would read the stale one); a
- * slow but live server does not hold kc_cache_close past KCACHE_REMOTE_CLOSE_MS.
+ * slow but live server does not hold kc_cache_close past KCACHE_REMOTE_CLOSE_MS.  get_many's
+ * MGET answered with an array too short or too long, elements of the wrong types (numbers,
+ * statuses, errors, arrays), not an array, a bulk over the cap, or two billion elements is a
+ * clean error within the deadline, with every out[i] NULL and the breaker open, while the
+ * same fake's well-formed answer is taken; the reply scanner's total cap, checked alone.
  * Needs no redis-server; the fake stops by itself after a few seconds.
  */
 #include "kcache.h"
 #include "helpers.h"
 #include "conformance.h"
 
+#include "store/redis_reply.h"
+
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
-enum mode { HUGE_SILENT, HUGE_STREAM, BULK_STREAM, DEEP_STREAM, EXTRA_REPLY, SLOW };
+enum mode { HUGE_SILENT, HUGE_STREAM, BULK_STREAM, DEEP_STREAM, EXTRA_REPLY, SLOW, SCRIPT };
 
 #define SLOW_MS 300 /* SLOW answers every command this late: inside the deadline, so no breaker opens */
 
@@ -25,7 +31,9 @@ typedef struct fake {
     enum mode mode;
     int lfd, port;
     volatile int stop;
-    int commands; /* commands seen (EXTRA_REPLY) */
+    int commands; /* commands seen (EXTRA_REPLY, SCRIPT) */
+    const char *script; /* SCRIPT: the reply to every command… */
+    int stream;         /* …followed by 'x's until the client goes away */
     pthread_t th;
 } fake;
 
@@ -82,13 +90,18 @@ static void *fake_main(void *arg) {
                         f->commands++;
                         r = strstr(req, "SET") ? "+OK\r\n:1\r\n" : ":0\r\n"; /* one reply too many for SET */
                         break;
+                    case SCRIPT:
+                        f->commands++;
+                        r = f->script;
+                        break;
                     case SLOW: /* one command at a time per connection */
                         pending[i] = strstr(req, "SET") ? "+OK\r\n" : strstr(req, "GET") ? "$-1\r\n" : ":0\r\n";
                         due[i] = now_ns() + SLOW_MS * 1000000ull;
                         break;
                     }
                     if (r) send(cl[i], r, strlen(r), MSG_NOSIGNAL);
-                    started[i] = f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY && f->mode != SLOW;
+                    started[i] = f->mode == SCRIPT ? f->stream
+                                                   : f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY && f->mode != SLOW;
                 }
             }
             if (pending[i] && now_ns() >= due[i]) {
@@ -107,9 +120,11 @@ static void *fake_main(void *arg) {
     return NULL;
 }
 
-static void fake_start(fake *f, enum mode m) {
+static void fake_start_script(fake *f, enum mode m, const char *script, int stream) {
     memset(f, 0, sizeof *f);
     f->mode = m;
+    f->script = script;
+    f->stream = stream;
     f->lfd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(f->lfd >= 0);
     struct sockaddr_in sa = {0};
@@ -122,6 +137,8 @@ static void fake_start(fake *f, enum mode m) {
     f->port = ntohs(sa.sin_port);
     assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
 }
+
+static void fake_start(fake *f, enum mode m) { fake_start_script(f, m, NULL, 0); }
 
 static void fake_stop(fake *f) {
     f->stop = 1;
@@ -289,6 +306,102 @@ static void test_url_errors_hide_the_password(void **state) {
     assert_non_null(strstr(kc_error_last()->message, "redis://alice:***@host"));
 }
 
+/* ---- get_many: MGET answered wrongly ---- */
+
+/* One get_many of two names against `script`: KC_OK only for a well-formed reply (then "abc" and
+ * absent), else an error within the deadline, every out[i] NULL, the breaker open, little memory. */
+static void hostile_mget(const char *script, int stream, int well_formed) {
+    enum { DEADLINE = 300 };
+    fake f;
+    fake_start_script(&f, SCRIPT, script, stream);
+    kc_store_backend *b = open_fake(&f, DEADLINE);
+    long rss0 = peak_rss_mb();
+    const char *names[] = {KCC_NAME(0), KCC_NAME(1)};
+    static char junk;
+    void *out[2] = {&junk, &junk};
+    size_t lens[2] = {7, 7};
+    uint64_t t0 = now_ns();
+    int rc = b->get_many(b, names, 2, out, lens);
+    double ms = ms_since(t0);
+    kc_remote_state st;
+    assert_int_equal(kc_store_redis_state(b, &st), KC_OK);
+    b->free(b);
+    fake_stop(&f);
+    assert_int_equal(f.commands, 1); /* it was asked, once */
+    if (well_formed) {
+        assert_int_equal(rc, KC_OK);
+        assert_non_null(out[0]);
+        assert_int_equal(lens[0], 3);
+        assert_memory_equal(out[0], "abc", 3);
+        assert_null(out[1]);
+        assert_int_equal(st.breaker, KC_BREAKER_CLOSED);
+        free(out[0]);
+        return;
+    }
+    if (rc != KC_EIO && rc != KC_ETIMEOUT) fail_msg("'%.20s': get_many answered %d", script, rc);
+    if (out[0] || out[1]) fail_msg("'%.20s': out[] not NULL after an error", script);
+    assert_int_equal(st.breaker, KC_BREAKER_OPEN); /* nonsense counts as a failure */
+    if (ms > DEADLINE * 5) fail_msg("'%.20s': get_many took %.0f ms (deadline %d)", script, ms, DEADLINE);
+    long grew = peak_rss_mb() - rss0;
+    if (grew > 64) fail_msg("'%.20s': peak memory grew by %ld MB", script, grew);
+}
+
+static void test_mget_well_formed_is_taken(void **state) {
+    (void)state;
+    hostile_mget("*2\r\n$3\r\nabc\r\n$-1\r\n", 0, 1); /* the fake itself is sound */
+}
+
+static void test_mget_wrong_length(void **state) {
+    (void)state;
+    hostile_mget("*1\r\n$3\r\nabc\r\n", 0, 0);                           /* one value short */
+    hostile_mget("*3\r\n$3\r\nabc\r\n$-1\r\n$1\r\nx\r\n", 0, 0);          /* one too many */
+    hostile_mget("*0\r\n", 0, 0);                                         /* none */
+    hostile_mget("*-1\r\n", 0, 0);                                        /* a nil array */
+}
+
+static void test_mget_wrong_types(void **state) {
+    (void)state;
+    hostile_mget("*2\r\n:1\r\n$3\r\nabc\r\n", 0, 0);              /* a number */
+    hostile_mget("*2\r\n$3\r\nabc\r\n+OK\r\n", 0, 0);             /* a status */
+    hostile_mget("*2\r\n-ERR no\r\n$-1\r\n", 0, 0);               /* an error element */
+    hostile_mget("*2\r\n*0\r\n$-1\r\n", 0, 0);                    /* an empty array */
+    hostile_mget("*2\r\n*1\r\n$3\r\nabc\r\n$-1\r\n", 0, 0);       /* a nested value */
+    hostile_mget("$3\r\nabc\r\n", 0, 0);                          /* not an array */
+    hostile_mget(":2\r\n", 0, 0);
+    hostile_mget("-ERR unknown command 'MGET'\r\n", 0, 0);
+}
+
+static void test_mget_huge_lengths(void **state) {
+    (void)state;
+    hostile_mget("*2\r\n$2000000000\r\n", 1, 0);           /* a bulk over the cap, then a stream */
+    hostile_mget("*2\r\n$3\r\nabc\r\n$2000000000\r\n", 1, 0); /* the second one */
+    hostile_mget("*2000000000\r\n", 0, 0);                  /* two billion elements, then silence */
+    hostile_mget("*2\r\n$99999999999999999999\r\n", 0, 0); /* a length past 64 bits */
+}
+
+/* The scanner's own caps, alone: elements in all levels, each bulk, and the bulks together. */
+static void test_reply_scan_caps(void **state) {
+    (void)state;
+    kc_reply_scan s;
+    size_t used;
+    static const char ok[] = "*2\r\n$4\r\nabcd\r\n$4\r\nefgh\r\n";
+    kc_reply_scan_init(&s, 2, 8);
+    assert_int_equal(kc_reply_scan_feed(&s, 4, "t", ok, sizeof ok - 1, &used), KC_OK);
+    assert_int_equal(used, sizeof ok - 1);
+    assert_int_equal(s.depth, 0); /* complete */
+    kc_reply_scan_init(&s, 2, 7); /* 8 bytes together: one too many */
+    assert_int_equal(kc_reply_scan_feed(&s, 4, "t", ok, sizeof ok - 1, &used), KC_EIO);
+    kc_reply_scan_init(&s, 2, 8);
+    assert_int_equal(kc_reply_scan_feed(&s, 3, "t", ok, sizeof ok - 1, &used), KC_EIO); /* each over 3 */
+    kc_reply_scan_init(&s, 1, 8);
+    assert_int_equal(kc_reply_scan_feed(&s, 4, "t", ok, sizeof ok - 1, &used), KC_EIO); /* 2 elements */
+    /* Fed a byte at a time, the same verdicts. */
+    kc_reply_scan_init(&s, 2, 7);
+    int rc = KC_OK;
+    for (size_t i = 0; i < sizeof ok - 1 && rc == KC_OK; i++) rc = kc_reply_scan_feed(&s, 4, "t", ok + i, 1, &used);
+    assert_int_equal(rc, KC_EIO);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_huge_array_then_silence),
@@ -298,6 +411,11 @@ int main(void) {
         cmocka_unit_test(test_extra_reply_discards_the_connection),
         cmocka_unit_test(test_close_is_bounded_with_a_slow_remote),
         cmocka_unit_test(test_url_errors_hide_the_password),
+        cmocka_unit_test(test_mget_well_formed_is_taken),
+        cmocka_unit_test(test_mget_wrong_length),
+        cmocka_unit_test(test_mget_wrong_types),
+        cmocka_unit_test(test_mget_huge_lengths),
+        cmocka_unit_test(test_reply_scan_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
