@@ -197,11 +197,14 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
  * Every unit of a graph for `target` ([Note: single-flight per unit]): found stored, or compiled
  * and stored (cacheable), or compiled (not); with !reuse nothing stored is taken (the device
  * refused it): every unit is compiled afresh and stored over the old.  res[unit] (n units, the caller's: kc_units_free) and
- * refs[unit] are filled; *ncompiled units were compiled, in *ms of wall time.
+ * refs[unit] are filled; *ncompiled units were compiled, in *ms of wall time.  A unit that could
+ * not be stored (a full disk) leaves its status in *store_rc and its message in store_msg: the
+ * graph entry must then not be stored either.
  */
 int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src *ks, size_t nk, const kc_units *u,
                      const char *target, const char *label, const char *toolchain, const char *toolkit,
-                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms);
+                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms,
+                     int *store_rc, char *store_msg, size_t msg_cap);
 /** The toolkit headers' digest when a kernel of `d` asks for them, "" when none does (graph_key.c). */
 int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]);
 

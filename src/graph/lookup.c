@@ -45,6 +45,23 @@ static int toolchain_meta(const char *headers, char meta[256]) {
     return rc;
 }
 
+/* KC_OK when every image `e` refers to is in the local directory (a unit's image whose write
+ * failed — a full disk — must not leave a graph entry pointing at nothing); else why not. */
+static int images_stored(kc_cache *c, const kc_entry *e) {
+    if (kc_cache_mode(c) != KC_CACHE_READWRITE) return KC_OK; /* the put says why it is not stored */
+    kc_image_ref *refs;
+    size_t n;
+    int rc = kc_entry_images(e, &refs, &n);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (kc_cache_exists(c, &refs[i].id, KC_VARIANT_IMAGE) != 1) {
+            char hex[KC_KEY_HEX_LEN + 1];
+            kc_key_to_hex(&refs[i].id, hex);
+            rc = kc_err(KC_EIO, "image %s.img was not stored, so the graph entry is not", hex);
+        }
+    free(refs);
+    return rc;
+}
+
 /* Build the graph entry of a compiled graph: its own sections and its images' references
  * (IMAGES), with the images attached in memory for a load that follows. */
 static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
@@ -130,8 +147,8 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     /* Only the toolchain the key names may compile: a host without NVRTC, or whose NVRTC is
      * not a pinned or recorded toolchain, says so (KC_ENONVRTC) instead. */
     kc_toolchain_choice tc;
-    char headers[33] = "", meta[256] = "";
-    int ncompiled = 0;
+    char headers[33] = "", meta[256] = "", store_msg[300] = "";
+    int ncompiled = 0, store_rc = KC_OK;
     int rc = kc_device_check_desc(d, target); /* launches no known device of the target could run */
     if (!rc && d->nkernels > KC_UNITS_MAX) rc = kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, d->nkernels, KC_UNITS_MAX);
     if (!rc) rc = kc_cache_toolchain(c, &tc);
@@ -139,7 +156,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc) rc = kc_graph_toolkit_id_(c, d, headers); /* memoised: the key computed it */
     if (!rc) rc = toolchain_meta(headers, meta);
     if (!rc) rc = kc_units_obtain_(c, bypass == NULL, reuse, ks, d->nkernels, &u, target, label, tc.id, headers, meta, res, refs,
-                                   &ncompiled, &info->compile_ms);
+                                   &ncompiled, &info->compile_ms, &store_rc, store_msg, sizeof store_msg);
     free(ks);
     free(label);
     info->units = (int)u.n;
@@ -172,7 +189,9 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     } else {
         info->source = KC_FROM_COMPILE;
         kc_cache_count(c, key, KC_STAT_COMPILES, 1); /* a graph built; its units: unit_compiles, unit_hits */
-        int prc = kc_cache_put(c, e); /* last: every image it refers to was stored before it */
+        /* A graph entry is stored last, and only over stored images. */
+        int prc = store_rc ? kc_err(store_rc, "%s", store_msg) : images_stored(c, e);
+        if (prc == KC_OK) prc = kc_cache_put(c, e);
         info->store_status = prc;
         if (prc == KC_OK) { /* for hosts without NVRTC, or without the toolkit's headers */
             kc_cache_toolchain_note_(c, kc_entry_toolchain(e));

@@ -188,15 +188,17 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
  */
 int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src *ks, size_t nk, const kc_units *u,
                      const char *target, const char *label, const char *toolchain, const char *toolkit,
-                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms) {
+                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms,
+                     int *store_rc, char *store_msg, size_t msg_cap) {
     size_t n = u->n;
     kc_key ukeys[KC_UNITS_MAX];
     kc_key_builder *kbs[KC_UNITS_MAX] = {0};
-    int pending[KC_UNITS_MAX] = {0}, grab[KC_UNITS_MAX], left = 0, rc = KC_OK;
+    int pending[KC_UNITS_MAX] = {0}, grab[KC_UNITS_MAX], compiled_here[KC_UNITS_MAX] = {0}, left = 0, rc = KC_OK;
     kc_lock *locks[KC_UNITS_MAX] = {0};
     kc_target t;
     *ncompiled = 0;
     *ms = 0;
+    *store_rc = KC_OK;
     if ((rc = kc_target_parse(target, &t))) return rc;
     for (size_t i = 0; cacheable && i < n && !rc; i++)
         rc = kc_unit_key_(ks, nk, u, i, target, toolchain, toolkit, &ukeys[i], &kbs[i]);
@@ -229,11 +231,13 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
             for (size_t i = 0; !rc && i < n; i++) {
                 if (!grab[i]) continue;
                 res[i] = got[i], got[i] = NULL;
-                pending[i] = 0, left--, (*ncompiled)++;
+                pending[i] = 0, left--, (*ncompiled)++, compiled_here[i] = 1;
                 int sr = kc_units_store_(cacheable ? c : NULL, ks, nk, u, i, &ukeys[i], kbs[i], target, t.ptx, res[i],
                                          toolchain_meta, &refs[i]);
-                if (sr && sr != KC_EREADONLY && cacheable)
+                if (sr && sr != KC_EREADONLY && cacheable) {
                     kc_log(KC_LOG_GRAPH, "%s: unit %zu not stored: %s", label, i, kc_error_last()->message);
+                    if (!*store_rc) *store_rc = sr, snprintf(store_msg, msg_cap, "%s", kc_error_last()->message);
+                }
                 if (sr == KC_ENOMEM || (sr && !cacheable)) rc = sr; /* a reference is needed even unstored */
             }
             if (got) kc_units_free(got, n);
@@ -247,6 +251,12 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
                 if (pending[i] && res[i]) pending[i] = 0, left--;
         }
     }
+    /* Units found stored may be missing from a writable remote (written while it was down): a
+     * graph entry about to go there must find its images there, so each is offered again first
+     * (one exists() per remote; queued ahead of the graph entry). */
+    for (size_t i = 0; !rc && cacheable && reuse && i < n; i++)
+        if (!compiled_here[i] && kc_cache_publish(c, &refs[i].id, KC_VARIANT_IMAGE) >= 0)
+            (void)kc_cache_publish(c, &ukeys[i], KC_VARIANT_UNIT);
     for (size_t i = 0; i < n; i++) kc_key_builder_free(kbs[i]);
     if (!rc && cacheable && n) {
         kc_cache_count(c, &ukeys[0], KC_STAT_UNIT_COMPILES, (uint64_t)*ncompiled);
