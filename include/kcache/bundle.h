@@ -28,6 +28,19 @@
  * ("<32 hex>.<variant>", nothing that could leave the cache directory) and every entry,
  * decoded and checked against its name — before it writes anything, so a truncated,
  * corrupt or altered bundle leaves the cache untouched.  Importing twice changes nothing.
+ *
+ * Two levels ([Note: two levels] in kcache/entry.h).  A bundle's entries are objects of three
+ * kinds, told by the variant of their names: images ("<id>.img"), unit records ("<unit key>.unit")
+ * and graph entries ("<graph key>.<target>").  Export selects graph entries (the filter applies to
+ * them alone) and ships with them every image they refer to, each once however many graphs share
+ * it, and every unit record of those images; it writes images first, unit records next, graph
+ * entries last (each kind in name order).  A selected graph whose image is missing or fails its
+ * full check (XXH3-128 and SHA-256) fails the export, naming both: a bundle never carries a graph
+ * that points at nothing.  Import does not rely on the order: every image is checked in full, and
+ * every reference of a graph or unit record to an image the bundle carries must be that image, or
+ * the bundle is refused whole, as for any other defect; then images are written first, unit records
+ * next, graph entries last, and a graph entry or unit record whose image is neither in the bundle
+ * nor (whole) in the cache is skipped and counted — never written dangling.
  */
 #ifndef KCACHE_BUNDLE_H
 #define KCACHE_BUNDLE_H
@@ -45,7 +58,8 @@ extern "C" {
 /** …unless it is at most this long. */
 #define KC_BUNDLE_RATIO_FLOOR (16ull << 20)
 
-/** Which entries to export.  Zero-initialise; NULL/0 fields select everything. */
+/** Which graph entries to export (their images and unit records follow them).  Zero-initialise;
+ *  NULL/0 fields select every graph entry. */
 typedef struct kc_bundle_filter {
     const char *const *variants;  /**< Keep only these variants ("sm_90", …). */
     size_t nvariants;
@@ -53,22 +67,35 @@ typedef struct kc_bundle_filter {
     size_t nkeys;
 } kc_bundle_filter;
 
-/** What an export or import did. */
+/** What an export or import did.  In a dry run, the written counts are what the import would write. */
 typedef struct kc_bundle_report {
-    uint64_t entries;    /**< Entries in the bundle. */
+    uint64_t entries;    /**< Entries in the bundle, of every kind. */
     uint64_t bytes;      /**< Their total size. */
-    uint64_t written;    /**< Import: entries written. */
+    uint64_t written;    /**< Import: entries written (a dry run: that it would write). */
     uint64_t unchanged;  /**< Import: entries already present with identical bytes. */
+    uint64_t graphs;     /**< Graph entries in the bundle ([Note: two levels] in kcache/entry.h). */
+    uint64_t images;     /**< Images in the bundle (each image once). */
+    uint64_t units;      /**< Unit records in the bundle. */
+    uint64_t graph_bytes, image_bytes, unit_bytes;           /**< The sizes of each kind. */
+    uint64_t graphs_written, images_written, units_written;  /**< Import: written of each kind (dry run: would write). */
+    uint64_t graphs_skipped;  /**< Import: graph entries not written: an image they refer to is neither in the
+                                   bundle nor in the cache. */
+    uint64_t units_skipped;   /**< Import: unit records not written, for the same reason. */
+    char first_skipped[KC_KEY_HEX_LEN + 1 + KC_VARIANT_MAX + 1]; /**< The first entry skipped ("<key>.<variant>"), or "". */
 } kc_bundle_report;
 
 /**
- * Write the selected entries (each validated first; corrupt ones are quarantined and left
- * out) to `path`, atomically.  `filter` and `out` may be NULL.
+ * Write the selected graph entries, their images and those images' unit records (each
+ * validated first; a corrupt graph entry or unit record is quarantined and left out) to `path`,
+ * atomically.  A selected graph whose image is missing or corrupt fails the export (KC_ECORRUPT
+ * or KC_MISS, naming the graph and the image; nothing is written).  `filter` and `out` may be NULL.
  */
 KC_API int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filter, kc_bundle_report *out);
 
 /**
- * Verify a bundle entirely, then (unless `dry_run`) write its entries into the cache.
+ * Verify a bundle entirely, then (unless `dry_run`) write its entries into the cache: images,
+ * then unit records, then graph entries, skipping (and counting) any whose image is neither in
+ * the bundle nor in the cache.
  * KC_ECORRUPT (or KC_EPERM for a name that would leave the directory) with the reason,
  * and nothing written, when any check fails.  A write that fails after the checks (a full
  * disk) stops the import: the error says how many entries were written, and they stay

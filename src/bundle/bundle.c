@@ -3,16 +3,21 @@
  *
  * The one idea: import is two phases.  Phase one reads the whole file and proves it
  * sound — header checksum, payload checksum, exact decompressed length, a table of
- * contents whose every offset and name is checked, and every entry decoded in full and
- * matched to its name — holding nothing but memory.  Only then does phase two write, each
- * entry atomically; an entry already present with the same bytes is left alone, so
- * importing twice is a no-op.
+ * contents whose every offset and name is checked, every entry decoded in full and
+ * matched to its name, every image checked in full (XXH3-128 and SHA-256) and every
+ * reference to a bundled image matched to it — holding nothing but memory.  Only then does
+ * phase two write, each entry atomically, images first, unit records next, graph entries
+ * last ([Note: two levels] in kcache/entry.h), leaving out any whose image is neither in the
+ * bundle nor in the cache; an entry already present with the same bytes is left alone, so
+ * importing twice is a no-op.  Export is the mirror: the filter picks graph entries, their
+ * images (each once, checked in full) and those images' unit records follow.
  *
  * Callers: the public kc_bundle_export/kc_bundle_import (kcache export/import).
- * Must not: write anything before phase one has passed; accept a name that is not
- * "<32 hex>.<variant>"; trust a length it has not bounded ([Note: sizes] in bundle.h:
- * the header's sizes and compression ratio before inflating, each toc size against the room
- * left before adding it).
+ * Must not: write anything before phase one has passed; write a graph entry or unit record
+ * before its images, or at all when one is nowhere; ship a graph whose image is missing or
+ * corrupt; accept a name that is not "<32 hex>.<variant>"; trust a length it has not bounded
+ * ([Note: sizes] in bundle.h: the header's sizes and compression ratio before inflating, each
+ * toc size against the room left before adding it).
  */
 #include "kcache/bundle.h"
 
@@ -60,19 +65,71 @@ static size_t stored_frame(uint8_t *out, const uint8_t *src, size_t len) {
     return o;
 }
 
+/* ---- objects of three kinds ([Note: two levels] in kcache/entry.h) ---- */
+
+enum { KIND_IMAGE, KIND_UNIT, KIND_GRAPH, NKINDS }; /* also the order of a bundle and of an import's writes */
+
+/* One entry of a bundle: export's (data malloc'ed, its own) or import's (data inside the bundle). */
+typedef struct item {
+    char name[KC_NAME_MAX + 1];
+    const uint8_t *data;
+    size_t len;
+    int kind, skipped;
+    kc_image_ref ref;    /* an image's own reference; a unit record's image */
+    kc_image_ref *refs;  /* a graph's images (NULL, 0: none) */
+    size_t nrefs;
+} item;
+
+/* Read what a decoded entry is, strictly; an image is checked in full (XXH3-128 and SHA-256). */
+static int item_read(item *it, const kc_entry *e) {
+    const char *v = kc_entry_variant(e);
+    it->kind = strcmp(v, KC_VARIANT_IMAGE) == 0 ? KIND_IMAGE : strcmp(v, KC_VARIANT_UNIT) == 0 ? KIND_UNIT : KIND_GRAPH;
+    if (it->kind == KIND_IMAGE) return kc_image_entry_read(e, NULL, 1, &it->ref, NULL, NULL);
+    if (it->kind == KIND_UNIT) return kc_unit_entry_read(e, &it->ref, NULL, 0, NULL);
+    int rc = kc_entry_images(e, &it->refs, &it->nrefs);
+    return rc == KC_MISS ? KC_OK : rc; /* a graph of no images */
+}
+
+/* The references an entry makes to images: a unit record's one, a graph's, an image none. */
+static const kc_image_ref *item_refs(const item *it, size_t *n) {
+    *n = it->kind == KIND_UNIT ? 1 : it->kind == KIND_GRAPH ? it->nrefs : 0;
+    return it->kind == KIND_UNIT ? &it->ref : it->refs;
+}
+
+/* Order of references: by id, then every other field, so that equal ones sit side by side. */
+static int ref_cmp(const void *pa, const void *pb) {
+    const kc_image_ref *a = pa, *b = pb;
+    int d = memcmp(a->id.bytes, b->id.bytes, sizeof a->id.bytes);
+    if (!d) d = memcmp(a->sha256, b->sha256, sizeof a->sha256);
+    if (!d) d = strcmp(a->target, b->target);
+    if (!d) d = (a->is_ptx > b->is_ptx) - (a->is_ptx < b->is_ptx);
+    if (!d) d = (a->len > b->len) - (a->len < b->len);
+    return d;
+}
+static int by_id(const void *a, const void *b) { return memcmp(((const item *)a)->ref.id.bytes, ((const item *)b)->ref.id.bytes, 16); }
+static int by_id_ptr(const void *a, const void *b) { return by_id(*(item *const *)a, *(item *const *)b); }
+static int by_name(const void *a, const void *b) { return strcmp(((const item *)a)->name, ((const item *)b)->name); }
+
+/* Count an entry in a report, by kind. */
+static void report_add(kc_bundle_report *r, int kind, size_t len) {
+    r->entries++;
+    r->bytes += len;
+    if (kind == KIND_IMAGE) r->images++, r->image_bytes += len;
+    else if (kind == KIND_UNIT) r->units++, r->unit_bytes += len;
+    else r->graphs++, r->graph_bytes += len;
+}
+
 /* ---- export ---- */
 
-typedef struct ex_item {
-    char name[KC_NAME_MAX + 1];
-    uint8_t *data;
-    size_t len;
-} ex_item;
+typedef struct ex_list {
+    item *v;
+    size_t n, cap;
+} ex_list;
 
 typedef struct ex_ctx {
     kc_cache *c;
     const kc_bundle_filter *f;
-    ex_item *items;
-    size_t n, cap;
+    ex_list kinds[NKINDS];
     int rc;
 } ex_ctx;
 
@@ -87,70 +144,142 @@ static int selected(const kc_bundle_filter *f, const kc_cache_item *it) {
     return 0;
 }
 
-static int export_item(const kc_cache_item *it, void *ctx) {
-    ex_ctx *x = ctx;
-    if (!selected(x->f, it)) return 0;
-    char name[KC_NAME_MAX + 1];
-    kc_store_name(&it->key, it->variant, name);
+static void ex_item_free(item *it) { free((void *)it->data), free(it->refs); }
+
+/* Read `name` from the local directory as the entry its name promises (item_read), into the next
+ * item of `l`.  KC_MISS: absent, or of another format version (gc collects those); KC_ECORRUPT:
+ * moved to quarantine (never ship a bad entry). */
+static int ex_load(kc_cache *c, ex_list *l, const char *name, const kc_key *key, const char *variant) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        item *p = kc_realloc(l->v, cap * sizeof *p);
+        if (!p) return kc_err(KC_ENOMEM, "export: out of memory");
+        l->v = p;
+        l->cap = cap;
+    }
+    item *it = &l->v[l->n];
+    memset(it, 0, sizeof *it);
+    snprintf(it->name, sizeof it->name, "%s", name);
     void *data;
-    size_t len;
-    int rc = kc_local_read(kc_cache_local_(x->c), name, &data, &len);
-    if (rc == KC_MISS) return 0; /* removed meanwhile */
-    if (rc) return x->rc = rc, 1;
-    kc_entry *e;
-    rc = kc_entry_decode_as(&e, data, len, &it->key, it->variant); /* the entry its name promises */
+    kc_entry *e = NULL;
+    int rc = kc_local_read(kc_cache_local_(c), name, &data, &it->len);
+    if (rc) return rc;
+    it->data = data;
+    if ((rc = kc_entry_decode_as(&e, data, it->len, key, variant)) == KC_OK) rc = item_read(it, e);
     kc_entry_free(e);
-    if (rc) { /* never ship a bad entry */
-        free(data);
-        if (rc == KC_ENOMEM) return x->rc = rc, 1;
-        kc_local_quarantine(kc_cache_local_(x->c), name);
-        return 0;
-    }
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 64;
-        ex_item *p = kc_realloc(x->items, cap * sizeof *p);
-        if (!p) {
-            free(data);
-            return x->rc = kc_err(KC_ENOMEM, "export: out of memory"), 1;
-        }
-        x->items = p;
-        x->cap = cap;
-    }
-    ex_item *i = &x->items[x->n++];
-    snprintf(i->name, sizeof i->name, "%s", name);
-    i->data = data;
-    i->len = len;
-    return 0;
+    if (rc == KC_OK) return l->n++, KC_OK;
+    int v = kc_entry_peek_version(data, it->len);
+    if (rc == KC_ECORRUPT && v > 0 && v != KC_ENTRY_FORMAT_VERSION) rc = kc_err(KC_MISS, "%s is of format v%d", name, v);
+    else if (rc == KC_ECORRUPT) kc_local_quarantine(kc_cache_local_(c), name);
+    ex_item_free(it);
+    return rc;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(((const ex_item *)a)->name, ((const ex_item *)b)->name); }
+/* The walk keeps the selected graph entries and every unit record; images follow the graphs. */
+static int export_item(const kc_cache_item *it, void *ctx) {
+    ex_ctx *x = ctx;
+    int kind = strcmp(it->variant, KC_VARIANT_IMAGE) == 0 ? KIND_IMAGE
+               : strcmp(it->variant, KC_VARIANT_UNIT) == 0 ? KIND_UNIT : KIND_GRAPH;
+    if (kind == KIND_IMAGE || (kind == KIND_GRAPH && !selected(x->f, it))) return 0;
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(&it->key, it->variant, name);
+    int rc = ex_load(x->c, &x->kinds[kind], name, &it->key, it->variant);
+    if (rc == KC_OK || rc == KC_MISS || rc == KC_ECORRUPT) return 0; /* removed meanwhile, older, corrupt: left out */
+    return x->rc = rc, 1;
+}
+
+typedef struct ex_use {
+    kc_image_ref ref;   /* first: ref_cmp orders these */
+    const char *graph;  /* the name of a graph that refers to it */
+} ex_use;
+
+#define EX_FIX "nothing exported (look the graph up or prewarm it again to restore the image, or leave the graph out)"
+
+/* Each image the graphs refer to, once, read and checked in full, into x->kinds[KIND_IMAGE] (in
+ * id order).  A missing or corrupt image, or one unlike its reference, fails the export. */
+static int ex_images(ex_ctx *x) {
+    ex_list *g = &x->kinds[KIND_GRAPH], *im = &x->kinds[KIND_IMAGE];
+    size_t n = 0;
+    for (size_t i = 0; i < g->n; i++) n += g->v[i].nrefs;
+    ex_use *u = kc_calloc(n ? n : 1, sizeof *u);
+    if (!u) return kc_err(KC_ENOMEM, "export: out of memory");
+    n = 0;
+    for (size_t i = 0; i < g->n; i++)
+        for (size_t k = 0; k < g->v[i].nrefs; k++) u[n].ref = g->v[i].refs[k], u[n++].graph = g->v[i].name;
+    qsort(u, n, sizeof *u, ref_cmp);
+    int rc = KC_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char name[KC_NAME_MAX + 1];
+        kc_store_name(&u[i].ref.id, KC_VARIANT_IMAGE, name);
+        const item *last = im->n ? &im->v[im->n - 1] : NULL;
+        if (!last || memcmp(last->ref.id.bytes, u[i].ref.id.bytes, 16) != 0) { /* not fetched for an earlier graph */
+            rc = ex_load(x->c, im, name, &u[i].ref.id, KC_VARIANT_IMAGE);
+            if (rc == KC_MISS)
+                rc = kc_err(KC_MISS, "export: graph %s refers to image %s, which the cache does not hold; " EX_FIX,
+                            u[i].graph, name);
+            else if (rc == KC_ECORRUPT)
+                rc = kc_err_prefix(rc, "export: graph %s refers to image %s, which is corrupt and was moved to "
+                                   "quarantine; " EX_FIX ": ", u[i].graph, name);
+            last = rc ? NULL : &im->v[im->n - 1];
+        }
+        if (last && !kc_image_ref_equal(&last->ref, &u[i].ref))
+            rc = kc_err(KC_ECORRUPT, "export: graph %s refers to image %s, which is not the image it describes (%s %s, "
+                        "%llu bytes; the graph says %s %s, %llu bytes); " EX_FIX, u[i].graph, name, last->ref.target,
+                        last->ref.is_ptx ? "PTX" : "cubin", (unsigned long long)last->ref.len, u[i].ref.target,
+                        u[i].ref.is_ptx ? "PTX" : "cubin", (unsigned long long)u[i].ref.len);
+    }
+    free(u);
+    return rc;
+}
+
+/* Keep the unit records whose image the bundle carries (the same reference); drop the others. */
+static void ex_units(ex_ctx *x) {
+    ex_list *un = &x->kinds[KIND_UNIT], *im = &x->kinds[KIND_IMAGE];
+    size_t kept = 0;
+    for (size_t i = 0; i < un->n; i++) {
+        const item *hit = im->n ? bsearch(&un->v[i], im->v, im->n, sizeof *im->v, by_id) : NULL;
+        if (hit && kc_image_ref_equal(&hit->ref, &un->v[i].ref)) un->v[kept++] = un->v[i];
+        else ex_item_free(&un->v[i]);
+    }
+    un->n = kept;
+}
 
 int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filter, kc_bundle_report *out) {
     if (!c || !path) return kc_err(KC_EINVAL, "kc_bundle_export: NULL argument");
     if (out) memset(out, 0, sizeof *out);
     if (!kc_cache_local_(c)) return kc_err(KC_EREADONLY, "the cache is disabled");
-    ex_ctx x = {c, filter, NULL, 0, 0, KC_OK};
+    ex_ctx x = {.c = c, .f = filter, .rc = KC_OK};
     int rc = kc_cache_foreach(c, export_item, &x);
     if (x.rc) rc = x.rc;
+    if (rc == KC_OK) rc = ex_images(&x);
+    if (rc == KC_OK) ex_units(&x);
     kc_buf content = {0};
     uint8_t *file = NULL;
+    kc_bundle_report rep;
+    memset(&rep, 0, sizeof rep);
     if (rc == KC_OK) {
-        qsort(x.items, x.n, sizeof *x.items, by_name); /* the same cache gives the same bundle */
+        /* Images, unit records, graph entries; each kind in name order: the same cache gives the same bundle. */
+        for (int k = 0; k < NKINDS; k++)
+            if (x.kinds[k].n) qsort(x.kinds[k].v, x.kinds[k].n, sizeof *x.kinds[k].v, by_name);
         uint64_t off = 0;
-        for (size_t i = 0; i < x.n; i++) {
-            size_t nl = strlen(x.items[i].name);
-            kc_buf_put_u16(&content, (uint16_t)nl);
-            kc_buf_put(&content, x.items[i].name, nl);
-            kc_buf_put_u64(&content, off);
-            kc_buf_put_u64(&content, x.items[i].len);
-            kc_buf_put_u64(&content, XXH3_64bits(x.items[i].data, x.items[i].len));
-            off += x.items[i].len;
-        }
-        for (size_t i = 0; i < x.n; i++) kc_buf_put(&content, x.items[i].data, x.items[i].len);
+        for (int k = 0; k < NKINDS; k++)
+            for (size_t i = 0; i < x.kinds[k].n; i++) {
+                const item *it = &x.kinds[k].v[i];
+                size_t nl = strlen(it->name);
+                kc_buf_put_u16(&content, (uint16_t)nl);
+                kc_buf_put(&content, it->name, nl);
+                kc_buf_put_u64(&content, off);
+                kc_buf_put_u64(&content, it->len);
+                kc_buf_put_u64(&content, XXH3_64bits(it->data, it->len));
+                off += it->len;
+                report_add(&rep, k, it->len);
+            }
+        for (int k = 0; k < NKINDS; k++)
+            for (size_t i = 0; i < x.kinds[k].n; i++) kc_buf_put(&content, x.kinds[k].v[i].data, x.kinds[k].v[i].len);
         if (content.failed) rc = kc_err(KC_ENOMEM, "export: out of memory");
-        else if (content.len > KC_BUNDLE_MAX_BYTES) rc = kc_err(KC_EINVAL, "bundle over the %llu-byte cap", (unsigned long long)KC_BUNDLE_MAX_BYTES);
+        else if (content.len > KC_BUNDLE_MAX_BYTES || rep.entries > UINT32_MAX)
+            rc = kc_err(KC_EINVAL, "bundle over the %llu-byte cap", (unsigned long long)KC_BUNDLE_MAX_BYTES);
     }
-    size_t flen = 0;
     if (rc == KC_OK) {
         size_t bound = ZSTD_compressBound(content.len), sbound = stored_frame_bound(content.len);
         if (sbound > bound) bound = sbound;
@@ -163,21 +292,19 @@ int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filt
             memcpy(file, MAGIC, 8);
             kc_wr_u16(file + 8, 1);
             kc_wr_u16(file + 10, 0);
-            kc_wr_u32(file + 12, (uint32_t)x.n);
+            kc_wr_u32(file + 12, (uint32_t)rep.entries);
             kc_wr_u64(file + 16, content.len);
             kc_wr_u64(file + 24, z);
             kc_wr_u64(file + 32, XXH3_64bits(content.data, content.len));
             kc_wr_u64(file + 40, XXH3_64bits(file, 40));
-            flen = HEADER + z;
-            rc = kc_fs_write_atomic(path, file, flen);
+            rc = kc_fs_write_atomic(path, file, HEADER + z);
         }
     }
-    if (rc == KC_OK && out) {
-        out->entries = x.n;
-        for (size_t i = 0; i < x.n; i++) out->bytes += x.items[i].len;
+    if (rc == KC_OK && out) *out = rep;
+    for (int k = 0; k < NKINDS; k++) {
+        for (size_t i = 0; i < x.kinds[k].n; i++) ex_item_free(&x.kinds[k].v[i]);
+        free(x.kinds[k].v);
     }
-    for (size_t i = 0; i < x.n; i++) free(x.items[i].data);
-    free(x.items);
     kc_buf_free(&content);
     free(file);
     return rc;
@@ -185,19 +312,55 @@ int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filt
 
 /* ---- import ---- */
 
-typedef struct im_item {
-    char name[KC_NAME_MAX + 1];
-    const uint8_t *data;
-    size_t len;
-} im_item;
+#define BAD(p, fmt, ...) kc_err(KC_ECORRUPT, "bundle '%s': " fmt, (p), ##__VA_ARGS__)
+
+/* A bundle verified: its items point into `content`; `images` are its image items by id. */
+typedef struct bundle_in {
+    uint8_t *content;
+    item *items;
+    size_t n;
+    item **images;
+    size_t nimages;
+} bundle_in;
+
+static void in_free(bundle_in *b) {
+    for (size_t i = 0; b->items && i < b->n; i++) free(b->items[i].refs);
+    free(b->items);
+    free(b->images);
+    free(b->content);
+}
+
+/* The bundle's image of id `id`, or NULL. */
+static const item *in_image(const bundle_in *b, const kc_key *id) {
+    item k, *kp = &k;
+    k.ref.id = *id;
+    item **hit = b->nimages ? bsearch(&kp, b->images, b->nimages, sizeof *b->images, by_id_ptr) : NULL;
+    return hit ? *hit : NULL;
+}
+
+/* Index the bundle's images; every reference to one of them must be that image. */
+static int in_index(const char *path, bundle_in *b) {
+    if (!(b->images = kc_calloc(b->n ? b->n : 1, sizeof *b->images))) return kc_err(KC_ENOMEM, "import: out of memory");
+    for (size_t i = 0; i < b->n; i++)
+        if (b->items[i].kind == KIND_IMAGE) b->images[b->nimages++] = &b->items[i];
+    qsort(b->images, b->nimages, sizeof *b->images, by_id_ptr); /* ids are distinct: names are */
+    for (size_t i = 0; i < b->n; i++) {
+        size_t nr;
+        const kc_image_ref *r = item_refs(&b->items[i], &nr);
+        for (size_t k = 0; k < nr; k++) {
+            const item *img = in_image(b, &r[k].id);
+            if (img && !kc_image_ref_equal(&img->ref, &r[k]))
+                return BAD(path, "entry '%s' refers to image %s, which is not the image it describes", b->items[i].name,
+                           img->name);
+        }
+    }
+    return KC_OK;
+}
 
 static int by_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-#define BAD(p, fmt, ...) kc_err(KC_ECORRUPT, "bundle '%s': " fmt, (p), ##__VA_ARGS__)
-
-/* Phase one: everything verified, nothing written.  *content_out owns the bytes items point into. */
-static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, uint8_t **content_out,
-                  im_item **items_out, size_t *n_out, bool *mac_refused) {
+/* Phase one: everything verified, nothing written.  *out owns the bytes its items point into. */
+static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, bundle_in *out, bool *mac_refused) {
     void *file;
     size_t flen;
     int rc = kc_fs_read_input(path, KC_BUNDLE_MAX_BYTES + HEADER, &file, &flen, NULL);
@@ -205,7 +368,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     if (rc) return rc;
     const uint8_t *h = file;
     uint8_t *content = NULL;
-    im_item *items = NULL;
+    item *items = NULL;
     struct toc_row { uint64_t off, size, sum; } *toc = NULL;
     const char **order = NULL;
     if (flen < HEADER) { rc = BAD(path, "%zu bytes is shorter than its header (truncated)", flen); goto fail; }
@@ -286,6 +449,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         kc_entry *e = NULL;
         if ((rc = kc_key_from_hex(&want, hex)) == KC_OK)
             rc = kc_entry_decode_as(&e, items[i].data, items[i].len, &want, items[i].name + KC_KEY_HEX_LEN + 1);
+        if (rc == KC_OK) rc = item_read(&items[i], e);
         kc_entry_free(e);
         if (rc) {
             if (rc != KC_ENOMEM) rc = BAD(path, "entry '%s': %s", items[i].name, kc_error_last()->message);
@@ -295,63 +459,140 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     free(toc);
     free(order);
     free(file);
-    *content_out = content;
-    *items_out = items;
-    *n_out = count;
-    return KC_OK;
+    *out = (bundle_in){content, items, count, NULL, 0};
+    if ((rc = in_index(path, out))) in_free(out);
+    return rc;
 fail:
     free(toc);
     free(order);
     free(file);
+    for (uint32_t i = 0; items && i < count; i++) free(items[i].refs);
     free(content);
     free(items);
     return rc;
 }
 
+/* The images outside the bundle that its entries refer to, each checked once in the cache. */
+typedef struct in_local {
+    kc_image_ref *refs; /* distinct, in ref_cmp order */
+    uint8_t *ok;        /* refs[i] is in the cache, whole (checked in full) and the image described */
+    size_t n;
+} in_local;
+
+static int in_local_ok(kc_local *l, const kc_image_ref *ref) {
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(&ref->id, KC_VARIANT_IMAGE, name);
+    void *data;
+    size_t len;
+    if (!l || kc_local_read(l, name, &data, &len) != KC_OK) return 0;
+    kc_entry *e;
+    int ok = kc_entry_decode_as(&e, data, len, &ref->id, KC_VARIANT_IMAGE) == KC_OK &&
+             kc_image_entry_read(e, ref, 1, NULL, NULL, NULL) == KC_OK;
+    kc_entry_free(e);
+    free(data);
+    return ok;
+}
+
+static int in_local_find(in_local *m, kc_local *l, const bundle_in *b) {
+    size_t cap = 1;
+    for (size_t i = 0; i < b->n; i++) cap += b->items[i].nrefs + 1;
+    m->refs = kc_calloc(cap, sizeof *m->refs);
+    m->ok = kc_calloc(cap, 1);
+    if (!m->refs || !m->ok) return kc_err(KC_ENOMEM, "import: out of memory");
+    for (size_t i = 0; i < b->n; i++) {
+        size_t nr;
+        const kc_image_ref *r = item_refs(&b->items[i], &nr);
+        for (size_t k = 0; k < nr; k++)
+            if (!in_image(b, &r[k].id)) m->refs[m->n++] = r[k];
+    }
+    qsort(m->refs, m->n, sizeof *m->refs, ref_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (u == 0 || ref_cmp(&m->refs[u - 1], &m->refs[i]) != 0) m->refs[u++] = m->refs[i];
+    for (m->n = u, u = 0; u < m->n; u++) m->ok[u] = (uint8_t)in_local_ok(l, &m->refs[u]);
+    return KC_OK;
+}
+
+/* The first image `it` refers to that is neither in the bundle nor in the cache, or NULL. */
+static const kc_image_ref *in_lacks(const in_local *m, const bundle_in *b, const item *it) {
+    size_t nr;
+    const kc_image_ref *r = item_refs(it, &nr);
+    for (size_t k = 0; k < nr; k++) {
+        if (in_image(b, &r[k].id)) continue; /* the very image: in_index checked */
+        const kc_image_ref *hit = bsearch(&r[k], m->refs, m->n, sizeof *m->refs, ref_cmp);
+        if (!hit || !m->ok[hit - m->refs]) return &r[k];
+    }
+    return NULL;
+}
+
+/* Write one entry unless the cache holds the same bytes; a dry run only counts. */
+static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *rep) {
+    void *old;
+    size_t olen;
+    if (l && kc_local_read(l, it->name, &old, &olen) == KC_OK) {
+        int same = olen == it->len && memcmp(old, it->data, olen) == 0;
+        free(old);
+        if (same) return rep->unchanged++, KC_OK;
+    }
+    int rc = dry_run ? KC_OK : kc_local_put(l, it->name, it->data, it->len);
+    if (rc) return rc;
+    rep->written++;
+    *(it->kind == KIND_IMAGE ? &rep->images_written : it->kind == KIND_UNIT ? &rep->units_written
+                                                                              : &rep->graphs_written) += 1;
+    return KC_OK;
+}
+
 int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_report *out) {
     if (!c || !path) return kc_err(KC_EINVAL, "kc_bundle_import: NULL argument");
     if (out) memset(out, 0, sizeof *out);
-    uint8_t *content = NULL;
-    im_item *items = NULL;
-    size_t n = 0;
+    bundle_in b;
     size_t klen;
     const uint8_t *key = kc_cache_mac_key_(c, &klen);
     bool mac_refused = false;
-    int rc = verify(path, key, klen, &content, &items, &n, &mac_refused);
+    int rc = verify(path, key, klen, &b, &mac_refused);
     if (mac_refused) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
-    kc_bundle_report rep = {n, 0, 0, 0};
-    for (size_t i = 0; i < n; i++) rep.bytes += items[i].len;
+    kc_bundle_report rep;
+    memset(&rep, 0, sizeof rep);
+    for (size_t i = 0; i < b.n; i++) report_add(&rep, b.items[i].kind, b.items[i].len);
     kc_local *l = kc_cache_local_(c);
     if (!dry_run && (!l || kc_cache_mode(c) != KC_CACHE_READWRITE)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
-    for (size_t i = 0; !dry_run && !rc && i < n; i++) {
-        void *old;
-        size_t olen;
-        if (kc_local_read(l, items[i].name, &old, &olen) == KC_OK) {
-            int same = olen == items[i].len && memcmp(old, items[i].data, olen) == 0;
-            free(old);
-            if (same) {
-                rep.unchanged++;
-                continue;
+    in_local m = {NULL, NULL, 0};
+    if (!rc) rc = in_local_find(&m, l, &b);
+    /* Images, unit records, graph entries, each durable before the next: no graph lands before its
+     * images.  An entry whose image is nowhere is left out, never written dangling. */
+    size_t done = 0;
+    for (int k = 0; k < NKINDS && !rc; k++)
+        for (size_t i = 0; i < b.n && !rc; i++) {
+            item *it = &b.items[i];
+            const kc_image_ref *lack = it->kind == k ? in_lacks(&m, &b, it) : NULL;
+            if (lack) {
+                char hex[KC_KEY_HEX_LEN + 1];
+                kc_key_to_hex(&lack->id, hex);
+                kc_log(KC_LOG_STORE, "import %s: %s left out: its image %s.img is neither in the bundle nor in the "
+                       "cache", path, it->name, hex);
+                if (!rep.graphs_skipped && !rep.units_skipped)
+                    snprintf(rep.first_skipped, sizeof rep.first_skipped, "%s", it->name);
+                *(k == KIND_GRAPH ? &rep.graphs_skipped : &rep.units_skipped) += 1;
+                it->skipped = 1;
+            } else if (it->kind == k && (done++, rc = in_put(l, it, dry_run, &rep)) && rep.written) {
+                kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay "
+                              "in the cache; importing again writes the rest)", path, done, b.n, it->name,
+                              (unsigned long long)rep.written);
             }
         }
-        rc = kc_local_put(l, items[i].name, items[i].data, items[i].len);
-        if (rc == KC_OK) rep.written++;
-        else if (rep.written) /* a full disk mid-way: say what is already in, never "unchanged" */
-            kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay in "
-                          "the cache; importing again writes the rest)", path, i + 1, n, items[i].name,
-                          (unsigned long long)rep.written);
-    }
     /* The toolchains whose entries are now here, for a host without NVRTC (cache/record.h). */
-    for (size_t i = 0; !dry_run && !rc && i < n; i++) {
+    for (size_t i = 0; !dry_run && !rc && i < b.n; i++) {
         kc_entry *e;
-        if (kc_entry_decode(&e, items[i].data, items[i].len) != KC_OK) continue;
+        if (b.items[i].kind == KIND_IMAGE || b.items[i].skipped) continue;
+        if (kc_entry_decode(&e, b.items[i].data, b.items[i].len) != KC_OK) continue;
         kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
         kc_cache_toolkit_note_(c, kc_entry_toolchain(e));
         kc_entry_free(e);
     }
-    free(content);
-    free(items);
+    free(m.refs);
+    free(m.ok);
+    in_free(&b);
     if (out) *out = rep;
     return rc;
 }
