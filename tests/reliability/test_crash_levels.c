@@ -1,0 +1,146 @@
+/*
+ * test_crash_levels.c — crash consistency of the two-level write ([Note: two levels] in
+ * kcache/entry.h): a child process compiling graphs — each round a new kernel source (a new unit,
+ * a new image), at two static shapes (the second shares the first's unit and image) — is
+ * SIGKILLed at random moments.  After every kill: every graph entry in the directory resolves
+ * (each image it refers to is there and passes its checks: images are durable before the graph
+ * entry is written), every unit record's image is there, verify finds nothing corrupt, and a
+ * fresh lookup of the round in flight is a hit or a clean miss that compiles and stores it.
+ * Needs NVRTC (compile-only), no GPU.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kcache.h"
+#include "helpers.h"
+
+#define KILLS 24
+
+static char *dir, *work;
+
+static kc_cache *open_cache(void) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    if (kc_cache_open(&c, &o)) return NULL;
+    return c;
+}
+
+/* Round r's graph at `rows` rows: its own source (a new unit), "sizes" static. */
+static kc_graph_desc *round_graph(int r, int rows) {
+    char p[4096], cu[512], spec[1024];
+    snprintf(cu, sizeof cu,
+             "extern \"C\" __global__ void scale_%d(const float *x, float *y, long long n) {\n"
+             "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+             "  if (i < n) y[i] = %d.0f * x[i];\n}\n", r, r + 2);
+    snprintf(p, sizeof p, "%s/k%d.cu", work, r);
+    if (kct_write(p, cu, strlen(cu))) return NULL;
+    snprintf(spec, sizeof spec,
+             "{\"name\": \"crash%d\", \"kernels\": [{\"id\": \"f\", \"file\": \"k%d.cu\", \"entry\": \"scale_%d\"}],\n"
+             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}],\n"
+             " \"forward\": [{\"kernel\": \"f\", \"grid\": [1, 1, 1], \"block\": [%d, 1, 1],"
+             " \"args\": [\"input:0\", \"output:0\", \"e64:%d\"]}]}\n", r, r, r, rows, rows, rows, rows);
+    snprintf(p, sizeof p, "%s/g%d_%d.json", work, r, rows);
+    if (kct_write(p, spec, strlen(spec))) return NULL;
+    kc_graph_desc *d;
+    return kc_graph_desc_load(&d, p) == KC_OK ? d : NULL;
+}
+
+static void child(int first) {
+    kc_cache *c = open_cache();
+    if (!c) _exit(2);
+    for (int r = first;; r++)
+        for (int rows = 64; rows <= 128; rows += 64) {
+            kc_graph_desc *d = round_graph(r, rows);
+            kc_graph_info info;
+            if (!d || kc_graph_compile(c, d, "sm_90", &info) != KC_OK) _exit(3);
+            kc_graph_desc_free(d);
+        }
+}
+
+typedef struct check {
+    kc_cache *c;
+    int graphs, units, bad;
+    char why[512];
+} check;
+
+static int check_item(const kc_cache_item *it, void *ctx) {
+    check *k = ctx;
+    kc_entry *e;
+    if (kc_cache_peek(k->c, &it->key, it->variant, &e) != KC_OK) return 0; /* verify reports what is corrupt */
+    if (strcmp(it->variant, KC_VARIANT_UNIT) == 0) {
+        kc_image_ref ref;
+        kc_entry *img;
+        k->units++;
+        if (kc_unit_entry_read(e, &ref, NULL, 0, NULL) != KC_OK ||
+            kc_cache_peek(k->c, &ref.id, KC_VARIANT_IMAGE, &img) != KC_OK) {
+            k->bad++;
+            snprintf(k->why, sizeof k->why, "a unit record whose image is not stored");
+        } else {
+            kc_entry_free(img);
+        }
+    } else if (strcmp(it->variant, KC_VARIANT_IMAGE) != 0) {
+        k->graphs++;
+        if (kc_entry_resolve(k->c, e) != KC_OK) {
+            k->bad++;
+            snprintf(k->why, sizeof k->why, "a graph entry without its images: %s", kc_error_last()->message);
+        }
+    }
+    kc_entry_free(e);
+    return 0;
+}
+
+static void test_kills_never_leave_a_graph_without_its_images(void **state) {
+    (void)state;
+    dir = kct_tmpdir("crashlv");
+    work = kct_tmpdir("crashlv-src");
+    srand((unsigned)time(NULL));
+    int first = 0, last_graphs = 0;
+    for (int kill_no = 0; kill_no < KILLS; kill_no++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) child(first);
+        usleep((useconds_t)(20000 + rand() % 250000));
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        if (WIFEXITED(st)) fail_msg("the child stopped by itself with %d", WEXITSTATUS(st));
+        kc_cache *c = open_cache();
+        assert_non_null(c);
+        check k = {c, 0, 0, 0, ""};
+        assert_int_equal(kc_cache_foreach(c, check_item, &k), KC_OK);
+        if (k.bad) fail_msg("after kill %d: %s", kill_no, k.why);
+        kc_verify_report vr;
+        assert_int_equal(kc_cache_verify(c, &vr), KC_OK);
+        assert_int_equal(vr.corrupt, 0);
+        assert_true(k.graphs >= last_graphs); /* nothing committed is lost */
+        last_graphs = k.graphs;
+        kc_cache_close(c);
+        first += 1 + rand() % 2; /* the next child goes on from here: some rounds were in flight */
+    }
+    assert_true(last_graphs > 0);
+    /* The rounds in flight at the kills: a lookup now is a hit or a clean compile, and then whole. */
+    kc_cache *c = open_cache();
+    for (int r = 0; r < first; r++) {
+        kc_graph_desc *d = round_graph(r, 64);
+        kc_graph_info info;
+        assert_non_null(d);
+        if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK) fail_msg("round %d: %s", r, kc_error_last()->message);
+        assert_true(info.source == KC_FROM_DISK || info.source == KC_FROM_COMPILE);
+        kc_graph_desc_free(d);
+    }
+    check k = {c, 0, 0, 0, ""};
+    assert_int_equal(kc_cache_foreach(c, check_item, &k), KC_OK);
+    assert_int_equal(k.bad, 0);
+    kc_cache_close(c);
+    kct_rmtree(dir), kct_rmtree(work);
+    free(dir), free(work);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kills_never_leave_a_graph_without_its_images)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
