@@ -3,7 +3,7 @@
  * src/graph/unitstore.c, resolve.c): a second static shape of a graph compiles nothing and stores
  * only its graph entry; the target is part of a unit's key; an image that is missing, corrupt or
  * not the one referred to makes its graph a miss — one outcome counted — and its unit is compiled
- * and stored again; threads and processes compiling shapes of one graph at once compile each unit
+ * and stored again; threads and processes (a 16-process storm) compiling shapes of one graph at once compile each unit
  * once ([Note: single-flight per unit]).  Needs NVRTC (compile-only), no GPU.
  */
 #include <ftw.h>
@@ -248,7 +248,7 @@ static void test_threads_compile_each_unit_once(void **state) {
 
 static void test_processes_compile_each_unit_once(void **state) {
     (void)state;
-    enum { N = 8 };
+    enum { N = 16 }; /* a 16-process storm */
     pid_t pid[N];
     for (int i = 0; i < N; i++) {
         pid[i] = fork();
