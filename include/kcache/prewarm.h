@@ -11,7 +11,11 @@
  * parallel, through the same single-flight path as kc_graph_compile, so concurrent
  * prewarms of one cache compile each variant once.  A variant counts as done only when it
  * is in the cache: one that compiled but could not be stored (a full disk, a read-only
- * cache) is reported as failed, with the reason.
+ * cache) is reported as failed, with the reason.  Below the variants, each compile unit (one
+ * NVRTC program: [Note: two levels] in kcache/entry.h) is compiled once per target and cache:
+ * a unit two graphs share is compiled by one of them — the other finds it stored, or waits on
+ * the unit's lock while it compiles — so on an empty cache the report's units_compiled is
+ * the number of distinct units of the run, and a second prewarm compiles none.
  *
  * Errors name the file and the place ("m.json:3:7: not valid JSON", "m.json: archs[1] is not
  * a target"); they are KC_EINVAL.  A manifest handle is immutable once loaded (but for
@@ -76,6 +80,12 @@ typedef struct kc_prewarm_report {
     size_t compiled, hits, bypassed, failed, done;
     double seconds;
     kc_prewarm_result *results;       /**< `variants` results, graph-major in manifest order. */
+    /** Compile units the variants that did not hit needed (the sum of their info.units: a unit
+     *  shared by two graphs counts for each), and how many of those NVRTC compiled (the sum of
+     *  info.units_compiled; the others were found stored: units - units_compiled).  A variant
+     *  that hit needed no unit.  Failed variants count what they compiled before failing. */
+    size_t units, units_compiled;
+    double compile_ms;                /**< NVRTC wall time, summed over the variants */
 } kc_prewarm_report;
 
 /**

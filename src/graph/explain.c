@@ -7,6 +7,15 @@
  * key under another variant, else one that shares the graph, else the one with the most
  * equal components — and the answer is the names that differ ("arch", "kernels[0].source").
  *
+ * Two levels ([Note: two levels] in kcache/entry.h).  Only graph entries are compared: images
+ * and unit records hold no graph's digests (a unit record's components could look "nearer"
+ * than any graph).  A stored graph entry whose image is missing (or, locally, unreadable) is
+ * no hit — a lookup misses on it and recompiles that image's unit — so explain says miss, with
+ * the entry itself as the nearest and "images[i]" for each image a lookup would not find.  And
+ * the key of each compile unit of the lookup is appended to the digests as "unit[i]" (the unit
+ * key of unit i for this variant, as the lookup computes it: unitstore.c), so a caller can ask
+ * the cache which units are stored — a miss whose units are all stored compiles nothing.
+ *
  * Callers: the public kc_graph_explain (kcache explain).  Must not: count, refresh or
  * quarantine anything (it peeks), or cost a lookup anything (it is never on the hot path).
  */
@@ -37,6 +46,7 @@ static int digest_of(const kc_entry *e, const char *name, kc_digest *out) {
 
 static int ex_visit(const kc_cache_item *it, void *ctx) {
     ex_best *b = ctx;
+    if (strcmp(it->variant, KC_VARIANT_IMAGE) == 0 || strcmp(it->variant, KC_VARIANT_UNIT) == 0) return 0;
     kc_entry *e;
     if (kc_cache_peek(b->c, &it->key, it->variant, &e) != KC_OK) return 0;
     int equal = 0, shares = 0;
@@ -72,6 +82,67 @@ static void add_diff(kc_explain *x, const char *name) {
     if (x->ndiffs < KC_EXPLAIN_MAX) snprintf(x->diffs[x->ndiffs++], sizeof x->diffs[0], "%s", name);
 }
 
+/* Append "unit[i]" = the key of each compile unit of `d` for `variant` (nothing when the units
+ * cannot be keyed here: no toolchain, too many kernels — the graph's digests say enough then). */
+static void add_unit_keys(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *x) {
+    if (d->nkernels == 0 || d->nkernels > KC_UNITS_MAX) return;
+    kc_kernel_src *ks = kc_calloc(d->nkernels, sizeof *ks);
+    kc_units *u = kc_malloc(sizeof *u);
+    kc_toolchain_choice tc;
+    char toolkit[33];
+    if (ks && u && kc_cache_toolchain(c, &tc) == KC_OK && kc_graph_toolkit_id_(c, d, toolkit) == KC_OK) {
+        for (size_t i = 0; i < d->nkernels; i++) ks[i] = kc_graph_kernel_src(&d->kernels[i]);
+        kc_units_group(ks, d->nkernels, u);
+        for (size_t i = 0; i < u->n && x->ndigests < KC_EXPLAIN_MAX; i++) {
+            kc_key k;
+            if (kc_unit_key_(ks, d->nkernels, u, i, variant, tc.id, toolkit, &k, NULL) != KC_OK) break;
+            snprintf(x->digests[x->ndigests].name, sizeof x->digests[0].name, "unit[%zu]", i);
+            kc_key_to_hex(&k, x->digests[x->ndigests++].digest);
+        }
+    }
+    free(ks);
+    free(u);
+    kc_error_clear(); /* a unit that could not be keyed is not explain's failure */
+}
+
+/* Whether image `r` is there for a lookup: the local copy is the image referred to, or (none
+ * here) the remote has it.  Peeks: nothing counted, refreshed or quarantined. */
+static int image_there(kc_cache *c, const kc_image_ref *r) {
+    kc_entry *img;
+    int rc = kc_cache_peek(c, &r->id, KC_VARIANT_IMAGE, &img);
+    if (rc == KC_OK) {
+        rc = kc_image_entry_read(img, r, 0, NULL, NULL, NULL);
+        kc_entry_free(img);
+        return rc == KC_OK;
+    }
+    return rc != KC_ECORRUPT && kc_cache_exists(c, &r->id, KC_VARIANT_IMAGE) == 1;
+}
+
+/* A stored graph entry is a hit only if every image it refers to is there: else name them. */
+static void check_images(kc_cache *c, const kc_key *key, const char *variant, kc_explain *x) {
+    kc_entry *e;
+    kc_image_ref *refs;
+    size_t n;
+    if (kc_cache_peek(c, key, variant, &e) != KC_OK) return; /* only the remote has it: its images are fetched with it */
+    if (kc_entry_images(e, &refs, &n) == KC_OK) {
+        for (size_t i = 0; i < n; i++) {
+            if (image_there(c, &refs[i])) continue;
+            char name[32];
+            snprintf(name, sizeof name, "images[%zu]", i);
+            add_diff(x, name);
+        }
+        free(refs);
+    }
+    kc_entry_free(e);
+    if (x->ndiffs) {
+        x->hit = 0;
+        x->have_nearest = 1; /* the entry itself: what differs is what is missing under it */
+        x->nearest_shares_graph = 1;
+        snprintf(x->nearest, sizeof x->nearest, "%s.%s", x->key, variant);
+    }
+    kc_error_clear();
+}
+
 int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *x) {
     if (!c || !d || !variant || !x) return kc_err(KC_EINVAL, "kc_graph_explain: NULL argument");
     memset(x, 0, sizeof *x);
@@ -90,8 +161,10 @@ int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, k
         snprintf(x->digests[x->ndigests].name, sizeof x->digests[0].name, "%s", name);
         kc_digest_to_hex(&dg, x->digests[x->ndigests++].digest);
     }
+    add_unit_keys(c, d, variant, x);
     x->hit = kc_cache_exists(c, &key, variant) == 1;
-    if (!x->hit) {
+    if (x->hit) check_images(c, &key, variant, x);
+    else {
         ex_best b = {x, c, kb, key, 0, 0, NULL, ""};
         rc = kc_cache_foreach(c, ex_visit, &b);
         if (b.best) {

@@ -6,7 +6,11 @@
  * single-flight compile shared with other processes, a store).  What prewarm adds is
  * honesty about the result: its whole purpose is a warm cache, so a variant that compiled
  * but could not be stored is a failure here, even though kc_graph_compile (for a runtime)
- * calls it a success.
+ * calls it a success.  It also sums what the variants' compile units cost (kc_graph_info's
+ * units and units_compiled): units shared between graphs are single-flighted below, per unit
+ * ([Note: single-flight per unit] in graph/unitstore.c), so two workers that need one unit at
+ * the same moment compile it once — one waits on the unit's lock and then finds it stored —
+ * and the report's units_compiled counts it once.
  *
  * Callers: the public kc_prewarm (the CLI's prewarm and demo).
  *
@@ -74,6 +78,9 @@ static void run_one(pw_run *p, size_t i) {
     pthread_mutex_lock(&p->mu);
     kc_prewarm_report *rep = &p->rep->pub;
     rep->done++;
+    if (r->info.units > 0) rep->units += (size_t)r->info.units; /* compiled, or found stored, even if it failed later */
+    if (r->info.units_compiled > 0) rep->units_compiled += (size_t)r->info.units_compiled;
+    if (r->info.compile_ms > 0) rep->compile_ms += r->info.compile_ms;
     if (rc) rep->failed++;
     else if (r->info.source == KC_FROM_DISK || r->info.source == KC_FROM_REMOTE) rep->hits++;
     else if (r->info.source == KC_FROM_BYPASS) rep->bypassed++;

@@ -3,7 +3,9 @@
  * second time, a failing graph reported with NVRTC's log while the others still compile, a
  * spec that cannot be read failing the call before anything compiles, a variant that
  * compiled but could not be stored counted as failed, and the progress callback called
- * once per variant, never two at a time.
+ * once per variant, never two at a time.  Compile units ([Note: two levels]): the report sums
+ * them, and two graphs that share one unit, prewarmed at the same moment on two workers,
+ * compile it once (the other waits on the unit's lock and finds it stored).
  */
 #include "kcache.h"
 #include "helpers.h"
@@ -79,6 +81,9 @@ static void test_compiles_then_hits(void **state) {
     assert_int_equal(r->variants, 4);
     assert_int_equal(r->compiled, 4);
     assert_int_equal(r->hits + r->failed + r->bypassed, 0);
+    assert_int_equal(r->units, 4); /* one unit per graph and target, each compiled */
+    assert_int_equal(r->units_compiled, 4);
+    assert_true(r->compile_ms > 0);
     assert_int_equal(s.calls, 4);
     assert_false(s.overlapped);
     for (int i = 0; i < 4; i++) {
@@ -100,8 +105,59 @@ static void test_compiles_then_hits(void **state) {
     assert_int_equal(kc_prewarm(cache, m, &o, &r), KC_OK); /* the second time: hits only */
     assert_int_equal(r->hits, 4);
     assert_int_equal(r->compiled, 0);
+    assert_int_equal(r->units + r->units_compiled, 0); /* a hit needs no unit */
+    assert_true(r->compile_ms == 0);
     kc_prewarm_report_free(r);
     kc_manifest_free(m);
+}
+
+/* Two graphs of one kernel (one file, one entry: one compile unit) that differ in their launch. */
+static void write_sharing(int round) {
+    char p[512], cu[512], spec[1024];
+    snprintf(p, sizeof p, "%s/shared%d.cu", work, round);
+    /* a few instantiations, so that the compile takes long enough for the two workers to meet */
+    snprintf(cu, sizeof cu,
+             "template <int K> __device__ float f(float x) { return K == 0 ? x : f<K - 1>(x) * 1.0001f + %d.f; }\n"
+             "template <> __device__ float f<0>(float x) { return x; }\n"
+             "extern \"C\" __global__ void shared_k(float *y) { y[threadIdx.x] = f<48>(y[threadIdx.x]); }\n",
+             round);
+    assert_int_equal(kct_write(p, cu, strlen(cu)), 0);
+    for (int g = 0; g < 2; g++) {
+        snprintf(spec, sizeof spec,
+                 "{\"name\": \"share%d_%d\", \"kernels\": [{\"id\": \"k\", \"file\": \"shared%d.cu\", \"entry\": \"shared_k\"}],\n"
+                 " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}],\n"
+                 " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [%d, 1, 1], \"args\": [\"output:0\"]}]}\n",
+                 round, g, round, 64 << g, 64 << g, 64 << g);
+        snprintf(p, sizeof p, "%s/share%d_%d.json", work, round, g);
+        assert_int_equal(kct_write(p, spec, strlen(spec)), 0);
+    }
+}
+
+static void test_a_unit_two_graphs_share_compiles_once(void **state) {
+    (void)state;
+    for (int round = 0; round < 3; round++) { /* a fresh unit each round: three chances for the workers to meet */
+        write_sharing(round);
+        char json[256];
+        snprintf(json, sizeof json, "{\"graphs\": [\"share%d_0.json\", \"share%d_1.json\"], \"archs\": [\"sm_90\"]}",
+                 round, round);
+        kc_manifest *m = manifest(json);
+        kc_prewarm_options o = KC_PREWARM_OPTIONS_INIT;
+        o.jobs = 2; /* both graphs start at once */
+        kc_stats before, after;
+        kc_cache_stats(cache, &before);
+        kc_prewarm_report *r;
+        assert_int_equal(kc_prewarm(cache, m, &o, &r), KC_OK);
+        assert_int_equal(r->compiled, 2);               /* two graph entries written… */
+        assert_int_equal(r->units, 2);                  /* …each needing the one unit… */
+        assert_int_equal(r->units_compiled, 1);         /* …which NVRTC compiled once */
+        assert_int_equal(r->results[0].info.units_compiled + r->results[1].info.units_compiled, 1);
+        assert_int_equal(r->results[0].info.units + r->results[1].info.units, 2);
+        kc_cache_stats(cache, &after);
+        assert_int_equal(after.v[KC_STAT_UNIT_COMPILES] - before.v[KC_STAT_UNIT_COMPILES], 1);
+        assert_int_equal(after.v[KC_STAT_UNIT_HITS] - before.v[KC_STAT_UNIT_HITS], 1);
+        kc_prewarm_report_free(r);
+        kc_manifest_free(m);
+    }
 }
 
 static void test_a_failing_graph_does_not_stop_the_others(void **state) {
@@ -172,6 +228,7 @@ int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_compiles_then_hits),
+        T(test_a_unit_two_graphs_share_compiles_once),
         T(test_a_failing_graph_does_not_stop_the_others),
         T(test_an_unreadable_spec_fails_before_compiling),
         T(test_compiled_but_not_stored_is_a_failure),

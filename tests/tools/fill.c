@@ -1,6 +1,9 @@
 /*
  * fill.c — test helper: put N entries (keys from their index, variant sm_90, SIZE bytes
- * of KERNELS each) into the cache at DIR and print their keys, one per line.
+ * of KERNELS each) into the cache at DIR and print their keys, one per line.  They are named
+ * as graph entries but refer to no image (no IMAGES section: [Note: two levels] in
+ * kcache/entry.h), so each is one object of SIZE-ish bytes: stand-ins for counting, listing,
+ * LRU and gc, never looked up as graphs.  Tests of the two levels compile real graphs.
  *   kc_fill DIR N [SIZE]
  */
 #include <stdio.h>

@@ -4,7 +4,9 @@
  * The one idea: anything two commands do alike is written once here, so that every command
  * reports errors, parses options, opens the cache and prints sizes, times and lookups the
  * same way.  cli_open_cache() is the only place the tool opens a cache: the global options
- * reach the library as kc_options fields with KC_OPEN_OPTIONS_WIN.
+ * reach the library as kc_options fields with KC_OPEN_OPTIONS_WIN.  The last part says what
+ * the commands need to know of the three kinds of object a cache holds (graph entries, images,
+ * unit records): which is which, whether an image is there, and which kernels run which image.
  *
  * Only the files of tools/kcache/ call this.  It must not change the environment
  * and holds no state of its own: the settings come in as arguments.
@@ -140,13 +142,16 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json) {
         json_kv_f64(stdout, &first, "compile_ms", i->compile_ms);
         json_kv_f64(stdout, &first, "load_us", i->load_us);
         json_kv_f64(stdout, &first, "total_us", i->total_us);
+        json_kv_u64(stdout, &first, "units", (uint64_t)(i->units > 0 ? i->units : 0));
+        json_kv_u64(stdout, &first, "units_compiled", (uint64_t)(i->units_compiled > 0 ? i->units_compiled : 0));
         printf("}\n");
     } else {
-        char t[32];
+        char t[32], u[48] = "";
         if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
         else snprintf(t, sizeof t, "%.0f us", i->total_us);
-        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms, load %.0f us)%s%s\n",
-               name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms,
+        if (i->units > 0) snprintf(u, sizeof u, " (%d of %d units)", i->units_compiled, i->units);
+        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms%s, load %.0f us)%s%s\n",
+               name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms, u,
                i->load_us, i->miss_reason[0] ? "  " : "", i->miss_reason);
     }
 }
@@ -177,4 +182,94 @@ void cli_print_bundle_report(const char *what, const kc_bundle_report *r, int js
             printf(", %llu written, %llu already present", (unsigned long long)r->written, (unsigned long long)r->unchanged);
         printf("\n");
     }
+}
+
+/* ---- the objects a cache holds ([Note: two levels] in kcache/entry.h) ---- */
+
+cli_kind cli_kind_of(const char *variant) {
+    if (strcmp(variant, KC_VARIANT_IMAGE) == 0) return CLI_IMAGE;
+    if (strcmp(variant, KC_VARIANT_UNIT) == 0) return CLI_UNIT;
+    return CLI_GRAPH;
+}
+
+void cli_sha256_hex(const uint8_t sha[32], char out[65]) {
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", sha[i]);
+}
+
+cli_image_state cli_image_state_of(kc_cache *c, const kc_image_ref *ref) {
+    kc_entry *img;
+    int rc = kc_cache_peek(c, &ref->id, KC_VARIANT_IMAGE, &img); /* local only; counts nothing */
+    if (rc == KC_OK) {
+        rc = kc_image_entry_read(img, ref, 0, NULL, NULL, NULL);
+        kc_entry_free(img);
+        return rc == KC_OK ? CLI_IMAGE_PRESENT : CLI_IMAGE_CORRUPT;
+    }
+    if (rc == KC_ECORRUPT) return CLI_IMAGE_CORRUPT;
+    return kc_cache_exists(c, &ref->id, KC_VARIANT_IMAGE) == 1 ? CLI_IMAGE_PRESENT : CLI_IMAGE_MISSING;
+}
+
+static uint32_t rd_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* One str of KERNELS (len:u32, 1..4096 bytes without NUL) copied to *sp, NUL-terminated; 0 when malformed. */
+static int rd_str(const uint8_t **p, size_t *left, char **sp, const char **out) {
+    if (*left < 4) return 0;
+    uint32_t l = rd_u32(*p);
+    *p += 4, *left -= 4;
+    if (l == 0 || l > 4096 || l > *left || memchr(*p, 0, l)) return 0;
+    memcpy(*sp, *p, l);
+    (*sp)[l] = '\0';
+    *out = *sp;
+    *sp += l + 1;
+    *p += l, *left -= l;
+    return 1;
+}
+
+int cli_entry_kernels(const kc_entry *e, size_t nimages, cli_kernel **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    const void *data;
+    size_t len;
+    int rc = kc_entry_section(e, KC_SECTION_KERNELS, &data, &len);
+    if (rc) return rc;
+    const uint8_t *p = data;
+    size_t left = len;
+    /* every kernel takes at least 14 bytes (two 1-byte strings and an index): so count is bounded by len */
+    uint32_t count = left >= 4 ? rd_u32(p) : 0;
+    if (left < 4 || count == 0 || count > (left - 4) / 14) {
+        return KC_ECORRUPT;
+    }
+    p += 4, left -= 4;
+    cli_kernel *k = malloc(count * sizeof *k + len + count * 2);
+    if (!k) return KC_ENOMEM;
+    char *sp = (char *)(k + count);
+    for (uint32_t i = 0; i < count; i++) {
+        if (!rd_str(&p, &left, &sp, &k[i].name) || !rd_str(&p, &left, &sp, &k[i].lowered) || left < 4 ||
+            (k[i].image = rd_u32(p)) >= nimages) {
+            free(k);
+            return KC_ECORRUPT;
+        }
+        p += 4, left -= 4;
+    }
+    if (left) {
+        free(k);
+        return KC_ECORRUPT; /* bytes after the last kernel */
+    }
+    *out = k;
+    *n = count;
+    return KC_OK;
+}
+
+const char *cli_kernels_of_image(const cli_kernel *k, size_t n, uint32_t image, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = '\0';
+    char one[4 * 4096 + 1];
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
+        if (k[i].image != image) continue;
+        int w = snprintf(buf + o, cap - o, "%s%s", o ? ", " : "", cli_shown(k[i].name, one, sizeof one));
+        if (w < 0) break;
+        o += (size_t)w < cap - o ? (size_t)w : cap - o - 1;
+    }
+    return buf;
 }

@@ -1,7 +1,8 @@
 /*
  * cli.h — what the commands of the `kcache` tool share: the command record, the global
  * settings, and the helpers more than one command uses (errors and usage, the option loop,
- * opening the cache, sizes and times for people, the lookup printer, manifests, bundle reports).
+ * opening the cache, sizes and times for people, the lookup printer, manifests, bundle reports,
+ * and the three kinds of stored object: graph entries, images, unit records).
  *
  * The one idea: a command is a record (name, usage, help, run) defined in its own
  * cmd_<name>.c; main.c parses the global options into a cli_settings and hands it to the
@@ -98,7 +99,8 @@ int cli_spec_args(const cli_cmd *c, int argc, char **argv, const char **arch, cl
 /** Look one graph up: compile-only for `arch`, else load on GPU 0 (and release it). */
 int cli_lookup(kc_cache *c, const kc_graph_desc *d, const char *arch, kc_graph_info *info);
 
-/** Print a lookup's result: one line for people, or one JSON object. */
+/** Print a lookup's result: one line for people, or one JSON object (with `units` and
+ *  `units_compiled`: the compile units the lookup needed, and how many of them it compiled). */
 void cli_print_info(const char *name, const kc_graph_info *i, int json);
 
 /**
@@ -109,5 +111,42 @@ int cli_manifest_open(const char *who, const char *path, const char *arch, kc_ma
 
 /** Print an export's or import's report ("exported", "imported", "verified"). */
 void cli_print_bundle_report(const char *what, const kc_bundle_report *r, int json, const char *file);
+
+/* ---- the objects a cache holds ([Note: two levels] in kcache/entry.h) ---- */
+
+/** What a stored object is, told by its variant: "img" an image, "unit" a unit record, any
+ *  other a graph entry (its variant is its target). */
+typedef enum cli_kind { CLI_GRAPH, CLI_IMAGE, CLI_UNIT } cli_kind;
+cli_kind cli_kind_of(const char *variant);
+
+/** 32 bytes as 64 lowercase hex digits (an image's SHA-256). */
+void cli_sha256_hex(const uint8_t sha[32], char out[65]);
+
+/** Where image `ref` stands, read without counting, refreshing or quarantining anything. */
+typedef enum cli_image_state {
+    CLI_IMAGE_PRESENT, /**< the local copy is the image referred to (XXH3-128), or the remote has it */
+    CLI_IMAGE_MISSING, /**< neither the local directory nor the remote has it */
+    CLI_IMAGE_CORRUPT  /**< the local copy is unreadable or is not the image referred to */
+} cli_image_state;
+cli_image_state cli_image_state_of(kc_cache *c, const kc_image_ref *ref);
+
+/** One kernel of a graph entry's KERNELS section: its name, lowered name and image (an index into IMAGES). */
+typedef struct cli_kernel {
+    const char *name, *lowered;
+    uint32_t image;
+} cli_kernel;
+
+/**
+ * The kernels of a graph entry, read as strictly as the library reads them (the KERNELS grammar
+ * is at the top of src/graph/kernels.c; kc_entry_kernels does not say which image a kernel
+ * runs): every image index below `nimages`.  *out (one allocation with its strings; free())
+ * has *n kernels.  KC_ECORRUPT on any defect (kc_error_last() is not set: the caller says it),
+ * KC_MISS without a KERNELS section, KC_ENOMEM.
+ */
+int cli_entry_kernels(const kc_entry *e, size_t nimages, cli_kernel **out, size_t *n);
+
+/** The names of the kernels of `k` (n of them) that run image `image`, ", "-separated and shown
+ *  through cli_shown(), into `buf` (cut to `cap`); "" when none does. */
+const char *cli_kernels_of_image(const cli_kernel *k, size_t n, uint32_t image, char *buf, size_t cap);
 
 #endif

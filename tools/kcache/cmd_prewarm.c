@@ -4,7 +4,8 @@
  * otherwise, and --remote URL to publish every variant to the fleet's remote.
  *
  * The one idea: the library does the work and calls back as each variant ends; this file
- * only draws progress and the summary (or --json).  `--remote URL` replaces the global
+ * only draws progress and the summary (or --json), compile units included (what NVRTC
+ * compiled, what was found stored).  `--remote URL` replaces the global
  * --remote in a copy of the settings (never the environment), so it beats both --remote and
  * KCACHE_REMOTE.  Only main.c's command table refers to this file; it opens the cache through
  * cli_open_cache().
@@ -27,7 +28,10 @@ const cli_cmd cli_cmd_prewarm = {
     "variant; variants already present are hits.  No GPU needed.  Concurrent prewarms (and\n"
     "kc_graph_get) compile each variant once.  Exit 0: all succeeded; 1: some failed (with\n"
     "NVRTC's log); 2: bad usage or manifest.  --json prints {graphs, variants, compiled,\n"
-    "hits, failed, seconds, results}.  --remote URL publishes every variant to the fleet's\n"
+    "hits, failed, seconds, units, units_compiled, unit_hits, compile_ms, results}.  A compile\n"
+    "unit (one NVRTC program) is compiled once per target: a graph whose units are stored\n"
+    "(another graph's, or another shape's) compiles nothing; units_compiled counts what NVRTC\n"
+    "did, unit_hits what was found stored.  --remote URL publishes every variant to the fleet's\n"
     "remote (compiled ones, and local hits the remote lacks) and waits until it is sent.",
     cmd_prewarm};
 
@@ -80,7 +84,8 @@ static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
         const kc_prewarm_result *x = &r->results[k];
         const char *arch = kc_manifest_arch(v->m, x->arch);
         if (x->status || x->info.source != KC_FROM_COMPILE) fprintf(o, "  %s %s", arch, pw_result_word(x));
-        else fprintf(o, "  %s compiled %.0f ms", arch, x->info.compile_ms);
+        else fprintf(o, "  %s compiled %.0f ms (%d of %d units)", arch, x->info.compile_ms, x->info.units_compiled,
+                     x->info.units);
     }
     fprintf(o, "\n");
     for (size_t k = first; k < first + na; k++)
@@ -98,6 +103,10 @@ static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, cons
     json_kv_u64(stdout, &first, "hits", r->hits);
     json_kv_u64(stdout, &first, "failed", r->failed);
     json_kv_f64(stdout, &first, "seconds", r->seconds);
+    json_kv_u64(stdout, &first, "units", r->units);
+    json_kv_u64(stdout, &first, "units_compiled", r->units_compiled);
+    json_kv_u64(stdout, &first, "unit_hits", r->units - r->units_compiled);
+    json_kv_f64(stdout, &first, "compile_ms", r->compile_ms);
     if (publish) {
         json_kv_str(stdout, &first, "remote", rs->url);
         json_kv_u64(stdout, &first, "published", published);
@@ -113,6 +122,8 @@ static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, cons
         json_kv_str(stdout, &f2, "key", x->info.key);
         json_kv_str(stdout, &f2, "result", pw_result_word(x));
         json_kv_f64(stdout, &f2, "compile_ms", x->info.compile_ms);
+        json_kv_u64(stdout, &f2, "units", (uint64_t)(x->info.units > 0 ? x->info.units : 0));
+        json_kv_u64(stdout, &f2, "units_compiled", (uint64_t)(x->info.units_compiled > 0 ? x->info.units_compiled : 0));
         if (x->status) json_kv_str(stdout, &f2, "error", x->error);
         printf("}");
     }
@@ -198,6 +209,9 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
     } else {
         printf("prewarm: %zu graphs, %zu variants: %zu compiled, %zu hits, %zu failed in %.1f s\n", r->graphs, r->variants,
                r->compiled + r->bypassed, r->hits, r->failed, r->seconds);
+        if (r->units)
+            printf("compile units: %zu compiled (%.0f ms of NVRTC), %zu found stored\n", r->units_compiled, r->compile_ms,
+                   r->units - r->units_compiled);
         if (publish)
             printf("remote %s: %llu published, %llu not (see kcache stats)\n", rs.url, (unsigned long long)published,
                    (unsigned long long)dropped);

@@ -1,19 +1,27 @@
 /*
- * cmd_show.c — `kcache show KEY[.VARIANT]`: everything one key's entries hold — kernels with
- * their targets and sizes, sections, toolchain, creation time, every component digest — and,
- * with --extract DIR, their cubins and PTX as files for cuobjdump and nvdisasm.
+ * cmd_show.c — `kcache show KEY[.VARIANT] | SPEC`: everything a stored object holds.  A graph
+ * entry: its images (id, target, kind, size, SHA-256, the kernels that run each, whether it is
+ * there), kernels with their targets and sizes, parameter tables, sections, toolchain, creation
+ * time, every component digest — and, with --extract DIR, its cubins and PTX as files for
+ * cuobjdump and nvdisasm.  An image (its id): its reference, whether its bytes are its digests',
+ * and the graph entries and unit records that refer to it.  A unit record (its key): the image
+ * the unit compiled to and each name expression's lowered name.  A graph spec: its entries.
  *
- * The one idea: a key is named by a unique hex prefix (at least 4 digits), found by one walk
- * over the cache that copies what it keeps (the walker's strings are borrowed for one
- * callback); a prefix that matches two keys is a usage error, not a guess.  Every name taken
- * from an entry (kernels, symbols, targets, toolchain, digests) is printed through cli_shown(), so
- * an imported entry cannot send escape sequences to the terminal.
+ * The one idea: an object is named by a unique hex prefix (at least 4 digits) of its key, or
+ * by a spec whose key kcache computes (kc_graph_explain, with the cache's toolchain), found by one
+ * walk over the cache that copies what it keeps (the walker's strings are borrowed for one
+ * callback); a prefix that matches two keys is a usage error, not a guess.  A graph entry's
+ * images are resolved as a lookup resolves them (kc_entry_resolve: local, then the remote, each
+ * checked), so "present" means what a lookup would find.  Every name taken from an object
+ * (kernels, symbols, targets, toolchain, digests, name expressions, error messages) is printed
+ * through cli_shown(), so an imported object cannot send escape sequences to the terminal.
  * Only main.c's command table refers to this file; it opens the cache through
  * cli_open_cache().
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "json.h"
@@ -21,20 +29,26 @@
 static int cmd_show(const cli_settings *cs, int argc, char **argv);
 
 const cli_cmd cli_cmd_show = {
-    "show", "kcache show KEY[.VARIANT] [--json] [--extract DIR]",
-    "Show the entries of a key (a unique prefix of at least 4 hex digits is enough):\n"
-    "kernels with their targets and sizes, sections, toolchain, creation time and every\n"
-    "component digest.  --extract DIR writes each cubin and PTX to DIR, for cuobjdump and\n"
-    "nvdisasm.",
+    "show", "kcache show KEY[.VARIANT] | SPEC [--arch TARGET] [--json] [--extract DIR]",
+    "Show what is stored under a key (a unique prefix of at least 4 hex digits is enough), or\n"
+    "for a graph SPEC (a .json file: its key as a lookup computes it; --arch picks a variant).\n"
+    "A graph entry: its images (id, target, kind, bytes, SHA-256, the kernels that run each,\n"
+    "and whether each is there: a graph whose image is missing is a miss), kernels with their\n"
+    "targets and sizes, parameter tables, sections, toolchain, creation time and every\n"
+    "component digest.  An image id: the image and the graph entries and unit records that\n"
+    "refer to it.  A unit key: the image the compile unit compiled to, and its names.\n"
+    "--extract DIR writes each cubin and PTX of a graph entry to DIR, for cuobjdump and nvdisasm.",
     cmd_show};
+
+#define SHOW_MAX 64
 
 typedef struct show_ctx {
     char prefix[KC_KEY_HEX_LEN + 1];
     const char *variant;
-    kc_cache_item found[64];
-    char variants[64][KC_VARIANT_MAX + 1];
-    kc_key keys[64];
-    char paths[64][4096]; /* the walker's path is borrowed for one callback only */
+    kc_cache_item found[SHOW_MAX];
+    char variants[SHOW_MAX][KC_VARIANT_MAX + 1];
+    kc_key keys[SHOW_MAX];
+    char paths[SHOW_MAX][4096]; /* the walker's path is borrowed for one callback only */
     int n;
     int other_key; /* prefix matched two different keys */
 } show_ctx;
@@ -49,7 +63,7 @@ static int show_match(const kc_cache_item *it, void *ctx) {
         s->other_key = 1;
         return 0;
     }
-    if (s->n < 64) {
+    if (s->n < SHOW_MAX) {
         s->keys[s->n] = it->key;
         snprintf(s->variants[s->n], sizeof s->variants[0], "%s", it->variant);
         s->found[s->n] = *it;
@@ -72,6 +86,9 @@ static const char *section_name(int t) {
     case KC_SECTION_WRAPPERS: return "WRAPPERS";
     case KC_SECTION_RUNTIME_META: return "RUNTIME_META";
     case KC_SECTION_PARAMS: return "PARAMS";
+    case KC_SECTION_IMAGES: return "IMAGES";
+    case KC_SECTION_IMAGE: return "IMAGE";
+    case KC_SECTION_UNIT: return "UNIT";
     default: return "?";
     }
 }
@@ -130,128 +147,449 @@ static void print_params(const char *name, const char *lowered, const kc_param_i
     printf(")  %zu parameter%s, %u bytes\n", n, n == 1 ? "" : "s", n ? p[n - 1].offset + p[n - 1].size : 0);
 }
 
+static void print_sections(const kc_entry *e, int json) {
+    int f2 = 1;
+    if (json) printf(", \"sections\": {");
+    else printf("  sections\n");
+    for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_UNIT; ty++) {
+        const void *d;
+        size_t len;
+        if (kc_entry_section(e, (kc_section_type)ty, &d, &len) != KC_OK) continue;
+        if (json) json_kv_u64(stdout, &f2, section_name(ty), len);
+        else printf("    %-13s %zu bytes\n", section_name(ty), len);
+    }
+    if (json) printf("}");
+}
+
+static void print_digests(const kc_entry *e, int json) {
+    int f2 = 1;
+    if (json) printf(", \"digests\": {");
+    else printf("  digests\n");
+    for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
+        const char *name;
+        kc_digest d;
+        char dh[KC_KEY_HEX_LEN + 1], buf[SHOWN_CAP];
+        kc_entry_digest_at(e, k, &name, &d);
+        kc_digest_to_hex(&d, dh);
+        if (json) json_kv_str(stdout, &f2, name, dh);
+        else printf("    %-24s %s\n", cli_shown(name, buf, sizeof buf), dh);
+    }
+    if (json) printf("}");
+}
+
+/* The head every object shares: name, file, creation time, toolchain (JSON: the object's opening fields). */
+static void print_head(const kc_cache_item *it, const kc_entry *e, const char *kind, int json, int first_obj) {
+    char hex[KC_KEY_HEX_LEN + 1], t[32], buf[SHOWN_CAP];
+    kc_key_to_hex(&it->key, hex);
+    cli_iso_time((int64_t)(kc_entry_created_at(e) / 1000000000ull), t, sizeof t);
+    if (json) {
+        int first = 1;
+        printf("%s{", first_obj ? "" : ", ");
+        json_kv_str(stdout, &first, "key", hex);
+        json_kv_str(stdout, &first, "variant", it->variant);
+        json_kv_str(stdout, &first, "object", kind);
+        json_kv_u64(stdout, &first, "bytes", it->bytes);
+        json_kv_str(stdout, &first, "path", it->path);
+        json_kv_str(stdout, &first, "toolchain", kc_entry_toolchain(e));
+        json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
+        return;
+    }
+    printf("%s.%s  (%s)\n", hex, cli_shown(it->variant, buf, sizeof buf), kind);
+    printf("  file       %s (%llu bytes)\n", cli_shown(it->path, buf, sizeof buf), (unsigned long long)it->bytes);
+    printf("  created    %s\n", t);
+    printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? cli_shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
+}
+
+/* One image reference, in JSON or as two lines (the second: its kernels, for a graph's image). */
+static void print_ref(const kc_image_ref *r, const char *state, const char *kernels, int json, int *first) {
+    char id[KC_KEY_HEX_LEN + 1], sha[65];
+    kc_key_to_hex(&r->id, id);
+    cli_sha256_hex(r->sha256, sha);
+    if (json) {
+        json_kv_str(stdout, first, "id", id);
+        json_kv_str(stdout, first, "target", r->target);
+        json_kv_str(stdout, first, "kind", r->is_ptx ? "ptx" : "cubin");
+        json_kv_u64(stdout, first, "bytes", r->len);
+        json_kv_str(stdout, first, "sha256", sha);
+        if (state) json_kv_bool(stdout, first, "present", strcmp(state, "present") == 0);
+        if (state) json_kv_str(stdout, first, "state", state);
+        return;
+    }
+    printf("    %s  %-10s %-5s %9llu bytes%s%s\n      sha256 %s\n", id, r->target, r->is_ptx ? "ptx" : "cubin",
+           (unsigned long long)r->len, state ? "  " : "", state ? state : "", sha);
+    if (kernels) printf("      kernels %s\n", kernels[0] ? kernels : "(none)");
+}
+
+/* A graph entry: its images resolved (fetched and checked as a lookup would), then everything else. */
+static int show_graph(kc_cache *c, const kc_cache_item *it, kc_entry *e, int json, int first_obj, const char *extract) {
+    char buf[SHOWN_CAP];
+    kc_image_ref *refs = NULL;
+    size_t nrefs = 0;
+    cli_kernel *ks = NULL;
+    size_t nks = 0;
+    int irc = kc_entry_images(e, &refs, &nrefs);
+    char why[1024] = "";
+    if (irc) snprintf(why, sizeof why, "%s", irc == KC_MISS ? "the entry has no IMAGES section" : kc_error_last()->message);
+    int resolved = 0;
+    if (!irc) {
+        resolved = kc_entry_resolve(c, e) == KC_OK;
+        if (!resolved) snprintf(why, sizeof why, "%s", kc_error_last()->message);
+        if (cli_entry_kernels(e, nrefs, &ks, &nks) != KC_OK) nks = 0, ks = NULL;
+    }
+    size_t missing = 0;
+    for (size_t i = 0; i < nrefs; i++) {
+        const void *b;
+        size_t l;
+        missing += kc_entry_attached_image(e, i, &b, &l) != KC_OK;
+    }
+    print_head(it, e, "graph entry", json, first_obj);
+    if (json) {
+        printf(", \"images\": ");
+        if (irc) printf("null");
+        else {
+            printf("[");
+            for (size_t i = 0; i < nrefs; i++) {
+                const void *b;
+                size_t l;
+                int f = 1;
+                printf("%s{", i ? ", " : "");
+                print_ref(&refs[i], kc_entry_attached_image(e, i, &b, &l) == KC_OK ? "present" : "missing", NULL, 1, &f);
+                printf(", \"kernels\": [");
+                for (size_t k = 0, n = 0; k < nks; k++)
+                    if (ks[k].image == i) printf("%s", n++ ? ", " : ""), json_str(stdout, ks[k].name);
+                printf("]}");
+            }
+            printf("]");
+        }
+        json_kv_bool(stdout, &(int){0}, "images_present", !irc && resolved);
+        if (why[0]) json_kv_str(stdout, &(int){0}, "images_problem", why);
+        printf(", \"kernels\": [");
+        kctx kc = {1, 1};
+        kc_entry_kernels(e, print_kernel, &kc);
+        printf("], \"parameters\": [");
+        kc.first = 1;
+        kc_entry_params(e, print_params, &kc);
+        printf("]");
+        print_sections(e, 1);
+        print_digests(e, 1);
+        printf("}");
+    } else {
+        if (irc) printf("  images     (none: %s)\n", cli_shown(why, buf, sizeof buf));
+        else if (!missing) printf("  images     %zu, all present\n", nrefs);
+        else printf("  images     %zu, %zu missing: a lookup of this graph is a miss (%s)\n", nrefs, missing,
+                    cli_shown(why, buf, sizeof buf));
+        for (size_t i = 0; i < nrefs; i++) {
+            const void *b;
+            size_t l;
+            char kn[SHOWN_CAP];
+            cli_kernels_of_image(ks, nks, (uint32_t)i, kn, sizeof kn);
+            print_ref(&refs[i], kc_entry_attached_image(e, i, &b, &l) == KC_OK ? "present" : "missing", kn, 0, NULL);
+        }
+        printf("  kernels\n");
+        kctx kc = {0, 1};
+        if (kc_entry_kernels(e, print_kernel, &kc) != KC_OK)
+            printf("    (none: %s)\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
+        printf("  parameters (size@offset, as the compiler laid them out; every launch step was checked against them)\n");
+        if (kc_entry_params(e, print_params, &kc) != KC_OK)
+            printf("    (none: %s)\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
+        print_sections(e, 0);
+        print_digests(e, 0);
+    }
+    int ret = 0;
+    if (extract) {
+        int count = 0;
+        if (kc_entry_extract(e, extract, &count) != KC_OK) {
+            fprintf(stderr, "kcache show: extract failed: %s\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
+            ret = EXIT_PROBLEM;
+        } else {
+            fprintf(json ? stderr : stdout, "  extracted %d image(s) to %s\n", count, cli_shown(extract, buf, sizeof buf));
+        }
+    }
+    free(ks);
+    free(refs);
+    return ret;
+}
+
+/* Who refers to an image: every graph entry (with the kernels that run it), or every unit record
+ * (`want`), read without counting or refreshing anything. */
+typedef struct users_ctx {
+    kc_cache *c;
+    kc_key id;
+    cli_kind want;
+    int json, first;
+    size_t n;
+} users_ctx;
+
+static int users_visit(const kc_cache_item *it, void *ctx) {
+    users_ctx *u = ctx;
+    if (cli_kind_of(it->variant) != u->want) return 0;
+    kc_entry *e;
+    if (kc_cache_peek(u->c, &it->key, it->variant, &e) != KC_OK) return 0;
+    char hex[KC_KEY_HEX_LEN + 1], v[SHOWN_CAP], kn[SHOWN_CAP];
+    kc_key_to_hex(&it->key, hex);
+    if (u->want == CLI_UNIT) {
+        kc_image_ref ref;
+        if (kc_unit_entry_read(e, &ref, NULL, 0, NULL) == KC_OK && memcmp(ref.id.bytes, u->id.bytes, 16) == 0) {
+            if (u->json) printf("%s\"%s.%s\"", u->first ? "" : ", ", hex, KC_VARIANT_UNIT);
+            else printf("    unit record %s.%s\n", hex, KC_VARIANT_UNIT);
+            u->first = 0;
+            u->n++;
+        }
+        kc_entry_free(e);
+        return 0;
+    }
+    kc_image_ref *refs;
+    size_t n;
+    if (kc_entry_images(e, &refs, &n) == KC_OK) {
+        cli_kernel *ks = NULL;
+        size_t nks = 0;
+        if (cli_entry_kernels(e, n, &ks, &nks) != KC_OK) ks = NULL, nks = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (memcmp(refs[i].id.bytes, u->id.bytes, 16) != 0) continue;
+            if (u->json) {
+                int f = 1;
+                char name[KC_KEY_HEX_LEN + 2 + KC_VARIANT_MAX];
+                snprintf(name, sizeof name, "%s.%s", hex, it->variant);
+                printf("%s{", u->first ? "" : ", ");
+                json_kv_str(stdout, &f, "graph", name);
+                printf(", \"kernels\": [");
+                for (size_t k = 0, m = 0; k < nks; k++)
+                    if (ks[k].image == i) printf("%s", m++ ? ", " : ""), json_str(stdout, ks[k].name);
+                printf("]}");
+            } else {
+                cli_kernels_of_image(ks, nks, (uint32_t)i, kn, sizeof kn);
+                printf("    graph %s.%s  kernels %s\n", hex, cli_shown(it->variant, v, sizeof v), kn[0] ? kn : "(none)");
+            }
+            u->first = 0;
+            u->n++;
+            break; /* a graph that runs one image twice is one user */
+        }
+        free(ks);
+        free(refs);
+    }
+    kc_entry_free(e);
+    return 0;
+}
+
+/* An image: its reference, whether its bytes are its digests' (both checked), and who refers to it. */
+static int show_image(kc_cache *c, const kc_cache_item *it, const kc_entry *e, int json, int first_obj) {
+    char buf[SHOWN_CAP];
+    kc_image_ref ref;
+    int rc = kc_image_entry_read(e, NULL, 1, &ref, NULL, NULL); /* full: SHA-256 too */
+    char why[1024] = "";
+    if (rc) snprintf(why, sizeof why, "%s", kc_error_last()->message);
+    print_head(it, e, "image", json, first_obj);
+    int f = 0;
+    if (json) {
+        if (!rc) {
+            int f2 = 1;
+            printf(", \"image\": {");
+            print_ref(&ref, NULL, NULL, 1, &f2);
+            printf("}");
+        }
+        json_kv_bool(stdout, &f, "sound", rc == KC_OK);
+        if (rc) json_kv_str(stdout, &f, "problem", why);
+    } else if (rc) {
+        printf("  image      unreadable: %s\n", cli_shown(why, buf, sizeof buf));
+    } else {
+        printf("  image      sound: its bytes are its digests' (XXH3-128 and SHA-256 checked)\n");
+        print_ref(&ref, NULL, NULL, 0, NULL);
+    }
+    users_ctx g = {c, it->key, CLI_GRAPH, json, 1, 0}, u = {c, it->key, CLI_UNIT, json, 1, 0};
+    if (json) printf(", \"graphs\": [");
+    else printf("  used by\n");
+    int wrc = kc_cache_foreach(c, users_visit, &g);
+    if (json) printf("], \"units\": [");
+    if (!wrc) wrc = kc_cache_foreach(c, users_visit, &u);
+    if (json) printf("]");
+    print_sections(e, json);
+    if (json) printf("}");
+    else if (!g.n && !u.n) printf("    nothing: gc removes it once it is an hour old\n");
+    if (wrc) return cli_fail("listing failed");
+    return rc ? EXIT_PROBLEM : 0;
+}
+
+/* A unit record: its image (and whether it is there) and each name expression's lowered name.
+ * The names follow the record's reference in its UNIT section (grammar in kcache/entry.h); the
+ * record was read strictly by kc_unit_entry_read first, and is read again here with bounds. */
+static int show_unit(kc_cache *c, const kc_cache_item *it, const kc_entry *e, int json, int first_obj) {
+    char buf[SHOWN_CAP], buf2[SHOWN_CAP];
+    kc_image_ref ref;
+    int rc = kc_unit_entry_read(e, &ref, NULL, 0, NULL);
+    char why[1024] = "";
+    if (rc) snprintf(why, sizeof why, "%s", kc_error_last()->message);
+    print_head(it, e, "unit record", json, first_obj);
+    static const char *const states[] = {"present", "missing", "corrupt"};
+    const char *state = rc ? NULL : states[cli_image_state_of(c, &ref)];
+    int f = 0;
+    if (json) {
+        json_kv_bool(stdout, &f, "sound", rc == KC_OK);
+        if (rc) json_kv_str(stdout, &f, "problem", why);
+        else {
+            printf(", \"image\": {");
+            int f2 = 1;
+            print_ref(&ref, state, NULL, 1, &f2);
+            printf("}, \"names\": [");
+        }
+    } else if (rc) {
+        printf("  record     unreadable: %s\n", cli_shown(why, buf, sizeof buf));
+    } else {
+        printf("  image      (what the unit compiled to%s)\n",
+               strcmp(state, "present") ? "; without it, the unit is compiled again at its next use" : "");
+        print_ref(&ref, state, NULL, 0, NULL);
+        printf("  names      (name expression -> lowered name)\n");
+    }
+    if (!rc) {
+        const void *data;
+        size_t len;
+        kc_entry_section(e, KC_SECTION_UNIT, &data, &len);
+        const uint8_t *p = data;
+        size_t skip = 16 + 32 + 4 + strlen(ref.target) + 1 + 8, left = len > skip ? len - skip : 0;
+        p += len > skip ? skip : len;
+        uint32_t count = left >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24 : 0;
+        p += left >= 4 ? 4 : 0, left -= left >= 4 ? 4 : left;
+        for (uint32_t i = 0; i < count; i++) {
+            char *s[2] = {buf, buf2};
+            char raw[2][4097];
+            int ok = 1;
+            for (int j = 0; j < 2 && ok; j++) {
+                uint32_t l = left >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24 : 0;
+                ok = left >= 4 && l >= 1 && l <= 4096 && l <= left - 4;
+                if (!ok) break;
+                memcpy(raw[j], p + 4, l);
+                raw[j][l] = '\0';
+                p += 4 + l, left -= 4 + l;
+            }
+            if (!ok) break; /* cannot happen: kc_unit_entry_read checked it */
+            if (json) {
+                int f3 = 1;
+                printf("%s{", i ? ", " : "");
+                json_kv_str(stdout, &f3, "expr", raw[0]);
+                json_kv_str(stdout, &f3, "lowered", raw[1]);
+                printf("}");
+            } else {
+                printf("    %s -> %s\n", cli_shown(raw[0], s[0], SHOWN_CAP), cli_shown(raw[1], s[1], SHOWN_CAP));
+            }
+        }
+        if (json) printf("]");
+    }
+    if (json) {
+        print_digests(e, 1);
+        printf("}");
+    } else {
+        print_digests(e, 0);
+    }
+    return rc ? EXIT_PROBLEM : 0;
+}
+
+/* Whether the argument names a graph spec rather than a key: a .json name, or a file that exists. */
+static int is_spec(const char *arg) {
+    size_t n = strlen(arg);
+    struct stat st;
+    return (n > 5 && strcmp(arg + n - 5, ".json") == 0) || (stat(arg, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/* The key of a graph spec as a lookup computes it (the cache's toolchain), into s->prefix; 0 or an exit code. */
+static int spec_key(kc_cache *c, const char *path, const char *arch, show_ctx *s, char *name, size_t cap) {
+    kc_graph_desc *d;
+    if (kc_graph_desc_load(&d, path) != KC_OK) {
+        char buf[SHOWN_CAP];
+        fprintf(stderr, "kcache show: %s\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
+        return EXIT_USAGE;
+    }
+    kc_explain *x = malloc(sizeof *x);
+    int rc = x ? kc_graph_explain(c, d, arch ? arch : "sm_90", x) : KC_ENOMEM;
+    if (rc == KC_OK) snprintf(s->prefix, sizeof s->prefix, "%s", x->key);
+    snprintf(name, cap, "%s", kc_graph_desc_name(d));
+    free(x);
+    kc_graph_desc_free(d);
+    return rc == KC_OK ? 0 : cli_fail("cannot compute the graph's key");
+}
+
 static int cmd_show(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
-    const char *extract = NULL;
+    const char *extract = NULL, *arch = NULL;
     int n = 0;
-    for (int i = 1; i < argc; i++) { /* take --extract DIR out, leave the rest to cli_parse_opts */
+    for (int i = 1; i < argc; i++) { /* take --extract DIR and --arch T out, leave the rest to cli_parse_opts */
         if (strcmp(argv[i], "--extract") == 0 && i + 1 < argc) extract = argv[++i];
         else if (strcmp(argv[i], "--extract") == 0) return cli_usage_error(&cli_cmd_show, "--extract needs a folder", NULL);
+        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--arch") == 0) return cli_usage_error(&cli_cmd_show, "--arch needs a target", NULL);
         else argv[++n] = argv[i];
     }
     argc = n + 1;
     cli_parse_opts(&cli_cmd_show, argc, argv, &o, 1, 0, 1);
-    if (o.npos != 1) return cli_usage_error(&cli_cmd_show, "a KEY is required", NULL);
+    if (o.npos != 1) return cli_usage_error(&cli_cmd_show, "a KEY or a SPEC is required", NULL);
+    kc_target tgt;
+    if (arch && kc_target_parse(arch, &tgt) != KC_OK) return cli_usage_error(&cli_cmd_show, kc_error_last()->message, NULL);
     show_ctx *s = calloc(1, sizeof *s);
     if (!s) return cli_fail("out of memory");
     const char *arg = o.positional[0];
-    const char *dot = strchr(arg, '.');
-    size_t klen = dot ? (size_t)(dot - arg) : strlen(arg);
-    if (klen < 4 || klen > KC_KEY_HEX_LEN || strspn(arg, "0123456789abcdef") < klen) {
-        free(s);
-        return cli_usage_error(&cli_cmd_show, "KEY must be 4 to 32 lowercase hex digits", arg);
+    int spec = is_spec(arg);
+    char graph[256] = "";
+    if (!spec) {
+        const char *dot = strchr(arg, '.');
+        size_t klen = dot ? (size_t)(dot - arg) : strlen(arg);
+        if (klen < 4 || klen > KC_KEY_HEX_LEN || strspn(arg, "0123456789abcdef") < klen) {
+            free(s);
+            return cli_usage_error(&cli_cmd_show, "KEY must be 4 to 32 lowercase hex digits (or give a SPEC file)", arg);
+        }
+        memcpy(s->prefix, arg, klen);
+        s->variant = dot ? dot + 1 : arch;
+    } else {
+        s->variant = arch;
     }
-    memcpy(s->prefix, arg, klen);
-    s->variant = dot ? dot + 1 : NULL;
     kc_cache *c;
     if (cli_open_cache(cs, &c)) {
         free(s);
         return EXIT_PROBLEM;
     }
-    int rc = kc_cache_foreach(c, show_match, s);
-    int ret = 0;
-    if (rc != KC_OK) {
+    int ret = spec ? spec_key(c, arg, arch, s, graph, sizeof graph) : 0;
+    int rc = ret ? KC_OK : kc_cache_foreach(c, show_match, s);
+    if (ret) {
+        /* reported by spec_key */
+    } else if (rc != KC_OK) {
         ret = cli_fail("listing failed");
     } else if (s->other_key) {
         fprintf(stderr, "kcache show: '%s' matches more than one key; give more digits\n", arg);
         ret = EXIT_USAGE;
+    } else if (s->n == 0 && spec) {
+        char buf[SHOWN_CAP];
+        fprintf(stderr, "kcache show: graph '%s' (key %s) has no stored entry%s%s\n", cli_shown(graph, buf, sizeof buf),
+                s->prefix, arch ? " for " : "", arch ? arch : "");
+        ret = EXIT_PROBLEM;
     } else if (s->n == 0) {
         fprintf(stderr, "kcache show: no entry matches '%s'\n", arg);
         ret = EXIT_PROBLEM;
     }
-    if (ret == 0 && o.json) printf("[");
-    for (int i = 0; ret == 0 && i < s->n; i++) {
+    int go = ret == 0, shown = 0;
+    if (go && o.json) printf("[");
+    for (int i = 0; go && i < s->n; i++) {
         kc_entry *e;
-        char hex[KC_KEY_HEX_LEN + 1], t[32];
+        char hex[KC_KEY_HEX_LEN + 1], v[SHOWN_CAP], msg[SHOWN_CAP];
         kc_key_to_hex(&s->keys[i], hex);
+        cli_shown(s->variants[i], v, sizeof v);
         rc = kc_cache_get(c, &s->keys[i], s->variants[i], &e);
         if (rc != KC_OK) {
-            fprintf(stderr, "kcache show: %s.%s: %s\n", hex, s->variants[i], kc_error_last()->message);
+            fprintf(stderr, "kcache show: %s.%s: %s\n", hex, v, cli_shown(kc_error_last()->message, msg, sizeof msg));
             ret = EXIT_PROBLEM;
             continue;
         }
-        cli_iso_time((int64_t)(kc_entry_created_at(e) / 1000000000ull), t, sizeof t);
-        if (o.json) {
-            int first = 1;
-            printf("%s{", i ? ", " : "");
-            json_kv_str(stdout, &first, "key", hex);
-            json_kv_str(stdout, &first, "variant", s->variants[i]);
-            json_kv_u64(stdout, &first, "bytes", s->found[i].bytes);
-            json_kv_str(stdout, &first, "path", s->found[i].path);
-            json_kv_str(stdout, &first, "toolchain", kc_entry_toolchain(e));
-            json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
-            printf(", \"sections\": {");
-            int f2 = 1;
-            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_PARAMS; ty++) {
-                const void *d;
-                size_t len;
-                if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
-                    json_kv_u64(stdout, &f2, section_name(ty), len);
-            }
-            printf("}, \"kernels\": [");
-            kctx kc = {1, 1};
-            kc_entry_kernels(e, print_kernel, &kc);
-            printf("], \"parameters\": [");
-            kc.first = 1;
-            kc_entry_params(e, print_params, &kc);
-            printf("], \"digests\": {");
-            f2 = 1;
-            for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
-                const char *name;
-                kc_digest d;
-                char dh[KC_KEY_HEX_LEN + 1];
-                kc_entry_digest_at(e, k, &name, &d);
-                kc_digest_to_hex(&d, dh);
-                json_kv_str(stdout, &f2, name, dh);
-            }
-            printf("}}");
-        } else {
-            char buf[SHOWN_CAP];
-            printf("%s.%s\n", hex, cli_shown(s->variants[i], buf, sizeof buf));
-            printf("  file       %s (%llu bytes)\n", cli_shown(s->found[i].path, buf, sizeof buf),
-                   (unsigned long long)s->found[i].bytes);
-            printf("  created    %s\n", t);
-            printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? cli_shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
-            printf("  kernels\n");
-            kctx kc = {0, 1};
-            if (kc_entry_kernels(e, print_kernel, &kc) != KC_OK) printf("    (none)\n");
-            printf("  parameters (size@offset, as the compiler laid them out; every launch step was checked against them)\n");
-            if (kc_entry_params(e, print_params, &kc) != KC_OK) printf("    (none: %s)\n", kc_error_last()->message);
-            printf("  sections\n");
-            for (int ty = KC_SECTION_FORWARD; ty <= KC_SECTION_PARAMS; ty++) {
-                const void *d;
-                size_t len;
-                if (kc_entry_section(e, (kc_section_type)ty, &d, &len) == KC_OK)
-                    printf("    %-13s %zu bytes\n", section_name(ty), len);
-            }
-            printf("  digests\n");
-            for (size_t k = 0; k < kc_entry_digest_count(e); k++) {
-                const char *name;
-                kc_digest d;
-                char dh[KC_KEY_HEX_LEN + 1];
-                kc_entry_digest_at(e, k, &name, &d);
-                kc_digest_to_hex(&d, dh);
-                printf("    %-24s %s\n", cli_shown(name, buf, sizeof buf), dh);
-            }
+        int r;
+        switch (cli_kind_of(s->variants[i])) {
+        case CLI_IMAGE: r = show_image(c, &s->found[i], e, o.json, !shown); break;
+        case CLI_UNIT: r = show_unit(c, &s->found[i], e, o.json, !shown); break;
+        default: r = show_graph(c, &s->found[i], e, o.json, !shown, extract); break;
         }
-        if (extract) {
-            int count = 0;
-            if (kc_entry_extract(e, extract, &count) != KC_OK) ret = cli_fail("extract failed");
-            else fprintf(o.json ? stderr : stdout, "  extracted %d image(s) to %s\n", count, extract);
+        if (extract && cli_kind_of(s->variants[i]) != CLI_GRAPH) {
+            fprintf(stderr, "kcache show: %s.%s is not a graph entry: --extract writes a graph's images\n", hex, v);
+            r = EXIT_PROBLEM;
         }
+        if (r) ret = r;
+        shown++;
         kc_entry_free(e);
     }
-    if (ret == 0 && o.json) printf("]\n");
+    if (go && o.json) printf("]\n");
     kc_cache_close(c);
     free(s);
     return ret;

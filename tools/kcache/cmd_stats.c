@@ -4,6 +4,9 @@
  *
  * The one idea: a remote is probed once before printing, so that its breaker says what the
  * remote is like now, not when it was last used.  --zero resets the event counters only.
+ * "entries" counts every stored object; how many of them are graph entries, images and unit
+ * records ([Note: two levels] in kcache/entry.h) is counted by walking the directory's names
+ * (their variants say the kind), since the shard counters do not tell them apart.
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  */
 #include <stdio.h>
@@ -17,11 +20,28 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv);
 const cli_cmd cli_cmd_stats = {
     "stats", "kcache stats [--json] [--zero]",
     "Show the cache's counters, summed over every shard and every process that used it:\n"
-    "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  With a\n"
+    "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  Entries\n"
+    "are every stored object: graph entries, images (each stored once, shared by every graph\n"
+    "that runs it) and unit records, counted apart (JSON: graphs, images, units and their\n"
+    "_bytes); unit_compiles and unit_hits say how many compile units were compiled or found\n"
+    "stored, images_missing how many stored graphs were misses for want of an image.  With a\n"
     "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
     "--zero resets the event counters (not entries or bytes).",
     cmd_stats};
+
+/* The objects of the local directory by kind, from their names (nothing is read). */
+typedef struct kinds {
+    uint64_t n[3], bytes[3]; /* indexed by cli_kind */
+} kinds;
+
+static int count_kind(const kc_cache_item *it, void *ctx) {
+    kinds *k = ctx;
+    cli_kind kind = cli_kind_of(it->variant);
+    k->n[kind]++;
+    k->bytes[kind] += it->bytes;
+    return 0;
+}
 
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
@@ -41,6 +61,12 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     if (kc_cache_stats(c, &s) != KC_OK) {
         kc_cache_close(c);
         return cli_fail("cannot read the statistics");
+    }
+    kinds k;
+    memset(&k, 0, sizeof k);
+    if (kc_cache_foreach(c, count_kind, &k) != KC_OK) {
+        kc_cache_close(c);
+        return cli_fail("cannot list the cache");
     }
     kc_remote_state rs;
     int have_remote = kc_cache_remote_state(c, &rs) == KC_OK;
@@ -62,6 +88,12 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         json_kv_str(stdout, &first, "dir", kc_cache_dir(c));
         json_kv_u64(stdout, &first, "max_size", kc_cache_max_size(c));
         for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, &first, kc_stat_name((kc_stat)i), s.v[i]);
+        json_kv_u64(stdout, &first, "graphs", k.n[CLI_GRAPH]);
+        json_kv_u64(stdout, &first, "images", k.n[CLI_IMAGE]);
+        json_kv_u64(stdout, &first, "units", k.n[CLI_UNIT]);
+        json_kv_u64(stdout, &first, "graph_bytes", k.bytes[CLI_GRAPH]);
+        json_kv_u64(stdout, &first, "image_bytes", k.bytes[CLI_IMAGE]);
+        json_kv_u64(stdout, &first, "unit_bytes", k.bytes[CLI_UNIT]);
         json_kv_f64(stdout, &first, "hit_rate",
                     lookups ? (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0);
         printf(", \"remote\": ");
@@ -86,6 +118,12 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         printf("cache directory   %s%s\n", kc_cache_dir(c),
                kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
         printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);
+        static const char *const kind_names[] = {"graph entries", "images", "unit records"};
+        for (int i = 0; i < 3; i++) {
+            char b[32];
+            cli_human_size(k.bytes[i], b, sizeof b);
+            printf("  %-15s %llu (%s)\n", kind_names[i], (unsigned long long)k.n[i], b);
+        }
         printf("hit rate          %.1f %% of %llu lookups\n",
                lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
                (unsigned long long)lookups);
