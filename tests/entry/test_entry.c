@@ -1,11 +1,15 @@
 /*
- * test_entry.c — the entry format: round trips, the golden file that pins format v2,
- * and a decoder that rejects every damaged input (each byte flipped, every truncation,
- * trailing bytes, random noise) without crashing or reading out of bounds (run it under
- * ASan to see the latter); a small entry declaring a huge section (a decompression bomb) is
- * refused before anything is inflated (issue 15).
+ * test_entry.c — the entry format: round trips, the golden file that pins format v3 (a small
+ * graph entry with its IMAGES references, tests/golden/entry_v3.kce; images and unit records have
+ * theirs in test_image.c), an entry of the older format v2 (tests/golden/entry_v2.kce, kept as it
+ * was written) that is corrupt to decode, images attached in memory that are never encoded, and a
+ * decoder that rejects every damaged input (each byte flipped, every truncation, trailing bytes,
+ * random noise) without crashing or reading out of bounds (run it under ASan to see the latter); a
+ * small entry declaring a huge section (a decompression bomb) is refused before anything is
+ * inflated (issue 15).
  *
- * Regenerate tests/golden/entry_v2.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
+ * Regenerate tests/golden/entry_v3.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
+ * entry_v2.kce is never regenerated: it is what an older kcache wrote.
  */
 #include "helpers.h"
 
@@ -29,6 +33,11 @@ static kc_entry *make_entry(const char *variant, size_t big) {
     kc_entry_set_created_at(e, 1700000000123456789ull);
     assert_int_equal(kc_entry_set_section(e, KC_SECTION_FORWARD, "forward-program", 15), KC_OK);
     assert_int_equal(kc_entry_set_section(e, KC_SECTION_RUNTIME_META, "", 0), KC_OK);
+    /* A graph entry's references to its images (v3): one cubin's, one PTX's. */
+    kc_image_ref refs[2];
+    assert_int_equal(kc_image_ref_make(&refs[0], variant, 0, "cubin-bytes", 11), KC_OK);
+    assert_int_equal(kc_image_ref_make(&refs[1], "compute_80", 1, "ptx-text", 9), KC_OK);
+    assert_int_equal(kc_entry_set_images(e, refs, 2), KC_OK);
     if (big) {
         uint8_t *b = malloc(big);
         for (size_t i = 0; i < big; i++) b[i] = (uint8_t)(i % 251 < 200 ? 'A' + i % 7 : i * 31);
@@ -54,7 +63,7 @@ static void assert_same_entry(const kc_entry *a, const kc_entry *b) {
         assert_string_equal(n1, n2);
         assert_memory_equal(d1.bytes, d2.bytes, 16);
     }
-    for (int t = KC_SECTION_FORWARD; t <= KC_SECTION_RUNTIME_META; t++) {
+    for (int t = KC_SECTION_FORWARD; t <= KC_SECTION_UNIT; t++) {
         const void *p1, *p2;
         size_t l1, l2;
         int r1 = kc_entry_section(a, (kc_section_type)t, &p1, &l1);
@@ -90,7 +99,7 @@ static void test_golden_file(void **state) {
     void *bytes;
     size_t len;
     assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
-    const char *path = KC_GOLDEN_DIR "/entry_v2.kce";
+    const char *path = KC_GOLDEN_DIR "/entry_v3.kce";
     if (getenv("KCACHE_REGEN_GOLDEN")) assert_int_equal(kct_write(path, bytes, len), 0);
     size_t glen;
     uint8_t *golden = kct_read(path, &glen);
@@ -100,10 +109,71 @@ static void test_golden_file(void **state) {
     kc_entry *d;
     assert_int_equal(kc_entry_decode(&d, golden, glen), KC_OK);
     assert_same_entry(e, d);
+    assert_int_equal(kc_entry_peek_version(golden, glen), 3);
+    kc_image_ref *refs;
+    size_t n;
+    assert_int_equal(kc_entry_images(d, &refs, &n), KC_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(refs[1].target, "compute_80");
+    free(refs);
     kc_entry_free(d);
     kc_entry_free(e);
     free(golden);
     kc_free(bytes);
+}
+
+/* An entry of format v2 (images inside the graph entry), as an older kcache wrote it: every
+ * checksum right, and corrupt to decode — an older format is never read, only told apart
+ * (kc_entry_peek_version) so that gc can count it stale rather than corrupt. */
+static void test_older_version_is_corrupt(void **state) {
+    (void)state;
+    size_t glen;
+    uint8_t *v2 = kct_read(KC_GOLDEN_DIR "/entry_v2.kce", &glen);
+    assert_non_null(v2);
+    assert_int_equal(kc_entry_peek_version(v2, glen), 2);
+    kc_entry *d = (kc_entry *)0x1;
+    assert_int_equal(kc_entry_decode(&d, v2, glen), KC_ECORRUPT);
+    assert_null(d);
+    assert_non_null(strstr(kc_error_last()->message, "format version 2"));
+    kc_key k;
+    assert_int_equal(kc_key_from_hex(&k, "00112233445566778899aabbccddeeff"), KC_OK);
+    assert_int_equal(kc_entry_decode_as(&d, v2, glen, &k, "sm_90"), KC_ECORRUPT);
+    assert_null(d);
+    free(v2);
+}
+
+/* Images attached to an entry live in memory only: the encoded bytes are the same with or without
+ * them, and a decoded entry has none until they are attached again. */
+static void test_attached_images_are_not_encoded(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 0);
+    void *plain, *with;
+    size_t plen, wlen;
+    assert_int_equal(kc_entry_encode(e, &plain, &plen), KC_OK);
+    const void *p;
+    size_t n;
+    assert_int_equal(kc_entry_attached_image(e, 0, &p, &n), KC_MISS);
+    assert_int_equal(kc_entry_attach_image(e, 1, "ptx-text", 9), KC_OK);
+    assert_int_equal(kc_entry_attached_image(e, 0, &p, &n), KC_MISS); /* only the index attached */
+    assert_int_equal(kc_entry_attach_image(e, 0, "old", 3), KC_OK);
+    assert_int_equal(kc_entry_attach_image(e, 0, "cubin-bytes", 11), KC_OK); /* replaces */
+    assert_int_equal(kc_entry_attached_image(e, 0, &p, &n), KC_OK);
+    assert_int_equal(n, 11);
+    assert_memory_equal(p, "cubin-bytes", 11);
+    assert_int_equal(kc_entry_attach_image(e, KC_IMAGES_MAX, "x", 1), KC_EINVAL);
+    assert_int_equal(kc_entry_attach_image(e, 2, "x", 0), KC_EINVAL);
+    assert_int_equal(kc_entry_attach_image(e, 2, NULL, 1), KC_EINVAL);
+    assert_int_equal(kc_entry_encode(e, &with, &wlen), KC_OK);
+    assert_int_equal(plen, wlen);
+    assert_memory_equal(plain, with, plen);
+    kc_entry *d;
+    assert_int_equal(kc_entry_decode(&d, with, wlen), KC_OK);
+    assert_int_equal(kc_entry_attached_image(d, 0, &p, &n), KC_MISS);
+    assert_int_equal(kc_entry_attached_image(d, 1, &p, &n), KC_MISS);
+    kc_entry_free(d);
+    kc_entry_free(e);
+    kc_free(plain);
+    kc_free(with);
 }
 
 static void expect_corrupt(const uint8_t *p, size_t n, const char *what, size_t at) {
@@ -183,7 +253,8 @@ static void test_section_rules(void **state) {
     assert_int_equal(kc_entry_new(&e, &k, "a_very_long_variant_name_of_32_ch"), KC_EINVAL);
     assert_int_equal(kc_entry_new(&e, &k, "compute_90"), KC_OK);
     assert_int_equal(kc_entry_set_section(e, KC_SECTION_META, "x", 1), KC_EINVAL);
-    assert_int_equal(kc_entry_set_section(e, (kc_section_type)9, "x", 1), KC_EINVAL);
+    assert_int_equal(kc_entry_set_section(e, (kc_section_type)(KC_SECTION_UNIT + 1), "x", 1), KC_EINVAL);
+    assert_int_equal(kc_entry_set_section(e, (kc_section_type)0, "x", 1), KC_EINVAL);
     const void *p;
     size_t n;
     assert_int_equal(kc_entry_section(e, KC_SECTION_BACKWARD, &p, &n), KC_MISS);
@@ -326,6 +397,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_golden_file),
+        cmocka_unit_test(test_older_version_is_corrupt),
+        cmocka_unit_test(test_attached_images_are_not_encoded),
         cmocka_unit_test(test_every_flipped_byte_is_rejected),
         cmocka_unit_test(test_every_truncation_is_rejected),
         cmocka_unit_test(test_random_noise_is_rejected),
