@@ -4,32 +4,35 @@
 # (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with its
 # dictionary (tests/fuzz/<target>.dict), and say how many edges of the code each one reached.
 # New inputs found go to a scratch folder, not into the repository.
-# The seeds of entry, entry_sums, bundle, bundle_sums, sections and program are entries (and their
-# launch programs) kcache writes: tools/fuzz_seeds.sh makes them again when the entry format or the
-# launch-program grammar (src/graph/program.c) changes.
+# The seeds of entry, entry_sums, bundle, bundle_sums, sections, program and image are objects kcache
+# writes (graph entries and their launch programs, images, unit records): tools/fuzz_seeds.sh makes
+# them again when the entry format or the launch-program grammar (src/graph/program.c) changes.
 # KCACHE_WERROR=ON in the environment builds with -Werror (CI); without it warnings only warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh --fuzz
 export PATH="$PATH:/usr/local/cuda/bin"
 # entry, bundle: raw bytes; entry_sums, bundle_sums: checksums made right around the fuzzer's bytes;
-# sections: an entry built from the fuzzer's sections (tests/fuzz/harness.h); redis: replies from a fake server.
-targets=(entry entry_sums sections expr program bundle bundle_sums spec manifest redis params)
+# sections: an entry built from the fuzzer's sections (tests/fuzz/harness.h); redis: replies from a fake server;
+# image: images, IMAGES references and unit records (the second level of the format).
+# FUZZ_TARGETS="a b" fuzzes only those; FUZZ_BUILD names the build folder (default build-fuzz).
+targets=(${FUZZ_TARGETS:-entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image})
+bdir=${FUZZ_BUILD:-build-fuzz}
 # KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
-CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
+CC=clang cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
   -DKCACHE_BUILD_TESTS=OFF -DKCACHE_BUILD_TOOLS=OFF "-DKCACHE_SANITIZE=address;undefined" \
   "-DKCACHE_WERROR=${KCACHE_WERROR:-OFF}" >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+cmake --build "$bdir" -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 secs=${FUZZ_SECONDS:-15}
 scratch=$(mktemp -d /tmp/kcache-fuzz-XXXXXX)
-crashes=build-fuzz/crashes   # an input that crashes is kept here (the scratch folder is removed)
+crashes=$bdir/crashes   # an input that crashes is kept here (the scratch folder is removed)
 mkdir -p "$crashes"
 trap 'rm -rf "$scratch" /tmp/kcfuzz-*' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 total=0
 summary=()
 for t in "${targets[@]}"; do
-  bin=build-fuzz/tests/fuzz/fuzz_$t
+  bin=$bdir/tests/fuzz/fuzz_$t
   seeds=tests/fuzz/corpus/$t
   n=$(ls "$seeds" | wc -l)
   "$bin" -runs=0 "$seeds" >"$scratch/$t.replay" 2>&1 || { tail -30 "$scratch/$t.replay"; exit 1; }

@@ -1,26 +1,35 @@
 #!/usr/bin/env bash
-# fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries, bundles and
-# launch programs (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program}/) from
-# real entries written by the current code, so the seeds always speak the current entry format
-# (include/kcache/entry.h) and launch-program grammar (src/graph/program.c).
+# fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries, bundles,
+# launch programs, images and unit records
+# (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program,image}/) from real
+# objects written by the current code, so the seeds always speak the current entry format (v3, two
+# levels: include/kcache/entry.h) and launch-program grammar (src/graph/program.c).
 #
 # The one idea: a seed made by hand, or by an older build, stops at the first check the format
 # changed (a v1 seed at the version check, a program without nrargs at its first count), and the
 # fuzzer never reaches the parsers behind it.
 # So every seed here is what kcache itself writes today, converted to each target's input form:
-#   entry/, entry_sums/   golden.kce (tests/golden/entry_v2.kce), softmax_sm80.kce (kernels/softmax.json
-#                         compiled for sm_80: cubins) and layer_norm_compute80.kce (kernels/layer_norm.json
-#                         for compute_80: PTX), as kcache prewarm stores them; args_sm80.kce (the spec
-#                         below, for sm_80); adamw_sm80, linear_sm80, global_norm_sm80 (in-place inputs and
-#                         an aliased output, accumulating gradients, a zero step)
-#   bundle/               two.kcb: `kcache export` of those two graph entries
+#   entry/, entry_sums/   golden.kce, golden_image.kce, golden_unit.kce (tests/golden/{entry,image,unit}_v3.kce);
+#                         softmax_sm80.kce (kernels/softmax.json compiled for sm_80: cubins) and
+#                         layer_norm_compute80.kce (kernels/layer_norm.json for compute_80: PTX), as
+#                         kcache prewarm stores them, each with its image and unit record
+#                         (<graph>.img.kce, <graph>.unit.kce: the first of each, by name); args_sm80.kce
+#                         (the spec below, for sm_80: two kernels of one unit) and its unit record;
+#                         adamw_sm80, linear_sm80, global_norm_sm80 (in-place inputs and an aliased
+#                         output, accumulating gradients, a zero step)
+#   bundle/               two.kcb: `kcache export` of those two graph entries (with their images and unit records)
 #   bundle_sums/          two.content: the bundle's count:u32 then its inflated content (fuzz_bundle_sums.c)
 #   sections/             <entry>.sec for each entry above: { tag:u8 len:u16 bytes } records
-#                         (fuzz_sections.c): 1 toolchain, 0 each META digest name, 2..7 each section's raw
-#                         bytes (7 PARAMS); wrappers.sec (a WRAPPERS section recording philox and
-#                         cuda_graph) and params.sec (a PARAMS section alone: one kernel, two parameters)
+#                         (fuzz_sections.c): 1 toolchain, 0 each META digest name, 2..10 each section's raw
+#                         bytes (7 PARAMS, 8 IMAGES, 9 IMAGE, 10 UNIT; an IMAGE over 65535 bytes is left
+#                         out); wrappers.sec (a WRAPPERS section recording philox and cuda_graph) and
+#                         params.sec (a PARAMS section alone: one kernel, two parameters)
 #   program/              <entry>.fwd and <entry>.bwd: the FORWARD and BACKWARD section bytes of
 #                         softmax_sm80, layer_norm_compute80 and args_sm80 (fuzz_program.c)
+#   image/                fuzz_image.c's input (mode:u8 rest): <obj>.img0 (mode 0x30) and .img1 (0xb1: the
+#                         read checks SHA-256) for each image above: its IMAGE section; <graph>.graph
+#                         (mode 1): ilen:u16 IMAGES KERNELS of each graph entry above; <obj>.unit (mode 2):
+#                         each unit record's UNIT section
 # args_sm80 is compiled from a spec this script writes to its scratch folder: runtime arguments
 # (f32 and u64), every newer argument kind (arg:NAME, null, u32:, f64:, bytes:HEX, a tensor at an
 # element offset ROLE:I+EXPR) and device_* facts in a grid, a block and shared memory — so the
@@ -57,12 +66,31 @@ one() {  # one VARIANT: the path of the only stored entry of that variant
   [ "$(printf '%s\n' "$f" | grep -c .)" = 1 ] || { echo "fuzz_seeds: expected one $1 entry, found: $f" >&2; exit 1; }
   printf '%s\n' "$f"
 }
-prewarm "$PWD/kernels/softmax.json" sm_80
-prewarm "$PWD/kernels/layer_norm.json" compute_80
+objs() {  # objs KIND (img, unit): the stored objects of that kind, by name
+  find "$KCACHE_DIR/v1" -name "*.$1.kce" | sort
+}
+# The second-level objects a prewarm added (not in the list $1): the first image and unit record, by
+# name, installed as $2.img.kce and $2.unit.kce in the entry seed folders.
+new_objs() {  # new_objs BEFORE_LIST NAME
+  local k f
+  for k in img unit; do
+    f=$(objs $k | grep -vxF -f "$1" | head -1 || true)
+    [ -n "$f" ] || { echo "fuzz_seeds: $2 stored no .$k object" >&2; exit 1; }
+    for d in entry entry_sums; do install -m 0644 "$f" $c/$d/$2.$k.kce; done
+  done
+}
 c=tests/fuzz/corpus
-mkdir -p $c/entry $c/entry_sums $c/bundle $c/bundle_sums $c/sections $c/program
+mkdir -p $c/entry $c/entry_sums $c/bundle $c/bundle_sums $c/sections $c/program $c/image
+: >"$tmp/before"
+prewarm "$PWD/kernels/softmax.json" sm_80
+new_objs "$tmp/before" softmax_sm80
+{ objs img; objs unit; } >"$tmp/before"
+prewarm "$PWD/kernels/layer_norm.json" compute_80
+new_objs "$tmp/before" layer_norm_compute80
 for d in entry entry_sums; do  # install -m 0644: the cache keeps its files private (0600)
-  install -m 0644 tests/golden/entry_v2.kce $c/$d/golden.kce
+  install -m 0644 tests/golden/entry_v3.kce $c/$d/golden.kce
+  install -m 0644 tests/golden/image_v3.kce $c/$d/golden_image.kce
+  install -m 0644 tests/golden/unit_v3.kce $c/$d/golden_unit.kce
   install -m 0644 "$(one sm_80)" $c/$d/softmax_sm80.kce
   install -m 0644 "$(one compute_80)" $c/$d/layer_norm_compute80.kce
 done
@@ -104,8 +132,10 @@ cat >"$tmp/args/args.json" <<'SPEC'
 SPEC
 KCACHE_DIR=$tmp/cache-args prewarm "$tmp/args/args.json" sm_80
 args_entry=$(KCACHE_DIR=$tmp/cache-args one sm_80)
+args_unit=$(KCACHE_DIR=$tmp/cache-args objs unit | head -1)
 for d in entry entry_sums; do
   install -m 0644 "$args_entry" $c/$d/args_sm80.kce
+  install -m 0644 "$args_unit" $c/$d/args_sm80.unit.kce
 done
 # The training-step graphs: in-place inputs and an aliased output (adamw), accumulating gradients (linear),
 # a zero step (global_norm) — each in a cache of its own, for sm_80.
@@ -134,26 +164,62 @@ def rec(tag, b):  # one fuzz_sections record
     assert len(b) <= 0xffff, "a section too long for a sections seed"
     return struct.pack("<BH", tag, len(b)) + b
 
-def sections(name):  # an entry as fuzz_sections input: toolchain, digest names, sections 2..7
+def decoded(name):  # the entry seed <name>.kce, decoded
     data = open(f"{c}/entry/{name}.kce", "rb").read()
     e = P()
     if kc.kc_entry_decode(ctypes.byref(e), data, len(data)):
         sys.exit(f"fuzz_seeds: {name}.kce does not decode")
+    return e
+
+def section(e, t):  # section t's bytes, or None
+    p, ln = P(), S()
+    if kc.kc_entry_section(e, t, ctypes.byref(p), ctypes.byref(ln)):
+        return None
+    return ctypes.string_at(p, ln.value) if ln.value else b""
+
+def sections(name):  # an entry as fuzz_sections input: toolchain, digest names, sections 2..10
+    e = decoded(name)
     out = rec(1, kc.kc_entry_toolchain(e))
     for i in range(kc.kc_entry_digest_count(e)):
         n, d = ctypes.c_char_p(), ctypes.create_string_buffer(16)
         assert kc.kc_entry_digest_at(e, i, ctypes.byref(n), d) == 0
         out += rec(0, n.value)
-    for t in range(2, 8):
-        p, ln = P(), S()
-        if kc.kc_entry_section(e, t, ctypes.byref(p), ctypes.byref(ln)) == 0:
-            out += rec(t, ctypes.string_at(p, ln.value) if ln.value else b"")
+    for t in range(2, 11):
+        b = section(e, t)
+        if b is not None and not (t == 9 and len(b) > 0xffff):  # an image too long for a record is left out
+            out += rec(t, b)
     kc.kc_entry_free(e)
     open(f"{c}/sections/{name}.sec", "wb").write(out)
 
 TRAIN = ("adamw_sm80", "linear_sm80", "global_norm_sm80")
-for name in ("golden", "softmax_sm80", "layer_norm_compute80", "args_sm80") + TRAIN:
+GRAPHS = ("golden", "softmax_sm80", "layer_norm_compute80", "args_sm80") + TRAIN
+IMAGES = ("golden_image", "softmax_sm80.img", "layer_norm_compute80.img")
+UNITS = ("golden_unit", "softmax_sm80.unit", "layer_norm_compute80.unit", "args_sm80.unit")
+for name in GRAPHS + IMAGES + UNITS:
     sections(name)
+
+def image_seeds():  # fuzz_image input: mode:u8 then the section(s) (fuzz_image.c)
+    for name in IMAGES:
+        e = decoded(name)
+        b = section(e, 9)
+        assert b is not None, f"{name} has no IMAGE section"
+        open(f"{c}/image/{name}0", "wb").write(bytes([0x30]) + b)  # digests made right, name only
+        open(f"{c}/image/{name}1", "wb").write(bytes([0xb1]) + b)  # and SHA-256 checked
+        kc.kc_entry_free(e)
+    for name in GRAPHS:
+        e = decoded(name)
+        imgs, kern = section(e, 8), section(e, 4)
+        assert imgs is not None and kern is not None, f"{name} has no IMAGES or KERNELS section"
+        open(f"{c}/image/{name}.graph", "wb").write(bytes([1]) + struct.pack("<H", len(imgs)) + imgs + kern)
+        kc.kc_entry_free(e)
+    for name in UNITS:
+        e = decoded(name)
+        b = section(e, 10)
+        assert b is not None, f"{name} has no UNIT section"
+        open(f"{c}/image/{name}", "wb").write(bytes([2]) + b)
+        kc.kc_entry_free(e)
+
+image_seeds()
 
 def programs(name):  # an entry's FORWARD (2) and BACKWARD (3) section bytes, as fuzz_program input
     data = open(f"{c}/entry/{name}.kce", "rb").read()
@@ -188,4 +254,4 @@ got = zstd.ZSTD_decompress(dst, raw, b[48:48 + stored], stored)
 assert not zstd.ZSTD_isError(got) and got == raw, "the bundle does not inflate"
 open(f"{c}/bundle_sums/two.content", "wb").write(struct.pack("<I", count) + dst.raw)
 EOF
-echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program}/"
+echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program,image}/"

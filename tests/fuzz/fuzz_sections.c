@@ -3,8 +3,11 @@
  * (harness.h), PARAMS included (fz_params): the mutations land in the section parsers themselves.
  *
  * Input := { tag:u8 len:u16 bytes[len] }*   (len is cut to what is left)
- *   tag % 8: 2 FORWARD, 3 BACKWARD, 4 KERNELS, 5 WRAPPERS, 6 RUNTIME_META, 7 PARAMS (the bytes,
- *            raw); 1 the META toolchain string; 0 a META digest named by the bytes.
+ *   tag % 11: 2 FORWARD, 3 BACKWARD, 4 KERNELS, 5 WRAPPERS, 6 RUNTIME_META, 7 PARAMS, 8 IMAGES,
+ *             9 IMAGE, 10 UNIT (the bytes, raw); 1 the META toolchain string; 0 a META digest
+ *             named by the bytes.
+ * The entry is a graph entry ("sm_80"); an image ("img") when an IMAGE section is among them; a
+ * unit record ("unit") when a UNIT section is and no IMAGE is (fuzz_image.c goes deeper there).
  * The seeds (tests/fuzz/corpus/sections/) are real entries written in this form by
  * tools/fuzz_seeds.sh.
  *
@@ -21,10 +24,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kc_key key;
     memset(&key, 0x5a, sizeof key);
+    const char *variant = "sm_80";
+    for (size_t at = 0, left = size; left >= 3;) { /* which kind of object the sections make */
+        size_t len = (size_t)data[at + 1] | (size_t)data[at + 2] << 8;
+        if (data[at] % 11 == KC_SECTION_IMAGE) variant = KC_VARIANT_IMAGE;
+        else if (data[at] % 11 == KC_SECTION_UNIT && variant[0] == 's') variant = KC_VARIANT_UNIT;
+        at += 3, left -= 3;
+        if (len > left) len = left;
+        at += len, left -= len;
+    }
     kc_entry *e = NULL;
-    if (kc_entry_new(&e, &key, "sm_80") != KC_OK) abort();
+    if (kc_entry_new(&e, &key, variant) != KC_OK) abort();
     while (size >= 3) {
-        unsigned tag = data[0] % 8;
+        unsigned tag = data[0] % 11;
         size_t len = (size_t)data[1] | (size_t)data[2] << 8;
         data += 3, size -= 3;
         if (len > size) len = size;

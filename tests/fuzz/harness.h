@@ -7,13 +7,17 @@
  * parsers.  These helpers recompute the checksums the format demands (entry.h, bundle.h)
  * over whatever the fuzzer wrote, so the mutations land in the parsers behind them:
  * META (entry.c), KERNELS (graph/kernels.c), FORWARD/BACKWARD (graph/program.c), WRAPPERS
- * (graph/wrapper.c) and PARAMS (graph/abi.c, read as the loader reads it: fz_params).
+ * (graph/wrapper.c), PARAMS (graph/abi.c, read as the loader reads it: fz_params) and the second
+ * level ([Note: two levels] in kcache/entry.h, entry/image.c): a graph entry's IMAGES references,
+ * an image object, a unit record (fz_second_level).  KERNELS reads over IMAGES, and the loader
+ * reads it with the images attached: fz_attach attaches made-up images of each reference's length,
+ * so kc_kernels_of's attached-image path (and its length check) is fuzzed, not only the bare one.
  * A launch program is run as far as a GPU-less machine can (fz_program): its dimensions and
  * arguments evaluated with made-up symbols, device facts and runtime-argument values, so
  * "arg:NAME", "null", "u32:", "f64:", "bytes:", "ROLE:I+EXPR" and device_* reach their code.
  *
  * Only the fuzz targets in this folder include it (fuzz_entry_sums.c, fuzz_sections.c,
- * fuzz_bundle_sums.c, fuzz_bundle.c, fuzz_program.c); it uses the graph part's internal header
+ * fuzz_bundle_sums.c, fuzz_bundle.c, fuzz_program.c, fuzz_image.c); it uses the graph part's internal header
  * (the program, KERNELS and PARAMS readers) as tests/graph/test_abi.c does.  Must not: abort on
  * input the library may refuse — a refusal is a correct answer; only a crash, a sanitizer
  * report or a broken invariant is a finding.
@@ -40,7 +44,7 @@ static inline void fz_wr64(uint8_t *p, uint64_t v) {
 }
 
 /*
- * Make an entry's checksums right for the bytes it holds (entry.h, format v2): total_len
+ * Make an entry's checksums right for the bytes it holds (entry.h, format v3): total_len
  * becomes the buffer's length, each section whose bytes lie inside the buffer gets the
  * XXH3-64 of them, and header_sum covers the header and the (possibly mutated) table.
  * Lengths, offsets and codecs stay as the fuzzer wrote them.
@@ -206,7 +210,89 @@ static inline void fz_params(const kc_entry *e) {
     if (total == (size_t)-1) __builtin_trap(); /* keep the walk */
 }
 
-/* Every section of a decoded entry through its parser: META, KERNELS, programs, WRAPPERS, PARAMS. */
+/* Largest made-up image fz_attach attaches (a reference may say up to 256 MiB), and most bytes it
+ * attaches to one entry (256 references may each say 1 MiB). */
+#define FZ_ATTACH_MAX (1u << 20)
+#define FZ_ATTACH_TOTAL (4u << 20)
+
+/*
+ * Attach made-up images to a graph entry, as a lookup does once it has fetched and checked them:
+ * each reference of at most FZ_ATTACH_MAX bytes gets that many bytes (PTX ending in its NUL), in
+ * order, while the entry's images stay within FZ_ATTACH_TOTAL.
+ * Then read KERNELS as the loader does (kc_kernels_of) and hold it to its promises: an attached
+ * image is handed out with its reference's length, one that is not attached is NULL, and an image
+ * attached with another length than its reference's makes the whole section refused.
+ * Returns how many images were attached.
+ */
+static inline size_t fz_attach(kc_entry *e) {
+    kc_image_ref *refs;
+    size_t n, attached = 0, total = 0;
+    int rc = kc_entry_images(e, &refs, &n);
+    fz_say("kc_entry_images", rc);
+    if (rc != KC_OK) return 0;
+    if (n == 0 || n > KC_IMAGES_MAX) abort();
+    static uint8_t fake[FZ_ATTACH_MAX + 1];
+    for (size_t i = 0; i < n; i++) {
+        if (refs[i].len > FZ_ATTACH_MAX || refs[i].len > FZ_ATTACH_TOTAL - total) continue;
+        size_t len = (size_t)refs[i].len;
+        total += len;
+        memset(fake, 0x5a, len);
+        if (refs[i].is_ptx) fake[len - 1] = 0;
+        if (kc_entry_attach_image(e, i, fake, len) == KC_OK) attached++;
+    }
+    kimg *v;
+    size_t nk, nimg;
+    char *strs;
+    rc = kc_kernels_of(e, &v, &nk, &nimg, &strs);
+    fz_say("kc_kernels_of (images attached)", rc);
+    if (rc == KC_OK) {
+        if (nimg != n) abort();
+        for (size_t i = 0; i < nk; i++) {
+            const void *p;
+            size_t l;
+            int has = kc_entry_attached_image(e, v[i].image_index, &p, &l) == KC_OK;
+            if (v[i].image_index >= n || v[i].len != refs[v[i].image_index].len || v[i].is_ptx != refs[v[i].image_index].is_ptx)
+                abort();
+            if (has ? (v[i].image != p || l != v[i].len) : v[i].image != NULL) abort();
+            if (strcmp(v[i].target, refs[v[i].image_index].target) != 0) abort();
+        }
+        uint32_t first = v[0].image_index;
+        size_t len0 = v[0].len;
+        free(v);
+        free(strs);
+        /* Image `first` attached one byte short: never handed out. */
+        if (len0 > 1 && len0 <= FZ_ATTACH_MAX && kc_entry_attach_image(e, first, fake, len0 - 1) == KC_OK) {
+            if (kc_kernels_of(e, &v, &nk, &nimg, &strs) != KC_ECORRUPT) abort();
+            kc_entry_attach_image(e, first, fake, len0);
+        }
+    }
+    free(refs);
+    return attached;
+}
+
+/* The second level: IMAGES (with images attached: fz_attach), and the entry read as an image object
+ * and as a unit record — each refuses an entry of another variant; one that is read holds to the
+ * reader's promises (its bytes are its reference's length and XXH3-128, its id the entry's key). */
+static inline void fz_second_level(kc_entry *e) {
+    fz_attach(e);
+    kc_image_ref ref;
+    const void *p;
+    size_t len;
+    int rc = kc_image_entry_read(e, NULL, 1, &ref, &p, &len);
+    fz_say("kc_image_entry_read", rc);
+    if (rc == KC_OK) {
+        XXH128_canonical_t c;
+        XXH128_canonicalFromHash(&c, XXH3_128bits(p, len));
+        if (len != ref.len || memcmp(c.digest, ref.id.bytes, 16) || memcmp(kc_entry_key(e)->bytes, ref.id.bytes, 16))
+            abort();
+    }
+    rc = kc_unit_entry_read(e, &ref, NULL, 0, NULL);
+    fz_say("kc_unit_entry_read", rc);
+    if (rc == KC_OK && (ref.len == 0 || ref.len > KC_SECTION_MAX_RAW || kc_variant_check(ref.target) != KC_OK)) abort();
+}
+
+/* Every section of a decoded entry through its parser: META, KERNELS, programs, WRAPPERS, PARAMS,
+ * and the second level (fz_second_level: IMAGES with images attached, IMAGE, UNIT). */
 static inline void fz_consume(kc_entry *e) {
     size_t total = strlen(kc_entry_toolchain(e)) + strlen(kc_entry_variant(e));
     for (size_t i = 0; i < kc_entry_digest_count(e); i++) {
@@ -226,6 +312,7 @@ static inline void fz_consume(kc_entry *e) {
     size_t olen;
     if (kc_entry_encode(e, &out, &olen) == KC_OK) kc_free(out); /* a decoded entry re-encodes */
     fz_params(e);
+    fz_second_level(e);
     if (total == (size_t)-1) __builtin_trap(); /* keep the walk */
 }
 
