@@ -639,6 +639,33 @@ static void test_malformed_unit_records(void **state) {
     kc_buf_free(&good);
 }
 
+/* A reference's target holding a NUL ("sm\0_90": 6 bytes, of which "sm" is a valid variant) is not
+ * a variant ([a-z0-9_] only, entry.h), in an image, in IMAGES and in a unit record: read as "sm" it
+ * would be a second spelling of another reference (and re-encode to other bytes). */
+static void test_a_target_with_a_nul_is_corrupt(void **state) {
+    (void)state;
+    uint8_t b[300];
+    kc_image_ref r = cubin_ref(b, sizeof b);
+    kc_buf t = {0};
+    put_ref(&t, r.id.bytes, r.sha256, "sm\0_90", 6, 0, sizeof b);
+    kc_buf_put(&t, b, sizeof b);
+    int rc = read_image(&r.id, KC_VARIANT_IMAGE, &t, NULL, 1);
+    kc_buf_free(&t);
+    if (rc != KC_ECORRUPT) fail_msg("an image whose target is \"sm\\0_90\" was read (%d)", rc);
+    kc_buf_put_u32(&t, 1);
+    put_ref(&t, r.id.bytes, r.sha256, "sm\0_90", 6, 0, sizeof b);
+    rc = read_images(&t);
+    kc_buf_free(&t);
+    if (rc != KC_ECORRUPT) fail_msg("an IMAGES reference whose target is \"sm\\0_90\" was read (%d)", rc);
+    put_ref(&t, r.id.bytes, r.sha256, "sm\0_90", 6, 0, sizeof b);
+    kc_buf_put_u32(&t, 1);
+    kc_buf_put_str(&t, "add<float>");
+    kc_buf_put_str(&t, "_Z3addIfEvv");
+    rc = read_unit(KC_VARIANT_UNIT, &t);
+    kc_buf_free(&t);
+    if (rc != KC_ECORRUPT) fail_msg("a unit record whose image's target is \"sm\\0_90\" was read (%d)", rc);
+}
+
 /* ---- kc_entry_peek_version ---- */
 
 static void test_peek_version(void **state) {
@@ -762,6 +789,7 @@ int main(void) {
         cmocka_unit_test(test_unit_round_trip),
         cmocka_unit_test(test_unit_name_absent),
         cmocka_unit_test(test_malformed_unit_records),
+        cmocka_unit_test(test_a_target_with_a_nul_is_corrupt),
         cmocka_unit_test(test_peek_version),
         cmocka_unit_test(test_golden_image),
         cmocka_unit_test(test_golden_unit),
