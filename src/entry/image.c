@@ -73,7 +73,8 @@ static int get_ref(kc_reader *r, kc_image_ref *out) {
     const uint8_t *t = kc_rd_bytes(r, tl);
     out->is_ptx = kc_rd_next_u8(r);
     out->len = kc_rd_next_u64(r);
-    if (r->bad || tl == 0 || tl > KC_VARIANT_MAX || out->is_ptx > 1 || out->len == 0 || out->len > KC_SECTION_MAX_RAW)
+    if (r->bad || tl == 0 || tl > KC_VARIANT_MAX || memchr(t, 0, tl) || out->is_ptx > 1 || out->len == 0 ||
+        out->len > KC_SECTION_MAX_RAW)
         return 0;
     memcpy(out->id.bytes, id, 16);
     memcpy(out->sha256, sha, 32);
