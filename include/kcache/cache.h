@@ -216,18 +216,33 @@ typedef int (*kc_cache_item_cb)(const kc_cache_item *item, void *ctx);
 /** Visit every stored entry (files vanishing during the walk are skipped). */
 KC_API int kc_cache_foreach(kc_cache *c, kc_cache_item_cb cb, void *ctx);
 
-/** What kc_cache_verify found. */
+/** What kc_cache_verify found ([Note: two levels] in kcache/entry.h). */
 typedef struct kc_verify_report {
     uint64_t checked, ok, corrupt, quarantined;
+    uint64_t stale;          /**< Objects of another format version: misses to readers, removed by gc; not corrupt. */
+    uint64_t images_checked; /**< Images whose bytes were checked against both digests (XXH3-128 and SHA-256). */
+    uint64_t refs_checked;   /**< References of graph entries and unit records followed. */
+    uint64_t missing_refs;   /**< References to an image not in the cache. */
+    uint64_t bad_refs;       /**< References to an image that is corrupt or is not the image referred to. */
+    uint64_t dangling;       /**< Graph entries and unit records with a missing or bad image (misses; gc removes them). */
 } kc_verify_report;
 
-/** Decode and validate every entry; quarantine the corrupt ones. */
+/**
+ * Decode and validate every object — graph entries, images (their bytes against both digests)
+ * and unit records — and follow every reference: each image a graph entry or unit record refers
+ * to must be present, sound and the image referred to.  Corrupt objects are quarantined; a
+ * dangling graph entry or unit record is reported, not removed (kc_cache_gc removes it); an
+ * object of another format version is reported as stale, not corrupt.
+ */
 KC_API int kc_cache_verify(kc_cache *c, kc_verify_report *out);
 
 /**
  * Evict least-recently-used entries until the directory holds at most `max_size` bytes
  * (0: the cache's limit; a cache without a limit, KCACHE_MAX_SIZE=0, evicts nothing), collect
- * stale temporary files (an hour old: a write in flight is never one), and recount every shard.  One
+ * stale temporary files (an hour old: a write in flight is never one), and recount every shard.
+ * Then sweep what no graph can use ([Note: two levels] in kcache/entry.h): objects of another
+ * format version, graph entries and unit records whose image is gone, and images nothing refers
+ * to that are over an hour old (the policy at the top of src/store/local_gc.c).  One
  * cleaner at a time: KC_EBUSY when another process is cleaning.  `out` may be NULL.
  */
 KC_API int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out);

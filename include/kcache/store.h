@@ -27,9 +27,14 @@ extern "C" {
  *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
 #define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
 
-/** What kc_cache_gc did. */
+/** What kc_cache_gc did ([Note: two levels] in kcache/entry.h; the policy at the top of
+ *  src/store/local_gc.c).  Every object (graph entry, image, unit record) is an entry here. */
 typedef struct kc_gc_report {
     uint64_t entries_before, bytes_before, entries_after, bytes_after, evicted, temp_removed;
+    uint64_t stale_removed;    /**< Objects of another format version, removed (never quarantined). */
+    uint64_t dangling_removed; /**< Graph entries and unit records one of whose images was gone, removed. */
+    uint64_t orphans_removed;  /**< Images no graph entry or unit record refers to, removed (past a grace period). */
+    uint64_t corrupt;          /**< Objects that did not decode: left in place for verify or a read to quarantine. */
 } kc_gc_report;
 
 /** Limits of the redis backend (the remote tier); 0 fields take the defaults shown. */

@@ -184,7 +184,7 @@ static void maybe_cleanup(kc_local *l, int64_t added) {
     }
     if (total > (int64_t)l->max_size) {
         kc_gc_report r;
-        int rc = kc_local_gc(l, (uint64_t)((double)l->max_size * AUTO_GC_TARGET), &r);
+        int rc = kc_local_gc_lru_(l, (uint64_t)((double)l->max_size * AUTO_GC_TARGET), &r); /* LRU only: cheap */
         if (rc == KC_OK) {
             __atomic_store_n(&l->approx_bytes, (int64_t)r.bytes_after, __ATOMIC_RELAXED);
             __atomic_store_n(&l->approx_at_ns, kc_mono_ns(), __ATOMIC_RELAXED);

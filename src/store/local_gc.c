@@ -1,11 +1,30 @@
 /*
  * store/local_gc.c — the local store's cleaner: gc (evict the least recently used down to a
- * size, collect stale temporary and lock files, recount every shard) and clear.  Only the
- * local store uses it: kc_local_gc and kc_local_clear, and an automatic cleanup after a put.
+ * size, sweep what no graph can use, collect stale temporary and lock files, recount every
+ * shard) and clear.  Only the local store uses it: kc_local_gc (the explicit gc: kc_cache_gc,
+ * `kcache gc`), kc_local_gc_lru_ (the automatic cleanup after a put) and kc_local_clear.
  *
- * The one idea: one cleaner at a time (an flock on <dir>/v1/gc.lock), and no file is evicted
- * on a stale judgement — an entry rewritten since the scan is no longer least recently used
- * and stays.  A gc recounts sizes from the directory, the truth the stats files approximate.
+ * The one idea: one cleaner at a time (an flock on <dir>/v1/gc.lock), and no file is removed
+ * on a stale judgement — an entry rewritten or used since the scan stays.  A gc recounts sizes
+ * from the directory, the truth the stats files approximate.
+ *
+ * Two levels ([Note: two levels] in kcache/entry.h).  Images are LRU items like graph entries
+ * (a graph hit refreshes its images' times, so an image is never older than its latest user);
+ * evicting an image makes its graphs misses, noticed at their next lookup (the unit is compiled
+ * and its image stored again).  The automatic cleanup is LRU only: it reads no object.  The
+ * explicit gc also marks and sweeps: it reads every object's format version (an image's header
+ * only) and every graph entry's and unit record's references through the entry part
+ * (kc_entry_decode_as, kc_entry_images, kc_unit_entry_read: the store never learns what a graph
+ * is), and removes (a) images nothing refers to (orphans), (b) unit records and (c) graph
+ * entries one of whose images is gone (dangling: evicted ones included, so an explicit gc never
+ * leaves a graph pointing at nothing), (d) objects of another format version (stale; never
+ * quarantined); the LRU eviction holds what is not garbage to the limit.  A sweep removes graph
+ * entries first, unit records next, images last: no reader finds a graph whose image the sweep
+ * took while the graph stays.  Writers store image -> unit record -> graph entry, so an image
+ * younger than ORPHAN_GRACE_S is never an orphan, a referrer is removed only if its image is
+ * still absent just before, a dangling referrer still marks its images (until the next gc), and
+ * no orphan is swept when a referrer could not be read.  An undecodable object is left (verify
+ * or the next read quarantines it), counted as corrupt: present, and referring to nothing.
  *
  * A size limit of 0 means "no limit", the one meaning everywhere (KCACHE_MAX_SIZE=0, `gc
  * --max-size 0`): no automatic cleanup after a put, and a gc evicts nothing — it still collects
@@ -42,22 +61,49 @@
 
 #include "../common/fs.h"
 #include "../common/internal.h"
+#include "kcache/entry.h"
+
+#define ORPHAN_GRACE_S TEMP_STALE_S /* an image younger than this may be a write in flight: never an orphan */
+#define HEADER_PEEK 96              /* an object's fixed header: what kc_entry_peek_version reads */
+
+/* What an object is, by its name's variant ([Note: two levels] in kcache/entry.h); the sweep
+ * removes them in this order. */
+enum { OBJ_GRAPH, OBJ_UNIT, OBJ_IMAGE };
+
+/* What gc knows of an object: LIVE, of this format (a referrer's references read); OPAQUE, not
+ * read (the LRU-only cleanup), undecodable or unreadable — present, refers to nothing known;
+ * STALE, of another format version; EVICTED by this gc's LRU; GONE, swept or vanished. */
+enum { ST_LIVE, ST_OPAQUE, ST_STALE, ST_EVICTED, ST_GONE };
+
+/* Why the sweep removes an object. */
+enum { G_NONE, G_STALE, G_DANGLING, G_ORPHAN };
+
+typedef struct gc_ref {
+    kc_key id;    /* the image referred to */
+    int32_t item; /* its item, or -1: absent at the scan */
+} gc_ref;
 
 typedef struct gc_item {
-    int64_t mtime_ns; /* the file's time, to see a rewrite since the scan */
-    int64_t order_ns; /* its LRU order: the time, or before every sane time when in the future */
+    int64_t mtime_ns;     /* the file's time, to see a rewrite or a use since the scan */
+    int64_t order_ns;     /* its LRU order: the time, or before every sane time when in the future */
     uint64_t size;
-    uint8_t shard;
+    uint32_t ref0, nrefs; /* its references: refs[ref0, ref0 + nrefs) */
+    uint8_t shard, kind, state, garbage, marked;
     char file[KC_NAME_MAX + 8];
 } gc_item;
 
 typedef struct gc_ctx {
     gc_item *items;
     size_t n, cap;
+    gc_ref *refs;
+    size_t nref, refcap;
+    gc_item **images; /* the image items, by name */
+    size_t nimages;
     kc_local_sizes per[KC_SHARDS];
     uint64_t temp_removed;
     int64_t now_s, now_ns;
     int oom;
+    int refs_unknown; /* a referrer could not be read: its images might look orphaned, so none is swept */
 } gc_ctx;
 
 /* The LRU order of a file's time: itself when not in the future; else before every sane time,
@@ -70,6 +116,15 @@ static int64_t lru_order(int64_t mtime_ns, int64_t now_ns) {
  * one rule gc and clear share. */
 static int temp_is_stale(const struct stat *st, int64_t now_s) {
     return now_s - (int64_t)st->st_mtime > TEMP_STALE_S;
+}
+
+static int64_t mtime_ns_of(const struct stat *st) {
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static int object_kind(const char *name) {
+    const char *variant = name + KC_KEY_HEX_LEN + 1;
+    return strcmp(variant, KC_VARIANT_IMAGE) == 0 ? OBJ_IMAGE : strcmp(variant, KC_VARIANT_UNIT) == 0 ? OBJ_UNIT : OBJ_GRAPH;
 }
 
 static int gc_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
@@ -102,19 +157,275 @@ static int gc_file(int shard, const char *dir, const char *file, const struct st
         g->cap = cap;
     }
     gc_item *it = &g->items[g->n++];
-    it->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    memset(it, 0, sizeof *it);
+    it->mtime_ns = mtime_ns_of(st);
     it->order_ns = lru_order(it->mtime_ns, g->now_ns);
     it->size = (uint64_t)st->st_size;
     it->shard = (uint8_t)shard;
+    it->kind = (uint8_t)object_kind(name);
+    it->state = ST_OPAQUE;
     snprintf(it->file, sizeof it->file, "%s", file);
     g->per[shard].bytes += st->st_size;
     g->per[shard].entries++;
     return 0;
 }
 
-static int by_mtime(const void *a, const void *b) {
-    const gc_item *x = a, *y = b;
+static void item_path(const kc_local *l, const gc_item *it, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%02x/%s", l->v1, it->shard, it->file);
+}
+
+/* An object that left the directory (vanished, evicted, swept) leaves the recount too. */
+static void drop(gc_ctx *g, gc_item *it, uint8_t state) {
+    g->per[it->shard].bytes -= (int64_t)it->size;
+    g->per[it->shard].entries--;
+    it->state = state;
+}
+
+/* ---- the mark-and-sweep of an explicit gc ([Note: two levels] in kcache/entry.h) ---- */
+
+static int image_by_name(const void *a, const void *b) {
+    return strncmp((*(gc_item *const *)a)->file, (*(gc_item *const *)b)->file, KC_KEY_HEX_LEN);
+}
+
+static int image_by_hex(const void *hex, const void *b) {
+    return strncmp(hex, (*(gc_item *const *)b)->file, KC_KEY_HEX_LEN);
+}
+
+/* The item of image `id` as the scan found it, or -1. */
+static int32_t find_image(const gc_ctx *g, const kc_key *id) {
+    char hex[KC_KEY_HEX_LEN + 1];
+    kc_key_to_hex(id, hex);
+    gc_item *const *p = g->nimages ? bsearch(hex, g->images, g->nimages, sizeof *g->images, image_by_hex) : NULL;
+    return p ? (int32_t)(*p - g->items) : -1;
+}
+
+static int index_images(gc_ctx *g) {
+    g->images = kc_malloc((g->n ? g->n : 1) * sizeof *g->images);
+    if (!g->images) return kc_err(KC_ENOMEM, "gc: out of memory");
+    for (size_t i = 0; i < g->n; i++)
+        if (g->items[i].kind == OBJ_IMAGE) g->images[g->nimages++] = &g->items[i];
+    qsort(g->images, g->nimages, sizeof *g->images, image_by_name);
+    return KC_OK;
+}
+
+static int add_refs(gc_ctx *g, gc_item *it, const kc_image_ref *refs, size_t n) {
+    if (n > UINT32_MAX - g->nref) return kc_err(KC_ENOMEM, "gc: too many references");
+    if (n > g->refcap - g->nref) {
+        size_t cap = g->refcap ? g->refcap : 1024;
+        while (n > cap - g->nref) cap *= 2;
+        gc_ref *p = kc_realloc(g->refs, cap * sizeof *p);
+        if (!p) return kc_err(KC_ENOMEM, "gc: out of memory");
+        g->refs = p;
+        g->refcap = cap;
+    }
+    it->ref0 = (uint32_t)g->nref;
+    it->nrefs = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        g->refs[g->nref].id = refs[i].id;
+        g->refs[g->nref++].item = find_image(g, &refs[i].id);
+    }
+    return KC_OK;
+}
+
+/* A graph entry's or unit record's references, read through the entry part (the store never
+ * learns what a graph is).  A graph entry without IMAGES refers to nothing. */
+static int read_refs(gc_ctx *g, gc_item *it, const kc_entry *e) {
+    if (it->kind == OBJ_UNIT) {
+        kc_image_ref ref;
+        int rc = kc_unit_entry_read(e, &ref, NULL, 0, NULL);
+        return rc ? rc : add_refs(g, it, &ref, 1);
+    }
+    kc_image_ref *refs = NULL;
+    size_t n = 0;
+    int rc = kc_entry_images(e, &refs, &n);
+    if (rc == KC_OK) rc = add_refs(g, it, refs, n);
+    else if (rc == KC_MISS) rc = KC_OK;
+    free(refs);
+    return rc;
+}
+
+/* Read an image's fixed header only (its bytes are verify's and the reader's to check); one
+ * read of a regular file's first bytes is whole. */
+static int read_header(const char *path, uint8_t *h, size_t *len) {
+    int fd = kc_sys_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? KC_MISS : KC_EIO;
+    ssize_t r = kc_fs_fd_is_regular(fd) ? kc_sys_read(fd, h, HEADER_PEEK) : -1;
+    close(fd);
+    *len = r > 0 ? (size_t)r : 0;
+    return r < 0 ? KC_EIO : KC_OK;
+}
+
+/* Read what gc must know of an object: its format version and, for a graph entry or unit
+ * record of this format, the images it refers to.  KC_ENOMEM stops the gc; anything else
+ * found is a state. */
+static int read_object(const kc_local *l, gc_ctx *g, gc_item *it, kc_gc_report *rep) {
+    char path[PATH_MAX + 256];
+    item_path(l, it, path, sizeof path);
+    if (it->kind == OBJ_IMAGE) {
+        uint8_t h[HEADER_PEEK];
+        size_t n;
+        int rc = read_header(path, h, &n);
+        if (rc == KC_MISS) return drop(g, it, ST_GONE), KC_OK;
+        int v = rc ? -1 : kc_entry_peek_version(h, n);
+        if (rc == KC_OK && v < 0) rep->corrupt++;
+        it->state = v < 0 ? ST_OPAQUE : v != KC_ENTRY_FORMAT_VERSION ? ST_STALE : ST_LIVE;
+        return KC_OK;
+    }
+    void *data = NULL;
+    size_t len = 0;
+    int rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, &data, &len, NULL);
+    if (rc == KC_MISS) return drop(g, it, ST_GONE), KC_OK;
+    if (rc == KC_ENOMEM) return rc;
+    if (rc) { /* unreadable now (an I/O error): what it refers to is unknown */
+        rep->corrupt += rc == KC_ECORRUPT;
+        g->refs_unknown |= rc != KC_ECORRUPT;
+        return KC_OK; /* ST_OPAQUE */
+    }
+    int v = kc_entry_peek_version(data, len);
+    if (v >= 0 && v != KC_ENTRY_FORMAT_VERSION) {
+        free(data);
+        return it->state = ST_STALE, KC_OK;
+    }
+    char name[KC_NAME_MAX + 1], hex[KC_KEY_HEX_LEN + 1];
+    kc_local_entry_file_name_(it->file, name);
+    memcpy(hex, name, KC_KEY_HEX_LEN);
+    hex[KC_KEY_HEX_LEN] = '\0';
+    kc_key key;
+    kc_entry *e = NULL;
+    rc = kc_key_from_hex(&key, hex);
+    if (rc == KC_OK) rc = kc_entry_decode_as(&e, data, len, &key, name + KC_KEY_HEX_LEN + 1);
+    free(data);
+    if (rc == KC_OK) rc = read_refs(g, it, e);
+    kc_entry_free(e);
+    if (rc == KC_ENOMEM) return rc;
+    if (rc) kc_log(KC_LOG_STORE, "gc: %s is corrupt (left for verify or a read): %s", name, kc_error_last()->message);
+    rep->corrupt += rc != KC_OK;
+    it->state = rc ? ST_OPAQUE : ST_LIVE;
+    return KC_OK;
+}
+
+static int present(const gc_item *it) { return it->state == ST_LIVE || it->state == ST_OPAQUE; }
+
+/* Mark every image a live referrer refers to; one whose image is not present is dangling.  Garbage:
+ * stale objects, dangling referrers, images of this format unmarked and older than the grace. */
+static void mark(gc_ctx *g) {
+    for (size_t i = 0; i < g->n; i++) g->items[i].marked = 0, g->items[i].garbage = G_NONE;
+    for (size_t i = 0; i < g->n; i++) {
+        gc_item *it = &g->items[i];
+        if (it->state == ST_STALE) it->garbage = G_STALE;
+        if (it->kind == OBJ_IMAGE || it->state != ST_LIVE) continue;
+        const gc_ref *r = g->refs + it->ref0;
+        int whole = 1;
+        for (uint32_t k = 0; k < it->nrefs; k++)
+            if (r[k].item < 0 || !present(&g->items[r[k].item])) whole = 0;
+        if (!whole) it->garbage = G_DANGLING;
+        for (uint32_t k = 0; k < it->nrefs; k++) /* a dangling one too: it may stay (sweep_one) */
+            if (r[k].item >= 0) g->items[r[k].item].marked = 1;
+    }
+    if (g->refs_unknown) return;
+    for (size_t i = 0; i < g->n; i++) {
+        gc_item *it = &g->items[i];
+        if (it->kind == OBJ_IMAGE && it->state == ST_LIVE && !it->marked &&
+            g->now_s - it->mtime_ns / 1000000000 > ORPHAN_GRACE_S)
+            it->garbage = G_ORPHAN;
+    }
+}
+
+static void sweep_one(kc_local *l, gc_ctx *g, gc_item *it, kc_gc_report *rep) {
+    char path[PATH_MAX + 256];
+    item_path(l, it, path, sizeof path);
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) drop(g, it, ST_GONE);
+        return;
+    }
+    if (mtime_ns_of(&st) != it->mtime_ns) return; /* rewritten or used since the scan: it stays */
+    for (uint32_t k = 0; it->garbage == G_DANGLING && k < it->nrefs; k++) {
+        const gc_ref *r = &g->refs[it->ref0 + k];
+        char name[KC_NAME_MAX + 1], img[PATH_MAX];
+        if (r->item >= 0) continue; /* seen by the scan, and stale, evicted or vanished since */
+        kc_store_name(&r->id, KC_VARIANT_IMAGE, name);
+        kc_local_path(l, name, img, sizeof img);
+        if (lstat(img, &st) == 0) return; /* its image was stored since the scan: not dangling */
+    }
+    if (kc_sys_unlink(path) != 0) {
+        if (errno == ENOENT) drop(g, it, ST_GONE);
+        else kc_log(KC_LOG_STORE, "gc: removing %s: %s", path, strerror(errno));
+        return;
+    }
+    drop(g, it, ST_GONE);
+    if (it->garbage == G_STALE) rep->stale_removed++;
+    else if (it->garbage == G_DANGLING) rep->dangling_removed++;
+    else rep->orphans_removed++;
+}
+
+/* Remove the garbage: graph entries first, then unit records, then images, so no reader finds a
+ * graph whose image the sweep took while the graph stays. */
+static void sweep(kc_local *l, gc_ctx *g, kc_gc_report *rep) {
+    for (int kind = OBJ_GRAPH; kind <= OBJ_IMAGE; kind++)
+        for (size_t i = 0; i < g->n; i++) {
+            gc_item *it = &g->items[i];
+            if (it->kind == kind && it->garbage != G_NONE && (it->state == ST_LIVE || it->state == ST_STALE))
+                sweep_one(l, g, it, rep);
+        }
+}
+
+/* ---- LRU eviction ---- */
+
+static int by_order(const void *a, const void *b) {
+    const gc_item *x = *(gc_item *const *)a, *y = *(gc_item *const *)b;
     return x->order_ns < y->order_ns ? -1 : x->order_ns > y->order_ns;
+}
+
+/* Evict the least recently used of the objects the sweep keeps until they hold at most
+ * `max_size` bytes; *total: their bytes, before and after.  An error only when some could not
+ * be removed and the directory stays over the limit. */
+static int evict_lru(kc_local *l, gc_ctx *g, uint64_t max_size, uint64_t *total, kc_gc_report *rep) {
+    uint64_t t = 0;
+    size_t m = 0;
+    gc_item **order = kc_malloc((g->n ? g->n : 1) * sizeof *order);
+    if (!order) return kc_err(KC_ENOMEM, "gc: out of memory");
+    for (size_t i = 0; i < g->n; i++)
+        if (present(&g->items[i]) && g->items[i].garbage == G_NONE) order[m++] = &g->items[i], t += g->items[i].size;
+    if (t > max_size) qsort(order, m, sizeof *order, by_order);
+    uint64_t failed = 0;
+    int first_errno = 0;
+    char first_path[PATH_MAX + 256] = "", path[PATH_MAX + 256];
+    for (size_t i = 0; i < m && t > max_size; i++) {
+        gc_item *it = order[i];
+        item_path(l, it, path, sizeof path);
+        struct stat st;
+        if (lstat(path, &st) != 0) { /* gone already */
+            t -= it->size;
+            drop(g, it, ST_GONE);
+            continue;
+        }
+        /* Skip one rewritten since the scan: it is no longer least recently used. */
+        if (mtime_ns_of(&st) != it->mtime_ns) continue;
+        if (kc_sys_unlink(path) != 0) {
+            if (errno != ENOENT) {
+                kc_log(KC_LOG_STORE, "evicting %s: %s", path, strerror(errno));
+                if (failed++ == 0) {
+                    first_errno = errno;
+                    snprintf(first_path, sizeof first_path, "%s", path);
+                }
+                continue; /* the next least recently used goes instead */
+            }
+            drop(g, it, ST_GONE);
+        } else {
+            rep->evicted++;
+            kc_local_count(l, it->shard, KC_STAT_EVICTIONS, 1);
+            drop(g, it, ST_EVICTED);
+        }
+        t -= it->size;
+    }
+    free(order);
+    *total = t;
+    if (t > max_size && failed)
+        return kc_err_errno(first_errno, "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
+                            "(first: removing '%s')", (unsigned long long)failed,
+                            (unsigned long long)(t - max_size), (unsigned long long)max_size, first_path);
+    return KC_OK;
 }
 
 typedef struct q_item {
@@ -149,7 +460,7 @@ void kc_local_quarantine_bound_(kc_local *l) {
             if (!r) break; /* out of memory: bound what was listed */
             items = r;
         }
-        items[n].order_ns = lru_order((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, now_ns);
+        items[n].order_ns = lru_order(mtime_ns_of(&st), now_ns);
         items[n].size = (uint64_t)st.st_size;
         snprintf(items[n].file, sizeof items[n].file, "%s", de->d_name);
         total += items[n++].size;
@@ -166,16 +477,40 @@ void kc_local_quarantine_bound_(kc_local *l) {
     free(items);
 }
 
-int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
+/* Read every graph entry's and unit record's references and every object's format version. */
+static int read_objects(const kc_local *l, gc_ctx *g, kc_gc_report *rep) {
+    int rc = index_images(g);
+    for (size_t i = 0; rc == KC_OK && i < g->n; i++) rc = read_object(l, g, &g->items[i], rep);
+    return rc == KC_ENOMEM ? kc_err(KC_ENOMEM, "gc: out of memory") : rc;
+}
+
+/* Write the recount: only the shards whose sizes drifted are rewritten (under their lock). */
+static void recount(kc_local *l, gc_ctx *g) {
+    for (int s = 0; s < KC_SHARDS; s++) {
+        /* Our own unflushed size deltas are already in what we just counted. */
+        __atomic_store_n(&l->delta[s][KC_STAT_BYTES], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&l->delta[s][KC_STAT_ENTRIES], 0, __ATOMIC_RELAXED);
+        int64_t v[KC_STATS_SLOTS];
+        kc_local_stats_read_(l, s, v);
+        if (v[KC_STAT_BYTES] != g->per[s].bytes || v[KC_STAT_ENTRIES] != g->per[s].entries)
+            kc_local_stats_update_(l, s, kc_local_set_sizes_, &g->per[s]);
+    }
+    kc_local_flush(l);
+}
+
+/* One gc: `sweep` adds the mark-and-sweep (the explicit gc); without it, LRU only (the
+ * automatic cleanup after a put, which must stay cheap: it reads no object). */
+static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *out) {
     kc_gc_report rep;
     memset(&rep, 0, sizeof rep);
+    if (out) *out = rep;
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
     if (max_size == 0) max_size = l->max_size;
     if (max_size == 0) max_size = UINT64_MAX; /* no limit: evict nothing (see the top of this file) */
     char lock[PATH_MAX];
     snprintf(lock, sizeof lock, "%s/gc.lock", l->v1);
-    int rc0 = kc_fs_real_dir(l->v1); /* [Note: no links inside] (local.c): no lock file beyond a linked v1/ */
-    if (rc0) return rc0;
+    int rc = kc_fs_real_dir(l->v1); /* [Note: no links inside] (local.c): no lock file beyond a linked v1/ */
+    if (rc) return rc;
     int lfd = kc_sys_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
     if (lfd < 0) return kc_err_errno(errno, "opening '%s'", lock);
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
@@ -190,80 +525,42 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) {
     g->now_ns = (int64_t)kc_now_ns();
     g->now_s = g->now_ns / 1000000000;
     kc_local_quarantine_bound_(l);
-    int rc = kc_local_walk_shards_(l, gc_file, g);
+    rc = kc_local_walk_shards_(l, gc_file, g);
     if (g->oom) rc = kc_err(KC_ENOMEM, "gc: out of memory");
     if (rc == KC_OK) {
-        uint64_t total = 0;
-        for (size_t i = 0; i < g->n; i++) total += g->items[i].size;
+        for (size_t i = 0; i < g->n; i++) rep.bytes_before += g->items[i].size;
         rep.entries_before = g->n;
-        rep.bytes_before = total;
         rep.temp_removed = g->temp_removed;
-        uint64_t failed = 0;
-        int first_errno = 0;
-        char first_path[PATH_MAX + 256] = "";
-        if (total > max_size) {
-            qsort(g->items, g->n, sizeof *g->items, by_mtime);
-            char path[PATH_MAX + 256];
-            for (size_t i = 0; i < g->n && total > max_size; i++) {
-                gc_item *it = &g->items[i];
-                snprintf(path, sizeof path, "%s/%02x/%s", l->v1, it->shard, it->file);
-                struct stat st;
-                /* Skip one rewritten since the scan: it is no longer least recently used. */
-                if (lstat(path, &st) != 0) {
-                    total -= it->size;
-                    g->per[it->shard].bytes -= (int64_t)it->size;
-                    g->per[it->shard].entries--;
-                    continue;
-                }
-                if ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != it->mtime_ns) continue;
-                if (kc_sys_unlink(path) != 0) {
-                    if (errno != ENOENT) {
-                        kc_log(KC_LOG_STORE, "evicting %s: %s", path, strerror(errno));
-                        if (failed++ == 0) {
-                            first_errno = errno;
-                            snprintf(first_path, sizeof first_path, "%s", path);
-                        }
-                        continue; /* the next least recently used goes instead */
-                    }
-                } else {
-                    rep.evicted++;
-                    kc_local_count(l, it->shard, KC_STAT_EVICTIONS, 1);
-                }
-                total -= it->size;
-                g->per[it->shard].bytes -= (int64_t)it->size;
-                g->per[it->shard].entries--;
-            }
+        if (sweep_too && (rc = read_objects(l, g, &rep)) == KC_OK) mark(g); /* garbage is not counted as kept */
+        uint64_t kept = 0;
+        if (rc == KC_OK) rc = evict_lru(l, g, max_size, &kept, &rep);
+        if (rc != KC_ENOMEM && sweep_too) {
+            mark(g); /* again: what refers to an evicted image dangles, what only evicted ones used is an orphan */
+            sweep(l, g, &rep);
         }
-        rep.bytes_after = total;
-        rep.entries_after = rep.entries_before;
         for (int s = 0; s < KC_SHARDS; s++) {
-            /* Our own unflushed size deltas are already in what we just counted. */
-            __atomic_store_n(&l->delta[s][KC_STAT_BYTES], 0, __ATOMIC_RELAXED);
-            __atomic_store_n(&l->delta[s][KC_STAT_ENTRIES], 0, __ATOMIC_RELAXED);
-            int64_t v[KC_STATS_SLOTS]; /* rewrite (under the lock) only the shards whose sizes drifted */
-            kc_local_stats_read_(l, s, v);
-            if (v[KC_STAT_BYTES] != g->per[s].bytes || v[KC_STAT_ENTRIES] != g->per[s].entries)
-                kc_local_stats_update_(l, s, kc_local_set_sizes_, &g->per[s]);
+            rep.entries_after += (uint64_t)g->per[s].entries;
+            rep.bytes_after += (uint64_t)g->per[s].bytes;
         }
-        uint64_t e = 0;
-        for (int s = 0; s < KC_SHARDS; s++) e += (uint64_t)g->per[s].entries;
-        rep.entries_after = e;
-        kc_local_flush(l);
-        if (total > max_size && failed)
-            rc = kc_err_errno(first_errno, "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
-                              "(first: removing '%s')", (unsigned long long)failed,
-                              (unsigned long long)(total - max_size), (unsigned long long)max_size, first_path);
-        kc_log(KC_LOG_STORE, "gc: %llu entries, %llu → %llu bytes, %llu evicted, %llu temp files",
-               (unsigned long long)rep.entries_before, (unsigned long long)rep.bytes_before,
-               (unsigned long long)rep.bytes_after, (unsigned long long)rep.evicted,
-               (unsigned long long)rep.temp_removed);
+        if (rc != KC_ENOMEM) recount(l, g);
+        typedef unsigned long long ull;
+        kc_log(KC_LOG_STORE, "gc: %llu entries, %llu → %llu bytes, %llu evicted, %llu temp files, %llu stale, %llu "
+               "dangling, %llu orphans removed, %llu corrupt left", (ull)rep.entries_before, (ull)rep.bytes_before,
+               (ull)rep.bytes_after, (ull)rep.evicted, (ull)rep.temp_removed, (ull)rep.stale_removed,
+               (ull)rep.dangling_removed, (ull)rep.orphans_removed, (ull)rep.corrupt);
     }
     free(g->items);
+    free(g->refs);
+    free(g->images);
     free(g);
     close(lfd);
     if (out) *out = rep;
     return rc;
 }
+
+int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) { return gc_run(l, max_size, 1, out); }
+
+int kc_local_gc_lru_(kc_local *l, uint64_t max_size, kc_gc_report *out) { return gc_run(l, max_size, 0, out); }
 
 static int clear_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
     (void)shard;

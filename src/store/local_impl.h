@@ -59,6 +59,9 @@ int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
 
 /** Hold the quarantine to QUARANTINE_MAX_FILES files and 1/QUARANTINE_SHARE of the limit, oldest out first. */
 void kc_local_quarantine_bound_(kc_local *l);
+/** The automatic cleanup after a put: kc_local_gc's LRU eviction, temporaries and recount, without
+ *  its mark-and-sweep (it reads no object, so it stays cheap). */
+int kc_local_gc_lru_(kc_local *l, uint64_t max_size, kc_gc_report *out);
 
 /* ---- local_stats.c ---- */
 

@@ -1,7 +1,9 @@
 /*
  * cmd_gc.c — `kcache gc [--max-size SIZE]`: evict least-recently-used entries down to SIZE
  * (default: the cache's limit — the directory's recorded one, `kcache limit`, else the process's),
- * collect stale temporary files, bound the quarantine and recount.
+ * sweep what no graph can use (objects of an older format, graph entries and unit records whose
+ * image is gone, images nothing refers to: store/local_gc.c), collect stale temporary files,
+ * bound the quarantine and recount.
  *
  * The one idea: the work is the library's (kc_cache_gc); this file parses SIZE and reports.
  * SIZE 0 means no limit (nothing evicted), the meaning KCACHE_MAX_SIZE=0 has (store/local_gc.c).
@@ -19,7 +21,9 @@ const cli_cmd cli_cmd_gc = {
     "gc", "kcache gc [--max-size SIZE] [--json]",
     "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
     "directory's limit recorded by 'kcache limit SIZE', else KCACHE_MAX_SIZE or 5G),\n"
-    "collect stale temporary files, bound the quarantine and recount.\n"
+    "remove what no graph can use — entries of an older format (stale), graph entries and\n"
+    "unit records whose image is gone (dangling), images nothing refers to for an hour\n"
+    "(orphans) —, collect stale temporary files, bound the quarantine and recount.\n"
     "A size of 0 means no limit, as KCACHE_MAX_SIZE=0 does: nothing is evicted (use\n"
     "'kcache clear' to remove every entry).",
     cmd_gc};
@@ -46,6 +50,10 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
         json_kv_u64(stdout, &first, "bytes_after", r.bytes_after);
         json_kv_u64(stdout, &first, "evicted", r.evicted);
         json_kv_u64(stdout, &first, "temp_removed", r.temp_removed);
+        json_kv_u64(stdout, &first, "stale_removed", r.stale_removed);
+        json_kv_u64(stdout, &first, "dangling_removed", r.dangling_removed);
+        json_kv_u64(stdout, &first, "orphans_removed", r.orphans_removed);
+        json_kv_u64(stdout, &first, "corrupt", r.corrupt);
         printf("}\n");
     } else {
         char a[32], b[32];
@@ -54,6 +62,11 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
         printf("evicted %llu of %llu entries; %s -> %s; %llu stale temporary files removed\n",
                (unsigned long long)r.evicted, (unsigned long long)r.entries_before, a, b,
                (unsigned long long)r.temp_removed);
+        printf("removed %llu stale (older format), %llu dangling (image gone), %llu orphan images\n",
+               (unsigned long long)r.stale_removed, (unsigned long long)r.dangling_removed,
+               (unsigned long long)r.orphans_removed);
+        if (r.corrupt)
+            printf("%llu corrupt entries left in place: 'kcache verify' quarantines them\n", (unsigned long long)r.corrupt);
     }
     return 0;
 }

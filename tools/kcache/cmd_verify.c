@@ -1,6 +1,9 @@
 /*
- * cmd_verify.c — `kcache verify`: decode and validate every entry; corrupt ones move to
- * v1/quarantine/.  Exits 1 when a corrupt entry was found.
+ * cmd_verify.c — `kcache verify`: decode and validate every entry and image, follow every
+ * reference from a graph entry or unit record to its image; corrupt ones move to
+ * v1/quarantine/.  Exits 1 when a corrupt entry or a bad reference was found; dangling entries
+ * whose image is merely missing (an evicted image: a miss) and stale entries of an older format
+ * are reported and left for `kcache gc`.
  *
  * The one idea: the work is the library's (kc_cache_verify); this file only reports it.
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
@@ -14,8 +17,11 @@ static int cmd_verify(const cli_settings *cs, int argc, char **argv);
 
 const cli_cmd cli_cmd_verify = {
     "verify", "kcache verify [--json]",
-    "Decode and validate every entry; move corrupt ones to v1/quarantine/.\n"
-    "Exits 1 when a corrupt entry was found.",
+    "Decode and validate every entry and image (both digests of its bytes); check that\n"
+    "every image a graph entry or unit record refers to is present and sound; move corrupt\n"
+    "ones to v1/quarantine/.  Entries whose image is missing (dangling) and entries of an\n"
+    "older format (stale) are reported; 'kcache gc' removes them.\n"
+    "Exits 1 when a corrupt entry or a bad reference was found.",
     cmd_verify};
 
 static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
@@ -34,10 +40,21 @@ static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
         json_kv_u64(stdout, &first, "ok", r.ok);
         json_kv_u64(stdout, &first, "corrupt", r.corrupt);
         json_kv_u64(stdout, &first, "quarantined", r.quarantined);
+        json_kv_u64(stdout, &first, "stale", r.stale);
+        json_kv_u64(stdout, &first, "images_checked", r.images_checked);
+        json_kv_u64(stdout, &first, "refs_checked", r.refs_checked);
+        json_kv_u64(stdout, &first, "missing_refs", r.missing_refs);
+        json_kv_u64(stdout, &first, "bad_refs", r.bad_refs);
+        json_kv_u64(stdout, &first, "dangling", r.dangling);
         printf("}\n");
     } else {
-        printf("checked %llu, ok %llu, corrupt %llu, quarantined %llu\n", (unsigned long long)r.checked,
-               (unsigned long long)r.ok, (unsigned long long)r.corrupt, (unsigned long long)r.quarantined);
+        printf("checked %llu, ok %llu, corrupt %llu, quarantined %llu, stale %llu\n", (unsigned long long)r.checked,
+               (unsigned long long)r.ok, (unsigned long long)r.corrupt, (unsigned long long)r.quarantined,
+               (unsigned long long)r.stale);
+        printf("images checked %llu; references checked %llu: %llu missing, %llu bad; %llu dangling entries\n",
+               (unsigned long long)r.images_checked, (unsigned long long)r.refs_checked,
+               (unsigned long long)r.missing_refs, (unsigned long long)r.bad_refs, (unsigned long long)r.dangling);
+        if (r.dangling || r.stale) printf("'kcache gc' removes dangling and stale entries\n");
     }
-    return r.corrupt ? EXIT_PROBLEM : 0;
+    return r.corrupt || r.bad_refs ? EXIT_PROBLEM : 0;
 }
