@@ -33,10 +33,11 @@ expect_rc 2 "$KC" --cache-dir "$D" ls --bogus
 # An empty cache.
 expect_rc 0 "$KC" --cache-dir "$D" stats --json
 expect_json 'all(k in j for k in ["entries","bytes","hits","misses","bypasses","compiles","corrupt","evictions"]) and j["entries"]==0'
+expect_json 'all(j[k] == 0 for k in ["graphs","images","units","graph_bytes","image_bytes","unit_bytes","unit_hits","unit_compiles","images_missing"])'
 expect_rc 0 "$KC" --cache-dir "$D" ls --json
 expect_json 'j == []'
 expect_rc 0 "$KC" --cache-dir "$D" verify --json
-expect_json 'j == {"checked":0,"ok":0,"corrupt":0,"quarantined":0}'
+expect_json 'j == {"checked":0,"ok":0,"corrupt":0,"quarantined":0,"stale":0,"images_checked":0,"refs_checked":0,"missing_refs":0,"bad_refs":0,"dangling":0}'
 [ "$(stat -c %a "$D")" = 700 ] && ok || bad "cache directory mode is $(stat -c %a "$D"), want 700"
 
 # KCACHE_DIR is honoured; --cache-dir beats it.
@@ -80,9 +81,18 @@ expect_json 'j["checked"] == 19 and j["corrupt"] == 0'
 expect_rc 0 "$KC" --cache-dir "$D" stats --json
 expect_json 'j["corrupt"] == 1 and j["entries"] == 19'
 
+# An older format's entry (version 2 in its header) is stale: verify reports it and exits 0 (not
+# corrupt, not quarantined); the next gc removes it.
+python3 -c 'import sys; b=bytearray(open(sys.argv[1],"rb").read()); b[8]=2; open(sys.argv[2],"wb").write(b)' \
+  "$(ls "$D"/v1/*/*.sm_90.kce | head -1)" "$D/v1/ab/ab00000000000000000000000000feed.sm_90.kce"
+expect_rc 0 "$KC" --cache-dir "$D" verify --json
+expect_json 'j["checked"] == 20 and j["stale"] == 1 and j["corrupt"] == 0 and j["quarantined"] == 0'
+expect_rc 0 "$KC" --cache-dir "$D" verify
+grep -q "stale 1" "$T/out" && ok || bad "verify does not report the stale entry: $(cat "$T/out")"
+
 # gc down to 10K, then clear.
 expect_rc 0 "$KC" --cache-dir "$D" gc --max-size 10K --json
-expect_json 'j["bytes_after"] <= 10240 and j["evicted"] >= 13'
+expect_json 'j["bytes_after"] <= 10240 and j["evicted"] >= 13 and j["stale_removed"] == 1 and j["dangling_removed"] == 0'
 expect_rc 0 "$KC" --cache-dir "$D" stats --json
 expect_json 'j["bytes"] <= 10240 and j["evictions"] >= 13'
 expect_rc 0 "$KC" --cache-dir "$D" clear
@@ -127,6 +137,85 @@ echo '#define SCALE 3.0f' >"$S/scale.cuh"
 expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
 expect_json "j['source'] == 'compiled' and j['key'] != '$K_OLD'"
 cd - >/dev/null
+
+# Issue 18: two levels.  A graph of two compile units (a.cu, b.cu) and the same graph at a second
+# static shape share both images; ls lists graphs (not images or unit records), ls --images the
+# images with who refers to them, show an entry's images and an image's users, stats each kind,
+# explain what a compile would cost, and a missing image is named.
+L2=$T/levels; C2=$T/levels-cache; mkdir -p "$L2"
+printf 'extern "C" __global__ void ka(float *x, int n) { if ((int)threadIdx.x < n) x[threadIdx.x] += 1.f; }\n' >"$L2/a.cu"
+printf 'extern "C" __global__ void kb(float *x, int n) { if ((int)threadIdx.x < n) x[threadIdx.x] *= 2.f; }\n' >"$L2/b.cu"
+cat >"$L2/two.json" <<'EOF2'
+{"name": "two", "kernels": [{"id": "a", "file": "a.cu", "entry": "ka"}, {"id": "b", "file": "b.cu", "entry": "kb"}],
+ "inputs": [{"dtype": "f32", "sizes": [64]}], "outputs": [{"dtype": "f32", "sizes": [64]}],
+ "forward": [{"kernel": "a", "grid": [1, 1, 1], "block": [64, 1, 1], "args": ["output:0", "i32:64"]},
+             {"kernel": "b", "grid": [1, 1, 1], "block": [64, 1, 1], "args": ["output:0", "i32:64"]}]}
+EOF2
+sed 's/64/128/g' "$L2/two.json" >"$L2/two128.json"   # a second static shape, as a user would write it
+sed 's/64/256/g' "$L2/two.json" >"$L2/two256.json"   # a third, never compiled
+expect_rc 0 "$KC" --cache-dir "$C2" get "$L2/two.json" --arch sm_90 --json
+expect_json 'j["source"] == "compiled" and j["units"] == 2 and j["units_compiled"] == 2'
+G1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$T/out")
+expect_rc 0 "$KC" --cache-dir "$C2" explain "$L2/two128.json" --arch sm_90 --json
+expect_json 'j["hit"] == False and j["units_stored"] == 2 and len(j["units"]) == 2 and j["graph_stored"] == False'
+expect_rc 0 "$KC" --cache-dir "$C2" explain "$L2/two128.json" --arch sm_90
+grep -q "^units     2 of 2 compile units are stored: a compile would only write the graph entry" "$T/out" && ok ||
+  bad "explain does not say the units are stored: $(cat "$T/out")"
+expect_rc 0 "$KC" --cache-dir "$C2" get "$L2/two128.json" --arch sm_90 --json
+expect_json 'j["source"] == "compiled" and j["units"] == 2 and j["units_compiled"] == 0 and j["compile_ms"] == 0'
+G2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$T/out")
+expect_rc 0 "$KC" --cache-dir "$C2" get "$L2/two.json" --arch compute_80 --json
+expect_json 'j["units_compiled"] == 2'
+expect_rc 0 "$KC" --cache-dir "$C2" stats --json
+expect_json 'j["graphs"] == 3 and j["images"] == 4 and j["units"] == 4 and j["entries"] == 11 and j["unit_compiles"] == 4 and j["unit_hits"] == 2'
+expect_json 'j["graph_bytes"] + j["image_bytes"] + j["unit_bytes"] == j["bytes"]'
+expect_rc 0 "$KC" --cache-dir "$C2" stats
+grep -q "^  graph entries   3 " "$T/out" && grep -q "^  images          4 " "$T/out" && grep -q "^  unit records    4 " "$T/out" && ok ||
+  bad "stats does not count each kind: $(cat "$T/out")"
+expect_rc 0 "$KC" --cache-dir "$C2" ls --json
+expect_json "len(j) == 3 and sorted(e['key'] for e in j) == sorted(['$G1', '$G1', '$G2']) and all(len(e['images']) == 2 for e in j)"
+expect_json "set(next(e['images'] for e in j if e['key'] == '$G1' and e['variant'] == 'sm_90')) == set(next(e['images'] for e in j if e['key'] == '$G2'))"
+expect_rc 0 "$KC" --cache-dir "$C2" ls
+[ "$(grep -c " 2 images$" "$T/out")" = 3 ] && [ "$(wc -l <"$T/out")" = 3 ] && ok || bad "ls text: $(cat "$T/out")"
+expect_rc 0 "$KC" --cache-dir "$C2" ls --images --json
+expect_json 'len(j) == 4 and all(i["present"] and i["units"] == 1 for i in j)'
+expect_json 'sorted((i["target"], i["kind"], i["graphs"]) for i in j) == [("compute_80", "ptx", 1), ("compute_80", "ptx", 1), ("sm_90", "cubin", 2), ("sm_90", "cubin", 2)]'
+expect_rc 0 "$KC" --cache-dir "$C2" show "$G1.sm_90" --json
+expect_json 'len(j) == 1 and j[0]["object"] == "graph entry" and j[0]["images_present"] and len(j[0]["images"]) == 2'
+expect_json 'sorted(k for i in j[0]["images"] for k in i["kernels"]) == ["ka", "kb"] and all(i["present"] and len(i["sha256"]) == 64 and i["kind"] == "cubin" and i["target"] == "sm_90" for i in j[0]["images"])'
+IMG_A=$(python3 -c 'import json,sys; print(next(i["id"] for i in json.load(open(sys.argv[1]))[0]["images"] if i["kernels"] == ["ka"]))' "$T/out")
+SHA_A=$(python3 -c 'import json,sys; print(next(i["sha256"] for i in json.load(open(sys.argv[1]))[0]["images"] if i["kernels"] == ["ka"]))' "$T/out")
+expect_rc 0 "$KC" --cache-dir "$C2" show "$G1.sm_90" --extract "$T/levels-x"
+[ "$(sha256sum "$T/levels-x/ka.sm_90.cubin" | cut -c1-64)" = "$SHA_A" ] && ok || bad "the extracted cubin is not the image show names"
+expect_rc 0 "$KC" --cache-dir "$C2" show "$L2/two128.json" --arch sm_90 --json
+expect_json "len(j) == 1 and j[0]['key'] == '$G2' and '$IMG_A' in [i['id'] for i in j[0]['images']]"
+expect_rc 1 "$KC" --cache-dir "$C2" show "$L2/two256.json"
+grep -q "graph 'two' (key .*) has no stored entry" "$T/err" && ok || bad "show of an unstored spec: $(cat "$T/err")"
+expect_rc 0 "$KC" --cache-dir "$C2" show "${IMG_A:0:12}" --json
+expect_json "j[0]['object'] == 'image' and j[0]['sound'] and j[0]['image']['sha256'] == '$SHA_A' and sorted(g['graph'] for g in j[0]['graphs']) == sorted(['$G1.sm_90', '$G2.sm_90']) and all(g['kernels'] == ['ka'] for g in j[0]['graphs']) and len(j[0]['units']) == 1"
+UNIT_A=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["units"][0].split(".")[0])' "$T/out")
+expect_rc 0 "$KC" --cache-dir "$C2" show "$IMG_A"
+grep -q "graph $G1.sm_90  kernels ka" "$T/out" && grep -q "graph $G2.sm_90  kernels ka" "$T/out" && ok || bad "show of an image: $(cat "$T/out")"
+expect_rc 0 "$KC" --cache-dir "$C2" show "$UNIT_A" --json
+expect_json "j[0]['object'] == 'unit record' and j[0]['image']['id'] == '$IMG_A' and j[0]['image']['present'] and j[0]['names'] == [{'expr': 'ka', 'lowered': 'ka'}]"
+# An image gone: the graphs that run it are misses that recompile its unit, and every tool says so.
+rm "$C2"/v1/*/"$IMG_A".img.kce
+expect_rc 0 "$KC" --cache-dir "$C2" explain "$L2/two.json" --arch sm_90
+grep -q "^result    miss" "$T/out" && grep -q "^images    the graph entry is stored but image $IMG_A (sm_90 cubin) is missing: the next lookup recompiles unit 0 (ka)" "$T/out" && ok ||
+  bad "explain does not name the missing image: $(cat "$T/out")"
+grep -q "^units     1 of 2 compile units is stored: a compile would compile only the other 1" "$T/out" && ok || bad "explain's units: $(cat "$T/out")"
+expect_rc 0 "$KC" --cache-dir "$C2" explain "$L2/two.json" --arch sm_90 --json
+expect_json "j['hit'] == False and j['graph_stored'] and j['differs'] == ['images[0]'] and j['missing_images'][0]['id'] == '$IMG_A' and j['missing_images'][0]['kernels'] == ['ka'] and j['units_stored'] == 1"
+expect_rc 0 "$KC" --cache-dir "$C2" show "$G1.sm_90" --json
+expect_json "not j[0]['images_present'] and [i['present'] for i in j[0]['images'] if i['id'] == '$IMG_A'] == [False] and '$IMG_A' in j[0]['images_problem']"
+expect_rc 0 "$KC" --cache-dir "$C2" ls --images --json
+expect_json "[(i['state'], i['graphs']) for i in j if i['id'] == '$IMG_A'] == [('missing', 2)]"
+expect_rc 0 "$KC" --cache-dir "$C2" get "$L2/two.json" --arch sm_90 --json
+expect_json 'j["source"] == "compiled" and j["units"] == 2 and j["units_compiled"] == 1 and "missing" in j["miss_reason"]'
+expect_rc 0 "$KC" --cache-dir "$C2" stats --json
+expect_json 'j["images_missing"] == 1 and j["unit_compiles"] == 5'
+expect_rc 0 "$KC" --cache-dir "$C2" explain "$L2/two128.json" --arch sm_90 --json
+expect_json 'j["hit"] == True and j["differs"] == [] and j["units_stored"] == 2'
 
 # Issue 15, item 5: an empty --cache-dir or KCACHE_DIR is an error, never the default directory
 # (`--cache-dir "" clear` emptied ~/.cache/kcache).
