@@ -546,6 +546,7 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     if (!c || !path) return kc_err(KC_EINVAL, "kc_bundle_import: NULL argument");
     if (out) memset(out, 0, sizeof *out);
     bundle_in b;
+    memset(&b, 0, sizeof b); /* GCC -O3 cannot see verify() fills it on KC_OK */
     size_t klen;
     const uint8_t *key = kc_cache_mac_key_(c, &klen);
     bool mac_refused = false;
