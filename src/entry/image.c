@@ -101,7 +101,10 @@ int kc_image_entry_new(kc_entry **out, const kc_image_ref *ref, const void *byte
     kc_buf b = {0};
     put_ref(&b, ref);
     kc_buf_put(&b, bytes, (size_t)ref->len);
-    if (b.failed) return kc_err(KC_ENOMEM, "image: out of memory");
+    if (b.failed) {
+        kc_buf_free(&b);
+        return kc_err(KC_ENOMEM, "image: out of memory");
+    }
     kc_entry *e;
     int rc = kc_entry_new(&e, &ref->id, KC_VARIANT_IMAGE);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_IMAGE, b.data, b.len);
@@ -208,7 +211,10 @@ int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref
         kc_buf_put_str(&b, exprs[i]);
         kc_buf_put_str(&b, lowered[i]);
     }
-    if (b.failed) return kc_err(KC_ENOMEM, "unit record: out of memory");
+    if (b.failed) {
+        kc_buf_free(&b);
+        return kc_err(KC_ENOMEM, "unit record: out of memory");
+    }
     kc_entry *e;
     int rc = kc_entry_new(&e, unit_key, KC_VARIANT_UNIT);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_UNIT, b.data, b.len);
