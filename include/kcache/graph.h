@@ -526,7 +526,7 @@ typedef struct kc_explain_digest {
 typedef struct kc_explain {
     char key[KC_KEY_HEX_LEN + 1];
     char variant[32];
-    int hit;                               /**< 1 when key.variant is stored. */
+    int hit;                               /**< 1 when key.variant is stored and every image it refers to is there. */
     size_t ndigests;
     kc_explain_digest digests[KC_EXPLAIN_MAX]; /**< This lookup's components, then finer digests. */
     int have_nearest;                      /**< On a miss: a stored entry was compared. */

@@ -215,15 +215,15 @@ static int ex_images(ex_ctx *x) {
         if (!last || memcmp(last->ref.id.bytes, u[i].ref.id.bytes, 16) != 0) { /* not fetched for an earlier graph */
             rc = ex_load(x->c, im, name, &u[i].ref.id, KC_VARIANT_IMAGE);
             if (rc == KC_MISS)
-                rc = kc_err(KC_MISS, "export: graph %s refers to image %s, which the cache does not hold; " EX_FIX,
+                rc = kc_err(KC_MISS, "graph %s refers to image %s, which the cache does not hold; " EX_FIX,
                             u[i].graph, name);
             else if (rc == KC_ECORRUPT)
-                rc = kc_err_prefix(rc, "export: graph %s refers to image %s, which is corrupt and was moved to "
+                rc = kc_err_prefix(rc, "graph %s refers to image %s, which is corrupt and was moved to "
                                    "quarantine; " EX_FIX ": ", u[i].graph, name);
             last = rc ? NULL : &im->v[im->n - 1];
         }
         if (last && !kc_image_ref_equal(&last->ref, &u[i].ref))
-            rc = kc_err(KC_ECORRUPT, "export: graph %s refers to image %s, which is not the image it describes (%s %s, "
+            rc = kc_err(KC_ECORRUPT, "graph %s refers to image %s, which is not the image it describes (%s %s, "
                         "%llu bytes; the graph says %s %s, %llu bytes); " EX_FIX, u[i].graph, name, last->ref.target,
                         last->ref.is_ptx ? "PTX" : "cubin", (unsigned long long)last->ref.len, u[i].ref.target,
                         u[i].ref.is_ptx ? "PTX" : "cubin", (unsigned long long)u[i].ref.len);

@@ -91,7 +91,11 @@ int kc_kernels_of(const kc_entry *e, kimg **out, size_t *n, size_t *nimages_out,
         v[i].len = (size_t)refs[ix].len;
         v[i].image = NULL;
         if (kc_entry_attached_image(e, ix, &img, &il) == KC_OK) {
-            if (il != v[i].len) goto corrupt;
+            if (il != v[i].len) {
+                size_t want = v[i].len;
+                free(v), free(s), free(refs);
+                return kc_err(KC_ECORRUPT, "image %u attached with %zu bytes; the graph entry refers to %zu", ix, il, want);
+            }
             v[i].image = img;
         }
     }

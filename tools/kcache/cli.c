@@ -166,24 +166,6 @@ int cli_manifest_open(const char *who, const char *path, const char *arch, kc_ma
     return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
 }
 
-void cli_print_bundle_report(const char *what, const kc_bundle_report *r, int json, const char *file) {
-    if (json) {
-        int first = 1;
-        printf("{");
-        json_kv_str(stdout, &first, "file", file);
-        json_kv_u64(stdout, &first, "entries", r->entries);
-        json_kv_u64(stdout, &first, "bytes", r->bytes);
-        json_kv_u64(stdout, &first, "written", r->written);
-        json_kv_u64(stdout, &first, "unchanged", r->unchanged);
-        printf("}\n");
-    } else {
-        printf("%s %s: %llu entries, %llu bytes", what, file, (unsigned long long)r->entries, (unsigned long long)r->bytes);
-        if (strcmp(what, "exported") != 0)
-            printf(", %llu written, %llu already present", (unsigned long long)r->written, (unsigned long long)r->unchanged);
-        printf("\n");
-    }
-}
-
 /* ---- the objects a cache holds ([Note: two levels] in kcache/entry.h) ---- */
 
 cli_kind cli_kind_of(const char *variant) {

@@ -109,9 +109,6 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json);
  */
 int cli_manifest_open(const char *who, const char *path, const char *arch, kc_manifest **out);
 
-/** Print an export's or import's report ("exported", "imported", "verified"). */
-void cli_print_bundle_report(const char *what, const kc_bundle_report *r, int json, const char *file);
-
 /* ---- the objects a cache holds ([Note: two levels] in kcache/entry.h) ---- */
 
 /** What a stored object is, told by its variant: "img" an image, "unit" a unit record, any
