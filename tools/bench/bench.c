@@ -3,18 +3,23 @@
  * run, reported as medians with their spread and as ratios (these machines are noisy).
  *
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
- *                [--kcache PATH] [--process-floor]
+ *                [--kcache PATH] [--process-floor] [--largest N]
  *
- * Per graph of kernels/: cold (NVRTC, its own cache off), warm disk hit (key + read +
- * verify + decompress, no driver), the limit (read() + XXH3 + zstd of the same bytes,
- * done directly), nvcc -cubin under ccache cold and warm (the compile cache users have
- * today), and NVRTC's own cache (a repeated compile with it on).  Then: site-cache hits
- * with 1, 8 and 64 entries, key throughput, lookups at 10^3..10^6 entries and a gc that
- * halves the largest store; on a GPU, a hit including the driver load against a bare
- * cuLibraryLoadData of the same images, and a PTX (JIT) load against a cubin load.  And the
- * process floor: fresh processes of a warm `kcache get` of one graph against fresh processes
- * of `kcache --help` (the tool beside this benchmark, or --kcache PATH; --process-floor
- * measures only that, e.g. for an older build of the tool).
+ * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
+ * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
+ * decompressed, no driver), the limit (read() + XXH3 + zstd of the graph entry file and of
+ * each image file, done directly; split into the two, and against the same bytes as one
+ * file: levels.c), nvcc -cubin under ccache cold and warm (the compile cache users have
+ * today), and NVRTC's own cache (a repeated compile with it on).  Per graph with a symbolic
+ * dimension, a second static shape cold against after a first shape; a cold prewarm of
+ * kernels/manifest.json for the target (units compiled, stored bytes by kind, against every
+ * graph carrying its own images).  Then: site-cache hits with 1, 8 and 64 entries, key
+ * throughput, lookups at 10^3..10^6 entries and a gc that halves the largest store; on a GPU,
+ * a hit including the driver load against a bare cuLibraryLoadData of the same images, and a
+ * PTX (JIT) load against a cubin load.  And the process floor: fresh processes of a warm
+ * `kcache get` of one graph against fresh processes of `kcache --help` (the tool beside this
+ * benchmark, or --kcache PATH; --process-floor measures only that, e.g. for an older build of
+ * the tool).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,19 +32,17 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
-#include <zstd.h>
 
-#include "kcache.h"
+#include "bench.h"
 
 #ifndef KC_KERNELS_DIR
 #define KC_KERNELS_DIR "kernels"
 #endif
 
-static int quick;
-static const char *arch = "sm_90";
+int quick;
+const char *arch = "sm_90";
 
-static double now_us(void) {
+double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
@@ -47,17 +50,12 @@ static double now_us(void) {
 
 /* ---- samples ---- */
 
-typedef struct stat_s {
-    double med, p10, p90;
-    int n;
-} stat_s;
-
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-static stat_s summarize(double *v, int n) {
+stat_s summarize(double *v, int n) {
     stat_s s = {NAN, NAN, NAN, n};
     if (n <= 0) return s;
     qsort(v, (size_t)n, sizeof *v, cmp_d);
@@ -67,36 +65,7 @@ static stat_s summarize(double *v, int n) {
     return s;
 }
 
-static double median_of(double *v, int n) { return summarize(v, n).med; }
-
-/* ---- the direct floor: read() + XXH3 + zstd, parsing the entry header by hand ---- */
-
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-
-static int limit_once(const char *path, uint8_t *buf, size_t cap, uint8_t *out, size_t outcap, ZSTD_DCtx *z) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, cap);
-    close(fd);
-    if (n < 96) return -1;
-    uint32_t nsec = rd32(buf + 72);
-    volatile uint64_t sink = 0;
-    for (uint32_t i = 0; i < nsec; i++) {
-        const uint8_t *d = buf + 96 + 40 * i;
-        uint32_t codec = rd32(d + 4);
-        uint64_t raw = rd64(d + 8), stored = rd64(d + 16), off = rd64(d + 24);
-        if (off + stored > (uint64_t)n) return -1;
-        sink ^= XXH3_64bits(buf + off, stored);
-        if (codec == 1) {
-            if (raw > outcap) return -1;
-            size_t got = ZSTD_decompressDCtx(z, out, outcap, buf + off, stored);
-            if (ZSTD_isError(got)) return -1;
-        }
-    }
-    (void)sink;
-    return 0;
-}
+double median_of(double *v, int n) { return summarize(v, n).med; }
 
 /* ---- running a command (nvcc under ccache) ---- */
 
@@ -165,9 +134,7 @@ static int measure_nvrtc_cache(const char *spec) {
     if (kc_cache_open(&c, &o)) return 1;
     double best = -1;
     for (int i = 0; i < (quick ? 3 : 5); i++) {
-        kc_key k;
-        kc_graph_key(d, &k, NULL);
-        kc_cache_remove(c, &k, arch);
+        kc_cache_clear(c); /* its units too: with them stored, the compile would run no NVRTC */
         kc_graph_info info;
         double t0 = now_us();
         if (kc_graph_compile(c, d, arch, &info)) return 1;
@@ -199,11 +166,12 @@ static double nvrtc_cache_us(const char *self, const char *spec) {
 
 typedef struct gres {
     char name[64];
-    stat_s cold, warm, limit, ccache_cold, ccache_warm, nvrtc_cache, warm_key, warm_lookup;
-    size_t bytes;
+    stat_s cold, warm, ccache_cold, ccache_warm, nvrtc_cache, warm_key, warm_lookup;
+    int units;     /* compile units (NVRTC programs) of the graph */
+    levels_res lv; /* the limit of its hit: graph entry + image files, and as one file */
 } gres;
 
-static kc_cache *open_at(const char *dir) {
+kc_cache *open_at(const char *dir) {
     kc_options o = KC_OPTIONS_INIT;
     o.dir = dir;
     o.flags = KC_OPEN_NO_ENV;
@@ -229,13 +197,19 @@ static void bench_graph(const char *self, const char *spec, const char *dir, gre
     double *v = calloc((size_t)nwarm + 16, sizeof *v);
     kc_graph_info info;
     for (int i = 0; i < ncold; i++) {
-        kc_cache_remove(c, &key, arch);
+        kc_cache_clear(c); /* cold: the graph entry, its images and its unit records all gone */
         double t0 = now_us();
         if (kc_graph_compile(c, d, arch, &info)) {
             fprintf(stderr, "kcache-bench: %s: %s\n", g->name, kc_error_last()->message);
             exit(1);
         }
         v[i] = now_us() - t0;
+        if (info.units < 1 || info.units_compiled != info.units) {
+            fprintf(stderr, "kcache-bench: %s: a cold compile compiled %d of %d units\n", g->name, info.units_compiled,
+                    info.units);
+            exit(1);
+        }
+        g->units = info.units;
     }
     g->cold = summarize(v, ncold);
     for (int i = 0; i < nwarm; i++) {
@@ -256,27 +230,11 @@ static void bench_graph(const char *self, const char *spec, const char *dir, gre
     g->warm_key = summarize(vk, nwarm);
     g->warm_lookup = summarize(vl, nwarm);
     free(vk), free(vl);
-    char hex[KC_KEY_HEX_LEN + 1], path[4096];
-    kc_key_to_hex(&key, hex);
-    snprintf(path, sizeof path, "%s/v1/%.2s/%s.%s.kce", dir, hex, hex, arch);
-    struct stat st;
-    stat(path, &st);
-    g->bytes = (size_t)st.st_size;
-    size_t cap = (size_t)st.st_size + 64, outcap = 64u << 20;
-    uint8_t *buf = malloc(cap), *out = malloc(outcap);
-    ZSTD_DCtx *z = ZSTD_createDCtx();
-    for (int i = 0; i < nwarm; i++) {
-        double t0 = now_us();
-        if (limit_once(path, buf, cap, out, outcap, z)) {
-            fprintf(stderr, "kcache-bench: cannot read %s directly\n", path);
-            exit(1);
-        }
-        v[i] = now_us() - t0;
+    bench_levels(c, &key, dir, nwarm, &g->lv);
+    if (!g->lv.have) {
+        fprintf(stderr, "kcache-bench: %s: the limit: %s\n", g->name, g->lv.why);
+        exit(1);
     }
-    g->limit = summarize(v, nwarm);
-    ZSTD_freeDCtx(z);
-    free(buf);
-    free(out);
     /* ccache + nvcc: a fresh ccache directory for the cold run, then hits. */
     char cdir[4096], odir[4096];
     snprintf(cdir, sizeof cdir, "%s/ccache-%s", dir, g->name);
@@ -360,7 +318,10 @@ static double key_mbps(size_t bytes) {
 
 /* ---- scale: synthetic entries written straight into the layout ---- */
 
-static void fill_store(const char *dir, int n) {
+/* Returns the bytes written (the store's size: gc's target is set from it, not from the stats
+ * files, which the fill bypasses). */
+static uint64_t fill_store(const char *dir, int n) {
+    uint64_t bytes = 0;
     kc_cache *c = open_at(dir);
     kc_cache_close(c); /* creates the layout */
     uint8_t payload[200];
@@ -389,7 +350,9 @@ static void fill_store(const char *dir, int n) {
         }
         close(fd);
         free(data);
+        bytes += len;
     }
+    return bytes;
 }
 
 static stat_s lookup_at(const char *dir, int n) {
@@ -491,12 +454,12 @@ static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
         mkdir(xdir, 0700);
         mkdir(pdir, 0700);
         int cnt;
-        if (kc_cache_peek(c, &key, target, &e) == KC_OK) {
-            kc_entry_extract(e, xdir, &cnt);
+        if (kc_cache_peek(c, &key, target, &e) == KC_OK) { /* a graph entry: its images fetched and attached first */
+            if (kc_entry_resolve(c, e) == KC_OK) kc_entry_extract(e, xdir, &cnt);
             kc_entry_free(e);
         }
         if (kc_cache_peek(c, &key, ptx, &e) == KC_OK) {
-            kc_entry_extract(e, pdir, &cnt);
+            if (kc_entry_resolve(c, e) == KC_OK) kc_entry_extract(e, pdir, &cnt);
             kc_entry_free(e);
         }
         bare[i] = bare_load(xdir, 0);
@@ -605,7 +568,7 @@ static void jstat(FILE *f, const char *k, stat_s s) {
     fprintf(f, "\"n\": %d}, ", s.n);
 }
 
-static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : NAN; }
+double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : NAN; }
 
 static void jfloor(FILE *f, const floor_res *pf) {
     fprintf(f, "\"process_floor\": ");
@@ -628,7 +591,89 @@ static void fmt_us(double us, char *out, size_t cap) {
     else snprintf(out, cap, "%.1f us", us);
 }
 
-static void rm_rf(const char *dir) {
+/*
+ * The one-file layout's warm hit, estimated two ways from this run (the older layout itself cannot
+ * be written by this build):
+ *   reads: the warm hit less what its extra file reads cost at the limit, warm - (limit - one file):
+ *          takes off only the extra opens and reads, so warm / it is a lower bound on the price;
+ *   lib:   the warm hit less the library's whole image fetch (kc_entry_resolve: each image's get,
+ *          decode, checks, attach), plus what one file must still do with those bytes at the limit,
+ *          warm - resolve + (one file - entry read).
+ */
+static double warm_one_file_reads(const gres *g) { return g->warm.med - (g->lv.limit.med - g->lv.one_file.med); }
+static double warm_one_file_lib(const gres *g) {
+    return g->warm.med - g->lv.resolve.med + (g->lv.one_file.med - g->lv.entry_read.med);
+}
+
+static void print_levels(const gres *g, int ns, const double *r_rd, const double *r_lib, const double *m) {
+    printf("\nthe second level's price: a hit reads the graph entry file and each image file it refers to. The limit\n"
+           "(read() + XXH3 + zstd; images also XXH3-128) split in two, against the same bytes as one file (samples\n"
+           "interleaved); resolve: the library fetching a graph entry's images (kc_entry_resolve). The one-file\n"
+           "layout's warm hit, estimated: w1 reads = warm - (limit - one file) (a lower bound on the price);\n"
+           "w1 lib = warm - resolve + (one file - entry read):\n");
+    printf("%-14s %4s %10s %11s %11s %10s %11s %10s %10s %10s %10s %10s %8s\n", "graph", "imgs", "entry read",
+           "image reads", "limit (1+N)", "one file", "extra reads", "resolve", "warm", "w1 reads", "w1 lib",
+           "warm/w1r", "warm/w1l");
+    for (int i = 0; i < ns; i++) {
+        const levels_res *l = &g[i].lv;
+        printf("%-14s %4d %7.1f us %8.1f us %8.1f us %7.1f us %8.1f us %7.1f us %7.1f us %7.1f us %7.1f us %9.2fx %7.2fx\n",
+               g[i].name, l->images, l->entry_read.med, l->image_reads.med, l->limit.med, l->one_file.med,
+               l->limit.med - l->one_file.med, l->resolve.med, g[i].warm.med, warm_one_file_reads(&g[i]),
+               warm_one_file_lib(&g[i]), r_rd[i], r_lib[i]);
+    }
+    printf("warm (two levels) / one-file warm, estimated: reads median %.2fx (most %.2fx), lib median %.2fx (most %.2fx)"
+           " (acceptance: within 1.2x)\n", m[0], m[1], m[2], m[3]);
+    fflush(stdout);
+}
+
+static void print_prewarm(const prewarm_res *pw, const char *manifest) {
+    if (!pw->have) {
+        printf("\ncold prewarm: not measured (%s)\n", pw->why);
+        return;
+    }
+    size_t stored = pw->graph_bytes + pw->image_bytes + pw->unit_bytes;
+    printf("\ncold prewarm of %s for %s into an empty cache: %zu graphs in %.2f s; NVRTC ran %ld units "
+           "(sum of units_compiled) of %ld unit uses (sum of units); %zu unit records, %zu images, %zu graph entries stored\n",
+           manifest, arch, pw->graphs, pw->seconds, pw->units_compiled, pw->unit_uses, pw->unit_records, pw->nimages, pw->ngraph);
+    printf("stored: graph entries %.1f KB + images %.1f KB + unit records %.1f KB = %.1f KB; every graph carrying its own "
+           "images (graph entry + its images' files, shared ones again): %.1f KB = %.2fx\n",
+           (double)pw->graph_bytes / 1024, (double)pw->image_bytes / 1024, (double)pw->unit_bytes / 1024,
+           (double)stored / 1024, (double)pw->one_file_bytes / 1024, ratio((double)pw->one_file_bytes, (double)stored));
+    fflush(stdout);
+}
+
+static void jlevels(FILE *f, const gres *g) {
+    fprintf(f, "\"units\": %d, \"images\": %d, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, ", g->units, g->lv.images,
+            g->lv.graph_bytes, g->lv.image_bytes);
+}
+
+static void jshape(FILE *f, const shape_res *s) {
+    fprintf(f, "{\"name\": \"%s\", \"shapes\": \"%s\", \"units\": %d, ", s->name, s->shapes, s->units);
+    jstat(f, "cold", s->cold);
+    jstat(f, "second", s->second);
+    fprintf(f, "\"second_units_compiled\": %d, ", s->second_units_compiled);
+    jnum(f, "cold_over_second", ratio(s->cold.med, s->second.med), 1);
+    fprintf(f, "}");
+}
+
+static void jprewarm(FILE *f, const prewarm_res *pw) {
+    fprintf(f, "\"prewarm\": ");
+    if (!pw->have) {
+        fprintf(f, "null");
+        return;
+    }
+    size_t stored = pw->graph_bytes + pw->image_bytes + pw->unit_bytes;
+    fprintf(f, "{\"graphs\": %zu, \"unit_uses\": %ld, \"units_compiled\": %ld, \"unit_records\": %zu, \"images\": %zu, "
+            "\"graph_entries\": %zu, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, \"unit_record_bytes\": %zu, "
+            "\"stored_bytes\": %zu, \"one_file_layout_bytes\": %zu, ",
+            pw->graphs, pw->unit_uses, pw->units_compiled, pw->unit_records, pw->nimages, pw->ngraph, pw->graph_bytes,
+            pw->image_bytes, pw->unit_bytes, stored, pw->one_file_bytes);
+    jnum(f, "seconds", pw->seconds, 0);
+    jnum(f, "one_file_layout_over_stored", ratio((double)pw->one_file_bytes, (double)stored), 1);
+    fprintf(f, "}");
+}
+
+void rm_rf(const char *dir) {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "kcache-bench: could not remove %s\n", dir);
@@ -636,11 +681,12 @@ static void rm_rf(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL, *kcache = NULL;
-    int floor_only = 0;
+    int floor_only = 0, largest = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--kcache") && i + 1 < argc) kcache = argv[++i];
         else if (!strcmp(argv[i], "--process-floor")) floor_only = 1;
+        else if (!strcmp(argv[i], "--largest") && i + 1 < argc) largest = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--plot") && i + 1 < argc) plot = argv[++i];
         else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
@@ -648,7 +694,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--measure-nvrtc-cache") && i + 1 < argc) nvspec = argv[++i];
         else {
             fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
-                            "                    [--kcache PATH] [--process-floor]\n");
+                            "                    [--kcache PATH] [--process-floor] [--largest N]\n");
             return 2;
         }
     }
@@ -705,45 +751,97 @@ int main(int argc, char **argv) {
     qsort(specs, (size_t)ns, sizeof specs[0], (int (*)(const void *, const void *))strcmp);
     gres g[32];
     memset(g, 0, sizeof g);
-    printf("kcache-bench: %d graphs for %s, %s (%s); NVRTC: %s\n\n", ns, arch, quick ? "quick" : "full",
-           "median [p10 .. p90]", kc_nvrtc_toolchain());
-    printf("%-14s %8s %11s %11s %11s %13s %13s %12s %9s %9s %9s\n", "graph", "entry", "cold", "warm", "limit",
-           "ccache cold", "ccache warm", "nvrtc cache", "cold/warm", "warm/lim", "ccw/warm");
-    double r_cw[32], r_wl[32], r_ccw[32], r_nv[32];
+    if (largest < 1000) largest = quick ? 100000 : 1000000; /* --largest: the largest store (lookups, gc) */
+    printf("kcache-bench: %d graphs for %s, %s, largest store %d entries (%s); NVRTC: %s\n\n", ns, arch,
+           quick ? "quick" : "full", largest, "median [p10 .. p90]", kc_nvrtc_toolchain());
+    printf("%-14s %5s %4s %8s %8s %10s %10s %10s %12s %12s %11s %9s %8s %8s\n", "graph", "units", "imgs", "entry",
+           "images", "cold", "warm", "limit", "ccache cold", "ccache warm", "nvrtc cache", "cold/warm", "warm/lim",
+           "ccw/warm");
+    double r_cw[32], r_wl[32], r_ccw[32], r_nv[32], r_rd[32], r_lib[32];
     for (int i = 0; i < ns; i++) {
         char dir[4200];
         snprintf(dir, sizeof dir, "%s/g%d", root, i);
         mkdir(dir, 0700);
         bench_graph(self, specs[i], dir, &g[i]);
         r_cw[i] = ratio(g[i].cold.med, g[i].warm.med);
-        r_wl[i] = ratio(g[i].warm.med, g[i].limit.med);
+        r_wl[i] = ratio(g[i].warm.med, g[i].lv.limit.med);
         r_ccw[i] = ratio(g[i].ccache_warm.n ? g[i].ccache_warm.med : NAN, g[i].warm.med);
         r_nv[i] = ratio(g[i].nvrtc_cache.med, g[i].warm.med);
-        char a[32], b[32], c[32], d[32], e[32], f[32], sz[16];
+        r_rd[i] = ratio(g[i].warm.med, warm_one_file_reads(&g[i]));
+        r_lib[i] = ratio(g[i].warm.med, warm_one_file_lib(&g[i]));
+        char a[32], b[32], c[32], d[32], e[32], f[32], sz[16], isz[16];
         fmt_us(g[i].cold.med, a, sizeof a);
         fmt_us(g[i].warm.med, b, sizeof b);
-        fmt_us(g[i].limit.med, c, sizeof c);
+        fmt_us(g[i].lv.limit.med, c, sizeof c);
         fmt_us(g[i].ccache_cold.n ? g[i].ccache_cold.med : NAN, d, sizeof d);
         fmt_us(g[i].ccache_warm.n ? g[i].ccache_warm.med : NAN, e, sizeof e);
         fmt_us(g[i].nvrtc_cache.n ? g[i].nvrtc_cache.med : NAN, f, sizeof f);
-        snprintf(sz, sizeof sz, "%.1f KB", (double)g[i].bytes / 1024);
-        printf("%-14s %8s %11s %11s %11s %13s %13s %12s %8.0fx %8.2fx %8.0fx\n", g[i].name, sz, a, b, c, d, e, f,
-               r_cw[i], r_wl[i], r_ccw[i]);
-        printf("%-14s %8s %11s [%.1f .. %.1f] [%.1f .. %.1f] us; warm = key %.1f us + lookup %.1f us\n", "", "", "",
-               g[i].warm.p10, g[i].warm.p90, g[i].limit.p10, g[i].limit.p90, g[i].warm_key.med, g[i].warm_lookup.med);
+        snprintf(sz, sizeof sz, "%.1f KB", (double)g[i].lv.graph_bytes / 1024);
+        snprintf(isz, sizeof isz, "%.1f KB", (double)g[i].lv.image_bytes / 1024);
+        printf("%-14s %5d %4d %8s %8s %10s %10s %10s %12s %12s %11s %8.0fx %7.2fx %7.0fx\n", g[i].name, g[i].units,
+               g[i].lv.images, sz, isz, a, b, c, d, e, f, r_cw[i], r_wl[i], r_ccw[i]);
+        printf("%-14s %5s %4s %8s %8s %10s [%.1f .. %.1f] [%.1f .. %.1f] us; warm = key %.1f us + lookup %.1f us\n", "",
+               "", "", "", "", "", g[i].warm.p10, g[i].warm.p90, g[i].lv.limit.p10, g[i].lv.limit.p90,
+               g[i].warm_key.med, g[i].warm_lookup.med);
         fflush(stdout);
         rm_rf(dir);
     }
     double m_cw = median_of(r_cw, ns), m_wl = median_of(r_wl, ns);
-    int nccw = 0, nnv = 0;
-    double ccw[32], nvv[32];
+    int nccw = 0, nnv = 0, nrd = 0, nlib = 0;
+    double ccw[32], nvv[32], rdv[32], libv[32];
     for (int i = 0; i < ns; i++) {
         if (!isnan(r_ccw[i])) ccw[nccw++] = r_ccw[i];
         if (!isnan(r_nv[i])) nvv[nnv++] = r_nv[i];
+        if (!isnan(r_rd[i])) rdv[nrd++] = r_rd[i];
+        if (!isnan(r_lib[i])) libv[nlib++] = r_lib[i];
     }
     double m_ccw = nccw ? median_of(ccw, nccw) : NAN, m_nv = nnv ? median_of(nvv, nnv) : NAN;
+    double m_lv[4] = {nrd ? median_of(rdv, nrd) : NAN, nrd ? rdv[nrd - 1] : NAN, /* median_of sorts */
+                      nlib ? median_of(libv, nlib) : NAN, nlib ? libv[nlib - 1] : NAN};
     printf("\nmedians over graphs: cold/warm %.0fx   warm/limit %.2fx   ccache-warm/kcache-warm %.0fx   "
            "nvrtc-own-cache/kcache-warm %.0fx\n", m_cw, m_wl, m_ccw, m_nv);
+    print_levels(g, ns, r_rd, r_lib, m_lv);
+
+    /* a second static shape, per graph with a symbolic dimension */
+    shape_res sh[32];
+    double r_sh[32];
+    int nsh = 0;
+    printf("\nsecond static shape (the graph's symbols set to 256, then 512; %d run%s each; median [p10 .. p90] ms):\n"
+           "%-14s %-16s %5s %24s %24s %9s %10s\n", quick ? 1 : 5, quick ? "" : "s", "graph", "shapes", "units",
+           "cold (empty cache)", "after the first shape", "compiled", "cold/2nd");
+    for (int i = 0; i < ns; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/shape%d", root, i);
+        mkdir(dir, 0700);
+        bench_second_shape(specs[i], dir, &sh[i]);
+        rm_rf(dir);
+        if (!sh[i].have) {
+            printf("%-14s not measured (%s)\n", sh[i].name, sh[i].why);
+            continue;
+        }
+        r_sh[nsh] = ratio(sh[i].cold.med, sh[i].second.med);
+        char a[32], b[32];
+        fmt_us(sh[i].cold.med, a, sizeof a);
+        fmt_us(sh[i].second.med, b, sizeof b);
+        printf("%-14s %-16s %5d %10s [%4.0f .. %4.0f] %10s [%4.1f .. %4.1f] %9d %9.0fx\n", sh[i].name, sh[i].shapes,
+               sh[i].units, a, sh[i].cold.p10 / 1e3, sh[i].cold.p90 / 1e3, b, sh[i].second.p10 / 1e3,
+               sh[i].second.p90 / 1e3, sh[i].second_units_compiled, r_sh[nsh]);
+        nsh++;
+        fflush(stdout);
+    }
+    double m_sh = nsh ? median_of(r_sh, nsh) : NAN, min_sh = nsh ? r_sh[0] : NAN; /* sorted by median_of */
+    printf("second shape, cold / after the first shape: median %.0fx, least %.0fx over %d graphs (acceptance: >= 10x)\n", m_sh,
+           min_sh, nsh);
+
+    /* a cold prewarm of the bundled manifest for the target */
+    prewarm_res pw;
+    char pdir[4200], manifest[4200];
+    snprintf(pdir, sizeof pdir, "%s/prewarm", root);
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", kdir);
+    mkdir(pdir, 0700);
+    bench_prewarm(manifest, pdir, &pw);
+    rm_rf(pdir);
+    print_prewarm(&pw, manifest);
 
     /* the process floor, on the softmax graph */
     floor_res pf;
@@ -764,14 +862,14 @@ int main(int argc, char **argv) {
     printf("key: %.0f MB/s on 4 KB sources, %.0f MB/s on 1 MB sources\n", k_small, k_large);
 
     /* scale */
-    const int scale_n[3] = {1000, quick ? 10000 : 100000, quick ? 100000 : 1000000};
+    const int scale_n[3] = {1000, largest / 10 > 1000 ? largest / 10 : 1000, largest};
     stat_s sc[3];
     double gc_ms = NAN;
     for (int i = 0; i < 3; i++) {
         char dir[4200];
         snprintf(dir, sizeof dir, "%s/scale%d", root, i);
         double t0 = now_us();
-        fill_store(dir, scale_n[i]);
+        uint64_t filled = fill_store(dir, scale_n[i]);
         double fill_s = (now_us() - t0) / 1e6;
         sc[i] = lookup_at(dir, scale_n[i]);
         printf("lookup at %7d entries: %.1f us [%.1f .. %.1f] (filled in %.1f s)\n", scale_n[i], sc[i].med, sc[i].p10,
@@ -780,13 +878,11 @@ int main(int argc, char **argv) {
         if (i == 2) {
             kc_cache *c = open_at(dir);
             kc_gc_report rep;
-            kc_cache_gc(c, UINT64_MAX, &rep); /* recount first: the synthetic fill bypassed the counters */
-            kc_stats st;
-            kc_cache_stats(c, &st);
             t0 = now_us();
-            kc_cache_gc(c, st.v[KC_STAT_BYTES] / 2, &rep);
+            kc_cache_gc(c, filled / 2, &rep); /* gc recounts from the directory: the fill bypassed the counters */
             gc_ms = (now_us() - t0) / 1e3;
-            printf("gc halving %d entries: %.0f ms (%llu evicted)\n", scale_n[i], gc_ms, (unsigned long long)rep.evicted);
+            printf("gc halving %d entries: %.0f ms (%llu of %llu evicted)\n", scale_n[i], gc_ms,
+                   (unsigned long long)rep.evicted, (unsigned long long)rep.entries_before);
             kc_cache_close(c);
         }
         rm_rf(dir);
@@ -816,12 +912,21 @@ int main(int argc, char **argv) {
         fprintf(f, "{\"arch\": \"%s\", \"quick\": %s, \"nvrtc\": \"%s\", \"graphs\": [", arch, quick ? "true" : "false",
                 kc_nvrtc_toolchain());
         for (int i = 0; i < ns; i++) {
-            fprintf(f, "%s\n  {\"name\": \"%s\", \"entry_bytes\": %zu, ", i ? "," : "", g[i].name, g[i].bytes);
+            fprintf(f, "%s\n  {\"name\": \"%s\", ", i ? "," : "", g[i].name);
+            jlevels(f, &g[i]);
             jstat(f, "cold", g[i].cold);
             jstat(f, "warm", g[i].warm);
             jstat(f, "warm_key", g[i].warm_key);
             jstat(f, "warm_lookup", g[i].warm_lookup);
-            jstat(f, "limit", g[i].limit);
+            jstat(f, "limit", g[i].lv.limit);
+            jstat(f, "limit_graph_entry", g[i].lv.entry_read);
+            jstat(f, "limit_images", g[i].lv.image_reads);
+            jstat(f, "limit_one_file", g[i].lv.one_file);
+            jstat(f, "resolve", g[i].lv.resolve);
+            jnum(f, "warm_one_file_reads_us", warm_one_file_reads(&g[i]), 0);
+            jnum(f, "warm_one_file_lib_us", warm_one_file_lib(&g[i]), 0);
+            jnum(f, "warm_over_warm_one_file_reads", r_rd[i], 0);
+            jnum(f, "warm_over_warm_one_file_lib", r_lib[i], 0);
             jstat(f, "ccache_cold", g[i].ccache_cold);
             jstat(f, "ccache_warm", g[i].ccache_warm);
             jstat(f, "nvrtc_cache", g[i].nvrtc_cache);
@@ -836,12 +941,23 @@ int main(int argc, char **argv) {
         jnum(f, "warm_over_limit", m_wl, 0);
         jnum(f, "ccache_warm_over_warm", m_ccw, 0);
         jnum(f, "nvrtc_cache_over_warm", m_nv, 0);
+        jnum(f, "warm_over_warm_one_file_reads", m_lv[0], 0);
+        jnum(f, "warm_over_warm_one_file_reads_most", m_lv[1], 0);
+        jnum(f, "warm_over_warm_one_file_lib", m_lv[2], 0);
+        jnum(f, "warm_over_warm_one_file_lib_most", m_lv[3], 0);
+        jnum(f, "second_shape_cold_over_second", m_sh, 0);
+        jnum(f, "second_shape_cold_over_second_least", min_sh, 0);
         jnum(f, "load_over_bare_load", gp.have ? ratio(gp.hit_load_us, gp.bare_load_us) : NAN, 0);
         jnum(f, "nvrtc_cache_over_hit", gp.have ? ratio(g[0].nvrtc_cache.med, gp.hit_load_us) : NAN, 0);
         jnum(f, "ptx_load_over_cubin_load", gp.have ? ratio(gp.ptx_load_us, gp.cubin_load_us) : NAN, 1);
         fprintf(f, "},\n \"site_hit_ns\": {\"1\": %.1f, \"8\": %.1f, \"64\": %.1f},", site[0], site[1], site[2]);
         fprintf(f, " \"key_mb_per_s\": {\"4KB\": %.0f, \"1MB\": %.0f},\n", k_small, k_large);
-        fprintf(f, " \"scale\": [");
+        fprintf(f, " \"second_shape\": [");
+        for (int i = 0, k = 0; i < ns; i++)
+            if (sh[i].have) fprintf(f, "%s\n  ", k++ ? "," : ""), jshape(f, &sh[i]);
+        fprintf(f, "],\n ");
+        jprewarm(f, &pw);
+        fprintf(f, ",\n \"scale\": [");
         for (int i = 0; i < 3; i++) {
             fprintf(f, "%s{\"entries\": %d, \"lookup\": {", i ? ", " : "", scale_n[i]);
             jnum(f, "median_us", sc[i].med, 0);
@@ -872,7 +988,8 @@ int main(int argc, char **argv) {
         snprintf(dat, sizeof dat, "%s/plot.dat", root);
         FILE *f = fopen(dat, "w");
         for (int i = 0; f && i < ns; i++)
-            fprintf(f, "%s %.3f %.3f %.3f\n", g[i].name, g[i].cold.med, g[i].warm.med, g[i].limit.med);
+            fprintf(f, "%s %.3f %.3f %.3f %.3f\n", g[i].name, g[i].cold.med, g[i].warm.med, g[i].lv.limit.med,
+                    g[i].lv.one_file.med);
         if (f) fclose(f);
         FILE *gp2 = popen("gnuplot 2>&1", "w");
         if (!gp2) fprintf(stderr, "kcache-bench: gnuplot not found: no plot\n");
@@ -882,9 +999,10 @@ int main(int argc, char **argv) {
                     "set title 'kcache: cold compile vs warm disk hit vs the read+XXH3+zstd limit (%s, median)'\n"
                     "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
                     "set logscale y\nset ylabel 'microseconds (log scale)'\nset grid ytics\nset xtics rotate by -20\n"
-                    "set key top right\n"
+                    "set key below\n"
                     "plot '%s' using 2:xtic(1) title 'cold (NVRTC)', '' using 3 title 'warm (kcache disk hit)', "
-                    "'' using 4 title 'limit (read+XXH3+zstd)'\n",
+                    "'' using 4 title 'limit (read+XXH3+zstd, graph entry + image files)', "
+                    "'' using 5 title 'limit, the same bytes as one file'\n",
                     plot, arch, dat);
             int rc = pclose(gp2);
             if (rc == 0) printf("wrote %s\n", plot);

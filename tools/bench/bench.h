@@ -1,0 +1,101 @@
+/*
+ * bench.h — what kcache-bench's two parts share: the run's settings, the clock, samples and
+ * scratch folders.  bench.c measures per graph and per store (cold, warm, limits, peers, scale,
+ * the process floor, the GPU); levels.c measures what the two-level layout ([Note: two levels]
+ * in kcache/entry.h) costs and saves: a hit's second-level reads against one file, a second
+ * static shape, and a cold prewarm's stored bytes.
+ *
+ * Must not: measure anything itself; it only names what both parts use.
+ */
+#ifndef KCACHE_BENCH_H
+#define KCACHE_BENCH_H
+
+#include <stddef.h>
+
+#include "kcache.h"
+
+/** 1 for --quick (fewer repetitions, smaller stores: CI runs it). */
+extern int quick;
+/** The target every measurement compiles for (--arch; sm_90 by default). */
+extern const char *arch;
+
+/** Monotonic microseconds. */
+double now_us(void);
+
+/** A sample's median and spread (p10, p90) in microseconds; n 0 when nothing was measured. */
+typedef struct stat_s {
+    double med, p10, p90;
+    int n;
+} stat_s;
+
+/** Summarize `n` samples (sorts `v` in place). */
+stat_s summarize(double *v, int n);
+
+/** The median of `n` values (sorts `v`); NAN when n is 0. */
+double median_of(double *v, int n);
+
+/** a / b, or NAN when either is not positive. */
+double ratio(double a, double b);
+
+/** A cache on `dir` (environment ignored); exits the benchmark on failure. */
+kc_cache *open_at(const char *dir);
+
+/** Remove a scratch folder and everything in it. */
+void rm_rf(const char *dir);
+
+/* ---- levels.c ---- */
+
+/** A warm hit's direct floor, per graph: the graph entry read, then each image's. */
+typedef struct levels_res {
+    int have;                 /**< 0: not measured (why) */
+    char why[256];
+    int images;               /**< image files the graph entry refers to */
+    size_t graph_bytes;       /**< the graph entry file's bytes */
+    size_t image_bytes;       /**< its images' files' bytes, together */
+    stat_s entry_read;        /**< read() + XXH3 + zstd of the graph entry file */
+    stat_s image_reads;       /**< the same of each image file, one after another (+ XXH3-128 of its bytes) */
+    stat_s limit;             /**< both: the N-file limit (entry_read + image_reads, each sample timed whole) */
+    stat_s one_file;          /**< the same bytes and checks as one file: one open, one read() */
+    stat_s resolve;           /**< the library's part of a hit that is the second level's: kc_entry_resolve of
+                                   the graph entry (each image's get, checks, attach) */
+} levels_res;
+
+/**
+ * Measure the limit of a hit of the graph `key` stored for `arch` in the cache `c` on `dir`:
+ * `iters` samples of the N-file read and of the one-file read, interleaved.
+ */
+void bench_levels(kc_cache *c, const kc_key *key, const char *dir, int iters, levels_res *out);
+
+/** A second static shape of one graph: cold (empty cache) against after a first shape. */
+typedef struct shape_res {
+    char name[64];
+    int have;                 /**< 0: the graph has no symbolic dimension, or it failed (why) */
+    char why[256];
+    char shapes[128];         /**< "M=64 -> M=128" */
+    int units;                /**< compile units of the graph */
+    int second_units_compiled;  /**< units the second shape compiled (the most of any repetition; 0 expected) */
+    stat_s cold;              /**< shape B compiled in an empty cache (units compiled: all) */
+    stat_s second;            /**< shape B compiled after shape A (units compiled: 0) */
+} shape_res;
+
+/** Measure a second static shape of the graph spec at `spec` in scratch caches under `dir`. */
+void bench_second_shape(const char *spec, const char *dir, shape_res *out);
+
+/** A cold prewarm of a manifest for one target into an empty cache, and what it stored. */
+typedef struct prewarm_res {
+    int have;
+    char why[256];
+    double seconds;
+    size_t graphs;            /**< graphs prewarmed (variants: one target) */
+    long unit_uses;           /**< sum of info.units: the compiles a graph-per-graph compile would run */
+    long units_compiled;      /**< sum of info.units_compiled: NVRTC programs run */
+    size_t unit_records;      /**< distinct units stored ("<unit key>.unit" files) */
+    size_t nimages, ngraph;   /**< image files, graph entry files */
+    size_t graph_bytes, image_bytes, unit_bytes; /**< stored bytes by kind */
+    size_t one_file_bytes;    /**< every graph entry's bytes plus its images' bytes, shared ones again */
+} prewarm_res;
+
+/** Prewarm `manifest` for `arch` into an empty cache on `dir` and count what it stored. */
+void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out);
+
+#endif
