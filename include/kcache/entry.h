@@ -184,8 +184,8 @@ KC_API uint64_t kc_entry_created_at(const kc_entry *e);
 KC_API void kc_entry_set_created_at(kc_entry *e, uint64_t ns);
 
 /**
- * Encode an entry.  Sections larger than 64 bytes are zstd-compressed when that saves
- * space.  `*out` is the caller's, freed with kc_free.
+ * Encode an entry.  Sections larger than 256 bytes are zstd-compressed when that saves an
+ * eighth of them or more (a hit inflates every compressed section it reads).  `*out` is the caller's, freed with kc_free.
  */
 KC_API int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len);
 

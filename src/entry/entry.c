@@ -38,7 +38,7 @@
 #define FLAG_MAC 1u
 #define MAX_DIGESTS 4096
 #define ZSTD_LEVEL 3
-#define COMPRESS_MIN 64
+#define COMPRESS_MIN 256 /* smaller sections are stored as they are: a frame to inflate costs more than it saves */
 
 static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'E', '\r', '\n', 0x1a, '\n'};
 
@@ -313,7 +313,10 @@ int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
                 goto done;
             }
             size_t zn = ZSTD_compressCCtx(z->c, zb, bound, raw, len, ZSTD_LEVEL);
-            if (!ZSTD_isError(zn) && zn < len && ratio_ok(len, zn)) { /* past the ratio: stored as is */
+            /* Compressed only when it saves an eighth or more: a hit inflates every compressed section
+             * of a graph entry and of each of its images, and a frame that saves a few bytes costs a
+             * microsecond to set up.  Past the ratio: stored as is. */
+            if (!ZSTD_isError(zn) && zn <= len - len / 8 && ratio_ok(len, zn)) {
                 s->zbuf = zb;
                 s->stored_len = zn;
                 s->codec = KC_CODEC_ZSTD;

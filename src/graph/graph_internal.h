@@ -179,9 +179,10 @@ int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char 
 
 /* ---- the second level: images and compile units (resolve.c, unitstore.c; [Note: two levels]) ---- */
 
-/** Fetch, check and attach every image a graph entry refers to (local, then remote): KC_OK, or
- *  KC_MISS naming what is missing or failed its check (a cost of a miss, never an error). */
-int kc_graph_resolve_(kc_cache *c, kc_entry *e);
+/** Fetch, check and — when `attach` — attach every image a graph entry refers to (local, then
+ *  remote): KC_OK, or KC_MISS naming what is missing or failed its check (a cost of a miss, never
+ *  an error).  Without `attach` (a compile-only hit) the images are checked and not kept. */
+int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach);
 /** The key of unit `unit` for `target` (same identity rules as the graph key; no launches, shapes). */
 int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
                  const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);

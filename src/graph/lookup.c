@@ -214,14 +214,15 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
  */
 /* The local graph entry of key.variant with its images resolved: KC_OK, or KC_MISS (absent;
  * corrupt: quarantined; an image missing or failing its check: counted, the reason in `why`). */
-static int local_graph(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out, char *why, size_t cap) {
+static int local_graph(kc_cache *c, const kc_key *key, const char *variant, int attach, kc_entry **out, char *why,
+                       size_t cap) {
     /* `why` NULL: a look again under the compile lock, whose lookup counted its own detail already */
     *out = NULL;
     kc_entry *e;
     int rc = kc_cache_get_local_(c, key, variant, &e);
     if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
     if (rc) return KC_MISS;
-    if ((rc = kc_graph_resolve_(c, e)) != KC_OK) {
+    if ((rc = kc_graph_resolve_(c, e, attach)) != KC_OK) {
         if (why) kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
         if (why) snprintf(why, cap, "%.150s", kc_error_last()->message);
         kc_log(KC_LOG_GRAPH, "stored graph %s not usable: %s", variant, kc_error_last()->message);
@@ -241,7 +242,7 @@ static int remote_graph(kc_cache *c, const kc_key *key, const char *const *varia
     void *raw;
     size_t raw_len, w = 0;
     if (kc_cache_remote_fetch_(c, key, variants, n, &w, &e, &raw, &raw_len) != KC_OK) return KC_MISS;
-    int rc = kc_graph_resolve_(c, e);
+    int rc = kc_graph_resolve_(c, e, 1);
     if (rc == KC_OK) {
         (void)kc_cache_keep_local_(c, key, variants[w], raw, raw_len);
     } else {
@@ -261,7 +262,7 @@ static int remote_graph(kc_cache *c, const kc_key *key, const char *const *varia
 static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_graph_info *info, const char *why,
                        kc_entry **entry_out) {
     kc_entry *e;
-    if (local_graph(c, key, target, &e, NULL, 0) != KC_OK) return 0;
+    if (local_graph(c, key, target, entry_out != NULL, &e, NULL, 0) != KC_OK) return 0;
     info->source = KC_FROM_DISK;
     snprintf(info->variant, sizeof info->variant, "%s", target);
     snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
@@ -334,7 +335,7 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
     char why[160] = "";
-    if (cacheable && local_graph(c, &key, target, &e, why, sizeof why) == KC_OK) { /* one read each, no stat first */
+    if (cacheable && local_graph(c, &key, target, 0, &e, why, sizeof why) == KC_OK) { /* one read each, images checked, not kept */
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
@@ -411,7 +412,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     char why[160] = "";
     for (size_t i = 0; i < nc && !g; i++) {
         kc_entry *e;
-        if ((rc = local_graph(c, &key, cand[i], &e, why, sizeof why)) != KC_OK) { /* absent, corrupt, an image missing */
+        if ((rc = local_graph(c, &key, cand[i], 1, &e, why, sizeof why)) != KC_OK) { /* absent, corrupt, an image missing */
             if (rc != KC_MISS) break;
             rc = KC_OK;
             continue;

@@ -28,20 +28,20 @@ static void describe(const kc_image_ref *r, char *out, size_t cap) {
 
 /* The local image of `ref`, checked and attached as image `i`: KC_OK, or KC_MISS (absent, corrupt:
  * quarantined by the read, or not the image referred to). */
-static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref) {
+static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref, int attach) {
     kc_entry *img;
     int rc = kc_cache_get_local_(c, &ref->id, KC_VARIANT_IMAGE, &img);
     if (rc != KC_OK) return KC_MISS;
     const void *bytes;
     size_t len;
     rc = kc_image_entry_read(img, ref, 0, NULL, &bytes, &len);
-    if (rc == KC_OK) rc = kc_entry_attach_image(e, i, bytes, len);
-    else kc_log(KC_LOG_STORE, "local image: %s", kc_error_last()->message);
+    if (rc == KC_OK && attach) rc = kc_entry_attach_image(e, i, bytes, len);
+    else if (rc) kc_log(KC_LOG_STORE, "local image: %s", kc_error_last()->message);
     kc_entry_free(img);
     return rc == KC_ENOMEM ? rc : rc ? KC_MISS : KC_OK;
 }
 
-int kc_graph_resolve_(kc_cache *c, kc_entry *e) {
+int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach) {
     kc_image_ref *refs;
     size_t n;
     int rc = kc_entry_images(e, &refs, &n);
@@ -51,7 +51,7 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e) {
         const void *b;
         size_t l;
         if (kc_entry_attached_image(e, i, &b, &l) == KC_OK) continue; /* resolved before */
-        rc = attach_local(c, e, i, &refs[i]);
+        rc = attach_local(c, e, i, &refs[i], attach);
         if (rc == KC_MISS) missing[nm++] = i;
     }
     if (rc == KC_ENOMEM) {
@@ -73,7 +73,7 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e) {
             char what[128];
             describe(&refs[i], what, sizeof what);
             int r = got[k] ? kc_image_entry_read(got[k], &refs[i], 1, NULL, &bytes, &len) : KC_MISS;
-            if (r == KC_OK) r = kc_entry_attach_image(e, i, bytes, len);
+            if (r == KC_OK && attach) r = kc_entry_attach_image(e, i, bytes, len);
             if (r == KC_OK) (void)kc_cache_keep_local_(c, &refs[i].id, KC_VARIANT_IMAGE, raw[k], rl[k]);
             else if (!rc && got[k]) rc = kc_err(KC_MISS, "image %s from the remote failed its check: %s", what, kc_error_last()->message);
             else if (!rc) rc = kc_err(KC_MISS, "image %s is missing", what);
@@ -87,5 +87,5 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e) {
 
 int kc_entry_resolve(kc_cache *c, kc_entry *e) {
     if (!c || !e) return kc_err(KC_EINVAL, "kc_entry_resolve: NULL argument");
-    return kc_graph_resolve_(c, e);
+    return kc_graph_resolve_(c, e, 1);
 }
