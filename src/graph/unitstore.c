@@ -24,13 +24,19 @@
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
+/* The name expressions of `unit` in slot order (one per kernel of the unit). */
+static size_t unit_names(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char **names) {
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        if ((size_t)u->unit_of[i] == unit) names[n++] = ks[i].name;
+    return n;
+}
+
 int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
                  const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
     const kc_kernel_src *k = &ks[u->first[unit]];
     const char *names[KC_UNITS_MAX];
-    size_t n = 0;
-    for (size_t i = 0; i < nk; i++)
-        if ((size_t)u->unit_of[i] == unit) names[n++] = ks[i].name;
+    size_t n = unit_names(ks, nk, u, unit, names);
     qsort(names, n, sizeof *names, cmp_str);
     kc_key_builder *kb;
     int rc = kc_key_builder_new(&kb);
@@ -57,14 +63,6 @@ int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t u
     if (rc || !kb_out) kc_key_builder_free(kb);
     else *kb_out = kb;
     return rc;
-}
-
-/* The name expressions of `unit` in slot order (one per kernel of the unit). */
-static size_t unit_names(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char **names) {
-    size_t n = 0;
-    for (size_t i = 0; i < nk; i++)
-        if ((size_t)u->unit_of[i] == unit) names[n++] = ks[i].name;
-    return n;
 }
 
 /* A compiled unit made of a stored image and the record's lowered names (taken). */
