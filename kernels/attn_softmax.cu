@@ -29,14 +29,16 @@ __device__ __forceinline__ float attn_warp_reduce(float v, Op op) {
 }
 
 // Reduce v over the block (BLOCK threads, whole warps) with op; every thread gets the result.
+// `identity` fills the lanes of the second round that have no warp behind them (-inf for max,
+// 0 for a sum: padding with a real partial would count it again).
 template <int BLOCK, typename Op>
-__device__ __forceinline__ float attn_block_reduce(float v, float *red, Op op) {
+__device__ __forceinline__ float attn_block_reduce(float v, float *red, Op op, float identity) {
   static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK must be whole warps");
   v = attn_warp_reduce(v, op);
   if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
   __syncthreads();
   if (threadIdx.x < 32) {
-    float t = threadIdx.x < BLOCK / 32 ? red[threadIdx.x] : red[0];
+    float t = threadIdx.x < BLOCK / 32 ? red[threadIdx.x] : identity;
     t = attn_warp_reduce(t, op);
     if (threadIdx.x == 0) red[0] = t;
   }
@@ -59,14 +61,14 @@ __global__ void __launch_bounds__(BLOCK)
     row[j] = v;
     m = fmaxf(m, v);
   }
-  m = attn_block_reduce<BLOCK>(m, red, attn_max());
+  m = attn_block_reduce<BLOCK>(m, red, attn_max(), -__int_as_float(0x7f800000));
   float s = 0.f;
   for (int64_t j = threadIdx.x; j < C; j += BLOCK) {
     const float e = __expf(row[j] - m);
     row[j] = e;
     s += e;
   }
-  s = attn_block_reduce<BLOCK>(s, red, attn_sum());
+  s = attn_block_reduce<BLOCK>(s, red, attn_sum(), 0.f);
   const float inv = 1.f / s;
   for (int64_t j = threadIdx.x; j < C; j += BLOCK) yr[j] = row[j] * inv;
 }
@@ -84,6 +86,6 @@ __global__ void __launch_bounds__(BLOCK)
     row[j] = v;
     d += v * gy[off + j];
   }
-  d = attn_block_reduce<BLOCK>(d, red, attn_sum());
+  d = attn_block_reduce<BLOCK>(d, red, attn_sum(), 0.f);
   for (int64_t j = threadIdx.x; j < C; j += BLOCK) gx[off + j] = scale * row[j] * (gy[off + j] - d);
 }

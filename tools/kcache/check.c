@@ -51,6 +51,7 @@ typedef struct rcase {
     unsigned inplace;       /* bit i: the forward updates input i where it is (compared after it) */
     unsigned accumulate;    /* bit i: input i's gradient adds into the caller's buffer (filled first) */
     int forward_only;       /* no backward pass */
+    unsigned nograd;        /* bit i: input i has no gradient (its "requires_grad" is false) */
 } rcase;
 
 static float gelu(float x) { return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
@@ -182,6 +183,7 @@ static const char *ref_softmax_xent(rio *io) {
     return NULL;
 }
 
+/* dropout: the mask is read off the device's output, so the inputs lie in [1, 3]: a kept 0 would read as dropped. */
 enum { DO_N = 100000 };
 static const char *ref_dropout(rio *io) {
     size_t kept = 0;
@@ -275,6 +277,25 @@ static const char *ref_linear(rio *io) {
     return NULL;
 }
 
+/* rmsnorm_bf16: y = x * r * w, r = 1/sqrt(mean(x^2) + eps); gx = r*w*gy - x*r^3*mean(x*w*gy); w has no
+ * gradient.  Inputs and gy are bf16 values (the reference sees them rounded); the outputs are rounded to
+ * bf16 by the device, hence the bf16 tolerances.  C = 3000: rows that do not fill the last sweep. */
+enum { RN_R = 48, RN_C = 3000 };
+static const char *ref_rmsnorm_bf16(rio *io) {
+    const float *x = io->in[0], *w = io->in[1];
+    for (int r = 0; r < RN_R; r++) {
+        const float *xr = x + (size_t)r * RN_C, *gy = io->gy + (size_t)r * RN_C;
+        double ss = 0, dot = 0;
+        for (int j = 0; j < RN_C; j++) ss += (double)xr[j] * xr[j], dot += (double)xr[j] * w[j] * gy[j];
+        double rs = 1 / sqrt(ss / RN_C + 1e-5), k = rs * rs * rs * dot / RN_C;
+        for (int j = 0; j < RN_C; j++) {
+            io->y[(size_t)r * RN_C + j] = (float)(xr[j] * rs * w[j]);
+            io->gx[0][(size_t)r * RN_C + j] += (float)(rs * w[j] * gy[j] - xr[j] * k);
+        }
+    }
+    return NULL;
+}
+
 /* Input values: offset + scale × uniform(−1, 1); labels: in [0, labels). */
 #define F32(rank, s0, s1, offset, scale) {rank, {s0, s1}, offset, scale, 0, 0}
 #define BF16(rank, s0, s1, offset, scale) {rank, {s0, s1}, offset, scale, 0, KC_DTYPE_BF16}
@@ -291,9 +312,11 @@ static const rcase cases[] = {
             F32(2, MLP_H, MLP_N, 0, 1.f / 32), F32(1, MLP_N, 0, 0, 0.25f)},
      .ref = ref_mlp_block},
     {.name = "softmax_xent", .nin = 2, .in = {F32(2, XE_N, XE_C, 0, 3), LABELS(XE_N, XE_C)}, .ref = ref_softmax_xent},
-    {.name = "dropout", .nin = 1, .in = {F32(1, DO_N, 0, 0, 1)}, .rng = 1, .ref = ref_dropout},
+    {.name = "dropout", .nin = 1, .in = {F32(1, DO_N, 0, 2, 1)}, .rng = 1, .ref = ref_dropout},
     {.name = "attn_softmax", .nin = 1, .in = {F32(2, AS_R, AS_C, 0, 8)}, .ref = ref_attn_softmax, .nargs = 1,
      .args = {{KC_ARG_F32, {.f32 = AS_SCALE}}}},
+    {.name = "rmsnorm_bf16", .nin = 2, .in = {BF16(2, RN_R, RN_C, 0, 2), BF16(1, RN_C, 0, 1, 0.5f)},
+     .ref = ref_rmsnorm_bf16, .nograd = 1u << 1},
     {.name = "global_norm", .nin = 1, .in = {BF16(1, GN_N, 0, 0, 1)}, .ref = ref_global_norm, .forward_only = 1},
     {.name = "adamw", .nin = 4,
      .in = {F32(1, AW_N, 0, 0, 1), BF16(1, AW_N, 0, 0, 0.1f), F32(1, AW_N, 0, 0, 0.01f), F32(1, AW_N, 0, 5e-4f, 4e-4f)},
@@ -351,13 +374,19 @@ static float float_of_bf16(uint16_t h) {
     return f;
 }
 
-/* A device f32 tensor (or f32 data under another tensor's shape) read back to the host. */
+/* A device tensor read back to the host as floats (f32 as it is, bf16 widened exactly). */
 static int fetch(const kc_tensor *t, float **out) {
     size_t n = numel(t);
     *out = calloc(n + 1, sizeof(float));
     if (!*out) return KC_ENOMEM;
     int rc = kc_cuda_synchronize();
-    return rc ? rc : kc_cuda_copy_to_host(*out, t->data, n * sizeof(float));
+    if (rc || t->dtype != KC_DTYPE_BF16) return rc ? rc : kc_cuda_copy_to_host(*out, t->data, n * sizeof(float));
+    uint16_t *b = malloc(n * 2 + 2);
+    if (!b) return KC_ENOMEM;
+    rc = kc_cuda_copy_to_host(b, t->data, n * 2);
+    for (size_t e = 0; !rc && e < n; e++) (*out)[e] = float_of_bf16(b[e]);
+    free(b);
+    return rc;
 }
 
 /* A device copy of n host floats, as f32 or (rounded) bf16. */
@@ -430,8 +459,9 @@ int kcc_check(kc_graph *g, int device, const char *graph_name, char *msg, size_t
         gy = calloc(io.ny + 1, sizeof(float));
         io.y = calloc(io.ny + 1, sizeof(float));
         for (size_t i = 0; gy && i < io.ny; i++) gy[i] = frand(&seed);
+        for (size_t i = 0; gy && out.dtype == KC_DTYPE_BF16 && i < io.ny; i++) gy[i] = float_of_bf16(bf16_of(gy[i]));
         for (size_t i = 0; i < k->nin; i++)
-            if (io.in[i] && !k->forward_only && !(io.gx[i] = calloc(numel(&in[i]) + 1, sizeof(float)))) rc = KC_ENOMEM;
+            if (io.in[i] && !k->forward_only && !(k->nograd >> i & 1) && !(io.gx[i] = calloc(numel(&in[i]) + 1, sizeof(float)))) rc = KC_ENOMEM;
         /* An accumulating gradient starts at the caller's values, on both sides. */
         for (size_t i = 0; i < k->nin && !rc; i++)
             if (k->accumulate >> i & 1) {
@@ -453,7 +483,10 @@ int kcc_check(kc_graph *g, int device, const char *graph_name, char *msg, size_t
         const char *why = k->ref(&io);
         if (why) snprintf(msg, cap, "%s: %s", graph_name, why), ok = 0;
     }
-    if (!rc && ok) ok = compare("forward", got_y, io.y, io.ny, 2e-3, msg, cap, &worst);
+    /* bf16 outputs carry 8 significant bits (a rounding is up to 2^-9 of the value): looser bounds. */
+    int bf16 = out.dtype == KC_DTYPE_BF16;
+    double ftol = bf16 ? 1e-2 : 2e-3, btol = bf16 ? 2e-2 : 5e-3;
+    if (!rc && ok) ok = compare("forward", got_y, io.y, io.ny, ftol, msg, cap, &worst);
     for (size_t i = 0; i < k->nin && !rc && ok; i++)
         if (got_in[i]) {
             char name[40];
@@ -463,17 +496,16 @@ int kcc_check(kc_graph *g, int device, const char *graph_name, char *msg, size_t
     if (!rc && ok && !k->forward_only) {
         gout = out;
         gout.data = NULL;
-        rc = kc_cuda_malloc(&gout.data, io.ny * 4, NULL);
-        if (!rc) rc = kc_cuda_copy_to_device(gout.data, gy, io.ny * 4);
+        rc = upload(&gout.data, gy, io.ny, out.dtype);
         snprintf(what, sizeof what, "backward");
         if (!rc) rc = kc_graph_backward(g, sv, &gout, 1, gin, k->nin, NULL);
         if (!rc) backward_ran = 1;
         for (size_t i = 0; i < k->nin && !rc && ok; i++) {
-            if (!io.gx[i]) continue; /* labels have no gradient */
+            if (!io.gx[i]) continue; /* labels, and inputs without requires_grad, have no gradient */
             char name[48];
             snprintf(name, sizeof name, "grad of input %zu%s", i, k->accumulate >> i & 1 ? " (accumulated)" : "");
             rc = fetch(&gin[i], &got_gx[i]);
-            if (!rc) ok = compare(name, got_gx[i], io.gx[i], numel(&in[i]), 5e-3, msg, cap, &worst);
+            if (!rc) ok = compare(name, got_gx[i], io.gx[i], numel(&in[i]), btol, msg, cap, &worst);
         }
     }
     if (rc) snprintf(msg, cap, "%s of %s failed: %s", what[0] ? what : "setup", graph_name, kc_error_last()->message);
