@@ -71,6 +71,7 @@ static struct {
     __typeof__(cuGraphExecDestroy) *GraphExecDestroy;
     __typeof__(cuGraphDestroy) *GraphDestroy;
     __typeof__(cuFuncGetParamInfo) *FuncGetParamInfo; /* optional (driver >= 12.4) */
+    __typeof__(cuFuncLoad) *FuncLoad;                 /* optional (driver >= 12.4) */
     __typeof__(cuFuncGetAttribute) *FuncGetAttribute; /* optional: large dynamic shared memory */
     __typeof__(cuFuncSetAttribute) *FuncSetAttribute;
 } cu;
@@ -128,6 +129,7 @@ static void cu_load(void) {
     OPT(LibraryUnload, "cuLibraryUnload");
     OPT(KernelGetFunction, "cuKernelGetFunction");
     OPT(FuncGetParamInfo, "cuFuncGetParamInfo");
+    OPT(FuncLoad, "cuFuncLoad");
     OPT(FuncGetAttribute, "cuFuncGetAttribute");
     OPT(FuncSetAttribute, "cuFuncSetAttribute");
     OPT(MemsetD8Async, "cuMemsetD8Async");
@@ -296,6 +298,10 @@ int kc_module_function(kc_module *m, const char *name, void **fn_out) {
     } else {
         KC_CU_LOAD(cu.ModuleGetFunction(&f, m->mod, name));
     }
+    /* Under lazy loading (the default since CUDA 12.2) a library is only read at load and a
+     * function handed out unloaded: an image the device cannot run would be refused at the
+     * first launch, inside the caller's step.  Loading it now makes that refusal a miss here. */
+    if (cu.FuncLoad) KC_CU_LOAD(cu.FuncLoad(f));
     *fn_out = (void *)f;
 done:
     if (rc) kc_err_prefix(rc, "kernel '%s'", name);

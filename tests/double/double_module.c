@@ -2,7 +2,7 @@
  * double_module.c — the driver double's loads: cuModuleLoadData / cuLibraryLoadData and
  * their unloads, kernel lookup (cuModuleGetFunction, cuLibraryGetKernel,
  * cuKernelGetFunction), and what a function says about itself (cuFuncGetAttribute,
- * cuFuncSetAttribute, cuFuncGetParamInfo, cuFuncGetName).
+ * cuFuncSetAttribute, cuFuncGetParamInfo, cuFuncGetName, cuFuncLoad).
  *
  * The one idea: a load is decided in the driver's order — a kcd_refuse_next refusal, then the
  * image read whole (double_image.c: INVALID_IMAGE / INVALID_PTX), then a refusal rule for its
@@ -315,6 +315,16 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func_, size_t paramIndex, size_t 
         *paramOffset = f->ki->poff[paramIndex];
         if (paramSize) *paramSize = f->ki->psize[paramIndex];
     }
+    kcd_unlock();
+    return r;
+}
+
+/* The driver's lazy loading finishes a function here; the double loaded it whole at
+ * cuKernelGetFunction (where the device was checked), so only the handle is checked. */
+CUresult CUDAAPI cuFuncLoad(CUfunction function) {
+    kcd_lock();
+    CUresult r;
+    func("cuFuncLoad", function, &r);
     kcd_unlock();
     return r;
 }
