@@ -183,6 +183,7 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     char *strs;
     kc_params *abi = NULL;
     const char **names = NULL;
+    uint64_t t0 = kc_mono_ns(), t_dev = 0, t_mod = 0, t_fn = 0, t_par = 0; /* KCACHE_LOG=load: where a load's time goes */
     int rc = kc_kernels_of(e, &v, &n, &nimg, &strs);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
@@ -227,7 +228,9 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     if (!rc) rc = kc_abi_check_program(where, g->fwd, abi, names);
     if (!rc) rc = kc_abi_check_program(where, g->bwd, abi, names);
     /* The device's facts, read once for this graph: its programs' device_* names evaluate to them. */
+    uint64_t t1 = kc_mono_ns();
     if (!rc) rc = kc_device_facts_read(device, g->dev);
+    t_dev = kc_mono_ns() - t1;
     if (!rc) {
         g->fwd->dev = g->dev;
         if (g->bwd) g->bwd->dev = g->dev;
@@ -239,13 +242,17 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     }
     for (size_t i = 0; i < n && !rc; i++) {
         kc_module **m = &g->modules[v[i].image_index];
+        uint64_t a = kc_mono_ns(), b, c2;
         if (!*m) {
             rc = kc_module_load(m, device, v[i].image, v[i].len);
             if (rc) rc = kc_err_prefix(rc, "the %s image", v[i].target);
             else g->bytes += v[i].len;
         }
+        b = kc_mono_ns();
         if (!rc) rc = kc_module_function(*m, v[i].lowered, &g->fns[i]);
+        c2 = kc_mono_ns();
         if (!rc) rc = driver_agrees(g->fns[i], v[i].name, &abi[i]);
+        t_mod += b - a, t_fn += c2 - b, t_par += kc_mono_ns() - c2;
     }
     free(v);
     free(names);
@@ -260,6 +267,11 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
         graph_destroy(g);
         return rc;
     }
+    uint64_t total = kc_mono_ns() - t0;
+    kc_log(KC_LOG_LOAD, "loaded %s.%s on device %d in %.1f us: %zu images %.1f us, %zu kernels fetched %.1f us, their "
+           "parameters checked with the driver %.1f us, device facts %.1f us, the rest (decode, checks, wrappers) %.1f us",
+           hex, g->variant, device, total / 1e3, nimg, t_mod / 1e3, n, t_fn / 1e3, t_par / 1e3, t_dev / 1e3,
+           (double)(total - t_mod - t_fn - t_par - t_dev) / 1e3);
     *out = g;
     return KC_OK;
 }

@@ -3,7 +3,7 @@
  * run, reported as medians with their spread and as ratios (these machines are noisy).
  *
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
- *                [--kcache PATH] [--process-floor] [--largest N]
+ *                [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]
  *
  * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
  * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
@@ -388,33 +388,65 @@ static stat_s lookup_at(const char *dir, int n) {
 typedef struct gpu_res {
     int have;
     char why[256];
-    double hit_load_us, bare_load_us, ptx_load_us, cubin_load_us;
+    double hit_load_us, bare_load_us, hand_us, ptx_load_us, cubin_load_us;
+    double key_us, lookup_us, load_us; /* the hit's own split (kc_graph_info), medians */
 } gpu_res;
 
-static double bare_load(const char *dir, int device) {
-    /* Load every image the directory holds (extracted from the entry), as a runtime would by hand. */
+/* An entry's kernels: name -> lowered name (kc_entry_kernels), for fetching them by hand. */
+typedef struct names {
+    char name[16][128], lowered[16][512];
+    int n;
+} names;
+
+static void add_name(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes, void *ctx) {
+    (void)target, (void)is_ptx, (void)bytes;
+    names *nm = ctx;
+    if (nm->n >= 16) return;
+    snprintf(nm->name[nm->n], sizeof nm->name[0], "%s", name);
+    snprintf(nm->lowered[nm->n], sizeof nm->lowered[0], "%s", lowered);
+    nm->n++;
+}
+
+/*
+ * Load every image the directory holds (extracted from the entry as <kernel>.<variant>.cubin),
+ * as a runtime would by hand.  `bare`: the driver's load alone (cuLibraryLoadData); `hand`: what
+ * a runtime keeping its own files must do for the same graph — read the file, load it, fetch
+ * its kernel (kc_module_function: cuLibraryGetKernel, cuKernelGetFunction, cuFuncLoad).
+ */
+static int bare_load(const char *dir, int device, const names *nm, double *bare, double *hand) {
     DIR *dd = opendir(dir);
     if (!dd) return -1;
     struct dirent *de;
-    double total = 0;
+    *bare = *hand = 0;
     while ((de = readdir(dd))) {
         if (!strstr(de->d_name, ".cubin") && !strstr(de->d_name, ".ptx")) continue;
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        static uint8_t img[16 << 20];
+        double t0 = now_us();
         FILE *f = fopen(p, "rb");
         if (!f) continue;
-        static uint8_t img[16 << 20];
         size_t n = fread(img, 1, sizeof img - 1, f);
         fclose(f);
         img[n] = 0;
         kc_module *m;
-        double t0 = now_us();
-        if (kc_module_load(&m, device, img, strstr(de->d_name, ".ptx") ? n + 1 : n)) return -1;
-        total += now_us() - t0;
+        double t1 = now_us();
+        if (kc_module_load(&m, device, img, strstr(de->d_name, ".ptx") ? n + 1 : n)) return closedir(dd), -1;
+        double t2 = now_us();
+        const char *lowered = NULL;
+        for (int k = 0; nm && k < nm->n && !lowered; k++) {
+            size_t l = strlen(nm->name[k]);
+            if (!strncmp(de->d_name, nm->name[k], l) && de->d_name[l] == '.') lowered = nm->lowered[k];
+        }
+        void *fn;
+        if (lowered && kc_module_function(m, lowered, &fn)) return kc_module_free(m), closedir(dd), -1;
+        double t3 = now_us();
+        *bare += t2 - t1;
+        *hand += t3 - t0;
         kc_module_free(m);
     }
     closedir(dd);
-    return total;
+    return 0;
 }
 
 static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
@@ -430,8 +462,8 @@ static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
     kc_variant_for_device(major, minor, target);
     snprintf(ptx, sizeof ptx, "compute_%d%d", major, minor);
     kc_cache *c = open_at(dir);
-    int n = quick ? 3 : 7;
-    double hit[16], bare[16], jit[16], cub[16];
+    int n = 15; /* cheap: a few ms each */
+    double hit[16], bare[16], hand[16], jit[16], jhand[16], key[16], look[16], load[16];
     for (int i = 0; i < n; i++) {
         /* A distinct graph each time (globals), so that the loaded-graph table cannot answer. */
         kc_graph_desc *d;
@@ -440,13 +472,9 @@ static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
         kc_graph_info info;
         kc_graph_compile(c, d, target, &info);
         kc_graph_compile(c, d, ptx, &info);
-        kc_graph *g;
-        double t0 = now_us();
-        kc_graph_get(c, d, 0, &g, &info);
-        hit[i] = now_us() - t0;
-        kc_graph_release(g);
-        kc_key key;
-        kc_graph_key(d, &key, NULL);
+        /* The same images extracted (no driver work) before either is timed. */
+        kc_key k;
+        kc_graph_key(d, &k, NULL);
         kc_entry *e;
         char xdir[4096], pdir[4096];
         snprintf(xdir, sizeof xdir, "%s/x-%d", dir, i);
@@ -454,24 +482,52 @@ static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
         mkdir(xdir, 0700);
         mkdir(pdir, 0700);
         int cnt;
-        if (kc_cache_peek(c, &key, target, &e) == KC_OK) { /* a graph entry: its images fetched and attached first */
+        names nx = {0}, np = {0};
+        if (kc_cache_peek(c, &k, target, &e) == KC_OK) { /* a graph entry: its images fetched and attached first */
             if (kc_entry_resolve(c, e) == KC_OK) kc_entry_extract(e, xdir, &cnt);
+            kc_entry_kernels(e, add_name, &nx);
             kc_entry_free(e);
         }
-        if (kc_cache_peek(c, &key, ptx, &e) == KC_OK) {
+        if (kc_cache_peek(c, &k, ptx, &e) == KC_OK) {
             if (kc_entry_resolve(c, e) == KC_OK) kc_entry_extract(e, pdir, &cnt);
+            kc_entry_kernels(e, add_name, &np);
             kc_entry_free(e);
         }
-        bare[i] = bare_load(xdir, 0);
-        cub[i] = bare[i];
-        jit[i] = bare_load(pdir, 0);
+        /* Alternated: the hit first on even rounds, the images by hand first on odd ones. */
+        for (int turn = 0; turn < 2; turn++) {
+            if ((turn == 0) == (i % 2 == 0)) {
+                kc_graph *g = NULL;
+                double t0 = now_us();
+                kc_graph_get(c, d, 0, &g, &info);
+                hit[i] = now_us() - t0;
+                key[i] = info.key_us, look[i] = info.lookup_us, load[i] = info.load_us;
+                kc_graph_release(g);
+            } else if (bare_load(xdir, 0, &nx, &bare[i], &hand[i]) || bare_load(pdir, 0, &np, &jit[i], &jhand[i])) {
+                fprintf(stderr, "kcache-bench: GPU: loading the extracted images by hand failed: %s\n", kc_error_last()->message);
+            }
+        }
         kc_graph_desc_free(d);
     }
     out->hit_load_us = median_of(hit, n);
     out->bare_load_us = median_of(bare, n);
-    out->cubin_load_us = median_of(cub, n);
+    out->hand_us = median_of(hand, n);
+    out->cubin_load_us = median_of(bare, n);
     out->ptx_load_us = median_of(jit, n);
+    out->key_us = median_of(key, n);
+    out->lookup_us = median_of(look, n);
+    out->load_us = median_of(load, n);
     kc_cache_close(c);
+}
+
+static void print_gpu(const gpu_res *gp, const char *name) {
+    if (gp->have)
+        printf("GPU (%s, medians of 15): a disk hit with its load %.1f us (key %.1f, lookup %.1f, load %.1f) against the "
+               "same images by hand %.1f us (read, load, fetch each kernel; %.2fx) and the driver's load alone %.1f us "
+               "(%.2fx); PTX (JIT) load %.1f us vs cubin %.1f us (%.0fx)\n",
+               name, gp->hit_load_us, gp->key_us, gp->lookup_us, gp->load_us, gp->hand_us,
+               ratio(gp->hit_load_us, gp->hand_us), gp->bare_load_us, ratio(gp->hit_load_us, gp->bare_load_us),
+               gp->ptx_load_us, gp->cubin_load_us, ratio(gp->ptx_load_us, gp->cubin_load_us));
+    else printf("GPU: not measured (%s)\n", gp->why);
 }
 
 /* ---- the process floor: a fresh process's warm `kcache get` against `kcache --help` ---- */
@@ -681,11 +737,12 @@ void rm_rf(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL, *kcache = NULL;
-    int floor_only = 0, largest = 0;
+    int floor_only = 0, gpu_only = 0, largest = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--kcache") && i + 1 < argc) kcache = argv[++i];
         else if (!strcmp(argv[i], "--process-floor")) floor_only = 1;
+        else if (!strcmp(argv[i], "--gpu-only")) gpu_only = 1;
         else if (!strcmp(argv[i], "--largest") && i + 1 < argc) largest = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--plot") && i + 1 < argc) plot = argv[++i];
@@ -694,7 +751,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--measure-nvrtc-cache") && i + 1 < argc) nvspec = argv[++i];
         else {
             fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
-                            "                    [--kcache PATH] [--process-floor] [--largest N]\n");
+                            "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n");
             return 2;
         }
     }
@@ -749,6 +806,16 @@ int main(int argc, char **argv) {
     }
     if (dd) closedir(dd);
     qsort(specs, (size_t)ns, sizeof specs[0], (int (*)(const void *, const void *))strcmp);
+    if (gpu_only) { /* only the GPU part, on the first graph (or --kernels DIR's) */
+        gpu_res gp;
+        char gdir[4200], *base = strrchr(specs[0], '/');
+        snprintf(gdir, sizeof gdir, "%s/gpu", root);
+        mkdir(gdir, 0700);
+        bench_gpu(specs[0], gdir, &gp);
+        print_gpu(&gp, base ? base + 1 : specs[0]);
+        rm_rf(root);
+        return gp.have ? 0 : 1;
+    }
     gres g[32];
     memset(g, 0, sizeof g);
     if (largest < 1000) largest = quick ? 100000 : 1000000; /* --largest: the largest store (lookups, gc) */
@@ -896,11 +963,7 @@ int main(int argc, char **argv) {
     snprintf(gdir, sizeof gdir, "%s/gpu", root);
     mkdir(gdir, 0700);
     bench_gpu(specs[0], gdir, &gp);
-    if (gp.have)
-        printf("GPU (%s): hit with load %.1f us, bare load %.1f us (%.2fx); PTX (JIT) load %.1f us vs cubin %.1f us (%.0fx)\n",
-               g[0].name, gp.hit_load_us, gp.bare_load_us, ratio(gp.hit_load_us, gp.bare_load_us), gp.ptx_load_us,
-               gp.cubin_load_us, ratio(gp.ptx_load_us, gp.cubin_load_us));
-    else printf("GPU: not measured (%s)\n", gp.why);
+    print_gpu(&gp, g[0].name);
     rm_rf(gdir);
 
     if (json) {
@@ -948,6 +1011,7 @@ int main(int argc, char **argv) {
         jnum(f, "second_shape_cold_over_second", m_sh, 0);
         jnum(f, "second_shape_cold_over_second_least", min_sh, 0);
         jnum(f, "load_over_bare_load", gp.have ? ratio(gp.hit_load_us, gp.bare_load_us) : NAN, 0);
+        jnum(f, "load_over_by_hand", gp.have ? ratio(gp.hit_load_us, gp.hand_us) : NAN, 0);
         jnum(f, "nvrtc_cache_over_hit", gp.have ? ratio(g[0].nvrtc_cache.med, gp.hit_load_us) : NAN, 0);
         jnum(f, "ptx_load_over_cubin_load", gp.have ? ratio(gp.ptx_load_us, gp.cubin_load_us) : NAN, 1);
         fprintf(f, "},\n \"site_hit_ns\": {\"1\": %.1f, \"8\": %.1f, \"64\": %.1f},", site[0], site[1], site[2]);
@@ -974,6 +1038,10 @@ int main(int argc, char **argv) {
             fprintf(f, "{");
             jnum(f, "hit_with_load_us", gp.hit_load_us, 0);
             jnum(f, "bare_load_us", gp.bare_load_us, 0);
+            jnum(f, "by_hand_us", gp.hand_us, 0);
+            jnum(f, "hit_key_us", gp.key_us, 0);
+            jnum(f, "hit_lookup_us", gp.lookup_us, 0);
+            jnum(f, "hit_load_part_us", gp.load_us, 0);
             jnum(f, "ptx_load_us", gp.ptx_load_us, 0);
             jnum(f, "cubin_load_us", gp.cubin_load_us, 1);
             fprintf(f, "}}\n");

@@ -1,24 +1,49 @@
 #!/usr/bin/env bash
 # verify.sh — run ON THE GPU MACHINE in one call (after tools/gpu/prepare.sh here, with
-# .gpu-debs carried): unpack the -dev packages into a private prefix, build, run every test
-# (the gpu label included) and the demo, and leave the logs in $OUT (or /tmp/kcache-gpu).
+# .gpu-debs carried): unpack the -dev packages into a private prefix, build, then, each step
+# under its own time limit so that one hang cannot spend the lease: the gpu-labelled tests,
+# the demo (every bundled graph against its CPU reference), the benchmark (its GPU part: a hit
+# with the driver load against a bare load, PTX against cubin), and last every other test.
+# Logs go to $OUT (or /tmp/kcache-gpu), 8 files (what the device tool brings back); the output is a short summary.
+#   bash tools/gpu/verify.sh [--no-rest]     # --no-rest: skip the non-gpu tests at the end
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/kcache-gpu}
 mkdir -p "$out"
+rest=1; [ "${1:-}" = --no-rest ] && rest=0
 prefix=/tmp/kcache-deps
 rm -rf "$prefix" && mkdir -p "$prefix"
 for d in .gpu-debs/*.deb; do dpkg -x "$d" "$prefix"; done
 export CMAKE_PREFIX_PATH="$prefix/usr"
 export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 export PATH="$PATH:/usr/local/cuda/bin:$prefix/usr/bin"   # redis-server from the carried packages
-nvidia-smi -L 2>&1 | tee "$out/gpu.txt"
+t0=$SECONDS
+# step NAME LIMIT CMD...: run CMD under LIMIT seconds into $out/NAME.log; print its rc and tail.
+step() {
+    local name=$1 limit=$2 s=$SECONDS rc; shift 2
+    timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1; rc=$?
+    echo "== $name: rc $rc in $((SECONDS - s)) s$([ $rc = 124 ] && echo " (time limit $limit s)")"
+    return $rc
+}
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+  nvcc --version | tail -2; ls /usr/local/cuda/lib64/ | grep -E '^libnvrtc' | head -4; uname -r; } >"$out/gpu.log" 2>&1
+cat "$out/gpu.log"
 gen=""; command -v ninja >/dev/null && gen="-G Ninja"
-cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_INCLUDE_PATH="$prefix/usr/include" -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
-  >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-ctest --test-dir build-gpu --output-on-failure -j 4 2>&1 | tee "$out/ctest.log" | tail -25
-KCACHE_DIR=/tmp/kcache-gpu-demo build-gpu/tools/kcache/kcache demo 2>&1 | tee "$out/demo.log"
-# The benchmark, GPU part included (hit with load vs bare load, PTX vs cubin, NVRTC's own cache).
-build-gpu/tools/bench/kcache-bench --quick --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | tail -25
+step build 300 bash -c "cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_INCLUDE_PATH=$prefix/usr/include -DCMAKE_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu \
+    && cmake --build build-gpu -j $(nproc)" || { tail -30 "$out/build.log"; exit 1; }
+step ctest-gpu 240 ctest --test-dir build-gpu -L gpu --output-on-failure -V
+grep -E "^\[ *(RUN|OK|FAILED|SKIPPED|PASSED|ERROR|  FAILED) |skipped:|Test +#|tests passed|Failed|\(Failed\)|Passed" "$out/ctest-gpu.log" | tail -40
+rm -rf /tmp/kcache-gpu-demo
+step demo 120 env KCACHE_DIR=/tmp/kcache-gpu-demo build-gpu/tools/kcache/kcache demo
+tail -25 "$out/demo.log"
+step bench 240 build-gpu/tools/bench/kcache-bench --quick --largest 10000 --json "$out/bench.json"
+grep -E "^GPU|warm / limit|cold / warm|second shape, cold|process floor|acceptance" "$out/bench.log" | head -12
+# Where a load's time goes (KCACHE_LOG=load: one line per graph loaded), in-process hits of one graph.
+step load 60 env KCACHE_LOG=load build-gpu/tools/bench/kcache-bench --gpu-only
+tail -4 "$out/load.log"
+if [ $rest = 1 ]; then
+    step ctest-rest 200 ctest --test-dir build-gpu -LE gpu --output-on-failure -j 12 --timeout 150
+    grep -E "tests passed|\*\*\*|Failed|Timeout|Not Run" "$out/ctest-rest.log" | tail -25
+fi
+echo "== total $((SECONDS - t0)) s"
