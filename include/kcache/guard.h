@@ -39,7 +39,12 @@ typedef struct kc_site_options {
 
 #define KC_SITE_OPTIONS_INIT { KC_SITE_OPTIONS_VERSION, 0, 0, 0, 0 }
 
-/** One call, as the site sees it.  Sizes and strides are the actual values (`sym` ignored). */
+/**
+ * One call, as the site sees it.  Sizes and strides are the actual values (`sym` ignored).
+ * Every field is checked before a guard reads it: at most KC_SITE_MAX_INPUTS inputs, each
+ * of rank 0..KC_MAX_RANK with sizes ≥ 0, `inputs` and `owners` non-NULL when their count is
+ * not 0, and a backend name of at most 31 bytes; anything else is KC_EINVAL, naming the field.
+ */
 typedef struct kc_call {
     const kc_tensor_meta *inputs;
     size_t ninputs;
@@ -64,14 +69,17 @@ typedef struct kc_site kc_site;
 /**
  * A site named `name` (its profile of dynamic dimensions is kept in `cache`'s directory
  * under that name, and read now: a new process starts from what the last one learned).
- * `cache` and `opts` may be NULL.
+ * `cache` and `opts` may be NULL.  `*out` is the caller's (kc_site_free); NULL on failure.
  */
 KC_API int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_options *opts);
 
 /** Free a site and its entries (their release callbacks run); accepts NULL. */
 KC_API void kc_site_free(kc_site *s);
 
-/** Look a call up.  The returned value stays valid until its entry is dropped. */
+/**
+ * Look a call up.  The returned value stays valid until its entry is dropped.  KC_EINVAL
+ * when a field of `call` is out of range (see kc_call).
+ */
 KC_API int kc_site_lookup(kc_site *s, const kc_call *call, kc_site_answer *out);
 
 /**
@@ -108,7 +116,7 @@ typedef struct kc_site_stats {
     uint64_t reasons[9]; /**< By first failing guard: none, dtype, device, rank, size, stride, owner, globals, backend. */
 } kc_site_stats;
 
-/** A snapshot of a site's counters. */
+/** A snapshot of a site's counters (all 0 for a NULL site). */
 KC_API void kc_site_get_stats(kc_site *s, kc_site_stats *out);
 
 /** Persist the site's dynamic-dimension profile now (also done when it changes). */

@@ -97,8 +97,9 @@ int kc_site_save_profile(kc_site *s) {
 /* ---- sites ---- */
 
 int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_options *opts) {
-    if (!out || !name || !*name) return kc_err(KC_EINVAL, "kc_site_new: a name is required");
-    *out = NULL;
+    if (out) *out = NULL;
+    if (!out) return kc_err(KC_EINVAL, "kc_site_new: out is NULL");
+    if (!name || !*name) return kc_err(KC_EINVAL, "kc_site_new: a name is required");
     if (opts && opts->version != KC_SITE_OPTIONS_VERSION)
         return kc_err(KC_EVERSION, "kc_site_options version %u is not supported", opts->version);
     kc_site *s = kc_calloc(1, sizeof *s);
@@ -216,6 +217,33 @@ static int check(const kc_site *s, const gentry *e, const kc_call *c, char *msg,
     return R_NONE;
 }
 
+/*
+ * Whether every field of a call is one the guards can compare: counts within bounds and
+ * their arrays present, each input's rank in 0..KC_MAX_RANK (the guards index sizes[d] and
+ * shift by d), sizes not negative, a backend name that fits an entry.  Checked before any
+ * guard reads the call, so bad input is KC_EINVAL with the field named, never a read past
+ * an array.
+ */
+static int call_check(const char *fn, const kc_call *c) {
+    if (!c) return kc_err(KC_EINVAL, "%s: call is NULL", fn);
+    if (c->ninputs > KC_SITE_MAX_INPUTS)
+        return kc_err(KC_EINVAL, "%s: %zu inputs; a site guards at most %d", fn, c->ninputs, KC_SITE_MAX_INPUTS);
+    if (c->ninputs && !c->inputs) return kc_err(KC_EINVAL, "%s: %zu inputs but inputs is NULL", fn, c->ninputs);
+    if (c->nowners && !c->owners) return kc_err(KC_EINVAL, "%s: %zu owners but owners is NULL", fn, c->nowners);
+    if (c->backend && strlen(c->backend) >= sizeof ((gentry *)0)->backend)
+        return kc_err(KC_EINVAL, "%s: backend name \"%.40s...\" is longer than %zu bytes", fn, c->backend,
+                      sizeof ((gentry *)0)->backend - 1);
+    for (size_t i = 0; i < c->ninputs; i++) {
+        const kc_tensor_meta *t = &c->inputs[i];
+        if (t->rank < 0 || t->rank > KC_MAX_RANK)
+            return kc_err(KC_EINVAL, "%s: input %zu has rank %d; a rank is 0..%d", fn, i, t->rank, KC_MAX_RANK);
+        for (int d = 0; d < t->rank; d++)
+            if (t->sizes[d].value < 0)
+                return kc_err(KC_EINVAL, "%s: input %zu size[%d] is negative (%lld)", fn, i, d, (long long)t->sizes[d].value);
+    }
+    return KC_OK;
+}
+
 /* Dims where `e` and `c` differ only in sizes (everything else equal), or 0 (no). */
 static int size_only(const gentry *e, const kc_call *c, uint32_t *dims) {
     if (strcmp(e->backend, backend_of(c)) || e->globals != c->globals || !owners_equal(e, c) || e->nin != c->ninputs)
@@ -232,10 +260,10 @@ static int size_only(const gentry *e, const kc_call *c, uint32_t *dims) {
 }
 
 int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) {
-    if (!s || !c || !out || (c->ninputs && !c->inputs) || (c->nowners && !c->owners))
-        return kc_err(KC_EINVAL, "kc_site_lookup: bad argument");
-    if (c->ninputs > KC_SITE_MAX_INPUTS) return kc_err(KC_EINVAL, "a site guards at most %d inputs", KC_SITE_MAX_INPUTS);
+    if (!s || !out) return kc_err(KC_EINVAL, "kc_site_lookup: site or answer is NULL");
     memset(out, 0, sizeof *out);
+    int rc = call_check("kc_site_lookup", c);
+    if (rc) return rc;
     pthread_mutex_lock(&s->mu);
     char msg[256] = "";
     int first_kind = R_NONE, profile_changed = 0;
@@ -284,16 +312,16 @@ int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) {
     pthread_mutex_unlock(&s->mu);
     kc_log(KC_LOG_RECOMPILES, "site %s: %s: %s", s->name, out->result == KC_SITE_MISS ? "recompiling" : "falling back", out->reason);
     if (profile_changed) {
-        int rc = kc_site_save_profile(s);
+        rc = kc_site_save_profile(s);
         if (rc) kc_log(KC_LOG_GUARD, "site %s: profile not saved: %s", s->name, kc_error_last()->message);
     }
     return KC_OK;
 }
 
 int kc_site_insert(kc_site *s, const kc_call *c, const uint32_t *dynamic, void *value, void (*release)(void *)) {
-    if (!s || !c || (c->ninputs && !c->inputs) || (c->nowners && !c->owners))
-        return kc_err(KC_EINVAL, "kc_site_insert: bad argument");
-    if (c->ninputs > KC_SITE_MAX_INPUTS) return kc_err(KC_EINVAL, "a site guards at most %d inputs", KC_SITE_MAX_INPUTS);
+    if (!s) return kc_err(KC_EINVAL, "kc_site_insert: site is NULL");
+    int rc = call_check("kc_site_insert", c);
+    if (rc) return rc;
     gentry *e = kc_calloc(1, sizeof *e);
     if (!e || (c->nowners && !(e->owners = kc_malloc(c->nowners * sizeof *e->owners)))) {
         free(e);
@@ -303,7 +331,7 @@ int kc_site_insert(kc_site *s, const kc_call *c, const uint32_t *dynamic, void *
     for (size_t i = 0; i < c->ninputs; i++) {
         e->in[i] = c->inputs[i];
         for (int d = 0; d < KC_MAX_RANK; d++) e->in[i].sizes[d].sym = NULL, e->in[i].strides[d].sym = NULL;
-        e->dynamic[i] = dynamic ? dynamic[i] : 0;
+        e->dynamic[i] = dynamic ? dynamic[i] & ((1u << c->inputs[i].rank) - 1) : 0; /* rank <= 8: checked */
     }
     if (c->nowners) memcpy(e->owners, c->owners, c->nowners * sizeof *e->owners);
     e->nowners = c->nowners;
@@ -351,6 +379,11 @@ size_t kc_owner_release(uintptr_t owner) {
 }
 
 void kc_site_get_stats(kc_site *s, kc_site_stats *out) {
+    if (!out) return;
+    if (!s) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     *out = s->st;
     out->entries = s->nentries;
