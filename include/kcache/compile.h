@@ -108,14 +108,14 @@ KC_API int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason);
 /**
  * Compile one kernel for `target`.  KC_ECOMPILE with NVRTC's log (file and line) in
  * kc_error_last() when the source is rejected; KC_ENONVRTC without NVRTC.
- * `*out` is the caller's, freed with kc_compiled_free.
+ * `*out` is the caller's, freed with kc_compiled_free; NULL on failure.
  */
 KC_API int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **out);
 
 /**
  * Compile one source for `target` with several entries at once (one NVRTC program, one
  * image): `names` are extern "C" names or C++ name expressions; lowered_names[i] is the
- * symbol of names[i].  k->name is ignored.
+ * symbol of names[i].  k->name is ignored.  `*out` as for kc_compile_kernel.
  */
 KC_API int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nnames, const char *target,
                             kc_compiled **out);

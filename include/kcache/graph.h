@@ -501,7 +501,8 @@ typedef struct kc_wrapper_chain kc_wrapper_chain;
 /**
  * Rebuild an entry's recorded wrapper chain around `base`, in the recorded order (the
  * first recorded wraps `base`, the last is outermost).  KC_EUNREGISTERED, naming it, when a
- * recorded wrapper (name and version) is not registered.  Free with kc_wrapper_chain_free.
+ * recorded wrapper (name and version) is not registered.  Free with kc_wrapper_chain_free;
+ * `*out` is NULL on failure.
  */
 KC_API int kc_wrapper_chain_build(kc_wrapper_chain **out, const kc_entry *e, const kc_callable *base);
 

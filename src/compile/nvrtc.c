@@ -150,15 +150,16 @@ void kc_compiled_free(kc_compiled *c) {
 }
 
 int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **out) {
+    if (out) *out = NULL;
     if (!k || !k->name) return kc_err(KC_EINVAL, "kc_compile_kernel: NULL argument");
     return kc_compile_names(k, &k->name, 1, target, out);
 }
 
 int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nnames, const char *target,
                      kc_compiled **out) {
+    if (out) *out = NULL;
     if (!k || !k->source || !names || nnames == 0 || !target || !out)
         return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
-    *out = NULL;
     for (size_t i = 0; i < nnames; i++)
         if (!names[i] || !*names[i]) return kc_err(KC_EINVAL, "kc_compile_names: name %zu is empty", i);
     int rc = kc_nvrtc_available();

@@ -136,8 +136,8 @@ void kc_wrapper_chain_free(kc_wrapper_chain *ch) {
 }
 
 int kc_wrapper_chain_build(kc_wrapper_chain **out, const kc_entry *e, const kc_callable *base) {
+    if (out) *out = NULL;
     if (!out || !e || !base) return kc_err(KC_EINVAL, "kc_wrapper_chain_build: NULL argument");
-    *out = NULL;
     const void *data = NULL;
     size_t len = 0;
     int rc = kc_entry_section(e, KC_SECTION_WRAPPERS, &data, &len);

@@ -558,8 +558,8 @@ static void r_free(kc_store_backend *be) {
 }
 
 int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg) {
+    if (out) *out = NULL;
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
-    *out = NULL;
     rb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
     int rc = parse_url(b, url);

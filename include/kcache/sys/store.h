@@ -94,7 +94,7 @@ struct kc_store_backend {
  * "kcache:v1:<name>".  Nothing connects until first use.  Errors and timeouts are
  * KC_EIO / KC_ETIMEOUT; after one the backend answers KC_EUNAVAILABLE at once for a
  * back-off window (the circuit breaker), then lets one call through to probe.  Its limits,
- * kc_redis_config, are in kcache/store.h.
+ * kc_redis_config, are in kcache/store.h.  `*out` is NULL on failure.
  */
 KC_API int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg);
 
