@@ -77,7 +77,6 @@ static void compile_job(void *ctx, size_t unit) {
 
 int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *which, const char *target,
                      const char *label, kc_compiled ***out, double *ms) {
-    *out = NULL;
     if (nk > KC_UNITS_MAX) return kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, nk, KC_UNITS_MAX);
     pthread_once(&pool_once, pool_init);
     size_t n = u->n;
