@@ -20,9 +20,28 @@
 
 #include "../cache/internal.h"
 #include "../common/internal.h"
+#include "../compile/params.h"
 #include "graph_internal.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/*
+ * [Note: plain names] NVRTC emits every kernel of external linkage that is not a template
+ * whatever name expressions it is given: asking `add_fwd` or `gelu_fwd` of one source changes
+ * which lowered names it reports, not the image (the bundled elementwise.cu compiles to the same
+ * bytes for mlp_block's two names and add_mul_gelu's six).  So a unit's key holds only the name
+ * expressions that are not plain C identifiers (templates, qualified names), and graphs asking
+ * different plain names of one source share its unit.  A plain name the unit record does not
+ * list is found among the image's kernels (compile/params.h, kc_image_kernel_named: the symbol
+ * `name`, or `_Z<len><name>` and its parameter types); none, or several (overloads), is a miss,
+ * and the unit is compiled with the graph's names and its record stored again — never a guess.
+ */
+static int plain_name(const char *s) {
+    if (!s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z'))) return 0;
+    for (s++; *s; s++)
+        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return 0;
+    return 1;
+}
 
 /* The name expressions of `unit` in slot order (one per kernel of the unit). */
 static size_t unit_names(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char **names) {
@@ -48,8 +67,9 @@ int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t u
         kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", k->headers[h].name);
         kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", k->headers[h].source);
     }
-    for (size_t i = 0; i < n; i++) /* a set: sorted, one each */
-        if (i == 0 || strcmp(names[i], names[i - 1]) != 0) kc_key_add_string(kb, KC_COMP_GRAPH, "unit.name", names[i]);
+    for (size_t i = 0; i < n; i++) /* a set: sorted, one each; plain names are not part of it ([Note: plain names]) */
+        if ((i == 0 || strcmp(names[i], names[i - 1]) != 0) && !plain_name(names[i]))
+            kc_key_add_string(kb, KC_COMP_GRAPH, "unit.name", names[i]);
     char *norm = NULL;
     if (k->flags) kc_key_add_u64(kb, KC_COMP_OPTIONS, "kernel.flags", k->flags);
     rc = kc_options_normalize(k, &norm);
@@ -90,21 +110,31 @@ static int as_compiled(const void *bytes, size_t len, int is_ptx, char **lowered
     return KC_OK;
 }
 
-/* Unit `unit` from its record and image (either from the remote: then checked fully). */
+/* Unit `unit` from its record and image (either from the remote: then checked fully); a plain
+ * name the record lacks is looked up among the image's kernels ([Note: plain names]). */
 static int from_record(const kc_entry *rec, const kc_entry *img, int full, const kc_kernel_src *ks, size_t nk,
                        const kc_units *u, size_t unit, const char *target, kc_compiled **res, kc_image_ref *ref) {
     const char *names[KC_UNITS_MAX];
-    char *lowered[KC_UNITS_MAX];
-    size_t n = unit_names(ks, nk, u, unit, names);
+    char *lowered[KC_UNITS_MAX] = {0};
+    size_t n = unit_names(ks, nk, u, unit, names), unlisted = 0;
     kc_image_ref want;
-    int rc = kc_unit_entry_read(rec, &want, names, n, lowered);
-    if (rc) return rc;
+    int rc = kc_unit_entry_read(rec, &want, NULL, 0, NULL);
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = kc_unit_entry_read(rec, &want, &names[i], 1, &lowered[i]);
+        if (rc == KC_MISS && plain_name(names[i])) rc = KC_OK, unlisted++;
+    }
     const void *bytes;
     size_t len;
     kc_target t;
-    if (kc_target_parse(target, &t) != KC_OK || strcmp(want.target, target) != 0 || want.is_ptx != t.ptx)
+    if (!rc && (kc_target_parse(target, &t) != KC_OK || strcmp(want.target, target) != 0 || want.is_ptx != t.ptx))
         rc = kc_err(KC_ECORRUPT, "the unit record names a %s image for %s", want.is_ptx ? "PTX" : "cubin", want.target);
     if (!rc) rc = kc_image_entry_read(img, &want, full, NULL, &bytes, &len);
+    for (size_t i = 0; i < n && !rc && unlisted; i++) {
+        if (lowered[i]) continue;
+        int found = kc_image_kernel_named(bytes, len, want.is_ptx, names[i], &lowered[i]);
+        if (found < 0) rc = found;
+        else if (!found) rc = kc_err(KC_MISS, "unit: no single kernel '%s' in its image", names[i]);
+    }
     if (!rc) rc = as_compiled(bytes, len, want.is_ptx, lowered, n, &res[unit]);
     else
         for (size_t i = 0; i < n; i++) free(lowered[i]);

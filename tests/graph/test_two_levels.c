@@ -1,7 +1,8 @@
 /*
  * test_two_levels.c — graph entries over shared images ([Note: two levels] in kcache/entry.h,
  * src/graph/unitstore.c, resolve.c): a second static shape of a graph compiles nothing and stores
- * only its graph entry; the target is part of a unit's key; an image that is missing, corrupt or
+ * only its graph entry; the target is part of a unit's key; graphs asking other plain names of one
+ * source share its unit ([Note: plain names]: found in the image, or compiled when not there); an image that is missing, corrupt or
  * not the one referred to makes its graph a miss — one outcome counted — and its unit is compiled
  * and stored again; threads and processes (a 16-process storm) compiling shapes of one graph at once compile each unit
  * once ([Note: single-flight per unit]).  Needs NVRTC (compile-only), no GPU.
@@ -111,6 +112,84 @@ static void test_a_second_shape_compiles_nothing(void **state) {
     compile_ok(b, "sm_80", &ic);
     assert_int_equal(ic.units_compiled, 2);
     kc_graph_desc_free(a), kc_graph_desc_free(b);
+}
+
+/* Lowered name of kernel `name` in a stored graph entry. */
+typedef struct lowered_of {
+    const char *name;
+    char got[256];
+} lowered_of;
+static void find_lowered(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes, void *ctx) {
+    (void)target, (void)is_ptx, (void)bytes;
+    lowered_of *l = ctx;
+    if (strcmp(name, l->name) == 0) snprintf(l->got, sizeof l->got, "%s", lowered);
+}
+static void expect_lowered(const kc_graph_info *info, const char *kernel, const char *want) {
+    kc_entry *e = stored(info, "sm_90");
+    lowered_of l = {kernel, ""};
+    assert_int_equal(kc_entry_kernels(e, find_lowered, &l), KC_OK);
+    assert_string_equal(l.got, want);
+    kc_entry_free(e);
+}
+
+/* [Note: plain names] mlp_block asks elementwise.cu for gelu_fwd and gelu_bwd, add_mul_gelu for six
+ * plain names of it: one unit, compiled once; its other names are found among the image's kernels. */
+static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
+    (void)state;
+    kc_graph_desc *mlp = load("mlp_block.json"), *amg = load("add_mul_gelu.json");
+    kc_graph_info im, ia;
+    compile_ok(mlp, "sm_90", &im);
+    assert_int_equal(im.units_compiled, 2);
+    compile_ok(amg, "sm_90", &ia);
+    assert_int_equal(ia.units, 1);
+    assert_int_equal(ia.units_compiled, 0); /* elementwise.cu was compiled for mlp_block */
+    assert_int_equal(kct_count_files(dir, ".unit.kce"), 2);
+    expect_lowered(&ia, "add_bwd", "add_bwd");
+    expect_lowered(&ia, "mul_fwd", "mul_fwd");
+    /* Kernels the first graph did not ask: a C++ kernel (a mangled symbol) and a static one (NVRTC
+     * emits it all the same, a local symbol) are found in the image; one of a namespace, named through
+     * a using-directive, lowers to a symbol no plain name matches (_ZN2ns3k_nEPf): compiled. */
+    char d2[600], p[700];
+    snprintf(d2, sizeof d2, "%s/specs", dir);
+    mkdir(d2, 0700);
+    static const char *cu = "extern \"C\" __global__ void k_c(float *x) { x[0] = 1; }\n"
+                            "__global__ void k_cpp(float *x, int n) { x[0] = (float)n; }\n"
+                            "static __global__ void k_s(float *x) { x[0] = 2; }\n"
+                            "namespace ns { __global__ void k_n(float *x) { x[0] = 3; } }\n"
+                            "using namespace ns;\n";
+    snprintf(p, sizeof p, "%s/plain.cu", d2);
+    assert_int_equal(kct_write(p, cu, strlen(cu)), 0);
+    static const char *fmt =
+        "{\"name\": \"%s\", \"kernels\": [{\"id\": \"a\", \"file\": \"plain.cu\", \"entry\": \"k_c\"}%s],"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
+        " \"forward\": [{\"kernel\": \"a\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}%s]}";
+    const char *names[4] = {"pa", "pb", "pc", "pd"};
+    const char *extra_k[4] = {"", ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_cpp\"}",
+                              ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_s\"}",
+                              ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_n\"}"};
+    const char *one = ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}";
+    const char *extra_s[4] = {"", ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"i32:3\"]}",
+                              one, one};
+    kc_graph_info info[4];
+    for (int i = 0; i < 4; i++) {
+        char js[2048];
+        snprintf(js, sizeof js, fmt, names[i], extra_k[i], extra_s[i]);
+        snprintf(p, sizeof p, "%s/%s.json", d2, names[i]);
+        assert_int_equal(kct_write(p, js, strlen(js)), 0);
+        kc_graph_desc *d;
+        if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
+        compile_ok(d, "sm_90", &info[i]);
+        kc_graph_desc_free(d);
+    }
+    assert_int_equal(info[0].units_compiled, 1);
+    assert_int_equal(info[1].units_compiled, 0); /* k_cpp: found in the image */
+    expect_lowered(&info[1], "k_cpp", "_Z5k_cppPfi");
+    assert_int_equal(info[2].units_compiled, 0);
+    expect_lowered(&info[2], "k_s", "_Z3k_sPf");
+    assert_int_equal(info[3].units_compiled, 1); /* k_n: no plain symbol of it: compiled with the graph's names */
+    expect_lowered(&info[3], "k_n", "_ZN2ns3k_nEPf");
+    expect_lowered(&info[3], "k_c", "k_c");
+    kc_graph_desc_free(mlp), kc_graph_desc_free(amg);
 }
 
 /* Remove (or damage) the first image file found. */
@@ -281,6 +360,7 @@ static void test_processes_compile_each_unit_once(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_second_shape_compiles_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_plain_names_of_a_source_share_its_unit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_image_is_a_miss_and_is_stored_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_corrupt_image_is_a_miss_and_is_stored_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_image_that_is_not_the_one_referred_to_is_a_miss, setup, teardown),
