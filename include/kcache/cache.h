@@ -114,7 +114,8 @@ KC_API int kc_cache_set_max_size(kc_cache *c, uint64_t max_size);
 /** How a cache was opened (from the KC_OPEN_* flags and the environment). */
 typedef enum kc_mode {
     KC_CACHE_READWRITE = 0, /**< Reads and writes. */
-    KC_CACHE_READONLY = 1,  /**< Reads only: KC_OPEN_READONLY or KCACHE_READONLY=1. */
+    KC_CACHE_READONLY = 1,  /**< Reads only: KC_OPEN_READONLY, KCACHE_READONLY=1, or a directory that
+                                 refuses writes (mode 0500, a read-only mount; its writes are KC_EREADONLY). */
     KC_CACHE_DISABLED = 2   /**< Every get misses, nothing is written: KC_OPEN_DISABLE or KCACHE_DISABLE=1. */
 } kc_mode;
 
@@ -195,7 +196,11 @@ KC_API int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant)
 /** One round trip to the remote (KC_OK, or why not: KC_ETIMEOUT, KC_EIO, KC_EUNAVAILABLE); KC_MISS without one. */
 KC_API int kc_cache_remote_ping(kc_cache *c);
 
-/** Sum every shard's counters, this process's unflushed ones included. */
+/**
+ * Sum every shard's counters, this process's unflushed ones included.  A read-only cache
+ * (KCACHE_READONLY, or a directory that refuses writes) never writes its counts: they are
+ * kept in memory, so its lookups show here for this process only.
+ */
 KC_API int kc_cache_stats(kc_cache *c, kc_stats *out);
 
 /** Reset the hit/miss/… counters (not entries/bytes) of every shard to zero. */

@@ -183,6 +183,9 @@ static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
         }
     }
     if ((rc = kc_local_open(&c->local, c->dir, c->max_size, flags)) != KC_OK) return rc;
+    bool found_readonly = false; /* a directory that refuses writes is a read-only cache ([Note: store status codes]) */
+    if (kc_local_readonly(c->local, &found_readonly) && found_readonly && c->mode == KC_CACHE_READWRITE)
+        c->mode = KC_CACHE_READONLY;
     unsigned tf = KC_TIER_LOCAL | (c->mode == KC_CACHE_READONLY ? KC_TIER_READONLY : 0);
     if ((rc = kc_tiers_add(c->tiers, kc_local_backend(c->local), tf)) != KC_OK) {
         kc_local_free(c->local);

@@ -32,9 +32,53 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 
+/* ---- status codes ---- */
+
+/*
+ * [Note: store status codes]
+ * KC_EPERM is a safety refusal (an unsafe directory, a path escape, a bad MAC): a caller may
+ * stop trusting the cache on it.  A directory that merely refuses writes — mode 0500, a
+ * read-only mount, KCACHE_READONLY — is not that: its writes fail with KC_EREADONLY, and a
+ * failure that is not read-only-ness is KC_EIO.  common/error.c maps EACCES/EPERM/EROFS to
+ * KC_EPERM for everyone, so the store maps errno itself (kc_local_err_errno_) and corrects
+ * what common/fs.c returns for its writes (kc_local_write_status_).  A directory found
+ * unwritable at open is opened read-only: its lookups still count, in memory
+ * (local_stats.c), and kc_cache_mode says KC_CACHE_READONLY.
+ */
+
+int kc_local_err_errno_(int err, int writing, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (err == EROFS || (err == EACCES && writing))
+        return kc_err(KC_EREADONLY, "%s: %s (the directory refuses writes)", what, strerror(err));
+    if (err == EACCES || err == EPERM) return kc_err(KC_EIO, "%s: %s", what, strerror(err));
+    return kc_err_errno(err, "%s", what);
+}
+
+/* Whether `dir` refuses writes to us (mode, ACL, a read-only mount); root passes mode bits. */
+static bool dir_refuses_writes(const char *dir) {
+    return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0 && (errno == EACCES || errno == EROFS);
+}
+
+int kc_local_write_status_(int rc, const char *dir) {
+    if (rc != KC_EPERM) return rc;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kc_error_last()->message);
+    if (dir_refuses_writes(dir)) return kc_err(KC_EREADONLY, "%s (the directory refuses writes)", msg);
+    return kc_err(KC_EIO, "%s", msg);
+}
+
 /* ---- names and paths ---- */
 
 const char *kc_local_root(const kc_local *l) { return l->root; }
+
+bool kc_local_readonly(const kc_local *l, bool *found) {
+    if (found) *found = l->found_readonly;
+    return l->readonly;
+}
 
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap) {
     snprintf(out, cap, "%s/%.2s/%s" ENTRY_SUFFIX, l->v1, name, name);
@@ -105,20 +149,29 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
     int rc = KC_OK;
     struct stat st;
     bool exists = lstat(l->root, &st) == 0;
-    if (!exists && !l->readonly) rc = kc_fs_mkdirs(l->root, 0700);
+    if (!exists && !l->readonly) rc = kc_local_write_status_(kc_fs_mkdirs(l->root, 0700), l->root);
     if (rc == KC_OK && (exists || !l->readonly) && !(flags & KC_OPEN_ALLOW_UNSAFE_DIR))
         rc = kc_local_dir_check_(l->root); /* [Note: safe directories] (safedir.c) */
+    if (rc == KC_OK && !l->readonly && exists) {
+        /* A directory that refuses writes is a read-only cache ([Note: store status codes]). */
+        bool have_v1 = lstat(l->v1, &st) == 0;
+        if (dir_refuses_writes(have_v1 ? l->v1 : l->root)) {
+            l->readonly = l->found_readonly = true;
+            kc_log(KC_LOG_STORE, "%s refuses writes: opened read-only (counts are kept in this process)",
+                   have_v1 ? l->v1 : l->root);
+        }
+    }
     if (rc == KC_OK && !l->readonly) {
         char p[PATH_MAX];
-        if (mkdir(l->v1, 0700) != 0 && errno != EEXIST) rc = kc_err_errno(errno, "creating '%s'", l->v1);
+        if (mkdir(l->v1, 0700) != 0 && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
         if (rc == KC_OK) rc = real_dirs(l, NULL); /* [Note: no links inside] */
         for (int s = 0; rc == KC_OK && s < KC_SHARDS; s++) {
             shard_dir(l, s, p, sizeof p);
-            if (mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_err_errno(errno, "creating '%s'", p);
+            if (mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", p);
             else rc = kc_fs_real_dir(p);
         }
         snprintf(p, sizeof p, "%s/quarantine", l->v1);
-        if (rc == KC_OK && mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_err_errno(errno, "creating '%s'", p);
+        if (rc == KC_OK && mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", p);
         if (rc == KC_OK) rc = kc_fs_real_dir(p);
     }
     if (rc != KC_OK) {
@@ -207,7 +260,11 @@ int kc_local_put(kc_local *l, const char *name, const void *data, size_t len) {
     struct stat old;
     bool had = lstat(path, &old) == 0;
     rc = real_shard(l, name); /* [Note: no links inside] */
-    if (rc == KC_OK) rc = kc_fs_write_atomic(path, data, len);
+    if (rc == KC_OK) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/%.2s", l->v1, name);
+        rc = kc_local_write_status_(kc_fs_write_atomic(path, data, len), dir);
+    }
     if (rc != KC_OK) {
         kc_local_count(l, shard, KC_STAT_STORE_ERRORS, 1);
         return rc;
@@ -232,10 +289,10 @@ int kc_local_exists(kc_local *l, const char *name) {
 /* Remove a file we counted; adjust the counters by what was there. */
 static int remove_counted(kc_local *l, const char *name, const char *path, kc_stat why) {
     struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? KC_MISS : kc_err_errno(errno, "stat '%s'", path);
+    if (lstat(path, &st) != 0) return errno == ENOENT ? KC_MISS : kc_local_err_errno_(errno, 0, "stat '%s'", path);
     if (kc_sys_unlink(path) != 0) {
         if (errno == ENOENT) return KC_MISS;
-        return kc_err_errno(errno, "removing '%s'", path);
+        return kc_local_err_errno_(errno, 1, "removing '%s'", path);
     }
     int shard = kc_store_name_shard(name);
     kc_local_count(l, shard, KC_STAT_BYTES, -(int64_t)st.st_size);
@@ -271,7 +328,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
         if (errno == ENOENT) return KC_OK;
         kc_log(KC_LOG_STORE, "quarantine %s: %s; removing it", path, strerror(errno));
         if (kc_sys_unlink(path) != 0 && errno != ENOENT)
-            return kc_err_errno(errno, "removing corrupt entry '%s'", path);
+            return kc_local_err_errno_(errno, 1, "removing corrupt entry '%s'", path);
     }
     kc_local_count(l, shard, KC_STAT_BYTES, -(int64_t)st.st_size);
     kc_local_count(l, shard, KC_STAT_ENTRIES, -1);
@@ -289,7 +346,7 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
     if ((rc = real_shard(l, name))) return rc;
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = kc_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
-        if (fd < 0) return kc_err_errno(errno, "opening lock '%s'", path);
+        if (fd < 0) return kc_local_err_errno_(errno, 1, "opening lock '%s'", path);
         if (!kc_fs_fd_is_regular(fd)) {
             close(fd);
             return kc_err(KC_EIO, "lock '%s' is not a regular file", path);
@@ -298,7 +355,7 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
             int e = errno;
             close(fd);
             if (e == EWOULDBLOCK) return KC_EBUSY;
-            return kc_err_errno(e, "locking '%s'", path);
+            return kc_local_err_errno_(e, 1, "locking '%s'", path);
         }
         /* The holder before us may have removed the file after we opened it: then our lock
          * is on an orphan inode and means nothing.  Make sure we hold the file at the path. */
@@ -345,7 +402,7 @@ int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx) {
                 continue;
             }
             errno = e;
-            return kc_err_errno(errno, "reading directory '%s'", dir);
+            return kc_local_err_errno_(errno, 0, "reading directory '%s'", dir);
         }
         struct dirent *de;
         int rc = 0;

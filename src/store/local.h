@@ -63,6 +63,10 @@ int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out);
 int kc_local_clear(kc_local *l);
 
 const char *kc_local_root(const kc_local *l);
+
+/** Whether the store is read-only: opened so (KC_OPEN_READONLY), or its directory refuses writes
+ *  (a 0500 directory, a read-only mount: then `found` is set, when not NULL). */
+bool kc_local_readonly(const kc_local *l, bool *found);
 /** The path of an entry file (buffer of PATH_MAX). */
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap);
 /** The folder of the dynamism profiles, "<dir>/v1/profiles"; KC_EINVAL when it does not fit in `cap`,

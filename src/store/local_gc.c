@@ -422,7 +422,7 @@ static int evict_lru(kc_local *l, gc_ctx *g, uint64_t max_size, uint64_t *total,
     free(order);
     *total = t;
     if (t > max_size && failed)
-        return kc_err_errno(first_errno, "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
+        return kc_local_err_errno_(first_errno, 1, "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
                             "(first: removing '%s')", (unsigned long long)failed,
                             (unsigned long long)(t - max_size), (unsigned long long)max_size, first_path);
     return KC_OK;
@@ -512,7 +512,7 @@ static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *o
     int rc = kc_fs_real_dir(l->v1); /* [Note: no links inside] (local.c): no lock file beyond a linked v1/ */
     if (rc) return rc;
     int lfd = kc_sys_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
-    if (lfd < 0) return kc_err_errno(errno, "opening '%s'", lock);
+    if (lfd < 0) return kc_local_err_errno_(errno, 1, "opening '%s'", lock);
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
         close(lfd);
         return kc_err(KC_EBUSY, "another process is cleaning '%s'", l->root);
@@ -572,7 +572,7 @@ static int clear_file(int shard, const char *dir, const char *file, const struct
         return 0;
     }
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    if (kc_sys_unlink(path) != 0 && errno != ENOENT) return kc_err_errno(errno, "removing '%s'", path);
+    if (kc_sys_unlink(path) != 0 && errno != ENOENT) return kc_local_err_errno_(errno, 1, "removing '%s'", path);
     return 0;
 }
 

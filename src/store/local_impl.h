@@ -35,6 +35,7 @@ struct kc_local {
     char v1[PATH_MAX];     /* <dir>/v1 */
     uint64_t max_size;
     bool readonly;
+    bool found_readonly;   /* opened read-write, but the directory refuses writes: opened read-only */
     int64_t delta[KC_SHARDS][KC_STAT_COUNT]; /* unflushed counts; atomics */
     uint8_t dirty[KC_SHARDS];
     uint64_t last_flush_ns;
@@ -45,6 +46,17 @@ struct kc_local {
 };
 
 /* ---- local.c ---- */
+
+/**
+ * kc_err_errno for the store ([Note: store status codes] in local.c): EROFS, and EACCES on a
+ * write (`writing` 1), are KC_EREADONLY; EPERM and EACCES on a read are KC_EIO.  Never KC_EPERM,
+ * which the store keeps for its safety refusals.
+ */
+int kc_local_err_errno_(int err, int writing, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/** A status from common/fs.c for a write under `dir`, with KC_EPERM (an errno) made KC_EREADONLY
+ *  when `dir` refuses writes and KC_EIO when it does not (the message kept). */
+int kc_local_write_status_(int rc, const char *dir);
 
 /** Whether `f` is "<name>.kce" with a valid name; the name is copied to `name`. */
 bool kc_local_entry_file_name_(const char *f, char name[KC_NAME_MAX + 1]);
@@ -73,9 +85,10 @@ typedef struct kc_local_sizes {
 /**
  * Apply `fn` to a shard's counters under its stats file's lock (created if absent).  Stats
  * are bookkeeping: a failure (the open is a fault-injection point) is logged, never
- * reported, and costs nothing but counts.
+ * reported.  -1 when the file could not be opened (the caller keeps what it meant to add:
+ * kc_local_flush holds it in memory), else 0.
  */
-void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx);
+int kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx);
 /** A shard's counters as its file holds them (no lock: a snapshot); zeros if missing or damaged. */
 void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS]);
 /** For kc_local_stats_update_: set the sizes to the kc_local_sizes in ctx. */

@@ -6,7 +6,8 @@
  * The one idea: a hit costs no write.  Counts are atomics in memory; a flush adds them into
  * each dirty shard's file under flock, so every process sharing the directory adds its own
  * and nobody's are lost.  Bookkeeping never fails an operation: a stats file that cannot be
- * opened is logged, and one that is missing or damaged reads as zeros; one that is not a
+ * opened is logged and its counts stay in memory (a read-only directory: kc_local_stats shows
+ * them, as this process's), and one that is missing or damaged reads as zeros; one that is not a
  * regular file (a FIFO) is opened without blocking and then left alone.
  *
  * A shard's stats file, <dir>/v1/<2 hex>/stats (little-endian, STATS_FILE_SIZE bytes):
@@ -77,23 +78,24 @@ static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
         kc_log(KC_LOG_STORE, "writing stats: %s", strerror(errno));
 }
 
-/* Under the file's lock; the open is a fault-injection point (kc_sys_open). */
-void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
+/* Under the file's lock; the open is a fault-injection point (kc_sys_open).  -1 when the file
+ * could not be opened (a read-only directory: EACCES, EROFS), so that a flush keeps its counts. */
+int kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
     if (!shard_is_real(l, shard)) {
         kc_log(KC_LOG_STORE, "%s: its folder is not a directory (a symbolic link is never followed): counts not saved", p);
-        return;
+        return 0;
     }
     int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
-        kc_log(KC_LOG_STORE, "opening %s: %s", p, strerror(errno));
-        return;
+        kc_log(KC_LOG_STORE, "opening %s: %s (counts kept in this process)", p, strerror(errno));
+        return -1;
     }
     if (!kc_fs_fd_is_regular(fd)) { /* a FIFO or device in its place: never read, lock or write it */
         kc_log(KC_LOG_STORE, "%s is not a regular file: counts not saved", p);
         close(fd);
-        return;
+        return 0;
     }
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
     int64_t v[STATS_SLOTS];
@@ -101,6 +103,7 @@ void kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void 
     fn(v, ctx);
     stats_write_fd(fd, v);
     close(fd); /* releases the lock */
+    return 0;
 }
 
 static void add_deltas(int64_t *v, void *ctx) {
@@ -119,7 +122,13 @@ void kc_local_flush(kc_local *l) {
             d[i] = __atomic_exchange_n(&l->delta[s][i], 0, __ATOMIC_RELAXED);
             any |= d[i] != 0;
         }
-        if (any) kc_local_stats_update_(l, s, add_deltas, d);
+        if (any && kc_local_stats_update_(l, s, add_deltas, d) != 0) {
+            /* The file cannot be written (a read-only directory): the counts stay in memory,
+             * where kc_local_stats still sees them, and a later flush may yet save them. */
+            for (int i = 0; i < KC_STAT_COUNT; i++)
+                if (d[i]) __atomic_add_fetch(&l->delta[s][i], d[i], __ATOMIC_RELAXED);
+            __atomic_store_n(&l->dirty[s], 1, __ATOMIC_RELAXED);
+        }
     }
     __atomic_store_n(&l->last_flush_ns, kc_mono_ns(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&l->flush_mu);
@@ -145,13 +154,17 @@ void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS
 int kc_local_stats(kc_local *l, kc_stats *out) {
     memset(out, 0, sizeof *out);
     kc_local_flush(l);
+    /* Under flush_mu, so that no flush moves counts from memory into a file between the two reads. */
+    pthread_mutex_lock(&l->flush_mu);
     for (int s = 0; s < KC_SHARDS; s++) {
         int64_t v[STATS_SLOTS];
         kc_local_stats_read_(l, s, v);
+        /* What is still in memory after the flush could not be written (a read-only cache, or a
+         * directory that refuses writes) or came in since: it is this process's, and shows. */
+        for (int i = 0; i < KC_STAT_COUNT; i++) v[i] += __atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED);
         for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
-        if (l->readonly) /* unflushable deltas of a read-only cache still show */
-            for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)__atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED);
     }
+    pthread_mutex_unlock(&l->flush_mu);
     return KC_OK;
 }
 

@@ -62,7 +62,7 @@ static int check_ancestors(const char *abs, bool *crossed) {
         struct stat st;
         int rc = KC_OK;
         if (lstat(dir, &st) != 0) {
-            rc = kc_err_errno(errno, "checking parent directory '%s' of the cache", dir);
+            rc = kc_local_err_errno_(errno, 0, "checking parent directory '%s' of the cache", dir);
         } else if (S_ISLNK(st.st_mode)) {
             const char *sl = strrchr(dir, '/');
             if (st.st_uid != 0 || sl != dir) { /* only root's links directly under / */
@@ -84,7 +84,7 @@ static int check_ancestors(const char *abs, bool *crossed) {
 
 int kc_local_dir_check_(const char *root) {
     struct stat st;
-    if (lstat(root, &st) != 0) return kc_err_errno(errno, "checking cache directory '%s'", root);
+    if (lstat(root, &st) != 0) return kc_local_err_errno_(errno, 0, "checking cache directory '%s'", root);
     if (S_ISLNK(st.st_mode))
         return kc_err(KC_EPERM, "cache directory '%s' is a symbolic link; refusing it "
                       "(use the real path, or allow it explicitly: KCACHE_ALLOW_UNSAFE_DIR=1)", root);
@@ -100,7 +100,7 @@ int kc_local_dir_check_(const char *root) {
         snprintf(abs, sizeof abs, "%s", root);
     } else {
         char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) return kc_err_errno(errno, "resolving cache directory '%s'", root);
+        if (!getcwd(cwd, sizeof cwd)) return kc_local_err_errno_(errno, 0, "resolving cache directory '%s'", root);
         if (snprintf(abs, sizeof abs, "%s/%s", cwd, root) >= (int)sizeof abs)
             return kc_err(KC_EINVAL, "cache directory path is too long");
     }
@@ -108,7 +108,7 @@ int kc_local_dir_check_(const char *root) {
     int rc = check_ancestors(abs, &crossed);
     if (rc == KC_OK && crossed) { /* where the root-owned links lead must be safe too */
         char real[PATH_MAX];
-        if (!realpath(root, real)) return kc_err_errno(errno, "resolving cache directory '%s'", root);
+        if (!realpath(root, real)) return kc_local_err_errno_(errno, 0, "resolving cache directory '%s'", root);
         rc = check_ancestors(real, NULL);
     }
     return rc;
