@@ -569,7 +569,9 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
         char hex[KC_KEY_HEX_LEN + 1], v[SHOWN_CAP], msg[SHOWN_CAP];
         kc_key_to_hex(&s->keys[i], hex);
         cli_shown(s->variants[i], v, sizeof v);
-        rc = kc_cache_get(c, &s->keys[i], s->variants[i], &e);
+        /* A peek, not a get: showing an entry is not a use — no hit is counted and the LRU
+         * time (the file's mtime) is left as it is, so `show` never keeps an entry from gc. */
+        rc = kc_cache_peek(c, &s->keys[i], s->variants[i], &e);
         if (rc != KC_OK) {
             fprintf(stderr, "kcache show: %s.%s: %s\n", hex, v, cli_shown(kc_error_last()->message, msg, sizeof msg));
             ret = EXIT_PROBLEM;
