@@ -192,8 +192,8 @@ size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_
                       const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs);
 /** Store a compiled unit: its image, then its record (c NULL: only make *ref). */
 int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
-                    const kc_key *ukey, const kc_key_builder *kb, const char *target, int is_ptx, const kc_compiled *r,
-                    const char *toolchain_meta, kc_image_ref *ref);
+                    const kc_key *ukey, const char *target, int is_ptx, const kc_compiled *r, const char *toolchain_meta,
+                    kc_image_ref *ref);
 /**
  * Every unit of a graph for `target` ([Note: single-flight per unit]): found stored, or compiled
  * and stored (cacheable), or compiled (not); with !reuse nothing stored is taken (the device

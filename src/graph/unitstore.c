@@ -185,8 +185,8 @@ size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_
 }
 
 int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
-                    const kc_key *ukey, const kc_key_builder *kb, const char *target, int is_ptx, const kc_compiled *r,
-                    const char *toolchain_meta, kc_image_ref *ref) {
+                    const kc_key *ukey, const char *target, int is_ptx, const kc_compiled *r, const char *toolchain_meta,
+                    kc_image_ref *ref) {
     const char *names[KC_UNITS_MAX];
     size_t n = unit_names(ks, nk, u, unit, names);
     /* PTX is stored with its NUL: the driver takes a C string. */
@@ -196,8 +196,8 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
     rc = kc_image_entry_new(&img, ref, r->image);
     if (!rc) rc = kc_entry_set_toolchain(img, toolchain_meta);
     if (!rc) rc = kc_cache_put(c, img); /* the image first: durable before anything names it */
+    /* No key digests: nothing explains a unit by them, and they were most of a record's bytes. */
     if (!rc) rc = kc_unit_entry_new(&rec, ukey, ref, names, (const char *const *)r->lowered_names, n);
-    if (!rc && kb) rc = kc_entry_add_key_digests(rec, kb);
     if (!rc) rc = kc_entry_set_toolchain(rec, toolchain_meta);
     if (!rc) rc = kc_cache_put(c, rec);
     kc_entry_free(img);
@@ -220,7 +220,6 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
                      int *store_rc, char *store_msg, size_t msg_cap) {
     size_t n = u->n;
     kc_key ukeys[KC_UNITS_MAX];
-    kc_key_builder *kbs[KC_UNITS_MAX] = {0};
     int pending[KC_UNITS_MAX] = {0}, grab[KC_UNITS_MAX], compiled_here[KC_UNITS_MAX] = {0}, left = 0, rc = KC_OK;
     kc_lock *locks[KC_UNITS_MAX] = {0};
     kc_target t;
@@ -229,7 +228,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
     *store_rc = KC_OK;
     if ((rc = kc_target_parse(target, &t))) return rc;
     for (size_t i = 0; cacheable && i < n && !rc; i++)
-        rc = kc_unit_key_(ks, nk, u, i, target, toolchain, toolkit, &ukeys[i], &kbs[i]);
+        rc = kc_unit_key_(ks, nk, u, i, target, toolchain, toolkit, &ukeys[i], NULL);
     if (!rc && cacheable && reuse) kc_units_find_(c, ks, nk, u, NULL, ukeys, target, res, refs);
     for (size_t i = 0; i < n; i++) left += pending[i] = !res[i];
     double wait_s = 600.0;
@@ -260,8 +259,8 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
                 if (!grab[i]) continue;
                 res[i] = got[i], got[i] = NULL;
                 pending[i] = 0, left--, (*ncompiled)++, compiled_here[i] = 1;
-                int sr = kc_units_store_(cacheable ? c : NULL, ks, nk, u, i, &ukeys[i], kbs[i], target, t.ptx, res[i],
-                                         toolchain_meta, &refs[i]);
+                int sr = kc_units_store_(cacheable ? c : NULL, ks, nk, u, i, &ukeys[i], target, t.ptx, res[i], toolchain_meta,
+                                         &refs[i]);
                 if (sr && sr != KC_EREADONLY && cacheable) {
                     kc_log(KC_LOG_GRAPH, "%s: unit %zu not stored: %s", label, i, kc_error_last()->message);
                     if (!*store_rc) *store_rc = sr, snprintf(store_msg, msg_cap, "%s", kc_error_last()->message);
@@ -285,7 +284,6 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
     for (size_t i = 0; !rc && cacheable && reuse && i < n; i++)
         if (!compiled_here[i] && kc_cache_publish(c, &refs[i].id, KC_VARIANT_IMAGE) >= 0)
             (void)kc_cache_publish(c, &ukeys[i], KC_VARIANT_UNIT);
-    for (size_t i = 0; i < n; i++) kc_key_builder_free(kbs[i]);
     if (!rc && cacheable && n) {
         kc_cache_count(c, &ukeys[0], KC_STAT_UNIT_COMPILES, (uint64_t)*ncompiled);
         kc_cache_count(c, &ukeys[0], KC_STAT_UNIT_HITS, (uint64_t)((int)n - *ncompiled));
