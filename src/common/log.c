@@ -2,17 +2,24 @@
  * log.c — KCACHE_LOG categories, written to stderr one line at a time.
  *
  * The mask is one atomic word so the disabled path is a load and a branch; the
- * configuration may change at any time from any thread.
+ * configuration may change at any time from any thread.  KCACHE_LOG takes effect without a
+ * kc_cache (kc_compile_kernel alone logs under KCACHE_LOG=compile): the mask starts as
+ * MASK_UNREAD, every bit set, so the first kc_log of the process reaches kc_log_write, which
+ * reads the environment once (pthread_once) and only then decides.  A kc_log_configure call
+ * wins over the environment, whenever the environment is read.
  *
  * Callers: every part, through kc_log; callers of the API through kc_log_configure (log.h).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "internal.h"
 
-unsigned kc_log_mask_ = 0;
+#define MASK_UNREAD 0xffffffffu /* KCACHE_LOG not read yet (no real mask has bits past KC_LOG_ALL) */
+
+unsigned kc_log_mask_ = MASK_UNREAD;
 
 static const struct { const char *name; unsigned bit; } cats[] = {
     {"store", KC_LOG_STORE},     {"key", KC_LOG_KEY},         {"compile", KC_LOG_COMPILE},
@@ -20,7 +27,7 @@ static const struct { const char *name; unsigned bit; } cats[] = {
     {"recompiles", KC_LOG_RECOMPILES}, {"remote", KC_LOG_REMOTE}, {"all", KC_LOG_ALL},
 };
 
-void kc_log_configure(const char *spec) {
+static unsigned mask_of(const char *spec) {
     unsigned mask = 0;
     if (spec != NULL) {
         const char *p = spec;
@@ -41,21 +48,34 @@ void kc_log_configure(const char *spec) {
             while (*p == ',' || *p == ' ') p++;
         }
     }
-    __atomic_store_n(&kc_log_mask_, mask, __ATOMIC_RELAXED);
+    return mask;
 }
 
-void kc_log_init_from_env(void) {
-    static int done;
-    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
+void kc_log_configure(const char *spec) { __atomic_store_n(&kc_log_mask_, mask_of(spec), __ATOMIC_RELAXED); }
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void env_read(void) {
     const char *s = getenv("KCACHE_LOG");
-    if (s && *s) kc_log_configure(s);
+    unsigned unread = MASK_UNREAD; /* a kc_log_configure made before this wins */
+    __atomic_compare_exchange_n(&kc_log_mask_, &unread, s && *s ? mask_of(s) : 0u, false, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
 }
 
-int kc_log_enabled(kc_log_cat cat) {
-    return (__atomic_load_n(&kc_log_mask_, __ATOMIC_RELAXED) & (unsigned)cat) != 0;
+void kc_log_init_from_env(void) { pthread_once(&env_once, env_read); }
+
+/* The mask, KCACHE_LOG read first if it was not. */
+static unsigned mask_now(void) {
+    unsigned m = __atomic_load_n(&kc_log_mask_, __ATOMIC_RELAXED);
+    if (m != MASK_UNREAD) return m;
+    kc_log_init_from_env();
+    return __atomic_load_n(&kc_log_mask_, __ATOMIC_RELAXED);
 }
+
+int kc_log_enabled(kc_log_cat cat) { return (mask_now() & (unsigned)cat) != 0; }
 
 void kc_log_write(kc_log_cat cat, const char *fmt, ...) {
+    if (!(mask_now() & (unsigned)cat)) return; /* the first call of a process, before KCACHE_LOG was read */
     const char *name = "log";
     for (size_t i = 0; i < KC_ARRAY_LEN(cats); i++)
         if (cats[i].bit == (unsigned)cat) { name = cats[i].name; break; }
