@@ -45,7 +45,9 @@ static int child(const char *env, const char *configure, int compile, const char
     char *text = (char *)kct_read(path, &len);
     unlink(path);
     if (!text) return 6;
+    text[len] = '\0'; /* kct_read leaves room for it */
     int ok = want ? strstr(text, want) != NULL : strstr(text, "kcache[") == NULL;
+    if (!ok) printf("child's stderr lacks \"%s\": %.400s\n", want ? want : "no kcache[ line", text), fflush(stdout);
     free(text);
     return ok ? 0 : 1;
 }
