@@ -11,10 +11,12 @@
 # differ), and prints per graph the median over runs of each build's median hit, the least of
 # them (the run least disturbed by the machine), and the ratios new / old.  Must not: touch the
 # caller's cache or working tree (it writes build-warm-compare/, git-ignored, and $TMPDIR only).
+# KCACHE_OLD_SRC=DIR: COMMIT's sources extracted there already (`git archive COMMIT | tar -x -C DIR`),
+# for a machine that has the working tree but not the history (the GPU machine).
 set -euo pipefail
 commit=${1:?usage: tools/bench/compare_warm.sh COMMIT [ROUNDS [ITERS [TARGET]]]}
 rounds=${2:-3} iters=${3:-2000} target=${4:-sm_90}
-root=$(git rev-parse --show-toplevel)
+root=$(git rev-parse --show-toplevel 2>/dev/null || (cd "$(dirname "$0")/../.." && pwd))
 work=$(mktemp -d "${TMPDIR:-/tmp}/kcache-warm-compare.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -29,7 +31,11 @@ build() { # build SOURCE_DIR BUILD_DIR
     cmake --build "$2" --target kcache_warm_compare >/dev/null
 }
 mkdir -p "$work/old"
-git -C "$root" archive "$commit" | tar -x -C "$work/old"
+if [ -n "${KCACHE_OLD_SRC:-}" ]; then # COMMIT's sources already extracted (a machine without the history)
+    cp -r "$KCACHE_OLD_SRC"/. "$work/old"
+else
+    git -C "$root" archive "$commit" | tar -x -C "$work/old"
+fi
 echo "building $commit and this tree ..." >&2
 build "$work/old" "$work/old/build"
 build "$root" "$root/build-warm-compare"
