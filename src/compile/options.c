@@ -187,6 +187,7 @@ static int check_option(const kc_kernel_src *k, const opt *o) {
 }
 
 int kc_options_normalize(const kc_kernel_src *k, char **out) {
+    if (out) *out = NULL; /* on every failure too */
     if (!k || !out) return kc_err(KC_EINVAL, "kc_options_normalize: NULL argument");
     *out = NULL;
     if (k->include_digest)

@@ -257,6 +257,7 @@ struct kc_module {
 };
 
 int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
+    if (out) *out = NULL; /* on every failure too */
     int rc = cu_ready();
     if (rc) return rc;
     if (!out || !image || !len) return kc_err(KC_EINVAL, "kc_module_load: bad argument");
@@ -363,6 +364,7 @@ void kc_cuda_pop(void) {
 }
 
 int kc_cuda_malloc(void **out, size_t bytes, void *stream) {
+    if (out) *out = NULL; /* on every failure too */
     int rc = cu_ready();
     if (rc) return rc;
     CUdeviceptr p = 0;
@@ -411,6 +413,7 @@ done:
 /* ---- the library's own wrappers (internal.h) ---- */
 
 int kc_cuda_malloc_now(void **out, size_t bytes) {
+    if (out) *out = NULL; /* on every failure too */
     int rc = cu_ready();
     if (rc) return rc;
     CUdeviceptr p = 0;

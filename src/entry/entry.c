@@ -94,6 +94,7 @@ static zctx *zget(void) {
 }
 
 int kc_entry_new(kc_entry **out, const kc_key *key, const char *variant) {
+    if (out) *out = NULL; /* on every failure too */
     if (!out || !key) return kc_err(KC_EINVAL, "kc_entry_new: NULL argument");
     *out = NULL;
     int rc = kc_variant_check(variant);
@@ -270,6 +271,8 @@ typedef struct stored {
 } stored;
 
 int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
+    if (out) *out = NULL; /* on every failure too */
+    if (out_len) *out_len = 0;
     if (!e || !out || !out_len) return kc_err(KC_EINVAL, "kc_entry_encode: NULL argument");
     *out = NULL;
     *out_len = 0;
@@ -407,6 +410,7 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
 }
 
 int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
+    if (out) *out = NULL; /* on every failure too */
     if (!out || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_decode: NULL argument");
     *out = NULL;
     const uint8_t *h = data;

@@ -96,6 +96,7 @@ static int section_of(const kc_entry *e, kc_section_type type, const char *what,
 /* ---- image objects ---- */
 
 int kc_image_entry_new(kc_entry **out, const kc_image_ref *ref, const void *bytes) {
+    if (out) *out = NULL; /* on every failure too */
     if (!out || !ref || !bytes) return kc_err(KC_EINVAL, "kc_image_entry_new: NULL argument");
     *out = NULL;
     kc_buf b = {0};
@@ -164,6 +165,8 @@ int kc_entry_set_images(kc_entry *e, const kc_image_ref *refs, size_t n) {
 }
 
 int kc_entry_images(const kc_entry *e, kc_image_ref **out, size_t *n) {
+    if (out) *out = NULL; /* on every failure too */
+    if (n) *n = 0;
     if (!e || !out || !n) return kc_err(KC_EINVAL, "kc_entry_images: NULL argument");
     *out = NULL;
     *n = 0;
@@ -197,6 +200,7 @@ static int str4_ok(const char *s) {
 
 int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref *ref, const char *const *exprs,
                       const char *const *lowered, size_t n) {
+    if (out) *out = NULL; /* on every failure too */
     if (!out || !unit_key || !ref || !exprs || !lowered || n == 0 || n > KC_IMAGES_MAX)
         return kc_err(KC_EINVAL, "kc_unit_entry_new: bad argument");
     *out = NULL;

@@ -382,6 +382,7 @@ static int try_load(kc_cache *c, const kc_graph_desc *d, const kc_key *key, cons
 }
 
 int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+    if (out) *out = NULL; /* on every failure too */
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
     memset(info, 0, sizeof *info);

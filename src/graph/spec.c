@@ -438,6 +438,7 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
 }
 
 int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
+    if (out) *out = NULL; /* on every failure too */
     if (!out || !spec_path) return kc_err(KC_EINVAL, "kc_graph_desc_load: NULL argument");
     *out = NULL;
     void *text;

@@ -319,6 +319,7 @@ static int decide(const kc_graph_desc *d, const kc_tensor_meta *in, size_t nin, 
 
 int kc_graph_desc_specialize(kc_graph_desc **out, const kc_graph_desc *d, const kc_tensor_meta *inputs, size_t ninputs,
                              const uint32_t *dynamic, unsigned flags, uint32_t *applied) {
+    if (out) *out = NULL; /* on every failure too */
     if (!out || !d || (ninputs && !inputs) || (flags & ~KC_SPECIALIZE_KEEP_NUMBERS))
         return kc_err(KC_EINVAL, "kc_graph_desc_specialize: bad argument");
     *out = NULL;

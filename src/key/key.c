@@ -328,6 +328,7 @@ int kc_key_from_hex(kc_key *out, const char *hex) {
 }
 
 int kc_key_debug(const kc_key_builder *kb, char **out) {
+    if (out) *out = NULL; /* on every failure too */
     if (!kb || !out || !kb->finished) return kc_err(KC_EINVAL, "kc_key_debug: key not finished");
     kc_buf b = {0};
     char hex[KC_KEY_HEX_LEN + 1];

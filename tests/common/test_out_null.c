@@ -4,7 +4,8 @@
  * to a sentinel, makes the call fail, and checks NULL — on the argument checks that used
  * to return before `*out` was cleared (kc_compile_kernel, kc_compile_names,
  * kc_wrapper_chain_build, kc_store_redis_open, kc_site_new, kc_cache_open) and on later
- * failures of the same functions.
+ * failures of the same functions; and the argument checks of the entry, description, graph,
+ * key and driver calls.
  */
 #include "kcache.h"
 #include "kcache/sys/store.h"
@@ -82,9 +83,61 @@ static void test_site_and_cache(void **state) {
     assert_null(c);
 }
 
+/* The argument checks of the entry, description, graph, key, option and driver calls (each used
+ * to return before clearing *out); the driver calls fail here for want of a driver, or of an image. */
+static void test_argument_checks(void **state) {
+    (void)state;
+    kc_key k = {{0}};
+    kc_entry *e = SENTINEL;
+    assert_int_equal(kc_entry_new(&e, NULL, "sm_90"), KC_EINVAL);
+    assert_null(e);
+    e = SENTINEL;
+    assert_int_equal(kc_entry_decode(&e, NULL, 4), KC_EINVAL);
+    assert_null(e);
+    void *buf = SENTINEL;
+    size_t len = 7;
+    assert_int_equal(kc_entry_encode(NULL, &buf, &len), KC_EINVAL);
+    assert_null(buf);
+    assert_int_equal(len, 0);
+    kc_image_ref ref;
+    memset(&ref, 0, sizeof ref);
+    e = SENTINEL;
+    assert_int_equal(kc_image_entry_new(&e, &ref, NULL), KC_EINVAL);
+    assert_null(e);
+    kc_image_ref *refs = SENTINEL;
+    size_t n = 3;
+    assert_int_equal(kc_entry_images(NULL, &refs, &n), KC_EINVAL);
+    assert_null(refs);
+    assert_int_equal(n, 0);
+    e = SENTINEL;
+    assert_int_equal(kc_unit_entry_new(&e, &k, &ref, NULL, NULL, 0), KC_EINVAL);
+    assert_null(e);
+    kc_graph_desc *d = SENTINEL;
+    assert_int_equal(kc_graph_desc_load(&d, NULL), KC_EINVAL);
+    assert_null(d);
+    d = SENTINEL;
+    assert_int_equal(kc_graph_desc_specialize(&d, NULL, NULL, 0, NULL, 0, NULL), KC_EINVAL);
+    assert_null(d);
+    kc_graph *g = SENTINEL;
+    assert_int_not_equal(kc_graph_get(NULL, NULL, 0, &g, NULL), KC_OK);
+    assert_null(g);
+    char *dbg = SENTINEL;
+    assert_int_equal(kc_key_debug(NULL, &dbg), KC_EINVAL);
+    assert_null(dbg);
+    kc_module *m = SENTINEL;
+    assert_int_not_equal(kc_module_load(&m, 0, NULL, 0), KC_OK);
+    assert_null(m);
+    void *p = SENTINEL;
+    if (kc_cuda_available() != KC_OK) { /* no driver: the allocation fails, and says so in *out too */
+        assert_int_not_equal(kc_cuda_malloc(&p, 16, NULL), KC_OK);
+        assert_null(p);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compile),
+        cmocka_unit_test(test_argument_checks),
         cmocka_unit_test(test_wrapper_chain),
         cmocka_unit_test(test_redis_open),
         cmocka_unit_test(test_site_and_cache),
