@@ -69,7 +69,7 @@ int kc_status_from_errno(int err) {
     case ENOMEM: return KC_ENOMEM;
     case EINVAL: return KC_EINVAL;
     case ENOENT: return KC_MISS;
-    case EACCES: case EPERM: case EROFS: return KC_EPERM;
+    case EROFS: return KC_EREADONLY; /* KC_EPERM is kept for safety refusals, never an errno */
     default: return KC_EIO;
     }
 }

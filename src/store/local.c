@@ -39,9 +39,10 @@
  * KC_EPERM is a safety refusal (an unsafe directory, a path escape, a bad MAC): a caller may
  * stop trusting the cache on it.  A directory that merely refuses writes — mode 0500, a
  * read-only mount, KCACHE_READONLY — is not that: its writes fail with KC_EREADONLY, and a
- * failure that is not read-only-ness is KC_EIO.  common/error.c maps EACCES/EPERM/EROFS to
- * KC_EPERM for everyone, so the store maps errno itself (kc_local_err_errno_) and corrects
- * what common/fs.c returns for its writes (kc_local_write_status_).  A directory found
+ * failure that is not read-only-ness is KC_EIO.  common/error.c maps EROFS to KC_EREADONLY and
+ * EACCES/EPERM to KC_EIO for everyone (it cannot tell a write from a read); the store maps errno
+ * itself (kc_local_err_errno_) and makes what common/fs.c returns for a write in a directory
+ * that refuses writes KC_EREADONLY (kc_local_write_status_).  A directory found
  * unwritable at open is opened read-only: its lookups still count, in memory
  * (local_stats.c), and kc_cache_mode says KC_CACHE_READONLY.
  */
@@ -64,7 +65,7 @@ static bool dir_refuses_writes(const char *dir) {
 }
 
 int kc_local_write_status_(int rc, const char *dir) {
-    if (rc != KC_EPERM) return rc;
+    if (rc != KC_EPERM && rc != KC_EIO && rc != KC_EREADONLY) return rc;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", kc_error_last()->message);
     if (dir_refuses_writes(dir)) return kc_err(KC_EREADONLY, "%s (the directory refuses writes)", msg);

@@ -32,7 +32,9 @@ static void test_errno_mapping(void **state) {
     (void)state;
     assert_int_equal(kc_err_errno(ENOSPC, "writing"), KC_EIO);
     assert_non_null(strstr(kc_error_last()->message, "No space left"));
-    assert_int_equal(kc_err_errno(EROFS, "writing"), KC_EPERM);
+    assert_int_equal(kc_err_errno(EROFS, "writing"), KC_EREADONLY); /* never KC_EPERM: that is a safety refusal */
+    assert_int_equal(kc_err_errno(EACCES, "writing"), KC_EIO);
+    assert_int_equal(kc_err_errno(EPERM, "writing"), KC_EIO);
     assert_int_equal(kc_err_errno(ENOMEM, "x"), KC_ENOMEM);
     assert_int_equal(kc_err_errno(ENOENT, "x"), KC_EIO); /* an error path's ENOENT is not a miss */
 }
