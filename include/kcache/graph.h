@@ -554,7 +554,8 @@ KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);
  * round trip), check each against its reference (XXH3-128 always; SHA-256 for what came from
  * the remote) and attach it to `e` ([Note: two levels] in kcache/entry.h), so that
  * kc_entry_extract and loading can read it.  KC_MISS naming the first image that is missing or
- * failed its checks (a corrupt local one is quarantined); KC_ECORRUPT for a malformed entry.
+ * failed its checks; KC_ECORRUPT for a malformed entry.  A maintenance read, not a use: it
+ * counts nothing and leaves the images' LRU times (a lookup's own fetch refreshes them).
  */
 KC_API int kc_entry_resolve(kc_cache *c, kc_entry *e);
 

@@ -181,8 +181,9 @@ int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char 
 
 /** Fetch, check and — when `attach` — attach every image a graph entry refers to (local, then
  *  remote): KC_OK, or KC_MISS naming what is missing or failed its check (a cost of a miss, never
- *  an error).  Without `attach` (a compile-only hit) the images are checked and not kept. */
-int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach);
+ *  an error).  Without `attach` (a compile-only hit) the images are checked and not kept; `use`: a
+ *  lookup's (refreshes the images' LRU times), else a maintenance read's (kc_entry_resolve). */
+int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use);
 /** The key of unit `unit` for `target` (same identity rules as the graph key; no launches, shapes). */
 int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
                  const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);

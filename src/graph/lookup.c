@@ -222,7 +222,7 @@ static int local_graph(kc_cache *c, const kc_key *key, const char *variant, int 
     int rc = kc_cache_get_local_(c, key, variant, &e);
     if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
     if (rc) return KC_MISS;
-    if ((rc = kc_graph_resolve_(c, e, attach)) != KC_OK) {
+    if ((rc = kc_graph_resolve_(c, e, attach, 1)) != KC_OK) {
         if (why) kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
         if (why) snprintf(why, cap, "%.150s", kc_error_last()->message);
         kc_log(KC_LOG_GRAPH, "stored graph %s not usable: %s", variant, kc_error_last()->message);
@@ -242,7 +242,7 @@ static int remote_graph(kc_cache *c, const kc_key *key, const char *const *varia
     void *raw;
     size_t raw_len, w = 0;
     if (kc_cache_remote_fetch_(c, key, variants, n, &w, &e, &raw, &raw_len) != KC_OK) return KC_MISS;
-    int rc = kc_graph_resolve_(c, e, 1);
+    int rc = kc_graph_resolve_(c, e, 1, 1);
     if (rc == KC_OK) {
         (void)kc_cache_keep_local_(c, key, variants[w], raw, raw_len);
     } else {

@@ -27,10 +27,11 @@ static void describe(const kc_image_ref *r, char *out, size_t cap) {
 }
 
 /* The local image of `ref`, checked and attached as image `i`: KC_OK, or KC_MISS (absent, corrupt:
- * quarantined by the read, or not the image referred to). */
-static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref, int attach) {
+ * quarantined by a use's read, or not the image referred to).  `use`: a lookup's read, which
+ * refreshes the image's LRU time; a maintenance read (show, extract) leaves it. */
+static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref, int attach, int use) {
     kc_entry *img;
-    int rc = kc_cache_get_local_(c, &ref->id, KC_VARIANT_IMAGE, &img);
+    int rc = use ? kc_cache_get_local_(c, &ref->id, KC_VARIANT_IMAGE, &img) : kc_cache_peek(c, &ref->id, KC_VARIANT_IMAGE, &img);
     if (rc != KC_OK) return KC_MISS;
     const void *bytes;
     size_t len;
@@ -41,7 +42,7 @@ static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *
     return rc == KC_ENOMEM ? rc : rc ? KC_MISS : KC_OK;
 }
 
-int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach) {
+int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use) {
     kc_image_ref *refs;
     size_t n;
     int rc = kc_entry_images(e, &refs, &n);
@@ -51,7 +52,7 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach) {
         const void *b;
         size_t l;
         if (kc_entry_attached_image(e, i, &b, &l) == KC_OK) continue; /* resolved before */
-        rc = attach_local(c, e, i, &refs[i], attach);
+        rc = attach_local(c, e, i, &refs[i], attach, use);
         if (rc == KC_MISS) missing[nm++] = i;
     }
     if (rc == KC_ENOMEM) {
@@ -87,5 +88,5 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach) {
 
 int kc_entry_resolve(kc_cache *c, kc_entry *e) {
     if (!c || !e) return kc_err(KC_EINVAL, "kc_entry_resolve: NULL argument");
-    return kc_graph_resolve_(c, e, 1);
+    return kc_graph_resolve_(c, e, 1, 0); /* not a use: show and extract leave the LRU times */
 }

@@ -30,5 +30,20 @@ S1=$(stat_of)
 [ "$M1" = "$M0" ] || bad "show refreshed the LRU time: mtime $M0 -> $M1"
 [ "$S1" = "$S0" ] || bad "show counted a lookup: hits misses $S0 -> $S1"
 
+# A graph entry's images: show fetches and checks them (kc_entry_resolve), which is not a use either.
+KDIR=$(cd "$(dirname "$0")/../../kernels" && pwd)
+if "$KC" --cache-dir "$D" get "$KDIR/softmax.json" --arch sm_90 >"$T/out" 2>"$T/err"; then
+    IMG=$(find "$D/v1" -name "*.img.kce" | head -n1)
+    [ -n "$IMG" ] || bad "no image file after get"
+    touch -m -d '10 days ago' "$IMG"
+    MI0=$(stat -c %Y "$IMG")
+    "$KC" --cache-dir "$D" show "$KDIR/softmax.json" --arch sm_90 >"$T/out" 2>"$T/err" || bad "show of a graph failed: $(cat "$T/err")"
+    grep -q "all present" "$T/out" || bad "show did not find the graph's images: $(head -c 400 "$T/out")"
+    MI1=$(stat -c %Y "$IMG")
+    [ "$MI1" = "$MI0" ] || bad "show refreshed an image's LRU time: mtime $MI0 -> $MI1"
+else
+    echo "no NVRTC here ($(head -c 200 "$T/err")): the image part skipped"
+fi
+
 if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed" >&2; exit 1; fi
 echo "show left mtime $M0 and hits/misses '$S0' unchanged"
