@@ -68,7 +68,11 @@ expect_json "len(j) == 1 and j[0]['key'] == '$K1' and 'graph' in j[0]['digests']
 expect_rc 1 "$KC" --cache-dir "$D" show 0000000000000000000000000000dead
 expect_rc 2 "$KC" --cache-dir "$D" show ../../etc
 expect_rc 0 "$KC" --cache-dir "$D" stats --json
-expect_json 'j["hits"] == 0 and j["misses"] == 0'   # show is a maintenance read, not a use (issue 19)
+expect_json 'j["hits"] == 0 and j["misses"] == 0 and j["mode"] == "read-write"'   # show is a maintenance read, not a use (issue 19)
+KCACHE_READONLY=1 expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json 'j["mode"] == "read-only"'
+KCACHE_READONLY=1 expect_rc 0 "$KC" --cache-dir "$D" stats
+grep -q "counts below are those stored before, plus this process" "$T/out" && ok || bad "stats does not say a read-only cache counts per process"
 
 # Corrupt one entry: verify finds it, quarantines it, exits 1; the next verify is clean.
 F=$(ls "$D"/v1/*/"$K1".sm_90.kce)

@@ -86,6 +86,9 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         int first = 1;
         printf("{");
         json_kv_str(stdout, &first, "dir", kc_cache_dir(c));
+        /* read-only: its stats files cannot be written, so other processes' counts stay in their memory */
+        json_kv_str(stdout, &first, "mode", kc_cache_mode(c) == KC_CACHE_READONLY ? "read-only"
+                                            : kc_cache_mode(c) == KC_CACHE_DISABLED ? "disabled" : "read-write");
         json_kv_u64(stdout, &first, "max_size", kc_cache_max_size(c));
         for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, &first, kc_stat_name((kc_stat)i), s.v[i]);
         json_kv_u64(stdout, &first, "graphs", k.n[CLI_GRAPH]);
@@ -117,6 +120,9 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         if (kc_cache_max_size(c) == 0) snprintf(mx, sizeof mx, "no limit"); /* KCACHE_MAX_SIZE=0 */
         printf("cache directory   %s%s\n", kc_cache_dir(c),
                kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
+        if (kc_cache_mode(c) == KC_CACHE_READONLY) /* its stats files cannot be written: counts stay in each process */
+            printf("                  read-only: the counts below are those stored before, plus this process's;\n"
+                   "                  the lookups of other processes on a read-only cache are kept in their memory only\n");
         printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);
         static const char *const kind_names[] = {"graph entries", "images", "unit records"};
         for (int i = 0; i < 3; i++) {
