@@ -42,6 +42,12 @@ extern "C" {
  *  dir is an error (KC_EINVAL), never the default directory; an empty remote is none.  For a command
  *  line, whose flags are more specific than the environment (without this flag the environment wins). */
 #define KC_OPEN_OPTIONS_WIN 0x20u
+/** Must hit (KCACHE_REQUIRE_HIT=1): a lookup that would run NVRTC fails with KC_ENOTCACHED — naming
+ *  the graph, the variant and why it missed — and compiles nothing (counted: compiles_refused).  A
+ *  graph built from compile units already stored (a new static shape) runs no compiler and is
+ *  allowed; waiting for another process's compile of it is allowed too.  For serving hosts that
+ *  shipped a warm cache and must never compile. */
+#define KC_OPEN_REQUIRE_HIT 0x40u
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields

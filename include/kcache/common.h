@@ -48,8 +48,10 @@ typedef enum kc_status {
     KC_EPERM = -18,     /**< Refused for safety (unsafe directory, path escape, bad MAC). */
     KC_ETIMEOUT = -19,  /**< A remote did not answer within its deadline. */
     KC_EUNAVAILABLE = -20, /**< A remote is being skipped (its circuit breaker is open). */
-    KC_EREFUSED = -21   /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
+    KC_EREFUSED = -21,  /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
                              image for the device, a kernel missing from it): a lookup treats it as a miss. */
+    KC_ENOTCACHED = -22 /**< A lookup missed and would have compiled, but compiling is forbidden
+                             (KCACHE_REQUIRE_HIT, KC_OPEN_REQUIRE_HIT): nothing was compiled. */
 } kc_status;
 
 /** The last error recorded on the calling thread. */

@@ -43,7 +43,8 @@ typedef enum kc_stat {
     KC_STAT_UNIT_COMPILES = 23,/**< Compile units NVRTC compiled. */
     KC_STAT_IMAGES_MISSING = 24, /**< Graph entries found whose image was missing or failed its checks (each
                                  *   lookup then counted as a miss). */
-    KC_STAT_COUNT = 25
+    KC_STAT_COMPILES_REFUSED = 25, /**< Misses that would have run NVRTC under KCACHE_REQUIRE_HIT (each also a miss). */
+    KC_STAT_COUNT = 26
 } kc_stat;
 
 /** A snapshot of every counter. */

@@ -109,6 +109,7 @@ const char *kc_status_str(int status) {
     case KC_ETIMEOUT: return "KC_ETIMEOUT";
     case KC_EUNAVAILABLE: return "KC_EUNAVAILABLE";
     case KC_EREFUSED: return "KC_EREFUSED";
+    case KC_ENOTCACHED: return "KC_ENOTCACHED";
     default: return "KC_UNKNOWN";
     }
 }

@@ -163,6 +163,14 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     info->units_compiled = ncompiled;
     if (rc) {
         if (rc == KC_ECOMPILE) kc_cache_count(c, key, KC_STAT_COMPILE_ERRORS, 1);
+        if (rc == KC_ENOTCACHED) { /* must-hit: the lookup's miss is counted by its caller; this says why it failed */
+            kc_cache_count(c, key, KC_STAT_COMPILES_REFUSED, 1);
+            char hex[KC_KEY_HEX_LEN + 1];
+            kc_key_to_hex(key, hex);
+            rc = kc_err_prefix(rc, "graph '%s' (key %s, variant %s) missed (%s)", d->name, hex, target,
+                               info->miss_reason[0] ? info->miss_reason : "not stored");
+            kc_log(KC_LOG_GRAPH, "%s", kc_error_last()->message);
+        }
         kc_units_free(res, u.n);
         free(refs);
         return rc;

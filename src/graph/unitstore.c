@@ -250,6 +250,16 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
             if (grab[i] && res[i]) grab[i] = 0, pending[i] = 0, left--;
             todo |= grab[i];
         }
+        if (todo && c && kc_cache_require_hit_(c)) { /* must hit: NVRTC may not run (a waiter above could still take) */
+            size_t first = 0;
+            while (!grab[first]) first++;
+            const kc_kernel_src *k = &ks[u->first[first]];
+            rc = kc_err(KC_ENOTCACHED, "its compile unit %zu (%s, for %s) is not stored%s, and the cache is must-hit "
+                        "(KCACHE_REQUIRE_HIT): nothing was compiled", first, k->file ? k->file : k->name, target,
+                        cacheable ? "" : " (the graph is not cacheable)");
+            for (size_t i = 0; i < n; i++) kc_cache_unlock(locks[i]), locks[i] = NULL;
+            break;
+        }
         if (todo) {
             kc_compiled **got = NULL;
             double one = 0;
