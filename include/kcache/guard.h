@@ -9,10 +9,30 @@
  * strides (dynamic dimensions are not checked), the identities of owner objects, the
  * declared global-state word and the backend.
  *
- * Limits, with Dynamo's meaning: cache_size_limit counts the entries that guard the same
- * set of owners; accumulated_cache_size_limit counts all entries of the site; max_compiles
- * bounds the compiles of a site, so a site whose entries keep being invalidated stops
- * compiling.  A site is safe to use from many threads.
+ * Limits, next to Dynamo's ([Note: site limits] in site.c):
+ *   - cache_size_limit (Dynamo: recompile_limit, 8) bounds the entries that guard the same
+ *     set of owners.  A *recompile* is a miss when the site already holds an entry for the
+ *     call's owner set (Dynamo's is_recompilation); the first call and a new owner set are
+ *     compiles, not recompiles — KCACHE_LOG=recompiles prints only recompiles (and fallbacks),
+ *     KCACHE_LOG=guard the other compiles.
+ *   - accumulated_cache_size_limit (Dynamo: accumulated_recompile_limit, 256) bounds all
+ *     entries of the site.
+ *   - max_compiles bounds the *real* compiles of the site (inserts not marked
+ *     KC_SITE_INSERT_CACHED), so a site whose entries keep being invalidated stops compiling.
+ *     It defaults to the accumulated limit, as Dynamo bounds a frame's compile ids by the
+ *     accumulated limit itself; unlike Dynamo, an entry answered by the persistent cache (a
+ *     disk hit, inserted with KC_SITE_INSERT_CACHED) counts toward no compile bound, so a model
+ *     re-created again and again, every compile a disk hit, never ends up uncompiled.
+ * Every limit is enforced at insert too, and a compile in flight counts toward it: with
+ * limit 4, no interleaving of threads leaves more than 4 entries.
+ *
+ * Threads: a site is safe to use from many threads.  A miss is single-flight: the lookup that
+ * misses starts a compile of the call's guard set, and a concurrent lookup whose call that
+ * compile will serve waits until kc_site_insert (or kc_site_abandon) ends it, and then hits.
+ * So after a MISS, insert or abandon; a thread's next lookup on the same site abandons its
+ * own compile in flight, so single-threaded callers need nothing more.
+ *
+ * Owners are compared by address (and generation): see kc_call.owners.
  */
 #ifndef KCACHE_GUARD_H
 #define KCACHE_GUARD_H
@@ -33,7 +53,7 @@ typedef struct kc_site_options {
     unsigned version;                       /**< KC_SITE_OPTIONS_VERSION */
     uint32_t cache_size_limit;              /**< [8] entries per set of owners */
     uint32_t accumulated_cache_size_limit;  /**< [256] entries per site */
-    uint32_t max_compiles;                  /**< [64] compiles per site */
+    uint32_t max_compiles;                  /**< [accumulated_cache_size_limit] real compiles per site */
     int static_shapes;                      /**< 1: never mark a dimension dynamic */
 } kc_site_options;
 
@@ -48,7 +68,17 @@ typedef struct kc_site_options {
 typedef struct kc_call {
     const kc_tensor_meta *inputs;
     size_t ninputs;
-    const uintptr_t *owners;   /**< Identities of the objects the compiled code depends on. */
+    /**
+     * Identities of the objects the compiled code depends on — by ADDRESS.  An owner freed
+     * without kc_owner_release, and a new object that the allocator places at the same
+     * address, is the SAME owner to the site: the new object gets the old object's entries,
+     * compiled code guarded for another object.  Call kc_owner_release when an owner dies, or
+     * give each object a generation number (as a weak reference tells a dead object from a
+     * new one) and pass it with the address to kc_site_lookup_ext and kc_site_insert_ext: an
+     * entry guards each owner's (address, generation), so the same address with a new
+     * generation is another owner — a miss, never the old entry.
+     */
+    const uintptr_t *owners;
     size_t nowners;
     uint64_t globals;          /**< Grad mode, autocast, … as the caller declares them. */
     const char *backend;       /**< NULL: "cuda". */
@@ -73,14 +103,36 @@ typedef struct kc_site kc_site;
  */
 KC_API int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_options *opts);
 
-/** Free a site and its entries (their release callbacks run); accepts NULL. */
+/** Free a site and its entries (their release callbacks run now, or for a value retained by
+ *  kc_site_lookup_ext when its last hold is released); accepts NULL.  No other thread may
+ *  be using the site. */
 KC_API void kc_site_free(kc_site *s);
 
 /**
- * Look a call up.  The returned value stays valid until its entry is dropped.  KC_EINVAL
- * when a field of `call` is out of range (see kc_call).
+ * Look a call up.  The returned value is borrowed: it stays valid until its entry is dropped
+ * (kc_owner_release, kc_site_free — from any thread); use kc_site_lookup_ext with a hold when another
+ * thread may drop it.  A lookup whose call another thread is compiling waits for that compile
+ * (see the top of this file).  KC_EINVAL when a field of `call` is out of range (see kc_call).
  */
 KC_API int kc_site_lookup(kc_site *s, const kc_call *call, kc_site_answer *out);
+
+/** A hit's entry, retained for the caller (kc_site_lookup_ext). */
+typedef struct kc_site_hold kc_site_hold;
+
+/**
+ * kc_site_lookup with owner generations and holds.  `owner_generations`: NULL (every
+ * generation 0, as kc_site_lookup), or one per `call->owners[i]` (see kc_call.owners).
+ * `hold`: NULL (the value is borrowed, as kc_site_lookup), or on a HIT `*hold` retains the
+ * entry: `out->value` stays valid, and its release callback does not run, until
+ * kc_site_hold_release(*hold) — even if the entry is dropped meanwhile (kc_owner_release,
+ * kc_site_free) by this thread or another.  `*hold` is NULL when the answer is not a HIT or
+ * on failure.
+ */
+KC_API int kc_site_lookup_ext(kc_site *s, const kc_call *call, const uint64_t *owner_generations,
+                              kc_site_answer *out, kc_site_hold **hold);
+
+/** Release a hold of kc_site_lookup_ext (the last one of a dropped entry runs its release callback); accepts NULL. */
+KC_API void kc_site_hold_release(kc_site_hold *hold);
 
 /**
  * Add an entry for `call` after a MISS, compiled with the dims in `dynamic` (per input, as
@@ -91,14 +143,44 @@ KC_API int kc_site_lookup(kc_site *s, const kc_call *call, kc_site_answer *out);
 KC_API int kc_site_insert(kc_site *s, const kc_call *call, const uint32_t *dynamic, void *value,
                           void (*release)(void *value));
 
+/** kc_site_insert_ext flag: the value was answered by the persistent cache (kc_graph_info.source
+ *  KC_FROM_DISK, KC_FROM_REMOTE or KC_FROM_MEMORY), not compiled: it counts toward no compile
+ *  bound (max_compiles), only toward the entry limits. */
+#define KC_SITE_INSERT_CACHED 1u
+
+/**
+ * kc_site_insert with owner generations (NULL: all 0; else one per owner, as given to
+ * kc_site_lookup_ext) and `flags` (KC_SITE_INSERT_CACHED or 0; kc_site_insert is flags 0).
+ *
+ * Both end this thread's compile in flight, and any whose guards the call passes, waking
+ * the lookups that wait on it.  Limits are enforced here: when the entry would exceed
+ * cache_size_limit, accumulated_cache_size_limit or (flags 0) max_compiles, nothing is
+ * inserted and KC_ERROR is returned with the limit in kc_error_last(); the value stays the
+ * caller's (`release` is not called), and the call should run uncompiled.  A dimension marked
+ * dynamic whose size in `call` is outside bounds declared with kc_site_set_bounds is guarded
+ * as static (the entry serves that size only).
+ */
+KC_API int kc_site_insert_ext(kc_site *s, const kc_call *call, const uint64_t *owner_generations,
+                              const uint32_t *dynamic, void *value, void (*release)(void *value), unsigned flags);
+
+/**
+ * After a MISS whose compile failed or was given up: end the compile in flight (this
+ * thread's, and any whose guards `call` passes with owner generations 0; `call` may be NULL), so that a waiting
+ * lookup wakes and gets the MISS itself.  Returns how many were ended.
+ */
+KC_API size_t kc_site_abandon(kc_site *s, const kc_call *call);
+
 /**
  * Declare bounds for a dimension of an input (as a runtime's mark_dynamic(min, max)): when
  * the dimension is dynamic, entries still check min ≤ size ≤ max, and a size outside is a
- * miss with the reason.  Applies to lookups from now on.
+ * miss with the reason, whose answer proposes that dimension static (`dynamic` lacks its bit),
+ * so inserting what the answer says and calling again hits.  Applies to lookups from now on.
  */
 KC_API int kc_site_set_bounds(kc_site *s, size_t input, int dim, int64_t min, int64_t max);
 
-/** Drop every entry, in every site, that guards `owner` (the owner died).  Returns how many. */
+/** Drop every entry, in every site, that guards `owner` (the owner died; every generation of
+ *  the address).  Returns how many.  A value retained by kc_site_lookup_ext is released
+ *  when its last hold is. */
 KC_API size_t kc_owner_release(uintptr_t owner);
 
 /**
@@ -110,7 +192,8 @@ KC_API size_t kc_owner_release(uintptr_t owner);
  */
 KC_API void kc_site_symbol(size_t input, int dim, char out[24]);
 
-/** Counters of a site. */
+/** Counters of a site.  `compiles` counts real compiles (inserts without KC_SITE_INSERT_CACHED);
+ *  `misses` every MISS answer (first calls and new owner sets included: see kc_site_info). */
 typedef struct kc_site_stats {
     uint64_t hits, misses, fallbacks, compiles, entries;
     uint64_t reasons[9]; /**< By first failing guard: none, dtype, device, rank, size, stride, owner, globals, backend. */
@@ -119,7 +202,32 @@ typedef struct kc_site_stats {
 /** A snapshot of a site's counters (all 0 for a NULL site). */
 KC_API void kc_site_get_stats(kc_site *s, kc_site_stats *out);
 
-/** Persist the site's dynamic-dimension profile now (also done when it changes). */
+#define KC_SITE_INFO_VERSION 1
+
+/** More of a site's counters (kc_site_get_info); set `version` to KC_SITE_INFO_VERSION. */
+typedef struct kc_site_info {
+    unsigned version;
+    uint64_t recompiles;           /**< MISSes with an entry for the same owner set already (Dynamo's recompiles). */
+    uint64_t recompile_reasons[9]; /**< Of those, by failing guard (indices as kc_site_stats.reasons). */
+    uint64_t cached_inserts;       /**< Inserts marked KC_SITE_INSERT_CACHED (no compile). */
+    uint64_t refused_inserts;      /**< Inserts refused by a limit. */
+    uint64_t waits;                /**< Lookups that waited for another caller's compile (each answered once). */
+    uint64_t in_flight;            /**< Compiles in flight now. */
+    uint64_t held;                 /**< Holds of kc_site_lookup_ext taken (ever). */
+} kc_site_info;
+
+/** Initializer of a kc_site_info (its version set, the rest 0). */
+#define KC_SITE_INFO_INIT { .version = KC_SITE_INFO_VERSION }
+
+/** A snapshot of more counters of a site.  KC_EINVAL for NULL arguments, KC_EVERSION for another version. */
+KC_API int kc_site_get_info(kc_site *s, kc_site_info *out);
+
+/**
+ * Persist the site's dynamic-dimension profile now (also done when it changes).  The write
+ * merges: under an flock of "<profile>.lock" it reads the file, joins its dimensions to the
+ * site's (the site learns them too) and replaces it atomically, so processes that learn
+ * different dimensions leave the next one all of them.
+ */
 KC_API int kc_site_save_profile(kc_site *s);
 
 #ifdef __cplusplus

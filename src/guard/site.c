@@ -10,15 +10,38 @@
  * every later compile of the site, and the profile is saved so the next process starts
  * from it.
  *
- * Must not: call a release callback or touch the file system while holding a lock.
+ * Entries are reference-counted: the site's list holds one reference, and each hold of
+ * kc_site_lookup_ext one more, so dropping an entry (owner release, kc_site_free) while a
+ * caller still uses its value defers the release callback to the last kc_site_hold_release.
+ * A miss starts a "flight": a prototype entry with the guards the miss proposes, which
+ * counts toward the limits like an entry and makes lookups that it will serve wait on the
+ * site's condition variable until an insert or an abandon ends it (single-flight).
+ *
+ * [Note: site limits] What counts toward which limit, next to Dynamo: a recompile is a MISS
+ * while an entry for the same owner set (owners equal, generations included) exists — the
+ * first call and a new owner set are compiles, not recompiles (Dynamo's is_recompilation).
+ * cache_size_limit counts entries (and flights) with the call's owner set; the accumulated
+ * limit counts all entries (and flights) of the site; max_compiles counts real compiles
+ * (inserts not marked KC_SITE_INSERT_CACHED, and flights) and defaults to the accumulated
+ * limit, as Dynamo's frame compile-id bound is the accumulated limit.  A disk hit counts
+ * toward no compile bound: it costs no compile, and a site re-created with its owners again
+ * and again must not end up uncompiled.  Each limit is checked at lookup (the answer) and
+ * again at insert (the guarantee, whatever the interleaving of threads).
+ *
+ * Must not: call a release callback or touch the file system while holding a lock (the
+ * profile's flock aside, which is the file system's own).
  *
  * Callers: the public guard API (guard.h).  It reaches the cache only through cache.h
  * (kc_cache_mode, kc_cache_profile_dir) and graphs through graph.h.
  */
 #include "kcache/guard.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <xxhash.h>
@@ -33,11 +56,14 @@ typedef struct gentry {
     size_t nin;
     uint32_t dynamic[KC_SITE_MAX_INPUTS];
     uintptr_t *owners;
+    uint64_t *gens;  /* per owner, its generation (0: none given) */
     size_t nowners;
     uint64_t globals;
     char backend[32];
     void *value;
     void (*release)(void *);
+    int refs;         /* the site's list (or a flight's) 1, each hold 1 more; atomic */
+    pthread_t by;     /* a flight: the thread that missed */
     struct gentry *next;
 } gentry;
 
@@ -47,8 +73,12 @@ struct kc_site {
     char profile_path[PATH_MAX];
     int persist;
     kc_site_options o;
+    pthread_cond_t flown;  /* broadcast when a flight ends */
     gentry *entries;
     size_t nentries;
+    gentry *flights;       /* compiles in flight: prototypes of the entries the misses proposed */
+    size_t nflights;
+    kc_site_info info;
     uint32_t profile[KC_SITE_MAX_INPUTS];
     int64_t lo[KC_SITE_MAX_INPUTS][KC_MAX_RANK], hi[KC_SITE_MAX_INPUTS][KC_MAX_RANK]; /* declared bounds */
     kc_site_stats st;
@@ -60,37 +90,63 @@ static kc_site *sites;
 
 /* ---- profile ---- */
 
-static void profile_load(kc_site *s) {
+/* OR the masks of the profile file at `path` into masks[]; 0 when read (or absent: nothing). */
+static void profile_read(const char *path, uint32_t *masks) {
     void *data;
     size_t len;
-    if (!s->persist || kc_fs_read_file(s->profile_path, 65536, &data, &len, NULL) != KC_OK) return;
+    if (kc_fs_read_file(path, 65536, &data, &len, NULL) != KC_OK) {
+        kc_error_clear(); /* absent or unreadable: nothing learned */
+        return;
+    }
     ((char *)data)[len] = '\0';
     char *save = NULL;
     int ok = 0;
     for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         unsigned i, mask;
         if (strcmp(line, "kcache-profile 1") == 0) ok = 1;
-        else if (ok && sscanf(line, "input %u %x", &i, &mask) == 2 && i < KC_SITE_MAX_INPUTS) s->profile[i] |= mask;
+        else if (ok && sscanf(line, "input %u %x", &i, &mask) == 2 && i < KC_SITE_MAX_INPUTS) masks[i] |= mask;
     }
     free(data);
 }
 
+static void profile_load(kc_site *s) {
+    if (s->persist) profile_read(s->profile_path, s->profile);
+}
+
+/*
+ * Merge on write: under an flock of "<profile>.lock", read what other processes wrote, join
+ * it to the site's profile, and replace the file atomically — so no process's dimension is
+ * lost to another's write (a plain write is last-writer-wins).
+ */
 int kc_site_save_profile(kc_site *s) {
     if (!s) return kc_err(KC_EINVAL, "kc_site_save_profile: site is NULL");
     if (!s->persist) return KC_OK;
-    char buf[4096];
-    uint32_t prof[KC_SITE_MAX_INPUTS];
-    pthread_mutex_lock(&s->mu);
-    memcpy(prof, s->profile, sizeof prof);
-    pthread_mutex_unlock(&s->mu);
-    int n = snprintf(buf, sizeof buf, "kcache-profile 1\nsite %s\n", s->name);
-    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++)
-        if (prof[i]) n += snprintf(buf + n, sizeof buf - (size_t)n, "input %d %x\n", i, prof[i]);
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], lock[PATH_MAX + 8];
     snprintf(dir, sizeof dir, "%s", s->profile_path);
     *strrchr(dir, '/') = '\0';
     int rc = kc_fs_mkdirs(dir, 0700);
-    if (!rc) rc = kc_fs_write_atomic(s->profile_path, buf, (size_t)n);
+    if (rc) return rc;
+    snprintf(lock, sizeof lock, "%s.lock", s->profile_path);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return kc_err_errno(errno, "profile: opening '%s'", lock);
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            rc = kc_err_errno(errno, "profile: locking '%s'", lock);
+            close(fd);
+            return rc;
+        }
+    uint32_t prof[KC_SITE_MAX_INPUTS] = {0};
+    profile_read(s->profile_path, prof);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) prof[i] = s->profile[i] |= prof[i];
+    pthread_mutex_unlock(&s->mu);
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "kcache-profile 1\nsite %s\n", s->name);
+    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++)
+        if (prof[i]) n += snprintf(buf + n, sizeof buf - (size_t)n, "input %d %x\n", i, prof[i]);
+    rc = kc_fs_write_atomic(s->profile_path, buf, (size_t)n);
+    flock(fd, LOCK_UN);
+    close(fd);
     return rc;
 }
 
@@ -108,12 +164,14 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
     if (opts) o = *opts;
     if (!o.cache_size_limit) o.cache_size_limit = 8;
     if (!o.accumulated_cache_size_limit) o.accumulated_cache_size_limit = 256;
-    if (!o.max_compiles) o.max_compiles = 64;
+    if (!o.max_compiles) o.max_compiles = o.accumulated_cache_size_limit; /* [Note: site limits] */
     s->o = o;
+    s->info.version = KC_SITE_INFO_VERSION;
     for (int i = 0; i < KC_SITE_MAX_INPUTS; i++)
         for (int d = 0; d < KC_MAX_RANK; d++) s->lo[i][d] = 0, s->hi[i][d] = INT64_MAX;
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->flown, NULL);
     char pdir[PATH_MAX];
     int have_dir = cache && kc_cache_mode(cache) != KC_CACHE_DISABLED && kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK;
     if (cache && !have_dir) kc_error_clear(); /* no profile is no error: the site still works */
@@ -144,7 +202,17 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
 static void entry_free(gentry *e) {
     if (e->release) e->release(e->value);
     free(e->owners);
+    free(e->gens);
     free(e);
+}
+
+/* Drop one reference; the last one frees (and runs the release callback): never under a lock. */
+static void entry_unref(gentry *e) {
+    if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) entry_free(e);
+}
+
+void kc_site_hold_release(kc_site_hold *hold) {
+    if (hold) entry_unref((gentry *)hold);
 }
 
 void kc_site_free(kc_site *s) {
@@ -158,8 +226,13 @@ void kc_site_free(kc_site *s) {
     pthread_mutex_unlock(&sites_mu);
     for (gentry *e = s->entries, *n; e; e = n) {
         n = e->next;
-        entry_free(e);
+        entry_unref(e);
     }
+    for (gentry *e = s->flights, *n; e; e = n) {
+        n = e->next;
+        entry_free(e); /* a prototype: no value, no callback */
+    }
+    pthread_cond_destroy(&s->flown);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -168,12 +241,27 @@ void kc_site_free(kc_site *s) {
 
 static const char *backend_of(const kc_call *c) { return c->backend && *c->backend ? c->backend : "cuda"; }
 
+/*
+ * A call with its owners' generations.  The guard functions take `const kc_call *` and every
+ * one is given &xcall.c, so gen_of reaches the generations through the first member.
+ */
+typedef struct xcall {
+    kc_call c;
+    const uint64_t *gens;
+} xcall;
+
+static uint64_t gen_of(const kc_call *c, size_t i) {
+    const uint64_t *g = ((const xcall *)c)->gens;
+    return g ? g[i] : 0;
+}
+
+/* The same owners: each (address, generation) of the call is one of the entry's. */
 static int owners_equal(const gentry *e, const kc_call *c) {
     if (e->nowners != c->nowners) return 0;
     for (size_t i = 0; i < c->nowners; i++) {
         size_t k;
         for (k = 0; k < e->nowners; k++)
-            if (e->owners[k] == c->owners[i]) break;
+            if (e->owners[k] == c->owners[i] && e->gens[k] == gen_of(c, i)) break;
         if (k == e->nowners) return 0;
     }
     return 1;
@@ -259,73 +347,25 @@ static int size_only(const gentry *e, const kc_call *c, uint32_t *dims) {
     return any;
 }
 
-int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) {
-    if (!s || !out) return kc_err(KC_EINVAL, "kc_site_lookup: site or answer is NULL");
-    memset(out, 0, sizeof *out);
-    int rc = call_check("kc_site_lookup", c);
-    if (rc) return rc;
-    pthread_mutex_lock(&s->mu);
-    char msg[256] = "";
-    int first_kind = R_NONE, profile_changed = 0;
-    size_t same_owners = 0;
-    for (gentry *e = s->entries; e; e = e->next) {
-        char m[256];
-        int k = check(s, e, c, m, sizeof m);
-        if (k == R_NONE) {
-            s->st.hits++;
-            out->result = KC_SITE_HIT;
-            out->value = e->value;
-            pthread_mutex_unlock(&s->mu);
-            return KC_OK;
-        }
-        if (owners_equal(e, c)) same_owners++;
-        /* The reason shown is the first failing guard of the closest entry: one with the same owners. */
-        if (first_kind == R_NONE || (k != R_OWNER && first_kind == R_OWNER)) first_kind = k, snprintf(msg, sizeof msg, "%s", m);
-        uint32_t dims[KC_SITE_MAX_INPUTS];
-        if (!s->o.static_shapes && size_only(e, c, dims))
-            for (size_t i = 0; i < c->ninputs; i++)
-                if (dims[i] & ~s->profile[i]) s->profile[i] |= dims[i], profile_changed = 1;
+/* Bit d set where input i's size in `c` is outside the bounds declared for (i, d). */
+static uint32_t out_of_bounds(const kc_site *s, const kc_call *c, size_t i) {
+    uint32_t m = 0;
+    for (int d = 0; d < c->inputs[i].rank; d++) {
+        int64_t v = c->inputs[i].sizes[d].value;
+        if (v < s->lo[i][d] || v > s->hi[i][d]) m |= 1u << d;
     }
-    if (!s->entries) snprintf(msg, sizeof msg, "first call");
-    if (s->st.compiles >= s->o.max_compiles) {
-        out->result = KC_SITE_FALLBACK;
-        snprintf(out->reason, sizeof out->reason, "the site compiled %u times (max_compiles); running uncompiled. Last reason: %s",
-                 s->o.max_compiles, msg);
-    } else if (s->nentries >= s->o.accumulated_cache_size_limit) {
-        out->result = KC_SITE_FALLBACK;
-        snprintf(out->reason, sizeof out->reason, "accumulated_cache_size_limit (%u) reached; running uncompiled. Last reason: %s",
-                 s->o.accumulated_cache_size_limit, msg);
-    } else if (same_owners >= s->o.cache_size_limit) {
-        out->result = KC_SITE_FALLBACK;
-        snprintf(out->reason, sizeof out->reason, "cache_size_limit (%u) reached for these owners; running uncompiled. Last reason: %s",
-                 s->o.cache_size_limit, msg);
-    } else {
-        out->result = KC_SITE_MISS;
-        snprintf(out->reason, sizeof out->reason, "%s", msg);
-        for (size_t i = 0; i < c->ninputs; i++) {
-            uint32_t rank_mask = c->inputs[i].rank >= 32 ? 0xffffffffu : ((1u << c->inputs[i].rank) - 1);
-            out->dynamic[i] = s->profile[i] & rank_mask;
-        }
-    }
-    if (out->result == KC_SITE_FALLBACK) s->st.fallbacks++;
-    else s->st.misses++, s->st.reasons[first_kind]++;
-    pthread_mutex_unlock(&s->mu);
-    kc_log(KC_LOG_RECOMPILES, "site %s: %s: %s", s->name, out->result == KC_SITE_MISS ? "recompiling" : "falling back", out->reason);
-    if (profile_changed) {
-        rc = kc_site_save_profile(s);
-        if (rc) kc_log(KC_LOG_GUARD, "site %s: profile not saved: %s", s->name, kc_error_last()->message);
-    }
-    return KC_OK;
+    return m;
 }
 
-int kc_site_insert(kc_site *s, const kc_call *c, const uint32_t *dynamic, void *value, void (*release)(void *)) {
-    if (!s) return kc_err(KC_EINVAL, "kc_site_insert: site is NULL");
-    int rc = call_check("kc_site_insert", c);
-    if (rc) return rc;
+/* An entry (or a flight's prototype) for `c`, unlinked, one reference; NULL when out of memory. */
+static gentry *entry_new(const kc_call *c, const uint32_t *dynamic, void *value, void (*release)(void *)) {
     gentry *e = kc_calloc(1, sizeof *e);
-    if (!e || (c->nowners && !(e->owners = kc_malloc(c->nowners * sizeof *e->owners)))) {
+    if (!e) return NULL;
+    if (c->nowners && (!(e->owners = kc_malloc(c->nowners * sizeof *e->owners)) ||
+                       !(e->gens = kc_malloc(c->nowners * sizeof *e->gens)))) {
+        free(e->owners);
         free(e);
-        return kc_err(KC_ENOMEM, "out of memory");
+        return NULL;
     }
     e->nin = c->ninputs;
     for (size_t i = 0; i < c->ninputs; i++) {
@@ -333,19 +373,212 @@ int kc_site_insert(kc_site *s, const kc_call *c, const uint32_t *dynamic, void *
         for (int d = 0; d < KC_MAX_RANK; d++) e->in[i].sizes[d].sym = NULL, e->in[i].strides[d].sym = NULL;
         e->dynamic[i] = dynamic ? dynamic[i] & ((1u << c->inputs[i].rank) - 1) : 0; /* rank <= 8: checked */
     }
-    if (c->nowners) memcpy(e->owners, c->owners, c->nowners * sizeof *e->owners);
+    for (size_t i = 0; i < c->nowners; i++) e->owners[i] = c->owners[i], e->gens[i] = gen_of(c, i);
     e->nowners = c->nowners;
     e->globals = c->globals;
     snprintf(e->backend, sizeof e->backend, "%s", backend_of(c));
     e->value = value;
     e->release = release;
+    e->refs = 1;
+    return e;
+}
+
+/* Unlink the flights of this thread (all = 0) or every flight `c` passes, onto *gone; broadcast.  Under s->mu. */
+static size_t flights_end(kc_site *s, const kc_call *c, int mine, gentry **gone) {
+    size_t n = 0;
+    char m[8];
+    for (gentry **p = &s->flights; *p;) {
+        gentry *f = *p;
+        if ((mine && pthread_equal(f->by, pthread_self())) || (c && check(s, f, c, m, sizeof m) == R_NONE)) {
+            *p = f->next;
+            f->next = *gone;
+            *gone = f;
+            s->nflights--;
+            n++;
+        } else {
+            p = &f->next;
+        }
+    }
+    if (n) pthread_cond_broadcast(&s->flown);
+    return n;
+}
+
+static void flights_free(gentry *gone) {
+    for (gentry *f = gone, *n; f; f = n) {
+        n = f->next;
+        entry_free(f); /* a prototype: no value, no callback */
+    }
+}
+
+/* Entries and flights with the owners of `c`. */
+static size_t same_owner_count(const kc_site *s, const kc_call *c) {
+    size_t n = 0;
+    for (const gentry *e = s->entries; e; e = e->next) n += (size_t)owners_equal(e, c);
+    for (const gentry *e = s->flights; e; e = e->next) n += (size_t)owners_equal(e, c);
+    return n;
+}
+
+/*
+ * The limit one more entry for `c` would exceed, as a sentence into msg (0: none).  `compile`:
+ * the entry costs a real compile.  Flights count as the entries they will become.  Under s->mu.
+ */
+static int limit_reached(const kc_site *s, const kc_call *c, int compile, char *msg, size_t cap) {
+    if (s->nentries + s->nflights >= s->o.accumulated_cache_size_limit)
+        return snprintf(msg, cap, "accumulated_cache_size_limit (%u) reached", s->o.accumulated_cache_size_limit), 1;
+    if (same_owner_count(s, c) >= s->o.cache_size_limit)
+        return snprintf(msg, cap, "cache_size_limit (%u) reached for these owners", s->o.cache_size_limit), 1;
+    if (compile && s->st.compiles + s->nflights >= s->o.max_compiles)
+        return snprintf(msg, cap, "the site compiled %u times (max_compiles)", s->o.max_compiles), 1;
+    return 0;
+}
+
+int kc_site_lookup_ext(kc_site *s, const kc_call *call, const uint64_t *gens, kc_site_answer *out, kc_site_hold **hold) {
+    if (hold) *hold = NULL;
+    if (!s || !out) return kc_err(KC_EINVAL, "kc_site_lookup: site or answer is NULL");
+    memset(out, 0, sizeof *out);
+    int rc = call_check("kc_site_lookup", call);
+    if (rc) return rc;
+    xcall x = {*call, gens};
+    const kc_call *c = &x.c;
+    gentry *gone = NULL;
     pthread_mutex_lock(&s->mu);
-    e->next = s->entries;
-    s->entries = e;
-    s->nentries++;
-    s->st.compiles++;
+    flights_end(s, NULL, 1, &gone); /* this thread looks up again: it gave its compile up */
+    char msg[256], own_msg[256];
+    int first_kind, own_kind, profile_changed = 0, waited = 0;
+    size_t same_owners;
+again:
+    msg[0] = own_msg[0] = '\0';
+    first_kind = own_kind = R_NONE;
+    same_owners = 0;
+    for (gentry *e = s->entries; e; e = e->next) {
+        char m[256];
+        int k = check(s, e, c, m, sizeof m);
+        if (k == R_NONE) {
+            s->st.hits++;
+            out->result = KC_SITE_HIT;
+            out->value = e->value;
+            if (hold) {
+                __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+                s->info.held++;
+                *hold = (kc_site_hold *)e;
+            }
+            pthread_mutex_unlock(&s->mu);
+            flights_free(gone);
+            return KC_OK;
+        }
+        if (owners_equal(e, c)) {
+            /* A recompile's reason: the first failing guard of an entry with the same owners. */
+            if (!same_owners++) own_kind = k, snprintf(own_msg, sizeof own_msg, "%s", m);
+        }
+        /* The reason shown is the first failing guard of the closest entry: one with the same owners. */
+        if (first_kind == R_NONE || (k != R_OWNER && first_kind == R_OWNER)) first_kind = k, snprintf(msg, sizeof msg, "%s", m);
+        uint32_t dims[KC_SITE_MAX_INPUTS];
+        if (!s->o.static_shapes && size_only(e, c, dims))
+            for (size_t i = 0; i < c->ninputs; i++)
+                if (dims[i] & ~s->profile[i]) s->profile[i] |= dims[i], profile_changed = 1;
+    }
+    /* Single-flight: a compile in flight that will serve this call — wait for it, then look again. */
+    for (gentry *f = s->flights; f; f = f->next) {
+        char m[8];
+        if (check(s, f, c, m, sizeof m) == R_NONE) {
+            if (!waited) waited = 1, s->info.waits++;
+            pthread_cond_wait(&s->flown, &s->mu);
+            goto again;
+        }
+    }
+    int recompile = same_owners > 0;
+    if (recompile) first_kind = own_kind, snprintf(msg, sizeof msg, "%s", own_msg);
+    else if (!s->entries) snprintf(msg, sizeof msg, "first call");
+    char lim[128];
+    if (limit_reached(s, c, 1, lim, sizeof lim)) {
+        out->result = KC_SITE_FALLBACK;
+        snprintf(out->reason, sizeof out->reason, "%s; running uncompiled. Last reason: %s", lim, msg);
+        s->st.fallbacks++;
+    } else {
+        out->result = KC_SITE_MISS;
+        snprintf(out->reason, sizeof out->reason, "%s", msg);
+        for (size_t i = 0; i < c->ninputs; i++) {
+            uint32_t rank_mask = (1u << c->inputs[i].rank) - 1; /* rank <= 8: checked */
+            /* A size outside declared bounds can never hit a dynamic entry: propose it static. */
+            out->dynamic[i] = s->profile[i] & rank_mask & ~out_of_bounds(s, c, i);
+        }
+        s->st.misses++, s->st.reasons[first_kind]++;
+        if (recompile) s->info.recompiles++, s->info.recompile_reasons[first_kind]++;
+        gentry *f = entry_new(c, out->dynamic, NULL, NULL);
+        if (f) { /* out of memory: no flight, only no waiting */
+            f->by = pthread_self();
+            f->next = s->flights;
+            s->flights = f;
+            s->nflights++;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
+    flights_free(gone);
+    if (out->result == KC_SITE_FALLBACK)
+        kc_log(KC_LOG_RECOMPILES, "site %s: falling back: %s", s->name, out->reason);
+    else if (recompile)
+        kc_log(KC_LOG_RECOMPILES, "site %s: recompiling: %s", s->name, out->reason);
+    else
+        kc_log(KC_LOG_GUARD, "site %s: compiling (not a recompile): %s", s->name, out->reason);
+    if (profile_changed) {
+        rc = kc_site_save_profile(s);
+        if (rc) kc_log(KC_LOG_GUARD, "site %s: profile not saved: %s", s->name, kc_error_last()->message);
+    }
     return KC_OK;
+}
+
+int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) { return kc_site_lookup_ext(s, c, NULL, out, NULL); }
+
+int kc_site_insert_ext(kc_site *s, const kc_call *call, const uint64_t *gens, const uint32_t *dynamic, void *value,
+                       void (*release)(void *), unsigned flags) {
+    if (!s) return kc_err(KC_EINVAL, "kc_site_insert: site is NULL");
+    if (flags & ~KC_SITE_INSERT_CACHED) return kc_err(KC_EINVAL, "kc_site_insert_ext: unknown flags 0x%x", flags);
+    int rc = call_check("kc_site_insert", call);
+    if (rc) return rc;
+    xcall x = {*call, gens};
+    const kc_call *c = &x.c;
+    gentry *e = entry_new(c, dynamic, value, release);
+    if (!e) return kc_err(KC_ENOMEM, "out of memory");
+    int cached = (flags & KC_SITE_INSERT_CACHED) != 0;
+    gentry *gone = NULL;
+    char lim[128];
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < c->ninputs; i++) e->dynamic[i] &= ~out_of_bounds(s, c, i); /* guarded static there */
+    flights_end(s, c, 1, &gone); /* this compile has landed: the lookups waiting on it look again */
+    int full = limit_reached(s, c, !cached, lim, sizeof lim);
+    if (full) {
+        s->info.refused_inserts++;
+    } else {
+        e->next = s->entries;
+        s->entries = e;
+        s->nentries++;
+        if (cached) s->info.cached_inserts++;
+        else s->st.compiles++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    flights_free(gone);
+    if (full) {
+        e->release = NULL; /* the value stays the caller's */
+        entry_free(e);
+        kc_log(KC_LOG_RECOMPILES, "site %s: insert refused: %s", s->name, lim);
+        return kc_err(KC_ERROR, "kc_site_insert: %s: not inserted (run uncompiled)", lim);
+    }
+    return KC_OK;
+}
+
+int kc_site_insert(kc_site *s, const kc_call *c, const uint32_t *dynamic, void *value, void (*release)(void *)) {
+    return kc_site_insert_ext(s, c, NULL, dynamic, value, release, 0);
+}
+
+size_t kc_site_abandon(kc_site *s, const kc_call *call) {
+    if (!s || (call && call_check("kc_site_abandon", call) != KC_OK)) return 0;
+    xcall x = {call ? *call : (kc_call){0}, NULL};
+    gentry *gone = NULL;
+    pthread_mutex_lock(&s->mu);
+    size_t n = flights_end(s, call ? &x.c : NULL, 1, &gone);
+    pthread_mutex_unlock(&s->mu);
+    flights_free(gone);
+    return n;
 }
 
 size_t kc_owner_release(uintptr_t owner) {
@@ -371,9 +604,9 @@ size_t kc_owner_release(uintptr_t owner) {
         pthread_mutex_unlock(&s->mu);
     }
     pthread_mutex_unlock(&sites_mu);
-    for (gentry *e = dropped, *x; e; e = x) { /* callbacks outside every lock */
+    for (gentry *e = dropped, *x; e; e = x) { /* callbacks outside every lock; a held entry waits for its holds */
         x = e->next;
-        entry_free(e);
+        entry_unref(e);
     }
     return n;
 }
@@ -390,6 +623,16 @@ void kc_site_get_stats(kc_site *s, kc_site_stats *out) {
     pthread_mutex_unlock(&s->mu);
 }
 
+int kc_site_get_info(kc_site *s, kc_site_info *out) {
+    if (!s || !out) return kc_err(KC_EINVAL, "kc_site_get_info: site or out is NULL");
+    if (out->version != KC_SITE_INFO_VERSION)
+        return kc_err(KC_EVERSION, "kc_site_info version %u is not supported", out->version);
+    pthread_mutex_lock(&s->mu);
+    *out = s->info;
+    out->in_flight = s->nflights;
+    pthread_mutex_unlock(&s->mu);
+    return KC_OK;
+}
 void kc_site_symbol(size_t input, int dim, char out[24]) { snprintf(out, 24, "in%zu_d%d", input, dim); }
 
 int kc_site_set_bounds(kc_site *s, size_t input, int dim, int64_t min, int64_t max) {
