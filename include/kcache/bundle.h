@@ -1,12 +1,19 @@
 /*
  * kcache/bundle.h — one-file bundles that ship a warm cache to other hosts.
  *
- * Format v1 (integers little-endian):
+ * Format v1 and v2 (integers little-endian):
  *
- *   bundle  := magic[8] "\x89KCB\r\n\x1a\n"  version:u16 (1)  reserved:u16 (0)  count:u32
+ *   bundle  := magic[8] "\x89KCB\r\n\x1a\n"  version:u16 (1 or 2)  reserved:u16 (0)  count:u32
  *              raw_len:u64  stored_len:u64  payload_sum:u64  header_sum:u64   (48 bytes)
  *              payload: one zstd frame of stored_len bytes whose content is raw_len bytes
- *   content := toc entry_bytes*
+ *   content := toc entry_bytes*            (v1)
+ *            | toc entry_bytes* covers     (v2: the rest of the content after the entries)
+ *   covers  := mlen:u16 manifest[mlen]  ntargets:u16 { tlen:u8 target[tlen] }{ntargets}
+ *              ngraphs:u32 { key[16] nlen:u16 name[nlen] }{ngraphs}
+ *              the manifest (its path as exported: 1..4096 bytes), its targets (each one
+ *              kc_target_parse accepts, 1..KC_BUNDLE_MAX_TARGETS of them, none twice) and its
+ *              graphs (key and name, 1..4096 bytes; 1..KC_BUNDLE_MAX_GRAPHS); no NUL in any
+ *              string; it must end exactly at raw_len.  Covered by payload_sum like the rest.
  *   toc     := { name_len:u16 name[name_len] offset:u64 size:u64 sum:u64 }{count}
  *              offsets are relative to the end of the toc, contiguous, in order
  *   payload_sum = XXH3-64 of the content; header_sum = XXH3-64 of header bytes [0,40);
@@ -41,6 +48,13 @@
  * the bundle is refused whole, as for any other defect; then images are written first, unit records
  * next, graph entries last, and a graph entry or unit record whose image is neither in the bundle
  * nor (whole) in the cache is skipped and counted — never written dangling.
+ *
+ * Coverage (v2).  An export for a manifest (kc_bundle_export_covering) records the manifest, its
+ * graphs (names and keys) and the targets it was exported for, so that the host importing it can
+ * say what it brings: every graph × target, or which are not in the bundle (kc_bundle_coverage_read).
+ * An export without one writes v1, byte for byte as before, so an older kcache still imports it.
+ * v1 bundles (which record nothing) import as they always did; their coverage is "not recorded".
+ * An older kcache refuses a v2 bundle ("format version 2 is not supported") rather than misread it.
  */
 #ifndef KCACHE_BUNDLE_H
 #define KCACHE_BUNDLE_H
@@ -66,6 +80,21 @@ typedef struct kc_bundle_filter {
     const kc_key *keys;           /**< Keep only these keys. */
     size_t nkeys;
 } kc_bundle_filter;
+
+/** Caps on a bundle's coverage record. */
+#define KC_BUNDLE_MAX_TARGETS 64
+#define KC_BUNDLE_MAX_GRAPHS 10000
+
+/** What a manifest export covers (kc_bundle_export_covering): recorded in the bundle (v2), read
+ *  back by kc_bundle_coverage_read.  Every pointer is borrowed for the call. */
+typedef struct kc_bundle_covers {
+    const char *manifest;         /**< The manifest, as named (its path). */
+    const char *const *names;     /**< Its graphs' names… */
+    const kc_key *keys;           /**< …and keys: ngraphs of each, in manifest order. */
+    size_t ngraphs;
+    const char *const *targets;   /**< The targets it was exported for. */
+    size_t ntargets;
+} kc_bundle_covers;
 
 /** What an export or import did.  In a dry run, the written counts are what the import would write. */
 typedef struct kc_bundle_report {
@@ -93,6 +122,17 @@ typedef struct kc_bundle_report {
 KC_API int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filter, kc_bundle_report *out);
 
 /**
+ * kc_bundle_export, recording in the bundle (format v2) the manifest, graphs and targets
+ * `covers` names, so that an import can say what the bundle brings.  It selects nothing
+ * itself: `filter` does (the caller passes the same keys and targets), and whether every
+ * graph × target is there is the caller's check (kc_manifest_covered; `kcache export
+ * --manifest` refuses a partial bundle unless --allow-partial).  KC_EINVAL for a record the
+ * format cannot hold (bundle.h's grammar).  `covers` NULL: exactly kc_bundle_export (v1).
+ */
+KC_API int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_filter *filter,
+                                     const kc_bundle_covers *covers, kc_bundle_report *out);
+
+/**
  * Verify a bundle entirely, then (unless `dry_run`) write its entries into the cache: images,
  * then unit records, then graph entries, skipping (and counting) any whose image is neither in
  * the bundle nor in the cache.
@@ -102,6 +142,29 @@ KC_API int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filte
  * (each is whole: entries are written atomically); importing again writes the rest.
  */
 KC_API int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_report *out);
+
+/** A bundle's coverage record, read back, and what of it the bundle carries.  Free with
+ *  kc_bundle_coverage_free. */
+typedef struct kc_bundle_coverage {
+    char *manifest;          /**< The manifest it was exported for. */
+    size_t ngraphs, ntargets;
+    char **names;            /**< ngraphs graph names… */
+    kc_key *keys;            /**< …and keys. */
+    char **targets;          /**< ntargets targets. */
+    unsigned char *carried;  /**< ngraphs × ntargets, graph-major: 1 when the bundle holds "<key>.<target>". */
+    size_t missing;          /**< How many of those are 0. */
+} kc_bundle_coverage;
+
+/**
+ * Verify the bundle at `path` whole (as an import's first phase does, without a MAC check) and
+ * read its coverage record: *out gets the manifest, graphs and targets it records and which of
+ * them it carries.  KC_MISS (*out NULL) for a bundle that records none (v1, or an export
+ * without a manifest); KC_ECORRUPT and the others of kc_bundle_import for a bad bundle.
+ */
+KC_API int kc_bundle_coverage_read(const char *path, kc_bundle_coverage **out);
+
+/** Free a coverage record; accepts NULL. */
+KC_API void kc_bundle_coverage_free(kc_bundle_coverage *cov);
 
 #ifdef __cplusplus
 }

@@ -123,6 +123,53 @@ KC_API int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_option
 /** Free a report; accepts NULL. */
 KC_API void kc_prewarm_report_free(kc_prewarm_report *r);
 
+/* ---- coverage: is every variant a manifest asks for in the cache? ---- */
+
+/** kc_manifest_covered's `device` for "the manifest's targets" rather than a GPU's. */
+#define KC_COVERAGE_ARCHS (-1)
+
+/** One graph of a manifest for one target: hit or missing. */
+typedef struct kc_coverage_result {
+    size_t graph;                      /**< Index into the manifest's graphs. */
+    size_t target;                     /**< Index into the report's targets. */
+    const char *name;                  /**< The graph's name (owned by the report). */
+    char key[KC_KEY_HEX_LEN + 1];      /**< The graph's key (hex). */
+    int hit;                           /**< 1: its graph entry is stored, and every image it refers to is there
+                                            and checks out (kc_entry_resolve); 0: missing. */
+    char variant[KC_VARIANT_MAX + 1];  /**< On a hit, the stored variant that serves it (for a device: the first
+                                            of its candidates that does, e.g. "sm_80" on 8.6); else "". */
+    const char *reason;                /**< When missing, why: the stored graph entry's missing or bad image, or
+                                            explain's nearest entry and what differs (owned by the report); else "". */
+} kc_coverage_result;
+
+/** What a coverage check found.  Owned by the caller; free with kc_coverage_report_free. */
+typedef struct kc_coverage_report {
+    size_t graphs, targets;            /**< graphs × targets = results */
+    size_t covered, missing;           /**< covered + missing = graphs × targets */
+    int device;                        /**< The GPU asked about, or KC_COVERAGE_ARCHS. */
+    const char *const *target_names;   /**< `targets` names: the manifest's targets, or for a device the one
+                                            variant a miss there would compile (kc_variant_for_device). */
+    kc_coverage_result *results;       /**< graph-major, in manifest order. */
+} kc_coverage_report;
+
+/**
+ * Whether the cache covers manifest `m`: for each graph and each target, is the graph entry
+ * in the local cache with every image it refers to present and sound?  Nothing is counted,
+ * refreshed or quarantined (kc_cache_peek and kc_entry_resolve are maintenance reads); no spec
+ * is compiled.  `device` KC_COVERAGE_ARCHS asks for the manifest's targets (kc_manifest_set_archs
+ * to choose others); a device ordinal asks for what a lookup on that GPU would accept: one result
+ * per graph, a hit when any of kc_target_candidates of its capability is stored and sound, in the
+ * lookup's order ([Note: variant selection] in kcache/target.h).  Each missing one has a reason
+ * (kc_graph_explain's nearest entry, or the image the stored graph entry lacks).
+ * Returns KC_OK when everything is covered, KC_MISS when anything is missing (both with *out
+ * set), else an error with *out NULL: KC_EINVAL (no target, a spec that cannot be read),
+ * KC_ENODRIVER or KC_EINVAL from kc_cuda_capability for a device.
+ */
+KC_API int kc_manifest_covered(kc_cache *c, const kc_manifest *m, int device, kc_coverage_report **out);
+
+/** Free a coverage report; accepts NULL. */
+KC_API void kc_coverage_report_free(kc_coverage_report *r);
+
 #ifdef __cplusplus
 }
 #endif

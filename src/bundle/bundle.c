@@ -33,6 +33,7 @@
 #include "../store/local.h"       /* kc_local_read/put/quarantine; KC_NAME_MAX, kc_store_name (store/name.h) */
 
 #define HEADER 48
+#define BAD(p, fmt, ...) kc_err(KC_ECORRUPT, "bundle '%s': " fmt, (p), ##__VA_ARGS__)
 static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'B', '\r', '\n', 0x1a, '\n'};
 
 /* The ratio rule of bundle.h: may `stored` payload bytes declare `raw`?  Cannot wrap. */
@@ -117,6 +118,102 @@ static void report_add(kc_bundle_report *r, int kind, size_t len) {
     if (kind == KIND_IMAGE) r->images++, r->image_bytes += len;
     else if (kind == KIND_UNIT) r->units++, r->unit_bytes += len;
     else r->graphs++, r->graph_bytes += len;
+}
+
+/* ---- coverage record (v2: the grammar's `covers`, in bundle.h) ---- */
+
+#define COV_STR_MAX 4096
+
+/* Append `cv` as a covers record; KC_EINVAL for a record the grammar cannot hold. */
+static int covers_put(kc_buf *b, const kc_bundle_covers *cv) {
+    size_t ml = cv->manifest ? strlen(cv->manifest) : 0;
+    if (ml == 0 || ml > COV_STR_MAX) return kc_err(KC_EINVAL, "export: the manifest's name must be 1..%d bytes", COV_STR_MAX);
+    if (cv->ntargets == 0 || cv->ntargets > KC_BUNDLE_MAX_TARGETS || !cv->targets)
+        return kc_err(KC_EINVAL, "export: a coverage record needs 1..%d targets", KC_BUNDLE_MAX_TARGETS);
+    if (cv->ngraphs == 0 || cv->ngraphs > KC_BUNDLE_MAX_GRAPHS || !cv->names || !cv->keys)
+        return kc_err(KC_EINVAL, "export: a coverage record needs 1..%d graphs", KC_BUNDLE_MAX_GRAPHS);
+    kc_buf_put_u16(b, (uint16_t)ml);
+    kc_buf_put(b, cv->manifest, ml);
+    kc_buf_put_u16(b, (uint16_t)cv->ntargets);
+    for (size_t i = 0; i < cv->ntargets; i++) {
+        kc_target t;
+        size_t tl = cv->targets[i] ? strlen(cv->targets[i]) : 0;
+        if (tl == 0 || tl > KC_VARIANT_MAX || kc_target_parse(cv->targets[i], &t) != KC_OK)
+            return kc_err(KC_EINVAL, "export: coverage target %zu is not a target", i);
+        uint8_t l8 = (uint8_t)tl;
+        kc_buf_put(b, &l8, 1);
+        kc_buf_put(b, cv->targets[i], tl);
+    }
+    kc_buf_put_u32(b, (uint32_t)cv->ngraphs);
+    for (size_t i = 0; i < cv->ngraphs; i++) {
+        size_t nl = cv->names[i] ? strlen(cv->names[i]) : 0;
+        if (nl == 0 || nl > COV_STR_MAX) return kc_err(KC_EINVAL, "export: coverage graph %zu's name must be 1..%d bytes", i, COV_STR_MAX);
+        kc_buf_put(b, cv->keys[i].bytes, 16);
+        kc_buf_put_u16(b, (uint16_t)nl);
+        kc_buf_put(b, cv->names[i], nl);
+    }
+    return KC_OK;
+}
+
+void kc_bundle_coverage_free(kc_bundle_coverage *cov) {
+    if (!cov) return;
+    for (size_t i = 0; cov->names && i < cov->ngraphs; i++) free(cov->names[i]);
+    for (size_t i = 0; cov->targets && i < cov->ntargets; i++) free(cov->targets[i]);
+    free(cov->names);
+    free(cov->targets);
+    free(cov->keys);
+    free(cov->carried);
+    free(cov->manifest);
+    free(cov);
+}
+
+/* One string of a covers record (length already read): 1..max bytes, no NUL, copied. */
+static char *covers_str(kc_reader *r, size_t len, size_t max) {
+    const uint8_t *p = kc_rd_bytes(r, len);
+    if (r->bad || len == 0 || len > max || memchr(p, 0, len)) return NULL;
+    char *s = kc_malloc(len + 1);
+    if (s) memcpy(s, p, len), s[len] = '\0';
+    return s;
+}
+
+/* Read a covers record of exactly `len` bytes, strictly ([Note: sizes]: every count bounded by
+ * the bytes left before anything is allocated).  NULL with the reason set (KC_ECORRUPT/ENOMEM). */
+static kc_bundle_coverage *covers_read(const char *path, const uint8_t *p, size_t len, int *rc) {
+    kc_reader r = kc_reader_make(p, len);
+    kc_bundle_coverage *cv = kc_calloc(1, sizeof *cv);
+    const char *why = NULL;
+    if (!cv) return *rc = kc_err(KC_ENOMEM, "import: out of memory"), NULL;
+    uint16_t ml = kc_rd_next_u16(&r);
+    if (!(cv->manifest = covers_str(&r, ml, COV_STR_MAX))) why = "its manifest's name";
+    uint16_t nt = why ? 0 : kc_rd_next_u16(&r);
+    if (!why && (r.bad || nt == 0 || nt > KC_BUNDLE_MAX_TARGETS || nt > r.left / 2)) why = "its target count";
+    if (!why && !(cv->targets = kc_calloc(nt, sizeof *cv->targets))) why = "memory";
+    for (uint16_t i = 0; !why && i < nt; i++, cv->ntargets++) {
+        const uint8_t *l = kc_rd_bytes(&r, 1);
+        kc_target t;
+        if (r.bad || !(cv->targets[i] = covers_str(&r, *l, KC_VARIANT_MAX)) || kc_target_parse(cv->targets[i], &t) != KC_OK)
+            why = "a target";
+        for (uint16_t k = 0; !why && k < i; k++)
+            if (strcmp(cv->targets[k], cv->targets[i]) == 0) why = "a target named twice";
+        if (why) cv->ntargets++; /* free what was copied */
+    }
+    uint32_t ng = why ? 0 : kc_rd_next_u32(&r);
+    if (!why && (r.bad || ng == 0 || ng > KC_BUNDLE_MAX_GRAPHS || ng > r.left / 19)) why = "its graph count";
+    if (!why && (!(cv->names = kc_calloc(ng, sizeof *cv->names)) || !(cv->keys = kc_calloc(ng, sizeof *cv->keys)) ||
+                 !(cv->carried = kc_calloc((size_t)ng * nt, 1))))
+        why = "memory";
+    for (uint32_t i = 0; !why && i < ng; i++, cv->ngraphs++) {
+        const uint8_t *k = kc_rd_bytes(&r, 16);
+        if (!r.bad) memcpy(cv->keys[i].bytes, k, 16);
+        uint16_t nl = kc_rd_next_u16(&r);
+        if (r.bad || !(cv->names[i] = covers_str(&r, nl, COV_STR_MAX))) why = "a graph", cv->ngraphs++;
+    }
+    if (!why && (r.bad || r.left)) why = "its length";
+    if (!why) return cv;
+    kc_bundle_coverage_free(cv);
+    *rc = strcmp(why, "memory") == 0 ? kc_err(KC_ENOMEM, "import: out of memory")
+                                     : BAD(path, "its coverage record is malformed (%s)", why);
+    return NULL;
 }
 
 /* ---- export ---- */
@@ -245,6 +342,11 @@ static void ex_units(ex_ctx *x) {
 }
 
 int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filter, kc_bundle_report *out) {
+    return kc_bundle_export_covering(c, path, filter, NULL, out);
+}
+
+int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_filter *filter,
+                              const kc_bundle_covers *covers, kc_bundle_report *out) {
     if (!c || !path) return kc_err(KC_EINVAL, "kc_bundle_export: NULL argument");
     if (out) memset(out, 0, sizeof *out);
     if (!kc_cache_local_(c)) return kc_err(KC_EREADONLY, "the cache is disabled");
@@ -276,8 +378,9 @@ int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filt
             }
         for (int k = 0; k < NKINDS; k++)
             for (size_t i = 0; i < x.kinds[k].n; i++) kc_buf_put(&content, x.kinds[k].v[i].data, x.kinds[k].v[i].len);
-        if (content.failed) rc = kc_err(KC_ENOMEM, "export: out of memory");
-        else if (content.len > KC_BUNDLE_MAX_BYTES || rep.entries > UINT32_MAX)
+        if (covers) rc = covers_put(&content, covers);
+        if (rc == KC_OK && content.failed) rc = kc_err(KC_ENOMEM, "export: out of memory");
+        else if (rc == KC_OK && (content.len > KC_BUNDLE_MAX_BYTES || rep.entries > UINT32_MAX))
             rc = kc_err(KC_EINVAL, "bundle over the %llu-byte cap", (unsigned long long)KC_BUNDLE_MAX_BYTES);
     }
     if (rc == KC_OK) {
@@ -290,7 +393,7 @@ int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filt
         if (!rc && !ratio_ok(content.len, z)) z = stored_frame(file + HEADER, content.data, content.len);
         if (!rc) {
             memcpy(file, MAGIC, 8);
-            kc_wr_u16(file + 8, 1);
+            kc_wr_u16(file + 8, covers ? 2 : 1);
             kc_wr_u16(file + 10, 0);
             kc_wr_u32(file + 12, (uint32_t)rep.entries);
             kc_wr_u64(file + 16, content.len);
@@ -311,8 +414,6 @@ int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filt
 }
 
 /* ---- import ---- */
-
-#define BAD(p, fmt, ...) kc_err(KC_ECORRUPT, "bundle '%s': " fmt, (p), ##__VA_ARGS__)
 
 /* A bundle verified: its items point into `content`; `images` are its image items by id. */
 typedef struct bundle_in {
@@ -360,7 +461,9 @@ static int in_index(const char *path, bundle_in *b) {
 static int by_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Phase one: everything verified, nothing written.  *out owns the bytes its items point into. */
-static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, bundle_in *out, bool *mac_refused) {
+static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, bundle_in *out, bool *mac_refused,
+                  kc_bundle_coverage **cov) {
+    if (cov) *cov = NULL;
     void *file;
     size_t flen;
     int rc = kc_fs_read_input(path, KC_BUNDLE_MAX_BYTES + HEADER, &file, &flen, NULL);
@@ -374,7 +477,8 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     if (flen < HEADER) { rc = BAD(path, "%zu bytes is shorter than its header (truncated)", flen); goto fail; }
     if (memcmp(h, MAGIC, 8) != 0) { rc = BAD(path, "not a kcache bundle (bad magic)"); goto fail; }
     if (XXH3_64bits(h, 40) != kc_rd_u64(h + 40)) { rc = BAD(path, "header checksum mismatch"); goto fail; }
-    if (kc_rd_u16(h + 8) != 1 || kc_rd_u16(h + 10) != 0) { rc = BAD(path, "format version %u is not supported", kc_rd_u16(h + 8)); goto fail; }
+    uint16_t version = kc_rd_u16(h + 8);
+    if ((version != 1 && version != 2) || kc_rd_u16(h + 10) != 0) { rc = BAD(path, "format version %u is not supported", kc_rd_u16(h + 8)); goto fail; }
     uint32_t count = kc_rd_u32(h + 12);
     uint64_t raw = kc_rd_u64(h + 16), stored = kc_rd_u64(h + 24);
     if (raw > KC_BUNDLE_MAX_BYTES || count > raw / 27 + 1) { rc = BAD(path, "implausible sizes in its header"); goto fail; }
@@ -422,7 +526,9 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         }
         expect += toc[i].size;
     }
-    if (expect != r.left) { rc = BAD(path, "entries do not fill the bundle"); goto fail; }
+    if (version == 1 && expect != r.left) { rc = BAD(path, "entries do not fill the bundle"); goto fail; }
+    if (version == 2 && expect >= r.left) { rc = BAD(path, "format v2 without its coverage record"); goto fail; }
+
     /* A name twice: sorted copies side by side (n log n; comparing each with every earlier one
      * was quadratic in the count). */
     order = kc_calloc(count ? count : 1, sizeof *order);
@@ -456,11 +562,18 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
             goto fail;
         }
     }
+    kc_bundle_coverage *cv = NULL; /* v2: the rest of the content after the entries */
+    if (version == 2 && !(cv = covers_read(path, r.p + expect, r.left - (size_t)expect, &rc))) goto fail;
+    if (cov) *cov = cv;
+    else kc_bundle_coverage_free(cv);
     free(toc);
     free(order);
     free(file);
     *out = (bundle_in){content, items, count, NULL, 0};
-    if ((rc = in_index(path, out))) in_free(out);
+    if ((rc = in_index(path, out))) {
+        in_free(out);
+        if (cov) kc_bundle_coverage_free(*cov), *cov = NULL;
+    }
     return rc;
 fail:
     free(toc);
@@ -550,7 +663,7 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     size_t klen;
     const uint8_t *key = kc_cache_mac_key_(c, &klen);
     bool mac_refused = false;
-    int rc = verify(path, key, klen, &b, &mac_refused);
+    int rc = verify(path, key, klen, &b, &mac_refused, NULL);
     if (mac_refused) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
     kc_bundle_report rep;
@@ -596,4 +709,33 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     in_free(&b);
     if (out) *out = rep;
     return rc;
+}
+
+int kc_bundle_coverage_read(const char *path, kc_bundle_coverage **out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_bundle_coverage_read: out is NULL");
+    *out = NULL;
+    if (!path) return kc_err(KC_EINVAL, "kc_bundle_coverage_read: NULL path");
+    bundle_in b;
+    memset(&b, 0, sizeof b);
+    bool mac_refused = false;
+    kc_bundle_coverage *cv = NULL;
+    int rc = verify(path, NULL, 0, &b, &mac_refused, &cv);
+    if (rc) return rc;
+    if (!cv) {
+        in_free(&b);
+        return kc_err(KC_MISS, "bundle '%s' records no coverage (format v1, or exported without a manifest)", path);
+    }
+    /* Which graph x target the bundle carries: a graph entry named "<key>.<target>". */
+    for (size_t g = 0; g < cv->ngraphs; g++)
+        for (size_t t = 0; t < cv->ntargets; t++) {
+            char name[KC_NAME_MAX + 1];
+            kc_store_name(&cv->keys[g], cv->targets[t], name);
+            int have = 0;
+            for (size_t i = 0; i < b.n && !have; i++) have = b.items[i].kind == KIND_GRAPH && strcmp(b.items[i].name, name) == 0;
+            cv->carried[g * cv->ntargets + t] = (unsigned char)have;
+            cv->missing += !have;
+        }
+    in_free(&b);
+    *out = cv;
+    return KC_OK;
 }

@@ -12,18 +12,24 @@
  * the same moment compile it once — one waits on the unit's lock and then finds it stored —
  * and the report's units_compiled counts it once.
  *
- * Callers: the public kc_prewarm (the CLI's prewarm and demo).
+ * Below it, coverage (kc_manifest_covered): whether every variant a manifest asks for is in the
+ * cache, read without compiling or counting anything (the section's own note says how).
+ *
+ * Callers: the public kc_prewarm (the CLI's prewarm and demo) and kc_manifest_covered (the CLI's
+ * coverage and export --manifest).
  *
  * Must not: use the library's compile pool for its workers (kc_units_compile in
  * compile/units.c waits on that pool, so a worker inside it would deadlock it); report a variant done before it is in
  * the cache.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "../common/internal.h"
+#include "kcache/cuda.h" /* kc_cuda_capability: coverage for a device */
 #include "kcache/prewarm.h"
 
 /* The report as the caller sees it, plus the graph names it lends out. */
@@ -185,4 +191,166 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
     free(descs);
     pthread_mutex_destroy(&p.mu);
     return rc;
+}
+
+/* ---- coverage: is every variant a manifest asks for in the cache? ----
+ *
+ * The one idea: a variant is covered only when a lookup would hit it without compiling — its
+ * graph entry stored and every image it refers to there and sound — so the check is the
+ * lookup's own two reads done as maintenance reads (kc_cache_peek, kc_entry_resolve: nothing
+ * counted, refreshed or quarantined), and for a device it walks the lookup's candidate list
+ * (kc_target_candidates) in the lookup's order.  A missing one gets explain's reason.  It
+ * compiles nothing, and lives here rather than in a file of its own only because it reads a
+ * manifest's specs the way prewarm does (load_descs). */
+
+typedef struct cov_owned {
+    kc_coverage_report pub; /* first: the caller's pointer is this */
+    char **names;           /* per graph */
+    char **targets;
+    size_t ngraphs, ntargets;
+} cov_owned;
+
+static const char COV_NONE[] = "";
+
+void kc_coverage_report_free(kc_coverage_report *r) {
+    if (!r) return;
+    cov_owned *o = (cov_owned *)r;
+    for (size_t i = 0; r->results && i < o->ngraphs * o->ntargets; i++)
+        if (r->results[i].reason != COV_NONE && r->results[i].reason != NO_MEMORY) free((char *)r->results[i].reason);
+    for (size_t i = 0; o->names && i < o->ngraphs; i++) free(o->names[i]);
+    for (size_t i = 0; o->targets && i < o->ntargets; i++) free(o->targets[i]);
+    free(o->names);
+    free(o->targets);
+    free(r->results);
+    free(o);
+}
+
+/* A reason, formatted and owned by the report. */
+static const char *cov_reason(const char *fmt, ...) KC_PRINTF(1, 2);
+static const char *cov_reason(const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *s = kc_strdup(buf);
+    return s ? s : NO_MEMORY;
+}
+
+/* Why a graph is missing for `want`, by explain: `what` ("not stored"), the nearest stored entry and what differs. */
+static const char *cov_explain(kc_cache *c, const kc_graph_desc *d, const char *want, const char *what) {
+    kc_explain *x = kc_malloc(sizeof *x);
+    if (!x) return NO_MEMORY;
+    const char *r;
+    if (kc_graph_explain(c, d, want, x) != KC_OK) {
+        r = cov_reason("%s (explain failed: %s)", what, kc_error_last()->message);
+    } else if (!x->have_nearest) {
+        r = cov_reason("%s; the cache holds no entry to compare with", what);
+    } else {
+        char diffs[512] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < x->ndiffs && o + 1 < sizeof diffs; i++) {
+            int w = snprintf(diffs + o, sizeof diffs - o, "%s%s", i ? " " : "", x->diffs[i]);
+            if (w < 0) break;
+            o += (size_t)w < sizeof diffs - o ? (size_t)w : sizeof diffs - o - 1;
+        }
+        r = cov_reason("%s; nearest %s%s differs in: %s", what, x->nearest,
+                       x->nearest_shares_graph ? " (same graph)" : "", x->ndiffs ? diffs : "nothing named");
+    }
+    free(x);
+    return r;
+}
+
+/* One graph for one target: the first of `cand` (n of them) stored and sound is a hit. */
+static void cov_one(kc_cache *c, const kc_graph_desc *d, const kc_key *key, char (*cand)[16], size_t n,
+                    const char *want, const char *what, kc_coverage_result *r) {
+    const char *bad = NULL;
+    for (size_t i = 0; i < n && !r->hit; i++) {
+        kc_entry *e = NULL;
+        int rc = kc_cache_peek(c, key, cand[i], &e);
+        if (rc == KC_OK && (rc = kc_entry_resolve(c, e)) == KC_OK) {
+            r->hit = 1;
+            snprintf(r->variant, sizeof r->variant, "%s", cand[i]);
+        } else if (rc != KC_MISS || e) {
+            /* the graph entry is there (or unreadable), but a lookup could not use it */
+            if (!bad) bad = cov_reason("graph entry %s.%s is stored, but %s", r->key, cand[i],
+                                       kc_error_last()->message);
+        }
+        kc_entry_free(e);
+    }
+    if (r->hit) {
+        if (bad && bad != NO_MEMORY) free((char *)bad);
+        r->reason = COV_NONE;
+    } else {
+        r->reason = bad ? bad : cov_explain(c, d, want, what);
+    }
+}
+
+int kc_manifest_covered(kc_cache *c, const kc_manifest *m, int device, kc_coverage_report **out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_manifest_covered: out is NULL");
+    *out = NULL;
+    if (!c || !m) return kc_err(KC_EINVAL, "kc_manifest_covered: NULL argument");
+    if (device < KC_COVERAGE_ARCHS) return kc_err(KC_EINVAL, "kc_manifest_covered: device %d is not a device", device);
+    char cand[KC_TARGET_CANDIDATES_MAX][16];
+    size_t ncand = 0;
+    char devvar[16] = "", what[96] = "not stored";
+    if (device >= 0) {
+        int major, minor, rc = kc_cuda_capability(device, &major, &minor);
+        if (rc) return kc_err_prefix(rc, "coverage for device %d", device);
+        ncand = kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
+        kc_variant_for_device(major, minor, devvar);
+        if (ncand == 0) return kc_err(KC_EARCH, "device %d: compute capability %d.%d has no targets", device, major, minor);
+        snprintf(what, sizeof what, "no variant a %d.%d device loads is stored (%zu candidates, %s to %s)", major, minor,
+                 ncand, cand[0], cand[ncand - 1]);
+    } else if (kc_manifest_arch_count(m) == 0) {
+        return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
+    }
+    kc_graph_desc **descs = NULL;
+    int rc = load_descs(m, &descs);
+    if (rc) return rc;
+    size_t ng = kc_manifest_graph_count(m), nt = device >= 0 ? 1 : kc_manifest_arch_count(m);
+    cov_owned *o = kc_calloc(1, sizeof *o);
+    if (o) {
+        o->names = kc_calloc(ng, sizeof *o->names);
+        o->targets = kc_calloc(nt, sizeof *o->targets);
+        o->pub.results = kc_calloc(ng * nt, sizeof *o->pub.results);
+        o->ngraphs = ng, o->ntargets = nt;
+    }
+    if (!o || !o->names || !o->targets || !o->pub.results) rc = kc_err(KC_ENOMEM, "coverage: out of memory");
+    for (size_t t = 0; !rc && t < nt; t++)
+        if (!(o->targets[t] = kc_strdup(device >= 0 ? devvar : kc_manifest_arch(m, t))))
+            rc = kc_err(KC_ENOMEM, "coverage: out of memory");
+    for (size_t i = 0; !rc && i < ng * nt; i++) o->pub.results[i].reason = COV_NONE;
+    kc_coverage_report *rep = o ? &o->pub : NULL;
+    if (!rc) {
+        rep->graphs = ng, rep->targets = nt, rep->device = device;
+        rep->target_names = (const char *const *)o->targets;
+    }
+    for (size_t g = 0; !rc && g < ng; g++) {
+        kc_key key;
+        if (!(o->names[g] = kc_strdup(kc_graph_desc_name(descs[g])))) rc = kc_err(KC_ENOMEM, "coverage: out of memory");
+        else if ((rc = kc_graph_key(descs[g], &key, NULL))) kc_err_prefix(rc, "manifest graphs[%zu]", g);
+        for (size_t t = 0; !rc && t < nt; t++) {
+            kc_coverage_result *r = &rep->results[g * nt + t];
+            r->graph = g, r->target = t, r->name = o->names[g];
+            kc_key_to_hex(&key, r->key);
+            if (device < 0) snprintf(cand[0], sizeof cand[0], "%s", o->targets[t]), ncand = 1;
+            cov_one(c, descs[g], &key, cand, ncand, o->targets[t], what, r);
+            if (r->hit) rep->covered++;
+            else rep->missing++;
+        }
+    }
+    for (size_t i = 0; i < ng; i++) kc_graph_desc_free(descs[i]);
+    free(descs);
+    if (rc) {
+        kc_coverage_report_free(rep);
+        return rc;
+    }
+    *out = rep;
+    if (!rep->missing) return KC_OK;
+    for (size_t i = 0; i < ng * nt; i++)
+        if (!rep->results[i].hit)
+            return kc_err(KC_MISS, "%zu of %zu variants missing; first: %s %s: %s", rep->missing, ng * nt,
+                          rep->results[i].name, rep->target_names[rep->results[i].target], rep->results[i].reason);
+    return KC_MISS;
 }
