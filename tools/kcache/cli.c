@@ -255,3 +255,55 @@ const char *cli_kernels_of_image(const cli_kernel *k, size_t n, uint32_t image, 
     }
     return buf;
 }
+
+/* ---- coverage ([Note] in kcache/prewarm.h: kc_manifest_covered) ---- */
+
+void cli_coverage_missing(FILE *f, const char *who, const kc_coverage_report *r) {
+    char a[256], b[64], c[2048];
+    for (size_t i = 0; i < r->graphs * r->targets; i++) {
+        const kc_coverage_result *x = &r->results[i];
+        if (x->hit) continue;
+        fprintf(f, "kcache %s: missing %s %s: %s\n", who, cli_shown(x->name, a, sizeof a),
+                cli_shown(r->target_names[x->target], b, sizeof b), cli_shown(x->reason, c, sizeof c));
+    }
+}
+
+void cli_coverage_json(FILE *f, int *first, const char *manifest, const kc_coverage_report *r) {
+    json_kv_str(f, first, "manifest", manifest);
+    if (r->device >= 0) json_kv_u64(f, first, "device", (uint64_t)r->device);
+    json_key(f, first, "targets");
+    fprintf(f, "[");
+    for (size_t t = 0; t < r->targets; t++) fprintf(f, "%s", t ? ", " : ""), json_str(f, r->target_names[t]);
+    fprintf(f, "]");
+    json_kv_u64(f, first, "graphs", r->graphs);
+    json_kv_u64(f, first, "variants", r->graphs * r->targets);
+    json_kv_u64(f, first, "hits", r->covered);
+    json_kv_bool(f, first, "covered", r->missing == 0);
+    json_key(f, first, "missing");
+    fprintf(f, "[");
+    for (size_t i = 0, n = 0; i < r->graphs * r->targets; i++) {
+        const kc_coverage_result *x = &r->results[i];
+        if (x->hit) continue;
+        int g = 1;
+        fprintf(f, "%s{", n++ ? ", " : "");
+        json_kv_str(f, &g, "graph", x->name);
+        json_kv_str(f, &g, "target", r->target_names[x->target]);
+        json_kv_str(f, &g, "reason", x->reason);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]");
+    json_key(f, first, "results");
+    fprintf(f, "[");
+    for (size_t i = 0; i < r->graphs * r->targets; i++) {
+        const kc_coverage_result *x = &r->results[i];
+        int g = 1;
+        fprintf(f, "%s{", i ? ", " : "");
+        json_kv_str(f, &g, "graph", x->name);
+        json_kv_str(f, &g, "target", r->target_names[x->target]);
+        json_kv_str(f, &g, "key", x->key);
+        json_kv_str(f, &g, "result", x->hit ? "hit" : "missing");
+        json_kv_str(f, &g, "variant", x->variant);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]");
+}

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kcache.h"
 
@@ -46,7 +47,8 @@ typedef struct cli_cmd {
 
 /** The commands, one per cmd_<name>.c; main.c lists them in the order --help shows. */
 extern const cli_cmd cli_cmd_stats, cli_cmd_ls, cli_cmd_show, cli_cmd_verify, cli_cmd_gc, cli_cmd_clear,
-    cli_cmd_get, cli_cmd_prewarm, cli_cmd_export, cli_cmd_import, cli_cmd_explain, cli_cmd_demo, cli_cmd_toolchain;
+    cli_cmd_get, cli_cmd_prewarm, cli_cmd_export, cli_cmd_import, cli_cmd_explain, cli_cmd_demo, cli_cmd_toolchain,
+    cli_cmd_coverage;
 
 /** Print "kcache: WHAT: <last error> (<status>)" to stderr; returns EXIT_PROBLEM. */
 int cli_fail(const char *what);
@@ -108,6 +110,16 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json);
  * reporting the error as "kcache WHO: …": a bad manifest is EXIT_USAGE.
  */
 int cli_manifest_open(const char *who, const char *path, const char *arch, kc_manifest **out);
+
+/* ---- coverage (kc_manifest_covered in kcache/prewarm.h): coverage and export --manifest ---- */
+
+/** One line per missing variant of `r` to `f`: "kcache WHO: missing GRAPH TARGET: REASON". */
+void cli_coverage_missing(FILE *f, const char *who, const kc_coverage_report *r);
+
+/** The fields of a coverage report in a JSON object being written (the comma rule of json.h):
+ *  manifest, device (a device's), targets, graphs, variants, hits, covered (true when nothing is
+ *  missing), missing [{graph, target, reason}], results [{graph, target, key, result, variant}]. */
+void cli_coverage_json(FILE *f, int *first, const char *manifest, const kc_coverage_report *r);
 
 /* ---- the objects a cache holds ([Note: two levels] in kcache/entry.h) ---- */
 

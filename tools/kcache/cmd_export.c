@@ -6,6 +6,10 @@
  * The one idea: this file turns the options into a kc_bundle_filter (targets, and the keys of
  * the manifest's graphs) and the library does the rest, validating each entry it ships and
  * refusing to ship a graph whose image is missing or corrupt; it prints what went in, by kind.
+ * With a manifest, it first asks the library whether the cache covers the manifest's graphs ×
+ * targets (kc_manifest_covered, the code `kcache coverage` runs): anything missing is listed
+ * and the export refused before a byte is written, unless --allow-partial; the bundle records
+ * the manifest, its graphs and targets (kc_bundle_export_covering: format v2).
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  *
  * FILE is a regular file or nothing yet: the library writes a temporary beside it and renames
@@ -26,12 +30,17 @@
 static int cmd_export(const cli_settings *cs, int argc, char **argv);
 
 const cli_cmd cli_cmd_export = {
-    "export", "kcache export FILE [--arch LIST] [--manifest MANIFEST] [--json]",
+    "export", "kcache export FILE [--arch LIST] [--manifest MANIFEST [--allow-partial]] [--json]",
     "Write the cache's graph entries (those of LIST's targets, and of MANIFEST's graphs, when\n"
     "given) to one compressed bundle FILE with a table of contents and per-entry checksums,\n"
     "with every image they refer to (each once) and those images' unit records.  Every entry\n"
     "is validated before it is shipped; a graph whose image is missing or corrupt fails the\n"
-    "export, naming both.",
+    "export, naming both.\n"
+    "With MANIFEST, the bundle is for its graphs x targets (LIST, else the manifest's \"archs\")\n"
+    "and records them, so that import can say what it brings.  If the cache lacks any of them\n"
+    "(as `kcache coverage` would report), export lists every missing one and refuses, writing\n"
+    "nothing (exit 1) -- a partial or empty bundle is never shipped by accident; --allow-partial\n"
+    "writes what there is and still lists what is missing.",
     cmd_export};
 
 /* Whether FILE may be written: absent, or a regular file (replaced atomically).  Prints why
@@ -56,20 +65,25 @@ static int export_target_check(const char *file) {
     return EXIT_USAGE;
 }
 
-/* What went into the bundle, by kind ([Note: two levels] in kcache/entry.h). */
+/* What went into the bundle, by kind ([Note: two levels] in kcache/entry.h): the fields of a JSON object. */
+static void print_fields(const kc_bundle_report *r, const char *file, int *first) {
+    json_kv_str(stdout, first, "file", file);
+    json_kv_u64(stdout, first, "entries", r->entries);
+    json_kv_u64(stdout, first, "bytes", r->bytes);
+    json_kv_u64(stdout, first, "graphs", r->graphs);
+    json_kv_u64(stdout, first, "images", r->images);
+    json_kv_u64(stdout, first, "units", r->units);
+    json_kv_u64(stdout, first, "graph_bytes", r->graph_bytes);
+    json_kv_u64(stdout, first, "image_bytes", r->image_bytes);
+    json_kv_u64(stdout, first, "unit_bytes", r->unit_bytes);
+}
+
+/* What went into the bundle, by kind. */
 static void print_report(const kc_bundle_report *r, int json, const char *file) {
     if (json) {
         int first = 1;
         printf("{");
-        json_kv_str(stdout, &first, "file", file);
-        json_kv_u64(stdout, &first, "entries", r->entries);
-        json_kv_u64(stdout, &first, "bytes", r->bytes);
-        json_kv_u64(stdout, &first, "graphs", r->graphs);
-        json_kv_u64(stdout, &first, "images", r->images);
-        json_kv_u64(stdout, &first, "units", r->units);
-        json_kv_u64(stdout, &first, "graph_bytes", r->graph_bytes);
-        json_kv_u64(stdout, &first, "image_bytes", r->image_bytes);
-        json_kv_u64(stdout, &first, "unit_bytes", r->unit_bytes);
+        print_fields(r, file, &first);
         printf("}\n");
         return;
     }
@@ -79,32 +93,12 @@ static void print_report(const kc_bundle_report *r, int json, const char *file) 
            (unsigned long long)r->image_bytes, (unsigned long long)r->units, (unsigned long long)r->unit_bytes);
 }
 
-static int cmd_export(const cli_settings *cs, int argc, char **argv) {
-    const cli_cmd *c0 = &cli_cmd_export;
-    const char *file = NULL, *arch = NULL, *mpath = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
-        else if (!file) file = argv[i];
-        else return cli_usage_error(c0, "unexpected argument", argv[i]);
-    }
-    if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
-    int bad = export_target_check(file);
-    if (bad) return bad;
-    kc_manifest *m = NULL;
-    kc_key *keys = NULL;
+/* Without a manifest: every graph entry (of --arch's targets), as before; no coverage record (v1). */
+static int export_all(const cli_settings *cs, const cli_cmd *c0, const char *file, const char *arch, int json) {
     int rc = 0;
-    char **archs = NULL;
+    char *archs[KC_MANIFEST_MAX_ARCHS];
     size_t narchs = 0;
-    if (mpath && (rc = cli_manifest_open("export", mpath, NULL, &m))) return rc;
-    if (arch) { /* --arch filters variants whether or not a manifest is given */
-        archs = calloc(KC_MANIFEST_MAX_ARCHS, sizeof *archs);
+    if (arch) { /* --arch filters variants */
         char buf[1024];
         snprintf(buf, sizeof buf, "%s", arch);
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
@@ -114,40 +108,127 @@ static int cmd_export(const cli_settings *cs, int argc, char **argv) {
         }
         if (!rc && narchs == 0) rc = cli_usage_error(c0, "--arch needs at least one target", NULL);
     }
-    kc_bundle_filter f = {(const char *const *)archs, narchs, NULL, 0};
-    size_t ng = kc_manifest_graph_count(m);
-    if (mpath && !rc) {
-        keys = calloc(ng + 1, sizeof *keys);
-        for (size_t i = 0; i < ng; i++) {
-            kc_graph_desc *d = NULL;
-            if (kc_graph_desc_load(&d, kc_manifest_graph(m, i)) != KC_OK || kc_graph_key(d, &keys[i], NULL) != KC_OK) {
-                fprintf(stderr, "kcache export: %s: graphs[%zu]: %s\n", mpath, i, kc_error_last()->message);
-                kc_graph_desc_free(d);
-                rc = EXIT_USAGE;
-                break;
-            }
-            kc_graph_desc_free(d);
-        }
-        f.keys = keys;
-        f.nkeys = ng;
-    }
     kc_cache *c = NULL;
     if (!rc && cli_open_cache(cs, &c)) rc = EXIT_PROBLEM;
-    if (rc) {
-        for (size_t i = 0; i < narchs; i++) free(archs[i]);
-        free(archs);
-        free(keys);
-        kc_manifest_free(m);
-        return rc;
-    }
     kc_bundle_report r;
-    rc = kc_bundle_export(c, file, &f, &r);
+    kc_bundle_filter f = {(const char *const *)archs, narchs, NULL, 0};
+    if (!rc && kc_bundle_export(c, file, &f, &r) != KC_OK) rc = cli_fail("export failed");
+    if (!rc) print_report(&r, json, file);
     kc_cache_close(c);
     for (size_t i = 0; i < narchs; i++) free(archs[i]);
-    free(archs);
-    free(keys);
+    return rc;
+}
+
+/* The manifest's graphs × targets, for the bundle's coverage record (names and keys from `cov`). */
+typedef struct ex_covers {
+    const char **names, **targets;
+    kc_key *keys;
+    kc_bundle_covers pub;
+} ex_covers;
+
+static int covers_make(ex_covers *x, const char *mpath, const kc_coverage_report *cov) {
+    memset(x, 0, sizeof *x);
+    x->names = calloc(cov->graphs + 1, sizeof *x->names);
+    x->keys = calloc(cov->graphs + 1, sizeof *x->keys);
+    x->targets = calloc(cov->targets + 1, sizeof *x->targets);
+    if (!x->names || !x->keys || !x->targets) return KC_ENOMEM;
+    for (size_t g = 0; g < cov->graphs; g++) {
+        const kc_coverage_result *r = &cov->results[g * cov->targets];
+        x->names[g] = r->name;
+        if (kc_key_from_hex(&x->keys[g], r->key) != KC_OK) return KC_EINVAL;
+    }
+    for (size_t t = 0; t < cov->targets; t++) x->targets[t] = cov->target_names[t];
+    x->pub = (kc_bundle_covers){mpath, x->names, x->keys, cov->graphs, x->targets, cov->targets};
+    return KC_OK;
+}
+
+static void covers_free(ex_covers *x) {
+    free(x->names);
+    free(x->keys);
+    free(x->targets);
+}
+
+static int cmd_export(const cli_settings *cs, int argc, char **argv) {
+    const cli_cmd *c0 = &cli_cmd_export;
+    const char *file = NULL, *arch = NULL, *mpath = NULL;
+    int json = 0, partial = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cli_print_help(c0);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--allow-partial") == 0) partial = 1;
+        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
+        else if (!file) file = argv[i];
+        else return cli_usage_error(c0, "unexpected argument", argv[i]);
+    }
+    if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
+    if (partial && !mpath) return cli_usage_error(c0, "--allow-partial goes with --manifest", NULL);
+    int bad = export_target_check(file);
+    if (bad) return bad;
+    if (!mpath) return export_all(cs, c0, file, arch, json);
+    /* A manifest: its graphs × targets (--arch, else its own), all of them or refused. */
+    kc_manifest *m = NULL;
+    int rc = cli_manifest_open("export", mpath, arch, &m);
+    if (rc) return rc;
+    if (kc_manifest_arch_count(m) == 0) {
+        kc_manifest_free(m);
+        return cli_usage_error(c0, "the manifest names no target (\"archs\"): give --arch LIST", NULL);
+    }
+    kc_cache *c = NULL;
+    if (cli_open_cache(cs, &c)) {
+        kc_manifest_free(m);
+        return EXIT_PROBLEM;
+    }
+    kc_coverage_report *cov = NULL;
+    int crc = kc_manifest_covered(c, m, KC_COVERAGE_ARCHS, &cov);
+    ex_covers xc;
+    memset(&xc, 0, sizeof xc);
+    if (!cov) {
+        fprintf(stderr, "kcache export: %s\n", kc_error_last()->message);
+        rc = crc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
+    } else if (cov->missing) {
+        cli_coverage_missing(stderr, "export", cov);
+        if (!partial) {
+            fprintf(stderr, "kcache export: refused: %zu of %zu variants of %s (%zu graphs x %zu targets) are not in the "
+                    "cache, listed above; nothing written (prewarm them, or give --allow-partial to ship the %zu there)\n",
+                    cov->missing, cov->graphs * cov->targets, mpath, cov->graphs, cov->targets, cov->covered);
+            rc = EXIT_PROBLEM;
+        } else {
+            fprintf(stderr, "kcache export: warning: --allow-partial: the bundle lacks the %zu variants listed above\n",
+                    cov->missing);
+        }
+    }
+    if (!rc && covers_make(&xc, mpath, cov) != KC_OK) rc = cli_fail("export: out of memory");
+    kc_bundle_report r;
+    if (!rc) {
+        size_t ntargets = kc_manifest_arch_count(m);
+        const char *targets[KC_MANIFEST_MAX_ARCHS];
+        for (size_t i = 0; i < ntargets; i++) targets[i] = kc_manifest_arch(m, i);
+        kc_bundle_filter f = {targets, ntargets, xc.keys, cov->graphs};
+        if (kc_bundle_export_covering(c, file, &f, &xc.pub, &r) != KC_OK) rc = cli_fail("export failed");
+    }
+    if (!rc && json) {
+        int first = 1;
+        printf("{");
+        print_fields(&r, file, &first);
+        json_key(stdout, &first, "coverage");
+        printf("{");
+        int f2 = 1;
+        cli_coverage_json(stdout, &f2, mpath, cov);
+        printf("}}\n");
+    } else if (!rc) {
+        print_report(&r, 0, file);
+        printf("covers %s: %zu graphs x %zu targets: %s", mpath, cov->graphs, cov->targets,
+               cov->missing ? "partial" : "complete");
+        if (cov->missing) printf(", %zu of %zu missing (--allow-partial)", cov->missing, cov->graphs * cov->targets);
+        printf("\n");
+    }
+    covers_free(&xc);
+    kc_coverage_report_free(cov);
+    kc_cache_close(c);
     kc_manifest_free(m);
-    if (rc) return cli_fail("export failed");
-    print_report(&r, json, file);
-    return 0;
+    return rc;
 }

@@ -5,7 +5,9 @@
  * The one idea: the library verifies everything before it writes anything, so a refused
  * bundle leaves the cache untouched, and never writes a graph entry (or unit record) whose
  * image is neither in the bundle nor in the cache; this file only reports, by kind, what was
- * (or, with --dry-run, would be) written, and warns on stderr of what was left out.  Only main.c's command table
+ * (or, with --dry-run, would be) written, and warns on stderr of what was left out, and the
+ * coverage the bundle brings: the manifest × targets its v2 record names and which of them it
+ * carries (kc_bundle_coverage_read; a v1 bundle records none).  Only main.c's command table
  * refers to this file; it opens the cache through cli_open_cache().
  */
 #include <stdio.h>
@@ -22,7 +24,9 @@ const cli_cmd cli_cmd_import = {
     "corrupt or altered bundle is refused with the reason and the cache is left untouched;\n"
     "importing twice changes nothing.  A graph entry or unit record whose image is neither in\n"
     "the bundle nor in the cache is left out, with a warning.  --dry-run verifies only, and\n"
-    "says what an import would write.",
+    "says what an import would write.  A bundle exported with --manifest records the manifest's\n"
+    "graphs x targets: import prints the coverage it brings (complete, or what is missing);\n"
+    "an older bundle prints \"coverage: not recorded\" and imports as before.",
     cmd_import};
 
 /* "N graph entries, N images, N unit records": one kind's counts. */
@@ -31,8 +35,57 @@ static void print_kinds(uint64_t graphs, uint64_t images, uint64_t units) {
            (unsigned long long)images, images == 1 ? "" : "s", (unsigned long long)units, units == 1 ? "" : "s");
 }
 
+/* The coverage the bundle brings (its v2 record), as text or as the fields' JSON value. */
+static void print_coverage(const kc_bundle_coverage *cv, int json) {
+    char a[256], b[4200];
+    if (json && !cv) {
+        printf("null");
+        return;
+    }
+    if (!cv) {
+        printf("coverage: not recorded (a bundle exported without --manifest, or by an older kcache)\n");
+        return;
+    }
+    if (json) {
+        int f = 1;
+        printf("{");
+        json_kv_str(stdout, &f, "manifest", cv->manifest);
+        json_kv_u64(stdout, &f, "graphs", cv->ngraphs);
+        json_key(stdout, &f, "targets");
+        printf("[");
+        for (size_t t = 0; t < cv->ntargets; t++) printf("%s", t ? ", " : ""), json_str(stdout, cv->targets[t]);
+        printf("]");
+        json_kv_bool(stdout, &f, "complete", cv->missing == 0);
+        json_key(stdout, &f, "missing");
+        printf("[");
+        for (size_t i = 0, n = 0; i < cv->ngraphs * cv->ntargets; i++) {
+            if (cv->carried[i]) continue;
+            int g = 1;
+            printf("%s{", n++ ? ", " : "");
+            json_kv_str(stdout, &g, "graph", cv->names[i / cv->ntargets]);
+            json_kv_str(stdout, &g, "target", cv->targets[i % cv->ntargets]);
+            printf("}");
+        }
+        printf("]}");
+        return;
+    }
+    printf("coverage: %s: %zu graph%s x %zu target%s (", cli_shown(cv->manifest, b, sizeof b), cv->ngraphs,
+           cv->ngraphs == 1 ? "" : "s", cv->ntargets, cv->ntargets == 1 ? "" : "s");
+    for (size_t t = 0; t < cv->ntargets; t++) printf("%s%s", t ? ", " : "", cv->targets[t]);
+    if (!cv->missing) {
+        printf("): complete\n");
+        return;
+    }
+    printf("): partial, %zu of %zu missing:", cv->missing, cv->ngraphs * cv->ntargets);
+    for (size_t i = 0, n = 0; i < cv->ngraphs * cv->ntargets; i++)
+        if (!cv->carried[i])
+            printf("%s %s %s", n++ ? "," : "", cli_shown(cv->names[i / cv->ntargets], a, sizeof a),
+                   cv->targets[i % cv->ntargets]);
+    printf("\n");
+}
+
 /* What the bundle held and what was (a dry run: would be) written, by kind ([Note: two levels]). */
-static void print_report(const kc_bundle_report *r, int json, int dry, const char *file) {
+static void print_report(const kc_bundle_report *r, int json, int dry, const char *file, const kc_bundle_coverage *cv) {
     if (json) {
         int first = 1;
         printf("{");
@@ -54,6 +107,8 @@ static void print_report(const kc_bundle_report *r, int json, int dry, const cha
         json_kv_u64(stdout, &first, "graphs_skipped", r->graphs_skipped);
         json_kv_u64(stdout, &first, "units_skipped", r->units_skipped);
         json_kv_str(stdout, &first, "first_skipped", r->first_skipped);
+        json_key(stdout, &first, "coverage");
+        print_coverage(cv, 1);
         printf("}\n");
     } else {
         printf("%s %s: %llu entries, %llu bytes (", dry ? "verified" : "imported", file, (unsigned long long)r->entries,
@@ -62,6 +117,7 @@ static void print_report(const kc_bundle_report *r, int json, int dry, const cha
         printf(");%s %llu (", dry ? " would write" : " wrote", (unsigned long long)r->written);
         print_kinds(r->graphs_written, r->images_written, r->units_written);
         printf("), %llu already present\n", (unsigned long long)r->unchanged);
+        print_coverage(cv, 0);
     }
     if (r->graphs_skipped || r->units_skipped)
         fprintf(stderr, "kcache import: warning: %s %llu graph entries and %llu unit records (the first: %s): an image "
@@ -92,6 +148,11 @@ static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     kc_cache_close(c);
     if (rc && r.written) return cli_fail("import stopped part-way; the entries it wrote stay in the cache");
     if (rc) return cli_fail("import refused; the cache is unchanged");
-    print_report(&r, json, dry, file);
+    /* The coverage it brings: the bundle's record (v2), read back; a v1 bundle has none. */
+    kc_bundle_coverage *cv = NULL;
+    rc = kc_bundle_coverage_read(file, &cv);
+    if (rc && rc != KC_MISS) fprintf(stderr, "kcache import: warning: its coverage record: %s\n", kc_error_last()->message);
+    print_report(&r, json, dry, file, cv);
+    kc_bundle_coverage_free(cv);
     return 0;
 }
