@@ -2,14 +2,14 @@
 # fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries, bundles,
 # launch programs, images and unit records
 # (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program,image}/) from real
-# objects written by the current code, so the seeds always speak the current entry format (v3, two
+# objects written by the current code, so the seeds always speak the current entry format (v4, two
 # levels: include/kcache/entry.h) and launch-program grammar (src/graph/program.c).
 #
 # The one idea: a seed made by hand, or by an older build, stops at the first check the format
 # changed (a v1 seed at the version check, a program without nrargs at its first count), and the
 # fuzzer never reaches the parsers behind it.
 # So every seed here is what kcache itself writes today, converted to each target's input form:
-#   entry/, entry_sums/   golden.kce, golden_image.kce, golden_unit.kce (tests/golden/{entry,image,unit}_v3.kce);
+#   entry/, entry_sums/   golden.kce, golden_image.kce, golden_unit.kce (tests/golden/{entry,image,unit}_v4.kce);
 #                         softmax_sm80.kce (kernels/softmax.json compiled for sm_80: cubins) and
 #                         layer_norm_compute80.kce (kernels/layer_norm.json for compute_80: PTX), as
 #                         kcache prewarm stores them, each with its image and unit record
@@ -22,7 +22,7 @@
 #   sections/             <entry>.sec for each entry above: { tag:u8 len:u16 bytes } records
 #                         (fuzz_sections.c): 1 toolchain, 0 each META digest name, 2..10 each section's raw
 #                         bytes (7 PARAMS, 8 IMAGES, 9 IMAGE, 10 UNIT; an IMAGE over 65535 bytes is left
-#                         out); wrappers.sec (a WRAPPERS section recording philox and cuda_graph) and
+#                         out), 11 its ORIGIN compile_us as "compile_us=N"; wrappers.sec (a WRAPPERS section recording philox and cuda_graph) and
 #                         params.sec (a PARAMS section alone: one kernel, two parameters)
 #   program/              <entry>.fwd and <entry>.bwd: the FORWARD and BACKWARD section bytes of
 #                         softmax_sm80, layer_norm_compute80 and args_sm80 (fuzz_program.c)
@@ -88,9 +88,9 @@ new_objs "$tmp/before" softmax_sm80
 prewarm "$PWD/kernels/layer_norm.json" compute_80
 new_objs "$tmp/before" layer_norm_compute80
 for d in entry entry_sums; do  # install -m 0644: the cache keeps its files private (0600)
-  install -m 0644 tests/golden/entry_v3.kce $c/$d/golden.kce
-  install -m 0644 tests/golden/image_v3.kce $c/$d/golden_image.kce
-  install -m 0644 tests/golden/unit_v3.kce $c/$d/golden_unit.kce
+  install -m 0644 tests/golden/entry_v4.kce $c/$d/golden.kce
+  install -m 0644 tests/golden/image_v4.kce $c/$d/golden_image.kce
+  install -m 0644 tests/golden/unit_v4.kce $c/$d/golden_unit.kce
   install -m 0644 "$(one sm_80)" $c/$d/softmax_sm80.kce
   install -m 0644 "$(one compute_80)" $c/$d/layer_norm_compute80.kce
 done
@@ -188,6 +188,9 @@ def sections(name):  # an entry as fuzz_sections input: toolchain, digest names,
         b = section(e, t)
         if b is not None and not (t == 9 and len(b) > 0xffff):  # an image too long for a record is left out
             out += rec(t, b)
+    v = ctypes.create_string_buffer(64)  # ORIGIN (v4): its compile_us, as fuzz_sections' "name=value" record
+    if kc.kc_entry_origin(e, b"compile_us", v, 64) == 0:
+        out += rec(11, b"compile_us=" + v.value)
     kc.kc_entry_free(e)
     open(f"{c}/sections/{name}.sec", "wb").write(out)
 

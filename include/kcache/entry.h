@@ -27,8 +27,9 @@
  *
  *   entry        := header section_desc{nsections} section_data{nsections} mac?
  *   header       := magic[8]          "\x89KCE\r\n\x1a\n"
- *                   version:u16       3 (v2 kept images inside graph entries, v1 had no PARAMS;
- *                                     entries of other versions are not read: corrupt to decode)
+ *                   version:u16       4 (v3 had no ORIGIN, v2 kept images inside graph entries,
+ *                                     v1 had no PARAMS; entries of other versions are not read:
+ *                                     corrupt to decode)
  *                   header_size:u16   96
  *                   flags:u32         bit 0: a MAC trailer follows; other bits must be 0
  *                   key[16]           the entry's key; must match the name it is stored under
@@ -41,7 +42,7 @@
  *   section_desc := type:u32          1 META, 2 FORWARD, 3 BACKWARD, 4 KERNELS,
  *                                     5 WRAPPERS, 6 RUNTIME_META, 7 PARAMS (the kernels'
  *                                     parameter tables, src/graph/abi.c), 8 IMAGES, 9 IMAGE,
- *                                     10 UNIT (below); each at most once
+ *                                     10 UNIT, 11 ORIGIN (below); each at most once
  *                   codec:u32         0 none, 1 zstd
  *                   raw_len:u64       ≤ KC_SECTION_MAX_RAW (256 MiB); the raw lengths of all
  *                                     sections together ≤ KC_ENTRY_MAX_RAW (1 GiB)
@@ -69,6 +70,11 @@
  *   UNIT         := ref count:u32 (1..256) { expr:str4 lowered:str4 }{count}, nothing after
  *                   str4 := len:u32 (1..4096) bytes without NUL   (a unit record: its image, and
  *                   each name expression with the name NVRTC lowered it to)
+ *   ORIGIN       := count:u32 (1..64) { name:len:u32 (1..31) [a-z0-9_]  value:len:u32 (0..4096)
+ *                   bytes without NUL }{count}, each name once, nothing after  (optional: where
+ *                   the entry came from — "compile_us", the NVRTC time its images cost when first
+ *                   compiled; names a reader does not know are skipped, so records can be added
+ *                   without a new format version)
  *
  * Sizes ([Note: sizes]): every length, count and offset read from an entry is bounded before
  * it is used, with arithmetic that cannot wrap: a value is compared with the room left
@@ -83,7 +89,7 @@
  *
  * Every entry carries a META section; other sections are opaque bytes at this layer
  * (the graph part gives FORWARD, BACKWARD, KERNELS and WRAPPERS their own encodings).
- * The golden files tests/golden/entry_v3.kce, image_v3.kce and unit_v3.kce pin this format: a change to it means a
+ * The golden files tests/golden/entry_v4.kce, image_v4.kce and unit_v4.kce pin this format: a change to it means a
  * new format version.
  */
 #ifndef KCACHE_ENTRY_H
@@ -98,7 +104,7 @@ extern "C" {
 #endif
 
 /** Current entry format version. */
-#define KC_ENTRY_FORMAT_VERSION 3
+#define KC_ENTRY_FORMAT_VERSION 4
 /** Cap on one section's raw length. */
 #define KC_SECTION_MAX_RAW (256u << 20)
 /** Cap on a whole entry. */
@@ -121,8 +127,14 @@ typedef enum kc_section_type {
     KC_SECTION_PARAMS = 7,
     KC_SECTION_IMAGES = 8,
     KC_SECTION_IMAGE = 9,
-    KC_SECTION_UNIT = 10
+    KC_SECTION_UNIT = 10,
+    KC_SECTION_ORIGIN = 11 /**< name/value records: kc_entry_set_origin, kc_entry_origin */
 } kc_section_type;
+
+/** Caps of an ORIGIN section: records, a name's bytes ([a-z0-9_]), a value's bytes. */
+#define KC_ORIGIN_MAX 64
+#define KC_ORIGIN_NAME_MAX 31
+#define KC_ORIGIN_VALUE_MAX 4096
 
 /** Codecs of stored sections.  Values are part of the format. */
 typedef enum kc_codec { KC_CODEC_NONE = 0, KC_CODEC_ZSTD = 1 } kc_codec;
@@ -170,6 +182,16 @@ KC_API size_t kc_entry_digest_count(const kc_entry *e);
 /** The i-th named digest; `*name_out` is borrowed from the entry. */
 KC_API int kc_entry_digest_at(const kc_entry *e, size_t i, const char **name_out,
                               kc_digest *out);
+
+/**
+ * Set an ORIGIN record (`name`: 1..31 of [a-z0-9_]; `value`: text of at most 4096 bytes),
+ * replacing an earlier value of that name.  kcache writes "compile_us" (the NVRTC time, in
+ * microseconds, that the entry's images cost when they were first compiled).
+ */
+KC_API int kc_entry_set_origin(kc_entry *e, const char *name, const char *value);
+
+/** The ORIGIN record `name` into out (cap bytes, NUL-terminated): KC_OK, or KC_MISS when absent. */
+KC_API int kc_entry_origin(const kc_entry *e, const char *name, char *out, size_t cap);
 
 /** Set the toolchain string in META (≤ 255 bytes), e.g. "nvrtc 13.0 (build 36424714)". */
 KC_API int kc_entry_set_toolchain(kc_entry *e, const char *toolchain);

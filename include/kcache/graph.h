@@ -307,6 +307,10 @@ typedef struct kc_graph_info {
      *  them this call compiled; the others were found stored ([Note: two levels]).  Both 0
      *  when the lookup compiled nothing at all (a hit). */
     int units, units_compiled;
+    /** On a hit: the compile time it saved — the NVRTC time its images cost when they were first
+     *  compiled (the entry's ORIGIN "compile_us", summed over its compile units, those found stored
+     *  included); 0 on a miss, or for an entry that does not record it. */
+    double saved_ms;
 } kc_graph_info;
 
 typedef struct kc_graph kc_graph;

@@ -33,11 +33,12 @@
 #define SUM_OFFSET 88
 #define DESC_SIZE 40
 #define MAX_SECTIONS 16
-#define NTYPES (KC_SECTION_UNIT + 1) /* types 1..KC_SECTION_UNIT */
+#define NTYPES (KC_SECTION_ORIGIN + 1) /* types 1..KC_SECTION_ORIGIN */
 #define MAC_LEN 32
 #define FLAG_MAC 1u
 #define MAX_DIGESTS 4096
 #define ZSTD_LEVEL 3
+#define CORRUPT(...) kc_err(KC_ECORRUPT, "corrupt entry: " __VA_ARGS__)
 #define COMPRESS_MIN 256 /* smaller sections are stored as they are: a frame to inflate costs more than it saves */
 
 static const uint8_t MAGIC[8] = {0x89, 'K', 'C', 'E', '\r', '\n', 0x1a, '\n'};
@@ -151,11 +152,99 @@ int kc_entry_peek_version(const void *data, size_t len) {
 const kc_key *kc_entry_key(const kc_entry *e) { return &e->key; }
 const char *kc_entry_variant(const kc_entry *e) { return e->variant; }
 
-static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_UNIT; }
+static int valid_type(int t) { return t >= KC_SECTION_META && t <= KC_SECTION_ORIGIN; }
+
+/* ---- ORIGIN: name/value records (entry.h's grammar) ---- */
+
+static int origin_name_ok(const uint8_t *s, size_t n) {
+    if (n < 1 || n > KC_ORIGIN_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_')) return 0;
+    return 1;
+}
+
+/* Walk an ORIGIN payload: KC_OK when it is well formed; with `name`, that record's value and its length
+ * (KC_MISS when absent). */
+static int origin_scan(const uint8_t *p, size_t n, const char *name, const uint8_t **value, uint32_t *vlen) {
+    kc_reader r = kc_reader_make(p, n);
+    uint32_t count = kc_rd_next_u32(&r);
+    if (r.bad || count < 1 || count > KC_ORIGIN_MAX) return CORRUPT("ORIGIN record count %u", count);
+    const uint8_t *names[KC_ORIGIN_MAX];
+    uint32_t lens[KC_ORIGIN_MAX];
+    int found = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t nl = kc_rd_next_u32(&r);
+        const uint8_t *nm = r.bad || nl > KC_ORIGIN_NAME_MAX ? NULL : kc_rd_bytes(&r, nl);
+        uint32_t vl = kc_rd_next_u32(&r);
+        const uint8_t *v = r.bad || vl > KC_ORIGIN_VALUE_MAX ? NULL : kc_rd_bytes(&r, vl);
+        if (r.bad || !nm || !v || !origin_name_ok(nm, nl) || memchr(v, 0, vl)) return CORRUPT("ORIGIN record %u is malformed", i);
+        for (uint32_t j = 0; j < i; j++)
+            if (lens[j] == nl && memcmp(names[j], nm, nl) == 0) return CORRUPT("ORIGIN names '%.*s' twice", (int)nl, (const char *)nm);
+        names[i] = nm, lens[i] = nl;
+        if (name && strlen(name) == nl && memcmp(name, nm, nl) == 0) *value = v, *vlen = vl, found = 1;
+    }
+    if (r.left) return CORRUPT("ORIGIN has %zu trailing bytes", r.left);
+    return !name || found ? KC_OK : KC_MISS;
+}
+
+int kc_entry_set_origin(kc_entry *e, const char *name, const char *value) {
+    if (!e || !name || !value) return kc_err(KC_EINVAL, "kc_entry_set_origin: NULL argument");
+    size_t nl = strlen(name), vl = strlen(value);
+    if (!origin_name_ok((const uint8_t *)name, nl)) return kc_err(KC_EINVAL, "origin name '%s': 1..%d of [a-z0-9_]", name, KC_ORIGIN_NAME_MAX);
+    if (vl > KC_ORIGIN_VALUE_MAX) return kc_err(KC_EINVAL, "origin value of %zu bytes (at most %d)", vl, KC_ORIGIN_VALUE_MAX);
+    /* Copy the other records, then this one (replacing an earlier value). */
+    const section *old = &e->sec[KC_SECTION_ORIGIN];
+    kc_buf b = {0};
+    uint32_t count = 0;
+    kc_buf_put_u32(&b, 0);
+    if (old->present) {
+        kc_reader r = kc_reader_make(old->data, old->len);
+        uint32_t n = kc_rd_next_u32(&r);
+        for (uint32_t i = 0; i < n && !r.bad; i++) {
+            uint32_t l1 = kc_rd_next_u32(&r);
+            const uint8_t *nm = kc_rd_bytes(&r, l1);
+            uint32_t l2 = kc_rd_next_u32(&r);
+            const uint8_t *v = kc_rd_bytes(&r, l2);
+            if (r.bad || (l1 == nl && memcmp(nm, name, nl) == 0)) continue;
+            kc_buf_put_u32(&b, l1), kc_buf_put(&b, nm, l1), kc_buf_put_u32(&b, l2), kc_buf_put(&b, v, l2);
+            count++;
+        }
+    }
+    if (count >= KC_ORIGIN_MAX) {
+        kc_buf_free(&b);
+        return kc_err(KC_EINVAL, "an entry's ORIGIN holds at most %d records", KC_ORIGIN_MAX);
+    }
+    kc_buf_put_u32(&b, (uint32_t)nl), kc_buf_put(&b, name, nl), kc_buf_put_u32(&b, (uint32_t)vl), kc_buf_put(&b, value, vl);
+    if (b.failed) {
+        kc_buf_free(&b);
+        return kc_err(KC_ENOMEM, "kc_entry_set_origin: out of memory");
+    }
+    kc_wr_u32(b.data, count + 1);
+    free(e->sec[KC_SECTION_ORIGIN].data);
+    e->sec[KC_SECTION_ORIGIN].data = b.data;
+    e->sec[KC_SECTION_ORIGIN].len = b.len;
+    e->sec[KC_SECTION_ORIGIN].present = 1;
+    return KC_OK;
+}
+
+int kc_entry_origin(const kc_entry *e, const char *name, char *out, size_t cap) {
+    if (!e || !name || !out || cap == 0) return kc_err(KC_EINVAL, "kc_entry_origin: bad argument");
+    out[0] = '\0';
+    const section *s = &e->sec[KC_SECTION_ORIGIN];
+    if (!s->present) return KC_MISS;
+    const uint8_t *v = NULL;
+    uint32_t vl = 0;
+    int rc = origin_scan(s->data, s->len, name, &v, &vl);
+    if (rc) return rc;
+    if (vl >= cap) return kc_err(KC_EINVAL, "origin '%s' holds %u bytes, room for %zu", name, vl, cap - 1);
+    memcpy(out, v, vl);
+    out[vl] = '\0';
+    return KC_OK;
+}
 
 int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data, size_t len) {
     if (!e || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_set_section: NULL argument");
-    if (!valid_type((int)type) || type == KC_SECTION_META)
+    if (!valid_type((int)type) || type == KC_SECTION_META || type == KC_SECTION_ORIGIN) /* kc_entry_set_origin */
         return kc_err(KC_EINVAL, "kc_entry_set_section: section type %d cannot be set", (int)type);
     if (len > KC_SECTION_MAX_RAW)
         return kc_err(KC_EINVAL, "section of %zu bytes is over the cap of %u", len, KC_SECTION_MAX_RAW);
@@ -378,7 +467,6 @@ done:
 
 /* ---- decode ---- */
 
-#define CORRUPT(...) kc_err(KC_ECORRUPT, "corrupt entry: " __VA_ARGS__)
 
 static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
     kc_reader r = kc_reader_make(p, n);
@@ -526,6 +614,9 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
             free(raw);
             if (rc) goto fail;
             seen_meta = 1;
+        } else if (type == KC_SECTION_ORIGIN && (rc = origin_scan(raw, (size_t)raw_len, NULL, NULL, NULL)) != KC_OK) {
+            free(raw);
+            goto fail;
         } else {
             e->sec[type].data = raw;
             e->sec[type].len = (size_t)raw_len;

@@ -86,6 +86,11 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
     if (!rc) rc = kc_entry_add_key_digests(e, kb);
     if (!rc) rc = kc_entry_set_toolchain(e, meta);
+    double nvrtc_s = 0; /* what a hit of this entry saves: its units' NVRTC time when first compiled */
+    for (size_t i = 0; i < u->n; i++) nvrtc_s += res[i]->seconds;
+    char cu[24];
+    snprintf(cu, sizeof cu, "%llu", (unsigned long long)(nvrtc_s * 1e6 + 0.5));
+    if (!rc) rc = kc_entry_set_origin(e, "compile_us", cu);
     for (size_t i = 0; i < u->n && !rc; i++) /* PTX with its NUL, as referred to */
         rc = kc_entry_attach_image(e, i, res[i]->image, (size_t)refs[i].len);
     kc_buf_free(&k);
@@ -311,6 +316,18 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
     }
 }
 
+/* The compile time a stored entry records (ORIGIN compile_us), 0 when it records none. */
+static uint64_t entry_compile_us(const kc_entry *e) {
+    char cu[24];
+    return kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
+}
+
+/* A hit saved its entry's compile time: in the info, and counted (compile_us_saved). */
+static void hit_saved(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us) {
+    info->saved_ms = (double)us / 1e3;
+    if (us) kc_cache_count(c, key, KC_STAT_COMPILE_US_SAVED, us);
+}
+
 static void info_init(kc_graph_info *info, const kc_key *key) {
     memset(info, 0, sizeof *info);
     kc_key_to_hex(key, info->key);
@@ -348,12 +365,14 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
+        hit_saved(c, &key, info, entry_compile_us(e));
         kc_entry_free(e);
     } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
+        hit_saved(c, &key, info, entry_compile_us(e));
         kc_entry_free(e);
     } else {
         if (cacheable) {
@@ -408,6 +427,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         info->source = KC_FROM_MEMORY;
         snprintf(info->variant, sizeof info->variant, "%s", (*out)->variant);
         kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1);
+        hit_saved(c, &key, info, (*out)->compile_us);
         info->lookup_us = us_since(t1);
         info->total_us = us_since(t0);
         kc_key_builder_free(kb);
@@ -438,6 +458,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
+        hit_saved(c, &key, info, g->compile_us);
     }
     if (!g && !rc && nc) { /* the remote tier: the first present candidate, in one round trip */
         const char *cp[KC_TARGET_CANDIDATES_MAX];
@@ -455,6 +476,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
                 info->source = KC_FROM_REMOTE;
                 snprintf(info->variant, sizeof info->variant, "%s", cand[w]);
                 kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
+                hit_saved(c, &key, info, g->compile_us);
             }
         }
     }

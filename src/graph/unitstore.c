@@ -138,6 +138,8 @@ static int from_record(const kc_entry *rec, const kc_entry *img, int full, const
     if (!rc) rc = as_compiled(bytes, len, want.is_ptx, lowered, n, &res[unit]);
     else
         for (size_t i = 0; i < n; i++) free(lowered[i]);
+    char cu[24];
+    if (!rc && kc_entry_origin(rec, "compile_us", cu, sizeof cu) == KC_OK) res[unit]->seconds = strtod(cu, NULL) / 1e6;
     if (!rc) *ref = want;
     return rc;
 }
@@ -198,6 +200,9 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
     if (!rc) rc = kc_cache_put(c, img); /* the image first: durable before anything names it */
     /* No key digests: nothing explains a unit by them, and they were most of a record's bytes. */
     if (!rc) rc = kc_unit_entry_new(&rec, ukey, ref, names, (const char *const *)r->lowered_names, n);
+    char cu[24]; /* its NVRTC time: a graph built from it later records what a hit of it saves */
+    snprintf(cu, sizeof cu, "%llu", (unsigned long long)(r->seconds * 1e6 + 0.5));
+    if (!rc) rc = kc_entry_set_origin(rec, "compile_us", cu);
     if (!rc) rc = kc_entry_set_toolchain(rec, toolchain_meta);
     if (!rc) rc = kc_cache_put(c, rec);
     kc_entry_free(img);

@@ -1,6 +1,6 @@
 /*
  * test_entry.c — the entry format: round trips, the golden file that pins format v3 (a small
- * graph entry with its IMAGES references, tests/golden/entry_v3.kce; images and unit records have
+ * graph entry with its IMAGES references and ORIGIN, tests/golden/entry_v4.kce; images and unit records have
  * theirs in test_image.c), an entry of the older format v2 (tests/golden/entry_v2.kce, kept as it
  * was written) that is corrupt to decode, images attached in memory that are never encoded, and a
  * decoder that rejects every damaged input (each byte flipped, every truncation, trailing bytes,
@@ -8,8 +8,8 @@
  * small entry declaring a huge section (a decompression bomb) is refused before anything is
  * inflated (issue 15).
  *
- * Regenerate tests/golden/entry_v3.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
- * entry_v2.kce is never regenerated: it is what an older kcache wrote.
+ * Regenerate tests/golden/entry_v4.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
+ * entry_v2.kce and entry_v3_old.kce are never regenerated: they are what older kcaches wrote.
  */
 #include "helpers.h"
 
@@ -38,6 +38,7 @@ static kc_entry *make_entry(const char *variant, size_t big) {
     assert_int_equal(kc_image_ref_make(&refs[0], variant, 0, "cubin-bytes", 11), KC_OK);
     assert_int_equal(kc_image_ref_make(&refs[1], "compute_80", 1, "ptx-text", 9), KC_OK);
     assert_int_equal(kc_entry_set_images(e, refs, 2), KC_OK);
+    assert_int_equal(kc_entry_set_origin(e, "compile_us", "123456"), KC_OK); /* v4 */
     if (big) {
         uint8_t *b = malloc(big);
         for (size_t i = 0; i < big; i++) b[i] = (uint8_t)(i % 251 < 200 ? 'A' + i % 7 : i * 31);
@@ -63,7 +64,7 @@ static void assert_same_entry(const kc_entry *a, const kc_entry *b) {
         assert_string_equal(n1, n2);
         assert_memory_equal(d1.bytes, d2.bytes, 16);
     }
-    for (int t = KC_SECTION_FORWARD; t <= KC_SECTION_UNIT; t++) {
+    for (int t = KC_SECTION_FORWARD; t <= KC_SECTION_ORIGIN; t++) {
         const void *p1, *p2;
         size_t l1, l2;
         int r1 = kc_entry_section(a, (kc_section_type)t, &p1, &l1);
@@ -99,7 +100,7 @@ static void test_golden_file(void **state) {
     void *bytes;
     size_t len;
     assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
-    const char *path = KC_GOLDEN_DIR "/entry_v3.kce";
+    const char *path = KC_GOLDEN_DIR "/entry_v4.kce";
     if (getenv("KCACHE_REGEN_GOLDEN")) assert_int_equal(kct_write(path, bytes, len), 0);
     size_t glen;
     uint8_t *golden = kct_read(path, &glen);
@@ -109,7 +110,10 @@ static void test_golden_file(void **state) {
     kc_entry *d;
     assert_int_equal(kc_entry_decode(&d, golden, glen), KC_OK);
     assert_same_entry(e, d);
-    assert_int_equal(kc_entry_peek_version(golden, glen), 3);
+    assert_int_equal(kc_entry_peek_version(golden, glen), 4);
+    char v[32];
+    assert_int_equal(kc_entry_origin(d, "compile_us", v, sizeof v), KC_OK);
+    assert_string_equal(v, "123456");
     kc_image_ref *refs;
     size_t n;
     assert_int_equal(kc_entry_images(d, &refs, &n), KC_OK);
@@ -122,11 +126,102 @@ static void test_golden_file(void **state) {
     kc_free(bytes);
 }
 
-/* An entry of format v2 (images inside the graph entry), as an older kcache wrote it: every
- * checksum right, and corrupt to decode — an older format is never read, only told apart
- * (kc_entry_peek_version) so that gc can count it stale rather than corrupt. */
+/* ORIGIN (v4): records set, replaced and read back through an encode; names and values checked. */
+static void test_origin_records(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 0), *d;
+    char v[64];
+    assert_int_equal(kc_entry_origin(e, "compile_us", v, sizeof v), KC_OK);
+    assert_int_equal(kc_entry_set_origin(e, "compile_us", "42"), KC_OK); /* replaced, not added */
+    assert_int_equal(kc_entry_set_origin(e, "host", ""), KC_OK);
+    assert_int_equal(kc_entry_set_origin(e, "Host", "x"), KC_EINVAL);
+    assert_int_equal(kc_entry_set_origin(e, "", "x"), KC_EINVAL);
+    assert_int_equal(kc_entry_set_origin(e, "a_name_of_thirty_two_characters_", "x"), KC_EINVAL);
+    char *big = malloc(KC_ORIGIN_VALUE_MAX + 2);
+    memset(big, 'v', KC_ORIGIN_VALUE_MAX + 1);
+    big[KC_ORIGIN_VALUE_MAX + 1] = 0;
+    assert_int_equal(kc_entry_set_origin(e, "big", big), KC_EINVAL);
+    big[KC_ORIGIN_VALUE_MAX] = 0;
+    assert_int_equal(kc_entry_set_origin(e, "big", big), KC_OK);
+    free(big);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_ORIGIN, "x", 1), KC_EINVAL); /* only through set_origin */
+    void *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+    assert_int_equal(kc_entry_decode(&d, bytes, len), KC_OK);
+    assert_int_equal(kc_entry_origin(d, "compile_us", v, sizeof v), KC_OK);
+    assert_string_equal(v, "42");
+    assert_int_equal(kc_entry_origin(d, "host", v, sizeof v), KC_OK);
+    assert_string_equal(v, "");
+    assert_int_equal(kc_entry_origin(d, "absent", v, sizeof v), KC_MISS);
+    assert_int_equal(kc_entry_origin(d, "big", v, sizeof v), KC_EINVAL); /* no room: said, never cut */
+    kc_entry_free(d);
+    kc_free(bytes);
+    /* At most KC_ORIGIN_MAX records. */
+    for (int i = 0; i < KC_ORIGIN_MAX + 1; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "r%d", i);
+        int rc = kc_entry_set_origin(e, n, "1");
+        assert_int_equal(rc, i < KC_ORIGIN_MAX - 3 ? KC_OK : KC_EINVAL); /* compile_us, host, big are there */
+    }
+    kc_entry_free(e);
+}
+
+/* A malformed ORIGIN is a corrupt entry, with its checksums right: a name twice, a bad name byte. */
+static void patch_origin(uint8_t *b, size_t len, const char *from, const char *to) {
+    uint32_t nsec = kc_rd_u32(b + 72);
+    for (uint32_t i = 0; i < nsec; i++) {
+        uint8_t *d = b + 96 + (size_t)i * 40;
+        if (kc_rd_u32(d) != KC_SECTION_ORIGIN) continue;
+        assert_int_equal(kc_rd_u32(d + 4), KC_CODEC_NONE);
+        uint64_t off = kc_rd_u64(d + 24), n = kc_rd_u64(d + 16);
+        assert_true(off + n <= len);
+        uint8_t *hit = memmem(b + off, (size_t)n, from, strlen(from));
+        assert_non_null(hit);
+        memcpy(hit, to, strlen(to));
+        kc_wr_u64(d + 32, XXH3_64bits(b + off, (size_t)n));
+    }
+    uint8_t tmp[88 + 16 * 40];
+    memcpy(tmp, b, 88);
+    memcpy(tmp + 88, b + 96, (size_t)nsec * 40);
+    kc_wr_u64(b + 88, XXH3_64bits(tmp, 88 + (size_t)nsec * 40));
+}
+
+static void test_malformed_origin_is_corrupt(void **state) {
+    (void)state;
+    static const char *cases[][2] = {{"cd", "ab"}, {"cd", "cD"}};
+    for (int c = 0; c < 2; c++) {
+        kc_entry *e = make_entry("sm_90", 0), *d = (kc_entry *)0x1;
+        assert_int_equal(kc_entry_set_origin(e, "ab", "1"), KC_OK);
+        assert_int_equal(kc_entry_set_origin(e, "cd", "2"), KC_OK);
+        void *bytes;
+        size_t len;
+        assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+        assert_int_equal(kc_entry_decode(&d, bytes, len), KC_OK); /* well formed before the patch */
+        kc_entry_free(d);
+        patch_origin(bytes, len, cases[c][0], cases[c][1]);
+        assert_int_equal(kc_entry_decode(&d, bytes, len), KC_ECORRUPT);
+        assert_null(d);
+        assert_non_null(strstr(kc_error_last()->message, "ORIGIN"));
+        kc_entry_free(e);
+        kc_free(bytes);
+    }
+}
+
+/* Entries of format v2 (images inside the graph entry) and v3 (no ORIGIN), as older kcaches wrote
+ * them: every checksum right, and corrupt to decode — an older format is never read, only told
+ * apart (kc_entry_peek_version) so that gc can count it stale rather than corrupt. */
 static void test_older_version_is_corrupt(void **state) {
     (void)state;
+    size_t l3;
+    uint8_t *v3 = kct_read(KC_GOLDEN_DIR "/entry_v3_old.kce", &l3);
+    assert_non_null(v3);
+    assert_int_equal(kc_entry_peek_version(v3, l3), 3);
+    kc_entry *d3 = (kc_entry *)0x1;
+    assert_int_equal(kc_entry_decode(&d3, v3, l3), KC_ECORRUPT);
+    assert_null(d3);
+    assert_non_null(strstr(kc_error_last()->message, "format version 3"));
+    free(v3);
     size_t glen;
     uint8_t *v2 = kct_read(KC_GOLDEN_DIR "/entry_v2.kce", &glen);
     assert_non_null(v2);
@@ -397,6 +492,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_golden_file),
+        cmocka_unit_test(test_origin_records),
+        cmocka_unit_test(test_malformed_origin_is_corrupt),
         cmocka_unit_test(test_older_version_is_corrupt),
         cmocka_unit_test(test_attached_images_are_not_encoded),
         cmocka_unit_test(test_every_flipped_byte_is_rejected),

@@ -8,7 +8,7 @@
  * re-encoding, an image's XXH3-128 made right where only its SHA-256 or its NUL is wrong — so that a
  * refusal can only come from the check under test (the error message is checked too).  What is
  * pinned: kc_image_ref_make's digests are XXH3-128 (canonical, big-endian: XXH128_canonical_t) and
- * SHA-256 (OpenSSL's) of the bytes; tests/golden/image_v3.kce and unit_v3.kce are fixed inputs'
+ * SHA-256 (OpenSSL's) of the bytes; tests/golden/image_v4.kce and unit_v4.kce are fixed inputs'
  * fixed bytes (regenerate only with a format change: KCACHE_REGEN_GOLDEN=1).  No NVRTC, no GPU.
  */
 #include "helpers.h"
@@ -679,8 +679,8 @@ static void test_peek_version(void **state) {
     assert_int_equal(kc_entry_encode(e, (void **)&bytes, &len), KC_OK);
     kc_entry_free(e);
     assert_int_equal(kc_entry_peek_version(bytes, len), KC_ENTRY_FORMAT_VERSION);
-    assert_int_equal(KC_ENTRY_FORMAT_VERSION, 3);
-    assert_int_equal(kc_entry_peek_version(bytes, 96), 3); /* the fixed header is all it reads */
+    assert_int_equal(KC_ENTRY_FORMAT_VERSION, 4);
+    assert_int_equal(kc_entry_peek_version(bytes, 96), 4); /* the fixed header is all it reads */
     assert_int_equal(kc_entry_peek_version(bytes, 95), -1);
     bytes[8] = 7; /* another version: told as it is, the header checksum not consulted */
     assert_int_equal(kc_entry_peek_version(bytes, len), 7);
@@ -728,9 +728,9 @@ static void test_golden_image(void **state) {
     assert_int_equal(kc_entry_set_toolchain(e, "nvrtc 13.0"), KC_OK);
     uint8_t *g;
     size_t glen;
-    golden(e, "image_v3.kce", &g, &glen);
+    golden(e, "image_v4.kce", &g, &glen);
     kc_entry_free(e);
-    assert_int_equal(kc_entry_peek_version(g, glen), 3);
+    assert_int_equal(kc_entry_peek_version(g, glen), 4);
     assert_int_equal(kc_entry_decode_as(&e, g, glen, &r.id, KC_VARIANT_IMAGE), KC_OK);
     kc_image_ref got;
     const void *p;
@@ -757,7 +757,7 @@ static void test_golden_unit(void **state) {
     assert_int_equal(kc_entry_set_toolchain(e, "nvrtc 13.0"), KC_OK);
     uint8_t *g;
     size_t glen;
-    golden(e, "unit_v3.kce", &g, &glen);
+    golden(e, "unit_v4.kce", &g, &glen);
     kc_entry_free(e);
     assert_int_equal(kc_entry_decode_as(&e, g, glen, &k, KC_VARIANT_UNIT), KC_OK);
     kc_image_ref got;

@@ -295,6 +295,8 @@ static inline void fz_second_level(kc_entry *e) {
  * and the second level (fz_second_level: IMAGES with images attached, IMAGE, UNIT). */
 static inline void fz_consume(kc_entry *e) {
     size_t total = strlen(kc_entry_toolchain(e)) + strlen(kc_entry_variant(e));
+    char origin[KC_ORIGIN_VALUE_MAX + 1]; /* ORIGIN (v4): decode validated it; a lookup by name walks it again */
+    if (kc_entry_origin(e, "compile_us", origin, sizeof origin) == KC_OK) total += strlen(origin);
     for (size_t i = 0; i < kc_entry_digest_count(e); i++) {
         const char *name;
         kc_digest d;

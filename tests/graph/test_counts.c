@@ -3,7 +3,10 @@
  * in an empty cache, so that most of the first lookups wait for another thread's compile,
  * then hit; every lookup counts exactly one of hits or misses (a waiter is a miss, never a
  * miss and a hit), hits + misses = lookups, each graph is compiled once, and the waiters
- * are exactly the misses that did not compile.  Compile-only (NVRTC, no GPU).
+ * are exactly the misses that did not compile.  Time saved: each entry records the NVRTC time its
+ * units cost when first compiled (ORIGIN compile_us), a hit reports it (saved_ms) and stats add it
+ * up (compile_us_saved); a new static shape built from stored units records the same.
+ * Compile-only (NVRTC, no GPU).
  */
 #include <pthread.h>
 
@@ -70,6 +73,56 @@ static void test_hits_and_misses_add_up_under_threads(void **state) {
     for (int g = 0; g < GRAPHS; g++) kc_graph_desc_free(descs[g]);
 }
 
+static uint64_t origin_us(const kc_graph_info *info, const char *variant) {
+    kc_key k;
+    assert_int_equal(kc_key_from_hex(&k, info->key), KC_OK);
+    kc_entry *e;
+    assert_int_equal(kc_cache_peek(cache, &k, variant, &e), KC_OK);
+    char v[32];
+    assert_int_equal(kc_entry_origin(e, "compile_us", v, sizeof v), KC_OK);
+    kc_entry_free(e);
+    return strtoull(v, NULL, 10);
+}
+
+static kc_graph_desc *softmax_rows(int64_t r) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/softmax.json", KC_KERNELS_DIR);
+    kc_graph_desc *d, *s;
+    assert_int_equal(kc_graph_desc_load(&d, p), KC_OK);
+    kc_tensor_meta in;
+    memset(&in, 0, sizeof in);
+    in.dtype = KC_DTYPE_F32, in.device = KC_DEVICE_CUDA, in.requires_grad = 1, in.rank = 2;
+    in.sizes[0].value = r, in.sizes[1].value = 300, in.strides[0].value = 300, in.strides[1].value = 1;
+    assert_int_equal(kc_graph_desc_specialize(&s, d, &in, 1, NULL, 0, NULL), KC_OK);
+    kc_graph_desc_free(d);
+    return s;
+}
+
+static void test_a_hit_reports_the_compile_time_it_saved(void **state) {
+    (void)state;
+    kc_graph_desc *a = softmax_rows(8), *b = softmax_rows(16);
+    kc_graph_info i1, i2, i3, i4;
+    assert_int_equal(kc_graph_compile(cache, a, "sm_90", &i1), KC_OK);
+    assert_int_equal(i1.source, KC_FROM_COMPILE);
+    assert_true(i1.saved_ms == 0);
+    uint64_t us = origin_us(&i1, "sm_90");
+    assert_true(us > 0);
+    assert_true((double)us <= i1.compile_ms * 1e3 + 1000); /* NVRTC's own time, within the unit's wall time */
+    assert_int_equal(kc_graph_compile(cache, a, "sm_90", &i2), KC_OK);
+    assert_int_equal(i2.source, KC_FROM_DISK);
+    assert_true(i2.saved_ms == (double)us / 1e3);
+    /* Another static shape from the stored unit: nothing compiled, the same compile time recorded. */
+    assert_int_equal(kc_graph_compile(cache, b, "sm_90", &i3), KC_OK);
+    assert_int_equal(i3.units_compiled, 0);
+    assert_int_equal(origin_us(&i3, "sm_90"), us);
+    assert_int_equal(kc_graph_compile(cache, b, "sm_90", &i4), KC_OK);
+    assert_true(i4.saved_ms == (double)us / 1e3);
+    kc_stats st;
+    assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
+    assert_int_equal(st.v[KC_STAT_COMPILE_US_SAVED], 2 * us); /* two hits */
+    kc_graph_desc_free(a), kc_graph_desc_free(b);
+}
+
 static int setup(void **state) {
     (void)state;
     return kct_open_cache("counts", &dir, &cache);
@@ -83,6 +136,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hits_and_misses_add_up_under_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_hit_reports_the_compile_time_it_saved, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

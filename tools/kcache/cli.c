@@ -144,15 +144,17 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json) {
         json_kv_f64(stdout, &first, "total_us", i->total_us);
         json_kv_u64(stdout, &first, "units", (uint64_t)(i->units > 0 ? i->units : 0));
         json_kv_u64(stdout, &first, "units_compiled", (uint64_t)(i->units_compiled > 0 ? i->units_compiled : 0));
+        json_kv_f64(stdout, &first, "saved_ms", i->saved_ms);
         printf("}\n");
     } else {
-        char t[32], u[48] = "";
+        char t[32], u[48] = "", sv[40] = "";
+        if (i->saved_ms > 0) snprintf(sv, sizeof sv, ", saved %.1f ms of NVRTC", i->saved_ms);
         if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
         else snprintf(t, sizeof t, "%.0f us", i->total_us);
         if (i->units > 0) snprintf(u, sizeof u, " (%d of %d units)", i->units_compiled, i->units);
-        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms%s, load %.0f us)%s%s\n",
+        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms%s, load %.0f us%s)%s%s\n",
                name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms, u,
-               i->load_us, i->miss_reason[0] ? "  " : "", i->miss_reason);
+               i->load_us, sv, i->miss_reason[0] ? "  " : "", i->miss_reason);
     }
 }
 

@@ -133,6 +133,8 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         printf("hit rate          %.1f %% of %llu lookups\n",
                lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
                (unsigned long long)lookups);
+        printf("compile time saved %.1f s of NVRTC (each hit adds what its entry cost when first compiled)\n",
+               (double)s.v[KC_STAT_COMPILE_US_SAVED] / 1e6);
         for (int i = 0; i < KC_STAT_COUNT; i++) {
             if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) continue;
             printf("%-17s %llu\n", kc_stat_name((kc_stat)i), (unsigned long long)s.v[i]);
