@@ -647,7 +647,7 @@ static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *re
         free(old);
         if (same) return rep->unchanged++, KC_OK;
     }
-    int rc = dry_run ? KC_OK : kc_local_put(l, it->name, it->data, it->len);
+    int rc = dry_run ? KC_OK : kc_local_put_foreign(l, it->name, it->data, it->len) /* [Note: provenance] */;
     if (rc) return rc;
     rep->written++;
     *(it->kind == KIND_IMAGE ? &rep->images_written : it->kind == KIND_UNIT ? &rep->units_written
