@@ -46,7 +46,9 @@ typedef enum kc_stat {
     KC_STAT_COMPILES_REFUSED = 25, /**< Misses that would have run NVRTC under KCACHE_REQUIRE_HIT (each also a miss). */
     KC_STAT_COMPILE_US_SAVED = 26, /**< Microseconds of NVRTC the hits saved: each hit adds its entry's compile time
                                     *   (the NVRTC time its images cost when first compiled; kc_graph_info.saved_ms). */
-    KC_STAT_COUNT = 27
+    KC_STAT_PUBLISH_REFUSED = 27, /**< Local objects not published: fetched or imported without a MAC under the key
+                                   *   ([Note: provenance]): never sealed here. */
+    KC_STAT_COUNT = 28
 } kc_stat;
 
 /** A snapshot of every counter. */

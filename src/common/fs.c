@@ -221,6 +221,10 @@ int kc_fs_fsync_parent(const char *path) {
 bool kc_fs_is_temp_name(const char *name) { return strncmp(name, ".tmp.", 5) == 0; }
 
 int kc_fs_write_atomic(const char *path, const void *data, size_t len) {
+    return kc_fs_write_atomic_mode(path, data, len, 0600);
+}
+
+int kc_fs_write_atomic_mode(const char *path, const void *data, size_t len, unsigned mode) {
     static unsigned long seq;
     char tmp[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -233,6 +237,7 @@ int kc_fs_write_atomic(const char *path, const void *data, size_t len) {
     int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) return kc_err_errno(errno, "creating '%s'", tmp);
     int rc = kc_fs_write_all(fd, data, len, tmp);
+    if (rc == KC_OK && mode != 0600 && fchmod(fd, (mode_t)mode) != 0) rc = kc_err_errno(errno, "chmod of '%s'", tmp);
     if (rc == KC_OK && kc_sys_fsync(fd) != 0) rc = kc_err_errno(errno, "fsync of '%s'", tmp);
     if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
     if (rc == KC_OK && kc_sys_rename(tmp, path) != 0)

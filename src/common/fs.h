@@ -83,6 +83,8 @@ DIR *kc_fs_opendir_nofollow(const char *path);
  * the old file, if any, is untouched.
  */
 int kc_fs_write_atomic(const char *path, const void *data, size_t len);
+/** The same, the file created with `mode` (set before the rename: a reader never sees another). */
+int kc_fs_write_atomic_mode(const char *path, const void *data, size_t len, unsigned mode);
 
 /** Write all of `data` to an open descriptor (retrying short writes and EINTR). */
 int kc_fs_write_all(int fd, const void *data, size_t len, const char *what);

@@ -63,6 +63,22 @@ typedef struct pw_run {
     pthread_mutex_t mu;
 } pw_run;
 
+
+/* Offer a graph entry to the remote with what a host needs to hit it: its images first (a
+ * graph entry on the remote must find its images there: [Note: two levels]), then the entry.
+ * Each is refused when this cache may not vouch for it ([Note: provenance]); counted there. */
+static void publish_graph(kc_cache *c, const kc_key *key, const char *arch) {
+    kc_entry *e;
+    if (kc_cache_peek(c, key, arch, &e) != KC_OK) return;
+    kc_image_ref *refs = NULL;
+    size_t n = 0;
+    int ok = kc_entry_images(e, &refs, &n) == KC_OK;
+    for (size_t i = 0; ok && i < n; i++) ok = kc_cache_publish(c, &refs[i].id, KC_VARIANT_IMAGE) >= 0;
+    free(refs);
+    kc_entry_free(e);
+    if (ok) kc_cache_publish(c, key, arch);
+}
+
 static void run_one(pw_run *p, size_t i) {
     kc_prewarm_result *r = &p->rep->pub.results[i];
     const char *arch = kc_manifest_arch(p->m, r->arch);
@@ -79,7 +95,7 @@ static void run_one(pw_run *p, size_t i) {
     r->status = rc;
     if (rc == KC_OK && r->info.source == KC_FROM_DISK && p->o->publish) {
         kc_key k; /* a local hit the remote may lack; a failure to publish is counted by the cache */
-        if (kc_key_from_hex(&k, r->info.key) == KC_OK) kc_cache_publish(p->c, &k, arch);
+        if (kc_key_from_hex(&k, r->info.key) == KC_OK) publish_graph(p->c, &k, arch);
     }
     pthread_mutex_lock(&p->mu);
     kc_prewarm_report *rep = &p->rep->pub;

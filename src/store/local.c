@@ -248,7 +248,37 @@ static void maybe_cleanup(kc_local *l, int64_t added) {
     }
 }
 
+/*
+ * [Note: provenance] A local file says where its bytes came from by its mode: 0600 — written
+ * by this cache's own compile (kc_local_put); 0400 — fetched from a remote or imported from a
+ * bundle (kc_local_put_foreign).  Publishing may seal (MAC) only the first kind: an entry that
+ * arrived without a MAC under the current key keeps no better trust than it arrived with, so a
+ * forged entry fetched before a fleet rolled its key out is never laundered into a sealed one
+ * (src/store/tiers.c, kc_tiers_publish).  The mode travels with the rename; a replaced file
+ * takes the new writer's mode.  A cache directory is its owner's only (safedir.c), so the mode
+ * is as trustworthy as the bytes beside it.
+ */
+static int local_put(kc_local *l, const char *name, const void *data, size_t len, unsigned mode);
+
 int kc_local_put(kc_local *l, const char *name, const void *data, size_t len) {
+    return local_put(l, name, data, len, 0600);
+}
+
+int kc_local_put_foreign(kc_local *l, const char *name, const void *data, size_t len) {
+    return local_put(l, name, data, len, 0400);
+}
+
+int kc_local_is_own(kc_local *l, const char *name) {
+    int rc = kc_store_name_check(name);
+    if (rc) return rc;
+    char path[PATH_MAX];
+    kc_local_path(l, name, path, sizeof path);
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? kc_err(KC_MISS, "no %s", name) : kc_local_err_errno_(errno, 0, "stat %s", name);
+    return S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) ? 1 : 0;
+}
+
+static int local_put(kc_local *l, const char *name, const void *data, size_t len, unsigned mode) {
     int rc = kc_store_name_check(name);
     if (rc) return rc;
     int shard = kc_store_name_shard(name);
@@ -264,7 +294,7 @@ int kc_local_put(kc_local *l, const char *name, const void *data, size_t len) {
     if (rc == KC_OK) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s/%.2s", l->v1, name);
-        rc = kc_local_write_status_(kc_fs_write_atomic(path, data, len), dir);
+        rc = kc_local_write_status_(kc_fs_write_atomic_mode(path, data, len, mode), dir);
     }
     if (rc != KC_OK) {
         kc_local_count(l, shard, KC_STAT_STORE_ERRORS, 1);
@@ -445,6 +475,10 @@ int kc_local_iterate(kc_local *l, kc_store_iter_cb cb, void *ctx) {
 static int be_get(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_get(b->ctx, n, o, len); }
 static int be_peek(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_read(b->ctx, n, o, len); }
 static int be_put(kc_store_backend *b, const char *n, const void *d, size_t len) { return kc_local_put(b->ctx, n, d, len); }
+static int be_put_foreign(kc_store_backend *b, const char *n, const void *d, size_t len) {
+    return kc_local_put_foreign(b->ctx, n, d, len);
+}
+static int be_is_own(kc_store_backend *b, const char *n) { return kc_local_is_own(b->ctx, n); }
 static int be_exists(kc_store_backend *b, const char *n) { return kc_local_exists(b->ctx, n); }
 static int be_remove(kc_store_backend *b, const char *n) { return kc_local_remove(b->ctx, n); }
 static int be_iterate(kc_store_backend *b, kc_store_iter_cb cb, void *ctx) { return kc_local_iterate(b->ctx, cb, ctx); }
@@ -454,6 +488,8 @@ static void be_free(kc_store_backend *b) { kc_local_free(b->ctx); }
 kc_store_backend *kc_local_backend(kc_local *l) {
     l->backend.get = be_get;
     l->backend.put = be_put;
+    l->backend.put_foreign = be_put_foreign;
+    l->backend.is_own = be_is_own;
     l->backend.exists = be_exists;
     l->backend.remove = be_remove;
     l->backend.touch = NULL;

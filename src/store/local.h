@@ -44,6 +44,10 @@ int kc_local_get(kc_local *l, const char *name, void **out, size_t *len);
  */
 int kc_local_read(kc_local *l, const char *name, void **out, size_t *len);
 int kc_local_put(kc_local *l, const char *name, const void *data, size_t len);
+/** Store bytes that came from elsewhere (a remote, a bundle): [Note: provenance] in local.c. */
+int kc_local_put_foreign(kc_local *l, const char *name, const void *data, size_t len);
+/** 1 when `name` was written by this cache's own compile, 0 when it came from elsewhere, KC_MISS when absent. */
+int kc_local_is_own(kc_local *l, const char *name);
 int kc_local_exists(kc_local *l, const char *name);
 int kc_local_remove(kc_local *l, const char *name);
 int kc_local_quarantine(kc_local *l, const char *name);

@@ -11,7 +11,7 @@ static const char *const names[KC_STAT_COUNT] = {
     "compiles", "compile_errors", "memory_hits", "remote_hits", "remote_misses",
     "remote_errors", "remote_timeouts", "remote_dropped", "load_refused", "store_errors",
     "readonly_skips", "remote_puts", "mac_rejected", "remote_skipped", "unit_hits", "unit_compiles", "images_missing",
-    "compiles_refused", "compile_us_saved",
+    "compiles_refused", "compile_us_saved", "publish_refused",
 };
 
 const char *kc_stat_name(kc_stat id) {

@@ -302,12 +302,23 @@ int kc_tiers_publish(kc_tiers *t, const char *name, int shard) {
     size_t len;
     int rc = kc_tiers_peek(t, name, &data, &len);
     if (rc) return rc;
-    /* The local directory is trusted: an entry stored before the key was set is sealed now. */
+    /* Sealing vouches for the bytes: only this cache's own compiles are sealed now (an entry
+     * stored before the key was set).  Bytes fetched or imported without a MAC under this key
+     * are refused, never laundered into sealed ones ([Note: provenance] in local.c). */
     const uint8_t *mk = t->cfg.mac_key;
-    if (mk && kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len) != KC_OK &&
-        (rc = kc_entry_seal(&data, &len, mk, t->cfg.mac_key_len))) {
-        free(data);
-        return rc;
+    if (mk && kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len) != KC_OK) {
+        tier *l = local_tier(t);
+        int own = l && l->b->version >= 4 && l->b->is_own ? l->b->is_own(l->b, name) : 0;
+        if (own != 1) {
+            free(data);
+            count(t, shard, KC_STAT_PUBLISH_REFUSED);
+            return kc_err(KC_EPERM, "%s: not published: it was fetched or imported without a MAC under this key, and "
+                          "only this cache's own compiles are sealed (recompile it here, or import it sealed)", name);
+        }
+        if ((rc = kc_entry_seal(&data, &len, mk, t->cfg.mac_key_len))) {
+            free(data);
+            return rc;
+        }
     }
     rc = enqueue_all(t, want, name, shard, data, len);
     return rc ? rc : 1;
@@ -374,7 +385,8 @@ static int remote_accept(kc_tiers *t, const char *name, const kc_key *key, const
 int kc_tiers_put_local(kc_tiers *t, const char *name, const void *data, size_t len) {
     tier *l = local_tier(t);
     if (!l || (l->flags & KC_TIER_READONLY)) return KC_EREADONLY;
-    int rc = l->b->put(l->b, name, data, len);
+    /* A remote's bytes are not this cache's own: [Note: provenance] (src/store/local.c). */
+    int rc = l->b->version >= 4 && l->b->put_foreign ? l->b->put_foreign(l->b, name, data, len) : l->b->put(l->b, name, data, len);
     if (rc != KC_OK) kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", name, kc_error_last()->message);
     return rc;
 }

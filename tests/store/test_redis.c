@@ -393,7 +393,7 @@ static void test_get_many_in_one_round_trip(void **state) {
     assert_int_equal(kct_redis_start(&r, 0), 0);
     kc_store_backend *b;
     assert_int_equal(kc_store_redis_open(&b, r.url, NULL), KC_OK);
-    assert_int_equal(b->version, 3);
+    assert_int_equal(b->version, KC_STORE_BACKEND_VERSION); /* 4: get_many (3), provenance (4) */
     assert_non_null(b->get_many);
     char names[N][KC_NAME_MAX + 1];
     const char *np[KC_IMAGES_MAX + 1];

@@ -24,7 +24,7 @@ extern "C" {
  * `state` slots at the end, version 3 `get_many`; tables of versions 1 and 2 (without them)
  * are still accepted, and the core reads a slot only from a table whose version has it.
  */
-#define KC_STORE_BACKEND_VERSION 3
+#define KC_STORE_BACKEND_VERSION 4
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
@@ -84,6 +84,15 @@ struct kc_store_backend {
      * out[i] NULL.  NULL: get is called once per name.
      */
     int (*get_many)(kc_store_backend *b, const char *const *names, size_t n, void **out, size_t *out_len);
+    /* version 4: provenance, for a local tier ([Note: provenance] in src/store/local.c) */
+    /** Optional: write like put, marking the blob as come from elsewhere (a remote, a bundle). */
+    int (*put_foreign)(kc_store_backend *b, const char *name, const void *data, size_t len);
+    /**
+     * Optional: 1 when the blob was written by put (this cache's own compile), 0 when by
+     * put_foreign, KC_MISS when absent.  NULL: never own — publishing then seals nothing that
+     * arrived without a MAC under the current key.
+     */
+    int (*is_own)(kc_store_backend *b, const char *name);
 };
 
 /* ---- the redis backend ---- */
