@@ -98,8 +98,9 @@ typedef struct kc_site kc_site;
 
 /**
  * A site named `name` (its profile of dynamic dimensions is kept in `cache`'s directory
- * under that name, and read now: a new process starts from what the last one learned).
- * `cache` and `opts` may be NULL.  `*out` is the caller's (kc_site_free); NULL on failure.
+ * under that name, and read now: a new process starts from what the last one learned; with a
+ * remote tier, merged with the remote's profile of that name).  `cache` and `opts` may be NULL;
+ * a cache with a writable remote must outlive the site.  `*out` is the caller's (kc_site_free); NULL on failure.
  */
 KC_API int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_options *opts);
 
@@ -229,6 +230,45 @@ KC_API int kc_site_get_info(kc_site *s, kc_site_info *out);
  * different dimensions leave the next one all of them.
  */
 KC_API int kc_site_save_profile(kc_site *s);
+
+/** Longest site name a profile records (a longer name is cut to it). */
+#define KC_SITE_NAME_MAX 127
+/** Most bytes a profile may have: a local file is read up to it, a bundle's or a remote's is refused past it. */
+#define KC_SITE_PROFILE_MAX 4096
+
+/*
+ * Profiles travel: in bundles (kcache export/import) and through the remote tier.  A profile is
+ * the text "kcache-profile 1\nsite <name>\n" then "input <i> <mask>\n" for each input with
+ * dynamic dimensions (i in increasing order, mask in lowercase hex), filed in the cache's profile
+ * directory (kc_cache_profile_dir) as "<XXH3-64 of the name, 16 hex>.profile".  Bytes from
+ * outside are accepted only in exactly that form.  With a remote tier, a site's save also
+ * publishes its profile there (merged with the remote's), and a new site merges the remote's
+ * in: one round trip each, bounded by the remote's deadline, a failure counted and logged but
+ * never an error of the site.  A site keeps `cache` to publish through it when the cache has a
+ * writable remote: such a cache must outlive its sites.
+ */
+
+/**
+ * Whether `data` is a sound profile (the form above, at most KC_SITE_PROFILE_MAX bytes): KC_OK
+ * and the site's name into `site` (`cap` bytes; may be NULL), or KC_ECORRUPT with the reason.
+ */
+KC_API int kc_site_profile_check(const void *data, size_t len, char *site, size_t cap);
+
+/**
+ * Merge a profile's bytes into `cache`'s profile of the same site: the union of their dynamic
+ * dimensions, under the lock and atomic rename of kc_site_save_profile.  The bytes are checked
+ * first (kc_site_profile_check; KC_ECORRUPT, nothing written).  *changed (may be NULL) is 1 when
+ * the file was written — with `dry_run`, would be (nothing is written).  KC_EREADONLY unless the
+ * cache is writable (a dry run aside).
+ */
+KC_API int kc_site_profile_merge(kc_cache *cache, const void *data, size_t len, int dry_run, int *changed);
+
+/**
+ * Call `cb` with the bytes of each sound profile in `cache`'s directory that is filed under its
+ * site's name, in file name order (borrowed for the call); others are left out and logged.  A
+ * non-zero return of `cb` stops the walk and is returned.  KC_OK for a cache without profiles.
+ */
+KC_API int kc_site_profile_foreach(kc_cache *cache, int (*cb)(const void *data, size_t len, void *ctx), void *ctx);
 
 #ifdef __cplusplus
 }

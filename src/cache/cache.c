@@ -13,13 +13,18 @@
  *
  * Who calls it: callers (kcache/cache.h); the graph and bundle parts through internal.h.
  * Must not: do anything on a hit beyond read + validate + count (the hot path), or call a
- * backend except through the tiers (opening the backends, in tiers_assemble, aside).
+ * backend except through the tiers (opening the backends, in tiers_assemble, aside, and a
+ * site's profile, which is no entry of the directory: kc_cache_remote_profile_*).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "../common/internal.h"
 #include "kcache/cache.h"
@@ -32,6 +37,8 @@
 struct kc_cache {
     kc_local *local; /* NULL when disabled; owned by the tiers (their local tier) */
     kc_tiers *tiers; /* local first, then the remote ([Note: tiers] in store/tiers.h) */
+    kc_store_backend *remote; /* the remote, borrowed from the tiers: for profiles only */
+    int remote_writable;
     char dir[PATH_MAX];
     uint64_t max_size;
     kc_mode mode;
@@ -182,6 +189,7 @@ static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
             remote->free(remote);
             return rc;
         }
+        c->remote = remote, c->remote_writable = !(tf & KC_TIER_READONLY);
     }
     if ((rc = kc_local_open(&c->local, c->dir, c->max_size, flags)) != KC_OK) return rc;
     bool found_readonly = false; /* a directory that refuses writes is a read-only cache ([Note: store status codes]) */
@@ -481,6 +489,278 @@ int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant) {
     char name[KC_NAME_MAX + 1];
     kc_store_name(key, variant, name);
     return kc_tiers_publish(c->tiers, name, key->bytes[0]);
+}
+
+/* ---- site profiles: their format, their files, their locked merge ---- */
+
+/*
+ * [Note: profile format] A profile is the text
+ *
+ *   kcache-profile 1\n  site <name>\n  { input <i> <mask>\n }
+ *
+ * (i decimal, in increasing order; mask lowercase hex, non-zero, below 1 << KC_MAX_RANK), filed
+ * as "<profile dir>/<XXH3-64 of the name, 16 hex>.profile".  The one written form is also the
+ * only one accepted from outside (a bundle, a remote): the bytes must equal what profile_format
+ * makes of what they say, so there is one spelling of each profile and nothing else gets in.
+ * A local file is read leniently (profile_read), as it always was.
+ */
+
+/* The canonical bytes of a profile into buf (KC_CACHE_PROFILE_MAX + 1); their length. */
+size_t kc_cache_profile_format_(const char *name, const uint32_t *masks, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "kcache-profile 1\nsite %s\n", name);
+    for (int i = 0; i < KC_CACHE_PROFILE_INPUTS && n > 0 && (size_t)n < cap; i++)
+        if (masks[i]) n += snprintf(buf + n, cap - (size_t)n, "input %d %x\n", i, masks[i]);
+    return n > 0 && (size_t)n < cap ? (size_t)n : cap;
+}
+
+/* Parse untrusted profile bytes strictly ([Note: profile format]): the site's name into site
+ * (KC_CACHE_PROFILE_NAME_MAX + 1), its masks ORed into masks (may be NULL).  KC_ECORRUPT with the reason. */
+int kc_cache_profile_parse_(const void *data, size_t len, char *site, uint32_t *masks) {
+    static const char head[] = "kcache-profile 1\nsite ";
+    char buf[KC_CACHE_PROFILE_MAX + 1], canon[KC_CACHE_PROFILE_MAX + 1];
+    if (!data || len > KC_CACHE_PROFILE_MAX)
+        return kc_err(KC_ECORRUPT, "profile: %zu bytes, over the %d-byte cap", len, KC_CACHE_PROFILE_MAX);
+    if (memchr(data, 0, len)) return kc_err(KC_ECORRUPT, "profile: a NUL byte");
+    memcpy(buf, data, len);
+    buf[len] = '\0';
+    if (strncmp(buf, head, sizeof head - 1) != 0) return kc_err(KC_ECORRUPT, "profile: not a kcache profile (version 1)");
+    char *p = buf + sizeof head - 1, *nl = strchr(p, '\n');
+    if (!nl || nl == p || nl - p > KC_CACHE_PROFILE_NAME_MAX) return kc_err(KC_ECORRUPT, "profile: its site name (1..%d bytes)", KC_CACHE_PROFILE_NAME_MAX);
+    memcpy(site, p, (size_t)(nl - p));
+    site[nl - p] = '\0';
+    uint32_t m[KC_CACHE_PROFILE_INPUTS] = {0};
+    for (p = nl + 1; *p; p = nl + 1) {
+        unsigned i, mask;
+        char extra;
+        if (!(nl = strchr(p, '\n'))) return kc_err(KC_ECORRUPT, "profile: its last line does not end");
+        *nl = '\0';
+        if (sscanf(p, "input %u %x%c", &i, &mask, &extra) != 2 || i >= KC_CACHE_PROFILE_INPUTS || !mask || mask >> KC_MAX_RANK)
+            return kc_err(KC_ECORRUPT, "profile: line '%.40s' is not 'input <0..%d> <mask of %d bits>'", p,
+                          KC_CACHE_PROFILE_INPUTS - 1, KC_MAX_RANK);
+        m[i] |= mask;
+    }
+    size_t n = kc_cache_profile_format_(site, m, canon, sizeof canon);
+    if (n != len || memcmp(canon, data, len) != 0)
+        return kc_err(KC_ECORRUPT, "profile: not in its one written form (order, spelling, an input twice)");
+    for (int i = 0; masks && i < KC_CACHE_PROFILE_INPUTS; i++) masks[i] |= m[i];
+    return KC_OK;
+}
+
+/* OR the masks of the profile file at `path` into masks[]; 0 when read (or absent: nothing). */
+void kc_cache_profile_read_(const char *path, uint32_t *masks) {
+    void *data;
+    size_t len;
+    if (kc_fs_read_file(path, 65536, &data, &len, NULL) != KC_OK) {
+        kc_error_clear(); /* absent or unreadable: nothing learned */
+        return;
+    }
+    ((char *)data)[len] = '\0';
+    char *save = NULL;
+    int ok = 0;
+    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned i, mask;
+        if (strcmp(line, "kcache-profile 1") == 0) ok = 1;
+        else if (ok && sscanf(line, "input %u %x", &i, &mask) == 2 && i < KC_CACHE_PROFILE_INPUTS) masks[i] |= mask;
+    }
+    free(data);
+}
+
+/* Where the profile of site `name` lives in a profile directory; 0 when the path does not fit. */
+int kc_cache_profile_path_of_(const char *pdir, const char *name, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/%016llx.profile", pdir, (unsigned long long)XXH3_64bits(name, strlen(name)));
+    return n > 0 && (size_t)n < cap;
+}
+
+/*
+ * Merge on write: under an flock of "<path>.lock", read what other processes wrote, join it to
+ * masks[] (which gets the union) and, when that changes the file (or there is none), replace it
+ * atomically — so no process's dimension is lost to another's write (a plain write is
+ * last-writer-wins).  The site's save, a bundle's import and a remote's profile all come here.
+ * *changed (may be NULL): 1 when the file was (dry_run: would be) written.
+ */
+int kc_cache_profile_merge_file_(const char *path, const char *name, uint32_t *masks, int dry_run, int *changed) {
+    char dir[PATH_MAX], lock[PATH_MAX + 8];
+    if (changed) *changed = 0;
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    int rc = dry_run ? KC_OK : kc_fs_mkdirs(dir, 0700);
+    if (rc) return rc;
+    int fd = -1;
+    if (!dry_run) {
+        snprintf(lock, sizeof lock, "%s.lock", path);
+        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) return kc_err_errno(errno, "profile: opening '%s'", lock);
+        while (flock(fd, LOCK_EX) != 0)
+            if (errno != EINTR) {
+                rc = kc_err_errno(errno, "profile: locking '%s'", lock);
+                close(fd);
+                return rc;
+            }
+    }
+    void *old = NULL;
+    size_t olen = 0;
+    if (kc_fs_read_file(path, 65536, &old, &olen, NULL) != KC_OK) old = NULL, kc_error_clear();
+    kc_cache_profile_read_(path, masks);
+    char buf[KC_CACHE_PROFILE_MAX + 1];
+    size_t n = kc_cache_profile_format_(name, masks, buf, sizeof buf);
+    int differs = !old || olen != n || memcmp(old, buf, n) != 0;
+    free(old);
+    if (differs && !dry_run) rc = kc_fs_write_atomic(path, buf, n);
+    if (changed) *changed = differs && !rc;
+    if (fd >= 0) {
+        flock(fd, LOCK_UN);
+        close(fd);
+    }
+    return rc;
+}
+
+int kc_cache_profile_merge_(kc_cache *cache, const void *data, size_t len, int dry_run, int *changed) {
+    if (changed) *changed = 0;
+    if (!cache) return kc_err(KC_EINVAL, "kc_site_profile_merge: cache is NULL");
+    char site[KC_CACHE_PROFILE_NAME_MAX + 1], pdir[PATH_MAX], path[PATH_MAX];
+    uint32_t m[KC_CACHE_PROFILE_INPUTS] = {0};
+    int rc = kc_cache_profile_parse_(data, len, site, m);
+    if (rc) return rc;
+    if (!dry_run && kc_cache_mode(cache) != KC_CACHE_READWRITE)
+        return kc_err(KC_EREADONLY, "the cache is read-only or disabled: profile of %s not merged", site);
+    if ((rc = kc_cache_profile_dir(cache, pdir, sizeof pdir))) return rc;
+    if (!kc_cache_profile_path_of_(pdir, site, path, sizeof path)) return kc_err(KC_EINVAL, "profile: the path is too long");
+    return kc_cache_profile_merge_file_(path, site, m, dry_run, changed);
+}
+
+static int profile_by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int kc_cache_profile_foreach_(kc_cache *cache, int (*cb)(const void *data, size_t len, void *ctx), void *ctx) {
+    if (!cache || !cb) return kc_err(KC_EINVAL, "kc_site_profile_foreach: NULL argument");
+    char pdir[PATH_MAX];
+    if (kc_cache_mode(cache) == KC_CACHE_DISABLED || kc_cache_profile_dir(cache, pdir, sizeof pdir) != KC_OK) {
+        kc_error_clear();
+        return KC_OK; /* no directory: no profiles */
+    }
+    DIR *d = opendir(pdir);
+    if (!d) return errno == ENOENT ? KC_OK : kc_err_errno(errno, "profile: reading '%s'", pdir);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = KC_OK;
+    for (struct dirent *de; (de = readdir(d)) != NULL && !rc;) {
+        const char *nm = de->d_name;
+        if (strlen(nm) != 24 || strcmp(nm + 16, ".profile") != 0 || strspn(nm, "0123456789abcdef") != 16) continue;
+        if (n == cap) {
+            char **p = kc_realloc(names, (cap = cap ? cap * 2 : 16) * sizeof *p);
+            if (!p) { rc = kc_err(KC_ENOMEM, "out of memory"); break; }
+            names = p;
+        }
+        if (!(names[n] = kc_malloc(25))) rc = kc_err(KC_ENOMEM, "out of memory");
+        else memcpy(names[n++], nm, 25);
+    }
+    closedir(d);
+    if (n) qsort(names, n, sizeof *names, profile_by_name);
+    for (size_t i = 0; i < n && !rc; i++) {
+        char path[PATH_MAX], want[PATH_MAX], site[KC_CACHE_PROFILE_NAME_MAX + 1];
+        void *data;
+        size_t len;
+        snprintf(path, sizeof path, "%s/%s", pdir, names[i]);
+        if (kc_fs_read_file(path, KC_CACHE_PROFILE_MAX, &data, &len, NULL) != KC_OK) {
+            kc_log(KC_LOG_STORE, "profile %s left out: %s", path, kc_error_last()->message);
+            kc_error_clear();
+            continue;
+        }
+        if (kc_cache_profile_parse_(data, len, site, NULL) != KC_OK || !kc_cache_profile_path_of_(pdir, site, want, sizeof want) ||
+            strcmp(want, path) != 0) {
+            kc_log(KC_LOG_STORE, "profile %s left out: not a sound profile filed under its site's name", path);
+            kc_error_clear();
+        } else {
+            rc = cb(data, len, ctx);
+        }
+        free(data);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* ---- a site's profile in the remote ([Note: profiles in the remote] in src/guard/site.c) ---- */
+
+#define PROFILE_VARIANT "profile"
+#define PROFILE_ENTRY_MAX 16384 /* an entry holding at most a profile's cap, with room for its header and META */
+
+/* The key of site `site`'s profile: a hash of a domain no other key is made of. */
+static void profile_key(const char *site, kc_key *out) {
+    char buf[256];
+    int n = snprintf(buf, sizeof buf, "kcache site profile%c%s", 0, site);
+    XXH128_hash_t h = XXH3_128bits(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    XXH128_canonical_t cn;
+    XXH128_canonicalFromHash(&cn, h);
+    memcpy(out->bytes, cn.digest, 16);
+}
+
+/* A profile call to the remote failed with `rc`: counted as the tiers count theirs, logged. */
+static void profile_failure(kc_cache *c, const kc_key *key, int rc, int writing) {
+    kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
+               : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
+               : KC_STAT_REMOTE_ERRORS;
+    if (rc != KC_EUNAVAILABLE) kc_log(KC_LOG_REMOTE, "profile: %s", kc_error_last()->message);
+    kc_cache_count(c, key, id, 1);
+}
+
+int kc_cache_remote_profile_ok_(kc_cache *c, int writable) {
+    return c && c->remote && c->mode != KC_CACHE_DISABLED && (!writable || (c->remote_writable && c->mode == KC_CACHE_READWRITE));
+}
+
+int kc_cache_remote_profile_get_(kc_cache *c, const char *site, size_t cap, void **out, size_t *len) {
+    *out = NULL, *len = 0;
+    if (!kc_cache_remote_profile_ok_(c, 0) || !site) return KC_MISS;
+    kc_key key;
+    profile_key(site, &key);
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(&key, PROFILE_VARIANT, name);
+    void *data = NULL;
+    size_t dlen = 0;
+    int rc = c->remote->get(c->remote, name, &data, &dlen);
+    if (rc == KC_MISS) return KC_MISS;
+    if (rc) {
+        profile_failure(c, &key, rc, 0);
+        return kc_err(KC_MISS, "profile of %s: the remote failed", site);
+    }
+    kc_entry *e = NULL;
+    const void *p;
+    size_t plen = 0;
+    if (dlen > PROFILE_ENTRY_MAX) rc = kc_err(KC_ECORRUPT, "%zu bytes, over the %d-byte cap", dlen, PROFILE_ENTRY_MAX);
+    else if (c->mac_key && (rc = kc_entry_mac_check(data, dlen, c->mac_key, c->mac_key_len)) != KC_OK)
+        kc_cache_count(c, &key, KC_STAT_MAC_REJECTED, 1);
+    else if ((rc = kc_entry_decode_as(&e, data, dlen, &key, PROFILE_VARIANT)) == KC_OK &&
+             (rc = kc_entry_section(e, KC_SECTION_RUNTIME_META, &p, &plen)) == KC_OK && plen > cap)
+        rc = kc_err(KC_ECORRUPT, "%zu bytes, over the %zu-byte cap", plen, cap);
+    if (rc == KC_OK && !(*out = kc_malloc(plen ? plen : 1))) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (rc == KC_OK) memcpy(*out, p, plen), *len = plen;
+    else if (rc != KC_EPERM) kc_cache_count(c, &key, KC_STAT_CORRUPT, 1);
+    if (rc) kc_log(KC_LOG_REMOTE, "remote profile %s (%s) rejected: %s", name, site, kc_error_last()->message);
+    kc_entry_free(e);
+    free(data);
+    return rc ? kc_err(KC_MISS, "profile of %s: the remote's is refused", site) : KC_OK;
+}
+
+int kc_cache_remote_profile_put_(kc_cache *c, const char *site, const void *data, size_t len) {
+    if (!kc_cache_remote_profile_ok_(c, 1) || !site) return kc_err(KC_EREADONLY, "no writable remote for profiles");
+    kc_key key;
+    profile_key(site, &key);
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(&key, PROFILE_VARIANT, name);
+    kc_entry *e = NULL;
+    void *bytes = NULL;
+    size_t blen = 0;
+    int rc = kc_entry_new(&e, &key, PROFILE_VARIANT);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, data, len);
+    if (!rc) rc = kc_entry_encode(e, &bytes, &blen);
+    if (!rc && c->mac_key) rc = kc_entry_seal(&bytes, &blen, c->mac_key, c->mac_key_len);
+    kc_entry_free(e);
+    if (!rc) {
+        rc = c->remote->put(c->remote, name, bytes, blen);
+        if (rc == KC_OK) kc_cache_count(c, &key, KC_STAT_REMOTE_PUTS, 1);
+        else profile_failure(c, &key, rc, 1);
+    }
+    free(bytes);
+    return rc;
 }
 
 int kc_cache_remote_ping(kc_cache *c) {

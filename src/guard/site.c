@@ -31,8 +31,10 @@
  * Must not: call a release callback or touch the file system while holding a lock (the
  * profile's flock aside, which is the file system's own).
  *
- * Callers: the public guard API (guard.h).  It reaches the cache only through cache.h
- * (kc_cache_mode, kc_cache_profile_dir) and graphs through graph.h.
+ * Callers: the public guard API (guard.h); bundle/bundle.c carries profiles through
+ * kc_site_profile_foreach/merge.  It reaches the cache only through cache.h (kc_cache_mode,
+ * kc_cache_profile_dir) and, for a remote's profile, cache/internal.h
+ * (kc_cache_remote_profile_*), and graphs through graph.h.
  */
 #include "kcache/guard.h"
 
@@ -46,6 +48,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
+#include "../cache/internal.h" /* kc_cache_remote_profile_* ([Note: profiles in the remote]) */
 #include "../common/fs.h"
 #include "../common/internal.h"
 
@@ -72,6 +75,7 @@ struct kc_site {
     char name[128];
     char profile_path[PATH_MAX];
     int persist;
+    kc_cache *remote;      /* the cache, when it has a writable remote: profiles are published there */
     kc_site_options o;
     pthread_cond_t flown;  /* broadcast when a flight ends */
     gentry *entries;
@@ -90,63 +94,94 @@ static kc_site *sites;
 
 /* ---- profile ---- */
 
-/* OR the masks of the profile file at `path` into masks[]; 0 when read (or absent: nothing). */
-static void profile_read(const char *path, uint32_t *masks) {
+/* The profile's format, its file and its locked merge are the cache's ([Note: profile format] in
+ * src/cache/cache.c), so that bundles, below this part, carry profiles too. */
+#define profile_format kc_cache_profile_format_
+#define profile_parse kc_cache_profile_parse_
+#define profile_read kc_cache_profile_read_
+#define profile_path_of kc_cache_profile_path_of_
+#define profile_merge_file kc_cache_profile_merge_file_
+_Static_assert(KC_SITE_PROFILE_MAX == KC_CACHE_PROFILE_MAX, "one profile cap");
+_Static_assert(KC_SITE_NAME_MAX == KC_CACHE_PROFILE_NAME_MAX, "one name cap");
+_Static_assert(KC_SITE_MAX_INPUTS == KC_CACHE_PROFILE_INPUTS, "one input count");
+
+int kc_site_profile_check(const void *data, size_t len, char *site, size_t cap) {
+    char name[KC_SITE_NAME_MAX + 1];
+    int rc = profile_parse(data, len, name, NULL);
+    if (rc == KC_OK && site && cap) snprintf(site, cap, "%s", name);
+    return rc;
+}
+
+int kc_site_profile_merge(kc_cache *cache, const void *data, size_t len, int dry_run, int *changed) {
+    return kc_cache_profile_merge_(cache, data, len, dry_run, changed);
+}
+
+int kc_site_profile_foreach(kc_cache *cache, int (*cb)(const void *data, size_t len, void *ctx), void *ctx) {
+    return kc_cache_profile_foreach_(cache, cb, ctx);
+}
+
+/*
+ * [Note: profiles in the remote] With a remote tier, a profile travels there too: a site's save
+ * publishes the union of its profile and the remote's (one read, one write, through
+ * kc_cache_remote_profile_*: an entry of variant "profile" under a key made of the site's name,
+ * which no graph, image or unit record can have), and a new site merges the remote's in (one
+ * read).  What a remote gives is untrusted: authenticated like any remote entry, capped at
+ * KC_SITE_PROFILE_MAX, parsed strictly ([Note: profile format]) and for this site's name only.
+ * Each call is bounded by the remote's deadline; a remote that is down answers at once once its
+ * breaker is open, and a failure is counted and logged, never an error of the site.  Two saves
+ * racing on the remote can still lose one's dimension there (read-merge-write without a lock);
+ * the local profiles keep it, and the next save of either puts it back.
+ */
+static void profile_from_remote(kc_cache *c, const char *name, uint32_t *masks) {
     void *data;
     size_t len;
-    if (kc_fs_read_file(path, 65536, &data, &len, NULL) != KC_OK) {
-        kc_error_clear(); /* absent or unreadable: nothing learned */
+    if (kc_cache_remote_profile_get_(c, name, KC_SITE_PROFILE_MAX, &data, &len) != KC_OK) {
+        kc_error_clear();
         return;
     }
-    ((char *)data)[len] = '\0';
-    char *save = NULL;
-    int ok = 0;
-    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        unsigned i, mask;
-        if (strcmp(line, "kcache-profile 1") == 0) ok = 1;
-        else if (ok && sscanf(line, "input %u %x", &i, &mask) == 2 && i < KC_SITE_MAX_INPUTS) masks[i] |= mask;
+    char site[KC_SITE_NAME_MAX + 1];
+    uint32_t m[KC_SITE_MAX_INPUTS] = {0};
+    if (profile_parse(data, len, site, m) != KC_OK || strcmp(site, name) != 0) {
+        kc_log(KC_LOG_REMOTE, "site %s: the remote's profile is refused: %s", name,
+               strcmp(site, name) ? "another site's" : kc_error_last()->message);
+        kc_error_clear();
+    } else {
+        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) masks[i] |= m[i];
     }
     free(data);
+}
+
+/* Publish the union of masks and the remote's profile (which masks learns too). */
+static void profile_to_remote(kc_cache *c, const char *name, uint32_t *masks) {
+    uint32_t had[KC_SITE_MAX_INPUTS] = {0};
+    profile_from_remote(c, name, had);
+    int more = 0;
+    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (masks[i] | had[i]) != had[i], masks[i] |= had[i];
+    if (!more) return; /* the remote has it all */
+    char buf[KC_SITE_PROFILE_MAX + 1];
+    size_t n = profile_format(name, masks, buf, sizeof buf);
+    if (kc_cache_remote_profile_put_(c, name, buf, n) != KC_OK) {
+        kc_log(KC_LOG_REMOTE, "site %s: profile not published: %s", name, kc_error_last()->message);
+        kc_error_clear();
+    }
 }
 
 static void profile_load(kc_site *s) {
     if (s->persist) profile_read(s->profile_path, s->profile);
 }
 
-/*
- * Merge on write: under an flock of "<profile>.lock", read what other processes wrote, join
- * it to the site's profile, and replace the file atomically — so no process's dimension is
- * lost to another's write (a plain write is last-writer-wins).
- */
 int kc_site_save_profile(kc_site *s) {
     if (!s) return kc_err(KC_EINVAL, "kc_site_save_profile: site is NULL");
     if (!s->persist) return KC_OK;
-    char dir[PATH_MAX], lock[PATH_MAX + 8];
-    snprintf(dir, sizeof dir, "%s", s->profile_path);
-    *strrchr(dir, '/') = '\0';
-    int rc = kc_fs_mkdirs(dir, 0700);
-    if (rc) return rc;
-    snprintf(lock, sizeof lock, "%s.lock", s->profile_path);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return kc_err_errno(errno, "profile: opening '%s'", lock);
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            rc = kc_err_errno(errno, "profile: locking '%s'", lock);
-            close(fd);
-            return rc;
-        }
-    uint32_t prof[KC_SITE_MAX_INPUTS] = {0};
-    profile_read(s->profile_path, prof);
+    uint32_t prof[KC_SITE_MAX_INPUTS];
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) prof[i] = s->profile[i] |= prof[i];
+    memcpy(prof, s->profile, sizeof prof);
     pthread_mutex_unlock(&s->mu);
-    char buf[4096];
-    int n = snprintf(buf, sizeof buf, "kcache-profile 1\nsite %s\n", s->name);
-    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++)
-        if (prof[i]) n += snprintf(buf + n, sizeof buf - (size_t)n, "input %d %x\n", i, prof[i]);
-    rc = kc_fs_write_atomic(s->profile_path, buf, (size_t)n);
-    flock(fd, LOCK_UN);
-    close(fd);
+    int rc = profile_merge_file(s->profile_path, s->name, prof, 0, NULL);
+    if (rc == KC_OK && s->remote) profile_to_remote(s->remote, s->name, prof);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) s->profile[i] |= prof[i];
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -177,9 +212,7 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
     if (cache && !have_dir) kc_error_clear(); /* no profile is no error: the site still works */
     if (have_dir) {
         /* Where profiles live is the cache's business; a name that does not fit is never persisted. */
-        int n = snprintf(s->profile_path, sizeof s->profile_path, "%s/%016llx.profile", pdir,
-                         (unsigned long long)XXH3_64bits(name, strlen(name)));
-        int fits = n > 0 && (size_t)n < sizeof s->profile_path;
+        int fits = profile_path_of(pdir, name, s->profile_path, sizeof s->profile_path);
         s->persist = fits && kc_cache_mode(cache) == KC_CACHE_READWRITE ? 1 : 0;
         if (!fits) {
             s->profile_path[0] = '\0';
@@ -189,6 +222,18 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
             s->persist = 0;
         } else {
             profile_load(s);
+        }
+    }
+    /* [Note: profiles in the remote]: start from the fleet's profile too, in one read. */
+    if (have_dir && kc_cache_remote_profile_ok_(cache, 0)) {
+        uint32_t m[KC_SITE_MAX_INPUTS] = {0};
+        int more = 0;
+        profile_from_remote(cache, s->name, m);
+        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (s->profile[i] | m[i]) != s->profile[i], s->profile[i] |= m[i];
+        if (s->persist && kc_cache_remote_profile_ok_(cache, 1)) s->remote = cache;
+        if (more && s->persist && profile_merge_file(s->profile_path, s->name, s->profile, 0, NULL) != KC_OK) {
+            kc_log(KC_LOG_GUARD, "site %s: the remote's profile not kept locally: %s", s->name, kc_error_last()->message);
+            kc_error_clear();
         }
     }
     pthread_mutex_lock(&sites_mu);
