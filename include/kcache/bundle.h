@@ -1,13 +1,19 @@
 /*
  * kcache/bundle.h — one-file bundles that ship a warm cache to other hosts.
  *
- * Format v1 and v2 (integers little-endian):
+ * Format v1, v2 and v3 (integers little-endian):
  *
- *   bundle  := magic[8] "\x89KCB\r\n\x1a\n"  version:u16 (1 or 2)  reserved:u16 (0)  count:u32
+ *   bundle  := magic[8] "\x89KCB\r\n\x1a\n"  version:u16 (1, 2 or 3)  reserved:u16 (0)  count:u32
  *              raw_len:u64  stored_len:u64  payload_sum:u64  header_sum:u64   (48 bytes)
  *              payload: one zstd frame of stored_len bytes whose content is raw_len bytes
  *   content := toc entry_bytes*            (v1)
  *            | toc entry_bytes* covers     (v2: the rest of the content after the entries)
+ *            | toc entry_bytes* clen:u32 covers[clen] profiles
+ *                                          (v3: clen 0 when no coverage record)
+ *   profiles := nprofiles:u32 { plen:u16 profile[plen] }{nprofiles}
+ *              1..KC_BUNDLE_MAX_PROFILES site profiles, each 1..KC_SITE_PROFILE_MAX bytes in the
+ *              one form kc_site_profile_check accepts (kcache/guard.h), no site twice; it must
+ *              end exactly at raw_len.
  *   covers  := mlen:u16 manifest[mlen]  ntargets:u16 { tlen:u8 target[tlen] }{ntargets}
  *              ngraphs:u32 { key[16] nlen:u16 name[nlen] }{ngraphs}
  *              the manifest (its path as exported: 1..4096 bytes), its targets (each one
@@ -55,6 +61,15 @@
  * An export without one writes v1, byte for byte as before, so an older kcache still imports it.
  * v1 bundles (which record nothing) import as they always did; their coverage is "not recorded".
  * An older kcache refuses a v2 bundle ("format version 2 is not supported") rather than misread it.
+ *
+ * Site profiles (v3).  An export also carries the cache's site profiles (kc_site_profile_foreach:
+ * the dynamic dimensions its sites learned), whatever the filter, so a fleet starts dynamic where
+ * the exporter learned to be; an import checks each (a malformed one refuses the whole bundle
+ * before anything is written) and merges it into the local profile of its site (the union, as
+ * kc_site_profile_merge does), after the entries.  A cache without profiles exports v1 or v2
+ * exactly as before; with profiles the bundle is v3, which a kcache older than this refuses
+ * ("format version 3 is not supported") rather than drop its profiles unseen: neither v1 nor v2
+ * had room for a record that an old reader would skip.
  */
 #ifndef KCACHE_BUNDLE_H
 #define KCACHE_BUNDLE_H
@@ -80,6 +95,9 @@ typedef struct kc_bundle_filter {
     const kc_key *keys;           /**< Keep only these keys. */
     size_t nkeys;
 } kc_bundle_filter;
+
+/** Cap on the site profiles of a bundle (v3). */
+#define KC_BUNDLE_MAX_PROFILES 65536
 
 /** Caps on a bundle's coverage record. */
 #define KC_BUNDLE_MAX_TARGETS 64
@@ -111,6 +129,8 @@ typedef struct kc_bundle_report {
                                    bundle nor in the cache. */
     uint64_t units_skipped;   /**< Import: unit records not written, for the same reason. */
     char first_skipped[KC_KEY_HEX_LEN + 1 + KC_VARIANT_MAX + 1]; /**< The first entry skipped ("<key>.<variant>"), or "". */
+    uint64_t profiles;          /**< Site profiles in the bundle (v3). */
+    uint64_t profiles_written;  /**< Import: profiles that changed the local one (dry run: would). */
 } kc_bundle_report;
 
 /**

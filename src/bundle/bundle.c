@@ -216,6 +216,73 @@ static kc_bundle_coverage *covers_read(const char *path, const uint8_t *p, size_
     return NULL;
 }
 
+/* ---- profiles record (v3: the grammar's `profiles`, in bundle.h) ---- */
+
+/* Profiles, each a pointer and a length (export: its own copy; import: into the bundle). */
+typedef struct prof_list {
+    const uint8_t **p;
+    size_t *len;
+    size_t n, cap;
+} prof_list;
+
+static void prof_list_free(prof_list *l, int owned) {
+    for (size_t i = 0; owned && i < l->n; i++) free((void *)l->p[i]);
+    free(l->p);
+    free(l->len);
+    memset(l, 0, sizeof *l);
+}
+
+static int prof_add(prof_list *l, const uint8_t *p, size_t len) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        const uint8_t **np = kc_realloc(l->p, cap * sizeof *np);
+        if (np) l->p = np;
+        size_t *nl = np ? kc_realloc(l->len, cap * sizeof *nl) : NULL;
+        if (!nl) return kc_err(KC_ENOMEM, "out of memory");
+        l->len = nl, l->cap = cap;
+    }
+    l->p[l->n] = p, l->len[l->n++] = len;
+    return KC_OK;
+}
+
+/* kc_site_profile_foreach's callback: a copy of each sound local profile. */
+static int prof_collect(const void *data, size_t len, void *ctx) {
+    prof_list *l = ctx;
+    if (l->n >= KC_BUNDLE_MAX_PROFILES) return kc_err(KC_EINVAL, "export: more than %d site profiles", KC_BUNDLE_MAX_PROFILES);
+    uint8_t *c = kc_malloc(len ? len : 1);
+    if (!c) return kc_err(KC_ENOMEM, "export: out of memory");
+    memcpy(c, data, len);
+    int rc = prof_add(l, c, len);
+    if (rc) free(c);
+    return rc;
+}
+
+/* Read a profiles record of exactly `len` bytes, strictly: a count (1..KC_BUNDLE_MAX_PROFILES,
+ * bounded by the bytes left), each profile sound (kc_site_profile_check), no site twice.  The
+ * list points into `p`.  KC_ECORRUPT with the reason (KC_ENOMEM). */
+static int profiles_read(const char *path, const uint8_t *p, size_t len, prof_list *out) {
+    kc_reader r = kc_reader_make(p, len);
+    uint32_t n = kc_rd_next_u32(&r);
+    if (r.bad || n == 0 || n > KC_BUNDLE_MAX_PROFILES || n > r.left / 2) return BAD(path, "its profiles record is malformed (its count)");
+    char (*sites)[KC_CACHE_PROFILE_NAME_MAX + 1] = kc_calloc(n, sizeof *sites);
+    if (!sites) return kc_err(KC_ENOMEM, "import: out of memory");
+    int rc = KC_OK;
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        uint16_t pl = kc_rd_next_u16(&r);
+        const uint8_t *b = kc_rd_bytes(&r, pl);
+        if (r.bad || pl == 0) rc = BAD(path, "its profiles record is malformed (profile %u runs past it)", i);
+        else if (kc_cache_profile_parse_(b, pl, sites[i], NULL) != KC_OK)
+            rc = BAD(path, "site profile %u: %s", i, kc_error_last()->message);
+        for (uint32_t k = 0; !rc && k < i; k++)
+            if (strcmp(sites[k], sites[i]) == 0) rc = BAD(path, "the profile of site '%s' appears twice", sites[i]);
+        if (!rc) rc = prof_add(out, b, pl);
+    }
+    if (!rc && r.left) rc = BAD(path, "its profiles record is malformed (its length)");
+    free(sites);
+    if (rc) prof_list_free(out, 0);
+    return rc;
+}
+
 /* ---- export ---- */
 
 typedef struct ex_list {
@@ -355,6 +422,9 @@ int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_fil
     if (x.rc) rc = x.rc;
     if (rc == KC_OK) rc = ex_images(&x);
     if (rc == KC_OK) ex_units(&x);
+    prof_list prof = {0};
+    if (rc == KC_OK) rc = kc_cache_profile_foreach_(c, prof_collect, &prof);
+    int version = prof.n ? 3 : covers ? 2 : 1; /* no profiles: v1 or v2 byte for byte as before */
     kc_buf content = {0};
     uint8_t *file = NULL;
     kc_bundle_report rep;
@@ -378,7 +448,18 @@ int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_fil
             }
         for (int k = 0; k < NKINDS; k++)
             for (size_t i = 0; i < x.kinds[k].n; i++) kc_buf_put(&content, x.kinds[k].v[i].data, x.kinds[k].v[i].len);
+        size_t at = content.len;
+        if (version == 3) kc_buf_put_u32(&content, 0); /* the covers record's length, set below */
         if (covers) rc = covers_put(&content, covers);
+        if (version == 3 && !content.failed) kc_wr_u32(content.data + at, (uint32_t)(content.len - at - 4));
+        if (version == 3) {
+            kc_buf_put_u32(&content, (uint32_t)prof.n);
+            for (size_t i = 0; i < prof.n; i++) {
+                kc_buf_put_u16(&content, (uint16_t)prof.len[i]);
+                kc_buf_put(&content, prof.p[i], prof.len[i]);
+            }
+            rep.profiles = prof.n;
+        }
         if (rc == KC_OK && content.failed) rc = kc_err(KC_ENOMEM, "export: out of memory");
         else if (rc == KC_OK && (content.len > KC_BUNDLE_MAX_BYTES || rep.entries > UINT32_MAX))
             rc = kc_err(KC_EINVAL, "bundle over the %llu-byte cap", (unsigned long long)KC_BUNDLE_MAX_BYTES);
@@ -393,7 +474,7 @@ int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_fil
         if (!rc && !ratio_ok(content.len, z)) z = stored_frame(file + HEADER, content.data, content.len);
         if (!rc) {
             memcpy(file, MAGIC, 8);
-            kc_wr_u16(file + 8, covers ? 2 : 1);
+            kc_wr_u16(file + 8, (uint16_t)version);
             kc_wr_u16(file + 10, 0);
             kc_wr_u32(file + 12, (uint32_t)rep.entries);
             kc_wr_u64(file + 16, content.len);
@@ -408,6 +489,7 @@ int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_fil
         for (size_t i = 0; i < x.kinds[k].n; i++) ex_item_free(&x.kinds[k].v[i]);
         free(x.kinds[k].v);
     }
+    prof_list_free(&prof, 1);
     kc_buf_free(&content);
     free(file);
     return rc;
@@ -422,6 +504,7 @@ typedef struct bundle_in {
     size_t n;
     item **images;
     size_t nimages;
+    prof_list prof; /* v3: the site profiles, pointing into content */
 } bundle_in;
 
 static void in_free(bundle_in *b) {
@@ -429,6 +512,7 @@ static void in_free(bundle_in *b) {
     free(b->items);
     free(b->images);
     free(b->content);
+    prof_list_free(&b->prof, 0);
 }
 
 /* The bundle's image of id `id`, or NULL. */
@@ -478,7 +562,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     if (memcmp(h, MAGIC, 8) != 0) { rc = BAD(path, "not a kcache bundle (bad magic)"); goto fail; }
     if (XXH3_64bits(h, 40) != kc_rd_u64(h + 40)) { rc = BAD(path, "header checksum mismatch"); goto fail; }
     uint16_t version = kc_rd_u16(h + 8);
-    if ((version != 1 && version != 2) || kc_rd_u16(h + 10) != 0) { rc = BAD(path, "format version %u is not supported", kc_rd_u16(h + 8)); goto fail; }
+    if (version < 1 || version > 3 || kc_rd_u16(h + 10) != 0) { rc = BAD(path, "format version %u is not supported", kc_rd_u16(h + 8)); goto fail; }
     uint32_t count = kc_rd_u32(h + 12);
     uint64_t raw = kc_rd_u64(h + 16), stored = kc_rd_u64(h + 24);
     if (raw > KC_BUNDLE_MAX_BYTES || count > raw / 27 + 1) { rc = BAD(path, "implausible sizes in its header"); goto fail; }
@@ -528,6 +612,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
     }
     if (version == 1 && expect != r.left) { rc = BAD(path, "entries do not fill the bundle"); goto fail; }
     if (version == 2 && expect >= r.left) { rc = BAD(path, "format v2 without its coverage record"); goto fail; }
+    if (version == 3 && r.left - expect < 8) { rc = BAD(path, "format v3 without its profiles record"); goto fail; }
 
     /* A name twice: sorted copies side by side (n log n; comparing each with every earlier one
      * was quadratic in the count). */
@@ -562,14 +647,25 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
             goto fail;
         }
     }
-    kc_bundle_coverage *cv = NULL; /* v2: the rest of the content after the entries */
-    if (version == 2 && !(cv = covers_read(path, r.p + expect, r.left - (size_t)expect, &rc))) goto fail;
+    kc_bundle_coverage *cv = NULL; /* v2: the rest of the content after the entries; v3: a covers record's length first */
+    size_t clen = r.left - (size_t)expect;
+    prof_list prof = {0};
+    if (version == 3) {
+        clen = kc_rd_u32(r.p + expect);
+        if (clen > r.left - (size_t)expect - 4 - 4) { rc = BAD(path, "its coverage record runs past the bundle"); goto fail; }
+        expect += 4;
+    }
+    if ((version == 2 || (version == 3 && clen)) && !(cv = covers_read(path, r.p + expect, clen, &rc))) goto fail;
+    if (version == 3 && (rc = profiles_read(path, r.p + expect + clen, r.left - (size_t)expect - clen, &prof))) {
+        kc_bundle_coverage_free(cv);
+        goto fail;
+    }
     if (cov) *cov = cv;
     else kc_bundle_coverage_free(cv);
     free(toc);
     free(order);
     free(file);
-    *out = (bundle_in){content, items, count, NULL, 0};
+    *out = (bundle_in){content, items, count, NULL, 0, prof};
     if ((rc = in_index(path, out))) {
         in_free(out);
         if (cov) kc_bundle_coverage_free(*cov), *cov = NULL;
@@ -703,6 +799,14 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
         kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
         kc_cache_toolkit_note_(c, kc_entry_toolchain(e));
         kc_entry_free(e);
+    }
+    /* The site profiles (v3), each merged into the local one: a union, under the site's own lock. */
+    for (size_t i = 0; !rc && i < b.prof.n; i++) {
+        int changed = 0;
+        rep.profiles++;
+        if ((rc = kc_cache_profile_merge_(c, b.prof.p[i], b.prof.len[i], dry_run, &changed)))
+            kc_err_prefix(rc, "bundle '%s': its entries are imported, but a site profile is not", path);
+        rep.profiles_written += (uint64_t)changed;
     }
     free(m.refs);
     free(m.ok);

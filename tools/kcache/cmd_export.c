@@ -76,6 +76,7 @@ static void print_fields(const kc_bundle_report *r, const char *file, int *first
     json_kv_u64(stdout, first, "graph_bytes", r->graph_bytes);
     json_kv_u64(stdout, first, "image_bytes", r->image_bytes);
     json_kv_u64(stdout, first, "unit_bytes", r->unit_bytes);
+    json_kv_u64(stdout, first, "profiles", r->profiles);
 }
 
 /* What went into the bundle, by kind. */
@@ -91,6 +92,8 @@ static void print_report(const kc_bundle_report *r, int json, const char *file) 
            "%llu unit records (%llu bytes)\n", file, (unsigned long long)r->entries, (unsigned long long)r->bytes,
            (unsigned long long)r->graphs, (unsigned long long)r->graph_bytes, (unsigned long long)r->images,
            (unsigned long long)r->image_bytes, (unsigned long long)r->units, (unsigned long long)r->unit_bytes);
+    if (r->profiles) /* the site profiles (bundle v3, kcache/bundle.h) */
+        printf("site profiles: %llu (a kcache before format v3 cannot import this bundle)\n", (unsigned long long)r->profiles);
 }
 
 /* Without a manifest: every graph entry (of --arch's targets), as before; no coverage record (v1). */

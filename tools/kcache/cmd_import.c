@@ -107,6 +107,8 @@ static void print_report(const kc_bundle_report *r, int json, int dry, const cha
         json_kv_u64(stdout, &first, "graphs_skipped", r->graphs_skipped);
         json_kv_u64(stdout, &first, "units_skipped", r->units_skipped);
         json_kv_str(stdout, &first, "first_skipped", r->first_skipped);
+        json_kv_u64(stdout, &first, "profiles", r->profiles);
+        json_kv_u64(stdout, &first, "profiles_written", r->profiles_written);
         json_key(stdout, &first, "coverage");
         print_coverage(cv, 1);
         printf("}\n");
@@ -117,6 +119,10 @@ static void print_report(const kc_bundle_report *r, int json, int dry, const cha
         printf(");%s %llu (", dry ? " would write" : " wrote", (unsigned long long)r->written);
         print_kinds(r->graphs_written, r->images_written, r->units_written);
         printf("), %llu already present\n", (unsigned long long)r->unchanged);
+        if (r->profiles)
+            printf("site profiles: %llu, %llu %s the local ones (a union of dynamic dimensions)\n",
+                   (unsigned long long)r->profiles, (unsigned long long)r->profiles_written,
+                   dry ? "would change" : "changed");
         print_coverage(cv, 0);
     }
     if (r->graphs_skipped || r->units_skipped)
