@@ -22,6 +22,7 @@
 #include "kcache/key.h"
 #include "kcache/target.h"
 #include "kcache/entry.h"
+#include "kcache/sign.h"
 #include "kcache/stats.h"
 #include "kcache/store.h"
 #include "kcache/cache.h"

@@ -27,6 +27,7 @@
 #include <zstd.h>
 
 #include "../common/internal.h"
+#include "sign_internal.h"
 #include "kcache/target.h" /* kc_variant_check */
 
 #define HEADER_SIZE 96
@@ -36,6 +37,8 @@
 #define NTYPES (KC_SECTION_ORIGIN + 1) /* types 1..KC_SECTION_ORIGIN */
 #define MAC_LEN 32
 #define FLAG_MAC 1u
+#define FLAG_SIG 2u /* an Ed25519 signature trailer follows ([Note: signatures]); never with FLAG_MAC */
+#define SIG_TRAILER (KC_SIGN_KEY_ID_LEN + KC_SIGN_LEN)
 #define MAX_DIGESTS 4096
 #define ZSTD_LEVEL 3
 #define CORRUPT(...) kc_err(KC_ECORRUPT, "corrupt entry: " __VA_ARGS__)
@@ -510,7 +513,8 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
                        KC_ENTRY_FORMAT_VERSION);
     if (kc_rd_u16(h + 10) != HEADER_SIZE) return CORRUPT("header size %u", kc_rd_u16(h + 10));
     uint32_t flags = kc_rd_u32(h + 12);
-    if (flags & ~FLAG_MAC) return CORRUPT("unknown flags 0x%x", flags);
+    if (flags & ~(FLAG_MAC | FLAG_SIG)) return CORRUPT("unknown flags 0x%x", flags);
+    if ((flags & FLAG_MAC) && (flags & FLAG_SIG)) return CORRUPT("both a MAC and a signature");
     uint64_t total = kc_rd_u64(h + 64);
     if (total != len) return CORRUPT("header says %llu bytes, %zu present (truncated or padded)",
                                      (unsigned long long)total, len);
@@ -531,8 +535,9 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
         if (h[32 + i] != 0) return CORRUPT("variant field is not NUL-padded");
     if (vl > KC_VARIANT_MAX || kc_variant_check(variant) != KC_OK) return CORRUPT("invalid variant");
 
-    size_t end = len - ((flags & FLAG_MAC) ? MAC_LEN : 0);
-    if ((flags & FLAG_MAC) && len < table_end + MAC_LEN) return CORRUPT("no room for the MAC");
+    size_t trailer = (flags & FLAG_MAC) ? MAC_LEN : (flags & FLAG_SIG) ? SIG_TRAILER : 0;
+    if (len < table_end + trailer) return CORRUPT("no room for the %s", (flags & FLAG_MAC) ? "MAC" : "signature");
+    size_t end = len - trailer;
     kc_key key;
     memcpy(key.bytes, h + 16, 16);
     kc_entry *e;
@@ -652,7 +657,9 @@ int kc_entry_seal(void **data, size_t *len, const void *key, size_t key_len) {
     uint32_t nsec = kc_rd_u32(h + 72);
     if (nsec < 1 || nsec > MAX_SECTIONS || HEADER_SIZE + (size_t)nsec * DESC_SIZE > *len)
         return kc_err(KC_EINVAL, "kc_entry_seal: not an encoded entry");
-    size_t body = *len - ((kc_rd_u32(h + 12) & FLAG_MAC) ? MAC_LEN : 0);
+    uint32_t fl = kc_rd_u32(h + 12);
+    if (fl & FLAG_SIG) return kc_err(KC_EINVAL, "kc_entry_seal: the entry is signed (a signature or a MAC, not both)");
+    size_t body = *len - ((fl & FLAG_MAC) ? MAC_LEN : 0);
     uint8_t *n = realloc(h, body + MAC_LEN);
     if (!n) return kc_err(KC_ENOMEM, "out of memory");
     *data = n;
@@ -677,6 +684,50 @@ int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key
     if (CRYPTO_memcmp(want, h + len - MAC_LEN, MAC_LEN) != 0)
         return kc_err(KC_EPERM, "the entry's MAC does not match (altered, or written with another key)");
     return KC_OK;
+}
+
+/*
+ * [Note: signatures] A producer signs an encoded entry with its Ed25519 key: flag bit 1 set,
+ * total_len and the header checksum made final, then key_id[8] and the signature[64] appended,
+ * the signature over every byte before it (header, sections, key id).  A consumer holds only
+ * public keys (a keyring): kc_entry_sig_check reads the fixed header's magic, flags and length and
+ * the trailer, nothing else, before it verifies — as the MAC check does.  An entry carries a MAC
+ * or a signature, never both: signing replaces a MAC, sealing refuses a signed entry.
+ */
+int kc_entry_sign(void **data, size_t *len, const kc_signer *s) {
+    if (!data || !*data || !len || !s) return kc_err(KC_EINVAL, "kc_entry_sign: NULL argument");
+    uint8_t *h = *data;
+    if (*len < HEADER_SIZE || memcmp(h, MAGIC, 8) != 0 || kc_rd_u64(h + 64) != *len)
+        return kc_err(KC_EINVAL, "kc_entry_sign: not an encoded entry");
+    uint32_t nsec = kc_rd_u32(h + 72), fl = kc_rd_u32(h + 12);
+    if (nsec < 1 || nsec > MAX_SECTIONS || HEADER_SIZE + (size_t)nsec * DESC_SIZE > *len)
+        return kc_err(KC_EINVAL, "kc_entry_sign: not an encoded entry");
+    size_t body = *len - ((fl & FLAG_MAC) ? MAC_LEN : (fl & FLAG_SIG) ? SIG_TRAILER : 0);
+    if (body < HEADER_SIZE + (size_t)nsec * DESC_SIZE) return kc_err(KC_EINVAL, "kc_entry_sign: not an encoded entry");
+    uint8_t *n = realloc(h, body + SIG_TRAILER);
+    if (!n) return kc_err(KC_ENOMEM, "out of memory");
+    *data = n;
+    kc_wr_u32(n + 12, (fl & ~FLAG_MAC) | FLAG_SIG);
+    kc_wr_u64(n + 64, body + SIG_TRAILER);
+    kc_wr_u64(n + SUM_OFFSET, header_sum(n, nsec));
+    memcpy(n + body, kc_signer_key_id_bytes(s), KC_SIGN_KEY_ID_LEN);
+    int rc = kc_sign_bytes(s, n, body + KC_SIGN_KEY_ID_LEN, n + body + KC_SIGN_KEY_ID_LEN);
+    *len = body + SIG_TRAILER;
+    return rc;
+}
+
+int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr, char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]) {
+    if (key_id_hex) key_id_hex[0] = '\0';
+    if (!data || !kr) return kc_err(KC_EINVAL, "kc_entry_sig_check: NULL argument");
+    const uint8_t *h = data;
+    if (len < HEADER_SIZE + SIG_TRAILER || memcmp(h, MAGIC, 8) != 0)
+        return kc_err(KC_EPERM, "not a signed entry (%zu bytes, no header)", len);
+    if (!(kc_rd_u32(h + 12) & FLAG_SIG)) return kc_err(KC_EPERM, "the entry carries no signature");
+    if (kc_rd_u64(h + 64) != len) return kc_err(KC_EPERM, "the entry's length does not frame its signature");
+    const uint8_t *id = h + len - SIG_TRAILER;
+    if (key_id_hex)
+        for (int i = 0; i < KC_SIGN_KEY_ID_LEN; i++) snprintf(key_id_hex + 2 * i, 3, "%02x", id[i]);
+    return kc_keyring_verify(kr, id, h, len - KC_SIGN_LEN, h + len - KC_SIGN_LEN);
 }
 
 /* The identity check: a store name promises a key and a variant, and only an entry that keeps

@@ -74,6 +74,12 @@ expect_json 'j["mode"] == "read-only"'
 KCACHE_READONLY=1 expect_rc 0 "$KC" --cache-dir "$D" stats
 grep -q "counts below are those stored before, plus this process" "$T/out" && ok || bad "stats does not say a read-only cache counts per process"
 
+# keygen: a key pair, the private one 0600 and never replaced.
+expect_rc 0 "$KC" keygen "$T/signer"
+[ "$(stat -c %a "$T/signer.key")" = 600 ] && grep -q "^kcache-ed25519-public 1 " "$T/signer.pub" && ok || bad "keygen files"
+expect_rc 1 "$KC" keygen "$T/signer"
+grep -q "never replaced" "$T/err" && ok || bad "keygen replaced a key or did not say why"
+
 # Corrupt one entry: verify finds it, quarantines it, exits 1; the next verify is clean.
 F=$(ls "$D"/v1/*/"$K1".sm_90.kce)
 printf 'garbage' | dd of="$F" bs=1 seek=200 conv=notrunc 2>/dev/null

@@ -1,0 +1,200 @@
+/*
+ * test_sign.c — Ed25519 signatures of entries (kcache/sign.h, [Note: signatures] in
+ * src/entry/entry.c): a key pair made and loaded; a signed entry verifies against a keyring that
+ * trusts its key and still decodes; refused (KC_EPERM) when unsigned, signed by an untrusted or
+ * revoked key, altered with every checksum made right again, carrying a signature moved from
+ * another entry, or truncated; rotation (old and new keys both trusted) accepts both; a private
+ * key others can read is refused with the reason; a MAC and a signature never together.
+ */
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "common/internal.h"
+#include "kcache.h"
+#include "helpers.h"
+
+static char *dir;
+
+static void *encoded(const char *variant, uint8_t fill, size_t *len) {
+    kc_key k;
+    memset(k.bytes, fill, sizeof k.bytes);
+    kc_entry *e;
+    assert_int_equal(kc_entry_new(&e, &k, variant), KC_OK);
+    assert_int_equal(kc_entry_set_toolchain(e, "nvrtc test"), KC_OK);
+    uint8_t body[600];
+    for (size_t i = 0; i < sizeof body; i++) body[i] = (uint8_t)(i * fill);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, body, sizeof body), KC_OK);
+    void *b;
+    assert_int_equal(kc_entry_encode(e, &b, len), KC_OK);
+    kc_entry_free(e);
+    return b;
+}
+
+static void keypair(const char *name, char *key_path, char *pub_path, char id[17]) {
+    char prefix[1024];
+    snprintf(prefix, sizeof prefix, "%s/%s", dir, name);
+    assert_int_equal(kc_sign_keygen(prefix, id), KC_OK);
+    snprintf(key_path, 1100, "%s.key", prefix);
+    snprintf(pub_path, 1100, "%s.pub", prefix);
+}
+
+/* Make the header checksum and every section checksum right again after bytes were changed. */
+static void refix(uint8_t *b) {
+    uint32_t nsec = kc_rd_u32(b + 72);
+    for (uint32_t i = 0; i < nsec; i++) {
+        uint8_t *d = b + 96 + (size_t)i * 40;
+        kc_wr_u64(d + 32, XXH3_64bits(b + kc_rd_u64(d + 24), (size_t)kc_rd_u64(d + 16)));
+    }
+    uint8_t tmp[88 + 16 * 40];
+    memcpy(tmp, b, 88);
+    memcpy(tmp + 88, b + 96, (size_t)nsec * 40);
+    kc_wr_u64(b + 88, XXH3_64bits(tmp, 88 + (size_t)nsec * 40));
+}
+
+static void test_sign_verify_and_forgeries(void **state) {
+    (void)state;
+    char k1[1100], p1[1100], k2[1100], p2[1100], id1[17], id2[17], got[17];
+    keypair("producer", k1, p1, id1);
+    keypair("other", k2, p2, id2);
+    assert_string_not_equal(id1, id2);
+    kc_signer *s1, *s2;
+    assert_int_equal(kc_signer_load(&s1, k1), KC_OK);
+    assert_string_equal(kc_signer_key_id(s1), id1);
+    assert_int_equal(kc_signer_load(&s2, k2), KC_OK);
+    kc_keyring *ring;
+    assert_int_equal(kc_keyring_load(&ring, p1), KC_OK);
+    assert_int_equal(kc_keyring_count(ring), 1);
+
+    size_t len, lo, l2;
+    void *b = encoded("sm_90", 3, &len), *other = encoded("sm_90", 5, &lo);
+    assert_int_equal(kc_entry_sig_check(b, len, ring, got), KC_EPERM); /* unsigned */
+    assert_int_equal(kc_entry_sign(&b, &len, s1), KC_OK);
+    assert_int_equal(kc_entry_sig_check(b, len, ring, got), KC_OK);
+    assert_string_equal(got, id1);
+    kc_entry *d;
+    assert_int_equal(kc_entry_decode(&d, b, len), KC_OK); /* a signed entry decodes */
+    kc_entry_free(d);
+
+    /* Signed by a key the ring does not trust. */
+    assert_int_equal(kc_entry_sign(&other, &lo, s2), KC_OK);
+    assert_int_equal(kc_entry_sig_check(other, lo, ring, got), KC_EPERM);
+    assert_string_equal(got, id2);
+    assert_non_null(strstr(kc_error_last()->message, "does not trust"));
+
+    /* Altered bytes, every checksum made right again: the signature no longer matches. */
+    uint8_t *alt = malloc(len);
+    memcpy(alt, b, len);
+    alt[len - 72 - 10] ^= 0x40; /* inside the last section */
+    refix(alt);
+    kc_entry *dd;
+    assert_int_equal(kc_entry_decode(&dd, alt, len), KC_OK); /* checksums right: only the signature tells */
+    kc_entry_free(dd);
+    assert_int_equal(kc_entry_sig_check(alt, len, ring, got), KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "does not match"));
+
+    /* A valid signature moved onto another entry signed by the same key. */
+    void *third = encoded("sm_90", 7, &l2);
+    assert_int_equal(kc_entry_sign(&third, &l2, s1), KC_OK);
+    assert_int_equal(kc_entry_sig_check(third, l2, ring, got), KC_OK);
+    uint8_t *moved = third;
+    memcpy(moved + l2 - 64, (uint8_t *)b + len - 64, 64);
+    assert_int_equal(kc_entry_sig_check(moved, l2, ring, got), KC_EPERM);
+
+    /* Truncated: the length no longer frames the trailer. */
+    assert_int_equal(kc_entry_sig_check(b, len - 1, ring, got), KC_EPERM);
+    assert_int_equal(kc_entry_decode(&dd, b, len - 1), KC_ECORRUPT);
+
+    /* Rotation: a ring of both keys takes both; without the old one (revoked), its entries are refused. */
+    char both[1200];
+    snprintf(both, sizeof both, "%s/ring", dir);
+    mkdir(both, 0700);
+    char dst[1300];
+    snprintf(dst, sizeof dst, "%s/old.pub", both);
+    assert_int_equal(link(p1, dst), 0);
+    snprintf(dst, sizeof dst, "%s/new.pub", both);
+    assert_int_equal(link(p2, dst), 0);
+    kc_keyring *rot;
+    assert_int_equal(kc_keyring_load(&rot, both), KC_OK);
+    assert_int_equal(kc_keyring_count(rot), 2);
+    assert_int_equal(kc_entry_sig_check(b, len, rot, got), KC_OK);
+    assert_int_equal(kc_entry_sig_check(other, lo, rot, got), KC_OK);
+    kc_keyring_free(rot);
+    snprintf(dst, sizeof dst, "%s/old.pub", both);
+    assert_int_equal(unlink(dst), 0);
+    assert_int_equal(kc_keyring_load(&rot, both), KC_OK);
+    assert_int_equal(kc_entry_sig_check(b, len, rot, got), KC_EPERM); /* revoked */
+    kc_keyring_free(rot);
+
+    /* A MAC and a signature never together: sealing a signed entry is refused; signing replaces a MAC. */
+    static const char key[] = "a fleet secret of 32 bytes......";
+    assert_int_equal(kc_entry_seal(&b, &len, key, sizeof key - 1), KC_EINVAL);
+    void *m = encoded("sm_80", 9, &l2);
+    assert_int_equal(kc_entry_seal(&m, &l2, key, sizeof key - 1), KC_OK);
+    assert_int_equal(kc_entry_sign(&m, &l2, s1), KC_OK);
+    assert_int_equal(kc_entry_sig_check(m, l2, ring, got), KC_OK);
+    assert_int_not_equal(kc_entry_mac_check(m, l2, key, sizeof key - 1), KC_OK);
+    assert_int_equal(kc_entry_decode(&dd, m, l2), KC_OK);
+    kc_entry_free(dd);
+    ((uint8_t *)m)[12] |= 1; /* both flags: corrupt, whatever the checksums say */
+    refix(m);
+    assert_int_equal(kc_entry_decode(&dd, m, l2), KC_ECORRUPT);
+
+    free(alt), kc_free(b), kc_free(other), kc_free(third), kc_free(m);
+    kc_keyring_free(ring);
+    kc_signer_free(s1), kc_signer_free(s2);
+}
+
+static void test_key_files(void **state) {
+    (void)state;
+    char k[1100], p[1100], id[17];
+    keypair("perm", k, p, id);
+    struct stat st;
+    assert_int_equal(stat(k, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char prefix[1100];
+    snprintf(prefix, sizeof prefix, "%s/perm", dir);
+    assert_int_equal(kc_sign_keygen(prefix, id), KC_EINVAL); /* never replaces a key */
+    assert_int_equal(chmod(k, 0644), 0);
+    kc_signer *s = (kc_signer *)1;
+    assert_int_equal(kc_signer_load(&s, k), KC_EPERM); /* others can read it */
+    assert_null(s);
+    assert_non_null(strstr(kc_error_last()->message, "chmod 600"));
+    assert_int_equal(chmod(k, 0600), 0);
+    assert_int_equal(kc_signer_load(&s, k), KC_OK);
+    kc_signer_free(s);
+    /* A public key file claiming another key's id is refused. */
+    size_t n;
+    char *text = (char *)kct_read(p, &n);
+    text[n] = 0;
+    char *sp = strchr(strchr(text, ' ') + 1, ' ') + 1; /* the id */
+    sp[0] = sp[0] == '0' ? '1' : '0';
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s/bad.pub", dir);
+    assert_int_equal(kct_write(bad, text, n), 0);
+    free(text);
+    kc_keyring *kr = (kc_keyring *)1;
+    assert_int_equal(kc_keyring_load(&kr, bad), KC_EINVAL);
+    assert_null(kr);
+    assert_int_equal(kc_keyring_load(&kr, "/nonexistent/keyring"), KC_EIO);
+}
+
+static int setup(void **state) {
+    (void)state;
+    dir = kct_tmpdir("sign");
+    return dir ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    kct_rmtree(dir);
+    free(dir);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_sign_verify_and_forgeries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_files, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
