@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /** Version of kc_options understood by this build (version 1, without the remote fields, is accepted). */
-#define KC_OPTIONS_VERSION 2
+#define KC_OPTIONS_VERSION 3
 
 /** Default size limit of the local directory: 5 GiB. */
 #define KC_DEFAULT_MAX_SIZE (5ull << 30)
@@ -74,10 +74,14 @@ typedef struct kc_options {
     unsigned remote_queue; /**< Background writes queued at most; 0: 256. */
     const void *hmac_key;  /**< HMAC-SHA256 key (≥ KC_MAC_KEY_MIN bytes); NULL: entries are not authenticated. */
     size_t hmac_key_len;
+    /* version 3: Ed25519 signatures (kcache/sign.h) */
+    const char *signing_key_file; /**< A producer's private key: what this cache compiles is signed; NULL: none. */
+    const char *keyring;   /**< Trusted public keys (a .pub file or a folder): entries from the remote and
+                                 bundles must carry a signature of one of them (a MAC is not enough); NULL: none. */
 } kc_options;
 
 /** Static initialiser of kc_options. */
-#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, {0, 0, 0, 0, 0, 0}, 0, NULL, 0 }
+#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, {0, 0, 0, 0, 0, 0}, 0, NULL, 0, NULL, NULL }
 
 /** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
 KC_API int kc_options_init(kc_options *opts, unsigned version);

@@ -26,7 +26,8 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "../cache/internal.h" /* kc_cache_local_, kc_cache_mac_key_ */
+#include "../cache/internal.h" /* kc_cache_local_, kc_cache_trust_ */
+#include "../entry/trust.h"
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "../cache/record.h"      /* kc_cache_toolchain_note_ */
@@ -545,7 +546,7 @@ static int in_index(const char *path, bundle_in *b) {
 static int by_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Phase one: everything verified, nothing written.  *out owns the bytes its items point into. */
-static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, bundle_in *out, bool *mac_refused,
+static int verify(const char *path, const kc_trust *trust, bundle_in *out, bool *mac_refused,
                   kc_bundle_coverage **cov) {
     if (cov) *cov = NULL;
     void *file;
@@ -626,7 +627,7 @@ static int verify(const char *path, const uint8_t *mac_key, size_t mac_key_len, 
         items[i].data = r.p + toc[i].off;
         items[i].len = (size_t)toc[i].size;
         if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) { rc = BAD(path, "entry '%s' checksum mismatch", items[i].name); goto fail; }
-        if (mac_key && (rc = kc_entry_mac_check(items[i].data, items[i].len, mac_key, mac_key_len))) {
+        if (kc_trust_checks(trust) && (rc = kc_trust_check(trust, items[i].data, items[i].len))) { /* a MAC, or a trusted signature */
             if (rc == KC_EPERM) rc = kc_err(KC_EPERM, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
                                             kc_error_last()->message);
             *mac_refused = rc == KC_EPERM; /* only this counts as mac_rejected, not a name refused (also EPERM) */
@@ -756,10 +757,8 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     if (out) memset(out, 0, sizeof *out);
     bundle_in b;
     memset(&b, 0, sizeof b); /* GCC -O3 cannot see verify() fills it on KC_OK */
-    size_t klen;
-    const uint8_t *key = kc_cache_mac_key_(c, &klen);
     bool mac_refused = false;
-    int rc = verify(path, key, klen, &b, &mac_refused, NULL);
+    int rc = verify(path, kc_cache_trust_(c), &b, &mac_refused, NULL);
     if (mac_refused) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
     kc_bundle_report rep;
@@ -823,7 +822,7 @@ int kc_bundle_coverage_read(const char *path, kc_bundle_coverage **out) {
     memset(&b, 0, sizeof b);
     bool mac_refused = false;
     kc_bundle_coverage *cv = NULL;
-    int rc = verify(path, NULL, 0, &b, &mac_refused, &cv);
+    int rc = verify(path, NULL, &b, &mac_refused, &cv);
     if (rc) return rc;
     if (!cv) {
         in_free(&b);

@@ -27,7 +27,9 @@
 #include <xxhash.h>
 
 #include "../common/internal.h"
+#include "../entry/trust.h"
 #include "kcache/cache.h"
+#include "kcache/sign.h"
 #include "kcache/sys/store.h" /* kc_store_redis_open: the tiers are assembled here */
 #include "../store/local.h"
 #include "../store/tiers.h"
@@ -45,15 +47,19 @@ struct kc_cache {
     int require_hit; /* KC_OPEN_REQUIRE_HIT: a lookup must not run NVRTC */
     uint8_t *mac_key;
     size_t mac_key_len;
+    kc_signer *signer;   /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
+    kc_keyring *keyring; /* KCACHE_KEYRING: what the remote and bundles must be signed by */
+    kc_trust trust;      /* the three together (src/entry/trust.h), lent to the tiers */
 };
 
 int kc_options_init(kc_options *opts, unsigned version) {
     if (!opts) return kc_err(KC_EINVAL, "kc_options_init: opts is NULL");
-    if (version != KC_OPTIONS_VERSION && version != 1)
+    if (version != KC_OPTIONS_VERSION && version != 1 && version != 2)
         return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
                       version, KC_OPTIONS_VERSION);
     kc_options o = KC_OPTIONS_INIT;
     if (version == 1) memcpy(opts, &o, offsetof(kc_options, remote));
+    else if (version == 2) memcpy(opts, &o, offsetof(kc_options, signing_key_file));
     else *opts = o;
     opts->version = version;
     return KC_OK;
@@ -141,6 +147,10 @@ static int remote_env(kc_options *o, void **owned) {
         return rc;
     e = getenv("KCACHE_REMOTE_MAX_VALUE");
     if (e && *e && (rc = kc_parse_size(e, &o->remote_config.max_value))) return kc_err_prefix(rc, "KCACHE_REMOTE_MAX_VALUE");
+    e = getenv("KCACHE_SIGNING_KEY_FILE");
+    if (e && *e && !((o->flags & KC_OPEN_OPTIONS_WIN) && o->signing_key_file)) o->signing_key_file = e;
+    e = getenv("KCACHE_KEYRING");
+    if (e && *e && !((o->flags & KC_OPEN_OPTIONS_WIN) && o->keyring)) o->keyring = e;
     e = getenv("KCACHE_HMAC_KEY");
     if (e && *e) o->hmac_key = e, o->hmac_key_len = strlen(e);
     e = getenv("KCACHE_HMAC_KEY_FILE");
@@ -309,7 +319,10 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
         memcpy(c->mac_key, o.hmac_key, o.hmac_key_len);
         c->mac_key_len = o.hmac_key_len;
     }
-    kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c};
+    if (o.version >= 3 && o.signing_key_file && (rc = kc_signer_load(&c->signer, o.signing_key_file))) goto fail;
+    if (o.version >= 3 && o.keyring && (rc = kc_keyring_load(&c->keyring, o.keyring))) goto fail;
+    c->trust = (kc_trust){c->mac_key, c->mac_key_len, c->signer, c->keyring};
+    kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c, &c->trust};
     if ((rc = kc_tiers_new(&c->tiers, &tc)) != KC_OK) goto fail;
     unsigned close_ms = 0; /* how long kc_cache_close waits for the remote write queue (0: 3 s) */
     if (!(flags & KC_OPEN_NO_ENV) && (rc = env_uint("KCACHE_REMOTE_CLOSE_MS", &close_ms))) goto fail;
@@ -326,6 +339,8 @@ fail:
     wipe_free(env_key, o.hmac_key_len);
     kc_tiers_free(c->tiers);
     wipe_free(c->mac_key, c->mac_key_len);
+    kc_signer_free(c->signer);
+    kc_keyring_free(c->keyring);
     free(c);
     return rc;
 }
@@ -334,6 +349,8 @@ void kc_cache_close(kc_cache *c) {
     if (!c) return;
     kc_tiers_free(c->tiers); /* waits for the remote writes (a bounded time), frees the remote, then the local store */
     wipe_free(c->mac_key, c->mac_key_len);
+    kc_signer_free(c->signer);
+    kc_keyring_free(c->keyring);
     free(c);
 }
 
@@ -341,6 +358,8 @@ const char *kc_cache_dir(const kc_cache *c) { return c->dir; }
 kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
 kc_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
+const kc_trust *kc_cache_trust_(kc_cache *c) { return &c->trust; }
+
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len) {
     *len = c->mac_key_len;
     return c->mac_key;
@@ -444,7 +463,7 @@ int kc_cache_put(kc_cache *c, const kc_entry *e) {
     void *data;
     size_t len;
     int rc = kc_entry_encode(e, &data, &len);
-    if (!rc && c->mac_key) rc = kc_entry_seal(&data, &len, c->mac_key, c->mac_key_len);
+    if (!rc) rc = kc_trust_vouch(&c->trust, &data, &len); /* signed (a signer) or sealed (a MAC key) */
     if (rc) {
         free(data);
         return rc;
@@ -726,7 +745,7 @@ int kc_cache_remote_profile_get_(kc_cache *c, const char *site, size_t cap, void
     const void *p;
     size_t plen = 0;
     if (dlen > PROFILE_ENTRY_MAX) rc = kc_err(KC_ECORRUPT, "%zu bytes, over the %d-byte cap", dlen, PROFILE_ENTRY_MAX);
-    else if (c->mac_key && (rc = kc_entry_mac_check(data, dlen, c->mac_key, c->mac_key_len)) != KC_OK)
+    else if ((rc = kc_trust_check(&c->trust, data, dlen)) != KC_OK)
         kc_cache_count(c, &key, KC_STAT_MAC_REJECTED, 1);
     else if ((rc = kc_entry_decode_as(&e, data, dlen, &key, PROFILE_VARIANT)) == KC_OK &&
              (rc = kc_entry_section(e, KC_SECTION_RUNTIME_META, &p, &plen)) == KC_OK && plen > cap)
@@ -752,7 +771,7 @@ int kc_cache_remote_profile_put_(kc_cache *c, const char *site, const void *data
     int rc = kc_entry_new(&e, &key, PROFILE_VARIANT);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, data, len);
     if (!rc) rc = kc_entry_encode(e, &bytes, &blen);
-    if (!rc && c->mac_key) rc = kc_entry_seal(&bytes, &blen, c->mac_key, c->mac_key_len);
+    if (!rc) rc = kc_trust_vouch(&c->trust, &bytes, &blen);
     kc_entry_free(e);
     if (!rc) {
         rc = c->remote->put(c->remote, name, bytes, blen);

@@ -98,5 +98,7 @@ int kc_cache_remote_profile_put_(kc_cache *c, const char *site, const void *data
 
 /** The HMAC key of the cache (NULL when entries are not authenticated). */
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);
+/** What vouches for and checks entries here (src/entry/trust.h): a MAC key, a signer, a keyring. */
+const struct kc_trust *kc_cache_trust_(kc_cache *c);
 
 #endif

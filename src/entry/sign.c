@@ -28,7 +28,9 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "kcache/sign.h"
+#include "kcache/entry.h"
 #include "sign_internal.h"
+#include "trust.h"
 
 #define SEED_LEN 32
 #define PUB_LEN 32
@@ -266,4 +268,24 @@ int kc_keyring_verify(const kc_keyring *kr, const uint8_t id[KC_SIGN_KEY_ID_LEN]
     int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k->key) == 1 && EVP_DigestVerify(ctx, sig, KC_SIGN_LEN, msg, len) == 1;
     EVP_MD_CTX_free(ctx);
     return ok ? KC_OK : kc_err(KC_EPERM, "the signature by key %s does not match (altered, or moved from another entry)", idh);
+}
+
+/* ---- trust.h ---- */
+
+int kc_trust_checks(const kc_trust *t) { return t && (t->keyring || t->mac_key); }
+
+int kc_trust_check(const kc_trust *t, const void *data, size_t len) {
+    if (!t) return KC_OK;
+    if (t->keyring) return kc_entry_sig_check(data, len, t->keyring, NULL);
+    if (t->mac_key) return kc_entry_mac_check(data, len, t->mac_key, t->mac_key_len);
+    return KC_OK;
+}
+
+int kc_trust_can_vouch(const kc_trust *t) { return t && (t->signer || (t->mac_key && !t->keyring)); }
+
+int kc_trust_vouch(const kc_trust *t, void **data, size_t *len) {
+    if (!t) return KC_OK;
+    if (t->signer) return kc_entry_sign(data, len, t->signer);
+    if (t->mac_key && !t->keyring) return kc_entry_seal(data, len, t->mac_key, t->mac_key_len);
+    return KC_OK;
 }

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "../common/internal.h"
+#include "../entry/trust.h"
 #include "name.h"
 
 #define MAX_TIERS 8
@@ -55,6 +56,7 @@ struct kc_tiers {
     size_t n;
     int local;
     kc_tiers_config cfg;
+    kc_trust trust; /* cfg.trust, or the MAC key alone */
     /* the background writer (under wmu) */
     pthread_mutex_t wmu;
     pthread_cond_t wcv, widle;
@@ -71,6 +73,8 @@ int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg) {
     kc_tiers *t = kc_calloc(1, sizeof *t);
     if (!t) return kc_err(KC_ENOMEM, "out of memory");
     t->cfg = *cfg;
+    if (cfg->trust) t->trust = *cfg->trust;
+    else t->trust.mac_key = cfg->mac_key, t->trust.mac_key_len = cfg->mac_key_len;
     if (!t->cfg.queue_cap) t->cfg.queue_cap = DEFAULT_QUEUE;
     t->close_ms = DEFAULT_CLOSE_MS;
     pthread_mutex_init(&t->wmu, NULL);
@@ -277,7 +281,9 @@ int kc_tiers_put(kc_tiers *t, const char *name, int shard, void *data, size_t le
         if (rc) kc_err_prefix(rc, "storing %s", name);
     }
     int want[MAX_TIERS] = {0};
-    for (size_t i = first_remote(t); i < t->n; i++) want[i] = !(t->t[i].flags & KC_TIER_READONLY);
+    /* A host that checks signatures but cannot sign keeps what it compiles local: the fleet would refuse it. */
+    int vouched = !kc_trust_checks(&t->trust) || kc_trust_can_vouch(&t->trust);
+    for (size_t i = first_remote(t); i < t->n && vouched; i++) want[i] = !(t->t[i].flags & KC_TIER_READONLY);
     (void)enqueue_all(t, want, name, shard, data, len); /* a dropped remote write is counted and logged, not an error */
     return rc;
 }
@@ -302,20 +308,23 @@ int kc_tiers_publish(kc_tiers *t, const char *name, int shard) {
     size_t len;
     int rc = kc_tiers_peek(t, name, &data, &len);
     if (rc) return rc;
-    /* Sealing vouches for the bytes: only this cache's own compiles are sealed now (an entry
-     * stored before the key was set).  Bytes fetched or imported without a MAC under this key
-     * are refused, never laundered into sealed ones ([Note: provenance] in local.c). */
-    const uint8_t *mk = t->cfg.mac_key;
-    if (mk && kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len) != KC_OK) {
+    /* Sealing or signing vouches for the bytes: only this cache's own compiles are vouched for
+     * now (an entry stored before the key was set).  Bytes fetched or imported without what this
+     * configuration requires (a MAC under its key, a signature its keyring trusts) are refused,
+     * never laundered into vouched-for ones ([Note: provenance] in local.c); and a host with a
+     * keyring but no signing key vouches for nothing: what it compiles stays local. */
+    if (kc_trust_checks(&t->trust) && kc_trust_check(&t->trust, data, len) != KC_OK) {
         tier *l = local_tier(t);
         int own = l && l->b->version >= 4 && l->b->is_own ? l->b->is_own(l->b, name) : 0;
-        if (own != 1) {
+        if (own != 1 || !kc_trust_can_vouch(&t->trust)) {
             free(data);
             count(t, shard, KC_STAT_PUBLISH_REFUSED);
-            return kc_err(KC_EPERM, "%s: not published: it was fetched or imported without a MAC under this key, and "
-                          "only this cache's own compiles are sealed (recompile it here, or import it sealed)", name);
+            return kc_err(KC_EPERM, own != 1 ? "%s: not published: it was fetched or imported without a MAC or signature "
+                          "this configuration trusts, and only this cache's own compiles are vouched for (recompile it here, "
+                          "or import it signed)" : "%s: not published: this host has a keyring but no signing key "
+                          "(KCACHE_SIGNING_KEY_FILE): what it compiles stays local", name);
         }
-        if ((rc = kc_entry_seal(&data, &len, mk, t->cfg.mac_key_len))) {
+        if ((rc = kc_trust_vouch(&t->trust, &data, &len))) {
             free(data);
             return rc;
         }
@@ -368,8 +377,7 @@ int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_e
 static int remote_accept(kc_tiers *t, const char *name, const kc_key *key, const char *variant, const void *data,
                          size_t len, kc_entry **out) {
     int shard = key->bytes[0], rc;
-    const uint8_t *mk = t->cfg.mac_key;
-    if (mk && (rc = kc_entry_mac_check(data, len, mk, t->cfg.mac_key_len)) != KC_OK) {
+    if ((rc = kc_trust_check(&t->trust, data, len)) != KC_OK) { /* a MAC, or a signature the keyring trusts */
         kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", name, kc_error_last()->message);
         count(t, shard, KC_STAT_MAC_REJECTED);
         return KC_MISS;

@@ -51,6 +51,9 @@ typedef struct kc_tiers_config {
     size_t mac_key_len;
     kc_tiers_count_fn count;   /**< Counter sink (required). */
     void *count_ctx;
+    /** What vouches for and checks entries (src/entry/trust.h: a MAC key, a signer, a keyring);
+     *  NULL: the MAC key above alone.  Borrowed: outlives the tiers. */
+    const struct kc_trust *trust;
 } kc_tiers_config;
 
 /** New, empty tiers. */

@@ -593,7 +593,7 @@ static void test_tiers_fetch_images_in_one_round_trip(void **state) {
     kct_redis r;
     assert_int_equal(kct_redis_start(&r, 0), 0);
     char *dir = kct_tmpdir("tiersmany");
-    kc_tiers_config tc = {0, (const uint8_t *)MAC_KEY, sizeof MAC_KEY - 1, tsink, NULL};
+    kc_tiers_config tc = {0, (const uint8_t *)MAC_KEY, sizeof MAC_KEY - 1, tsink, NULL, NULL};
     kc_tiers *t;
     assert_int_equal(kc_tiers_new(&t, &tc), KC_OK);
     kc_redis_config cfg = {100, 300, 100, 400, 0, 0};

@@ -191,7 +191,7 @@ static int teardown(void **state) {
 
 /* Tiers over the local directory (flags `lf`) and, when given, the remote `m` (flags `rf`). */
 static kc_tiers *tiers_new(mem *m, unsigned lf, unsigned rf, const char *mac, size_t queue) {
-    kc_tiers_config cfg = {queue, (const uint8_t *)mac, mac ? strlen(mac) : 0, sink, NULL};
+    kc_tiers_config cfg = {queue, (const uint8_t *)mac, mac ? strlen(mac) : 0, sink, NULL, NULL};
     kc_tiers *t;
     assert_int_equal(kc_tiers_new(&t, &cfg), KC_OK);
     if (m) assert_int_equal(kc_tiers_add(t, &m->be, rf), KC_OK); /* added first, still after the local tier */
@@ -418,7 +418,7 @@ static void test_close_waits_a_bounded_time_and_counts_the_rest(void **state) {
     enum { PUTS = 12, DELAY = 250, CLOSE = 300 }; /* PUTS: the remote holds 16 names */
     mem *m = mem_new(KC_STORE_BACKEND_VERSION, 1);
     m->delay_ms = DELAY; /* inside any deadline: no breaker opens */
-    kc_tiers_config cfg = {0, NULL, 0, sink, NULL};
+    kc_tiers_config cfg = {0, NULL, 0, sink, NULL, NULL};
     kc_tiers *t;
     assert_int_equal(kc_tiers_new(&t, &cfg), KC_OK);
     kc_tiers_set_close_ms(t, CLOSE);
