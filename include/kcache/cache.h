@@ -251,6 +251,21 @@ typedef struct kc_verify_report {
  */
 KC_API int kc_cache_verify(kc_cache *c, kc_verify_report *out);
 
+/** What kc_cache_verify_signatures found. */
+typedef struct kc_signature_report {
+    uint64_t checked;   /**< Objects of this format read. */
+    uint64_t signed_ok; /**< Signed by a key the keyring trusts, and the signature matches. */
+    uint64_t unsigned_; /**< Carrying no signature (sealed with a MAC, or nothing). */
+    uint64_t refused;   /**< Signed by a key the keyring does not trust, or the signature does not match. */
+} kc_signature_report;
+
+/**
+ * Check every local object's signature against the cache's keyring (KCACHE_KEYRING,
+ * kc_options.keyring): KC_EINVAL when the cache has none.  A maintenance read: counts nothing,
+ * refreshes nothing, removes nothing; each object not signed_ok is logged (KCACHE_LOG=store).
+ */
+KC_API int kc_cache_verify_signatures(kc_cache *c, kc_signature_report *out);
+
 /**
  * Evict least-recently-used entries until the directory holds at most `max_size` bytes
  * (0: the cache's limit; a cache without a limit, KCACHE_MAX_SIZE=0, evicts nothing), collect

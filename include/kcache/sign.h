@@ -68,6 +68,9 @@ KC_API int kc_entry_sign(void **data, size_t *len, const kc_signer *s);
 KC_API int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr,
                               char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]);
 
+/** The key id an encoded entry says signed it (not verified): KC_OK, or KC_MISS when it is unsigned. */
+KC_API int kc_entry_signer(const void *data, size_t len, char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]);
+
 #ifdef __cplusplus
 }
 #endif

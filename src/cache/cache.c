@@ -50,6 +50,7 @@ struct kc_cache {
     kc_signer *signer;   /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
     kc_keyring *keyring; /* KCACHE_KEYRING: what the remote and bundles must be signed by */
     kc_trust trust;      /* the three together (src/entry/trust.h), lent to the tiers */
+    char origin_manifest[512]; /* the manifest a prewarm compiles (ORIGIN "manifest" of what it writes) */
 };
 
 int kc_options_init(kc_options *opts, unsigned version) {
@@ -359,6 +360,12 @@ kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
 kc_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
 const kc_trust *kc_cache_trust_(kc_cache *c) { return &c->trust; }
+
+void kc_cache_set_origin_manifest_(kc_cache *c, const char *path) {
+    if (c) snprintf(c->origin_manifest, sizeof c->origin_manifest, "%s", path ? path : "");
+}
+
+const char *kc_cache_origin_manifest_(const kc_cache *c) { return c ? c->origin_manifest : ""; }
 
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len) {
     *len = c->mac_key_len;

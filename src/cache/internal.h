@@ -100,5 +100,9 @@ int kc_cache_remote_profile_put_(kc_cache *c, const char *site, const void *data
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);
 /** What vouches for and checks entries here (src/entry/trust.h): a MAC key, a signer, a keyring. */
 const struct kc_trust *kc_cache_trust_(kc_cache *c);
+/** The manifest a prewarm compiles now (recorded in what it writes: ORIGIN "manifest"); "" none.  Not
+ *  per thread: a cache prewarming two manifests at once records the last one set. */
+void kc_cache_set_origin_manifest_(kc_cache *c, const char *path);
+const char *kc_cache_origin_manifest_(const kc_cache *c);
 
 #endif

@@ -716,6 +716,17 @@ int kc_entry_sign(void **data, size_t *len, const kc_signer *s) {
     return rc;
 }
 
+int kc_entry_signer(const void *data, size_t len, char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]) {
+    if (key_id_hex) key_id_hex[0] = '\0';
+    const uint8_t *h = data;
+    if (!h || len < HEADER_SIZE + SIG_TRAILER || memcmp(h, MAGIC, 8) != 0 || !(kc_rd_u32(h + 12) & FLAG_SIG) ||
+        kc_rd_u64(h + 64) != len)
+        return KC_MISS;
+    if (key_id_hex)
+        for (int i = 0; i < KC_SIGN_KEY_ID_LEN; i++) snprintf(key_id_hex + 2 * i, 3, "%02x", h[len - SIG_TRAILER + i]);
+    return KC_OK;
+}
+
 int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr, char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]) {
     if (key_id_hex) key_id_hex[0] = '\0';
     if (!data || !kr) return kc_err(KC_EINVAL, "kc_entry_sig_check: NULL argument");

@@ -15,13 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../cache/internal.h"
 #include "../cache/record.h"
 #include "../common/internal.h"
 #include "../compile/toolkit.h"
+#include "../entry/trust.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
+#include "kcache/sign.h"
 #include "kcache/target.h"
 #include "program.h"
 
@@ -64,6 +67,8 @@ static int images_stored(kc_cache *c, const kc_entry *e) {
 
 /* Build the graph entry of a compiled graph: its own sections and its images' references
  * (IMAGES), with the images attached in memory for a load that follows. */
+static int set_provenance(kc_cache *c, kc_entry *e);
+
 static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
                       const char *target, kc_compiled **res, const kc_image_ref *refs, const kc_params *abi,
                       const char *meta, kc_entry **out) {
@@ -188,6 +193,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc) rc = kc_abi_check_desc(d, abi);
     kc_entry *e = NULL;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
+    if (!rc) rc = set_provenance(c, e);
     kc_abi_free(abi, d->nkernels);
     kc_units_free(res, u.n);
     free(refs);
@@ -314,6 +320,20 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* Where a graph entry compiled here came from (ORIGIN, beside compile_us): this host, the key
+ * that signs it (a build host's), the manifest a prewarm compiles.  Shown by `kcache show`. */
+static int set_provenance(kc_cache *c, kc_entry *e) {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    int rc = host[0] ? kc_entry_set_origin(e, "host", host) : KC_OK;
+    const kc_trust *t = c ? kc_cache_trust_(c) : NULL;
+    if (!rc && t && t->signer) rc = kc_entry_set_origin(e, "producer", kc_signer_key_id(t->signer));
+    const char *m = c ? kc_cache_origin_manifest_(c) : "";
+    if (!rc && m[0]) rc = kc_entry_set_origin(e, "manifest", m);
+    return rc;
 }
 
 /* The compile time a stored entry records (ORIGIN compile_us), 0 when it records none. */

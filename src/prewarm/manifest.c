@@ -26,7 +26,10 @@ struct kc_manifest {
     size_t nspecs;
     char **archs;
     size_t narchs;
+    char *origin; /* the file it was read from ("manifest" when parsed from memory): recorded as provenance */
 };
+
+const char *kc_manifest_origin_(const kc_manifest *m) { return m && m->origin ? m->origin : ""; }
 
 void kc_manifest_free(kc_manifest *m) {
     if (!m) return;
@@ -34,6 +37,7 @@ void kc_manifest_free(kc_manifest *m) {
     for (size_t i = 0; i < m->narchs; i++) free(m->archs[i]);
     free(m->specs);
     free(m->archs);
+    free(m->origin);
     free(m);
 }
 
@@ -60,7 +64,7 @@ int kc_manifest_set_archs(kc_manifest *m, const char *list) {
     if (!m || !list) return kc_err(KC_EINVAL, "kc_manifest_set_archs: NULL argument");
     char **archs = kc_calloc(KC_MANIFEST_MAX_ARCHS, sizeof *archs);
     if (!archs) return kc_err(KC_ENOMEM, "manifest: out of memory");
-    kc_manifest fresh = {NULL, 0, archs, 0};
+    kc_manifest fresh = {NULL, 0, archs, 0, NULL};
     int rc = KC_OK;
     for (const char *p = list; rc == KC_OK;) {
         const char *comma = strchr(p, ',');
@@ -150,6 +154,7 @@ int kc_manifest_parse(kc_manifest **out, const char *json, size_t len, const cha
     }
     kc_manifest *m = kc_calloc(1, sizeof *m);
     int rc = m ? parse_tree(m, root, base_dir, origin) : kc_err(KC_ENOMEM, "manifest: out of memory");
+    if (!rc && !(m->origin = kc_strdup(origin))) rc = kc_err(KC_ENOMEM, "manifest: out of memory");
     cJSON_Delete(root);
     if (rc) {
         kc_manifest_free(m);

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../cache/internal.h" /* kc_cache_set_origin_manifest_ */
 #include "../common/internal.h"
 #include "kcache/cuda.h" /* kc_cuda_capability: coverage for a device */
 #include "kcache/prewarm.h"
@@ -67,6 +68,9 @@ typedef struct pw_run {
 /* Offer a graph entry to the remote with what a host needs to hit it: its images first (a
  * graph entry on the remote must find its images there: [Note: two levels]), then the entry.
  * Each is refused when this cache may not vouch for it ([Note: provenance]); counted there. */
+/* manifest.c: the file a manifest was read from. */
+const char *kc_manifest_origin_(const kc_manifest *m);
+
 static void publish_graph(kc_cache *c, const kc_key *key, const char *arch) {
     kc_entry *e;
     if (kc_cache_peek(c, key, arch, &e) != KC_OK) return;
@@ -178,6 +182,7 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
     kc_graph_desc **descs = NULL;
     int rc = load_descs(m, &descs);
     if (rc) return rc;
+    kc_cache_set_origin_manifest_(c, kc_manifest_origin_(m)); /* what it writes records the manifest */
     pw_run p = {c, m, &o, descs, report_new(m, descs), 0, kc_mono_ns(), PTHREAD_MUTEX_INITIALIZER};
     if (!p.rep) {
         rc = kc_err(KC_ENOMEM, "prewarm: out of memory");

@@ -192,12 +192,27 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         json_kv_str(stdout, &first, "path", it->path);
         json_kv_str(stdout, &first, "toolchain", kc_entry_toolchain(e));
         json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
+        static const char *const origin_names[] = {"host", "producer", "manifest", "compile_us"};
+        char v[KC_ORIGIN_VALUE_MAX + 1];
+        for (size_t i = 0; i < sizeof origin_names / sizeof origin_names[0]; i++) /* ORIGIN: where it came from */
+            if (kc_entry_origin(e, origin_names[i], v, sizeof v) == KC_OK) json_kv_str(stdout, &first, origin_names[i], v);
         return;
     }
     printf("%s.%s  (%s)\n", hex, cli_shown(it->variant, buf, sizeof buf), kind);
     printf("  file       %s (%llu bytes)\n", cli_shown(it->path, buf, sizeof buf), (unsigned long long)it->bytes);
     printf("  created    %s\n", t);
     printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? cli_shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
+    char host[KC_ORIGIN_VALUE_MAX + 1], prod[KC_ORIGIN_VALUE_MAX + 1], man[KC_ORIGIN_VALUE_MAX + 1], cu[32];
+    int hh = kc_entry_origin(e, "host", host, sizeof host) == KC_OK, hp = kc_entry_origin(e, "producer", prod, sizeof prod) == KC_OK,
+        hm = kc_entry_origin(e, "manifest", man, sizeof man) == KC_OK, hc = kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK;
+    if (hh || hp || hm || hc) { /* ORIGIN: where it came from (what the producer wrote; a signature vouches for it) */
+        printf("  origin    ");
+        if (hh) printf(" compiled on %s", cli_shown(host, buf, sizeof buf));
+        if (hp) printf(", signed by key %s", cli_shown(prod, buf, sizeof buf));
+        if (hm) printf(", for %s", cli_shown(man, buf, sizeof buf));
+        if (hc) printf("%sNVRTC %.1f ms", hh || hp || hm ? ", " : " ", strtod(cu, NULL) / 1e3);
+        printf("\n");
+    }
 }
 
 /* One image reference, in JSON or as two lines (the second: its kernels, for a graph's image). */
