@@ -48,7 +48,7 @@ typedef struct cli_cmd {
 /** The commands, one per cmd_<name>.c; main.c lists them in the order --help shows. */
 extern const cli_cmd cli_cmd_stats, cli_cmd_ls, cli_cmd_show, cli_cmd_verify, cli_cmd_gc, cli_cmd_clear,
     cli_cmd_get, cli_cmd_prewarm, cli_cmd_export, cli_cmd_import, cli_cmd_explain, cli_cmd_demo, cli_cmd_toolchain,
-    cli_cmd_coverage, cli_cmd_keygen;
+    cli_cmd_coverage, cli_cmd_keygen, cli_cmd_sign;
 
 /** Print "kcache: WHAT: <last error> (<status>)" to stderr; returns EXIT_PROBLEM. */
 int cli_fail(const char *what);
