@@ -48,6 +48,12 @@ extern "C" {
  *  allowed; waiting for another process's compile of it is allowed too.  For serving hosts that
  *  shipped a warm cache and must never compile. */
 #define KC_OPEN_REQUIRE_HIT 0x40u
+/** Strict (KCACHE_STRICT=1), for development: a cache-side anomaly that a lookup normally
+ *  swallows — a corrupt stored entry (quarantined), a graph entry whose image is missing or bad, a
+ *  remote that failed or timed out, a graph that is not cacheable (a bypass), an entry that could
+ *  not be stored — fails the lookup with its own status and reason instead (as AOTAutograd's
+ *  strict_autograd_cache). */
+#define KC_OPEN_STRICT 0x80u
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields

@@ -45,6 +45,7 @@ struct kc_cache {
     uint64_t max_size;
     kc_mode mode;
     int require_hit; /* KC_OPEN_REQUIRE_HIT: a lookup must not run NVRTC */
+    int strict;      /* KC_OPEN_STRICT: anomalies are errors */
     uint8_t *mac_key;
     size_t mac_key_len;
     kc_signer *signer;   /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
@@ -291,6 +292,7 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
             (rc = env_flag("KCACHE_ALLOW_UNSAFE_DIR", KC_OPEN_ALLOW_UNSAFE_DIR, &flags)) ||
             (rc = env_flag("KCACHE_REMOTE_READONLY", KC_OPEN_REMOTE_READONLY, &flags)) ||
             (rc = env_flag("KCACHE_REQUIRE_HIT", KC_OPEN_REQUIRE_HIT, &flags)) ||
+            (rc = env_flag("KCACHE_STRICT", KC_OPEN_STRICT, &flags)) ||
             (rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &lock_wait)) ||
             (rc = remote_env(&o, &env_key)))
             goto fail;
@@ -306,6 +308,7 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     }
     c->max_size = max;
     c->require_hit = (flags & KC_OPEN_REQUIRE_HIT) != 0;
+    c->strict = (flags & KC_OPEN_STRICT) != 0;
     c->mode = (flags & KC_OPEN_DISABLE) ? KC_CACHE_DISABLED : (flags & KC_OPEN_READONLY) ? KC_CACHE_READONLY
                                                                                          : KC_CACHE_READWRITE;
     if (o.hmac_key) {
@@ -391,6 +394,7 @@ static int check_kv(const kc_cache *c, const kc_key *key, const char *variant) {
 /* ---- get and put, through the tiers ---- */
 
 int kc_cache_require_hit_(const kc_cache *c) { return c && c->require_hit; }
+int kc_cache_strict_(const kc_cache *c) { return c && c->strict; }
 
 int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out) {
     *out = NULL;

@@ -48,6 +48,8 @@ int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_
 
 /** 1 when the cache was opened must-hit (KC_OPEN_REQUIRE_HIT, KCACHE_REQUIRE_HIT=1): no NVRTC on a lookup. */
 int kc_cache_require_hit_(const kc_cache *c);
+/** 1 when the cache was opened strict (KC_OPEN_STRICT, KCACHE_STRICT=1): anomalies are errors. */
+int kc_cache_strict_(const kc_cache *c);
 
 /** Where the toolkit digest memos live ("<dir>/v1/toolkits"); KC_MISS for a disabled cache. */
 int kc_cache_toolkit_dir_(const kc_cache *c, char *out, size_t cap);

@@ -22,6 +22,7 @@
 #include "../common/internal.h"
 #include "../compile/toolkit.h"
 #include "../entry/trust.h"
+#include "../store/tiers.h" /* kc_tiers_take_failure: strict */
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 #include "kcache/sign.h"
@@ -137,6 +138,8 @@ static double us_since(uint64_t t0) { return (double)(kc_mono_ns() - t0) / 1e3; 
 static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
                              const char *target, int reuse, kc_graph_info *info, kc_entry **entry_out) {
     const char *bypass = first_uncacheable(d);
+    if (bypass && kc_cache_strict_(c)) /* strict: a bypass is an anomaly, not a compile */
+        return kc_err(KC_EINVAL, "graph '%s' is not cacheable (%s), and the cache is strict (KCACHE_STRICT)", d->name, bypass);
     kc_compiled **res = NULL;
     kc_image_ref *refs = NULL;
     kc_kernel_src *ks = kc_calloc(d->nkernels ? d->nkernels : 1, sizeof *ks);
@@ -218,6 +221,10 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         }
         if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
             kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
+        if (prc != KC_OK && prc != KC_EREADONLY && kc_cache_strict_(c)) { /* strict: ... unless the cache is strict */
+            kc_entry_free(e);
+            return kc_err_prefix(prc, "graph '%s' compiled, but not stored, and the cache is strict (KCACHE_STRICT)", d->name);
+        }
     }
     if (entry_out) *entry_out = e;
     else kc_entry_free(e);
@@ -240,12 +247,16 @@ static int local_graph(kc_cache *c, const kc_key *key, const char *variant, int 
     kc_entry *e;
     int rc = kc_cache_get_local_(c, key, variant, &e);
     if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
+    if (rc == KC_ECORRUPT && why && kc_cache_strict_(c))
+        return kc_err_prefix(KC_ECORRUPT, "strict (KCACHE_STRICT): the stored %s entry was corrupt (quarantined)", variant);
     if (rc) return KC_MISS;
     if ((rc = kc_graph_resolve_(c, e, attach, 1)) != KC_OK) {
         if (why) kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
         if (why) snprintf(why, cap, "%.150s", kc_error_last()->message);
         kc_log(KC_LOG_GRAPH, "stored graph %s not usable: %s", variant, kc_error_last()->message);
         kc_entry_free(e);
+        if (rc != KC_ENOMEM && why && kc_cache_strict_(c))
+            return kc_err_prefix(KC_ECORRUPT, "strict (KCACHE_STRICT): the stored %s entry's images", variant);
         return rc == KC_ENOMEM ? rc : KC_MISS;
     }
     *out = e;
@@ -354,8 +365,17 @@ static void info_init(kc_graph_info *info, const kc_key *key) {
 }
 
 /* The common start of a lookup: the key, its digests, and the info record. */
+/* Strict (KCACHE_STRICT): a remote read failure this lookup met (it went on without the remote)
+ * is its error. */
+static int strict_remote(kc_cache *c) {
+    char why[256];
+    if (!kc_cache_strict_(c) || !kc_tiers_take_failure(why, sizeof why)) return KC_OK;
+    return kc_err(KC_EIO, "strict (KCACHE_STRICT): the remote failed during this lookup: %s", why);
+}
+
 static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
     *t0 = kc_mono_ns();
+    (void)kc_tiers_take_failure(NULL, 0); /* strict: only this lookup's remote failures count */
     int rc = kc_graph_key_in(c, d, key, kb);
     if (rc) return rc;
     info_init(info, key);
@@ -380,7 +400,12 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
     char why[160] = "";
-    if (cacheable && local_graph(c, &key, target, 0, &e, why, sizeof why) == KC_OK) { /* one read each, images checked, not kept */
+    int lrc = cacheable ? local_graph(c, &key, target, 0, &e, why, sizeof why) : KC_MISS;
+    if (lrc != KC_OK && lrc != KC_MISS) { /* strict: an anomaly is the lookup's error */
+        kc_key_builder_free(kb);
+        return lrc;
+    }
+    if (lrc == KC_OK) { /* one read each, images checked, not kept */
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
@@ -406,7 +431,7 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
-    return rc;
+    return rc ? rc : strict_remote(c);
 }
 
 /*
@@ -523,6 +548,7 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
         kc_entry_free(e);
     }
     kc_key_builder_free(kb);
+    if (!rc && (rc = strict_remote(c)) != KC_OK) kc_graph_release(g), g = NULL; /* not published yet: freed */
     if (rc) return rc;
     *out = kc_loaded_publish(g, info->source != KC_FROM_BYPASS);
     info->total_us = us_since(t0);

@@ -180,7 +180,18 @@ static void count(kc_tiers *t, int shard, kc_stat id) { t->cfg.count(t->cfg.coun
 
 /* A remote call failed with `rc`: a timeout, a skip (its breaker is open; a dropped write
  * when writing) or an error; logged unless skipped. */
+/* The last remote failure this thread met (a strict lookup turns it into its error). */
+static _Thread_local char tl_failure[256];
+
+int kc_tiers_take_failure(char *why, size_t cap) {
+    int had = tl_failure[0] != '\0';
+    if (had && why && cap) snprintf(why, cap, "%s", tl_failure);
+    tl_failure[0] = '\0';
+    return had;
+}
+
 static void count_failure(kc_tiers *t, int shard, int rc, int writing) {
+    if (!writing) snprintf(tl_failure, sizeof tl_failure, "%s", kc_error_last()->message);
     kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
                : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
                : KC_STAT_REMOTE_ERRORS;

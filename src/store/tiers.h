@@ -56,6 +56,10 @@ typedef struct kc_tiers_config {
     const struct kc_trust *trust;
 } kc_tiers_config;
 
+/** Whether this thread met a remote read failure since the last call (then its message into why),
+ *  and forget it: a strict lookup (KCACHE_STRICT) turns it into its error. */
+int kc_tiers_take_failure(char *why, size_t cap);
+
 /** New, empty tiers. */
 int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg);
 
