@@ -50,8 +50,10 @@ typedef enum kc_status {
     KC_EUNAVAILABLE = -20, /**< A remote is being skipped (its circuit breaker is open). */
     KC_EREFUSED = -21,  /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
                              image for the device, a kernel missing from it): a lookup treats it as a miss. */
-    KC_ENOTCACHED = -22 /**< A lookup missed and would have compiled, but compiling is forbidden
+    KC_ENOTCACHED = -22, /**< A lookup missed and would have compiled, but compiling is forbidden
                              (KCACHE_REQUIRE_HIT, KC_OPEN_REQUIRE_HIT): nothing was compiled. */
+    KC_ELIMIT = -23     /**< A limit refused the request (a site's entry or compile limits at insert): run
+                             uncompiled; the reason names the limit. */
 } kc_status;
 
 /** The last error recorded on the calling thread. */

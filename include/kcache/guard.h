@@ -156,7 +156,7 @@ KC_API int kc_site_insert(kc_site *s, const kc_call *call, const uint32_t *dynam
  * Both end this thread's compile in flight, and any whose guards the call passes, waking
  * the lookups that wait on it.  Limits are enforced here: when the entry would exceed
  * cache_size_limit, accumulated_cache_size_limit or (flags 0) max_compiles, nothing is
- * inserted and KC_ERROR is returned with the limit in kc_error_last(); the value stays the
+ * inserted and KC_ELIMIT is returned with the limit in kc_error_last(); the value stays the
  * caller's (`release` is not called), and the call should run uncompiled.  A dimension marked
  * dynamic whose size in `call` is outside bounds declared with kc_site_set_bounds is guarded
  * as static (the entry serves that size only).

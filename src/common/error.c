@@ -110,6 +110,7 @@ const char *kc_status_str(int status) {
     case KC_EUNAVAILABLE: return "KC_EUNAVAILABLE";
     case KC_EREFUSED: return "KC_EREFUSED";
     case KC_ENOTCACHED: return "KC_ENOTCACHED";
+    case KC_ELIMIT: return "KC_ELIMIT";
     default: return "KC_UNKNOWN";
     }
 }

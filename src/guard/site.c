@@ -606,7 +606,7 @@ int kc_site_insert_ext(kc_site *s, const kc_call *call, const uint64_t *gens, co
         e->release = NULL; /* the value stays the caller's */
         entry_free(e);
         kc_log(KC_LOG_RECOMPILES, "site %s: insert refused: %s", s->name, lim);
-        return kc_err(KC_ERROR, "kc_site_insert: %s: not inserted (run uncompiled)", lim);
+        return kc_err(KC_ELIMIT, "kc_site_insert: %s: not inserted (run uncompiled)", lim);
     }
     return KC_OK;
 }

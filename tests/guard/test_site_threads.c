@@ -34,14 +34,16 @@ static kc_site *site(const char *name, uint32_t limit) {
 
 static kc_site *g_site;
 static pthread_barrier_t g_bar;
-static int g_ok, g_miss, g_hit, g_fallback;
+static int g_ok, g_miss, g_hit, g_fallback, g_limited;
 static const uintptr_t g_owner = 42;
 
 static void *insert_only(void *arg) {
     kc_tensor_meta t = t2(8 + (intptr_t)arg, 4);
     kc_call c = {&t, 1, &g_owner, 1, 0, NULL};
     pthread_barrier_wait(&g_bar);
-    if (kc_site_insert(g_site, &c, NULL, NULL, NULL) == KC_OK) __atomic_add_fetch(&g_ok, 1, __ATOMIC_RELAXED);
+    int rc = kc_site_insert(g_site, &c, NULL, NULL, NULL);
+    if (rc == KC_OK) __atomic_add_fetch(&g_ok, 1, __ATOMIC_RELAXED);
+    else if (rc == KC_ELIMIT) __atomic_add_fetch(&g_limited, 1, __ATOMIC_RELAXED); /* its own status */
     return NULL;
 }
 
@@ -72,10 +74,11 @@ static void run_threads(void *(*fn)(void *)) {
 static void test_limits_hold_at_insert(void **state) {
     (void)state;
     g_site = site("insert-limit", 4);
-    g_ok = 0;
+    g_ok = g_limited = 0;
     run_threads(insert_only);
     kc_site_stats st;
     kc_site_get_stats(g_site, &st);
+    assert_int_equal(g_limited, 4); /* refused inserts say which limit, as KC_ELIMIT */
     assert_int_equal(g_ok, 4);
     assert_int_equal(st.entries, 4);
     kc_site_info info = KC_SITE_INFO_INIT;
