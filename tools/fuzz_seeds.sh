@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries, bundles,
 # launch programs, images and unit records
-# (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program,image}/) from real
+# (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program,image,entry_sig}/) from real
 # objects written by the current code, so the seeds always speak the current entry format (v4, two
 # levels: include/kcache/entry.h) and launch-program grammar (src/graph/program.c).
 #
@@ -257,4 +257,35 @@ got = zstd.ZSTD_decompress(dst, raw, b[48:48 + stored], stored)
 assert not zstd.ZSTD_isError(got) and got == raw, "the bundle does not inflate"
 open(f"{c}/bundle_sums/two.content", "wb").write(struct.pack("<I", count) + dst.raw)
 EOF
-echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program,image}/"
+# entry_sig/ (fuzz_entry_sig.c: mode:u8 then its input): <entry>.signed (mode 0) each entry/ seed signed with
+# the target's fixed test key FZ_SIG_KEY, so the fuzzer starts past the signature check; golden.unsigned
+# (mode 0: refused, no signature); <entry>.flip (mode 1: pos:u32 xor:u8 entry, which the target signs then
+# flips) for golden, golden_image and softmax_sm80.
+mkdir -p $c/entry_sig
+sed -n 's/^#define FZ_SIG_KEY "\(.*\)"$/\1/p' tests/fuzz/fuzz_entry_sig.c >"$tmp/sig.key"
+chmod 600 "$tmp/sig.key"
+python3 - "$lib" "$c" "$tmp/sig.key" <<'EOF'
+import ctypes, os, struct, sys
+lib, c, key = sys.argv[1:4]
+kc = ctypes.CDLL(lib)
+P, S = ctypes.c_void_p, ctypes.c_size_t
+kc.kc_signer_load.argtypes = [ctypes.POINTER(P), ctypes.c_char_p]
+kc.kc_entry_sign.argtypes = [ctypes.POINTER(P), ctypes.POINTER(S), P]
+kc.malloc.argtypes, kc.malloc.restype = [S], P
+signer = P()
+assert kc.kc_signer_load(ctypes.byref(signer), key.encode()) == 0, "the fixed test key does not load"
+for f in sorted(os.listdir(f"{c}/entry")):
+    if not f.endswith(".kce"):
+        continue
+    data = open(f"{c}/entry/{f}", "rb").read()
+    buf, n = P(kc.malloc(len(data))), S(len(data))
+    ctypes.memmove(buf, data, len(data))
+    assert kc.kc_entry_sign(ctypes.byref(buf), ctypes.byref(n), signer) == 0, f
+    name = f[:-4]
+    open(f"{c}/entry_sig/{name}.signed", "wb").write(b"\0" + ctypes.string_at(buf, n.value))
+    if name in ("golden", "golden_image", "softmax_sm80"):
+        open(f"{c}/entry_sig/{name}.flip", "wb").write(b"\1" + struct.pack("<IB", 77, 0x40) + data)
+    if name == "golden":
+        open(f"{c}/entry_sig/golden.unsigned", "wb").write(b"\0" + data)
+EOF
+echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program,image,entry_sig}/"
