@@ -123,6 +123,23 @@ static inline int kct_open_cache(const char *tag, char **dir, kc_cache **cache) 
     return kc_cache_open(cache, &o);
 }
 
+/** kernels/<spec> loaded (KC_KERNELS_DIR), with `globals` as its global-state word: a key of its own per case. */
+static inline kc_graph_desc *kct_graph(const char *spec, uint64_t globals) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, spec);
+    kc_graph_desc *d = NULL;
+    if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s: %s", p, kc_error_last()->message);
+    kc_graph_set_globals(d, globals);
+    return d;
+}
+
+/** A cache's counter. */
+static inline uint64_t kct_stat(kc_cache *c, kc_stat id) {
+    kc_stats s;
+    assert_int_equal(kc_cache_stats(c, &s), KC_OK);
+    return s.v[id];
+}
+
 /** Close it and remove the directory (test teardown). */
 static inline int kct_close_cache(char *dir, kc_cache *cache) {
     kc_cache_close(cache);

@@ -25,15 +25,6 @@ static kc_cache *open_cache(int strict, const char *remote) {
     return c;
 }
 
-static kc_graph_desc *load(const char *spec, uint64_t globals) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, spec);
-    kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_load(&d, p), KC_OK);
-    kc_graph_set_globals(d, globals);
-    return d;
-}
-
 static const char *victim_kind;
 static char victim[1024];
 static int find_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
@@ -54,7 +45,7 @@ static void expect_strict_error(kc_cache *c, kc_graph_desc *d, int want) {
 
 static void test_a_corrupt_entry_and_a_missing_image(void **state) {
     (void)state;
-    kc_graph_desc *d = load("softmax.json", 0x11);
+    kc_graph_desc *d = kct_graph("softmax.json", 0x11);
     kc_graph_info info;
     kc_cache *c = open_cache(0, NULL);
     assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
@@ -88,7 +79,7 @@ static void test_a_corrupt_entry_and_a_missing_image(void **state) {
 
 static void test_a_dead_remote_and_a_bypass(void **state) {
     (void)state;
-    kc_graph_desc *d = load("dropout.json", 0x22);
+    kc_graph_desc *d = kct_graph("dropout.json", 0x22);
     kc_graph_info info;
     /* Nobody listens on port 1: the remote fails; strict says so, the default compiles. */
     kc_cache *c = open_cache(1, "redis://127.0.0.1:1/0");

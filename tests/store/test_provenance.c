@@ -27,15 +27,6 @@ static kc_cache *open_remote(const char *dir, const char *url, int with_key) {
     return c;
 }
 
-static kc_graph_desc *graph(const char *spec, uint64_t globals) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, spec);
-    kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_load(&d, p), KC_OK);
-    kc_graph_set_globals(d, globals);
-    return d;
-}
-
 static long long redis_int(const kct_redis *r, const char *cmd) {
     struct timeval tv = {1, 0};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
@@ -46,12 +37,6 @@ static long long redis_int(const kct_redis *r, const char *cmd) {
     freeReplyObject(rep);
     redisFree(c);
     return v;
-}
-
-static uint64_t stat_of(kc_cache *c, kc_stat id) {
-    kc_stats s;
-    assert_int_equal(kc_cache_stats(c, &s), KC_OK);
-    return s.v[id];
 }
 
 /* The mode of the graph entry file of `info` in `dir`: 0600 own, 0400 come from elsewhere. */
@@ -71,7 +56,7 @@ static void test_a_fetched_entry_is_never_laundered(void **state) {
     char *dp = kct_tmpdir("prov-planter"), *da = kct_tmpdir("prov-a"), *db = kct_tmpdir("prov-b");
     /* Another source for A's own graph: a graph on the planted unit would be built over its image,
      * which came from elsewhere and is refused the same way. */
-    kc_graph_desc *forged = graph("softmax.json", 0xf0f0), *mine = graph("global_norm.json", 0x5151);
+    kc_graph_desc *forged = kct_graph("softmax.json", 0xf0f0), *mine = kct_graph("global_norm.json", 0x5151);
     kc_graph_info info, ia;
     /* 1. Planted: entries in Redis without a MAC. */
     kc_cache *p = open_remote(dp, r.url, 0);
@@ -99,7 +84,7 @@ static void test_a_fetched_entry_is_never_laundered(void **state) {
     assert_int_equal(kc_key_from_hex(&k, ia.key), KC_OK);
     assert_int_equal(kc_cache_publish(a, &k, "sm_90"), KC_EPERM);
     assert_non_null(strstr(kc_error_last()->message, "not published"));
-    assert_int_equal(stat_of(a, KC_STAT_PUBLISH_REFUSED), 1);
+    assert_int_equal(kct_stat(a, KC_STAT_PUBLISH_REFUSED), 1);
     assert_int_equal(kc_key_from_hex(&k, im.key), KC_OK);
     kc_entry *e;
     kc_image_ref *refs;
@@ -118,10 +103,10 @@ static void test_a_fetched_entry_is_never_laundered(void **state) {
     kc_cache *b = open_remote(db, r.url, 1);
     assert_int_equal(kc_graph_compile(b, forged, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
-    assert_int_equal(stat_of(b, KC_STAT_REMOTE_HITS), 0);
+    assert_int_equal(kct_stat(b, KC_STAT_REMOTE_HITS), 0);
     assert_int_equal(kc_graph_compile(b, mine, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_REMOTE); /* sealed by A when it published */
-    assert_int_equal(stat_of(b, KC_STAT_MAC_REJECTED), 0);
+    assert_int_equal(kct_stat(b, KC_STAT_MAC_REJECTED), 0);
     kc_cache_close(b);
     kc_graph_desc_free(forged), kc_graph_desc_free(mine);
     kct_redis_stop(&r, SIGTERM);

@@ -25,21 +25,6 @@ static kc_cache *open_with(const char *dir, const char *url, const char *signer,
     return c;
 }
 
-static kc_graph_desc *graph(const char *spec, uint64_t globals) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", KC_KERNELS_DIR, spec);
-    kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_load(&d, p), KC_OK);
-    kc_graph_set_globals(d, globals);
-    return d;
-}
-
-static uint64_t stat_of(kc_cache *c, kc_stat id) {
-    kc_stats s;
-    assert_int_equal(kc_cache_stats(c, &s), KC_OK);
-    return s.v[id];
-}
-
 static void test_signed_entries_only(void **state) {
     (void)state;
     if (!kct_have_redis()) skip();
@@ -56,7 +41,7 @@ static void test_signed_entries_only(void **state) {
     snprintf(d1, sizeof d1, "%s/buildhost", tmp), snprintf(d2, sizeof d2, "%s/gpuhost", tmp);
     snprintf(d3, sizeof d3, "%s/planter", tmp), snprintf(d4, sizeof d4, "%s/fresh", tmp);
     snprintf(bundle, sizeof bundle, "%s/warm.kcb", tmp);
-    kc_graph_desc *signed_g = graph("dropout.json", 0x51), *planted = graph("global_norm.json", 0x52);
+    kc_graph_desc *signed_g = kct_graph("dropout.json", 0x51), *planted = kct_graph("global_norm.json", 0x52);
     kc_graph_info info;
 
     /* The build host signs what it compiles; Redis gets signed entries. */
@@ -80,9 +65,9 @@ static void test_signed_entries_only(void **state) {
     assert_int_equal(info.source, KC_FROM_REMOTE);
     assert_int_equal(kc_graph_compile(g, planted, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE); /* the other key's entry refused, compiled here */
-    assert_true(stat_of(g, KC_STAT_MAC_REJECTED) >= 1);
+    assert_true(kct_stat(g, KC_STAT_MAC_REJECTED) >= 1);
     /* What it compiles stays local: it cannot vouch for it. */
-    kc_graph_desc *own = graph("softmax.json", 0x53);
+    kc_graph_desc *own = kct_graph("softmax.json", 0x53);
     assert_int_equal(kc_graph_compile(g, own, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     kc_graph_desc_free(own);
@@ -96,10 +81,10 @@ static void test_signed_entries_only(void **state) {
     char d5[600];
     snprintf(d5, sizeof d5, "%s/gpuhost2", tmp);
     kc_cache *h = open_with(d5, r.url, NULL, ring);
-    own = graph("softmax.json", 0x53);
+    own = kct_graph("softmax.json", 0x53);
     assert_int_equal(kc_graph_compile(h, own, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
-    assert_int_equal(stat_of(h, KC_STAT_MAC_REJECTED), 0);
+    assert_int_equal(kct_stat(h, KC_STAT_MAC_REJECTED), 0);
     kc_graph_desc_free(own);
     kc_cache_close(h);
 
