@@ -60,6 +60,7 @@ int kc_graph_desc_new(kc_graph_desc **out, const char *name) {
     if (!out) return kc_err(KC_EINVAL, "kc_graph_desc_new: out is NULL");
     *out = NULL;
     kc_graph_desc *d = kc_calloc(1, sizeof *d);
+    if (d) pthread_mutex_init(&d->key_memo.mu, NULL);
     if (!d || !(d->name = kc_strdup(name ? name : "graph")) || !(d->backend = kc_strdup("cuda"))) {
         kc_graph_desc_free(d);
         return kc_err(KC_ENOMEM, "graph: out of memory");
@@ -106,10 +107,21 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     free(d->spec_path);
     free(d->name);
     free(d->backend);
+    pthread_mutex_destroy(&d->key_memo.mu);
     free(d);
 }
 
 const char *kc_graph_desc_name(const kc_graph_desc *d) { return d->name; }
+
+/* Every builder below calls this before it changes anything, success or not: a key memoised
+ * before the change is never handed out after it ([Note: key memo] in graph_key.c). */
+void kc_graph_desc_changed_(kc_graph_desc *d) {
+    __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&d->key_memo.mu);
+    d->key_memo.gen++;
+    d->key_memo.valid = 0;
+    pthread_mutex_unlock(&d->key_memo.mu);
+}
 
 /* Grow an array by one zeroed element; returns it or NULL. */
 static void *grow(void **arr, size_t *n, size_t size) {
@@ -129,7 +141,7 @@ static char *dup_or_null(const char *s, int *oom) {
 
 int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
-    __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
+    kc_graph_desc_changed_(d);
     if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
     if (strlen(k->name) > DESC_MAX_KERNEL_NAME)
         return kc_err(KC_EINVAL, "graph '%s': a kernel name is at most %d bytes", d->name, DESC_MAX_KERNEL_NAME);
@@ -195,6 +207,7 @@ static int check_expr(const kc_graph_desc *d, const char *e, const char *what) {
 
 int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
     if (!d || !name) return kc_err(KC_EINVAL, "kc_graph_add_arg: NULL argument");
+    kc_graph_desc_changed_(d);
     if (!is_symbol_name(name) || strlen(name) > 255)
         return kc_err(KC_EINVAL, "graph '%s': runtime argument '%.64s' must be an identifier (letters, digits, _; at most 255)",
                       d->name, name);
@@ -223,6 +236,7 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
                        const char *const *strides, int requires_grad) {
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
         return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
+    kc_graph_desc_changed_(d);
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     for (int r = 0; r < rank; r++) {
@@ -280,6 +294,7 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
 int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, int rank, const char *const *sizes) {
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes) || (role != KC_ROLE_OUTPUT && role != KC_ROLE_SAVED))
         return kc_err(KC_EINVAL, "kc_graph_add_tensor: bad role, rank or sizes");
+    kc_graph_desc_changed_(d);
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     for (int r = 0; r < rank; r++) {
@@ -303,6 +318,7 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
 int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
     if (!d || !bytes || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
+    kc_graph_desc_changed_(d);
     if (d->nscratch >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d scratch buffers", d->name, DESC_MAX_ITEMS);
     int rc = check_expr(d, bytes, "scratch size");
     if (!rc) rc = fits_program(d, bytes, "a scratch size");
@@ -323,6 +339,7 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
                       const char *const block[3], const char *shared, const char *const *args, size_t nargs) {
     if (!d || !grid || !block || (nargs && !args) || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_step: bad argument");
+    kc_graph_desc_changed_(d);
     if (kernel < 0 || (size_t)kernel >= d->nkernels)
         return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
     if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
@@ -376,6 +393,7 @@ static int zeroes_grad(const kc_graph_desc *d, size_t input) {
 
 int kc_graph_set_inplace(kc_graph_desc *d, size_t input) {
     if (!d) return kc_err(KC_EINVAL, "kc_graph_set_inplace: NULL description");
+    kc_graph_desc_changed_(d);
     gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
     if (!t) return kc_err(KC_EINVAL, "graph '%s': no input %zu to update in place (%zu declared)", d->name, input, count_role(d, KC_ROLE_INPUT));
     t->inplace = 1;
@@ -384,6 +402,7 @@ int kc_graph_set_inplace(kc_graph_desc *d, size_t input) {
 
 int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input) {
     if (!d) return kc_err(KC_EINVAL, "kc_graph_set_alias: NULL description");
+    kc_graph_desc_changed_(d);
     gtensor *o = nth_tensor(d, KC_ROLE_OUTPUT, output), *in = nth_tensor(d, KC_ROLE_INPUT, input);
     if (!o) return kc_err(KC_EINVAL, "graph '%s': no output %zu to alias (%zu declared)", d->name, output, count_role(d, KC_ROLE_OUTPUT));
     if (!in)
@@ -410,6 +429,7 @@ int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input) {
 
 int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input) {
     if (!d) return kc_err(KC_EINVAL, "kc_graph_set_grad_accumulate: NULL description");
+    kc_graph_desc_changed_(d);
     gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
     if (!t)
         return kc_err(KC_EINVAL, "graph '%s': no input %zu to accumulate the gradient of (%zu declared)", d->name, input,
@@ -423,6 +443,7 @@ int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input) {
 
 int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index) {
     if (!d || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD)) return kc_err(KC_EINVAL, "kc_graph_add_zero: bad argument");
+    kc_graph_desc_changed_(d);
     const char *pn = pass == KC_PASS_FORWARD ? "forward" : "backward";
     if (!kc_program_zero_role_ok((int)pass, (int)role))
         return kc_err(KC_EINVAL, "graph '%s': a %s zero step cannot name a tensor of that role (forward: output, saved, "
@@ -453,6 +474,7 @@ int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_
 
 int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {
     if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
+    kc_graph_desc_changed_(d);
     if (d->nwrappers >= DESC_MAX_WRAPPERS || strlen(name) > DESC_MAX_WRAPPER_NAME)
         return kc_err(KC_EINVAL, "graph '%s': at most %d wrappers, names of at most %d bytes", d->name, DESC_MAX_WRAPPERS,
                       DESC_MAX_WRAPPER_NAME);
@@ -467,7 +489,7 @@ int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, c
 
 int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash) {
     if (!d || !name || !*name) return kc_err(KC_EINVAL, "kc_graph_add_hook: a name is required");
-    __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
+    kc_graph_desc_changed_(d);
     if (!cache_hash || !*cache_hash) {
         d->hook_unhashed = 1;
         if (!d->unhashed_hook && !(d->unhashed_hook = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
@@ -482,6 +504,7 @@ int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash
 
 int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
     if (!d || (len && !data)) return kc_err(KC_EINVAL, "kc_graph_set_runtime_meta: bad argument");
+    kc_graph_desc_changed_(d);
     uint8_t *p = kc_malloc(len);
     if (!p) return kc_err(KC_ENOMEM, "graph: out of memory");
     if (len) memcpy(p, data, len);
@@ -491,10 +514,14 @@ int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
     return KC_OK;
 }
 
-void kc_graph_set_globals(kc_graph_desc *d, uint64_t globals) { d->globals = globals; }
+void kc_graph_set_globals(kc_graph_desc *d, uint64_t globals) {
+    kc_graph_desc_changed_(d);
+    d->globals = globals;
+}
 
 int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
     if (!d || !backend || !*backend) return kc_err(KC_EINVAL, "kc_graph_set_backend: bad argument");
+    kc_graph_desc_changed_(d);
     char *b = kc_strdup(backend);
     if (!b) return kc_err(KC_ENOMEM, "graph: out of memory");
     free(d->backend);

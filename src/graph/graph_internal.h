@@ -7,6 +7,8 @@
 #ifndef KC_GRAPH_INTERNAL_H
 #define KC_GRAPH_INTERNAL_H
 
+#include <pthread.h>
+
 #include "../common/internal.h"
 #include "../compile/params.h"
 #include "../compile/units.h"
@@ -68,6 +70,18 @@ typedef struct gwrapper {
     size_t len;
 } gwrapper;
 
+/* The key memo ([Note: key memo] in graph_key.c): the last key computed, with the identities it
+ * was computed under (the cache's toolchain and toolkit headers, which are not the description's).
+ * Under `mu`, so lookups of one description from many threads read and publish it safely. */
+typedef struct kc_key_memo {
+    pthread_mutex_t mu;
+    uint64_t gen;                         /* bumped by every change of the description (desc.c) */
+    int valid;                            /* key, toolchain, toolkit hold a key of description `gen` */
+    kc_key key;
+    char toolchain[KC_TOOLCHAIN_ID_MAX];
+    char toolkit[33];
+} kc_key_memo;
+
 /* A new field here is also carried by specialize.c's rebuild() (kc_graph_desc_specialize), or a
  * specialized description silently loses it; test_site_spec's key comparisons catch what enters
  * the key. */
@@ -90,7 +104,12 @@ struct kc_graph_desc {
                                            * cleared by every change that adds a kernel or a hook. */
     struct kc_argdecl *rargs; size_t nrargs; /* runtime arguments, in declaration order (program.h) */
     char *spec_path;                      /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
+    kc_key_memo key_memo;                 /* not the description's meaning: never copied, never hashed */
 };
+
+/** Every builder that changes a description calls this first (desc.c): the memos go (the key's,
+ *  cacheable_memo), so no lookup after the change sees a key of the description before it. */
+void kc_graph_desc_changed_(kc_graph_desc *d);
 
 /** Check an expression's syntax and that its symbols are among `names` or device facts (expr.c). */
 int kc_expr_check(const char *s, const char *const *names, size_t n);

@@ -8,10 +8,13 @@
  * The GPU architecture is not in the key: it picks the variant ([Note: variant selection]).
  * Finer digests (per kernel source and options, per pass program) are noted for explain.
  *
+ * A description remembers its last key ([Note: key memo]), so a repeated lookup hashes nothing.
+ *
  * Callers: lookup.c and explain.c, and kc_graph_key's public callers.  Changing any byte
  * hashed here changes every key: the golden key test (tests/key) must then change with
  * KC_ENTRY_FORMAT_VERSION.  Must not: read files or load the compiler (a hit needs neither).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,6 +68,45 @@ int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
     return kc_graph_key_in(NULL, d, out, kb_out);
 }
 
+/*
+ * [Note: key memo] A key is a function of three things: the description, the toolchain identity
+ * the cache chose (kc_cache_toolchain) and the toolkit headers' digest (kc_graph_toolkit_id_,
+ * per cache folder and environment).  The last two are cheap to ask (each is memoised where it
+ * is made), the first costs the hashing of every source and program byte.  So the description
+ * keeps its last key with the two identities it was computed under: a caller that needs only the
+ * key (no builder) gets it when both identities are the same as then, and computes it otherwise
+ * — another cache, a pinned toolchain, another toolkit never see a stale key, because they are
+ * compared, not assumed.  Every builder that changes the description drops the memo first
+ * (kc_graph_desc_changed_, desc.c), and a key computed while a change happened (its generation
+ * moved) is not kept.  The memo lives under a mutex: lookups of one description run on many
+ * threads.  A caller that wants the builder (its digests go into an entry written on a miss;
+ * explain lists them) always computes, and refreshes the memo.
+ */
+static int memo_get(const kc_graph_desc *d, const char *tc, const char *tk, kc_key *out, uint64_t *gen) {
+    kc_key_memo *m = &((kc_graph_desc *)d)->key_memo; /* the memo is not the description's meaning */
+    pthread_mutex_lock(&m->mu);
+    int hit = m->valid && strcmp(m->toolchain, tc) == 0 && strcmp(m->toolkit, tk) == 0;
+    if (hit) *out = m->key;
+    *gen = m->gen;
+    pthread_mutex_unlock(&m->mu);
+    return hit;
+}
+
+static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key, uint64_t gen) {
+    kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
+    if (strlen(tc) >= sizeof m->toolchain || strlen(tk) >= sizeof m->toolkit) return;
+    pthread_mutex_lock(&m->mu);
+    if (m->gen == gen) { /* no change since the key's computation began */
+        m->key = *key;
+        strcpy(m->toolchain, tc);
+        strcpy(m->toolkit, tk);
+        m->valid = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);
+
 int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
     if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
     if (kb_out) *kb_out = NULL;
@@ -75,6 +117,18 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
     if (rc) return rc;
     char toolkit[33];
     if ((rc = kc_graph_toolkit_id_(c, d, toolkit))) return rc;
+    uint64_t gen;
+    if (memo_get(d, tc.id, toolkit, out, &gen) && !kb_out) return KC_OK;
+    kc_key key;
+    if ((rc = key_compute(d, tc.id, toolkit, &key, kb_out))) return rc;
+    memo_put(d, tc.id, toolkit, &key, gen);
+    *out = key;
+    return KC_OK;
+}
+
+/* The key itself: every byte of the description that can change the machine code or the launch. */
+static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
+    int rc;
     kc_key_builder *kb;
     if ((rc = kc_key_builder_new(&kb))) return rc;
     kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
@@ -146,7 +200,7 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
         rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.name", d->hooks[i]);
         if (!rc) rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.hash", d->hooks[i + 1]);
     }
-    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", tc.id);
+    if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", toolchain);
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_BACKEND, "backend", d->backend);
     if (!rc) rc = kc_key_add_u64(kb, KC_COMP_GLOBALS, "globals", d->globals);
     if (!rc) rc = kc_key_finish(kb, out);
