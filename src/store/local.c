@@ -126,9 +126,55 @@ static int real_dirs(const kc_local *l, const char *sub) {
     return rc;
 }
 
+/*
+ * [Note: shards made when written] Opening a cache made its 256 shard folders and quarantine/
+ * every time: 257 mkdir calls per process, all failing with EEXIST once the cache exists — most
+ * of what opening cost.  Now they are made with v1/ (a new cache gets them all, once in its
+ * life), and a write (a put, a compile lock, a stats file, a quarantine) makes its folder when
+ * it is missing — a cache whose shards someone removed, or one v1/ of which another part made
+ * first.  Opening an existing cache makes nothing: it reads v1/ once to refuse a shard or
+ * quarantine/ that is not a real folder.  Made or found, a folder written into is checked as
+ * before: a real directory, never a link planted in its place ([Note: no links inside]); readers
+ * (get, iterate, gc, verify, stats) take a missing shard as an empty one.
+ */
+int kc_local_make_sub_(const kc_local *l, const char *sub) {
+    char p[PATH_MAX];
+    int rc = kc_fs_real_dir(l->v1);
+    if (rc != KC_OK) return rc;
+    snprintf(p, sizeof p, "%s/%s", l->v1, sub);
+    struct stat st;
+    if (lstat(p, &st) != 0) {
+        if (errno != ENOENT) return kc_local_err_errno_(errno, 0, "checking directory '%s'", p);
+        if (mkdir(p, 0700) != 0 && errno != EEXIST) return kc_local_err_errno_(errno, 1, "creating '%s'", p);
+    }
+    return kc_fs_real_dir(p);
+}
+
+/* At open, every shard and quarantine/ that exists is a real folder: one read of v1/ (its
+ * entries' types), not a call per shard.  A link or a file in their place is refused as
+ * kc_fs_real_dir refuses it. */
+static int subs_are_dirs(const kc_local *l) {
+    DIR *d = kc_fs_opendir_nofollow(l->v1);
+    if (!d) return kc_local_err_errno_(errno, 0, "reading directory '%s'", l->v1);
+    int rc = KC_OK;
+    struct dirent *de;
+    while (rc == KC_OK && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        bool shard = strlen(n) == 2 && strspn(n, "0123456789abcdef") == 2;
+        if (!shard && strcmp(n, "quarantine") != 0) continue;
+        if (de->d_type == DT_DIR) continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", l->v1, n);
+        rc = kc_fs_real_dir(p); /* DT_UNKNOWN (some file systems): lstat decides */
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The shard of `name`, made when missing: for a write into it. */
 static int real_shard(const kc_local *l, const char *name) {
     char sub[3] = {name[0], name[1], '\0'};
-    return real_dirs(l, sub);
+    return kc_local_make_sub_(l, sub);
 }
 
 /* ---- open / free ---- */
@@ -163,17 +209,17 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         }
     }
     if (rc == KC_OK && !l->readonly) {
-        char p[PATH_MAX];
-        if (mkdir(l->v1, 0700) != 0 && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
+        /* [Note: shards made when written] */
+        bool made = mkdir(l->v1, 0700) == 0;
+        if (!made && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
         if (rc == KC_OK) rc = real_dirs(l, NULL); /* [Note: no links inside] */
-        for (int s = 0; rc == KC_OK && s < KC_SHARDS; s++) {
-            shard_dir(l, s, p, sizeof p);
-            if (mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", p);
-            else rc = kc_fs_real_dir(p);
+        if (rc == KC_OK && !made) rc = subs_are_dirs(l);
+        for (int s = 0; rc == KC_OK && made && s < KC_SHARDS; s++) {
+            char sub[3];
+            snprintf(sub, sizeof sub, "%02x", s);
+            rc = kc_local_make_sub_(l, sub);
         }
-        snprintf(p, sizeof p, "%s/quarantine", l->v1);
-        if (rc == KC_OK && mkdir(p, 0700) != 0 && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", p);
-        if (rc == KC_OK) rc = kc_fs_real_dir(p);
+        if (rc == KC_OK && made) rc = kc_local_make_sub_(l, "quarantine");
     }
     if (rc != KC_OK) {
         kc_err_prefix(rc, "opening cache directory '%s'", l->root);
@@ -338,7 +384,9 @@ int kc_local_remove(kc_local *l, const char *name) {
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
-    if ((rc = real_shard(l, name))) return rc;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%.2s", l->v1, name);
+    if ((rc = real_sub_dir(l, dir))) return rc; /* a missing shard holds nothing to remove: not made */
     return remove_counted(l, name, path, (kc_stat)-1);
 }
 
@@ -354,7 +402,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
              (unsigned long long)kc_now_ns());
     struct stat st;
     if (lstat(path, &st) != 0) return KC_OK; /* already gone (another process quarantined it) */
-    if ((rc = real_shard(l, name)) || (rc = real_dirs(l, "quarantine"))) return rc;
+    if ((rc = real_shard(l, name)) || (rc = kc_local_make_sub_(l, "quarantine"))) return rc;
     if (kc_sys_rename(path, dest) != 0) {
         if (errno == ENOENT) return KC_OK;
         kc_log(KC_LOG_STORE, "quarantine %s: %s; removing it", path, strerror(errno));

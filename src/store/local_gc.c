@@ -493,7 +493,7 @@ static void recount(kc_local *l, gc_ctx *g) {
         int64_t v[KC_STATS_SLOTS];
         kc_local_stats_read_(l, s, v);
         if (v[KC_STAT_BYTES] != g->per[s].bytes || v[KC_STAT_ENTRIES] != g->per[s].entries)
-            kc_local_stats_update_(l, s, kc_local_set_sizes_, &g->per[s]);
+            kc_local_stats_update_(l, s, g->per[s].entries != 0 || g->per[s].bytes != 0, kc_local_set_sizes_, &g->per[s]);
     }
     kc_local_flush(l);
 }
@@ -597,7 +597,7 @@ int kc_local_clear(kc_local *l) {
     for (int s = 0; s < KC_SHARDS; s++) {
         __atomic_store_n(&l->delta[s][KC_STAT_BYTES], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&l->delta[s][KC_STAT_ENTRIES], 0, __ATOMIC_RELAXED);
-        kc_local_stats_update_(l, s, kc_local_set_sizes_, &zero);
+        kc_local_stats_update_(l, s, false, kc_local_set_sizes_, &zero);
     }
     return KC_OK;
 }

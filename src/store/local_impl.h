@@ -67,6 +67,10 @@ typedef int (*kc_local_file_cb)(int shard, const char *dir, const char *file, co
 /** Visit every regular file of every shard (entries, temporary files, lock files); vanished files are skipped. */
 int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
 
+/** v1/<sub> (a shard "xx" or "quarantine") for a write into it: made when missing, then checked
+ *  to be a real directory ([Note: shards made when written], [Note: no links inside]). */
+int kc_local_make_sub_(const kc_local *l, const char *sub);
+
 /* ---- local_gc.c ---- */
 
 /** Hold the quarantine to QUARANTINE_MAX_FILES files and 1/QUARANTINE_SHARE of the limit, oldest out first. */
@@ -83,12 +87,13 @@ typedef struct kc_local_sizes {
 } kc_local_sizes;
 
 /**
- * Apply `fn` to a shard's counters under its stats file's lock (created if absent).  Stats
+ * Apply `fn` to a shard's counters under its stats file's lock (created if absent; the shard's
+ * folder too when `make`, else a missing shard is left alone: it counts zero).  Stats
  * are bookkeeping: a failure (the open is a fault-injection point) is logged, never
  * reported.  -1 when the file could not be opened (the caller keeps what it meant to add:
  * kc_local_flush holds it in memory), else 0.
  */
-int kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx);
+int kc_local_stats_update_(kc_local *l, int shard, bool make, void (*fn)(int64_t *v, void *ctx), void *ctx);
 /** A shard's counters as its file holds them (no lock: a snapshot); zeros if missing or damaged. */
 void kc_local_stats_read_(const kc_local *l, int shard, int64_t v[KC_STATS_SLOTS]);
 /** For kc_local_stats_update_: set the sizes to the kc_local_sizes in ctx. */

@@ -4,8 +4,8 @@
  * as ccache's statsfile beside its local storage).  Only the local store's files use it.
  *
  * The one idea: a hit costs no write.  Counts are atomics in memory; a flush adds them into
- * each dirty shard's file under flock, so every process sharing the directory adds its own
- * and nobody's are lost.  Bookkeeping never fails an operation: a stats file that cannot be
+ * the shards' files under flock, so every process sharing the directory adds its own and
+ * nobody's are lost — in one pass ([Note: one flush]).  Bookkeeping never fails an operation: a stats file that cannot be
  * opened is logged and its counts stay in memory (a read-only directory: kc_local_stats shows
  * them, as this process's), and one that is missing or damaged reads as zeros; one that is not a
  * regular file (a FIFO) is opened without blocking and then left alone.
@@ -79,13 +79,26 @@ static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
 }
 
 /* Under the file's lock; the open is a fault-injection point (kc_sys_open).  -1 when the file
- * could not be opened (a read-only directory: EACCES, EROFS), so that a flush keeps its counts. */
-int kc_local_stats_update_(kc_local *l, int shard, void (*fn)(int64_t *v, void *ctx), void *ctx) {
+ * could not be opened (a read-only directory: EACCES, EROFS), so that a flush keeps its counts.
+ * A missing shard folder is made when `make` (counts to save: [Note: shards made when written]
+ * in local.c); without it there is nothing to change there (a missing shard counts zero). */
+int kc_local_stats_update_(kc_local *l, int shard, bool make, void (*fn)(int64_t *v, void *ctx), void *ctx) {
     char p[PATH_MAX];
     stats_path(l, shard, p, sizeof p);
     if (!shard_is_real(l, shard)) {
-        kc_log(KC_LOG_STORE, "%s: its folder is not a directory (a symbolic link is never followed): counts not saved", p);
-        return 0;
+        char dir[PATH_MAX];
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s/%02x", l->v1, shard);
+        bool missing = lstat(l->v1, &st) == 0 && S_ISDIR(st.st_mode) && lstat(dir, &st) != 0 && errno == ENOENT;
+        if (missing && !make) return 0; /* nothing there to change: a missing shard counts zero */
+        if (missing && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            kc_log(KC_LOG_STORE, "creating %s: %s (counts kept in this process)", dir, strerror(errno));
+            return -1;
+        }
+        if (!missing || !shard_is_real(l, shard)) { /* a link or a file in its place, or v1/ is not a folder */
+            kc_log(KC_LOG_STORE, "%s: its folder is not a directory (a symbolic link is never followed): counts not saved", p);
+            return 0;
+        }
     }
     int fd = kc_sys_open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
@@ -111,25 +124,53 @@ static void add_deltas(int64_t *v, void *ctx) {
     for (int i = 0; i < KC_STAT_COUNT; i++) v[i] += d[i];
 }
 
+/* Add d into shard s's file; when the file cannot be written (a read-only directory) the counts
+ * stay in memory, where kc_local_stats still sees them, and a later flush may yet save them. */
+static void flush_one(kc_local *l, int s, const int64_t d[KC_STAT_COUNT]) {
+    if (kc_local_stats_update_(l, s, true, add_deltas, (void *)d) == 0) return;
+    for (int i = 0; i < KC_STAT_COUNT; i++)
+        if (d[i]) __atomic_add_fetch(&l->delta[s][i], d[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&l->dirty[s], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * [Note: one flush] Only a shard's sizes (bytes, entries) belong to that shard: a gc recounts
+ * them per shard and sets them.  Every other counter (hits, misses, puts, …) is only ever read
+ * summed over the shards (kc_local_stats), so a flush adds them all into ONE file — the first
+ * dirty shard's — instead of one file per shard that saw a count: a process that only hit
+ * (a warm start) closes with one locked read-modify-write, not one per shard it touched.  The
+ * shards whose sizes changed each get theirs (a put flushes at once, so that is one or two).
+ * Exact across processes as before: each add is under the file's lock, and counts that cannot
+ * be written go back into memory, into the shard that carried them.
+ */
 void kc_local_flush(kc_local *l) {
     if (l->readonly) return; /* a read-only cache keeps its counts in memory */
     pthread_mutex_lock(&l->flush_mu);
+    int64_t events[KC_STAT_COUNT] = {0}, d[KC_STAT_COUNT];
+    int carrier = -1, nevents = 0;
     for (int s = 0; s < KC_SHARDS; s++) {
         if (!__atomic_exchange_n(&l->dirty[s], 0, __ATOMIC_RELAXED)) continue;
-        int64_t d[KC_STAT_COUNT];
-        int any = 0;
+        int sizes = 0;
         for (int i = 0; i < KC_STAT_COUNT; i++) {
             d[i] = __atomic_exchange_n(&l->delta[s][i], 0, __ATOMIC_RELAXED);
-            any |= d[i] != 0;
+            if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) {
+                sizes |= d[i] != 0;
+            } else if (d[i]) {
+                events[i] += d[i], nevents = 1;
+                d[i] = 0;
+            }
         }
-        if (any && kc_local_stats_update_(l, s, add_deltas, d) != 0) {
-            /* The file cannot be written (a read-only directory): the counts stay in memory,
-             * where kc_local_stats still sees them, and a later flush may yet save them. */
+        if (carrier < 0 && (sizes || nevents)) {
+            /* This shard carries the events gathered so far and every one after it. */
+            carrier = s;
+            if (!sizes) continue;
             for (int i = 0; i < KC_STAT_COUNT; i++)
-                if (d[i]) __atomic_add_fetch(&l->delta[s][i], d[i], __ATOMIC_RELAXED);
-            __atomic_store_n(&l->dirty[s], 1, __ATOMIC_RELAXED);
+                if (i != KC_STAT_BYTES && i != KC_STAT_ENTRIES) d[i] = events[i], events[i] = 0;
+            nevents = 0;
         }
+        if (sizes) flush_one(l, s, d);
     }
+    if (nevents) flush_one(l, carrier, events);
     __atomic_store_n(&l->last_flush_ns, kc_mono_ns(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&l->flush_mu);
 }
@@ -177,7 +218,7 @@ static void zero_events(int64_t *v, void *ctx) {
 int kc_local_stats_zero(kc_local *l) {
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache is read-only");
     kc_local_flush(l);
-    for (int s = 0; s < KC_SHARDS; s++) kc_local_stats_update_(l, s, zero_events, NULL);
+    for (int s = 0; s < KC_SHARDS; s++) kc_local_stats_update_(l, s, false, zero_events, NULL);
     return KC_OK;
 }
 
