@@ -12,6 +12,8 @@
 #   test_sign.sh KCACHE KC_FILL KERNELS_DIR
 set -u
 KC=$1; FILL=$2; KDIR=$3
+# Whatever trust the caller's environment sets is not this test's (an empty KCACHE_HMAC_KEY_FILE is an error).
+unset KCACHE_KEYRING KCACHE_SIGNING_KEY_FILE KCACHE_HMAC_KEY KCACHE_HMAC_KEY_FILE KCACHE_REMOTE KCACHE_REQUIRE_HIT KCACHE_STRICT
 T=$(mktemp -d /tmp/kctest-sign-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fails=0; checks=0
