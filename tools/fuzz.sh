@@ -16,7 +16,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 # sections: an entry built from the fuzzer's sections (tests/fuzz/harness.h); redis: replies from a fake server;
 # image: images, IMAGES references and unit records (the second level of the format).
 # FUZZ_TARGETS="a b" fuzzes only those; FUZZ_BUILD names the build folder (default build-fuzz).
-targets=(${FUZZ_TARGETS:-entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image})
+targets=(${FUZZ_TARGETS:-entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image entry_sig})
 bdir=${FUZZ_BUILD:-build-fuzz}
 # KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
 CC=clang cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
