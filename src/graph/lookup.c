@@ -195,7 +195,11 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     rc = kc_abi_tables(d, &u, tt.ptx, res, &abi);
     if (!rc) rc = kc_abi_check_desc(d, abi);
     kc_entry *e = NULL;
+    kc_key_builder *own_kb = NULL; /* the key's builder, made on the miss path only ([Note: key memo]) */
+    kc_key k2;
+    if (!rc && !kb && !(rc = kc_graph_key_in(c, d, &k2, &own_kb))) kb = own_kb;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
+    kc_key_builder_free(own_kb);
     if (!rc) rc = set_provenance(c, e);
     kc_abi_free(abi, d->nkernels);
     kc_units_free(res, u.n);
@@ -376,7 +380,8 @@ static int strict_remote(kc_cache *c) {
 static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
     *t0 = kc_mono_ns();
     (void)kc_tiers_take_failure(NULL, 0); /* strict: only this lookup's remote failures count */
-    int rc = kc_graph_key_in(c, d, key, kb);
+    *kb = NULL; /* the memo: the builder is made on a miss, when an entry is written (compile_and_store) */
+    int rc = kc_graph_key_in(c, d, key, NULL);
     if (rc) return rc;
     info_init(info, key);
     info->key_us = us_since(*t0);
