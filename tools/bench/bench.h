@@ -93,6 +93,10 @@ typedef struct prewarm_res {
     size_t nimages, ngraph;   /**< image files, graph entry files */
     size_t graph_bytes, image_bytes, unit_bytes; /**< stored bytes by kind */
     size_t one_file_bytes;    /**< every graph entry's bytes plus its images' bytes, shared ones again */
+    /* then every graph of the manifest at two more static shapes (every symbol 384, then 768) */
+    int have_shapes;
+    long shape_units_compiled; /**< NVRTC programs those shapes ran (0: every unit found stored) */
+    size_t shape_ngraph, shape_stored, shape_one_file; /**< graph entries, stored bytes, one-file bytes after them */
 } prewarm_res;
 
 /** Prewarm `manifest` for `arch` into an empty cache on `dir` and count what it stored. */

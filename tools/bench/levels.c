@@ -324,6 +324,8 @@ static size_t one_file_bytes(const char *dir, const char *path, size_t size) {
     return total;
 }
 
+static void count_stored(const char *dir, prewarm_res *out);
+
 void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out) {
     memset(out, 0, sizeof *out);
     kc_manifest *m;
@@ -338,11 +340,11 @@ void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out) {
     double t0 = now_us();
     int rc = kc_prewarm(c, m, &po, &rep);
     out->seconds = (now_us() - t0) / 1e6;
-    kc_cache_close(c);
-    kc_manifest_free(m);
     if (rc || !rep) {
         snprintf(out->why, sizeof out->why, "%s", kc_error_last()->message);
         kc_prewarm_report_free(rep);
+        kc_cache_close(c);
+        kc_manifest_free(m);
         return;
     }
     out->graphs = rep->variants;
@@ -351,6 +353,42 @@ void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out) {
         out->units_compiled += rep->results[i].info.units_compiled;
     }
     kc_prewarm_report_free(rep);
+    count_stored(dir, out);
+    /* Two more static shapes of every graph: where units repeat, only graph entries are written. */
+    size_t gb = out->graph_bytes, ib = out->image_bytes, ub = out->unit_bytes, of = out->one_file_bytes, ng = out->ngraph;
+    size_t ni = out->nimages, nu = out->unit_records;
+    int ok = 1;
+    for (size_t i = 0; i < kc_manifest_graph_count(m) && ok; i++) {
+        kc_graph_desc *d = NULL;
+        if (kc_graph_desc_load(&d, kc_manifest_graph(m, i))) break;
+        for (int s = 0; s < 2 && ok; s++) {
+            kc_graph_desc *sd = NULL;
+            char why[256];
+            kc_graph_info info;
+            ok = shape_at(&sd, d, s ? 768 : 384, why, sizeof why) == 0 && kc_graph_compile(c, sd, arch, &info) == KC_OK;
+            if (ok) out->shape_units_compiled += info.units_compiled;
+            kc_graph_desc_free(sd);
+        }
+        kc_graph_desc_free(d);
+    }
+    kc_cache_close(c);
+    kc_manifest_free(m);
+    if (ok) {
+        count_stored(dir, out);
+        out->have_shapes = 1;
+        out->shape_ngraph = out->ngraph;
+        out->shape_stored = out->graph_bytes + out->image_bytes + out->unit_bytes;
+        out->shape_one_file = out->one_file_bytes;
+    }
+    out->graph_bytes = gb, out->image_bytes = ib, out->unit_bytes = ub, out->one_file_bytes = of, out->ngraph = ng;
+    out->nimages = ni, out->unit_records = nu;
+    out->have = 1;
+}
+
+/* What a cache directory stores, by kind, and what every graph carrying its own images would. */
+static void count_stored(const char *dir, prewarm_res *out) {
+    out->graph_bytes = out->image_bytes = out->unit_bytes = out->one_file_bytes = 0;
+    out->ngraph = out->nimages = out->unit_records = 0;
     char v1[4096];
     snprintf(v1, sizeof v1, "%s/v1", dir);
     DIR *top = opendir(v1);
@@ -378,5 +416,4 @@ void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out) {
         if (sh) closedir(sh);
     }
     if (top) closedir(top);
-    out->have = 1;
 }
