@@ -1,7 +1,7 @@
 /*
  * test_signed_remote.c — Ed25519-signed entries through a real redis-server and bundles (issue
  * 20): a build host with the private key writes signed entries; a GPU host holding only public
- * keys takes them from Redis and from a bundle; entries that are unsigned, or signed by a key its
+ * keys takes them from Redis and from a bundle; entries in Redis that are unsigned, or signed by a key its
  * keyring does not trust, are refused (counted mac_rejected) and never loaded — the graph is
  * compiled instead, and what that host compiles is not published (it cannot vouch for it).
  * Compile-only (NVRTC), no GPU.
@@ -53,9 +53,16 @@ static void test_signed_entries_only(void **state) {
     kc_bundle_report rep;
     assert_int_equal(kc_bundle_export(b, bundle, &f, &rep), KC_OK);
     kc_cache_close(b);
-    /* Someone without the private key plants an unsigned entry, and one signed by another key. */
+    /* Someone without the private key plants one signed by another key, and an unsigned one. */
     kc_cache *p = open_with(d3, r.url, other_key, NULL);
     assert_int_equal(kc_graph_compile(p, planted, "sm_90", &info), KC_OK);
+    assert_int_equal(kc_cache_remote_flush(p), KC_OK);
+    kc_cache_close(p);
+    char d6[600];
+    snprintf(d6, sizeof d6, "%s/planter2", tmp);
+    kc_graph_desc *unsigned_g = kct_graph("layer_norm.json", 0x54);
+    p = open_with(d6, r.url, NULL, NULL);
+    assert_int_equal(kc_graph_compile(p, unsigned_g, "sm_90", &info), KC_OK);
     assert_int_equal(kc_cache_remote_flush(p), KC_OK);
     kc_cache_close(p);
 
@@ -66,6 +73,11 @@ static void test_signed_entries_only(void **state) {
     assert_int_equal(kc_graph_compile(g, planted, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE); /* the other key's entry refused, compiled here */
     assert_true(kct_stat(g, KC_STAT_MAC_REJECTED) >= 1);
+    uint64_t rejected = kct_stat(g, KC_STAT_MAC_REJECTED);
+    assert_int_equal(kc_graph_compile(g, unsigned_g, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_COMPILE); /* the unsigned entry refused too */
+    assert_true(kct_stat(g, KC_STAT_MAC_REJECTED) > rejected);
+    kc_graph_desc_free(unsigned_g);
     /* What it compiles stays local: it cannot vouch for it. */
     kc_graph_desc *own = kct_graph("softmax.json", 0x53);
     assert_int_equal(kc_graph_compile(g, own, "sm_90", &info), KC_OK);
