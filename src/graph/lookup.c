@@ -200,7 +200,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc && !kb && !(rc = kc_graph_key_in(c, d, &k2, &own_kb))) kb = own_kb;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_key_builder_free(own_kb);
-    if (!rc) rc = set_provenance(c, e);
+    if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
     kc_abi_free(abi, d->nkernels);
     kc_units_free(res, u.n);
     free(refs);
