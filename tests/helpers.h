@@ -40,6 +40,22 @@ static inline char *kct_tmpdir(const char *tag) {
     return d ? strdup(d) : NULL;
 }
 
+/** The cmocka setup and teardown of a test whose cases each get a fresh private folder in `var`
+ *  (made by kct_tmpdir(tag) before a case; removed and freed after it). */
+#define KCT_TMPDIR_FIXTURE(var, tag)                                                  \
+    static int setup(void **state) {                                                  \
+        (void)state;                                                                  \
+        var = kct_tmpdir(tag);                                                        \
+        return var ? 0 : -1;                                                          \
+    }                                                                                 \
+    static int teardown(void **state) {                                               \
+        (void)state;                                                                  \
+        kct_rmtree(var);                                                              \
+        free(var);                                                                    \
+        var = NULL;                                                                   \
+        return 0;                                                                     \
+    }
+
 /** Read a whole file into a malloc'ed buffer; NULL if it cannot. */
 static inline uint8_t *kct_read(const char *path, size_t *len) {
     *len = 0;

@@ -178,18 +178,7 @@ static void test_key_files(void **state) {
     assert_int_equal(kc_keyring_load(&kr, "/nonexistent/keyring"), KC_EIO);
 }
 
-static int setup(void **state) {
-    (void)state;
-    dir = kct_tmpdir("sign");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(dir, "sign")
 
 int main(void) {
     const struct CMUnitTest tests[] = {

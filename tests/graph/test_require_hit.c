@@ -103,18 +103,7 @@ static void test_the_environment_sets_it(void **state) {
     kc_cache_close(c);
 }
 
-static int setup(void **state) {
-    (void)state;
-    dir = kct_tmpdir("requirehit");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(dir, "requirehit")
 
 int main(void) {
     const struct CMUnitTest tests[] = {

@@ -111,18 +111,7 @@ static void test_a_dead_remote_and_a_bypass(void **state) {
     kc_graph_desc_free(t);
 }
 
-static int setup(void **state) {
-    (void)state;
-    dir = kct_tmpdir("strict");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(dir, "strict")
 
 int main(void) {
     const struct CMUnitTest tests[] = {

@@ -18,18 +18,7 @@
 
 static char *dir;
 
-static int setup(void **state) {
-    (void)state;
-    dir = kct_tmpdir("shards");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(dir, "shards")
 
 /* How many of v1/'s 256 shard folders exist. */
 static int shards_present(const char *root) {

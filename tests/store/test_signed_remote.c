@@ -122,18 +122,7 @@ static void test_signed_entries_only(void **state) {
     kct_redis_stop(&r, SIGTERM);
 }
 
-static int setup(void **state) {
-    (void)state;
-    tmp = kct_tmpdir("signed");
-    return tmp ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(tmp);
-    free(tmp);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(tmp, "signed")
 
 int main(void) {
     const struct CMUnitTest tests[] = {
