@@ -4,6 +4,7 @@
  *
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
  *                [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]
+ *                [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]
  *
  * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
  * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
@@ -19,7 +20,10 @@
  * PTX (JIT) load against a cubin load.  And the process floor: fresh processes of a warm
  * `kcache get` of one graph against fresh processes of `kcache --help` (the tool beside this
  * benchmark, or --kcache PATH; --process-floor measures only that, e.g. for an older build of
- * the tool).
+ * the tool).  And warm start as processes (procs.c; --warmstart-only measures only that): fresh
+ * processes that get every graph of the bundled manifest and of a synthetic one of --synth N
+ * graphs (300; --quick 60) against an empty main and a minimal reader of the same entry files,
+ * and one graph's warm `kcache get` against ccache, sccache, cuda.core's and Triton's caches.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -742,12 +746,17 @@ void rm_rf(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL, *kcache = NULL;
-    int floor_only = 0, gpu_only = 0, largest = 0;
+    int floor_only = 0, gpu_only = 0, largest = 0, ws_only = 0, synth_n = 0, ws_runs = 0, ws_peers = 1, ws_evict = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--kcache") && i + 1 < argc) kcache = argv[++i];
         else if (!strcmp(argv[i], "--process-floor")) floor_only = 1;
         else if (!strcmp(argv[i], "--gpu-only")) gpu_only = 1;
+        else if (!strcmp(argv[i], "--warmstart-only")) ws_only = 1;
+        else if (!strcmp(argv[i], "--synth") && i + 1 < argc) synth_n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmstart-runs") && i + 1 < argc) ws_runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-peers")) ws_peers = 0;
+        else if (!strcmp(argv[i], "--warmstart-evict") && i + 1 < argc) ws_evict = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--largest") && i + 1 < argc) largest = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--plot") && i + 1 < argc) plot = argv[++i];
@@ -756,7 +765,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--measure-nvrtc-cache") && i + 1 < argc) nvspec = argv[++i];
         else {
             fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
-                            "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n");
+                            "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n"
+                            "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n");
             return 2;
         }
     }
@@ -768,6 +778,35 @@ int main(int argc, char **argv) {
     const char *bdir = strrchr(self, '/');
     snprintf(kc_default, sizeof kc_default, "%.*s/../kcache/kcache", bdir ? (int)(bdir - self) : 1, bdir ? self : ".");
     if (!kcache) kcache = kc_default; /* the tool built beside this benchmark */
+    /* warm start as processes (procs.c): the programs built beside this benchmark */
+    char ws_paths[3][4200];
+    const char *ws_names[3] = {"kcache-warmstart", "kcache-minread", "kcache-empty"};
+    for (int i = 0; i < 3; i++)
+        snprintf(ws_paths[i], sizeof ws_paths[i], "%.*s/%s", bdir ? (int)(bdir - self) : 1, bdir ? self : ".", ws_names[i]);
+    ws_tools wst = {kcache, ws_paths[0], ws_paths[1], ws_paths[2], ws_evict};
+    if (synth_n < 1) synth_n = quick ? 60 : 300; /* --synth: the synthetic manifest's graphs */
+    if (ws_runs < 1) ws_runs = quick ? 30 : 200; /* --warmstart-runs: fresh processes of each program */
+    ws_result ws;
+    if (ws_only) { /* only the warm start as processes */
+        const char *tmp = getenv("TMPDIR");
+        char wroot[4096];
+        snprintf(wroot, sizeof wroot, "%s/kcache-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(wroot)) return 1;
+        printf("kcache-bench: warm start as processes for %s (%d runs; synthetic manifest of %d graphs)\n", arch, ws_runs,
+               synth_n);
+        bench_warmstart(&wst, kdir, wroot, synth_n, ws_runs, ws_peers, &ws);
+        rm_rf(wroot);
+        if (json) {
+            FILE *f = fopen(json, "w");
+            if (!f) return 1;
+            fprintf(f, "{\"arch\": \"%s\", \"quick\": %s, ", arch, quick ? "true" : "false");
+            json_warmstart(f, &ws);
+            fprintf(f, "}\n");
+            fclose(f);
+            printf("wrote %s\n", json);
+        }
+        return ws.m[0].have && ws.m[1].have ? 0 : 1;
+    }
     if (floor_only) { /* only the process floor, of any kcache tool (--kcache: e.g. an older build) */
         const char *tmp = getenv("TMPDIR");
         char fdir[4096], spec[4096];
@@ -925,6 +964,9 @@ int main(int argc, char **argv) {
     print_process_floor(&pf);
     rm_rf(fdir);
 
+    /* warm start as processes: whole manifests, and one graph against ccache, sccache, the Python peers */
+    bench_warmstart(&wst, kdir, root, synth_n, ws_runs, ws_peers, &ws);
+
     /* site hits, key throughput */
     double site[3];
     const int sizes[3] = {1, 8, 64};
@@ -1038,7 +1080,9 @@ int main(int argc, char **argv) {
         jnum(f, "lookup_largest_over_smallest", scale_ratio, 0);
         jnum(f, "gc_halving_ms", gc_ms, 0);
         jfloor(f, &pf);
-        fprintf(f, ", \"gpu\": ");
+        fprintf(f, ",\n ");
+        json_warmstart(f, &ws);
+        fprintf(f, ",\n \"gpu\": ");
         if (gp.have) {
             fprintf(f, "{");
             jnum(f, "hit_with_load_us", gp.hit_load_us, 0);

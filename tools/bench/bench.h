@@ -11,6 +11,7 @@
 #define KCACHE_BENCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "kcache.h"
 
@@ -101,5 +102,71 @@ typedef struct prewarm_res {
 
 /** Prewarm `manifest` for `arch` into an empty cache on `dir` and count what it stored. */
 void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out);
+
+/* ---- synth.c, procs.c: warm start as processes (issue 21) ---- */
+
+/**
+ * Write a synthetic manifest of `n` distinct graphs for `target` into the folder `dir` (each graph
+ * its own .cu and .json: elementwise, activation, reduction and row-wise kinds over f32/f16, each
+ * its own constants: its own key and compile unit); its path into `manifest`.  0, or -1.
+ */
+int synth_manifest(const char *dir, int n, const char *target, char *manifest, size_t cap);
+
+/** The programs a warm start as processes runs (full paths). */
+typedef struct ws_tools {
+    const char *kcache, *warmstart, *minread, *empty;
+    int evict_rounds;         /**< rounds of runs with the entry files out of the page cache (-1: 5 quick, 10 full) */
+} ws_tools;
+
+/** One manifest's warm start: fresh processes, interleaved. */
+typedef struct ws_manifest {
+    char label[32];
+    int have;                 /**< 0: not measured (why) */
+    char why[512];
+    int graphs, files;        /**< graphs of the manifest; entry files (graph entries and their images) read */
+    int distinct;             /**< of those files, distinct ones (a file two graphs share counts once) */
+    size_t bytes;             /**< those files' bytes */
+    stat_s empty, help;       /**< the process floor: kcache-empty, `kcache --help` */
+    stat_s minread;           /**< kcache-minread of the entry files */
+    stat_s warm;              /**< kcache-warmstart on the warm cache (every run all hits) */
+    stat_s cold;              /**< kcache-warmstart into an empty cache (exit 1: it compiled) */
+    int warm_bad, minread_bad, cold_bad; /**< runs left out: the wrong exit status */
+    int evict_rounds;         /**< rounds of the evicted runs (0: none) */
+    int evict_dropped;        /**< 1: the page cache was dropped before each evicted run; 0: fadvise of the entry files */
+    stat_s ev_empty, ev_minread, ev_warm;
+    char warm_line[512];      /**< what kcache-warmstart printed (its own parts) */
+} ws_manifest;
+
+/** A Python peer: cold, warm, and its imports alone. */
+typedef struct ws_peer {
+    int have;
+    char why[512];
+    stat_s cold, warm, imports;
+} ws_peer;
+
+typedef struct ws_result {
+    int runs, synth_n;
+    char page_cache_why[256]; /**< "" when /proc/sys/vm/drop_caches is writable */
+    ws_manifest m[2];         /**< bundled, synthetic */
+    int have_get;
+    char get_why[512], ccache_why[512], sccache_why[512];
+    stat_s one_empty, one_help, get, ccache_warm, ccache_cold, sccache_warm, sccache_cold;
+    long ccache_hits, sccache_hits;
+    ws_peer cuda_core, triton;
+} ws_result;
+
+/**
+ * Warm start as processes: the bundled manifest (kernels `kdir`) and a synthetic one of `synth_n`
+ * graphs, `runs` rounds each; then one graph against ccache, sccache and the Python peers
+ * (`peers` 0: not).  Scratch folders under `root`.  Prints as it goes.
+ */
+void bench_warmstart(const ws_tools *t, const char *kdir, const char *root, int synth_n, int runs, int peers,
+                     ws_result *out);
+void print_warmstart_manifest(const ws_manifest *m);
+void print_warmstart_peers(const ws_result *r);
+/** (x - floor) / (ref - floor) of medians; NAN when not measured. */
+double ws_over_floor(stat_s x, stat_s ref, stat_s floor);
+/** `"warmstart_procs": {...}` (no separator after it). */
+void json_warmstart(FILE *f, const ws_result *r);
 
 #endif
