@@ -7,12 +7,15 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libhiredis-dev libssl-dev redis-server
       binutils strace)  # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
 # Extras, by flag (any number of them):
-#   --bench  what kcache-bench compares with and draws with
+#   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
+#            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench
+#            (cuda.core's program cache, Triton's; from PyPI: tools/bench/peers/)
 #   --clang  clang, the second compiler of CI's build matrix (.ci/run)
 #   --fuzz   clang and its runtime libraries (libFuzzer, sanitizers) for tools/fuzz.sh
+bench=0
 for flag in "$@"; do
   case "$flag" in
-    --bench) pkgs+=(ccache gnuplot-nox) ;;
+    --bench) pkgs+=(ccache sccache gnuplot-nox python3-venv); bench=1 ;;
     --clang) pkgs+=(clang) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz]" >&2; exit 2 ;;
@@ -31,4 +34,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: note: the CUDA Toolkit is at /usr/local/cuda (not on PATH; CMake finds it)"
+fi
+if [ "$bench" = 1 ]; then
+  # The Python peers of kcache-bench (tools/bench/peers/), pinned: cuda.core 1.2.2 with the CUDA 13 bindings
+  # (NVRTC 13.0 here), Triton 3.9.0.  Into a git-ignored virtual environment at the repository's root.
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  venv="$root/.venv-bench"
+  pins=(cuda-core==1.2.2 cuda-bindings==13.0.3 cuda-pathfinder==1.9.1 triton==3.9.0 numpy==2.4.6)
+  if ! "$venv/bin/python" -c 'import cuda.core, triton' 2>/dev/null; then
+    echo "deps: installing ${pins[*]} into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+  fi
 fi
