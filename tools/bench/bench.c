@@ -783,7 +783,9 @@ int main(int argc, char **argv) {
     const char *ws_names[3] = {"kcache-warmstart", "kcache-minread", "kcache-empty"};
     for (int i = 0; i < 3; i++)
         snprintf(ws_paths[i], sizeof ws_paths[i], "%.*s/%s", bdir ? (int)(bdir - self) : 1, bdir ? self : ".", ws_names[i]);
-    ws_tools wst = {kcache, ws_paths[0], ws_paths[1], ws_paths[2], ws_evict};
+    char ws_libs[4200];
+    snprintf(ws_libs, sizeof ws_libs, "%s-libs", ws_paths[2]);
+    ws_tools wst = {kcache, ws_paths[0], ws_paths[1], ws_paths[2], ws_libs, ws_evict};
     if (synth_n < 1) synth_n = quick ? 60 : 300; /* --synth: the synthetic manifest's graphs */
     if (ws_runs < 1) ws_runs = quick ? 30 : 200; /* --warmstart-runs: fresh processes of each program */
     ws_result ws;

@@ -115,6 +115,7 @@ int synth_manifest(const char *dir, int n, const char *target, char *manifest, s
 /** The programs a warm start as processes runs (full paths). */
 typedef struct ws_tools {
     const char *kcache, *warmstart, *minread, *empty;
+    const char *empty_libs;   /**< an empty main that loads the library's shared libraries */
     int evict_rounds;         /**< rounds of runs with the entry files out of the page cache (-1: 5 quick, 10 full) */
 } ws_tools;
 
@@ -127,6 +128,7 @@ typedef struct ws_manifest {
     int distinct;             /**< of those files, distinct ones (a file two graphs share counts once) */
     size_t bytes;             /**< those files' bytes */
     stat_s empty, help;       /**< the process floor: kcache-empty, `kcache --help` */
+    stat_s empty_libs;        /**< kcache-empty-libs: the floor with the library's shared libraries loaded */
     stat_s minread;           /**< kcache-minread of the entry files */
     stat_s warm;              /**< kcache-warmstart on the warm cache (every run all hits) */
     stat_s cold;              /**< kcache-warmstart into an empty cache (exit 1: it compiled) */

@@ -283,17 +283,19 @@ static void bench_manifest(const ws_tools *t, const char *label, const char *man
     }
     char *empty[] = {(char *)t->empty, NULL};
     char *help[] = {(char *)t->kcache, "--help", NULL};
-    char **progs[4] = {empty, help, warm, minread};
+    char *empty_libs[] = {(char *)t->empty_libs, NULL};
+    char **progs[5] = {empty, help, warm, minread, empty_libs};
     for (int r = 0; r < 3; r++) /* warm the page cache */
-        for (int k = 0; k < 4; k++) run_proc(progs[k], NULL, &st);
-    samples s[4] = {make(runs), make(runs), make(runs), make(runs)};
+        for (int k = 0; k < 5; k++) run_proc(progs[k], NULL, &st);
+    samples s[5] = {make(runs), make(runs), make(runs), make(runs), make(runs)};
     for (int r = 0; r < runs; r++)
-        for (int j = 0; j < 4; j++) {
-            int k = (r + j) % 4; /* rotated: no program always follows the same one */
+        for (int j = 0; j < 5; j++) {
+            int k = (r + j) % 5; /* rotated: no program always follows the same one */
             double us = run_proc(progs[k], NULL, &st);
             take(&s[k], us, st, 0);
         }
     out->empty = done(&s[0]), out->help = done(&s[1]), out->warm = done(&s[2]), out->minread = done(&s[3]);
+    out->empty_libs = done(&s[4]);
     out->warm_bad = s[2].bad, out->minread_bad = s[3].bad;
     out->have = out->warm.n > 0 && out->minread.n > 0 && out->empty.n > 0;
     if (!out->have) snprintf(out->why, sizeof out->why, "the runs failed");
@@ -463,8 +465,8 @@ void bench_warmstart(const ws_tools *t, const char *kdir, const char *root, int 
     if (fd < 0) snprintf(out->page_cache_why, sizeof out->page_cache_why, "/proc/sys/vm/drop_caches is not writable (%s)",
                          strerror(errno));
     else close(fd);
-    const char *tools[3] = {t->warmstart, t->minread, t->empty};
-    for (int i = 0; i < 3; i++)
+    const char *tools[4] = {t->warmstart, t->minread, t->empty, t->empty_libs};
+    for (int i = 0; i < 4; i++)
         if (access(tools[i], X_OK)) {
             snprintf(out->m[0].why, sizeof out->m[0].why, "no %s (build tools/bench)", tools[i]);
             snprintf(out->m[1].why, sizeof out->m[1].why, "no %s (build tools/bench)", tools[i]);
@@ -560,6 +562,7 @@ void print_warmstart_manifest(const ws_manifest *m) {
            m->label, m->graphs, arch, m->files, m->distinct, (double)m->bytes / 1024);
     line_stat("empty main (kcache-empty)", m->empty);
     line_stat("kcache --help", m->help);
+    line_stat("empty main + the library's .so (kcache-empty-libs)", m->empty_libs);
     line_stat("kcache-minread (read, check, zstd: the files)", m->minread);
     line_stat("kcache-warmstart, warm (every graph a hit)", m->warm);
     line_stat("kcache-warmstart, cold (an empty cache)", m->cold);
@@ -568,6 +571,10 @@ void print_warmstart_manifest(const ws_manifest *m) {
            "minread); cold / warm %.0fx\n",
            rx(ws_over_floor(m->warm, m->minread, m->empty), b1), rx(ws_over_floor(m->warm, m->minread, m->help), b2),
            (m->warm.med - m->minread.med) / 1e3, ratio(m->cold.med, m->warm.med));
+    printf("  of warm start - empty main (%.2f ms): loading the library's shared libraries %.2f ms, the rest %.2f ms "
+           "(minread - empty main: %.2f ms)\n",
+           (m->warm.med - m->empty.med) / 1e3, (m->empty_libs.med - m->empty.med) / 1e3,
+           (m->warm.med - m->empty_libs.med) / 1e3, (m->minread.med - m->empty.med) / 1e3);
     if (!m->evict_rounds) {
         printf("  cold page cache: not measured (--warmstart-evict 0)\n  [%s]\n", m->warm_line);
         fflush(stdout);
@@ -668,12 +675,14 @@ void json_warmstart(FILE *f, const ws_result *r) {
                 m->files, m->distinct, m->bytes);
         pstat(f, "empty_main", m->empty);
         pstat(f, "kcache_help", m->help);
+        pstat(f, "empty_main_with_libs", m->empty_libs);
         pstat(f, "minread", m->minread);
         pstat(f, "warmstart_warm", m->warm);
         pstat(f, "warmstart_cold", m->cold);
         fprintf(f, "\"warm_runs_not_all_hits\": %d, ", m->warm_bad);
         pnum(f, "warm_minus_empty_over_minread_minus_empty", ws_over_floor(m->warm, m->minread, m->empty), 0);
         pnum(f, "warm_minus_help_over_minread_minus_help", ws_over_floor(m->warm, m->minread, m->help), 0);
+        pnum(f, "libs_minus_empty_us", m->empty_libs.n && m->empty.n ? m->empty_libs.med - m->empty.med : NAN, 0);
         pnum(f, "cold_over_warm", ratio(m->cold.med, m->warm.med), 0);
         fprintf(f, "\"evicted\": {\"rounds\": %d, \"how\": \"%s\", ", m->evict_rounds,
                 m->evict_dropped ? "drop_caches" : "posix_fadvise_dontneed_cache_files");
