@@ -736,7 +736,7 @@ static const kc_image_ref *in_lacks(const in_local *m, const bundle_in *b, const
 }
 
 /* Write one entry unless the cache holds the same bytes; a dry run only counts. */
-static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *rep) {
+static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *rep, const kc_trust *trust, const char *path) {
     void *old;
     size_t olen;
     if (l && kc_local_read(l, it->name, &old, &olen) == KC_OK) {
@@ -744,7 +744,10 @@ static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *re
         free(old);
         if (same) return rep->unchanged++, KC_OK;
     }
-    int rc = dry_run ? KC_OK : kc_local_put_foreign(l, it->name, it->data, it->len) /* [Note: provenance] */;
+    char who[KC_TRUST_WHO_MAX], origin[KC_PROV_SOURCE_MAX + 64]; /* [Note: provenance record] in local.c */
+    kc_trust_verifier(trust, it->data, it->len, who); /* the bytes verify() checked */
+    kc_provenance_format(origin, sizeof origin, KC_PROV_IMPORTED, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, who);
+    int rc = dry_run ? KC_OK : kc_local_put_origin(l, it->name, it->data, it->len, origin) /* [Note: provenance] */;
     if (rc) return rc;
     rep->written++;
     *(it->kind == KIND_IMAGE ? &rep->images_written : it->kind == KIND_UNIT ? &rep->units_written
@@ -784,7 +787,7 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
                     snprintf(rep.first_skipped, sizeof rep.first_skipped, "%s", it->name);
                 *(k == KIND_GRAPH ? &rep.graphs_skipped : &rep.units_skipped) += 1;
                 it->skipped = 1;
-            } else if (it->kind == k && (done++, rc = in_put(l, it, dry_run, &rep)) && rep.written) {
+            } else if (it->kind == k && (done++, rc = in_put(l, it, dry_run, &rep, kc_cache_trust_(c), path)) && rep.written) {
                 kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay "
                               "in the cache; importing again writes the rest)", path, done, b.n, it->name,
                               (unsigned long long)rep.written);

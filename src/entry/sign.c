@@ -281,6 +281,39 @@ int kc_trust_check(const kc_trust *t, const void *data, size_t len) {
     return KC_OK;
 }
 
+static void mac_key_id(const kc_trust *t, char who[KC_TRUST_WHO_MAX]) {
+    uint8_t d[SHA256_DIGEST_LENGTH];
+    SHA256(t->mac_key, t->mac_key_len, d);
+    memcpy(who, "mac:", 4);
+    to_hex(d, KC_SIGN_KEY_ID_LEN, who + 4);
+}
+
+int kc_trust_check_by(const kc_trust *t, const void *data, size_t len, char who[KC_TRUST_WHO_MAX]) {
+    char id[ID_HEX + 1] = "";
+    who[0] = '\0';
+    if (t && t->keyring) {
+        int rc = kc_entry_sig_check(data, len, t->keyring, id);
+        if (rc == KC_OK) snprintf(who, KC_TRUST_WHO_MAX, "ed25519:%s", id);
+        return rc;
+    }
+    int rc = kc_trust_check(t, data, len);
+    if (rc == KC_OK && t && t->mac_key) mac_key_id(t, who);
+    else if (rc == KC_OK) snprintf(who, KC_TRUST_WHO_MAX, "none");
+    return rc;
+}
+
+void kc_trust_verifier(const kc_trust *t, const void *data, size_t len, char who[KC_TRUST_WHO_MAX]) {
+    char id[ID_HEX + 1];
+    if (t && t->keyring) {
+        if (kc_entry_signer(data, len, id) == KC_OK) snprintf(who, KC_TRUST_WHO_MAX, "ed25519:%s", id);
+        else snprintf(who, KC_TRUST_WHO_MAX, "none"); /* not reached: a keyring host takes only signed bytes */
+    } else if (t && t->mac_key) {
+        mac_key_id(t, who);
+    } else {
+        snprintf(who, KC_TRUST_WHO_MAX, "none");
+    }
+}
+
 int kc_trust_can_vouch(const kc_trust *t) { return t && (t->signer || (t->mac_key && !t->keyring)); }
 
 int kc_trust_vouch(const kc_trust *t, void **data, size_t *len) {

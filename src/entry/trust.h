@@ -27,6 +27,15 @@ int kc_trust_checks(const kc_trust *t);
 /** KC_OK when the bytes carry what the configuration requires (KC_OK when nothing is); KC_EPERM
  *  naming what is missing or wrong.  Reads nothing past the fixed header but the trailer. */
 int kc_trust_check(const kc_trust *t, const void *data, size_t len);
+/** Room for a verifier's name: "ed25519:<16 hex>", "mac:<16 hex>", "none". */
+#define KC_TRUST_WHO_MAX 32
+/** kc_trust_check, saying into `who` what verified the bytes: "ed25519:<key id>" (the keyring key that
+ *  signed them), "mac:<key id>" (the MAC key: the first 8 bytes of its SHA-256, in hex — never the key),
+ *  "none" (nothing is checked); "" when refused. */
+int kc_trust_check_by(const kc_trust *t, const void *data, size_t len, char who[KC_TRUST_WHO_MAX]);
+/** What kc_trust_check_by would name for bytes already checked (a remote's, a bundle's), without checking them
+ *  again: the signer the trailer names with a keyring, the MAC key's id, or "none". */
+void kc_trust_verifier(const kc_trust *t, const void *data, size_t len, char who[KC_TRUST_WHO_MAX]);
 /** Whether this host can vouch for bytes (a signer, or — without a keyring — a MAC key). */
 int kc_trust_can_vouch(const kc_trust *t);
 /** Sign (a signer) or seal (a MAC key, no keyring) encoded bytes in place; KC_OK when neither is set. */

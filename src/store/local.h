@@ -46,6 +46,11 @@ int kc_local_read(kc_local *l, const char *name, void **out, size_t *len);
 int kc_local_put(kc_local *l, const char *name, const void *data, size_t len);
 /** Store bytes that came from elsewhere (a remote, a bundle): [Note: provenance] in local.c. */
 int kc_local_put_foreign(kc_local *l, const char *name, const void *data, size_t len);
+/** Store bytes that came from elsewhere, recording `origin` with them (a kc_provenance_format text):
+ *  [Note: provenance record] in local.c.  A malformed `origin` is not recorded (logged); the bytes are stored. */
+int kc_local_put_origin(kc_local *l, const char *name, const void *data, size_t len, const char *origin);
+/** Tests: make every provenance xattr call fail with `err` (ENOTSUP: a file system without them); 0: off. */
+void kc_local_xattr_fault_(int err);
 /** 1 when `name` was written by this cache's own compile, 0 when it came from elsewhere, KC_MISS when absent. */
 int kc_local_is_own(kc_local *l, const char *name);
 int kc_local_exists(kc_local *l, const char *name);

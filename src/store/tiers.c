@@ -401,11 +401,37 @@ static int remote_accept(kc_tiers *t, const char *name, const kc_key *key, const
     return KC_OK;
 }
 
+/* The URL of the remote a fetched entry came from, as its state shows it (no password): the first
+ * remote that says; "-" when none does.  With several remotes a record names the first
+ * ([Note: provenance record] in src/store/local.c). */
+static void remote_url(kc_tiers *t, char *out, size_t cap) {
+    snprintf(out, cap, "-");
+    for (size_t i = first_remote(t); i < t->n; i++) {
+        kc_store_backend *b = t->t[i].b;
+        kc_remote_state rs;
+        if (b->version >= 2 && b->state && b->state(b, &rs) == KC_OK) {
+            snprintf(out, cap, "%s", rs.url);
+            return;
+        }
+    }
+}
+
 int kc_tiers_put_local(kc_tiers *t, const char *name, const void *data, size_t len) {
     tier *l = local_tier(t);
     if (!l || (l->flags & KC_TIER_READONLY)) return KC_EREADONLY;
-    /* A remote's bytes are not this cache's own: [Note: provenance] (src/store/local.c). */
-    int rc = l->b->version >= 4 && l->b->put_foreign ? l->b->put_foreign(l->b, name, data, len) : l->b->put(l->b, name, data, len);
+    /* A remote's bytes are not this cache's own: [Note: provenance] (src/store/local.c); the record says
+     * which remote and what verified them (the bytes given here are ones remote_accept took). */
+    kc_store_backend *b = l->b;
+    int rc;
+    if (b->version >= 5 && b->put_origin) {
+        char url[KC_PROV_SOURCE_MAX + 1], who[KC_TRUST_WHO_MAX], origin[KC_PROV_SOURCE_MAX + 64];
+        remote_url(t, url, sizeof url);
+        kc_trust_verifier(&t->trust, data, len, who);
+        kc_provenance_format(origin, sizeof origin, KC_PROV_FETCHED, url, who);
+        rc = b->put_origin(b, name, data, len, origin);
+    } else {
+        rc = b->version >= 4 && b->put_foreign ? b->put_foreign(b, name, data, len) : b->put(b, name, data, len);
+    }
     if (rc != KC_OK) kc_log(KC_LOG_STORE, "remote hit %s not kept locally: %s", name, kc_error_last()->message);
     return rc;
 }

@@ -24,7 +24,7 @@ extern "C" {
  * `state` slots at the end, version 3 `get_many`; tables of versions 1 and 2 (without them)
  * are still accepted, and the core reads a slot only from a table whose version has it.
  */
-#define KC_STORE_BACKEND_VERSION 4
+#define KC_STORE_BACKEND_VERSION 5
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
@@ -93,7 +93,55 @@ struct kc_store_backend {
      * arrived without a MAC under the current key.
      */
     int (*is_own)(kc_store_backend *b, const char *name);
+    /* version 5: where a foreign blob came from ([Note: provenance record] in src/store/local.c) */
+    /**
+     * Optional: write like put_foreign, recording `origin` (a kc_provenance_format text: "fetched
+     * <url> verified=<verifier>", "imported <bundle> verified=<verifier>") with the blob.  NULL:
+     * put_foreign is used, and nothing but the mode says where the blob came from.
+     */
+    int (*put_origin)(kc_store_backend *b, const char *name, const void *data, size_t len, const char *origin);
 };
+
+/* ---- provenance records ---- */
+
+/** Where a local file's bytes came from. */
+typedef enum kc_provenance_kind {
+    KC_PROV_UNKNOWN = 0, /**< Come from elsewhere (mode 0400), no readable record of where. */
+    KC_PROV_COMPILED,    /**< This cache compiled it (mode 0600: the mode decides, never the record). */
+    KC_PROV_FETCHED,     /**< Fetched from a remote. */
+    KC_PROV_IMPORTED     /**< Imported from a bundle. */
+} kc_provenance_kind;
+
+#define KC_PROV_SOURCE_MAX 200
+#define KC_PROV_VERIFIER_MAX 40
+
+/** A local file's provenance: its mode, and the record written with its bytes. */
+typedef struct kc_provenance {
+    kc_provenance_kind kind;
+    int recorded;    /**< 1: a well-formed record was read (and agrees with the mode); 0: none. */
+    int unavailable; /**< 1: the file system keeps no record (it refuses user extended attributes). */
+    char source[KC_PROV_SOURCE_MAX + 1];     /**< The remote's URL (no password) or the bundle's file name; "" */
+    char verifier[KC_PROV_VERIFIER_MAX + 1]; /**< "ed25519:<key id>", "mac:<key id>", "none"; "" when unknown */
+    int64_t created;                         /**< Seconds since the epoch when recorded; 0 when unknown */
+} kc_provenance;
+
+/**
+ * The provenance of the local entry file `path` (a kc_cache_item's path): KC_OK with *out, KC_MISS
+ * when it is absent.  The mode decides compiled or not; a record that is malformed, or claims
+ * "compiled" for a file of mode 0400, is ignored (kind KC_PROV_UNKNOWN, recorded 0).  The record is
+ * what this host saw when it stored the bytes: it never makes them trusted (publishing re-checks).
+ */
+KC_API int kc_provenance_read(const char *path, kc_provenance *out);
+
+/**
+ * The `origin` text of put_origin: "<kind> <source> verified=<verifier>" (kind KC_PROV_FETCHED or
+ * KC_PROV_IMPORTED; the source's spaces and control characters written '_', cut at KC_PROV_SOURCE_MAX;
+ * `verifier` NULL or "": "none").  `cap` of KC_PROV_SOURCE_MAX + 64 always suffices.
+ */
+KC_API void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind, const char *source, const char *verifier);
+
+/** "compiled", "fetched", "imported" or "unknown"; static. */
+KC_API const char *kc_provenance_kind_name(kc_provenance_kind k);
 
 /* ---- the redis backend ---- */
 
