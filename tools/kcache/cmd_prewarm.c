@@ -32,7 +32,9 @@ const cli_cmd cli_cmd_prewarm = {
     "unit (one NVRTC program) is compiled once per target: a graph whose units are stored\n"
     "(another graph's, or another shape's) compiles nothing; units_compiled counts what NVRTC\n"
     "did, unit_hits what was found stored.  --remote URL publishes every variant to the fleet's\n"
-    "remote (compiled ones, and local hits the remote lacks) and waits until it is sent.",
+    "remote (compiled ones, and local hits the remote lacks) and waits until it is sent; an object\n"
+    "neither compiled here nor verified now under a trusted key is not published: counted\n"
+    "(publish_refused) and named (--json: skipped, each with its name and reason).",
     cmd_prewarm};
 
 /* Whether the boolean environment variable `name` is on.  Read after kc_cache_open, which
@@ -93,8 +95,62 @@ static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
             fprintf(stderr, "%s %s: %s\n", res->name, kc_manifest_arch(v->m, r->results[k].arch), r->results[k].error);
 }
 
+/* What publishing refused ([Note: provenance] in src/store/local.c): object names and reasons. */
+typedef struct pw_skip {
+    char name[KC_KEY_HEX_LEN + KC_VARIANT_MAX + 2];
+    char *why;
+} pw_skip;
+
+typedef struct pw_skips {
+    pw_skip *v;
+    size_t n, cap;
+} pw_skips;
+
+static void skip_add(pw_skips *s, const kc_key *key, const char *variant, const char *why) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        pw_skip *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return; /* counted all the same (publish_refused); only its name is lost */
+        s->v = v, s->cap = cap;
+    }
+    pw_skip *k = &s->v[s->n];
+    char hex[KC_KEY_HEX_LEN + 1];
+    kc_key_to_hex(key, hex);
+    snprintf(k->name, sizeof k->name, "%s.%s", hex, variant);
+    size_t nl = strlen(k->name); /* the library's message names the object first: said once */
+    if (strncmp(why, k->name, nl) == 0 && strncmp(why + nl, ": ", 2) == 0) why += nl + 2;
+    if ((k->why = strdup(why)) != NULL) s->n++;
+}
+
+/* Offer a local hit to the remote as kc_prewarm's publish would (its images first, then the graph
+ * entry: [Note: two levels]), naming what is refused: an object neither compiled here nor verified
+ * now under a trusted key (KC_EPERM, counted publish_refused by the library), and a graph entry
+ * held back because one of its images was.  Other failures are the remote's, counted there. */
+static void publish_hit(kc_cache *c, const kc_key *key, const char *arch, pw_skips *sk) {
+    kc_entry *e;
+    if (kc_cache_peek(c, key, arch, &e) != KC_OK) return;
+    kc_image_ref *refs = NULL;
+    size_t n = 0;
+    int ok = kc_entry_images(e, &refs, &n) == KC_OK;
+    char held[256] = "";
+    for (size_t i = 0; ok && i < n; i++) {
+        int rc = kc_cache_publish(c, &refs[i].id, KC_VARIANT_IMAGE);
+        if (rc == KC_EPERM) {
+            skip_add(sk, &refs[i].id, KC_VARIANT_IMAGE, kc_error_last()->message);
+            char hex[KC_KEY_HEX_LEN + 1];
+            kc_key_to_hex(&refs[i].id, hex);
+            snprintf(held, sizeof held, "not published: its image %s.%s was refused", hex, KC_VARIANT_IMAGE);
+        }
+        ok = rc >= 0;
+    }
+    free(refs);
+    kc_entry_free(e);
+    if (held[0]) skip_add(sk, key, arch, held);
+    else if (ok && kc_cache_publish(c, key, arch) == KC_EPERM) skip_add(sk, key, arch, kc_error_last()->message);
+}
+
 static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, const kc_remote_state *rs, int publish,
-                          uint64_t published, uint64_t dropped) {
+                          uint64_t published, uint64_t dropped, uint64_t refused, const pw_skips *sk) {
     int first = 1;
     printf("{");
     json_kv_u64(stdout, &first, "graphs", r->graphs);
@@ -111,6 +167,17 @@ static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, cons
         json_kv_str(stdout, &first, "remote", rs->url);
         json_kv_u64(stdout, &first, "published", published);
         json_kv_u64(stdout, &first, "publish_failed", dropped);
+        json_kv_u64(stdout, &first, "publish_refused", refused);
+        json_key(stdout, &first, "skipped");
+        printf("[");
+        for (size_t i = 0; i < sk->n; i++) {
+            int f = 1;
+            printf("%s{", i ? ", " : "");
+            json_kv_str(stdout, &f, "name", sk->v[i].name);
+            json_kv_str(stdout, &f, "reason", sk->v[i].why);
+            printf("}");
+        }
+        printf("]");
     }
     printf(", \"results\": [");
     for (size_t k = 0; k < r->variants; k++) {
@@ -181,7 +248,7 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
     for (size_t g = 0; g < ng; g++) v.graph_left[g] = kc_manifest_arch_count(m);
     kc_prewarm_options po = KC_PREWARM_OPTIONS_INIT;
     po.jobs = threads;
-    po.publish = publish;
+    po.publish = 0; /* the local hits are published below, each refusal named */
     po.progress = pw_progress;
     po.ctx = &v;
     kc_prewarm_report *r = NULL;
@@ -194,7 +261,14 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
         free(v.graph_left);
         return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
     }
-    uint64_t published = 0, dropped = 0;
+    uint64_t published = 0, dropped = 0, refused = 0;
+    pw_skips sk = {NULL, 0, 0};
+    for (size_t k = 0; publish && k < r->variants; k++) { /* local hits the remote may lack */
+        const kc_prewarm_result *x = &r->results[k];
+        kc_key key;
+        if (x->status == KC_OK && x->info.source == KC_FROM_DISK && kc_key_from_hex(&key, x->info.key) == KC_OK)
+            publish_hit(c, &key, kc_manifest_arch(m, x->arch), &sk);
+    }
     if (publish) {
         kc_cache_remote_flush(c);
         kc_cache_stats(c, &s1);
@@ -202,10 +276,14 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
         dropped = s1.v[KC_STAT_REMOTE_DROPPED] - s0.v[KC_STAT_REMOTE_DROPPED] +
                   s1.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_ERRORS] +
                   s1.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_TIMEOUTS];
+        refused = s1.v[KC_STAT_PUBLISH_REFUSED] - s0.v[KC_STAT_PUBLISH_REFUSED];
     }
+    char shown[512];
+    for (size_t i = 0; i < sk.n; i++)
+        fprintf(stderr, "kcache prewarm: %s: %s\n", sk.v[i].name, cli_shown(sk.v[i].why, shown, sizeof shown));
     if (v.tty && !json) fprintf(stderr, "\n");
     if (json) {
-        pw_print_json(r, m, &rs, publish, published, dropped);
+        pw_print_json(r, m, &rs, publish, published, dropped, refused, &sk);
     } else {
         printf("prewarm: %zu graphs, %zu variants: %zu compiled, %zu hits, %zu failed in %.1f s\n", r->graphs, r->variants,
                r->compiled + r->bypassed, r->hits, r->failed, r->seconds);
@@ -213,9 +291,12 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
             printf("compile units: %zu compiled (%.0f ms of NVRTC), %zu found stored\n", r->units_compiled, r->compile_ms,
                    r->units - r->units_compiled);
         if (publish)
-            printf("remote %s: %llu published, %llu not (see kcache stats)\n", rs.url, (unsigned long long)published,
-                   (unsigned long long)dropped);
+            printf("remote %s: %llu published, %llu not (see kcache stats), %llu refused (neither compiled here nor "
+                   "verified under a trusted key)\n", rs.url, (unsigned long long)published, (unsigned long long)dropped,
+                   (unsigned long long)refused);
     }
+    for (size_t i = 0; i < sk.n; i++) free(sk.v[i].why);
+    free(sk.v);
     size_t failed = r->failed;
     kc_prewarm_report_free(r);
     free(v.graph_left);

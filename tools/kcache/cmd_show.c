@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "kcache/sys/store.h" /* kc_provenance_read */
 
 static int cmd_show(const cli_settings *cs, int argc, char **argv);
 
@@ -177,6 +178,44 @@ static void print_digests(const kc_entry *e, int json) {
     if (json) printf("}");
 }
 
+/* The local file's provenance ([Note: provenance record] in src/store/local.c): where its bytes came
+ * from and what verified them, as this host recorded it — beside the ORIGIN the producer wrote. */
+static void print_provenance(const char *path, int json, int *first) {
+    kc_provenance p;
+    char buf[SHOWN_CAP], t[32];
+    int rc = kc_provenance_read(path, &p);
+    if (json) {
+        if (rc != KC_OK) return;
+        int f = 1;
+        json_key(stdout, first, "provenance");
+        printf("{");
+        json_kv_str(stdout, &f, "kind", kc_provenance_kind_name(p.kind));
+        json_kv_bool(stdout, &f, "recorded", p.recorded);
+        json_kv_bool(stdout, &f, "unavailable", p.unavailable);
+        if (p.source[0]) json_kv_str(stdout, &f, "source", p.source);
+        if (p.verifier[0]) json_kv_str(stdout, &f, "verifier", p.verifier);
+        if (p.created > 0) json_kv_u64(stdout, &f, "recorded_at", (uint64_t)p.created);
+        printf("}");
+        return;
+    }
+    if (rc != KC_OK) {
+        printf("  provenance unreadable: %s\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
+        return;
+    }
+    printf("  provenance ");
+    if (p.recorded && p.kind == KC_PROV_COMPILED) printf("compiled here");
+    else if (p.recorded) printf("%s %s verified=%s", kc_provenance_kind_name(p.kind), cli_shown(p.source, buf, sizeof buf), p.verifier);
+    else if (p.kind == KC_PROV_COMPILED) printf("compiled here (mode 0600; %s)", p.unavailable ? "the detail is unavailable: the "
+                                                 "file system keeps no extended attributes" : "no record beside the mode");
+    else printf("fetched or imported (mode 0400); where from is %s", p.unavailable ? "unavailable: the file system keeps no "
+                "extended attributes" : "not recorded");
+    if (p.recorded && p.created > 0) {
+        cli_iso_time(p.created, t, sizeof t);
+        printf(", %s", t);
+    }
+    printf("\n");
+}
+
 /* The head every object shares: name, file, creation time, toolchain (JSON: the object's opening fields). */
 static void print_head(const kc_cache_item *it, const kc_entry *e, const char *kind, int json, int first_obj) {
     char hex[KC_KEY_HEX_LEN + 1], t[32], buf[SHOWN_CAP];
@@ -196,6 +235,7 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         char v[KC_ORIGIN_VALUE_MAX + 1];
         for (size_t i = 0; i < sizeof origin_names / sizeof origin_names[0]; i++) /* ORIGIN: where it came from */
             if (kc_entry_origin(e, origin_names[i], v, sizeof v) == KC_OK) json_kv_str(stdout, &first, origin_names[i], v);
+        print_provenance(it->path, 1, &first);
         return;
     }
     printf("%s.%s  (%s)\n", hex, cli_shown(it->variant, buf, sizeof buf), kind);
@@ -213,6 +253,7 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         if (hc) printf("%sNVRTC %.1f ms", hh || hp || hm ? ", " : " ", strtod(cu, NULL) / 1e3);
         printf("\n");
     }
+    print_provenance(it->path, 0, NULL);
 }
 
 /* One image reference, in JSON or as two lines (the second: its kernels, for a graph's image). */

@@ -38,6 +38,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "kcache/sys/store.h" /* kc_provenance_read */
 
 static int cmd_sign(const cli_settings *cs, int argc, char **argv);
 
@@ -57,6 +58,7 @@ typedef struct sg_item {
     kc_key key;
     char variant[KC_VARIANT_MAX + 1];
     int own;
+    char why[KC_PROV_SOURCE_MAX + 160]; /* when not own: where it came from, as recorded */
 } sg_item;
 
 typedef struct sg_list {
@@ -79,6 +81,14 @@ static int collect(const kc_cache_item *it, void *ctx) {
     snprintf(s->variant, sizeof s->variant, "%s", it->variant);
     struct stat st; /* as kc_local_is_own: a regular file its owner may write */
     s->own = lstat(it->path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR);
+    s->why[0] = '\0';
+    kc_provenance p; /* the record says where from; the mode alone decided */
+    if (!s->own && kc_provenance_read(it->path, &p) == KC_OK && p.recorded)
+        snprintf(s->why, sizeof s->why, "%s %s verified=%s: not compiled here", kc_provenance_kind_name(p.kind), p.source,
+                 p.verifier);
+    else if (!s->own)
+        snprintf(s->why, sizeof s->why, "fetched or imported (mode 0400), %s: not compiled here",
+                 p.unavailable ? "the file system keeps no record of where from" : "no record of where from");
     return 0;
 }
 
@@ -151,6 +161,18 @@ static int sign_local(const cli_settings *cs, const char *keyfile, const char *k
             item_name(&l.v[i], name, sizeof name);
             printf("%s", k++ ? ", " : "");
             json_str(stdout, name);
+        }
+        printf("]");
+        json_key(stdout, &f, "skipped_reasons"); /* the same entries, in order, each with why */
+        printf("[");
+        for (size_t i = 0, k = 0; i < l.n; i++) {
+            if (l.v[i].own) continue;
+            int f2 = 1;
+            item_name(&l.v[i], name, sizeof name);
+            printf("%s{", k++ ? ", " : "");
+            json_kv_str(stdout, &f2, "name", name);
+            json_kv_str(stdout, &f2, "reason", l.v[i].why);
+            printf("}");
         }
         printf("]}\n");
     } else {
