@@ -5,6 +5,7 @@
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
  *                [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]
  *                [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]
+ *                [--write-synth DIR [--synth N]]
  *
  * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
  * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
@@ -745,7 +746,7 @@ void rm_rf(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-    const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL, *kcache = NULL;
+    const char *json = NULL, *plot = NULL, *kdir = KC_KERNELS_DIR, *nvspec = NULL, *kcache = NULL, *synth_dir = NULL;
     int floor_only = 0, gpu_only = 0, largest = 0, ws_only = 0, synth_n = 0, ws_runs = 0, ws_peers = 1, ws_evict = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -757,6 +758,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--warmstart-runs") && i + 1 < argc) ws_runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-peers")) ws_peers = 0;
         else if (!strcmp(argv[i], "--warmstart-evict") && i + 1 < argc) ws_evict = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--write-synth") && i + 1 < argc) synth_dir = argv[++i];
         else if (!strcmp(argv[i], "--largest") && i + 1 < argc) largest = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--plot") && i + 1 < argc) plot = argv[++i];
@@ -766,11 +768,21 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
                             "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n"
-                            "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n");
+                            "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
+                            "                    [--write-synth DIR [--synth N]]\n");
             return 2;
         }
     }
     if (nvspec) return measure_nvrtc_cache(nvspec);
+    if (synth_dir) { /* only write the synthetic manifest (e.g. to profile a warm start of it) */
+        char mpath[4200];
+        if (synth_manifest(synth_dir, synth_n > 0 ? synth_n : 300, arch, mpath, sizeof mpath)) {
+            fprintf(stderr, "kcache-bench: could not write the synthetic manifest in %s\n", synth_dir);
+            return 1;
+        }
+        printf("%s\n", mpath);
+        return 0;
+    }
     char self[4096];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = 0;
