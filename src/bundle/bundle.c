@@ -735,8 +735,16 @@ static const kc_image_ref *in_lacks(const in_local *m, const bundle_in *b, const
     return NULL;
 }
 
-/* Write one entry unless the cache holds the same bytes; a dry run only counts. */
-static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *rep, const kc_trust *trust, const char *path) {
+static void in_written(kc_bundle_report *rep, const item *it) {
+    rep->written++;
+    *(it->kind == KIND_IMAGE ? &rep->images_written : it->kind == KIND_UNIT ? &rep->units_written
+                                                                              : &rep->graphs_written) += 1;
+}
+
+/* Put one entry in the import's batch unless the cache holds the same bytes (queued[*nq] then);
+ * a dry run only counts. */
+static int in_put(kc_local *l, kc_local_batch *wb, const item *it, int dry_run, kc_bundle_report *rep,
+                  const item **queued, size_t *nq, const kc_trust *trust, const char *path) {
     void *old;
     size_t olen;
     if (l && kc_local_read(l, it->name, &old, &olen) == KC_OK) {
@@ -747,11 +755,10 @@ static int in_put(kc_local *l, const item *it, int dry_run, kc_bundle_report *re
     char who[KC_TRUST_WHO_MAX], origin[KC_PROV_SOURCE_MAX + 64]; /* [Note: provenance record] in local.c */
     kc_trust_verifier(trust, it->data, it->len, who); /* the bytes verify() checked */
     kc_provenance_format(origin, sizeof origin, KC_PROV_IMPORTED, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, who);
-    int rc = dry_run ? KC_OK : kc_local_put_origin(l, it->name, it->data, it->len, origin) /* [Note: provenance] */;
+    int rc = dry_run ? KC_OK : kc_local_batch_put(wb, it->name, it->data, it->len, 0400, origin) /* [Note: provenance] */;
     if (rc) return rc;
-    rep->written++;
-    *(it->kind == KIND_IMAGE ? &rep->images_written : it->kind == KIND_UNIT ? &rep->units_written
-                                                                              : &rep->graphs_written) += 1;
+    if (dry_run) in_written(rep, it);
+    else queued[(*nq)++] = it; /* counted once the batch's commit has renamed it */
     return KC_OK;
 }
 
@@ -771,10 +778,16 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     if (!dry_run && (!l || kc_cache_mode(c) != KC_CACHE_READWRITE)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
     in_local m = {NULL, NULL, 0};
     if (!rc) rc = in_local_find(&m, l, &b);
-    /* Images, unit records, graph entries, each durable before the next: no graph lands before its
-     * images.  An entry whose image is nowhere is left out, never written dangling. */
-    size_t done = 0;
-    for (int k = 0; k < NKINDS && !rc; k++)
+    /* Images, unit records, graph entries, in one batch of the store ([Note: batched puts] in
+     * store/local.c): every temporary written, one sync, the images renamed, one sync (the fence),
+     * the referrers renamed, one sync — no graph lands before its images are durable.  An entry whose
+     * image is nowhere is left out, never written dangling. */
+    kc_local_batch *wb = NULL;
+    const item **queued = NULL; /* what the batch holds, in its order */
+    size_t nq = 0;
+    if (!rc && !dry_run && !(queued = kc_calloc(b.n ? b.n : 1, sizeof *queued))) rc = kc_err(KC_ENOMEM, "import: out of memory");
+    if (!rc && !dry_run) rc = kc_local_batch_begin(l, &wb);
+    for (int k = 0; k < NKINDS && !rc; k++) {
         for (size_t i = 0; i < b.n && !rc; i++) {
             item *it = &b.items[i];
             const kc_image_ref *lack = it->kind == k ? in_lacks(&m, &b, it) : NULL;
@@ -787,12 +800,24 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
                     snprintf(rep.first_skipped, sizeof rep.first_skipped, "%s", it->name);
                 *(k == KIND_GRAPH ? &rep.graphs_skipped : &rep.units_skipped) += 1;
                 it->skipped = 1;
-            } else if (it->kind == k && (done++, rc = in_put(l, it, dry_run, &rep, kc_cache_trust_(c), path)) && rep.written) {
-                kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay "
-                              "in the cache; importing again writes the rest)", path, done, b.n, it->name,
-                              (unsigned long long)rep.written);
+            } else if (it->kind == k) {
+                rc = in_put(l, wb, it, dry_run, &rep, queued, &nq, kc_cache_trust_(c), path);
             }
         }
+        if (k == KIND_IMAGE) kc_local_batch_fence(wb);
+    }
+    size_t landed = 0;
+    if (wb && rc) kc_local_batch_abort(wb);
+    else if (wb) rc = kc_local_batch_commit(wb, &landed);
+    for (size_t i = 0; i < landed; i++) in_written(&rep, queued[i]);
+    if (rc && landed < nq && landed)
+        kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay "
+                      "in the cache; importing again writes the rest)", path, (size_t)rep.unchanged + landed + 1, b.n,
+                      queued[landed]->name, (unsigned long long)rep.written);
+    else if (rc && landed)
+        kc_err_prefix(rc, "bundle '%s': all %llu entries written, but not known to be durable (importing again "
+                      "writes any a crash loses)", path, (unsigned long long)rep.written);
+    free(queued);
     /* The toolchains whose entries are now here, for a host without NVRTC (cache/record.h). */
     for (size_t i = 0; !dry_run && !rc && i < b.n; i++) {
         kc_entry *e;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -35,8 +36,15 @@ void kc_fs_fault_clear(void) {
 
 long kc_fs_fault_count(void) { return __atomic_load_n(&fault_total, __ATOMIC_RELAXED); }
 
+static long crash_countdown; /* kc_fs_crash_at: 0 off */
+
+void kc_fs_crash_at(long nth) { __atomic_store_n(&crash_countdown, nth, __ATOMIC_RELEASE); }
+
 /* 0, or the errno to fail this call with. */
 static int fault(kc_fs_op op) {
+    if (__builtin_expect(__atomic_load_n(&crash_countdown, __ATOMIC_ACQUIRE) != 0, 0) &&
+        __atomic_sub_fetch(&crash_countdown, 1, __ATOMIC_ACQ_REL) == 0)
+        raise(SIGKILL);
     if (__builtin_expect(__atomic_load_n(&faults[op].countdown, __ATOMIC_ACQUIRE) == 0, 1)) return 0;
     long now = __atomic_sub_fetch(&faults[op].countdown, 1, __ATOMIC_ACQ_REL);
     if (now == 0) {
@@ -73,6 +81,16 @@ ssize_t kc_sys_read(int fd, void *p, size_t n) {
 int kc_sys_fsync(int fd) {
     KC_FAULT(KC_FS_FSYNC);
     return fsync(fd);
+}
+int kc_sys_syncfs(int fd) {
+    KC_FAULT(KC_FS_FSYNC);
+#ifdef __linux__
+    return syncfs(fd);
+#else
+    (void)fd;
+    sync();
+    return 0;
+#endif
 }
 int kc_sys_rename(const char *from, const char *to) {
     KC_FAULT(KC_FS_RENAME);

@@ -36,6 +36,9 @@ void kc_fs_fault_set(kc_fs_op op, long nth, int err, bool every);
 void kc_fs_fault_clear(void);
 /** How many faults have been injected so far (all ops). */
 long kc_fs_fault_count(void);
+/** Kill this process (SIGKILL) at the nth kc_sys_* call from now, any op, before it runs: a crash
+ *  at an exact step of a write path, for the crash tests.  nth == 0 turns it off. */
+void kc_fs_crash_at(long nth);
 
 /* Thin wrappers over the system calls, each a fault-injection point. */
 int kc_sys_open(const char *path, int flags, mode_t mode);
@@ -44,6 +47,10 @@ ssize_t kc_sys_read(int fd, void *p, size_t n);
 int kc_sys_fsync(int fd);
 int kc_sys_rename(const char *from, const char *to);
 int kc_sys_unlink(const char *path);
+/** syncfs(2) of the file system that holds open descriptor `fd` (every dirty file and folder on
+ *  it); a fault point of KC_FS_FSYNC.  Where there is no syncfs, sync(2).  The local store's
+ *  batches use it ([Note: batched puts] in store/local.c). */
+int kc_sys_syncfs(int fd);
 
 /** Create `path` and its missing parents with `mode`. */
 int kc_fs_mkdirs(const char *path, mode_t mode);

@@ -53,6 +53,23 @@ int kc_local_put_origin(kc_local *l, const char *name, const void *data, size_t 
 void kc_local_xattr_fault_(int err);
 /** 1 when `name` was written by this cache's own compile, 0 when it came from elsewhere, KC_MISS when absent. */
 int kc_local_is_own(kc_local *l, const char *name);
+
+/**
+ * A batch of puts made durable together ([Note: batched puts] in local.c): each put writes its
+ * object's temporary file (no sync); commit syncs the file system once, renames group by group
+ * (kc_local_batch_fence ends a group) with one sync after each, and frees the batch; abort
+ * removes the temporaries and frees it.  `mode` and `origin` as kc_local_put / kc_local_put_origin
+ * take them ([Note: provenance]; origin NULL: none).  *renamed: how many objects, in put order,
+ * are under their names (all on KC_OK; a failed put or commit says why).
+ */
+typedef struct kc_local_batch kc_local_batch;
+int kc_local_batch_begin(kc_local *l, kc_local_batch **out);
+int kc_local_batch_put(kc_local_batch *b, const char *name, const void *data, size_t len, unsigned mode,
+                       const char *origin);
+/** What was put before is renamed and durable before anything put after is renamed. */
+void kc_local_batch_fence(kc_local_batch *b);
+int kc_local_batch_commit(kc_local_batch *b, size_t *renamed);
+void kc_local_batch_abort(kc_local_batch *b);
 int kc_local_exists(kc_local *l, const char *name);
 int kc_local_remove(kc_local *l, const char *name);
 int kc_local_quarantine(kc_local *l, const char *name);
