@@ -243,6 +243,18 @@ KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, siz
  */
 KC_API int kc_entry_decode_as(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant);
 
+/**
+ * Check stored entry bytes as kc_entry_decode_as would — every check of a decode, the identity
+ * (`key`, `variant`) included — without inflating its sections or building an entry: for a
+ * caller that needs to know an object is intact and the one asked for, not its bytes (a
+ * compile-only hit: [Note: checked, not inflated] in src/entry/entry.c).  With `section` ≥ 0,
+ * `*raw_len` (when not NULL) is that section's raw length, and an entry without it is
+ * KC_ECORRUPT.  KC_OK; KC_ECORRUPT with the reason; KC_ENOMEM; KC_EINVAL for a NULL argument.
+ * It does not check an image's XXH3-128 over its raw bytes (kc_image_entry_read does).
+ */
+KC_API int kc_entry_check_stored(const void *data, size_t len, const kc_key *key, const char *variant, int section,
+                                 uint64_t *raw_len);
+
 /** The format version of encoded entry bytes (from its fixed header), or -1 when they carry no
  *  entry header at all; reads nothing else (gc tells an older format from a corrupt entry). */
 KC_API int kc_entry_peek_version(const void *data, size_t len);
@@ -273,6 +285,19 @@ KC_API int kc_image_ref_equal(const kc_image_ref *a, const kc_image_ref *b);
 
 /** The image object of `bytes` (len ref->len, copied) under "<ref->id>.img".  Free with kc_entry_free. */
 KC_API int kc_image_entry_new(kc_entry **out, const kc_image_ref *ref, const void *bytes);
+
+/**
+ * Decode as kc_entry_decode_as, every check included, but keep only the sections whose bit
+ * (1u << type) is set in `sections`: the others are checked, not inflated, and META's named
+ * digests are kept only with the META bit ([Note: checked, not inflated]).  With `sections` ~0u
+ * it is kc_entry_decode_as.  A partly decoded entry is refused by kc_entry_encode (KC_EINVAL).
+ */
+KC_API int kc_entry_decode_some(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant,
+                                unsigned sections);
+
+/** The raw length of the IMAGE section of `ref`'s image object: its reference's encoding and
+ *  the bytes (a check without inflating: kc_entry_check_stored). */
+KC_API uint64_t kc_image_section_len(const kc_image_ref *ref);
 
 /**
  * Read an image object: its reference and its bytes (borrowed from `e`).  Checks the grammar,

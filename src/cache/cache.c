@@ -402,6 +402,17 @@ int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_
     return kc_tiers_get_local(c->tiers, key, variant, out);
 }
 
+int kc_cache_get_local_some_(kc_cache *c, const kc_key *key, const char *variant, unsigned sections, kc_entry **out) {
+    *out = NULL;
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    return kc_tiers_get_local_some(c->tiers, key, variant, sections, out);
+}
+
+int kc_cache_check_local_(kc_cache *c, const kc_key *key, const char *variant, int section, uint64_t *raw_len) {
+    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    return kc_tiers_check_local(c->tiers, key, variant, section, raw_len);
+}
+
 int kc_cache_remote_fetch_(kc_cache *c, const kc_key *key, const char *const *variants, size_t n, size_t *which,
                            kc_entry **out, void **raw, size_t *raw_len) {
     *out = NULL;

@@ -45,6 +45,10 @@ int kc_cache_keep_local_(kc_cache *c, const kc_key *key, const char *variant, co
  * decides what a miss is.
  */
 int kc_cache_get_local_(kc_cache *c, const kc_key *key, const char *variant, kc_entry **out);
+/* As kc_cache_get_local_, keeping only `sections` (kc_tiers_get_local_some). */
+int kc_cache_get_local_some_(kc_cache *c, const kc_key *key, const char *variant, unsigned sections, kc_entry **out);
+/* The local object only checked, not inflated (kc_tiers_check_local). */
+int kc_cache_check_local_(kc_cache *c, const kc_key *key, const char *variant, int section, uint64_t *raw_len);
 
 /** 1 when the cache was opened must-hit (KC_OPEN_REQUIRE_HIT, KCACHE_REQUIRE_HIT=1): no NVRTC on a lookup. */
 int kc_cache_require_hit_(const kc_cache *c);

@@ -67,6 +67,7 @@ struct kc_entry {
     uint64_t created_at;
     struct attached { uint8_t *data; size_t len; } *att; /* images in memory, never encoded (entry.h) */
     size_t natt;
+    int partial; /* kc_entry_decode_some: some sections or META's digests left out; never encoded */
 };
 
 /* ---- per-thread zstd contexts (freed at thread exit) ---- */
@@ -106,7 +107,7 @@ int kc_entry_new(kc_entry **out, const kc_key *key, const char *variant) {
     kc_entry *e = kc_calloc(1, sizeof *e);
     if (!e) return kc_err(KC_ENOMEM, "kc_entry_new: out of memory");
     e->key = *key;
-    snprintf(e->variant, sizeof e->variant, "%s", variant);
+    memcpy(e->variant, variant, strlen(variant) + 1); /* checked: at most KC_VARIANT_MAX */
     *out = e;
     return KC_OK;
 }
@@ -368,6 +369,7 @@ int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
     if (!e || !out || !out_len) return kc_err(KC_EINVAL, "kc_entry_encode: NULL argument");
     *out = NULL;
     *out_len = 0;
+    if (e->partial) return kc_err(KC_EINVAL, "kc_entry_encode: a partly decoded entry (kc_entry_decode_some) is never encoded");
     kc_buf meta = {0}, b = {0};
     stored st[NTYPES];
     int nst = 0, rc;
@@ -471,7 +473,9 @@ done:
 /* ---- decode ---- */
 
 
-static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
+/* META's records into `e`, its digests only when `digests`; `e` NULL: only checked
+ * (kc_entry_check_stored). */
+static int decode_meta(kc_entry *e, const uint8_t *p, size_t n, int digests) {
     kc_reader r = kc_reader_make(p, n);
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count > MAX_DIGESTS) return CORRUPT("META digest count %u", count);
@@ -486,24 +490,40 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
         if (strlen(tmp) != nl) return CORRUPT("META digest name %u holds a NUL", i);
         kc_digest d;
         memcpy(d.bytes, dig, 16);
-        int rc = kc_entry_add_digest(e, tmp, &d);
+        int rc = e && digests ? kc_entry_add_digest(e, tmp, &d) : KC_OK;
         if (rc) return rc;
     }
-    e->created_at = kc_rd_next_u64(&r);
+    uint64_t created = kc_rd_next_u64(&r);
     uint16_t tl = kc_rd_next_u16(&r);
     const uint8_t *tc = kc_rd_bytes(&r, tl);
     if (r.bad) return CORRUPT("META is truncated");
     if (r.left != 0) return CORRUPT("META has %zu trailing bytes", r.left);
     if (tl > 255 || memchr(tc, 0, tl)) return CORRUPT("META toolchain is malformed");
-    memcpy(e->toolchain, tc, tl);
-    e->toolchain[tl] = '\0';
+    if (e) {
+        e->created_at = created;
+        memcpy(e->toolchain, tc, tl);
+        e->toolchain[tl] = '\0';
+    }
     return KC_OK;
 }
 
-int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
-    if (out) *out = NULL; /* on every failure too */
-    if (!out || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_decode: NULL argument");
-    *out = NULL;
+/*
+ * [Note: checked, not inflated] A hit that only confirms an entry is stored (kc_graph_compile,
+ * prewarm: nothing is loaded) needs its objects intact, not their bytes.  decode() with
+ * `out` NULL runs every check a decode runs on the container — header, table, sizes and ratio
+ * caps, the XXH3-64 of every section's stored bytes, a zstd frame's declared sizes — but
+ * inflates no section and parses no META: the checksum already proves the stored bytes are the
+ * ones written, and a frame's header proves what it inflates to; ORIGIN alone is always read
+ * (it is small, and its records are validated).  What it cannot check is an
+ * image's XXH3-128 over its raw bytes (that needs them); a local image is named by that
+ * digest when this cache writes it, and an image from outside is checked in full before it is
+ * kept (resolve.c), so a local object that passes this check is the object its name says.
+ * A load decodes in full, as before.  kc_entry_decode_some is the middle way, for a graph entry
+ * of such a hit: the sections asked for are inflated and kept, the others only checked, and
+ * META's digests (a key's parts, for explain) left out; such an entry is marked partial and is
+ * never encoded again.
+ */
+static int decode(kc_entry **out, const void *data, size_t len, int want_type, uint64_t *want_raw, unsigned keep) {
     const uint8_t *h = data;
     if (len < HEADER_SIZE) return CORRUPT("%zu bytes is shorter than the %d-byte header", len, HEADER_SIZE);
     if (memcmp(h, MAGIC, 8) != 0) return CORRUPT("bad magic");
@@ -540,8 +560,8 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
     size_t end = len - trailer;
     kc_key key;
     memcpy(key.bytes, h + 16, 16);
-    kc_entry *e;
-    int rc = kc_entry_new(&e, &key, variant);
+    kc_entry *e = NULL;
+    int rc = out ? kc_entry_new(&e, &key, variant) : KC_OK;
     if (rc) return rc;
     zctx *z = NULL;
     /* Pass one over the table: every declared size bounded ([Note: sizes] in entry.h), before
@@ -591,6 +611,20 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
         uint64_t off = kc_rd_u64(d + 24), sum = kc_rd_u64(d + 32);
         const uint8_t *src = h + off;
         if (XXH3_64bits(src, (size_t)stored_len) != sum) { rc = CORRUPT("section %u checksum mismatch", i); goto fail; }
+        if ((int)type == want_type && want_raw) *want_raw = raw_len;
+        int kept = out && (keep & (1u << type));
+        if (!kept && type != KC_SECTION_ORIGIN) { /* [Note: checked, not inflated] */
+            seen_meta |= type == KC_SECTION_META;
+            if (codec != KC_CODEC_NONE) {
+                unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)stored_len);
+                size_t fsz = ZSTD_findFrameCompressedSize(src, (size_t)stored_len);
+                if (fcs != raw_len || ZSTD_isError(fsz) || fsz != stored_len) {
+                    rc = CORRUPT("section %u does not decompress to its length", i);
+                    goto fail;
+                }
+            }
+            continue;
+        }
         uint8_t *raw = kc_malloc((size_t)raw_len);
         if (!raw) { rc = kc_err(KC_ENOMEM, "decoding entry: out of memory"); goto fail; }
         if (codec == KC_CODEC_NONE) {
@@ -615,13 +649,15 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
             }
         }
         if (type == KC_SECTION_META) {
-            rc = decode_meta(e, raw, (size_t)raw_len);
+            rc = decode_meta(e, raw, (size_t)raw_len, kept);
             free(raw);
             if (rc) goto fail;
             seen_meta = 1;
         } else if (type == KC_SECTION_ORIGIN && (rc = origin_scan(raw, (size_t)raw_len, NULL, NULL, NULL)) != KC_OK) {
             free(raw);
             goto fail;
+        } else if (!kept) {
+            free(raw); /* ORIGIN, checked and not kept */
         } else {
             e->sec[type].data = raw;
             e->sec[type].len = (size_t)raw_len;
@@ -629,11 +665,53 @@ int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
         }
     }
     if (!seen_meta) { rc = CORRUPT("no META section"); goto fail; }
-    *out = e;
+    if (out) *out = e;
     return KC_OK;
 fail:
     kc_entry_free(e);
     return rc;
+}
+
+int kc_entry_decode(kc_entry **out, const void *data, size_t len) {
+    if (out) *out = NULL; /* on every failure too */
+    if (!out || (!data && len)) return kc_err(KC_EINVAL, "kc_entry_decode: NULL argument");
+    return decode(out, data, len, -1, NULL, ~0u);
+}
+
+int kc_entry_decode_some(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant,
+                         unsigned sections) {
+    if (out) *out = NULL; /* on every failure too */
+    if (!out || (!data && len) || !key || !variant) return kc_err(KC_EINVAL, "kc_entry_decode_some: NULL argument");
+    kc_entry *e;
+    int rc = decode(&e, data, len, -1, NULL, sections);
+    if (rc) return rc;
+    if (memcmp(e->key.bytes, key->bytes, sizeof key->bytes) != 0 || strcmp(e->variant, variant) != 0) {
+        kc_entry_free(e);
+        return CORRUPT("it holds another key or variant than its name");
+    }
+    e->partial = sections != ~0u;
+    *out = e;
+    return KC_OK;
+}
+
+int kc_entry_check_stored(const void *data, size_t len, const kc_key *key, const char *variant, int section,
+                          uint64_t *raw_len) {
+    if (raw_len) *raw_len = 0;
+    if (!data || !key || !variant) return kc_err(KC_EINVAL, "kc_entry_check_stored: NULL argument");
+    uint64_t got = UINT64_MAX;
+    int rc = decode(NULL, data, len, section, &got, 0);
+    if (rc) return rc;
+    /* decode() checked the header's variant field; the name's promise is checked here, as in
+     * kc_entry_decode_as. */
+    const uint8_t *h = data;
+    char v[33];
+    memcpy(v, h + 32, 32);
+    v[32] = '\0';
+    if (memcmp(h + 16, key->bytes, sizeof key->bytes) != 0 || strcmp(v, variant) != 0)
+        return CORRUPT("it holds another key or variant than its name");
+    if (section >= 0 && got == UINT64_MAX) return CORRUPT("it has no section of type %d", section);
+    if (raw_len) *raw_len = got;
+    return KC_OK;
 }
 
 /* ---- authentication ([Note: MAC]) ----
@@ -744,16 +822,7 @@ int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr, char 
 /* The identity check: a store name promises a key and a variant, and only an entry that keeps
  * the promise is used (one place, for every tier, verify and export). */
 int kc_entry_decode_as(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant) {
-    if (!out) return kc_err(KC_EINVAL, "kc_entry_decode_as: NULL argument");
-    *out = NULL;
-    if (!key || !variant) return kc_err(KC_EINVAL, "kc_entry_decode_as: NULL argument");
-    kc_entry *e;
-    int rc = kc_entry_decode(&e, data, len);
-    if (rc) return rc;
-    if (memcmp(e->key.bytes, key->bytes, sizeof key->bytes) != 0 || strcmp(e->variant, variant) != 0) {
-        kc_entry_free(e);
-        return CORRUPT("it holds another key or variant than its name");
-    }
-    *out = e;
-    return KC_OK;
+    if (out) *out = NULL;
+    if (!out || !key || !variant) return kc_err(KC_EINVAL, "kc_entry_decode_as: NULL argument");
+    return kc_entry_decode_some(out, data, len, key, variant, ~0u);
 }

@@ -95,6 +95,10 @@ static int section_of(const kc_entry *e, kc_section_type type, const char *what,
 
 /* ---- image objects ---- */
 
+uint64_t kc_image_section_len(const kc_image_ref *ref) { /* put_ref's encoding, then the bytes */
+    return ref ? 16 + 32 + 4 + strlen(ref->target) + 1 + 8 + ref->len : 0;
+}
+
 int kc_image_entry_new(kc_entry **out, const kc_image_ref *ref, const void *bytes) {
     if (out) *out = NULL; /* on every failure too */
     if (!out || !ref || !bytes) return kc_err(KC_EINVAL, "kc_image_entry_new: NULL argument");

@@ -249,7 +249,10 @@ static int local_graph(kc_cache *c, const kc_key *key, const char *variant, int 
     /* `why` NULL: a look again under the compile lock, whose lookup counted its own detail already */
     *out = NULL;
     kc_entry *e;
-    int rc = kc_cache_get_local_(c, key, variant, &e);
+    /* A compile-only hit needs its graph entry's images and origin, nothing else ([Note: checked,
+     * not inflated] in src/entry/entry.c); a load needs all of it. */
+    unsigned sections = attach ? ~0u : 1u << KC_SECTION_IMAGES | 1u << KC_SECTION_ORIGIN;
+    int rc = kc_cache_get_local_some_(c, key, variant, sections, &e);
     if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
     if (rc == KC_ECORRUPT && why && kc_cache_strict_(c))
         return kc_err_prefix(KC_ECORRUPT, "strict (KCACHE_STRICT): the stored %s entry was corrupt (quarantined)", variant);

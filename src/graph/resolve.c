@@ -30,6 +30,18 @@ static void describe(const kc_image_ref *r, char *out, size_t cap) {
  * quarantined by a use's read, or not the image referred to).  `use`: a lookup's read, which
  * refreshes the image's LRU time; a maintenance read (show, extract) leaves it. */
 static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref, int attach, int use) {
+    if (!attach && use) { /* a compile-only hit: intact and the one referred to ([Note: checked, not inflated]) */
+        uint64_t raw_len;
+        int rc = kc_cache_check_local_(c, &ref->id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, &raw_len);
+        if (rc == KC_OK && raw_len != kc_image_section_len(ref)) {
+            char what[128];
+            describe(ref, what, sizeof what);
+            kc_log(KC_LOG_STORE, "local image %s: its IMAGE section is %llu bytes, not its reference's", what,
+                   (unsigned long long)raw_len);
+            rc = KC_MISS;
+        }
+        return rc == KC_OK ? KC_OK : KC_MISS;
+    }
     kc_entry *img;
     int rc = use ? kc_cache_get_local_(c, &ref->id, KC_VARIANT_IMAGE, &img) : kc_cache_peek(c, &ref->id, KC_VARIANT_IMAGE, &img);
     if (rc != KC_OK) return KC_MISS;

@@ -85,7 +85,17 @@ bool kc_local_readonly(const kc_local *l, bool *found) {
 }
 
 void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%.2s/%s" ENTRY_SUFFIX, l->v1, name, name);
+    /* "<v1>/<2 hex>/<name>.kce" by copies where it fits (every lookup builds two), else snprintf's truncation */
+    size_t dl = strlen(l->v1), nl = strlen(name), sl = sizeof ENTRY_SUFFIX - 1;
+    if (nl < 2 || dl + 4 + nl + sl >= cap) {
+        snprintf(out, cap, "%s/%.2s/%s" ENTRY_SUFFIX, l->v1, name, name);
+        return;
+    }
+    char *p = out;
+    memcpy(p, l->v1, dl), p += dl, *p++ = '/';
+    memcpy(p, name, 2), p += 2, *p++ = '/';
+    memcpy(p, name, nl), p += nl;
+    memcpy(p, ENTRY_SUFFIX, sl + 1);
 }
 
 static int real_dirs(const kc_local *l, const char *sub);

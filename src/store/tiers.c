@@ -351,26 +351,31 @@ static int quarantine(kc_store_backend *b, const char *name) {
     return b->quarantine ? b->quarantine(b, name) : b->remove(b, name);
 }
 
+/* The local object's bytes, or KC_MISS (absent; unreadable: counted as a store error). */
+static int local_raw(kc_tiers *t, tier *l, const char *name, int shard, void **data, size_t *len) {
+    int rc = l->b->get(l->b, name, data, len);
+    if (rc == KC_OK || rc == KC_MISS) return rc;
+    kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message); /* a cache-side error costs a miss */
+    count(t, shard, KC_STAT_STORE_ERRORS);
+    return kc_err(KC_MISS, "no entry %s", name);
+}
+
 int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_entry **out) {
+    return kc_tiers_get_local_some(t, key, variant, ~0u, out);
+}
+
+int kc_tiers_get_local_some(kc_tiers *t, const kc_key *key, const char *variant, unsigned sections, kc_entry **out) {
     *out = NULL;
     char name[KC_NAME_MAX + 1];
     kc_store_name(key, variant, name);
     tier *l = local_tier(t);
     if (!l) return kc_err(KC_MISS, "no entry %s", name);
-    int shard = key->bytes[0];
     void *data;
     size_t len;
-    int rc = l->b->get(l->b, name, &data, &len);
-    if (rc != KC_OK) {
-        if (rc != KC_MISS) {
-            /* A cache-side error costs a miss, never a failure. */
-            kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message);
-            count(t, shard, KC_STAT_STORE_ERRORS);
-        }
-        return kc_err(KC_MISS, "no entry %s", name);
-    }
+    int rc = local_raw(t, l, name, key->bytes[0], &data, &len);
+    if (rc != KC_OK) return kc_err(KC_MISS, "no entry %s", name);
     kc_entry *e;
-    rc = kc_entry_decode_as(&e, data, len, key, variant);
+    rc = kc_entry_decode_some(&e, data, len, key, variant, sections);
     free(data);
     if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to decode %s", name);
     if (rc != KC_OK) {
@@ -379,6 +384,26 @@ int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_e
         return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
     }
     *out = e;
+    return KC_OK;
+}
+
+int kc_tiers_check_local(kc_tiers *t, const kc_key *key, const char *variant, int section, uint64_t *raw_len) {
+    char name[KC_NAME_MAX + 1];
+    kc_store_name(key, variant, name);
+    tier *l = local_tier(t);
+    if (!l) return kc_err(KC_MISS, "no entry %s", name);
+    void *data;
+    size_t len;
+    int rc = local_raw(t, l, name, key->bytes[0], &data, &len);
+    if (rc != KC_OK) return kc_err(KC_MISS, "no entry %s", name);
+    rc = kc_entry_check_stored(data, len, key, variant, section, raw_len);
+    free(data);
+    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to check %s", name);
+    if (rc != KC_OK) {
+        kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
+        quarantine(l->b, name);
+        return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
+    }
     return KC_OK;
 }
 

@@ -92,6 +92,13 @@ int kc_tiers_has_remote(const kc_tiers *t);
  */
 int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_entry **out);
 
+/** As kc_tiers_get_local, keeping only `sections` (kc_entry_decode_some: a partial entry). */
+int kc_tiers_get_local_some(kc_tiers *t, const kc_key *key, const char *variant, unsigned sections, kc_entry **out);
+
+/** As kc_tiers_get_local, but the object is only checked, not inflated (kc_entry_check_stored):
+ *  KC_OK with `*raw_len` the raw length of its `section`; KC_MISS; KC_ECORRUPT (quarantined). */
+int kc_tiers_check_local(kc_tiers *t, const kc_key *key, const char *variant, int section, uint64_t *raw_len);
+
 /**
  * Look `key` up in the remote tiers, in order, under the first present of `variants` (one
  * round trip each when the backend has get_first; at most 24 names): authenticated,

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "common/internal.h"
+#include "fuzz/harness.h" /* fz_fix_entry: a container's checksums made right */
 #include "kcache.h"
 
 #define GOLDEN_TIME 1700000000123456789ull
@@ -719,6 +720,101 @@ static void golden(kc_entry *e, const char *name, uint8_t **out, size_t *out_len
     *out_len = glen;
 }
 
+/* ---- kc_entry_check_stored ([Note: checked, not inflated]) ---- */
+
+/* The encoded bytes of an image object of `n` compressible bytes (its IMAGE section is zstd). */
+static void *compressible_image(kc_image_ref *r, size_t n, size_t *len) {
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)("cubin-like text "[i % 16] ^ (i / 4096));
+    assert_int_equal(kc_image_ref_make(r, "sm_90", 0, b, n), KC_OK);
+    kc_entry *e;
+    assert_int_equal(kc_image_entry_new(&e, r, b), KC_OK);
+    free(b);
+    kc_entry_set_created_at(e, GOLDEN_TIME);
+    void *bytes;
+    assert_int_equal(kc_entry_encode(e, &bytes, len), KC_OK);
+    kc_entry_free(e);
+    return bytes;
+}
+
+/* The stored bytes of section `type`: its offset and length (from the section table). */
+static void section_at(const uint8_t *p, kc_section_type type, size_t *off, size_t *stored, uint32_t *codec) {
+    uint32_t nsec = fz_rd32(p + 72);
+    for (uint32_t i = 0; i < nsec; i++) {
+        const uint8_t *d = p + 96 + (size_t)i * 40;
+        if (fz_rd32(d) != (uint32_t)type) continue;
+        *codec = fz_rd32(d + 4), *stored = (size_t)fz_rd64(d + 16), *off = (size_t)fz_rd64(d + 24);
+        return;
+    }
+    fail_msg("no section %d", (int)type);
+}
+
+static void test_check_stored(void **state) {
+    (void)state;
+    kc_image_ref r;
+    size_t len;
+    uint8_t *p = compressible_image(&r, 64 * 1024, &len);
+    uint64_t raw = 0;
+    assert_int_equal(kc_entry_check_stored(p, len, &r.id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, &raw), KC_OK);
+    assert_int_equal(raw, kc_image_section_len(&r));
+    size_t off = 0, stored = 0;
+    uint32_t codec = 0;
+    section_at(p, KC_SECTION_IMAGE, &off, &stored, &codec);
+    assert_int_equal(codec, KC_CODEC_ZSTD); /* so that what follows is about inflating */
+    assert_true(stored < raw / 4);
+    /* The name's promise: another key, another variant, a section it lacks. */
+    kc_key other = r.id;
+    other.bytes[15] ^= 1;
+    assert_int_equal(kc_entry_check_stored(p, len, &other, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, &raw), KC_ECORRUPT);
+    expect_msg("another key or variant");
+    assert_int_equal(raw, 0);
+    assert_int_equal(kc_entry_check_stored(p, len, &r.id, "sm_90", KC_SECTION_IMAGE, NULL), KC_ECORRUPT);
+    assert_int_equal(kc_entry_check_stored(p, len, &r.id, KC_VARIANT_IMAGE, KC_SECTION_IMAGES, NULL), KC_ECORRUPT);
+    expect_msg("no section");
+    assert_int_equal(kc_entry_check_stored(NULL, len, &r.id, KC_VARIANT_IMAGE, -1, NULL), KC_EINVAL);
+    /* Any byte flipped, anywhere, is refused, as a decode refuses it; so is a truncation. */
+    for (size_t at = 0; at < len; at += 53) {
+        p[at] ^= 0x04;
+        kc_entry *d = NULL;
+        if (kc_entry_check_stored(p, len, &r.id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, NULL) != KC_ECORRUPT)
+            fail_msg("byte %zu of %zu flipped passed the check", at, len);
+        assert_int_equal(kc_entry_decode_as(&d, p, len, &r.id, KC_VARIANT_IMAGE), KC_ECORRUPT);
+        p[at] ^= 0x04;
+    }
+    assert_int_equal(kc_entry_check_stored(p, len - 1, &r.id, KC_VARIANT_IMAGE, -1, NULL), KC_ECORRUPT);
+    /* A frame that declares another size than its section's is refused without inflating it. */
+    uint8_t *q = malloc(len);
+    assert_non_null(q);
+    memcpy(q, p, len);
+    uint8_t *d0 = q + 96;
+    uint32_t nsec = fz_rd32(q + 72);
+    for (uint32_t i = 0; i < nsec; i++, d0 += 40)
+        if (fz_rd32(d0) == KC_SECTION_IMAGE) fz_wr64(d0 + 8, fz_rd64(d0 + 8) - 1); /* raw length - 1 */
+    fz_fix_entry(q, len);
+    assert_int_equal(kc_entry_check_stored(q, len, &r.id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, NULL), KC_ECORRUPT);
+    expect_msg("decompress to its length");
+    /* The contract: the compressed bytes are checked, not inflated.  A zstd payload changed
+     * inside with every checksum made right again (what no writer of this library produces)
+     * passes the check; the full read — decode, then the image's XXH3-128 — refuses it. */
+    int inflate_fails = 0;
+    for (size_t at = off + 12; at < off + stored - 4; at++) { /* past the frame header */
+        memcpy(q, p, len);
+        q[at] ^= 0x5a;
+        fz_fix_entry(q, len);
+        assert_int_equal(kc_entry_check_stored(q, len, &r.id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, NULL), KC_OK);
+        kc_entry *d = NULL;
+        int rc = kc_entry_decode_as(&d, q, len, &r.id, KC_VARIANT_IMAGE);
+        inflate_fails += rc == KC_ECORRUPT && strstr(kc_error_last()->message, "decompress") != NULL;
+        if (rc == KC_OK) rc = kc_image_entry_read(d, &r, 0, NULL, NULL, NULL);
+        if (rc != KC_ECORRUPT) fail_msg("payload byte %zu changed was read in full", at - off);
+        kc_entry_free(d);
+    }
+    assert_true(inflate_fails > 0); /* some of those did not even inflate, and the check took them */
+    free(q);
+    kc_free(p);
+}
+
 static void test_golden_image(void **state) {
     (void)state;
     uint8_t b[300];
@@ -791,6 +887,7 @@ int main(void) {
         cmocka_unit_test(test_malformed_unit_records),
         cmocka_unit_test(test_a_target_with_a_nul_is_corrupt),
         cmocka_unit_test(test_peek_version),
+        cmocka_unit_test(test_check_stored),
         cmocka_unit_test(test_golden_image),
         cmocka_unit_test(test_golden_unit),
     };
