@@ -235,7 +235,7 @@ static void bench_graph(const char *self, const char *spec, const char *dir, gre
     g->warm_key = summarize(vk, nwarm);
     g->warm_lookup = summarize(vl, nwarm);
     free(vk), free(vl);
-    bench_levels(c, &key, dir, nwarm, &g->lv);
+    bench_levels(c, d, &key, dir, nwarm, &g->lv);
     if (!g->lv.have) {
         fprintf(stderr, "kcache-bench: %s: the limit: %s\n", g->name, g->lv.why);
         exit(1);
@@ -661,6 +661,29 @@ static void fmt_us(double us, char *out, size_t cap) {
  *          decode, checks, attach), plus what one file must still do with those bytes at the limit,
  *          warm - resolve + (one file - entry read).
  */
+/*
+ * Each in-process hit over its own floor, measured in the same loop on the same files
+ * (levels.c): a compile-path hit (warm: kc_graph_compile, images checked, not inflated) over
+ * read + check; a lookup that hands out the bytes (key, graph entry, images attached) over
+ * read + check + inflate (the limit).  r_wc, r_fl per graph; m[0], m[1] their medians.
+ */
+static void print_in_process(const gres *g, int ns, double *r_wc, double *r_fl, double *m) {
+    printf("\nin-process hits over their floors (median [p10 .. p90]):\n%-14s %22s %22s %9s %22s %22s %9s\n", "graph",
+           "compile-path hit", "read+check", "ratio", "lookup with bytes", "read+check+inflate", "ratio");
+    double a[32], b[32];
+    for (int i = 0; i < ns; i++) {
+        const levels_res *l = &g[i].lv;
+        r_wc[i] = a[i] = ratio(g[i].warm.med, l->check.med);
+        r_fl[i] = b[i] = ratio(l->fetch.med, l->limit.med);
+        printf("%-14s %7.1f [%5.1f .. %5.1f] %7.1f [%5.1f .. %5.1f] %8.2fx %7.1f [%5.1f .. %5.1f] %7.1f [%5.1f .. %5.1f] %8.2fx\n",
+               g[i].name, g[i].warm.med, g[i].warm.p10, g[i].warm.p90, l->check.med, l->check.p10, l->check.p90, a[i],
+               l->fetch.med, l->fetch.p10, l->fetch.p90, l->limit.med, l->limit.p10, l->limit.p90, b[i]);
+    }
+    m[0] = median_of(a, ns), m[1] = median_of(b, ns);
+    printf("medians: compile-path hit / read+check %.2fx (target <= 1.2x); lookup with bytes / read+check+inflate "
+           "%.2fx (target <= 1.1x)\n", m[0], m[1]);
+}
+
 static double warm_one_file_reads(const gres *g) { return g->warm.med - (g->lv.limit.med - g->lv.one_file.med); }
 static double warm_one_file_lib(const gres *g) {
     return g->warm.med - g->lv.resolve.med + (g->lv.one_file.med - g->lv.entry_read.med);
@@ -925,6 +948,8 @@ int main(int argc, char **argv) {
                       nlib ? median_of(libv, nlib) : NAN, nlib ? libv[nlib - 1] : NAN};
     printf("\nmedians over graphs: cold/warm %.0fx   warm/limit %.2fx   ccache-warm/kcache-warm %.0fx   "
            "nvrtc-own-cache/kcache-warm %.0fx\n", m_cw, m_wl, m_ccw, m_nv);
+    double r_wc[32], r_fl[32], m_in[2];
+    print_in_process(g, ns, r_wc, r_fl, m_in);
     print_levels(g, ns, r_rd, r_lib, m_lv);
 
     /* a second static shape, per graph with a symbolic dimension */
@@ -1047,6 +1072,10 @@ int main(int argc, char **argv) {
             jstat(f, "limit_images", g[i].lv.image_reads);
             jstat(f, "limit_one_file", g[i].lv.one_file);
             jstat(f, "resolve", g[i].lv.resolve);
+            jstat(f, "read_check", g[i].lv.check);
+            jstat(f, "lookup_with_bytes", g[i].lv.fetch);
+            jnum(f, "warm_over_read_check", r_wc[i], 0);
+            jnum(f, "lookup_with_bytes_over_limit", r_fl[i], 0);
             jnum(f, "warm_one_file_reads_us", warm_one_file_reads(&g[i]), 0);
             jnum(f, "warm_one_file_lib_us", warm_one_file_lib(&g[i]), 0);
             jnum(f, "warm_over_warm_one_file_reads", r_rd[i], 0);
@@ -1063,6 +1092,8 @@ int main(int argc, char **argv) {
         fprintf(f, "\n], \"medians\": {");
         jnum(f, "cold_over_warm", m_cw, 0);
         jnum(f, "warm_over_limit", m_wl, 0);
+        jnum(f, "warm_over_read_check", m_in[0], 0);
+        jnum(f, "lookup_with_bytes_over_limit", m_in[1], 0);
         jnum(f, "ccache_warm_over_warm", m_ccw, 0);
         jnum(f, "nvrtc_cache_over_warm", m_nv, 0);
         jnum(f, "warm_over_warm_one_file_reads", m_lv[0], 0);

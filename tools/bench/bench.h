@@ -59,13 +59,18 @@ typedef struct levels_res {
     stat_s one_file;          /**< the same bytes and checks as one file: one open, one read() */
     stat_s resolve;           /**< the library's part of a hit that is the second level's: kc_entry_resolve of
                                    the graph entry (each image's get, checks, attach) */
+    stat_s check;             /**< read() + XXH3 of the same N files, nothing inflated: the floor of a
+                                   compile-path hit ([Note: checked, not inflated]) */
+    stat_s fetch;             /**< a lookup that hands out the bytes: the described graph's key
+                                   (kc_graph_key), kc_cache_get of its graph entry, kc_entry_resolve —
+                                   against `limit` (read + check + inflate) */
 } levels_res;
 
 /**
  * Measure the limit of a hit of the graph `key` stored for `arch` in the cache `c` on `dir`:
  * `iters` samples of the N-file read and of the one-file read, interleaved.
  */
-void bench_levels(kc_cache *c, const kc_key *key, const char *dir, int iters, levels_res *out);
+void bench_levels(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const char *dir, int iters, levels_res *out);
 
 /** A second static shape of one graph: cold (empty cache) against after a first shape. */
 typedef struct shape_res {
