@@ -27,11 +27,26 @@
 #define SPEC_MAX_ARGS 256   /* a step's arguments: the launch program's limit (program.c) */
 #define SPEC_MAX_WRAPPERS 64
 
+#define SPEC_FILES_KEPT 64
+
+/* A file the spec names, read once per load: every kernel that names it gets the same bytes. */
+typedef struct spec_file {
+    char *name, *data;
+    size_t len;
+} spec_file;
+
 typedef struct sctx {
     const char *path;
     char dir[PATH_MAX];
     kc_graph_desc *d;
+    spec_file files[SPEC_FILES_KEPT];
+    int nfiles;
 } sctx;
+
+static void files_free(sctx *s) {
+    for (int i = 0; i < s->nfiles; i++) free(s->files[i].name), free(s->files[i].data);
+    s->nfiles = 0;
+}
 
 #define SPEC_ERR(s, where, ...) spec_err((s), (where), __VA_ARGS__)
 
@@ -45,10 +60,25 @@ static int spec_err(sctx *s, const char *where, const char *fmt, ...) {
     return kc_err(KC_EINVAL, "%s: %s: %s", s->path, where, msg);
 }
 
-/* Read a file named in the spec, relative to the spec's folder (no escaping it). */
+/* A copy of `f`'s bytes (NUL-terminated) into *out. */
+static int copy_file(const spec_file *f, char **out) {
+    char *c = kc_malloc(f->len + 1);
+    if (!c) return kc_err(KC_ENOMEM, "spec: out of memory");
+    memcpy(c, f->data, f->len + 1);
+    *out = c;
+    return KC_OK;
+}
+
+/*
+ * Read a file named in the spec, relative to the spec's folder (no escaping it).  A name read
+ * before in this load is not read again (a spec's kernels share their sources and headers: one
+ * read per file, not per kernel), which also makes every kernel see the same bytes of it.
+ */
 static int read_beside(sctx *s, const char *where, const char *name, char **out) {
     if (!name || !*name || name[0] == '/' || strstr(name, ".."))
         return SPEC_ERR(s, where, "'%s' must be a relative path inside the spec's folder", name ? name : "");
+    for (int i = 0; i < s->nfiles; i++)
+        if (strcmp(s->files[i].name, name) == 0) return copy_file(&s->files[i], out);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
     void *data;
@@ -60,6 +90,14 @@ static int read_beside(sctx *s, const char *where, const char *name, char **out)
     if (strlen(data) != len) {
         free(data);
         return SPEC_ERR(s, where, "'%s' holds a NUL byte", path);
+    }
+    if (s->nfiles < SPEC_FILES_KEPT) { /* kept for the next kernel that names it; a copy is handed out */
+        spec_file *f = &s->files[s->nfiles];
+        if ((f->name = kc_strdup(name))) {
+            f->data = data, f->len = len;
+            s->nfiles++;
+            return copy_file(f, out);
+        }
     }
     *out = data;
     return KC_OK;
@@ -447,7 +485,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     if (rc == KC_MISS) return kc_err(KC_EINVAL, "%s: no such file", spec_path);
     if (rc) return rc;
     ((char *)text)[len] = '\0';
-    sctx s = {spec_path, "", NULL};
+    sctx s = {spec_path, "", NULL, {{0}}, 0};
     const char *slash = strrchr(spec_path, '/');
     snprintf(s.dir, sizeof s.dir, "%.*s", slash ? (int)(slash - spec_path) : 1, slash ? spec_path : ".");
     const char *end = NULL;
@@ -509,6 +547,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
         if (!rc && backend) rc = kc_graph_set_backend(s.d, backend);
     }
     free(kernel_ids);
+    files_free(&s);
     cJSON_Delete(root);
     if (rc) {
         kc_graph_desc_free(s.d);

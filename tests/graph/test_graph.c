@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 
+#include "common/fs.h"
 #include "common/internal.h"
 #include "compile/elf.h"
 #include "graph/program.h"
@@ -259,6 +260,42 @@ static void test_key_components(void **state) {
     kc_graph_desc_free(a);
 }
 
+/* A spec's kernels share their source and header: each file is opened once per load (the 4th
+ * open from now fails; a load that read a file per kernel would need 7). */
+static void test_a_spec_reads_each_file_once(void **state) {
+    (void)state;
+    char p[600];
+    static const char cu[] = "#include \"h.cuh\"\n"
+                             "extern \"C\" __global__ void a(float *x) { x[0] = H; }\n"
+                             "extern \"C\" __global__ void b(float *x) { x[0] = 2 * H; }\n"
+                             "extern \"C\" __global__ void c(float *x) { x[0] = 3 * H; }\n";
+    snprintf(p, sizeof p, "%s/abc.cu", dir);
+    assert_int_equal(kct_write(p, cu, strlen(cu)), 0);
+    snprintf(p, sizeof p, "%s/h.cuh", dir);
+    assert_int_equal(kct_write(p, "#define H 1.0f\n", 15), 0);
+    static const char spec[] =
+        "{\"name\": \"abc\", \"headers\": [\"h.cuh\"], \"kernels\": ["
+        "{\"file\": \"abc.cu\", \"entry\": \"a\"}, {\"file\": \"abc.cu\", \"entry\": \"b\"},"
+        " {\"file\": \"abc.cu\", \"entry\": \"c\"}], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [1]}],"
+        " \"forward\": [{\"kernel\": \"a\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [\"input:0\"]},"
+        " {\"kernel\": \"b\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [\"input:0\"]},"
+        " {\"kernel\": \"c\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [\"input:0\"]}]}";
+    snprintf(p, sizeof p, "%s/abc.json", dir);
+    assert_int_equal(kct_write(p, spec, strlen(spec)), 0);
+    kc_fs_fault_set(KC_FS_OPEN, 4, EIO, false);
+    kc_graph_desc *d = NULL;
+    int rc = kc_graph_desc_load(&d, p);
+    long faults = kc_fs_fault_count();
+    kc_fs_fault_clear();
+    if (rc != KC_OK) fail_msg("load: %s (faults injected: %ld)", kc_error_last()->message, faults);
+    assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 1);
+    /* The three kernels have the file's bytes: the graph compiles and hits like any other. */
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.kernels, 3);
+    kc_graph_desc_free(d);
+}
+
 static void test_spec_errors_name_the_place(void **state) {
     (void)state;
     struct { const char *json; const char *want; } cases[] = {
@@ -390,6 +427,7 @@ int main(void) {
         T(test_without_a_driver),
         T(test_spec_caps_match_the_launch_program),
         T(test_key_components),
+        T(test_a_spec_reads_each_file_once),
         T(test_spec_errors_name_the_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
