@@ -360,6 +360,41 @@ static uint64_t fill_store(const char *dir, int n) {
     return bytes;
 }
 
+/* An import of a bundle of n synthetic entries into an empty cache, `runs` times, each into a fresh
+ * folder: what [Note: batched puts] (store/local.c) makes one sync for all, where each entry was
+ * made durable on its own before. */
+static stat_s import_at(const char *root, int n, int runs) {
+    char src[4200], bundle[4300], dst[4200];
+    snprintf(src, sizeof src, "%s/import-src", root);
+    snprintf(bundle, sizeof bundle, "%s/import.kcb", root);
+    fill_store(src, n);
+    kc_cache *c = open_at(src);
+    if (kc_bundle_export(c, bundle, NULL, NULL) != KC_OK) {
+        fprintf(stderr, "kcache-bench: export: %s\n", kc_error_last()->message);
+        exit(1);
+    }
+    kc_cache_close(c);
+    rm_rf(src);
+    double *v = malloc(sizeof(double) * (size_t)runs);
+    for (int i = 0; i < runs; i++) {
+        snprintf(dst, sizeof dst, "%s/import-dst", root);
+        c = open_at(dst);
+        double t0 = now_us();
+        int rc = kc_bundle_import(c, bundle, 0, NULL);
+        v[i] = (now_us() - t0) / 1e3;
+        if (rc != KC_OK) {
+            fprintf(stderr, "kcache-bench: import: %s\n", kc_error_last()->message);
+            exit(1);
+        }
+        kc_cache_close(c);
+        rm_rf(dst);
+    }
+    stat_s st = summarize(v, runs);
+    free(v);
+    unlink(bundle);
+    return st;
+}
+
 static stat_s lookup_at(const char *dir, int n) {
     kc_cache *c = open_at(dir);
     int iters = quick ? 2000 : 10000;
@@ -1042,6 +1077,8 @@ int main(int argc, char **argv) {
     }
     double scale_ratio = ratio(sc[2].med, sc[0].med);
     printf("lookup at %d / at %d entries: %.2fx\n", scale_n[2], scale_n[0], scale_ratio);
+    stat_s imp = import_at(root, 300, quick ? 5 : 9);
+    printf("import of 300 entries into an empty cache: %.1f ms [%.1f .. %.1f]\n", imp.med, imp.p10, imp.p90);
 
     /* GPU */
     gpu_res gp;
@@ -1124,6 +1161,7 @@ int main(int argc, char **argv) {
         fprintf(f, "], ");
         jnum(f, "lookup_largest_over_smallest", scale_ratio, 0);
         jnum(f, "gc_halving_ms", gc_ms, 0);
+        jnum(f, "import_300_ms", imp.med, 0);
         jfloor(f, &pf);
         fprintf(f, ",\n ");
         json_warmstart(f, &ws);
