@@ -21,11 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <xxhash.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <zstd.h>
 
+#include "../common/crypto.h"
 #include "../common/internal.h"
 #include "sign_internal.h"
 #include "kcache/target.h" /* kc_variant_check */
@@ -722,7 +720,9 @@ int kc_entry_check_stored(const void *data, size_t len, const kc_key *key, const
 static int hmac(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[MAC_LEN]) {
     unsigned int n = 0;
     if (key_len < KC_MAC_KEY_MIN) return kc_err(KC_EINVAL, "an HMAC key needs at least %d bytes", KC_MAC_KEY_MIN);
-    if (!HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n) || n != MAC_LEN)
+    const kc_crypto *c = kc_crypto_get();
+    if (!c) return kc_err_prefix(KC_ERROR, "HMAC-SHA256");
+    if (!c->hmac(c->sha256_md(), key, (int)key_len, data, len, out, &n) || n != MAC_LEN)
         return kc_err(KC_ERROR, "HMAC-SHA256 failed");
     return KC_OK;
 }
@@ -759,7 +759,7 @@ int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key
     uint8_t want[MAC_LEN];
     int rc = hmac(key, key_len, h, len - MAC_LEN, want);
     if (rc) return rc;
-    if (CRYPTO_memcmp(want, h + len - MAC_LEN, MAC_LEN) != 0)
+    if (kc_memcmp_ct(want, h + len - MAC_LEN, MAC_LEN) != 0)
         return kc_err(KC_EPERM, "the entry's MAC does not match (altered, or written with another key)");
     return KC_OK;
 }

@@ -16,20 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <xxhash.h>
-#include <openssl/evp.h>
 
+#include "../common/crypto.h"
 #include "../common/internal.h"
 #include "kcache/entry.h"
 #include "kcache/target.h"
 
 #define STR4_MAX 4096
 
-static int sha256(const void *bytes, size_t len, uint8_t out[32]) {
-    unsigned n = 0;
-    if (EVP_Digest(bytes, len, out, &n, EVP_sha256(), NULL) != 1 || n != 32)
-        return kc_err(KC_EINVAL, "SHA-256 failed");
-    return KC_OK;
-}
+static int sha256(const void *bytes, size_t len, uint8_t out[32]) { return kc_sha256(bytes, len, out); }
 
 static void xxh128(const void *bytes, size_t len, kc_key *out) {
     XXH128_canonical_t c;

@@ -21,10 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/sha.h>
 
+#include "../common/crypto.h"
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "kcache/sign.h"
@@ -68,10 +67,11 @@ static int from_hex(const char *s, size_t n, uint8_t *out) {
     return 0;
 }
 
-static void key_id_of(const uint8_t pub[PUB_LEN], uint8_t id[KC_SIGN_KEY_ID_LEN]) {
-    uint8_t d[SHA256_DIGEST_LENGTH];
-    SHA256(pub, PUB_LEN, d);
-    memcpy(id, d, KC_SIGN_KEY_ID_LEN);
+static int key_id_of(const uint8_t pub[PUB_LEN], uint8_t id[KC_SIGN_KEY_ID_LEN]) {
+    uint8_t d[32];
+    int rc = kc_sha256(pub, PUB_LEN, d);
+    if (!rc) memcpy(id, d, KC_SIGN_KEY_ID_LEN);
+    return rc;
 }
 
 /* Read a one-line key file (at most 255 bytes) into `line`, its fields split: "kind 1 id hex". */
@@ -83,7 +83,7 @@ static int read_key_line(const char *path, const char *kind, char *line, size_t 
     if (len >= cap) len = cap - 1;
     memcpy(line, data, len);
     line[len] = '\0';
-    OPENSSL_cleanse(data, len);
+    kc_wipe(data, len);
     free(data);
     line[strcspn(line, "\r\n")] = '\0';
     char *save = NULL, *k = strtok_r(line, " ", &save), *v = strtok_r(NULL, " ", &save);
@@ -111,25 +111,30 @@ int kc_sign_keygen(const char *prefix, char key_id_hex[ID_HEX + 1]) {
     char kp[4096], pp[4096];
     if (snprintf(kp, sizeof kp, "%s.key", prefix) >= (int)sizeof kp || snprintf(pp, sizeof pp, "%s.pub", prefix) >= (int)sizeof pp)
         return kc_err(KC_EINVAL, "kc_sign_keygen: path too long");
+    const kc_crypto *c = kc_crypto_get();
+    if (!c) return kc_err_prefix(KC_ERROR, "Ed25519 key generation");
     EVP_PKEY *k = NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
-    if (!ctx || EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_keygen(ctx, &k) <= 0) {
-        EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_CTX *ctx = c->pkey_ctx_new_id(EVP_PKEY_ED25519, NULL);
+    if (!ctx || c->keygen_init(ctx) <= 0 || c->keygen(ctx, &k) <= 0) {
+        c->pkey_ctx_free(ctx);
         return kc_err(KC_ERROR, "Ed25519 key generation failed");
     }
-    EVP_PKEY_CTX_free(ctx);
+    c->pkey_ctx_free(ctx);
     uint8_t seed[SEED_LEN], pub[PUB_LEN], id[KC_SIGN_KEY_ID_LEN];
     size_t sl = SEED_LEN, pl = PUB_LEN;
-    int ok = EVP_PKEY_get_raw_private_key(k, seed, &sl) == 1 && EVP_PKEY_get_raw_public_key(k, pub, &pl) == 1 &&
+    int ok = c->get_raw_private_key(k, seed, &sl) == 1 && c->get_raw_public_key(k, pub, &pl) == 1 &&
              sl == SEED_LEN && pl == PUB_LEN;
-    EVP_PKEY_free(k);
-    if (!ok) return kc_err(KC_ERROR, "Ed25519: the raw key could not be read");
-    key_id_of(pub, id);
+    c->pkey_free(k);
+    if (ok && key_id_of(pub, id) != KC_OK) ok = 0;
+    if (!ok) {
+        kc_wipe(seed, sizeof seed);
+        return kc_err(KC_ERROR, "Ed25519: the raw key could not be read");
+    }
     char idh[ID_HEX + 1], sh[2 * SEED_LEN + 1], ph[2 * PUB_LEN + 1], line[256];
     to_hex(id, sizeof id, idh), to_hex(seed, sizeof seed, sh), to_hex(pub, sizeof pub, ph);
     snprintf(line, sizeof line, "kcache-ed25519-private 1 %s %s\n", idh, sh);
     int rc = write_new(kp, line, 0600);
-    OPENSSL_cleanse(line, sizeof line), OPENSSL_cleanse(sh, sizeof sh), OPENSSL_cleanse(seed, sizeof seed);
+    kc_wipe(line, sizeof line), kc_wipe(sh, sizeof sh), kc_wipe(seed, sizeof seed);
     if (rc) return rc;
     snprintf(line, sizeof line, "kcache-ed25519-public 1 %s %s\n", idh, ph);
     if ((rc = write_new(pp, line, 0644))) {
@@ -148,27 +153,28 @@ int kc_signer_load(kc_signer **out, const char *path) {
     if (st.st_mode & (S_IRWXG | S_IRWXO))
         return kc_err(KC_EPERM, "private key '%s' can be read or written by others (mode %03o): chmod 600 it, or "
                       "anyone on this host can sign kernels for the fleet", path, (unsigned)(st.st_mode & 0777));
+    const kc_crypto *c = kc_crypto_get();
+    if (!c) return kc_err_prefix(KC_ERROR, "private key '%s'", path);
     char line[256], *idh, *hex;
     int rc = read_key_line(path, "kcache-ed25519-private", line, sizeof line, &idh, &hex);
     uint8_t seed[SEED_LEN], id[KC_SIGN_KEY_ID_LEN], want[KC_SIGN_KEY_ID_LEN], pub[PUB_LEN];
     if (!rc && (from_hex(hex, SEED_LEN, seed) || from_hex(idh, KC_SIGN_KEY_ID_LEN, want)))
         rc = kc_err(KC_EINVAL, "private key '%s': its key id or seed is not hex of the right length", path);
-    EVP_PKEY *k = rc ? NULL : EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, SEED_LEN);
-    OPENSSL_cleanse(seed, sizeof seed), OPENSSL_cleanse(line, sizeof line);
+    EVP_PKEY *k = rc ? NULL : c->new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, SEED_LEN);
+    kc_wipe(seed, sizeof seed), kc_wipe(line, sizeof line);
     if (rc) return rc;
     size_t pl = PUB_LEN;
-    if (!k || EVP_PKEY_get_raw_public_key(k, pub, &pl) != 1) {
-        EVP_PKEY_free(k);
+    if (!k || c->get_raw_public_key(k, pub, &pl) != 1) {
+        c->pkey_free(k);
         return kc_err(KC_EINVAL, "private key '%s': not an Ed25519 key", path);
     }
-    key_id_of(pub, id);
-    if (memcmp(id, want, sizeof id) != 0) {
-        EVP_PKEY_free(k);
-        return kc_err(KC_EINVAL, "private key '%s': its key id is not its key's", path);
+    if ((rc = key_id_of(pub, id)) != KC_OK || memcmp(id, want, sizeof id) != 0) {
+        c->pkey_free(k);
+        return rc ? rc : kc_err(KC_EINVAL, "private key '%s': its key id is not its key's", path);
     }
     kc_signer *s = kc_calloc(1, sizeof *s);
     if (!s) {
-        EVP_PKEY_free(k);
+        c->pkey_free(k);
         return kc_err(KC_ENOMEM, "out of memory");
     }
     s->key = k;
@@ -183,7 +189,7 @@ const uint8_t *kc_signer_key_id_bytes(const kc_signer *s) { return s->id; }
 
 void kc_signer_free(kc_signer *s) {
     if (!s) return;
-    EVP_PKEY_free(s->key);
+    kc_crypto_get()->pkey_free(s->key); /* a signer exists only where libcrypto was loaded */
     free(s);
 }
 
@@ -196,11 +202,11 @@ static int ring_add(kc_keyring *kr, const char *path) {
     uint8_t pub[PUB_LEN], want[KC_SIGN_KEY_ID_LEN], id[KC_SIGN_KEY_ID_LEN];
     if (from_hex(hex, PUB_LEN, pub) || from_hex(idh, KC_SIGN_KEY_ID_LEN, want))
         return kc_err(KC_EINVAL, "public key '%s': its key id or key is not hex of the right length", path);
-    key_id_of(pub, id);
+    if ((rc = key_id_of(pub, id)) != KC_OK) return kc_err_prefix(rc, "public key '%s'", path);
     if (memcmp(id, want, sizeof id) != 0) return kc_err(KC_EINVAL, "public key '%s': its key id is not its key's", path);
     for (size_t i = 0; i < kr->n; i++)
         if (memcmp(kr->k[i].id, id, sizeof id) == 0) return KC_OK; /* the same key twice */
-    EVP_PKEY *k = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, PUB_LEN);
+    EVP_PKEY *k = kc_crypto_get()->new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, PUB_LEN); /* loaded: key_id_of */
     if (!k) return kc_err(KC_EINVAL, "public key '%s': not an Ed25519 key", path);
     kr->k[kr->n].key = k;
     memcpy(kr->k[kr->n].id, id, sizeof id);
@@ -243,16 +249,17 @@ size_t kc_keyring_count(const kc_keyring *kr) { return kr ? kr->n : 0; }
 
 void kc_keyring_free(kc_keyring *kr) {
     if (!kr) return;
-    for (size_t i = 0; i < kr->n; i++) EVP_PKEY_free(kr->k[i].key);
+    for (size_t i = 0; i < kr->n; i++) kc_crypto_get()->pkey_free(kr->k[i].key); /* n > 0: libcrypto was loaded */
     free(kr);
 }
 
 int kc_sign_bytes(const kc_signer *s, const void *msg, size_t len, uint8_t sig[KC_SIGN_LEN]) {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    const kc_crypto *c = kc_crypto_get(); /* loaded: a signer exists */
+    EVP_MD_CTX *ctx = c->md_ctx_new();
     size_t sl = KC_SIGN_LEN;
-    int ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, s->key) == 1 &&
-             EVP_DigestSign(ctx, sig, &sl, msg, len) == 1 && sl == KC_SIGN_LEN;
-    EVP_MD_CTX_free(ctx);
+    int ok = ctx && c->digest_sign_init(ctx, NULL, NULL, NULL, s->key) == 1 &&
+             c->digest_sign(ctx, sig, &sl, msg, len) == 1 && sl == KC_SIGN_LEN;
+    c->md_ctx_free(ctx);
     return ok ? KC_OK : kc_err(KC_ERROR, "Ed25519 signing failed");
 }
 
@@ -264,9 +271,10 @@ int kc_keyring_verify(const kc_keyring *kr, const uint8_t id[KC_SIGN_KEY_ID_LEN]
     for (size_t i = 0; i < kr->n && !k; i++)
         if (memcmp(kr->k[i].id, id, KC_SIGN_KEY_ID_LEN) == 0) k = &kr->k[i];
     if (!k) return kc_err(KC_EPERM, "signed by key %s, which the keyring does not trust (never added, or revoked)", idh);
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k->key) == 1 && EVP_DigestVerify(ctx, sig, KC_SIGN_LEN, msg, len) == 1;
-    EVP_MD_CTX_free(ctx);
+    const kc_crypto *c = kc_crypto_get(); /* loaded: the ring holds a key */
+    EVP_MD_CTX *ctx = c->md_ctx_new();
+    int ok = ctx && c->digest_verify_init(ctx, NULL, NULL, NULL, k->key) == 1 && c->digest_verify(ctx, sig, KC_SIGN_LEN, msg, len) == 1;
+    c->md_ctx_free(ctx);
     return ok ? KC_OK : kc_err(KC_EPERM, "the signature by key %s does not match (altered, or moved from another entry)", idh);
 }
 
@@ -282,10 +290,10 @@ int kc_trust_check(const kc_trust *t, const void *data, size_t len) {
 }
 
 static void mac_key_id(const kc_trust *t, char who[KC_TRUST_WHO_MAX]) {
-    uint8_t d[SHA256_DIGEST_LENGTH];
-    SHA256(t->mac_key, t->mac_key_len, d);
+    uint8_t d[32];
     memcpy(who, "mac:", 4);
-    to_hex(d, KC_SIGN_KEY_ID_LEN, who + 4);
+    if (kc_sha256(t->mac_key, t->mac_key_len, d) == KC_OK) to_hex(d, KC_SIGN_KEY_ID_LEN, who + 4);
+    else snprintf(who + 4, KC_TRUST_WHO_MAX - 4, "unknown"); /* not reached: the MAC was just checked */
 }
 
 int kc_trust_check_by(const kc_trust *t, const void *data, size_t len, char who[KC_TRUST_WHO_MAX]) {
