@@ -45,15 +45,19 @@ static int fault(kc_fs_op op) {
     if (__builtin_expect(__atomic_load_n(&crash_countdown, __ATOMIC_ACQUIRE) != 0, 0) &&
         __atomic_sub_fetch(&crash_countdown, 1, __ATOMIC_ACQ_REL) == 0)
         raise(SIGKILL);
-    if (__builtin_expect(__atomic_load_n(&faults[op].countdown, __ATOMIC_ACQUIRE) == 0, 1)) return 0;
-    long now = __atomic_sub_fetch(&faults[op].countdown, 1, __ATOMIC_ACQ_REL);
-    if (now == 0) {
-        if (__atomic_load_n(&faults[op].every, __ATOMIC_RELAXED))
-            __atomic_store_n(&faults[op].countdown, 1, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&fault_total, 1, __ATOMIC_RELAXED);
-        return __atomic_load_n(&faults[op].err, __ATOMIC_RELAXED);
+    long c = __atomic_load_n(&faults[op].countdown, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(c == 0, 1)) return 0;
+    /* One compare-and-swap per call, so calls from several threads (gc's removals) each see one
+     * step: the nth fails, and with `every` each one after it (the countdown stays at 1). */
+    while (c > 0) {
+        int hit = c == 1;
+        long next = hit && __atomic_load_n(&faults[op].every, __ATOMIC_RELAXED) ? 1 : c - 1;
+        if (__atomic_compare_exchange_n(&faults[op].countdown, &c, next, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (!hit) return 0;
+            __atomic_add_fetch(&fault_total, 1, __ATOMIC_RELAXED);
+            return __atomic_load_n(&faults[op].err, __ATOMIC_RELAXED);
+        }
     }
-    if (now < 0) __atomic_store_n(&faults[op].countdown, 0, __ATOMIC_RELAXED);
     return 0;
 }
 

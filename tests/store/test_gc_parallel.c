@@ -7,6 +7,7 @@
  * concurrency label.
  */
 #include <errno.h>
+#include <fcntl.h>
 
 #include "kcache.h"
 #include "helpers.h"
@@ -32,6 +33,7 @@ static kc_cache *open_dir(void) {
 static uint64_t fill(kc_cache *c) {
     uint8_t payload[300];
     memset(payload, 7, sizeof payload);
+    time_t base = time(NULL);
     for (int i = 0; i < N; i++) {
         kc_key k = kct_key("lru", i);
         kc_entry *e;
@@ -39,7 +41,10 @@ static uint64_t fill(kc_cache *c) {
         assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, payload, sizeof payload), KC_OK);
         assert_int_equal(kc_cache_put(c, e), KC_OK);
         kc_entry_free(e);
-        tl_age(dir, &k, "sm_90", 100 + i);
+        char p[1024];
+        tl_path(dir, &k, "sm_90", p, sizeof p);
+        struct timespec ts[2] = {{base - 100 - i, 0}, {base - 100 - i, 0}}; /* one clock for all: no ties */
+        assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
     }
     uint64_t files, bytes;
     tl_count(dir, &files, &bytes);
