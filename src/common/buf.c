@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <string.h>
+
 #include "internal.h"
 
 void kc_buf_free(kc_buf *b) {
@@ -127,4 +129,37 @@ uint64_t kc_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+char *kc_utoa(unsigned long long v, char *out) {
+    char t[21];
+    size_t n = 0;
+    do t[n++] = (char)('0' + v % 10); while ((v /= 10) && n < sizeof t);
+    for (size_t i = 0; i < n; i++) out[i] = t[n - 1 - i];
+    out[n] = '\0';
+    return out;
+}
+
+/* Append s to out[*at..cap-1), cut to fit. */
+static void cat(char *out, size_t cap, size_t *at, const char *s) {
+    size_t n = strlen(s);
+    if (n > cap - 1 - *at) n = cap - 1 - *at;
+    memcpy(out + *at, s, n);
+    *at += n;
+}
+
+char *kc_cat_index(char *out, size_t cap, const char *a, const char *b, long long i, const char *c) {
+    size_t at = 0;
+    cat(out, cap, &at, a);
+    cat(out, cap, &at, b);
+    if (i >= 0) {
+        char d[24] = "[";
+        kc_utoa((unsigned long long)i, d + 1);
+        size_t l = strlen(d);
+        d[l] = ']', d[l + 1] = '\0';
+        cat(out, cap, &at, d);
+    }
+    cat(out, cap, &at, c);
+    out[at] = '\0';
+    return out;
 }

@@ -125,4 +125,10 @@ uint64_t kc_rd_next_u64(kc_reader *r);
 void kc_hex(const uint8_t *p, size_t n, char *out); /* writes 2n chars + NUL */
 int kc_unhex(const char *s, size_t n, uint8_t *out); /* exactly 2n hex chars */
 
+/* ---- small text, without snprintf (paths of names, in loops that run per field) ---- */
+/* "<a><b>[<i>]<c>" into out (cap > 0), `[<i>]` only when i >= 0, cut to fit; returns out. */
+char *kc_cat_index(char *out, size_t cap, const char *a, const char *b, long long i, const char *c);
+/* The decimal digits of v (v >= 0) into out (at least 21 bytes); returns out. */
+char *kc_utoa(unsigned long long v, char *out);
+
 #endif

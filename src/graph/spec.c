@@ -151,7 +151,7 @@ static int expr_of(sctx *s, const char *where, const cJSON *v, char buf[64], con
     }
     if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9.0e15 &&
         v->valuedouble == (double)(int64_t)v->valuedouble) {
-        snprintf(buf, 64, "%lld", (long long)v->valuedouble);
+        kc_utoa((unsigned long long)v->valuedouble, buf); /* ≤ 9e15: 16 digits */
         *out = buf;
         return KC_OK;
     }
@@ -174,7 +174,7 @@ static int load_headers(sctx *s, const char *where, const cJSON *arr, kc_header_
     cJSON_ArrayForEach(hn, arr) {
         h++;
         char hw[96];
-        snprintf(hw, sizeof hw, "%sheaders[%d]", where, h);
+        kc_cat_index(hw, sizeof hw, where, "headers", h, "");
         if (!cJSON_IsString(hn)) return SPEC_ERR(s, hw, "must be a string");
         for (int k = 0; k < *nh; k++)
             if (strcmp(hdr[k].name, hn->valuestring) == 0)
@@ -203,7 +203,7 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
     cJSON_ArrayForEach(k, arr) {
         i++;
         char where[64];
-        snprintf(where, sizeof where, "kernels[%d]", i);
+        kc_cat_index(where, sizeof where, "kernels", "", i, "");
         const char *id = str_field(k, "id"), *file = str_field(k, "file"), *entry = str_field(k, "entry");
         if (!cJSON_IsObject(k) || !file || !entry)
             return SPEC_ERR(s, where, "needs \"file\" and \"entry\" strings");
@@ -231,7 +231,7 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
         const char **opt = kc_calloc((size_t)no + 1, sizeof *opt);
         int nhdr = 0, toolkit = toolkit_all;
         char kw[80];
-        snprintf(kw, sizeof kw, "%s.", where);
+        kc_cat_index(kw, sizeof kw, where, ".", -1, "");
         if (!hdr || !opt) rc = kc_err(KC_ENOMEM, "spec: out of memory");
         if (!rc && shared) rc = load_headers(s, "", shared, hdr, &nhdr);
         if (!rc && hs) rc = load_headers(s, kw, hs, hdr, &nhdr);
@@ -242,7 +242,7 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
             if (rc) break;
             o++;
             char ow[96];
-            snprintf(ow, sizeof ow, "%s.options[%d]", where, o);
+            kc_cat_index(ow, sizeof ow, where, ".options", o, "");
             if (!cJSON_IsString(ov)) rc = SPEC_ERR(s, ow, "must be a string");
             else opt[o] = ov->valuestring;
         }
@@ -269,7 +269,7 @@ static int dims_of(sctx *s, const char *where, const cJSON *arr, const char **di
     const cJSON *x;
     cJSON_ArrayForEach(x, arr) {
         char w[96];
-        snprintf(w, sizeof w, "%s[%d]", where, r);
+        kc_cat_index(w, sizeof w, where, "", r, "");
         int rc = expr_of(s, w, x, bufs[r], &dims[r]);
         if (rc) return rc;
         r++;
@@ -300,14 +300,14 @@ static int load_writes(sctx *s, const cJSON *t, const char *where, kc_tensor_rol
     char w[96];
     int inplace = 0, rc;
     const cJSON *grad = cJSON_GetObjectItemCaseSensitive(t, "grad"), *alias = cJSON_GetObjectItemCaseSensitive(t, "alias");
-    snprintf(w, sizeof w, "%s.inplace", where);
+    kc_cat_index(w, sizeof w, where, ".inplace", -1, "");
     if ((rc = bool_field(s, w, t, "inplace", &inplace))) return rc;
     if (role != KC_ROLE_INPUT && (cJSON_GetObjectItemCaseSensitive(t, "inplace") || grad))
         return SPEC_ERR(s, where, "\"inplace\" and \"grad\" are an input's (an output that is an input says \"alias\")");
     if (role != KC_ROLE_OUTPUT && alias) return SPEC_ERR(s, where, "only an output may be an \"alias\" of an input");
     if (inplace && (rc = kc_graph_set_inplace(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
     if (grad) {
-        snprintf(w, sizeof w, "%s.grad", where);
+        kc_cat_index(w, sizeof w, where, ".grad", -1, "");
         if (!cJSON_IsString(grad) || strcmp(grad->valuestring, "accumulate") != 0)
             return SPEC_ERR(s, w, "must be \"accumulate\" (the caller's gradient buffer, added into) or absent (allocated)");
         if ((rc = kc_graph_set_grad_accumulate(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
@@ -315,7 +315,7 @@ static int load_writes(sctx *s, const cJSON *t, const char *where, kc_tensor_rol
     if (alias) {
         kc_tensor_role r;
         size_t j;
-        snprintf(w, sizeof w, "%s.alias", where);
+        kc_cat_index(w, sizeof w, where, ".alias", -1, "");
         if ((rc = ref_of(s, w, cJSON_IsString(alias) ? alias->valuestring : NULL, &r, &j))) return rc;
         if (r != KC_ROLE_INPUT) return SPEC_ERR(s, w, "an output may be an alias of an input only (\"input:J\")");
         if ((rc = kc_graph_set_alias(s->d, i, j))) return kc_err_prefix(rc, "%s: %s", s->path, w);
@@ -333,7 +333,7 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
     cJSON_ArrayForEach(t, arr) {
         i++;
         char where[64], w2[80];
-        snprintf(where, sizeof where, "%s[%d]", field, i);
+        kc_cat_index(where, sizeof where, field, "", i, "");
         /* inplace, grad and alias are known to every role: load_writes says which role each belongs to. */
         static const char *const in_fields[] = {"dtype", "sizes", "requires_grad", "inplace", "grad", "alias", NULL};
         static const char *const other_fields[] = {"dtype", "sizes", "inplace", "grad", "alias", NULL};
@@ -344,7 +344,7 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
         const char *dims[KC_MAX_RANK];
         char bufs[KC_MAX_RANK][64];
         int rank = 0, rc;
-        snprintf(w2, sizeof w2, "%s.sizes", where);
+        kc_cat_index(w2, sizeof w2, where, ".sizes", -1, "");
         if ((rc = dims_of(s, w2, cJSON_GetObjectItemCaseSensitive(t, "sizes"), dims, bufs, &rank))) return rc;
         if (role == KC_ROLE_INPUT) {
             const cJSON *rg = cJSON_GetObjectItemCaseSensitive(t, "requires_grad");
@@ -370,7 +370,7 @@ static int load_args(sctx *s, const cJSON *root) {
         i++;
         char where[64];
         const char *name = str_field(a, "name"), *type = str_field(a, "type");
-        snprintf(where, sizeof where, "args[%d]", i);
+        kc_cat_index(where, sizeof where, "args", "", i, "");
         if (!cJSON_IsObject(a) || !name) return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
         static const char *const a_fields[] = {"name", "type", NULL};
         if ((rc = known_fields(s, where, a, a_fields))) return rc;
@@ -404,7 +404,7 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         i++;
         char where[64], buf[64];
         const char *e;
-        snprintf(where, sizeof where, "%s.scratch[%d]", field, i);
+        kc_cat_index(where, sizeof where, field, ".scratch", i, "");
         int rc = expr_of(s, where, sc, buf, &e);
         if (!rc) rc = kc_graph_add_scratch(s->d, pass, e);
         if (rc) return rc == KC_EINVAL || rc == KC_EEXPR ? kc_err_prefix(rc, "%s: %s", s->path, where) : rc;
@@ -414,7 +414,7 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
     cJSON_ArrayForEach(st, steps) {
         i++;
         char where[64];
-        snprintf(where, sizeof where, "%s[%d]", field, i);
+        kc_cat_index(where, sizeof where, field, "", i, "");
         static const char *const step_fields[] = {"kernel", "grid", "block", "shared", "args", "zero", NULL};
         int src0 = known_fields(s, where, st, step_fields);
         if (src0) return src0;
@@ -423,7 +423,7 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
             kc_tensor_role zr;
             size_t zi;
             char zw[80];
-            snprintf(zw, sizeof zw, "%s.zero", where);
+            kc_cat_index(zw, sizeof zw, where, ".zero", -1, "");
             if (cJSON_GetArraySize(st) != 1) return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} alone");
             int rc = ref_of(s, zw, cJSON_IsString(zero) ? zero->valuestring : NULL, &zr, &zi);
             if (!rc && (rc = kc_graph_add_zero(s->d, pass, zr, zi))) rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
@@ -443,9 +443,9 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         int rc = KC_OK;
         for (int j = 0; j < 3 && !rc; j++) {
             char w[96];
-            snprintf(w, sizeof w, "%s.grid[%d]", where, j);
+            kc_cat_index(w, sizeof w, where, ".grid", j, "");
             rc = expr_of(s, w, cJSON_GetArrayItem(g, j), gb[j], &grid[j]);
-            snprintf(w, sizeof w, "%s.block[%d]", where, j);
+            kc_cat_index(w, sizeof w, where, ".block", j, "");
             if (!rc) rc = expr_of(s, w, cJSON_GetArrayItem(b, j), bb[j], &block[j]);
         }
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(st, "shared");

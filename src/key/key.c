@@ -257,7 +257,7 @@ int kc_key_add_tensor(kc_key_builder *kb, const kc_tensor_meta *t) {
             kc_wr_u32(small, fields[f].v);
             data = small;
         }
-        snprintf(label, sizeof label, "inputs[%u].%s", i, fields[f].field);
+        kc_cat_index(label, sizeof label, "inputs", "", (long long)i, ""), kc_cat_index(label + strlen(label), sizeof label - strlen(label), ".", fields[f].field, -1, "");
         if ((rc = kc_key_add_bytes(kb, KC_COMP_INPUTS, label, data, fields[f].len))) return rc;
         if ((rc = add_fine(kb, label, data, fields[f].len))) return rc;
     }
