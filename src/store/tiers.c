@@ -364,8 +364,11 @@ int kc_tiers_get_local(kc_tiers *t, const kc_key *key, const char *variant, kc_e
     return kc_tiers_get_local_some(t, key, variant, ~0u, out);
 }
 
-int kc_tiers_get_local_some(kc_tiers *t, const kc_key *key, const char *variant, unsigned sections, kc_entry **out) {
-    *out = NULL;
+/* The local object `key`.`variant`, read once: decoded keeping `sections` into *out, or (out NULL)
+ * only checked, `*raw_len` its `section`'s raw length (kc_entry_check_stored).  A corrupt one is
+ * quarantined: KC_ECORRUPT.  Absent or unreadable: KC_MISS. */
+static int local_object(kc_tiers *t, const kc_key *key, const char *variant, unsigned sections, int section,
+                        uint64_t *raw_len, kc_entry **out) {
     char name[KC_NAME_MAX + 1];
     kc_store_name(key, variant, name);
     tier *l = local_tier(t);
@@ -374,37 +377,25 @@ int kc_tiers_get_local_some(kc_tiers *t, const kc_key *key, const char *variant,
     size_t len;
     int rc = local_raw(t, l, name, key->bytes[0], &data, &len);
     if (rc != KC_OK) return kc_err(KC_MISS, "no entry %s", name);
-    kc_entry *e;
-    rc = kc_entry_decode_some(&e, data, len, key, variant, sections);
+    rc = out ? kc_entry_decode_some(out, data, len, key, variant, sections)
+             : kc_entry_check_stored(data, len, key, variant, section, raw_len);
     free(data);
-    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to decode %s", name);
+    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to read %s", name);
     if (rc != KC_OK) {
         kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
         quarantine(l->b, name);
         return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
     }
-    *out = e;
     return KC_OK;
 }
 
+int kc_tiers_get_local_some(kc_tiers *t, const kc_key *key, const char *variant, unsigned sections, kc_entry **out) {
+    *out = NULL;
+    return local_object(t, key, variant, sections, -1, NULL, out);
+}
+
 int kc_tiers_check_local(kc_tiers *t, const kc_key *key, const char *variant, int section, uint64_t *raw_len) {
-    char name[KC_NAME_MAX + 1];
-    kc_store_name(key, variant, name);
-    tier *l = local_tier(t);
-    if (!l) return kc_err(KC_MISS, "no entry %s", name);
-    void *data;
-    size_t len;
-    int rc = local_raw(t, l, name, key->bytes[0], &data, &len);
-    if (rc != KC_OK) return kc_err(KC_MISS, "no entry %s", name);
-    rc = kc_entry_check_stored(data, len, key, variant, section, raw_len);
-    free(data);
-    if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to check %s", name);
-    if (rc != KC_OK) {
-        kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
-        quarantine(l->b, name);
-        return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
-    }
-    return KC_OK;
+    return local_object(t, key, variant, 0, section, raw_len, NULL);
 }
 
 /* Check what a remote gave for `name` (key, variant): authenticated before anything past the
