@@ -244,10 +244,13 @@ KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, siz
 KC_API int kc_entry_decode_as(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant);
 
 /**
- * Check stored entry bytes as kc_entry_decode_as would — every check of a decode, the identity
- * (`key`, `variant`) included — without inflating its sections or building an entry: for a
- * caller that needs to know an object is intact and the one asked for, not its bytes (a
- * compile-only hit: [Note: checked, not inflated] in src/entry/entry.c).  With `section` ≥ 0,
+ * Check stored entry bytes as kc_entry_decode_as would check the container — header, section
+ * table, size and ratio caps, every section's XXH3-64, each zstd frame's declared sizes, ORIGIN's
+ * records, and the identity (`key`, `variant`) — without inflating any other section, parsing
+ * META or building an entry: for a caller that needs to know an object is intact and the one its
+ * name promises, not its bytes (a compile-only hit: [Note: checked, not inflated] in
+ * src/entry/entry.c).  What a decode would find only by inflating (a section's records) is not
+ * checked.  With `section` ≥ 0,
  * `*raw_len` (when not NULL) is that section's raw length, and an entry without it is
  * KC_ECORRUPT.  KC_OK; KC_ECORRUPT with the reason; KC_ENOMEM; KC_EINVAL for a NULL argument.
  * It does not check an image's XXH3-128 over its raw bytes (kc_image_entry_read does).
@@ -287,10 +290,11 @@ KC_API int kc_image_ref_equal(const kc_image_ref *a, const kc_image_ref *b);
 KC_API int kc_image_entry_new(kc_entry **out, const kc_image_ref *ref, const void *bytes);
 
 /**
- * Decode as kc_entry_decode_as, every check included, but keep only the sections whose bit
- * (1u << type) is set in `sections`: the others are checked, not inflated, and META's named
- * digests are kept only with the META bit ([Note: checked, not inflated]).  With `sections` ~0u
- * it is kc_entry_decode_as.  A partly decoded entry is refused by kc_entry_encode (KC_EINVAL).
+ * Decode as kc_entry_decode_as, but inflate and keep only the sections whose bit (1u << type)
+ * is set in `sections`: the others are checked as kc_entry_check_stored checks them.  Without the
+ * META bit the entry has no named digests, toolchain or creation time
+ * ([Note: checked, not inflated]).  With `sections` ~0u it is kc_entry_decode_as.  A partly
+ * decoded entry is refused by kc_entry_encode (KC_EINVAL).
  */
 KC_API int kc_entry_decode_some(kc_entry **out, const void *data, size_t len, const kc_key *key, const char *variant,
                                 unsigned sections);

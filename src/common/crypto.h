@@ -39,7 +39,7 @@ typedef struct kc_crypto {
 } kc_crypto;
 
 /** libcrypto's functions, loaded once per process (thread-safe): NULL, with the reason in
- *  kc_error_last() (KC_ENOTSUP: the library could not be loaded), when it is not there. */
+ *  kc_error_last() (KC_ERROR, naming the library that could not be loaded), when it is not there. */
 const kc_crypto *kc_crypto_get(void);
 
 /** Whether libcrypto has been loaded by kc_crypto_get in this process (the tests). */

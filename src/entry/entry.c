@@ -471,9 +471,7 @@ done:
 /* ---- decode ---- */
 
 
-/* META's records into `e`, its digests only when `digests`; `e` NULL: only checked
- * (kc_entry_check_stored). */
-static int decode_meta(kc_entry *e, const uint8_t *p, size_t n, int digests) {
+static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
     kc_reader r = kc_reader_make(p, n);
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count > MAX_DIGESTS) return CORRUPT("META digest count %u", count);
@@ -488,7 +486,7 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n, int digests) {
         if (strlen(tmp) != nl) return CORRUPT("META digest name %u holds a NUL", i);
         kc_digest d;
         memcpy(d.bytes, dig, 16);
-        int rc = e && digests ? kc_entry_add_digest(e, tmp, &d) : KC_OK;
+        int rc = kc_entry_add_digest(e, tmp, &d);
         if (rc) return rc;
     }
     uint64_t created = kc_rd_next_u64(&r);
@@ -497,11 +495,9 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n, int digests) {
     if (r.bad) return CORRUPT("META is truncated");
     if (r.left != 0) return CORRUPT("META has %zu trailing bytes", r.left);
     if (tl > 255 || memchr(tc, 0, tl)) return CORRUPT("META toolchain is malformed");
-    if (e) {
-        e->created_at = created;
-        memcpy(e->toolchain, tc, tl);
-        e->toolchain[tl] = '\0';
-    }
+    e->created_at = created;
+    memcpy(e->toolchain, tc, tl);
+    e->toolchain[tl] = '\0';
     return KC_OK;
 }
 
@@ -515,11 +511,14 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n, int digests) {
  * (it is small, and its records are validated).  What it cannot check is an
  * image's XXH3-128 over its raw bytes (that needs them); a local image is named by that
  * digest when this cache writes it, and an image from outside is checked in full before it is
- * kept (resolve.c), so a local object that passes this check is the object its name says.
- * A load decodes in full, as before.  kc_entry_decode_some is the middle way, for a graph entry
- * of such a hit: the sections asked for are inflated and kept, the others only checked, and
- * META's digests (a key's parts, for explain) left out; such an entry is marked partial and is
- * never encoded again.
+ * kept (resolve.c), so a local object that passes this check holds the bytes its name was
+ * made from; resolve.c also compares its IMAGE section's length with the reference.  Its target,
+ * kind and SHA-256 (inside the compressed section) and the XXH3-128 of its bytes are checked
+ * when it is loaded, which needs the bytes anyway: a compile-only hit can call an object stored
+ * that a load then refuses (a miss, compiled again), never the reverse.  kc_entry_decode_some is
+ * the middle way, for a graph entry of such a hit: the sections asked for are inflated and kept,
+ * the others only checked (META too: without its bit the entry has no digests, toolchain or
+ * creation time); such an entry is marked partial and is never encoded again.
  */
 static int decode(kc_entry **out, const void *data, size_t len, int want_type, uint64_t *want_raw, unsigned keep) {
     const uint8_t *h = data;
@@ -647,7 +646,7 @@ static int decode(kc_entry **out, const void *data, size_t len, int want_type, u
             }
         }
         if (type == KC_SECTION_META) {
-            rc = decode_meta(e, raw, (size_t)raw_len, kept);
+            rc = decode_meta(e, raw, (size_t)raw_len); /* kept: a META not kept was skipped above */
             free(raw);
             if (rc) goto fail;
             seen_meta = 1;

@@ -30,7 +30,7 @@ static void describe(const kc_image_ref *r, char *out, size_t cap) {
  * quarantined by a use's read, or not the image referred to).  `use`: a lookup's read, which
  * refreshes the image's LRU time; a maintenance read (show, extract) leaves it. */
 static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref, int attach, int use) {
-    if (!attach && use) { /* a compile-only hit: intact and the one referred to ([Note: checked, not inflated]) */
+    if (!attach && use) { /* a compile-only hit: intact, its name's, of the reference's length ([Note: checked, not inflated]) */
         uint64_t raw_len;
         int rc = kc_cache_check_local_(c, &ref->id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, &raw_len);
         if (rc == KC_OK && raw_len != kc_image_section_len(ref)) {

@@ -443,17 +443,32 @@ static void origin_set(int fd, const char *tmp, const char *origin) {
 
 int kc_provenance_read(const char *path, kc_provenance *out) {
     memset(out, 0, sizeof *out);
+    /* One descriptor for the mode and the record: a rename between two path lookups cannot pair
+     * one file's mode with another's record.  O_NONBLOCK: a FIFO planted there does not wait. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? kc_err(KC_MISS, "no '%s'", path)
+               : errno == ELOOP ? kc_err(KC_EINVAL, "'%s' is not a regular file", path)
+                                : kc_err_errno(errno, "opening '%s'", path);
     struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? kc_err(KC_MISS, "no '%s'", path) : kc_err_errno(errno, "stat '%s'", path);
-    if (!S_ISREG(st.st_mode)) return kc_err(KC_EINVAL, "'%s' is not a regular file", path);
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return kc_err_errno(e, "stat '%s'", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return kc_err(KC_EINVAL, "'%s' is not a regular file", path);
+    }
     bool own = (st.st_mode & S_IWUSR) != 0; /* the mode decides ([Note: provenance]) */
     out->kind = own ? KC_PROV_COMPILED : KC_PROV_UNKNOWN;
     char text[ORIGIN_MAX + 1];
-    ssize_t n = fault() ? -1 : lgetxattr(path, ORIGIN_XATTR, text, ORIGIN_MAX);
+    ssize_t n = fault() ? -1 : fgetxattr(fd, ORIGIN_XATTR, text, ORIGIN_MAX);
+    int e = errno;
+    close(fd);
     if (n < 0) {
-        int e = errno;
         if (e == ENOTSUP || e == EOPNOTSUPP) out->unavailable = 1;
-        else if (e != ENODATA && e != ERANGE && e != ENOENT) return kc_err_errno(e, "reading the provenance of '%s'", path);
+        else if (e != ENODATA && e != ERANGE) return kc_err_errno(e, "reading the provenance of '%s'", path);
         return KC_OK;
     }
     text[n] = '\0';

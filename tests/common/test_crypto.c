@@ -16,19 +16,7 @@
 #include "helpers.h"
 
 static char *dir;
-
-static int setup(void **state) {
-    (void)state;
-    dir = kct_tmpdir("crypto");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(dir, "crypto")
 
 static kc_cache *open_here(void) {
     kc_options o = KC_OPTIONS_INIT;
@@ -54,12 +42,19 @@ static int in_child(int (*fn)(void)) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
 }
 
-static int compile_softmax(void) {
-    kc_cache *c = open_here();
-    kc_graph_desc *d = NULL;
+/* The cache here and kernels/softmax.json: 0, or -1 when either could not be had. */
+static int cache_and_softmax(kc_cache **c, kc_graph_desc **d) {
     char p[512];
     snprintf(p, sizeof p, "%s/softmax.json", KC_KERNELS_DIR);
-    if (!c || kc_graph_desc_load(&d, p) != KC_OK) return 1;
+    *d = NULL;
+    *c = open_here();
+    return *c && kc_graph_desc_load(d, p) == KC_OK ? 0 : -1;
+}
+
+static int compile_softmax(void) {
+    kc_cache *c;
+    kc_graph_desc *d;
+    if (cache_and_softmax(&c, &d)) return 1;
     kc_graph_info info;
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK) return 2;
     if (!kc_crypto_loaded()) return 3; /* an image reference's SHA-256 was written */
@@ -70,11 +65,9 @@ static int compile_softmax(void) {
 
 static int warm_start(void) {
     if (loaded_in_process()) return 1; /* this test links no libcrypto */
-    kc_cache *c = open_here();
-    kc_graph_desc *d = NULL;
-    char p[512];
-    snprintf(p, sizeof p, "%s/softmax.json", KC_KERNELS_DIR);
-    if (!c || kc_graph_desc_load(&d, p) != KC_OK) return 2;
+    kc_cache *c;
+    kc_graph_desc *d;
+    if (cache_and_softmax(&c, &d)) return 2;
     kc_graph_info info;
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK || info.source != KC_FROM_DISK) return 3;
     if (kc_crypto_loaded() || loaded_in_process()) return 4; /* a warm start loads no libcrypto */
@@ -89,11 +82,9 @@ static int warm_start(void) {
 
 static int without_libcrypto(void) {
     kc_crypto_use_soname_("libkcache-test-no-such-crypto.so.9");
-    kc_cache *c = open_here();
-    kc_graph_desc *d = NULL;
-    char p[512];
-    snprintf(p, sizeof p, "%s/softmax.json", KC_KERNELS_DIR);
-    if (!c || kc_graph_desc_load(&d, p) != KC_OK) return 1;
+    kc_cache *c;
+    kc_graph_desc *d;
+    if (cache_and_softmax(&c, &d)) return 1;
     kc_graph_info info; /* a local hit needs no cryptography */
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK || info.source != KC_FROM_DISK) return 2;
     kc_image_ref r;
