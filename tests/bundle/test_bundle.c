@@ -115,6 +115,34 @@ static void test_round_trip_and_idempotence(void **state) {
     assert_int_equal(r.entries, 1);
 }
 
+/* The payload of bundle bytes `b` (len bytes; header: raw size at 16, payload from 48), inflated into a
+ * new buffer (*raw its length), or NULL when it does not inflate to its declared size. */
+static uint8_t *payload_of(const uint8_t *b, size_t len, size_t *raw) {
+    if (len < 48) return NULL;
+    uint64_t r;
+    memcpy(&r, b + 16, 8);
+    if (r > (64u << 20)) return NULL;
+    uint8_t *out = malloc(r ? (size_t)r : 1);
+    size_t got = out ? ZSTD_decompress(out, (size_t)r, b + 48, len - 48) : 0;
+    if (!out || ZSTD_isError(got) || got != r) {
+        free(out);
+        return NULL;
+    }
+    *raw = (size_t)r;
+    return out;
+}
+
+/* Whether the changed file inflates to exactly the original's content: a zstd stream has bits a
+ * decoder ignores, and such a change leaves the bundle the same bundle (its content checksum
+ * passes because the content is the same), so importing it is right. */
+static int same_content(const uint8_t *a, const uint8_t *b, size_t len) {
+    size_t ra = 0, rb = 0;
+    uint8_t *pa = payload_of(a, len, &ra), *pb = payload_of(b, len, &rb);
+    int same = pa && pb && ra == rb && memcmp(pa, pb, ra) == 0 && memcmp(a, b, 48) == 0;
+    free(pa), free(pb);
+    return same;
+}
+
 static void test_damaged_bundles_change_nothing(void **state) {
     (void)state;
     fill(6);
@@ -134,7 +162,7 @@ static void test_damaged_bundles_change_nothing(void **state) {
     kc_entry_free(e);
     uint64_t before = fingerprint();
     unsigned s = 17;
-    int trials = 0;
+    int trials = 0, ignored = 0;
     for (size_t n = 0; n < len; n += (n < 64 ? 1 : 1 + len / 97)) { /* truncations */
         kct_write(bad, b, n);
         assert_int_not_equal(kc_bundle_import(cache, bad, 0, NULL), KC_OK);
@@ -145,6 +173,11 @@ static void test_damaged_bundles_change_nothing(void **state) {
         memcpy(c, b, len);
         size_t at = (size_t)rand_r(&s) % len;
         c[at] ^= (uint8_t)(1 + rand_r(&s) % 255);
+        if (same_content(b, c, len)) { /* the same bundle, differently encoded: not a damaged one */
+            free(c);
+            ignored++;
+            continue;
+        }
         kct_write(bad, c, len);
         free(c);
         int rc = kc_bundle_import(cache, bad, 0, NULL);
@@ -153,6 +186,7 @@ static void test_damaged_bundles_change_nothing(void **state) {
     }
     assert_int_equal(fingerprint(), before);
     assert_true(trials > 350);
+    assert_true(ignored < 10);
     free(b);
 }
 
