@@ -811,9 +811,9 @@ int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_repor
     else if (wb) rc = kc_local_batch_commit(wb, &landed);
     for (size_t i = 0; i < landed; i++) in_written(&rep, queued[i]);
     if (rc && landed < nq && landed)
-        kc_err_prefix(rc, "bundle '%s': import stopped at entry %zu of %zu ('%s') after writing %llu (they stay "
-                      "in the cache; importing again writes the rest)", path, (size_t)rep.unchanged + landed + 1, b.n,
-                      queued[landed]->name, (unsigned long long)rep.written);
+        kc_err_prefix(rc, "bundle '%s': import stopped at '%s' (%zu of the %zu it had to write) after writing %llu "
+                      "(they stay in the cache; importing again writes the rest)", path, queued[landed]->name,
+                      landed + 1, nq, (unsigned long long)rep.written);
     else if (rc && landed)
         kc_err_prefix(rc, "bundle '%s': all %llu entries written, but not known to be durable (importing again "
                       "writes any a crash loses)", path, (unsigned long long)rep.written);
