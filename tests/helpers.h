@@ -139,6 +139,24 @@ static inline int kct_open_cache(const char *tag, char **dir, kc_cache **cache) 
     return kc_cache_open(cache, &o);
 }
 
+/** A cache on `dir` (the environment ignored) with the remote `url` (a 2 s deadline) and the trust
+ *  given: a signing key file, a keyring, an HMAC key (each may be NULL).  Fails the test if it
+ *  cannot be opened. */
+static inline kc_cache *kct_open_remote(const char *dir, const char *url, const char *signer, const char *keyring,
+                                        const char *mac_key) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    o.remote = url;
+    o.remote_config.deadline_ms = 2000;
+    o.signing_key_file = signer;
+    o.keyring = keyring;
+    if (mac_key) o.hmac_key = mac_key, o.hmac_key_len = strlen(mac_key);
+    kc_cache *c = NULL;
+    if (kc_cache_open(&c, &o) != KC_OK) fail_msg("open: %s", kc_error_last()->message);
+    return c;
+}
+
 /** kernels/<spec> loaded (KC_KERNELS_DIR), with `globals` as its global-state word: a key of its own per case. */
 static inline kc_graph_desc *kct_graph(const char *spec, uint64_t globals) {
     char p[512];

@@ -25,17 +25,7 @@ KCT_TMPDIR_FIXTURE(tmp, "origin")
 static const char MAC_KEY[] = "a fleet secret of 32 bytes......";
 
 static kc_cache *open_with(const char *dir, const char *url, const char *signer, const char *keyring, int mac) {
-    kc_options o = KC_OPTIONS_INIT;
-    o.dir = dir;
-    o.flags = KC_OPEN_NO_ENV;
-    o.remote = url;
-    o.remote_config.deadline_ms = 2000;
-    o.signing_key_file = signer;
-    o.keyring = keyring;
-    if (mac) o.hmac_key = MAC_KEY, o.hmac_key_len = sizeof MAC_KEY - 1;
-    kc_cache *c;
-    if (kc_cache_open(&c, &o) != KC_OK) fail_msg("open: %s", kc_error_last()->message);
-    return c;
+    return kct_open_remote(dir, url, signer, keyring, mac ? MAC_KEY : NULL);
 }
 
 static void entry_path(const char *dir, const char *key_hex, const char *variant, char *out, size_t cap) {

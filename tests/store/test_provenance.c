@@ -16,15 +16,7 @@
 static const char MAC_KEY[] = "a fleet secret of 32 bytes......";
 
 static kc_cache *open_remote(const char *dir, const char *url, int with_key) {
-    kc_options o = KC_OPTIONS_INIT;
-    o.dir = dir;
-    o.flags = KC_OPEN_NO_ENV;
-    o.remote = url;
-    o.remote_config.deadline_ms = 2000;
-    if (with_key) o.hmac_key = MAC_KEY, o.hmac_key_len = sizeof MAC_KEY - 1;
-    kc_cache *c;
-    if (kc_cache_open(&c, &o) != KC_OK) fail_msg("open: %s", kc_error_last()->message);
-    return c;
+    return kct_open_remote(dir, url, NULL, NULL, with_key ? MAC_KEY : NULL);
 }
 
 static long long redis_int(const kct_redis *r, const char *cmd) {

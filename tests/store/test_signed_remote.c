@@ -13,16 +13,7 @@
 static char *tmp;
 
 static kc_cache *open_with(const char *dir, const char *url, const char *signer, const char *keyring) {
-    kc_options o = KC_OPTIONS_INIT;
-    o.dir = dir;
-    o.flags = KC_OPEN_NO_ENV;
-    o.remote = url;
-    o.remote_config.deadline_ms = 2000;
-    o.signing_key_file = signer;
-    o.keyring = keyring;
-    kc_cache *c;
-    if (kc_cache_open(&c, &o) != KC_OK) fail_msg("open: %s", kc_error_last()->message);
-    return c;
+    return kct_open_remote(dir, url, signer, keyring, NULL);
 }
 
 static void test_signed_entries_only(void **state) {
