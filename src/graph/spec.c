@@ -1,6 +1,7 @@
 /*
- * spec.c — graph specs: JSON files (format in the README) read with cJSON into a
- * kc_graph_desc.  Kernel sources and headers are files beside the spec.
+ * spec.c — graph specs: JSON files (format in the README) read with common/json.c (one arena
+ * per spec, not an allocation per value: [Note: spec JSON]) into a kc_graph_desc.  Kernel
+ * sources and headers are files beside the spec.
  *
  * The one idea: every error names the file and the place in it ("mlp.json: forward[1].args[2]:
  * …", or line and column for a JSON syntax error), because a deployment engineer reads them.
@@ -8,19 +9,19 @@
  * Callers: the public kc_graph_desc_load (the CLI, the prewarm part, tests); it builds the
  * description only through desc.c's checked builders.
  */
-#include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../common/fs.h"
+#include "../common/json.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
 #include "program.h"
 
 #define SPEC_MAX_BYTES (16u << 20)
 /* Caps on the spec's arrays, checked before an array is walked (each walk is linear, with
- * cJSON_ArrayForEach: cJSON_GetArrayItem(i) walks from the start, which made loading
+ * KC_JSON_EACH: kc_json_at(i) walks from the start, which made loading
  * quadratic).  desc.c enforces the exact limits of the launch program as pieces are added;
  * these only keep a hostile spec from costing more than a linear pass. */
 #define SPEC_MAX_ITEMS 4096 /* kernels' headers and options, tensors, scratch, steps */
@@ -104,10 +105,10 @@ static int read_beside(sctx *s, const char *where, const char *name, char **out)
 }
 
 /* The length of array `a` (one linear count), or an error naming `where` when it is over `max`. */
-static int array_len(sctx *s, const char *where, const cJSON *a, int max, int *n) {
+static int array_len(sctx *s, const char *where, const kc_json *a, int max, int *n) {
     int k = 0;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, a) {
+    const kc_json *x;
+    KC_JSON_EACH(x, a) {
         if (++k > max) return SPEC_ERR(s, where, "has more than %d items", max);
     }
     *n = k;
@@ -118,40 +119,40 @@ static int array_len(sctx *s, const char *where, const cJSON *a, int max, int *n
  * Every field of object `o` is one of `known` (NULL-terminated), and none appears twice: a misspelt
  * "inplce" or "alais" would otherwise be dropped in silence and change what the graph does.
  */
-static int known_fields(sctx *s, const char *where, const cJSON *o, const char *const *known) {
-    const cJSON *f;
-    cJSON_ArrayForEach(f, o) {
+static int known_fields(sctx *s, const char *where, const kc_json *o, const char *const *known) {
+    const kc_json *f;
+    KC_JSON_EACH(f, o) {
         size_t k = 0;
-        while (known[k] && strcmp(known[k], f->string ? f->string : "") != 0) k++;
+        while (known[k] && strcmp(known[k], f->key ? f->key : "") != 0) k++;
         if (!known[k]) {
             char list[256] = "";
             for (size_t j = 0; known[j]; j++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", known[j]);
-            return SPEC_ERR(s, where, "unknown field \"%.64s\" (known here: %s)", f->string ? f->string : "", list);
+            return SPEC_ERR(s, where, "unknown field \"%.64s\" (known here: %s)", f->key ? f->key : "", list);
         }
-        for (const cJSON *g = f->next; g; g = g->next)
-            if (g->string && strcmp(g->string, f->string) == 0)
-                return SPEC_ERR(s, where, "field \"%.64s\" appears twice", f->string);
+        for (const kc_json *g = f->next; g; g = g->next)
+            if (g->key && strcmp(g->key, f->key) == 0)
+                return SPEC_ERR(s, where, "field \"%.64s\" appears twice", f->key);
     }
     return KC_OK;
 }
 
-static const char *str_field(const cJSON *o, const char *name) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+static const char *str_field(const kc_json *o, const char *name) {
+    const kc_json *v = kc_json_get(o, name);
+    return kc_json_is(v, KC_JSON_STRING) ? v->str : NULL;
 }
 
 /* An expression field: a string, or an integer number.  *out is always written (NULL on
  * error), so no caller can read an unset pointer. */
-static int expr_of(sctx *s, const char *where, const cJSON *v, char buf[64], const char **out) {
+static int expr_of(sctx *s, const char *where, const kc_json *v, char buf[64], const char **out) {
     *out = NULL;
-    if (cJSON_IsString(v)) {
-        *out = v->valuestring;
+    if (kc_json_is(v, KC_JSON_STRING)) {
+        *out = v->str;
         return KC_OK;
     }
-    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9.0e15 &&
-        v->valuedouble == (double)(int64_t)v->valuedouble) {
-        kc_utoa((unsigned long long)v->valuedouble, buf); /* ≤ 9e15: 16 digits */
+    if (kc_json_is(v, KC_JSON_NUMBER) && v->num >= 0 && v->num <= 9.0e15 &&
+        v->num == (double)(int64_t)v->num) {
+        kc_utoa((unsigned long long)v->num, buf); /* ≤ 9e15: 16 digits */
         *out = buf;
         return KC_OK;
     }
@@ -159,53 +160,53 @@ static int expr_of(sctx *s, const char *where, const cJSON *v, char buf[64], con
 }
 
 /* A boolean field: *out unchanged when absent; an error when it is not true/false. */
-static int bool_field(sctx *s, const char *where, const cJSON *o, const char *name, int *out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+static int bool_field(sctx *s, const char *where, const kc_json *o, const char *name, int *out) {
+    const kc_json *v = kc_json_get(o, name);
     if (!v) return KC_OK;
-    if (!cJSON_IsBool(v)) return SPEC_ERR(s, where, "\"%s\" must be true or false", name);
-    *out = cJSON_IsTrue(v) ? 1 : 0;
+    if (!kc_json_is_bool(v)) return SPEC_ERR(s, where, "\"%s\" must be true or false", name);
+    *out = kc_json_is(v, KC_JSON_TRUE) ? 1 : 0;
     return KC_OK;
 }
 
 /* Read the headers `arr` lists into hdr[*nh…] (names borrowed from the JSON, sources owned). */
-static int load_headers(sctx *s, const char *where, const cJSON *arr, kc_header_src *hdr, int *nh) {
+static int load_headers(sctx *s, const char *where, const kc_json *arr, kc_header_src *hdr, int *nh) {
     int h = -1;
-    const cJSON *hn;
-    cJSON_ArrayForEach(hn, arr) {
+    const kc_json *hn;
+    KC_JSON_EACH(hn, arr) {
         h++;
         char hw[96];
         kc_cat_index(hw, sizeof hw, where, "headers", h, "");
-        if (!cJSON_IsString(hn)) return SPEC_ERR(s, hw, "must be a string");
+        if (!kc_json_is(hn, KC_JSON_STRING)) return SPEC_ERR(s, hw, "must be a string");
         for (int k = 0; k < *nh; k++)
-            if (strcmp(hdr[k].name, hn->valuestring) == 0)
-                return SPEC_ERR(s, hw, "'%s' is listed twice (the spec's \"headers\" are every kernel's)", hn->valuestring);
-        int rc = read_beside(s, hw, hn->valuestring, (char **)&hdr[*nh].source);
+            if (strcmp(hdr[k].name, hn->str) == 0)
+                return SPEC_ERR(s, hw, "'%s' is listed twice (the spec's \"headers\" are every kernel's)", hn->str);
+        int rc = read_beside(s, hw, hn->str, (char **)&hdr[*nh].source);
         if (rc) return rc;
-        hdr[(*nh)++].name = hn->valuestring;
+        hdr[(*nh)++].name = hn->str;
     }
     return KC_OK;
 }
 
-static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***names) {
+static int load_kernels(sctx *s, const kc_json *root, const kc_json *arr, char ***names) {
     /* What every kernel of the spec shares: headers, and whether it may use the toolkit's. */
-    const cJSON *shared = cJSON_GetObjectItemCaseSensitive(root, "headers");
-    if (shared && !cJSON_IsArray(shared)) return SPEC_ERR(s, "headers", "must be an array of strings");
+    const kc_json *shared = kc_json_get(root, "headers");
+    if (shared && !kc_json_is(shared, KC_JSON_ARRAY)) return SPEC_ERR(s, "headers", "must be an array of strings");
     int nshared = 0, toolkit_all = 0, n = 0;
     int rc0 = bool_field(s, "spec", root, "toolkit_headers", &toolkit_all);
     if (!rc0 && shared) rc0 = array_len(s, "headers", shared, SPEC_MAX_ITEMS, &nshared);
     if (rc0) return rc0;
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) return SPEC_ERR(s, "kernels", "must be a non-empty array");
+    if (!kc_json_is(arr, KC_JSON_ARRAY) || (int)kc_json_count(arr) == 0) return SPEC_ERR(s, "kernels", "must be a non-empty array");
     if ((rc0 = array_len(s, "kernels", arr, KC_GRAPH_MAX_KERNELS, &n))) return rc0;
     *names = kc_calloc((size_t)n, sizeof **names);
     if (!*names) return kc_err(KC_ENOMEM, "spec: out of memory");
     int i = -1;
-    const cJSON *k;
-    cJSON_ArrayForEach(k, arr) {
+    const kc_json *k;
+    KC_JSON_EACH(k, arr) {
         i++;
         char where[64];
         kc_cat_index(where, sizeof where, "kernels", "", i, "");
         const char *id = str_field(k, "id"), *file = str_field(k, "file"), *entry = str_field(k, "entry");
-        if (!cJSON_IsObject(k) || !file || !entry)
+        if (!kc_json_is(k, KC_JSON_OBJECT) || !file || !entry)
             return SPEC_ERR(s, where, "needs \"file\" and \"entry\" strings");
         static const char *const kfields[] = {"id", "file", "entry", "headers", "options", "toolkit_headers",
                                               "include_digest", NULL};
@@ -215,10 +216,10 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
         char *source = NULL;
         int rc = read_beside(s, where, file, &source);
         if (rc) return rc;
-        const cJSON *hs = cJSON_GetObjectItemCaseSensitive(k, "headers");
-        const cJSON *os = cJSON_GetObjectItemCaseSensitive(k, "options");
+        const kc_json *hs = kc_json_get(k, "headers");
+        const kc_json *os = kc_json_get(k, "options");
         int nh = 0, no = 0;
-        if ((hs && !cJSON_IsArray(hs)) || (os && !cJSON_IsArray(os))) {
+        if ((hs && !kc_json_is(hs, KC_JSON_ARRAY)) || (os && !kc_json_is(os, KC_JSON_ARRAY))) {
             free(source);
             return SPEC_ERR(s, where, "\"headers\" and \"options\" must be arrays of strings");
         }
@@ -237,14 +238,14 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
         if (!rc && hs) rc = load_headers(s, kw, hs, hdr, &nhdr);
         if (!rc) rc = bool_field(s, where, k, "toolkit_headers", &toolkit);
         int o = -1;
-        const cJSON *ov;
-        cJSON_ArrayForEach(ov, os) {
+        const kc_json *ov;
+        KC_JSON_EACH(ov, os) {
             if (rc) break;
             o++;
             char ow[96];
             kc_cat_index(ow, sizeof ow, where, ".options", o, "");
-            if (!cJSON_IsString(ov)) rc = SPEC_ERR(s, ow, "must be a string");
-            else opt[o] = ov->valuestring;
+            if (!kc_json_is(ov, KC_JSON_STRING)) rc = SPEC_ERR(s, ow, "must be a string");
+            else opt[o] = ov->str;
         }
         if (!rc) {
             kc_kernel_src src = {file,  source, entry, hdr, (size_t)nhdr, opt, (size_t)no, str_field(k, "include_digest"),
@@ -261,13 +262,13 @@ static int load_kernels(sctx *s, const cJSON *root, const cJSON *arr, char ***na
     return KC_OK;
 }
 
-static int dims_of(sctx *s, const char *where, const cJSON *arr, const char **dims, char bufs[][64], int *rank) {
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > KC_MAX_RANK)
+static int dims_of(sctx *s, const char *where, const kc_json *arr, const char **dims, char bufs[][64], int *rank) {
+    if (!kc_json_is(arr, KC_JSON_ARRAY) || (int)kc_json_count(arr) > KC_MAX_RANK)
         return SPEC_ERR(s, where, "must be an array of at most %d sizes", KC_MAX_RANK);
-    *rank = cJSON_GetArraySize(arr); /* at most KC_MAX_RANK: checked above */
+    *rank = (int)kc_json_count(arr); /* at most KC_MAX_RANK: checked above */
     int r = 0;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, arr) {
+    const kc_json *x;
+    KC_JSON_EACH(x, arr) {
         char w[96];
         kc_cat_index(w, sizeof w, where, "", r, "");
         int rc = expr_of(s, w, x, bufs[r], &dims[r]);
@@ -296,19 +297,19 @@ static int ref_of(sctx *s, const char *where, const char *ref, kc_tensor_role *r
 }
 
 /* What a tensor says of being written: an input's "inplace" and "grad": "accumulate", an output's "alias". */
-static int load_writes(sctx *s, const cJSON *t, const char *where, kc_tensor_role role, size_t i) {
+static int load_writes(sctx *s, const kc_json *t, const char *where, kc_tensor_role role, size_t i) {
     char w[96];
     int inplace = 0, rc;
-    const cJSON *grad = cJSON_GetObjectItemCaseSensitive(t, "grad"), *alias = cJSON_GetObjectItemCaseSensitive(t, "alias");
+    const kc_json *grad = kc_json_get(t, "grad"), *alias = kc_json_get(t, "alias");
     kc_cat_index(w, sizeof w, where, ".inplace", -1, "");
     if ((rc = bool_field(s, w, t, "inplace", &inplace))) return rc;
-    if (role != KC_ROLE_INPUT && (cJSON_GetObjectItemCaseSensitive(t, "inplace") || grad))
+    if (role != KC_ROLE_INPUT && (kc_json_get(t, "inplace") || grad))
         return SPEC_ERR(s, where, "\"inplace\" and \"grad\" are an input's (an output that is an input says \"alias\")");
     if (role != KC_ROLE_OUTPUT && alias) return SPEC_ERR(s, where, "only an output may be an \"alias\" of an input");
     if (inplace && (rc = kc_graph_set_inplace(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
     if (grad) {
         kc_cat_index(w, sizeof w, where, ".grad", -1, "");
-        if (!cJSON_IsString(grad) || strcmp(grad->valuestring, "accumulate") != 0)
+        if (!kc_json_is(grad, KC_JSON_STRING) || strcmp(grad->str, "accumulate") != 0)
             return SPEC_ERR(s, w, "must be \"accumulate\" (the caller's gradient buffer, added into) or absent (allocated)");
         if ((rc = kc_graph_set_grad_accumulate(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
     }
@@ -316,21 +317,21 @@ static int load_writes(sctx *s, const cJSON *t, const char *where, kc_tensor_rol
         kc_tensor_role r;
         size_t j;
         kc_cat_index(w, sizeof w, where, ".alias", -1, "");
-        if ((rc = ref_of(s, w, cJSON_IsString(alias) ? alias->valuestring : NULL, &r, &j))) return rc;
+        if ((rc = ref_of(s, w, kc_json_is(alias, KC_JSON_STRING) ? alias->str : NULL, &r, &j))) return rc;
         if (r != KC_ROLE_INPUT) return SPEC_ERR(s, w, "an output may be an alias of an input only (\"input:J\")");
         if ((rc = kc_graph_set_alias(s->d, i, j))) return kc_err_prefix(rc, "%s: %s", s->path, w);
     }
     return KC_OK;
 }
 
-static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor_role role) {
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, field);
+static int load_tensors(sctx *s, const kc_json *root, const char *field, kc_tensor_role role) {
+    const kc_json *arr = kc_json_get(root, field);
     if (!arr) return role == KC_ROLE_INPUT ? SPEC_ERR(s, field, "is required") : KC_OK;
-    if (!cJSON_IsArray(arr)) return SPEC_ERR(s, field, "must be an array");
+    if (!kc_json_is(arr, KC_JSON_ARRAY)) return SPEC_ERR(s, field, "must be an array");
     int n, i = -1, rc0 = array_len(s, field, arr, SPEC_MAX_ITEMS, &n);
     if (rc0) return rc0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, arr) {
+    const kc_json *t;
+    KC_JSON_EACH(t, arr) {
         i++;
         char where[64], w2[80];
         kc_cat_index(where, sizeof where, field, "", i, "");
@@ -345,10 +346,10 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
         char bufs[KC_MAX_RANK][64];
         int rank = 0, rc;
         kc_cat_index(w2, sizeof w2, where, ".sizes", -1, "");
-        if ((rc = dims_of(s, w2, cJSON_GetObjectItemCaseSensitive(t, "sizes"), dims, bufs, &rank))) return rc;
+        if ((rc = dims_of(s, w2, kc_json_get(t, "sizes"), dims, bufs, &rank))) return rc;
         if (role == KC_ROLE_INPUT) {
-            const cJSON *rg = cJSON_GetObjectItemCaseSensitive(t, "requires_grad");
-            rc = kc_graph_add_input(s->d, dt, rank, dims, NULL, cJSON_IsTrue(rg));
+            const kc_json *rg = kc_json_get(t, "requires_grad");
+            rc = kc_graph_add_input(s->d, dt, rank, dims, NULL, kc_json_is(rg, KC_JSON_TRUE));
         } else {
             rc = kc_graph_add_tensor(s->d, role, dt, rank, dims);
         }
@@ -359,19 +360,19 @@ static int load_tensors(sctx *s, const cJSON *root, const char *field, kc_tensor
 }
 
 /* "args": [{"name": "lr", "type": "f32"}, …] — the runtime arguments, in the order calls give their values. */
-static int load_args(sctx *s, const cJSON *root) {
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "args");
+static int load_args(sctx *s, const kc_json *root) {
+    const kc_json *arr = kc_json_get(root, "args");
     if (!arr) return KC_OK;
-    if (!cJSON_IsArray(arr)) return SPEC_ERR(s, "args", "must be an array of {\"name\": …, \"type\": …}");
+    if (!kc_json_is(arr, KC_JSON_ARRAY)) return SPEC_ERR(s, "args", "must be an array of {\"name\": …, \"type\": …}");
     int n, i = -1, rc = array_len(s, "args", arr, KC_GRAPH_MAX_ARGS, &n);
     if (rc) return rc;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, arr) {
+    const kc_json *a;
+    KC_JSON_EACH(a, arr) {
         i++;
         char where[64];
         const char *name = str_field(a, "name"), *type = str_field(a, "type");
         kc_cat_index(where, sizeof where, "args", "", i, "");
-        if (!cJSON_IsObject(a) || !name) return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
+        if (!kc_json_is(a, KC_JSON_OBJECT) || !name) return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
         static const char *const a_fields[] = {"name", "type", NULL};
         if ((rc = known_fields(s, where, a, a_fields))) return rc;
         kc_arg_type t = kc_arg_type_parse(type);
@@ -385,22 +386,22 @@ static int load_args(sctx *s, const cJSON *root) {
     return KC_OK;
 }
 
-static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass, char **kernel_ids, int nk) {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, field);
+static int load_pass(sctx *s, const kc_json *root, const char *field, kc_pass pass, char **kernel_ids, int nk) {
+    const kc_json *p = kc_json_get(root, field);
     if (!p) return pass == KC_PASS_FORWARD ? SPEC_ERR(s, field, "is required") : KC_OK;
     static const char *const pass_fields[] = {"steps", "scratch", NULL};
-    if (cJSON_IsObject(p)) {
+    if (kc_json_is(p, KC_JSON_OBJECT)) {
         int prc = known_fields(s, field, p, pass_fields);
         if (prc) return prc;
     }
-    const cJSON *steps = cJSON_IsArray(p) ? p : cJSON_GetObjectItemCaseSensitive(p, "steps");
-    const cJSON *scratch = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "scratch") : NULL;
-    if (!cJSON_IsArray(steps)) return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
+    const kc_json *steps = kc_json_is(p, KC_JSON_ARRAY) ? p : kc_json_get(p, "steps");
+    const kc_json *scratch = kc_json_is(p, KC_JSON_OBJECT) ? kc_json_get(p, "scratch") : NULL;
+    if (!kc_json_is(steps, KC_JSON_ARRAY)) return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
     int n = 0, i = -1, rc0 = array_len(s, field, steps, SPEC_MAX_ITEMS, &n);
     if (!rc0 && scratch) rc0 = array_len(s, field, scratch, SPEC_MAX_ITEMS, &n);
     if (rc0) return rc0;
-    const cJSON *sc;
-    cJSON_ArrayForEach(sc, scratch) {
+    const kc_json *sc;
+    KC_JSON_EACH(sc, scratch) {
         i++;
         char where[64], buf[64];
         const char *e;
@@ -410,22 +411,22 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         if (rc) return rc == KC_EINVAL || rc == KC_EEXPR ? kc_err_prefix(rc, "%s: %s", s->path, where) : rc;
     }
     i = -1;
-    const cJSON *st;
-    cJSON_ArrayForEach(st, steps) {
+    const kc_json *st;
+    KC_JSON_EACH(st, steps) {
         i++;
         char where[64];
         kc_cat_index(where, sizeof where, field, "", i, "");
         static const char *const step_fields[] = {"kernel", "grid", "block", "shared", "args", "zero", NULL};
         int src0 = known_fields(s, where, st, step_fields);
         if (src0) return src0;
-        const cJSON *zero = cJSON_GetObjectItemCaseSensitive(st, "zero");
+        const kc_json *zero = kc_json_get(st, "zero");
         if (zero) { /* {"zero": "output:0"}: a zero step, and nothing else */
             kc_tensor_role zr;
             size_t zi;
             char zw[80];
             kc_cat_index(zw, sizeof zw, where, ".zero", -1, "");
-            if (cJSON_GetArraySize(st) != 1) return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} alone");
-            int rc = ref_of(s, zw, cJSON_IsString(zero) ? zero->valuestring : NULL, &zr, &zi);
+            if ((int)kc_json_count(st) != 1) return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} alone");
+            int rc = ref_of(s, zw, kc_json_is(zero, KC_JSON_STRING) ? zero->str : NULL, &zr, &zi);
             if (!rc && (rc = kc_graph_add_zero(s->d, pass, zr, zi))) rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
             if (rc) return rc;
             continue;
@@ -437,36 +438,36 @@ static int load_pass(sctx *s, const cJSON *root, const char *field, kc_pass pass
         if (kernel < 0) return SPEC_ERR(s, where, "\"kernel\" must name one of the kernels' ids");
         const char *grid[3], *block[3], *shared = NULL;
         char gb[3][64], bb[3][64], sb[64];
-        const cJSON *g = cJSON_GetObjectItemCaseSensitive(st, "grid"), *b = cJSON_GetObjectItemCaseSensitive(st, "block");
-        if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) != 3 || !cJSON_IsArray(b) || cJSON_GetArraySize(b) != 3)
+        const kc_json *g = kc_json_get(st, "grid"), *b = kc_json_get(st, "block");
+        if (!kc_json_is(g, KC_JSON_ARRAY) || (int)kc_json_count(g) != 3 || !kc_json_is(b, KC_JSON_ARRAY) || (int)kc_json_count(b) != 3)
             return SPEC_ERR(s, where, "\"grid\" and \"block\" must be arrays of 3 expressions");
         int rc = KC_OK;
         for (int j = 0; j < 3 && !rc; j++) {
             char w[96];
             kc_cat_index(w, sizeof w, where, ".grid", j, "");
-            rc = expr_of(s, w, cJSON_GetArrayItem(g, j), gb[j], &grid[j]);
+            rc = expr_of(s, w, kc_json_at(g, j), gb[j], &grid[j]);
             kc_cat_index(w, sizeof w, where, ".block", j, "");
-            if (!rc) rc = expr_of(s, w, cJSON_GetArrayItem(b, j), bb[j], &block[j]);
+            if (!rc) rc = expr_of(s, w, kc_json_at(b, j), bb[j], &block[j]);
         }
-        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(st, "shared");
+        const kc_json *sh = kc_json_get(st, "shared");
         if (!rc && sh) rc = expr_of(s, where, sh, sb, &shared);
         if (rc) return rc;
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
+        const kc_json *args = kc_json_get(st, "args");
         int na = 0;
-        if (!cJSON_IsArray(args)) return SPEC_ERR(s, where, "\"args\" must be an array of strings");
+        if (!kc_json_is(args, KC_JSON_ARRAY)) return SPEC_ERR(s, where, "\"args\" must be an array of strings");
         if (array_len(s, where, args, SPEC_MAX_ARGS, &na))
             return SPEC_ERR(s, where, "a step takes at most %d arguments (the launch program's limit)", SPEC_MAX_ARGS);
         const char **av = kc_calloc((size_t)na + 1, sizeof *av);
         if (!av) return kc_err(KC_ENOMEM, "spec: out of memory");
         int a = -1;
-        const cJSON *x;
-        cJSON_ArrayForEach(x, args) {
+        const kc_json *x;
+        KC_JSON_EACH(x, args) {
             a++;
-            if (!cJSON_IsString(x)) {
+            if (!kc_json_is(x, KC_JSON_STRING)) {
                 free(av);
                 return SPEC_ERR(s, where, "args[%d] must be a string", a);
             }
-            av[a] = x->valuestring;
+            av[a] = x->str;
         }
         rc = kc_graph_add_step(s->d, pass, kernel, grid, block, shared, av, (size_t)na);
         free(av);
@@ -488,10 +489,15 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     sctx s = {spec_path, "", NULL, {{0}}, 0};
     const char *slash = strrchr(spec_path, '/');
     snprintf(s.dir, sizeof s.dir, "%.*s", slash ? (int)(slash - spec_path) : 1, slash ? spec_path : ".");
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) {
-        size_t off = end && end >= (const char *)text ? (size_t)(end - (const char *)text) : 0;
+    kc_json_doc doc;
+    size_t off = 0;
+    rc = kc_json_parse(&doc, text, len, &off);
+    if (rc == KC_ENOMEM) {
+        free(text);
+        return kc_err_prefix(rc, "%s", spec_path);
+    }
+    const kc_json *root = doc.root;
+    if (rc) {
         int line = 1, col = 1;
         for (size_t i = 0; i < off && i < len; i++) {
             if (((char *)text)[i] == '\n') line++, col = 1;
@@ -503,7 +509,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     free(text);
     char **kernel_ids = NULL;
     const char *name = str_field(root, "name");
-    if (!cJSON_IsObject(root) || !name) {
+    if (!kc_json_is(root, KC_JSON_OBJECT) || !name) {
         rc = SPEC_ERR(&s, "name", "a graph spec is an object with a \"name\" string");
     } else if (!(rc = kc_graph_desc_new(&s.d, name)) && !(s.d->spec_path = kc_strdup(spec_path))) {
         rc = kc_err(KC_ENOMEM, "spec: out of memory");
@@ -513,33 +519,33 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
         rc = known_fields(&s, "spec", root, root_fields);
     }
     if (!rc && s.d) {
-        const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
-        int nk = cJSON_IsArray(kernels) ? cJSON_GetArraySize(kernels) : 0;
+        const kc_json *kernels = kc_json_get(root, "kernels");
+        int nk = kc_json_is(kernels, KC_JSON_ARRAY) ? (int)kc_json_count(kernels) : 0;
         if (!(rc = load_kernels(&s, root, kernels, &kernel_ids)) &&
             !(rc = load_tensors(&s, root, "inputs", KC_ROLE_INPUT)) &&
             !(rc = load_tensors(&s, root, "outputs", KC_ROLE_OUTPUT)) &&
             !(rc = load_tensors(&s, root, "saved", KC_ROLE_SAVED)) && !(rc = load_args(&s, root)) &&
             !(rc = load_pass(&s, root, "forward", KC_PASS_FORWARD, kernel_ids, nk)))
             rc = load_pass(&s, root, "backward", KC_PASS_BACKWARD, kernel_ids, nk);
-        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "wrappers");
+        const kc_json *ws = kc_json_get(root, "wrappers");
         int nw = 0, i = -1;
-        if (!rc && cJSON_IsArray(ws)) rc = array_len(&s, "wrappers", ws, SPEC_MAX_WRAPPERS, &nw);
-        const cJSON *w, *wl = cJSON_IsArray(ws) && !rc ? ws : NULL; /* cJSON_ArrayForEach does not parenthesise */
-        cJSON_ArrayForEach(w, wl) {
+        if (!rc && kc_json_is(ws, KC_JSON_ARRAY)) rc = array_len(&s, "wrappers", ws, SPEC_MAX_WRAPPERS, &nw);
+        const kc_json *w, *wl = kc_json_is(ws, KC_JSON_ARRAY) && !rc ? ws : NULL;
+        KC_JSON_EACH(w, wl) {
             if (rc) break;
             i++;
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "version");
+            const kc_json *v = kc_json_get(w, "version");
             char where[48];
             snprintf(where, sizeof where, "wrappers[%d]", i);
             static const char *const w_fields[] = {"name", "version", "params", NULL};
-            if (!str_field(w, "name") || !cJSON_IsNumber(v)) rc = SPEC_ERR(&s, where, "needs \"name\" and \"version\"");
+            if (!str_field(w, "name") || !kc_json_is(v, KC_JSON_NUMBER)) rc = SPEC_ERR(&s, where, "needs \"name\" and \"version\"");
             else if ((rc = known_fields(&s, where, w, w_fields))) break;
-            else if (!(v->valuedouble >= 0 && v->valuedouble <= 4294967295.0 &&
-                  v->valuedouble == (double)(uint32_t)v->valuedouble))
+            else if (!(v->num >= 0 && v->num <= 4294967295.0 &&
+                  v->num == (double)(uint32_t)v->num))
                 rc = SPEC_ERR(&s, where, "\"version\" must be a whole number from 0 to 4294967295");
             else {
                 const char *params = str_field(w, "params");
-                rc = kc_graph_add_wrapper(s.d, str_field(w, "name"), (uint32_t)v->valuedouble, params,
+                rc = kc_graph_add_wrapper(s.d, str_field(w, "name"), (uint32_t)v->num, params,
                                           params ? strlen(params) : 0);
             }
         }
@@ -548,7 +554,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     }
     free(kernel_ids);
     files_free(&s);
-    cJSON_Delete(root);
+    kc_json_free(&doc);
     if (rc) {
         kc_graph_desc_free(s.d);
         return rc;

@@ -320,6 +320,12 @@ static void test_spec_errors_name_the_place(void **state) {
          "\"shard\": 4096}]}", "forward[0]: unknown field \"shard\""},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"], \"dtype\": \"f16\"}]}", "\"dtype\" appears twice"},
+        /* JSON read strictly ([Note: spec JSON]): a \u0000 would make "k.cu\u0000/x" the file k.cu, and
+         * whatever follows the spec's object is not dropped in silence. */
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\\u0000/x\", \"entry\": \"k\"}], \"inputs\": []}",
+         ":1:47: not valid JSON"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": []}\n{\"name\": \"y\"}",
+         ":2:1: not valid JSON"},
     };
     char sp[600], kp[600];
     snprintf(kp, sizeof kp, "%s/k.cu", dir);

@@ -1,0 +1,181 @@
+/* test_json.c — the JSON reader behind graph specs ([Note: spec JSON] in common/json.c). */
+#include "helpers.h"
+
+#include <math.h>
+
+#include "common/internal.h"
+#include "common/json.h"
+
+static int parse(kc_json_doc *doc, const char *text, size_t *at) { return kc_json_parse(doc, text, strlen(text), at); }
+
+static void test_a_tree_in_the_text_order(void **state) {
+    (void)state;
+    kc_json_doc doc;
+    const char *t = "\xEF\xBB\xBF {\"name\": \"x\", \"n\": [1, -2, 0, true, false, null, {}, []], \"o\": {\"a\": \"\"}}\n";
+    assert_int_equal(parse(&doc, t, NULL), KC_OK);
+    const kc_json *r = doc.root;
+    assert_true(kc_json_is(r, KC_JSON_OBJECT));
+    assert_int_equal(kc_json_count(r), 3);
+    assert_string_equal(kc_json_str(kc_json_get(r, "name")), "x");
+    assert_null(kc_json_get(r, "nam"));
+    assert_null(kc_json_get(kc_json_get(r, "n"), "name")); /* an array has no members */
+    const kc_json *n = kc_json_get(r, "n");
+    assert_int_equal(kc_json_count(n), 8);
+    const int types[] = {KC_JSON_NUMBER, KC_JSON_NUMBER, KC_JSON_NUMBER, KC_JSON_TRUE, KC_JSON_FALSE,
+                         KC_JSON_NULL,   KC_JSON_OBJECT, KC_JSON_ARRAY};
+    size_t i = 0;
+    const kc_json *x;
+    KC_JSON_EACH(x, n) {
+        assert_true(kc_json_is(x, (kc_json_type)types[i]));
+        assert_ptr_equal(kc_json_at(n, i), x);
+        assert_null(x->key);
+        i++;
+    }
+    assert_int_equal(i, 8);
+    assert_true(kc_json_at(n, 1)->num == -2.0);
+    assert_null(kc_json_at(n, 8));
+    assert_int_equal(kc_json_count(kc_json_at(n, 6)), 0);
+    assert_string_equal(kc_json_get(r, "o")->child->key, "a");
+    assert_string_equal(kc_json_str(kc_json_get(kc_json_get(r, "o"), "a")), "");
+    kc_json_free(&doc);
+    kc_json_free(&doc); /* freed twice: nothing left to free */
+}
+
+static void test_strings_are_unescaped(void **state) {
+    (void)state;
+    kc_json_doc doc;
+    assert_int_equal(parse(&doc, "[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\", \"\\u00e9\\u20AC\\ud83d\\ude00\", \"\xc3\xa9\"]", NULL), KC_OK);
+    assert_string_equal(kc_json_str(kc_json_at(doc.root, 0)), "a\"b\\c/d\b\f\n\r\t");
+    assert_string_equal(kc_json_str(kc_json_at(doc.root, 1)), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    assert_string_equal(kc_json_str(kc_json_at(doc.root, 2)), "\xc3\xa9");
+    kc_json_free(&doc);
+}
+
+static void test_numbers_as_strtod_reads_them(void **state) {
+    (void)state;
+    kc_json_doc doc;
+    assert_int_equal(parse(&doc, "[0, 256, 999999999999999, 12345678901234567890, 1.5, -0.25, 1e3, 2E-2, 9007199254740993, -0]",
+                           NULL),
+                     KC_OK);
+    const double want[] = {0, 256, 999999999999999.0, 12345678901234567890.0, 1.5, -0.25, 1000, 0.02, 9007199254740992.0, 0};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const kc_json *v = kc_json_at(doc.root, i);
+        assert_true(kc_json_is(v, KC_JSON_NUMBER));
+        if (v->num != want[i]) fail_msg("number %zu: %.17g, not %.17g", i, v->num, want[i]);
+    }
+    assert_true(signbit(kc_json_at(doc.root, 9)->num)); /* -0 as strtod reads it */
+    kc_json_free(&doc);
+}
+
+/* Not JSON, with where reading stopped: what spec.c turns into "file:line:col: not valid JSON". */
+static void test_what_is_not_json(void **state) {
+    (void)state;
+    struct { const char *text; size_t at; } cases[] = {
+        {"", 0},
+        {"   ", 3},
+        {"{\"a\": 1,}", 8},
+        {"[1, 2,\n  ]", 9},
+        {"{\"a\" 1}", 5},
+        {"{a: 1}", 1},
+        {"[01]", 2},
+        {"[1.]", 3},
+        {"[1e]", 3},
+        {"[+1]", 1},
+        {"[.5]", 1},
+        {"[tru]", 1},
+        {"[\"a\\x\"]", 3},
+        {"[\"a\tb\"]", 3},            /* a raw control character in a string */
+        {"[\"a\\u0000b\"]", 9},       /* a NUL would cut the name short */
+        {"[\"\\udc00\"]", 8},         /* a low surrogate alone */
+        {"[\"\\ud800x\"]", 8},        /* a high surrogate alone */
+        {"[\"\\u12g4\"]", 4},
+        {"[\"abc", 5},
+        {"{\"a\": 1} {\"b\": 2}", 9},  /* something after the value */
+        {"[1] x", 4},
+        {"\f[]", 0},                  /* only space, tab, CR and LF are whitespace */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kc_json_doc doc = {(kc_json *)1, NULL};
+        size_t at = 12345;
+        int rc = parse(&doc, cases[i].text, &at);
+        if (rc != KC_EINVAL) fail_msg("case %zu (%s): %d", i, cases[i].text, rc);
+        if (at != cases[i].at) fail_msg("case %zu (%s): stopped at %zu, not %zu", i, cases[i].text, at, cases[i].at);
+        assert_null(doc.root);
+        assert_null(doc.blocks);
+    }
+    /* A NUL byte inside the text given is not whitespace. */
+    kc_json_doc doc;
+    assert_int_equal(kc_json_parse(&doc, "[1]\0", 4, NULL), KC_EINVAL);
+    assert_int_equal(kc_json_parse(&doc, "[1]\0", 3, NULL), KC_OK);
+    kc_json_free(&doc);
+}
+
+/* Nesting is capped (the reader recurses): 1000 deep reads, 1001 is refused, never a crash. */
+static void test_nesting_is_capped(void **state) {
+    (void)state;
+    char *t = malloc(2 * 100000 + 1);
+    const int depths[] = {1000, 1001, 100000};
+    for (size_t i = 0; i < 3; i++) {
+        int depth = depths[i];
+        memset(t, '[', (size_t)depth);
+        memset(t + depth, ']', (size_t)depth);
+        t[2 * depth] = '\0';
+        kc_json_doc doc;
+        assert_int_equal(parse(&doc, t, NULL), depth <= 1000 ? KC_OK : KC_EINVAL);
+        kc_json_free(&doc);
+    }
+    free(t);
+}
+
+/* A small document is one allocation; a big one a few blocks; every failed allocation is
+ * KC_ENOMEM with nothing leaked (ASan checks the leaks). */
+static void test_allocations(void **state) {
+    (void)state;
+    kc_json_doc doc;
+    const char *small = "{\"name\": \"x\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\"}], \"n\": [1, 2, 3]}";
+    kc_alloc_fail_at(2, false); /* the second allocation would fail: there is none */
+    assert_int_equal(parse(&doc, small, NULL), KC_OK);
+    assert_int_equal(kc_alloc_fail_count(), 0);
+    kc_alloc_fail_at(0, false);
+    kc_json_free(&doc);
+    kc_alloc_fail_at(1, false);
+    assert_int_equal(parse(&doc, small, NULL), KC_ENOMEM);
+    kc_alloc_fail_at(0, false);
+    assert_null(doc.root);
+    /* 20000 values, 2 bytes each: more nodes than the first block holds */
+    size_t n = 20000;
+    char *big = malloc(2 * n + 2);
+    big[0] = '[';
+    for (size_t i = 0; i < n; i++) big[1 + 2 * i] = '7', big[2 + 2 * i] = i + 1 < n ? ',' : ']';
+    big[2 * n + 1] = '\0';
+    int failed = 0;
+    for (long nth = 1;; nth++) {
+        kc_alloc_fail_at(nth, false);
+        int rc = parse(&doc, big, NULL);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_OK) {
+            assert_int_equal(kc_json_count(doc.root), n);
+            assert_true(kc_json_at(doc.root, n - 1)->num == 7.0);
+            kc_json_free(&doc);
+            break;
+        }
+        assert_int_equal(rc, KC_ENOMEM);
+        assert_null(doc.root);
+        failed++;
+        assert_true(nth < 64);
+    }
+    assert_true(failed >= 2); /* the first block, and at least one more */
+    free(big);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_tree_in_the_text_order),
+        cmocka_unit_test(test_strings_are_unescaped),
+        cmocka_unit_test(test_numbers_as_strtod_reads_them),
+        cmocka_unit_test(test_what_is_not_json),
+        cmocka_unit_test(test_nesting_is_capped),
+        cmocka_unit_test(test_allocations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
