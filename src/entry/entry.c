@@ -25,6 +25,7 @@
 
 #include "../common/crypto.h"
 #include "../common/internal.h"
+#include "entry_internal.h"
 #include "sign_internal.h"
 #include "kcache/target.h" /* kc_variant_check */
 
@@ -51,7 +52,7 @@ typedef struct section {
 } section;
 
 typedef struct named_digest {
-    char *name;
+    char *name; /* its own allocation, or inside names_block (a decoded META's) */
     kc_digest d;
 } named_digest;
 
@@ -61,9 +62,12 @@ struct kc_entry {
     section sec[NTYPES];
     named_digest *digests;
     size_t ndigests, capdigests;
+    char *names_block; /* the names decode_meta read, one allocation: digests[0, nblock) point into it */
+    size_t nblock;
     char toolchain[256];
     uint64_t created_at;
-    struct attached { uint8_t *data; size_t len; } *att; /* images in memory, never encoded (entry.h) */
+    struct attached { uint8_t *buf; const uint8_t *data; size_t len; } *att; /* images in memory, never encoded
+                                                                                (entry.h); data lies in buf */
     size_t natt;
     int partial; /* kc_entry_decode_some: some sections or META's digests left out; never encoded */
 };
@@ -113,34 +117,66 @@ int kc_entry_new(kc_entry **out, const kc_key *key, const char *variant) {
 void kc_entry_free(kc_entry *e) {
     if (!e) return;
     for (int i = 0; i < NTYPES; i++) free(e->sec[i].data);
-    for (size_t i = 0; i < e->ndigests; i++) free(e->digests[i].name);
+    for (size_t i = e->nblock; i < e->ndigests; i++) free(e->digests[i].name);
+    free(e->names_block);
     free(e->digests);
-    for (size_t i = 0; i < e->natt; i++) free(e->att[i].data);
+    for (size_t i = 0; i < e->natt; i++) free(e->att[i].buf);
     free(e->att);
     free(e);
 }
 
+/* Room for attached image `index`: KC_OK, or KC_ENOMEM (recorded). */
+static int att_room(kc_entry *e, size_t index) {
+    if (index < e->natt) return KC_OK;
+    struct attached *a = kc_realloc(e->att, (index + 1) * sizeof *a);
+    if (!a) return kc_err(KC_ENOMEM, "kc_entry_attach_image: out of memory");
+    memset(a + e->natt, 0, (index + 1 - e->natt) * sizeof *a);
+    e->att = a;
+    e->natt = index + 1;
+    return KC_OK;
+}
+
 int kc_entry_attach_image(kc_entry *e, size_t index, const void *bytes, size_t len) {
     if (!e || !bytes || !len || index >= KC_IMAGES_MAX) return kc_err(KC_EINVAL, "kc_entry_attach_image: bad argument");
-    if (index >= e->natt) {
-        struct attached *a = kc_realloc(e->att, (index + 1) * sizeof *a);
-        if (!a) return kc_err(KC_ENOMEM, "kc_entry_attach_image: out of memory");
-        memset(a + e->natt, 0, (index + 1 - e->natt) * sizeof *a);
-        e->att = a;
-        e->natt = index + 1;
-    }
+    int rc = att_room(e, index);
+    if (rc) return rc;
     uint8_t *copy = kc_malloc(len);
     if (!copy) return kc_err(KC_ENOMEM, "kc_entry_attach_image: out of memory");
     memcpy(copy, bytes, len);
-    free(e->att[index].data);
+    free(e->att[index].buf);
+    e->att[index].buf = copy;
     e->att[index].data = copy;
     e->att[index].len = len;
     return KC_OK;
 }
 
+/*
+ * [Note: attached, not copied] A lookup that loads a graph reads each image entry, inflates its
+ * IMAGE section into a buffer of its own, checks the image inside it (kc_image_entry_read) and
+ * frees the image entry.  The image's bytes are a tail of that buffer, so the buffer itself moves
+ * to the graph entry (buf, with data pointing at the image in it) instead of a copy of the image:
+ * one allocation and one copy of every image (tens of KB for a large cubin) fewer per load.  The
+ * bytes attached are the bytes checked: nothing writes the buffer after the check.
+ */
+int kc_entry_attach_image_from_(kc_entry *e, size_t index, kc_entry *img, const void *bytes, size_t len) {
+    if (!e || !img || !bytes || !len || index >= KC_IMAGES_MAX) return kc_err(KC_EINVAL, "kc_entry_attach_image: bad argument");
+    section *s = &img->sec[KC_SECTION_IMAGE];
+    const uint8_t *b = bytes;
+    if (!s->present || !s->data || b < s->data || len > s->len || (size_t)(b - s->data) > s->len - len)
+        return kc_entry_attach_image(e, index, bytes, len); /* not inside it: a copy */
+    int rc = att_room(e, index);
+    if (rc) return rc;
+    free(e->att[index].buf);
+    e->att[index].buf = s->data;
+    e->att[index].data = b;
+    e->att[index].len = len;
+    s->data = NULL, s->len = 0, s->present = 0;
+    return KC_OK;
+}
+
 int kc_entry_attached_image(const kc_entry *e, size_t index, const void **bytes, size_t *len) {
     if (!e || !bytes || !len) return kc_err(KC_EINVAL, "kc_entry_attached_image: NULL argument");
-    if (index >= e->natt || !e->att[index].data) return KC_MISS;
+    if (index >= e->natt || !e->att[index].buf) return KC_MISS;
     *bytes = e->att[index].data;
     *len = e->att[index].len;
     return KC_OK;
@@ -471,21 +507,41 @@ done:
 /* ---- decode ---- */
 
 
+/* A decoded META's digests: the array sized once, the names in one block (each name and its NUL
+ * fit in the 2 + name + 16 bytes it takes in META), not an allocation per name. */
 static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
     kc_reader r = kc_reader_make(p, n);
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count > MAX_DIGESTS) return CORRUPT("META digest count %u", count);
+    if (count && e->ndigests == 0 && !e->names_block && count <= n / 19) { /* 19: the least a digest takes */
+        named_digest *ds = kc_realloc(e->digests, count * sizeof *ds);
+        char *names = ds ? kc_malloc(n) : NULL;
+        if (ds) e->digests = ds, e->capdigests = count;
+        if (!names) return kc_err(KC_ENOMEM, "decoding entry: out of memory");
+        e->names_block = names;
+    }
+    size_t at = 0;
     for (uint32_t i = 0; i < count; i++) {
         uint16_t nl = kc_rd_next_u16(&r);
         const uint8_t *name = kc_rd_bytes(&r, nl);
         const uint8_t *dig = kc_rd_bytes(&r, 16);
         if (r.bad || nl == 0 || nl > 255) return CORRUPT("META digest %u is malformed", i);
+        if (memchr(name, 0, nl)) return CORRUPT("META digest name %u holds a NUL", i);
+        kc_digest d;
+        memcpy(d.bytes, dig, 16);
+        if (e->names_block && e->nblock == e->ndigests && at + nl + 1 <= n) {
+            char *nm = e->names_block + at;
+            memcpy(nm, name, nl);
+            nm[nl] = '\0';
+            at += (size_t)nl + 1;
+            e->digests[e->ndigests].name = nm;
+            e->digests[e->ndigests].d = d;
+            e->nblock = ++e->ndigests;
+            continue;
+        }
         char tmp[256];
         memcpy(tmp, name, nl);
         tmp[nl] = '\0';
-        if (strlen(tmp) != nl) return CORRUPT("META digest name %u holds a NUL", i);
-        kc_digest d;
-        memcpy(d.bytes, dig, 16);
         int rc = kc_entry_add_digest(e, tmp, &d);
         if (rc) return rc;
     }

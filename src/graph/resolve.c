@@ -17,6 +17,7 @@
 
 #include "../cache/internal.h"
 #include "../common/internal.h"
+#include "../entry/entry_internal.h"
 #include "graph_internal.h"
 
 /* Describe image `r` for messages: "<hex> (sm_90 cubin, 12345 bytes)". */
@@ -48,7 +49,7 @@ static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *
     const void *bytes;
     size_t len;
     rc = kc_image_entry_read(img, ref, 0, NULL, &bytes, &len);
-    if (rc == KC_OK && attach) rc = kc_entry_attach_image(e, i, bytes, len);
+    if (rc == KC_OK && attach) rc = kc_entry_attach_image_from_(e, i, img, bytes, len); /* [Note: attached, not copied] */
     else if (rc) kc_log(KC_LOG_STORE, "local image: %s", kc_error_last()->message);
     kc_entry_free(img);
     return rc == KC_ENOMEM ? rc : rc ? KC_MISS : KC_OK;
@@ -86,7 +87,7 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use) {
             char what[128];
             describe(&refs[i], what, sizeof what);
             int r = got[k] ? kc_image_entry_read(got[k], &refs[i], 1, NULL, &bytes, &len) : KC_MISS;
-            if (r == KC_OK && attach) r = kc_entry_attach_image(e, i, bytes, len);
+            if (r == KC_OK && attach) r = kc_entry_attach_image_from_(e, i, got[k], bytes, len);
             if (r == KC_OK) (void)kc_cache_keep_local_(c, &refs[i].id, KC_VARIANT_IMAGE, raw[k], rl[k]);
             else if (!rc && got[k]) rc = kc_err(KC_MISS, "image %s from the remote failed its check: %s", what, kc_error_last()->message);
             else if (!rc) rc = kc_err(KC_MISS, "image %s is missing", what);

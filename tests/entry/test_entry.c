@@ -388,6 +388,55 @@ static void test_alloc_failures_are_reported(void **state) {
     kc_entry_free(e);
 }
 
+/* The allocations kc_entry_decode makes for these bytes (the first n that does not fail it). */
+static long decode_allocations(const void *bytes, size_t len) {
+    for (long n = 1;; n++) {
+        kc_alloc_fail_at(n, false);
+        kc_entry *d = NULL;
+        int rc = kc_entry_decode(&d, bytes, len);
+        kc_alloc_fail_at(0, false);
+        kc_entry_free(d);
+        if (rc == KC_OK) return n - 1;
+        assert_int_equal(rc, KC_ENOMEM);
+        assert_true(n < 1000);
+    }
+}
+
+/* A decoded META's digest names are one block, not an allocation each (a lookup decodes the
+ * graph entry's META on every load): 200 digests cost what 2 do; a digest added to a decoded
+ * entry is its own, and every name reads back. */
+static void test_decoding_digests_allocates_once(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 0);
+    void *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+    long two = decode_allocations(bytes, len);
+    kc_free(bytes);
+    kc_digest d = {{0}};
+    char name[32];
+    for (int i = 0; i < 198; i++) {
+        snprintf(name, sizeof name, "inputs[%d].strides", i);
+        d.bytes[0] = (uint8_t)i;
+        assert_int_equal(kc_entry_add_digest(e, name, &d), KC_OK);
+    }
+    assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+    long many = decode_allocations(bytes, len);
+    if (many != two) fail_msg("decoding 200 digests made %ld allocations, 2 digests %ld", many, two);
+    kc_entry *x;
+    assert_int_equal(kc_entry_decode(&x, bytes, len), KC_OK);
+    assert_same_entry(e, x);
+    assert_int_equal(kc_entry_add_digest(x, "extra", &d), KC_OK);
+    const char *n;
+    assert_int_equal(kc_entry_digest_at(x, 200, &n, &d), KC_OK);
+    assert_string_equal(n, "extra");
+    assert_int_equal(kc_entry_digest_at(x, 199, &n, &d), KC_OK);
+    assert_string_equal(n, "inputs[197].strides");
+    kc_entry_free(x);
+    kc_free(bytes);
+    kc_entry_free(e);
+}
+
 /* A hand-built entry: META (codec none, no digests) then one KERNELS section stored as given;
  * every checksum valid, whatever the sizes claim.  Returns the bytes (malloc) and their length. */
 static uint8_t *hand_entry(uint32_t codec, uint64_t raw_len, const uint8_t *stored, size_t slen, size_t *len_out) {
@@ -491,6 +540,7 @@ static void test_very_compressible_sections_round_trip(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_decoding_digests_allocates_once),
         cmocka_unit_test(test_golden_file),
         cmocka_unit_test(test_origin_records),
         cmocka_unit_test(test_malformed_origin_is_corrupt),

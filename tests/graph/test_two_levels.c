@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/internal.h" /* kc_alloc_fail_at */
 #include "kcache.h"
 #include "helpers.h"
 
@@ -242,6 +243,67 @@ static void check_recovery(const char *action) {
     kc_graph_desc_free(d);
 }
 
+/* The allocations `call` makes (the first n that does not fail it). */
+static long allocations(int (*call)(const kc_key *, const char *, kc_entry **), const kc_key *k, const char *v,
+                        kc_entry **out) {
+    for (long n = 1;; n++) {
+        kc_alloc_fail_at(n, false);
+        int rc = call(k, v, out);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_OK) return n - 1;
+        assert_true(n < 1000);
+    }
+}
+static int peek(const kc_key *k, const char *v, kc_entry **out) { return kc_cache_peek(cache, k, v, out); }
+static int peek_resolve(const kc_key *k, const char *v, kc_entry **out) {
+    int rc = kc_cache_peek(cache, k, v, out);
+    if (rc == KC_OK && (rc = kc_entry_resolve(cache, *out)) != KC_OK) {
+        kc_entry_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* [Note: attached, not copied] (entry.c): resolving a graph entry attaches each image's checked
+ * bytes where its image entry inflated them, not a copy — no allocation per image beyond the
+ * image entry's own read and the attached list's slot — and they are the image's bytes. */
+static void test_resolving_attaches_images_without_a_copy(void **state) {
+    (void)state;
+    kc_graph_desc *d = mlp_at(32);
+    kc_graph_info info;
+    compile_ok(d, "sm_90", &info);
+    kc_key gk;
+    assert_int_equal(kc_key_from_hex(&gk, info.key), KC_OK);
+    kc_entry *e;
+    long graph = allocations(peek, &gk, "sm_90", &e);
+    kc_image_ref *refs;
+    size_t n;
+    assert_int_equal(kc_entry_images(e, &refs, &n), KC_OK);
+    assert_true(n >= 2);
+    long images = 0;
+    for (size_t i = 0; i < n; i++) {
+        kc_entry *img;
+        images += allocations(peek, &refs[i].id, KC_VARIANT_IMAGE, &img);
+        const void *want, *got;
+        size_t wl, gl;
+        assert_int_equal(kc_image_entry_read(img, &refs[i], 0, NULL, &want, &wl), KC_OK);
+        assert_int_equal(kc_entry_resolve(cache, e), KC_OK);
+        assert_int_equal(kc_entry_attached_image(e, i, &got, &gl), KC_OK);
+        assert_int_equal(gl, wl);
+        assert_memory_equal(got, want, wl);
+        kc_entry_free(img);
+    }
+    kc_entry_free(e);
+    kc_entry *r;
+    long resolved = allocations(peek_resolve, &gk, "sm_90", &r);
+    kc_entry_free(r);
+    /* the graph entry's read, its references (1), then per image: its read and a slot */
+    long most = graph + 1 + images + (long)n;
+    if (resolved > most) fail_msg("resolving made %ld allocations, more than %ld (a copy of each image?)", resolved, most);
+    free(refs);
+    kc_graph_desc_free(d);
+}
+
 static void test_a_missing_image_is_a_miss_and_is_stored_again(void **state) {
     (void)state;
     check_recovery("remove");
@@ -361,6 +423,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_second_shape_compiles_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_plain_names_of_a_source_share_its_unit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolving_attaches_images_without_a_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_image_is_a_miss_and_is_stored_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_corrupt_image_is_a_miss_and_is_stored_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_image_that_is_not_the_one_referred_to_is_a_miss, setup, teardown),
