@@ -90,10 +90,7 @@ void kc_graph_desc_free(kc_graph_desc *d) {
         for (int r = 0; r < KC_MAX_RANK; r++) free(d->tensors[i].sizes[r]), free(d->tensors[i].strides[r]);
     for (size_t i = 0; i < d->nscratch; i++) free(d->scratch[i].bytes);
     for (size_t i = 0; i < d->nsteps; i++) {
-        gstep *s = &d->steps[i];
-        for (int j = 0; j < 3; j++) free(s->grid[j]), free(s->block[j]);
-        free(s->shared);
-        free_strs(s->args, s->nargs);
+        free(d->steps[i].args); /* its strings with it (kc_graph_add_step) */
     }
     for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
     free(d->zeros);
@@ -130,6 +127,15 @@ static void *grow(void **arr, size_t *n, size_t size) {
     *arr = p;
     memset((char *)p + *n * size, 0, size);
     return (char *)p + (*n)++ * size;
+}
+
+/* Copy `str` (NULL: none) with its NUL to *at, which moves past it; the copy, or NULL. */
+static char *put_str(char **at, const char *str) {
+    if (!str) return NULL;
+    size_t n = strlen(str) + 1;
+    char *d = memcpy(*at, str, n);
+    *at += n;
+    return d;
 }
 
 static char *dup_or_null(const char *s, int *oom) {
@@ -357,12 +363,27 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
     if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
     s->pass = pass;
     s->kernel = kernel;
-    int oom = 0;
-    for (int j = 0; j < 3; j++) s->grid[j] = dup_or_null(grid[j], &oom), s->block[j] = dup_or_null(block[j], &oom);
-    s->shared = dup_or_null(shared ? shared : "0", &oom);
-    if (nargs && !(s->args = kc_calloc(nargs, sizeof *s->args))) oom = 1;
-    for (size_t i = 0; !oom && i < nargs; i++, s->nargs++) s->args[i] = dup_or_null(args[i], &oom);
-    return oom ? kc_err(KC_ENOMEM, "graph: out of memory") : KC_OK;
+    /* One allocation per step: its argument array, then every string it holds (grid, block,
+     * shared, the arguments), not one each — a warm start adds every step of every graph it
+     * loads.  kc_graph_desc_free frees s->args alone. */
+    const char *strs[7] = {grid[0], grid[1], grid[2], block[0], block[1], block[2], shared ? shared : "0"};
+    size_t slots = nargs ? nargs : 1, need = slots * sizeof(char *);
+    for (int j = 0; j < 7; j++) need += strs[j] ? strlen(strs[j]) + 1 : 0;
+    for (size_t i = 0; i < nargs; i++) need += args[i] ? strlen(args[i]) + 1 : 0;
+    char **blk = kc_malloc(need);
+    if (!blk) {
+        d->nsteps--; /* no half-made step left behind */
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
+    char *at = (char *)(blk + slots), *put[7];
+    for (int j = 0; j < 7; j++) put[j] = put_str(&at, strs[j]);
+    for (int j = 0; j < 3; j++) s->grid[j] = put[j], s->block[j] = put[3 + j];
+    s->shared = put[6];
+    s->args = blk;
+    for (size_t i = 0; i < nargs; i++) blk[i] = put_str(&at, args[i]);
+    if (!nargs) blk[0] = NULL;
+    s->nargs = nargs;
+    return KC_OK;
 }
 
 /* ---- in-place inputs, aliased outputs, accumulating gradients, zero steps ---- */

@@ -160,6 +160,40 @@ static kc_graph_desc *one_kernel(const char *src, const char *file) {
     return d;
 }
 
+/* A step is one allocation (its argument array and every string it holds), however many
+ * arguments it takes; one that fails to allocate leaves no step behind, and the steps read back. */
+static void test_a_step_is_one_allocation(void **state) {
+    (void)state;
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n", "ok.cu");
+    const char *grid[] = {"ceildiv(N, 64)", "2", "1"}, *block[] = {"64", "1", "1"};
+    const char *args[] = {"input:0", "e32:N", "i32:1", "i32:2", "i32:3", "i32:4", "i32:5", "i32:6"};
+    long n = 1;
+    for (;; n++) {
+        kc_alloc_fail_at(n, false);
+        int rc = kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, "256", args, 8);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_OK) break;
+        assert_int_equal(rc, KC_ENOMEM);
+        assert_true(n < 100);
+    }
+    if (n - 1 > 2) fail_msg("a step of 8 arguments made %ld allocations (the steps' array, then one block)", n - 1);
+    kc_buf b = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &b);
+    kc_program *p;
+    assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
+    assert_int_equal(p->nsteps, 2); /* no half-made step from the failures */
+    const pstep *s = &p->steps[1];
+    assert_string_equal(s->grid[0], "ceildiv(N, 64)");
+    assert_string_equal(s->grid[1], "2");
+    assert_string_equal(s->block[0], "64");
+    assert_string_equal(s->shared, "256");
+    assert_int_equal(s->nargs, 8);
+    for (size_t i = 0; i < 8; i++) assert_string_equal(s->args[i], args[i]);
+    kc_program_free(p);
+    kc_buf_free(&b);
+    kc_graph_desc_free(d);
+}
+
 static void test_time_macros_bypass_the_store(void **state) {
     (void)state;
     kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n"
@@ -427,6 +461,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_every_graph_compiles_for_every_target),
         T(test_second_lookup_is_a_disk_hit),
+        T(test_a_step_is_one_allocation),
         T(test_time_macros_bypass_the_store),
         T(test_a_kernel_added_after_a_hit_is_scanned),
         T(test_compile_error_carries_the_log),
