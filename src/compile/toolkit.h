@@ -47,6 +47,52 @@ int kc_toolkit_inputs_for(const char *file, kc_toolkit_inputs *in);
  */
 int kc_toolkit_digest(const char *memo_dir, char out[33]);
 
+/** 1 with the digest in `out` (may be NULL) when this process has verified it (kc_toolkit_digest). */
+int kc_toolkit_digest_known(char out[33]);
+
+/** Whole walks of the toolkit's tree this process made (for tests of the direct mode). */
+int kc_toolkit_walks_(void);
+
+/*
+ * [Note: toolkit direct mode] Verifying the digest costs a stat of every file of the tree
+ * (~2,000 for CUDA 13; ~7 ms of system calls on a small VM) in every process, while a kernel
+ * reads few of them (a bf16 kernel 38, cooperative groups with libcu++ 367).  As ccache's
+ * direct mode does, a compile records what it read, and a later process checks only that:
+ *  - the compile runs under an inotify watch of every folder of the tree (IN_OPEN): every file
+ *    opened there, by NVRTC or anyone else (a superset is harmless), is a read; a queue
+ *    overflow, a folder removed, or a file that the verifying walk did not see means the reads
+ *    are not known whole, and nothing is recorded;
+ *  - the manifest (<toolkit memo folder>/direct-<key of the graph without the toolkit>) holds
+ *    the digest the compile's key used, the tree's root, the in-memory headers' signature, the
+ *    stat signature of EVERY folder (a name added or removed anywhere changes its folder's:
+ *    what NVRTC looked for and did not find, or found later in the search, it would still
+ *    find where it did) and of every file read, as the walk that verified the digest saw them
+ *    and still unchanged after the compile;
+ *  - a lookup (graph/graph_key.c, kc_graph_key_lookup_) whose manifest still matches every
+ *    signature uses its digest without walking: NVRTC would read the very same bytes now, so
+ *    the entry under that key is what it would compile.  A file no kernel of the graph reads
+ *    may have changed meanwhile — the key then names the tree as it was, and is still right
+ *    for this graph.  Anything else — no manifest, one signature changed, a manifest cut
+ *    short — is the whole walk, as before.
+ *  - a miss under a vouched digest is confirmed by the whole walk before it is counted or
+ *    compiled (graph/lookup.c): an entry is only ever written under a verified digest, so a
+ *    tree changed where this graph does not read never puts a stale name on a new compile.
+ * Manifests are written only by compiles on this host; entries imported or fetched come
+ * without one (their first process walks).
+ */
+
+/** Begin watching the tree for a compile: *out NULL (nothing recorded later) when the digest
+ *  was not verified by a walk in this process, or inotify is unavailable. */
+typedef struct kc_toolkit_watch kc_toolkit_watch;
+void kc_toolkit_watch_begin(kc_toolkit_watch **out);
+
+/** End the watch (NULL: nothing); when `record` (every unit of the graph compiled under it),
+ *  write the direct manifest `memo_dir`/`name`.  Never fails: a manifest not written costs a walk. */
+void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record);
+
+/** 1 with the digest in `out` when the direct manifest `memo_dir`/`name` vouches for it; 0 otherwise. */
+int kc_toolkit_direct(const char *memo_dir, const char *name, char out[33]);
+
 /** The in-memory standard headers (stdint.h, type_traits, …): `*n` of them, static. */
 const kc_header_src *kc_toolkit_shims(size_t *n);
 

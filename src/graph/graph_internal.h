@@ -80,6 +80,7 @@ typedef struct kc_key_memo {
     kc_key key;
     char toolchain[KC_TOOLCHAIN_ID_MAX];
     char toolkit[33];
+    int vouched;                          /* toolkit came from a direct manifest, not a walk ([Note: toolkit direct mode]) */
 } kc_key_memo;
 
 /* A new field here is also carried by specialize.c's rebuild() (kc_graph_desc_specialize), or a
@@ -170,6 +171,15 @@ int kc_graph_is_uint(const char *s);
  * toolkit digest memo across processes (graph_key.c).
  */
 int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out);
+/** A lookup's key: as kc_graph_key_in, but the toolkit's digest may come from the graph's
+ *  direct manifest instead of a walk (*vouched = 1; [Note: toolkit direct mode] in
+ *  compile/toolkit.h) — a miss must then confirm it with kc_graph_key_in before counting. */
+int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, kc_key *out, int *vouched);
+/** Watch the toolkit's tree around a compile of `d` (*w NULL when there is nothing to watch), and
+ *  end it, writing the graph's direct manifest when `record` (every unit compiled under it). */
+struct kc_toolkit_watch;
+void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, struct kc_toolkit_watch **w);
+void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, struct kc_toolkit_watch *w, int record);
 
 /** A kernel of a description as the compile part takes it (borrowed from the description). */
 kc_kernel_src kc_graph_kernel_src(const gkernel *g);

@@ -92,7 +92,7 @@ static int memo_get(const kc_graph_desc *d, const char *tc, const char *tk, kc_k
     return hit;
 }
 
-static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key, uint64_t gen) {
+static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key, uint64_t gen, int vouched) {
     kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
     if (strlen(tc) >= sizeof m->toolchain || strlen(tk) >= sizeof m->toolkit) return;
     pthread_mutex_lock(&m->mu);
@@ -101,8 +101,20 @@ static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, con
         strcpy(m->toolchain, tc);
         strcpy(m->toolkit, tk);
         m->valid = 1;
+        m->vouched = vouched;
     }
     pthread_mutex_unlock(&m->mu);
+}
+
+/* The memo's key when its toolkit digest was vouched for by a direct manifest under toolchain `tc`. */
+static int memo_get_vouched(const kc_graph_desc *d, const char *tc, kc_key *out, uint64_t *gen) {
+    kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
+    pthread_mutex_lock(&m->mu);
+    int hit = m->valid && m->vouched && strcmp(m->toolchain, tc) == 0;
+    if (hit) *out = m->key;
+    *gen = m->gen;
+    pthread_mutex_unlock(&m->mu);
+    return hit;
 }
 
 static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);
@@ -121,9 +133,67 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
     if (memo_get(d, tc.id, toolkit, out, &gen) && !kb_out) return KC_OK;
     kc_key key;
     if ((rc = key_compute(d, tc.id, toolkit, &key, kb_out))) return rc;
-    memo_put(d, tc.id, toolkit, &key, gen);
+    memo_put(d, tc.id, toolkit, &key, gen, 0);
     *out = key;
     return KC_OK;
+}
+
+static int asks_toolkit(const kc_graph_desc *d) {
+    for (size_t i = 0; i < d->nkernels; i++)
+        if (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) return 1;
+    return 0;
+}
+
+/* The name of a graph's direct manifest: its key without the toolkit's digest, under toolchain `tc`. */
+static int direct_name(const kc_graph_desc *d, const char *tc, char name[KC_KEY_HEX_LEN + 8]) {
+    kc_key k0;
+    int rc = key_compute(d, tc, "", &k0, NULL);
+    if (rc) return rc;
+    memcpy(name, "direct-", 7);
+    kc_key_to_hex(&k0, name + 7);
+    return KC_OK;
+}
+
+int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, kc_key *out, int *vouched) {
+    *vouched = 0;
+    char memo[4096];
+    if (!c || !d || !out || !asks_toolkit(d) || kc_toolkit_digest_known(NULL) ||
+        kc_cache_toolkit_dir_(c, memo, sizeof memo) != KC_OK)
+        return kc_graph_key_in(c, d, out, NULL);
+    kc_toolchain_choice tc;
+    int rc = kc_cache_toolchain(c, &tc);
+    if (rc) return rc;
+    uint64_t gen;
+    if (memo_get_vouched(d, tc.id, out, &gen)) {
+        *vouched = 1;
+        return KC_OK;
+    }
+    char name[KC_KEY_HEX_LEN + 8], tk[33];
+    if (direct_name(d, tc.id, name) != KC_OK || !kc_toolkit_direct(memo, name, tk)) {
+        kc_error_clear();
+        return kc_graph_key_in(c, d, out, NULL); /* the walk, as without a manifest */
+    }
+    kc_key key;
+    if ((rc = key_compute(d, tc.id, tk, &key, NULL))) return rc;
+    memo_put(d, tc.id, tk, &key, gen, 1);
+    *out = key;
+    *vouched = 1;
+    return KC_OK;
+}
+
+void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, kc_toolkit_watch **w) {
+    char memo[4096];
+    *w = NULL;
+    if (c && d && asks_toolkit(d) && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK) kc_toolkit_watch_begin(w);
+    else kc_error_clear();
+}
+
+void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, kc_toolkit_watch *w, int record) {
+    if (!w) return;
+    char memo[4096], name[KC_KEY_HEX_LEN + 8];
+    int ok = record && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK && direct_name(d, toolchain, name) == KC_OK;
+    if (!ok) kc_error_clear();
+    kc_toolkit_watch_end(w, ok ? memo : NULL, ok ? name : NULL, ok);
 }
 
 /* The key itself: every byte of the description that can change the machine code or the launch. */

@@ -168,8 +168,12 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc) rc = kc_cache_toolchain_can_compile_(&tc);
     if (!rc) rc = kc_graph_toolkit_id_(c, d, headers); /* memoised: the key computed it */
     if (!rc) rc = toolchain_meta(headers, meta);
+    struct kc_toolkit_watch *watch = NULL; /* what the compiles read, for the direct manifest */
+    if (!rc) kc_graph_watch_begin_(c, d, &watch);
     if (!rc) rc = kc_units_obtain_(c, bypass == NULL, reuse, ks, d->nkernels, &u, target, label, tc.id, headers, meta, res, refs,
                                    &ncompiled, &info->compile_ms, &store_rc, store_msg, sizeof store_msg);
+    /* Only when every unit was compiled under the watch are the graph's reads known whole. */
+    kc_graph_watch_end_(c, d, tc.id, watch, rc == KC_OK && u.n > 0 && (size_t)ncompiled == u.n);
     free(ks);
     free(label);
     info->units = (int)u.n;
@@ -380,16 +384,30 @@ static int strict_remote(kc_cache *c) {
     return kc_err(KC_EIO, "strict (KCACHE_STRICT): the remote failed during this lookup: %s", why);
 }
 
-static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0) {
+static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0,
+                        int *vouched) {
     *t0 = kc_mono_ns();
     (void)kc_tiers_take_failure(NULL, 0); /* strict: only this lookup's remote failures count */
     *kb = NULL; /* the memo: the builder is made on a miss, when an entry is written (compile_and_store) */
-    int rc = kc_graph_key_in(c, d, key, NULL);
+    int rc = kc_graph_key_lookup_(c, d, key, vouched);
     if (rc) return rc;
     info_init(info, key);
     info->key_us = us_since(*t0);
     info->kernels = (int)d->nkernels;
     return KC_OK;
+}
+
+/* A miss under a key whose toolkit digest a direct manifest vouched for: the walk confirms the
+ * digest before the miss is counted or anything compiled ([Note: toolkit direct mode]).  1 when
+ * the key moved (the tree changed where this graph does not read: look up again, now under the
+ * walked digest), 0 when it stands, else the walk's error. */
+static int vouched_key_moved(kc_cache *c, const kc_graph_desc *d, const kc_key *key) {
+    kc_key k2;
+    int rc = kc_graph_key_in(c, d, &k2, NULL);
+    if (rc) return rc;
+    if (memcmp(&k2, key, sizeof k2) == 0) return 0;
+    kc_log(KC_LOG_GRAPH, "%s: the toolkit's tree changed since its direct manifest: looking up again", d->name);
+    return 1;
 }
 
 int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
@@ -403,7 +421,9 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     uint64_t t0;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0))) return rc;
+    int vouched;
+again:
+    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0, &vouched))) return rc;
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
@@ -427,6 +447,11 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
         kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
         hit_saved(c, &key, info, entry_compile_us(e));
         kc_entry_free(e);
+    } else if (vouched && (rc = vouched_key_moved(c, d, &key)) != 0) {
+        kc_key_builder_free(kb);
+        if (rc < 0) return rc;
+        memset(info, 0, sizeof *info);
+        goto again; /* at most once: the digest is now the walk's, never vouched again */
     } else {
         if (cacheable) {
             kc_cache_count(c, &key, KC_STAT_MISSES, 1);
@@ -473,7 +498,9 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     uint64_t t0;
     kc_key key;
     kc_key_builder *kb;
-    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0))) return rc;
+    int vouched;
+again:
+    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0, &vouched))) return rc;
     uint64_t t1 = kc_mono_ns();
     *out = kc_loaded_find(&key, device);
     if (*out) {
@@ -532,6 +559,12 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
                 hit_saved(c, &key, info, g->compile_us);
             }
         }
+    }
+    if (!g && !rc && vouched && (rc = vouched_key_moved(c, d, &key)) != 0) {
+        kc_key_builder_free(kb);
+        if (rc < 0) return rc;
+        memset(info, 0, sizeof *info);
+        goto again; /* at most once: the digest is now the walk's, never vouched again */
     }
     if (!g && !rc) {
         /* One outcome per lookup: whatever was found and not usable (refused, an image missing)

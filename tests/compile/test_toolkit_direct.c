@@ -1,0 +1,313 @@
+/*
+ * test_toolkit_direct.c — the toolkit's direct mode ([Note: toolkit direct mode] in
+ * src/compile/toolkit.h): a process whose graph was compiled here finds it without walking
+ * the toolkit's tree, and never a stale kernel — a header the graph read edited in place, a
+ * header added where NVRTC searched first, a manifest cut short, a graph whose compile unit
+ * was reused (its reads unknown), a tree changed only where the graph does not read (the
+ * lookup's key moves: counted once, compiled under the walked digest).  A small toolkit
+ * of our own, real NVRTC; every lookup in a fresh child process (the digest and the direct
+ * mode are per process).
+ */
+#include "helpers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "compile/toolkit.h"
+#include "kcache.h"
+
+static char *tmp;
+KCT_TMPDIR_FIXTURE(tmp, "tkdirect")
+
+static void put(const char *dir, const char *rel, const char *text) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    for (char *q = p + strlen(dir) + 1; (q = strchr(q, '/')); q++) { /* every parent folder */
+        *q = '\0';
+        mkdir(p, 0700);
+        *q = '/';
+    }
+    assert_int_equal(kct_write(p, text, strlen(text)), 0);
+}
+
+/* A toolkit include folder: cuda_fp16.h marks one; the graph reads crt/host_defines.h and
+ * shadow.h, found in cccl/ after include/ (NVRTC is given both, in that order). */
+static void make_toolkit(const char *dir) {
+    mkdir(dir, 0700);
+    put(dir, "cuda_fp16.h", "// fp16\n");
+    put(dir, "crt/host_defines.h", "#define X 1\n");
+    put(dir, "cccl/shadow.h", "#define Y 10\n");
+    put(dir, "unread.h", "// no kernel includes this\n");
+}
+
+#define K_SRC "#include <crt/host_defines.h>\n#include <shadow.h>\n" \
+              "extern \"C\" __global__ void k(float *x) { x[0] = (float)(X + Y); }\n"
+#define K2_SRC "extern \"C\" __global__ void k2(float *x) { x[0] = 2.f; }\n"
+
+/* Graph "a": the toolkit kernel alone.  Graph "b": the same kernel (the same compile unit) and
+ * a second one, so that after "a" its toolkit unit is found stored, not compiled. */
+static kc_graph_desc *graph(int two) {
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_new(&d, two ? "b" : "a"), KC_OK);
+    kc_kernel_src k = {"k.cu", K_SRC, "k", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    const char *sizes[] = {"N"};
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
+    const char *one[] = {"1", "1", "1"}, *args[] = {"input:0"};
+    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 1), KC_OK);
+    if (two) {
+        kc_kernel_src k2 = {"k2.cu", K2_SRC, "k2", NULL, 0, NULL, 0, NULL, 0};
+        assert_int_equal(kc_graph_add_kernel(d, &k2, NULL), KC_OK);
+        assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 1, one, one, NULL, args, 1), KC_OK);
+    }
+    return d;
+}
+
+typedef struct outcome {
+    int rc, source, walks;
+    long misses, hits; /* this lookup's counts */
+    char key[KC_KEY_HEX_LEN + 1];
+} outcome;
+
+/* One kc_graph_compile of graph a (or b) for `target`, in a fresh process with toolkit `inc`. */
+static outcome lookup_in_child(const char *inc, int two, const char *target) {
+    outcome o = {-1, -1, -1, -1, -1, ""};
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        setenv("KCACHE_CUDA_INCLUDE", inc, 1);
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/cache", tmp);
+        kc_options opt = KC_OPTIONS_INIT;
+        opt.dir = dir;
+        opt.flags = KC_OPEN_NO_ENV;
+        kc_cache *c = NULL;
+        kc_stats s0 = {{0}}, s1 = {{0}};
+        kc_graph_info info;
+        memset(&info, 0, sizeof info);
+        kc_graph_desc *d = graph(two);
+        int rc = kc_cache_open(&c, &opt);
+        if (!rc) rc = kc_cache_stats(c, &s0);
+        if (!rc) rc = kc_graph_compile(c, d, target, &info);
+        if (!rc) rc = kc_cache_stats(c, &s1);
+        char line[256];
+        snprintf(line, sizeof line, "%d %d %d %ld %ld %s", rc, (int)info.source, kc_toolkit_walks_(),
+                 (long)(s1.v[KC_STAT_MISSES] - s0.v[KC_STAT_MISSES]), (long)(s1.v[KC_STAT_HITS] - s0.v[KC_STAT_HITS]),
+                 info.key[0] ? info.key : "-");
+        if (rc) fprintf(stderr, "child: %s\n", kc_error_last()->message);
+        ssize_t w = write(fd[1], line, strlen(line) + 1);
+        kc_graph_desc_free(d);
+        kc_cache_close(c);
+        _exit(w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    char buf[256] = "";
+    ssize_t r = read(fd[0], buf, sizeof buf - 1);
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (r > 0)
+        sscanf(buf, "%d %d %d %ld %ld %32s", &o.rc, &o.source, &o.walks, &o.misses, &o.hits, o.key);
+    return o;
+}
+
+static void toolkit_path(char *out, size_t cap) { snprintf(out, cap, "%s/tk", tmp); }
+
+/* Past the window in which a file is too new to be vouched for ([Note: too new to vouch for]):
+ * a compile after this records its manifest. */
+static void settle(void) {
+    struct timespec t = {2, 200000000};
+    nanosleep(&t, NULL);
+}
+
+/* The direct manifests in the cache. */
+static size_t manifests(void) {
+    char memo[4096];
+    snprintf(memo, sizeof memo, "%s/cache/v1/toolkits", tmp);
+    return kct_count_files(memo, "direct-");
+}
+
+static void test_a_compiled_graph_is_found_without_the_walk(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.rc, KC_OK);
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    assert_int_equal(a.walks, 1);
+    assert_int_equal(manifests(), 1);
+    outcome b = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(b.rc, KC_OK);
+    assert_int_equal(b.source, KC_FROM_DISK);
+    assert_int_equal(b.walks, 0); /* the manifest vouched: no walk */
+    assert_int_equal(b.hits, 1);
+    assert_string_equal(a.key, b.key);
+    /* A file the graph never reads, edited in place: still the same bytes for NVRTC, still a hit. */
+    char p[4096];
+    snprintf(p, sizeof p, "%s/unread.h", tk);
+    assert_int_equal(kct_write(p, "// edited\n", 10), 0);
+    outcome c = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(c.source, KC_FROM_DISK);
+    assert_int_equal(c.walks, 0);
+    assert_string_equal(a.key, c.key);
+}
+
+static void test_a_header_it_read_edited_is_a_walk_and_a_compile(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], p[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    /* The same length, the time put back: the ctime still moves. */
+    snprintf(p, sizeof p, "%s/crt/host_defines.h", tk);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(kct_write(p, "#define X 2\n", 12), 0);
+    struct timespec t[2] = {st.st_atim, st.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, p, t, 0), 0);
+    settle(); /* for the manifest of the compile below */
+    outcome b = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(b.rc, KC_OK);
+    assert_int_equal(b.walks, 1);
+    assert_int_equal(b.source, KC_FROM_COMPILE); /* never the kernel of X 1 */
+    assert_int_equal(b.misses, 1);
+    assert_string_not_equal(a.key, b.key);
+    outcome c = lookup_in_child(tk, 0, "sm_80"); /* its compile wrote the manifest again */
+    assert_int_equal(c.source, KC_FROM_DISK);
+    assert_int_equal(c.walks, 0);
+    assert_string_equal(b.key, c.key);
+}
+
+static void test_a_header_added_where_nvrtc_looks_first_is_a_walk(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    put(tk, "shadow.h", "#define Y 20\n"); /* include/ comes before cccl/: NVRTC would read this one */
+    outcome b = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(b.walks, 1);
+    assert_int_equal(b.source, KC_FROM_COMPILE);
+    assert_string_not_equal(a.key, b.key);
+}
+
+static void test_a_manifest_cut_short_vouches_for_nothing(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], memo[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    snprintf(memo, sizeof memo, "%s/cache/v1/toolkits", tmp);
+    DIR *dir = opendir(memo);
+    assert_non_null(dir);
+    struct dirent *de;
+    char path[8192] = "";
+    while ((de = readdir(dir)))
+        if (strncmp(de->d_name, "direct-", 7) == 0) snprintf(path, sizeof path, "%s/%s", memo, de->d_name);
+    closedir(dir);
+    size_t len;
+    uint8_t *text = kct_read(path, &len);
+    assert_non_null(text);
+    /* Without its last file line and the count: the header edit below would go unseen. */
+    char *last_f = NULL;
+    for (char *q = (char *)text; (q = strstr(q, "\nf ")); q++) last_f = q;
+    assert_non_null(last_f);
+    assert_int_equal(kct_write(path, text, (size_t)(last_f + 1 - (char *)text)), 0);
+    outcome b = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(b.walks, 1); /* refused: the walk */
+    assert_int_equal(b.source, KC_FROM_DISK);
+    assert_string_equal(a.key, b.key);
+    /* Garbage, and an empty file: the same. */
+    assert_int_equal(kct_write(path, "kcache-toolkit-direct 1\nroot /\n", 31), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);
+    assert_int_equal(kct_write(path, "", 0), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);
+    free(text);
+}
+
+static void test_a_reused_unit_records_no_reads(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], p[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").source, KC_FROM_COMPILE);
+    outcome b = lookup_in_child(tk, 1, "sm_80"); /* k's unit found stored: only k2 compiled */
+    assert_int_equal(b.rc, KC_OK);
+    assert_int_equal(b.source, KC_FROM_COMPILE);
+    assert_int_equal(manifests(), 1); /* graph b's reads are not known: no manifest */
+    snprintf(p, sizeof p, "%s/crt/host_defines.h", tk);
+    assert_int_equal(kct_write(p, "#define X 3\n", 12), 0);
+    outcome c = lookup_in_child(tk, 1, "sm_80");
+    assert_int_equal(c.walks, 1);
+    assert_int_equal(c.source, KC_FROM_COMPILE); /* never b's kernel of X 1 */
+    assert_string_not_equal(b.key, c.key);
+}
+
+static void test_a_tree_changed_elsewhere_moves_the_key_and_counts_one_miss(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], p[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    snprintf(p, sizeof p, "%s/unread.h", tk);
+    assert_int_equal(kct_write(p, "// edited\n", 10), 0);
+    settle(); /* for the manifest of the compile below */
+    /* Another target: the vouched key misses; the walk finds the tree's digest moved, and the
+     * lookup is made again under it — one miss counted, the compile stored under the walked key. */
+    outcome b = lookup_in_child(tk, 0, "sm_90");
+    assert_int_equal(b.rc, KC_OK);
+    assert_int_equal(b.walks, 1);
+    assert_int_equal(b.source, KC_FROM_COMPILE);
+    assert_int_equal(b.misses, 1);
+    assert_string_not_equal(a.key, b.key);
+    outcome c = lookup_in_child(tk, 0, "sm_90");
+    assert_int_equal(c.source, KC_FROM_DISK);
+    assert_int_equal(c.walks, 0);
+    assert_string_equal(b.key, c.key);
+}
+
+static void test_a_toolkit_just_written_is_not_vouched_for(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk); /* no settle: a second write within the clock's tick could go unseen */
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").source, KC_FROM_COMPILE);
+    assert_int_equal(manifests(), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_a_compiled_graph_is_found_without_the_walk),
+        T(test_a_header_it_read_edited_is_a_walk_and_a_compile),
+        T(test_a_header_added_where_nvrtc_looks_first_is_a_walk),
+        T(test_a_manifest_cut_short_vouches_for_nothing),
+        T(test_a_reused_unit_records_no_reads),
+        T(test_a_tree_changed_elsewhere_moves_the_key_and_counts_one_miss),
+        T(test_a_toolkit_just_written_is_not_vouched_for),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
