@@ -18,6 +18,7 @@
  */
 #include "toolkit.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,7 @@
 #include <xxhash.h>
 
 #include "../common/fs.h"
+#include "kcache/entry.h"
 #include "../common/internal.h"
 
 #ifndef KC_CUDA_INCDIR
@@ -552,15 +554,11 @@ static int put_line(kc_buf *b, char kind, uint64_t sig, const char *rel) {
     return b->failed ? KC_ENOMEM : KC_OK;
 }
 
-void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record) {
-    if (!w) return;
-    unsigned char *read_flag = record && memo_dir && name ? kc_calloc(memo_walk.n ? memo_walk.n : 1, 1) : NULL;
-    int whole = read_flag && watch_reads(w, read_flag);
-    int64_t settle_before = w->began_ns - KC_TK_SETTLE_NS;
-    close(w->fd);
-    free(w->dir_of_wd);
-    free(w);
-    int rfd = whole ? open(memo_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+/* Write the direct manifest `memo_dir`/`name` for the files flagged in `read_flag` (indices into
+ * memo_walk.v): only when every folder and every file read is as the walk saw it, and was so
+ * already at `settle_before` ([Note: too new to vouch for]).  Never fails: logs. */
+static void record_manifest(const char *memo_dir, const char *name, const unsigned char *read_flag, int64_t settle_before) {
+    int rfd = open(memo_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     kc_buf b = {0};
     kc_buf_printf(&b, KC_TK_DIRECT_VERSION "\nroot %s\nshims %016llx\ndigest %s\n", memo_root,
                   (unsigned long long)shims_sig(), memo_digest);
@@ -584,25 +582,97 @@ void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char 
         lines++;
     }
     if (rfd >= 0) close(rfd);
-    free(read_flag);
     if (rc == KC_OK) {
         kc_buf_printf(&b, "end %zu\n", lines);
         rc = b.failed ? KC_ENOMEM : KC_OK;
     }
     char path[PATH_MAX];
-    int n = memo_dir && name ? snprintf(path, sizeof path, "%s/%s", memo_dir, name) : -1;
-    if (rc == KC_OK && whole && n > 0 && (size_t)n < sizeof path) {
+    int n = snprintf(path, sizeof path, "%s/%s", memo_dir, name);
+    if (rc == KC_OK && n > 0 && (size_t)n < sizeof path) {
         /* A manifest that cannot be written costs the next process a walk, nothing more. */
         if (kc_fs_mkdirs(memo_dir, 0700) != KC_OK || kc_fs_write_atomic(path, b.data, b.len) != KC_OK)
             kc_log(KC_LOG_COMPILE, "toolkit direct manifest not written: %s", kc_error_last()->message);
         else
             kc_log(KC_LOG_COMPILE, "toolkit direct manifest %s: %zu folders, %zu files read", name, memo_walk.dirs.n,
                    lines - memo_walk.dirs.n);
-    } else if (record) {
-        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (the reads could not be known whole, or "
-               "the tree changed during the compile or just before it: [Note: too new to vouch for])", name ? name : "?");
+    } else {
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (the tree changed during the compile or "
+               "just before it: [Note: too new to vouch for])", name);
     }
     kc_buf_free(&b);
+}
+
+/* The reads as an entry carries them ([Note: toolkit reads travel]): "<digest> <files in the
+ * tree> <first index>,<delta>,…" in hex — indices into the tree's files sorted by relative
+ * path, which the digest fixes. */
+static char *reads_encode(const unsigned char *read_flag) {
+    kc_buf b = {0};
+    kc_buf_printf(&b, "%s %zx ", memo_digest, memo_walk.n);
+    size_t last = 0, k = 0;
+    for (size_t i = 0; i < memo_walk.n; i++) {
+        if (!read_flag[i]) continue;
+        kc_buf_printf(&b, k++ ? ",%zx" : "%zx", i - last);
+        last = i;
+    }
+    if (!k) kc_buf_printf(&b, "-");
+    if (b.len > KC_ORIGIN_VALUE_MAX) b.failed = 1; /* too many to carry: the fleet walks */
+    return kc_buf_take_str(&b);
+}
+
+/* The flags of `value` (reads_encode's) over memo_walk.v: 0 when it is not of this very tree. */
+static int reads_decode(const char *value, unsigned char *read_flag) {
+    if (strlen(value) < 34 || strncmp(value, memo_digest, 32) != 0 || value[32] != ' ' || !isxdigit((unsigned char)value[33]))
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(value + 33, &end, 16);
+    if (errno || n != memo_walk.n || *end != ' ') return 0;
+    const char *p = end + 1;
+    if (strcmp(p, "-") == 0) return 1;
+    unsigned long long at = 0;
+    for (int first = 1;; first = 0) {
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+        errno = 0;
+        unsigned long long d = strtoull(p, &end, 16);
+        if (errno || (!first && d == 0) || d >= n || at + d >= n) return 0;
+        at += d;
+        read_flag[at] = 1;
+        if (*end == '\0') return 1;
+        if (*end != ',') return 0;
+        p = end + 1;
+    }
+}
+
+void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record, char **reads) {
+    if (reads) *reads = NULL;
+    if (!w) return;
+    unsigned char *read_flag = record && memo_dir && name ? kc_calloc(memo_walk.n ? memo_walk.n : 1, 1) : NULL;
+    int whole = read_flag && watch_reads(w, read_flag);
+    int64_t settle_before = w->began_ns - KC_TK_SETTLE_NS;
+    close(w->fd);
+    free(w->dir_of_wd);
+    free(w);
+    if (whole) {
+        record_manifest(memo_dir, name, read_flag, settle_before);
+        if (reads) *reads = reads_encode(read_flag);
+    } else if (record) {
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (the reads could not be known whole)",
+               name ? name : "?");
+    }
+    free(read_flag);
+}
+
+void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const char *reads) {
+    pthread_mutex_lock(&memo_mu);
+    int have = memo_digest[0] && memo_walk.dirs.n;
+    pthread_mutex_unlock(&memo_mu);
+    if (!have || !memo_dir || !name || !reads) return;
+    unsigned char *read_flag = kc_calloc(memo_walk.n ? memo_walk.n : 1, 1);
+    if (read_flag && reads_decode(reads, read_flag))
+        record_manifest(memo_dir, name, read_flag, (int64_t)kc_now_ns() - KC_TK_SETTLE_NS);
+    else
+        kc_log(KC_LOG_COMPILE, "toolkit headers: the entry's reads are not of this tree; no direct manifest for %s", name);
+    free(read_flag);
 }
 
 /* The folder blocks already checked in this process (the same in every manifest of one tree). */

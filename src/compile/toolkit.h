@@ -87,8 +87,23 @@ typedef struct kc_toolkit_watch kc_toolkit_watch;
 void kc_toolkit_watch_begin(kc_toolkit_watch **out);
 
 /** End the watch (NULL: nothing); when `record` (every unit of the graph compiled under it),
- *  write the direct manifest `memo_dir`/`name`.  Never fails: a manifest not written costs a walk. */
-void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record);
+ *  write the direct manifest `memo_dir`/`name`, and give in *reads (NULL when not known whole or
+ *  too long; free()) the reads as the graph's entry carries them.  Never fails: a manifest not
+ *  written costs a walk. */
+void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record, char **reads);
+
+/*
+ * [Note: toolkit reads travel] An entry compiled here carries its reads (ORIGIN "toolkit_reads":
+ * the digest, the tree's file count, the indices of the files read in the tree sorted by
+ * relative path).  The same digest is the same tree — every relative path and every byte — so
+ * NVRTC reads the same files for the same key anywhere: a host that fetched or imported the
+ * entry, and found it under a digest its own walk verified, writes its own manifest from them
+ * with its own stat signatures (kc_toolkit_direct_from_reads), and its next processes need no
+ * walk.  A value that is not of this very tree (another digest or file count, an index out of
+ * range, malformed) writes nothing.  The value is as trusted as the entry that carries it: it
+ * travels inside the bytes a signature or MAC covers.
+ */
+void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const char *reads);
 
 /** 1 with the digest in `out` when the direct manifest `memo_dir`/`name` vouches for it; 0 otherwise. */
 int kc_toolkit_direct(const char *memo_dir, const char *name, char out[33]);

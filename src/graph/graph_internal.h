@@ -81,6 +81,7 @@ typedef struct kc_key_memo {
     char toolchain[KC_TOOLCHAIN_ID_MAX];
     char toolkit[33];
     int vouched;                          /* toolkit came from a direct manifest, not a walk ([Note: toolkit direct mode]) */
+    uint64_t direct_gen;                  /* gen + 1 once a hit's toolkit reads were offered (kc_graph_direct_from_entry_) */
 } kc_key_memo;
 
 /* A new field here is also carried by specialize.c's rebuild() (kc_graph_desc_specialize), or a
@@ -179,7 +180,11 @@ int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, kc_key *out, int *
  *  end it, writing the graph's direct manifest when `record` (every unit compiled under it). */
 struct kc_toolkit_watch;
 void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, struct kc_toolkit_watch **w);
-void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, struct kc_toolkit_watch *w, int record);
+void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, struct kc_toolkit_watch *w, int record,
+                         char **reads);
+/** A hit of `d` under a walked digest: the direct manifest from the entry's toolkit reads, once
+ *  per description and process ([Note: toolkit reads travel] in compile/toolkit.h). */
+void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const kc_entry *e);
 
 /** A kernel of a description as the compile part takes it (borrowed from the description). */
 kc_kernel_src kc_graph_kernel_src(const gkernel *g);

@@ -188,12 +188,32 @@ void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, kc_toolkit_watch
     else kc_error_clear();
 }
 
-void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, kc_toolkit_watch *w, int record) {
+void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, kc_toolkit_watch *w, int record,
+                         char **reads) {
+    *reads = NULL;
     if (!w) return;
     char memo[4096], name[KC_KEY_HEX_LEN + 8];
     int ok = record && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK && direct_name(d, toolchain, name) == KC_OK;
     if (!ok) kc_error_clear();
-    kc_toolkit_watch_end(w, ok ? memo : NULL, ok ? name : NULL, ok);
+    kc_toolkit_watch_end(w, ok ? memo : NULL, ok ? name : NULL, ok, reads);
+}
+
+void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const kc_entry *e) {
+    if (!c || !d || !e || !asks_toolkit(d) || !kc_toolkit_digest_known(NULL)) return; /* vouched: nothing to learn */
+    kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
+    pthread_mutex_lock(&m->mu); /* once per description and process */
+    int first = m->direct_gen != m->gen + 1;
+    m->direct_gen = m->gen + 1;
+    pthread_mutex_unlock(&m->mu);
+    if (!first) return;
+    kc_toolchain_choice tc;
+    char memo[4096], name[KC_KEY_HEX_LEN + 8], *reads = kc_malloc(KC_ORIGIN_VALUE_MAX + 1);
+    if (reads && kc_entry_origin(e, "toolkit_reads", reads, KC_ORIGIN_VALUE_MAX + 1) == KC_OK &&
+        kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK && kc_cache_toolchain(c, &tc) == KC_OK &&
+        direct_name(d, tc.id, name) == KC_OK)
+        kc_toolkit_direct_from_reads(memo, name, reads);
+    kc_error_clear();
+    free(reads);
 }
 
 /* The key itself: every byte of the description that can change the machine code or the launch. */

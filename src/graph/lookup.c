@@ -173,7 +173,8 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc) rc = kc_units_obtain_(c, bypass == NULL, reuse, ks, d->nkernels, &u, target, label, tc.id, headers, meta, res, refs,
                                    &ncompiled, &info->compile_ms, &store_rc, store_msg, sizeof store_msg);
     /* Only when every unit was compiled under the watch are the graph's reads known whole. */
-    kc_graph_watch_end_(c, d, tc.id, watch, rc == KC_OK && u.n > 0 && (size_t)ncompiled == u.n);
+    char *reads = NULL;
+    kc_graph_watch_end_(c, d, tc.id, watch, rc == KC_OK && u.n > 0 && (size_t)ncompiled == u.n, &reads);
     free(ks);
     free(label);
     info->units = (int)u.n;
@@ -190,6 +191,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
         }
         kc_units_free(res, u.n);
         free(refs);
+        free(reads);
         return rc;
     }
     /* The launch ABI: every step against its kernel's parameter table, before anything is stored. */
@@ -205,6 +207,9 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_key_builder_free(own_kb);
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
+    /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */
+    if (!rc && reads && kc_entry_set_origin(e, "toolkit_reads", reads) != KC_OK) kc_error_clear();
+    free(reads);
     kc_abi_free(abi, d->nkernels);
     kc_units_free(res, u.n);
     free(refs);
@@ -439,6 +444,7 @@ again:
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
         hit_saved(c, &key, info, entry_compile_us(e));
+        if (!vouched) kc_graph_direct_from_entry_(c, d, e);
         kc_entry_free(e);
     } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
         info->lookup_us = us_since(t1);
@@ -446,6 +452,7 @@ again:
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
         hit_saved(c, &key, info, entry_compile_us(e));
+        if (!vouched) kc_graph_direct_from_entry_(c, d, e);
         kc_entry_free(e);
     } else if (vouched && (rc = vouched_key_moved(c, d, &key)) != 0) {
         kc_key_builder_free(kb);
@@ -528,6 +535,7 @@ again:
         }
         info->lookup_us = us_since(t1);
         rc = try_load(c, d, &key, e, device, cand[i], "", info, &g);
+        if (rc == KC_OK && !vouched) kc_graph_direct_from_entry_(c, d, e);
         kc_entry_free(e);
         if (rc == KC_MISS) {
             own_unusable |= strcmp(cand[i], target) == 0;
@@ -548,6 +556,7 @@ again:
         if (remote_graph(c, &key, cp, nc, &w, &e, why, sizeof why) == KC_OK) {
             info->lookup_us = us_since(t1);
             rc = try_load(c, d, &key, e, device, cand[w], "remote ", info, &g);
+            if (rc == KC_OK && !vouched) kc_graph_direct_from_entry_(c, d, e);
             kc_entry_free(e);
             if (rc == KC_MISS) {
                 own_unusable |= strcmp(cand[w], target) == 0;

@@ -287,6 +287,49 @@ static void test_a_tree_changed_elsewhere_moves_the_key_and_counts_one_miss(void
     assert_string_equal(b.key, c.key);
 }
 
+/* Remove the cache's direct manifests: a host that fetched or imported the entries. */
+static void drop_manifests(void) {
+    char memo[4096], p[8192];
+    snprintf(memo, sizeof memo, "%s/cache/v1/toolkits", tmp);
+    DIR *dir = opendir(memo);
+    assert_non_null(dir);
+    struct dirent *de;
+    while ((de = readdir(dir)))
+        if (strncmp(de->d_name, "direct-", 7) == 0) {
+            snprintf(p, sizeof p, "%s/%s", memo, de->d_name);
+            assert_int_equal(unlink(p), 0);
+        }
+    closedir(dir);
+    assert_int_equal(manifests(), 0);
+}
+
+static void test_the_reads_travel_with_the_entry(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], p[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    drop_manifests();
+    outcome b = lookup_in_child(tk, 0, "sm_80"); /* walks, hits, and writes the manifest from the entry */
+    assert_int_equal(b.walks, 1);
+    assert_int_equal(b.source, KC_FROM_DISK);
+    assert_string_equal(a.key, b.key);
+    assert_int_equal(manifests(), 1);
+    outcome c = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(c.walks, 0);
+    assert_int_equal(c.source, KC_FROM_DISK);
+    /* And it vouches for what the compile read: the header edited, a walk and a compile. */
+    snprintf(p, sizeof p, "%s/cccl/shadow.h", tk);
+    assert_int_equal(kct_write(p, "#define Y 11\n", 13), 0);
+    outcome e = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(e.walks, 1);
+    assert_int_equal(e.source, KC_FROM_COMPILE);
+    assert_string_not_equal(a.key, e.key);
+}
+
 static void test_a_toolkit_just_written_is_not_vouched_for(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
@@ -308,6 +351,7 @@ int main(void) {
         T(test_a_reused_unit_records_no_reads),
         T(test_a_tree_changed_elsewhere_moves_the_key_and_counts_one_miss),
         T(test_a_toolkit_just_written_is_not_vouched_for),
+        T(test_the_reads_travel_with_the_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
