@@ -675,25 +675,52 @@ void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const 
     free(read_flag);
 }
 
-/* The folder blocks already checked in this process (the same in every manifest of one tree). */
+static int hex16(const char *s, uint64_t *v);
+
+/* The manifest lines ("<kind> <signature> <path>") already found true in this process: several
+ * graphs' manifests name the same folders and headers, each is stat'ed once per process (as the
+ * digest itself is verified once per process).  An open-addressed set of the lines' hashes. */
 static pthread_mutex_t direct_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t dirs_ok[8];
-static size_t ndirs_ok;
+#define KC_TK_SEEN_CAP 8192
+static uint64_t *seen;
+static size_t nseen;
 static char direct_root[PATH_MAX];
 static int direct_root_rc = -1;
 
-static int dirs_known(uint64_t h) {
+static int seen_has(uint64_t h) {
     pthread_mutex_lock(&direct_mu);
     int k = 0;
-    for (size_t i = 0; i < ndirs_ok && !k; i++) k = dirs_ok[i] == h;
+    for (size_t i = h % KC_TK_SEEN_CAP; seen && seen[i]; i = (i + 1) % KC_TK_SEEN_CAP)
+        if (seen[i] == h) {
+            k = 1;
+            break;
+        }
     pthread_mutex_unlock(&direct_mu);
     return k;
 }
 
-static void dirs_remember(uint64_t h) {
+static void seen_add(uint64_t h) {
     pthread_mutex_lock(&direct_mu);
-    if (ndirs_ok < KC_ARRAY_LEN(dirs_ok)) dirs_ok[ndirs_ok++] = h;
+    if (!seen) seen = kc_calloc(KC_TK_SEEN_CAP, sizeof *seen); /* kept for the process */
+    if (seen && nseen < KC_TK_SEEN_CAP / 2) { /* at most half full: every probe ends */
+        size_t i = h % KC_TK_SEEN_CAP;
+        while (seen[i] && seen[i] != h) i = (i + 1) % KC_TK_SEEN_CAP;
+        if (!seen[i]) seen[i] = h, nseen++;
+    }
     pthread_mutex_unlock(&direct_mu);
+}
+
+/* One manifest line: well formed, and its path's stat signature now the one it names. */
+static int line_true(int rfd, const char *l, char kind) {
+    uint64_t sig;
+    size_t n = strlen(l);
+    if (n <= 19 || l[0] != kind || l[1] != ' ' || l[18] != ' ' || !hex16(l + 2, &sig)) return 0;
+    uint64_t h = XXH3_64bits(l, n);
+    h = h ? h : 1;
+    if (seen_has(h)) return 1;
+    if (sig_now(rfd, l + 19) != sig) return 0;
+    seen_add(h);
+    return 1;
 }
 
 /* The next line of [*p, end): NUL-terminated in place; NULL at the end or on a line without '\n'. */
@@ -738,24 +765,16 @@ static int direct_check(char *text, size_t len, char out[33]) {
     if (!(l = next_line(&p, end)) || strncmp(l, "digest ", 7) != 0 || !is_hex32(l + 7)) return 0;
     char digest[33];
     memcpy(digest, l + 7, 33);
-    /* The folders: known good in this process when the very same block was checked before. */
-    char *dstart = p;
-    size_t lines = 0, ndirs = 0;
-    while (p < end && *p == 'd' && (l = next_line(&p, end))) ndirs++;
-    uint64_t dh = XXH3_64bits(dstart, (size_t)(p - dstart));
-    int dirs_checked = ndirs && dirs_known(dh);
     int rfd = open(direct_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd < 0) return 0;
-    int ok = ndirs > 0;
-    for (char *q = dstart; ok && q < p; q += strlen(q) + 1, lines++) {
-        uint64_t sig;
-        ok = strlen(q) > 19 && q[1] == ' ' && q[18] == ' ' && hex16(q + 2, &sig) &&
-             (dirs_checked || sig_now(rfd, q + 19) == sig);
-    }
-    while (ok && (l = next_line(&p, end)) && l[0] == 'f') {
-        uint64_t sig;
-        ok = strlen(l) > 19 && l[1] == ' ' && l[18] == ' ' && hex16(l + 2, &sig) && sig_now(rfd, l + 19) == sig;
+    size_t lines = 0;
+    int ok = 1;
+    while (ok && (l = next_line(&p, end)) && l[0] == 'd') ok = line_true(rfd, l, 'd'), lines++;
+    ok = ok && lines > 0; /* the root folder at least */
+    while (ok && l && l[0] == 'f') {
+        ok = line_true(rfd, l, 'f');
         lines++;
+        l = next_line(&p, end);
     }
     close(rfd);
     /* The last line counts the others: a manifest cut short vouches for nothing. */
@@ -763,7 +782,6 @@ static int direct_check(char *text, size_t len, char out[33]) {
     snprintf(tail, sizeof tail, "end %zu", lines);
     ok = ok && l && strcmp(l, tail) == 0 && p == end;
     if (!ok) return 0;
-    if (!dirs_checked) dirs_remember(dh);
     memcpy(out, digest, 33);
     return 1;
 }
