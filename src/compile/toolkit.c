@@ -169,6 +169,7 @@ typedef struct walk {
     tfile *v; /* the files */
     size_t n, cap;
     tlist dirs;
+    size_t file_links; /* symbolic links to files: a read through one is not seen by the watch */
 } walk;
 
 static int add_to(tlist *l, size_t total, const char *rel, const struct stat *st) {
@@ -222,6 +223,10 @@ static int walk_dir(walk *w, int dfd, const char *root, const char *rel, int dep
             rc = rc ? rc : sfd < 0 ? kc_err_errno(errno, "cannot read the toolkit folder %s/%s", root, sub)
                                    : walk_dir(w, sfd, root, sub, depth + 1);
         } else if (S_ISREG(st.st_mode)) {
+            struct stat lst;
+            if (de->d_type == DT_LNK ||
+                (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)))
+                w->file_links++;
             rc = add_file(w, sub, &st);
         }
     }
@@ -488,6 +493,12 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     int have = memo_digest[0] && memo_walk.dirs.n;
     pthread_mutex_unlock(&memo_mu); /* memo_walk and memo_root never change once the digest is set */
     if (!have) return;
+    /* inotify reports an open under the folder of the file opened, after links: a header that is a
+     * link to a file elsewhere would be read unseen. */
+    if (memo_walk.file_links) {
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (%zu links to files in %s)", memo_walk.file_links, memo_root);
+        return;
+    }
     kc_toolkit_watch *w = kc_calloc(1, sizeof *w);
     size_t nwd = memo_walk.dirs.n + 2;
     if (w) w->dir_of_wd = kc_malloc(nwd * sizeof *w->dir_of_wd);

@@ -61,7 +61,8 @@ int kc_toolkit_walks_(void);
  *  - the compile runs under an inotify watch of every folder of the tree (IN_OPEN): every file
  *    opened there, by NVRTC or anyone else (a superset is harmless), is a read; a queue
  *    overflow, a folder removed, or a file that the verifying walk did not see means the reads
- *    are not known whole, and nothing is recorded;
+ *    are not known whole, and nothing is recorded; nor in a tree with a link to a file (inotify
+ *    reports an open under the folder of the file reached, which may be outside the tree);
  *  - the manifest (<toolkit memo folder>/direct-<key of the graph without the toolkit>) holds
  *    the digest the compile's key used, the tree's root, the in-memory headers' signature, the
  *    stat signature of EVERY folder (a name added or removed anywhere changes its folder's:

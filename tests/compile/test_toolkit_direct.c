@@ -394,6 +394,31 @@ static void test_threads_share_a_vouched_description(void **state) {
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static void test_a_header_linked_from_elsewhere_records_nothing(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], out[4096], link[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    /* shadow.h a link to a file outside the tree: its open is reported under the outside folder. */
+    snprintf(out, sizeof out, "%s/outside", tmp);
+    mkdir(out, 0700);
+    put(out, "shadow.h", "#define Y 10\n");
+    snprintf(link, sizeof link, "%s/cccl/shadow.h", tk);
+    assert_int_equal(unlink(link), 0);
+    snprintf(out, sizeof out, "%s/outside/shadow.h", tmp);
+    assert_int_equal(symlink(out, link), 0);
+    settle();
+    outcome a = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    assert_int_equal(manifests(), 0);
+    put(tmp, "outside/shadow.h", "#define Y 12\n"); /* read through the link: a walk, a compile */
+    outcome b = lookup_in_child(tk, 0, "sm_80");
+    assert_int_equal(b.walks, 1);
+    assert_int_equal(b.source, KC_FROM_COMPILE);
+    assert_string_not_equal(a.key, b.key);
+}
+
 static void test_a_toolkit_just_written_is_not_vouched_for(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
@@ -417,6 +442,7 @@ int main(void) {
         T(test_a_toolkit_just_written_is_not_vouched_for),
         T(test_the_reads_travel_with_the_entry),
         T(test_threads_share_a_vouched_description),
+        T(test_a_header_linked_from_elsewhere_records_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
