@@ -142,21 +142,34 @@ static const char *str_field(const kc_json *o, const char *name) {
     return kc_json_is(v, KC_JSON_STRING) ? v->str : NULL;
 }
 
-/* An expression field: a string, or an integer number.  *out is always written (NULL on
- * error), so no caller can read an unset pointer. */
-static int expr_of(sctx *s, const char *where, const kc_json *v, char buf[64], const char **out) {
+/* Whether `v` is an expression field — a string, or an integer number —, with *out its text
+ * (NULL when not). */
+static int expr_ok(const kc_json *v, char buf[64], const char **out) {
     *out = NULL;
     if (kc_json_is(v, KC_JSON_STRING)) {
         *out = v->str;
-        return KC_OK;
+        return 1;
     }
-    if (kc_json_is(v, KC_JSON_NUMBER) && v->num >= 0 && v->num <= 9.0e15 &&
-        v->num == (double)(int64_t)v->num) {
+    if (kc_json_is(v, KC_JSON_NUMBER) && v->num >= 0 && v->num <= 9.0e15 && v->num == (double)(int64_t)v->num) {
         kc_utoa((unsigned long long)v->num, buf); /* ≤ 9e15: 16 digits */
         *out = buf;
-        return KC_OK;
+        return 1;
     }
-    return SPEC_ERR(s, where, "must be an integer or an expression string");
+    return 0;
+}
+
+/* An expression field.  *out is always written (NULL on error), so no caller can read an unset
+ * pointer. */
+static int expr_of(sctx *s, const char *where, const kc_json *v, char buf[64], const char **out) {
+    return expr_ok(v, buf, out) ? KC_OK : SPEC_ERR(s, where, "must be an integer or an expression string");
+}
+
+/* expr_of at the place "<base><mid>[i]", whose name is built only for the error: a spec's
+ * every size, grid and block is one, and a warm start loads every spec. */
+static int expr_at(sctx *s, const char *base, const char *mid, int i, const kc_json *v, char buf[64], const char **out) {
+    if (expr_ok(v, buf, out)) return KC_OK;
+    char w[128];
+    return expr_of(s, kc_cat_index(w, sizeof w, base, mid, i, ""), v, buf, out);
 }
 
 /* A boolean field: *out unchanged when absent; an error when it is not true/false. */
@@ -262,16 +275,17 @@ static int load_kernels(sctx *s, const kc_json *root, const kc_json *arr, char *
     return KC_OK;
 }
 
+/* The sizes `arr` of the tensor at `where` ("inputs[0]"): its errors say "inputs[0].sizes…". */
 static int dims_of(sctx *s, const char *where, const kc_json *arr, const char **dims, char bufs[][64], int *rank) {
-    if (!kc_json_is(arr, KC_JSON_ARRAY) || (int)kc_json_count(arr) > KC_MAX_RANK)
-        return SPEC_ERR(s, where, "must be an array of at most %d sizes", KC_MAX_RANK);
+    if (!kc_json_is(arr, KC_JSON_ARRAY) || (int)kc_json_count(arr) > KC_MAX_RANK) {
+        char w[96];
+        return SPEC_ERR(s, kc_cat_index(w, sizeof w, where, ".sizes", -1, ""), "must be an array of at most %d sizes", KC_MAX_RANK);
+    }
     *rank = (int)kc_json_count(arr); /* at most KC_MAX_RANK: checked above */
     int r = 0;
     const kc_json *x;
     KC_JSON_EACH(x, arr) {
-        char w[96];
-        kc_cat_index(w, sizeof w, where, "", r, "");
-        int rc = expr_of(s, w, x, bufs[r], &dims[r]);
+        int rc = expr_at(s, where, ".sizes", r, x, bufs[r], &dims[r]);
         if (rc) return rc;
         r++;
     }
@@ -299,9 +313,10 @@ static int ref_of(sctx *s, const char *where, const char *ref, kc_tensor_role *r
 /* What a tensor says of being written: an input's "inplace" and "grad": "accumulate", an output's "alias". */
 static int load_writes(sctx *s, const kc_json *t, const char *where, kc_tensor_role role, size_t i) {
     char w[96];
+    w[0] = '\0';
     int inplace = 0, rc;
     const kc_json *grad = kc_json_get(t, "grad"), *alias = kc_json_get(t, "alias");
-    kc_cat_index(w, sizeof w, where, ".inplace", -1, "");
+    if (kc_json_get(t, "inplace")) kc_cat_index(w, sizeof w, where, ".inplace", -1, ""); /* named only when there */
     if ((rc = bool_field(s, w, t, "inplace", &inplace))) return rc;
     if (role != KC_ROLE_INPUT && (kc_json_get(t, "inplace") || grad))
         return SPEC_ERR(s, where, "\"inplace\" and \"grad\" are an input's (an output that is an input says \"alias\")");
@@ -333,7 +348,7 @@ static int load_tensors(sctx *s, const kc_json *root, const char *field, kc_tens
     const kc_json *t;
     KC_JSON_EACH(t, arr) {
         i++;
-        char where[64], w2[80];
+        char where[64];
         kc_cat_index(where, sizeof where, field, "", i, "");
         /* inplace, grad and alias are known to every role: load_writes says which role each belongs to. */
         static const char *const in_fields[] = {"dtype", "sizes", "requires_grad", "inplace", "grad", "alias", NULL};
@@ -345,8 +360,7 @@ static int load_tensors(sctx *s, const kc_json *root, const char *field, kc_tens
         const char *dims[KC_MAX_RANK];
         char bufs[KC_MAX_RANK][64];
         int rank = 0, rc;
-        kc_cat_index(w2, sizeof w2, where, ".sizes", -1, "");
-        if ((rc = dims_of(s, w2, kc_json_get(t, "sizes"), dims, bufs, &rank))) return rc;
+        if ((rc = dims_of(s, where, kc_json_get(t, "sizes"), dims, bufs, &rank))) return rc;
         if (role == KC_ROLE_INPUT) {
             const kc_json *rg = kc_json_get(t, "requires_grad");
             rc = kc_graph_add_input(s->d, dt, rank, dims, NULL, kc_json_is(rg, KC_JSON_TRUE));
@@ -442,12 +456,10 @@ static int load_pass(sctx *s, const kc_json *root, const char *field, kc_pass pa
         if (!kc_json_is(g, KC_JSON_ARRAY) || (int)kc_json_count(g) != 3 || !kc_json_is(b, KC_JSON_ARRAY) || (int)kc_json_count(b) != 3)
             return SPEC_ERR(s, where, "\"grid\" and \"block\" must be arrays of 3 expressions");
         int rc = KC_OK;
-        for (int j = 0; j < 3 && !rc; j++) {
-            char w[96];
-            kc_cat_index(w, sizeof w, where, ".grid", j, "");
-            rc = expr_of(s, w, kc_json_at(g, j), gb[j], &grid[j]);
-            kc_cat_index(w, sizeof w, where, ".block", j, "");
-            if (!rc) rc = expr_of(s, w, kc_json_at(b, j), bb[j], &block[j]);
+        const kc_json *gv = g->child, *bv = b->child; /* 3 each: checked above */
+        for (int j = 0; j < 3 && !rc; j++, gv = gv->next, bv = bv->next) {
+            rc = expr_at(s, where, ".grid", j, gv, gb[j], &grid[j]);
+            if (!rc) rc = expr_at(s, where, ".block", j, bv, bb[j], &block[j]);
         }
         const kc_json *sh = kc_json_get(st, "shared");
         if (!rc && sh) rc = expr_of(s, where, sh, sb, &shared);

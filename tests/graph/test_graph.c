@@ -354,6 +354,19 @@ static void test_spec_errors_name_the_place(void **state) {
          "\"shard\": 4096}]}", "forward[0]: unknown field \"shard\""},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"], \"dtype\": \"f16\"}]}", "\"dtype\" appears twice"},
+        /* Places named only when wrong (spec.c builds them for the error): each size, grid and block. */
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"]}, {\"dtype\": \"f32\", \"sizes\": [\"N\", true]}]}", "inputs[1].sizes[1]: must be an integer"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": 4}]}", "inputs[0].sizes: must be an array"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"]}], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": []}, "
+         "{\"kernel\": \"k\", \"grid\": [1, 1.5, 1], \"block\": [1,1,1], \"args\": []}]}", "forward[1].grid[1]: must be an integer"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"]}], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,null], \"args\": []}]}",
+         "forward[0].block[2]: must be an integer"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
+         "\"sizes\": [\"N\"], \"inplace\": 1}]}", "inputs[0].inplace: \"inplace\" must be true or false"},
         /* JSON read strictly ([Note: spec JSON]): a \u0000 would make "k.cu\u0000/x" the file k.cu, and
          * whatever follows the spec's object is not dropped in silence. */
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\\u0000/x\", \"entry\": \"k\"}], \"inputs\": []}",
