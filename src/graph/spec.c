@@ -123,7 +123,8 @@ static int known_fields(sctx *s, const char *where, const kc_json *o, const char
     const kc_json *f;
     KC_JSON_EACH(f, o) {
         size_t k = 0;
-        while (known[k] && strcmp(known[k], f->key ? f->key : "") != 0) k++;
+        const char *key = f->key ? f->key : "";
+        while (known[k] && (known[k][0] != key[0] || strcmp(known[k], key) != 0)) k++;
         if (!known[k]) {
             char list[256] = "";
             for (size_t j = 0; known[j]; j++)
@@ -131,7 +132,7 @@ static int known_fields(sctx *s, const char *where, const kc_json *o, const char
             return SPEC_ERR(s, where, "unknown field \"%.64s\" (known here: %s)", f->key ? f->key : "", list);
         }
         for (const kc_json *g = f->next; g; g = g->next)
-            if (g->key && strcmp(g->key, f->key) == 0)
+            if (g->key && g->key[0] == key[0] && strcmp(g->key, key) == 0)
                 return SPEC_ERR(s, where, "field \"%.64s\" appears twice", f->key);
     }
     return KC_OK;
