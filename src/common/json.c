@@ -11,7 +11,9 @@
  * Here a document is a list of blocks: the first holds a guess of the nodes the text needs and
  * room for all its strings (a string unescaped is never longer than its quoted text, so
  * len + 1 bytes hold every name and value), later blocks double the nodes; freeing is one free
- * per block.  The grammar is RFC 8259's, strictly: whitespace is space, tab, CR, LF; a raw
+ * per block.  The first block may lie in the caller's scratch (kc_json_parse_in: spec.c's
+ * stack), so a small spec costs no allocation — and none of the glibc consolidation a request
+ * past its small-chunk caches (~1 KB) triggers.  The grammar is RFC 8259's, strictly: whitespace is space, tab, CR, LF; a raw
  * control character, a lone surrogate and \u0000 in a string are errors (a name may never hold
  * a NUL, so "a.cu\u0000x" cannot be read as "a.cu"); after the value only whitespace may
  * follow.  Numbers are read as strtod reads them in the C locale, whatever the process's locale
@@ -22,6 +24,7 @@
 
 #include <locale.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,12 +262,22 @@ static int parse_value(parser *ps, kc_json *v, int depth) {
 }
 
 int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at) {
-    doc->root = NULL, doc->blocks = NULL;
+    return kc_json_parse_in(doc, text, len, err_at, NULL, 0);
+}
+
+int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err_at, void *scratch, size_t scratch_cap) {
+    doc->root = NULL, doc->blocks = NULL, doc->lent = NULL;
     if (err_at) *err_at = 0;
     if (!text) len = 0;
     size_t cap = len / 8 + 8;
     if (cap > FIRST_NODES_MAX) cap = FIRST_NODES_MAX;
-    kc_json_block *b = len < SIZE_MAX / 2 ? kc_malloc(sizeof *b + cap * sizeof(kc_json) + len + 1) : NULL;
+    size_t need = len < SIZE_MAX / 2 ? sizeof(kc_json_block) + cap * sizeof(kc_json) + len + 1 : SIZE_MAX;
+    /* the caller's scratch, aligned for the block, when the first block fits in it */
+    uintptr_t a = (uintptr_t)scratch, al = _Alignof(kc_json_block) > _Alignof(kc_json) ? _Alignof(kc_json_block) : _Alignof(kc_json);
+    size_t skip = scratch ? (size_t)((al - a % al) % al) : 0;
+    kc_json_block *b = NULL;
+    if (scratch && scratch_cap >= skip && scratch_cap - skip >= need) b = doc->lent = (kc_json_block *)((char *)scratch + skip);
+    else b = need != SIZE_MAX ? kc_malloc(need) : NULL;
     if (!b) return kc_err(KC_ENOMEM, "reading JSON: out of memory");
     b->next = NULL, b->used = 0, b->cap = cap;
     parser ps = {text, text + len, (char *)&b->nodes[cap], b, 0};
@@ -290,9 +303,9 @@ void kc_json_free(kc_json_doc *doc) {
     if (!doc) return;
     for (kc_json_block *b = doc->blocks, *next; b; b = next) {
         next = b->next;
-        free(b);
+        if (b != doc->lent) free(b);
     }
-    doc->blocks = NULL, doc->root = NULL;
+    doc->blocks = NULL, doc->root = NULL, doc->lent = NULL;
 }
 
 const kc_json *kc_json_get(const kc_json *o, const char *name) {

@@ -45,6 +45,7 @@ typedef struct kc_json_block kc_json_block;
 typedef struct kc_json_doc {
     kc_json *root;
     kc_json_block *blocks;
+    kc_json_block *lent; /* the first block when it lies in the caller's scratch (never freed) */
 } kc_json_doc;
 
 /**
@@ -55,6 +56,12 @@ typedef struct kc_json_doc {
  * (recorded).  On failure doc holds nothing to free.
  */
 int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at);
+/**
+ * kc_json_parse with the first block in scratch[0, cap) when it fits there (a spec of a few
+ * hundred bytes: no allocation at all); scratch must outlive the document.  Anything else as
+ * kc_json_parse.
+ */
+int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err_at, void *scratch, size_t cap);
 /** Release a document (a zeroed or failed one too). */
 void kc_json_free(kc_json_doc *doc);
 

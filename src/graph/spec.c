@@ -10,6 +10,7 @@
  * description only through desc.c's checked builders.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -504,7 +505,8 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     snprintf(s.dir, sizeof s.dir, "%.*s", slash ? (int)(slash - spec_path) : 1, slash ? spec_path : ".");
     kc_json_doc doc;
     size_t off = 0;
-    rc = kc_json_parse(&doc, text, len, &off);
+    _Alignas(max_align_t) char scratch[4096]; /* a spec of a few hundred bytes is read here ([Note: spec JSON]) */
+    rc = kc_json_parse_in(&doc, text, len, &off, scratch, sizeof scratch);
     if (rc == KC_ENOMEM) {
         free(text);
         return kc_err_prefix(rc, "%s", spec_path);

@@ -95,7 +95,7 @@ static void test_what_is_not_json(void **state) {
         {"\f[]", 0},                  /* only space, tab, CR and LF are whitespace */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        kc_json_doc doc = {(kc_json *)1, NULL};
+        kc_json_doc doc = {(kc_json *)1, NULL, NULL};
         size_t at = 12345;
         int rc = parse(&doc, cases[i].text, &at);
         if (rc != KC_EINVAL) fail_msg("case %zu (%s): %d", i, cases[i].text, rc);
@@ -168,6 +168,42 @@ static void test_allocations(void **state) {
     free(big);
 }
 
+/* kc_json_parse_in: a document whose first block fits the caller's scratch (even misaligned) makes
+ * no allocation and frees nothing of it; one that does not fit allocates as kc_json_parse does;
+ * a failed parse in scratch leaves nothing to free.  ASan checks that no scratch is freed. */
+static void test_scratch(void **state) {
+    (void)state;
+    static char scratch[4096 + 1];
+    const char *small = "{\"name\": \"x\", \"n\": [1, 2, \"three\"]}";
+    kc_json_doc doc;
+    kc_alloc_fail_at(1, false); /* any allocation would fail */
+    assert_int_equal(kc_json_parse_in(&doc, small, strlen(small), NULL, scratch + 1, sizeof scratch - 1), KC_OK);
+    kc_alloc_fail_at(0, false);
+    assert_string_equal(kc_json_str(kc_json_at(kc_json_get(doc.root, "n"), 2)), "three");
+    kc_json_free(&doc);
+    kc_alloc_fail_at(1, false); /* too small a scratch: the first block is allocated */
+    assert_int_equal(kc_json_parse_in(&doc, small, strlen(small), NULL, scratch, 64), KC_ENOMEM);
+    kc_alloc_fail_at(0, false);
+    assert_int_equal(kc_json_parse_in(&doc, small, strlen(small), NULL, scratch, 64), KC_OK);
+    assert_string_equal(kc_json_str(kc_json_get(doc.root, "name")), "x");
+    kc_json_free(&doc);
+    size_t at = 0;
+    assert_int_equal(kc_json_parse_in(&doc, "[1, 2", 5, &at, scratch, sizeof scratch), KC_EINVAL);
+    assert_int_equal(at, 5);
+    assert_null(doc.blocks);
+    /* more values than the first block in scratch holds: later blocks are allocated, and freed */
+    char big[2 * 100 + 2];
+    big[0] = '[';
+    for (int i = 0; i < 100; i++) big[1 + 2 * i] = '5', big[2 + 2 * i] = i + 1 < 100 ? ',' : ']';
+    big[2 * 100 + 1] = '\0';
+    assert_int_equal(kc_json_parse_in(&doc, big, strlen(big), NULL, scratch, sizeof scratch), KC_OK);
+    assert_int_equal(kc_json_count(doc.root), 100);
+    assert_true(kc_json_at(doc.root, 99)->num == 5.0);
+    assert_non_null(doc.lent);
+    assert_true(doc.blocks != doc.lent); /* a block of its own, before the one in scratch */
+    kc_json_free(&doc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_tree_in_the_text_order),
@@ -176,6 +212,7 @@ int main(void) {
         cmocka_unit_test(test_what_is_not_json),
         cmocka_unit_test(test_nesting_is_capped),
         cmocka_unit_test(test_allocations),
+        cmocka_unit_test(test_scratch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
