@@ -81,6 +81,19 @@ static inline int kct_write(const char *path, const void *p, size_t n) {
     return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
+/** Write `text` to dir/rel, making rel's parent folders (0700) first; 0 or -1. */
+static inline int kct_put(const char *dir, const char *rel, const char *text) {
+    char p[4096];
+    int n = snprintf(p, sizeof p, "%s/%s", dir, rel);
+    if (n < 0 || (size_t)n >= sizeof p) return -1;
+    for (char *q = p + strlen(dir) + 1; (q = strchr(q, '/')); q++) { /* every parent folder */
+        *q = '\0';
+        mkdir(p, 0700);
+        *q = '/';
+    }
+    return kct_write(p, text, strlen(text));
+}
+
 /** Count the files under a directory whose names contain `needle`. */
 static size_t kct_count_needle_n;
 static const char *kct_count_needle_s;

@@ -22,16 +22,7 @@
 static char *tmp;
 KCT_TMPDIR_FIXTURE(tmp, "tkdirect")
 
-static void put(const char *dir, const char *rel, const char *text) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, rel);
-    for (char *q = p + strlen(dir) + 1; (q = strchr(q, '/')); q++) { /* every parent folder */
-        *q = '\0';
-        mkdir(p, 0700);
-        *q = '/';
-    }
-    assert_int_equal(kct_write(p, text, strlen(text)), 0);
-}
+static void put(const char *dir, const char *rel, const char *text) { assert_int_equal(kct_put(dir, rel, text), 0); }
 
 /* A toolkit include folder: cuda_fp16.h marks one; the graph reads crt/host_defines.h and
  * shadow.h, found in cccl/ after include/ (NVRTC is given both, in that order). */
@@ -132,16 +123,32 @@ static size_t manifests(void) {
     return kct_count_files(memo, "direct-");
 }
 
-static void test_a_compiled_graph_is_found_without_the_walk(void **state) {
-    (void)state;
-    if (kc_nvrtc_available() != KC_OK) skip();
-    char tk[4096];
-    toolkit_path(tk, sizeof tk);
+/* A toolkit of our own in `tk`, settled, and graph a compiled from it (first lookup, a miss). */
+static outcome compiled_fresh(char tk[4096]) {
+    toolkit_path(tk, 4096);
     make_toolkit(tk);
     settle();
     outcome a = lookup_in_child(tk, 0, "sm_80");
     assert_int_equal(a.rc, KC_OK);
     assert_int_equal(a.source, KC_FROM_COMPILE);
+    return a;
+}
+
+/* A lookup that must not trust a manifest: it walks, and compiles under a key other than `old`. */
+static outcome walked_and_compiled(const char *tk, int two, const char *target, const char *old) {
+    outcome o = lookup_in_child(tk, two, target);
+    assert_int_equal(o.rc, KC_OK);
+    assert_int_equal(o.walks, 1);
+    assert_int_equal(o.source, KC_FROM_COMPILE);
+    assert_string_not_equal(old, o.key);
+    return o;
+}
+
+static void test_a_compiled_graph_is_found_without_the_walk(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    outcome a = compiled_fresh(tk);
     assert_int_equal(a.walks, 1);
     assert_int_equal(manifests(), 1);
     outcome b = lookup_in_child(tk, 0, "sm_80");
@@ -164,11 +171,7 @@ static void test_a_header_it_read_edited_is_a_walk_and_a_compile(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096], p[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    outcome a = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(a.source, KC_FROM_COMPILE);
+    outcome a = compiled_fresh(tk);
     /* The same length, the time put back: the ctime still moves. */
     snprintf(p, sizeof p, "%s/crt/host_defines.h", tk);
     struct stat st;
@@ -177,12 +180,8 @@ static void test_a_header_it_read_edited_is_a_walk_and_a_compile(void **state) {
     struct timespec t[2] = {st.st_atim, st.st_mtim};
     assert_int_equal(utimensat(AT_FDCWD, p, t, 0), 0);
     settle(); /* for the manifest of the compile below */
-    outcome b = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(b.rc, KC_OK);
-    assert_int_equal(b.walks, 1);
-    assert_int_equal(b.source, KC_FROM_COMPILE); /* never the kernel of X 1 */
+    outcome b = walked_and_compiled(tk, 0, "sm_80", a.key);
     assert_int_equal(b.misses, 1);
-    assert_string_not_equal(a.key, b.key);
     outcome c = lookup_in_child(tk, 0, "sm_80"); /* its compile wrote the manifest again */
     assert_int_equal(c.source, KC_FROM_DISK);
     assert_int_equal(c.walks, 0);
@@ -193,27 +192,16 @@ static void test_a_header_added_where_nvrtc_looks_first_is_a_walk(void **state) 
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    outcome a = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(a.source, KC_FROM_COMPILE);
+    outcome a = compiled_fresh(tk);
     put(tk, "shadow.h", "#define Y 20\n"); /* include/ comes before cccl/: NVRTC would read this one */
-    outcome b = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(b.walks, 1);
-    assert_int_equal(b.source, KC_FROM_COMPILE);
-    assert_string_not_equal(a.key, b.key);
+    (void)walked_and_compiled(tk, 0, "sm_80", a.key);
 }
 
 static void test_a_manifest_cut_short_vouches_for_nothing(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096], memo[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    outcome a = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(a.source, KC_FROM_COMPILE);
+    outcome a = compiled_fresh(tk);
     snprintf(memo, sizeof memo, "%s/cache/v1/toolkits", tmp);
     DIR *dir = opendir(memo);
     assert_non_null(dir);
@@ -250,42 +238,28 @@ static void test_a_reused_unit_records_no_reads(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096], p[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    assert_int_equal(lookup_in_child(tk, 0, "sm_80").source, KC_FROM_COMPILE);
+    (void)compiled_fresh(tk);
     outcome b = lookup_in_child(tk, 1, "sm_80"); /* k's unit found stored: only k2 compiled */
     assert_int_equal(b.rc, KC_OK);
     assert_int_equal(b.source, KC_FROM_COMPILE);
     assert_int_equal(manifests(), 1); /* graph b's reads are not known: no manifest */
     snprintf(p, sizeof p, "%s/crt/host_defines.h", tk);
     assert_int_equal(kct_write(p, "#define X 3\n", 12), 0);
-    outcome c = lookup_in_child(tk, 1, "sm_80");
-    assert_int_equal(c.walks, 1);
-    assert_int_equal(c.source, KC_FROM_COMPILE); /* never b's kernel of X 1 */
-    assert_string_not_equal(b.key, c.key);
+    (void)walked_and_compiled(tk, 1, "sm_80", b.key);
 }
 
 static void test_a_tree_changed_elsewhere_moves_the_key_and_counts_one_miss(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096], p[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    outcome a = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(a.source, KC_FROM_COMPILE);
+    outcome a = compiled_fresh(tk);
     snprintf(p, sizeof p, "%s/unread.h", tk);
     assert_int_equal(kct_write(p, "// edited\n", 10), 0);
     settle(); /* for the manifest of the compile below */
     /* Another target: the vouched key misses; the walk finds the tree's digest moved, and the
      * lookup is made again under it — one miss counted, the compile stored under the walked key. */
-    outcome b = lookup_in_child(tk, 0, "sm_90");
-    assert_int_equal(b.rc, KC_OK);
-    assert_int_equal(b.walks, 1);
-    assert_int_equal(b.source, KC_FROM_COMPILE);
+    outcome b = walked_and_compiled(tk, 0, "sm_90", a.key);
     assert_int_equal(b.misses, 1);
-    assert_string_not_equal(a.key, b.key);
     outcome c = lookup_in_child(tk, 0, "sm_90");
     assert_int_equal(c.source, KC_FROM_DISK);
     assert_int_equal(c.walks, 0);
@@ -312,11 +286,7 @@ static void test_the_reads_travel_with_the_entry(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096], p[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    outcome a = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(a.source, KC_FROM_COMPILE);
+    outcome a = compiled_fresh(tk);
     drop_manifests();
     outcome b = lookup_in_child(tk, 0, "sm_80"); /* walks, hits, and writes the manifest from the entry */
     assert_int_equal(b.walks, 1);
@@ -329,10 +299,7 @@ static void test_the_reads_travel_with_the_entry(void **state) {
     /* And it vouches for what the compile read: the header edited, a walk and a compile. */
     snprintf(p, sizeof p, "%s/cccl/shadow.h", tk);
     assert_int_equal(kct_write(p, "#define Y 11\n", 13), 0);
-    outcome e = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(e.walks, 1);
-    assert_int_equal(e.source, KC_FROM_COMPILE);
-    assert_string_not_equal(a.key, e.key);
+    (void)walked_and_compiled(tk, 0, "sm_80", a.key);
 }
 
 /* Many threads of one process on one description: the vouched memo, the folder memo and the
@@ -356,10 +323,7 @@ static void test_threads_share_a_vouched_description(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
     char tk[4096];
-    toolkit_path(tk, sizeof tk);
-    make_toolkit(tk);
-    settle();
-    assert_int_equal(lookup_in_child(tk, 0, "sm_80").source, KC_FROM_COMPILE);
+    (void)compiled_fresh(tk);
     pid_t pid = fork();
     if (pid == 0) {
         setenv("KCACHE_CUDA_INCLUDE", tk, 1);
@@ -413,10 +377,7 @@ static void test_a_header_linked_from_elsewhere_records_nothing(void **state) {
     assert_int_equal(a.source, KC_FROM_COMPILE);
     assert_int_equal(manifests(), 0);
     put(tmp, "outside/shadow.h", "#define Y 12\n"); /* read through the link: a walk, a compile */
-    outcome b = lookup_in_child(tk, 0, "sm_80");
-    assert_int_equal(b.walks, 1);
-    assert_int_equal(b.source, KC_FROM_COMPILE);
-    assert_string_not_equal(a.key, b.key);
+    (void)walked_and_compiled(tk, 0, "sm_80", a.key);
 }
 
 static void test_a_toolkit_just_written_is_not_vouched_for(void **state) {
