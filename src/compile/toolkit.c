@@ -128,10 +128,12 @@ static int include_dir(char out[PATH_MAX]) {
                   "set KCACHE_CUDA_INCLUDE to the toolkit's include folder)", KC_CUDA_INCDIR);
 }
 
+static int process_root(char out[PATH_MAX]);
+
 int kc_toolkit_inputs_for(const char *file, kc_toolkit_inputs *in) {
     memset(in, 0, sizeof *in);
     char dir[PATH_MAX];
-    int rc = include_dir(dir);
+    int rc = process_root(dir);
     if (rc) return rc;
     snprintf(in->include[in->ninclude++], sizeof in->include[0], "-I%s", dir);
     char cccl[PATH_MAX + 8];
@@ -169,7 +171,7 @@ typedef struct walk {
     tfile *v; /* the files */
     size_t n, cap;
     tlist dirs;
-    size_t file_links; /* symbolic links to files: a read through one is not seen by the watch */
+    size_t unseen; /* links to files, dangling links: a read through one the watch or a folder's stat would miss */
 } walk;
 
 static int add_to(tlist *l, size_t total, const char *rel, const struct stat *st) {
@@ -216,7 +218,12 @@ static int walk_dir(walk *w, int dfd, const char *root, const char *rel, int dep
             break;
         }
         struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0) continue; /* a dangling link: nothing NVRTC could read */
+        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0) {
+            /* A dangling link (or one NVRTC may not follow): nothing it could read now — but its
+             * target may appear outside the tree, where no folder's stat shows it. */
+            w->unseen++;
+            continue;
+        }
         if (S_ISDIR(st.st_mode)) {
             int sfd = (rc = add_to(&w->dirs, w->n + w->dirs.n, sub, &st)) ? -1
                       : openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -226,7 +233,7 @@ static int walk_dir(walk *w, int dfd, const char *root, const char *rel, int dep
             struct stat lst;
             if (de->d_type == DT_LNK ||
                 (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)))
-                w->file_links++;
+                w->unseen++;
             rc = add_file(w, sub, &st);
         }
     }
@@ -366,6 +373,7 @@ static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
 static char memo_digest[33];
 static char memo_root[PATH_MAX];
 static walk memo_walk;
+static int64_t memo_walk_began; /* CLOCK_REALTIME, as file times: when the verifying walk began */
 static int memo_walks; /* whole walks this process made (kc_toolkit_walks_) */
 
 int kc_toolkit_digest(const char *memo_dir, char out[33]) {
@@ -378,6 +386,7 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
     char root[PATH_MAX];
     int rc = include_dir(root);
     walk w = {0};
+    int64_t began = (int64_t)kc_now_ns();
     if (!rc) {
         memo_walks++;
         rc = walk_root(&w, root);
@@ -405,11 +414,23 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
         memcpy(memo_digest, out, 33);
         memcpy(memo_root, root, sizeof root);
         memo_walk = w; /* kept: the watch and the direct manifests are made from it */
+        memo_walk_began = began;
     } else {
         walk_free(&w);
     }
     pthread_mutex_unlock(&memo_mu);
     return rc;
+}
+
+/* The folder a compile reads: the one this process's digest was verified on, once it is — a
+ * /usr/local/cuda switched or KCACHE_CUDA_INCLUDE changed mid-process never pairs one tree's
+ * digest (and watch) with another tree's bytes. */
+static int process_root(char out[PATH_MAX]) {
+    pthread_mutex_lock(&memo_mu);
+    int known = memo_digest[0] != '\0';
+    if (known) memcpy(out, memo_root, PATH_MAX);
+    pthread_mutex_unlock(&memo_mu);
+    return known ? KC_OK : include_dir(out);
 }
 
 int kc_toolkit_digest_known(char out[33]) {
@@ -419,6 +440,24 @@ int kc_toolkit_digest_known(char out[33]) {
     pthread_mutex_unlock(&memo_mu);
     return known;
 }
+
+static pthread_mutex_t direct_mu = PTHREAD_MUTEX_INITIALIZER;
+static char direct_root[PATH_MAX];
+static int direct_root_rc = -1;
+
+/* The include folder as this process first found it (direct_root never changes once set). */
+static int direct_root_known(void) {
+    pthread_mutex_lock(&direct_mu);
+    if (direct_root_rc < 0) {
+        direct_root_rc = include_dir(direct_root) == KC_OK ? 0 : 1;
+        kc_error_clear();
+    }
+    int ok = direct_root_rc == 0;
+    pthread_mutex_unlock(&direct_mu);
+    return ok;
+}
+
+int kc_toolkit_present(void) { return direct_root_known(); }
 
 int kc_toolkit_walks_(void) {
     pthread_mutex_lock(&memo_mu);
@@ -470,8 +509,8 @@ static uint64_t sig_now(int rfd, const char *rel) {
 
 /* [Note: too new to vouch for] A file written twice within one tick of the file system's clock
  * (a jiffy; a second or two on some file systems) keeps its stat: a signature taken then could
- * miss the second write.  As ccache does, nothing changed less than KC_TK_SETTLE_NS before the
- * watch began is vouched for: such a compile records no manifest. */
+ * miss the second write, while the digest hashed the first.  As ccache does, nothing changed
+ * less than KC_TK_SETTLE_NS before the verifying walk began is vouched for: no manifest then. */
 #define KC_TK_SETTLE_NS 2000000000LL
 
 static int settled(const struct stat *st, int64_t before_ns) {
@@ -481,7 +520,6 @@ static int settled(const struct stat *st, int64_t before_ns) {
 }
 
 struct kc_toolkit_watch {
-    int64_t began_ns; /* CLOCK_REALTIME, as file times */
     int fd;
     int *dir_of_wd; /* watch descriptor -> folder index in memo_walk.dirs, -1 none */
     size_t nwd;
@@ -493,10 +531,9 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     int have = memo_digest[0] && memo_walk.dirs.n;
     pthread_mutex_unlock(&memo_mu); /* memo_walk and memo_root never change once the digest is set */
     if (!have) return;
-    /* inotify reports an open under the folder of the file opened, after links: a header that is a
-     * link to a file elsewhere would be read unseen. */
-    if (memo_walk.file_links) {
-        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (%zu links to files in %s)", memo_walk.file_links, memo_root);
+    if (memo_walk.unseen) {
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (%zu links to files or dangling in %s)",
+               memo_walk.unseen, memo_root);
         return;
     }
     kc_toolkit_watch *w = kc_calloc(1, sizeof *w);
@@ -505,7 +542,6 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     if (!w || !w->dir_of_wd) goto fail;
     w->nwd = nwd;
     for (size_t i = 0; i < nwd; i++) w->dir_of_wd[i] = -1;
-    w->began_ns = (int64_t)kc_now_ns();
     if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (inotify: %s)", strerror(errno));
         goto fail;
@@ -569,6 +605,14 @@ static int put_line(kc_buf *b, char kind, uint64_t sig, const char *rel) {
  * memo_walk.v): only when every folder and every file read is as the walk saw it, and was so
  * already at `settle_before` ([Note: too new to vouch for]).  Never fails: logs. */
 static void record_manifest(const char *memo_dir, const char *name, const unsigned char *read_flag, int64_t settle_before) {
+    /* inotify reports an open under the folder of the file reached, after links: a header that is
+     * a link to a file elsewhere would be read unseen; a dangling link's target may appear
+     * outside the tree, where no folder's stat changes.  Such a tree is always walked. */
+    if (memo_walk.unseen) {
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (%zu links to files or dangling in %s)", name,
+               memo_walk.unseen, memo_root);
+        return;
+    }
     int rfd = open(memo_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     kc_buf b = {0};
     kc_buf_printf(&b, KC_TK_DIRECT_VERSION "\nroot %s\nshims %016llx\ndigest %s\n", memo_root,
@@ -659,7 +703,8 @@ void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char 
     if (!w) return;
     unsigned char *read_flag = record && memo_dir && name ? kc_calloc(memo_walk.n ? memo_walk.n : 1, 1) : NULL;
     int whole = read_flag && watch_reads(w, read_flag);
-    int64_t settle_before = w->began_ns - KC_TK_SETTLE_NS;
+    /* The signatures are the walk's, so is the digest: settled before the walk began. */
+    int64_t settle_before = memo_walk_began - KC_TK_SETTLE_NS;
     close(w->fd);
     free(w->dir_of_wd);
     free(w);
@@ -680,7 +725,7 @@ void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const 
     if (!have || !memo_dir || !name || !reads) return;
     unsigned char *read_flag = kc_calloc(memo_walk.n ? memo_walk.n : 1, 1);
     if (read_flag && reads_decode(reads, read_flag))
-        record_manifest(memo_dir, name, read_flag, (int64_t)kc_now_ns() - KC_TK_SETTLE_NS);
+        record_manifest(memo_dir, name, read_flag, memo_walk_began - KC_TK_SETTLE_NS);
     else
         kc_log(KC_LOG_COMPILE, "toolkit headers: the entry's reads are not of this tree; no direct manifest for %s", name);
     free(read_flag);
@@ -691,12 +736,9 @@ static int hex16(const char *s, uint64_t *v);
 /* The manifest lines ("<kind> <signature> <path>") already found true in this process: several
  * graphs' manifests name the same folders and headers, each is stat'ed once per process (as the
  * digest itself is verified once per process).  An open-addressed set of the lines' hashes. */
-static pthread_mutex_t direct_mu = PTHREAD_MUTEX_INITIALIZER;
 #define KC_TK_SEEN_CAP 8192
 static uint64_t *seen;
 static size_t nseen;
-static char direct_root[PATH_MAX];
-static int direct_root_rc = -1;
 
 static int seen_has(uint64_t h) {
     pthread_mutex_lock(&direct_mu);
@@ -764,11 +806,7 @@ static int direct_check(char *text, size_t len, char out[33]) {
     char *p = text, *end = text + len, *l;
     char want[PATH_MAX + 64];
     if (!(l = next_line(&p, end)) || strcmp(l, KC_TK_DIRECT_VERSION) != 0) return 0;
-    pthread_mutex_lock(&direct_mu);
-    if (direct_root_rc < 0) direct_root_rc = include_dir(direct_root) == KC_OK ? 0 : 1;
-    int root_ok = direct_root_rc == 0;
-    pthread_mutex_unlock(&direct_mu); /* direct_root never changes once set */
-    if (!root_ok) return 0;
+    if (!direct_root_known()) return 0;
     snprintf(want, sizeof want, "root %s", direct_root);
     if (!(l = next_line(&p, end)) || strcmp(l, want) != 0) return 0;
     snprintf(want, sizeof want, "shims %016llx", (unsigned long long)shims_sig());

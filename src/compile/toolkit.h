@@ -50,6 +50,9 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]);
 /** 1 with the digest in `out` (may be NULL) when this process has verified it (kc_toolkit_digest). */
 int kc_toolkit_digest_known(char out[33]);
 
+/** 1 when the toolkit's include folder is here (as this process first found it), 0 on a driver-only host. */
+int kc_toolkit_present(void);
+
 /** Whole walks of the toolkit's tree this process made (for tests of the direct mode). */
 int kc_toolkit_walks_(void);
 
@@ -62,21 +65,23 @@ int kc_toolkit_walks_(void);
  *    opened there, by NVRTC or anyone else (a superset is harmless), is a read; a queue
  *    overflow, a folder removed, or a file that the verifying walk did not see means the reads
  *    are not known whole, and nothing is recorded; nor in a tree with a link to a file (inotify
- *    reports an open under the folder of the file reached, which may be outside the tree);
- *  - the manifest (<toolkit memo folder>/direct-<key of the graph without the toolkit>) holds
+ *    reports an open under the folder of the file reached, which may be outside the tree) or a
+ *    dangling link (its target may appear outside the tree, where no folder's stat shows it);
+ *  - the manifest (<toolkit memo folder>/direct-<key of the graph without the toolkit>.<variant>:
+ *    the files read depend on the target, __CUDA_ARCH__ selecting headers) holds
  *    the digest the compile's key used, the tree's root, the in-memory headers' signature, the
  *    stat signature of EVERY folder (a name added or removed anywhere changes its folder's:
  *    what NVRTC looked for and did not find, or found later in the search, it would still
  *    find where it did) and of every file read, as the walk that verified the digest saw them
  *    and still unchanged after the compile;
- *  - a lookup (graph/graph_key.c, kc_graph_key_lookup_) whose manifest still matches every
- *    signature uses its digest without walking: NVRTC would read the very same bytes now, so
+ *  - a lookup (graph/graph_key.c, kc_graph_key_lookup_) whose manifest for the variant it wants
+ *    still matches every signature uses its digest without walking: NVRTC would read the very same bytes now, so
  *    the entry under that key is what it would compile.  A file no kernel of the graph reads
  *    may have changed meanwhile — the key then names the tree as it was, and is still right
  *    for this graph.  Anything else — no manifest, one signature changed, a manifest cut
  *    short — is the whole walk, as before.
- *  - a miss under a vouched digest is confirmed by the whole walk before it is counted or
- *    compiled (graph/lookup.c): an entry is only ever written under a verified digest, so a
+ *  - a miss under a vouched digest, or a hit of another variant (kc_graph_get's fallbacks), is
+ *    confirmed by the whole walk first, before a remote is asked or a miss counted (graph/lookup.c): an entry is only ever written under a verified digest, so a
  *    tree changed where this graph does not read never puts a stale name on a new compile.
  * Manifests are written only by compiles on this host; entries imported or fetched come
  * without one (their first process walks).

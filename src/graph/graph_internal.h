@@ -80,7 +80,8 @@ typedef struct kc_key_memo {
     kc_key key;
     char toolchain[KC_TOOLCHAIN_ID_MAX];
     char toolkit[33];
-    int vouched;                          /* toolkit came from a direct manifest, not a walk ([Note: toolkit direct mode]) */
+    char vouched[KC_VARIANT_MAX + 1];         /* toolkit came from this variant's direct manifest, not a walk ("": walked;
+                                           * [Note: toolkit direct mode]) */
     uint64_t direct_gen;                  /* gen + 1 once a hit's toolkit reads were offered (kc_graph_direct_from_entry_) */
 } kc_key_memo;
 
@@ -174,17 +175,18 @@ int kc_graph_is_uint(const char *s);
 int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out);
 /** A lookup's key: as kc_graph_key_in, but the toolkit's digest may come from the graph's
  *  direct manifest instead of a walk (*vouched = 1; [Note: toolkit direct mode] in
- *  compile/toolkit.h) — a miss must then confirm it with kc_graph_key_in before counting. */
-int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, kc_key *out, int *vouched);
+ *  compile/toolkit.h): the manifest of `variant`, which vouches for that variant's entry only —
+ *  a miss, or any other variant, must first confirm it with kc_graph_key_in. */
+int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched);
 /** Watch the toolkit's tree around a compile of `d` (*w NULL when there is nothing to watch), and
  *  end it, writing the graph's direct manifest when `record` (every unit compiled under it). */
 struct kc_toolkit_watch;
 void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, struct kc_toolkit_watch **w);
-void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, struct kc_toolkit_watch *w, int record,
-                         char **reads);
+void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, const char *variant,
+                         struct kc_toolkit_watch *w, int record, char **reads);
 /** A hit of `d` under a walked digest: the direct manifest from the entry's toolkit reads, once
  *  per description and process ([Note: toolkit reads travel] in compile/toolkit.h). */
-void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const kc_entry *e);
+void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char *variant, const kc_entry *e);
 
 /** A kernel of a description as the compile part takes it (borrowed from the description). */
 kc_kernel_src kc_graph_kernel_src(const gkernel *g);

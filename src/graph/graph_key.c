@@ -92,7 +92,8 @@ static int memo_get(const kc_graph_desc *d, const char *tc, const char *tk, kc_k
     return hit;
 }
 
-static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key, uint64_t gen, int vouched) {
+static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key, uint64_t gen,
+                     const char *vouched_variant) {
     kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
     if (strlen(tc) >= sizeof m->toolchain || strlen(tk) >= sizeof m->toolkit) return;
     pthread_mutex_lock(&m->mu);
@@ -101,16 +102,16 @@ static void memo_put(const kc_graph_desc *d, const char *tc, const char *tk, con
         strcpy(m->toolchain, tc);
         strcpy(m->toolkit, tk);
         m->valid = 1;
-        m->vouched = vouched;
+        snprintf(m->vouched, sizeof m->vouched, "%s", vouched_variant ? vouched_variant : "");
     }
     pthread_mutex_unlock(&m->mu);
 }
 
-/* The memo's key when its toolkit digest was vouched for by a direct manifest under toolchain `tc`. */
-static int memo_get_vouched(const kc_graph_desc *d, const char *tc, kc_key *out, uint64_t *gen) {
+/* The memo's key when its toolkit digest was vouched for by the direct manifest of `variant` under toolchain `tc`. */
+static int memo_get_vouched(const kc_graph_desc *d, const char *tc, const char *variant, kc_key *out, uint64_t *gen) {
     kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
     pthread_mutex_lock(&m->mu);
-    int hit = m->valid && m->vouched && strcmp(m->toolchain, tc) == 0;
+    int hit = m->valid && m->vouched[0] && strcmp(m->vouched, variant) == 0 && strcmp(m->toolchain, tc) == 0;
     if (hit) *out = m->key;
     *gen = m->gen;
     pthread_mutex_unlock(&m->mu);
@@ -133,7 +134,7 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
     if (memo_get(d, tc.id, toolkit, out, &gen) && !kb_out) return KC_OK;
     kc_key key;
     if ((rc = key_compute(d, tc.id, toolkit, &key, kb_out))) return rc;
-    memo_put(d, tc.id, toolkit, &key, gen, 0);
+    memo_put(d, tc.id, toolkit, &key, gen, NULL);
     *out = key;
     return KC_OK;
 }
@@ -144,38 +145,47 @@ static int asks_toolkit(const kc_graph_desc *d) {
     return 0;
 }
 
-/* The name of a graph's direct manifest: its key without the toolkit's digest, under toolchain `tc`. */
-static int direct_name(const kc_graph_desc *d, const char *tc, char name[KC_KEY_HEX_LEN + 8]) {
-    kc_key k0;
-    int rc = key_compute(d, tc, "", &k0, NULL);
+/* The name of a graph's direct manifest for one variant: its key without the toolkit's digest,
+ * under toolchain `tc`, and the variant — the files a compile reads depend on the target
+ * (__CUDA_ARCH__ selects headers), so each variant vouches only for itself. */
+#define DIRECT_NAME_MAX (KC_KEY_HEX_LEN + 8 + 1 + KC_VARIANT_MAX + 1)
+static int direct_name(const kc_graph_desc *d, const char *tc, const char *variant, char name[DIRECT_NAME_MAX]) {
+    int rc = kc_variant_check(variant);
     if (rc) return rc;
+    kc_key k0;
+    if ((rc = key_compute(d, tc, "", &k0, NULL))) return rc;
     memcpy(name, "direct-", 7);
     kc_key_to_hex(&k0, name + 7);
+    snprintf(name + 7 + KC_KEY_HEX_LEN, DIRECT_NAME_MAX - 7 - KC_KEY_HEX_LEN, ".%s", variant);
     return KC_OK;
 }
 
-int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, kc_key *out, int *vouched) {
+int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
     *vouched = 0;
     char memo[4096];
-    if (!c || !d || !out || !asks_toolkit(d) || kc_toolkit_digest_known(NULL) ||
-        kc_cache_toolkit_dir_(c, memo, sizeof memo) != KC_OK)
+    /* Where the toolkit's headers are absent (a driver-only host: the digest pinned or recorded)
+     * there is nothing to walk, and the key's memo serves. */
+    if (!c || !d || !out || !variant || !asks_toolkit(d) || kc_toolkit_digest_known(NULL) || !kc_toolkit_present() ||
+        kc_cache_toolkit_dir_(c, memo, sizeof memo) != KC_OK) {
+        kc_error_clear();
         return kc_graph_key_in(c, d, out, NULL);
+    }
     kc_toolchain_choice tc;
     int rc = kc_cache_toolchain(c, &tc);
     if (rc) return rc;
     uint64_t gen;
-    if (memo_get_vouched(d, tc.id, out, &gen)) {
+    if (memo_get_vouched(d, tc.id, variant, out, &gen)) {
         *vouched = 1;
         return KC_OK;
     }
-    char name[KC_KEY_HEX_LEN + 8], tk[33];
-    if (direct_name(d, tc.id, name) != KC_OK || !kc_toolkit_direct(memo, name, tk)) {
+    char name[DIRECT_NAME_MAX], tk[33];
+    if (direct_name(d, tc.id, variant, name) != KC_OK || !kc_toolkit_direct(memo, name, tk)) {
         kc_error_clear();
         return kc_graph_key_in(c, d, out, NULL); /* the walk, as without a manifest */
     }
     kc_key key;
     if ((rc = key_compute(d, tc.id, tk, &key, NULL))) return rc;
-    memo_put(d, tc.id, tk, &key, gen, 1);
+    memo_put(d, tc.id, tk, &key, gen, variant);
     *out = key;
     *vouched = 1;
     return KC_OK;
@@ -188,18 +198,20 @@ void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, kc_toolkit_watch
     else kc_error_clear();
 }
 
-void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, kc_toolkit_watch *w, int record,
-                         char **reads) {
+void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, const char *variant,
+                         kc_toolkit_watch *w, int record, char **reads) {
     *reads = NULL;
     if (!w) return;
-    char memo[4096], name[KC_KEY_HEX_LEN + 8];
-    int ok = record && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK && direct_name(d, toolchain, name) == KC_OK;
+    char memo[4096], name[DIRECT_NAME_MAX];
+    int ok = record && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK &&
+             direct_name(d, toolchain, variant, name) == KC_OK;
     if (!ok) kc_error_clear();
     kc_toolkit_watch_end(w, ok ? memo : NULL, ok ? name : NULL, ok, reads);
 }
 
-void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const kc_entry *e) {
-    if (!c || !d || !e || !asks_toolkit(d) || !kc_toolkit_digest_known(NULL)) return; /* vouched: nothing to learn */
+void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char *variant, const kc_entry *e) {
+    char walked[33];
+    if (!c || !d || !e || !variant || !asks_toolkit(d) || !kc_toolkit_digest_known(walked)) return; /* vouched: nothing to learn */
     kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
     pthread_mutex_lock(&m->mu); /* once per description and process */
     int first = m->direct_gen != m->gen + 1;
@@ -207,10 +219,11 @@ void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const kc_e
     pthread_mutex_unlock(&m->mu);
     if (!first) return;
     kc_toolchain_choice tc;
-    char memo[4096], name[KC_KEY_HEX_LEN + 8], *reads = kc_malloc(KC_ORIGIN_VALUE_MAX + 1);
+    char memo[4096], name[DIRECT_NAME_MAX], tk[33], *reads = kc_malloc(KC_ORIGIN_VALUE_MAX + 1);
     if (reads && kc_entry_origin(e, "toolkit_reads", reads, KC_ORIGIN_VALUE_MAX + 1) == KC_OK &&
         kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK && kc_cache_toolchain(c, &tc) == KC_OK &&
-        direct_name(d, tc.id, name) == KC_OK)
+        direct_name(d, tc.id, variant, name) == KC_OK &&
+        !(kc_toolkit_direct(memo, name, tk) && strcmp(tk, walked) == 0)) /* one that vouches already stays */
         kc_toolkit_direct_from_reads(memo, name, reads);
     kc_error_clear();
     free(reads);

@@ -174,7 +174,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
                                    &ncompiled, &info->compile_ms, &store_rc, store_msg, sizeof store_msg);
     /* Only when every unit was compiled under the watch are the graph's reads known whole. */
     char *reads = NULL;
-    kc_graph_watch_end_(c, d, tc.id, watch, rc == KC_OK && u.n > 0 && (size_t)ncompiled == u.n, &reads);
+    kc_graph_watch_end_(c, d, tc.id, target, watch, rc == KC_OK && !bypass && u.n > 0 && (size_t)ncompiled == u.n, &reads);
     free(ks);
     free(label);
     info->units = (int)u.n;
@@ -389,12 +389,13 @@ static int strict_remote(kc_cache *c) {
     return kc_err(KC_EIO, "strict (KCACHE_STRICT): the remote failed during this lookup: %s", why);
 }
 
-static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, kc_key *key, kc_key_builder **kb, uint64_t *t0,
-                        int *vouched) {
+/* `variant`: the one whose direct manifest may vouch for the key's toolkit digest (*vouched). */
+static int lookup_begin(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_graph_info *info, kc_key *key,
+                        kc_key_builder **kb, uint64_t *t0, int *vouched) {
     *t0 = kc_mono_ns();
     (void)kc_tiers_take_failure(NULL, 0); /* strict: only this lookup's remote failures count */
     *kb = NULL; /* the memo: the builder is made on a miss, when an entry is written (compile_and_store) */
-    int rc = kc_graph_key_lookup_(c, d, key, vouched);
+    int rc = kc_graph_key_lookup_(c, d, variant, key, vouched);
     if (rc) return rc;
     info_init(info, key);
     info->key_us = us_since(*t0);
@@ -402,17 +403,33 @@ static int lookup_begin(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info
     return KC_OK;
 }
 
-/* A miss under a key whose toolkit digest a direct manifest vouched for: the walk confirms the
- * digest before the miss is counted or anything compiled ([Note: toolkit direct mode]).  1 when
- * the key moved (the tree changed where this graph does not read: look up again, now under the
- * walked digest), 0 when it stands, else the walk's error. */
-static int vouched_key_moved(kc_cache *c, const kc_graph_desc *d, const kc_key *key) {
+/* A key whose toolkit digest a direct manifest vouched for serves that manifest's variant from
+ * the local directory and nothing else: before a remote is asked, another variant tried or a miss
+ * counted, the walk confirms it ([Note: toolkit direct mode]).  0 when it stands (*vouched is
+ * then 0), 1 when it moved (the tree changed where this graph does not read: look up again, now
+ * under the walked digest — at most once, the digest being the walk's from then on), else the
+ * walk's error. */
+static int confirm_vouched(kc_cache *c, const kc_graph_desc *d, const kc_key *key, int *vouched) {
+    if (!*vouched) return 0;
     kc_key k2;
     int rc = kc_graph_key_in(c, d, &k2, NULL);
     if (rc) return rc;
-    if (memcmp(&k2, key, sizeof k2) == 0) return 0;
-    kc_log(KC_LOG_GRAPH, "%s: the toolkit's tree changed since its direct manifest: looking up again", d->name);
-    return 1;
+    if (memcmp(&k2, key, sizeof k2) != 0) {
+        kc_log(KC_LOG_GRAPH, "%s: the toolkit's tree changed since its direct manifest: looking up again", d->name);
+        return 1;
+    }
+    *vouched = 0;
+    return 0;
+}
+
+/* A lookup made again: its time counts from the first one's start (the walk included). */
+static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) {
+    if (*t_first) {
+        *t0 = *t_first;
+        info->key_us = us_since(*t0);
+    } else {
+        *t_first = *t0;
+    }
 }
 
 int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
@@ -423,18 +440,25 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
     kc_target t;
     int rc = kc_target_parse(target, &t);
     if (rc) return rc;
-    uint64_t t0;
+    uint64_t t0, t_first = 0;
     kc_key key;
     kc_key_builder *kb;
     int vouched;
 again:
-    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0, &vouched))) return rc;
+    if ((rc = lookup_begin(c, d, target, info, &key, &kb, &t0, &vouched))) return rc;
+    relookup_time(info, &t0, &t_first);
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
     char why[160] = "";
     int lrc = cacheable ? local_graph(c, &key, target, 0, &e, why, sizeof why) : KC_MISS;
-    if (lrc != KC_OK && lrc != KC_MISS) { /* strict: an anomaly is the lookup's error */
+    if (lrc == KC_MISS && (rc = confirm_vouched(c, d, &key, &vouched)) != 0) lrc = rc;
+    if (lrc == 1) { /* the key moved */
+        kc_key_builder_free(kb);
+        memset(info, 0, sizeof *info);
+        goto again;
+    }
+    if (lrc != KC_OK && lrc != KC_MISS) { /* strict: an anomaly is the lookup's error; the walk's */
         kc_key_builder_free(kb);
         return lrc;
     }
@@ -444,7 +468,7 @@ again:
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
         hit_saved(c, &key, info, entry_compile_us(e));
-        if (!vouched) kc_graph_direct_from_entry_(c, d, e);
+        if (!vouched) kc_graph_direct_from_entry_(c, d, target, e);
         kc_entry_free(e);
     } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
         info->lookup_us = us_since(t1);
@@ -452,13 +476,8 @@ again:
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
         hit_saved(c, &key, info, entry_compile_us(e));
-        if (!vouched) kc_graph_direct_from_entry_(c, d, e);
+        kc_graph_direct_from_entry_(c, d, target, e); /* confirmed above: walked */
         kc_entry_free(e);
-    } else if (vouched && (rc = vouched_key_moved(c, d, &key)) != 0) {
-        kc_key_builder_free(kb);
-        if (rc < 0) return rc;
-        memset(info, 0, sizeof *info);
-        goto again; /* at most once: the digest is now the walk's, never vouched again */
     } else {
         if (cacheable) {
             kc_cache_count(c, &key, KC_STAT_MISSES, 1);
@@ -502,12 +521,15 @@ int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out
     *out = NULL;
     int major, minor, rc = kc_cuda_capability(device, &major, &minor);
     if (rc) return rc;
-    uint64_t t0;
+    uint64_t t0, t_first = 0;
     kc_key key;
     kc_key_builder *kb;
     int vouched;
+    char cand[KC_TARGET_CANDIDATES_MAX][16], target[16];
+    kc_variant_for_device(major, minor, target); /* the variant a direct manifest may vouch for */
 again:
-    if ((rc = lookup_begin(c, d, info, &key, &kb, &t0, &vouched))) return rc;
+    if ((rc = lookup_begin(c, d, target, info, &key, &kb, &t0, &vouched))) return rc;
+    relookup_time(info, &t0, &t_first);
     uint64_t t1 = kc_mono_ns();
     *out = kc_loaded_find(&key, device);
     if (*out) {
@@ -521,13 +543,12 @@ again:
         return KC_OK;
     }
     kc_graph *g = NULL;
-    char cand[KC_TARGET_CANDIDATES_MAX][16], target[16];
     size_t nc = first_uncacheable(d) ? 0 : kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
     int own_unusable = 0; /* the device's own variant was stored but could not be used */
-    kc_variant_for_device(major, minor, target);
     char why[160] = "";
     for (size_t i = 0; i < nc && !g; i++) {
         kc_entry *e;
+        if (strcmp(cand[i], target) != 0 && (rc = confirm_vouched(c, d, &key, &vouched)) != 0) break; /* another variant */
         if ((rc = local_graph(c, &key, cand[i], 1, &e, why, sizeof why)) != KC_OK) { /* absent, corrupt, an image missing */
             if (rc != KC_MISS) break;
             rc = KC_OK;
@@ -535,7 +556,7 @@ again:
         }
         info->lookup_us = us_since(t1);
         rc = try_load(c, d, &key, e, device, cand[i], "", info, &g);
-        if (rc == KC_OK && !vouched) kc_graph_direct_from_entry_(c, d, e);
+        if (rc == KC_OK && !vouched) kc_graph_direct_from_entry_(c, d, cand[i], e);
         kc_entry_free(e);
         if (rc == KC_MISS) {
             own_unusable |= strcmp(cand[i], target) == 0;
@@ -548,6 +569,12 @@ again:
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
         hit_saved(c, &key, info, g->compile_us);
     }
+    if (!g && !rc) rc = confirm_vouched(c, d, &key, &vouched); /* before the remote, or the miss */
+    if (rc == 1) { /* the key moved */
+        kc_key_builder_free(kb);
+        memset(info, 0, sizeof *info);
+        goto again;
+    }
     if (!g && !rc && nc) { /* the remote tier: the first present candidate, in one round trip */
         const char *cp[KC_TARGET_CANDIDATES_MAX];
         for (size_t i = 0; i < nc; i++) cp[i] = cand[i];
@@ -556,7 +583,7 @@ again:
         if (remote_graph(c, &key, cp, nc, &w, &e, why, sizeof why) == KC_OK) {
             info->lookup_us = us_since(t1);
             rc = try_load(c, d, &key, e, device, cand[w], "remote ", info, &g);
-            if (rc == KC_OK && !vouched) kc_graph_direct_from_entry_(c, d, e);
+            if (rc == KC_OK) kc_graph_direct_from_entry_(c, d, cand[w], e); /* confirmed above: walked */
             kc_entry_free(e);
             if (rc == KC_MISS) {
                 own_unusable |= strcmp(cand[w], target) == 0;
@@ -568,12 +595,6 @@ again:
                 hit_saved(c, &key, info, g->compile_us);
             }
         }
-    }
-    if (!g && !rc && vouched && (rc = vouched_key_moved(c, d, &key)) != 0) {
-        kc_key_builder_free(kb);
-        if (rc < 0) return rc;
-        memset(info, 0, sizeof *info);
-        goto again; /* at most once: the digest is now the walk's, never vouched again */
     }
     if (!g && !rc) {
         /* One outcome per lookup: whatever was found and not usable (refused, an image missing)

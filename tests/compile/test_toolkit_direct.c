@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "compile/toolkit.h"
+#include "double/cuda_double.h"
 #include "kcache.h"
 
 static char *tmp;
@@ -32,18 +33,26 @@ static void make_toolkit(const char *dir) {
     put(dir, "crt/host_defines.h", "#define X 1\n");
     put(dir, "cccl/shadow.h", "#define Y 10\n");
     put(dir, "unread.h", "// no kernel includes this\n");
+    put(dir, "hi.h", "#define Z 90\n");
+    put(dir, "lo.h", "#define Z 80\n");
 }
 
 #define K_SRC "#include <crt/host_defines.h>\n#include <shadow.h>\n" \
               "extern \"C\" __global__ void k(float *x) { x[0] = (float)(X + Y); }\n"
 #define K2_SRC "extern \"C\" __global__ void k2(float *x) { x[0] = 2.f; }\n"
+/* What it reads depends on the target, as in CCCL and in real kernels. */
+#define K_ARCH_SRC "#if __CUDA_ARCH__ >= 860\n#include <hi.h>\n#else\n#include <lo.h>\n#endif\n" \
+                   "extern \"C\" __global__ void k(float *x) { x[0] = (float)Z; }\n"
 
-/* Graph "a": the toolkit kernel alone.  Graph "b": the same kernel (the same compile unit) and
- * a second one, so that after "a" its toolkit unit is found stored, not compiled. */
-static kc_graph_desc *graph(int two) {
+/* Graph "a" (ONE): the toolkit kernel alone.  Graph "b" (TWO): the same kernel (the same compile
+ * unit) and a second one, so that after "a" its toolkit unit is found stored, not compiled.
+ * Graph "c" (ARCH): a kernel whose includes depend on __CUDA_ARCH__. */
+enum { ONE, TWO, ARCH };
+static kc_graph_desc *graph(int kind) {
+    int two = kind == TWO;
     kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_new(&d, two ? "b" : "a"), KC_OK);
-    kc_kernel_src k = {"k.cu", K_SRC, "k", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    assert_int_equal(kc_graph_desc_new(&d, kind == ARCH ? "c" : two ? "b" : "a"), KC_OK);
+    kc_kernel_src k = {"k.cu", kind == ARCH ? K_ARCH_SRC : K_SRC, "k", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -84,7 +93,17 @@ static outcome lookup_in_child(const char *inc, int two, const char *target) {
         kc_graph_desc *d = graph(two);
         int rc = kc_cache_open(&c, &opt);
         if (!rc) rc = kc_cache_stats(c, &s0);
-        if (!rc) rc = kc_graph_compile(c, d, target, &info);
+        if (!rc && strncmp(target, "dev:", 4) == 0) { /* kc_graph_get on the driver double's device */
+            char caps[8];
+            snprintf(caps, sizeof caps, "%.3s", target + 4);
+            if (kcd_set_devices(caps) != 0) rc = KC_EINVAL;
+            if (strstr(target, ":refuse")) kcd_refuse_next(1, CUDA_ERROR_NO_BINARY_FOR_GPU); /* the first load */
+            kc_graph *g = NULL;
+            if (!rc) rc = kc_graph_get(c, d, 0, &g, &info);
+            kc_graph_release(g);
+        } else if (!rc) {
+            rc = kc_graph_compile(c, d, target, &info);
+        }
         if (!rc) rc = kc_cache_stats(c, &s1);
         char line[256];
         snprintf(line, sizeof line, "%d %d %d %ld %ld %s", rc, (int)info.source, kc_toolkit_walks_(),
@@ -380,6 +399,81 @@ static void test_a_header_linked_from_elsewhere_records_nothing(void **state) {
     (void)walked_and_compiled(tk, 0, "sm_80", a.key);
 }
 
+/* Each variant's manifest vouches for that variant only: sm_80's compile read lo.h, never hi.h. */
+static void test_a_manifest_vouches_for_its_own_variant_only(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    (void)compiled_fresh(tk);
+    outcome a90 = lookup_in_child(tk, ARCH, "sm_90");
+    assert_int_equal(a90.source, KC_FROM_COMPILE);
+    outcome a80 = lookup_in_child(tk, ARCH, "sm_80");
+    assert_int_equal(a80.source, KC_FROM_COMPILE);
+    assert_int_equal(lookup_in_child(tk, ARCH, "sm_90").walks, 0); /* its own manifest vouches */
+    put(tk, "hi.h", "#define Z 91\n");
+    outcome b90 = walked_and_compiled(tk, ARCH, "sm_90", a90.key); /* never the kernel of Z 90 */
+    outcome b80 = lookup_in_child(tk, ARCH, "sm_80"); /* sm_80 never read hi.h: still its entry */
+    assert_int_equal(b80.walks, 0);
+    assert_int_equal(b80.source, KC_FROM_DISK);
+    assert_string_equal(b80.key, a80.key);
+    /* The same through the reads an entry carries: sm_80 stored under the walked key, the
+     * manifests gone, an sm_80 hit writes sm_80's only, and sm_90 still walks. */
+    drop_manifests();
+    outcome c80 = lookup_in_child(tk, ARCH, "sm_80");
+    assert_int_equal(c80.source, KC_FROM_COMPILE);
+    assert_string_equal(c80.key, b90.key);
+    drop_manifests();
+    outcome d80 = lookup_in_child(tk, ARCH, "sm_80");
+    assert_int_equal(d80.walks, 1);
+    assert_int_equal(d80.source, KC_FROM_DISK);
+    assert_int_equal(manifests(), 1);
+    put(tk, "hi.h", "#define Z 92\n");
+    (void)walked_and_compiled(tk, ARCH, "sm_90", b90.key);
+}
+
+/* kc_graph_get: a key vouched for by the device's own variant serves that variant only — a
+ * fallback (sm_80's cubin on an 8.6 device) is tried only after the walk confirms the key. */
+static void test_a_fallback_variant_is_confirmed_by_the_walk(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    (void)compiled_fresh(tk);
+    outcome a86 = lookup_in_child(tk, ARCH, "sm_86"); /* reads hi.h */
+    assert_int_equal(a86.source, KC_FROM_COMPILE);
+    assert_int_equal(lookup_in_child(tk, ARCH, "sm_80").source, KC_FROM_COMPILE); /* reads lo.h */
+    outcome g = lookup_in_child(tk, ARCH, "dev:8.6");
+    assert_int_equal(g.rc, KC_OK);
+    assert_int_equal(g.source, KC_FROM_DISK);
+    assert_int_equal(g.walks, 0); /* sm_86's manifest vouched */
+    put(tk, "lo.h", "#define Z 81\n");
+    /* sm_86's image refused once: the fallback, sm_80's, read lo.h — the walk first, the key moves,
+     * and the device's own variant is compiled under it; never sm_80's kernel of Z 80. */
+    outcome h = lookup_in_child(tk, ARCH, "dev:8.6:refuse");
+    assert_int_equal(h.rc, KC_OK);
+    assert_int_equal(h.walks, 1);
+    assert_int_equal(h.source, KC_FROM_COMPILE);
+    assert_string_not_equal(h.key, a86.key);
+    assert_int_equal(h.misses, 1);
+}
+
+/* A dangling link: NVRTC finds nothing there now, but its target may appear outside the tree. */
+static void test_a_dangling_link_in_the_tree_records_nothing(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096], link[4096], target[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    snprintf(link, sizeof link, "%s/shadow.h", tk); /* before cccl/shadow.h in NVRTC's search */
+    snprintf(target, sizeof target, "%s/elsewhere/shadow.h", tmp);
+    assert_int_equal(symlink(target, link), 0);
+    settle();
+    outcome a = lookup_in_child(tk, ONE, "sm_80");
+    assert_int_equal(a.source, KC_FROM_COMPILE);
+    assert_int_equal(manifests(), 0);
+    put(tmp, "elsewhere/shadow.h", "#define Y 30\n"); /* the link now resolves: NVRTC reads it */
+    (void)walked_and_compiled(tk, ONE, "sm_80", a.key);
+}
+
 static void test_a_toolkit_just_written_is_not_vouched_for(void **state) {
     (void)state;
     if (kc_nvrtc_available() != KC_OK) skip();
@@ -404,6 +498,9 @@ int main(void) {
         T(test_the_reads_travel_with_the_entry),
         T(test_threads_share_a_vouched_description),
         T(test_a_header_linked_from_elsewhere_records_nothing),
+        T(test_a_manifest_vouches_for_its_own_variant_only),
+        T(test_a_dangling_link_in_the_tree_records_nothing),
+        T(test_a_fallback_variant_is_confirmed_by_the_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
