@@ -435,7 +435,7 @@ static void test_a_manifest_vouches_for_its_own_variant_only(void **state) {
  * fallback (sm_80's cubin on an 8.6 device) is tried only after the walk confirms the key. */
 static void test_a_fallback_variant_is_confirmed_by_the_walk(void **state) {
     (void)state;
-    if (kc_nvrtc_available() != KC_OK) skip();
+    if (kc_nvrtc_available() != KC_OK || !getenv("KCACHE_CUDA_DRIVER")) skip(); /* CTest points it at the double */
     char tk[4096];
     (void)compiled_fresh(tk);
     outcome a86 = lookup_in_child(tk, ARCH, "sm_86"); /* reads hi.h */
@@ -454,6 +454,58 @@ static void test_a_fallback_variant_is_confirmed_by_the_walk(void **state) {
     assert_int_equal(h.source, KC_FROM_COMPILE);
     assert_string_not_equal(h.key, a86.key);
     assert_int_equal(h.misses, 1);
+}
+
+/* The reads an entry carries are used only when they are of this very tree, well formed. */
+static void test_reads_of_another_tree_or_malformed_write_nothing(void **state) {
+    (void)state;
+    char tk[4096], memo[4096];
+    toolkit_path(tk, sizeof tk);
+    make_toolkit(tk);
+    settle();
+    snprintf(memo, sizeof memo, "%s/memo", tmp);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("KCACHE_CUDA_INCLUDE", tk, 1);
+        char dg[33], v[256];
+        if (kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10);
+        /* 6 files (cccl/shadow.h, crt/host_defines.h, cuda_fp16.h, hi.h, lo.h, unread.h): read 1 and 3. */
+        const char *bad[] = {"", "-", "0123456789abcdef0123456789abcdef 6 1,2", "%s 7 1,2", "%s 6 1,5", "%s 6 6",
+                             "%s 6 1,0", "%s 6 1,,2", "%s 6 1,2,", "%s 6 -1", "%s 6 +1", "%s 6 1 2", "%s  6 1",
+                             "%s 6 1,fffffffffffffffff", "%s x 1", "%s 6"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            snprintf(v, sizeof v, bad[i], dg);
+            char name[32];
+            snprintf(name, sizeof name, "direct-bad%zu.sm_80", i);
+            kc_toolkit_direct_from_reads(memo, name, v);
+        }
+        snprintf(v, sizeof v, "%s 6 1,2", dg);
+        kc_toolkit_direct_from_reads(memo, "direct-good.sm_80", v);
+        snprintf(v, sizeof v, "%s 6 -", dg); /* nothing read: the folders alone */
+        kc_toolkit_direct_from_reads(memo, "direct-none.sm_80", v);
+        char out[33];
+        _exit(kc_toolkit_direct(memo, "direct-good.sm_80", out) && strcmp(out, dg) == 0 ? 0 : 11);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(kct_count_files(memo, "direct-bad"), 0);
+    assert_int_equal(kct_count_files(memo, "direct-good"), 1);
+    assert_int_equal(kct_count_files(memo, "direct-none"), 1);
+    char p[8192];
+    snprintf(p, sizeof p, "%s/direct-good.sm_80", memo);
+    size_t len;
+    uint8_t *text = kct_read(p, &len);
+    assert_non_null(text);
+    char *t = calloc(1, len + 1);
+    assert_non_null(t);
+    memcpy(t, text, len);
+    assert_non_null(strstr(t, " crt/host_defines.h\n")); /* index 1 */
+    assert_non_null(strstr(t, " hi.h\n"));               /* index 3 */
+    assert_null(strstr(t, " cuda_fp16.h\n"));
+    free(t);
+    free(text);
 }
 
 /* A dangling link: NVRTC finds nothing there now, but its target may appear outside the tree. */
@@ -501,6 +553,7 @@ int main(void) {
         T(test_a_manifest_vouches_for_its_own_variant_only),
         T(test_a_dangling_link_in_the_tree_records_nothing),
         T(test_a_fallback_variant_is_confirmed_by_the_walk),
+        T(test_reads_of_another_tree_or_malformed_write_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
