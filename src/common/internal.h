@@ -65,6 +65,12 @@ int kc_env_seconds(const char *name, double max, double *out);
 /** The longest KCACHE_LOCK_WAIT (seconds): a day.  kc_cache_open checks it, graph/lookup.c uses it. */
 #define KC_LOCK_WAIT_MAX_S 86400.0
 
+/* ---- keys ---- */
+struct kc_key_builder;
+/** A builder whose finer digests (kc_key_note, the inputs' fields) are not kept: for a key whose
+ *  builder is freed unread — the same key, less work (key.c). */
+void kc_key_builder_lean_(struct kc_key_builder *kb);
+
 /* ---- time ---- */
 uint64_t kc_now_ns(void);       /* CLOCK_REALTIME */
 uint64_t kc_mono_ns(void);      /* CLOCK_MONOTONIC */

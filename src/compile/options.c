@@ -224,7 +224,10 @@ int kc_options_normalize(const kc_kernel_src *k, char **out) {
 
 enum { M_DATE, M_TIME, M_STAMP, M_N, M_MAX = 13 };
 static const char *const macros[M_N] = {"__DATE__", "__TIME__", "__TIMESTAMP__"};
-#define MACRO_CHARS "_DATEIMSP" /* every character of the names above */
+/* Every character of the names above ("_DATEIMSP"): a test per byte, not a strspn per identifier. */
+static int is_macro_char(int c) {
+    return c == '_' || c == 'D' || c == 'A' || c == 'T' || c == 'E' || c == 'I' || c == 'M' || c == 'S' || c == 'P';
+}
 enum { W_SOURCE, W_HEADER, W_OPTION, W_NAME, W_N };
 enum { DIR_NONE, DIR_NAME, DIR_OPERAND, DIR_DEFINE, DIR_OTHER };
 
@@ -362,7 +365,8 @@ static void on_identifier(scan *s, const char *id, size_t n, const char **pp, in
     }
     /* Only an identifier made of the macros' own characters can be one of them or a piece of one:
      * most identifiers (any lowercase letter, any digit) stop here, which keeps the scan cheap. */
-    int macro_chars = strspn(id, MACRO_CHARS) == n;
+    int macro_chars = 1;
+    for (size_t i = 0; i < n && macro_chars; i++) macro_chars = is_macro_char((unsigned char)id[i]);
     for (int m = 0; macro_chars && m < M_N; m++) {
         size_t ml = strlen(macros[m]);
         if (n == ml && memcmp(id, macros[m], n) == 0) {

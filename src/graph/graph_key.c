@@ -234,6 +234,8 @@ static int key_compute(const kc_graph_desc *d, const char *toolchain, const char
     int rc;
     kc_key_builder *kb;
     if ((rc = kc_key_builder_new(&kb))) return rc;
+    const int notes = kb_out != NULL; /* the finer digests, for an entry's META and explain */
+    if (!notes) kc_key_builder_lean_(kb);
     kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
     for (size_t i = 0; i < d->nkernels && !rc; i++) {
         const gkernel *g = &d->kernels[i];
@@ -245,6 +247,7 @@ static int key_compute(const kc_graph_desc *d, const char *toolchain, const char
             kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
             kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
             /* Finer digest, for explain: which header of which kernel changed. */
+            if (!notes) continue;
             snprintf(label, sizeof label, "kernels[%zu].headers[%.36s]", i, g->headers[h].name);
             rc = kc_key_note(kb, label, g->headers[h].source, strlen(g->headers[h].source));
         }
@@ -253,16 +256,17 @@ static int key_compute(const kc_graph_desc *d, const char *toolchain, const char
         kc_kernel_src k = kc_graph_kernel_src(g);
         if ((rc = kc_options_normalize(&k, &norm))) break;
         kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
-        /* Finer digests, for explain: this kernel's source (with its headers) and options. */
-        kc_buf src = {0};
-        kc_buf_put_str(&src, g->source);
-        for (size_t h = 0; h < g->nheaders; h++) kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
-        snprintf(label, sizeof label, "kernels[%zu].source", i);
-        if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
-        else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
-        kc_buf_free(&src);
-        snprintf(label, sizeof label, "kernels[%zu].options", i);
-        if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
+        if (notes) { /* Finer digests, for explain: this kernel's source (with its headers) and options. */
+            kc_buf src = {0};
+            kc_buf_put_str(&src, g->source);
+            for (size_t h = 0; h < g->nheaders; h++) kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
+            snprintf(label, sizeof label, "kernels[%zu].source", i);
+            if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
+            else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
+            kc_buf_free(&src);
+            snprintf(label, sizeof label, "kernels[%zu].options", i);
+            if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
+        }
         free(norm);
         if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
     }

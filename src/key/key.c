@@ -51,6 +51,7 @@ struct kc_key_builder {
     size_t nfine, capfine;
     uint32_t ninputs;
     int finished;
+    int lean; /* finer digests not kept (kc_key_builder_lean_): nobody will read them */
     kc_digest comp[KC_COMP_COUNT];
     kc_key key;
 };
@@ -146,7 +147,12 @@ int kc_key_add_u64(kc_key_builder *kb, kc_component comp, const char *label, uin
     return KC_OK;
 }
 
+void kc_key_builder_lean_(kc_key_builder *kb) {
+    if (kb) kb->lean = 1;
+}
+
 static int add_fine(kc_key_builder *kb, const char *name, const void *data, size_t len) {
+    if (kb->lean) return KC_OK; /* the key is the same: finer digests are beside it, never in it */
     if (kb->nfine == kb->capfine) {
         size_t cap = kb->capfine ? kb->capfine * 2 : 16;
         named_digest *p = kc_realloc(kb->fine, cap * sizeof *p);
