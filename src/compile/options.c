@@ -246,19 +246,24 @@ typedef struct scan {
 } scan;
 
 /* Line splices: backslash-newline (or CR-LF) vanish before anything else (not in raw strings). */
-static const char *unsplice(const char *p) {
+#if defined(__GNUC__)
+#define KC_HOT_INLINE inline __attribute__((always_inline)) /* per character of every kernel a process looks up */
+#else
+#define KC_HOT_INLINE inline
+#endif
+static KC_HOT_INLINE const char *unsplice(const char *p) {
     for (;;) {
         if (p[0] == '\\' && p[1] == '\n') p += 2;
         else if (p[0] == '\\' && p[1] == '\r' && p[2] == '\n') p += 3;
         else return p;
     }
 }
-static int peek(const char *p) { return (unsigned char)*unsplice(p); }
+static KC_HOT_INLINE int peek(const char *p) { return (unsigned char)*unsplice(p); }
 static int peek2(const char *p) {
     p = unsplice(p);
     return *p ? (unsigned char)*unsplice(p + 1) : 0;
 }
-static int get(const char **pp) {
+static KC_HOT_INLINE int get(const char **pp) {
     const char *p = unsplice(*pp);
     int c = (unsigned char)*p;
     *pp = c ? p + 1 : p;
@@ -276,6 +281,17 @@ static const char *skip_block_comment(const char *p, int *newline) {
         if (c == '*' && peek(p) == '/') return get(&p), p;
     }
     return p;
+}
+
+/* A // comment's rest, up to its newline (left for the caller); a spliced newline continues it. */
+static const char *skip_line_comment(const char *p) {
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) return p + strlen(p);
+        if (nl > p && nl[-1] == '\\') p = nl + 1;                                /* backslash-newline */
+        else if (nl - p >= 2 && nl[-1] == '\r' && nl[-2] == '\\') p = nl + 1;      /* backslash-CR-LF */
+        else return nl;
+    }
 }
 
 /* Spaces and comments on this line (not the newline). */
@@ -406,7 +422,7 @@ static void scan_text(scan *s, const char *text, int where, const char *where_na
         }
         if (is_space(c)) continue;
         if (c == '/' && peek(p) == '/') {
-            while (peek(p) && peek(p) != '\n') get(&p);
+            p = skip_line_comment(p);
             continue;
         }
         if (c == '/' && peek(p) == '*') {
@@ -456,8 +472,9 @@ static void scan_text(scan *s, const char *text, int where, const char *where_na
                 }
             }
             id[n] = '\0';
-            int raw = (n == 1 && id[0] == 'R') || strcmp(id, "u8R") == 0 || strcmp(id, "uR") == 0 ||
-                      strcmp(id, "UR") == 0 || strcmp(id, "LR") == 0;
+            /* R, u8R, uR, UR, LR: a raw string's prefix */
+            int raw = id[n - 1] == 'R' && (n == 1 || (n == 2 && (id[0] == 'u' || id[0] == 'U' || id[0] == 'L')) ||
+                                           (n == 3 && id[0] == 'u' && id[1] == '8'));
             if (raw && peek(p) == '"') {
                 get(&p);
                 p = skip_raw(p);
