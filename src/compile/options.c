@@ -71,8 +71,10 @@
  * __LINE__, __COUNTER__, __CUDACC_VER_*__ (the toolchain is in the key), #include __FILE__
  * (found like any quoted name).  NVRTC has trigraphs off (??= is not #).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <xxhash.h>
 
 #include "../common/internal.h"
 #include "kcache/compile.h"
@@ -458,7 +460,12 @@ static void scan_text(scan *s, const char *text, int where, const char *where_na
             size_t n = 0;
             id[n++] = (char)c;
             for (;;) {
-                if (ucn_next(p)) {
+                int d = (unsigned char)*p;
+                if (d != '\\' && is_id(d)) { /* no splice here: unsplice(p) is p, get(&p) is p + 1 */
+                    p++;
+                    if (n + 1 < sizeof id) id[n++] = (char)d;
+                    else n = sizeof id - 1;
+                } else if (ucn_next(p)) {
                     get(&p);
                     c = get(&p);
                     if (n + 2 < sizeof id) id[n++] = '\\', id[n++] = (char)c;
@@ -485,16 +492,112 @@ static void scan_text(scan *s, const char *text, int where, const char *where_na
     }
 }
 
-static void scan_kernel(scan *s, const kc_kernel_src *k) {
+static void scan_init(scan *s, const kc_kernel_src *k) {
     memset(s, 0, sizeof *s);
     s->k = k, s->direct = -1;
     /* NVRTC's own headers paste "__" onto a macro argument: count it as always there. */
     for (int m = 0; m < M_N; m++)
         for (size_t i = 0; macros[m][i + 1]; i++)
             if (macros[m][i] == '_' && macros[m][i + 1] == '_') s->piece[0][m][i][i + 2] = s->piece[1][m][i][i + 2] = 1;
-    if (k->source) scan_text(s, k->source, W_SOURCE, NULL);
+}
+
+/*
+ * [Note: scanned once per process] Kernels of one spec share their source file and headers (the
+ * bundled common.cuh is listed by 26 kernels), and scanning is most of a warm start's
+ * instructions.  A text's scan depends on the text, where it is (source, header, and the
+ * header's name), and on the kernel only through the header names it includes — listed by the
+ * kernel or not, a toolkit kernel or not; and scanning texts one by one into fresh states and
+ * merging them (OR of the pieces and flags, the first plain use, the first bad include) is the
+ * same as scanning them in turn.  So a text of at least SCAN_MEMO_MIN bytes is scanned once per
+ * process for each such context: its outcome is kept under the XXH3-128 of the text and of the
+ * context (the kernel's flags and header names, the text's place), with the text's length.
+ */
+#define SCAN_MEMO_MIN 256
+#define SCAN_MEMO_N 32
+typedef struct text_scan {
+    XXH128_hash_t h, ctx;
+    size_t len;
+    scan t; /* its outcome: pieces, direct, unbalanced, computed, the first bad include */
+} text_scan;
+static pthread_mutex_t scan_mu = PTHREAD_MUTEX_INITIALIZER;
+static text_scan *scan_memo; /* SCAN_MEMO_N, kept for the process */
+static size_t scan_memo_n, scan_memo_next;
+
+/* What a text's scan depends on besides the text. */
+static XXH128_hash_t scan_context(const kc_kernel_src *k, int where, const char *where_name) {
+    XXH3_state_t *st = XXH3_createState();
+    XXH128_hash_t none = {0, 0};
+    if (!st) return none;
+    XXH3_128bits_reset(st);
+    unsigned v[2] = {(unsigned)where, (unsigned)k->flags};
+    XXH3_128bits_update(st, v, sizeof v);
+    if (where_name) XXH3_128bits_update(st, where_name, strlen(where_name) + 1);
+    for (size_t h = 0; h < k->nheaders; h++) {
+        const char *n = k->headers[h].name ? k->headers[h].name : "";
+        XXH3_128bits_update(st, "\001", 1); /* a listed name, NULL or not */
+        XXH3_128bits_update(st, n, strlen(n) + 1);
+    }
+    XXH128_hash_t r = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    return r;
+}
+
+static void scan_merge(scan *s, const scan *t) {
+    unsigned char *a = &s->piece[0][0][0][0];
+    const unsigned char *b = &t->piece[0][0][0][0];
+    for (size_t i = 0; i < sizeof s->piece; i++) a[i] |= b[i];
+    if (s->direct < 0) s->direct = t->direct;
+    s->unbalanced |= t->unbalanced;
+    s->computed |= t->computed;
+    if (!s->bad && t->bad) {
+        s->bad = t->bad, s->bad_has = t->bad_has;
+        memcpy(s->bad_name, t->bad_name, sizeof s->bad_name);
+        memcpy(s->bad_in, t->bad_in, sizeof s->bad_in);
+    }
+}
+
+static void scan_text_once(scan *s, const char *text, int where, const char *where_name) {
+    size_t len = strlen(text);
+    if (len < SCAN_MEMO_MIN) {
+        scan_text(s, text, where, where_name);
+        return;
+    }
+    XXH128_hash_t h = XXH3_128bits(text, len), ctx = scan_context(s->k, where, where_name);
+    int found = 0;
+    pthread_mutex_lock(&scan_mu);
+    for (size_t i = 0; i < scan_memo_n && !found; i++) {
+        const text_scan *m = &scan_memo[i];
+        if (m->len == len && XXH128_isEqual(m->h, h) && XXH128_isEqual(m->ctx, ctx)) {
+            scan_merge(s, &m->t);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&scan_mu);
+    if (found) return;
+    scan *t = kc_malloc(sizeof *t);
+    if (!t) { /* no room to keep it: scanned in place, as always */
+        scan_text(s, text, where, where_name);
+        return;
+    }
+    scan_init(t, s->k);
+    scan_text(t, text, where, where_name);
+    scan_merge(s, t);
+    pthread_mutex_lock(&scan_mu);
+    if (!scan_memo) scan_memo = kc_calloc(SCAN_MEMO_N, sizeof *scan_memo);
+    if (scan_memo) {
+        text_scan *m = &scan_memo[scan_memo_n < SCAN_MEMO_N ? scan_memo_n++ : scan_memo_next++ % SCAN_MEMO_N];
+        m->h = h, m->ctx = ctx, m->len = len, m->t = *t;
+        m->t.k = NULL;
+    }
+    pthread_mutex_unlock(&scan_mu);
+    free(t);
+}
+
+static void scan_kernel(scan *s, const kc_kernel_src *k) {
+    scan_init(s, k);
+    if (k->source) scan_text_once(s, k->source, W_SOURCE, NULL);
     for (size_t h = 0; h < k->nheaders; h++)
-        if (k->headers[h].source) scan_text(s, k->headers[h].source, W_HEADER, k->headers[h].name);
+        if (k->headers[h].source) scan_text_once(s, k->headers[h].source, W_HEADER, k->headers[h].name);
     for (size_t o = 0; k->options && o < k->noptions; o++)
         if (k->options[o]) scan_text(s, k->options[o], W_OPTION, NULL);
     if (k->name) scan_text(s, k->name, W_NAME, NULL);
