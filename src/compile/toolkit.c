@@ -18,7 +18,6 @@
  */
 #include "toolkit.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -366,6 +365,8 @@ static int memo_read(const char *path, uint64_t sig, char out[33]) {
     return 1;
 }
 
+static int include_root(char out[PATH_MAX]);
+
 /* The process's memo: one toolkit per process (KCACHE_CUDA_INCLUDE is read once).  The walk
  * that verified the digest is kept with it (never freed, never changed once set): a compile's
  * watch and its direct manifest are made from it ([Note: toolkit direct mode]). */
@@ -374,6 +375,7 @@ static char memo_digest[33];
 static char memo_root[PATH_MAX];
 static walk memo_walk;
 static int64_t memo_walk_began; /* CLOCK_REALTIME, as file times: when the verifying walk began */
+static uint64_t memo_walk_sig;  /* signature() of memo_walk */
 static int memo_walks; /* whole walks this process made (kc_toolkit_walks_) */
 
 int kc_toolkit_digest(const char *memo_dir, char out[33]) {
@@ -384,9 +386,10 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
         return KC_OK;
     }
     char root[PATH_MAX];
-    int rc = include_dir(root);
+    int rc = include_root(root); /* the folder this process resolved first, if it did */
     walk w = {0};
     int64_t began = (int64_t)kc_now_ns();
+    uint64_t sig = 0;
     if (!rc) {
         memo_walks++;
         rc = walk_root(&w, root);
@@ -394,7 +397,7 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
     if (!rc) {
         qsort(w.v, w.n, sizeof *w.v, by_rel);
         qsort(w.dirs.v, w.dirs.n, sizeof *w.dirs.v, by_rel);
-        uint64_t sig = signature(root, &w);
+        sig = signature(root, &w);
         char mp[PATH_MAX];
         if (memo_dir) memo_path(memo_dir, root, mp, sizeof mp);
         if (memo_dir && memo_read(mp, sig, out)) {
@@ -415,6 +418,7 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
         memcpy(memo_root, root, sizeof root);
         memo_walk = w; /* kept: the watch and the direct manifests are made from it */
         memo_walk_began = began;
+        memo_walk_sig = sig;
     } else {
         walk_free(&w);
     }
@@ -431,6 +435,23 @@ static int process_root(char out[PATH_MAX]) {
     if (known) memcpy(out, memo_root, PATH_MAX);
     pthread_mutex_unlock(&memo_mu);
     return known ? KC_OK : include_dir(out);
+}
+
+int kc_toolkit_unchanged(void) {
+    pthread_mutex_lock(&memo_mu);
+    int known = memo_digest[0] != '\0';
+    pthread_mutex_unlock(&memo_mu); /* memo_walk, memo_root never change once set */
+    if (!known) return 1;
+    walk w = {0};
+    int same = walk_root(&w, memo_root) == KC_OK;
+    if (same) {
+        qsort(w.v, w.n, sizeof *w.v, by_rel);
+        same = signature(memo_root, &w) == memo_walk_sig && w.unseen == memo_walk.unseen;
+    }
+    walk_free(&w);
+    kc_error_clear();
+    if (!same) kc_log(KC_LOG_COMPILE, "toolkit headers %s changed since this process's walk", memo_root);
+    return same;
 }
 
 int kc_toolkit_digest_known(char out[33]) {
@@ -459,6 +480,14 @@ static int direct_root_known(void) {
 
 int kc_toolkit_present(void) { return direct_root_known(); }
 
+/* The include folder, resolved once per process (a /usr/local/cuda relinked meanwhile is the
+ * next process's); include_dir's error when there is none. */
+static int include_root(char out[PATH_MAX]) {
+    if (!direct_root_known()) return include_dir(out);
+    memcpy(out, direct_root, PATH_MAX);
+    return KC_OK;
+}
+
 int kc_toolkit_walks_(void) {
     pthread_mutex_lock(&memo_mu);
     int n = memo_walks;
@@ -473,7 +502,9 @@ int kc_toolkit_headers_id(char out[33]) {
 
 /* ---- direct mode ([Note: toolkit direct mode] in toolkit.h) ---- */
 
-#define KC_TK_DIRECT_VERSION "kcache-toolkit-direct 1"
+/* The version line names how kcache has NVRTC read the tree ([Note: toolkit includes]): a kcache
+ * that reads it otherwise trusts none of these manifests. */
+#define KC_TK_DIRECT_VERSION "kcache-toolkit-direct 2 (" KC_TK_MEMO_VERSION "; -I<root> -I<root>/cccl; /dev/null/<file>)"
 #define KC_TK_DIRECT_MAX (16u << 20)
 
 /* What a file's or folder's stat says about it: any write, replacement or rename changes it. */
@@ -675,21 +706,28 @@ static char *reads_encode(const unsigned char *read_flag) {
 }
 
 /* The flags of `value` (reads_encode's) over memo_walk.v: 0 when it is not of this very tree. */
+/* A number as reads_encode writes it: lowercase hex, no sign, prefix or leading zero, at most
+ * 15 digits; *end after it.  0 when it is not one. */
+static int hex_number(const char *p, const char **end, unsigned long long *v) {
+    size_t n = 0;
+    *v = 0;
+    for (; n < 16 && ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f')); n++)
+        *v = (*v << 4) | (unsigned long long)(p[n] <= '9' ? p[n] - '0' : p[n] - 'a' + 10);
+    *end = p + n;
+    return n >= 1 && n <= 15 && !(n > 1 && p[0] == '0');
+}
+
 static int reads_decode(const char *value, unsigned char *read_flag) {
-    if (strlen(value) < 34 || strncmp(value, memo_digest, 32) != 0 || value[32] != ' ' || !isxdigit((unsigned char)value[33]))
-        return 0;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(value + 33, &end, 16);
-    if (errno || n != memo_walk.n || *end != ' ') return 0;
+    if (strlen(value) < 34 || strncmp(value, memo_digest, 32) != 0 || value[32] != ' ') return 0;
+    const char *end;
+    unsigned long long n;
+    if (!hex_number(value + 33, &end, &n) || n != memo_walk.n || *end != ' ') return 0;
     const char *p = end + 1;
     if (strcmp(p, "-") == 0) return 1;
     unsigned long long at = 0;
     for (int first = 1;; first = 0) {
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
-        errno = 0;
-        unsigned long long d = strtoull(p, &end, 16);
-        if (errno || (!first && d == 0) || d >= n || at + d >= n) return 0;
+        unsigned long long d;
+        if (!hex_number(p, &end, &d) || (!first && d == 0) || d >= n || at + d >= n) return 0;
         at += d;
         read_flag[at] = 1;
         if (*end == '\0') return 1;

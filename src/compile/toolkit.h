@@ -50,6 +50,17 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]);
 /** 1 with the digest in `out` (may be NULL) when this process has verified it (kc_toolkit_digest). */
 int kc_toolkit_digest_known(char out[33]);
 
+/**
+ * 1 when every file of the tree is still as this process's walk saw it (a walk again, ~2,000
+ * stats), or when this process walked none; 0 when one changed.  [Note: compiled after a
+ * change] A process keeps its digest, but a header edited or a toolkit upgraded in place after
+ * its walk is what its next compile reads: that compile's units and entry would carry new bytes
+ * under the old digest — to every host still on the old toolkit, through a remote or a bundle.
+ * So a compile of a toolkit kernel asks this before storing (graph/unitstore.c), and stores
+ * nothing when the tree moved (the next process walks and keys it afresh).
+ */
+int kc_toolkit_unchanged(void);
+
 /** 1 when the toolkit's include folder is here (as this process first found it), 0 on a driver-only host. */
 int kc_toolkit_present(void);
 

@@ -548,11 +548,16 @@ again:
     char why[160] = "";
     for (size_t i = 0; i < nc && !g; i++) {
         kc_entry *e;
-        if (strcmp(cand[i], target) != 0 && (rc = confirm_vouched(c, d, &key, &vouched)) != 0) break; /* another variant */
         if ((rc = local_graph(c, &key, cand[i], 1, &e, why, sizeof why)) != KC_OK) { /* absent, corrupt, an image missing */
             if (rc != KC_MISS) break;
             rc = KC_OK;
             continue;
+        }
+        /* Found, of another variant than the one whose manifest vouched (sm_90a before sm_90 on a
+         * 9.0 device, sm_80 on an 8.6): the walk first. */
+        if (strcmp(cand[i], target) != 0 && (rc = confirm_vouched(c, d, &key, &vouched)) != 0) {
+            kc_entry_free(e);
+            break;
         }
         info->lookup_us = us_since(t1);
         rc = try_load(c, d, &key, e, device, cand[i], "", info, &g);

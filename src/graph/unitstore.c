@@ -20,6 +20,7 @@
 
 #include "../cache/internal.h"
 #include "../common/internal.h"
+#include "../compile/toolkit.h"
 #include "../compile/params.h"
 #include "graph_internal.h"
 
@@ -270,12 +271,22 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
             double one = 0;
             rc = kc_units_compile(ks, nk, u, grab, target, label, &got, &one);
             *ms += one;
+            /* [Note: compiled after a change] (compile/toolkit.h): never new header bytes under the old digest. */
+            int toolkit = 0;
+            for (size_t i = 0; i < n; i++) toolkit |= grab[i] && (ks[u->first[i]].flags & KC_KERNEL_TOOLKIT_HEADERS);
+            int moved = !rc && cacheable && toolkit && !kc_toolkit_unchanged();
+            if (moved && !*store_rc) {
+                *store_rc = KC_EIO;
+                snprintf(store_msg, msg_cap, "the toolkit's headers changed since this process identified them: "
+                                             "compiled, not stored (the next process identifies them afresh)");
+                kc_log(KC_LOG_GRAPH, "%s: %s", label, store_msg);
+            }
             for (size_t i = 0; !rc && i < n; i++) {
                 if (!grab[i]) continue;
                 res[i] = got[i], got[i] = NULL;
                 pending[i] = 0, left--, (*ncompiled)++, compiled_here[i] = 1;
-                int sr = kc_units_store_(cacheable ? c : NULL, ks, nk, u, i, &ukeys[i], target, t.ptx, res[i], toolchain_meta,
-                                         &refs[i]);
+                int sr = kc_units_store_(cacheable && !moved ? c : NULL, ks, nk, u, i, &ukeys[i], target, t.ptx, res[i],
+                                         toolchain_meta, &refs[i]);
                 if (sr && sr != KC_EREADONLY && cacheable) {
                     kc_log(KC_LOG_GRAPH, "%s: unit %zu not stored: %s", label, i, kc_error_last()->message);
                     if (!*store_rc) *store_rc = sr, snprintf(store_msg, msg_cap, "%s", kc_error_last()->message);

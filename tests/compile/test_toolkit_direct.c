@@ -445,6 +445,11 @@ static void test_a_fallback_variant_is_confirmed_by_the_walk(void **state) {
     assert_int_equal(g.rc, KC_OK);
     assert_int_equal(g.source, KC_FROM_DISK);
     assert_int_equal(g.walks, 0); /* sm_86's manifest vouched */
+    /* On a 9.0 device sm_90a comes first: absent, it costs no walk. */
+    assert_int_equal(lookup_in_child(tk, ARCH, "sm_90").source, KC_FROM_COMPILE);
+    outcome g90 = lookup_in_child(tk, ARCH, "dev:9.0");
+    assert_int_equal(g90.source, KC_FROM_DISK);
+    assert_int_equal(g90.walks, 0);
     put(tk, "lo.h", "#define Z 81\n");
     /* sm_86's image refused once: the fallback, sm_80's, read lo.h — the walk first, the key moves,
      * and the device's own variant is compiled under it; never sm_80's kernel of Z 80. */
@@ -472,7 +477,8 @@ static void test_reads_of_another_tree_or_malformed_write_nothing(void **state) 
         /* 6 files (cccl/shadow.h, crt/host_defines.h, cuda_fp16.h, hi.h, lo.h, unread.h): read 1 and 3. */
         const char *bad[] = {"", "-", "0123456789abcdef0123456789abcdef 6 1,2", "%s 7 1,2", "%s 6 1,5", "%s 6 6",
                              "%s 6 1,0", "%s 6 1,,2", "%s 6 1,2,", "%s 6 -1", "%s 6 +1", "%s 6 1 2", "%s  6 1",
-                             "%s 6 1,fffffffffffffffff", "%s x 1", "%s 6"};
+                             "%s 6 1,fffffffffffffffff", "%s x 1", "%s 6", "%s 6 0x1", "%s 6 1,A", "%s 6 01",
+                             "%s 06 1", "%s 0x6 1"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             snprintf(v, sizeof v, bad[i], dg);
             char name[32];
@@ -506,6 +512,77 @@ static void test_reads_of_another_tree_or_malformed_write_nothing(void **state) 
     assert_null(strstr(t, " cuda_fp16.h\n"));
     free(t);
     free(text);
+}
+
+/* One process, one description: the key vouched for sm_80 is not sm_90's, whose header changed. */
+static void test_one_description_vouched_per_variant(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    (void)compiled_fresh(tk);
+    assert_int_equal(lookup_in_child(tk, ARCH, "sm_90").source, KC_FROM_COMPILE);
+    assert_int_equal(lookup_in_child(tk, ARCH, "sm_80").source, KC_FROM_COMPILE);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("KCACHE_CUDA_INCLUDE", tk, 1);
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/cache", tmp);
+        kc_options opt = KC_OPTIONS_INIT;
+        opt.dir = dir;
+        opt.flags = KC_OPEN_NO_ENV;
+        kc_cache *c = NULL;
+        if (kc_cache_open(&c, &opt) != KC_OK) _exit(10);
+        kc_graph_desc *d = graph(ARCH);
+        kc_graph_info a, b;
+        int rc = kc_graph_compile(c, d, "sm_80", &a);
+        int ok = rc == KC_OK && a.source == KC_FROM_DISK && kc_toolkit_walks_() == 0; /* vouched by sm_80's */
+        ok = ok && kct_put(tk, "hi.h", "#define Z 93\n") == 0;                    /* read by sm_90 only */
+        rc = kc_graph_compile(c, d, "sm_90", &b);
+        ok = ok && rc == KC_OK && b.source == KC_FROM_COMPILE && kc_toolkit_walks_() == 1; /* never Z 90's */
+        kc_graph_desc_free(d);
+        kc_cache_close(c);
+        _exit(ok ? 0 : 12);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* [Note: compiled after a change]: a process that walked, then compiles after a header it reads
+ * changed, stores nothing — else a fresh process with the header put back would hit new bytes. */
+static void test_a_compile_after_the_tree_changed_stores_nothing(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    (void)compiled_fresh(tk);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("KCACHE_CUDA_INCLUDE", tk, 1);
+        char dir[4096], dg[33];
+        snprintf(dir, sizeof dir, "%s/cache", tmp);
+        kc_options opt = KC_OPTIONS_INIT;
+        opt.dir = dir;
+        opt.flags = KC_OPEN_NO_ENV;
+        kc_cache *c = NULL;
+        if (kc_cache_open(&c, &opt) != KC_OK || kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10); /* the walk */
+        if (kct_put(tk, "lo.h", "#define Z 85\n") != 0) _exit(11);
+        kc_graph_desc *d = graph(ARCH);
+        kc_graph_info info;
+        int rc = kc_graph_compile(c, d, "sm_80", &info); /* compiled from Z 85 under the walk's digest */
+        int ok = rc == KC_OK && info.source == KC_FROM_COMPILE && info.store_status != KC_OK;
+        kc_graph_desc_free(d);
+        kc_cache_close(c);
+        _exit(ok ? 0 : 12);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    put(tk, "lo.h", "#define Z 80\n"); /* put back: the walk's digest again */
+    outcome b = lookup_in_child(tk, ARCH, "sm_80");
+    assert_int_equal(b.rc, KC_OK);
+    assert_int_equal(b.source, KC_FROM_COMPILE); /* never the kernel of Z 85 */
 }
 
 /* A dangling link: NVRTC finds nothing there now, but its target may appear outside the tree. */
@@ -554,6 +631,8 @@ int main(void) {
         T(test_a_dangling_link_in_the_tree_records_nothing),
         T(test_a_fallback_variant_is_confirmed_by_the_walk),
         T(test_reads_of_another_tree_or_malformed_write_nothing),
+        T(test_a_compile_after_the_tree_changed_stores_nothing),
+        T(test_one_description_vouched_per_variant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
