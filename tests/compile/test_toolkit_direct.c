@@ -128,6 +128,27 @@ static outcome lookup_in_child(const char *inc, int two, const char *target) {
 
 static void toolkit_path(char *out, size_t cap) { snprintf(out, cap, "%s/tk", tmp); }
 
+/* In a child: the cache of this test with the toolkit `tk`; the child exits 10 when it cannot open. */
+static kc_cache *child_cache(const char *tk) {
+    setenv("KCACHE_CUDA_INCLUDE", tk, 1);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/cache", tmp);
+    kc_options opt = KC_OPTIONS_INIT;
+    opt.dir = dir;
+    opt.flags = KC_OPEN_NO_ENV;
+    kc_cache *c = NULL;
+    if (kc_cache_open(&c, &opt) != KC_OK) _exit(10);
+    return c;
+}
+
+/* The child `pid` exited 0 (its checks held). */
+static void child_passed(pid_t pid) {
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* Past the window in which a file is too new to be vouched for ([Note: too new to vouch for]):
  * a compile after this records its manifest. */
 static void settle(void) {
@@ -345,14 +366,7 @@ static void test_threads_share_a_vouched_description(void **state) {
     (void)compiled_fresh(tk);
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("KCACHE_CUDA_INCLUDE", tk, 1);
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s/cache", tmp);
-        kc_options opt = KC_OPTIONS_INIT;
-        opt.dir = dir;
-        opt.flags = KC_OPEN_NO_ENV;
-        kc_cache *c = NULL;
-        if (kc_cache_open(&c, &opt) != KC_OK) _exit(10);
+        kc_cache *c = child_cache(tk);
         kc_graph_desc *d = graph(0);
         enum { N = 6 };
         pthread_t th[N];
@@ -371,10 +385,7 @@ static void test_threads_share_a_vouched_description(void **state) {
         kc_cache_close(c);
         _exit(bad ? 12 : 0);
     }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    child_passed(pid);
 }
 
 static void test_a_header_linked_from_elsewhere_records_nothing(void **state) {
@@ -492,10 +503,7 @@ static void test_reads_of_another_tree_or_malformed_write_nothing(void **state) 
         char out[33];
         _exit(kc_toolkit_direct(memo, "direct-good.sm_80", out) && strcmp(out, dg) == 0 ? 0 : 11);
     }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    child_passed(pid);
     assert_int_equal(kct_count_files(memo, "direct-bad"), 0);
     assert_int_equal(kct_count_files(memo, "direct-good"), 1);
     assert_int_equal(kct_count_files(memo, "direct-none"), 1);
@@ -524,14 +532,7 @@ static void test_one_description_vouched_per_variant(void **state) {
     assert_int_equal(lookup_in_child(tk, ARCH, "sm_80").source, KC_FROM_COMPILE);
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("KCACHE_CUDA_INCLUDE", tk, 1);
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s/cache", tmp);
-        kc_options opt = KC_OPTIONS_INIT;
-        opt.dir = dir;
-        opt.flags = KC_OPEN_NO_ENV;
-        kc_cache *c = NULL;
-        if (kc_cache_open(&c, &opt) != KC_OK) _exit(10);
+        kc_cache *c = child_cache(tk);
         kc_graph_desc *d = graph(ARCH);
         kc_graph_info a, b;
         int rc = kc_graph_compile(c, d, "sm_80", &a);
@@ -543,10 +544,7 @@ static void test_one_description_vouched_per_variant(void **state) {
         kc_cache_close(c);
         _exit(ok ? 0 : 12);
     }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    child_passed(pid);
 }
 
 /* [Note: compiled after a change]: a process that walked, then compiles after a header it reads
@@ -558,14 +556,9 @@ static void test_a_compile_after_the_tree_changed_stores_nothing(void **state) {
     (void)compiled_fresh(tk);
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("KCACHE_CUDA_INCLUDE", tk, 1);
-        char dir[4096], dg[33];
-        snprintf(dir, sizeof dir, "%s/cache", tmp);
-        kc_options opt = KC_OPTIONS_INIT;
-        opt.dir = dir;
-        opt.flags = KC_OPEN_NO_ENV;
-        kc_cache *c = NULL;
-        if (kc_cache_open(&c, &opt) != KC_OK || kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10); /* the walk */
+        kc_cache *c = child_cache(tk);
+        char dg[33];
+        if (kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10); /* the walk */
         if (kct_put(tk, "lo.h", "#define Z 85\n") != 0) _exit(11);
         kc_graph_desc *d = graph(ARCH);
         kc_graph_info info;
@@ -575,10 +568,7 @@ static void test_a_compile_after_the_tree_changed_stores_nothing(void **state) {
         kc_cache_close(c);
         _exit(ok ? 0 : 12);
     }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    child_passed(pid);
     put(tk, "lo.h", "#define Z 80\n"); /* put back: the walk's digest again */
     outcome b = lookup_in_child(tk, ARCH, "sm_80");
     assert_int_equal(b.rc, KC_OK);
