@@ -262,6 +262,13 @@ static void walk_free(walk *w) {
     memset(w, 0, sizeof *w);
 }
 
+/* What a file's or folder's stat says about it: any write, replacement or rename changes one of these. */
+static void stat_fields(const struct stat *st, int64_t f[8]) {
+    f[0] = (int64_t)st->st_size, f[1] = (int64_t)st->st_mtim.tv_sec, f[2] = (int64_t)st->st_mtim.tv_nsec;
+    f[3] = (int64_t)st->st_ctim.tv_sec, f[4] = (int64_t)st->st_ctim.tv_nsec, f[5] = (int64_t)st->st_ino;
+    f[6] = (int64_t)st->st_dev, f[7] = (int64_t)st->st_mode;
+}
+
 /* The local signature: what changes when any file is added, removed, replaced or written. */
 static uint64_t signature(const char *root, const walk *w) {
     XXH3_state_t *s = XXH3_createState();
@@ -269,10 +276,8 @@ static uint64_t signature(const char *root, const walk *w) {
     XXH3_64bits_reset(s);
     XXH3_64bits_update(s, root, strlen(root) + 1);
     for (size_t i = 0; i < w->n; i++) {
-        const struct stat *st = &w->v[i].st;
-        int64_t f[8] = {(int64_t)st->st_size, (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
-                        (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec, (int64_t)st->st_ino,
-                        (int64_t)st->st_dev, (int64_t)st->st_mode};
+        int64_t f[8];
+        stat_fields(&w->v[i].st, f);
         XXH3_64bits_update(s, w->v[i].rel, strlen(w->v[i].rel) + 1);
         XXH3_64bits_update(s, f, sizeof f);
     }
@@ -437,11 +442,17 @@ static int process_root(char out[PATH_MAX]) {
     return known ? KC_OK : include_dir(out);
 }
 
-int kc_toolkit_unchanged(void) {
+/* 1 when this process's walk is kept (its digest verified): memo_walk, memo_root, memo_digest and
+ * memo_walk_began never change once set, so a caller told 1 reads them without the lock. */
+static int walk_kept(void) {
     pthread_mutex_lock(&memo_mu);
-    int known = memo_digest[0] != '\0';
-    pthread_mutex_unlock(&memo_mu); /* memo_walk, memo_root never change once set */
-    if (!known) return 1;
+    int kept = memo_digest[0] != '\0';
+    pthread_mutex_unlock(&memo_mu);
+    return kept;
+}
+
+int kc_toolkit_unchanged(void) {
+    if (!walk_kept()) return 1;
     walk w = {0};
     int same = walk_root(&w, memo_root) == KC_OK;
     if (same) {
@@ -507,11 +518,10 @@ int kc_toolkit_headers_id(char out[33]) {
 #define KC_TK_DIRECT_VERSION "kcache-toolkit-direct 2 (" KC_TK_MEMO_VERSION "; -I<root> -I<root>/cccl; /dev/null/<file>)"
 #define KC_TK_DIRECT_MAX (16u << 20)
 
-/* What a file's or folder's stat says about it: any write, replacement or rename changes it. */
+/* One file's or folder's stat_fields, hashed. */
 static uint64_t stat_sig(const struct stat *st) {
-    int64_t f[8] = {(int64_t)st->st_size, (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
-                    (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec, (int64_t)st->st_ino,
-                    (int64_t)st->st_dev, (int64_t)st->st_mode};
+    int64_t f[8];
+    stat_fields(st, f);
     uint64_t h = XXH3_64bits(f, sizeof f);
     return h ? h : 1;
 }
@@ -558,10 +568,7 @@ struct kc_toolkit_watch {
 
 void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     *out = NULL;
-    pthread_mutex_lock(&memo_mu);
-    int have = memo_digest[0] && memo_walk.dirs.n;
-    pthread_mutex_unlock(&memo_mu); /* memo_walk and memo_root never change once the digest is set */
-    if (!have) return;
+    if (!walk_kept()) return;
     if (memo_walk.unseen) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (%zu links to files or dangling in %s)",
                memo_walk.unseen, memo_root);
@@ -757,10 +764,7 @@ void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char 
 }
 
 void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const char *reads) {
-    pthread_mutex_lock(&memo_mu);
-    int have = memo_digest[0] && memo_walk.dirs.n;
-    pthread_mutex_unlock(&memo_mu);
-    if (!have || !memo_dir || !name || !reads) return;
+    if (!walk_kept() || !memo_dir || !name || !reads) return;
     unsigned char *read_flag = kc_calloc(memo_walk.n ? memo_walk.n : 1, 1);
     if (read_flag && reads_decode(reads, read_flag))
         record_manifest(memo_dir, name, read_flag, memo_walk_began - KC_TK_SETTLE_NS);

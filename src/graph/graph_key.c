@@ -162,23 +162,23 @@ static int direct_name(const kc_graph_desc *d, const char *tc, const char *varia
 
 int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
     *vouched = 0;
-    char memo[4096];
     /* Where the toolkit's headers are absent (a driver-only host: the digest pinned or recorded)
      * there is nothing to walk, and the key's memo serves. */
-    if (!c || !d || !out || !variant || !asks_toolkit(d) || kc_toolkit_digest_known(NULL) || !kc_toolkit_present() ||
-        kc_cache_toolkit_dir_(c, memo, sizeof memo) != KC_OK) {
-        kc_error_clear();
+    if (!c || !d || !out || !variant || !asks_toolkit(d) || kc_toolkit_digest_known(NULL) || !kc_toolkit_present())
         return kc_graph_key_in(c, d, out, NULL);
-    }
     kc_toolchain_choice tc;
     int rc = kc_cache_toolchain(c, &tc);
     if (rc) return rc;
     uint64_t gen;
-    if (memo_get_vouched(d, tc.id, variant, out, &gen)) {
+    if (memo_get_vouched(d, tc.id, variant, out, &gen)) { /* a repeated lookup: no file system call */
         *vouched = 1;
         return KC_OK;
     }
-    char name[DIRECT_NAME_MAX], tk[33];
+    char memo[4096], name[DIRECT_NAME_MAX], tk[33];
+    if (kc_cache_toolkit_dir_(c, memo, sizeof memo) != KC_OK) {
+        kc_error_clear();
+        return kc_graph_key_in(c, d, out, NULL);
+    }
     if (direct_name(d, tc.id, variant, name) != KC_OK || !kc_toolkit_direct(memo, name, tk)) {
         kc_error_clear();
         return kc_graph_key_in(c, d, out, NULL); /* the walk, as without a manifest */
