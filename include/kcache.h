@@ -2,6 +2,7 @@
  * kcache.h — umbrella header of libkcache, a cache of compiled GPU kernels.
  *
  * Include this; the parts live in include/kcache/<part>.h:
+ *   version.h KC_VERSION_MAJOR/MINOR/PATCH, KC_VERSION_NUMBER (kc_version_number() at run time)
  *   common.h  status codes, kc_error_last(), kc_free()
  *   log.h     KCACHE_LOG categories
  *   key.h     canonical keys (XXH3-128 over named components)
@@ -17,6 +18,7 @@
 #ifndef KCACHE_H
 #define KCACHE_H
 
+#include "kcache/version.h"
 #include "kcache/common.h"
 #include "kcache/log.h"
 #include "kcache/key.h"

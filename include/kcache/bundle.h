@@ -87,14 +87,17 @@ extern "C" {
 /** …unless it is at most this long. */
 #define KC_BUNDLE_RATIO_FLOOR (16ull << 20)
 
-/** Which graph entries to export (their images and unit records follow them).  Zero-initialise;
- *  NULL/0 fields select every graph entry. */
+/** Which graph entries to export (their images and unit records follow them).  Initialise with
+ *  KC_BUNDLE_FILTER_INIT; NULL/0 fields select every graph entry. */
 typedef struct kc_bundle_filter {
     const char *const *variants;  /**< Keep only these variants ("sm_90", …). */
     size_t nvariants;
     const kc_key *keys;           /**< Keep only these keys. */
     size_t nkeys;
 } kc_bundle_filter;
+
+/** Initialiser of a kc_bundle_filter: selects every graph entry. */
+#define KC_BUNDLE_FILTER_INIT { NULL, 0, NULL, 0 }
 
 /** Cap on the site profiles of a bundle (v3). */
 #define KC_BUNDLE_MAX_PROFILES 65536
@@ -114,8 +117,17 @@ typedef struct kc_bundle_covers {
     size_t ntargets;
 } kc_bundle_covers;
 
-/** What an export or import did.  In a dry run, the written counts are what the import would write. */
+/** Initialiser of a kc_bundle_covers (nothing named). */
+#define KC_BUNDLE_COVERS_INIT { NULL, NULL, NULL, 0, NULL, 0 }
+
+/** Version of kc_bundle_report this build fills. */
+#define KC_BUNDLE_REPORT_VERSION 1
+
+/** What an export or import did.  In a dry run, the written counts are what the import would write.
+ *  The caller's: initialise with KC_BUNDLE_REPORT_INIT; kcache fills the fields of its `version` and
+ *  refuses another with KC_EVERSION ([Note: versioned structs] in src/common/api.h). */
 typedef struct kc_bundle_report {
+    unsigned version;    /**< KC_BUNDLE_REPORT_VERSION, set by the caller (kept). */
     uint64_t entries;    /**< Entries in the bundle, of every kind. */
     uint64_t bytes;      /**< Their total size. */
     uint64_t written;    /**< Import: entries written (a dry run: that it would write). */
@@ -132,6 +144,9 @@ typedef struct kc_bundle_report {
     uint64_t profiles;          /**< Site profiles in the bundle (v3). */
     uint64_t profiles_written;  /**< Import: profiles that changed the local one (dry run: would). */
 } kc_bundle_report;
+
+/** Initialiser of a kc_bundle_report: this version, every count 0. */
+#define KC_BUNDLE_REPORT_INIT { KC_BUNDLE_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0, 0 }
 
 /**
  * Write the selected graph entries, their images and those images' unit records (each

@@ -87,7 +87,7 @@ typedef struct kc_options {
 } kc_options;
 
 /** Static initialiser of kc_options. */
-#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, {0, 0, 0, 0, 0, 0}, 0, NULL, 0, NULL, NULL }
+#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REDIS_CONFIG_INIT, 0, NULL, 0, NULL, NULL }
 
 /** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
 KC_API int kc_options_init(kc_options *opts, unsigned version);

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,15 +47,19 @@ typedef enum kc_status {
     KC_EUNREGISTERED = -15, /**< A recorded post-compile wrapper is not registered. */
     KC_EBUSY = -16,     /**< A lock is held by someone else and waiting timed out. */
     KC_EEXPR = -17,     /**< A launch expression failed (division by zero, overflow). */
-    KC_EPERM = -18,     /**< Refused for safety (unsafe directory, path escape, bad MAC). */
+    KC_EPERM = -18,     /**< Refused for safety: an unsafe directory, a path escape, a key file others can read. */
     KC_ETIMEOUT = -19,  /**< A remote did not answer within its deadline. */
     KC_EUNAVAILABLE = -20, /**< A remote is being skipped (its circuit breaker is open). */
     KC_EREFUSED = -21,  /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
                              image for the device, a kernel missing from it): a lookup treats it as a miss. */
     KC_ENOTCACHED = -22, /**< A lookup missed and would have compiled, but compiling is forbidden
                              (KCACHE_REQUIRE_HIT, KC_OPEN_REQUIRE_HIT): nothing was compiled. */
-    KC_ELIMIT = -23     /**< A limit refused the request (a site's entry or compile limits at insert): run
+    KC_ELIMIT = -23,    /**< A limit refused the request (a site's entry or compile limits at insert): run
                              uncompiled; the reason names the limit. */
+    KC_EUNTRUSTED = -24 /**< Refused for trust: bytes from outside (a remote, a bundle) without the MAC or
+                             signature this configuration requires, a MAC that does not match, a signature by
+                             no trusted key or that does not match, or an object this cache cannot vouch for
+                             (not published).  The reason names the key or what is missing. */
 } kc_status;
 
 /** The last error recorded on the calling thread. */
@@ -81,8 +87,14 @@ KC_API const char *kc_status_str(int status);
  */
 KC_API void kc_free(void *ptr);
 
-/** The library version as "MAJOR.MINOR.PATCH"; the string is static. */
+/** The version of the library running, as "MAJOR.MINOR.PATCH"; the string is static.  The headers a
+ *  program was compiled with say theirs in KC_VERSION_STRING (kcache/version.h). */
 KC_API const char *kc_version(void);
+
+/** The version of the library running as one number, as KC_VERSION_NUMBER computes it
+ *  (MAJOR * 10000 + MINOR * 100 + PATCH): compare it with KC_VERSION_NUMBER, what the program was
+ *  built against. */
+KC_API unsigned kc_version_number(void);
 
 #ifdef __cplusplus
 }

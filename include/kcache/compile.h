@@ -20,14 +20,28 @@
 extern "C" {
 #endif
 
-/** A header passed in memory with a kernel: #include "name" finds it. Borrowed. */
+/** A header passed in memory with a kernel: #include "name" finds it. Borrowed.  A fixed pair: it
+ *  never grows. */
 typedef struct kc_header_src {
     const char *name;
     const char *source;
 } kc_header_src;
 
-/** One kernel to compile.  Everything is borrowed for the duration of the call. */
+/** Initialiser of a kc_header_src (both NULL). */
+#define KC_HEADER_SRC_INIT { NULL, NULL }
+
+/** Version of kc_kernel_src this build understands; a field added later comes with a new version. */
+#define KC_KERNEL_SRC_VERSION 1
+
+/**
+ * One kernel to compile.  Everything is borrowed for the duration of the call.  Initialise it
+ * with KC_KERNEL_SRC_INIT (or set `version` to KC_KERNEL_SRC_VERSION) and then set the fields:
+ * kcache reads only the fields of the caller's version, and refuses a version it does not know
+ * (0 included: a struct never initialised) with KC_EVERSION ([Note: versioned structs] in
+ * src/common/api.h).
+ */
 typedef struct kc_kernel_src {
+    unsigned version;               /**< KC_KERNEL_SRC_VERSION. */
     const char *file;               /**< Name used in diagnostics ("add.cu"); may be NULL. */
     const char *source;             /**< CUDA C++ source. */
     const char *name;               /**< Entry: an extern "C" name or a C++ name expression ("f<float>"). */
@@ -38,6 +52,10 @@ typedef struct kc_kernel_src {
     const char *include_digest;     /**< No longer accepted (must be NULL): kcache trusts no caller's digest of a folder. */
     unsigned flags;                 /**< KC_KERNEL_* */
 } kc_kernel_src;
+
+/** Initialiser of a kc_kernel_src: this version, every field NULL or 0.  Complete (every field named),
+ *  so that a C or C++ caller built with -Wextra -Werror compiles whatever fields are added later. */
+#define KC_KERNEL_SRC_INIT { KC_KERNEL_SRC_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0u }
 
 /**
  * The kernel may include the CUDA toolkit's own headers (cuda_fp16.h, cuda_bf16.h,

@@ -157,6 +157,10 @@ typedef struct kc_value {
     } v;
 } kc_value;
 
+/** Initialiser of a kc_value (an f32 of 0; set `type` and the member of `v` of that type).  Fixed:
+ *  a type and its value, never more. */
+#define KC_VALUE_INIT { KC_ARG_F32, { 0.0f } }
+
 /**
  * Declare a runtime argument: a named value passed at each call (a learning rate, a loss
  * scale, a step's seed), never a compile-time constant.  Steps pass it as "arg:NAME".  Its
@@ -291,8 +295,17 @@ typedef enum kc_graph_source {
     KC_FROM_MEMORY = 0, KC_FROM_DISK = 1, KC_FROM_REMOTE = 2, KC_FROM_COMPILE = 3, KC_FROM_BYPASS = 4
 } kc_graph_source;
 
-/** What happened in kc_graph_get. */
+/** Version of kc_graph_info this build fills. */
+#define KC_GRAPH_INFO_VERSION 1
+
+/**
+ * What happened in kc_graph_get or kc_graph_compile.  The caller's: initialise it with
+ * KC_GRAPH_INFO_INIT (its `version` set); kcache fills only the fields of that version and
+ * refuses another (0 included: never initialised) with KC_EVERSION before doing anything
+ * ([Note: versioned structs] in src/common/api.h).  A field added later comes with a new version.
+ */
 typedef struct kc_graph_info {
+    unsigned version;        /**< KC_GRAPH_INFO_VERSION, set by the caller (kept by kcache). */
     kc_graph_source source;
     char variant[32];        /**< The variant used ("sm_90", "compute_80"). */
     char key[KC_KEY_HEX_LEN + 1];
@@ -313,6 +326,9 @@ typedef struct kc_graph_info {
     double saved_ms;
 } kc_graph_info;
 
+/** Initialiser of a kc_graph_info: this version, every other field 0 or "". */
+#define KC_GRAPH_INFO_INIT { KC_GRAPH_INFO_VERSION, KC_FROM_MEMORY, "", "", "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
 typedef struct kc_graph kc_graph;
 
 /** A tensor on the device: data pointer, dtype, sizes and strides (in elements). Borrowed. */
@@ -324,6 +340,10 @@ typedef struct kc_tensor {
     int64_t strides[KC_MAX_RANK];
 } kc_tensor;
 
+/** Initialiser of a kc_tensor (no data, rank 0).  A fixed layout: callers pass arrays of them, so a
+ *  field added would be a new type, never a change of this one. */
+#define KC_TENSOR_INIT { NULL, KC_DTYPE_F32, 0, {0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0} }
+
 /**
  * How forward/backward allocate outputs, saved tensors, gradients and scratch.  NULL means
  * the driver's stream-ordered allocator (cuMemAllocAsync / cuMemFreeAsync on the stream).
@@ -333,6 +353,9 @@ typedef struct kc_allocator {
     void (*free)(void *ctx, void *ptr, void *stream);
     void *ctx;
 } kc_allocator;
+
+/** Initialiser of a kc_allocator: every pointer NULL (fill all three; a NULL allocator is the driver's). */
+#define KC_ALLOCATOR_INIT { NULL, NULL, NULL }
 
 /**
  * What forward keeps for backward: saved tensors (owned, freed with kc_saved_free), the
@@ -374,17 +397,35 @@ KC_API void kc_graph_release(kc_graph *g);
  */
 KC_API void kc_graph_loaded_budget(size_t max_graphs, size_t max_bytes);
 
-/** The loaded-graph table now. */
+/**
+ * The loaded-graph budget now (what kc_graph_loaded_budget last set, else the environment's or the
+ * default), into `max_graphs` and `max_bytes` (either may be NULL), so that a caller — a test, a
+ * phase that needs more room — can read it and put it back: kc_graph_loaded_budget(g, b) restores it.
+ */
+KC_API void kc_graph_loaded_budget_get(size_t *max_graphs, size_t *max_bytes);
+
+/** Version of kc_loaded_stats this build fills. */
+#define KC_LOADED_STATS_VERSION 1
+
+/** The loaded-graph table now.  Initialise with KC_LOADED_STATS_INIT ([Note: versioned structs]). */
 typedef struct kc_loaded_stats {
+    unsigned version;    /**< KC_LOADED_STATS_VERSION, set by the caller (kept). */
     size_t graphs;       /**< loaded, in use or not */
     size_t bytes;        /**< bytes of their images */
     size_t in_use;       /**< held by a caller (a kc_graph_get not yet released, or a kc_saved) */
-    size_t max_graphs, max_bytes; /**< the budget */
+    size_t unreferenced; /**< loaded and held by no one (graphs - in_use): what the budget may unload, least
+                              recently used first; a runtime checking for leaks expects it to be graphs after
+                              releasing everything */
+    size_t max_graphs, max_bytes; /**< the budget (kc_graph_loaded_budget_get) */
     unsigned long long unloads; /**< graphs unloaded to hold the budget, since the process started */
 } kc_loaded_stats;
 
-/** A snapshot of the loaded-graph table; `out` must not be NULL. */
-KC_API void kc_graph_loaded_stats(kc_loaded_stats *out);
+/** Initialiser of a kc_loaded_stats: this version, every count 0. */
+#define KC_LOADED_STATS_INIT { KC_LOADED_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+
+/** A snapshot of the loaded-graph table.  KC_EINVAL for NULL, KC_EVERSION for a version this build does
+ *  not know (`out` then untouched). */
+KC_API int kc_graph_loaded_stats(kc_loaded_stats *out);
 
 /**
  * The forward input that forward output `output` of a loaded graph is (kc_graph_set_alias),
@@ -467,6 +508,9 @@ typedef struct kc_forward_call {
     size_t nargs;                        /**< How many (the graph's declared count; checked before the chain). */
 } kc_forward_call;
 
+/** Initialiser of a kc_forward_call (for a wrapper that builds one for its inner callable). */
+#define KC_FORWARD_CALL_INIT { NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
+
 /**
  * A Philox RNG state owned by the caller.  The built-in "philox" wrapper (version 1) gives
  * each forward call the current seed and offset — kernels receive them through the
@@ -478,11 +522,17 @@ struct kc_rng_state {
     uint64_t seed, offset;
 };
 
+/** Initialiser of a kc_rng_state (seed and offset 0).  Fixed: a Philox state is these two words. */
+#define KC_RNG_STATE_INIT { 0, 0 }
+
 /** A forward callable: the graph's own launches, or a wrapper around another callable. */
 typedef struct kc_callable {
     int (*call)(void *ctx, kc_forward_call *c);
     void *ctx;
 } kc_callable;
+
+/** Initialiser of a kc_callable (NULL). */
+#define KC_CALLABLE_INIT { NULL, NULL }
 
 /** A post-compile wrapper: turns one callable into another (AOTAutograd's wrappers). */
 typedef struct kc_wrapper {
@@ -493,6 +543,9 @@ typedef struct kc_wrapper {
     /** Free what wrap made (may be NULL). */
     void (*unwrap)(kc_callable *c);
 } kc_wrapper;
+
+/** Initialiser of a kc_wrapper (`version` here is the wrapper's own, recorded in entries). */
+#define KC_WRAPPER_INIT { NULL, 0, NULL, NULL }
 
 /** Register a wrapper (copied; the name is copied).  The same name and version replaces. */
 KC_API int kc_wrapper_register(const kc_wrapper *w);

@@ -84,6 +84,9 @@ typedef struct kc_call {
     const char *backend;       /**< NULL: "cuda". */
 } kc_call;
 
+/** Initialiser of a kc_call (no inputs, no owners, globals 0, the default backend). */
+#define KC_CALL_INIT { NULL, 0, NULL, 0, 0, NULL }
+
 typedef enum kc_site_result { KC_SITE_HIT = 0, KC_SITE_MISS = 1, KC_SITE_FALLBACK = 2 } kc_site_result;
 
 /** The answer of a lookup. */
@@ -218,7 +221,7 @@ typedef struct kc_site_info {
 } kc_site_info;
 
 /** Initializer of a kc_site_info (its version set, the rest 0). */
-#define KC_SITE_INFO_INIT { .version = KC_SITE_INFO_VERSION }
+#define KC_SITE_INFO_INIT { KC_SITE_INFO_VERSION, 0, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0 }
 
 /** A snapshot of more counters of a site.  KC_EINVAL for NULL arguments, KC_EVERSION for another version. */
 KC_API int kc_site_get_info(kc_site *s, kc_site_info *out);

@@ -33,6 +33,9 @@ typedef struct kc_key {
     uint8_t bytes[16];
 } kc_key;
 
+/** Initialiser of a kc_key (all zero bytes: no key kcache makes). */
+#define KC_KEY_INIT { {0} }
+
 /** Length of a key in hex, without the terminating NUL. */
 #define KC_KEY_HEX_LEN 32
 
@@ -77,6 +80,9 @@ typedef struct kc_dim {
     const char *sym;
 } kc_dim;
 
+/** Initialiser of a kc_dim (static, 0). */
+#define KC_DIM_INIT { 0, NULL }
+
 /** Metadata of one input tensor.  Borrowed: kcache copies what it needs. */
 typedef struct kc_tensor_meta {
     kc_dtype dtype;
@@ -86,6 +92,12 @@ typedef struct kc_tensor_meta {
     kc_dim strides[KC_MAX_RANK];    /**< In elements. */
     int requires_grad;              /**< 0 or 1 */
 } kc_tensor_meta;
+
+/** Initialiser of a kc_tensor_meta (an f32 CUDA tensor of rank 0).  A fixed layout: callers pass arrays of
+ *  them, so a field added would be a new type, never a change of this one. */
+#define KC_TENSOR_META_INIT { KC_DTYPE_F32, KC_DEVICE_CUDA, 0, \
+    {KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT}, \
+    {KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT}, 0 }
 
 typedef struct kc_key_builder kc_key_builder;
 

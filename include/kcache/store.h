@@ -47,6 +47,9 @@ typedef struct kc_redis_config {
     unsigned ttl_s;          /**< Expiry of values written; 0: none. */
 } kc_redis_config;
 
+/** Initialiser of a kc_redis_config (every limit its default).  It grows with kc_options' version. */
+#define KC_REDIS_CONFIG_INIT { 0, 0, 0, 0, 0, 0 }
+
 /** The circuit breaker's states. */
 typedef enum kc_breaker { KC_BREAKER_CLOSED = 0, KC_BREAKER_OPEN = 1, KC_BREAKER_HALF_OPEN = 2 } kc_breaker;
 

@@ -409,12 +409,9 @@ static void ex_units(ex_ctx *x) {
     un->n = kept;
 }
 
-int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filter, kc_bundle_report *out) {
-    return kc_bundle_export_covering(c, path, filter, NULL, out);
-}
-
-int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bundle_filter *filter,
-                              const kc_bundle_covers *covers, kc_bundle_report *out) {
+/* kc_bundle_export_covering once the caller's report is checked (bundle/report.c): `out` is kcache's own. */
+int kc_bundle_export_(kc_cache *c, const char *path, const kc_bundle_filter *filter, const kc_bundle_covers *covers,
+                      kc_bundle_report *out) {
     if (!c || !path) return kc_err(KC_EINVAL, "kc_bundle_export: NULL argument");
     if (out) memset(out, 0, sizeof *out);
     if (!kc_cache_local_(c)) return kc_err(KC_EREADONLY, "the cache is disabled");
@@ -628,9 +625,9 @@ static int verify(const char *path, const kc_trust *trust, bundle_in *out, bool 
         items[i].len = (size_t)toc[i].size;
         if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) { rc = BAD(path, "entry '%s' checksum mismatch", items[i].name); goto fail; }
         if (kc_trust_checks(trust) && (rc = kc_trust_check(trust, items[i].data, items[i].len))) { /* a MAC, or a trusted signature */
-            if (rc == KC_EPERM) rc = kc_err(KC_EPERM, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
-                                            kc_error_last()->message);
-            *mac_refused = rc == KC_EPERM; /* only this counts as mac_rejected, not a name refused (also EPERM) */
+            if (rc == KC_EUNTRUSTED) rc = kc_err(KC_EUNTRUSTED, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
+                                                 kc_error_last()->message);
+            *mac_refused = rc == KC_EUNTRUSTED; /* only this counts as mac_rejected, not a name refused (KC_EPERM) */
             goto fail;
         }
         /* The one identity check (kc_entry_decode_as): the entry holds the key and variant its name says. */
@@ -762,7 +759,8 @@ static int in_put(kc_local *l, kc_local_batch *wb, const item *it, int dry_run, 
     return KC_OK;
 }
 
-int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundle_report *out) {
+/* kc_bundle_import once the caller's report is checked (bundle/report.c): `out` is kcache's own. */
+int kc_bundle_import_(kc_cache *c, const char *path, int dry_run, kc_bundle_report *out) {
     if (!c || !path) return kc_err(KC_EINVAL, "kc_bundle_import: NULL argument");
     if (out) memset(out, 0, sizeof *out);
     bundle_in b;

@@ -774,7 +774,7 @@ int kc_cache_remote_profile_get_(kc_cache *c, const char *site, size_t cap, void
         rc = kc_err(KC_ECORRUPT, "%zu bytes, over the %zu-byte cap", plen, cap);
     if (rc == KC_OK && !(*out = kc_malloc(plen ? plen : 1))) rc = kc_err(KC_ENOMEM, "out of memory");
     if (rc == KC_OK) memcpy(*out, p, plen), *len = plen;
-    else if (rc != KC_EPERM) kc_cache_count(c, &key, KC_STAT_CORRUPT, 1);
+    else if (rc != KC_EUNTRUSTED) kc_cache_count(c, &key, KC_STAT_CORRUPT, 1);
     if (rc) kc_log(KC_LOG_REMOTE, "remote profile %s (%s) rejected: %s", name, site, kc_error_last()->message);
     kc_entry_free(e);
     free(data);

@@ -111,10 +111,13 @@ const char *kc_status_str(int status) {
     case KC_EREFUSED: return "KC_EREFUSED";
     case KC_ENOTCACHED: return "KC_ENOTCACHED";
     case KC_ELIMIT: return "KC_ELIMIT";
+    case KC_EUNTRUSTED: return "KC_EUNTRUSTED";
     default: return "KC_UNKNOWN";
     }
 }
 
 void kc_free(void *ptr) { free(ptr); }
 
-const char *kc_version(void) { return "0.1.0"; }
+const char *kc_version(void) { return KC_VERSION_STRING; }
+
+unsigned kc_version_number(void) { return KC_VERSION_NUMBER; }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "options.h"
 #include "toolkit.h"
@@ -160,6 +161,8 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     if (out) *out = NULL;
     if (!k || !k->source || !names || nnames == 0 || !target || !out)
         return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
+    int vrc = kc_api_version("kc_compile_names", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version, KC_KERNEL_SRC_VERSION);
+    if (vrc) return vrc;
     for (size_t i = 0; i < nnames; i++)
         if (!names[i] || !*names[i]) return kc_err(KC_EINVAL, "kc_compile_names: name %zu is empty", i);
     int rc = kc_nvrtc_available();

@@ -76,6 +76,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "kcache/compile.h"
 #include "options.h"
@@ -192,6 +193,9 @@ int kc_options_normalize(const kc_kernel_src *k, char **out) {
     if (out) *out = NULL; /* on every failure too */
     if (!k || !out) return kc_err(KC_EINVAL, "kc_options_normalize: NULL argument");
     *out = NULL;
+    int vrc = kc_api_version("kc_options_normalize", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version,
+                             KC_KERNEL_SRC_VERSION);
+    if (vrc) return vrc;
     if (k->include_digest)
         return kc_err(KC_EINVAL, "include_digest is no longer accepted: kcache does not trust a digest of a folder it "
                                  "cannot see (a header edited inside it would be a stale hit); " HOW_TO_GIVE_HEADERS);
@@ -623,6 +627,10 @@ int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
     static const char *const pasted[M_N] = {PASTED("__DATE__"), PASTED("__TIME__"), PASTED("__TIMESTAMP__")};
 #undef PASTED
     if (!k) return 1;
+    if (k->version < 1 || k->version > KC_KERNEL_SRC_VERSION) { /* when in doubt, not cacheable */
+        if (reason) *reason = "kc_kernel_src.version is not one this kcache knows (initialise it with KC_KERNEL_SRC_INIT)";
+        return 0;
+    }
     scan s;
     scan_kernel(&s, k);
     const char *why = NULL;

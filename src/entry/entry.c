@@ -808,14 +808,14 @@ int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key
     if (!data || !key) return kc_err(KC_EINVAL, "kc_entry_mac_check: NULL argument");
     const uint8_t *h = data;
     if (len < HEADER_SIZE + MAC_LEN || memcmp(h, MAGIC, 8) != 0)
-        return kc_err(KC_EPERM, "not an authenticated entry (%zu bytes, no header)", len);
-    if (!(kc_rd_u32(h + 12) & FLAG_MAC)) return kc_err(KC_EPERM, "the entry carries no MAC");
-    if (kc_rd_u64(h + 64) != len) return kc_err(KC_EPERM, "the entry's length does not frame its MAC");
+        return kc_err(KC_EUNTRUSTED, "not an authenticated entry (%zu bytes, no header)", len);
+    if (!(kc_rd_u32(h + 12) & FLAG_MAC)) return kc_err(KC_EUNTRUSTED, "the entry carries no MAC");
+    if (kc_rd_u64(h + 64) != len) return kc_err(KC_EUNTRUSTED, "the entry's length does not frame its MAC");
     uint8_t want[MAC_LEN];
     int rc = hmac(key, key_len, h, len - MAC_LEN, want);
     if (rc) return rc;
     if (kc_memcmp_ct(want, h + len - MAC_LEN, MAC_LEN) != 0)
-        return kc_err(KC_EPERM, "the entry's MAC does not match (altered, or written with another key)");
+        return kc_err(KC_EUNTRUSTED, "the entry's MAC does not match (altered, or written with another key)");
     return KC_OK;
 }
 
@@ -865,9 +865,9 @@ int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr, char 
     if (!data || !kr) return kc_err(KC_EINVAL, "kc_entry_sig_check: NULL argument");
     const uint8_t *h = data;
     if (len < HEADER_SIZE + SIG_TRAILER || memcmp(h, MAGIC, 8) != 0)
-        return kc_err(KC_EPERM, "not a signed entry (%zu bytes, no header)", len);
-    if (!(kc_rd_u32(h + 12) & FLAG_SIG)) return kc_err(KC_EPERM, "the entry carries no signature");
-    if (kc_rd_u64(h + 64) != len) return kc_err(KC_EPERM, "the entry's length does not frame its signature");
+        return kc_err(KC_EUNTRUSTED, "not a signed entry (%zu bytes, no header)", len);
+    if (!(kc_rd_u32(h + 12) & FLAG_SIG)) return kc_err(KC_EUNTRUSTED, "the entry carries no signature");
+    if (kc_rd_u64(h + 64) != len) return kc_err(KC_EUNTRUSTED, "the entry's length does not frame its signature");
     const uint8_t *id = h + len - SIG_TRAILER;
     if (key_id_hex)
         for (int i = 0; i < KC_SIGN_KEY_ID_LEN; i++) snprintf(key_id_hex + 2 * i, 3, "%02x", id[i]);

@@ -270,12 +270,12 @@ int kc_keyring_verify(const kc_keyring *kr, const uint8_t id[KC_SIGN_KEY_ID_LEN]
     const ring_key *k = NULL;
     for (size_t i = 0; i < kr->n && !k; i++)
         if (memcmp(kr->k[i].id, id, KC_SIGN_KEY_ID_LEN) == 0) k = &kr->k[i];
-    if (!k) return kc_err(KC_EPERM, "signed by key %s, which the keyring does not trust (never added, or revoked)", idh);
+    if (!k) return kc_err(KC_EUNTRUSTED, "signed by key %s, which the keyring does not trust (never added, or revoked)", idh);
     const kc_crypto *c = kc_crypto_get(); /* loaded: the ring holds a key */
     EVP_MD_CTX *ctx = c->md_ctx_new();
     int ok = ctx && c->digest_verify_init(ctx, NULL, NULL, NULL, k->key) == 1 && c->digest_verify(ctx, sig, KC_SIGN_LEN, msg, len) == 1;
     c->md_ctx_free(ctx);
-    return ok ? KC_OK : kc_err(KC_EPERM, "the signature by key %s does not match (altered, or moved from another entry)", idh);
+    return ok ? KC_OK : kc_err(KC_EUNTRUSTED, "the signature by key %s does not match (altered, or moved from another entry)", idh);
 }
 
 /* ---- trust.h ---- */

@@ -16,7 +16,7 @@
 const uint8_t *kc_signer_key_id_bytes(const kc_signer *s);
 /** Ed25519 over `len` bytes into sig (KC_SIGN_LEN). */
 int kc_sign_bytes(const kc_signer *s, const void *msg, size_t len, uint8_t sig[KC_SIGN_LEN]);
-/** KC_OK when `sig` is the keyring key `id`'s over the bytes; KC_EPERM (untrusted id, no match). */
+/** KC_OK when `sig` is the keyring key `id`'s over the bytes; KC_EUNTRUSTED (untrusted id, no match). */
 int kc_keyring_verify(const kc_keyring *kr, const uint8_t id[KC_SIGN_KEY_ID_LEN], const void *msg, size_t len,
                       const uint8_t sig[KC_SIGN_LEN]);
 

@@ -24,7 +24,7 @@ typedef struct kc_trust {
 
 /** Whether anything is checked (a MAC key or a keyring). */
 int kc_trust_checks(const kc_trust *t);
-/** KC_OK when the bytes carry what the configuration requires (KC_OK when nothing is); KC_EPERM
+/** KC_OK when the bytes carry what the configuration requires (KC_OK when nothing is); KC_EUNTRUSTED
  *  naming what is missing or wrong.  Reads nothing past the fixed header but the trailer. */
 int kc_trust_check(const kc_trust *t, const void *data, size_t len);
 /** Room for a verifier's name: "ed25519:<16 hex>", "mac:<16 hex>", "none". */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
 #include "program.h"
@@ -147,6 +148,8 @@ static char *dup_or_null(const char *s, int *oom) {
 
 int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
+    int vrc = kc_api_version("kc_graph_add_kernel", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version, KC_KERNEL_SRC_VERSION);
+    if (vrc) return vrc;
     kc_graph_desc_changed_(d);
     if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
     if (strlen(k->name) > DESC_MAX_KERNEL_NAME)
@@ -551,7 +554,7 @@ int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
 }
 
 kc_kernel_src kc_graph_kernel_src(const gkernel *g) {
-    kc_kernel_src k = {g->file, g->source, g->name, g->headers, g->nheaders, (const char *const *)g->options,
-                       g->noptions, g->include_digest, g->flags};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, g->file, g->source, g->name, g->headers, g->nheaders,
+                       (const char *const *)g->options, g->noptions, g->include_digest, g->flags};
     return k;
 }

@@ -349,4 +349,9 @@ size_t kc_tensor_span(const kc_tensor *t);
 int kc_cudagraph_wrap(const kc_callable *inner, const void *params, size_t len, kc_callable *out);
 void kc_cudagraph_unwrap(kc_callable *c);
 
+/** kc_graph_compile and kc_graph_get behind their doors (graph/info.c, lookup.c): `info_out` is a
+ *  kc_graph_info of this build's version, or NULL ([Note: versioned structs] in common/api.h). */
+int kc_graph_compile_(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out);
+int kc_graph_get_(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out);
+
 #endif

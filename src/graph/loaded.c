@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
 #include "../cuda/internal.h"
@@ -114,18 +115,41 @@ void kc_graph_loaded_budget(size_t max_graphs, size_t max_bytes) {
     unload_list(evicted);
 }
 
-void kc_graph_loaded_stats(kc_loaded_stats *out) {
-    if (!out) return;
-    memset(out, 0, sizeof *out);
+void kc_graph_loaded_budget_get(size_t *max_graphs, size_t *max_bytes) {
     pthread_mutex_lock(&loaded_mu);
     configure_locked();
-    out->graphs = lt.graphs;
-    out->bytes = lt.bytes;
-    for (kc_graph *g = loaded; g; g = g->next) out->in_use += __atomic_load_n(&g->refs, __ATOMIC_ACQUIRE) > 1;
-    out->max_graphs = lt.max_graphs;
-    out->max_bytes = lt.max_bytes;
-    out->unloads = lt.unloads;
+    if (max_graphs) *max_graphs = lt.max_graphs;
+    if (max_bytes) *max_bytes = lt.max_bytes;
     pthread_mutex_unlock(&loaded_mu);
+}
+
+/* The size of a kc_loaded_stats at each version this build knows ([Note: versioned structs]). */
+static size_t stats_size(unsigned version) {
+    (void)version; /* version 1 is the only one yet */
+    return sizeof(kc_loaded_stats);
+}
+
+int kc_graph_loaded_stats(kc_loaded_stats *out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_graph_loaded_stats: NULL argument");
+    int rc = kc_api_version("kc_graph_loaded_stats", "kc_loaded_stats", "KC_LOADED_STATS_INIT", out->version,
+                            KC_LOADED_STATS_VERSION);
+    if (rc) return rc;
+    kc_loaded_stats full = KC_LOADED_STATS_INIT;
+    pthread_mutex_lock(&loaded_mu);
+    configure_locked();
+    full.graphs = lt.graphs;
+    full.bytes = lt.bytes;
+    for (kc_graph *g = loaded; g; g = g->next) {
+        int refs = __atomic_load_n(&g->refs, __ATOMIC_ACQUIRE);
+        full.in_use += refs > 1;
+        full.unreferenced += refs == 1; /* the table's own reference only */
+    }
+    full.max_graphs = lt.max_graphs;
+    full.max_bytes = lt.max_bytes;
+    full.unloads = lt.unloads;
+    pthread_mutex_unlock(&loaded_mu);
+    kc_api_copy_out(out, &full, stats_size(out->version), out->version);
+    return KC_OK;
 }
 
 int kc_graph_function(const kc_graph *g, int i, void **fn_out) {

@@ -432,7 +432,8 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
     }
 }
 
-int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+/* kc_graph_compile once the caller's info is checked (graph/info.c): `info_out` is kcache's own, of this version. */
+int kc_graph_compile_(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
     memset(info, 0, sizeof *info);
@@ -512,7 +513,8 @@ static int try_load(kc_cache *c, const kc_graph_desc *d, const kc_key *key, cons
     return KC_MISS;
 }
 
-int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+/* kc_graph_get once the caller's info is checked (graph/info.c): `info_out` is kcache's own, of this version. */
+int kc_graph_get_(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
     if (out) *out = NULL; /* on every failure too */
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;

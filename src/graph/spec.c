@@ -263,8 +263,8 @@ static int load_kernels(sctx *s, const kc_json *root, const kc_json *arr, char *
             else opt[o] = ov->str;
         }
         if (!rc) {
-            kc_kernel_src src = {file,  source, entry, hdr, (size_t)nhdr, opt, (size_t)no, str_field(k, "include_digest"),
-                                 toolkit ? KC_KERNEL_TOOLKIT_HEADERS : 0u};
+            kc_kernel_src src = {KC_KERNEL_SRC_VERSION, file, source, entry, hdr, (size_t)nhdr, opt, (size_t)no,
+                                 str_field(k, "include_digest"), toolkit ? KC_KERNEL_TOOLKIT_HEADERS : 0u};
             rc = kc_graph_add_kernel(s->d, &src, NULL);
             if (rc) kc_err_prefix(rc, "%s: %s", s->path, where);
         }

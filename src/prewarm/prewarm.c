@@ -86,6 +86,7 @@ static void publish_graph(kc_cache *c, const kc_key *key, const char *arch) {
 static void run_one(pw_run *p, size_t i) {
     kc_prewarm_result *r = &p->rep->pub.results[i];
     const char *arch = kc_manifest_arch(p->m, r->arch);
+    r->info.version = KC_GRAPH_INFO_VERSION; /* the report is calloc'd: its infos are this build's version */
     int rc = kc_graph_compile(p->c, p->descs[r->graph], arch, &r->info);
     int unstored = rc == KC_OK && r->info.source == KC_FROM_COMPILE && r->info.store_status != KC_OK;
     if (unstored) rc = r->info.store_status;

@@ -39,7 +39,8 @@
 
 /*
  * [Note: store status codes]
- * KC_EPERM is a safety refusal (an unsafe directory, a path escape, a bad MAC): a caller may
+ * KC_EPERM is a safety refusal (an unsafe directory, a path escape; a bad MAC or signature is
+ * KC_EUNTRUSTED): a caller may
  * stop trusting the cache on it.  A directory that merely refuses writes — mode 0500, a
  * read-only mount, KCACHE_READONLY — is not that: its writes fail with KC_EREADONLY, and a
  * failure that is not read-only-ness is KC_EIO.  common/error.c maps EROFS to KC_EREADONLY and

@@ -330,7 +330,7 @@ int kc_tiers_publish(kc_tiers *t, const char *name, int shard) {
         if (own != 1 || !kc_trust_can_vouch(&t->trust)) {
             free(data);
             count(t, shard, KC_STAT_PUBLISH_REFUSED);
-            return kc_err(KC_EPERM, own != 1 ? "%s: not published: it was fetched or imported without a MAC or signature "
+            return kc_err(KC_EUNTRUSTED, own != 1 ? "%s: not published: it was fetched or imported without a MAC or signature "
                           "this configuration trusts, and only this cache's own compiles are vouched for (recompile it here, "
                           "or import it signed)" : "%s: not published: this host has a keyring but no signing key "
                           "(KCACHE_SIGNING_KEY_FILE): what it compiles stays local", name);

@@ -76,7 +76,7 @@ static void test_profile_travels(void **state) {
     kc_key k = put_graph(a);
     char path[4200];
     snprintf(path, sizeof path, "%s/plain.kcb", da);
-    kc_bundle_report rep;
+    kc_bundle_report rep = KC_BUNDLE_REPORT_INIT;
     assert_int_equal(kc_bundle_export(a, path, NULL, &rep), KC_OK);
     assert_int_equal(rep.profiles, 0);
     assert_int_equal(bundle_version(path), 1); /* no profiles: v1 as before */
@@ -184,7 +184,7 @@ static void test_corrupt_profile_refused(void **state) {
         learn_dim0(a, "bundle.forward");
         char path[4200];
         snprintf(path, sizeof path, "%s/bad.kcb", da);
-        kc_bundle_report rep;
+        kc_bundle_report rep = KC_BUNDLE_REPORT_INIT;
         assert_int_equal(kc_bundle_export(a, path, NULL, &rep), KC_OK);
         rewrite(path, edits[i]);
         assert_int_equal(kc_bundle_import(b, path, 0, &rep), KC_ECORRUPT);

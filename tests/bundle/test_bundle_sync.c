@@ -49,7 +49,7 @@ static int import_failing_sync(long nth, size_t *images, size_t *referrers, size
     kc_fs_fault_clear();
     long before = kc_fs_fault_count();
     kc_fs_fault_set(KC_FS_FSYNC, nth, EIO, false);
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     int rc = kc_bundle_import(c, bundle, 0, &r);
     kc_fs_fault_clear();
     *faults = kc_fs_fault_count() - before;

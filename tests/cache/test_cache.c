@@ -328,7 +328,7 @@ static void test_maintenance_reads_keep_lru_order(void **state) {
     char bundle[4096];
     snprintf(bundle, sizeof bundle, "%s/b.kcb", dir);
     assert_int_equal(kc_bundle_export(c, bundle, NULL, NULL), KC_OK);
-    kc_bundle_report br;
+    kc_bundle_report br = KC_BUNDLE_REPORT_INIT;
     assert_int_equal(kc_bundle_import(c, bundle, 0, &br), KC_OK);
     assert_int_equal(br.unchanged, 1);
     assert_int_equal(entry_mtime(e), old);

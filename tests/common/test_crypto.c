@@ -55,7 +55,7 @@ static int compile_softmax(void) {
     kc_cache *c;
     kc_graph_desc *d;
     if (cache_and_softmax(&c, &d)) return 1;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK) return 2;
     if (!kc_crypto_loaded()) return 3; /* an image reference's SHA-256 was written */
     kc_graph_desc_free(d);
@@ -68,7 +68,7 @@ static int warm_start(void) {
     kc_cache *c;
     kc_graph_desc *d;
     if (cache_and_softmax(&c, &d)) return 2;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK || info.source != KC_FROM_DISK) return 3;
     if (kc_crypto_loaded() || loaded_in_process()) return 4; /* a warm start loads no libcrypto */
     kc_image_ref r;
@@ -85,7 +85,7 @@ static int without_libcrypto(void) {
     kc_cache *c;
     kc_graph_desc *d;
     if (cache_and_softmax(&c, &d)) return 1;
-    kc_graph_info info; /* a local hit needs no cryptography */
+    kc_graph_info info = KC_GRAPH_INFO_INIT; /* a local hit needs no cryptography */
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK || info.source != KC_FROM_DISK) return 2;
     kc_image_ref r;
     static const char bytes[] = "an image";

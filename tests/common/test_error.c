@@ -62,7 +62,37 @@ static void test_status_names(void **state) {
     assert_string_equal(kc_status_str(KC_MISS), "KC_MISS");
     assert_string_equal(kc_status_str(KC_ENODRIVER), "KC_ENODRIVER");
     assert_string_equal(kc_status_str(12345), "KC_UNKNOWN");
-    for (int s = 0; s >= KC_EPERM; s--) assert_string_not_equal(kc_status_str(s), "KC_UNKNOWN");
+    for (int s = 0; s >= KC_EUNTRUSTED; s--) assert_string_not_equal(kc_status_str(s), "KC_UNKNOWN");
+    assert_string_equal(kc_status_str(KC_EUNTRUSTED), "KC_EUNTRUSTED");
+}
+
+/* One version everywhere: the header's numbers, its string, the library's answers and the version CMake
+ * set for the package (read from the header: it cannot drift, and this checks that it did not). */
+static void test_version_agrees(void **state) {
+    (void)state;
+    char v[64];
+    snprintf(v, sizeof v, "%d.%d.%d", KC_VERSION_MAJOR, KC_VERSION_MINOR, KC_VERSION_PATCH);
+    assert_string_equal(v, KC_VERSION_STRING);
+    assert_string_equal(kc_version(), KC_VERSION_STRING);
+    assert_string_equal(KC_PROJECT_VERSION, KC_VERSION_STRING);
+    assert_int_equal(kc_version_number(), KC_VERSION_NUMBER);
+    assert_int_equal(KC_VERSION_NUMBER, KC_VERSION_MAJOR * 10000 + KC_VERSION_MINOR * 100 + KC_VERSION_PATCH);
+#if !KC_VERSION_AT_LEAST(0, 1, 0) || KC_VERSION_AT_LEAST(KC_VERSION_MAJOR + 1, 0, 0)
+    fail_msg("KC_VERSION_AT_LEAST is wrong");
+#endif
+}
+
+/* The codes are part of the ABI: a new one is appended, an existing one never renumbered; "untrusted"
+ * (a MAC or signature refused) is its own code, not the "unsafe" of KC_EPERM. */
+static void test_status_values_are_stable(void **state) {
+    (void)state;
+    static const struct { int code, value; } fixed[] = {
+        {KC_OK, 0}, {KC_ERROR, -1}, {KC_ENOMEM, -2}, {KC_EINVAL, -3}, {KC_EIO, -4}, {KC_MISS, -5}, {KC_BYPASS, -6},
+        {KC_ECORRUPT, -7}, {KC_ENODRIVER, -8}, {KC_EARCH, -9}, {KC_ECOMPILE, -10}, {KC_ENONVRTC, -11},
+        {KC_EVERSION, -12}, {KC_EREADONLY, -13}, {KC_EDRIVER, -14}, {KC_EUNREGISTERED, -15}, {KC_EBUSY, -16},
+        {KC_EEXPR, -17}, {KC_EPERM, -18}, {KC_ETIMEOUT, -19}, {KC_EUNAVAILABLE, -20}, {KC_EREFUSED, -21},
+        {KC_ENOTCACHED, -22}, {KC_ELIMIT, -23}, {KC_EUNTRUSTED, -24}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) assert_int_equal(fixed[i].code, fixed[i].value);
 }
 
 static void test_long_message_is_cut_not_overflowed(void **state) {
@@ -115,6 +145,8 @@ int main(void) {
         cmocka_unit_test(test_message_can_quote_itself),
         cmocka_unit_test(test_per_thread),
         cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_status_values_are_stable),
+        cmocka_unit_test(test_version_agrees),
         cmocka_unit_test(test_long_message_is_cut_not_overflowed),
         cmocka_unit_test(test_alloc_failure_switch),
         cmocka_unit_test(test_log_configure),

@@ -36,7 +36,7 @@ static int child(const char *env, const char *configure, int compile, const char
     kc_site_free(s);
     if (compile) {
         if (kc_nvrtc_available() != KC_OK) return KC_SKIP_CODE;
-        kc_kernel_src k = {0};
+        kc_kernel_src k = KC_KERNEL_SRC_INIT;
         k.file = "logenv.cu";
         k.source = "extern \"C\" __global__ void logenv_k(float *p) { p[0] = 1.0f; }\n";
         k.name = "logenv_k";

@@ -18,7 +18,7 @@ static void test_compile(void **state) {
     kc_compiled *c = SENTINEL;
     assert_int_not_equal(kc_compile_kernel(NULL, "sm_80", &c), KC_OK);
     assert_null(c);
-    kc_kernel_src k = {0};
+    kc_kernel_src k = KC_KERNEL_SRC_INIT;
     k.source = "extern \"C\" __global__ void f() {}";
     c = SENTINEL; /* no name */
     assert_int_equal(kc_compile_kernel(&k, "sm_80", &c), KC_EINVAL);
@@ -31,7 +31,7 @@ static void test_compile(void **state) {
     assert_int_not_equal(kc_compile_kernel(&k, "not-a-target", &c), KC_OK);
     assert_null(c);
     const char *names[] = {"f"};
-    kc_kernel_src nosrc = {0};
+    kc_kernel_src nosrc = KC_KERNEL_SRC_INIT;
     c = SENTINEL; /* no source */
     assert_int_equal(kc_compile_names(&nosrc, names, 1, "sm_80", &c), KC_EINVAL);
     assert_null(c);

@@ -26,7 +26,7 @@ static const kc_header_src HDR[] = {{"scale.h", "#define SCALE(a, b) ((a) * (b))
 
 static kc_kernel_src kernel(const char *name) {
     static const char *opts[] = {"--std=c++17", "-default-device"};
-    kc_kernel_src k = {"axpy.cu", SRC, name, HDR, 1, opts, 2, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "axpy.cu", SRC, name, HDR, 1, opts, 2, NULL, 0};
     return k;
 }
 
@@ -76,7 +76,7 @@ static void test_ptx_and_templates(void **state) {
 static void test_compile_error_carries_the_log(void **state) {
     (void)state;
     const char *src = "extern \"C\" __global__ void broken(float *x) {\n  x[0] = undefined_name;\n}\n";
-    kc_kernel_src k = {"broken.cu", src, "broken", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "broken.cu", src, "broken", NULL, 0, NULL, 0, NULL, 0};
     kc_compiled *c;
     assert_int_equal(kc_compile_kernel(&k, "sm_90", &c), KC_ECOMPILE);
     assert_null(c);
@@ -88,7 +88,7 @@ static void test_compile_error_carries_the_log(void **state) {
 static void test_options_normalize(void **state) {
     (void)state;
     const char *opts[] = {" --std", "c++17", "-default-device", "--default-device", "-DX=1 "};
-    kc_kernel_src k = {NULL, "", "k", NULL, 0, opts, 5, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, NULL, "", "k", NULL, 0, opts, 5, NULL, 0};
     char *n;
     assert_int_equal(kc_options_normalize(&k, &n), KC_OK);
     /* Issue 14: as written (dashes, order, repeats), trimmed; "--std" "c++17" is not joined (NVRTC
@@ -120,13 +120,13 @@ static void test_time_macros_are_not_cacheable(void **state) {
         {"__global__ void k() { int MY__DATE__X = 0; }", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        kc_kernel_src k = {NULL, cases[i].src, "k", NULL, 0, NULL, 0, NULL, 0};
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, NULL, cases[i].src, "k", NULL, 0, NULL, 0, NULL, 0};
         const char *why = NULL;
         assert_int_equal(kc_kernel_cacheable(&k, &why), cases[i].cacheable);
         if (!cases[i].cacheable) assert_non_null(strstr(why, "__"));
     }
     kc_header_src h = {"t.h", "#define WHEN __TIME__\n"};
-    kc_kernel_src k = {NULL, "#include \"t.h\"\n", "k", &h, 1, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, NULL, "#include \"t.h\"\n", "k", &h, 1, NULL, 0, NULL, 0};
     assert_int_equal(kc_kernel_cacheable(&k, NULL), 0);
 }
 

@@ -21,7 +21,7 @@
 
 static kc_kernel_src src_of(const char *file, const char *source, const kc_header_src *h, size_t nh,
                             const char *const *opts, size_t no) {
-    kc_kernel_src k = {file, source, "k", h, nh, opts, no, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, file, source, "k", h, nh, opts, no, NULL, 0};
     return k;
 }
 
@@ -423,7 +423,7 @@ static void stale_header_reproducer(const char *dir) {
     assert_int_equal(kc_cache_open(&cache, &o), KC_OK);
     /* Unlisted, with scale.cuh in the working directory: an error that names it. */
     kc_graph_desc *d = scale_graph(NULL, 0);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE);
     const char *m = kc_error_last()->message;
     if (!strstr(m, "\"scale.cuh\"") || !strstr(m, "\"headers\"")) fail_msg("%s", m);

@@ -114,7 +114,7 @@ static int setup(void **state) {
     char *src = many_source();
     assert_non_null(src);
     static const char *opts[] = {"--std=c++17"};
-    kc_kernel_src k = {"params.cu", src, NULL, NULL, 0, opts, 1, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "params.cu", src, NULL, NULL, 0, opts, 1, NULL, KC_KERNEL_TOOLKIT_HEADERS};
     for (size_t t = 0; t < NTARGETS; t++) {
         int rc = kc_compile_names(&k, NAMES, NKERNELS, TARGETS[t], &IMG[t]);
         if (rc && (strcmp(TARGETS[t], "sm_100") == 0 || strcmp(TARGETS[t], "sm_120") == 0) &&
@@ -524,7 +524,7 @@ static void test_patched_cubin(void **state) {
 static void test_device_function(void **state) {
     (void)state;
     static const char *opts[] = {"--relocatable-device-code=true"};
-    kc_kernel_src k = {"dev.cu",
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "dev.cu",
                        "__device__ __noinline__ int dev(int *p) { return p[1] + 1; }\n"
                        "extern \"C\" __global__ void kk(int *p) { p[0] = dev(p); }\n",
                        "kk", NULL, 0, opts, 1, NULL, 0};
@@ -559,7 +559,7 @@ static void test_plain_names(void **state) {
         "extern \"C\" __global__ void k_c2(float *x) { x[0] = k_dev(x); }\n";
     static const char *names[] = {"k_c", "k_cpp", "k_t<5>"}; /* the overloads are emitted without being asked */
     for (int ptx = 0; ptx < 2; ptx++) {
-        kc_kernel_src k = {"plain.cu", src, names[0], NULL, 0, opts, 1, NULL, 0};
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "plain.cu", src, names[0], NULL, 0, opts, 1, NULL, 0};
         kc_compiled *c;
         if (kc_compile_names(&k, names, 3, ptx ? "compute_90" : "sm_90", &c)) fail_msg("%s", kc_error_last()->message);
         size_t len = c->len + (size_t)ptx;

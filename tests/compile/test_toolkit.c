@@ -165,7 +165,7 @@ static int key_in_child(const char *inc, unsigned flags, char out[KC_KEY_HEX_LEN
         close(fd[0]);
         if (inc) setenv("KCACHE_CUDA_INCLUDE", inc, 1);
         kc_graph_desc *d;
-        kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
                            NULL, flags};
         kc_key key;
         char msg[80] = "";
@@ -221,7 +221,7 @@ static void test_inputs_keep_the_working_directory_out(void **state) {
 
 /* For real: NVRTC with the toolkit route. */
 static int compile_src(const char *src, unsigned flags, const char *target) {
-    kc_kernel_src k = {"t.cu", src, "f", NULL, 0, NULL, 0, NULL, flags};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "t.cu", src, "f", NULL, 0, NULL, 0, NULL, flags};
     kc_compiled *c = NULL;
     int rc = kc_compile_kernel(&k, target, &c);
     kc_compiled_free(c);
@@ -265,7 +265,7 @@ static void test_bf16_cooperative_groups_graph_for_every_target(void **state) {
     assert_int_equal(kc_cache_open(&c, &o), KC_OK);
     const char *targets[] = {"sm_80", "sm_90", "compute_80"};
     for (size_t i = 0; i < 3; i++) {
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         rc = kc_graph_compile(c, d, targets[i], &info);
         if (rc) fail_msg("%s: %s", targets[i], kc_error_last()->message);
         assert_int_equal(info.source, KC_FROM_COMPILE);

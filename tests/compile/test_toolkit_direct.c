@@ -52,14 +52,14 @@ static kc_graph_desc *graph(int kind) {
     int two = kind == TWO;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, kind == ARCH ? "c" : two ? "b" : "a"), KC_OK);
-    kc_kernel_src k = {"k.cu", kind == ARCH ? K_ARCH_SRC : K_SRC, "k", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kind == ARCH ? K_ARCH_SRC : K_SRC, "k", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
     const char *one[] = {"1", "1", "1"}, *args[] = {"input:0"};
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 1), KC_OK);
     if (two) {
-        kc_kernel_src k2 = {"k2.cu", K2_SRC, "k2", NULL, 0, NULL, 0, NULL, 0};
+        kc_kernel_src k2 = {KC_KERNEL_SRC_VERSION, "k2.cu", K2_SRC, "k2", NULL, 0, NULL, 0, NULL, 0};
         assert_int_equal(kc_graph_add_kernel(d, &k2, NULL), KC_OK);
         assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 1, one, one, NULL, args, 1), KC_OK);
     }
@@ -88,8 +88,7 @@ static outcome lookup_in_child(const char *inc, int two, const char *target) {
         opt.flags = KC_OPEN_NO_ENV;
         kc_cache *c = NULL;
         kc_stats s0 = {{0}}, s1 = {{0}};
-        kc_graph_info info;
-        memset(&info, 0, sizeof info);
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         kc_graph_desc *d = graph(two);
         int rc = kc_cache_open(&c, &opt);
         if (!rc) rc = kc_cache_stats(c, &s0);
@@ -353,7 +352,7 @@ typedef struct tharg {
 
 static void *th_lookup(void *p) {
     tharg *a = p;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     a->rc = kc_graph_compile(a->c, a->d, a->target, &info);
     a->source = (int)info.source;
     return NULL;
@@ -534,7 +533,7 @@ static void test_one_description_vouched_per_variant(void **state) {
     if (pid == 0) {
         kc_cache *c = child_cache(tk);
         kc_graph_desc *d = graph(ARCH);
-        kc_graph_info a, b;
+        kc_graph_info a = KC_GRAPH_INFO_INIT, b = KC_GRAPH_INFO_INIT;
         int rc = kc_graph_compile(c, d, "sm_80", &a);
         int ok = rc == KC_OK && a.source == KC_FROM_DISK && kc_toolkit_walks_() == 0; /* vouched by sm_80's */
         ok = ok && kct_put(tk, "hi.h", "#define Z 93\n") == 0;                    /* read by sm_90 only */
@@ -561,7 +560,7 @@ static void test_a_compile_after_the_tree_changed_stores_nothing(void **state) {
         if (kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10); /* the walk */
         if (kct_put(tk, "lo.h", "#define Z 85\n") != 0) _exit(11);
         kc_graph_desc *d = graph(ARCH);
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         int rc = kc_graph_compile(c, d, "sm_80", &info); /* compiled from Z 85 under the walk's digest */
         int ok = rc == KC_OK && info.source == KC_FROM_COMPILE && info.store_status != KC_OK;
         kc_graph_desc_free(d);

@@ -20,7 +20,7 @@ static const char *O1[] = {"-DX=1"};
 static const char *O2[] = {"-DX=2"};
 
 static kc_kernel_src ksrc(const char *file, const char *src, const char *name) {
-    kc_kernel_src k = {file, src, name, NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, file, src, name, NULL, 0, NULL, 0, NULL, 0};
     return k;
 }
 

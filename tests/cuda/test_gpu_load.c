@@ -17,7 +17,7 @@ static const char *SRC =
     "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = v; }\n";
 
 static void load_target(const char *target, int want) {
-    kc_kernel_src k = {"fill.cu", SRC, "fill", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "fill.cu", SRC, "fill", NULL, 0, NULL, 0, NULL, 0};
     kc_compiled *c;
     int rc = kc_compile_kernel(&k, target, &c);
     if (rc) fail_msg("compile %s: %s", target, kc_error_last()->message);

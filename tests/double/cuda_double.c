@@ -533,10 +533,10 @@ int kcd_set_devices(const char *spec) {
     return r;
 }
 
-int kcd_set_attribute(int device, CUdevice_attribute attribute, int value) {
+int kcd_set_attribute(int device, int attribute, int value) {
     kcd_lock();
     int ok = device >= 0 && device < S.ndev && (int)attribute >= 0 && attribute < CU_DEVICE_ATTRIBUTE_MAX;
-    if (ok) kcd_dev_set(&S.dev[device], attribute, value);
+    if (ok) kcd_dev_set(&S.dev[device], (CUdevice_attribute)attribute, value);
     kcd_unlock();
     return ok ? 0 : -1;
 }
@@ -554,16 +554,16 @@ int kcd_set_ptx_isa_max(const char *version) {
     return r;
 }
 
-int kcd_refuse(const char *target, CUresult error) {
+int kcd_refuse(const char *target, int error) {
     kcd_lock();
-    int r = target ? rule_set(target, strlen(target), error) : -1;
+    int r = target ? rule_set(target, strlen(target), (CUresult)error) : -1;
     kcd_unlock();
     return r;
 }
 
-void kcd_refuse_next(int n, CUresult error) {
+void kcd_refuse_next(int n, int error) {
     kcd_lock();
-    S.refuse_n = n > 0 ? n : 0, S.refuse_err = error;
+    S.refuse_n = n > 0 ? n : 0, S.refuse_err = (CUresult)error;
     kcd_unlock();
 }
 
@@ -612,7 +612,7 @@ int kcd_ctx_retains(int device) {
     return r;
 }
 
-CUresult kcd_image_check(const void *image, size_t len, int device, char *why, size_t cap) {
+int kcd_image_check(const void *image, size_t len, int device, char *why, size_t cap) {
     char tmp[256];
     if (!why || !cap) why = tmp, cap = sizeof tmp;
     kcd_lock();

@@ -43,7 +43,7 @@ static const kc_compiled *image(const char *target) {
         if (!strcmp(imgs[i].target, target)) return imgs[i].c;
     assert_true(i < 40);
     const char *names[] = {"k", "lb", "dyn"};
-    kc_kernel_src k = {"double.cu", SRC, "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "double.cu", SRC, "k", NULL, 0, NULL, 0, NULL, 0};
     if (kc_compile_names(&k, names, 3, target, &imgs[i].c) != KC_OK) fail_msg("%s: %s", target, kc_error_last()->message);
     imgs[i].target = target;
     return imgs[i].c;

@@ -1,7 +1,7 @@
 /*
  * test_sign.c — Ed25519 signatures of entries (kcache/sign.h, [Note: signatures] in
  * src/entry/entry.c): a key pair made and loaded; a signed entry verifies against a keyring that
- * trusts its key and still decodes; refused (KC_EPERM) when unsigned, signed by an untrusted or
+ * trusts its key and still decodes; refused (KC_EUNTRUSTED, never the KC_EPERM of an unsafe directory) when unsigned, signed by an untrusted or
  * revoked key, altered with every checksum made right again, carrying a signature moved from
  * another entry, or truncated; rotation (old and new keys both trusted) accepts both; a private
  * key others can read is refused with the reason; a MAC and a signature never together.
@@ -67,7 +67,7 @@ static void test_sign_verify_and_forgeries(void **state) {
 
     size_t len, lo, l2;
     void *b = encoded("sm_90", 3, &len), *other = encoded("sm_90", 5, &lo);
-    assert_int_equal(kc_entry_sig_check(b, len, ring, got), KC_EPERM); /* unsigned */
+    assert_int_equal(kc_entry_sig_check(b, len, ring, got), KC_EUNTRUSTED); /* unsigned */
     assert_int_equal(kc_entry_sign(&b, &len, s1), KC_OK);
     assert_int_equal(kc_entry_sig_check(b, len, ring, got), KC_OK);
     assert_string_equal(got, id1);
@@ -77,7 +77,7 @@ static void test_sign_verify_and_forgeries(void **state) {
 
     /* Signed by a key the ring does not trust. */
     assert_int_equal(kc_entry_sign(&other, &lo, s2), KC_OK);
-    assert_int_equal(kc_entry_sig_check(other, lo, ring, got), KC_EPERM);
+    assert_int_equal(kc_entry_sig_check(other, lo, ring, got), KC_EUNTRUSTED);
     assert_string_equal(got, id2);
     assert_non_null(strstr(kc_error_last()->message, "does not trust"));
 
@@ -89,7 +89,7 @@ static void test_sign_verify_and_forgeries(void **state) {
     kc_entry *dd;
     assert_int_equal(kc_entry_decode(&dd, alt, len), KC_OK); /* checksums right: only the signature tells */
     kc_entry_free(dd);
-    assert_int_equal(kc_entry_sig_check(alt, len, ring, got), KC_EPERM);
+    assert_int_equal(kc_entry_sig_check(alt, len, ring, got), KC_EUNTRUSTED);
     assert_non_null(strstr(kc_error_last()->message, "does not match"));
 
     /* A valid signature moved onto another entry signed by the same key. */
@@ -98,10 +98,10 @@ static void test_sign_verify_and_forgeries(void **state) {
     assert_int_equal(kc_entry_sig_check(third, l2, ring, got), KC_OK);
     uint8_t *moved = third;
     memcpy(moved + l2 - 64, (uint8_t *)b + len - 64, 64);
-    assert_int_equal(kc_entry_sig_check(moved, l2, ring, got), KC_EPERM);
+    assert_int_equal(kc_entry_sig_check(moved, l2, ring, got), KC_EUNTRUSTED);
 
     /* Truncated: the length no longer frames the trailer. */
-    assert_int_equal(kc_entry_sig_check(b, len - 1, ring, got), KC_EPERM);
+    assert_int_equal(kc_entry_sig_check(b, len - 1, ring, got), KC_EUNTRUSTED);
     assert_int_equal(kc_entry_decode(&dd, b, len - 1), KC_ECORRUPT);
 
     /* Rotation: a ring of both keys takes both; without the old one (revoked), its entries are refused. */
@@ -122,7 +122,7 @@ static void test_sign_verify_and_forgeries(void **state) {
     snprintf(dst, sizeof dst, "%s/old.pub", both);
     assert_int_equal(unlink(dst), 0);
     assert_int_equal(kc_keyring_load(&rot, both), KC_OK);
-    assert_int_equal(kc_entry_sig_check(b, len, rot, got), KC_EPERM); /* revoked */
+    assert_int_equal(kc_entry_sig_check(b, len, rot, got), KC_EUNTRUSTED); /* revoked */
     kc_keyring_free(rot);
 
     /* A MAC and a signature never together: sealing a signed entry is refused; signing replaces a MAC. */

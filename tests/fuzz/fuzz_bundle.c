@@ -9,7 +9,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!f) abort();
     fwrite(data, 1, size, f);
     fclose(f);
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     kc_bundle_import(cache, path, 1, &r);
     return 0;
 }

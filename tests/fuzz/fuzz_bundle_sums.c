@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!f) abort();
     fwrite(file, 1, 48 + stored, f);
     fclose(f);
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     int rc = kc_bundle_import(cache, path, 1, &r);
     if (getenv("KCACHE_FUZZ_VERBOSE")) fprintf(stderr, "import: %d %s\n", rc, rc ? kc_error_last()->message : "ok");
     free(file);

@@ -67,7 +67,7 @@ static void refused(const char *kernel, const char *dtype, const char *args, con
                     size_t n) {
     kc_graph_desc *d = spec(kernel, dtype, args);
     size_t before = stored_entries();
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(cache, d, target, &info);
     if (rc != KC_ECOMPILE) fail_msg("%s for %s: expected KC_ECOMPILE, got %d (%s)", args, target, rc, kc_error_last()->message);
     const char *msg = kc_error_last()->message;
@@ -118,7 +118,7 @@ static void test_a_matching_step_compiles_and_keeps_its_table(void **state) {
     kc_graph_desc *d = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
     const char *targets[] = {"sm_90", "compute_80"};
     for (size_t t = 0; t < 2; t++) {
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         if (kc_graph_compile(cache, d, targets[t], &info)) fail_msg("%s", kc_error_last()->message);
         kc_key k;
         kc_key_from_hex(&k, info.key);
@@ -164,7 +164,7 @@ static void test_every_bundled_graph_passes(void **state) {
         kc_graph_desc *d;
         if (kc_graph_desc_load(&d, p)) fail_msg("%s", kc_error_last()->message);
         for (size_t t = 0; t < 3; t++) {
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             if (kc_graph_compile(cache, d, targets[t], &info)) fail_msg("%s %s: %s", specs[s], targets[t], kc_error_last()->message);
             kc_key k;
             kc_key_from_hex(&k, info.key);
@@ -183,7 +183,7 @@ static void test_every_bundled_graph_passes(void **state) {
 /* The matching "scale" graph compiled for sm_90, and its stored entry (*e: the caller frees it). */
 static kc_graph_desc *stored_scale(kc_key *k, kc_entry **e) {
     kc_graph_desc *d = spec("scale", "f32", "\"input:0\", \"output:0\", \"e64:N\", \"f32:2\"");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     kc_key_from_hex(k, info.key);
     assert_int_equal(kc_cache_get(cache, k, "sm_90", e), KC_OK);

@@ -250,7 +250,7 @@ static void test_every_kind_against_compiled_kernels(void **state) {
                             " \"args\": [" STEP_ARGS "]}]");
     const char *targets[] = {"sm_80", "compute_80"};
     for (size_t i = 0; i < 2; i++) {
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         if (kc_graph_compile(cache, d, targets[i], &info)) fail_msg("%s: %s", targets[i], kc_error_last()->message);
     }
     kc_graph_desc_free(d);
@@ -259,7 +259,7 @@ static void test_every_kind_against_compiled_kernels(void **state) {
              "\"forward\": [{\"kernel\": \"step\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
              " \"args\": [" STEP_ARGS "]}]");
     size_t before = kct_count_files(dir, ".kce");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_80", &info), KC_ECOMPILE);
     const char *m = kc_error_last()->message;
     if (!strstr(m, "argument 3") || !strstr(m, "arg:lr") || !strstr(m, "8 bytes") || !strstr(m, "takes 4")) fail_msg("%s", m);
@@ -394,7 +394,7 @@ static void test_offset_into_a_broadcast_input(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "bcast"), KC_OK);
-    kc_kernel_src k = {"k.cu", kcat_kernel_src, "scale", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kcat_kernel_src, "scale", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sz[] = {"R", "C"}, *st[] = {"0", "1"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 2, sz, st, 0), KC_OK);
@@ -440,7 +440,7 @@ static void test_types_are_in_the_key_values_never(void **state) {
     char body[1024];
     snprintf(body, sizeof body, base, "lr", "f32", "arg:lr");
     kc_graph_desc *d = spec(body);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_stats s0, s1;
     assert_int_equal(kc_cache_stats(cache, &s0), KC_OK);
     if (kc_graph_compile(cache, d, "sm_80", &info)) fail_msg("%s", kc_error_last()->message);

@@ -70,7 +70,7 @@ static void test_every_kind_reaches_the_kernel(void **state) {
         "\"bytes:0000803f0000004000004040\", \"null\", \"input:0+N-1\", \"arg:seed\"]}],\n"
         "\"backward\": [{\"kernel\": \"scale\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
         " \"args\": [\"grad_out:0\", \"grad_in:0+1\", \"e32:N-1\", \"arg:lr\"]}]");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(d, &info);
     assert_int_equal(kc_cuda_push(0), KC_OK);
     kc_tensor in = {NULL, KC_DTYPE_F32, 1, {100}, {1}}, out = {0}, gout, gin = {0};
@@ -158,7 +158,7 @@ static void test_cuda_graph_never_replays_old_values(void **state) {
         " \"args\": [\"input:0\", \"output:0\", \"e32:N\", \"arg:lr\"]}],\n"
         "\"wrappers\": [{\"name\": \"cuda_graph\", \"version\": 1}]");
     uint64_t compiles0 = kcdt_stat(cache, KC_STAT_COMPILES);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(d, &info);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_cuda_push(0), KC_OK);
@@ -215,7 +215,7 @@ static void test_offset_out_of_range_is_refused_before_any_launch(void **state) 
         " \"args\": [\"input:0\", \"output:0\", \"e32:N\", \"f32:1\"]},\n"
         " {\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1],"
         " \"args\": [\"input:0+N\", \"output:0+N-1\", \"i32:1\", \"f32:1\"]}]");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(d, &info);
     assert_int_equal(kc_cuda_push(0), KC_OK);
     kc_tensor in = {NULL, KC_DTYPE_F32, 1, {64}, {1}}, out = {0};

@@ -29,7 +29,7 @@ static void *worker(void *p) {
     pthread_barrier_wait(&start);
     for (int r = 0; r < ROUNDS; r++)
         for (int g = 0; g < GRAPHS; g++) {
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             if (kc_graph_compile(cache, descs[(g + r) % GRAPHS], "sm_90", &info) != KC_OK) t->failed++;
             else if (info.source == KC_FROM_COMPILE) t->compiled++;
             else if (info.source == KC_FROM_DISK) t->disk++;
@@ -101,7 +101,7 @@ static kc_graph_desc *softmax_rows(int64_t r) {
 static void test_a_hit_reports_the_compile_time_it_saved(void **state) {
     (void)state;
     kc_graph_desc *a = softmax_rows(8), *b = softmax_rows(16);
-    kc_graph_info i1, i2, i3, i4;
+    kc_graph_info i1 = KC_GRAPH_INFO_INIT, i2 = KC_GRAPH_INFO_INIT, i3 = KC_GRAPH_INFO_INIT, i4 = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, a, "sm_90", &i1), KC_OK);
     assert_int_equal(i1.source, KC_FROM_COMPILE);
     assert_true(i1.saved_ms == 0);

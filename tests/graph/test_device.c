@@ -21,7 +21,7 @@ static kc_graph_desc *desc_with(const char *grid0, const char *block0, const cha
                                 const char *scratch) {
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "dev"), KC_OK);
-    kc_kernel_src k = {.file = "k.cu", .source = SRC, .name = "k"};
+    kc_kernel_src k = {.version = KC_KERNEL_SRC_VERSION, .file = "k.cu", .source = SRC, .name = "k"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -140,7 +140,7 @@ static void test_the_decoder_refuses_a_fact_as_symbol(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "patched"), KC_OK);
-    kc_kernel_src k = {.file = "k.cu", .source = SRC, .name = "k"};
+    kc_kernel_src k = {.version = KC_KERNEL_SRC_VERSION, .file = "k.cu", .source = SRC, .name = "k"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"device_warp_sizf"}; /* as long as device_warp_size */
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -225,7 +225,7 @@ static void test_compile_refuses_before_nvrtc(void **state) {
     kc_cache *c;
     assert_int_equal(kct_open_cache("devcompile", &dir, &c), 0);
     kc_graph_desc *d = desc_with("1", "32", "300000", NULL, NULL);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(c, d, "sm_90", &info);
     if (rc == KC_ENONVRTC) { /* no NVRTC here: the key cannot be computed, nothing to see */
         kc_graph_desc_free(d);

@@ -53,7 +53,7 @@ static const char *const SRC =
 static kc_graph_desc *big_graph(const char *name, const char *kernel, const char *shared, int cuda_graph) {
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, name), KC_OK);
-    kc_kernel_src k = {.file = "dev.cu", .source = SRC, .name = kernel};
+    kc_kernel_src k = {.version = KC_KERNEL_SRC_VERSION, .file = "dev.cu", .source = SRC, .name = kernel};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -83,7 +83,7 @@ static int forward(kc_graph *g, int dev, int64_t n) {
 static kc_graph_desc *facts_graph(void) {
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "facts"), KC_OK);
-    kc_kernel_src k = {.file = "dev.cu", .source = SRC, .name = "facts"};
+    kc_kernel_src k = {.version = KC_KERNEL_SRC_VERSION, .file = "dev.cu", .source = SRC, .name = "facts"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -114,7 +114,7 @@ static void test_one_entry_each_devices_grid(void **state) {
     (void)state;
     kc_graph_desc *d = facts_graph();
     kc_graph *g0, *g1;
-    kc_graph_info i0, i1;
+    kc_graph_info i0 = KC_GRAPH_INFO_INIT, i1 = KC_GRAPH_INFO_INIT;
     uint64_t c0 = kcdt_stat(cache, KC_STAT_COMPILES);
     if (kc_graph_get(cache, d, 0, &g0, &i0)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(i0.source, KC_FROM_COMPILE);
@@ -160,7 +160,7 @@ static void test_100_kib_sets_the_attribute_once(void **state) {
     (void)state;
     kc_graph_desc *d = big_graph("big100", "big", "102400", 0);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
     kcd_reset();
     if (forward(g, 0, 1000)) fail_msg("%s", kc_error_last()->message);
@@ -197,7 +197,7 @@ static void test_beyond_the_limit_is_refused_before_the_driver(void **state) {
     /* Symbolic, so that no compile-time check can see it: 4 bytes per element. */
     kc_graph_desc *d = big_graph("big_n", "big", "N * 4", 0);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
     kcd_reset();
     assert_int_equal(forward(g, 0, 76800), KC_EINVAL); /* 300 KiB */
@@ -248,7 +248,7 @@ static void test_a_later_step_refused_launches_no_earlier_one(void **state) {
     const char *args[] = {"output:0", "output:0", "e32:N"};
     if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, "N * 4", args, 3)) fail_msg("%s", kc_error_last()->message);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
     kcd_reset();
     assert_int_equal(forward(g, 0, 76800), KC_EINVAL); /* step 1 asks 300 KiB */
@@ -266,7 +266,7 @@ static void test_inside_a_cuda_graph_capture(void **state) {
     (void)state;
     kc_graph_desc *d = big_graph("big_cg", "big", "N * 4", 1);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
     kcd_reset();
     for (int call = 0; call < 3; call++)
@@ -325,7 +325,7 @@ static void test_threads_set_the_attribute_once(void **state) {
     (void)state;
     kc_graph_desc *d = big_graph("big_race", "big", "110000", 0);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
     kcd_reset();
     enum { T = 4 };

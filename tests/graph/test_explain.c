@@ -24,7 +24,7 @@ static kc_graph_desc *make(const char *src, const char *opt, const char *size) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "x");
     const char *opts[] = {opt};
-    kc_kernel_src k = {"k.cu", src, "k", NULL, 0, opts, opt ? 1 : 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", src, "k", NULL, 0, opts, opt ? 1 : 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {size, "N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 2, sizes, NULL, 1), KC_OK);
@@ -59,7 +59,7 @@ static void expect(const kc_graph_desc *d, const char *variant, const char *cons
 static void test_each_change_is_named(void **state) {
     (void)state;
     kc_graph_desc *base = make(SRC, NULL, "64");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, base, "sm_80", &info), KC_OK);
     kc_stats before, after;
     kc_cache_stats(cache, &before);
@@ -113,7 +113,7 @@ static kc_graph_desc *with_headers(const char *scale, const char *other) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "h");
     kc_header_src hs[] = {{"scale.cuh", scale}, {"other.cuh", other}};
-    kc_kernel_src k = {"k.cu", "#include \"scale.cuh\"\n#include \"other.cuh\"\n"
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "#include \"scale.cuh\"\n#include \"other.cuh\"\n"
                        "extern \"C\" __global__ void k(float *x) { x[0] *= SCALE + OTHER; }\n",
                        "k", hs, 2, NULL, 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
@@ -127,7 +127,7 @@ static kc_graph_desc *with_headers(const char *scale, const char *other) {
 static void test_a_changed_header_is_named(void **state) {
     (void)state;
     kc_graph_desc *base = with_headers("#define SCALE 2.0f\n", "#define OTHER 1.0f\n");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, base, "sm_80", &info), KC_OK);
     kc_graph_desc *edited = with_headers("#define SCALE 3.0f\n", "#define OTHER 1.0f\n");
     const char *want[] = {"graph", "kernels[0].source", "kernels[0].headers[scale.cuh]"};

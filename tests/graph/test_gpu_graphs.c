@@ -57,13 +57,13 @@ static kc_graph *get(const char *spec, kc_graph_info *info) {
 
 /* Every graph of kernels/ against its CPU reference (tools/kcache/check.c, shared with `kcache demo`). */
 static void check_graph(const char *spec, const char *name) {
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(spec, &info);
     char msg[512];
     int rc = kcc_check(g, 0, name, msg, sizeof msg);
     if (rc != KC_OK) fail_msg("%s: %s", name, msg);
     /* A second get of the same graph is a memory hit, the same object. */
-    kc_graph_info again;
+    kc_graph_info again = KC_GRAPH_INFO_INIT;
     kc_graph *g2 = get(spec, &again);
     assert_int_equal(again.source, KC_FROM_MEMORY);
     assert_ptr_equal(g, g2);
@@ -115,7 +115,7 @@ static void test_cuda_graph_replay_matches_direct(void **state) {
     assert_int_equal(kc_graph_desc_load(&captured, KC_KERNELS_DIR "/softmax.json"), KC_OK);
     assert_int_equal(kc_graph_add_wrapper(captured, "cuda_graph", 1, "2", 1), KC_OK); /* at most 2 shapes */
     kc_graph *g, *cg;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_get(cache, plain, 0, &g, &info), KC_OK);
     assert_int_equal(kc_graph_get(cache, captured, 0, &cg, &info), KC_OK);
     assert_ptr_not_equal(g, cg);
@@ -144,7 +144,7 @@ static void test_philox_dropout_is_reproducible(void **state) {
     static float x[N], gy[N];
     /* x in [1, 3]: the mask is read off the output, where a kept 0 would look dropped. */
     for (int i = 0; i < N; i++) x[i] = 2 + frand(&s), gy[i] = frand(&s);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get("dropout.json", &info);
     kc_cuda_push(0);
     kc_tensor in = t1(to_dev(x, N), N), o1, o2, o3, gin, gout = t1(to_dev(gy, N), N);
@@ -191,7 +191,7 @@ static kc_graph_desc *softmax_with_globals(uint64_t globals) {
 static void test_ptx_only_loads_by_jit(void **state) {
     (void)state;
     kc_graph_desc *d = softmax_with_globals(0x51);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "compute_80", &info), KC_OK);
     kc_graph *g;
     assert_int_equal(kc_graph_get(cache, d, 0, &g, &info), KC_OK);
@@ -205,7 +205,7 @@ static void test_arch_specific_chosen_on_its_device(void **state) {
     (void)state;
     if (!(major == 9 && minor == 0)) skip();
     kc_graph_desc *d = softmax_with_globals(0x90a);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90a", &info), KC_OK);
     kc_graph *g;

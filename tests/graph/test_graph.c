@@ -73,7 +73,7 @@ static void test_every_graph_compiles_for_every_target(void **state) {
     for (size_t s = 0; s < 6; s++) {
         kc_graph_desc *d = load(specs[s]);
         for (size_t t = 0; t < 3; t++) {
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             int rc = kc_graph_compile(cache, d, targets[t], &info);
             if (rc) fail_msg("%s for %s: %s", specs[s], targets[t], kc_error_last()->message);
             assert_int_equal(info.source, KC_FROM_COMPILE);
@@ -123,7 +123,7 @@ static void test_every_graph_compiles_for_every_target(void **state) {
 static void test_second_lookup_is_a_disk_hit(void **state) {
     (void)state;
     kc_graph_desc *d = load("layer_norm.json");
-    kc_graph_info a, b;
+    kc_graph_info a = KC_GRAPH_INFO_INIT, b = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &a), KC_OK);
     assert_int_equal(a.source, KC_FROM_COMPILE);
     assert_true(a.compile_ms > 0);
@@ -150,7 +150,7 @@ static void test_second_lookup_is_a_disk_hit(void **state) {
 static kc_graph_desc *one_kernel(const char *src, const char *file) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "one");
-    kc_kernel_src k = {file, src, "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, file, src, "k", NULL, 0, NULL, 0, NULL, 0};
     int rc = kc_graph_add_kernel(d, &k, NULL);
     assert_int_equal(rc, KC_OK);
     const char *sizes[] = {"N"};
@@ -198,7 +198,7 @@ static void test_time_macros_bypass_the_store(void **state) {
     (void)state;
     kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n"
                                   "  const char *t = __TIME__; if (n < 0) x[0] = t[0]; }\n", "t.cu");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_BYPASS);
     assert_non_null(strstr(info.miss_reason, "__TIME__"));
@@ -216,12 +216,12 @@ static void test_time_macros_bypass_the_store(void **state) {
 static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
     (void)state;
     kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n", "ok.cu");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_DISK);
-    kc_kernel_src k = {"t2.cu", "extern \"C\" __global__ void k2(float *x) { const char *t = __DATE__; x[0] = t[0]; }\n",
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "t2.cu", "extern \"C\" __global__ void k2(float *x) { const char *t = __DATE__; x[0] = t[0]; }\n",
                        "k2", NULL, 0, NULL, 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
@@ -234,7 +234,7 @@ static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
 static void test_compile_error_carries_the_log(void **state) {
     (void)state;
     kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n  x[0] = nope;\n}\n", "broken.cu");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE);
     const char *m = kc_error_last()->message;
     assert_non_null(strstr(m, "broken.cu(2)"));
@@ -251,7 +251,7 @@ static void test_without_a_driver(void **state) {
     if (kc_cuda_available() == KC_OK) skip(); /* a GPU host: covered by test_driver's child */
     kc_graph_desc *d = load("softmax.json");
     kc_graph *g = (kc_graph *)0x1;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_get(cache, d, 0, &g, &info), KC_ENODRIVER);
     assert_null(g);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
@@ -272,7 +272,7 @@ static void test_key_components(void **state) {
     kc_graph_desc *c;
     kc_graph_desc_new(&c, "one");
     const char *opts[] = {"-use_fast_math"};
-    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, opts, 1, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, opts, 1, NULL, 0};
     kc_graph_add_kernel(c, &k, NULL);
     const char *sizes[] = {"N"};
     kc_graph_add_input(c, KC_DTYPE_F32, 1, sizes, NULL, 0);
@@ -287,7 +287,7 @@ static void test_key_components(void **state) {
     assert_memory_not_equal(kc.bytes, kd.bytes, 16);
     kc_graph_desc_free(c);
     /* The architecture is not in the key: both variants live under one key. */
-    kc_graph_info i80, i90;
+    kc_graph_info i80 = KC_GRAPH_INFO_INIT, i90 = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, a, "sm_80", &i80), KC_OK);
     assert_int_equal(kc_graph_compile(cache, a, "sm_90", &i90), KC_OK);
     assert_string_equal(i80.key, i90.key);
@@ -324,7 +324,7 @@ static void test_a_spec_reads_each_file_once(void **state) {
     if (rc != KC_OK) fail_msg("load: %s (faults injected: %ld)", kc_error_last()->message, faults);
     assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 1);
     /* The three kernels have the file's bytes: the graph compiles and hits like any other. */
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.kernels, 3);
     kc_graph_desc_free(d);
@@ -439,7 +439,7 @@ static void test_spec_caps_match_the_launch_program(void **state) {
     assert_non_null(strstr(kc_error_last()->message, "4096"));
     /* The builders enforce the same limits. */
     assert_int_equal(kc_graph_desc_new(&d, "caps"), KC_OK);
-    kc_kernel_src k = {0};
+    kc_kernel_src k = KC_KERNEL_SRC_INIT;
     k.file = "k.cu";
     k.source = "extern \"C\" __global__ void k() {}";
     k.name = "k";

@@ -43,7 +43,7 @@ static void test_variant_table_through_graph_get(void **state) {
     kc_graph_desc *d = kcdt_load("softmax.json");
     const char *stored[] = {"sm_80", "sm_86", "sm_90a", "sm_100f", "compute_90"};
     for (size_t i = 0; i < KC_ARRAY_LEN(stored); i++) {
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         if (kc_graph_compile(cache, d, stored[i], &info)) fail_msg("%s: %s", stored[i], kc_error_last()->message);
     }
     static const struct {
@@ -64,7 +64,7 @@ static void test_variant_table_through_graph_get(void **state) {
     for (size_t i = 0; i < KC_ARRAY_LEN(want); i++) {
         kcd_reset();
         kc_graph *g = NULL;
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         int rc = kc_graph_get(cache, d, want[i].dev, &g, &info);
         if (!want[i].variant) {
             if (rc == KC_OK) { /* a toolkit that still compiles sm_70 */
@@ -104,7 +104,7 @@ static void test_variant_table_through_graph_get(void **state) {
 static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **state) {
     (void)state;
     kc_graph_desc *d = kcdt_load("layer_norm.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "compute_80", &info), KC_OK);
     kc_key key;
     kc_key_from_hex(&key, info.key);
@@ -332,7 +332,7 @@ static void run_bundled(const char *spec_name) {
     assert_non_null(r->spec);
     kc_graph_desc *d = kcdt_load(spec_name);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, DEV_90, &g, &info)) fail_msg("%s: %s", spec_name, kc_error_last()->message);
     assert_int_equal(kc_cuda_push(DEV_90), KC_OK);
     make_inputs(r);
@@ -422,7 +422,7 @@ static void test_cuda_graph_capture_and_replay(void **state) {
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, p)) fail_msg("%s", kc_error_last()->message);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, DEV_90, &g, &info)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(kc_cuda_push(DEV_90), KC_OK);
     void *stream;
@@ -472,7 +472,7 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
     kcdt_unload_all();
     const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json"};
     kc_graph_loaded_budget(2, (size_t)1 << 30);
-    kc_loaded_stats ls;
+    kc_loaded_stats ls = KC_LOADED_STATS_INIT;
     kc_graph_loaded_stats(&ls);
     unsigned long long unloads0 = ls.unloads;
     kcd_reset();
@@ -480,7 +480,7 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
         for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) {
             kc_graph_desc *d = kcdt_load(specs[s]);
             kc_graph *g;
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             if (kc_graph_get(cache, d, DEV_80, &g, &info)) fail_msg("%s: %s", specs[s], kc_error_last()->message);
             /* Each is loaded again from the cache, never from memory: two rounds of five over a budget of two. */
             assert_int_equal(info.source, round == 0 && info.source == KC_FROM_COMPILE ? KC_FROM_COMPILE : KC_FROM_DISK);
@@ -493,8 +493,9 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
             assert_int_equal(ls.in_use, 0);
             kc_graph_desc_free(d);
         }
-    kc_graph_loaded_stats(&ls);
+    assert_int_equal(kc_graph_loaded_stats(&ls), KC_OK);
     assert_int_equal(ls.graphs, 2);
+    assert_int_equal(ls.unreferenced, 2); /* kept for the next lookup, held by no one */
     assert_int_equal(ls.unloads - unloads0, 8); /* ten loads, two kept */
     kcd_load_stats dl;
     kcd_loads(&dl);
@@ -505,17 +506,29 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
     /* A graph in use is never unloaded, even at a budget of zero. */
     kc_graph_desc *d = kcdt_load("softmax.json");
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_get(cache, d, DEV_80, &g, &info), KC_OK);
+    size_t max_graphs = 0, max_bytes = 0;
+    kc_graph_loaded_budget_get(&max_graphs, &max_bytes); /* read back, to be restored */
+    assert_int_equal(max_graphs, 2);
+    assert_int_equal(max_bytes, (size_t)1 << 30);
     kc_graph_loaded_budget(0, 0);
     kc_graph_loaded_stats(&ls);
     assert_int_equal(ls.graphs, 1);
     assert_int_equal(ls.in_use, 1);
+    assert_int_equal(ls.unreferenced, 0);
     void *fn;
     assert_int_equal(kc_graph_function(g, 0, &fn), KC_OK);
     kc_graph_release(g); /* the last user: unloaded now */
     kc_graph_loaded_stats(&ls);
     assert_int_equal(ls.graphs, 0);
+    kc_graph_loaded_budget(max_graphs, max_bytes); /* restored: kept again after release */
+    assert_int_equal(kc_graph_get(cache, d, DEV_80, &g, &info), KC_OK);
+    kc_graph_release(g);
+    kc_graph_loaded_stats(&ls);
+    assert_int_equal(ls.graphs, 1);
+    assert_int_equal(ls.unreferenced, 1);
+    assert_int_equal(ls.max_graphs, 2);
     kc_graph_desc_free(d);
     kcdt_unload_all();
     kcdt_no_defects();
@@ -539,7 +552,7 @@ static void *race(void *arg) {
     if (kc_cuda_malloc(&in.data, 4 * 64 * 4, NULL) != KC_OK) return NULL;
     for (int i = 0; i < 60; i++) {
         kc_graph *g;
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         if (kc_graph_get(cache, r->d[i % 3], DEV_80, &g, &info) != KC_OK) {
             __atomic_add_fetch(&r->failures, 1, __ATOMIC_RELAXED);
             continue;
@@ -560,7 +573,7 @@ static void test_threads_race_the_budget(void **state) {
     kcdt_unload_all();
     racer r = {{kcdt_load("softmax.json"), kcdt_load("layer_norm.json"), kcdt_load("add_mul_gelu.json")}, 0, ""};
     for (int i = 0; i < 3; i++) { /* stored first, so the race is about loading and unloading */
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         assert_int_equal(kc_graph_compile(cache, r.d[i], "sm_80", &info), KC_OK);
     }
     kc_graph_loaded_budget(1, (size_t)1 << 30);
@@ -570,7 +583,7 @@ static void test_threads_race_the_budget(void **state) {
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     assert_int_equal(r.failures, 0);
     kcdt_no_defects();
-    kc_loaded_stats ls;
+    kc_loaded_stats ls = KC_LOADED_STATS_INIT;
     kc_graph_loaded_stats(&ls);
     assert_true(ls.graphs <= 1);
     assert_int_equal(ls.in_use, 0);

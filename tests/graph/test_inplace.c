@@ -135,7 +135,7 @@ static void test_c_api_matches_spec(void **state) {
     kc_key ks, kd;
     assert_int_equal(kc_graph_key(s, &ks, NULL), KC_OK);
     assert_int_equal(kc_graph_desc_new(&d, "inplace_test"), KC_OK);
-    kc_kernel_src k = {"k.cu", kernel_src, "upd", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kernel_src, "upd", NULL, 0, NULL, 0, NULL, 0};
     const char *N[] = {"N"}, *one[] = {"1"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, N, NULL, 1), KC_OK);
@@ -375,7 +375,7 @@ static void test_backward_of_zero_steps_alone_is_stored(void **state) {
     snprintf(in, sizeof in, IN_P ", " IN_G, "");
     if (spec_rc(in, OUTS, "\"forward\": [" STEP "],\n\"backward\": [{\"zero\": \"grad_in:0\"}]", &d))
         fail_msg("%s", kc_error_last()->message);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(cache, d, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
     kc_key k;
     kc_key_from_hex(&k, info.key);

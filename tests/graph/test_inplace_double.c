@@ -62,7 +62,7 @@ static kc_graph_desc *spec(const char *name, const char *body) {
 
 static kc_graph *get(kc_graph_desc *d) {
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
     return g;
 }
@@ -252,7 +252,7 @@ static void test_cuda_graph_overlapping_inputs(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "cg_overlap"), KC_OK);
-    kc_kernel_src k = {"k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
     const char *n[] = {"N"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, n, NULL, 0), KC_OK);
@@ -297,7 +297,7 @@ static void test_cuda_graph_hostile_stride(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "cg_stride"), KC_OK);
-    kc_kernel_src k = {"k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
     const char *n[] = {"N"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, n, NULL, 0), KC_OK);
@@ -322,7 +322,7 @@ static void test_strided_callers_tensor(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "strided"), KC_OK);
-    kc_kernel_src k = {"k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kernel_src, "touch", NULL, 0, NULL, 0, NULL, 0};
     const char *sz[] = {"R", "C"}, *st[] = {"L", "1"}, *l[] = {"L"};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, l, NULL, 0), KC_OK); /* binds L, the row stride */

@@ -42,7 +42,7 @@ static void write_section(kc_buf *b) {
     assert_int_equal(kc_graph_desc_new(&d, "g"), KC_OK);
     const char *names[] = {"k0", "k1", "k2"};
     for (int i = 0; i < 3; i++) {
-        kc_kernel_src k = {"f.cu", i == 1 ? "B" : "A", names[i], NULL, 0, NULL, 0, NULL, 0};
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "f.cu", i == 1 ? "B" : "A", names[i], NULL, 0, NULL, 0, NULL, 0};
         assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     }
     kc_units u;

@@ -24,7 +24,7 @@ static int teardown(void **state) {
 }
 
 static kc_entry *compiled_entry(kc_graph_desc *d) {
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(cache, d, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
     kc_key k;
     kc_key_from_hex(&k, info.key);
@@ -129,7 +129,7 @@ static void test_launch_limits(void **state) {
     (void)state;
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "limits");
-    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
     kc_graph_add_kernel(d, &k, NULL);
     const char *sizes[] = {"N"};
     kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0);
@@ -202,7 +202,7 @@ static kc_entry *entry_with_wrappers_p(const char *const *names, const uint32_t 
                                        const char *params) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "wrapped");
-    kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
     kc_graph_add_kernel(d, &k, NULL);
     const char *sizes[] = {"4"};
     kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0);

@@ -55,7 +55,7 @@ static void test_a_miss_compiles_nothing_and_says_why(void **state) {
     (void)state;
     kc_cache *c = open_cache(1);
     kc_graph_desc *d = softmax_at(64);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(c, d, "sm_90", &info);
     assert_int_equal(rc, KC_ENOTCACHED);
     const char *m = kc_error_last()->message;
@@ -97,7 +97,7 @@ static void test_the_environment_sets_it(void **state) {
     assert_int_equal(kc_cache_open(&c, &o), KC_OK);
     unsetenv("KCACHE_REQUIRE_HIT");
     kc_graph_desc *d = load("dropout.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_ENOTCACHED);
     kc_graph_desc_free(d);
     kc_cache_close(c);

@@ -37,7 +37,7 @@ static int find_one(const char *p, const struct stat *st, int flag, struct FTW *
 }
 
 static void expect_strict_error(kc_cache *c, kc_graph_desc *d, int want) {
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(c, d, "sm_90", &info);
     if (rc != want) fail_msg("got %s (%s), want %s", kc_status_str(rc), kc_error_last()->message, kc_status_str(want));
     if (!strstr(kc_error_last()->message, "strict")) fail_msg("the reason does not name strict mode: %s", kc_error_last()->message);
@@ -46,7 +46,7 @@ static void expect_strict_error(kc_cache *c, kc_graph_desc *d, int want) {
 static void test_a_corrupt_entry_and_a_missing_image(void **state) {
     (void)state;
     kc_graph_desc *d = kct_graph("softmax.json", 0x11);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_cache *c = open_cache(0, NULL);
     assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
     kc_cache_close(c);
@@ -80,7 +80,7 @@ static void test_a_corrupt_entry_and_a_missing_image(void **state) {
 static void test_a_dead_remote_and_a_bypass(void **state) {
     (void)state;
     kc_graph_desc *d = kct_graph("dropout.json", 0x22);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     /* Nobody listens on port 1: the remote fails; strict says so, the default compiles. */
     kc_cache *c = open_cache(1, "redis://127.0.0.1:1/0");
     expect_strict_error(c, d, KC_EIO);

@@ -139,7 +139,7 @@ static void test_adamw_in_place_one_compile_two_hits(void **state) {
     (void)state;
     kc_graph_desc *d = kcdt_load("adamw.json");
     uint64_t compiles0 = kcdt_stat(cache, KC_STAT_COMPILES);
-    kc_graph_info i1, i2;
+    kc_graph_info i1 = KC_GRAPH_INFO_INIT, i2 = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(d, DEV_A, &i1);
     assert_int_equal(i1.source, KC_FROM_COMPILE);
     adamw_call(g, DEV_A, 3e-4f, 1);
@@ -185,7 +185,7 @@ static void test_linear_backward_accumulates_into_callers_buffers(void **state) 
     (void)state;
     enum { M = 40, K = 70, N = 50 };
     kc_graph_desc *d = kcdt_load("linear.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(d, DEV_A, &info);
     assert_int_equal(kc_cuda_push(DEV_A), KC_OK);
     kc_tensor in[3] = {mat(M, K), mat(N, K), vec(KC_DTYPE_F32, N)}, out, gout;
@@ -270,7 +270,7 @@ static void test_global_norm_zeroes_its_output_first(void **state) {
     enum { N = 3000000 };
     kc_graph_desc *d = kcdt_load("global_norm.json");
     for (int dev = DEV_A; dev <= DEV_B; dev++) {
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         kc_graph *g = get(d, dev, &info);
         assert_int_equal(kc_cuda_push(dev), KC_OK);
         kc_tensor in = vec(KC_DTYPE_BF16, N), out;
@@ -356,7 +356,7 @@ static int attn_call(kc_graph *g, int64_t R, int64_t C, float s, int bwd) {
 static void test_attn_softmax_row_in_large_shared_memory(void **state) {
     (void)state;
     kc_graph_desc *d = kcdt_load("attn_softmax.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_graph *g = get(d, DEV_A, &info);
     /* 64 KiB per row: the attribute is raised before the launch, once per function and size. */
     if (attn_call(g, 3, 16384, 0.125f, 0)) fail_msg("%s", kc_error_last()->message);
@@ -397,7 +397,7 @@ static void test_check_runner_reaches_the_comparison(void **state) {
         snprintf(spec, sizeof spec, "%s.json", names[i]);
         assert_true(kcc_has_reference(names[i]));
         kc_graph_desc *d = kcdt_load(spec);
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         kc_graph *g = get(d, DEV_A, &info);
         kcd_reset();
         int rc = kcc_check(g, DEV_A, names[i], msg, sizeof msg);

@@ -79,7 +79,7 @@ static void compile_ok(kc_graph_desc *d, const char *target, kc_graph_info *info
 static void test_a_second_shape_compiles_nothing(void **state) {
     (void)state;
     kc_graph_desc *a = mlp_at(64), *b = mlp_at(128);
-    kc_graph_info ia, ib, ic;
+    kc_graph_info ia = KC_GRAPH_INFO_INIT, ib = KC_GRAPH_INFO_INIT, ic = KC_GRAPH_INFO_INIT;
     compile_ok(a, "sm_90", &ia);
     assert_int_equal(ia.source, KC_FROM_COMPILE);
     assert_int_equal(ia.units, 2); /* matmul.cu and elementwise.cu */
@@ -138,7 +138,7 @@ static void expect_lowered(const kc_graph_info *info, const char *kernel, const 
 static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
     (void)state;
     kc_graph_desc *mlp = load("mlp_block.json"), *amg = load("add_mul_gelu.json");
-    kc_graph_info im, ia;
+    kc_graph_info im = KC_GRAPH_INFO_INIT, ia = KC_GRAPH_INFO_INIT;
     compile_ok(mlp, "sm_90", &im);
     assert_int_equal(im.units_compiled, 2);
     compile_ok(amg, "sm_90", &ia);
@@ -171,7 +171,7 @@ static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
     const char *one = ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}";
     const char *extra_s[4] = {"", ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"i32:3\"]}",
                               one, one};
-    kc_graph_info info[4];
+    kc_graph_info info[4] = {KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT};
     for (int i = 0; i < 4; i++) {
         char js[2048];
         snprintf(js, sizeof js, fmt, names[i], extra_k[i], extra_s[i]);
@@ -219,7 +219,7 @@ static void damage_an_image(const char *action) {
 /* A lookup after `action` on one image: a miss, counted once; the unit compiled again; then a hit. */
 static void check_recovery(const char *action) {
     kc_graph_desc *d = mlp_at(32);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     compile_ok(d, "sm_90", &info);
     damage_an_image(action);
     uint64_t hits = stat_of(KC_STAT_HITS), misses = stat_of(KC_STAT_MISSES), uc = stat_of(KC_STAT_UNIT_COMPILES),
@@ -270,7 +270,7 @@ static int peek_resolve(const kc_key *k, const char *v, kc_entry **out) {
 static void test_resolving_attaches_images_without_a_copy(void **state) {
     (void)state;
     kc_graph_desc *d = mlp_at(32);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     compile_ok(d, "sm_90", &info);
     kc_key gk;
     assert_int_equal(kc_key_from_hex(&gk, info.key), KC_OK);
@@ -319,7 +319,7 @@ static void test_a_corrupt_image_is_a_miss_and_is_stored_again(void **state) {
 static void test_an_image_that_is_not_the_one_referred_to_is_a_miss(void **state) {
     (void)state;
     kc_graph_desc *d = mlp_at(16);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     compile_ok(d, "sm_90", &info);
     kc_entry *e = stored(&info, "sm_90");
     kc_image_ref *r;
@@ -358,7 +358,7 @@ typedef struct job {
 static void *compile_shape(void *p) {
     job *j = p;
     kc_graph_desc *d = mlp_at(j->m);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     j->rc = kc_graph_compile(cache, d, "sm_90", &info);
     j->compiled = info.units_compiled;
     kc_graph_desc_free(d);
@@ -401,7 +401,7 @@ static void test_processes_compile_each_unit_once(void **state) {
             o.flags = KC_OPEN_NO_ENV;
             if (kc_cache_open(&c, &o)) _exit(2);
             kc_graph_desc *d = mlp_at(8 * (i + 1));
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             int rc = kc_graph_compile(c, d, "sm_90", &info);
             kc_graph_desc_free(d);
             kc_cache_close(c);

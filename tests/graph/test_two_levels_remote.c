@@ -79,7 +79,7 @@ static void test_a_remote_graph_brings_its_images_in_one_round_trip(void **state
     char *da = kct_tmpdir("tlA"), *db = kct_tmpdir("tlB"), *dc = kct_tmpdir("tlC"), *dd = kct_tmpdir("tlD");
     kc_cache *a = open_at(da);
     kc_graph_desc *s64 = softmax_at(64), *s96 = softmax_at(96);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(a, s64, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_cache_remote_flush(a), KC_OK);

@@ -30,7 +30,7 @@ static const char *SRC = "extern \"C\" __global__ void scale(float *x, long long
 static kc_graph_desc *desc_for(const kc_call *c, const uint32_t *dynamic) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "scale");
-    kc_kernel_src k = {"scale.cu", SRC, "scale", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "scale.cu", SRC, "scale", NULL, 0, NULL, 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     char names[2][24], vals[2][24];
     const char *sizes[2];
@@ -63,7 +63,7 @@ static kc_graph_source run_call(kc_site *s, const kc_call *c) {
     if (a.result == KC_SITE_HIT) return KC_FROM_MEMORY;
     assert_int_equal(a.result, KC_SITE_MISS);
     kc_graph_desc *d = desc_for(c, a.dynamic);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(cache, d, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
     kc_graph_desc_free(d);
     assert_int_equal(kc_site_insert(s, c, a.dynamic, NULL, NULL), KC_OK);
@@ -132,7 +132,7 @@ static void test_saved_tensor_hooks(void **state) {
     kc_graph_key(other, &k3, NULL);
     assert_memory_not_equal(k1.bytes, k2.bytes, 16);
     assert_memory_not_equal(k2.bytes, k3.bytes, 16);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, hashed, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_graph_compile(cache, unhashed, "sm_90", &info), KC_OK);

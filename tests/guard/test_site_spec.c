@@ -212,7 +212,7 @@ static const char *KSRC = "extern \"C\" __global__ void k(float *x, long long a,
 static kc_graph_desc *names_desc(void) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "names");
-    kc_kernel_src k = {"k.cu", KSRC, "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", KSRC, "k", NULL, 0, NULL, 0, NULL, 0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_add_arg(d, "lr", KC_ARG_F32), KC_OK);
     const char *sizes[] = {"N", "NN", "64"};
@@ -400,7 +400,7 @@ static void call(flow *f, int64_t rows, int64_t cols) {
         kc_graph_desc *d;
         uint32_t applied[1];
         if (kc_graph_desc_specialize(&d, f->spec, &m, 1, a.dynamic, 0, applied)) fail_msg("%s", kc_error_last()->message);
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         int rc = f->use_get ? kc_graph_get(cache, d, 0, &g, &info) : kc_graph_compile(cache, d, "sm_90", &info);
         if (rc) fail_msg("%s", kc_error_last()->message);
         kc_graph_desc_free(d);

@@ -216,7 +216,7 @@ static void test_compiled_but_not_stored_is_a_failure(void **state) {
     char p[512];
     snprintf(p, sizeof p, "%s/thrice.json", work);
     assert_int_equal(kc_graph_desc_load(&d, p), KC_OK);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(ro, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.store_status, KC_EREADONLY);
     kc_graph_desc_free(d);

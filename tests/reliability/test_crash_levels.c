@@ -55,7 +55,7 @@ static void child(int first) {
     for (int r = first;; r++)
         for (int rows = 64; rows <= 128; rows += 64) {
             kc_graph_desc *d = round_graph(r, rows);
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             if (!d || kc_graph_compile(c, d, "sm_90", &info) != KC_OK) _exit(3);
             kc_graph_desc_free(d);
         }
@@ -126,7 +126,7 @@ static void test_kills_never_leave_a_graph_without_its_images(void **state) {
     kc_cache *c = open_cache();
     for (int r = 0; r < first; r++) {
         kc_graph_desc *d = round_graph(r, 64);
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         assert_non_null(d);
         if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK) fail_msg("round %d: %s", r, kc_error_last()->message);
         assert_true(info.source == KC_FROM_DISK || info.source == KC_FROM_COMPILE);

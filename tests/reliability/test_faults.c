@@ -291,7 +291,7 @@ static void import_prep(void) {
     put_entry("bundled", 0, 1); /* one already present with the same bytes: left alone */
 }
 static int import_run(void) {
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     return kc_bundle_import(cache, bundle, 0, &r);
 }
 static void import_check(int rc, int fault) {
@@ -406,7 +406,7 @@ static void prewarm_check(int rc, int fault) {
     pw_report = NULL;
 }
 
-static kc_graph_info compile_info;
+static kc_graph_info compile_info = KC_GRAPH_INFO_INIT;
 static int compile_run(void) { return kc_graph_compile(cache, tiny, "sm_90", &compile_info); }
 static void compile_check(int rc, int fault) {
     (void)fault;

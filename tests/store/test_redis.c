@@ -104,7 +104,7 @@ static void test_two_hosts_share_one_redis(void **state) {
     char *da = kct_tmpdir("hostA"), *db = kct_tmpdir("hostB");
     kc_cache *a = open_remote(da, r.url, 500, 0), *b = open_remote(db, r.url, 500, 0);
     kc_graph_desc *d = softmax(0x51);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(a, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_cache_remote_flush(a), KC_OK);
@@ -164,7 +164,7 @@ static void test_outage_costs_a_bounded_delay(void **state) {
     assert_true(stat_of(c, KC_STAT_REMOTE_SKIPPED) >= 1); /* most lookups skipped it: the breaker */
     /* A graph still compiles and is stored locally while the remote is out. */
     kc_graph_desc *d = softmax(0x52);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     kill(r.pid, SIGCONT);
@@ -224,7 +224,7 @@ static void test_altered_entry_is_refused_by_its_mac(void **state) {
     char *da = kct_tmpdir("macA"), *db = kct_tmpdir("macB");
     kc_cache *a = open_remote(da, r.url, 500, 1);
     kc_graph_desc *d = softmax(0x54);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(a, d, "sm_90", &info), KC_OK);
     kc_cache_remote_flush(a);
     redisContext *x = raw(r.port);
@@ -328,7 +328,7 @@ static void test_silent_listener_holds_the_deadline(void **state) {
     assert_int_equal(st.breaker, KC_BREAKER_OPEN);
     /* A put goes local at once; its remote write is dropped (counted), and close does not hang. */
     kc_graph_desc *d = softmax(0x55);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
     t0 = now_ns();
     kc_cache_remote_flush(c);

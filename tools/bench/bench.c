@@ -140,7 +140,7 @@ static int measure_nvrtc_cache(const char *spec) {
     double best = -1;
     for (int i = 0; i < (quick ? 3 : 5); i++) {
         kc_cache_clear(c); /* its units too: with them stored, the compile would run no NVRTC */
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         double t0 = now_us();
         if (kc_graph_compile(c, d, arch, &info)) return 1;
         double t = now_us() - t0;
@@ -200,7 +200,7 @@ static void bench_graph(const char *self, const char *spec, const char *dir, gre
     kc_graph_key(d, &key, NULL);
     int ncold = quick ? 3 : 5, nwarm = quick ? 300 : 2000;
     double *v = calloc((size_t)nwarm + 16, sizeof *v);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     for (int i = 0; i < ncold; i++) {
         kc_cache_clear(c); /* cold: the graph entry, its images and its unit records all gone */
         double t0 = now_us();
@@ -509,7 +509,7 @@ static void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
         kc_graph_desc *d;
         kc_graph_desc_load(&d, spec);
         kc_graph_set_globals(d, 0xbe0000u + (unsigned)i);
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         kc_graph_compile(c, d, target, &info);
         kc_graph_compile(c, d, ptx, &info);
         /* The same images extracted (no driver work) before either is timed. */

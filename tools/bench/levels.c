@@ -281,7 +281,7 @@ void bench_second_shape(const char *spec, const char *dir, shape_res *out) {
     int reps = quick ? 1 : 5, bad = 0;
     double vc[8], vs[8];
     for (int r = 0; r < reps && !bad; r++) {
-        kc_graph_info ia, ib;
+        kc_graph_info ia = KC_GRAPH_INFO_INIT, ib = KC_GRAPH_INFO_INIT;
         double ta;
         kc_cache_clear(c); /* cold: no graph entry, no image, no unit record */
         bad = compile_ok(c, b, &ib, &vc[r], out->why, sizeof out->why);
@@ -379,7 +379,7 @@ void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out) {
         for (int s = 0; s < 2 && ok; s++) {
             kc_graph_desc *sd = NULL;
             char why[256];
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             ok = shape_at(&sd, d, s ? 768 : 384, why, sizeof why) == 0 && kc_graph_compile(c, sd, arch, &info) == KC_OK;
             if (ok) out->shape_units_compiled += info.units_compiled;
             kc_graph_desc_free(sd);

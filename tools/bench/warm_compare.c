@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     int rc = 0;
     for (int a = 4; a < argc && !rc; a++) {
         kc_graph_desc *d;
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         if (kc_graph_desc_load(&d, argv[a]) || kc_graph_compile(c, d, target, &info)) {
             fprintf(stderr, "kcache-warm-compare: %s: %s\n", argv[a], kc_error_last()->message);
             return 1;

@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
             failed++;
             continue;
         }
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         int rc = gpu ? kc_graph_get(c, d, device, &gs[i], &info) : kc_graph_compile(c, d, arch, &info);
         if (rc) {
             fprintf(stderr, "kcache-warmstart: %s: %s\n", kc_manifest_graph(m, i), kc_error_last()->message);

@@ -108,7 +108,7 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
                 failed++;
                 continue;
             }
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             if (cli_lookup(c, d, arch, &info) == KC_OK) {
                 cli_print_info(kc_graph_desc_name(d), &info, 0);
                 units += info.units, compiled += info.units_compiled;

@@ -113,7 +113,7 @@ static int export_all(const cli_settings *cs, const cli_cmd *c0, const char *fil
     }
     kc_cache *c = NULL;
     if (!rc && cli_open_cache(cs, &c)) rc = EXIT_PROBLEM;
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     kc_bundle_filter f = {(const char *const *)archs, narchs, NULL, 0};
     if (!rc && kc_bundle_export(c, file, &f, &r) != KC_OK) rc = cli_fail("export failed");
     if (!rc) print_report(&r, json, file);
@@ -205,7 +205,7 @@ static int cmd_export(const cli_settings *cs, int argc, char **argv) {
         }
     }
     if (!rc && covers_make(&xc, mpath, cov) != KC_OK) rc = cli_fail("export: out of memory");
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     if (!rc) {
         size_t ntargets = kc_manifest_arch_count(m);
         const char *targets[KC_MANIFEST_MAX_ARCHS];

@@ -37,7 +37,7 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
         kc_graph_desc_free(d);
         return EXIT_PROBLEM;
     }
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = cli_lookup(c, d, arch, &info);
     if (rc == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, o.json);
     else cli_fail(kc_graph_desc_name(d));

@@ -149,7 +149,7 @@ static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
-    kc_bundle_report r;
+    kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     int rc = kc_bundle_import(c, file, dry, &r);
     kc_cache_close(c);
     if (rc && r.written) return cli_fail("import stopped part-way; the entries it wrote stay in the cache");

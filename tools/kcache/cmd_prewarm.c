@@ -124,7 +124,7 @@ static void skip_add(pw_skips *s, const kc_key *key, const char *variant, const 
 
 /* Offer a local hit to the remote as kc_prewarm's publish would (its images first, then the graph
  * entry: [Note: two levels]), naming what is refused: an object neither compiled here nor verified
- * now under a trusted key (KC_EPERM, counted publish_refused by the library), and a graph entry
+ * now under a trusted key (KC_EUNTRUSTED, counted publish_refused by the library), and a graph entry
  * held back because one of its images was.  Other failures are the remote's, counted there. */
 static void publish_hit(kc_cache *c, const kc_key *key, const char *arch, pw_skips *sk) {
     kc_entry *e;
@@ -135,7 +135,7 @@ static void publish_hit(kc_cache *c, const kc_key *key, const char *arch, pw_ski
     char held[256] = "";
     for (size_t i = 0; ok && i < n; i++) {
         int rc = kc_cache_publish(c, &refs[i].id, KC_VARIANT_IMAGE);
-        if (rc == KC_EPERM) {
+        if (rc == KC_EUNTRUSTED) {
             skip_add(sk, &refs[i].id, KC_VARIANT_IMAGE, kc_error_last()->message);
             char hex[KC_KEY_HEX_LEN + 1];
             kc_key_to_hex(&refs[i].id, hex);
@@ -146,7 +146,7 @@ static void publish_hit(kc_cache *c, const kc_key *key, const char *arch, pw_ski
     free(refs);
     kc_entry_free(e);
     if (held[0]) skip_add(sk, key, arch, held);
-    else if (ok && kc_cache_publish(c, key, arch) == KC_EPERM) skip_add(sk, key, arch, kc_error_last()->message);
+    else if (ok && kc_cache_publish(c, key, arch) == KC_EUNTRUSTED) skip_add(sk, key, arch, kc_error_last()->message);
 }
 
 static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, const kc_remote_state *rs, int publish,

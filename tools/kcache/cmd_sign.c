@@ -253,7 +253,7 @@ static int sign_bundle(const char *file, const char *keyfile, const char *key_id
     o.signing_key_file = keyfile;
     kc_cache *c = NULL;
     kc_bundle_coverage *cov = NULL;
-    kc_bundle_report ri, ro;
+    kc_bundle_report ri = KC_BUNDLE_REPORT_INIT, ro = KC_BUNDLE_REPORT_INIT;
     memset(&ri, 0, sizeof ri);
     memset(&ro, 0, sizeof ro);
     sg_list l = {NULL, 0, 0};
