@@ -237,8 +237,13 @@ typedef int (*kc_cache_item_cb)(const kc_cache_item *item, void *ctx);
 /** Visit every stored entry (files vanishing during the walk are skipped). */
 KC_API int kc_cache_foreach(kc_cache *c, kc_cache_item_cb cb, void *ctx);
 
-/** What kc_cache_verify found ([Note: two levels] in kcache/entry.h). */
+/** Version of kc_verify_report this build fills. */
+#define KC_VERIFY_REPORT_VERSION 1
+
+/** What kc_cache_verify found ([Note: two levels] in kcache/entry.h).  Initialise with
+ *  KC_VERIFY_REPORT_INIT ([Note: versioned structs]: another version is KC_EVERSION). */
 typedef struct kc_verify_report {
+    unsigned version;        /**< KC_VERIFY_REPORT_VERSION, set by the caller (kept). */
     uint64_t checked, ok, corrupt, quarantined;
     uint64_t stale;          /**< Objects of another format version: misses to readers, removed by gc; not corrupt. */
     uint64_t images_checked; /**< Images whose bytes were checked against both digests (XXH3-128 and SHA-256). */
@@ -247,6 +252,9 @@ typedef struct kc_verify_report {
     uint64_t bad_refs;       /**< References to an image that is corrupt or is not the image referred to. */
     uint64_t dangling;       /**< Graph entries and unit records with a missing or bad image (misses; gc removes them). */
 } kc_verify_report;
+
+/** Initialiser of a kc_verify_report: this version, every count 0. */
+#define KC_VERIFY_REPORT_INIT { KC_VERIFY_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Decode and validate every object — graph entries, images (their bytes against both digests)
@@ -257,13 +265,20 @@ typedef struct kc_verify_report {
  */
 KC_API int kc_cache_verify(kc_cache *c, kc_verify_report *out);
 
-/** What kc_cache_verify_signatures found. */
+/** Version of kc_signature_report this build fills. */
+#define KC_SIGNATURE_REPORT_VERSION 1
+
+/** What kc_cache_verify_signatures found.  Initialise with KC_SIGNATURE_REPORT_INIT. */
 typedef struct kc_signature_report {
+    unsigned version;   /**< KC_SIGNATURE_REPORT_VERSION, set by the caller (kept). */
     uint64_t checked;   /**< Objects of this format read. */
     uint64_t signed_ok; /**< Signed by a key the keyring trusts, and the signature matches. */
     uint64_t unsigned_; /**< Carrying no signature (sealed with a MAC, or nothing). */
     uint64_t refused;   /**< Signed by a key the keyring does not trust, or the signature does not match. */
 } kc_signature_report;
+
+/** Initialiser of a kc_signature_report: this version, every count 0. */
+#define KC_SIGNATURE_REPORT_INIT { KC_SIGNATURE_REPORT_VERSION, 0, 0, 0, 0 }
 
 /**
  * Check every local object's signature against the cache's keyring (KCACHE_KEYRING,

@@ -230,6 +230,7 @@ KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
  * valid until it is freed (kc_graph_desc_free), never changed by anything else.
  */
 typedef struct kc_graph_tensor_desc {
+    unsigned version;                 /**< KC_GRAPH_TENSOR_DESC_VERSION, set by the caller (kept). */
     kc_dtype dtype;
     int rank;
     const char *sizes[KC_MAX_RANK];   /**< Inputs: a decimal size or a symbol; outputs and saved tensors: expressions. */
@@ -239,6 +240,13 @@ typedef struct kc_graph_tensor_desc {
     int grad_accumulate;              /**< Inputs: 1 when its gradient accumulates (kc_graph_set_grad_accumulate). */
     int alias;                        /**< Outputs: the input it is (kc_graph_set_alias), else -1. */
 } kc_graph_tensor_desc;
+
+/** Version of kc_graph_tensor_desc this build fills. */
+#define KC_GRAPH_TENSOR_DESC_VERSION 1
+
+/** Initialiser of a kc_graph_tensor_desc ([Note: versioned structs]: another version is KC_EVERSION). */
+#define KC_GRAPH_TENSOR_DESC_INIT { KC_GRAPH_TENSOR_DESC_VERSION, KC_DTYPE_F32, 0, \
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, 0, 0, 0, -1 }
 
 /** How many tensors of `role` (KC_ROLE_INPUT, KC_ROLE_OUTPUT or KC_ROLE_SAVED) `d` declares; 0 for another role. */
 KC_API size_t kc_graph_desc_count(const kc_graph_desc *d, kc_tensor_role role);
@@ -580,8 +588,13 @@ typedef struct kc_explain_digest {
     char digest[KC_KEY_HEX_LEN + 1];
 } kc_explain_digest;
 
-/** Why a lookup hits or misses (kc_graph_explain).  Large: allocate it, don't put it on a small stack. */
+/** Version of kc_explain this build fills. */
+#define KC_EXPLAIN_VERSION 1
+
+/** Why a lookup hits or misses (kc_graph_explain).  Large: allocate it, don't put it on a small stack;
+ *  set `version` to KC_EXPLAIN_VERSION (or copy KC_EXPLAIN_INIT into it) before the call. */
 typedef struct kc_explain {
+    unsigned version;                      /**< KC_EXPLAIN_VERSION, set by the caller (kept). */
     char key[KC_KEY_HEX_LEN + 1];
     char variant[32];
     int hit;                               /**< 1 when key.variant is stored and every image it refers to is there. */
@@ -593,6 +606,9 @@ typedef struct kc_explain {
     size_t ndiffs;
     char diffs[KC_EXPLAIN_MAX][64];        /**< Names that differ: "arch", "options", "inputs[0].sizes", … */
 } kc_explain;
+
+/** Initialiser of a kc_explain: this version, nothing found. */
+#define KC_EXPLAIN_INIT { KC_EXPLAIN_VERSION, "", "", 0, 0, {{"", ""}}, 0, "", 0, 0, {""} }
 
 /**
  * Explain a lookup of `d` for `variant`: the key, every digest, whether it hits, and on a

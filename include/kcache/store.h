@@ -27,15 +27,24 @@ extern "C" {
  *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
 #define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
 
+/** Version of kc_gc_report this build fills. */
+#define KC_GC_REPORT_VERSION 1
+
 /** What kc_cache_gc did ([Note: two levels] in kcache/entry.h; the policy at the top of
- *  src/store/local_gc.c).  Every object (graph entry, image, unit record) is an entry here. */
+ *  src/store/local_gc.c).  Every object (graph entry, image, unit record) is an entry here.  The
+ *  caller's: initialise with KC_GC_REPORT_INIT; kcache fills its version's fields and refuses another
+ *  with KC_EVERSION. */
 typedef struct kc_gc_report {
+    unsigned version;          /**< KC_GC_REPORT_VERSION, set by the caller (kept). */
     uint64_t entries_before, bytes_before, entries_after, bytes_after, evicted, temp_removed;
     uint64_t stale_removed;    /**< Objects of another format version, removed (never quarantined). */
     uint64_t dangling_removed; /**< Graph entries and unit records one of whose images was gone, removed. */
     uint64_t orphans_removed;  /**< Images no graph entry or unit record refers to, removed (past a grace period). */
     uint64_t corrupt;          /**< Objects that did not decode: left in place for verify or a read to quarantine. */
 } kc_gc_report;
+
+/** Initialiser of a kc_gc_report: this version, every count 0. */
+#define KC_GC_REPORT_INIT { KC_GC_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /** Limits of the redis backend (the remote tier); 0 fields take the defaults shown. */
 typedef struct kc_redis_config {

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "../entry/trust.h"
 #include "kcache/cache.h"
@@ -904,9 +905,13 @@ int kc_cache_remove_name_(kc_cache *c, const char *name) {
 
 int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out) {
     if (!c) return kc_err(KC_EINVAL, "kc_cache_gc: NULL cache");
-    if (out) memset(out, 0, sizeof *out);
-    if (!c->local) return KC_OK;
-    return kc_local_gc(c->local, max_size, out);
+    int rc = out ? kc_api_version("kc_cache_gc", "kc_gc_report", "KC_GC_REPORT_INIT", out->version, KC_GC_REPORT_VERSION)
+                 : KC_OK;
+    if (rc) return rc;
+    kc_gc_report full = KC_GC_REPORT_INIT; /* [Note: versioned structs]: filled here, copied out as far as out's version */
+    if (c->local) rc = kc_local_gc(c->local, max_size, &full);
+    if (out) kc_api_copy_out(out, &full, sizeof full, out->version);
+    return rc;
 }
 
 int kc_cache_clear(kc_cache *c) {

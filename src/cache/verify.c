@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "../entry/trust.h"
 #include "../store/name.h"
@@ -211,6 +212,9 @@ static int check_refs(verify_ctx *v) {
 
 int kc_cache_verify(kc_cache *c, kc_verify_report *out) {
     if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_verify: NULL argument");
+    int vrc = kc_api_version("kc_cache_verify", "kc_verify_report", "KC_VERIFY_REPORT_INIT", out->version,
+                             KC_VERIFY_REPORT_VERSION);
+    if (vrc) return vrc;
     verify_ctx v;
     memset(&v, 0, sizeof v);
     v.c = c;
@@ -219,7 +223,7 @@ int kc_cache_verify(kc_cache *c, kc_verify_report *out) {
     free(v.imgs);
     free(v.refs);
     free(v.who);
-    *out = v.r;
+    kc_api_copy_out(out, &v.r, sizeof v.r, out->version); /* [Note: versioned structs]: one version yet */
     return rc;
 }
 
@@ -258,12 +262,16 @@ static int sig_item(const kc_cache_item *it, void *ctx) {
 }
 
 int kc_cache_verify_signatures(kc_cache *c, kc_signature_report *out) {
-    if (out) memset(out, 0, sizeof *out);
     if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_verify_signatures: NULL argument");
+    int rc = kc_api_version("kc_cache_verify_signatures", "kc_signature_report", "KC_SIGNATURE_REPORT_INIT",
+                            out->version, KC_SIGNATURE_REPORT_VERSION);
+    if (rc) return rc;
+    sig_ctx s = {c, NULL, KC_SIGNATURE_REPORT_INIT};
+    kc_api_copy_out(out, &s.r, sizeof s.r, out->version); /* zero counts on any failure below */
     const kc_trust *t = kc_cache_trust_(c);
     if (!t->keyring) return kc_err(KC_EINVAL, "no keyring to verify signatures with (KCACHE_KEYRING)");
-    sig_ctx s = {c, t->keyring, {0, 0, 0, 0}};
-    int rc = kc_cache_foreach(c, sig_item, &s);
-    *out = s.r;
+    s.kr = t->keyring;
+    rc = kc_cache_foreach(c, sig_item, &s);
+    kc_api_copy_out(out, &s.r, sizeof s.r, out->version);
     return rc;
 }

@@ -7,7 +7,8 @@
  * C++ caller built with -Wextra -Werror compiles, and keeps compiling as fields are added):
  *   - one the caller fills (kc_kernel_src, the options structs): kcache reads only the fields of
  *     the caller's version;
- *   - one kcache fills (kc_graph_info, kc_bundle_report, kc_loaded_stats, kc_site_info): kcache
+ *   - one kcache fills (kc_graph_info, kc_bundle_report, kc_gc_report, kc_verify_report,
+ *     kc_signature_report, kc_explain, kc_graph_tensor_desc, kc_loaded_stats, kc_site_info): kcache
  *     fills a full struct of its own and copies out only the bytes of the caller's version (its
  *     size at that version), so a program built against older headers never has bytes written
  *     past its struct (as Windows' cbSize, libgit2's version field).
@@ -17,7 +18,12 @@
  * field is added only at the end, with the version raised and the sizes table of its copy-out
  * given the old size at the old version.  Structs passed in arrays (kc_tensor, kc_tensor_meta,
  * kc_value) and value types (kc_key, kc_target) have a fixed layout and an _INIT only: a field
- * added to them would be a new type.
+ * added to them would be a new type.  Not yet versioned, and so fixed until they are: kc_stats (an
+ * array indexed by kc_stat; its growth is KC_STAT_COUNT's), kc_site_stats (kc_site_info is where
+ * a site's counters grow), kc_site_answer, kc_remote_state (a backend's table fills it),
+ * kc_toolchain_choice, and the result arrays of the prewarm and coverage reports (a caller indexes
+ * them with its own sizeof).  A struct kcache allocates or lends one at a time (kc_compiled,
+ * kc_cache_item, the reports' heads) grows without the caller's help.
  */
 #ifndef KC_COMMON_API_H
 #define KC_COMMON_API_H

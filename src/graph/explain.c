@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
 
@@ -145,7 +146,11 @@ static void check_images(kc_cache *c, const kc_key *key, const char *variant, kc
 
 int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *x) {
     if (!c || !d || !variant || !x) return kc_err(KC_EINVAL, "kc_graph_explain: NULL argument");
-    memset(x, 0, sizeof *x);
+    unsigned version = x->version;
+    int vrc = kc_api_version("kc_graph_explain", "kc_explain", "KC_EXPLAIN_INIT", version, KC_EXPLAIN_VERSION);
+    if (vrc) return vrc;
+    memset(x, 0, sizeof *x); /* version 1 is the only one: its size is the struct's */
+    x->version = version;
     kc_target t;
     int rc = kc_target_parse(variant, &t);
     if (rc) return rc;

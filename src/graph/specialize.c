@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "graph_internal.h"
 #include "program.h"
@@ -38,7 +39,12 @@ size_t kc_graph_desc_count(const kc_graph_desc *d, kc_tensor_role role) {
 
 int kc_graph_desc_tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i, kc_graph_tensor_desc *out) {
     if (!d || !out || !readable_role(role)) return kc_err(KC_EINVAL, "kc_graph_desc_tensor: bad argument or role");
-    memset(out, 0, sizeof *out);
+    unsigned version = out->version;
+    int vrc = kc_api_version("kc_graph_desc_tensor", "kc_graph_tensor_desc", "KC_GRAPH_TENSOR_DESC_INIT", version,
+                             KC_GRAPH_TENSOR_DESC_VERSION);
+    if (vrc) return vrc;
+    memset(out, 0, sizeof *out); /* version 1 is the only one: its size is the struct's */
+    out->version = version;
     for (size_t t = 0, k = 0; t < d->ntensors; t++) {
         const gtensor *g = &d->tensors[t];
         if (g->role != role || k++ != i) continue;

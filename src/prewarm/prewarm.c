@@ -263,6 +263,7 @@ static const char *cov_reason(const char *fmt, ...) {
 static const char *cov_explain(kc_cache *c, const kc_graph_desc *d, const char *want, const char *what) {
     kc_explain *x = kc_malloc(sizeof *x);
     if (!x) return NO_MEMORY;
+    x->version = KC_EXPLAIN_VERSION;
     const char *r;
     if (kc_graph_explain(c, d, want, x) != KC_OK) {
         r = cov_reason("%s (explain failed: %s)", what, kc_error_last()->message);

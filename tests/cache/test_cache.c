@@ -164,7 +164,7 @@ static void test_misplaced_entry_is_a_miss(void **state) {
     entry_path(c, b, pb, sizeof pb);
     assert_int_equal(rename(pa, pb), 0);
     assert_int_equal(kc_cache_get(c, kc_entry_key(b), "sm_90", &g), KC_MISS);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(c, &r), KC_OK);
     assert_int_equal(r.checked, 0); /* the misplaced one was quarantined by the get */
     kc_entry_free(a);
@@ -183,7 +183,7 @@ static void test_verify_finds_and_quarantines(void **state) {
     char p[1024];
     entry_path(c, e[2], p, sizeof p);
     truncate(p, 50);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(c, &r), KC_OK);
     assert_int_equal(r.checked, 5);
     assert_int_equal(r.ok, 4);
@@ -322,7 +322,7 @@ static void test_maintenance_reads_keep_lru_order(void **state) {
     assert_int_equal(kc_cache_put(c, e), KC_OK);
     time_t old = time(NULL) - 3600;
     set_entry_mtime(e, old);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(c, &r), KC_OK);
     assert_int_equal(r.ok, 1);
     char bundle[4096];
@@ -492,7 +492,7 @@ static void test_recorded_limit_wins_over_the_process(void **state) {
     kc_cache *b = open_at(dir, 0);
     assert_int_equal(kc_cache_max_size(b), 10485760);
     put_incompressible(b, 100, 1);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(b, 0, &r), KC_OK); /* a gc at the limit in force evicts nothing either */
     assert_int_equal(r.evicted, 0);
     kc_cache_close(b);

@@ -68,7 +68,7 @@ static void test_sound_cache(void **state) {
     tl_graph(cache, &g1, img, 2);
     tl_graph(cache, &g2, img + 1, 2);
     tl_unit(cache, &u, &img[2]);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.checked, 6);
     assert_int_equal(r.ok, 6);
@@ -88,7 +88,7 @@ static void test_missing_image_is_reported_not_removed(void **state) {
     char p[1024];
     tl_path(dir, &b.id, "img", p, sizeof p);
     assert_int_equal(unlink(p), 0);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.dangling, 1);
     assert_int_equal(r.missing_refs, 1);
@@ -112,7 +112,7 @@ static void test_tampered_image_bytes(void **state) {
     put_tampered_image(&a, 20, bytes_at + 1234);
     kc_key g = kct_key("graph", 20);
     tl_graph(cache, &g, &a, 1);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.corrupt, 1);
     assert_int_equal(r.quarantined, 1);
@@ -142,7 +142,7 @@ static void test_tampered_image_sha(void **state) {
     assert_int_equal(kc_cache_get(cache, &a.id, "img", &e), KC_OK);
     assert_int_equal(kc_image_entry_read(e, NULL, 0, NULL, NULL, NULL), KC_OK); /* the cheap check passes */
     kc_entry_free(e);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.corrupt, 1);
     assert_int_equal(r.quarantined, 1);
@@ -161,7 +161,7 @@ static void test_image_not_the_one_referred_to(void **state) {
     assert_memory_equal(referred.id.bytes, stored.id.bytes, sizeof stored.id.bytes);
     kc_key g = kct_key("graph", 40);
     tl_graph(cache, &g, &referred, 1);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.corrupt, 0);
     assert_int_equal(r.bad_refs, 1);
@@ -176,7 +176,7 @@ static void test_older_format_is_stale(void **state) {
     kc_key old_graph = kct_key("old", 1), old_image = kct_key("old", 2);
     tl_write_v2(dir, &old_graph, "sm_90");
     tl_write_v2(dir, &old_image, "img");
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.checked, 2);
     assert_int_equal(r.stale, 2);
@@ -184,7 +184,7 @@ static void test_older_format_is_stale(void **state) {
     assert_int_equal(r.quarantined, 0);
     assert_true(tl_exists(dir, &old_graph, "sm_90"));
     assert_true(tl_exists(dir, &old_image, "img"));
-    kc_gc_report g;
+    kc_gc_report g = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(cache, 0, &g), KC_OK);
     assert_int_equal(g.stale_removed, 2);
 }

@@ -4,7 +4,8 @@
  * the struct and its _INIT, before anything is done; a struct kcache fills gets only the bytes of
  * the caller's version, its version kept; and every public door that takes a versioned struct
  * checks it: kc_kernel_src (add_kernel, compile, normalize, cacheable), kc_graph_info (get,
- * compile), kc_bundle_report (export, import: nothing written), kc_loaded_stats.  The _INIT macros
+ * compile), kc_bundle_report (export, import: nothing written), kc_gc_report, kc_verify_report,
+ * kc_signature_report, kc_explain, kc_graph_tensor_desc, kc_loaded_stats.  The _INIT macros
  * are complete: this file is built with -Wextra -Werror (and tests/api/test_consumer.sh builds
  * them as C++11 against the installed headers).
  */
@@ -127,6 +128,59 @@ static void test_bundle_report_version(void **state) {
     free(dir);
 }
 
+/* The reports of gc, verify and explain, and a description's tensor: 0 refused, the version kept. */
+static void test_reports_versions(void **state) {
+    (void)state;
+    char *dir = kct_tmpdir("api-reports");
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    kc_gc_report g = KC_GC_REPORT_INIT;
+    g.version = 0;
+    assert_int_equal(kc_cache_gc(c, 0, &g), KC_EVERSION);
+    assert_non_null(strstr(kc_error_last()->message, "KC_GC_REPORT_INIT"));
+    g.version = KC_GC_REPORT_VERSION;
+    g.evicted = 99;
+    assert_int_equal(kc_cache_gc(c, 0, &g), KC_OK);
+    assert_int_equal(g.version, KC_GC_REPORT_VERSION);
+    assert_int_equal(g.evicted, 0);
+    assert_int_equal(kc_cache_gc(c, 0, NULL), KC_OK);
+    kc_verify_report v = KC_VERIFY_REPORT_INIT;
+    v.version = 0;
+    assert_int_equal(kc_cache_verify(c, &v), KC_EVERSION);
+    v.version = KC_VERIFY_REPORT_VERSION;
+    assert_int_equal(kc_cache_verify(c, &v), KC_OK);
+    assert_int_equal(v.version, KC_VERIFY_REPORT_VERSION);
+    kc_signature_report s = KC_SIGNATURE_REPORT_INIT;
+    s.version = 0;
+    assert_int_equal(kc_cache_verify_signatures(c, &s), KC_EVERSION);
+    s.version = KC_SIGNATURE_REPORT_VERSION;
+    assert_int_equal(kc_cache_verify_signatures(c, &s), KC_EINVAL); /* no keyring: the door passed */
+    assert_int_equal(s.version, KC_SIGNATURE_REPORT_VERSION);
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_new(&d, "g"), KC_OK);
+    const char *sizes[1] = {"N"};
+    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F16, 1, sizes, NULL, 0), KC_OK);
+    kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
+    t.version = 0;
+    assert_int_equal(kc_graph_desc_tensor(d, KC_ROLE_INPUT, 0, &t), KC_EVERSION);
+    t.version = KC_GRAPH_TENSOR_DESC_VERSION;
+    assert_int_equal(kc_graph_desc_tensor(d, KC_ROLE_INPUT, 0, &t), KC_OK);
+    assert_int_equal(t.version, KC_GRAPH_TENSOR_DESC_VERSION);
+    assert_int_equal(t.dtype, KC_DTYPE_F16);
+    kc_explain *x = calloc(1, sizeof *x); /* version 0 */
+    assert_non_null(x);
+    assert_int_equal(kc_graph_explain(c, d, "sm_90", x), KC_EVERSION);
+    assert_non_null(strstr(kc_error_last()->message, "KC_EXPLAIN_INIT"));
+    free(x);
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+    kct_rmtree(dir);
+    free(dir);
+}
+
 static void test_loaded_stats_version(void **state) {
     (void)state;
     kc_loaded_stats ls = KC_LOADED_STATS_INIT;
@@ -200,6 +254,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_src_version),
         cmocka_unit_test(test_graph_info_version),
         cmocka_unit_test(test_bundle_report_version),
+        cmocka_unit_test(test_reports_versions),
         cmocka_unit_test(test_loaded_stats_version),
         cmocka_unit_test(test_inits),
     };

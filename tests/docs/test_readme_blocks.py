@@ -94,7 +94,8 @@ def main():
                 libdir = os.path.dirname(os.path.abspath(a.lib))
                 dbl = os.path.abspath(a.double)
                 cmd = [a.cc, '-std=c11', '-pedantic', '-Wall', '-Wextra', '-Werror', '-D_POSIX_C_SOURCE=200809L',
-                       '-I' + os.path.join(a.source, 'include'), src, '-o', exe, os.path.abspath(a.lib), dbl,
+                       '-I' + os.path.join(a.source, 'include'),
+                       '-I' + os.path.join(a.source, 'tests', 'double', 'include'), src, '-o', exe, os.path.abspath(a.lib), dbl,
                        '-Wl,-rpath,' + libdir + ':' + os.path.dirname(dbl)]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode:

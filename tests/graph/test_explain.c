@@ -43,6 +43,8 @@ static int has(const kc_explain *x, const char *name) {
 
 static void expect(const kc_graph_desc *d, const char *variant, const char *const *want, size_t n, const char *unwanted) {
     kc_explain *x = malloc(sizeof *x);
+    assert_non_null(x);
+    x->version = KC_EXPLAIN_VERSION;
     assert_int_equal(kc_graph_explain(cache, d, variant, x), KC_OK);
     assert_int_equal(x->hit, 0);
     assert_true(x->have_nearest);
@@ -65,6 +67,8 @@ static void test_each_change_is_named(void **state) {
     kc_cache_stats(cache, &before);
 
     kc_explain *x = malloc(sizeof *x);
+    assert_non_null(x);
+    x->version = KC_EXPLAIN_VERSION;
     assert_int_equal(kc_graph_explain(cache, base, "sm_80", x), KC_OK);
     assert_int_equal(x->hit, 1);
     assert_int_equal(x->ndiffs, 0);
@@ -100,6 +104,8 @@ static void test_empty_cache_has_no_nearest(void **state) {
     (void)state;
     kc_graph_desc *d = make(SRC, NULL, "64");
     kc_explain *x = malloc(sizeof *x);
+    assert_non_null(x);
+    x->version = KC_EXPLAIN_VERSION;
     assert_int_equal(kc_graph_explain(cache, d, "sm_80", x), KC_OK);
     assert_int_equal(x->hit, 0);
     assert_int_equal(x->have_nearest, 0);

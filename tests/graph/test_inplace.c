@@ -86,7 +86,7 @@ static void expect_err(int rc, const char *a, const char *b) {
 static void test_spec_declarations_read_back(void **state) {
     (void)state;
     kc_graph_desc *d = full();
-    kc_graph_tensor_desc t;
+    kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
     assert_int_equal(kc_graph_desc_tensor(d, KC_ROLE_INPUT, 0, &t), KC_OK);
     assert_true(t.inplace && t.grad_accumulate && t.requires_grad);
     assert_int_equal(t.alias, -1);
@@ -157,7 +157,7 @@ static void test_c_api_matches_spec(void **state) {
     assert_int_equal(kc_graph_key(d, &kd, NULL), KC_OK);
     assert_memory_equal(&ks, &kd, sizeof ks);
     /* An alias read back from C too; kc_graph_set_inplace on an input. */
-    kc_graph_tensor_desc t;
+    kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
     assert_int_equal(kc_graph_desc_tensor(d, KC_ROLE_OUTPUT, 0, &t), KC_OK);
     assert_int_equal(t.alias, 0);
     assert_int_equal(kc_graph_set_inplace(d, 1), KC_OK);
@@ -284,7 +284,7 @@ static void test_specialize_carries_them(void **state) {
     kc_graph_desc_free(sd);
     /* Static: N becomes 64 in both the input's and the alias's sizes, which still agree. */
     if (kc_graph_desc_specialize(&sd, d, m, 2, NULL, 0, NULL)) fail_msg("%s", kc_error_last()->message);
-    kc_graph_tensor_desc t;
+    kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
     assert_int_equal(kc_graph_desc_tensor(sd, KC_ROLE_OUTPUT, 0, &t), KC_OK);
     assert_int_equal(t.alias, 0);
     assert_string_equal(t.sizes[0], "64");

@@ -40,7 +40,7 @@ static kc_tensor_meta meta(int rank, const int64_t *sizes) {
 }
 
 static kc_graph_tensor_desc tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i) {
-    kc_graph_tensor_desc t;
+    kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
     if (kc_graph_desc_tensor(d, role, i, &t)) fail_msg("%s", kc_error_last()->message);
     return t;
 }

@@ -107,7 +107,7 @@ static void child(const char *dir, int fd, unsigned seed, char bundles[2][4096])
             say(fd, 'I', b, 0);
             if (kc_bundle_import(c, bundles[b], 0, NULL) == KC_OK) say(fd, 'i', b, 0);
         } else {
-            kc_gc_report r;
+            kc_gc_report r = KC_GC_REPORT_INIT;
             if (kc_cache_gc(c, LIMIT, &r) == KC_OK) say(fd, 'g', (int)(r.evicted > 255 ? 255 : r.evicted), 0);
         }
     }
@@ -222,7 +222,7 @@ static void test_kill_at_random_points(void **state) {
         close(fds[0]);
 
         c = open_dir(dir);
-        kc_verify_report vr;
+        kc_verify_report vr = KC_VERIFY_REPORT_INIT;
         assert_int_equal(kc_cache_verify(c, &vr), KC_OK);
         if (vr.corrupt) fail_msg("after kill %d: %llu corrupt entries", round, (unsigned long long)vr.corrupt);
         for (int k = 0; k < KEYS; k++) {
@@ -251,7 +251,7 @@ static void test_kill_at_random_points(void **state) {
     size_t temps = kct_count_files(dir, ".tmp.");
     nftw(dir, backdate_cb, 16, FTW_PHYS);
     kc_cache *c = open_dir(dir);
-    kc_gc_report gr;
+    kc_gc_report gr = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(c, LIMIT, &gr), KC_OK);
     kc_cache_close(c);
     assert_int_equal(kct_count_files(dir, ".tmp."), 0);

@@ -133,7 +133,7 @@ static void kill_at_every_step(int from_a, bundle_objs *A, bundle_objs *B) {
         if (as_b && as_b < 2 * G) mixed++; /* killed among the referrers' renames: some old, some new */
         c = open_dir(dir);
         assert_non_null(c);
-        kc_verify_report vr;
+        kc_verify_report vr = KC_VERIFY_REPORT_INIT;
         assert_int_equal(kc_cache_verify(c, &vr), KC_OK);
         if (vr.corrupt) fail_msg("step %ld: %llu corrupt objects", n, (unsigned long long)vr.corrupt);
         kc_cache_close(c);
@@ -187,7 +187,7 @@ static void test_kill_temporaries_collected(void **state) {
     }
     assert_true(temps > 0);
     kc_cache *c = open_dir(dir);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(c, 0, &r), KC_OK);
     assert_int_equal(kct_count_files(dir, ".tmp."), temps); /* fresh: a write in flight */
     nftw(dir, backdate_cb, 16, FTW_PHYS);

@@ -113,7 +113,7 @@ static void test_kills_never_leave_a_graph_without_its_images(void **state) {
         check k = {c, 0, 0, 0, ""};
         assert_int_equal(kc_cache_foreach(c, check_item, &k), KC_OK);
         if (k.bad) fail_msg("after kill %d: %s", kill_no, k.why);
-        kc_verify_report vr;
+        kc_verify_report vr = KC_VERIFY_REPORT_INIT;
         assert_int_equal(kc_cache_verify(c, &vr), KC_OK);
         assert_int_equal(vr.corrupt, 0);
         assert_true(k.graphs >= last_graphs); /* nothing committed is lost */

@@ -111,7 +111,7 @@ static void common_checks(const fault_op *op, int rc, int fault) {
     }
     op->check(rc, fault);
     if (kct_count_files(dir, ".tmp.") != 0) FAIL("%s: a temporary file was left", op->name);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     if (r.corrupt) FAIL("%s: verify found %llu corrupt entries", op->name, (unsigned long long)r.corrupt);
     for (int i = 0; i < EARLIER; i++)
@@ -268,7 +268,7 @@ static void gc_prep(void) {
     }
 }
 static int gc_run(void) {
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     return kc_cache_gc(cache, gc_limit, &r);
 }
 static void gc_check(int rc, int fault) {

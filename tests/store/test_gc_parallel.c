@@ -56,7 +56,7 @@ static void test_lru_order_kept(void **state) {
     (void)state;
     kc_cache *c = open_dir();
     uint64_t one = fill(c);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(c, one * (N / 3), &r), KC_OK); /* keep the newest third */
     assert_int_equal(r.evicted, N - N / 3);
     for (int i = 0; i < N; i++) {
@@ -73,7 +73,7 @@ static void test_failed_removal_made_up(void **state) {
     (void)state;
     kc_cache *c = open_dir();
     uint64_t one = fill(c);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     kc_fs_fault_set(KC_FS_UNLINK, 5, EIO, false);
     int rc = kc_cache_gc(c, one * (N / 2), &r);
     kc_fs_fault_clear();
@@ -121,7 +121,7 @@ static void test_sweep_many(void **state) {
         tl_age(dir, &orphan.id, KC_VARIANT_IMAGE, 7200); /* past the grace */
         tl_age(dir, &kept[i].id, KC_VARIANT_IMAGE, 7200);
     }
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(c, 0, &r), KC_OK);
     assert_int_equal(r.orphans_removed, M);
     assert_int_equal(r.dangling_removed, M);

@@ -47,7 +47,7 @@ static void test_gc_removes_orphans_keeps_referenced(void **state) {
     kc_key keys[] = {a.id, b.id, u.id, g, unit};
     const char *vars[] = {"img", "img", "img", "sm_90", "unit"};
     age_all(keys, vars, 5);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(cache, 0, &r), KC_OK);
     assert_int_equal(r.entries_before, 5);
     assert_int_equal(r.orphans_removed, 1);
@@ -75,7 +75,7 @@ static void test_gc_spares_a_fresh_orphan(void **state) {
     kc_image_ref a;
     tl_image(cache, 4, 2000, "sm_90", &a);
     tl_age(dir, &a.id, "img", 60); /* a minute old: its unit's record may be on its way */
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(cache, 0, &r), KC_OK);
     assert_int_equal(r.orphans_removed, 0);
     assert_true(tl_exists(dir, &a.id, "img"));
@@ -101,7 +101,7 @@ static void test_gc_removes_dangling_entries(void **state) {
     char p[1024];
     tl_path(dir, &two[1].id, "img", p, sizeof p);
     assert_int_equal(unlink(p), 0);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(cache, 0, &r), KC_OK);
     assert_int_equal(r.dangling_removed, 2);
     assert_false(tl_exists(dir, &g, "sm_90"));
@@ -146,7 +146,7 @@ static void test_gc_removes_stale_leaves_corrupt(void **state) {
     tl_image(cache, 8, 1000, "sm_90", &a);
     kc_key g = kct_key("graph", 4);
     tl_graph(cache, &g, &a, 1);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(cache, 0, &r), KC_OK);
     assert_int_equal(r.stale_removed, 2);
     assert_int_equal(r.corrupt, 1);
@@ -194,7 +194,7 @@ static void test_gc_lru_under_a_limit(void **state) {
         assert_int_equal(stat(p, &st), 0);
         img_bytes = (uint64_t)st.st_size;
     }
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     /* A limit that evicts image 1 alone (the least recently used) and nothing after it. */
     assert_int_equal(kc_cache_gc(cache, bytes - img_bytes, &r), KC_OK);
     assert_int_equal(r.evicted, 1);
@@ -250,7 +250,7 @@ static void test_automatic_cleanup_is_lru_only(void **state) {
     assert_true(tl_exists(dir, &old, "sm_90"));
     kc_entry *e;
     assert_int_equal(kc_cache_get(cache, &a.id, "img", &e), KC_MISS); /* a miss, not an error */
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(cache, 0, &r), KC_OK);
     assert_false(tl_exists(dir, &g, "sm_90"));
     assert_false(tl_exists(dir, &old, "sm_90"));
@@ -278,7 +278,7 @@ static void test_unreadable_referrer_sweeps_no_orphan(void **state) {
     const char *vars[] = {"img", "img", "sm_90"};
     age_all(keys, vars, 3);
     kc_fs_fault_set(KC_FS_READ, 1, EIO, false); /* the graph entry's read fails; the images' headers read */
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     int rc = kc_cache_gc(cache, 0, &r);
     kc_fs_fault_clear();
     assert_int_equal(rc, KC_OK);

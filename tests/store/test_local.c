@@ -154,7 +154,7 @@ static void test_gc_evicts_least_recently_used(void **state) {
     size_t n;
     assert_int_equal(kc_local_get(l, name, &d, &n), KC_OK);
     free(d);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 10500, &r), KC_OK);
     assert_int_equal(r.entries_before, 20);
     assert_int_equal(r.bytes_before, 20000);
@@ -187,7 +187,7 @@ static void test_size_limit_holds_automatically(void **state) {
         name_for(i, name);
         assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
     }
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 1ull << 40, &r), KC_OK); /* just recount */
     assert_true(r.bytes_before <= 20000 + 1000);
     kc_local_free(l);
@@ -204,7 +204,7 @@ static void test_gc_collects_stale_temp_files(void **state) {
     utime(p, &t);
     snprintf(p, sizeof p, "%s/v1/07/.tmp.fresh.124", dir);
     assert_int_equal(kct_write(p, "x", 1), 0);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 0, &r), KC_OK);
     assert_int_equal(r.temp_removed, 1);
     assert_int_equal(access(p, F_OK), 0); /* a write in flight is left alone */
@@ -419,7 +419,7 @@ static void test_zero_limit_means_no_limit(void **state) {
         name_for(i, name);
         assert_int_equal(kc_local_put(l, name, buf, sizeof buf), KC_OK);
     }
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 0, &r), KC_OK);
     assert_int_equal(r.evicted, 0);
     assert_int_equal(r.entries_after, 8);
@@ -519,7 +519,7 @@ static void test_gc_future_times_are_not_recent(void **state) {
     kc_local_path(l, name, p, sizeof p);
     assert_int_equal(stat(p, &st), 0);
     assert_true(st.st_mtime <= time(NULL) + 1);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 6000, &r), KC_OK);
     assert_int_equal(r.evicted, 4);
     for (int i = 0; i < 10; i++) {
@@ -602,7 +602,7 @@ static void test_links_inside_the_cache_are_refused(void **state) {
     assert_int_equal(kc_local_trylock(l, name, &fd, lock, sizeof lock), KC_EIO);
     assert_int_equal(kct_count_files(out, ".lock."), 0);
     assert_int_equal(kc_local_clear(l), KC_OK); /* clear and gc walk past it */
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 1, &r), KC_OK);
     assert_int_equal(kct_count_files(out, ".kce"), 1); /* the outside file survives both */
     kc_local_flush(l);

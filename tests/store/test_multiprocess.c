@@ -108,7 +108,7 @@ static int cleaner(const char *dir, int start_fd, int stop_fd) {
     kc_cache *c = open_dir(dir);
     int runs = 0, busy = 0, errors = 0;
     for (;;) {
-        kc_gc_report r;
+        kc_gc_report r = KC_GC_REPORT_INIT;
         int rc = kc_cache_gc(c, LIMIT / 4, &r);
         if (rc == KC_OK && r.bytes_before > *max_seen) *max_seen = r.bytes_before;
         if (rc == KC_OK) runs++;
@@ -123,7 +123,7 @@ static int cleaner(const char *dir, int start_fd, int stop_fd) {
         if (read(stop_fd, &x, 1) == 0) break; /* stop pipe closed: the workers are done */
     }
     /* One last run once idle (a run may have started while the workers still wrote). */
-    kc_gc_report last;
+    kc_gc_report last = KC_GC_REPORT_INIT;
     int lrc;
     while ((lrc = kc_cache_gc(c, LIMIT / 4, &last)) == KC_EBUSY) usleep(1000);
     if (lrc != KC_OK) errors++;
@@ -174,10 +174,10 @@ static void run_processes(int PROCS, int rounds) {
     assert_true(*max_seen <= (uint64_t)LIMIT + (uint64_t)PROCS * MAX_ENTRY);
     /* Afterwards: everything verifies; a gc brings the store under its limit. */
     kc_cache *c = open_dir(dir);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(c, &r), KC_OK);
     assert_int_equal(r.corrupt, 0);
-    kc_gc_report g;
+    kc_gc_report g = KC_GC_REPORT_INIT;
     assert_int_equal(kc_cache_gc(c, 0, &g), KC_OK);
     assert_true(g.bytes_after <= LIMIT);
     assert_int_equal(kct_count_files(dir, ".tmp."), 0);

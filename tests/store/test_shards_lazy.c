@@ -76,7 +76,7 @@ static void test_open_makes_nothing(void **state) {
     assert_int_equal(n, 0);
     kc_stats s;
     assert_int_equal(kc_local_stats(l, &s), KC_OK);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(l, 0, &r), KC_OK);
     assert_int_equal(kc_local_clear(l), KC_OK);
     assert_int_equal(kc_local_stats_zero(l), KC_OK);
@@ -183,7 +183,7 @@ static void test_one_flush(void **state) {
     assert_int_equal(st.v[KC_STAT_PUTS], 1);
     assert_int_equal(st.v[KC_STAT_BYTES], 6);
     assert_int_equal(st.v[KC_STAT_ENTRIES], 1);
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     assert_int_equal(kc_local_gc(b, 0, &r), KC_OK); /* a recount agrees */
     assert_int_equal(kc_local_stats(a, &st), KC_OK);
     assert_int_equal(st.v[KC_STAT_BYTES], 6);

@@ -76,7 +76,7 @@ static void test_one_handle_many_threads(void **state) {
     for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, run, (void *)(intptr_t)i);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     assert_int_equal(bad, 0);
-    kc_verify_report r;
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
     assert_int_equal(kc_cache_verify(cache, &r), KC_OK);
     assert_int_equal(r.corrupt, 0);
     kc_cache_close(cache);

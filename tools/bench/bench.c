@@ -1065,7 +1065,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
         if (i == 2) {
             kc_cache *c = open_at(dir);
-            kc_gc_report rep;
+            kc_gc_report rep = KC_GC_REPORT_INIT;
             t0 = now_us();
             kc_cache_gc(c, filled / 2, &rep); /* gc recounts from the directory: the fill bypassed the counters */
             gc_ms = (now_us() - t0) / 1e3;

@@ -232,7 +232,7 @@ static int shape_at(kc_graph_desc **out, const kc_graph_desc *d, int64_t v, char
     kc_tensor_meta *in = calloc(nin ? nin : 1, sizeof *in);
     int rc = 0;
     for (size_t i = 0; i < nin && !rc; i++) {
-        kc_graph_tensor_desc t;
+        kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
         rc = kc_graph_desc_tensor(d, KC_ROLE_INPUT, i, &t);
         in[i].dtype = t.dtype, in[i].device = KC_DEVICE_CUDA, in[i].rank = t.rank, in[i].requires_grad = t.requires_grad;
         for (int k = 0; k < t.rank && !rc; k++) {

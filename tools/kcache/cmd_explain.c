@@ -168,6 +168,7 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
         return EXIT_PROBLEM;
     }
     kc_explain *x = malloc(sizeof *x);
+    if (x) x->version = KC_EXPLAIN_VERSION;
     int rc = x ? kc_graph_explain(c, d, arch, x) : KC_ENOMEM;
     levels l;
     memset(&l, 0, sizeof l);

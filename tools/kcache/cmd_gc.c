@@ -37,7 +37,7 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
     if (o.max_size && max == 0) max = UINT64_MAX; /* --max-size 0: no limit, never "evict everything" */
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
-    kc_gc_report r;
+    kc_gc_report r = KC_GC_REPORT_INIT;
     int rc = kc_cache_gc(c, max, &r);
     kc_cache_close(c);
     if (rc != KC_OK) return cli_fail("gc failed");

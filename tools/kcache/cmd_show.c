@@ -554,6 +554,7 @@ static int spec_key(kc_cache *c, const char *path, const char *arch, show_ctx *s
         return EXIT_USAGE;
     }
     kc_explain *x = malloc(sizeof *x);
+    if (x) x->version = KC_EXPLAIN_VERSION;
     int rc = x ? kc_graph_explain(c, d, arch ? arch : "sm_90", x) : KC_ENOMEM;
     if (rc == KC_OK) snprintf(s->prefix, sizeof s->prefix, "%s", x->key);
     snprintf(name, cap, "%s", kc_graph_desc_name(d));

@@ -254,8 +254,6 @@ static int sign_bundle(const char *file, const char *keyfile, const char *key_id
     kc_cache *c = NULL;
     kc_bundle_coverage *cov = NULL;
     kc_bundle_report ri = KC_BUNDLE_REPORT_INIT, ro = KC_BUNDLE_REPORT_INIT;
-    memset(&ri, 0, sizeof ri);
-    memset(&ro, 0, sizeof ro);
     sg_list l = {NULL, 0, 0};
     if (kc_cache_open(&c, &o) != KC_OK) rc = cli_fail("cannot open a scratch cache");
     if (!rc && kc_bundle_import(c, file, 0, &ri) != KC_OK) rc = cli_fail("cannot read the bundle");

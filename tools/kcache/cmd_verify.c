@@ -38,8 +38,8 @@ static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
     cli_parse_opts(&cli_cmd_verify, n, args, &o, 1, 0, 0);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
-    kc_verify_report r;
-    kc_signature_report sr = {0, 0, 0, 0};
+    kc_verify_report r = KC_VERIFY_REPORT_INIT;
+    kc_signature_report sr = KC_SIGNATURE_REPORT_INIT;
     int rc = kc_cache_verify(c, &r);
     if (rc == KC_OK && sigs) rc = kc_cache_verify_signatures(c, &sr);
     kc_cache_close(c);

@@ -91,8 +91,46 @@ static int table(void) {
     return 0;
 }
 
+/* Every _INIT compiles here, C and C++, -Wextra -Werror: none may leave a field unnamed. */
+static int inits(void) {
+    kc_header_src h = KC_HEADER_SRC_INIT;
+    kc_tensor_meta m = KC_TENSOR_META_INIT;
+    kc_call call = KC_CALL_INIT;
+    kc_value v = KC_VALUE_INIT;
+    kc_allocator a = KC_ALLOCATOR_INIT;
+    kc_bundle_filter f = KC_BUNDLE_FILTER_INIT;
+    kc_bundle_covers cov = KC_BUNDLE_COVERS_INIT;
+    kc_bundle_report br = KC_BUNDLE_REPORT_INIT;
+    kc_gc_report gr = KC_GC_REPORT_INIT;
+    kc_verify_report vr = KC_VERIFY_REPORT_INIT;
+    kc_signature_report sr = KC_SIGNATURE_REPORT_INIT;
+    kc_graph_tensor_desc td = KC_GRAPH_TENSOR_DESC_INIT;
+    static kc_explain x = KC_EXPLAIN_INIT;
+    kc_redis_config rc = KC_REDIS_CONFIG_INIT;
+    kc_site_options so = KC_SITE_OPTIONS_INIT;
+    kc_site_info si = KC_SITE_INFO_INIT;
+    kc_prewarm_options po = KC_PREWARM_OPTIONS_INIT;
+    kc_key key = KC_KEY_INIT;
+    kc_dim dim = KC_DIM_INIT;
+    kc_rng_state rng = KC_RNG_STATE_INIT;
+    kc_callable cb = KC_CALLABLE_INIT;
+    kc_wrapper w = KC_WRAPPER_INIT;
+    kc_forward_call fc = KC_FORWARD_CALL_INIT;
+    return h.name == NULL && m.rank == 0 && call.inputs == NULL && v.type == KC_ARG_F32 && a.alloc == NULL &&
+                   f.nkeys == 0 && cov.ngraphs == 0 && br.version == KC_BUNDLE_REPORT_VERSION &&
+                   gr.version == KC_GC_REPORT_VERSION && vr.version == KC_VERIFY_REPORT_VERSION &&
+                   sr.version == KC_SIGNATURE_REPORT_VERSION && td.version == KC_GRAPH_TENSOR_DESC_VERSION &&
+                   x.version == KC_EXPLAIN_VERSION && rc.ttl_s == 0 && so.version == KC_SITE_OPTIONS_VERSION &&
+                   si.version == KC_SITE_INFO_VERSION && po.version == KC_PREWARM_OPTIONS_VERSION &&
+                   key.bytes[0] == 0 && dim.sym == NULL && rng.seed == 0 && cb.call == NULL && w.wrap == NULL &&
+                   fc.graph == NULL
+               ? 0
+               : 1;
+}
+
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: consumer CACHE_DIR");
+    CHECK(inits() == 0, "the _INIT macros");
     CHECK(kc_version_number() == KC_VERSION_NUMBER && strcmp(kc_version(), KC_VERSION_STRING) == 0,
           "the headers and the library are one version");
     if (kc_nvrtc_available() != KC_OK) {
