@@ -171,8 +171,9 @@ KC_API int kc_bundle_export_covering(kc_cache *c, const char *path, const kc_bun
  * Verify a bundle entirely, then (unless `dry_run`) write its entries into the cache: images,
  * then unit records, then graph entries, skipping (and counting) any whose image is neither in
  * the bundle nor in the cache.
- * KC_ECORRUPT (or KC_EPERM for a name that would leave the directory) with the reason,
- * and nothing written, when any check fails.  A write that fails after the checks (a full
+ * KC_ECORRUPT (KC_EPERM for a name that would leave the directory, KC_EUNTRUSTED for an entry
+ * without the MAC or trusted signature the cache requires) with the reason, and nothing written,
+ * when any check fails.  A write that fails after the checks (a full
  * disk) stops the import: the error says how many entries were written, and they stay
  * (each is whole: entries are written atomically); importing again writes the rest.
  */

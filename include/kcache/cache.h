@@ -205,7 +205,9 @@ KC_API int kc_cache_remote_flush(kc_cache *c);
  * Queue a copy of a local entry to the remote unless the remote has it already (one
  * EXISTS).  With an HMAC key, an entry stored before the key was set is sealed first.
  * Returns 1 when queued, 0 when the remote had it, else an error (KC_EINVAL without a
- * remote, KC_EREADONLY when it is read-only, KC_MISS when the entry is not local).
+ * remote, KC_EREADONLY when it is read-only, KC_MISS when the entry is not local,
+ * KC_EUNTRUSTED when this cache cannot vouch for it: fetched or imported without a MAC or
+ * signature it trusts, or a keyring without a signing key).
  */
 KC_API int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant);
 

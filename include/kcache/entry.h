@@ -229,7 +229,7 @@ KC_API int kc_entry_seal(void **data, size_t *len, const void *key, size_t key_l
 
 /**
  * Check an entry's MAC reading nothing beyond its fixed header: KC_OK when it carries a
- * valid HMAC-SHA256 under `key`; KC_EPERM (reason in kc_error_last()) when it has none, a
+ * valid HMAC-SHA256 under `key`; KC_EUNTRUSTED (reason in kc_error_last()) when it has none, a
  * wrong one, or a header that does not frame one.  Compare in constant time.
  */
 KC_API int kc_entry_mac_check(const void *data, size_t len, const void *key, size_t key_len);

@@ -61,7 +61,7 @@ KC_API int kc_entry_sign(void **data, size_t *len, const kc_signer *s);
 
 /**
  * Verify an encoded entry's signature against a keyring, reading nothing past the fixed header
- * but the trailer: KC_OK; KC_EPERM when it is unsigned, signed by a key not in the keyring
+ * but the trailer: KC_OK; KC_EUNTRUSTED when it is unsigned, signed by a key not in the keyring
  * (revoked, or never trusted), or the signature does not match (altered, moved from another
  * entry, truncated).  `key_id_hex` (may be NULL) receives the signer's key id when there is one.
  */
