@@ -281,7 +281,7 @@ struct kc_graph {
     char variant[32];
     size_t nkernels, nimages;
     size_t bytes;                   /* of its images (the loaded-graph budget counts these) */
-    uint64_t compile_us;            /* its entry's ORIGIN compile_us: what a hit of it saves */
+    uint64_t compile_us;            /* its entry's ORIGIN compile_wall_us: what a disk or remote hit of it saves ([Note: time saved]) */
     uint64_t used;                  /* the table's clock at its last lookup (LRU) */
     int in_table;                   /* published: the table holds a reference */
     kc_module **modules;            /* one per image */

@@ -70,6 +70,22 @@ static int images_stored(kc_cache *c, const kc_entry *e) {
  * (IMAGES), with the images attached in memory for a load that follows. */
 static int set_provenance(kc_cache *c, kc_entry *e);
 
+/*
+ * [Note: time saved] What a hit of an entry avoids is the wall-clock time its compile took where
+ * it was made: ORIGIN "compile_wall_us", the NVRTC rounds of that compile (units compiled in
+ * parallel count once; units found stored count nothing, so a graph built only from stored units
+ * records 0).  A disk or remote hit credits it (compile_us_saved, kc_graph_info.saved_ms); a
+ * memory hit credits nothing (its load was counted once, when it was a disk hit or a compile);
+ * a hit that raced another's compile of the same graph and took its entry (compile_waits)
+ * credits nothing; an entry written before this record credits nothing.  ORIGIN "compile_us"
+ * (the units' NVRTC times summed, those found stored included) is kept for `kcache show` only.
+ */
+static int set_compile_wall(kc_entry *e, double wall_ms) {
+    char v[24];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(wall_ms > 0 ? wall_ms * 1e3 + 0.5 : 0));
+    return kc_entry_set_origin(e, "compile_wall_us", v);
+}
+
 static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
                       const char *target, kc_compiled **res, const kc_image_ref *refs, const kc_params *abi,
                       const char *meta, kc_entry **out) {
@@ -206,6 +222,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc && !kb && !(rc = kc_graph_key_in(c, d, &k2, &own_kb))) kb = own_kb;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_key_builder_free(own_kb);
+    if (!rc) rc = set_compile_wall(e, info->compile_ms);
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
     /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */
     if (!rc && reads && kc_entry_set_origin(e, "toolkit_reads", reads) != KC_OK) kc_error_clear();
@@ -363,10 +380,22 @@ static int set_provenance(kc_cache *c, kc_entry *e) {
     return rc;
 }
 
-/* The compile time a stored entry records (ORIGIN compile_us), 0 when it records none. */
+/* The wall-clock compile time a stored entry records ([Note: time saved]), 0 when it records none. */
 static uint64_t entry_compile_us(const kc_entry *e) {
     char cu[24];
-    return kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
+    return kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
+}
+
+/* The one outcome of a lookup that missed at its start and went to single_flight: a disk hit
+ * when it took the entry another thread or process compiled meanwhile (also compile_waits; it
+ * credits no time saved: the compile ran all the same), else a miss (compiled, or failed). */
+static void count_after_miss(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc) {
+    if (rc == KC_OK && info->source == KC_FROM_DISK) {
+        kc_cache_count(c, key, KC_STAT_HITS, 1);
+        kc_cache_count(c, key, KC_STAT_COMPILE_WAITS, 1);
+    } else {
+        kc_cache_count(c, key, KC_STAT_MISSES, 1);
+    }
 }
 
 /* A hit saved its entry's compile time: in the info, and counted (compile_us_saved). */
@@ -480,13 +509,13 @@ again:
         kc_entry_free(e);
     } else {
         if (cacheable) {
-            kc_cache_count(c, &key, KC_STAT_MISSES, 1);
             if (why[0]) snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
             else snprintf(info->miss_reason, sizeof info->miss_reason, "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
         rc = cacheable ? single_flight(c, d, &key, kb, target, 1, info, NULL)
                        : compile_and_store(c, d, &key, kb, target, 1, info, NULL);
+        if (cacheable) count_after_miss(c, &key, info, rc);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
@@ -535,8 +564,7 @@ again:
     if (*out) {
         info->source = KC_FROM_MEMORY;
         snprintf(info->variant, sizeof info->variant, "%s", (*out)->variant);
-        kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1);
-        hit_saved(c, &key, info, (*out)->compile_us);
+        kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1); /* no time saved: [Note: time saved] */
         info->lookup_us = us_since(t1);
         info->total_us = us_since(t0);
         kc_key_builder_free(kb);
@@ -607,7 +635,6 @@ again:
         if (!info->miss_reason[0])
             snprintf(info->miss_reason, sizeof info->miss_reason, "%s",
                      !nc ? "not cacheable" : why[0] ? why : "no usable variant stored");
-        if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         info->lookup_us = us_since(t1);
         kc_entry *e = NULL;
         /* A stored image of this very variant that the driver refused is not taken again as
@@ -622,6 +649,7 @@ again:
                                        d->name, target, device, major, minor);
         }
         kc_entry_free(e);
+        if (nc) count_after_miss(c, &key, info, rc);
     }
     kc_key_builder_free(kb);
     if (!rc && (rc = strict_remote(c)) != KC_OK) kc_graph_release(g), g = NULL; /* not published yet: freed */

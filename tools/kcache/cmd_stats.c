@@ -24,7 +24,11 @@ const cli_cmd cli_cmd_stats = {
     "are every stored object: graph entries, images (each stored once, shared by every graph\n"
     "that runs it) and unit records, counted apart (JSON: graphs, images, units and their\n"
     "_bytes); unit_compiles and unit_hits say how many compile units were compiled or found\n"
-    "stored, images_missing how many stored graphs were misses for want of an image.  With a\n"
+    "stored, images_missing how many stored graphs were misses for want of an image.  Each\n"
+    "lookup counts one outcome, the one its caller was told: memory_hits, hits (disk),\n"
+    "remote_hits, misses or bypasses; compile_waits are the hits that took the entry of\n"
+    "another's compile.  compile_us_saved: each disk or remote hit adds its entry's wall-clock\n"
+    "compile time; memory hits and waits add nothing.  With a\n"
     "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
     "--zero resets the event counters (not entries or bytes).",
@@ -41,6 +45,21 @@ static int count_kind(const kc_cache_item *it, void *ctx) {
     k->n[kind]++;
     k->bytes[kind] += it->bytes;
     return 0;
+}
+
+/* Every statistic of the table (kcache/stats.h) but the sizes shown above, each as its kind says. */
+static void print_table(const kc_stats *s) {
+    for (int i = 0; i < KC_STAT_COUNT; i++) {
+        kc_stat id = (kc_stat)i;
+        if (id == KC_STAT_BYTES || id == KC_STAT_ENTRIES) continue; /* the "size" line */
+        char b[32];
+        switch (kc_stat_kind_of(id)) {
+        case KC_STAT_KIND_BYTES: cli_human_size(s->v[i], b, sizeof b); break;
+        case KC_STAT_KIND_MICROSECONDS: snprintf(b, sizeof b, "%.1f s", (double)s->v[i] / 1e6); break;
+        default: snprintf(b, sizeof b, "%llu", (unsigned long long)s->v[i]); break;
+        }
+        printf("%-17s %s\n", kc_stat_name(id), b);
+    }
 }
 
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
@@ -81,7 +100,9 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
                                          KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
     static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
                                                "skipped", "mac_rejected"};
-    uint64_t lookups = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_MISSES];
+    /* Each lookup counted one outcome; bypasses are not lookups of the cache. */
+    uint64_t served = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_REMOTE_HITS];
+    uint64_t lookups = served + s.v[KC_STAT_MISSES];
     if (o.json) {
         int first = 1;
         printf("{");
@@ -98,7 +119,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         json_kv_u64(stdout, &first, "image_bytes", k.bytes[CLI_IMAGE]);
         json_kv_u64(stdout, &first, "unit_bytes", k.bytes[CLI_UNIT]);
         json_kv_f64(stdout, &first, "hit_rate",
-                    lookups ? (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0);
+                    lookups ? (double)served / (double)lookups : 0.0);
         printf(", \"remote\": ");
         if (!have_remote) printf("null");
         else {
@@ -131,14 +152,12 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
             printf("  %-15s %llu (%s)\n", kind_names[i], (unsigned long long)k.n[i], b);
         }
         printf("hit rate          %.1f %% of %llu lookups\n",
-               lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
+               lookups ? 100.0 * (double)served / (double)lookups : 0.0,
                (unsigned long long)lookups);
-        printf("compile time saved %.1f s of NVRTC (each hit adds what its entry cost when first compiled)\n",
+        printf("compile time saved %.1f s (each disk or remote hit adds its entry's wall-clock compile time;\n"
+               "                  memory hits and waits for another's compile add nothing)\n",
                (double)s.v[KC_STAT_COMPILE_US_SAVED] / 1e6);
-        for (int i = 0; i < KC_STAT_COUNT; i++) {
-            if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) continue;
-            printf("%-17s %llu\n", kc_stat_name((kc_stat)i), (unsigned long long)s.v[i]);
-        }
+        print_table(&s);
         if (have_remote) {
             printf("remote            %s: %s, breaker %s", rs.url, reachable ? "reachable" : "unreachable",
                    kc_breaker_name(rs.breaker));
