@@ -18,7 +18,7 @@
 static int cmd_stats(const cli_settings *cs, int argc, char **argv);
 
 const cli_cmd cli_cmd_stats = {
-    "stats", "kcache stats [--json] [--zero]",
+    "stats", "kcache stats [--json] [--zero] [--describe]",
     "Show the cache's counters, summed over every shard and every process that used it:\n"
     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  Entries\n"
     "are every stored object: graph entries, images (each stored once, shared by every graph\n"
@@ -31,7 +31,8 @@ const cli_cmd cli_cmd_stats = {
     "compile time; memory hits and waits add nothing.  With a\n"
     "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
-    "--zero resets the event counters (not entries or bytes).",
+    "--zero resets the event counters (not entries or bytes).  --describe lists every statistic\n"
+    "with its kind (counter, gauge, bytes, microseconds) and what it counts, and reads no cache.",
     cmd_stats};
 
 /* The objects of the local directory by kind, from their names (nothing is read). */
@@ -62,14 +63,36 @@ static void print_table(const kc_stats *s) {
     }
 }
 
+/* --describe: the table itself (kcache/stats.h), as text or JSON. */
+static int describe(int json) {
+    if (json) printf("[");
+    for (int i = 0; i < KC_STAT_COUNT; i++) {
+        kc_stat id = (kc_stat)i;
+        if (json) {
+            int first = 1;
+            printf("%s{", i ? ", " : "");
+            json_kv_str(stdout, &first, "name", kc_stat_name(id));
+            json_kv_str(stdout, &first, "kind", kc_stat_kind_name(kc_stat_kind_of(id)));
+            json_kv_str(stdout, &first, "doc", kc_stat_doc(id));
+            printf("}");
+        } else {
+            printf("%-17s %-12s %s\n", kc_stat_name(id), kc_stat_kind_name(kc_stat_kind_of(id)), kc_stat_doc(id));
+        }
+    }
+    if (json) printf("]\n");
+    return 0;
+}
+
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
-    int zero = 0, n = 0;
-    for (int i = 1; i < argc; i++) { /* take --zero out, leave the rest to cli_parse_opts */
+    int zero = 0, desc = 0, n = 0;
+    for (int i = 1; i < argc; i++) { /* take --zero and --describe out, leave the rest to cli_parse_opts */
         if (strcmp(argv[i], "--zero") == 0) zero = 1;
+        else if (strcmp(argv[i], "--describe") == 0) desc = 1;
         else argv[++n] = argv[i];
     }
     cli_parse_opts(&cli_cmd_stats, n + 1, argv, &o, 1, 0, 0);
+    if (desc) return describe(o.json);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     if (zero && kc_cache_stats_zero(c) != KC_OK) {
