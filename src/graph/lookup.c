@@ -5,7 +5,8 @@
  * The one idea: a lookup computes the key once, then tries the cheapest place first — the
  * process's loaded graphs, the local directory, the remote tier — under the device's ordered
  * candidate variants ([Note: variant selection]); only a miss compiles, under the key's lock
- * ([Note: single-flight]), and every outcome is counted exactly once.  A driver that refuses
+ * ([Note: single-flight]), and every outcome is counted exactly once ([Note: one outcome] in
+ * lookup_counts.c).  A driver that refuses
  * a stored image is a counted miss, never a failure.
  *
  * Callers: the public API (graph.h), the prewarm part, the guard part.  Must not: store a
@@ -69,22 +70,6 @@ static int images_stored(kc_cache *c, const kc_entry *e) {
 /* Build the graph entry of a compiled graph: its own sections and its images' references
  * (IMAGES), with the images attached in memory for a load that follows. */
 static int set_provenance(kc_cache *c, kc_entry *e);
-
-/*
- * [Note: time saved] What a hit of an entry avoids is the wall-clock time its compile took where
- * it was made: ORIGIN "compile_wall_us", the NVRTC rounds of that compile (units compiled in
- * parallel count once; units found stored count nothing, so a graph built only from stored units
- * records 0).  A disk or remote hit credits it (compile_us_saved, kc_graph_info.saved_ms); a
- * memory hit credits nothing (its load was counted once, when it was a disk hit or a compile);
- * a hit that raced another's compile of the same graph and took its entry (compile_waits)
- * credits nothing; an entry written before this record credits nothing.  ORIGIN "compile_us"
- * (the units' NVRTC times summed, those found stored included) is kept for `kcache show` only.
- */
-static int set_compile_wall(kc_entry *e, double wall_ms) {
-    char v[24];
-    snprintf(v, sizeof v, "%llu", (unsigned long long)(wall_ms > 0 ? wall_ms * 1e3 + 0.5 : 0));
-    return kc_entry_set_origin(e, "compile_wall_us", v);
-}
 
 static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *key, const kc_key_builder *kb,
                       const char *target, kc_compiled **res, const kc_image_ref *refs, const kc_params *abi,
@@ -222,7 +207,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc && !kb && !(rc = kc_graph_key_in(c, d, &k2, &own_kb))) kb = own_kb;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_key_builder_free(own_kb);
-    if (!rc) rc = set_compile_wall(e, info->compile_ms);
+    if (!rc) rc = kc_graph_set_compile_wall_(e, info->compile_ms);
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
     /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */
     if (!rc && reads && kc_entry_set_origin(e, "toolkit_reads", reads) != KC_OK) kc_error_clear();
@@ -380,30 +365,6 @@ static int set_provenance(kc_cache *c, kc_entry *e) {
     return rc;
 }
 
-/* The wall-clock compile time a stored entry records ([Note: time saved]), 0 when it records none. */
-static uint64_t entry_compile_us(const kc_entry *e) {
-    char cu[24];
-    return kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
-}
-
-/* The one outcome of a lookup that missed at its start and went to single_flight: a disk hit
- * when it took the entry another thread or process compiled meanwhile (also compile_waits; it
- * credits no time saved: the compile ran all the same), else a miss (compiled, or failed). */
-static void count_after_miss(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc) {
-    if (rc == KC_OK && info->source == KC_FROM_DISK) {
-        kc_cache_count(c, key, KC_STAT_HITS, 1);
-        kc_cache_count(c, key, KC_STAT_COMPILE_WAITS, 1);
-    } else {
-        kc_cache_count(c, key, KC_STAT_MISSES, 1);
-    }
-}
-
-/* A hit saved its entry's compile time: in the info, and counted (compile_us_saved). */
-static void hit_saved(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us) {
-    info->saved_ms = (double)us / 1e3;
-    if (us) kc_cache_count(c, key, KC_STAT_COMPILE_US_SAVED, us);
-}
-
 static void info_init(kc_graph_info *info, const kc_key *key) {
     memset(info, 0, sizeof *info);
     kc_key_to_hex(key, info->key);
@@ -496,7 +457,7 @@ again:
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
-        hit_saved(c, &key, info, entry_compile_us(e));
+        kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         if (!vouched) kc_graph_direct_from_entry_(c, d, target, e);
         kc_entry_free(e);
     } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
@@ -504,7 +465,7 @@ again:
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
-        hit_saved(c, &key, info, entry_compile_us(e));
+        kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         kc_graph_direct_from_entry_(c, d, target, e); /* confirmed above: walked */
         kc_entry_free(e);
     } else {
@@ -515,7 +476,7 @@ again:
         info->lookup_us = us_since(t1);
         rc = cacheable ? single_flight(c, d, &key, kb, target, 1, info, NULL)
                        : compile_and_store(c, d, &key, kb, target, 1, info, NULL);
-        if (cacheable) count_after_miss(c, &key, info, rc);
+        if (cacheable) kc_graph_count_after_miss_(c, &key, info, rc);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
@@ -600,7 +561,7 @@ again:
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
-        hit_saved(c, &key, info, g->compile_us);
+        kc_graph_hit_saved_(c, &key, info, g->compile_us);
     }
     if (!g && !rc) rc = confirm_vouched(c, d, &key, &vouched); /* before the remote, or the miss */
     if (rc == 1) { /* the key moved */
@@ -625,7 +586,7 @@ again:
                 info->source = KC_FROM_REMOTE;
                 snprintf(info->variant, sizeof info->variant, "%s", cand[w]);
                 kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
-                hit_saved(c, &key, info, g->compile_us);
+                kc_graph_hit_saved_(c, &key, info, g->compile_us);
             }
         }
     }
@@ -649,7 +610,7 @@ again:
                                        d->name, target, device, major, minor);
         }
         kc_entry_free(e);
-        if (nc) count_after_miss(c, &key, info, rc);
+        if (nc) kc_graph_count_after_miss_(c, &key, info, rc);
     }
     kc_key_builder_free(kb);
     if (!rc && (rc = strict_remote(c)) != KC_OK) kc_graph_release(g), g = NULL; /* not published yet: freed */
