@@ -25,7 +25,7 @@ enum extra { EXTRA_NONE, EXTRA_AT_ONCE, EXTRA_LATER };
 typedef struct fake {
     int lfd, port;
     enum extra extra;
-    volatile int stop;
+    int stop; /* atomics */
     pthread_mutex_t mu;
     char *keys[MAXKEYS]; /* distinct keys SET */
     int nkeys, sets;
@@ -107,7 +107,7 @@ static void *fake_main(void *arg) {
     fake *f = arg;
     client cl[MAXCL];
     int ncl = 0;
-    while (!f->stop) {
+    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
         struct pollfd p[MAXCL + 1];
         p[0] = (struct pollfd){f->lfd, POLLIN, 0};
         for (int i = 0; i < ncl; i++) p[1 + i] = (struct pollfd){cl[i].fd, POLLIN, 0};
@@ -172,7 +172,7 @@ static void fake_start(fake *f, enum extra extra) {
 }
 
 static void fake_stop(fake *f) {
-    f->stop = 1;
+    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
     pthread_join(f->th, NULL);
     close(f->lfd);
     for (int i = 0; i < f->nkeys; i++) free(f->keys[i]);
