@@ -73,7 +73,7 @@
  *   ORIGIN       := count:u32 (1..64) { name:len:u32 (1..31) [a-z0-9_]  value:len:u32 (0..4096)
  *                   bytes without NUL }{count}, each name once, nothing after  (optional: where
  *                   the entry came from — "compile_us", the NVRTC time its images cost when first
- *                   compiled; names a reader does not know are skipped, so records can be added
+ *                   compiled, "compile_wall_us", the wall-clock time of that compile; names a reader does not know are skipped, so records can be added
  *                   without a new format version)
  *
  * Sizes ([Note: sizes]): every length, count and offset read from an entry is bounded before
@@ -186,7 +186,8 @@ KC_API int kc_entry_digest_at(const kc_entry *e, size_t i, const char **name_out
 /**
  * Set an ORIGIN record (`name`: 1..31 of [a-z0-9_]; `value`: text of at most 4096 bytes),
  * replacing an earlier value of that name.  kcache writes "compile_us" (the NVRTC time, in
- * microseconds, that the entry's images cost when they were first compiled).
+ * microseconds, that the entry's images cost when they were first compiled, summed over units)
+ * and "compile_wall_us" (the wall-clock time of the compile that made the entry: what a hit saves).
  */
 KC_API int kc_entry_set_origin(kc_entry *e, const char *name, const char *value);
 

@@ -328,9 +328,11 @@ typedef struct kc_graph_info {
      *  them this call compiled; the others were found stored ([Note: two levels]).  Both 0
      *  when the lookup compiled nothing at all (a hit). */
     int units, units_compiled;
-    /** On a hit: the compile time it saved — the NVRTC time its images cost when they were first
-     *  compiled (the entry's ORIGIN "compile_us", summed over its compile units, those found stored
-     *  included); 0 on a miss, or for an entry that does not record it. */
+    /** On a disk or remote hit: the compile time it avoided — the wall-clock time its entry's
+     *  compile took where it was made (ORIGIN "compile_wall_us": parallel units once, units found
+     *  stored nothing).  0 on a memory hit (this process loaded it already), on a hit that took the
+     *  entry of another's compile it raced (miss_reason says so; stats: compile_waits), on a miss,
+     *  and for an entry that records no wall time (written before it was recorded). */
     double saved_ms;
 } kc_graph_info;
 

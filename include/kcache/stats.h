@@ -1,9 +1,26 @@
 /*
- * kcache/stats.h — the fixed statistic ids of a cache (as ccache's), and their names.
+ * kcache/stats.h — the cache's statistics: ONE table (KC_STAT_TABLE below) gives each its id,
+ * name, kind and meaning; the enum, `kcache stats`, `kcache stats --json`, the shard stats
+ * files and the C API (kc_stat_name, kc_stat_kind_of, kc_stat_doc) are all read from it, so a
+ * new counter (per tier, per reason) is one row.
  *
- * Counters are kept per shard of the local cache directory and shared by every process
- * that uses it; kc_cache_stats() sums them.  Ids and names are stable: they are written
- * in the shard stats files and printed by `kcache stats --json`.
+ * Counters are kept per shard of the local cache directory and shared by every process that
+ * uses it; kc_cache_stats() sums them.  Ids and names are stable: they are written in the shard
+ * stats files and printed by `kcache stats --json`.  Append only; at most 32 (the stats file's
+ * slots, src/store/local_stats.c).
+ *
+ * One outcome per lookup of a graph (kc_graph_get, kc_graph_compile): exactly one of
+ * memory_hits, hits, remote_hits, misses and bypasses, the one whose source the caller was told
+ * (KC_FROM_MEMORY, KC_FROM_DISK, KC_FROM_REMOTE, KC_FROM_COMPILE or a failure, KC_FROM_BYPASS).
+ * The other counters are details (a disk hit that waited for another's compile also counts
+ * compile_waits; a refused image also counts load_refused; …), never a second outcome.
+ *
+ * Time saved (compile_us_saved): a hit credits what it avoided — a disk or remote hit adds the
+ * wall-clock time its entry's compile took where it was made (ORIGIN "compile_wall_us": the
+ * NVRTC rounds of that compile, parallel units once, units found stored nothing); a memory hit
+ * adds nothing (the graph is already loaded in this process: its compile or disk hit was
+ * counted once), nor does a hit that waited for the compile, nor an entry that records no wall
+ * time (written before it was recorded).
  */
 #ifndef KCACHE_STATS_H
 #define KCACHE_STATS_H
@@ -14,41 +31,66 @@
 extern "C" {
 #endif
 
-/** Statistic ids.  Values are part of the stats file format: append only. */
+/** What a statistic's value is. */
+typedef enum kc_stat_kind {
+    KC_STAT_KIND_COUNTER = 0,      /**< Events counted; `--zero` resets it. */
+    KC_STAT_KIND_GAUGE = 1,        /**< A quantity held now (entries); not reset by `--zero`. */
+    KC_STAT_KIND_BYTES = 2,        /**< Bytes held now; not reset by `--zero`. */
+    KC_STAT_KIND_MICROSECONDS = 3  /**< Time summed over events, in microseconds; `--zero` resets it. */
+} kc_stat_kind;
+
+/*
+ * The table: X(ID, id value, "name", KIND, "what it counts").  Values are part of the stats
+ * file format: append only, never reuse or reorder.
+ */
+#define KC_STAT_TABLE(X)                                                                                         \
+    X(HITS, 0, "hits", COUNTER, "Graph lookups served from the local directory (told KC_FROM_DISK), those that " \
+      "waited for another's compile included; entry lookups (kc_cache_get) found locally")                     \
+    X(MISSES, 1, "misses", COUNTER, "Lookups that found nothing usable and compiled, or failed (told "          \
+      "KC_FROM_COMPILE, or an error); a wait that ended in another's entry is a hit, not a miss")               \
+    X(PUTS, 2, "puts", COUNTER, "Objects written to the local directory")                                       \
+    X(CORRUPT, 3, "corrupt", COUNTER, "Entries that failed validation (then quarantined)")                      \
+    X(EVICTIONS, 4, "evictions", COUNTER, "Entries removed to hold the size limit")                             \
+    X(BYTES, 5, "bytes", BYTES, "Bytes of objects held (approximate between gcs)")                              \
+    X(ENTRIES, 6, "entries", GAUGE, "Objects held: graph entries, images, unit records (approximate between gcs)") \
+    X(BYPASSES, 7, "bypasses", COUNTER, "Lookups of graphs that are not cacheable: compiled, never stored (told " \
+      "KC_FROM_BYPASS); never a miss")                                                                          \
+    X(COMPILES, 8, "compiles", COUNTER, "Graphs built because of a miss (each unit compiled or found stored: "  \
+      "unit_compiles, unit_hits)")                                                                              \
+    X(COMPILE_ERRORS, 9, "compile_errors", COUNTER, "Compiles that failed")                                     \
+    X(MEMORY_HITS, 10, "memory_hits", COUNTER, "Lookups served from this process's loaded graphs (told "        \
+      "KC_FROM_MEMORY); they credit no time saved")                                                             \
+    X(REMOTE_HITS, 11, "remote_hits", COUNTER, "Lookups served from the remote tier (told KC_FROM_REMOTE); "    \
+      "never counted as hits")                                                                                  \
+    X(REMOTE_MISSES, 12, "remote_misses", COUNTER, "Remote lookups that found nothing")                         \
+    X(REMOTE_ERRORS, 13, "remote_errors", COUNTER, "Remote calls that failed (a reply out of step included)")   \
+    X(REMOTE_TIMEOUTS, 14, "remote_timeouts", COUNTER, "Remote calls past their deadline")                      \
+    X(REMOTE_DROPPED, 15, "remote_dropped", COUNTER, "Remote writes dropped (queue full, breaker open)")        \
+    X(LOAD_REFUSED, 16, "load_refused", COUNTER, "Stored variants the driver refused (each lookup then a miss)") \
+    X(STORE_ERRORS, 17, "store_errors", COUNTER, "Cache-side I/O errors (each cost a miss, not a failure)")     \
+    X(READONLY_SKIPS, 18, "readonly_skips", COUNTER, "Puts skipped because the cache is read-only")             \
+    X(REMOTE_PUTS, 19, "remote_puts", COUNTER, "Objects the remote confirmed it stored (background writer)")     \
+    X(MAC_REJECTED, 20, "mac_rejected", COUNTER, "Entries (remote or imported) refused for a missing or bad MAC") \
+    X(REMOTE_SKIPPED, 21, "remote_skipped", COUNTER, "Remote lookups skipped while its breaker was open")       \
+    X(UNIT_HITS, 22, "unit_hits", COUNTER, "Compile units found stored when a graph was built: NVRTC skipped")  \
+    X(UNIT_COMPILES, 23, "unit_compiles", COUNTER, "Compile units NVRTC compiled")                              \
+    X(IMAGES_MISSING, 24, "images_missing", COUNTER, "Graph entries found whose image was missing or failed "   \
+      "its checks (each lookup then a miss)")                                                                   \
+    X(COMPILES_REFUSED, 25, "compiles_refused", COUNTER, "Misses that would have run NVRTC under "              \
+      "KCACHE_REQUIRE_HIT (each also a miss)")                                                                  \
+    X(COMPILE_US_SAVED, 26, "compile_us_saved", MICROSECONDS, "Compile time the hits avoided: each disk or "    \
+      "remote hit adds its entry's recorded wall-clock compile time; memory hits and waits add nothing")        \
+    X(PUBLISH_REFUSED, 27, "publish_refused", COUNTER, "Local objects not published: fetched or imported "      \
+      "without a MAC under the key, never sealed here")                                                         \
+    X(COMPILE_WAITS, 28, "compile_waits", COUNTER, "Hits that waited for another thread's or process's "        \
+      "compile of the same graph, then took its entry (each also a hit; no time saved)")
+
+/** Statistic ids (KC_STAT_HITS, …), from the table. */
 typedef enum kc_stat {
-    KC_STAT_HITS = 0,          /**< Lookups served from the local directory. */
-    KC_STAT_MISSES = 1,        /**< Lookups that found nothing usable. */
-    KC_STAT_PUTS = 2,          /**< Entries written. */
-    KC_STAT_CORRUPT = 3,       /**< Entries that failed validation (then quarantined). */
-    KC_STAT_EVICTIONS = 4,     /**< Entries removed to hold the size limit. */
-    KC_STAT_BYTES = 5,         /**< Bytes of entries held (approximate between gcs). */
-    KC_STAT_ENTRIES = 6,       /**< Entries held (approximate between gcs). */
-    KC_STAT_BYPASSES = 7,      /**< Requests that were not cacheable. */
-    KC_STAT_COMPILES = 8,      /**< Graphs compiled because of a miss (each unit compiled or found stored:
-                                *   unit_compiles, unit_hits). */
-    KC_STAT_COMPILE_ERRORS = 9,/**< Compiles that failed. */
-    KC_STAT_MEMORY_HITS = 10,  /**< Lookups served from process memory. */
-    KC_STAT_REMOTE_HITS = 11,  /**< Lookups served from the remote tier. */
-    KC_STAT_REMOTE_MISSES = 12,
-    KC_STAT_REMOTE_ERRORS = 13,
-    KC_STAT_REMOTE_TIMEOUTS = 14,
-    KC_STAT_REMOTE_DROPPED = 15,
-    KC_STAT_LOAD_REFUSED = 16, /**< Variants the driver refused (counted as misses). */
-    KC_STAT_STORE_ERRORS = 17, /**< Cache-side I/O errors (each cost a miss, not a failure). */
-    KC_STAT_READONLY_SKIPS = 18, /**< Puts skipped because the cache is read-only. */
-    KC_STAT_REMOTE_PUTS = 19,  /**< Entries written to the remote by the background writer. */
-    KC_STAT_MAC_REJECTED = 20, /**< Entries (remote or imported) refused for a missing or bad MAC. */
-    KC_STAT_REMOTE_SKIPPED = 21, /**< Remote lookups skipped while its breaker was open. */
-    KC_STAT_UNIT_HITS = 22,    /**< Compile units found stored when a graph was compiled: NVRTC skipped. */
-    KC_STAT_UNIT_COMPILES = 23,/**< Compile units NVRTC compiled. */
-    KC_STAT_IMAGES_MISSING = 24, /**< Graph entries found whose image was missing or failed its checks (each
-                                 *   lookup then counted as a miss). */
-    KC_STAT_COMPILES_REFUSED = 25, /**< Misses that would have run NVRTC under KCACHE_REQUIRE_HIT (each also a miss). */
-    KC_STAT_COMPILE_US_SAVED = 26, /**< Microseconds of NVRTC the hits saved: each hit adds its entry's compile time
-                                    *   (the NVRTC time its images cost when first compiled; kc_graph_info.saved_ms). */
-    KC_STAT_PUBLISH_REFUSED = 27, /**< Local objects not published: fetched or imported without a MAC under the key
-                                   *   ([Note: provenance]): never sealed here. */
-    KC_STAT_COUNT = 28
+#define KC_STAT_ENUM_(id, v, name, kind, doc) KC_STAT_##id = v,
+    KC_STAT_TABLE(KC_STAT_ENUM_)
+#undef KC_STAT_ENUM_
+    KC_STAT_COUNT = 29
 } kc_stat;
 
 /** A snapshot of every counter. */
@@ -58,6 +100,18 @@ typedef struct kc_stats {
 
 /** The JSON/CLI name of a statistic ("hits", "bytes", …), static; NULL if out of range. */
 KC_API const char *kc_stat_name(kc_stat id);
+
+/** A statistic's kind; KC_STAT_KIND_COUNTER if out of range. */
+KC_API kc_stat_kind kc_stat_kind_of(kc_stat id);
+
+/** What a statistic counts, one sentence, static; NULL if out of range. */
+KC_API const char *kc_stat_doc(kc_stat id);
+
+/** The name of a kind: "counter", "gauge", "bytes", "microseconds"; NULL if out of range. */
+KC_API const char *kc_stat_kind_name(kc_stat_kind kind);
+
+/** The id of a statistic's name (`kcache stats`' spelling): KC_OK, or KC_EINVAL if none. */
+KC_API int kc_stat_from_name(const char *name, kc_stat *out);
 
 #ifdef __cplusplus
 }

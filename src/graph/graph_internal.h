@@ -281,7 +281,7 @@ struct kc_graph {
     char variant[32];
     size_t nkernels, nimages;
     size_t bytes;                   /* of its images (the loaded-graph budget counts these) */
-    uint64_t compile_us;            /* its entry's ORIGIN compile_us: what a hit of it saves */
+    uint64_t compile_us;            /* its entry's ORIGIN compile_wall_us: what a disk or remote hit of it saves ([Note: time saved]) */
     uint64_t used;                  /* the table's clock at its last lookup (LRU) */
     int in_table;                   /* published: the table holds a reference */
     kc_module **modules;            /* one per image */
@@ -344,6 +344,16 @@ void kc_saved_free_shell(kc_saved *s);
 
 /** Bytes spanned by a tensor's elements (0 when any size is 0). */
 size_t kc_tensor_span(const kc_tensor *t);
+
+/* What a lookup counts and credits (lookup_counts.c: [Note: time saved], [Note: one outcome]). */
+/** Record the wall-clock time of the compile that made `e` (ORIGIN compile_wall_us). */
+int kc_graph_set_compile_wall_(kc_entry *e, double wall_ms);
+/** The wall-clock compile time `e` records, in µs; 0 when it records none. */
+uint64_t kc_graph_entry_wall_us_(const kc_entry *e);
+/** A disk or remote hit saved `us`: in the info (saved_ms), and counted (compile_us_saved). */
+void kc_graph_hit_saved_(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us);
+/** The one outcome of a lookup that missed at its start, once it ended with `rc` and `info`. */
+void kc_graph_count_after_miss_(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc);
 
 /** The built-in cuda_graph wrapper (cudagraph.c). */
 int kc_cudagraph_wrap(const kc_callable *inner, const void *params, size_t len, kc_callable *out);

@@ -234,7 +234,7 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     g->nimages = nimg;
     snprintf(g->variant, sizeof g->variant, "%s", kc_entry_variant(e));
     char cu[24];
-    if (kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK) g->compile_us = strtoull(cu, NULL, 10);
+    if (kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) == KC_OK) g->compile_us = strtoull(cu, NULL, 10);
     for (size_t i = 0; i < n; i++) names[i] = v[i].name;
     /* The launch programs, checked against the parameter tables before any image reaches the driver. */
     const void *pd;

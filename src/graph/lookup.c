@@ -5,7 +5,8 @@
  * The one idea: a lookup computes the key once, then tries the cheapest place first — the
  * process's loaded graphs, the local directory, the remote tier — under the device's ordered
  * candidate variants ([Note: variant selection]); only a miss compiles, under the key's lock
- * ([Note: single-flight]), and every outcome is counted exactly once.  A driver that refuses
+ * ([Note: single-flight]), and every outcome is counted exactly once ([Note: one outcome] in
+ * lookup_counts.c).  A driver that refuses
  * a stored image is a counted miss, never a failure.
  *
  * Callers: the public API (graph.h), the prewarm part, the guard part.  Must not: store a
@@ -206,6 +207,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc && !kb && !(rc = kc_graph_key_in(c, d, &k2, &own_kb))) kb = own_kb;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_key_builder_free(own_kb);
+    if (!rc) rc = kc_graph_set_compile_wall_(e, info->compile_ms);
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
     /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */
     if (!rc && reads && kc_entry_set_origin(e, "toolkit_reads", reads) != KC_OK) kc_error_clear();
@@ -363,18 +365,6 @@ static int set_provenance(kc_cache *c, kc_entry *e) {
     return rc;
 }
 
-/* The compile time a stored entry records (ORIGIN compile_us), 0 when it records none. */
-static uint64_t entry_compile_us(const kc_entry *e) {
-    char cu[24];
-    return kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
-}
-
-/* A hit saved its entry's compile time: in the info, and counted (compile_us_saved). */
-static void hit_saved(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us) {
-    info->saved_ms = (double)us / 1e3;
-    if (us) kc_cache_count(c, key, KC_STAT_COMPILE_US_SAVED, us);
-}
-
 static void info_init(kc_graph_info *info, const kc_key *key) {
     memset(info, 0, sizeof *info);
     kc_key_to_hex(key, info->key);
@@ -468,7 +458,7 @@ again:
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
-        hit_saved(c, &key, info, entry_compile_us(e));
+        kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         if (!vouched) kc_graph_direct_from_entry_(c, d, target, e);
         kc_entry_free(e);
     } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
@@ -476,18 +466,18 @@ again:
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
         kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
-        hit_saved(c, &key, info, entry_compile_us(e));
+        kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         kc_graph_direct_from_entry_(c, d, target, e); /* confirmed above: walked */
         kc_entry_free(e);
     } else {
         if (cacheable) {
-            kc_cache_count(c, &key, KC_STAT_MISSES, 1);
             if (why[0]) snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
             else snprintf(info->miss_reason, sizeof info->miss_reason, "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
         rc = cacheable ? single_flight(c, d, &key, kb, target, 1, info, NULL)
                        : compile_and_store(c, d, &key, kb, target, 1, info, NULL);
+        if (cacheable) kc_graph_count_after_miss_(c, &key, info, rc);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
@@ -537,8 +527,7 @@ again:
     if (*out) {
         info->source = KC_FROM_MEMORY;
         snprintf(info->variant, sizeof info->variant, "%s", (*out)->variant);
-        kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1);
-        hit_saved(c, &key, info, (*out)->compile_us);
+        kc_cache_count(c, &key, KC_STAT_MEMORY_HITS, 1); /* no time saved: [Note: time saved] */
         info->lookup_us = us_since(t1);
         info->total_us = us_since(t0);
         kc_key_builder_free(kb);
@@ -574,7 +563,7 @@ again:
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", cand[i]);
         kc_cache_count(c, &key, KC_STAT_HITS, 1);
-        hit_saved(c, &key, info, g->compile_us);
+        kc_graph_hit_saved_(c, &key, info, g->compile_us);
     }
     if (!g && !rc) rc = confirm_vouched(c, d, &key, &vouched); /* before the remote, or the miss */
     if (rc == 1) { /* the key moved */
@@ -599,7 +588,7 @@ again:
                 info->source = KC_FROM_REMOTE;
                 snprintf(info->variant, sizeof info->variant, "%s", cand[w]);
                 kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
-                hit_saved(c, &key, info, g->compile_us);
+                kc_graph_hit_saved_(c, &key, info, g->compile_us);
             }
         }
     }
@@ -609,7 +598,6 @@ again:
         if (!info->miss_reason[0])
             snprintf(info->miss_reason, sizeof info->miss_reason, "%s",
                      !nc ? "not cacheable" : why[0] ? why : "no usable variant stored");
-        if (nc) kc_cache_count(c, &key, KC_STAT_MISSES, 1);
         info->lookup_us = us_since(t1);
         kc_entry *e = NULL;
         /* A stored image of this very variant that the driver refused is not taken again as
@@ -624,6 +612,7 @@ again:
                                        d->name, target, device, major, minor);
         }
         kc_entry_free(e);
+        if (nc) kc_graph_count_after_miss_(c, &key, info, rc);
     }
     kc_key_builder_free(kb);
     if (!rc && (rc = strict_remote(c)) != KC_OK) kc_graph_release(g), g = NULL; /* not published yet: freed */

@@ -105,7 +105,11 @@ static void run_one(pw_run *p, size_t i) {
     pthread_mutex_lock(&p->mu);
     kc_prewarm_report *rep = &p->rep->pub;
     rep->done++;
-    if (r->info.units > 0) rep->units += (size_t)r->info.units; /* compiled, or found stored, even if it failed later */
+    /* Units compiled, or found stored.  A variant whose compile failed counts only what it compiled:
+     * the units it did not obtain (the failing one among them) were neither compiled nor found. */
+    int failed_compile = rc != KC_OK && !unstored;
+    int units = failed_compile ? r->info.units_compiled : r->info.units;
+    if (units > 0) rep->units += (size_t)units;
     if (r->info.units_compiled > 0) rep->units_compiled += (size_t)r->info.units_compiled;
     if (r->info.compile_ms > 0) rep->compile_ms += r->info.compile_ms;
     if (rc) rep->failed++;

@@ -36,6 +36,14 @@
 #define STATS_SLOTS KC_STATS_SLOTS
 #define STATS_FILE_SIZE (8 + 4 + 4 + 8 * STATS_SLOTS + 8)
 
+/* Whether a slot counts events (--zero resets it; a flush may carry it on any shard) rather than
+ * holding a quantity of its own shard (entries, bytes): the table's kind says.  Slots past the
+ * table (a newer version's counters) are events. */
+static bool is_event(int i) {
+    kc_stat_kind k = kc_stat_kind_of((kc_stat)i);
+    return i >= KC_STAT_COUNT || (k != KC_STAT_KIND_GAUGE && k != KC_STAT_KIND_BYTES);
+}
+
 void kc_local_count(kc_local *l, int shard, kc_stat id, int64_t n) {
     if ((unsigned)shard >= KC_SHARDS || (unsigned)id >= KC_STAT_COUNT || n == 0) return;
     __atomic_add_fetch(&l->delta[shard][id], n, __ATOMIC_RELAXED);
@@ -153,7 +161,7 @@ void kc_local_flush(kc_local *l) {
         int sizes = 0;
         for (int i = 0; i < KC_STAT_COUNT; i++) {
             d[i] = __atomic_exchange_n(&l->delta[s][i], 0, __ATOMIC_RELAXED);
-            if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) {
+            if (!is_event(i)) {
                 sizes |= d[i] != 0;
             } else if (d[i]) {
                 events[i] += d[i], nevents = 1;
@@ -165,7 +173,7 @@ void kc_local_flush(kc_local *l) {
             carrier = s;
             if (!sizes) continue;
             for (int i = 0; i < KC_STAT_COUNT; i++)
-                if (i != KC_STAT_BYTES && i != KC_STAT_ENTRIES) d[i] = events[i], events[i] = 0;
+                if (is_event(i)) d[i] = events[i], events[i] = 0;
             nevents = 0;
         }
         if (sizes) flush_one(l, s, d);
@@ -212,7 +220,7 @@ int kc_local_stats(kc_local *l, kc_stats *out) {
 static void zero_events(int64_t *v, void *ctx) {
     (void)ctx;
     for (int i = 0; i < STATS_SLOTS; i++)
-        if (i != KC_STAT_BYTES && i != KC_STAT_ENTRIES) v[i] = 0;
+        if (is_event(i)) v[i] = 0;
 }
 
 int kc_local_stats_zero(kc_local *l) {

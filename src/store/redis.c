@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 
 #include "../common/internal.h"
+#include "redis_io.h"
 #include "redis_reply.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
@@ -178,92 +179,6 @@ static void breaker_exit(rb *b, int failed) {
 
 /* ---- one command under a deadline ---- */
 
-static int wait_fd(int fd, short ev, uint64_t deadline) {
-    for (;;) {
-        uint64_t now = kc_mono_ns();
-        if (now >= deadline) return KC_ETIMEOUT;
-        struct pollfd p = {fd, ev, 0};
-        int ms = (int)((deadline - now + 999999) / 1000000);
-        int n = poll(&p, 1, ms);
-        if (n > 0) return KC_OK;
-        if (n < 0 && errno != EINTR) return KC_EIO;
-    }
-}
-
-/*
- * hiredis writes with write(2): to a peer that closed, that raises SIGPIPE, which would
- * kill a caller that did not ignore it.  A library must not change the process's signal
- * handling, so SIGPIPE is blocked on this thread for the write and a pending one consumed.
- */
-static int guarded_write(redisContext *c, int *done) {
-    sigset_t pipe, old;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
-    int rc = redisBufferWrite(c, done);
-    if (!was_pending) {
-        struct timespec zero = {0, 0};
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE)) sigtimedwait(&pipe, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
-}
-
-/*
- * Send one command and read its reply, all before `deadline`; the reply is held to `ex`'s
- * element count and sizes as it arrives (NULL: a setup command's).  *extra is set when the
- * server sent bytes past the reply: the connection must then be discarded.
- */
-static int send_recv(rb *b, redisContext *c, uint64_t deadline, int argc, const char **argv, const size_t *lens,
-                     const kc_reply_expect *ex, redisReply **out, int *extra) {
-    *out = NULL;
-    *extra = 0;
-    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return kc_err(KC_EIO, "redis: %s", c->errstr);
-    int done = 0;
-    while (!done) {
-        if (guarded_write(c, &done) != REDIS_OK) return kc_err(KC_EIO, "redis: write: %s", c->errstr);
-        int rc = done ? KC_OK : wait_fd(c->fd, POLLOUT, deadline);
-        if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: no progress sending within the deadline", b->shown);
-        if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
-    }
-    if (c->reader->len > c->reader->pos) { /* bytes from before this command: not its reply */
-        *extra = 1;
-        return kc_err(KC_EIO, "redis %s: protocol: unexpected bytes before the reply", b->shown);
-    }
-    kc_reply_scan s;
-    kc_reply_scan_init(&s, ex && ex->elements ? ex->elements : REPLY_MAX_ELEMENTS,
-                       ex && ex->max_total ? ex->max_total : b->cfg.max_value);
-    char buf[16384];
-    for (;;) {
-        void *reply = NULL;
-        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
-        if (reply) {
-            *out = reply;
-            return KC_OK;
-        }
-        if (s.depth == 0) /* the scan saw the whole reply but hiredis did not: disagree, give up */
-            return kc_err(KC_EIO, "redis %s: protocol: reply not understood", b->shown);
-        int rc = wait_fd(c->fd, POLLIN, deadline);
-        if (rc == KC_ETIMEOUT)
-            return kc_err(rc, "redis %s: no reply within the %u ms deadline", b->shown, b->cfg.deadline_ms);
-        if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
-        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-        if (n == 0) return kc_err(KC_EIO, "redis %s: read: the server closed the connection", b->shown);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-            return kc_err(KC_EIO, "redis %s: read: %s", b->shown, strerror(errno));
-        }
-        size_t used = 0;
-        if ((rc = kc_reply_scan_feed(&s, b->cfg.max_value, b->shown, buf, (size_t)n, &used))) return rc;
-        if (used < (size_t)n) *extra = 1; /* past the reply: dropped with the connection */
-        if (redisReaderFeed(c->reader, buf, used) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
-    }
-}
-
 /* A setup command's reply: "+OK" and nothing after it. */
 static int expect_ok(redisReply *r, const char *what, int extra) {
     if (r->type == REDIS_REPLY_ERROR) return kc_err(KC_EIO, "redis %s: %.*s", what, (int)r->len, r->str);
@@ -282,7 +197,7 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
     }
     uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
     if (cdl > deadline) cdl = deadline;
-    int rc = wait_fd(c->fd, POLLOUT, cdl);
+    int rc = kc_redis_wait_fd(c->fd, POLLOUT, cdl);
     int soerr = 0;
     socklen_t sl = sizeof soerr;
     if (rc == KC_ETIMEOUT) rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
@@ -294,7 +209,7 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
     if (!rc && b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = send_recv(b, c, deadline, b->user[0] ? 3 : 2, argv, lens, NULL, &r, &extra);
+        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, b->user[0] ? 3 : 2, argv, lens, NULL, &r, &extra);
         if (!rc) rc = expect_ok(r, "AUTH", extra);
         if (r) freeReplyObject(r), r = NULL;
     }
@@ -303,7 +218,7 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        rc = send_recv(b, c, deadline, 2, argv, lens, NULL, &r, &extra);
+        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, 2, argv, lens, NULL, &r, &extra);
         if (!rc) rc = expect_ok(r, "SELECT", extra);
         if (r) freeReplyObject(r);
     }
@@ -357,7 +272,7 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
         redisContext *c = attempt == 0 ? pool_take(b) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, deadline, &c))) break;
-        rc = send_recv(b, c, deadline, argc, argv, lens, ex, out, &extra);
+        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, argc, argv, lens, ex, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
             rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);

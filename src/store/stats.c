@@ -1,19 +1,55 @@
 /*
- * stats.c — names of the fixed statistic ids (kcache/stats.h); the names are what
- * `kcache stats --json` prints, so they never change.
+ * stats.c — the statistics' table (KC_STAT_TABLE in kcache/stats.h) as data: each id's name,
+ * kind and meaning.  The names are what the shard stats files index and `kcache stats --json`
+ * prints, so they never change; everything that lists the statistics (the CLI's text and JSON,
+ * the stats files' flush and --zero) walks this table instead of a list of its own.
  *
  * Callers: the local store's stats files and the CLI's stats output (through stats.h).
  */
+#include <string.h>
+
 #include "kcache/stats.h"
 
-static const char *const names[KC_STAT_COUNT] = {
-    "hits", "misses", "puts", "corrupt", "evictions", "bytes", "entries", "bypasses",
-    "compiles", "compile_errors", "memory_hits", "remote_hits", "remote_misses",
-    "remote_errors", "remote_timeouts", "remote_dropped", "load_refused", "store_errors",
-    "readonly_skips", "remote_puts", "mac_rejected", "remote_skipped", "unit_hits", "unit_compiles", "images_missing",
-    "compiles_refused", "compile_us_saved", "publish_refused",
-};
+#include "../common/internal.h"
+
+typedef struct stat_row {
+    const char *name;
+    kc_stat_kind kind;
+    const char *doc;
+} stat_row;
+
+#define KC_STAT_ROW_(id, v, name, kind, doc) [v] = {name, KC_STAT_KIND_##kind, doc},
+static const stat_row rows[KC_STAT_COUNT] = {KC_STAT_TABLE(KC_STAT_ROW_)};
+#undef KC_STAT_ROW_
+
+/* Every id has its row, the enum ends where the table does, and the stats file has a slot for each. */
+#define KC_STAT_ONE_(id, v, name, kind, doc) +1
+_Static_assert(0 KC_STAT_TABLE(KC_STAT_ONE_) == KC_STAT_COUNT, "KC_STAT_COUNT is the table's length");
+#undef KC_STAT_ONE_
+_Static_assert(KC_STAT_COUNT <= 32, "a shard stats file holds 32 counters (src/store/local_stats.c)");
 
 const char *kc_stat_name(kc_stat id) {
-    return (unsigned)id < KC_STAT_COUNT ? names[id] : (const char *)0;
+    return (unsigned)id < KC_STAT_COUNT ? rows[id].name : (const char *)0;
+}
+
+kc_stat_kind kc_stat_kind_of(kc_stat id) {
+    return (unsigned)id < KC_STAT_COUNT ? rows[id].kind : KC_STAT_KIND_COUNTER;
+}
+
+const char *kc_stat_doc(kc_stat id) {
+    return (unsigned)id < KC_STAT_COUNT ? rows[id].doc : (const char *)0;
+}
+
+const char *kc_stat_kind_name(kc_stat_kind kind) {
+    static const char *const names[] = {"counter", "gauge", "bytes", "microseconds"};
+    return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : (const char *)0;
+}
+
+int kc_stat_from_name(const char *name, kc_stat *out) {
+    for (int i = 0; name && i < KC_STAT_COUNT; i++)
+        if (strcmp(rows[i].name, name) == 0) {
+            if (out) *out = (kc_stat)i;
+            return KC_OK;
+        }
+    return kc_err(KC_EINVAL, "no statistic is named '%.64s'", name ? name : "(null)");
 }

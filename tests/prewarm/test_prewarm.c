@@ -1,6 +1,7 @@
 /*
  * test_prewarm.c — kc_prewarm: every graph for every target on several threads, hits the
- * second time, a failing graph reported with NVRTC's log while the others still compile, a
+ * second time, a failing graph reported with NVRTC's log while the others still compile (its unit
+ * counted neither compiled nor found stored), a
  * spec that cannot be read failing the call before anything compiles, a variant that
  * compiled but could not be stored counted as failed, and the progress callback called
  * once per variant, never two at a time.  Compile units ([Note: two levels]): the report sums
@@ -172,6 +173,10 @@ static void test_a_failing_graph_does_not_stop_the_others(void **state) {
     assert_int_equal(r->results[0].status, KC_ECOMPILE);
     assert_non_null(strstr(r->results[0].error, "undeclared_name"));
     assert_int_equal(r->results[1].status, KC_OK);
+    /* The failed unit was neither compiled nor found stored: no unit hit (`prewarm --json`'s unit_hits
+     * is units - units_compiled). */
+    assert_int_equal(r->units_compiled, 1);
+    assert_int_equal(r->units, r->units_compiled);
     kc_prewarm_report_free(r);
     kc_manifest_free(m);
 }

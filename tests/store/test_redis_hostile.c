@@ -10,6 +10,7 @@
  * statuses, errors, arrays), not an array, a bulk over the cap, or two billion elements is a
  * clean error within the deadline, with every out[i] NULL and the breaker open, while the
  * same fake's well-formed answer is taken; the reply scanner's total cap, checked alone.
+ * The fake answers the ECHO each command is sent with ([Note: replies in step]) after its reply.
  * Needs no redis-server; the fake stops by itself after a few seconds.
  */
 #include "kcache.h"
@@ -53,10 +54,25 @@ static size_t stream_chunk(enum mode m, char *buf, size_t cap) {
     return n;
 }
 
+/* The reply to the ECHO a client sends after each command ([Note: replies in step] in
+ * src/store/redis_io.c), appended to `r` in out; r itself when the request holds no ECHO. */
+static const char *with_echo(const char *req, size_t len, const char *r, char *out, size_t cap) {
+    const char *e = NULL; /* the request may hold NULs (a SET's value): searched by length */
+    for (size_t i = 0; !e && i + 9 <= len; i++)
+        if (memcmp(req + i, "\r\nECHO\r\n$", 9) == 0) e = req + i;
+    if (!e || !r) return r;
+    e += 9;
+    long n = strtol(e, (char **)&e, 10);
+    if (n <= 0 || n > 64 || strncmp(e, "\r\n", 2) != 0) return r;
+    snprintf(out, cap, "%s$%ld\r\n%.*s\r\n", r, n, (int)n, e + 2);
+    return out;
+}
+
 static void *fake_main(void *arg) {
     fake *f = arg;
     int cl[8], ncl = 0, started[8] = {0};
     const char *pending[8] = {0}; /* SLOW: the reply owed, and when */
+    static char owed[8][256], sent[512];
     uint64_t due[8] = {0};
     static char chunk[65536];
     uint64_t t0 = now_ns();
@@ -95,10 +111,12 @@ static void *fake_main(void *arg) {
                         r = f->script;
                         break;
                     case SLOW: /* one command at a time per connection */
-                        pending[i] = strstr(req, "SET") ? "+OK\r\n" : strstr(req, "GET") ? "$-1\r\n" : ":0\r\n";
+                        pending[i] = with_echo(req, (size_t)n, strstr(req, "SET") ? "+OK\r\n" : strstr(req, "GET") ? "$-1\r\n" : ":0\r\n",
+                                               owed[i], sizeof owed[i]);
                         due[i] = now_ns() + SLOW_MS * 1000000ull;
                         break;
                     }
+                    r = f->mode == EXTRA_REPLY || f->mode == SCRIPT ? with_echo(req, (size_t)n, r, sent, sizeof sent) : r;
                     if (r) send(cl[i], r, strlen(r), MSG_NOSIGNAL);
                     started[i] = f->mode == SCRIPT ? f->stream
                                                    : f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY && f->mode != SLOW;

@@ -4,10 +4,10 @@
 #  - compile units (issue 18): a cold prewarm compiles each distinct unit once (units_compiled ==
 #    the unit records stored), a second compiles none; a second static shape of mlp_block (sizes
 #    512/2048, a copy of the spec made with sed) prewarmed after the manifest compiles no unit and
-#    takes no compile time; both shapes prewarmed at once on an empty cache compile each unit once;
+#    takes no compile time (its line says "built from N stored units"); both shapes prewarmed at once on an empty cache compile each unit once;
 #  - four prewarms at once on an empty cache: each variant and each unit compiled exactly once in total;
 #  - a process holding a compile lock is SIGKILLed: a waiting process takes over and finishes;
-#  - a failing graph does not stop the others (exit 1); a bad manifest is exit 2 with the place;
+#  - a failing graph does not stop the others (exit 1), its unit no unit hit; a bad manifest is exit 2 with the place;
 #  - a launch that does not fit its kernel is a compile error naming the step, nothing stored;
 #    `kcache show` prints each kernel's parameter table.
 #   test_prewarm.sh KCACHE KC_HOLD_LOCK KERNELS_DIR
@@ -49,6 +49,8 @@ cp -a "$D" "$T/twice512"
 "$KC" --cache-dir "$T/twice512" prewarm "$S2/m512.json" --arch $ARCHS --json >"$T/s2.json" 2>"$T/s2.err" && ok || bad "second shape: $(tail -3 "$T/s2.err")"
 check_json "$T/s2.json" "j['compiled'] == 2 and j['units'] >= 4 and j['units_compiled'] == 0 and j['unit_hits'] == j['units'] and j['compile_ms'] < 1.0 and all(r['result'] == 'compiled' and r['units_compiled'] == 0 for r in j['results'])"
 [ "$(find "$T/twice512" -name '*.unit.kce' | wc -l)" = "$NUNITS" ] && ok || bad "the second shape stored unit records"
+# Its progress lines (stderr under --json) say it compiled nothing, not "compiled 0 ms (0 of N units)".
+grep -q "^mlp_block_512 .*sm_80 built from [0-9]* stored units\? (nothing compiled)" "$T/s2.err" && ! grep -q "compiled 0 ms" "$T/s2.err" && ok || bad "second shape's line: $(cat "$T/s2.err")"
 "$KC" --cache-dir "$T/twice512" prewarm "$S2/m512.json" --arch $ARCHS >"$T/s2.txt" 2>&1
 grep -q "^mlp_block_512 .*sm_80 hit" "$T/s2.txt" && ok || bad "second shape, second time: $(cat "$T/s2.txt")"
 # Both shapes at once on an empty cache (-j 4: the four variants start together): each unit of
@@ -129,7 +131,7 @@ sed 's/"entry": "softmax_fwd"/"entry": "no_such_kernel"/' "$KDIR/softmax.json" |
 echo '{"graphs": ["softmax.json", "broken.json"], "archs": ["sm_80"]}' >"$T/m/manifest.json"
 "$KC" --cache-dir "$T/fail" prewarm "$T/m/manifest.json" --json >"$T/f.json" 2>"$T/f.err"; rc=$?
 [ $rc = 1 ] && ok || bad "a failing graph gave exit $rc, want 1"
-check_json "$T/f.json" "j['compiled'] == 1 and j['failed'] == 1"
+check_json "$T/f.json" "j['compiled'] == 1 and j['failed'] == 1 and j['unit_hits'] == 0 and j['units'] == j['units_compiled']"
 grep -q "no_such_kernel" "$T/f.err" && ok || bad "no NVRTC log for the failing graph: $(head -c 400 "$T/f.err")"
 # A launch that does not fit its kernel (softmax_fwd takes an int; an e64 passes 8 bytes): a compile
 # error naming graph, step, argument and sizes, on a CPU-only host, and nothing stored for it.

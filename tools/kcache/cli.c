@@ -148,7 +148,7 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json) {
         printf("}\n");
     } else {
         char t[32], u[48] = "", sv[40] = "";
-        if (i->saved_ms > 0) snprintf(sv, sizeof sv, ", saved %.1f ms of NVRTC", i->saved_ms);
+        if (i->saved_ms > 0) snprintf(sv, sizeof sv, ", saved %.1f ms of compile", i->saved_ms);
         if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
         else snprintf(t, sizeof t, "%.0f us", i->total_us);
         if (i->units > 0) snprintf(u, sizeof u, " (%d of %d units)", i->units_compiled, i->units);

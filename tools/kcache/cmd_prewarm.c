@@ -86,8 +86,10 @@ static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
         const kc_prewarm_result *x = &r->results[k];
         const char *arch = kc_manifest_arch(v->m, x->arch);
         if (x->status || x->info.source != KC_FROM_COMPILE) fprintf(o, "  %s %s", arch, pw_result_word(x));
-        else fprintf(o, "  %s compiled %.0f ms (%d of %d units)", arch, x->info.compile_ms, x->info.units_compiled,
-                     x->info.units);
+        else if (x->info.units_compiled > 0)
+            fprintf(o, "  %s compiled %.0f ms (%d of %d units)", arch, x->info.compile_ms, x->info.units_compiled,
+                    x->info.units);
+        else fprintf(o, "  %s built from %d stored unit%s (nothing compiled)", arch, x->info.units, x->info.units == 1 ? "" : "s");
     }
     fprintf(o, "\n");
     for (size_t k = first; k < first + na; k++)

@@ -231,7 +231,7 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         json_kv_str(stdout, &first, "path", it->path);
         json_kv_str(stdout, &first, "toolchain", kc_entry_toolchain(e));
         json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
-        static const char *const origin_names[] = {"host", "producer", "manifest", "compile_us"};
+        static const char *const origin_names[] = {"host", "producer", "manifest", "compile_us", "compile_wall_us"};
         char v[KC_ORIGIN_VALUE_MAX + 1];
         for (size_t i = 0; i < sizeof origin_names / sizeof origin_names[0]; i++) /* ORIGIN: where it came from */
             if (kc_entry_origin(e, origin_names[i], v, sizeof v) == KC_OK) json_kv_str(stdout, &first, origin_names[i], v);

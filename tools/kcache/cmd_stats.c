@@ -18,16 +18,21 @@
 static int cmd_stats(const cli_settings *cs, int argc, char **argv);
 
 const cli_cmd cli_cmd_stats = {
-    "stats", "kcache stats [--json] [--zero]",
+    "stats", "kcache stats [--json] [--zero] [--describe]",
     "Show the cache's counters, summed over every shard and every process that used it:\n"
     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  Entries\n"
     "are every stored object: graph entries, images (each stored once, shared by every graph\n"
     "that runs it) and unit records, counted apart (JSON: graphs, images, units and their\n"
     "_bytes); unit_compiles and unit_hits say how many compile units were compiled or found\n"
-    "stored, images_missing how many stored graphs were misses for want of an image.  With a\n"
+    "stored, images_missing how many stored graphs were misses for want of an image.  Each\n"
+    "lookup counts one outcome, the one its caller was told: memory_hits, hits (disk),\n"
+    "remote_hits, misses or bypasses; compile_waits are the hits that took the entry of\n"
+    "another's compile.  compile_us_saved: each disk or remote hit adds its entry's wall-clock\n"
+    "compile time; memory hits and waits add nothing.  With a\n"
     "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
-    "--zero resets the event counters (not entries or bytes).",
+    "--zero resets the event counters (not entries or bytes).  --describe lists every statistic\n"
+    "with its kind (counter, gauge, bytes, microseconds) and what it counts, and reads no cache.",
     cmd_stats};
 
 /* The objects of the local directory by kind, from their names (nothing is read). */
@@ -43,14 +48,51 @@ static int count_kind(const kc_cache_item *it, void *ctx) {
     return 0;
 }
 
+/* Every statistic of the table (kcache/stats.h) but the sizes shown above, each as its kind says. */
+static void print_table(const kc_stats *s) {
+    for (int i = 0; i < KC_STAT_COUNT; i++) {
+        kc_stat id = (kc_stat)i;
+        if (id == KC_STAT_BYTES || id == KC_STAT_ENTRIES) continue; /* the "size" line */
+        char b[32];
+        switch (kc_stat_kind_of(id)) {
+        case KC_STAT_KIND_BYTES: cli_human_size(s->v[i], b, sizeof b); break;
+        case KC_STAT_KIND_MICROSECONDS: snprintf(b, sizeof b, "%.1f s", (double)s->v[i] / 1e6); break;
+        default: snprintf(b, sizeof b, "%llu", (unsigned long long)s->v[i]); break;
+        }
+        printf("%-17s %s\n", kc_stat_name(id), b);
+    }
+}
+
+/* --describe: the table itself (kcache/stats.h), as text or JSON. */
+static int describe(int json) {
+    if (json) printf("[");
+    for (int i = 0; i < KC_STAT_COUNT; i++) {
+        kc_stat id = (kc_stat)i;
+        if (json) {
+            int first = 1;
+            printf("%s{", i ? ", " : "");
+            json_kv_str(stdout, &first, "name", kc_stat_name(id));
+            json_kv_str(stdout, &first, "kind", kc_stat_kind_name(kc_stat_kind_of(id)));
+            json_kv_str(stdout, &first, "doc", kc_stat_doc(id));
+            printf("}");
+        } else {
+            printf("%-17s %-12s %s\n", kc_stat_name(id), kc_stat_kind_name(kc_stat_kind_of(id)), kc_stat_doc(id));
+        }
+    }
+    if (json) printf("]\n");
+    return 0;
+}
+
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
-    int zero = 0, n = 0;
-    for (int i = 1; i < argc; i++) { /* take --zero out, leave the rest to cli_parse_opts */
+    int zero = 0, desc = 0, n = 0;
+    for (int i = 1; i < argc; i++) { /* take --zero and --describe out, leave the rest to cli_parse_opts */
         if (strcmp(argv[i], "--zero") == 0) zero = 1;
+        else if (strcmp(argv[i], "--describe") == 0) desc = 1;
         else argv[++n] = argv[i];
     }
     cli_parse_opts(&cli_cmd_stats, n + 1, argv, &o, 1, 0, 0);
+    if (desc) return describe(o.json);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     if (zero && kc_cache_stats_zero(c) != KC_OK) {
@@ -81,7 +123,9 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
                                          KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
     static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
                                                "skipped", "mac_rejected"};
-    uint64_t lookups = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_MISSES];
+    /* Each lookup counted one outcome; bypasses are not lookups of the cache. */
+    uint64_t served = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_REMOTE_HITS];
+    uint64_t lookups = served + s.v[KC_STAT_MISSES];
     if (o.json) {
         int first = 1;
         printf("{");
@@ -98,7 +142,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         json_kv_u64(stdout, &first, "image_bytes", k.bytes[CLI_IMAGE]);
         json_kv_u64(stdout, &first, "unit_bytes", k.bytes[CLI_UNIT]);
         json_kv_f64(stdout, &first, "hit_rate",
-                    lookups ? (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0);
+                    lookups ? (double)served / (double)lookups : 0.0);
         printf(", \"remote\": ");
         if (!have_remote) printf("null");
         else {
@@ -131,14 +175,12 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
             printf("  %-15s %llu (%s)\n", kind_names[i], (unsigned long long)k.n[i], b);
         }
         printf("hit rate          %.1f %% of %llu lookups\n",
-               lookups ? 100.0 * (double)(s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS]) / (double)lookups : 0.0,
+               lookups ? 100.0 * (double)served / (double)lookups : 0.0,
                (unsigned long long)lookups);
-        printf("compile time saved %.1f s of NVRTC (each hit adds what its entry cost when first compiled)\n",
+        printf("compile time saved %.1f s (each disk or remote hit adds its entry's wall-clock compile time;\n"
+               "                  memory hits and waits for another's compile add nothing)\n",
                (double)s.v[KC_STAT_COMPILE_US_SAVED] / 1e6);
-        for (int i = 0; i < KC_STAT_COUNT; i++) {
-            if (i == KC_STAT_BYTES || i == KC_STAT_ENTRIES) continue;
-            printf("%-17s %llu\n", kc_stat_name((kc_stat)i), (unsigned long long)s.v[i]);
-        }
+        print_table(&s);
         if (have_remote) {
             printf("remote            %s: %s, breaker %s", rs.url, reachable ? "reachable" : "unreachable",
                    kc_breaker_name(rs.breaker));

@@ -1,0 +1,49 @@
+/*
+ * lookup_counts.c — what a graph lookup counts and what its hit credits (lookup.c calls these):
+ * the one outcome of a lookup that missed at its start, and the time a hit saved.
+ *
+ * [Note: time saved] What a hit of an entry avoids is the wall-clock time its compile took where
+ * it was made: ORIGIN "compile_wall_us", the NVRTC rounds of that compile (units compiled in
+ * parallel count once; units found stored count nothing, so a graph built only from stored units
+ * records 0).  A disk or remote hit credits it (compile_us_saved, kc_graph_info.saved_ms); a
+ * memory hit credits nothing (its load was counted once, when it was a disk hit or a compile);
+ * a hit that raced another's compile of the same graph and took its entry (compile_waits)
+ * credits nothing, the compile having run all the same; an entry written before this record
+ * credits nothing.  ORIGIN "compile_us" (the units' NVRTC times summed, those found stored
+ * included) is kept for `kcache show` only.
+ *
+ * [Note: one outcome] Each lookup counts exactly one of memory_hits, hits, remote_hits, misses
+ * and bypasses: the one whose source its caller is told (kcache/stats.h).  A lookup that found
+ * nothing at its start is counted only when it ends — a wait that took another's entry is a
+ * disk hit, since that is what its caller is told — never before.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../cache/internal.h"
+#include "graph_internal.h"
+
+int kc_graph_set_compile_wall_(kc_entry *e, double wall_ms) {
+    char v[24];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(wall_ms > 0 ? wall_ms * 1e3 + 0.5 : 0));
+    return kc_entry_set_origin(e, "compile_wall_us", v);
+}
+
+uint64_t kc_graph_entry_wall_us_(const kc_entry *e) {
+    char cu[24];
+    return kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
+}
+
+void kc_graph_hit_saved_(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us) {
+    info->saved_ms = (double)us / 1e3;
+    if (us) kc_cache_count(c, key, KC_STAT_COMPILE_US_SAVED, us);
+}
+
+void kc_graph_count_after_miss_(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc) {
+    if (rc == KC_OK && info->source == KC_FROM_DISK) { /* took another's entry: a hit, told so */
+        kc_cache_count(c, key, KC_STAT_HITS, 1);
+        kc_cache_count(c, key, KC_STAT_COMPILE_WAITS, 1);
+    } else {
+        kc_cache_count(c, key, KC_STAT_MISSES, 1);
+    }
+}
