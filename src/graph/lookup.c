@@ -432,7 +432,7 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
     }
 }
 
-int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+static int graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
     memset(info, 0, sizeof *info);
@@ -512,7 +512,7 @@ static int try_load(kc_cache *c, const kc_graph_desc *d, const kc_key *key, cons
     return KC_MISS;
 }
 
-int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+static int graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
     if (out) *out = NULL; /* on every failure too */
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
@@ -629,4 +629,13 @@ again:
     *out = kc_loaded_publish(g, info->source != KC_FROM_BYPASS);
     info->total_us = us_since(t0);
     return KC_OK;
+}
+
+/* The public calls: a failure's status is the one its record holds ([Note: cleanup keeps the error]). */
+int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+    return kc_err_returning(graph_compile(c, d, target, info_out), "kc_graph_compile");
+}
+
+int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+    return kc_err_returning(graph_get(c, d, device, out, info_out), "kc_graph_get");
 }
