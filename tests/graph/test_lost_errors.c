@@ -169,8 +169,29 @@ static void test_an_abi_refusal_and_a_store_failure_keep_theirs(void **state) {
     int rc = kc_graph_compile(st, d, "sm_90", &info);
     kc_fs_fault_clear();
     expect("strict store", rc, KC_EIO, "not stored");
-    kc_graph_desc_free(d);
     kc_cache_close(st);
+    /* Not strict, through prewarm: the variant failed, "compiled, but not stored", with the store's own reason. */
+    kc_cache *lenient = open_flags("full", 0);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/specs/full.json", dir);
+    char mj[1200];
+    snprintf(mj, sizeof mj, "{\"graphs\": [\"%s/adamw.json\"], \"archs\": [\"sm_90\"]}", KC_KERNELS_DIR);
+    assert_int_equal(kct_put(dir, "specs/full.json", mj), 0);
+    kc_manifest *m;
+    assert_int_equal(kc_manifest_load(&m, p), KC_OK);
+    kc_prewarm_report *rep = NULL;
+    kc_prewarm_options po = {KC_PREWARM_OPTIONS_VERSION, 1, 0, NULL, NULL};
+    kc_fs_fault_set(KC_FS_WRITE, 1, ENOSPC, true);
+    rc = kc_prewarm(lenient, m, &po, &rep);
+    kc_fs_fault_clear();
+    expect("prewarm, not stored", rc, KC_EIO, "compiled, but not stored");
+    assert_int_equal(rep->results[0].status, KC_EIO);
+    if (!strstr(rep->results[0].error, "compiled, but not stored") || !strstr(rep->results[0].error, "No space left"))
+        fail_msg("prewarm's error: '%s'", rep->results[0].error);
+    kc_prewarm_report_free(rep);
+    kc_manifest_free(m);
+    kc_cache_close(lenient);
+    kc_graph_desc_free(d);
 }
 
 static int group_setup(void **state) {
