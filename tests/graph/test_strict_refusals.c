@@ -2,8 +2,8 @@
  * test_strict_refusals.c — an entry found and refused is said, and strict mode makes it an error
  * ([Note: refusals are said] in src/store/tiers.c).  Through a real redis-server: an entry signed by
  * a key the reader's keyring does not trust, an entry sealed with another MAC key, a compile unit
- * record signed by an untrusted key, a remote graph entry whose image is gone; locally: a corrupt
- * entry and a missing image.  Without KCACHE_STRICT each is a miss whose reason names the entry,
+ * record signed by an untrusted key, a corrupt remote entry, a remote graph entry whose image is
+ * gone; locally: a corrupt entry and a missing image.  Without KCACHE_STRICT each is a miss whose reason names the entry,
  * where it was found and why it was refused (never "no entry"), and a compile; with it, the lookup
  * fails with the refusal's status (KC_EPERM for trust, KC_ECORRUPT for bytes) and that reason, and
  * compiles nothing.  kc_graph_get runs on the driver double; NVRTC compiles for real.
@@ -183,6 +183,45 @@ static void test_a_remote_entry_whose_image_is_gone(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* Flip a byte in the middle of every Redis value whose key matches `pattern`. */
+static void redis_damage_matching(const char *pattern) {
+    struct timeval tv = {1, 0};
+    redisContext *rc = redisConnectWithTimeout("127.0.0.1", r.port, tv);
+    assert_true(rc && !rc->err);
+    redisReply *keys = redisCommand(rc, "KEYS %s", pattern);
+    assert_true(keys && keys->type == REDIS_REPLY_ARRAY && keys->elements > 0);
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *v = redisCommand(rc, "GET %s", keys->element[i]->str);
+        assert_true(v && v->type == REDIS_REPLY_STRING && v->len > 64);
+        v->str[v->len / 2] ^= 0x5a;
+        freeReplyObject(redisCommand(rc, "SET %s %b", keys->element[i]->str, v->str, (size_t)v->len));
+        freeReplyObject(v);
+    }
+    freeReplyObject(keys);
+    redisFree(rc);
+}
+
+static void test_a_corrupt_remote_entry(void **state) {
+    (void)state;
+    redisContext *rc = redisConnectWithTimeout("127.0.0.1", r.port, (struct timeval){1, 0});
+    assert_true(rc && !rc->err);
+    freeReplyObject(redisCommand(rc, "FLUSHALL"));
+    redisFree(rc);
+    kc_graph_desc *d = softmax_at(24);
+    plant("corrupt-writer", (trust_cfg){NULL, NULL, NULL}, d);
+    redis_damage_matching("*.sm_90");
+    const char *why[] = {"entry for sm_90 from redis://", "refused: corrupt", NULL};
+    kc_cache *c = open_at("corrupt-strict", r.url, (trust_cfg){NULL, NULL, NULL}, 1);
+    kc_graph_info info;
+    expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_ECORRUPT, why);
+    assert_int_equal(graphs_in("corrupt-strict"), 0);
+    kc_cache_close(c);
+    c = open_at("corrupt-lenient", r.url, (trust_cfg){NULL, NULL, NULL}, 0);
+    expect_said(c, d, why);
+    kc_cache_close(c);
+    kc_graph_desc_free(d);
+}
+
 static const char *victim_kind;
 static char victim[1024];
 static int find_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
@@ -269,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_an_entry_signed_by_an_untrusted_key),
         cmocka_unit_test(test_an_entry_sealed_with_another_mac_key),
         cmocka_unit_test(test_a_remote_entry_whose_image_is_gone),
+        cmocka_unit_test(test_a_corrupt_remote_entry),
         cmocka_unit_test(test_a_local_corrupt_entry_and_a_missing_image),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
