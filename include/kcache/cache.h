@@ -49,10 +49,13 @@ extern "C" {
  *  shipped a warm cache and must never compile. */
 #define KC_OPEN_REQUIRE_HIT 0x40u
 /** Strict (KCACHE_STRICT=1), for development: a cache-side anomaly that a lookup normally
- *  swallows — a corrupt stored entry (quarantined), a graph entry whose image is missing or bad, a
- *  remote that failed or timed out, a graph that is not cacheable (a bypass), an entry that could
- *  not be stored — fails the lookup with its own status and reason instead (as AOTAutograd's
- *  strict_autograd_cache). */
+ *  swallows — an entry found and refused (a signature or MAC that does not vouch for it: KC_EPERM;
+ *  corrupt bytes, quarantined when local: KC_ECORRUPT; a graph entry whose image is missing or bad:
+ *  KC_ECORRUPT; local or remote, a graph entry or a compile unit's record), a remote that failed or
+ *  timed out, a graph that is not cacheable (a bypass), an entry that could not be stored — fails
+ *  the lookup with its own status and a reason naming it ("strict (KCACHE_STRICT): entry for sm_90
+ *  from redis://… refused: …") instead, and compiles nothing (as AOTAutograd's
+ *  strict_autograd_cache).  Without it, a refusal is a miss whose miss_reason says the same. */
 #define KC_OPEN_STRICT 0x80u
 
 /**

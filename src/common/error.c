@@ -13,8 +13,6 @@
 
 #include "internal.h"
 
-#define KC_ERRMSG_MAX 2048
-
 static _Thread_local char tl_msg[KC_ERRMSG_MAX];
 static _Thread_local kc_error tl_err = {KC_OK, ""};
 
@@ -62,6 +60,31 @@ int kc_err_prefix(int code, const char *fmt, ...) {
     tl_err.code = code;
     tl_err.message = tl_msg;
     return code;
+}
+
+void kc_err_save(kc_err_saved *s) {
+    s->code = tl_err.code;
+    s->message[0] = '\0';
+    if (tl_err.code != KC_OK) memcpy(s->message, tl_msg, sizeof s->message); /* nothing to keep otherwise */
+}
+
+void kc_err_restore(const kc_err_saved *s) {
+    if (s->code != KC_OK) memcpy(tl_msg, s->message, sizeof tl_msg);
+    else tl_msg[0] = '\0';
+    tl_msg[sizeof tl_msg - 1] = '\0';
+    tl_err.code = s->code;
+    tl_err.message = tl_msg;
+}
+
+int kc_err_returning(int rc, const char *what) {
+    if (rc == KC_OK || tl_err.code == rc) return rc;
+    if (tl_err.code == KC_OK || !tl_msg[0]) { /* the reason was lost on the way out: say at least what failed */
+        kc_log(KC_LOG_GRAPH, "%s: failed with %s and no reason recorded (the record was cleared on the way out)", what,
+               kc_status_str(rc));
+        return kc_err(rc, "%s failed (%s); its reason was not recorded", what, kc_status_str(rc));
+    }
+    tl_err.code = rc; /* the message recorded last is the failure's; the status is the one returned */
+    return rc;
 }
 
 int kc_status_from_errno(int err) {

@@ -33,6 +33,32 @@ int kc_err_errno(int err, const char *fmt, ...) KC_PRINTF(2, 3);
 /** The status an errno maps to (ENOMEM → KC_ENOMEM, EACCES/EPERM/EROFS → KC_EPERM, …). */
 int kc_status_from_errno(int err);
 
+/*
+ * [Note: cleanup keeps the error] A failure's status and message are recorded once, where it is
+ * known; whatever runs after it on the way out — teardown, a watch ended, a lock let go, an
+ * optional step whose own failure costs nothing (logged) — must leave that record as it found it.
+ * Such a step never calls kc_error_clear() to forget its own failure: it brackets itself with
+ * kc_err_save / kc_err_restore, which puts back the record as it was before (the failure pending,
+ * or nothing).  And a public call that fails returns the status its record holds
+ * (kc_err_returning): a failure is never reported as KC_OK.
+ */
+#define KC_ERRMSG_MAX 2048
+/** This thread's error record, set aside (the message copied only when an error is pending). */
+typedef struct kc_err_saved {
+    int code;
+    char message[KC_ERRMSG_MAX];
+} kc_err_saved;
+/** Set this thread's error record aside in `s`. */
+void kc_err_save(kc_err_saved *s);
+/** Put back what kc_err_save set aside: whatever was recorded (or cleared) since is forgotten. */
+void kc_err_restore(const kc_err_saved *s);
+/**
+ * A public call's return: `rc`, with the thread's record made to hold `rc` when it is an error —
+ * a record cleared on the way out (its message lost: a defect, logged) says which call failed
+ * with which status instead of KC_OK.  `what` names the call.
+ */
+int kc_err_returning(int rc, const char *what);
+
 /* ---- logging (log.c) ---- */
 extern unsigned kc_log_mask_;
 void kc_log_init_from_env(void);

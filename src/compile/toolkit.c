@@ -453,6 +453,8 @@ static int walk_kept(void) {
 
 int kc_toolkit_unchanged(void) {
     if (!walk_kept()) return 1;
+    kc_err_saved keep; /* a walk that fails says "changed", and records nothing ([Note: cleanup keeps the error]) */
+    kc_err_save(&keep);
     walk w = {0};
     int same = walk_root(&w, memo_root) == KC_OK;
     if (same) {
@@ -460,7 +462,7 @@ int kc_toolkit_unchanged(void) {
         same = signature(memo_root, &w) == memo_walk_sig && w.unseen == memo_walk.unseen;
     }
     walk_free(&w);
-    kc_error_clear();
+    kc_err_restore(&keep);
     if (!same) kc_log(KC_LOG_COMPILE, "toolkit headers %s changed since this process's walk", memo_root);
     return same;
 }
@@ -481,8 +483,10 @@ static int direct_root_rc = -1;
 static int direct_root_known(void) {
     pthread_mutex_lock(&direct_mu);
     if (direct_root_rc < 0) {
+        kc_err_saved keep;
+        kc_err_save(&keep);
         direct_root_rc = include_dir(direct_root) == KC_OK ? 0 : 1;
-        kc_error_clear();
+        kc_err_restore(&keep);
     }
     int ok = direct_root_rc == 0;
     pthread_mutex_unlock(&direct_mu);
@@ -884,10 +888,11 @@ int kc_toolkit_direct(const char *memo_dir, const char *name, char out[33]) {
     if (n <= 0 || (size_t)n >= sizeof path) return 0;
     void *data;
     size_t len;
-    if (kc_fs_read_file(path, KC_TK_DIRECT_MAX, &data, &len, NULL) != KC_OK) {
-        kc_error_clear();
-        return 0;
-    }
+    kc_err_saved keep; /* no manifest is no error */
+    kc_err_save(&keep);
+    int rrc = kc_fs_read_file(path, KC_TK_DIRECT_MAX, &data, &len, NULL);
+    kc_err_restore(&keep);
+    if (rrc != KC_OK) return 0;
     int ok = direct_check(data, len, out);
     free(data);
     if (!ok) out[0] = '\0';

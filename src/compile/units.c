@@ -71,8 +71,12 @@ static void compile_job(void *ctx, size_t unit) {
     for (size_t i = 0; i < j->nk; i++)
         if ((size_t)j->u->unit_of[i] == unit) names[n++] = j->ks[i].name;
     const kc_kernel_src *k = &j->ks[j->u->first[unit]];
+    /* This runs on a pool thread: its record goes back to the caller's thread whole (status and
+     * NVRTC log), never a message an earlier job left on this thread. */
+    kc_error_clear();
     j->rc[unit] = kc_compile_names(k, names, n, j->target, &j->out[unit]);
-    if (j->rc[unit]) j->err[unit] = kc_strdup(kc_error_last()->message);
+    const kc_error *e = kc_error_last();
+    if (j->rc[unit] && e->code == j->rc[unit] && e->message[0]) j->err[unit] = kc_strdup(e->message);
 }
 
 int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *which, const char *target,
@@ -93,7 +97,7 @@ int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, cons
         *ms = (double)(kc_mono_ns() - t0) / 1e6;
         for (size_t i = 0; i < n; i++)
             if (rcs[i]) {
-                rc = kc_err(rcs[i], "%s: %s", label, errs[i] ? errs[i] : kc_status_str(rcs[i]));
+                rc = kc_err(rcs[i], "%s: %s", label, errs[i] ? errs[i] : "its compile failed with no reason recorded (or no memory for it)");
                 break;
             }
     }

@@ -243,6 +243,9 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
                      const char *target, const char *label, const char *toolchain, const char *toolkit,
                      const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms,
                      int *store_rc, char *store_msg, size_t msg_cap);
+/** Strict (KCACHE_STRICT): the stored object this lookup found and refused (a unit record or image:
+ *  signature, MAC, corrupt), as its error; KC_OK when none, or not strict (lookup.c). */
+int kc_graph_strict_refusal_(kc_cache *c);
 /** The toolkit headers' digest when a kernel of `d` asks for them, "" when none does (graph_key.c). */
 int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]);
 

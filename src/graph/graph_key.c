@@ -191,22 +191,29 @@ int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *varian
     return KC_OK;
 }
 
+/* The watch's begin and end, and what an entry teaches, never fail and never touch the thread's error
+ * record: the end runs after a failed compile, whose status and NVRTC log must reach the caller
+ * ([Note: cleanup keeps the error] in common/internal.h). */
 void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, kc_toolkit_watch **w) {
     char memo[4096];
     *w = NULL;
+    kc_err_saved keep;
+    kc_err_save(&keep);
     if (c && d && asks_toolkit(d) && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK) kc_toolkit_watch_begin(w);
-    else kc_error_clear();
+    kc_err_restore(&keep);
 }
 
 void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolchain, const char *variant,
                          kc_toolkit_watch *w, int record, char **reads) {
     *reads = NULL;
     if (!w) return;
+    kc_err_saved keep;
+    kc_err_save(&keep);
     char memo[4096], name[DIRECT_NAME_MAX];
     int ok = record && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK &&
              direct_name(d, toolchain, variant, name) == KC_OK;
-    if (!ok) kc_error_clear();
     kc_toolkit_watch_end(w, ok ? memo : NULL, ok ? name : NULL, ok, reads);
+    kc_err_restore(&keep);
 }
 
 void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char *variant, const kc_entry *e) {
@@ -218,6 +225,8 @@ void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char
     m->direct_gen = m->gen + 1;
     pthread_mutex_unlock(&m->mu);
     if (!first) return;
+    kc_err_saved keep;
+    kc_err_save(&keep);
     kc_toolchain_choice tc;
     char memo[4096], name[DIRECT_NAME_MAX], tk[33], *reads = kc_malloc(KC_ORIGIN_VALUE_MAX + 1);
     if (reads && kc_entry_origin(e, "toolkit_reads", reads, KC_ORIGIN_VALUE_MAX + 1) == KC_OK &&
@@ -225,7 +234,7 @@ void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char
         direct_name(d, tc.id, variant, name) == KC_OK &&
         !(kc_toolkit_direct(memo, name, tk) && strcmp(tk, walked) == 0)) /* one that vouches already stays */
         kc_toolkit_direct_from_reads(memo, name, reads);
-    kc_error_clear();
+    kc_err_restore(&keep);
     free(reads);
 }
 

@@ -253,6 +253,24 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
  * kernel released its flock) — then it takes over.  The wait is bounded (KCACHE_LOCK_WAIT
  * seconds, default 600): past it, it compiles without the lock rather than fail.
  */
+/* A stored entry found and refused ([Note: refusals are said] in src/store/tiers.c): the tiers' reason
+ * (the entry, or an image it names: signature, MAC, corrupt) into `why` when there is one, else
+ * `fallback` (may be NULL: `why` kept).  Strict (KCACHE_STRICT), the refusal is the lookup's error, with
+ * its status (KC_EPERM, KC_ECORRUPT; `status` when the tiers recorded none); else KC_MISS. */
+static int refusal(kc_cache *c, int status, const char *fallback, char *why, size_t cap) {
+    char r[400];
+    int rc = kc_tiers_take_refusal(r, sizeof r);
+    if (!rc && fallback) snprintf(r, sizeof r, "%s", fallback);
+    if (why && (rc || fallback)) snprintf(why, cap, "%s", r);
+    if (!kc_cache_strict_(c) || (!rc && !fallback)) return KC_MISS;
+    return kc_err(rc ? rc : status, "strict (KCACHE_STRICT): %s", r);
+}
+
+int kc_graph_strict_refusal_(kc_cache *c) {
+    int rc = refusal(c, KC_ECORRUPT, NULL, NULL, 0);
+    return rc == KC_MISS ? KC_OK : rc;
+}
+
 /* The local graph entry of key.variant with its images resolved: KC_OK, or KC_MISS (absent;
  * corrupt: quarantined; an image missing or failing its check: counted, the reason in `why`). */
 static int local_graph(kc_cache *c, const kc_key *key, const char *variant, int attach, kc_entry **out, char *why,
@@ -264,18 +282,16 @@ static int local_graph(kc_cache *c, const kc_key *key, const char *variant, int 
      * not inflated] in src/entry/entry.c); a load needs all of it. */
     unsigned sections = attach ? ~0u : 1u << KC_SECTION_IMAGES | 1u << KC_SECTION_ORIGIN;
     int rc = kc_cache_get_local_some_(c, key, variant, sections, &e);
-    if (rc == KC_ECORRUPT && why) snprintf(why, cap, "stored entry was corrupt");
-    if (rc == KC_ECORRUPT && why && kc_cache_strict_(c))
-        return kc_err_prefix(KC_ECORRUPT, "strict (KCACHE_STRICT): the stored %s entry was corrupt (quarantined)", variant);
+    if (rc == KC_ECORRUPT && why) return refusal(c, KC_ECORRUPT, "stored entry was corrupt", why, cap);
     if (rc) return KC_MISS;
     if ((rc = kc_graph_resolve_(c, e, attach, 1)) != KC_OK) {
+        char r[160];
+        snprintf(r, sizeof r, "stored entry for %s refused: %.110s", variant, kc_error_last()->message);
         if (why) kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
-        if (why) snprintf(why, cap, "%.150s", kc_error_last()->message);
         kc_log(KC_LOG_GRAPH, "stored graph %s not usable: %s", variant, kc_error_last()->message);
         kc_entry_free(e);
-        if (rc != KC_ENOMEM && why && kc_cache_strict_(c))
-            return kc_err_prefix(KC_ECORRUPT, "strict (KCACHE_STRICT): the stored %s entry's images", variant);
-        return rc == KC_ENOMEM ? rc : KC_MISS;
+        if (rc == KC_ENOMEM) return rc;
+        return why ? refusal(c, KC_ECORRUPT, r, why, cap) : KC_MISS; /* an image refused, else missing */
     }
     *out = e;
     return KC_OK;
@@ -289,18 +305,21 @@ static int remote_graph(kc_cache *c, const kc_key *key, const char *const *varia
     kc_entry *e;
     void *raw;
     size_t raw_len, w = 0;
-    if (kc_cache_remote_fetch_(c, key, variants, n, &w, &e, &raw, &raw_len) != KC_OK) return KC_MISS;
+    if (kc_cache_remote_fetch_(c, key, variants, n, &w, &e, &raw, &raw_len) != KC_OK)
+        return refusal(c, KC_EPERM, NULL, why, cap); /* absent, or found and refused: said */
     int rc = kc_graph_resolve_(c, e, 1, 1);
     if (rc == KC_OK) {
         (void)kc_cache_keep_local_(c, key, variants[w], raw, raw_len);
     } else {
         kc_cache_count(c, key, KC_STAT_IMAGES_MISSING, 1);
-        if (why) snprintf(why, cap, "remote %.150s", kc_error_last()->message);
+        char r[160];
+        snprintf(r, sizeof r, "remote entry for %s refused: %.110s", variants[w], kc_error_last()->message);
         kc_entry_free(e);
         e = NULL;
+        if (rc != KC_ENOMEM) rc = refusal(c, KC_ECORRUPT, r, why, cap);
     }
     free(raw);
-    if (!e) return rc == KC_ENOMEM ? rc : KC_MISS;
+    if (!e) return rc;
     if (which) *which = w;
     *out = e;
     return KC_OK;
@@ -384,6 +403,7 @@ static int lookup_begin(kc_cache *c, const kc_graph_desc *d, const char *variant
                         kc_key_builder **kb, uint64_t *t0, int *vouched) {
     *t0 = kc_mono_ns();
     (void)kc_tiers_take_failure(NULL, 0); /* strict: only this lookup's remote failures count */
+    (void)kc_tiers_take_refusal(NULL, 0); /* and only its refusals are said */
     *kb = NULL; /* the memo: the builder is made on a miss, when an entry is written (compile_and_store) */
     int rc = kc_graph_key_lookup_(c, d, variant, key, vouched);
     if (rc) return rc;
@@ -422,8 +442,7 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
     }
 }
 
-/* kc_graph_compile once the caller's info is checked (graph/info.c): `info_out` is kcache's own, of this version. */
-int kc_graph_compile_(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+static int graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
     memset(info, 0, sizeof *info);
@@ -449,6 +468,11 @@ again:
         memset(info, 0, sizeof *info);
         goto again;
     }
+    int rrc = lrc == KC_MISS && cacheable ? remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) : KC_MISS;
+    if (rrc != KC_OK && rrc != KC_MISS) { /* strict: a remote entry refused */
+        lrc = rrc;
+        snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
+    }
     if (lrc != KC_OK && lrc != KC_MISS) { /* strict: an anomaly is the lookup's error; the walk's */
         kc_key_builder_free(kb);
         return lrc;
@@ -461,7 +485,7 @@ again:
         kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         if (!vouched) kc_graph_direct_from_entry_(c, d, target, e);
         kc_entry_free(e);
-    } else if (cacheable && remote_graph(c, &key, &target, 1, NULL, &e, why, sizeof why) == KC_OK) {
+    } else if (rrc == KC_OK) {
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
@@ -499,12 +523,13 @@ static int try_load(kc_cache *c, const kc_graph_desc *d, const kc_key *key, cons
     kc_cache_count(c, key, KC_STAT_LOAD_REFUSED, 1);
     snprintf(info->miss_reason, sizeof info->miss_reason, "%s%s not usable: %.180s", where, variant,
              kc_error_last()->message);
+    if (rc == KC_ECORRUPT && kc_cache_strict_(c)) /* its launch programs do not fit its kernels: a corrupt entry */
+        return kc_err_prefix(rc, "strict (KCACHE_STRICT): %sentry for %s refused", where, variant);
     kc_log(KC_LOG_LOAD, "%s: %s%s not usable: %s", d->name, where, variant, kc_error_last()->message);
     return KC_MISS;
 }
 
-/* kc_graph_get once the caller's info is checked (graph/info.c): `info_out` is kcache's own, of this version. */
-int kc_graph_get_(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+static int graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
     if (out) *out = NULL; /* on every failure too */
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
@@ -576,7 +601,12 @@ again:
         for (size_t i = 0; i < nc; i++) cp[i] = cand[i];
         size_t w;
         kc_entry *e;
-        if (remote_graph(c, &key, cp, nc, &w, &e, why, sizeof why) == KC_OK) {
+        int rrc = remote_graph(c, &key, cp, nc, &w, &e, why, sizeof why);
+        if (rrc != KC_OK && rrc != KC_MISS) { /* strict: a remote entry refused */
+            rc = rrc;
+            snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
+        }
+        if (rrc == KC_OK) {
             info->lookup_us = us_since(t1);
             rc = try_load(c, d, &key, e, device, cand[w], "remote ", info, &g);
             if (rc == KC_OK) kc_graph_direct_from_entry_(c, d, cand[w], e); /* confirmed above: walked */
@@ -620,4 +650,14 @@ again:
     *out = kc_loaded_publish(g, info->source != KC_FROM_BYPASS);
     info->total_us = us_since(t0);
     return KC_OK;
+}
+
+/* kc_graph_compile and kc_graph_get once the caller's info is checked (graph/info.c): `info_out` is kcache's
+ * own, of this version.  A failure's status is the one its record holds ([Note: cleanup keeps the error]). */
+int kc_graph_compile_(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
+    return kc_err_returning(graph_compile(c, d, target, info_out), "kc_graph_compile");
+}
+
+int kc_graph_get_(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info_out) {
+    return kc_err_returning(graph_get(c, d, device, out, info_out), "kc_graph_get");
 }

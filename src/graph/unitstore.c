@@ -236,6 +236,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
     for (size_t i = 0; cacheable && i < n && !rc; i++)
         rc = kc_unit_key_(ks, nk, u, i, target, toolchain, toolkit, &ukeys[i], NULL);
     if (!rc && cacheable && reuse) kc_units_find_(c, ks, nk, u, NULL, ukeys, target, res, refs);
+    if (!rc && cacheable && reuse) rc = kc_graph_strict_refusal_(c); /* strict: a unit found and refused is no compile */
     for (size_t i = 0; i < n; i++) left += pending[i] = !res[i];
     double wait_s = 600.0;
     if (!rc && left && cacheable) rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &wait_s);

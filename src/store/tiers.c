@@ -190,6 +190,40 @@ int kc_tiers_take_failure(char *why, size_t cap) {
     return had;
 }
 
+/* [Note: refusals are said] An entry found and refused — a signature or MAC that does not vouch
+ * for it, corrupt bytes, another key's or variant's — is a miss that says so: the last refusal this
+ * thread met (its status and a reason naming the entry, where it came from and why), for the lookup
+ * to name in its miss reason, and a strict lookup (KCACHE_STRICT) to fail with. */
+static _Thread_local int tl_refused_rc;
+static _Thread_local char tl_refused[400];
+
+int kc_tiers_take_refusal(char *why, size_t cap) {
+    int rc = tl_refused_rc;
+    if (rc && why && cap) snprintf(why, cap, "%s", tl_refused);
+    tl_refused_rc = KC_OK;
+    tl_refused[0] = '\0';
+    return rc;
+}
+
+/* What `name` (<key hex>.<variant>) is, as a refusal names it. */
+static void object_words(const char *name, char *out, size_t cap) {
+    const char *dot = strrchr(name, '.');
+    const char *v = dot ? dot + 1 : "";
+    int n = dot ? (int)(dot - name) : (int)strlen(name);
+    if (strcmp(v, KC_VARIANT_UNIT) == 0) snprintf(out, cap, "compile unit record %.*s", n, name);
+    else if (strcmp(v, KC_VARIANT_IMAGE) == 0) snprintf(out, cap, "image %.*s", n, name);
+    else snprintf(out, cap, "entry for %s", v); /* the lookup that reads it names its key */
+}
+
+/* Record a refusal of `name` found `where` ("in the local cache", "from <a remote's URL>"), with status
+ * `rc` and the thread's current message as why. */
+static void refused(const char *name, const char *where, int rc) {
+    char what[KC_NAME_MAX + 48];
+    object_words(name, what, sizeof what);
+    tl_refused_rc = rc ? rc : KC_ECORRUPT;
+    snprintf(tl_refused, sizeof tl_refused, "%s %s refused: %s", what, where, kc_error_last()->message);
+}
+
 static void count_failure(kc_tiers *t, int shard, int rc, int writing) {
     if (!writing) snprintf(tl_failure, sizeof tl_failure, "%s", kc_error_last()->message);
     kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
@@ -383,6 +417,8 @@ static int local_object(kc_tiers *t, const kc_key *key, const char *variant, uns
     if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to read %s", name);
     if (rc != KC_OK) {
         kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
+        kc_err_prefix(KC_ECORRUPT, "corrupt (quarantined)");
+        refused(name, "in the local cache", KC_ECORRUPT);
         quarantine(l->b, name);
         return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
     }
@@ -401,17 +437,27 @@ int kc_tiers_check_local(kc_tiers *t, const kc_key *key, const char *variant, in
 /* Check what a remote gave for `name` (key, variant): authenticated before anything past the
  * fixed header is parsed, then decoded as the entry asked for.  KC_OK with *out; else counted
  * and logged, KC_MISS.  `data` stays the caller's. */
-static int remote_accept(kc_tiers *t, const char *name, const kc_key *key, const char *variant, const void *data,
-                         size_t len, kc_entry **out) {
+static void backend_url(kc_store_backend *b, char *out, size_t cap);
+
+static int remote_accept(kc_tiers *t, kc_store_backend *b, const char *name, const kc_key *key, const char *variant,
+                         const void *data, size_t len, kc_entry **out) {
     int shard = key->bytes[0], rc;
+    char url[KC_PROV_SOURCE_MAX + 64];
     if ((rc = kc_trust_check(&t->trust, data, len)) != KC_OK) { /* a MAC, or a signature the keyring trusts */
         kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", name, kc_error_last()->message);
         count(t, shard, KC_STAT_MAC_REJECTED);
+        backend_url(b, url, sizeof url);
+        refused(name, url, rc);
         return KC_MISS;
     }
     if ((rc = kc_entry_decode_as(out, data, len, key, variant))) {
         kc_log(KC_LOG_REMOTE, "remote %s unusable: %s", name, kc_error_last()->message);
         count(t, shard, rc == KC_ECORRUPT ? KC_STAT_CORRUPT : KC_STAT_REMOTE_ERRORS);
+        if (rc != KC_ENOMEM) {
+            backend_url(b, url, sizeof url);
+            kc_err_prefix(KC_ECORRUPT, "corrupt");
+            refused(name, url, KC_ECORRUPT);
+        }
         return KC_MISS;
     }
     return KC_OK;
@@ -430,6 +476,13 @@ static void remote_url(kc_tiers *t, char *out, size_t cap) {
             return;
         }
     }
+}
+
+/* "from <one remote's URL>", as its state shows it (no password), else its backend's name. */
+static void backend_url(kc_store_backend *b, char *out, size_t cap) {
+    kc_remote_state rs;
+    if (b->version >= 2 && b->state && b->state(b, &rs) == KC_OK) snprintf(out, cap, "from %s", rs.url);
+    else snprintf(out, cap, "from the remote '%s'", b->name ? b->name : "?");
 }
 
 int kc_tiers_put_local(kc_tiers *t, const char *name, const void *data, size_t len) {
@@ -468,7 +521,7 @@ static int remote_get(kc_tiers *t, kc_store_backend *b, const kc_key *key, const
         return KC_MISS;
     }
     kc_entry *e;
-    if (remote_accept(t, np[w], key, variants[w], data, len, &e) != KC_OK) {
+    if (remote_accept(t, b, np[w], key, variants[w], data, len, &e) != KC_OK) {
         free(data);
         return KC_MISS;
     }
@@ -528,7 +581,7 @@ size_t kc_tiers_get_remote_many(kc_tiers *t, const kc_key *keys, const char *var
         for (size_t k = 0; k < m; k++) {
             if (!data[k]) continue;
             size_t i = ix[k];
-            if (rc == KC_OK && remote_accept(t, np[i], &keys[i], variant, data[k], lens[k], &outs[i]) == KC_OK) {
+            if (rc == KC_OK && remote_accept(t, b, np[i], &keys[i], variant, data[k], lens[k], &outs[i]) == KC_OK) {
                 raws[i] = data[k], raw_lens[i] = lens[k];
                 found++;
             } else {

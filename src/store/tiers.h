@@ -17,8 +17,9 @@
  * New entries go to the local directory synchronously, then to each writable remote
  * through one background writer with a bounded queue (full: the write is dropped and
  * counted).  A remote miss, error, timeout, skip (its breaker is open) or rejection is a
- * miss plus a counter — never an error to the caller; the circuit breaker itself is the
- * remote backend's own (kc_redis_config).
+ * miss plus a counter — never an error to the caller (a rejection is said, and a strict lookup
+ * fails with it: kc_tiers_take_refusal); the circuit breaker itself is the remote backend's own
+ * (kc_redis_config).
  *
  * Must not: name a concrete backend, interpret a backend's errors beyond counting them, or
  * include any header of the front door (those under src/cache/, kcache/cache.h).
@@ -59,6 +60,12 @@ typedef struct kc_tiers_config {
 /** Whether this thread met a remote read failure since the last call (then its message into why),
  *  and forget it: a strict lookup (KCACHE_STRICT) turns it into its error. */
 int kc_tiers_take_failure(char *why, size_t cap);
+
+/** The last entry this thread's reads found and refused since the last call — its status (KC_EPERM: a
+ *  signature or MAC that does not vouch for it; KC_ECORRUPT: corrupt bytes, quarantined when local) and
+ *  a reason naming the entry, where it came from and why into `why` — or KC_OK; and forget it.  A
+ *  lookup names it in its miss reason; a strict one (KCACHE_STRICT) fails with it. */
+int kc_tiers_take_refusal(char *why, size_t cap);
 
 /** New, empty tiers. */
 int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg);

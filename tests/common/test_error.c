@@ -138,6 +138,43 @@ static void test_log_configure(void **state) {
     assert_false(kc_log_enabled(KC_LOG_STORE));
 }
 
+/* [Note: cleanup keeps the error]: what a cleanup records or clears between save and restore is
+ * forgotten, and the failure before it is back, status and message. */
+static void test_cleanup_keeps_the_error(void **state) {
+    (void)state;
+    kc_err(KC_ECOMPILE, "NVRTC: line 27: error: identifier is undefined");
+    kc_err_saved keep;
+    kc_err_save(&keep);
+    kc_err(KC_EIO, "a manifest not written");
+    kc_error_clear();
+    kc_err_restore(&keep);
+    assert_int_equal(kc_error_last()->code, KC_ECOMPILE);
+    assert_string_equal(kc_error_last()->message, "NVRTC: line 27: error: identifier is undefined");
+    /* Nothing pending: nothing comes back either. */
+    kc_error_clear();
+    kc_err_save(&keep);
+    kc_err(KC_EIO, "an optional step failed");
+    kc_err_restore(&keep);
+    assert_int_equal(kc_error_last()->code, KC_OK);
+    assert_string_equal(kc_error_last()->message, "");
+}
+
+/* A public call that fails never leaves KC_OK in the record, nor another status than the one returned. */
+static void test_a_failure_is_never_ok(void **state) {
+    (void)state;
+    kc_error_clear();
+    assert_int_equal(kc_err_returning(KC_ECOMPILE, "kc_graph_get"), KC_ECOMPILE);
+    assert_int_equal(kc_error_last()->code, KC_ECOMPILE);
+    assert_non_null(strstr(kc_error_last()->message, "kc_graph_get"));
+    kc_err(KC_EIO, "disk full");
+    assert_int_equal(kc_err_returning(KC_ENOTCACHED, "kc_graph_compile"), KC_ENOTCACHED);
+    assert_int_equal(kc_error_last()->code, KC_ENOTCACHED);
+    assert_string_equal(kc_error_last()->message, "disk full");
+    kc_err(KC_EIO, "kept");
+    assert_int_equal(kc_err_returning(KC_OK, "x"), KC_OK); /* success touches nothing */
+    assert_int_equal(kc_error_last()->code, KC_EIO);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_and_clear),
@@ -150,6 +187,8 @@ int main(void) {
         cmocka_unit_test(test_long_message_is_cut_not_overflowed),
         cmocka_unit_test(test_alloc_failure_switch),
         cmocka_unit_test(test_log_configure),
+        cmocka_unit_test(test_cleanup_keeps_the_error),
+        cmocka_unit_test(test_a_failure_is_never_ok),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "json.h"
 
 static int cmd_get(const cli_settings *cs, int argc, char **argv);
 
@@ -16,8 +17,29 @@ const cli_cmd cli_cmd_get = {
     "get", "kcache get SPEC [--arch TARGET] [--json]",
     "Look a graph spec up in the cache, compiling and storing it on a miss, and say where it\n"
     "came from and how long each step took.  With --arch (sm_90, compute_80, ...) it only\n"
-    "compiles and stores (no GPU needed); without, it loads on GPU 0.",
+    "compiles and stores (no GPU needed); without, it loads on GPU 0.  A failure is said on\n"
+    "stderr with its status (an NVRTC log whole); with --json, also as an object on stdout\n"
+    "(\"result\": \"failed\", \"status\", \"error\").",
     cmd_get};
+
+/* A failed lookup under --json: an object on stdout too, with the status and the whole reason (an NVRTC
+ * log, a must-hit refusal), as `prewarm --json` writes a failed variant. */
+static void print_failure_json(const char *name, const char *arch, const kc_graph_info *i) {
+    const kc_error *e = kc_error_last();
+    int first = 1;
+    printf("{");
+    json_kv_str(stdout, &first, "graph", name);
+    json_kv_str(stdout, &first, "key", i->key);
+    json_kv_str(stdout, &first, "variant", i->variant[0] ? i->variant : arch ? arch : "");
+    json_kv_str(stdout, &first, "result", "failed");
+    json_kv_str(stdout, &first, "status", kc_status_str(e->code));
+    json_kv_str(stdout, &first, "error", e->message);
+    json_kv_str(stdout, &first, "miss_reason", i->miss_reason);
+    json_kv_f64(stdout, &first, "compile_ms", i->compile_ms);
+    json_kv_u64(stdout, &first, "units", (uint64_t)(i->units > 0 ? i->units : 0));
+    json_kv_u64(stdout, &first, "units_compiled", (uint64_t)(i->units_compiled > 0 ? i->units_compiled : 0));
+    printf("}\n");
+}
 
 static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_get;
@@ -40,7 +62,10 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = cli_lookup(c, d, arch, &info);
     if (rc == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, o.json);
-    else cli_fail(kc_graph_desc_name(d));
+    else {
+        if (o.json) print_failure_json(kc_graph_desc_name(d), arch, &info);
+        cli_fail(kc_graph_desc_name(d));
+    }
     kc_cache_close(c);
     kc_graph_desc_free(d);
     return rc == KC_OK ? 0 : EXIT_PROBLEM;

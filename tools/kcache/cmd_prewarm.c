@@ -193,6 +193,7 @@ static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, cons
         json_kv_f64(stdout, &f2, "compile_ms", x->info.compile_ms);
         json_kv_u64(stdout, &f2, "units", (uint64_t)(x->info.units > 0 ? x->info.units : 0));
         json_kv_u64(stdout, &f2, "units_compiled", (uint64_t)(x->info.units_compiled > 0 ? x->info.units_compiled : 0));
+        if (x->status) json_kv_str(stdout, &f2, "status", kc_status_str(x->status));
         if (x->status) json_kv_str(stdout, &f2, "error", x->error);
         printf("}");
     }
