@@ -6,7 +6,8 @@
  * host A compiles a graph asking `bar` and also publishes a unit record as the code before the rule
  * keyed it, holding foo's wrong kernel; host C, must-hit, asking `foo` is refused with a reason that
  * names `foo` (served neither record); host D compiles `foo` and gets bar's kernel; host E, must-hit,
- * then builds another graph asking `foo` from D's record, compiling nothing.  Starts its own
+ * then builds a graph asking both names from D's record (A's `bar` and D's `foo`, one image),
+ * compiling nothing.  Starts its own
  * redis-server on a free loopback port; needs NVRTC (compile-only), no GPU.
  */
 #include <hiredis/hiredis.h>
@@ -34,14 +35,14 @@ static uint64_t stat_of(kc_cache *c, kc_stat id) {
     return st.v[id];
 }
 
-static const char *const FOO[] = {"foo"}, *const BAR[] = {"bar"};
+static const char *const FOO[] = {"foo"}, *const BAR[] = {"bar"}, *const BOTH[] = {"bar", "foo"};
 
 static void test_no_host_is_served_a_lowering_that_was_not_recorded(void **state) {
     (void)state;
     char *da = kct_tmpdir("unA"), *dc = kct_tmpdir("unC"), *dd = kct_tmpdir("unD"), *de = kct_tmpdir("unE");
     kc_cache *a = host(da, 0);
     kc_graph_desc *gb = kcun_graph(da, "gbar", BAR, 1), *gf = kcun_graph(da, "gfoo", FOO, 1),
-                  *gf2 = kcun_graph(da, "gfoo2", FOO, 1);
+                  *g2 = kcun_graph(da, "gboth", BOTH, 2);
     kc_graph_info info;
     if (kc_graph_compile(a, gb, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(info.units_compiled, 1);
@@ -62,13 +63,15 @@ static void test_no_host_is_served_a_lowering_that_was_not_recorded(void **state
     assert_int_equal(info.units_compiled, 1);
     kcun_expect_lowered(d, &info, "foo", "_Z3barPf");
 
-    /* E, must-hit: another graph asking `foo` is built from D's record, which recorded it. */
+    /* E, must-hit: a graph asking both names is built from D's record, which holds A's `bar` and
+     * its own `foo` (the same image: D kept A's record to store both). */
     kc_cache *e = host(de, 1);
-    if (kc_graph_compile(e, gf2, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
+    if (kc_graph_compile(e, g2, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(info.units_compiled, 0);
     kcun_expect_lowered(e, &info, "foo", "_Z3barPf");
+    kcun_expect_lowered(e, &info, "bar", "_Z3barPf");
 
-    kc_graph_desc_free(gb), kc_graph_desc_free(gf), kc_graph_desc_free(gf2);
+    kc_graph_desc_free(gb), kc_graph_desc_free(gf), kc_graph_desc_free(g2);
     kc_cache_close(a), kc_cache_close(c), kc_cache_close(d), kc_cache_close(e);
     kct_rmtree(da), kct_rmtree(dc), kct_rmtree(dd), kct_rmtree(de);
     free(da), free(dc), free(dd), free(de);
