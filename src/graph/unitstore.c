@@ -267,6 +267,22 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
     return rc;
 }
 
+/* Must-hit: the first unit of `grab` may not be compiled — KC_ENOTCACHED saying why, naming the
+ * name its stored record lacks when that is why ([Note: recorded names]). */
+static int refused(const kc_kernel_src *ks, const kc_units *u, const int *grab, const char *const *lacking,
+                   const char *target, int cacheable) {
+    size_t first = 0;
+    while (!grab[first]) first++;
+    const kc_kernel_src *k = &ks[u->first[first]];
+    char why[320] = "";
+    if (lacking[first])
+        snprintf(why, sizeof why, " for this graph's names (its record holds no lowering of '%.200s': only a "
+                 "compile says which kernel that name denotes)", lacking[first]);
+    return kc_err(KC_ENOTCACHED, "its compile unit %zu (%s, for %s) is not stored%s%s, and the cache is must-hit "
+                  "(KCACHE_REQUIRE_HIT): nothing was compiled", first, k->file ? k->file : k->name, target, why,
+                  cacheable ? "" : " (the graph is not cacheable)");
+}
+
 /*
  * [Note: single-flight per unit] Each unit still missing is compiled under its own lock
  * ("<unit key>.unit"), across threads and processes.  A round takes every free lock of the
@@ -314,16 +330,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
             todo |= grab[i];
         }
         if (todo && c && kc_cache_require_hit_(c)) { /* must hit: NVRTC may not run (a waiter above could still take) */
-            size_t first = 0;
-            while (!grab[first]) first++;
-            const kc_kernel_src *k = &ks[u->first[first]];
-            char why[320] = "";
-            if (lacking[first])
-                snprintf(why, sizeof why, " for this graph's names (its record holds no lowering of '%.200s': only a "
-                         "compile says which kernel that name denotes)", lacking[first]);
-            rc = kc_err(KC_ENOTCACHED, "its compile unit %zu (%s, for %s) is not stored%s%s, and the cache is must-hit "
-                        "(KCACHE_REQUIRE_HIT): nothing was compiled", first, k->file ? k->file : k->name, target, why,
-                        cacheable ? "" : " (the graph is not cacheable)");
+            rc = refused(ks, u, grab, lacking, target, cacheable);
             for (size_t i = 0; i < n; i++) kc_cache_unlock(locks[i]), locks[i] = NULL;
             break;
         }
