@@ -447,67 +447,6 @@ static int read_ptx(const void *image, size_t len, const char *sym, kc_params *o
     return KC_OK;
 }
 
-/* ---- a plain name's kernel in an image ---- */
-
-typedef struct named {
-    const void *image;
-    size_t len;
-    const char *name;
-    char *first; /* the first match (malloc'd) */
-    int matches, bad;
-} named;
-
-/* Whether symbol `sym` (n bytes) is what plain name `nm->name` lowers to. */
-static int lowers_to(const named *nm, const char *sym, size_t n) {
-    size_t l = strlen(nm->name);
-    if (n == l && memcmp(sym, nm->name, l) == 0) return 1; /* extern "C" */
-    char pre[32];
-    int pl = snprintf(pre, sizeof pre, "_Z%zu", l);
-    return pl > 0 && (size_t)pl + l < n && memcmp(sym, pre, (size_t)pl) == 0 && memcmp(sym + pl, nm->name, l) == 0 &&
-           sym[pl + (int)l] != 'I'; /* parameter types follow, not template arguments */
-}
-
-static void take_match(named *nm, const char *sym, size_t n) {
-    if (nm->matches++ == 0 && !(nm->first = kc_malloc(n + 1))) nm->bad = KC_ENOMEM;
-    else if (nm->matches == 1) memcpy(nm->first, sym, n), nm->first[n] = 0;
-}
-
-static void cubin_symbol(const char *sym, void *ctx) {
-    named *nm = ctx;
-    kc_elf_symbol_info fn;
-    if (nm->bad || !lowers_to(nm, sym, strlen(sym))) return;
-    int rc = kc_elf_function(nm->image, nm->len, sym, &fn);
-    if (rc < 0) nm->bad = rc;
-    else if (rc == 1 && (fn.other & STO_CUDA_ENTRY) && fn.shndx != 0) take_match(nm, sym, strlen(sym)); /* a kernel */
-}
-
-int kc_image_kernel_named(const void *image, size_t len, int is_ptx, const char *name, char **lowered_out) {
-    if (!lowered_out) return kc_err(KC_EINVAL, "kc_image_kernel_named: no output");
-    *lowered_out = NULL;
-    if (!image || !name || !*name) return kc_err(KC_EINVAL, "kc_image_kernel_named: no image or no name");
-    named nm = {image, len, name, NULL, 0, 0};
-    if (is_ptx) {
-        const char *nul = memchr(image, 0, len);
-        lexer L = {image, nul ? (size_t)(nul - (const char *)image) : len, 0};
-        for (tok t = lex_next(&L); t.kind != T_END && !nm.bad; t = lex_next(&L)) {
-            if (!tok_is(t, ".entry") || t.kind != T_DIR) continue;
-            t = lex_next(&L);
-            if (t.kind == T_WORD && lowers_to(&nm, t.s, t.n)) take_match(&nm, t.s, t.n);
-        }
-    } else {
-        if (kc_elf_machine(image, len) != EM_CUDA) return kc_err(KC_ECORRUPT, "the image is not a cubin");
-        int rc = kc_elf_functions(image, len, cubin_symbol, &nm);
-        if (rc < 0 && !nm.bad) nm.bad = rc;
-    }
-    if (nm.bad || nm.matches != 1) {
-        kc_free(nm.first);
-        if (nm.bad == KC_ENOMEM) return kc_err(KC_ENOMEM, "out of memory");
-        return nm.bad ? kc_err(KC_ECORRUPT, "the image's kernels could not be read") : 0;
-    }
-    *lowered_out = nm.first;
-    return 1;
-}
-
 int kc_params_read(const void *image, size_t len, int is_ptx, const char *lowered, kc_params *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_params_read: no output");
     memset(out, 0, sizeof *out);

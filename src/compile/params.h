@@ -56,16 +56,6 @@ typedef struct kc_params {
  */
 int kc_params_read(const void *image, size_t len, int is_ptx, const char *lowered, kc_params *out);
 
-/**
- * The kernel of `image` (cubin or PTX, as for kc_params_read) that the plain name `name` (a C
- * identifier: an extern "C" kernel, or a C++ kernel of the global namespace that is not a
- * template) lowers to: a kernel symbol that is `name` itself, or `_Z<strlen(name)><name>`
- * followed by its parameter types (not by template arguments, `I`).  1 and `*lowered_out`
- * (malloc'd) when exactly one kernel matches; 0 when none does or several do (overloads: only
- * a compile with the name expression can say which); KC_ECORRUPT for a malformed image.
- */
-int kc_image_kernel_named(const void *image, size_t len, int is_ptx, const char *name, char **lowered_out);
-
 /** Free a table's storage (not the struct); accepts a zeroed table. */
 void kc_params_free(kc_params *p);
 

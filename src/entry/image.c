@@ -19,6 +19,7 @@
 
 #include "../common/crypto.h"
 #include "../common/internal.h"
+#include "entry_internal.h"
 #include "kcache/entry.h"
 #include "kcache/target.h"
 
@@ -230,16 +231,15 @@ int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref
     return KC_OK;
 }
 
-int kc_unit_entry_read(const kc_entry *e, kc_image_ref *ref_out, const char *const *exprs, size_t n,
-                       char **lowered_out) {
-    if (!e || (n && (!exprs || !lowered_out))) return kc_err(KC_EINVAL, "kc_unit_entry_read: NULL argument");
-    for (size_t k = 0; k < n; k++) lowered_out[k] = NULL;
+/* Walk a unit record strictly: its reference, then visit(ctx, expr, el, lowered, ll) for each name
+ * in order (lengths checked, no NUL inside; a visit's non-zero status stops the walk). */
+typedef int (*unit_visit)(void *ctx, const uint8_t *ex, uint32_t el, const uint8_t *lo, uint32_t ll);
+static int unit_walk(const kc_entry *e, kc_image_ref *ref, unit_visit visit, void *ctx) {
     if (strcmp(kc_entry_variant(e), KC_VARIANT_UNIT) != 0) return kc_err(KC_ECORRUPT, "not a unit record");
     kc_reader r;
     int rc = section_of(e, KC_SECTION_UNIT, "UNIT", &r);
     if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "unit record without its UNIT section") : rc;
-    kc_image_ref ref;
-    if (!get_ref(&r, &ref)) return kc_err(KC_ECORRUPT, "unit record: malformed reference");
+    if (!get_ref(&r, ref)) return kc_err(KC_ECORRUPT, "unit record: malformed reference");
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count == 0 || count > KC_IMAGES_MAX) return kc_err(KC_ECORRUPT, "unit record: name count");
     for (uint32_t i = 0; i < count && !rc; i++) {
@@ -247,17 +247,41 @@ int kc_unit_entry_read(const kc_entry *e, kc_image_ref *ref_out, const char *con
         const uint8_t *ex = kc_rd_bytes(&r, el);
         uint32_t ll = kc_rd_next_u32(&r);
         const uint8_t *lo = kc_rd_bytes(&r, ll);
-        if (r.bad || el == 0 || el > STR4_MAX || ll == 0 || ll > STR4_MAX || memchr(ex, 0, el) || memchr(lo, 0, ll)) {
-            rc = kc_err(KC_ECORRUPT, "unit record: name %u is malformed", i);
-            break;
-        }
-        for (size_t k = 0; k < n && !rc; k++) {
-            if (lowered_out[k] || strlen(exprs[k]) != el || memcmp(exprs[k], ex, el) != 0) continue;
-            if (!(lowered_out[k] = kc_malloc((size_t)ll + 1))) rc = kc_err(KC_ENOMEM, "out of memory");
-            else memcpy(lowered_out[k], lo, ll), lowered_out[k][ll] = '\0';
-        }
+        if (r.bad || el == 0 || el > STR4_MAX || ll == 0 || ll > STR4_MAX || memchr(ex, 0, el) || memchr(lo, 0, ll))
+            return kc_err(KC_ECORRUPT, "unit record: name %u is malformed", i);
+        rc = visit(ctx, ex, el, lo, ll);
     }
     if (!rc && r.left) rc = kc_err(KC_ECORRUPT, "unit record: bytes after its names");
+    return rc;
+}
+
+static char *str_of(const uint8_t *b, uint32_t l) {
+    char *s = kc_malloc((size_t)l + 1);
+    if (s) memcpy(s, b, l), s[l] = '\0';
+    return s;
+}
+
+typedef struct asked {
+    const char *const *exprs;
+    size_t n;
+    char **lowered;
+} asked;
+static int take_asked(void *ctx, const uint8_t *ex, uint32_t el, const uint8_t *lo, uint32_t ll) {
+    asked *a = ctx;
+    for (size_t k = 0; k < a->n; k++) {
+        if (a->lowered[k] || strlen(a->exprs[k]) != el || memcmp(a->exprs[k], ex, el) != 0) continue;
+        if (!(a->lowered[k] = str_of(lo, ll))) return kc_err(KC_ENOMEM, "out of memory");
+    }
+    return KC_OK;
+}
+
+int kc_unit_entry_read(const kc_entry *e, kc_image_ref *ref_out, const char *const *exprs, size_t n,
+                       char **lowered_out) {
+    if (!e || (n && (!exprs || !lowered_out))) return kc_err(KC_EINVAL, "kc_unit_entry_read: NULL argument");
+    for (size_t k = 0; k < n; k++) lowered_out[k] = NULL;
+    kc_image_ref ref;
+    asked a = {exprs, n, lowered_out};
+    int rc = unit_walk(e, &ref, take_asked, &a);
     for (size_t k = 0; k < n && !rc; k++)
         if (!lowered_out[k]) rc = kc_err(KC_MISS, "the unit record has no name '%.200s'", exprs[k]);
     if (rc) {
@@ -265,5 +289,38 @@ int kc_unit_entry_read(const kc_entry *e, kc_image_ref *ref_out, const char *con
         return rc;
     }
     if (ref_out) *ref_out = ref;
+    return KC_OK;
+}
+
+typedef struct listed {
+    char *exprs[KC_IMAGES_MAX], *lowered[KC_IMAGES_MAX];
+    size_t n;
+} listed;
+static int take_all(void *ctx, const uint8_t *ex, uint32_t el, const uint8_t *lo, uint32_t ll) {
+    listed *l = ctx; /* at most KC_IMAGES_MAX: unit_walk bounded the count */
+    l->exprs[l->n] = str_of(ex, el);
+    l->lowered[l->n] = str_of(lo, ll);
+    l->n++;
+    return l->exprs[l->n - 1] && l->lowered[l->n - 1] ? KC_OK : kc_err(KC_ENOMEM, "out of memory");
+}
+
+int kc_unit_entry_names_(const kc_entry *e, kc_image_ref *ref_out, char ***exprs, char ***lowered, size_t *n) {
+    if (!e || !ref_out || !exprs || !lowered || !n) return kc_err(KC_EINVAL, "kc_unit_entry_names_: NULL argument");
+    *exprs = *lowered = NULL;
+    *n = 0;
+    listed *l = kc_calloc(1, sizeof *l);
+    if (!l) return kc_err(KC_ENOMEM, "out of memory");
+    int rc = unit_walk(e, ref_out, take_all, l);
+    char **ve = rc ? NULL : kc_malloc(l->n * sizeof *ve), **vl = rc ? NULL : kc_malloc(l->n * sizeof *vl);
+    if (!rc && (!ve || !vl)) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (rc) {
+        for (size_t i = 0; i < l->n; i++) free(l->exprs[i]), free(l->lowered[i]);
+        free(ve), free(vl), free(l);
+        return rc;
+    }
+    memcpy(ve, l->exprs, l->n * sizeof *ve);
+    memcpy(vl, l->lowered, l->n * sizeof *vl);
+    *exprs = ve, *lowered = vl, *n = l->n;
+    free(l);
     return KC_OK;
 }

@@ -223,10 +223,19 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use);
 /** The key of unit `unit` for `target` (same identity rules as the graph key; no launches, shapes). */
 int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
                  const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);
+/** The key of unit `unit` as a record of `record_version` is stored under ([Note: recorded names] in
+ *  unitstore.c; kc_unit_key_ is this at the current version; 0: the key of the records stored before
+ *  unit records were versioned — what a test needs to plant one). */
+int kc_unit_key_at_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
+                    const char *toolchain, const char *toolkit, unsigned record_version, kc_key *out,
+                    kc_key_builder **kb_out);
 /** Look the units with !res[i] (and want[i], when want is given) up: local, then the remote; fills
- *  res[i] and refs[i] of those found.  Returns how many were found. */
+ *  res[i] and refs[i] of those found.  A unit is found only when its record holds every name the
+ *  graph asks ([Note: recorded names] in unitstore.c); lacking (may be NULL) gets, for a unit whose
+ *  sound record lacks a name, that name.  Returns how many were found. */
 size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *want,
-                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs);
+                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs,
+                      const char **lacking);
 /** Store a compiled unit: its image, then its record (c NULL: only make *ref). */
 int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
                     const kc_key *ukey, const char *target, int is_ptx, const kc_compiled *r, const char *toolchain_meta,

@@ -21,22 +21,31 @@
 #include "../cache/internal.h"
 #include "../common/internal.h"
 #include "../compile/toolkit.h"
-#include "../compile/params.h"
+#include "../entry/entry_internal.h"
 #include "graph_internal.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /*
- * [Note: plain names] NVRTC emits every kernel of external linkage that is not a template
- * whatever name expressions it is given: asking `add_fwd` or `gelu_fwd` of one source changes
- * which lowered names it reports, not the image (the bundled elementwise.cu compiles to the same
- * bytes for mlp_block's two names and add_mul_gelu's six).  So a unit's key holds only the name
- * expressions that are not plain C identifiers (templates, qualified names), and graphs asking
- * different plain names of one source share its unit.  A plain name the unit record does not
- * list is found among the image's kernels (compile/params.h, kc_image_kernel_named: the symbol
- * `name`, or `_Z<len><name>` and its parameter types); none, or several (overloads), is a miss,
- * and the unit is compiled with the graph's names and its record stored again — never a guess.
+ * [Note: recorded names] A name expression goes through the preprocessor and C++ lookup, and only
+ * NVRTC, in a compile, says which kernel it denotes: with `#define foo bar` the expression `foo`
+ * lowers to bar's symbol though a kernel `foo` is in the image too.  So a unit record answers only
+ * the name expressions whose lowering it recorded — nvrtcGetLoweredName's answer for that exact
+ * expression in a compile that made the record's image — and a graph asking any other name of the
+ * unit misses: the unit is compiled with the graph's names (under must-hit, refused, naming the
+ * name the record lacks).  Nothing is inferred from the image's symbols.
+ *
+ * The key still leaves plain C identifiers out (NVRTC emits every non-template kernel of external
+ * linkage whatever it is asked), so graphs asking other plain names of one source meet at one record:
+ * when their compile makes the very bytes the stored record names, the record is stored again with
+ * the names of both (each lowering one that NVRTC gave in a compile of those bytes); other bytes
+ * replace it.  Either way each name it holds is one a compile recorded, never a guess.
+ *
+ * The key's "unit_record" component (KC_UNIT_RECORD_VERSION) versions this rule: the records stored
+ * before it, whose lookups completed unlisted names from the image's symbols, live under other keys
+ * in every tier and bundle; the rule's code never reads them (a miss, no noise; gc ages them out).
  */
+#define KC_UNIT_RECORD_VERSION 2
 static int plain_name(const char *s) {
     if (!s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z'))) return 0;
     for (s++; *s; s++)
@@ -54,6 +63,12 @@ static size_t unit_names(const kc_kernel_src *ks, size_t nk, const kc_units *u, 
 
 int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
                  const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
+    return kc_unit_key_at_(ks, nk, u, unit, target, toolchain, toolkit, KC_UNIT_RECORD_VERSION, out, kb_out);
+}
+
+int kc_unit_key_at_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
+                    const char *toolchain, const char *toolkit, unsigned record_version, kc_key *out,
+                    kc_key_builder **kb_out) {
     const kc_kernel_src *k = &ks[u->first[unit]];
     const char *names[KC_UNITS_MAX];
     size_t n = unit_names(ks, nk, u, unit, names);
@@ -62,13 +77,14 @@ int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t u
     int rc = kc_key_builder_new(&kb);
     if (rc) return rc;
     kc_key_add_u64(kb, KC_COMP_FORMAT, "unit_format", KC_ENTRY_FORMAT_VERSION);
+    if (record_version) kc_key_add_u64(kb, KC_COMP_FORMAT, "unit_record", record_version); /* [Note: recorded names] */
     kc_key_add_string(kb, KC_COMP_GRAPH, "unit.file", k->file ? k->file : "");
     kc_key_add_string(kb, KC_COMP_GRAPH, "unit.source", k->source);
     for (size_t h = 0; h < k->nheaders; h++) {
         kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", k->headers[h].name);
         kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", k->headers[h].source);
     }
-    for (size_t i = 0; i < n; i++) /* a set: sorted, one each; plain names are not part of it ([Note: plain names]) */
+    for (size_t i = 0; i < n; i++) /* a set: sorted, one each; plain names are not part of it ([Note: recorded names]) */
         if ((i == 0 || strcmp(names[i], names[i - 1]) != 0) && !plain_name(names[i]))
             kc_key_add_string(kb, KC_COMP_GRAPH, "unit.name", names[i]);
     char *norm = NULL;
@@ -111,34 +127,33 @@ static int as_compiled(const void *bytes, size_t len, int is_ptx, char **lowered
     return KC_OK;
 }
 
-/* Unit `unit` from its record and image (either from the remote: then checked fully); a plain
- * name the record lacks is looked up among the image's kernels ([Note: plain names]). */
+/* Unit `unit` from its record and image (either from the remote: then checked fully).  Every name
+ * the graph asks must be one the record holds ([Note: recorded names]): else KC_MISS, with
+ * *lacking the first name it lacks (the record and its image are sound; NULL for any other failure). */
 static int from_record(const kc_entry *rec, const kc_entry *img, int full, const kc_kernel_src *ks, size_t nk,
-                       const kc_units *u, size_t unit, const char *target, kc_compiled **res, kc_image_ref *ref) {
+                       const kc_units *u, size_t unit, const char *target, kc_compiled **res, kc_image_ref *ref,
+                       const char **lacking) {
     const char *names[KC_UNITS_MAX];
     char *lowered[KC_UNITS_MAX] = {0};
-    size_t n = unit_names(ks, nk, u, unit, names), unlisted = 0;
+    size_t n = unit_names(ks, nk, u, unit, names);
     kc_image_ref want;
-    int rc = kc_unit_entry_read(rec, &want, NULL, 0, NULL);
-    for (size_t i = 0; i < n && !rc; i++) {
-        rc = kc_unit_entry_read(rec, &want, &names[i], 1, &lowered[i]);
-        if (rc == KC_MISS && plain_name(names[i])) rc = KC_OK, unlisted++;
-    }
     const void *bytes;
     size_t len;
     kc_target t;
+    *lacking = NULL;
+    int rc = kc_unit_entry_read(rec, &want, NULL, 0, NULL);
     if (!rc && (kc_target_parse(target, &t) != KC_OK || strcmp(want.target, target) != 0 || want.is_ptx != t.ptx))
         rc = kc_err(KC_ECORRUPT, "the unit record names a %s image for %s", want.is_ptx ? "PTX" : "cubin", want.target);
+    int sound = 0;
     if (!rc) rc = kc_image_entry_read(img, &want, full, NULL, &bytes, &len);
-    for (size_t i = 0; i < n && !rc && unlisted; i++) {
-        if (lowered[i]) continue;
-        int found = kc_image_kernel_named(bytes, len, want.is_ptx, names[i], &lowered[i]);
-        if (found < 0) rc = found;
-        else if (!found) rc = kc_err(KC_MISS, "unit: no single kernel '%s' in its image", names[i]);
+    if (!rc) sound = 1, rc = kc_unit_entry_read(rec, NULL, names, n, lowered);
+    for (size_t i = 0; sound && rc == KC_MISS && i < n && !*lacking; i++) { /* which one (a miss's cold path) */
+        char *one = NULL;
+        if (kc_unit_entry_read(rec, NULL, &names[i], 1, &one) == KC_MISS) *lacking = names[i];
+        free(one);
     }
-    if (!rc) rc = as_compiled(bytes, len, want.is_ptx, lowered, n, &res[unit]);
-    else
-        for (size_t i = 0; i < n; i++) free(lowered[i]);
+    if (*lacking) rc = kc_err(KC_MISS, "its record holds no lowering of '%.200s'", *lacking);
+    if (!rc) rc = as_compiled(bytes, len, want.is_ptx, lowered, n, &res[unit]); /* takes lowered */
     char cu[24];
     if (!rc && kc_entry_origin(rec, "compile_us", cu, sizeof cu) == KC_OK) res[unit]->seconds = strtod(cu, NULL) / 1e6;
     if (!rc) *ref = want;
@@ -146,18 +161,22 @@ static int from_record(const kc_entry *rec, const kc_entry *img, int full, const
 }
 
 size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *want,
-                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs) {
+                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs,
+                      const char **lacking) {
     size_t found = 0, miss[KC_UNITS_MAX], nm = 0;
+    const char *lack = NULL;
     for (size_t i = 0; i < u->n; i++) {
         if (res[i] || (want && !want[i])) continue;
+        lack = NULL;
         kc_entry *rec = NULL, *img = NULL;
         kc_image_ref ref;
         int rc = kc_cache_get_local_(c, &ukeys[i], KC_VARIANT_UNIT, &rec);
         if (!rc) rc = kc_unit_entry_read(rec, &ref, NULL, 0, NULL);
         if (!rc) rc = kc_cache_get_local_(c, &ref.id, KC_VARIANT_IMAGE, &img);
-        if (!rc) rc = from_record(rec, img, 0, ks, nk, u, i, target, res, &refs[i]);
+        if (!rc) rc = from_record(rec, img, 0, ks, nk, u, i, target, res, &refs[i], &lack);
         if (rc == KC_OK) found++;
         else miss[nm++] = i;
+        if (lacking && lack) lacking[i] = lack;
         kc_entry_free(rec);
         kc_entry_free(img);
     }
@@ -176,15 +195,52 @@ size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_
     size_t nimg = ni ? kc_cache_remote_objects_(c, ikeys, KC_VARIANT_IMAGE, ni, imgs, iraw, il) : 0;
     for (size_t j = 0; j < ni; j++) {
         size_t k = at[j], i = miss[k];
-        if (nimg && imgs[j] && from_record(recs[k], imgs[j], 1, ks, nk, u, i, target, res, &refs[i]) == KC_OK) {
-            found++; /* kept locally: the image first, then the record that names it */
-            if (kc_cache_keep_local_(c, &ikeys[j], KC_VARIANT_IMAGE, iraw[j], il[j]) == KC_OK)
-                (void)kc_cache_keep_local_(c, &keys[k], KC_VARIANT_UNIT, rraw[k], rl[k]);
-        }
+        lack = NULL;
+        int rc = nimg && imgs[j] ? from_record(recs[k], imgs[j], 1, ks, nk, u, i, target, res, &refs[i], &lack) : KC_MISS;
+        if (rc == KC_OK) found++;
+        if (lacking && rc && lack) lacking[i] = lack;
+        /* Kept locally — the image first, then the record that names it — when it served, or when it
+         * is sound and lacks only names: a compile of the same bytes then stores both records' names. */
+        if ((rc == KC_OK || lack) && kc_cache_keep_local_(c, &ikeys[j], KC_VARIANT_IMAGE, iraw[j], il[j]) == KC_OK)
+            (void)kc_cache_keep_local_(c, &keys[k], KC_VARIANT_UNIT, rraw[k], rl[k]);
         if (nimg) kc_entry_free(imgs[j]), free(iraw[j]);
     }
     for (size_t k = 0; k < nm; k++) kc_entry_free(recs[k]), free(rraw[k]);
     return found;
+}
+
+/* The record of a compiled unit: the graph's names with their lowerings, then — when the stored
+ * record names the very same image — the names it holds that the graph did not ask
+ * ([Note: recorded names]); the stored names only when each agrees with this compile. */
+static int record_of(kc_cache *c, const kc_key *ukey, const kc_image_ref *ref, const char *const *names,
+                     char *const *lowered, size_t n, kc_entry **out) {
+    const char *ex[KC_IMAGES_MAX], *lo[KC_IMAGES_MAX];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < KC_IMAGES_MAX; i++) {
+        size_t k = 0;
+        while (k < m && strcmp(ex[k], names[i]) != 0) k++;
+        if (k == m) ex[m] = names[i], lo[m++] = lowered[i];
+    }
+    kc_entry *old = NULL;
+    char **oe = NULL, **ol = NULL;
+    size_t on = 0, base = m;
+    kc_image_ref oref;
+    if (kc_cache_get_local_(c, ukey, KC_VARIANT_UNIT, &old) == KC_OK &&
+        kc_unit_entry_names_(old, &oref, &oe, &ol, &on) == KC_OK && kc_image_ref_equal(&oref, ref)) {
+        int agree = 1;
+        for (size_t j = 0; j < on && agree; j++) {
+            size_t k = 0;
+            while (k < m && strcmp(ex[k], oe[j]) != 0) k++;
+            if (k < m) agree = strcmp(lo[k], ol[j]) == 0; /* a disagreement: keep only this compile's */
+            else if (m < KC_IMAGES_MAX) ex[m] = oe[j], lo[m++] = ol[j];
+        }
+        if (!agree) m = base;
+    }
+    int rc = kc_unit_entry_new(out, ukey, ref, ex, lo, m);
+    for (size_t j = 0; j < on; j++) free(oe[j]), free(ol[j]);
+    free(oe), free(ol);
+    kc_entry_free(old);
+    return rc;
 }
 
 int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
@@ -200,7 +256,7 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
     if (!rc) rc = kc_entry_set_toolchain(img, toolchain_meta);
     if (!rc) rc = kc_cache_put(c, img); /* the image first: durable before anything names it */
     /* No key digests: nothing explains a unit by them, and they were most of a record's bytes. */
-    if (!rc) rc = kc_unit_entry_new(&rec, ukey, ref, names, (const char *const *)r->lowered_names, n);
+    if (!rc) rc = record_of(c, ukey, ref, names, r->lowered_names, n, &rec);
     char cu[24]; /* its NVRTC time: a graph built from it later records what a hit of it saves */
     snprintf(cu, sizeof cu, "%llu", (unsigned long long)(r->seconds * 1e6 + 0.5));
     if (!rc) rc = kc_entry_set_origin(rec, "compile_us", cu);
@@ -209,6 +265,22 @@ int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_un
     kc_entry_free(img);
     kc_entry_free(rec);
     return rc;
+}
+
+/* Must-hit: the first unit of `grab` may not be compiled — KC_ENOTCACHED saying why, naming the
+ * name its stored record lacks when that is why ([Note: recorded names]). */
+static int refused(const kc_kernel_src *ks, const kc_units *u, const int *grab, const char *const *lacking,
+                   const char *target, int cacheable) {
+    size_t first = 0;
+    while (!grab[first]) first++;
+    const kc_kernel_src *k = &ks[u->first[first]];
+    char why[320] = "";
+    if (lacking[first])
+        snprintf(why, sizeof why, " for this graph's names (its record holds no lowering of '%.200s': only a "
+                 "compile says which kernel that name denotes)", lacking[first]);
+    return kc_err(KC_ENOTCACHED, "its compile unit %zu (%s, for %s) is not stored%s%s, and the cache is must-hit "
+                  "(KCACHE_REQUIRE_HIT): nothing was compiled", first, k->file ? k->file : k->name, target, why,
+                  cacheable ? "" : " (the graph is not cacheable)");
 }
 
 /*
@@ -228,6 +300,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
     kc_key ukeys[KC_UNITS_MAX];
     int pending[KC_UNITS_MAX] = {0}, grab[KC_UNITS_MAX], compiled_here[KC_UNITS_MAX] = {0}, left = 0, rc = KC_OK;
     kc_lock *locks[KC_UNITS_MAX] = {0};
+    const char *lacking[KC_UNITS_MAX] = {0}; /* the name a unit's sound record lacks ([Note: recorded names]) */
     kc_target t;
     *ncompiled = 0;
     *ms = 0;
@@ -235,7 +308,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
     if ((rc = kc_target_parse(target, &t))) return rc;
     for (size_t i = 0; cacheable && i < n && !rc; i++)
         rc = kc_unit_key_(ks, nk, u, i, target, toolchain, toolkit, &ukeys[i], NULL);
-    if (!rc && cacheable && reuse) kc_units_find_(c, ks, nk, u, NULL, ukeys, target, res, refs);
+    if (!rc && cacheable && reuse) kc_units_find_(c, ks, nk, u, NULL, ukeys, target, res, refs, lacking);
     if (!rc && cacheable && reuse) rc = kc_graph_strict_refusal_(c); /* strict: a unit found and refused is no compile */
     for (size_t i = 0; i < n; i++) left += pending[i] = !res[i];
     double wait_s = 600.0;
@@ -251,19 +324,14 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
             if (lr != KC_OK) kc_log(KC_LOG_GRAPH, "%s: no unit lock (%s); compiling", label, kc_error_last()->message);
             grab[i] = any = 1;
         }
-        if (any && cacheable && reuse) kc_units_find_(c, ks, nk, u, grab, ukeys, target, res, refs); /* stored meanwhile? */
+        if (any && cacheable && reuse) kc_units_find_(c, ks, nk, u, grab, ukeys, target, res, refs, lacking); /* stored meanwhile? */
         int todo = 0;
         for (size_t i = 0; i < n; i++) {
             if (grab[i] && res[i]) grab[i] = 0, pending[i] = 0, left--;
             todo |= grab[i];
         }
         if (todo && c && kc_cache_require_hit_(c)) { /* must hit: NVRTC may not run (a waiter above could still take) */
-            size_t first = 0;
-            while (!grab[first]) first++;
-            const kc_kernel_src *k = &ks[u->first[first]];
-            rc = kc_err(KC_ENOTCACHED, "its compile unit %zu (%s, for %s) is not stored%s, and the cache is must-hit "
-                        "(KCACHE_REQUIRE_HIT): nothing was compiled", first, k->file ? k->file : k->name, target,
-                        cacheable ? "" : " (the graph is not cacheable)");
+            rc = refused(ks, u, grab, lacking, target, cacheable);
             for (size_t i = 0; i < n; i++) kc_cache_unlock(locks[i]), locks[i] = NULL;
             break;
         }
@@ -300,7 +368,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
         if (!rc && left && !any) { /* every pending unit is another's compile: wait for it */
             struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
-            kc_units_find_(c, ks, nk, u, pending, ukeys, target, res, refs);
+            kc_units_find_(c, ks, nk, u, pending, ukeys, target, res, refs, lacking);
             for (size_t i = 0; i < n; i++)
                 if (pending[i] && res[i]) pending[i] = 0, left--;
         }

@@ -542,52 +542,6 @@ static void test_device_function(void **state) {
     kc_compiled_free(c);
 }
 
-/* A plain name's kernel in an image ([Note: plain names] in src/graph/unitstore.c): extern "C" and
- * C++ kernels of the global namespace are found, in a cubin and in PTX; overloads, a template's
- * instance, a device function and a name absent are not (0), never a guess. */
-static void test_plain_names(void **state) {
-    (void)state;
-    static const char *opts[] = {"--relocatable-device-code=true"}; /* keeps the unreferenced device function */
-    static const char *src =
-        "extern \"C\" __global__ void k_c(float *x) { x[0] = 1; }\n"
-        "__global__ void k_cpp(float *x, int n) { x[0] = (float)n; }\n"
-        "__global__ void k_over(float *x) { x[0] = 2; }\n"
-        "__global__ void k_over(int *x) { x[0] = 3; }\n"
-        "template <int N> __global__ void k_t(float *x) { x[0] = N; }\n"
-        "__global__ void k_t(double *x) { x[0] = 4; }\n"
-        "__device__ __noinline__ float k_dev(float *p) { return p[1]; }\n"
-        "extern \"C\" __global__ void k_c2(float *x) { x[0] = k_dev(x); }\n";
-    static const char *names[] = {"k_c", "k_cpp", "k_t<5>"}; /* the overloads are emitted without being asked */
-    for (int ptx = 0; ptx < 2; ptx++) {
-        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "plain.cu", src, names[0], NULL, 0, opts, 1, NULL, 0};
-        kc_compiled *c;
-        if (kc_compile_names(&k, names, 3, ptx ? "compute_90" : "sm_90", &c)) fail_msg("%s", kc_error_last()->message);
-        size_t len = c->len + (size_t)ptx;
-        char *low = NULL;
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "k_c", &low), 1);
-        assert_string_equal(low, "k_c");
-        free(low);
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "k_cpp", &low), 1);
-        assert_string_equal(low, c->lowered_names[1]); /* what NVRTC lowered the expression to */
-        assert_string_equal(low, "_Z5k_cppPfi");
-        free(low);
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "k_over", &low), 0); /* two overloads */
-        assert_null(low);
-        /* k_t: an instance of the template (_Z3k_tILi5EEvPf) and a plain k_t(double *): only the latter */
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "k_t", &low), 1);
-        assert_string_equal(low, "_Z3k_tPd");
-        free(low);
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "k_dev", &low), 0); /* a device function */
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "k_", &low), 0);
-        assert_int_equal(kc_image_kernel_named(c->image, len, ptx, "absent", &low), 0);
-        kc_compiled_free(c);
-    }
-    char *low = (char *)1;
-    uint8_t junk[64] = {0x7f, 'E', 'L', 'F'};
-    assert_true(kc_image_kernel_named(junk, sizeof junk, 0, "k_c", &low) < 0);
-    assert_null(low);
-}
-
 /* ---- 5. PTX written by hand ---- */
 
 static int ptx_read(const char *txt, const char *sym, kc_params *p) { return kc_params_read(txt, strlen(txt), 1, sym, p); }
@@ -714,7 +668,6 @@ int main(void) {
         cmocka_unit_test(test_truncated_ptx),
         cmocka_unit_test(test_patched_cubin),
         cmocka_unit_test(test_device_function),
-        cmocka_unit_test(test_plain_names),
         cmocka_unit_test(test_ptx_forms),
         cmocka_unit_test(test_ptx_refused),
     };

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "common/internal.h"
+#include "entry/entry_internal.h" /* kc_unit_entry_names_ */
 #include "fuzz/harness.h" /* fz_fix_entry: a container's checksums made right */
 #include "kcache.h"
 
@@ -533,6 +534,29 @@ static void test_unit_name_absent(void **state) {
         for (int i = 0; i < 3; i++) assert_null(low[i]);
         for (size_t i = 0; i < sizeof got; i++) assert_int_equal(((uint8_t *)&got)[i], 0xab);
     }
+    /* Every name, in record order; out of memory part way: KC_ENOMEM, nothing kept. */
+    for (long n = 1; n < 20; n++) {
+        kc_image_ref ref;
+        char **ex = (char **)0x1, **lo = (char **)0x1;
+        size_t k = 9;
+        kc_alloc_fail_at(n, false);
+        int rc = kc_unit_entry_names_(e, &ref, &ex, &lo, &k);
+        kc_alloc_fail_at(0, false);
+        if (rc == KC_OK) {
+            assert_int_equal(k, 3);
+            assert_true(kc_image_ref_equal(&ref, &r));
+            for (size_t i = 0; i < 3; i++) {
+                assert_string_equal(ex[i], u_exprs[i]);
+                assert_string_equal(lo[i], u_lowered[i]);
+                free(ex[i]), free(lo[i]);
+            }
+            free(ex), free(lo);
+            break;
+        }
+        assert_int_equal(rc, KC_ENOMEM);
+        assert_true(ex == NULL && lo == NULL && k == 0);
+        assert_true(n < 19);
+    }
     /* Out of memory part way: KC_ENOMEM, every output NULL. */
     for (long n = 1; n < 10; n++) {
         char *low[3] = {(char *)0x1, (char *)0x1, (char *)0x1};
@@ -561,6 +585,20 @@ static int read_unit(const char *variant, const kc_buf *section) {
         free(low[0]);
     } else {
         assert_null(low[0]);
+    }
+    /* Every name of it (what a compile of the same image adds to: [Note: recorded names]), read as strictly. */
+    kc_image_ref ref;
+    char **ex, **lo;
+    size_t n;
+    int all = kc_unit_entry_names_(e, &ref, &ex, &lo, &n);
+    if (rc == KC_ECORRUPT) assert_int_equal(all, KC_ECORRUPT);
+    if (all == KC_OK) {
+        assert_true(n >= 1);
+        assert_string_equal(ex[0], "add<float>");
+        for (size_t i = 0; i < n; i++) free(ex[i]), free(lo[i]);
+        free(ex), free(lo);
+    } else {
+        assert_true(ex == NULL && lo == NULL && n == 0);
     }
     kc_entry_free(e);
     return rc;

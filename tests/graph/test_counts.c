@@ -145,7 +145,7 @@ static void test_parallel_units_record_wall_time(void **state) {
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
     const char *grid[] = {"1", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
     for (size_t k = 0; k < 2; k++) assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, k, grid, block, NULL, args, 2), KC_OK);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(info.units_compiled, 2);
@@ -167,7 +167,7 @@ static void test_uncacheable_is_a_bypass_not_a_miss(void **state) {
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
     const char *grid[] = {"1", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2), KC_OK);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     for (int i = 0; i < 2; i++) {
         assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
         assert_int_equal(info.source, KC_FROM_BYPASS);

@@ -48,7 +48,7 @@ static void *worker(void *p) {
     pthread_barrier_wait(&start);
     for (int r = 0; r < ROUNDS; r++)
         for (int g = 0; g < GRAPHS; g++) {
-            kc_graph_info info;
+            kc_graph_info info = KC_GRAPH_INFO_INIT;
             kc_graph *gr = NULL;
             if (kc_graph_get(cache, descs[(g + r) % GRAPHS], 0, &gr, &info) != KC_OK) {
                 t->failed++;
@@ -126,7 +126,7 @@ static void test_disk_hit_saves_wall_time_memory_hit_nothing(void **state) {
     (void)state;
     kc_graph_desc *d = small("small_c", "x[i] = 3;");
     kc_graph *g1, *g2, *g3;
-    kc_graph_info i1, i2, i3;
+    kc_graph_info i1 = KC_GRAPH_INFO_INIT, i2 = KC_GRAPH_INFO_INIT, i3 = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_get(cache, d, 0, &g1, &i1), KC_OK);
     assert_int_equal(i1.source, KC_FROM_COMPILE);
     assert_true(i1.saved_ms == 0);
@@ -154,7 +154,7 @@ static void test_uncacheable_get_is_a_bypass_not_a_miss(void **state) {
     kc_graph_desc *d = small("dated", "{ const char *t = __DATE__; x[i] = t[0]; }");
     for (int i = 0; i < 2; i++) {
         kc_graph *g;
-        kc_graph_info info;
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
         assert_int_equal(kc_graph_get(cache, d, 0, &g, &info), KC_OK);
         assert_int_equal(info.source, KC_FROM_BYPASS);
         kc_graph_release(g);

@@ -41,7 +41,7 @@ static kc_graph_desc *small(const char *name, const char *body) {
 static uint64_t publish_from_elsewhere(kc_graph_desc *d) {
     char *da = kct_tmpdir("cntA");
     kc_cache *a = open_at(da);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(a, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_cache_remote_flush(a), KC_OK);
@@ -72,7 +72,7 @@ static void test_compile_remote_hit_counts_remote(void **state) {
     uint64_t us = publish_from_elsewhere(d);
     char *db = kct_tmpdir("cntB");
     kc_cache *b = open_at(db);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(b, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_REMOTE);
     assert_true(info.saved_ms == (double)us / 1e3);
@@ -93,7 +93,7 @@ static void test_get_remote_hit_counts_remote(void **state) {
     char *db = kct_tmpdir("cntG");
     kc_cache *b = open_at(db);
     kc_graph *g;
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_get(b, d, 0, &g, &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_REMOTE);
     assert_true(info.saved_ms == (double)us / 1e3);

@@ -107,7 +107,7 @@ static void expect(const char *what, int rc, int want, const char *needle) {
 static void test_a_toolkit_compile_error_reaches_every_caller(void **state) {
     (void)state;
     kc_graph_desc *d = load("broken.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_error_clear();
     expect("kc_graph_compile", kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE, BROKEN);
     expect("kc_graph_compile (the log)", KC_ECOMPILE, KC_ECOMPILE, "is undefined");
@@ -147,7 +147,7 @@ static void test_a_toolkit_compile_error_reaches_every_caller(void **state) {
 static void test_a_compile_error_on_a_pool_thread(void **state) {
     (void)state;
     kc_graph_desc *d = load("two.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_error_clear();
     expect("two units", kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE, BROKEN);
     expect("two units (the graph)", KC_ECOMPILE, KC_ECOMPILE, "graph 'two'");
@@ -158,7 +158,7 @@ static void test_an_abi_refusal_and_a_store_failure_keep_theirs(void **state) {
     (void)state;
     /* The launch ABI is checked after the compile (and the watch's end). */
     kc_graph_desc *d = load("abi.json");
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     kc_error_clear();
     expect("abi", kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE, "12 arguments given, the kernel takes 11");
     kc_graph_desc_free(d);

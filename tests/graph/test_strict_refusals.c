@@ -63,7 +63,7 @@ static kc_graph_desc *softmax_at(int64_t rows) {
 /* A writer puts `d`'s sm_90 graph (its units, images) in Redis. */
 static void plant(const char *tag, trust_cfg t, kc_graph_desc *d) {
     kc_cache *w = open_at(tag, r.url, t, 0);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(w, d, "sm_90", &info) != KC_OK) fail_msg("plant: %s", kc_error_last()->message);
     assert_int_equal(kc_cache_remote_flush(w), KC_OK);
     kc_cache_close(w);
@@ -75,7 +75,7 @@ static void has(const char *what, const char *text, const char *needle) {
 
 /* Not strict: a miss whose reason names the refusal (each needle), and a compile. */
 static void expect_said(kc_cache *c, kc_graph_desc *d, const char *const *needles) {
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_compile(c, d, "sm_90", &info) != KC_OK) fail_msg("lookup: %s", kc_error_last()->message);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     if (strstr(info.miss_reason, "no entry")) fail_msg("the miss reason says no entry: %s", info.miss_reason);
@@ -110,7 +110,7 @@ static void test_an_entry_signed_by_an_untrusted_key(void **state) {
     kc_cache_close(c);
 
     c = open_at("sig-strict", r.url, (trust_cfg){NULL, ring, NULL}, 1);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_EPERM, why);
     assert_int_equal(kct_stat(c, KC_STAT_UNIT_COMPILES), 0);
     kc_graph *g = NULL;
@@ -140,7 +140,7 @@ static void test_an_entry_sealed_with_another_mac_key(void **state) {
     trust_cfg mine = {NULL, NULL, "another key entirely, 32 bytes or more"};
     /* Strict first: the lenient host, which can vouch with its key, sends what it compiles to Redis. */
     kc_cache *c = open_at("mac-strict", r.url, mine, 1);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_EPERM, why);
     assert_int_equal(graphs_in("mac-strict"), 0);
     kc_cache_close(c);
@@ -176,7 +176,7 @@ static void test_a_remote_entry_whose_image_is_gone(void **state) {
     kc_cache_close(c);
     redis_del_matching("*.img"); /* what the lenient host compiled and sent */
     c = open_at("img-strict", r.url, (trust_cfg){NULL, NULL, NULL}, 1);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_ECORRUPT, why);
     assert_int_equal(graphs_in("img-strict"), 0);
     kc_cache_close(c);
@@ -212,7 +212,7 @@ static void test_a_corrupt_remote_entry(void **state) {
     redis_damage_matching("*.sm_90");
     const char *why[] = {"entry for sm_90 from redis://", "refused: corrupt", NULL};
     kc_cache *c = open_at("corrupt-strict", r.url, (trust_cfg){NULL, NULL, NULL}, 1);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_ECORRUPT, why);
     assert_int_equal(graphs_in("corrupt-strict"), 0);
     kc_cache_close(c);
@@ -237,7 +237,7 @@ static void test_a_local_corrupt_entry_and_a_missing_image(void **state) {
     (void)state;
     kc_graph_desc *d = softmax_at(16);
     kc_cache *c = open_at("local", NULL, (trust_cfg){NULL, NULL, NULL}, 0);
-    kc_graph_info info;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
     kc_cache_close(c);
     char dir[1024];

@@ -2,7 +2,8 @@
  * test_two_levels.c — graph entries over shared images ([Note: two levels] in kcache/entry.h,
  * src/graph/unitstore.c, resolve.c): a second static shape of a graph compiles nothing and stores
  * only its graph entry; the target is part of a unit's key; graphs asking other plain names of one
- * source share its unit ([Note: plain names]: found in the image, or compiled when not there); an image that is missing, corrupt or
+ * source share its unit record ([Note: recorded names]: a name it did not record is compiled once,
+ * then the record holds the names of both compiles of the same image); an image that is missing, corrupt or
  * not the one referred to makes its graph a miss — one outcome counted — and its unit is compiled
  * and stored again; threads and processes (a 16-process storm) compiling shapes of one graph at once compile each unit
  * once ([Note: single-flight per unit]).  Needs NVRTC (compile-only), no GPU.
@@ -133,23 +134,30 @@ static void expect_lowered(const kc_graph_info *info, const char *kernel, const 
     kc_entry_free(e);
 }
 
-/* [Note: plain names] mlp_block asks elementwise.cu for gelu_fwd and gelu_bwd, add_mul_gelu for six
- * plain names of it: one unit, compiled once; its other names are found among the image's kernels. */
+/* [Note: recorded names] mlp_block asks elementwise.cu for gelu_fwd and gelu_bwd, add_mul_gelu for
+ * six plain names of it: one unit key.  add_mul_gelu's names were not recorded by mlp_block's compile:
+ * compiled once (never completed from the image's symbols), the same bytes, so the record then holds
+ * all six and mlp_block at a new shape compiles nothing. */
 static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
     (void)state;
-    kc_graph_desc *mlp = load("mlp_block.json"), *amg = load("add_mul_gelu.json");
-    kc_graph_info im = KC_GRAPH_INFO_INIT, ia = KC_GRAPH_INFO_INIT;
+    kc_graph_desc *mlp = load("mlp_block.json"), *amg = load("add_mul_gelu.json"), *mlp2 = mlp_at(48);
+    kc_graph_info im = KC_GRAPH_INFO_INIT, ia = KC_GRAPH_INFO_INIT, i2 = KC_GRAPH_INFO_INIT;
     compile_ok(mlp, "sm_90", &im);
     assert_int_equal(im.units_compiled, 2);
     compile_ok(amg, "sm_90", &ia);
     assert_int_equal(ia.units, 1);
-    assert_int_equal(ia.units_compiled, 0); /* elementwise.cu was compiled for mlp_block */
+    assert_int_equal(ia.units_compiled, 1); /* four of its names were never recorded */
     assert_int_equal(kct_count_files(dir, ".unit.kce"), 2);
+    assert_int_equal(kct_count_files(dir, ".img.kce"), 2); /* the same image */
     expect_lowered(&ia, "add_bwd", "add_bwd");
     expect_lowered(&ia, "mul_fwd", "mul_fwd");
-    /* Kernels the first graph did not ask: a C++ kernel (a mangled symbol) and a static one (NVRTC
-     * emits it all the same, a local symbol) are found in the image; one of a namespace, named through
-     * a using-directive, lowers to a symbol no plain name matches (_ZN2ns3k_nEPf): compiled. */
+    compile_ok(mlp2, "sm_90", &i2);
+    assert_int_equal(i2.units_compiled, 0);
+    compile_ok(amg, "sm_90", &ia); /* its own entry: a hit */
+    assert_int_equal(ia.source, KC_FROM_DISK);
+    /* Kernels the first graph did not ask — a C++ kernel (a mangled symbol), a static one, one of a
+     * namespace named through a using-directive — are each compiled once, with their lowering as
+     * NVRTC gives it; then a graph asking any of the names recorded compiles nothing. */
     char d2[600], p[700];
     snprintf(d2, sizeof d2, "%s/specs", dir);
     mkdir(d2, 0700);
@@ -164,15 +172,17 @@ static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
         "{\"name\": \"%s\", \"kernels\": [{\"id\": \"a\", \"file\": \"plain.cu\", \"entry\": \"k_c\"}%s],"
         " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
         " \"forward\": [{\"kernel\": \"a\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}%s]}";
-    const char *names[4] = {"pa", "pb", "pc", "pd"};
-    const char *extra_k[4] = {"", ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_cpp\"}",
+    const char *names[5] = {"pa", "pb", "pc", "pd", "pe"};
+    const char *extra_k[5] = {"", ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_cpp\"}",
                               ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_s\"}",
-                              ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_n\"}"};
+                              ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_n\"}",
+                              ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_s\"}"};
     const char *one = ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}";
-    const char *extra_s[4] = {"", ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"i32:3\"]}",
-                              one, one};
-    kc_graph_info info[4] = {KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT};
-    for (int i = 0; i < 4; i++) {
+    const char *extra_s[5] = {"", ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"i32:3\"]}",
+                              one, one, ", {\"kernel\": \"b\", \"grid\": [2, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}"};
+    kc_graph_info info[5] = {KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT,
+                            KC_GRAPH_INFO_INIT};
+    for (int i = 0; i < 5; i++) {
         char js[2048];
         snprintf(js, sizeof js, fmt, names[i], extra_k[i], extra_s[i]);
         snprintf(p, sizeof p, "%s/%s.json", d2, names[i]);
@@ -183,14 +193,17 @@ static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
         kc_graph_desc_free(d);
     }
     assert_int_equal(info[0].units_compiled, 1);
-    assert_int_equal(info[1].units_compiled, 0); /* k_cpp: found in the image */
+    assert_int_equal(info[1].units_compiled, 1); /* k_cpp: not recorded, compiled */
     expect_lowered(&info[1], "k_cpp", "_Z5k_cppPfi");
-    assert_int_equal(info[2].units_compiled, 0);
+    assert_int_equal(info[2].units_compiled, 1);
     expect_lowered(&info[2], "k_s", "_Z3k_sPf");
-    assert_int_equal(info[3].units_compiled, 1); /* k_n: no plain symbol of it: compiled with the graph's names */
+    assert_int_equal(info[3].units_compiled, 1);
     expect_lowered(&info[3], "k_n", "_ZN2ns3k_nEPf");
     expect_lowered(&info[3], "k_c", "k_c");
-    kc_graph_desc_free(mlp), kc_graph_desc_free(amg);
+    assert_string_not_equal(info[4].key, info[2].key); /* pe: another graph (a grid) asking k_c and k_s */
+    assert_int_equal(info[4].units_compiled, 0);       /* both recorded, of the same image */
+    expect_lowered(&info[4], "k_s", "_Z3k_sPf");
+    kc_graph_desc_free(mlp), kc_graph_desc_free(amg), kc_graph_desc_free(mlp2);
 }
 
 /* Remove (or damage) the first image file found. */
