@@ -27,7 +27,7 @@ secs=${FUZZ_SECONDS:-15}
 scratch=$(mktemp -d /tmp/kcache-fuzz-XXXXXX)
 crashes=$bdir/crashes   # an input that crashes is kept here (the scratch folder is removed)
 mkdir -p "$crashes"
-trap 'rm -rf "$scratch" /tmp/kcfuzz-*' EXIT
+trap 'rm -rf "$scratch" /tmp/kcfuzz-* /dev/shm/kcfuzz-*' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 total=0
 summary=()
