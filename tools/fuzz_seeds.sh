@@ -314,8 +314,13 @@ printf '\x02kcache-profile 1\nsite fz\ninput 3 6\ninput 0 1\nother\n' >$c/files/
 g=tests/golden/entry_v4.kce
 { printf '\x00$%d\r\n' "$(stat -c %s $g)"; cat $g; printf '\r\n'; } >$c/redis/get-entry
 { printf '\x04*2\r\n:0\r\n$%d\r\n' "$(stat -c %s $g)"; cat $g; printf '\r\n'; } >$c/redis/get-first-entry
-# toolkit/ (fuzz_toolkit.c): adamw.manifest (mode 0: the direct manifest the adamw prewarm wrote, a toolkit
+# toolkit/ (fuzz_toolkit.c: mode:u8 then its input): adamw.manifest (mode 0: the direct manifest the adamw prewarm wrote, a toolkit
 # graph) and adamw.reads (mode 1: the toolkit_reads its entry carries). Both name this machine's toolkit.
+# adamw.memo (mode 2: sig:u64 then the toolkit memo the prewarm wrote, sig its own "sig" line's).
+memo=$(find "$tmp/cache-adamw" -name '*.toolkit' -type f | sort | head -1)
+[ -n "$memo" ] || { echo "fuzz_seeds: the adamw prewarm wrote no toolkit memo" >&2; exit 1; }
+python3 -c 'import struct, sys; t = open(sys.argv[1], "rb").read(); sig = int(t.split(b"\n")[1].split()[1], 16)
+open(sys.argv[2], "wb").write(b"\2" + struct.pack("<Q", sig) + t)' "$memo" $c/toolkit/adamw.memo
 man=$(find "$tmp/cache-adamw" -name 'direct-*' -type f | sort | head -1)
 [ -n "$man" ] || { echo "fuzz_seeds: the adamw prewarm wrote no direct manifest" >&2; exit 1; }
 { printf '\x00'; cat "$man"; } >$c/toolkit/adamw.manifest

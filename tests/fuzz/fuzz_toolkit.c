@@ -2,12 +2,16 @@
  * fuzz_toolkit.c — libFuzzer target: the toolkit direct mode's two formats (compile/toolkit.c,
  * [Note: toolkit direct mode]), read by the functions a lookup calls:
  *
- *   mode even  a direct manifest ("kcache-toolkit-direct 2 (...)", root, shims, digest lines,
+ *   mode % 3 == 0  a direct manifest ("kcache-toolkit-direct 2 (...)", root, shims, digest lines,
  *              then "d <sig> <folder>" and "f <sig> <file>" lines and "end <count>"): rest is the
  *              file memo/fz, read by kc_toolkit_direct.
- *   mode odd   an entry's ORIGIN "toolkit_reads" value ("<digest> <files> <first>,<delta>,…" in
+ *   mode % 3 == 1  an entry's ORIGIN "toolkit_reads" value ("<digest> <files> <first>,<delta>,…" in
  *              hex, or "-"): rest up to its first NUL, handed to kc_toolkit_direct_from_reads, which
  *              writes the manifest memo/fr when the reads are of this tree.
+ *   mode % 3 == 2  the toolkit memo ("kcache-toolkit 1\nsig <16 hex>\ndigest <32 hex>\n", the
+ *              digest of one installation's headers): rest := sig:u64 file, read by
+ *              kc_toolkit_memo_read_ (kc_toolkit_digest's reader, which reads it once per process)
+ *              as the memo of a walk whose signature is `sig`.
  *
  * The process walks the toolkit's include folder once (kc_toolkit_digest), as a lookup's process
  * does, so the reads are checked against a real tree.  The custom mutator is structure-aware: a
@@ -15,7 +19,8 @@
  * time (a signature's hex digit, a path, a line dropped, doubled, swapped or made of the other
  * kind), and its "end" line is made to count the lines again, so the line checks are reached
  * rather than the count; a reads value keeps its digest and file count and its list of deltas is
- * changed (one changed, added or dropped, or "-").  One time in eight the bytes are mutated raw.
+ * changed (one changed, added or dropped, or "-"); a memo is written again from its grammar with the
+ * input's signature (or another), a digest with one digit changed, a line dropped.  One time in eight the bytes are mutated raw.
  * Seeds (corpus/toolkit/): a manifest and a reads value kcache wrote for a toolkit graph
  * (tools/fuzz_seeds.sh); they name this machine's toolkit (its root and stat signatures), so on
  * another the mutations reach the header checks only until the seeds are made there.
@@ -59,7 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_setup();
     if (size < 1) return 0;
     char path[256], out[33];
-    if (!(data[0] & 1)) {
+    if (data[0] % 3 == 2) {
+        if (size < 9) return 0;
+        uint64_t sig = fz_rd64(data + 1);
+        snprintf(path, sizeof path, "%s/memo.toolkit", memo);
+        put(path, data + 9, size - 9);
+        if (kc_toolkit_memo_read_(path, sig, out) && (strlen(out) != 32 || strspn(out, "0123456789abcdef") != 32)) abort();
+    } else if (data[0] % 3 == 0) {
         snprintf(path, sizeof path, "%s/fz", memo);
         put(path, data + 1, size - 1);
         if (kc_toolkit_direct(memo, "fz", out) && (strlen(out) != 32 || strspn(out, "0123456789abcdef") != 32)) abort();
@@ -164,9 +175,30 @@ static size_t reads_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs)
     return head + o;
 }
 
+static size_t memo_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs) {
+    if (max < 9 + 128) return LLVMFuzzerMutate(data, size, max);
+    if (size < 9) memset(data + size, 0, 9 - size);
+    uint64_t sig = fz_rd64(data + 1);
+    char digest_hex[33] = "0123456789abcdef0123456789abcdef";
+    const char *d = size > 9 ? memchr(data + 9, 'd', size - 9) : NULL; /* keep the input's digest */
+    if (d && (size_t)((const uint8_t *)d - data) + 7 + 32 <= size && memcmp(d, "digest ", 7) == 0) memcpy(digest_hex, d + 7, 32);
+    uint32_t r = fz_rand(rs) % 6;
+    if (r == 0) digest_hex[fz_rand(rs) % 32] = "0123456789abcdefABCDEFg "[fz_rand(rs) % 24];
+    uint64_t said = r == 1 ? sig ^ (1ull << (fz_rand(rs) % 64)) : sig;
+    int n = snprintf((char *)data + 9, max - 9, "%s\nsig %016llx\n%sdigest %s\n", r == 2 ? "kcache-toolkit 2" : "kcache-toolkit 1",
+                     (unsigned long long)said, r == 3 ? "extra\n" : "", digest_hex);
+    if (r == 4) n -= 1 + (int)(fz_rand(rs) % 20); /* cut short */
+    if (r == 5) fz_wr64(data + 1, sig + 1);
+    return 9 + (size_t)(n > 0 ? n : 0);
+}
+
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed) {
     uint64_t rs = seed * 0x9e3779b97f4a7c15ull + 11;
     if (size < 2 || max < 2 || fz_rand(&rs) % 8 == 0) return LLVMFuzzerMutate(data, size, max);
-    return data[0] & 1 ? reads_mutate(data, size, max, &rs) : manifest_mutate(data, size, max, &rs);
+    switch (data[0] % 3) {
+    case 0: return manifest_mutate(data, size, max, &rs);
+    case 1: return reads_mutate(data, size, max, &rs);
+    default: return memo_mutate(data, size, max, &rs);
+    }
 }
