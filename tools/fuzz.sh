@@ -4,19 +4,27 @@
 # (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with its
 # dictionary (tests/fuzz/<target>.dict), and say how many edges of the code each one reached.
 # New inputs found go to a scratch folder, not into the repository.
-# The seeds of entry, entry_sums, bundle, bundle_sums, sections, program and image are objects kcache
-# writes (graph entries and their launch programs, images, unit records): tools/fuzz_seeds.sh makes
-# them again when the entry format or the launch-program grammar (src/graph/program.c) changes.
+# Most targets are structure-aware: a custom mutator decodes the format, changes one field, section or
+# record, and writes it again with its lengths and checksums right, so mutations reach the parsers
+# behind the checks (entry: mutate_entry.h; JSON: mutate_json.h; RESP, stats files, text files, the
+# toolkit's manifests: in their targets).  README "Reliability" has the table of what each reaches.
+# The seeds are objects kcache writes, made again by tools/fuzz_seeds.sh when a format changes.
+# Cost: CI runs FUZZ_SECONDS=7 (.ci/run): 15 targets x 7 s of fuzzing, plus the build and the
+# replays: at 8 s a target the whole script took 213 s on a busy 2-core machine (library built);
+# keep it near 3 minutes when a target is added (lower FUZZ_SECONDS).
 # KCACHE_WERROR=ON in the environment builds with -Werror (CI); without it warnings only warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh --fuzz
 export PATH="$PATH:/usr/local/cuda/bin"
-# entry, bundle: raw bytes; entry_sums, bundle_sums: checksums made right around the fuzzer's bytes;
-# sections: an entry built from the fuzzer's sections (tests/fuzz/harness.h); redis: replies from a fake server;
-# image: images, IMAGES references and unit records (the second level of the format).
+# entry, bundle: raw bytes; entry_sums, entry_sig: the entry mutator (checksums, MAC, signature made right);
+# bundle_sums: checksums made right around the fuzzer's bytes; sections: an entry built from the fuzzer's
+# sections (tests/fuzz/harness.h); redis: RESP replies from a fake server; image: images, IMAGES references
+# and unit records (the second level of the format); spec, manifest: JSON.
 # FUZZ_TARGETS="a b" fuzzes only those; FUZZ_BUILD names the build folder (default build-fuzz).
-targets=(${FUZZ_TARGETS:-entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image entry_sig})
+default=(entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image entry_sig)
+default+=(files toolkit) # stats files, the record, profiles, key files; toolkit manifests, reads and memo
+targets=(${FUZZ_TARGETS:-${default[@]}})
 bdir=${FUZZ_BUILD:-build-fuzz}
 # KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
 CC=clang cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \
@@ -27,7 +35,7 @@ secs=${FUZZ_SECONDS:-15}
 scratch=$(mktemp -d /tmp/kcache-fuzz-XXXXXX)
 crashes=$bdir/crashes   # an input that crashes is kept here (the scratch folder is removed)
 mkdir -p "$crashes"
-trap 'rm -rf "$scratch" /tmp/kcfuzz-*' EXIT
+trap 'rm -rf "$scratch" /tmp/kcfuzz-* /dev/shm/kcfuzz-*' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 total=0
 summary=()

@@ -288,4 +288,56 @@ for f in sorted(os.listdir(f"{c}/entry")):
     if name == "golden":
         open(f"{c}/entry_sig/golden.unsigned", "wb").write(b"\0" + data)
 EOF
-echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program,image,entry_sig}/"
+# entry/, entry_sums/: the golden entries of the older formats (v2, v3), refused by the v4 reader, whose
+# sections the entry mutator relabels v4 (mutate_entry.h).
+for d in entry entry_sums; do
+  install -m 0644 tests/golden/entry_v2.kce $c/$d/golden_v2.kce
+  install -m 0644 tests/golden/entry_v3_old.kce $c/$d/golden_v3.kce
+done
+# files/ (fuzz_files.c: mode:u8 then its input): stats.real (mode 0: slot 1, n 1, a shard's stats file the
+# prewarms above wrote), record.real (mode 1: the record they wrote), record.lines (every name in use),
+# profile.sound and profile.lenient (mode 2), key.pub and key.private (mode 3: FZ_SIG_KEY's pair).
+mkdir -p $c/files $c/toolkit
+st=$(find "$KCACHE_DIR/v1" -name stats | sort | head -1)
+[ -n "$st" ] || { echo "fuzz_seeds: the prewarms wrote no stats file" >&2; exit 1; }
+{ printf '\x00\x01\x01\x00\x00\x00'; cat "$st"; } >$c/files/stats.real
+{ printf '\x01'; cat "$KCACHE_DIR/v1/record"; } >$c/files/record.real
+printf '\x01pin=nvrtc-12.4\ntoolchain.nvrtc-12.4=1\nnvrtc.file.0123456789abcdef=/usr/lib/libnvrtc.so\nsize_limit=1048576\n' \
+  >$c/files/record.lines
+printf '\x02kcache-profile 1\nsite fz\ninput 0 1\ninput 3 6\n' >$c/files/profile.sound
+printf '\x02kcache-profile 1\nsite fz\ninput 3 6\ninput 0 1\nother\n' >$c/files/profile.lenient
+{ printf '\x03'; sed -n 's/^#define FZ_SIG_PUB "\(.*\)"$/\1/p' tests/fuzz/fuzz_entry_sig.c; } >$c/files/key.pub
+{ printf '\x03'; cat "$tmp/sig.key"; } >$c/files/key.private
+# redis/ (fuzz_redis.c: command:u8 then the reply): get-entry (GET answered with the golden entry as a bulk
+# string) and get-first-entry (the several-name GET's reply, index 0 and that entry), so the RESP mutator's
+# entry mutations start from an entry.
+g=tests/golden/entry_v4.kce
+{ printf '\x00$%d\r\n' "$(stat -c %s $g)"; cat $g; printf '\r\n'; } >$c/redis/get-entry
+{ printf '\x04*2\r\n:0\r\n$%d\r\n' "$(stat -c %s $g)"; cat $g; printf '\r\n'; } >$c/redis/get-first-entry
+# toolkit/ (fuzz_toolkit.c: mode:u8 then its input): adamw.manifest (mode 0: the direct manifest the adamw prewarm wrote, a toolkit
+# graph) and adamw.reads (mode 1: the toolkit_reads its entry carries). Both name this machine's toolkit.
+# adamw.memo (mode 2: sig:u64 then the toolkit memo the prewarm wrote, sig its own "sig" line's).
+memo=$(find "$tmp/cache-adamw" -name '*.toolkit' -type f | sort | head -1)
+[ -n "$memo" ] || { echo "fuzz_seeds: the adamw prewarm wrote no toolkit memo" >&2; exit 1; }
+python3 -c 'import struct, sys; t = open(sys.argv[1], "rb").read(); sig = int(t.split(b"\n")[1].split()[1], 16)
+open(sys.argv[2], "wb").write(b"\2" + struct.pack("<Q", sig) + t)' "$memo" $c/toolkit/adamw.memo
+man=$(find "$tmp/cache-adamw" -name 'direct-*' -type f | sort | head -1)
+[ -n "$man" ] || { echo "fuzz_seeds: the adamw prewarm wrote no direct manifest" >&2; exit 1; }
+{ printf '\x00'; cat "$man"; } >$c/toolkit/adamw.manifest
+python3 - "$lib" "$c" <<'EOF2'
+import ctypes, sys
+lib, c = sys.argv[1:3]
+kc = ctypes.CDLL(lib)
+P, S = ctypes.c_void_p, ctypes.c_size_t
+kc.kc_entry_decode.argtypes = [ctypes.POINTER(P), ctypes.c_char_p, S]
+kc.kc_entry_origin.argtypes = [P, ctypes.c_char_p, ctypes.c_char_p, S]
+kc.kc_entry_free.argtypes = [P]
+data = open(f"{c}/entry/adamw_sm80.kce", "rb").read()
+e = P()
+assert kc.kc_entry_decode(ctypes.byref(e), data, len(data)) == 0, "adamw_sm80.kce does not decode"
+v = ctypes.create_string_buffer(8192)
+assert kc.kc_entry_origin(e, b"toolkit_reads", v, 8192) == 0, "adamw_sm80.kce carries no toolkit_reads"
+open(f"{c}/toolkit/adamw.reads", "wb").write(b"\1" + v.value)
+kc.kc_entry_free(e)
+EOF2
+echo "fuzz_seeds: wrote the seeds under $c/{entry,entry_sums,bundle,bundle_sums,sections,program,image,entry_sig,files,toolkit}/"

@@ -349,7 +349,7 @@ static void memo_path(const char *memo_dir, const char *root, char *out, size_t 
     snprintf(out, cap, "%s/%016llx.toolkit", memo_dir, (unsigned long long)XXH3_64bits(root, strlen(root)));
 }
 
-static int memo_read(const char *path, uint64_t sig, char out[33]) {
+int kc_toolkit_memo_read_(const char *path, uint64_t sig, char out[33]) {
     void *data;
     size_t len;
     if (kc_fs_read_file(path, 4096, &data, &len, NULL) != KC_OK) return 0;
@@ -405,7 +405,7 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
         sig = signature(root, &w);
         char mp[PATH_MAX];
         if (memo_dir) memo_path(memo_dir, root, mp, sizeof mp);
-        if (memo_dir && memo_read(mp, sig, out)) {
+        if (memo_dir && kc_toolkit_memo_read_(mp, sig, out)) {
             kc_log(KC_LOG_COMPILE, "toolkit headers %s: %s (memo)", root, out);
         } else if ((rc = content_digest(root, &w, out)) == KC_OK) {
             kc_log(KC_LOG_COMPILE, "toolkit headers %s: %s (%zu files hashed)", root, out, w.n);

@@ -47,6 +47,11 @@ int kc_toolkit_inputs_for(const char *file, kc_toolkit_inputs *in);
  */
 int kc_toolkit_digest(const char *memo_dir, char out[33]);
 
+/** The memo file's reader (kc_toolkit_digest reads "<memo_dir>/<xxh64(root)>.toolkit" with it, once
+ *  per process): 1 with the digest in `out` when `path` is a memo of the walk whose signature is
+ *  `sig` ("kcache-toolkit 1\nsig <16 hex>\ndigest <32 hex>"), else 0.  Exposed for fuzz_toolkit. */
+int kc_toolkit_memo_read_(const char *path, uint64_t sig, char out[33]);
+
 /** 1 with the digest in `out` (may be NULL) when this process has verified it (kc_toolkit_digest). */
 int kc_toolkit_digest_known(char out[33]);
 

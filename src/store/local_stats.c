@@ -127,9 +127,16 @@ int kc_local_stats_update_(kc_local *l, int shard, bool make, void (*fn)(int64_t
     return 0;
 }
 
+/* a + b held within int64_t: a counter read from a file may say anything its checksum covers
+ * (up to 2^63 - 1, or negative), and adding this process's counts to it must not overflow. */
+static int64_t add_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b < 0 ? INT64_MIN : INT64_MAX) : r;
+}
+
 static void add_deltas(int64_t *v, void *ctx) {
     const int64_t *d = ctx;
-    for (int i = 0; i < KC_STAT_COUNT; i++) v[i] += d[i];
+    for (int i = 0; i < KC_STAT_COUNT; i++) v[i] = add_sat(v[i], d[i]);
 }
 
 /* Add d into shard s's file; when the file cannot be written (a read-only directory) the counts
@@ -164,7 +171,7 @@ void kc_local_flush(kc_local *l) {
             if (!is_event(i)) {
                 sizes |= d[i] != 0;
             } else if (d[i]) {
-                events[i] += d[i], nevents = 1;
+                events[i] = add_sat(events[i], d[i]), nevents = 1;
                 d[i] = 0;
             }
         }
@@ -210,7 +217,7 @@ int kc_local_stats(kc_local *l, kc_stats *out) {
         kc_local_stats_read_(l, s, v);
         /* What is still in memory after the flush could not be written (a read-only cache, or a
          * directory that refuses writes) or came in since: it is this process's, and shows. */
-        for (int i = 0; i < KC_STAT_COUNT; i++) v[i] += __atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED);
+        for (int i = 0; i < KC_STAT_COUNT; i++) v[i] = add_sat(v[i], __atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED));
         for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
     }
     pthread_mutex_unlock(&l->flush_mu);

@@ -16,6 +16,10 @@
  *         signs it with FZ_SIG_KEY (it must then verify), decodes it, then flips the byte at
  *         pos % len by xor (0 counts as 1) — a signed byte or the signature itself — and the
  *         result must be refused (abort otherwise) and decode without a crash.
+ * The custom mutator (mutate_entry.h) changes the entry's structure and makes its checksums right;
+ * in even mode it then signs it with FZ_SIG_KEY (one time in four it leaves the old trailer), so
+ * structured mutations reach the decoder behind a signature that verifies; the mode and the
+ * flip are mutated raw one time in sixteen.
  * FZ_SIG_KEY is a test key: nothing trusts it outside this target.  Must not: abort on anything
  * the library may refuse; only a crash, a sanitizer report or a broken invariant is a finding.
  */
@@ -25,7 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness.h"
+#include "mutate_entry.h"
 #include "kcache/sign.h"
 
 /* tools/fuzz_seeds.sh reads this line to sign the seeds: keep it one line. */
@@ -121,6 +125,25 @@ static void sign_then_flip(const uint8_t *data, size_t size) {
     }
     decode_walk(p, n);
     free(p);
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed) {
+    fz_keys();
+    size_t pre = size >= 1 && (data[0] & 1) ? 5 : 1;
+    if (size <= pre || seed % 16 == 0) return LLVMFuzzerMutate(data, size, max);
+    size_t n = pre + fz_entry_mutate(data + pre, size - pre, max - pre, seed / 16);
+    if (pre == 1 && seed % 4 != 1) { /* signed again: the trailer verifies */
+        void *p = malloc(n - 1);
+        size_t len = n - 1;
+        if (p && (memcpy(p, data + 1, len), kc_entry_sign(&p, &len, signer)) == KC_OK && len + 1 <= max) {
+            memcpy(data + 1, p, len);
+            n = len + 1;
+        }
+        free(p);
+        kc_error_clear();
+    }
+    return n;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

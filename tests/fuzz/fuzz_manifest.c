@@ -1,10 +1,22 @@
 /* fuzz_manifest.c — libFuzzer target: manifest parsing, and --arch lists (the input's first
- * line, when it has several). */
+ * line, when it has several).  The custom mutator (mutate_json.h) keeps the manifest well formed
+ * and changes one value, member or type at a time, with its keys and targets as tokens. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kcache.h"
+#include "mutate_json.h"
+
+static const char *const tokens[] = {
+    "graphs", "archs", "sm_80", "sm_86", "sm_90", "sm_90a", "sm_100", "sm_120", "compute_80", "compute_90", "sm_", "compute_",
+    "native", "all", "k.json", "../k.json", "/abs.json", "", "sm_80,sm_90", "sm_9999999999",
+};
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed) {
+    return fz_json_mutate(data, size, max, seed, tokens, sizeof tokens / sizeof *tokens);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <sys/wait.h>
 #include <utime.h>
+#include <xxhash.h>
 
 #include "common/fs.h"
 #include "cache/record.h"
@@ -128,6 +129,34 @@ static void test_stats_are_shared_between_handles(void **state) {
     kc_local_stats(b, &s);
     assert_int_equal(s.v[KC_STAT_HITS], 0);
     kc_local_free(b);
+}
+
+/* A stats file's counter may say anything its XXH3-64 covers (anyone can write one): 2^63 - 1
+ * misses plus this process's one stays 2^63 - 1 — read, added and written back without a signed
+ * overflow (found by fuzz_files; it wrapped to a negative count, written back as 0). */
+static void test_stats_counter_at_its_limit_saturates(void **state) {
+    (void)state;
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
+    kc_local_count(l, 0, KC_STAT_HITS, 1);
+    kc_local_flush(l); /* makes v1/00/stats */
+    enum { SLOTS = 32 }; /* store/local_stats.c's format: magic, slots, reserved, counters, XXH3-64 */
+    uint8_t b[8 + 4 + 4 + 8 * SLOTS + 8] = "KCSTATS1";
+    kc_wr_u32(b + 8, SLOTS);
+    kc_wr_u64(b + 16 + 8 * KC_STAT_MISSES, (uint64_t)INT64_MAX);
+    kc_wr_u64(b + 16 + 8 * KC_STAT_HITS, (uint64_t)INT64_MAX);
+    kc_wr_u64(b + sizeof b - 8, XXH3_64bits(b, sizeof b - 8));
+    char p[600];
+    snprintf(p, sizeof p, "%s/v1/00/stats", dir);
+    assert_int_equal(kc_fs_write_atomic(p, b, sizeof b), KC_OK);
+    kc_local_count(l, 0, KC_STAT_MISSES, 1); /* added into the file by the flush */
+    kc_local_flush(l);
+    kc_local_count(l, 0, KC_STAT_HITS, 1); /* added by the flush the read makes */
+    kc_stats s;
+    assert_int_equal(kc_local_stats(l, &s), KC_OK);
+    assert_true(s.v[KC_STAT_MISSES] == (uint64_t)INT64_MAX);
+    assert_true(s.v[KC_STAT_HITS] == (uint64_t)INT64_MAX);
+    kc_local_free(l);
 }
 
 static void set_age(kc_local *l, const char *name, time_t age) {
@@ -682,6 +711,7 @@ int main(void) {
         T(test_layout_and_modes),
         T(test_names_that_could_escape_are_refused),
         T(test_stats_are_shared_between_handles),
+        T(test_stats_counter_at_its_limit_saturates),
         T(test_gc_evicts_least_recently_used),
         T(test_size_limit_holds_automatically),
         T(test_gc_collects_stale_temp_files),
