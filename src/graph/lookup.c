@@ -253,7 +253,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
  * kernel released its flock) — then it takes over.  The wait is bounded (KCACHE_LOCK_WAIT
  * seconds, default 600): past it, it compiles without the lock rather than fail.
  */
-/* A stored entry found and refused ([Note: refusals are said] in src/store/tiers.c): the tiers' reason
+/* A stored entry found and refused ([Note: refusals are said] in src/store/refusal.c): the tiers' reason
  * (the entry, or an image it names: signature, MAC, corrupt) into `why` when there is one, else
  * `fallback` (may be NULL: `why` kept).  Strict (KCACHE_STRICT), the refusal is the lookup's error, with
  * its status (KC_EPERM, KC_ECORRUPT; `status` when the tiers recorded none); else KC_MISS. */

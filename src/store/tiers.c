@@ -190,40 +190,6 @@ int kc_tiers_take_failure(char *why, size_t cap) {
     return had;
 }
 
-/* [Note: refusals are said] An entry found and refused — a signature or MAC that does not vouch
- * for it, corrupt bytes, another key's or variant's — is a miss that says so: the last refusal this
- * thread met (its status and a reason naming the entry, where it came from and why), for the lookup
- * to name in its miss reason, and a strict lookup (KCACHE_STRICT) to fail with. */
-static _Thread_local int tl_refused_rc;
-static _Thread_local char tl_refused[400];
-
-int kc_tiers_take_refusal(char *why, size_t cap) {
-    int rc = tl_refused_rc;
-    if (rc && why && cap) snprintf(why, cap, "%s", tl_refused);
-    tl_refused_rc = KC_OK;
-    tl_refused[0] = '\0';
-    return rc;
-}
-
-/* What `name` (<key hex>.<variant>) is, as a refusal names it. */
-static void object_words(const char *name, char *out, size_t cap) {
-    const char *dot = strrchr(name, '.');
-    const char *v = dot ? dot + 1 : "";
-    int n = dot ? (int)(dot - name) : (int)strlen(name);
-    if (strcmp(v, KC_VARIANT_UNIT) == 0) snprintf(out, cap, "compile unit record %.*s", n, name);
-    else if (strcmp(v, KC_VARIANT_IMAGE) == 0) snprintf(out, cap, "image %.*s", n, name);
-    else snprintf(out, cap, "entry for %s", v); /* the lookup that reads it names its key */
-}
-
-/* Record a refusal of `name` found `where` ("in the local cache", "from <a remote's URL>"), with status
- * `rc` and the thread's current message as why. */
-static void refused(const char *name, const char *where, int rc) {
-    char what[KC_NAME_MAX + 48];
-    object_words(name, what, sizeof what);
-    tl_refused_rc = rc ? rc : KC_ECORRUPT;
-    snprintf(tl_refused, sizeof tl_refused, "%s %s refused: %s", what, where, kc_error_last()->message);
-}
-
 static void count_failure(kc_tiers *t, int shard, int rc, int writing) {
     if (!writing) snprintf(tl_failure, sizeof tl_failure, "%s", kc_error_last()->message);
     kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
@@ -418,7 +384,7 @@ static int local_object(kc_tiers *t, const kc_key *key, const char *variant, uns
     if (rc != KC_OK) {
         kc_log(KC_LOG_STORE, "%s: %s", name, kc_error_last()->message);
         kc_err_prefix(KC_ECORRUPT, "corrupt (quarantined)");
-        refused(name, "in the local cache", KC_ECORRUPT);
+        kc_tiers_refused_(name, "in the local cache", KC_ECORRUPT);
         quarantine(l->b, name);
         return kc_err(KC_ECORRUPT, "entry %s was corrupt (quarantined)", name);
     }
@@ -447,7 +413,7 @@ static int remote_accept(kc_tiers *t, kc_store_backend *b, const char *name, con
         kc_log(KC_LOG_REMOTE, "remote %s rejected: %s", name, kc_error_last()->message);
         count(t, shard, KC_STAT_MAC_REJECTED);
         backend_url(b, url, sizeof url);
-        refused(name, url, rc);
+        kc_tiers_refused_(name, url, rc);
         return KC_MISS;
     }
     if ((rc = kc_entry_decode_as(out, data, len, key, variant))) {
@@ -456,7 +422,7 @@ static int remote_accept(kc_tiers *t, kc_store_backend *b, const char *name, con
         if (rc != KC_ENOMEM) {
             backend_url(b, url, sizeof url);
             kc_err_prefix(KC_ECORRUPT, "corrupt");
-            refused(name, url, KC_ECORRUPT);
+            kc_tiers_refused_(name, url, KC_ECORRUPT);
         }
         return KC_MISS;
     }

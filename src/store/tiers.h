@@ -61,11 +61,15 @@ typedef struct kc_tiers_config {
  *  and forget it: a strict lookup (KCACHE_STRICT) turns it into its error. */
 int kc_tiers_take_failure(char *why, size_t cap);
 
-/** The last entry this thread's reads found and refused since the last call — its status (KC_EPERM: a
- *  signature or MAC that does not vouch for it; KC_ECORRUPT: corrupt bytes, quarantined when local) and
- *  a reason naming the entry, where it came from and why into `why` — or KC_OK; and forget it.  A
- *  lookup names it in its miss reason; a strict one (KCACHE_STRICT) fails with it. */
+/** [Note: refusals are said] (refusal.c): the last entry this thread's reads found and refused since
+ *  the last call — its status (KC_EPERM: a signature or MAC that does not vouch for it; KC_ECORRUPT:
+ *  corrupt bytes, quarantined when local) and a reason naming the entry, where it came from and why
+ *  into `why` — or KC_OK; and forget it.  A lookup names it in its miss reason; a strict one
+ *  (KCACHE_STRICT) fails with it. */
 int kc_tiers_take_refusal(char *why, size_t cap);
+/** Record a refusal of `name` (<key hex>.<variant>) found `where` ("in the local cache", "from <URL>"),
+ *  with status `rc` and this thread's last error message as why (refusal.c; the tiers' own). */
+void kc_tiers_refused_(const char *name, const char *where, int rc);
 
 /** New, empty tiers. */
 int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg);
