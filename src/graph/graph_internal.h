@@ -18,6 +18,8 @@
 /* Limits of one description (desc.c checks them as pieces are added). */
 #define KC_GRAPH_MAX_KERNELS 256
 #define KC_GRAPH_MAX_STEPS 4096
+/* The graph key's "kernel_binding" component: how an entry's kernels were bound to lowered names (graph_key.c). */
+#define KC_GRAPH_BINDING_VERSION 2
 
 /* ---- the description's storage (desc.c) ---- */
 

@@ -246,6 +246,10 @@ static int key_compute(const kc_graph_desc *d, const char *toolchain, const char
     const int notes = kb_out != NULL; /* the finer digests, for an entry's META and explain */
     if (!notes) kc_key_builder_lean_(kb);
     kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
+    /* How a graph entry's kernels were bound to their lowered names: 2, only as a compile recorded them
+     * ([Note: recorded names] in unitstore.c).  Entries of earlier builds may hold a lowering completed
+     * from a stored unit's image, so they live under other keys and are never read. */
+    kc_key_add_u64(kb, KC_COMP_FORMAT, "kernel_binding", KC_GRAPH_BINDING_VERSION);
     for (size_t i = 0; i < d->nkernels && !rc; i++) {
         const gkernel *g = &d->kernels[i];
         kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.name", g->name);

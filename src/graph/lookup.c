@@ -256,7 +256,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
 /* A stored entry found and refused ([Note: refusals are said] in src/store/refusal.c): the tiers' reason
  * (the entry, or an image it names: signature, MAC, corrupt) into `why` when there is one, else
  * `fallback` (may be NULL: `why` kept).  Strict (KCACHE_STRICT), the refusal is the lookup's error, with
- * its status (KC_EPERM, KC_ECORRUPT; `status` when the tiers recorded none); else KC_MISS. */
+ * its status (KC_EUNTRUSTED, KC_ECORRUPT; `status` when the tiers recorded none); else KC_MISS. */
 static int refusal(kc_cache *c, int status, const char *fallback, char *why, size_t cap) {
     char r[400];
     int rc = kc_tiers_take_refusal(r, sizeof r);
@@ -306,7 +306,7 @@ static int remote_graph(kc_cache *c, const kc_key *key, const char *const *varia
     void *raw;
     size_t raw_len, w = 0;
     if (kc_cache_remote_fetch_(c, key, variants, n, &w, &e, &raw, &raw_len) != KC_OK)
-        return refusal(c, KC_EPERM, NULL, why, cap); /* absent, or found and refused: said */
+        return refusal(c, KC_EUNTRUSTED, NULL, why, cap); /* absent, or found and refused: said */
     int rc = kc_graph_resolve_(c, e, 1, 1);
     if (rc == KC_OK) {
         (void)kc_cache_keep_local_(c, key, variants[w], raw, raw_len);

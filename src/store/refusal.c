@@ -1,7 +1,7 @@
 /*
  * store/refusal.c — [Note: refusals are said] An entry found and refused — a signature or MAC that
  * does not vouch for it, corrupt bytes, another key's or variant's — is a miss that says so.  The
- * tiers record here, per thread, the last refusal they met: its status (KC_EPERM: trust; KC_ECORRUPT:
+ * tiers record here, per thread, the last refusal they met: its status (KC_EUNTRUSTED: trust; KC_ECORRUPT:
  * bytes) and a reason naming the object, where it was found and why ("entry for sm_90 from
  * redis://host:6379/0 refused: signed by key …, which the keyring does not trust").  A lookup takes
  * it (kc_tiers_take_refusal, after forgetting any left from before it): its miss reason names it, and

@@ -91,8 +91,7 @@ static kc_graph_desc *softmax_rows(int64_t r) {
     snprintf(p, sizeof p, "%s/softmax.json", KC_KERNELS_DIR);
     kc_graph_desc *d, *s;
     assert_int_equal(kc_graph_desc_load(&d, p), KC_OK);
-    kc_tensor_meta in;
-    memset(&in, 0, sizeof in);
+    kc_tensor_meta in = KC_TENSOR_META_INIT;
     in.dtype = KC_DTYPE_F32, in.device = KC_DEVICE_CUDA, in.requires_grad = 1, in.rank = 2;
     in.sizes[0].value = r, in.sizes[1].value = 300, in.strides[0].value = 300, in.strides[1].value = 1;
     assert_int_equal(kc_graph_desc_specialize(&s, d, &in, 1, NULL, 0, NULL), KC_OK);
@@ -136,8 +135,7 @@ static void test_parallel_units_record_wall_time(void **state) {
         "extern \"C\" __global__ void kb(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] = 2; }\n"};
     static const char *const name[2] = {"ka", "kb"}, *const file[2] = {"a.cu", "b.cu"};
     for (int i = 0; i < 2; i++) {
-        kc_kernel_src k;
-        memset(&k, 0, sizeof k);
+        kc_kernel_src k = KC_KERNEL_SRC_INIT;
         k.file = file[i], k.source = src[i], k.name = name[i];
         assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     }
@@ -158,8 +156,7 @@ static void test_uncacheable_is_a_bypass_not_a_miss(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "dated"), KC_OK);
-    kc_kernel_src k;
-    memset(&k, 0, sizeof k);
+    kc_kernel_src k = KC_KERNEL_SRC_INIT;
     k.file = "t.cu", k.name = "k";
     k.source = "extern \"C\" __global__ void k(float *x, int n) { const char *t = __DATE__; if (n < 0) x[0] = t[0]; }\n";
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);

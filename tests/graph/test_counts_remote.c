@@ -26,8 +26,7 @@ static kc_graph_desc *small(const char *name, const char *body) {
              body);
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, name), KC_OK);
-    kc_kernel_src k;
-    memset(&k, 0, sizeof k);
+    kc_kernel_src k = KC_KERNEL_SRC_INIT;
     k.file = "k.cu", k.source = src, k.name = "k";
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};

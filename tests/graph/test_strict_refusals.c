@@ -5,7 +5,7 @@
  * record signed by an untrusted key, a corrupt remote entry, a remote graph entry whose image is
  * gone; locally: a corrupt entry and a missing image.  Without KCACHE_STRICT each is a miss whose reason names the entry,
  * where it was found and why it was refused (never "no entry"), and a compile; with it, the lookup
- * fails with the refusal's status (KC_EPERM for trust, KC_ECORRUPT for bytes) and that reason, and
+ * fails with the refusal's status (KC_EUNTRUSTED for trust, KC_ECORRUPT for bytes) and that reason, and
  * compiles nothing.  kc_graph_get runs on the driver double; NVRTC compiles for real.
  */
 #include <hiredis/hiredis.h>
@@ -45,8 +45,7 @@ static size_t graphs_in(const char *tag) {
 static kc_graph_desc *softmax_at(int64_t rows) {
     kc_graph_desc *d, *s;
     assert_int_equal(kc_graph_desc_load(&d, KC_KERNELS_DIR "/softmax.json"), KC_OK);
-    kc_tensor_meta in;
-    memset(&in, 0, sizeof in);
+    kc_tensor_meta in = KC_TENSOR_META_INIT;
     in.dtype = KC_DTYPE_F32;
     in.device = KC_DEVICE_CUDA;
     in.rank = 2;
@@ -111,14 +110,14 @@ static void test_an_entry_signed_by_an_untrusted_key(void **state) {
 
     c = open_at("sig-strict", r.url, (trust_cfg){NULL, ring, NULL}, 1);
     kc_graph_info info = KC_GRAPH_INFO_INIT;
-    expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_EPERM, why);
+    expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_EUNTRUSTED, why);
     assert_int_equal(kct_stat(c, KC_STAT_UNIT_COMPILES), 0);
     kc_graph *g = NULL;
-    expect_error(kc_graph_get(c, d, 0, &g, &info), KC_EPERM, why);
+    expect_error(kc_graph_get(c, d, 0, &g, &info), KC_EUNTRUSTED, why);
     assert_null(g);
     /* Another shape of the same kernels: no graph entry in Redis, but its compile unit's record is, and is refused. */
     const char *unit_why[] = {"compile unit record", "from redis://", "refused", "does not trust", NULL};
-    expect_error(kc_graph_compile(c, other_shape, "sm_90", &info), KC_EPERM, unit_why);
+    expect_error(kc_graph_compile(c, other_shape, "sm_90", &info), KC_EUNTRUSTED, unit_why);
     assert_int_equal(kct_stat(c, KC_STAT_UNIT_COMPILES), 0);
     assert_int_equal(graphs_in("sig-strict"), 0);
     kc_cache_close(c);
@@ -141,7 +140,7 @@ static void test_an_entry_sealed_with_another_mac_key(void **state) {
     /* Strict first: the lenient host, which can vouch with its key, sends what it compiles to Redis. */
     kc_cache *c = open_at("mac-strict", r.url, mine, 1);
     kc_graph_info info = KC_GRAPH_INFO_INIT;
-    expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_EPERM, why);
+    expect_error(kc_graph_compile(c, d, "sm_90", &info), KC_EUNTRUSTED, why);
     assert_int_equal(graphs_in("mac-strict"), 0);
     kc_cache_close(c);
     c = open_at("mac-lenient", r.url, mine, 0);
