@@ -61,6 +61,7 @@ typedef struct gzero {
     size_t at;
     kc_tensor_role role;
     size_t index;
+    char *offset, *count; /* kc_graph_add_zero_range: elements (scratch: bytes); NULL: 0, and to the end */
 } gzero;
 
 typedef struct gwrapper {
@@ -295,6 +296,8 @@ struct kc_graph {
 
 /** Load every kernel of an entry on `device`; KC_EDRIVER when the driver refuses an image. */
 int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out);
+/** kc_graph_load of an in-memory entry with launch programs and wrappers only: a graph of no kernel (lookup.c). */
+int kc_graph_load_kernelless(const kc_entry *e, const kc_key *key, int device, kc_graph **out);
 
 /** The loaded graph of key+device with a new reference, or NULL ([Note: loaded graphs]). */
 kc_graph *kc_loaded_find(const kc_key *key, int device);

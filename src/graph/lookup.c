@@ -432,6 +432,38 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
     }
 }
 
+/*
+ * [Note: kernel-less graphs] A graph of zero steps only (zeroing gradients between training steps)
+ * has no kernel: nothing to compile, store or fetch, so no entry is ever written for it and no
+ * tier is asked — a compile checks its launches against the known devices and succeeds (source
+ * KC_FROM_BYPASS, reason "no kernels"; no counter moves), a get builds the loaded graph from the
+ * description's own launch program, encoded and decoded as an entry's would be (the same strict
+ * reader), and keeps it in the loaded table under its key like any other.
+ */
+static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const char *target, kc_entry **out) {
+    kc_entry *e;
+    int rc = kc_entry_new(&e, key, target);
+    if (rc) return rc;
+    kc_buf fw = {0}, bw = {0}, wr = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &fw);
+    if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
+    kc_wrappers_encode(d, &wr);
+    if (fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
+    if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
+    kc_buf_free(&fw), kc_buf_free(&bw), kc_buf_free(&wr);
+    if (rc) kc_entry_free(e), e = NULL;
+    *out = e;
+    return rc;
+}
+
+static void kernelless_info(kc_graph_info *info, const char *target) {
+    info->source = KC_FROM_BYPASS;
+    snprintf(info->variant, sizeof info->variant, "%s", target);
+    snprintf(info->miss_reason, sizeof info->miss_reason, "no kernels: nothing to compile or store");
+}
+
 int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
@@ -447,6 +479,13 @@ int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc
 again:
     if ((rc = lookup_begin(c, d, target, info, &key, &kb, &t0, &vouched))) return rc;
     relookup_time(info, &t0, &t_first);
+    if (d->nkernels == 0) { /* [Note: kernel-less graphs] */
+        kc_key_builder_free(kb);
+        if ((rc = kc_device_check_desc(d, target))) return rc;
+        kernelless_info(info, target);
+        info->total_us = us_since(t0);
+        return KC_OK;
+    }
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
@@ -543,6 +582,17 @@ again:
         return KC_OK;
     }
     kc_graph *g = NULL;
+    if (d->nkernels == 0) { /* [Note: kernel-less graphs]: built here, kept in the loaded table */
+        kc_key_builder_free(kb);
+        kc_entry *e = NULL;
+        if (!(rc = kernelless_entry(d, &key, target, &e))) rc = kc_graph_load_kernelless(e, &key, device, &g);
+        kc_entry_free(e);
+        if (rc) return kc_err_prefix(rc, "graph '%s'", d->name);
+        kernelless_info(info, target);
+        *out = kc_loaded_publish(g, 1);
+        info->total_us = us_since(t0);
+        return KC_OK;
+    }
     size_t nc = first_uncacheable(d) ? 0 : kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
     int own_unusable = 0; /* the device's own variant was stored but could not be used */
     char why[160] = "";
