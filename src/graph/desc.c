@@ -304,11 +304,10 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
     kc_graph_desc_changed_(d);
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
+    /* An output's or a saved tensor's size may use the device facts (per-SM partial results): evaluated on the device
+     * the graph is loaded on, and checked against the known devices on a host without one (device.c). */
     for (int r = 0; r < rank; r++) {
-        int rc = role == KC_ROLE_OUTPUT ? kc_expr_check_nodev(sizes[r], (const char *const *)d->symbols, d->nsymbols)
-                                        : check_expr(d, sizes[r], "saved size");
-        if (rc && role == KC_ROLE_OUTPUT)
-            rc = kc_err_prefix(rc, "graph '%s', output size (the caller's shape: a device fact is not allowed here)", d->name);
+        int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
         if (!rc) rc = fits_program(d, sizes[r], "a tensor size");
         if (rc) return rc;
     }

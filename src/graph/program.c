@@ -166,7 +166,7 @@ static int check(const kc_program *p, const char *e) {
     return kc_expr_check(e, (const char *const *)p->syms, p->nsyms);
 }
 
-/* An input's size or stride, an output's size: the caller's contract, never a device fact. */
+/* An input's size or stride: the caller's contract, never a device fact. */
 static int check_nodev(const kc_program *p, const char *e) {
     return kc_expr_check_nodev(e, (const char *const *)p->syms, p->nsyms);
 }
@@ -310,7 +310,7 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->ntensors; i++)
         for (int d = 0; !rc && d < p->tensors[i].rank; d++) {
-            int host = p->tensors[i].role == KC_ROLE_INPUT || p->tensors[i].role == KC_ROLE_OUTPUT;
+            int host = p->tensors[i].role == KC_ROLE_INPUT; /* an output's size may use a device fact */
             rc = host ? check_nodev(p, p->tensors[i].sizes[d]) : check(p, p->tensors[i].sizes[d]);
             if (!rc && p->tensors[i].role == KC_ROLE_INPUT) rc = check_nodev(p, p->tensors[i].strides[d]);
         }

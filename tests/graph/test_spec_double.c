@@ -343,6 +343,74 @@ static void test_zero_steps_only(void **state) {
                  "\"block\": [1, 1, 1], \"args\": []}]", needles, 2);
 }
 
+/* ---- an output sized by a device fact ---- */
+
+static const char *partial_src =
+    "extern \"C\" __global__ void partial(const float *x, float *part, long long n) {\n"
+    "  float s = 0.f;\n"
+    "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += gridDim.x * (long long)blockDim.x)\n"
+    "    s += x[i];\n"
+    "  atomicAdd(&part[blockIdx.x], s);\n"
+    "}\n";
+
+static kc_graph_desc *partial_spec(const char *name, const char *rows, int *rc) {
+    char body[1024];
+    snprintf(body, sizeof body,
+             "\"kernels\": [{\"id\": \"p\", \"file\": \"%s.cu\", \"entry\": \"partial\"}],"
+             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"%s\", 2]}],"
+             " \"forward\": [{\"zero\": \"output:0\"}, {\"kernel\": \"p\", \"grid\": [\"device_sm_count\", 1, 1], \"block\": [256, 1, 1],"
+             " \"args\": [\"input:0\", \"output:0\", \"e64:N\"]}]",
+             name, rows);
+    return spec_rc(name, partial_src, body, rc);
+}
+
+/* One partial sum per SM (an SM-count grid, as llm.c's): the output's size is evaluated on the device the graph is loaded
+ * on — one entry, two devices of 132 and 114 SMs, two shapes; on a host without a GPU, a size that cannot be right on
+ * any known device of the target is a compile error naming the output. */
+static void test_output_sized_by_a_device_fact(void **state) {
+    (void)state;
+    int rc;
+    kc_graph_desc *d = partial_spec("partial", "device_sm_count", &rc);
+    if (rc) fail_msg("%s", kc_error_last()->message);
+    static const int64_t sms[2] = {132, 114};
+    for (int dev = 0; dev < 2; dev++) {
+        kc_graph *g = get_on(d, dev);
+        assert_int_equal(kc_cuda_push(dev), KC_OK);
+        kc_tensor in = {NULL, KC_DTYPE_F32, 1, {1000}, {1}}, out;
+        assert_int_equal(kc_cuda_malloc(&in.data, 4000, NULL), KC_OK);
+        kcd_reset();
+        memset(&out, 0, sizeof out);
+        if (kc_graph_forward(g, &in, 1, &out, 1, NULL, NULL, NULL)) fail_msg("%s", kc_error_last()->message);
+        assert_int_equal(out.rank, 2);
+        assert_int_equal(out.sizes[0], sms[dev]);
+        assert_int_equal(out.sizes[1], 2);
+        char line[96];
+        snprintf(line, sizeof line, "cuMemsetD8Async %#llx = 0 x %lld", (unsigned long long)(uintptr_t)out.data,
+                 (long long)sms[dev] * 8);
+        assert_int_equal(log_count(line), 1);
+        kcd_launch l = launch(0);
+        assert_int_equal(l.grid[0], (unsigned)sms[dev]);
+        kc_tensor_release(&out, NULL, NULL);
+        kcdt_no_defects();
+        kc_cuda_free(in.data, NULL);
+        kc_cuda_pop();
+        kc_graph_release(g);
+    }
+    kc_graph_desc_free(d);
+    /* Negative on every known device that loads sm_90: refused before NVRTC runs. */
+    d = partial_spec("partialbad", "device_sm_count - 1000", &rc);
+    if (rc) fail_msg("%s", kc_error_last()->message);
+    kc_graph_info info;
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE);
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "output 0") || !strstr(m, "is negative") || !strstr(m, "every known device")) fail_msg("%s", m);
+    kc_graph_desc_free(d);
+    /* An input's size is still the caller's: never a device fact. */
+    static const char *const needles[] = {"inputs[0]", "device fact"};
+    spec_refused("partialin", partial_src,
+                 "\"kernels\": [], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"device_sm_count\"]}], \"forward\": []", needles, 2);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test(f)
     const struct CMUnitTest tests[] = {
@@ -352,6 +420,7 @@ int main(void) {
         T(test_zero_a_range),
         T(test_zero_range_checked_at_load),
         T(test_zero_steps_only),
+        T(test_output_sized_by_a_device_fact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
