@@ -438,7 +438,8 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
  * tier is asked — a compile checks its launches against the known devices and succeeds (source
  * KC_FROM_BYPASS, reason "no kernels"; no counter moves), a get builds the loaded graph from the
  * description's own launch program, encoded and decoded as an entry's would be (the same strict
- * reader), and keeps it in the loaded table under its key like any other.
+ * reader), and keeps it in the loaded table under its key like any other (a later get of it is a
+ * memory hit, counted as one).
  */
 static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const char *target, kc_entry **out) {
     kc_entry *e;
