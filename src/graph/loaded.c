@@ -281,8 +281,31 @@ static int load(const kc_entry *e, const kc_key *key, int device, int kernelless
 
 int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) { return load(e, key, device, 0, out); }
 
-int kc_graph_load_kernelless(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
-    return load(e, key, device, 1, out);
+/* A kernel-less graph's in-memory entry: its launch programs and wrappers, as an entry of it would hold them. */
+static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const char *target, kc_entry **out) {
+    kc_entry *e;
+    int rc = kc_entry_new(&e, key, target);
+    if (rc) return rc;
+    kc_buf fw = {0}, bw = {0}, wr = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &fw);
+    if (kc_graph_desc_has_backward_(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
+    kc_wrappers_encode(d, &wr);
+    if (fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
+    if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
+    kc_buf_free(&fw), kc_buf_free(&bw), kc_buf_free(&wr);
+    if (rc) kc_entry_free(e), e = NULL;
+    *out = e;
+    return rc;
+}
+
+int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device, kc_graph **out) {
+    kc_entry *e = NULL;
+    int rc = kernelless_entry(d, key, variant, &e);
+    if (!rc) rc = load(e, key, device, 1, out);
+    kc_entry_free(e);
+    return rc;
 }
 
 int kc_graph_device(const kc_graph *g) { return g->device; }

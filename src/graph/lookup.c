@@ -31,7 +31,7 @@
 
 /* Whether the description has a backward pass: a kernel step or a zero step (desc.c keeps those apart, in
  * d->zeros) of pass BACKWARD.  A pass of zero steps alone is a pass: its section is written. */
-static int has_backward(const kc_graph_desc *d) {
+int kc_graph_desc_has_backward_(const kc_graph_desc *d) {
     for (size_t i = 0; i < d->nsteps; i++)
         if (d->steps[i].pass == KC_PASS_BACKWARD) return 1;
     for (size_t i = 0; i < d->nzeros; i++)
@@ -80,7 +80,7 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     kc_kernels_encode(&k, d, u, res);
     kc_abi_encode(&pa, abi, d->nkernels);
     kc_program_encode(d, KC_PASS_FORWARD, &fw);
-    if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
+    if (kc_graph_desc_has_backward_(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
     kc_wrappers_encode(d, &wr);
     if (k.failed || fw.failed || bw.failed || wr.failed || pa.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
     if (!rc) rc = kc_entry_set_images(e, refs, u->n);
@@ -441,24 +441,6 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
  * reader), and keeps it in the loaded table under its key like any other (a later get of it is a
  * memory hit, counted as one).
  */
-static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const char *target, kc_entry **out) {
-    kc_entry *e;
-    int rc = kc_entry_new(&e, key, target);
-    if (rc) return rc;
-    kc_buf fw = {0}, bw = {0}, wr = {0};
-    kc_program_encode(d, KC_PASS_FORWARD, &fw);
-    if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
-    kc_wrappers_encode(d, &wr);
-    if (fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
-    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
-    if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
-    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
-    kc_buf_free(&fw), kc_buf_free(&bw), kc_buf_free(&wr);
-    if (rc) kc_entry_free(e), e = NULL;
-    *out = e;
-    return rc;
-}
-
 static void kernelless_info(kc_graph_info *info, const char *target) {
     info->source = KC_FROM_BYPASS;
     snprintf(info->variant, sizeof info->variant, "%s", target);
@@ -585,10 +567,7 @@ again:
     kc_graph *g = NULL;
     if (d->nkernels == 0) { /* [Note: kernel-less graphs]: built here, kept in the loaded table */
         kc_key_builder_free(kb);
-        kc_entry *e = NULL;
-        if (!(rc = kernelless_entry(d, &key, target, &e))) rc = kc_graph_load_kernelless(e, &key, device, &g);
-        kc_entry_free(e);
-        if (rc) return kc_err_prefix(rc, "graph '%s'", d->name);
+        if ((rc = kc_graph_load_kernelless(d, &key, target, device, &g))) return kc_err_prefix(rc, "graph '%s'", d->name);
         kernelless_info(info, target);
         *out = kc_loaded_publish(g, 1);
         info->total_us = us_since(t0);
