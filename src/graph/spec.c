@@ -467,6 +467,7 @@ static int load_pass(sctx *s, const kc_json *root, const char *field, kc_pass pa
             if (rc) return rc;
             continue;
         }
+        if (kc_json_get(st, "count")) return SPEC_ERR(s, where, "\"count\" belongs to a zero step ({\"zero\": …, \"count\": …})");
         const char *kname = str_field(st, "kernel");
         int kernel = -1;
         for (int k = 0; kname && k < nk; k++)

@@ -268,6 +268,8 @@ static void test_zero_range_checked_at_load(void **state) {
         {"{\"zero\": \"scratch:0+\"}, ", "is not ROLE:I+OFFSET"},
         {"{\"zero\": \"scratch:0+M\"}, ", "zero step 'scratch:0': the offset"},
         {"{\"zero\": \"scratch:0\", \"count\": 4, \"grid\": [1, 1, 1]}, ", "alone"},
+        /* "count" on a kernel step would be dropped in silence: an error. */
+        {"{\"kernel\": \"s\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [], \"count\": 4}, ", "belongs to a zero step"},
     };
     for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
         int rc;
