@@ -453,9 +453,9 @@ int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *sy
     if (!rc && off >= 0 && off <= n) rc = z->count ? kc_program_eval(p, z->count, syms, &count) : (count = n - off, KC_OK);
     if (rc) return kc_err_prefix(rc, "zero step '%s'", ref);
     if (off < 0 || off > n || count < 0 || count > n - off)
-        return kc_err(KC_EINVAL, "zero step '%s': the range of %lld %s from %lld ('%.40s' from '%.40s') is not inside the "
-                      "tensor's %lld", ref, (long long)(off < 0 || off > n ? 0 : count),
-                      esize == 1 && z->role == KC_ROLE_SCRATCH ? "bytes" : "elements", (long long)off,
+        return kc_err(KC_EINVAL, "zero step '%s': the range of %lld %s from %lld (count '%.40s', offset '%.40s') is not "
+                      "inside the tensor's %lld", ref, (long long)(off < 0 || off > n ? 0 : count),
+                      z->role == KC_ROLE_SCRATCH ? "bytes" : "elements", (long long)off,
                       z->count ? z->count : "to the end", z->offset ? z->offset : "0", (long long)n);
     *first = (size_t)off * esize; /* off ≤ n and count ≤ n - off: n elements of esize bytes were sized without overflow */
     *bytes = (size_t)count * esize;
