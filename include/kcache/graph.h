@@ -131,6 +131,18 @@ KC_API int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input);
  */
 KC_API int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index);
 
+/**
+ * kc_graph_add_zero for a range of the tensor: `count` elements (a scratch buffer: bytes) from
+ * element `offset`, both expressions over the size symbols and device facts; `offset` NULL is 0,
+ * `count` NULL is to the tensor's end (both NULL: the whole tensor, as kc_graph_add_zero).  The
+ * range must lie inside the tensor: checked here where the sizes are constants, else at each call
+ * before anything is launched (KC_EINVAL).  In the key.  Spec: `{"zero": "scratch:0+OFFSET",
+ * "count": COUNT}` (a grid-wide flag of 4 bytes at the start of a scratch buffer: `{"zero":
+ * "scratch:0", "count": 4}`).
+ */
+KC_API int kc_graph_add_zero_range(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, const char *offset,
+                                   const char *count);
+
 /** The type of a runtime argument (kc_graph_add_arg): what its kernel parameter takes by value. */
 typedef enum kc_arg_type {
     KC_ARG_F32 = 1, /**< float (4 bytes, floating point) */

@@ -48,6 +48,33 @@
 
 #define STD_ALIAS "namespace std { using namespace cuda::std; }\n"
 #define G(n) "#ifndef KCACHE_SHIM_" n "\n#define KCACHE_SHIM_" n "\n"
+/* What glibc's <math.h> defines (C99, and the M_ constants of POSIX and GNU), each only where
+ * not yet defined (libcu++'s <cuda/std/cmath> defines INFINITY, NAN and FP_* under NVRTC).  NVRTC
+ * has no __builtin_huge_val/inff/nanf: the IEEE bit patterns, through __builtin_bit_cast (constant
+ * expressions, as glibc's are; what libcu++'s numeric_limits does under NVRTC). */
+#define MATH_DEF(n, v) "#ifndef " n "\n#define " n " " v "\n#endif\n"
+#define MATH_CONSTANTS                                                                                                   \
+    MATH_DEF("HUGE_VAL", "(__builtin_bit_cast(double, 0x7ff0000000000000ull))")                                       \
+    MATH_DEF("HUGE_VALF", "(__builtin_bit_cast(float, 0x7f800000u))") MATH_DEF("HUGE_VALL", "((long double)HUGE_VAL)")  \
+    MATH_DEF("INFINITY", "(__builtin_bit_cast(float, 0x7f800000u))")                                                  \
+    MATH_DEF("NAN", "(__builtin_bit_cast(float, 0x7fc00000u))") MATH_DEF("FP_NAN", "0") MATH_DEF("FP_INFINITE", "1")    \
+    MATH_DEF("FP_ZERO", "2") MATH_DEF("FP_SUBNORMAL", "3") MATH_DEF("FP_NORMAL", "4")                                  \
+    MATH_DEF("FP_ILOGB0", "(-2147483647 - 1)") MATH_DEF("FP_ILOGBNAN", "(-2147483647 - 1)")                           \
+    MATH_DEF("MAXFLOAT", "3.40282347e+38F")                                                                          \
+    MATH_DEF("M_E", "2.7182818284590452354") MATH_DEF("M_LOG2E", "1.4426950408889634074")                              \
+    MATH_DEF("M_LOG10E", "0.43429448190325182765") MATH_DEF("M_LN2", "0.69314718055994530942")                         \
+    MATH_DEF("M_LN10", "2.30258509299404568402") MATH_DEF("M_PI", "3.14159265358979323846")                           \
+    MATH_DEF("M_PI_2", "1.57079632679489661923") MATH_DEF("M_PI_4", "0.78539816339744830962")                          \
+    MATH_DEF("M_1_PI", "0.31830988618379067154") MATH_DEF("M_2_PI", "0.63661977236758134308")                          \
+    MATH_DEF("M_2_SQRTPI", "1.12837916709551257390") MATH_DEF("M_SQRT2", "1.41421356237309504880")                     \
+    MATH_DEF("M_SQRT1_2", "0.70710678118654752440")                                                                  \
+    MATH_DEF("M_Ef", "2.7182818284590452354f") MATH_DEF("M_LOG2Ef", "1.4426950408889634074f")                          \
+    MATH_DEF("M_LOG10Ef", "0.43429448190325182765f") MATH_DEF("M_LN2f", "0.69314718055994530942f")                     \
+    MATH_DEF("M_LN10f", "2.30258509299404568402f") MATH_DEF("M_PIf", "3.14159265358979323846f")                       \
+    MATH_DEF("M_PI_2f", "1.57079632679489661923f") MATH_DEF("M_PI_4f", "0.78539816339744830962f")                      \
+    MATH_DEF("M_1_PIf", "0.31830988618379067154f") MATH_DEF("M_2_PIf", "0.63661977236758134308f")                      \
+    MATH_DEF("M_2_SQRTPIf", "1.12837916709551257390f") MATH_DEF("M_SQRT2f", "1.41421356237309504880f")                 \
+    MATH_DEF("M_SQRT1_2f", "0.70710678118654752440f")
 #define E "#endif\n"
 
 static const kc_header_src shims[] = {
@@ -77,8 +104,10 @@ static const kc_header_src shims[] = {
                 "#define FLT_EPSILON 1.1920928955078125e-07F\n#define DBL_EPSILON 2.22044604925031308085e-16\n"
                 "#define FLT_TRUE_MIN 1.40129846432481707092e-45F\n#define DBL_TRUE_MIN 4.94065645841246544177e-324\n" E},
     {"cfloat", G("CFLOAT") "#include <float.h>\n" E},
-    {"math.h", G("MATH_H") "/* CUDA's math functions (sqrtf, expf, …) are built into NVRTC. */\n" E},
-    {"cmath", G("CMATH") "#include <cuda/std/cmath>\n" STD_ALIAS E},
+    {"math.h", G("MATH_H") "/* CUDA's math functions (sqrtf, expf, …) are built into NVRTC; the constants are glibc's. */\n"
+               MATH_CONSTANTS E},
+    /* libcu++ defines INFINITY and NAN its own way under NVRTC, unguarded: ours give way to its. */
+    {"cmath", G("CMATH") "#undef INFINITY\n#undef NAN\n#include <cuda/std/cmath>\n#include <math.h>\n" STD_ALIAS E},
     {"assert.h", "#undef assert\n#ifdef NDEBUG\n#define assert(e) ((void)0)\n#else\n"
                  "extern \"C\" __host__ __device__ void __assertfail(const char *, const char *, unsigned, const char *,"
                  " unsigned long);\n"
@@ -97,10 +126,20 @@ static const kc_header_src shims[] = {
 #undef G
 #undef E
 #undef STD_ALIAS
+#undef MATH_CONSTANTS
+#undef MATH_DEF
+
+static const kc_header_src *shims_now = shims; /* kc_toolkit_shims_set_: another set, for tests */
+static size_t nshims_now = KC_ARRAY_LEN(shims);
 
 const kc_header_src *kc_toolkit_shims(size_t *n) {
-    *n = KC_ARRAY_LEN(shims);
-    return shims;
+    *n = nshims_now;
+    return shims_now;
+}
+
+void kc_toolkit_shims_set_(const kc_header_src *v, size_t n) {
+    shims_now = v ? v : shims;
+    nshims_now = v ? n : KC_ARRAY_LEN(shims);
 }
 
 /* ---- where the headers are ---- */
@@ -269,12 +308,18 @@ static void stat_fields(const struct stat *st, int64_t f[8]) {
     f[6] = (int64_t)st->st_dev, f[7] = (int64_t)st->st_mode;
 }
 
-/* The local signature: what changes when any file is added, removed, replaced or written. */
+static uint64_t shims_sig(void);
+
+/* The local signature: what changes when any file is added, removed, replaced or written — and
+ * when the in-memory standard headers do (another build of kcache): they are in the digest the
+ * memo maps this signature to, so a memo written under other shims must not vouch for it. */
 static uint64_t signature(const char *root, const walk *w) {
     XXH3_state_t *s = XXH3_createState();
     if (!s) return 0;
     XXH3_64bits_reset(s);
     XXH3_64bits_update(s, root, strlen(root) + 1);
+    uint64_t sh = shims_sig();
+    XXH3_64bits_update(s, &sh, sizeof sh);
     for (size_t i = 0; i < w->n; i++) {
         int64_t f[8];
         stat_fields(&w->v[i].st, f);

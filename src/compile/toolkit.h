@@ -132,5 +132,7 @@ int kc_toolkit_direct(const char *memo_dir, const char *name, char out[33]);
 
 /** The in-memory standard headers (stdint.h, type_traits, …): `*n` of them, static. */
 const kc_header_src *kc_toolkit_shims(size_t *n);
+/** For tests: serve `v` (n of them; static) instead of the built-in standard headers, NULL to restore. */
+void kc_toolkit_shims_set_(const kc_header_src *v, size_t n);
 
 #endif

@@ -61,6 +61,12 @@ static void sizes_of(const kc_params *t, char *buf, size_t cap) {
     if (!t->n) snprintf(buf, cap, "none");
 }
 
+/* A parameter's class, for messages (", an integer or a pointer"; "" when the image does not say). */
+static const char *cls_name(int cls) {
+    return cls == KC_PARAM_INT ? ", an integer or a pointer" : cls == KC_PARAM_FLOAT ? ", a floating-point value"
+           : cls == KC_PARAM_BYTES ? ", bytes by value" : "";
+}
+
 int kc_abi_check_step(int status, const char *where, const char *kernel, char *const *args, size_t nargs,
                       const kc_params *t, const kc_argdecl *decl, size_t ndecl) {
     char sz[128];
@@ -74,20 +80,27 @@ int kc_abi_check_step(int status, const char *where, const char *kernel, char *c
         const kc_param *p = &t->v[a];
         int rc = kc_program_arg_abi(decl, ndecl, args[a], &abi);
         if (rc) return kc_err_prefix(status, "%s (kernel '%s'): argument %zu", where, kernel, a);
-        if (abi.size != p->size)
+        char fits[400];
+        if (abi.size != p->size) {
+            kc_program_arg_kinds_for(p->size, p->cls, fits, sizeof fits);
             return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') passes %u bytes, the kernel's parameter %zu "
-                          "takes %u (at offset %u)", where, kernel, a, args[a], abi.size, a, p->size, p->offset);
+                          "takes %u (at offset %u), aligned to %u%s; kinds that fit it: %s", where, kernel, a, args[a], abi.size, a,
+                          p->size, p->offset, p->align ? p->align : p->size, cls_name(p->cls), fits);
+        }
         if (abi.cls == KC_PARAM_BYTES) continue; /* by-value bytes of the parameter's exact size fit any class */
         if (p->offset % abi.size)
             return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is a %u-byte value, but the kernel's parameter "
                           "%zu at offset %u is not %u-byte aligned (an aggregate, not a scalar)", where, kernel, a, args[a],
                           abi.size, a, p->offset, abi.size);
+        kc_program_arg_kinds_for(p->size, p->cls, fits, sizeof fits);
         if (p->cls == KC_PARAM_FLOAT && abi.cls != KC_PARAM_FLOAT)
             return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is %s, the kernel's parameter %zu is a "
-                          "floating-point value", where, kernel, a, args[a], abi.pointer ? "a pointer" : "an integer", a);
+                          "%u-byte floating-point value; kinds that fit it: %s", where, kernel, a, args[a],
+                          abi.pointer ? "a pointer" : "an integer", a, p->size, fits);
         if (p->cls == KC_PARAM_INT && abi.cls == KC_PARAM_FLOAT)
             return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is a floating-point value, the kernel's "
-                          "parameter %zu is an integer or a pointer", where, kernel, a, args[a], a);
+                          "parameter %zu is a %u-byte integer or a pointer; kinds that fit it: %s", where, kernel, a, args[a], a,
+                          p->size, fits);
     }
     return KC_OK;
 }

@@ -131,6 +131,7 @@ int kc_program_const_ok(const char *a) {
     if (strncmp(a, "u32:", 4) == 0) return parse_u32(a + 4, &u);
     if (strncmp(a, "f64:", 4) == 0) return parse_f64(a + 4, &f) && isfinite(f);
     if (strncmp(a, "bytes:", 6) == 0) return kc_program_hex(a + 6, b) != 0;
+    if (strncmp(a, "bool:", 5) == 0) return strcmp(a + 5, "true") == 0 || strcmp(a + 5, "false") == 0;
     return 1;
 }
 
@@ -216,10 +217,11 @@ int kc_graph_arg_check(const kc_graph_desc *d, kc_pass pass, const char *a) {
             if (strcmp(d->rargs[i].name, a + 4) == 0) return KC_OK;
         return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no declared runtime argument", d->name, a);
     }
-    if (strncmp(a, "u32:", 4) == 0 || strncmp(a, "f64:", 4) == 0 || strncmp(a, "bytes:", 6) == 0) {
+    if (strncmp(a, "u32:", 4) == 0 || strncmp(a, "f64:", 4) == 0 || strncmp(a, "bytes:", 6) == 0 ||
+        strncmp(a, "bool:", 5) == 0) {
         if (kc_program_const_ok(a)) return KC_OK;
         return kc_err(KC_EINVAL, "graph '%s': bad constant '%.80s' (u32: 0..4294967295; f64: a number; bytes: 1 to 256 "
-                      "bytes as an even count of hex digits)", d->name, a);
+                      "bytes as an even count of hex digits; bool: true or false)", d->name, a);
     }
     if (strncmp(a, "sym:", 4) == 0) {
         for (size_t i = 0; i < d->nsymbols; i++)
@@ -279,7 +281,7 @@ int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *x, kc_a
         {"philox_seed", 8, KC_PARAM_INT, 0}, {"philox_offset", 8, KC_PARAM_INT, 0},
         {"sym:", 8, KC_PARAM_INT, 0},    {"e64:", 8, KC_PARAM_INT, 0},      {"i64:", 8, KC_PARAM_INT, 0},
         {"e32:", 4, KC_PARAM_INT, 0},    {"i32:", 4, KC_PARAM_INT, 0},      {"u32:", 4, KC_PARAM_INT, 0},
-        {"f32:", 4, KC_PARAM_FLOAT, 0},  {"f64:", 8, KC_PARAM_FLOAT, 0},
+        {"f32:", 4, KC_PARAM_FLOAT, 0},  {"f64:", 8, KC_PARAM_FLOAT, 0},      {"bool:", 1, KC_PARAM_INT, 0},
     };
     /* A runtime argument's type: its size and class (index = kc_arg_type). */
     static const struct { unsigned size; int cls; } types[] = {
@@ -313,6 +315,24 @@ int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *x, kc_a
         }
     }
     return kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
+}
+
+void kc_program_arg_kinds_for(unsigned size, int cls, char *buf, size_t cap) {
+    /* Keep in step with kc_program_arg_abi above: each kind listed where it passes `size` bytes of a class that fits. */
+    static const struct { const char *kinds; unsigned size; int cls; } fit[] = {
+        {"bool:true|false", 1, KC_PARAM_INT},
+        {"i32:V, u32:V, e32:EXPR, arg:NAME (i32, u32)", 4, KC_PARAM_INT},
+        {"f32:V, arg:NAME (f32)", 4, KC_PARAM_FLOAT},
+        {"a tensor ROLE:I[+EXPR], null, i64:V, e64:EXPR, sym:NAME, philox_seed, philox_offset, arg:NAME (i64, u64)", 8,
+         KC_PARAM_INT},
+        {"f64:V, arg:NAME (f64)", 8, KC_PARAM_FLOAT},
+    };
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < KC_ARRAY_LEN(fit) && o < cap; i++)
+        if (fit[i].size == size && (cls == KC_PARAM_ANY || cls == KC_PARAM_BYTES || fit[i].cls == cls))
+            o += (size_t)snprintf(buf + o, cap - o, "%s, ", fit[i].kinds);
+    if (o < cap) snprintf(buf + o, cap - o, "bytes:HEX of %u byte%s", size, size == 1 ? "" : "s");
 }
 
 int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n) {
@@ -451,6 +471,9 @@ int kc_program_args_with(const kc_program *p, size_t i, const int64_t *syms, kc_
                 vals[a].f32 = strtof(x + 4, NULL);
             } else if (strncmp(x, "f64:", 4) == 0) {
                 if (!parse_f64(x + 4, &vals[a].f64)) rc = kc_err(KC_ECORRUPT, "bad constant '%.64s'", x);
+            } else if (strncmp(x, "bool:", 5) == 0) { /* one byte, 1 or 0, as C++ passes a bool */
+                vals[a].u64 = 0;
+                vals[a].u8 = strcmp(x + 5, "true") == 0 ? 1 : 0;
             } else {
                 rc = kc_err(KC_ECORRUPT, "unknown argument '%s'", x);
             }

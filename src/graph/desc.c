@@ -94,6 +94,7 @@ void kc_graph_desc_free(kc_graph_desc *d) {
         free(d->steps[i].args); /* its strings with it (kc_graph_add_step) */
     }
     for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
+    for (size_t i = 0; i < d->nzeros; i++) free(d->zeros[i].offset), free(d->zeros[i].count);
     free(d->zeros);
     free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
     free_strs(d->symbols, d->nsymbols);
@@ -306,11 +307,10 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
     kc_graph_desc_changed_(d);
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
+    /* An output's or a saved tensor's size may use the device facts (per-SM partial results): evaluated on the device
+     * the graph is loaded on, and checked against the known devices on a host without one (device.c). */
     for (int r = 0; r < rank; r++) {
-        int rc = role == KC_ROLE_OUTPUT ? kc_expr_check_nodev(sizes[r], (const char *const *)d->symbols, d->nsymbols)
-                                        : check_expr(d, sizes[r], "saved size");
-        if (rc && role == KC_ROLE_OUTPUT)
-            rc = kc_err_prefix(rc, "graph '%s', output size (the caller's shape: a device fact is not allowed here)", d->name);
+        int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
         if (!rc) rc = fits_program(d, sizes[r], "a tensor size");
         if (rc) return rc;
     }
@@ -466,6 +466,47 @@ int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input) {
 }
 
 int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index) {
+    return kc_graph_add_zero_range(d, pass, role, index, NULL, NULL);
+}
+
+/* The elements (scratch: bytes) of tensor `index` of `role` when its sizes are constants: 1 with *n, else 0. */
+static int static_extent(const kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, int64_t *n) {
+    if (role == KC_ROLE_SCRATCH) {
+        for (size_t i = 0, k = 0; i < d->nscratch; i++)
+            if (d->scratch[i].pass == pass && k++ == index) return kc_expr_eval(d->scratch[i].bytes, NULL, NULL, 0, n) == KC_OK;
+        return 0;
+    }
+    const gtensor *t = nth_tensor((kc_graph_desc *)d, role == KC_ROLE_GRAD_IN ? KC_ROLE_INPUT : role, index);
+    *n = 1;
+    for (int r = 0; t && r < t->rank; r++) {
+        int64_t v;
+        if (kc_expr_eval(t->sizes[r], NULL, NULL, 0, &v) != KC_OK || v < 0 || __builtin_mul_overflow(*n, v, n)) return 0;
+    }
+    return t != NULL;
+}
+
+/* A zero step's range against its tensor, where everything is a constant (else each call checks it). */
+static int check_zero_range(const kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, const char *ref,
+                            const char *offset, const char *count) {
+    int rc = KC_OK;
+    char what[96];
+    snprintf(what, sizeof what, "zero step '%s': the offset", ref);
+    if (offset && !(rc = check_expr(d, offset, what))) rc = fits_program(d, offset, "a zero step's offset");
+    snprintf(what, sizeof what, "zero step '%s': the count", ref);
+    if (!rc && count && !(rc = check_expr(d, count, what))) rc = fits_program(d, count, "a zero step's count");
+    if (rc) return rc;
+    int64_t n, off = 0, cnt;
+    if (!static_extent(d, pass, role, index, &n) || (offset && kc_expr_eval(offset, NULL, NULL, 0, &off) != KC_OK)) return KC_OK;
+    if (!count) cnt = n - (off < 0 || off > n ? 0 : off);
+    else if (kc_expr_eval(count, NULL, NULL, 0, &cnt) != KC_OK) cnt = 0; /* symbolic: only the offset is checked here */
+    if (off < 0 || off > n || cnt < 0 || cnt > n - off)
+        return kc_err(KC_EINVAL, "graph '%s': zero step '%s': the range of %lld %s from %lld is not inside the tensor's %lld",
+                      d->name, ref, (long long)cnt, role == KC_ROLE_SCRATCH ? "bytes" : "elements", (long long)off, (long long)n);
+    return KC_OK;
+}
+
+int kc_graph_add_zero_range(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, const char *offset,
+                            const char *count) {
     if (!d || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD)) return kc_err(KC_EINVAL, "kc_graph_add_zero: bad argument");
     kc_graph_desc_changed_(d);
     const char *pn = pass == KC_PASS_FORWARD ? "forward" : "backward";
@@ -487,11 +528,23 @@ int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_
     if (role == KC_ROLE_GRAD_IN && nth_tensor(d, KC_ROLE_INPUT, index)->grad_accumulate)
         return kc_err(KC_EINVAL, "graph '%s': zero step '%s': the gradient of input %zu accumulates into the caller's buffer; "
                       "zeroing it would discard what the caller accumulated", d->name, ref, index);
+    int rc = check_zero_range(d, pass, role, index, ref, offset, count);
+    if (rc) return rc;
+    char *o = NULL, *c = NULL;
+    if ((offset && !(o = kc_strdup(offset))) || (count && !(c = kc_strdup(count)))) {
+        free(o);
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
     gzero *z = grow((void **)&d->zeros, &d->nzeros, sizeof *z);
-    if (!z) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (!z) {
+        free(o), free(c);
+        return kc_err(KC_ENOMEM, "graph: out of memory");
+    }
     z->pass = pass;
     z->role = role;
     z->index = index;
+    z->offset = o;
+    z->count = c;
     for (size_t i = 0; i < d->nsteps; i++) z->at += d->steps[i].pass == pass;
     return KC_OK;
 }

@@ -2,8 +2,9 @@
  * device.c — device facts in launch expressions, the table of known devices, and large
  * dynamic shared memory.
  *
- * Device facts are reserved names every launch expression may use (except an input's sizes
- * and strides and an output's sizes, which are the caller's contract):
+ * Device facts are reserved names every launch expression and the sizes of outputs, saved
+ * tensors and scratch buffers may use (except an input's sizes and strides, which are the
+ * caller's contract):
  *   device_sm_count              streaming multiprocessors
  *   device_max_threads_per_sm    resident threads per SM
  *   device_max_threads_per_block threads per block
@@ -173,6 +174,20 @@ static int step_on(const gstep *s, const int64_t *f, char *why, size_t cap) {
     return 0;
 }
 
+/* One output's or saved tensor's sizes on one device: 0 when each is fine there, else -1 with *why. */
+static int tensor_on(const gtensor *t, const int64_t *f, char *why, size_t cap) {
+    for (int r = 0; r < t->rank; r++) {
+        int64_t v;
+        int k = eval_on(t->sizes[r], f, &v, why, cap);
+        if (k < 0) return -1;
+        if (k && v < 0) {
+            snprintf(why, cap, "size %d '%.60s' = %lld is negative", r, t->sizes[r], (long long)v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* One scratch buffer on one device: 0 when its size is fine there, else -1 with *why. */
 static int scratch_on(const gscratch *s, const int64_t *f, char *why, size_t cap) {
     int64_t v;
@@ -209,6 +224,19 @@ int kc_device_check_desc(const kc_graph_desc *d, const char *target) {
             return kc_err(KC_ECOMPILE, "graph '%s', %s scratch %zu: %s on every known device that loads %s (%zu, e.g. %s)",
                           d->name, pi ? "backward" : "forward", sidx[pi], first, canon, nd, dev[0]->name);
         sidx[pi]++;
+    }
+    size_t tidx[2] = {0, 0}; /* outputs', saved tensors' own numbering */
+    for (size_t i = 0; i < d->ntensors; i++) {
+        const gtensor *t = &d->tensors[i];
+        if (t->role != KC_ROLE_OUTPUT && t->role != KC_ROLE_SAVED) continue;
+        size_t k, si = t->role == KC_ROLE_SAVED;
+        for (k = 0; k < nd; k++)
+            if (tensor_on(t, f[k], why, sizeof why) == 0) break;
+            else if (k == 0) memcpy(first, why, sizeof first);
+        if (k == nd)
+            return kc_err(KC_ECOMPILE, "graph '%s', %s %zu: %s on every known device that loads %s (%zu, e.g. %s)", d->name,
+                          si ? "saved tensor" : "output", tidx[si], first, canon, nd, dev[0]->name);
+        tidx[si]++;
     }
     for (size_t i = 0; i < d->nsteps; i++) {
         const gstep *s = &d->steps[i];

@@ -63,6 +63,7 @@ typedef struct gzero {
     size_t at;
     kc_tensor_role role;
     size_t index;
+    char *offset, *count; /* kc_graph_add_zero_range: elements (scratch: bytes); NULL: 0, and to the end */
 } gzero;
 
 typedef struct gwrapper {
@@ -309,6 +310,11 @@ struct kc_graph {
 
 /** Load every kernel of an entry on `device`; KC_EDRIVER when the driver refuses an image. */
 int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out);
+/** A graph of no kernel loaded from its description ([Note: kernel-less graphs] in lookup.c): its launch programs and
+ *  wrappers encoded into an in-memory entry of `variant` and read back by kc_graph_load's strict path. */
+int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device, kc_graph **out);
+/** Whether the description has a backward pass: a kernel step or a zero step of pass BACKWARD (lookup.c). */
+int kc_graph_desc_has_backward_(const kc_graph_desc *d);
 
 /** The loaded graph of key+device with a new reference, or NULL ([Note: loaded graphs]). */
 kc_graph *kc_loaded_find(const kc_key *key, int device);

@@ -200,15 +200,16 @@ static int same_bindings(const kc_program *f, const kc_program *b) {
     return ok ? KC_OK : kc_err(KC_ECORRUPT, "corrupt entry: the backward program's symbols or tensors are not the forward's");
 }
 
-/* Load every kernel of an entry; KC_EREFUSED when the driver refuses an image. */
-int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
-    kimg *v;
-    size_t n, nimg;
-    char *strs;
+/* Load every kernel of an entry (`kernelless`: an in-memory entry of a graph with no kernel, lookup.c's [Note:
+ * kernel-less graphs]: no KERNELS, IMAGES nor PARAMS section); KC_EREFUSED when the driver refuses an image. */
+static int load(const kc_entry *e, const kc_key *key, int device, int kernelless, kc_graph **out) {
+    kimg *v = NULL;
+    size_t n = 0, nimg = 0;
+    char *strs = NULL;
     kc_params *abi = NULL;
     const char **names = NULL;
     uint64_t t0 = kc_mono_ns(), t_dev = 0, t_mod = 0, t_fn = 0, t_par = 0; /* KCACHE_LOG=load: where a load's time goes */
-    int rc = kc_kernels_of(e, &v, &n, &nimg, &strs);
+    int rc = kernelless ? KC_OK : kc_kernels_of(e, &v, &n, &nimg, &strs);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
         if (!v[i].image) {
@@ -219,8 +220,8 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
             return rc;
         }
     kc_graph *g = kc_calloc(1, sizeof *g);
-    if (!g || !(g->modules = kc_calloc(nimg, sizeof *g->modules)) || !(g->fns = kc_calloc(n, sizeof *g->fns)) ||
-        !(names = kc_calloc(n, sizeof *names))) {
+    if (!g || !(g->modules = kc_calloc(nimg + 1, sizeof *g->modules)) || !(g->fns = kc_calloc(n + 1, sizeof *g->fns)) ||
+        !(names = kc_calloc(n + 1, sizeof *names))) {
         if (g) free(g->modules), free(g->fns);
         free(g);
         free(v);
@@ -242,7 +243,7 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
     char where[96], hex[KC_KEY_HEX_LEN + 1];
     kc_key_to_hex(key, hex);
     snprintf(where, sizeof where, "entry %s.%s", hex, kc_entry_variant(e));
-    rc = kc_abi_decode(e, n, &abi);
+    rc = kernelless ? KC_OK : kc_abi_decode(e, n, &abi);
     if (!rc && kc_entry_section(e, KC_SECTION_FORWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->fwd);
     else if (!rc) rc = kc_err(KC_ECORRUPT, "entry has no FORWARD section");
     if (!rc && kc_entry_section(e, KC_SECTION_BACKWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->bwd);
@@ -300,6 +301,35 @@ int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **o
            (double)(total - t_mod - t_fn - t_par - t_dev) / 1e3);
     *out = g;
     return KC_OK;
+}
+
+int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) { return load(e, key, device, 0, out); }
+
+/* A kernel-less graph's in-memory entry: its launch programs and wrappers, as an entry of it would hold them. */
+static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const char *target, kc_entry **out) {
+    kc_entry *e;
+    int rc = kc_entry_new(&e, key, target);
+    if (rc) return rc;
+    kc_buf fw = {0}, bw = {0}, wr = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &fw);
+    if (kc_graph_desc_has_backward_(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
+    kc_wrappers_encode(d, &wr);
+    if (fw.failed || bw.failed || wr.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, fw.data, fw.len);
+    if (!rc && bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, bw.data, bw.len);
+    if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, wr.data, wr.len);
+    kc_buf_free(&fw), kc_buf_free(&bw), kc_buf_free(&wr);
+    if (rc) kc_entry_free(e), e = NULL;
+    *out = e;
+    return rc;
+}
+
+int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device, kc_graph **out) {
+    kc_entry *e = NULL;
+    int rc = kernelless_entry(d, key, variant, &e);
+    if (!rc) rc = load(e, key, device, 1, out);
+    kc_entry_free(e);
+    return rc;
 }
 
 int kc_graph_device(const kc_graph *g) { return g->device; }

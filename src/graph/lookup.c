@@ -32,7 +32,7 @@
 
 /* Whether the description has a backward pass: a kernel step or a zero step (desc.c keeps those apart, in
  * d->zeros) of pass BACKWARD.  A pass of zero steps alone is a pass: its section is written. */
-static int has_backward(const kc_graph_desc *d) {
+int kc_graph_desc_has_backward_(const kc_graph_desc *d) {
     for (size_t i = 0; i < d->nsteps; i++)
         if (d->steps[i].pass == KC_PASS_BACKWARD) return 1;
     for (size_t i = 0; i < d->nzeros; i++)
@@ -81,7 +81,7 @@ static int make_entry(const kc_graph_desc *d, const kc_units *u, const kc_key *k
     kc_kernels_encode(&k, d, u, res);
     kc_abi_encode(&pa, abi, d->nkernels);
     kc_program_encode(d, KC_PASS_FORWARD, &fw);
-    if (has_backward(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
+    if (kc_graph_desc_has_backward_(d)) kc_program_encode(d, KC_PASS_BACKWARD, &bw);
     kc_wrappers_encode(d, &wr);
     if (k.failed || fw.failed || bw.failed || wr.failed || pa.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
     if (!rc) rc = kc_entry_set_images(e, refs, u->n);
@@ -442,6 +442,22 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
     }
 }
 
+/*
+ * [Note: kernel-less graphs] A graph of zero steps only (zeroing gradients between training steps)
+ * has no kernel: nothing to compile, store or fetch, so no entry is ever written for it and no
+ * tier is asked — a compile checks its launches against the known devices and succeeds (source
+ * KC_FROM_BYPASS, reason "no kernels"; counted as the bypass its caller is told), a get builds the loaded graph from the
+ * description's own launch program, encoded and decoded as an entry's would be (the same strict
+ * reader), and keeps it in the loaded table under its key like any other (a later get of it is a
+ * memory hit, counted as one).
+ */
+static void kernelless_info(kc_cache *c, const kc_key *key, kc_graph_info *info, const char *target) {
+    kc_cache_count(c, key, KC_STAT_BYPASSES, 1); /* one outcome per lookup: the one the caller is told */
+    info->source = KC_FROM_BYPASS;
+    snprintf(info->variant, sizeof info->variant, "%s", target);
+    snprintf(info->miss_reason, sizeof info->miss_reason, "no kernels: nothing to compile or store");
+}
+
 static int graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target, kc_graph_info *info_out) {
     kc_graph_info local;
     kc_graph_info *info = info_out ? info_out : &local;
@@ -457,6 +473,13 @@ static int graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target
 again:
     if ((rc = lookup_begin(c, d, target, info, &key, &kb, &t0, &vouched))) return rc;
     relookup_time(info, &t0, &t_first);
+    if (d->nkernels == 0) { /* [Note: kernel-less graphs] */
+        kc_key_builder_free(kb);
+        if ((rc = kc_device_check_desc(d, target))) return rc;
+        kernelless_info(c, &key, info, target);
+        info->total_us = us_since(t0);
+        return KC_OK;
+    }
     uint64_t t1 = kc_mono_ns();
     kc_entry *e = NULL;
     int cacheable = first_uncacheable(d) == NULL;
@@ -559,6 +582,14 @@ again:
         return KC_OK;
     }
     kc_graph *g = NULL;
+    if (d->nkernels == 0) { /* [Note: kernel-less graphs]: built here, kept in the loaded table */
+        kc_key_builder_free(kb);
+        if ((rc = kc_graph_load_kernelless(d, &key, target, device, &g))) return kc_err_prefix(rc, "graph '%s'", d->name);
+        kernelless_info(c, &key, info, target);
+        *out = kc_loaded_publish(g, 1);
+        info->total_us = us_since(t0);
+        return KC_OK;
+    }
     size_t nc = first_uncacheable(d) ? 0 : kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
     int own_unusable = 0; /* the device's own variant was stored but could not be used */
     char why[160] = "";

@@ -15,25 +15,31 @@
  *                    ntensors:u32 { role:u8 dtype:u8 rank:u8 flags:u8 [alias:u32] { size:str stride:str }[rank] }
  *                    nscratch:u32 { bytes:str }            (the scratch buffers of this pass)
  *                    nsteps:u32 { step }                   (launch and zero steps, in order)
- *   step := kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs]   (kernel < 0xffffffff)
+ *   step := kernel:u32 grid:str[3] block:str[3] shared:str nargs:u32 { arg:str }[nargs]   (kernel < 0xfffffffe)
  *         | 0xffffffff ref:str     (a zero step: the whole tensor set to zero bytes before the next step;
  *                                   ref := output:I | saved:I | scratch:I | input:I (an in-place input) in the
  *                                   forward pass, grad_in:I (not accumulating) | scratch:I in the backward pass;
  *                                   I decimal without leading zeros, naming an existing tensor)
+ *         | 0xfffffffe ref:str offset:str count:str   (a zero step of a range: `count` elements — scratch: bytes —
+ *                                   from element `offset`, both expressions; count empty: to the tensor's end;
+ *                                   checked to lie inside the tensor at each call, before any launch.  A
+ *                                   whole-tensor zero step is always written as 0xffffffff: a description
+ *                                   without ranges has the bytes it had before them)
  *   flags := requires_grad 1 | inplace 2 | grad accumulate 4 (inputs only) | alias 8 (outputs only; then alias:u32,
  *            the input it is: an in-place input with the same dtype, rank and size strings, aliased by no other
  *            output); a saved tensor's flags are 0.  A description without these has the bytes it had before them.
  *   str := len:u32 bytes[len]; sizes, strides, dimensions and scratch bytes are expressions
  *   over the symbols (expr.c); an output's and a saved tensor's strides are empty.
  *   Expressions may also name the device facts (device_sm_count, …: device.c), bound from the
- *   device at load and so never in the key — except an input's sizes and strides and an
- *   output's sizes (the caller's contract); a device fact is never a symbol.
+ *   device at load and so never in the key — except an input's sizes and strides (the caller's
+ *   contract); a device fact is never a symbol.
  *   The same bytes are the program part of the graph key (graph_key.c): the runtime arguments'
  *   names and types are in the key, their values (given per call) never are.
  *   arg := input:I | output:I | saved:I | scratch:I | grad_out:I | grad_in:I   (a device pointer)
  *        | <one of those>+EXPR   (the pointer EXPR elements further — scratch: bytes; checked to
  *                                 lie inside the tensor at each call, before any launch)
  *        | null | sym:NAME | e32:EXPR | e64:EXPR | i32:V | u32:V | i64:V | f32:V | f64:V
+ *        | bool:true | bool:false   (one byte, 1 or 0: a C++ bool parameter)
  *        | bytes:HEX (1..256 bytes by value) | arg:NAME (a runtime argument) | philox_seed | philox_offset
  *
  * The one idea: the program section is untrusted bytes like any entry payload (it passed
@@ -89,10 +95,13 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
         if (!end && d->steps[i].pass != pass) continue;
         for (size_t z = 0; z < d->nzeros; z++)
             if (d->zeros[z].pass == pass && d->zeros[z].at == k) {
+                const gzero *gz = &d->zeros[z];
                 char ref[48];
-                kc_program_zero_ref((int)d->zeros[z].role, d->zeros[z].index, ref);
-                kc_buf_put_u32(b, KC_PROGRAM_ZERO_STEP);
+                kc_program_zero_ref((int)gz->role, gz->index, ref);
+                kc_buf_put_u32(b, gz->offset || gz->count ? KC_PROGRAM_ZERO_RANGE : KC_PROGRAM_ZERO_STEP);
                 kc_buf_put_str(b, ref);
+                if (gz->offset || gz->count)
+                    kc_buf_put_str(b, gz->offset ? gz->offset : "0"), kc_buf_put_str(b, gz->count ? gz->count : "");
             }
         if (end) break;
         k++;
@@ -135,6 +144,7 @@ void kc_program_free(kc_program *p) {
         free_strs(p->steps[i].args, p->steps[i].nargs);
     }
     free(p->steps);
+    for (size_t i = 0; p->zeros && i < p->nzeros; i++) free(p->zeros[i].offset), free(p->zeros[i].count);
     free(p->zeros);
     for (size_t i = 0; p->rargs && i < p->nrargs; i++) free(p->rargs[i].name);
     free(p->rargs);
@@ -156,7 +166,7 @@ static int check(const kc_program *p, const char *e) {
     return kc_expr_check(e, (const char *const *)p->syms, p->nsyms);
 }
 
-/* An input's size or stride, an output's size: the caller's contract, never a device fact. */
+/* An input's size or stride: the caller's contract, never a device fact. */
 static int check_nodev(const kc_program *p, const char *e) {
     return kc_expr_check_nodev(e, (const char *const *)p->syms, p->nsyms);
 }
@@ -263,12 +273,19 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
         r.bad = 1;
     for (uint32_t i = 0; !r.bad && i < nst; i++) {
         uint32_t kernel = kc_rd_next_u32(&r);
-        if (kernel == KC_PROGRAM_ZERO_STEP) { /* a zero step: its place among the kernel steps, and its tensor */
+        if (kernel == KC_PROGRAM_ZERO_STEP || kernel == KC_PROGRAM_ZERO_RANGE) { /* its place, its tensor (and range) */
             pzero *z = &p->zeros[p->nzeros];
             char *ref = rd_str(&r, &oom);
             if (ref && zero_parse(ref, &z->role, &z->index) != KC_OK) r.bad = 1;
             free(ref);
+            if (kernel == KC_PROGRAM_ZERO_RANGE && !r.bad) {
+                z->offset = rd_str(&r, &oom);
+                z->count = rd_str(&r, &oom);
+                if (z->count && !*z->count) free(z->count), z->count = NULL; /* to the end */
+                if (!z->offset) free(z->count), z->count = NULL;
+            }
             z->at = p->nsteps;
+            if (r.bad) free(z->offset), free(z->count), z->offset = z->count = NULL;
             p->nzeros += !r.bad;
             continue;
         }
@@ -293,7 +310,7 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->ntensors; i++)
         for (int d = 0; !rc && d < p->tensors[i].rank; d++) {
-            int host = p->tensors[i].role == KC_ROLE_INPUT || p->tensors[i].role == KC_ROLE_OUTPUT;
+            int host = p->tensors[i].role == KC_ROLE_INPUT; /* an output's size may use a device fact */
             rc = host ? check_nodev(p, p->tensors[i].sizes[d]) : check(p, p->tensors[i].sizes[d]);
             if (!rc && p->tensors[i].role == KC_ROLE_INPUT) rc = check_nodev(p, p->tensors[i].strides[d]);
         }
@@ -307,6 +324,10 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
         }
         if (!rc) rc = check(p, p->steps[i].shared);
         for (size_t a = 0; !rc && a < p->steps[i].nargs; a++) rc = kc_program_arg_check(p, &p->steps[i], a);
+    }
+    for (size_t i = 0; !rc && i < p->nzeros; i++) { /* a range's offset and count */
+        if (p->zeros[i].offset) rc = check(p, p->zeros[i].offset);
+        if (!rc && p->zeros[i].count) rc = check(p, p->zeros[i].count);
     }
     if (!rc) rc = check_inplace(p);
     for (size_t i = 0; !rc && i < p->nrargs; i++) {
@@ -422,6 +443,22 @@ int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals,
     if (rc) return rc;
     if (v < 0) return kc_err(KC_EEXPR, "scratch size '%s' is negative", p->scratch[i]);
     *bytes = (size_t)v;
+    return KC_OK;
+}
+
+int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n, size_t esize,
+                          size_t *first, size_t *bytes) {
+    int64_t off = 0, count = 0;
+    int rc = z->offset ? kc_program_eval(p, z->offset, syms, &off) : KC_OK;
+    if (!rc && off >= 0 && off <= n) rc = z->count ? kc_program_eval(p, z->count, syms, &count) : (count = n - off, KC_OK);
+    if (rc) return kc_err_prefix(rc, "zero step '%s'", ref);
+    if (off < 0 || off > n || count < 0 || count > n - off)
+        return kc_err(KC_EINVAL, "zero step '%s': the range of %lld %s from %lld (count '%.40s', offset '%.40s') is not "
+                      "inside the tensor's %lld", ref, (long long)(off < 0 || off > n ? 0 : count),
+                      z->role == KC_ROLE_SCRATCH ? "bytes" : "elements", (long long)off,
+                      z->count ? z->count : "to the end", z->offset ? z->offset : "0", (long long)n);
+    *first = (size_t)off * esize; /* off ≤ n and count ≤ n - off: n elements of esize bytes were sized without overflow */
+    *bytes = (size_t)count * esize;
     return KC_OK;
 }
 

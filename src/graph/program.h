@@ -48,13 +48,24 @@ typedef struct ptensor {
 #define KC_PT_ALIAS 8u
 /** A step whose kernel index is this is a zero step: the tensor reference follows. */
 #define KC_PROGRAM_ZERO_STEP 0xffffffffu
+/** A step whose kernel index is this zeroes a range: the tensor reference, its offset and count follow. */
+#define KC_PROGRAM_ZERO_RANGE 0xfffffffeu
 
-/** A zero step: before kernel step `at` (= nsteps: at the pass's end), tensor role:index is zeroed. */
+/** A zero step: before kernel step `at` (= nsteps: at the pass's end), tensor role:index is zeroed — whole, or
+ *  `count` elements (scratch: bytes) from element `offset` (expressions; count NULL: to the end). */
 typedef struct pzero {
     size_t at;
     int role;
     size_t index;
+    char *offset, *count; /* NULL, NULL: the whole tensor */
 } pzero;
+
+/**
+ * A zero step's range in this call: its first byte and its bytes, within a tensor of `n` elements
+ * of `esize` bytes (KC_EINVAL naming `ref` when the range is not inside it).
+ */
+int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n, size_t esize,
+                          size_t *first, size_t *bytes);
 
 struct kc_program {
     int pass;
@@ -146,6 +157,7 @@ typedef union kc_argval {
     float f32;
     double f64;
     uint64_t u64;
+    uint8_t u8; /* bool:true|false */
 } kc_argval;
 
 /**
@@ -177,7 +189,8 @@ kc_arg_type kc_arg_type_parse(const char *s);
  */
 void kc_program_offset_split(const char *arg, size_t prefix_len, const char **idx_end, const char **expr);
 
-/** Whether a constant argument is well-formed: "u32:V" (0..4294967295), "f64:V", "bytes:HEX"; 1 for other kinds. */
+/** Whether a constant argument is well-formed: "u32:V" (0..4294967295), "f64:V", "bytes:HEX", "bool:true|false"; 1 for
+ *  other kinds. */
 int kc_program_const_ok(const char *arg);
 
 /** Decode "bytes:HEX"'s HEX (1 to 256 bytes, an even count of hex digits) into out; the count, or 0 when malformed. */
@@ -195,5 +208,9 @@ typedef struct kc_arg_abi {
  * "arg:NAME"'s size and class come from its declared type).  KC_ECORRUPT for an unknown kind.
  */
 int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *arg, kc_arg_abi *out);
+
+/** The argument kinds that pass `size` bytes a parameter of class `cls` takes ("bool:true|false, bytes:HEX of 1 byte"),
+ *  for messages: what to write instead of an argument that does not fit. */
+void kc_program_arg_kinds_for(unsigned size, int cls, char *buf, size_t cap);
 
 #endif

@@ -86,15 +86,32 @@ static const kc_tensor *bound(const bindings *b, int role, size_t i) {
     return v && i < n ? &v[i] : NULL;
 }
 
+static int whole_tensor(const kc_tensor *t, const char *ref, size_t *bytes);
+
 /* Zero step z's address and bytes in this call: a scratch buffer's bytes, or a contiguous tensor's (a caller's
- * strided tensor is refused: zeroing its span would write between its elements). */
+ * strided tensor is refused: zeroing its span would write between its elements), or the range of them it names. */
 static int zero_target(const kc_program *p, const pzero *z, const int64_t *syms, bindings *b, void **ptr, size_t *bytes) {
     char ref[48];
     kc_program_zero_ref(z->role, z->index, ref);
     int rc = resolve(b, z->role, z->index, ptr);
     if (rc) return kc_err_prefix(rc, "zero step '%s'", ref);
-    if (z->role == KC_ROLE_SCRATCH) return kc_program_scratch_bytes(p, z->index, syms, bytes);
-    const kc_tensor *t = bound(b, z->role, z->index);
+    size_t esize = 1, first = 0;
+    if (z->role == KC_ROLE_SCRATCH) {
+        rc = kc_program_scratch_bytes(p, z->index, syms, bytes);
+    } else {
+        const kc_tensor *t = bound(b, z->role, z->index);
+        esize = kc_dtype_size(t->dtype);
+        rc = whole_tensor(t, ref, bytes);
+    }
+    if (rc || (!z->offset && !z->count)) return rc;
+    /* A range: inside the tensor's elements (scratch: bytes), or the call fails before anything runs. */
+    rc = kc_program_zero_range(p, z, syms, ref, (int64_t)(*bytes / esize), esize, &first, bytes);
+    if (!rc) *ptr = (void *)((uintptr_t)*ptr + first);
+    return rc;
+}
+
+/* A caller's or allocated tensor's bytes, when it is contiguous (else zeroing its span would write between its elements). */
+static int whole_tensor(const kc_tensor *t, const char *ref, size_t *bytes) {
     int64_t stride = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         if (t->sizes[d] > 1 && t->strides[d] != stride)

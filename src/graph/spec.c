@@ -210,9 +210,11 @@ static int load_kernels(sctx *s, const kc_json *root, const kc_json *arr, char *
     int rc0 = bool_field(s, "spec", root, "toolkit_headers", &toolkit_all);
     if (!rc0 && shared) rc0 = array_len(s, "headers", shared, SPEC_MAX_ITEMS, &nshared);
     if (rc0) return rc0;
-    if (!kc_json_is(arr, KC_JSON_ARRAY) || (int)kc_json_count(arr) == 0) return SPEC_ERR(s, "kernels", "must be a non-empty array");
+    /* A graph of zero steps only (zeroing gradients) has no kernel: "kernels": [] or no "kernels". */
+    if (arr && !kc_json_is(arr, KC_JSON_ARRAY)) return SPEC_ERR(s, "kernels", "must be an array");
+    if (!arr) return KC_OK;
     if ((rc0 = array_len(s, "kernels", arr, KC_GRAPH_MAX_KERNELS, &n))) return rc0;
-    *names = kc_calloc((size_t)n, sizeof **names);
+    *names = kc_calloc((size_t)n + 1, sizeof **names);
     if (!*names) return kc_err(KC_ENOMEM, "spec: out of memory");
     int i = -1;
     const kc_json *k;
@@ -402,6 +404,30 @@ static int load_args(sctx *s, const kc_json *root) {
     return KC_OK;
 }
 
+/* A zero step at `where`: "ROLE:I" (the whole tensor), or a range "ROLE:I+OFFSET" and/or "count" (elements; scratch: bytes). */
+static int load_zero(sctx *s, const char *where, const kc_json *st, const kc_json *zero, kc_pass pass) {
+    kc_tensor_role zr;
+    size_t zi;
+    char zw[80], ref[64], cb[64];
+    const kc_json *cnt = kc_json_get(st, "count");
+    kc_cat_index(zw, sizeof zw, where, ".zero", -1, "");
+    if ((int)kc_json_count(st) != 1 + (cnt != NULL))
+        return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} or {\"zero\": \"ROLE:I+OFFSET\", \"count\": COUNT} alone");
+    const char *zs = kc_json_is(zero, KC_JSON_STRING) ? zero->str : NULL, *plus = zs ? strchr(zs, '+') : NULL, *off = NULL, *c = NULL;
+    if (plus) { /* the offset, in elements (scratch: bytes), as a tensor argument's */
+        if ((size_t)(plus - zs) >= sizeof ref || !plus[1]) return SPEC_ERR(s, zw, "'%.64s' is not ROLE:I+OFFSET", zs);
+        snprintf(ref, sizeof ref, "%.*s", (int)(plus - zs), zs);
+        off = plus + 1, zs = ref;
+    }
+    int rc = ref_of(s, zw, zs, &zr, &zi);
+    if (!rc && cnt) {
+        char cw[80];
+        rc = expr_of(s, kc_cat_index(cw, sizeof cw, where, ".count", -1, ""), cnt, cb, &c);
+    }
+    if (!rc && (rc = kc_graph_add_zero_range(s->d, pass, zr, zi, off, c))) rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
+    return rc;
+}
+
 static int load_pass(sctx *s, const kc_json *root, const char *field, kc_pass pass, char **kernel_ids, int nk) {
     const kc_json *p = kc_json_get(root, field);
     if (!p) return pass == KC_PASS_FORWARD ? SPEC_ERR(s, field, "is required") : KC_OK;
@@ -432,21 +458,16 @@ static int load_pass(sctx *s, const kc_json *root, const char *field, kc_pass pa
         i++;
         char where[64];
         kc_cat_index(where, sizeof where, field, "", i, "");
-        static const char *const step_fields[] = {"kernel", "grid", "block", "shared", "args", "zero", NULL};
+        static const char *const step_fields[] = {"kernel", "grid", "block", "shared", "args", "zero", "count", NULL};
         int src0 = known_fields(s, where, st, step_fields);
         if (src0) return src0;
         const kc_json *zero = kc_json_get(st, "zero");
-        if (zero) { /* {"zero": "output:0"}: a zero step, and nothing else */
-            kc_tensor_role zr;
-            size_t zi;
-            char zw[80];
-            kc_cat_index(zw, sizeof zw, where, ".zero", -1, "");
-            if ((int)kc_json_count(st) != 1) return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} alone");
-            int rc = ref_of(s, zw, kc_json_is(zero, KC_JSON_STRING) ? zero->str : NULL, &zr, &zi);
-            if (!rc && (rc = kc_graph_add_zero(s->d, pass, zr, zi))) rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
+        if (zero) { /* {"zero": "output:0"} or {"zero": "scratch:0+OFFSET", "count": COUNT}: a zero step, nothing else */
+            int rc = load_zero(s, where, st, zero, pass);
             if (rc) return rc;
             continue;
         }
+        if (kc_json_get(st, "count")) return SPEC_ERR(s, where, "\"count\" belongs to a zero step ({\"zero\": …, \"count\": …})");
         const char *kname = str_field(st, "kernel");
         int kernel = -1;
         for (int k = 0; kname && k < nk; k++)

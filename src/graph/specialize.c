@@ -122,6 +122,17 @@ static int subst_expr(const subs *x, const char *e, char **out) {
     return kc_expr_subst(e, x->names, x->repl, x->n, out);
 }
 
+/* A zero step, its range's expressions rewritten. */
+static int copy_zero(kc_graph_desc *nd, const gzero *g, const subs *x) {
+    char *o = NULL, *c = NULL;
+    int rc = g->offset ? subst_expr(x, g->offset, &o) : KC_OK;
+    if (!rc && g->count) rc = subst_expr(x, g->count, &c);
+    if (!rc) rc = kc_graph_add_zero_range(nd, g->pass, g->role, g->index, o, c);
+    free(o);
+    free(c);
+    return rc;
+}
+
 /* The value a symbol is specialized to, or NULL when it stays a symbol. */
 static const char *value_of(const subs *x, const char *name) {
     for (size_t i = 0; i < x->n; i++)
@@ -232,7 +243,7 @@ static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
         for (size_t z = 0; z < d->nzeros && !rc; z++) {
             const gzero *g = &d->zeros[z];
             int zp = g->pass == KC_PASS_BACKWARD;
-            if (end ? g->at == nth[zp] : zp == pi && g->at == nth[pi]) rc = kc_graph_add_zero(nd, g->pass, g->role, g->index);
+            if (end ? g->at == nth[zp] : zp == pi && g->at == nth[pi]) rc = copy_zero(nd, g, x);
         }
         if (end || rc) break;
         rc = copy_step(nd, &d->steps[i], x);

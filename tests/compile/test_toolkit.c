@@ -43,6 +43,10 @@ static void make_toolkit(const char *dir) {
     put(dir, "cccl/cuda/std/version", "// version\n");
 }
 
+/* The standard headers the children serve: NULL the built-in ones, else another set (another build of kcache). */
+static const kc_header_src *child_shims;
+static size_t child_nshims;
+
 /* In a child (the digest is memoised per process): the digest of KCACHE_CUDA_INCLUDE=inc. */
 static int digest_in_child(const char *inc, const char *memo, char out[33]) {
     int fd[2];
@@ -51,6 +55,7 @@ static int digest_in_child(const char *inc, const char *memo, char out[33]) {
     if (pid == 0) {
         close(fd[0]);
         setenv("KCACHE_CUDA_INCLUDE", inc, 1);
+        kc_toolkit_shims_set_(child_shims, child_nshims);
         char d[33] = "";
         int rc = kc_toolkit_digest(memo, d);
         char msg[64];
@@ -137,6 +142,50 @@ static void test_a_poisoned_memo_is_not_trusted_beyond_its_signature(void **stat
     assert_string_equal(d, plain);
 }
 
+static int key_in_child(const char *inc, unsigned flags, char out[KC_KEY_HEX_LEN + 1]);
+
+/* The built-in standard headers with <math.h> changed: what another build of kcache serves. */
+static kc_header_src other_shims[64];
+
+static void use_other_shims(void) {
+    size_t n;
+    const kc_header_src *sh = kc_toolkit_shims(&n);
+    assert_true(n <= 64);
+    memcpy(other_shims, sh, n * sizeof *sh);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(other_shims[i].name, "math.h") == 0) other_shims[i].source = "/* another math.h */\n", found = 1;
+    assert_true(found);
+    child_shims = other_shims, child_nshims = n;
+}
+
+/* The shims are read by NVRTC like any header: another set is another digest and another key — through a memo
+ * written under the first set too (the bug: the memo's signature was of the tree's stats alone, so a kcache
+ * with a new <math.h> got the old digest, and the old key, from the memo). */
+static void test_a_changed_shim_changes_the_digest_and_the_key_even_through_the_memo(void **state) {
+    (void)state;
+    char a[4096], memo[4096], d1[33], d2[33], d3[33], k1[40], k2[40];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    snprintf(memo, sizeof memo, "%s/memo", tmp);
+    make_toolkit(a);
+    child_shims = NULL;
+    assert_int_equal(digest_in_child(a, memo, d1), 0); /* writes the memo */
+    assert_int_equal(digest_in_child(a, memo, d3), 0);
+    assert_string_equal(d1, d3);
+    use_other_shims();
+    assert_int_equal(digest_in_child(a, NULL, d3), 0);
+    assert_string_not_equal(d1, d3);                   /* the shims are in the digest */
+    assert_int_equal(digest_in_child(a, memo, d2), 0);
+    assert_string_equal(d2, d3);                       /* and the memo of the first set does not vouch for it */
+    if (kc_nvrtc_available() == KC_OK) {
+        assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k2), 0);
+        child_shims = NULL;
+        assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k1), 0);
+        assert_string_not_equal(k1, k2);               /* so in the key of a graph that reads them */
+    }
+    child_shims = NULL;
+}
+
 static void test_not_a_toolkit_is_a_clear_error(void **state) {
     (void)state;
     char d[33];
@@ -164,6 +213,7 @@ static int key_in_child(const char *inc, unsigned flags, char out[KC_KEY_HEX_LEN
     if (pid == 0) {
         close(fd[0]);
         if (inc) setenv("KCACHE_CUDA_INCLUDE", inc, 1);
+        kc_toolkit_shims_set_(child_shims, child_nshims);
         kc_graph_desc *d;
         kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
                            NULL, flags};
@@ -219,6 +269,19 @@ static void test_inputs_keep_the_working_directory_out(void **state) {
     assert_true(in.nshims > 5);
 }
 
+/* A kernel using every constant glibc's <math.h> defines (C99, POSIX, GNU's float ones). */
+#define MATH_KERNEL                                                                                                       \
+    "extern \"C\" __global__ void f(float *x, double *y, int *c) {\n"                                                   \
+    "  x[0] = INFINITY; x[1] = NAN; x[2] = HUGE_VALF; x[3] = MAXFLOAT; y[0] = HUGE_VAL;\n"                               \
+    "  y[1] = M_E + M_LOG2E + M_LOG10E + M_LN2 + M_LN10 + M_PI + M_PI_2 + M_PI_4 + M_1_PI + M_2_PI + M_2_SQRTPI;\n"      \
+    "  y[2] = M_SQRT2 + M_SQRT1_2;\n"                                                                                     \
+    "  x[4] = M_Ef + M_LOG2Ef + M_LOG10Ef + M_LN2f + M_LN10f + M_PIf + M_PI_2f + M_PI_4f + M_1_PIf + M_2_PIf;\n"         \
+    "  x[5] = M_2_SQRTPIf + M_SQRT2f + M_SQRT1_2f;\n"                                                                     \
+    "  c[0] = FP_NAN + FP_INFINITE + FP_ZERO + FP_SUBNORMAL + FP_NORMAL; c[1] = FP_ILOGB0; c[2] = FP_ILOGBNAN;\n"        \
+    "  static_assert(M_PI > 3.14159 && M_PI < 3.1416 && HUGE_VAL > 1e308 && INFINITY > 3e38f, \"\");\n"                 \
+    "  long double l = HUGE_VALL; (void)l;\n"                                                                            \
+    "}\n"
+
 /* For real: NVRTC with the toolkit route. */
 static int compile_src(const char *src, unsigned flags, const char *target) {
     kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "t.cu", src, "f", NULL, 0, NULL, 0, NULL, flags};
@@ -242,6 +305,11 @@ static void test_real_kernels_with_toolkit_and_standard_headers(void **state) {
         "extern \"C\" __global__ void f(float *x) { x[0] = FLT_MAX + INT_MAX + offsetof(S, b); }\n",
         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\nextern \"C\" __global__ void f(__half *x, __nv_bfloat16 *y) { "
         "x[0] = __float2half(1.f); y[0] = __float2bfloat16(2.f); }\n",
+        /* glibc's <math.h> constants, alone and with <cmath> in either order (libcu++ defines INFINITY and NAN). */
+        "#include <math.h>\n" MATH_KERNEL,
+        "#include <math.h>\n#include <cmath>\n" MATH_KERNEL,
+        "#include <cmath>\n#include <math.h>\n" MATH_KERNEL,
+        "#include <cmath>\n" MATH_KERNEL,
     };
     for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
         int rc = compile_src(srcs[i], KC_KERNEL_TOOLKIT_HEADERS, "sm_80");
@@ -285,6 +353,7 @@ int main(void) {
         T(test_digest_is_of_contents_and_paths),
         T(test_edit_in_place_changes_the_digest_even_through_the_memo),
         T(test_a_poisoned_memo_is_not_trusted_beyond_its_signature),
+        T(test_a_changed_shim_changes_the_digest_and_the_key_even_through_the_memo),
         T(test_not_a_toolkit_is_a_clear_error),
         T(test_a_loop_is_an_error_not_a_hang),
         T(test_the_key_follows_the_toolkit_only_when_asked),

@@ -396,6 +396,58 @@ static void test_backward_of_zero_steps_alone_is_stored(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* A zero step of a range: its own tag (0xfffffffe) with the reference, offset and count; read back, carried by
+ * specialize (N replaced in both), its expressions re-validated by the decoder; a whole-tensor zero step keeps its tag. */
+static void test_zero_range_in_the_program(void **state) {
+    (void)state;
+    kc_graph_desc *d;
+    char in[256];
+    snprintf(in, sizeof in, IN_P ", " IN_G, ", \"inplace\": true");
+    if (spec_rc(in, OUTS, "\"forward\": {\"scratch\": [\"N * 8\"], \"steps\": [{\"zero\": \"scratch:0+N\", \"count\": \"N * 2\"}, "
+                "{\"zero\": \"input:0+1\"}, {\"zero\": \"output:1\"}, " STEP "]}", &d))
+        fail_msg("%s", kc_error_last()->message);
+    kc_buf b = {0};
+    kc_program_encode(d, KC_PASS_FORWARD, &b);
+    kc_program *p;
+    if (kc_program_decode(b.data, b.len, &p)) fail_msg("%s", kc_error_last()->message);
+    assert_int_equal(p->nzeros, 3);
+    assert_int_equal(p->zeros[0].role, KC_ROLE_SCRATCH);
+    assert_string_equal(p->zeros[0].offset, "N");
+    assert_string_equal(p->zeros[0].count, "N * 2");
+    assert_string_equal(p->zeros[1].offset, "1");
+    assert_null(p->zeros[1].count); /* to the end */
+    assert_null(p->zeros[2].offset);
+    assert_null(p->zeros[2].count);
+    kc_program_free(p);
+    assert_non_null(memmem(b.data, b.len, "\xfe\xff\xff\xff\x09\x00\x00\x00scratch:0", 17));
+    assert_non_null(memmem(b.data, b.len, Z8 "output:1", 16)); /* a whole-tensor zero step: the bytes it had */
+    /* The decoder re-validates the range's expressions. */
+    kc_buf c = {0};
+    kc_buf_put(&c, b.data, b.len);
+    assert_true(patch(&c, "N * 2", "N * (", 5));
+    expect_corrupt(&c, "a count that is no expression");
+    kc_buf_free(&c);
+    kc_buf_put(&c, b.data, b.len);
+    assert_true(patch(&c, "\x01\x00\x00\x00N\x05", "\x01\x00\x00\x00M\x05", 6));
+    expect_corrupt(&c, "an offset over an unknown symbol");
+    kc_buf_free(&c);
+    kc_buf_free(&b);
+    /* Specialized to N = 64: the range's expressions too. */
+    kc_tensor_meta m[2];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 2; i++) m[i].dtype = KC_DTYPE_F32, m[i].rank = 1, m[i].sizes[0].value = 64;
+    kc_graph_desc *sd;
+    if (kc_graph_desc_specialize(&sd, d, m, 2, NULL, 0, NULL)) fail_msg("%s", kc_error_last()->message);
+    kc_program_encode(sd, KC_PASS_FORWARD, &b);
+    if (kc_program_decode(b.data, b.len, &p)) fail_msg("%s", kc_error_last()->message);
+    assert_string_equal(p->zeros[0].offset, "64");
+    assert_string_equal(p->zeros[0].count, "64 * 2");
+    kc_program_free(p);
+    kc_buf_free(&b);
+    kc_graph_desc_free(sd);
+    kc_graph_desc_free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_declarations_read_back),
@@ -405,6 +457,7 @@ int main(void) {
         cmocka_unit_test(test_specialize_carries_them),
         cmocka_unit_test(test_decoder_refuses_what_no_builder_writes),
         cmocka_unit_test(test_backward_of_zero_steps_alone_is_stored),
+        cmocka_unit_test(test_zero_range_in_the_program),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

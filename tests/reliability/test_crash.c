@@ -1,6 +1,8 @@
 /*
  * test_crash.c — crash consistency: a child process putting entries, importing bundles and
- * running gc is SIGKILLed at 200 random moments.
+ * running gc is SIGKILLed 200 times, each at a fault point: its nth file-system call after its
+ * first commit (kc_fs_crash_at: every open, read, write, sync, rename and unlink), n drawn from a
+ * fixed seed — never after a timer, so a loaded machine kills at the same steps.
  *
  * The child announces each put and import on a pipe before it starts it and again once it
  * has returned, so after each kill the parent knows, per key, the last committed version
@@ -19,6 +21,8 @@
 
 #include "kcache.h"
 #include "helpers.h"
+
+#include "common/fs.h"
 
 #define KILLS 200
 #define KEYS 40           /* keys the child puts */
@@ -84,15 +88,20 @@ static kc_cache *open_dir(const char *dir) {
     return c;
 }
 
+static long crash_nth; /* the child's: armed at its first commit */
+
 static void say(int fd, char type, int k, uint64_t digest) {
     rec r = {type, (uint8_t)k, {0}, digest};
     if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(101);
+    if (crash_nth && type != 'P' && type != 'I') kc_fs_crash_at(crash_nth), crash_nth = 0; /* after its first commit */
 }
 
-/* The child: puts (80%), imports of bundle A or B (10%), gc (10%), until it is killed. */
-static void child(const char *dir, int fd, unsigned seed, char bundles[2][4096]) {
+/* The child: puts (80%), imports of bundle A or B (10%), gc (10%), until it is killed — at its nth file-system call
+ * after its first commit (armed then: every child does something before it dies). */
+static void child(const char *dir, int fd, unsigned seed, char bundles[2][4096], long nth) {
     kc_cache *c = open_dir(dir);
     static uint8_t buf[MAX_PUT];
+    crash_nth = nth;
     for (;;) {
         int what = (int)(rand_r(&seed) % 10);
         if (what < 8) {
@@ -202,23 +211,19 @@ static void test_kill_at_random_points(void **state) {
         kc_cache_close(c);
         int fds[2];
         assert_int_equal(pipe(fds), 0);
+        long nth = 1 + (long)(rand_r(&seed) % 400); /* drawn here: the child's draws do not reach this process */
         pid_t pid = fork();
         if (pid == 0) {
             close(fds[0]);
-            child(dir, fds[1], seed + (unsigned)round, bundles);
+            child(dir, fds[1], seed + (unsigned)round, bundles, nth);
         }
         close(fds[1]);
-        /* Wait for the child's first commit (a slow start under sanitizers must not make the
-         * kill land before any work), then kill it at a random moment of what follows. */
+        /* The child kills itself at its nth file-system call after its first commit: read what it said until then. */
         rec r;
-        while (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r && !take(&r)) {}
-        struct timespec ts = {0, (long)(rand_r(&seed) % 15) * 1000000L + 100000L};
-        nanosleep(&ts, NULL);
-        kill(pid, SIGKILL);
+        while (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r) take(&r);
         int st;
         waitpid(pid, &st, 0);
-        assert_true(WIFSIGNALED(st));
-        while (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r) take(&r);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
         close(fds[0]);
 
         c = open_dir(dir);

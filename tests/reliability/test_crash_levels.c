@@ -2,19 +2,24 @@
  * test_crash_levels.c — crash consistency of the two-level write ([Note: two levels] in
  * kcache/entry.h): a child process compiling graphs — each round a new kernel source (a new unit,
  * a new image), at two static shapes (the second shares the first's unit and image) — is
- * SIGKILLed at random moments.  After every kill: every graph entry in the directory resolves
- * (each image it refers to is there and passes its checks: images are durable before the graph
- * entry is written), every unit record's image is there, verify finds nothing corrupt, and a
- * fresh lookup of the round in flight is a hit or a clean miss that compiles and stores it.
- * Needs NVRTC (compile-only), no GPU.
+ * SIGKILLed at a fault point: its nth file-system call (kc_fs_crash_at: every open, read, write,
+ * sync, rename and unlink of the store), n different for each kill, armed once the child has
+ * committed its first round and said so on a pipe.  No timer: a kill lands at the same step
+ * however slow the compile (a loaded machine, a sanitizer), and every child commits a round
+ * before it can die.  After every kill: every graph entry in the directory resolves (each image
+ * it refers to is there and passes its checks: images are durable before the graph entry is
+ * written), every unit record's image is there, verify finds nothing corrupt, every round the
+ * child reported committed is still a hit, and a fresh lookup of the round in flight is a hit
+ * or a clean miss that compiles and stores it.  Needs NVRTC (compile-only), no GPU.
  */
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kcache.h"
 #include "helpers.h"
+
+#include "common/fs.h"
 
 #define KILLS 24
 
@@ -49,16 +54,28 @@ static kc_graph_desc *round_graph(int r, int rows) {
     return kc_graph_desc_load(&d, p) == KC_OK ? d : NULL;
 }
 
-static void child(int first) {
+/* Compile round r at both shapes; 0 when both are stored. */
+static int compile_round(kc_cache *c, int r) {
+    for (int rows = 64; rows <= 128; rows += 64) {
+        kc_graph_desc *d = round_graph(r, rows);
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
+        int rc = d ? kc_graph_compile(c, d, "sm_90", &info) : -1;
+        kc_graph_desc_free(d);
+        if (rc != KC_OK) return -1;
+    }
+    return 0;
+}
+
+/* The child: round `first` (nothing armed), said on `fd`; then killed at its nth file-system call from there, each
+ * committed round said on `fd` as it returns. */
+static void child(int first, long nth, int fd) {
     kc_cache *c = open_cache();
     if (!c) _exit(2);
-    for (int r = first;; r++)
-        for (int rows = 64; rows <= 128; rows += 64) {
-            kc_graph_desc *d = round_graph(r, rows);
-            kc_graph_info info = KC_GRAPH_INFO_INIT;
-            if (!d || kc_graph_compile(c, d, "sm_90", &info) != KC_OK) _exit(3);
-            kc_graph_desc_free(d);
-        }
+    for (int r = first;; r++) {
+        if (compile_round(c, r) != 0) _exit(3);
+        if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(4);
+        if (r == first) kc_fs_crash_at(nth); /* armed once a round is committed */
+    }
 }
 
 typedef struct check {
@@ -93,34 +110,62 @@ static int check_item(const kc_cache_item *it, void *ctx) {
     return 0;
 }
 
+/* Round r is a hit now (both shapes). */
+static int round_is_stored(kc_cache *c, int r) {
+    for (int rows = 64; rows <= 128; rows += 64) {
+        kc_graph_desc *d = round_graph(r, rows);
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
+        int rc = d ? kc_graph_compile(c, d, "sm_90", &info) : -1;
+        kc_graph_desc_free(d);
+        if (rc != KC_OK || info.source != KC_FROM_DISK) return 0;
+    }
+    return 1;
+}
+
 static void test_kills_never_leave_a_graph_without_its_images(void **state) {
     (void)state;
     dir = kct_tmpdir("crashlv");
     work = kct_tmpdir("crashlv-src");
-    srand((unsigned)time(NULL));
-    int first = 0, last_graphs = 0;
+    unsigned seed = 4242;
+    int first = 0, last_graphs = 0, committed = -1;
+    long steps_seen = 0;
     for (int kill_no = 0; kill_no < KILLS; kill_no++) {
+        /* Early kills fall on each of the first calls after the armed point; later ones anywhere in the next rounds. */
+        long nth = kill_no < 8 ? 1 + kill_no : 1 + (long)(rand_r(&seed) % 160);
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
-        if (pid == 0) child(first);
-        usleep((useconds_t)(20000 + rand() % 250000));
-        kill(pid, SIGKILL);
+        if (pid == 0) {
+            close(fds[0]);
+            child(first, nth, fds[1]);
+        }
+        close(fds[1]);
+        int r, reported = 0;
+        while (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r) committed = r, reported++; /* until the child is gone */
+        close(fds[0]);
         int st;
-        waitpid(pid, &st, 0);
-        if (WIFEXITED(st)) fail_msg("the child stopped by itself with %d", WEXITSTATUS(st));
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st)) fail_msg("kill %d: the child stopped by itself with %d", kill_no, WEXITSTATUS(st));
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) fail_msg("kill %d: the child died otherwise", kill_no);
+        if (reported == 0) fail_msg("kill %d: the child died before its first round was committed", kill_no);
+        steps_seen += nth;
         kc_cache *c = open_cache();
         assert_non_null(c);
         check k = {c, 0, 0, 0, ""};
         assert_int_equal(kc_cache_foreach(c, check_item, &k), KC_OK);
-        if (k.bad) fail_msg("after kill %d: %s", kill_no, k.why);
+        if (k.bad) fail_msg("after kill %d (call %ld): %s", kill_no, nth, k.why);
         kc_verify_report vr = KC_VERIFY_REPORT_INIT;
         assert_int_equal(kc_cache_verify(c, &vr), KC_OK);
         assert_int_equal(vr.corrupt, 0);
         assert_true(k.graphs >= last_graphs); /* nothing committed is lost */
         last_graphs = k.graphs;
+        if (!round_is_stored(c, committed)) fail_msg("after kill %d: round %d, reported committed, is not a hit", kill_no, committed);
         kc_cache_close(c);
-        first += 1 + rand() % 2; /* the next child goes on from here: some rounds were in flight */
+        first = committed + 1 + (int)(rand_r(&seed) % 2); /* the next child goes on from here: the round in flight, or past it */
     }
+    fprintf(stderr, "%d kills at the child's 1st..160th file-system call after its first commit (%ld calls in all); "
+                    "%d graph entries, each whole with its images\n", KILLS, steps_seen, last_graphs);
     assert_true(last_graphs > 0);
     /* The rounds in flight at the kills: a lookup now is a hit or a clean compile, and then whole. */
     kc_cache *c = open_cache();
