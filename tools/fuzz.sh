@@ -25,6 +25,10 @@ export PATH="$PATH:/usr/local/cuda/bin"
 default=(entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image entry_sig)
 default+=(files toolkit) # stats files, the record, profiles, key files; toolkit manifests, reads and memo
 targets=(${FUZZ_TARGETS:-${default[@]}})
+# ---- bundles, structure-aware: every version (v1..v4) and record kind, checksums rebuilt
+# (tests/fuzz/fuzz_bundle_struct.c; seeds: tools/fuzz_bundle_seeds.py) ----
+[ -n "${FUZZ_TARGETS:-}" ] || targets+=(bundle_struct)
+# ---- end of the bundle block ----
 bdir=${FUZZ_BUILD:-build-fuzz}
 # KCACHE_WERROR=ON (set by .ci/run) makes any compiler warning an error; a user's run leaves it OFF.
 CC=clang cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCACHE_FUZZ=ON \

@@ -1,29 +1,44 @@
 /*
  * kcache/bundle.h — one-file bundles that ship a warm cache to other hosts.
  *
- * Format v1, v2 and v3 (integers little-endian):
+ * Format v1..v4 (integers little-endian):
  *
- *   bundle  := magic[8] "\x89KCB\r\n\x1a\n"  version:u16 (1, 2 or 3)  reserved:u16 (0)  count:u32
+ *   bundle  := magic[8] "\x89KCB\r\n\x1a\n"  version:u16 (1..4)  reserved:u16 (0)  count:u32
  *              raw_len:u64  stored_len:u64  payload_sum:u64  header_sum:u64   (48 bytes)
  *              payload: one zstd frame of stored_len bytes whose content is raw_len bytes
  *   content := toc entry_bytes*            (v1)
  *            | toc entry_bytes* covers     (v2: the rest of the content after the entries)
  *            | toc entry_bytes* clen:u32 covers[clen] profiles
  *                                          (v3: clen 0 when no coverage record)
+ *            | toc entry_bytes* clen:u32 covers[clen] plen:u32 profiles[plen] slen:u32 seal[slen]
+ *                                          (v4: clen 0, plen 0 when that record is absent)
+ *   toc     := { name_len:u16 name[name_len] offset:u64 size:u64 sum:u64 }{count}
+ *              offsets are relative to the end of the toc, contiguous, in order; every size is
+ *              bounded by the bytes AFTER the toc that remain (never by raw_len)
  *   profiles := nprofiles:u32 { plen:u16 profile[plen] }{nprofiles}
  *              1..KC_BUNDLE_MAX_PROFILES site profiles, each 1..KC_SITE_PROFILE_MAX bytes in the
  *              one form kc_site_profile_check accepts (kcache/guard.h), no site twice; it must
- *              end exactly at raw_len.
+ *              end exactly where its record ends.
  *   covers  := mlen:u16 manifest[mlen]  ntargets:u16 { tlen:u8 target[tlen] }{ntargets}
  *              ngraphs:u32 { key[16] nlen:u16 name[nlen] }{ngraphs}
  *              the manifest (its path as exported: 1..4096 bytes), its targets (each one
  *              kc_target_parse accepts, 1..KC_BUNDLE_MAX_TARGETS of them, none twice) and its
  *              graphs (key and name, 1..4096 bytes; 1..KC_BUNDLE_MAX_GRAPHS); no NUL in any
- *              string; it must end exactly at raw_len.  Covered by payload_sum like the rest.
- *   toc     := { name_len:u16 name[name_len] offset:u64 size:u64 sum:u64 }{count}
- *              offsets are relative to the end of the toc, contiguous, in order
+ *              string; it must end exactly where its record ends.
+ *   seal    := an entry (entry.h) of variant "bundle" keyed by the first 16 bytes of D, whose one
+ *              section (RUNTIME_META) is D = SHA-256 of every content byte before slen; signed
+ *              (the exporter's Ed25519 key) or MACed (its MAC key) as any entry is, or neither
+ *              when the exporter has no key; nothing may follow it.  1..4096 bytes.
  *   payload_sum = XXH3-64 of the content; header_sum = XXH3-64 of header bytes [0,40);
  *   each entry's sum = XXH3-64 of its bytes, which are a complete entry (entry.h).
+ *
+ * Trust ([Note: bundle seal] in src/bundle/records.c).  Each entry carries its own signature or
+ * MAC.  A bundle's own records (coverage, profiles) are vouched for by the v4 seal alone: under a
+ * keyring (KCACHE_KEYRING) or MAC key (KCACHE_HMAC_KEY) an import checks the seal exactly as it
+ * checks an entry (a trusted signature, or the MAC; a keyring wants a signature), so an
+ * entry-less bundle is authenticated like any other; a v2 or v3 bundle, whose records nothing
+ * covers, is refused whole there (KC_EPERM, saying to sign it again: `kcache sign` writes v4).
+ * Without trust configured, every version imports as before.
  *
  * Sizes ([Note: sizes], as in entry.h): every size, count and offset read from a bundle is
  * bounded before it is used, with arithmetic that cannot wrap — a value is compared with the
@@ -31,8 +46,9 @@
  * is allocated or inflated: raw_len ≤ KC_BUNDLE_MAX_BYTES (4 GiB), and raw_len ≤
  * KC_BUNDLE_RATIO_FLOOR (16 MiB) or raw_len / KC_BUNDLE_MAX_RATIO (64) ≤ stored_len, so a
  * small file cannot declare GiBs (a decompression bomb); count ≤ raw_len / 27 + 1.  In the
- * toc: each size ≤ KC_ENTRY_MAX_BYTES and ≤ the room left in the content, so the running sum
- * of sizes never wraps and must end exactly at raw_len.  Bundle contents are entries whose
+ * toc: each size ≤ KC_ENTRY_MAX_BYTES and ≤ the bytes after the toc not yet claimed by the
+ * entries before it, so the running sum never wraps; each record's length ≤ what is left of the
+ * content after the entries and the records before it.  Bundle contents are entries whose
  * sections are already compressed, so real bundles compress far less than 64:1; an export
  * whose content would compress past the ratio stores it in raw zstd blocks instead, so every
  * bundle kcache writes imports.  The caps are compile-time constants (part of the format).
@@ -60,16 +76,16 @@
  * say what it brings: every graph × target, or which are not in the bundle (kc_bundle_coverage_read).
  * An export without one writes v1, byte for byte as before, so an older kcache still imports it.
  * v1 bundles (which record nothing) import as they always did; their coverage is "not recorded".
- * An older kcache refuses a v2 bundle ("format version 2 is not supported") rather than misread it.
+ * An older kcache refuses a newer bundle ("format version 4 is not supported") rather than misread it.
+ * This kcache writes v4 for a bundle with a coverage record or profiles (v2 and v3 are read only).
  *
  * Site profiles (v3).  An export also carries the cache's site profiles (kc_site_profile_foreach:
  * the dynamic dimensions its sites learned), whatever the filter, so a fleet starts dynamic where
  * the exporter learned to be; an import checks each (a malformed one refuses the whole bundle
  * before anything is written) and merges it into the local profile of its site (the union, as
- * kc_site_profile_merge does), after the entries.  A cache without profiles exports v1 or v2
- * exactly as before; with profiles the bundle is v3, which a kcache older than this refuses
- * ("format version 3 is not supported") rather than drop its profiles unseen: neither v1 nor v2
- * had room for a record that an old reader would skip.
+ * kc_site_profile_merge does), after the entries.  A cache without profiles or coverage exports
+ * v1 exactly as before; with either the bundle is v4 (sealed), which an older kcache refuses
+ * rather than drop its records unseen.
  */
 #ifndef KCACHE_BUNDLE_H
 #define KCACHE_BUNDLE_H
@@ -99,14 +115,14 @@ typedef struct kc_bundle_filter {
 /** Initialiser of a kc_bundle_filter: selects every graph entry. */
 #define KC_BUNDLE_FILTER_INIT { NULL, 0, NULL, 0 }
 
-/** Cap on the site profiles of a bundle (v3). */
+/** Cap on the site profiles of a bundle (v3 on). */
 #define KC_BUNDLE_MAX_PROFILES 65536
 
 /** Caps on a bundle's coverage record. */
 #define KC_BUNDLE_MAX_TARGETS 64
 #define KC_BUNDLE_MAX_GRAPHS 10000
 
-/** What a manifest export covers (kc_bundle_export_covering): recorded in the bundle (v2), read
+/** What a manifest export covers (kc_bundle_export_covering): recorded in the bundle (v2 on), read
  *  back by kc_bundle_coverage_read.  Every pointer is borrowed for the call. */
 typedef struct kc_bundle_covers {
     const char *manifest;         /**< The manifest, as named (its path). */
@@ -141,7 +157,7 @@ typedef struct kc_bundle_report {
                                    bundle nor in the cache. */
     uint64_t units_skipped;   /**< Import: unit records not written, for the same reason. */
     char first_skipped[KC_KEY_HEX_LEN + 1 + KC_VARIANT_MAX + 1]; /**< The first entry skipped ("<key>.<variant>"), or "". */
-    uint64_t profiles;          /**< Site profiles in the bundle (v3). */
+    uint64_t profiles;          /**< Site profiles in the bundle (v3 on). */
     uint64_t profiles_written;  /**< Import: profiles that changed the local one (dry run: would). */
 } kc_bundle_report;
 
@@ -157,7 +173,7 @@ typedef struct kc_bundle_report {
 KC_API int kc_bundle_export(kc_cache *c, const char *path, const kc_bundle_filter *filter, kc_bundle_report *out);
 
 /**
- * kc_bundle_export, recording in the bundle (format v2) the manifest, graphs and targets
+ * kc_bundle_export, recording in the bundle (format v4, sealed) the manifest, graphs and targets
  * `covers` names, so that an import can say what the bundle brings.  It selects nothing
  * itself: `filter` does (the caller passes the same keys and targets), and whether every
  * graph × target is there is the caller's check (kc_manifest_covered; `kcache export

@@ -273,6 +273,14 @@ KC_API int kc_site_profile_merge(kc_cache *cache, const void *data, size_t len, 
  */
 KC_API int kc_site_profile_foreach(kc_cache *cache, int (*cb)(const void *data, size_t len, void *ctx), void *ctx);
 
+/**
+ * How many profile files `cache` holds and their bytes (a walk of its profile directory).
+ * Profiles take room like entries: their bytes count toward the cache's size limit (in
+ * KC_STAT_BYTES, not in KC_STAT_ENTRIES) and gc evicts them, least recently used first, with the
+ * entries; a site that loads its profile refreshes its time.  0 and 0 for a cache without any.
+ */
+KC_API int kc_site_profile_usage(kc_cache *cache, uint64_t *files, uint64_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

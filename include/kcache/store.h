@@ -41,10 +41,12 @@ typedef struct kc_gc_report {
     uint64_t dangling_removed; /**< Graph entries and unit records one of whose images was gone, removed. */
     uint64_t orphans_removed;  /**< Images no graph entry or unit record refers to, removed (past a grace period). */
     uint64_t corrupt;          /**< Objects that did not decode: left in place for verify or a read to quarantine. */
+    uint64_t profiles_before, profiles_after; /**< Site profiles (LRU items too, in the bytes and in `evicted`;
+                                                   not in the entries). */
 } kc_gc_report;
 
 /** Initialiser of a kc_gc_report: this version, every count 0. */
-#define KC_GC_REPORT_INIT { KC_GC_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define KC_GC_REPORT_INIT { KC_GC_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /** Limits of the redis backend (the remote tier); 0 fields take the defaults shown. */
 typedef struct kc_redis_config {

@@ -588,6 +588,24 @@ int kc_cache_profile_parse_(const void *data, size_t len, char *site, uint32_t *
     return KC_OK;
 }
 
+/* OR the masks a profile's text says into masks[], read leniently (as a local file always was):
+ * every "input <i> <mask>" line after a "kcache-profile 1" line. */
+static void profile_masks_of(const char *p, size_t len, uint32_t *masks) {
+    int ok = 0;
+    for (const char *end = p + len, *nl; p < end; p = nl + 1) {
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) nl = end;
+        char line[128];
+        size_t n = (size_t)(nl - p);
+        if (n == 0 || n >= sizeof line) continue;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        unsigned i, mask;
+        if (strcmp(line, "kcache-profile 1") == 0) ok = 1;
+        else if (ok && sscanf(line, "input %u %x", &i, &mask) == 2 && i < KC_CACHE_PROFILE_INPUTS) masks[i] |= mask;
+    }
+}
+
 /* OR the masks of the profile file at `path` into masks[]; 0 when read (or absent: nothing). */
 void kc_cache_profile_read_(const char *path, uint32_t *masks) {
     void *data;
@@ -596,14 +614,7 @@ void kc_cache_profile_read_(const char *path, uint32_t *masks) {
         kc_error_clear(); /* absent or unreadable: nothing learned */
         return;
     }
-    ((char *)data)[len] = '\0';
-    char *save = NULL;
-    int ok = 0;
-    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        unsigned i, mask;
-        if (strcmp(line, "kcache-profile 1") == 0) ok = 1;
-        else if (ok && sscanf(line, "input %u %x", &i, &mask) == 2 && i < KC_CACHE_PROFILE_INPUTS) masks[i] |= mask;
-    }
+    profile_masks_of(data, len, masks);
     free(data);
 }
 
@@ -620,17 +631,24 @@ int kc_cache_profile_path_of_(const char *pdir, const char *name, char *out, siz
  * last-writer-wins).  The site's save, a bundle's import and a remote's profile all come here.
  * *changed (may be NULL): 1 when the file was (dry_run: would be) written.
  */
-int kc_cache_profile_merge_file_(const char *path, const char *name, uint32_t *masks, int dry_run, int *changed) {
+int kc_cache_profile_merge_file_(const char *path, const char *name, uint32_t *masks, int flags, int *changed,
+                                 kc_local *counted) {
+    int dry_run = flags & KC_PROFILE_DRY;
     char dir[PATH_MAX], lock[PATH_MAX + 8];
     if (changed) *changed = 0;
     snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = '\0';
-    int rc = dry_run ? KC_OK : kc_fs_mkdirs(dir, 0700);
-    if (rc) return rc;
-    int fd = -1;
+    char *base = strrchr(dir, '/');
+    *base++ = '\0';
+    int rc = KC_OK, fd = -1;
     if (!dry_run) {
-        snprintf(lock, sizeof lock, "%s.lock", path);
-        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        /* One of 256 stripe locks, by the file's first two hex digits ([Note: profiles in the size]
+         * in src/store/local_profiles.c): no lock file per profile.  The folder is made when missing. */
+        snprintf(lock, sizeof lock, "%s/.lock.%.2s", dir, base);
+        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 && errno == ENOENT) {
+            if ((rc = kc_fs_mkdirs(dir, 0700)) != KC_OK) return rc;
+            fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        }
         if (fd < 0) return kc_err_errno(errno, "profile: opening '%s'", lock);
         while (flock(fd, LOCK_EX) != 0)
             if (errno != EINTR) {
@@ -641,33 +659,42 @@ int kc_cache_profile_merge_file_(const char *path, const char *name, uint32_t *m
     }
     void *old = NULL;
     size_t olen = 0;
-    if (kc_fs_read_file(path, 65536, &old, &olen, NULL) != KC_OK) old = NULL, kc_error_clear();
-    kc_cache_profile_read_(path, masks);
+    if (kc_fs_read_file(path, 65536, &old, &olen, NULL) != KC_OK) old = NULL, olen = 0, kc_error_clear();
+    if (old) profile_masks_of(old, olen, masks);
     char buf[KC_CACHE_PROFILE_MAX + 1];
     size_t n = kc_cache_profile_format_(name, masks, buf, sizeof buf);
     int differs = !old || olen != n || memcmp(old, buf, n) != 0;
     free(old);
-    if (differs && !dry_run) rc = kc_fs_write_atomic(path, buf, n);
+    if (differs && !dry_run)
+        rc = flags & KC_PROFILE_LAZY ? kc_fs_write_replace(path, buf, n) : kc_fs_write_atomic(path, buf, n);
     if (changed) *changed = differs && !rc;
     if (fd >= 0) {
         flock(fd, LOCK_UN);
         close(fd);
     }
+    if (differs && !dry_run && !rc) kc_local_profile_written_(counted, path, (int64_t)n - (int64_t)olen);
     return rc;
 }
 
-int kc_cache_profile_merge_(kc_cache *cache, const void *data, size_t len, int dry_run, int *changed) {
+int kc_cache_profile_merge_at_(kc_cache *cache, const char *pdir, const void *data, size_t len, int flags, int *changed) {
     if (changed) *changed = 0;
     if (!cache) return kc_err(KC_EINVAL, "kc_site_profile_merge: cache is NULL");
-    char site[KC_CACHE_PROFILE_NAME_MAX + 1], pdir[PATH_MAX], path[PATH_MAX];
+    char site[KC_CACHE_PROFILE_NAME_MAX + 1], path[PATH_MAX];
     uint32_t m[KC_CACHE_PROFILE_INPUTS] = {0};
     int rc = kc_cache_profile_parse_(data, len, site, m);
     if (rc) return rc;
-    if (!dry_run && kc_cache_mode(cache) != KC_CACHE_READWRITE)
+    if (!(flags & KC_PROFILE_DRY) && kc_cache_mode(cache) != KC_CACHE_READWRITE)
         return kc_err(KC_EREADONLY, "the cache is read-only or disabled: profile of %s not merged", site);
-    if ((rc = kc_cache_profile_dir(cache, pdir, sizeof pdir))) return rc;
     if (!kc_cache_profile_path_of_(pdir, site, path, sizeof path)) return kc_err(KC_EINVAL, "profile: the path is too long");
-    return kc_cache_profile_merge_file_(path, site, m, dry_run, changed);
+    return kc_cache_profile_merge_file_(path, site, m, flags, changed, cache->local);
+}
+
+int kc_cache_profile_merge_(kc_cache *cache, const void *data, size_t len, int flags, int *changed) {
+    char pdir[PATH_MAX];
+    if (changed) *changed = 0;
+    if (!cache) return kc_err(KC_EINVAL, "kc_site_profile_merge: cache is NULL");
+    int rc = kc_cache_profile_dir(cache, pdir, sizeof pdir);
+    return rc ? rc : kc_cache_profile_merge_at_(cache, pdir, data, len, flags, changed);
 }
 
 static int profile_by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

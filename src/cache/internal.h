@@ -80,10 +80,18 @@ int kc_cache_profile_parse_(const void *data, size_t len, char *site, uint32_t *
 void kc_cache_profile_read_(const char *path, uint32_t *masks);
 /** The path of site's profile in profile directory pdir; 0 when it does not fit. */
 int kc_cache_profile_path_of_(const char *pdir, const char *site, char *out, size_t cap);
-/** Under the file's lock: union masks with the file's (masks gets it) and write it atomically when that changes it. */
-int kc_cache_profile_merge_file_(const char *path, const char *site, uint32_t *masks, int dry_run, int *changed);
-/** kc_site_profile_merge (kcache/guard.h). */
-int kc_cache_profile_merge_(kc_cache *c, const void *data, size_t len, int dry_run, int *changed);
+/** Flags of a profile merge: write nothing (say what would change); write without an fsync per file
+ *  (many at once: the caller makes them durable with one kc_fs_sync_dir of the profile directory). */
+#define KC_PROFILE_DRY 1
+#define KC_PROFILE_LAZY 2
+/** Under the file's (stripe) lock: union masks with the file's (masks gets it) and write it atomically when that
+ *  changes it; the change of size is counted in `counted` (may be NULL: the next gc counts it). */
+int kc_cache_profile_merge_file_(const char *path, const char *site, uint32_t *masks, int flags, int *changed,
+                                 struct kc_local *counted);
+/** kc_site_profile_merge (kcache/guard.h), with KC_PROFILE_* flags. */
+int kc_cache_profile_merge_(kc_cache *c, const void *data, size_t len, int flags, int *changed);
+/** The same into the profile directory `pdir` (kc_cache_profile_dir, found once for many merges). */
+int kc_cache_profile_merge_at_(kc_cache *c, const char *pdir, const void *data, size_t len, int flags, int *changed);
 /** kc_site_profile_foreach (kcache/guard.h). */
 int kc_cache_profile_foreach_(kc_cache *c, int (*cb)(const void *data, size_t len, void *ctx), void *ctx);
 

@@ -242,6 +242,32 @@ int kc_fs_fsync_parent(const char *path) {
 
 bool kc_fs_is_temp_name(const char *name) { return strncmp(name, ".tmp.", 5) == 0; }
 
+int kc_fs_write_replace(const char *path, const void *data, size_t len) {
+    static unsigned long seq;
+    char tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int dlen = slash ? (int)(slash - path) : 0;
+    const char *base = slash ? slash + 1 : path;
+    unsigned long s = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    int n = snprintf(tmp, sizeof tmp, "%.*s%s.tmp.%s.%ld.%lx.r", dlen, path, slash ? "/" : "", base, (long)getpid(), s);
+    if (n < 0 || (size_t)n >= sizeof tmp) return kc_err(KC_EINVAL, "path too long: '%s'", path);
+    int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) return kc_err_errno(errno, "creating '%s'", tmp);
+    int rc = kc_fs_write_all(fd, data, len, tmp);
+    if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
+    if (rc == KC_OK && kc_sys_rename(tmp, path) != 0) rc = kc_err_errno(errno, "renaming '%s' to '%s'", tmp, path);
+    if (rc != KC_OK) unlink(tmp);
+    return rc;
+}
+
+int kc_fs_sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return kc_err_errno(errno, "opening '%s'", dir);
+    int rc = kc_sys_fsync(fd) == 0 ? KC_OK : kc_err_errno(errno, "fsync of '%s'", dir);
+    close(fd);
+    return rc;
+}
+
 int kc_fs_write_atomic(const char *path, const void *data, size_t len) {
     return kc_fs_write_atomic_mode(path, data, len, 0600);
 }

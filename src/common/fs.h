@@ -93,6 +93,14 @@ int kc_fs_write_atomic(const char *path, const void *data, size_t len);
 /** The same, the file created with `mode` (set before the rename: a reader never sees another). */
 int kc_fs_write_atomic_mode(const char *path, const void *data, size_t len, unsigned mode);
 
+/** Replace `path` with `data` through a temporary file and a rename, WITHOUT fsync: a reader sees
+ *  the old bytes or the new, but a crash may lose the write (or, on some file systems, leave the
+ *  file empty).  For many small files whose loss costs only work (site profiles); the caller
+ *  fsyncs their folder once after all of them (kc_fs_sync_dir: the names, not the bytes). */
+int kc_fs_write_replace(const char *path, const void *data, size_t len);
+/** fsync the folder `dir` itself (its entries: the renames into it). */
+int kc_fs_sync_dir(const char *dir);
+
 /** Write all of `data` to an open descriptor (retrying short writes and EINTR). */
 int kc_fs_write_all(int fd, const void *data, size_t len, const char *what);
 

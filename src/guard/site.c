@@ -31,8 +31,8 @@
  * Must not: call a release callback or touch the file system while holding a lock (the
  * profile's flock aside, which is the file system's own).
  *
- * Callers: the public guard API (guard.h); bundle/bundle.c carries profiles through
- * kc_site_profile_foreach/merge.  It reaches the cache only through cache.h (kc_cache_mode,
+ * Callers: the public guard API (guard.h); bundles carry profiles through
+ * kc_site_profile_foreach/merge (guard/profile.c).  It reaches the cache only through cache.h (kc_cache_mode,
  * kc_cache_profile_dir) and, for a remote's profile, cache/internal.h
  * (kc_cache_remote_profile_*), and graphs through graph.h.
  */
@@ -43,6 +43,8 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +91,8 @@ struct kc_site {
     struct kc_site *next;
 };
 
+#define PROFILE_TOUCH_S 3600 /* a loaded profile's time is refreshed when older than this */
+
 static pthread_mutex_t sites_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_site *sites;
 
@@ -104,21 +108,6 @@ static kc_site *sites;
 _Static_assert(KC_SITE_PROFILE_MAX == KC_CACHE_PROFILE_MAX, "one profile cap");
 _Static_assert(KC_SITE_NAME_MAX == KC_CACHE_PROFILE_NAME_MAX, "one name cap");
 _Static_assert(KC_SITE_MAX_INPUTS == KC_CACHE_PROFILE_INPUTS, "one input count");
-
-int kc_site_profile_check(const void *data, size_t len, char *site, size_t cap) {
-    char name[KC_SITE_NAME_MAX + 1];
-    int rc = profile_parse(data, len, name, NULL);
-    if (rc == KC_OK && site && cap) snprintf(site, cap, "%s", name);
-    return rc;
-}
-
-int kc_site_profile_merge(kc_cache *cache, const void *data, size_t len, int dry_run, int *changed) {
-    return kc_cache_profile_merge_(cache, data, len, dry_run, changed);
-}
-
-int kc_site_profile_foreach(kc_cache *cache, int (*cb)(const void *data, size_t len, void *ctx), void *ctx) {
-    return kc_cache_profile_foreach_(cache, cb, ctx);
-}
 
 /*
  * [Note: profiles in the remote] With a remote tier, a profile travels there too: a site's save
@@ -166,8 +155,16 @@ static void profile_to_remote(kc_cache *c, const char *name, uint32_t *masks) {
     }
 }
 
-static void profile_load(kc_site *s) {
-    if (s->persist) profile_read(s->profile_path, s->profile);
+/* Read the site's profile; a read-write site refreshes the file's time (at most once an hour): the
+ * LRU clock gc evicts profiles by ([Note: profiles in the size] in src/store/local_profiles.c). */
+static void profile_load(kc_site *s, int writable) {
+    if (!s->persist) return;
+    profile_read(s->profile_path, s->profile);
+    struct stat st;
+    time_t now = time(NULL);
+    if (writable && lstat(s->profile_path, &st) == 0 && S_ISREG(st.st_mode) &&
+        (st.st_mtime + PROFILE_TOUCH_S < now || st.st_mtime > now + PROFILE_TOUCH_S))
+        utimensat(AT_FDCWD, s->profile_path, NULL, AT_SYMLINK_NOFOLLOW); /* bookkeeping: a failure is no error */
 }
 
 int kc_site_save_profile(kc_site *s) {
@@ -177,7 +174,7 @@ int kc_site_save_profile(kc_site *s) {
     pthread_mutex_lock(&s->mu);
     memcpy(prof, s->profile, sizeof prof);
     pthread_mutex_unlock(&s->mu);
-    int rc = profile_merge_file(s->profile_path, s->name, prof, 0, NULL);
+    int rc = profile_merge_file(s->profile_path, s->name, prof, 0, NULL, NULL);
     if (rc == KC_OK && s->remote) profile_to_remote(s->remote, s->name, prof);
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) s->profile[i] |= prof[i];
@@ -218,10 +215,10 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
             s->profile_path[0] = '\0';
         } else if (kc_cache_mode(cache) == KC_CACHE_READONLY) { /* read-only: read the profile, never write it */
             s->persist = 1;
-            profile_load(s);
+            profile_load(s, 0);
             s->persist = 0;
         } else {
-            profile_load(s);
+            profile_load(s, s->persist);
         }
     }
     /* [Note: profiles in the remote]: start from the fleet's profile too, in one read. */
@@ -231,7 +228,7 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
         profile_from_remote(cache, s->name, m);
         for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (s->profile[i] | m[i]) != s->profile[i], s->profile[i] |= m[i];
         if (s->persist && kc_cache_remote_profile_ok_(cache, 1)) s->remote = cache;
-        if (more && s->persist && profile_merge_file(s->profile_path, s->name, s->profile, 0, NULL) != KC_OK) {
+        if (more && s->persist && profile_merge_file(s->profile_path, s->name, s->profile, 0, NULL, NULL) != KC_OK) {
             kc_log(KC_LOG_GUARD, "site %s: the remote's profile not kept locally: %s", s->name, kc_error_last()->message);
             kc_error_clear();
         }

@@ -283,7 +283,7 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
 int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, true); }
 int kc_local_read(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, false); }
 
-static void maybe_cleanup(kc_local *l, int64_t added) {
+void kc_local_maybe_cleanup_(kc_local *l, int64_t added) {
     if (l->max_size == 0) return;
     uint64_t now = kc_mono_ns();
     int64_t total;
@@ -545,7 +545,7 @@ static int local_put(kc_local *l, const char *name, const void *data, size_t len
     kc_local_count(l, shard, KC_STAT_BYTES, added);
     if (!had) kc_local_count(l, shard, KC_STAT_ENTRIES, 1);
     kc_local_flush(l);
-    maybe_cleanup(l, added);
+    kc_local_maybe_cleanup_(l, added);
     return KC_OK;
 }
 
@@ -908,7 +908,7 @@ int kc_local_batch_commit(kc_local_batch *b, size_t *renamed) {
     }
     batch_free(b);
     if (done) kc_local_flush(l);
-    if (done && rc == KC_OK) maybe_cleanup(l, added); /* after a failure its messages would replace the error's */
+    if (done && rc == KC_OK) kc_local_maybe_cleanup_(l, added); /* after a failure its messages would replace the error's */
     if (renamed) *renamed = done;
     return rc;
 }

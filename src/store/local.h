@@ -98,6 +98,9 @@ void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap);
 /** The folder of the dynamism profiles, "<dir>/v1/profiles"; KC_EINVAL when it does not fit in `cap`,
  *  KC_EIO when it or v1/ is a symbolic link (never followed: [Note: no links inside], local.c). */
 int kc_local_profile_dir(const kc_local *l, char *out, size_t cap);
+/** A merge wrote the profile at `path` (its size changed by `added` bytes): counted in the size,
+ *  and the automatic cleanup may run ([Note: profiles in the size] in local_profiles.c). */
+void kc_local_profile_written_(kc_local *l, const char *path, int64_t added);
 /** The folder of the toolkit digest memos, "<dir>/v1/toolkits"; KC_EINVAL when it does not fit, KC_EIO
  *  when it or v1/ is a symbolic link. */
 int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap);

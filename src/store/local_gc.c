@@ -43,6 +43,11 @@
  * a QUARANTINE_SHARE-th of the size limit, the oldest removed first — checked after each
  * quarantine and by every gc, so it never grows outside the limit.
  *
+ * Site profiles (<dir>/v1/profiles) are LRU items too, by their file time, counted in the bytes
+ * of a shard but not in its entries ([Note: profiles in the size] in local_profiles.c): a gc
+ * evicts them with the entries under the limit, and its stale temporaries and unheld old lock
+ * files there are collected like a shard's.  Nothing refers to a profile: the sweep never takes one.
+ *
  * Must not: treat a file vanishing under it as an error, remove a lock file someone holds, or
  * remove a fresh temporary file.
  */
@@ -69,7 +74,7 @@
 
 /* What an object is, by its name's variant ([Note: two levels] in kcache/entry.h); the sweep
  * removes them in this order. */
-enum { OBJ_GRAPH, OBJ_UNIT, OBJ_IMAGE };
+enum { OBJ_GRAPH, OBJ_UNIT, OBJ_IMAGE, OBJ_PROFILE }; /* a site profile: an LRU item only ([Note: profiles in the size]) */
 
 /* What gc knows of an object: LIVE, of this format (a referrer's references read); OPAQUE, not
  * read (the LRU-only cleanup), undecodable or unreadable — present, refers to nothing known;
@@ -128,28 +133,26 @@ static int object_kind(const char *name) {
     return strcmp(variant, KC_VARIANT_IMAGE) == 0 ? OBJ_IMAGE : strcmp(variant, KC_VARIANT_UNIT) == 0 ? OBJ_UNIT : OBJ_GRAPH;
 }
 
-static int gc_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
-    gc_ctx *g = ctx;
-    char name[KC_NAME_MAX + 1];
-    if (strncmp(file, ".lock.", 6) == 0) {
+/* A lock file or a temporary: removed when stale (a lock file only when nobody holds it).  1 when
+ * `file` is one of those (handled), 0 when it is not. */
+static int gc_lock_or_temp(gc_ctx *g, const char *dir, const char *file, const struct stat *st, int lock) {
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (lock) {
         if (g->now_s - (int64_t)st->st_mtime > TEMP_STALE_S) {
-            char path[PATH_MAX + 256];
-            snprintf(path, sizeof path, "%s/%s", dir, file);
             int fd = kc_sys_open(path, O_RDWR | O_NOFOLLOW, 0);
             if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) kc_sys_unlink(path); /* nobody holds it */
             if (fd >= 0) close(fd);
         }
-        return 0;
+        return 1;
     }
-    if (kc_fs_is_temp_name(file)) {
-        if (temp_is_stale(st, g->now_s)) {
-            char path[PATH_MAX + 256];
-            snprintf(path, sizeof path, "%s/%s", dir, file);
-            if (kc_sys_unlink(path) == 0) g->temp_removed++;
-        }
-        return 0;
-    }
-    if (!kc_local_entry_file_name_(file, name)) return 0;
+    if (!kc_fs_is_temp_name(file)) return 0;
+    if (temp_is_stale(st, g->now_s) && kc_sys_unlink(path) == 0) g->temp_removed++;
+    return 1;
+}
+
+/* One more item of the scan, counted in its shard's sizes. */
+static int gc_add(gc_ctx *g, int shard, int kind, const char *file, const struct stat *st) {
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
         gc_item *p = kc_realloc(g->items, cap * sizeof *p);
@@ -163,22 +166,41 @@ static int gc_file(int shard, const char *dir, const char *file, const struct st
     it->order_ns = lru_order(it->mtime_ns, g->now_ns);
     it->size = (uint64_t)st->st_size;
     it->shard = (uint8_t)shard;
-    it->kind = (uint8_t)object_kind(name);
+    it->kind = (uint8_t)kind;
     it->state = ST_OPAQUE;
     snprintf(it->file, sizeof it->file, "%s", file);
     g->per[shard].bytes += st->st_size;
-    g->per[shard].entries++;
+    if (kind != OBJ_PROFILE) g->per[shard].entries++;
     return 0;
 }
 
+static int gc_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
+    gc_ctx *g = ctx;
+    char name[KC_NAME_MAX + 1];
+    if (gc_lock_or_temp(g, dir, file, st, strncmp(file, ".lock.", 6) == 0)) return 0;
+    if (!kc_local_entry_file_name_(file, name)) return 0;
+    return gc_add(g, shard, object_kind(name), file, st);
+}
+
+/* The profiles folder: profiles are items; its stripe locks (".lock.xx"), the per-profile lock
+ * files of older versions ("<16 hex>.profile.lock") and its temporaries are collected when stale. */
+static int gc_profile_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
+    gc_ctx *g = ctx;
+    size_t n = strlen(file);
+    int lock = strncmp(file, ".lock.", 6) == 0 || (n == 29 && strcmp(file + 24, ".lock") == 0);
+    if (gc_lock_or_temp(g, dir, file, st, lock)) return 0;
+    return shard < 0 ? 0 : gc_add(g, shard, OBJ_PROFILE, file, st);
+}
+
 static void item_path(const kc_local *l, const gc_item *it, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%02x/%s", l->v1, it->shard, it->file);
+    if (it->kind == OBJ_PROFILE) snprintf(out, cap, "%s/profiles/%s", l->v1, it->file);
+    else snprintf(out, cap, "%s/%02x/%s", l->v1, it->shard, it->file);
 }
 
 /* An object that left the directory (vanished, evicted, swept) leaves the recount too. */
 static void drop(gc_ctx *g, gc_item *it, uint8_t state) {
     g->per[it->shard].bytes -= (int64_t)it->size;
-    g->per[it->shard].entries--;
+    if (it->kind != OBJ_PROFILE) g->per[it->shard].entries--;
     it->state = state;
 }
 
@@ -588,7 +610,8 @@ void kc_local_quarantine_bound_(kc_local *l) {
 /* Read every graph entry's and unit record's references and every object's format version. */
 static int read_objects(const kc_local *l, gc_ctx *g, kc_gc_report *rep) {
     int rc = index_images(g);
-    for (size_t i = 0; rc == KC_OK && i < g->n; i++) rc = read_object(l, g, &g->items[i], rep);
+    for (size_t i = 0; rc == KC_OK && i < g->n; i++)
+        if (g->items[i].kind != OBJ_PROFILE) rc = read_object(l, g, &g->items[i], rep); /* a profile refers to nothing */
     return rc == KC_ENOMEM ? kc_err(KC_ENOMEM, "gc: out of memory") : rc;
 }
 
@@ -634,10 +657,13 @@ static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *o
     g->now_s = g->now_ns / 1000000000;
     kc_local_quarantine_bound_(l);
     rc = kc_local_walk_shards_(l, gc_file, g);
+    if (rc == KC_OK && !g->oom) rc = kc_local_walk_profiles_(l, gc_profile_file, g);
     if (g->oom) rc = kc_err(KC_ENOMEM, "gc: out of memory");
     if (rc == KC_OK) {
-        for (size_t i = 0; i < g->n; i++) rep.bytes_before += g->items[i].size;
-        rep.entries_before = g->n;
+        for (size_t i = 0; i < g->n; i++) {
+            rep.bytes_before += g->items[i].size;
+            *(g->items[i].kind == OBJ_PROFILE ? &rep.profiles_before : &rep.entries_before) += 1;
+        }
         rep.temp_removed = g->temp_removed;
         if (sweep_too && (rc = read_objects(l, g, &rep)) == KC_OK) mark(g); /* garbage is not counted as kept */
         uint64_t kept = 0;
@@ -651,6 +677,7 @@ static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *o
             rep.entries_after += (uint64_t)g->per[s].entries;
             rep.bytes_after += (uint64_t)g->per[s].bytes;
         }
+        for (size_t i = 0; i < g->n; i++) rep.profiles_after += g->items[i].kind == OBJ_PROFILE && present(&g->items[i]);
         if (rc != KC_ENOMEM) recount(l, g);
         typedef unsigned long long ull;
         kc_log(KC_LOG_STORE, "gc: %llu entries, %llu → %llu bytes, %llu evicted, %llu temp files, %llu stale, %llu "

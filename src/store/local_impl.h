@@ -71,6 +71,18 @@ int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
  *  to be a real directory ([Note: shards made when written], [Note: no links inside]). */
 int kc_local_make_sub_(const kc_local *l, const char *sub);
 
+/** The automatic cleanup's check after `added` bytes were written (a put, a profile): an LRU gc
+ *  when the approximate total is over the limit. */
+void kc_local_maybe_cleanup_(kc_local *l, int64_t added);
+
+/* ---- local_profiles.c ([Note: profiles in the size]) ---- */
+
+/** The shard whose bytes count profile file `file` ("<16 hex>.profile"), or -1 for another name. */
+int kc_local_profile_shard_(const char *file);
+/** Visit every regular file of the profiles folder (profiles, lock files, temporaries); `shard` is
+ *  kc_local_profile_shard_ of its name.  No folder (or a link in its place): nothing. */
+int kc_local_walk_profiles_(kc_local *l, kc_local_file_cb cb, void *ctx);
+
 /* ---- local_gc.c ---- */
 
 /** Hold the quarantine to QUARANTINE_MAX_FILES files and 1/QUARANTINE_SHARE of the limit, oldest out first. */

@@ -1,14 +1,16 @@
 /*
  * test_bundle_profiles.c — bundles carry site profiles (issue 19: "carry profiles in bundles ...
  * so a fleet starts dynamic where it must").  A cache whose site learned dimension 0 exports a
- * bundle (v3) with its profile; a fresh cache importing it has a site that proposes dimension 0
+ * bundle (v4) with its profile; a fresh cache importing it has a site that proposes dimension 0
  * dynamic on its first miss; importing again changes nothing; a bundle whose profile is malformed
  * (checksums right) is refused whole, nothing written; a cache without profiles still writes v1,
- * and a v3 bundle with a coverage record reads it back.
+ * and a v4 bundle with a coverage record reads it back.
  */
+#include <dirent.h>
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "bundle/internal.h" /* kc_bundle_seal_put_ */
 #include "kcache.h"
 #include "helpers.h"
 
@@ -87,7 +89,7 @@ static void test_profile_travels(void **state) {
     assert_int_equal(kc_bundle_export(a, path, NULL, &rep), KC_OK);
     assert_int_equal(rep.profiles, 1);
     assert_int_equal(rep.graphs, 1);
-    assert_int_equal(bundle_version(path), 3);
+    assert_int_equal(bundle_version(path), 4);
 
     /* A dry run writes nothing, and says it would. */
     assert_int_equal(kc_bundle_import(b, path, 1, &rep), KC_OK);
@@ -117,12 +119,12 @@ static void test_profile_travels(void **state) {
     assert_int_equal(first_dynamic(c, "bundle.forward"), 3);
     kct_close_cache(dc, c);
 
-    /* With a coverage record too: v3 holds both, and the coverage reads back. */
+    /* With a coverage record too: v4 holds both, and the coverage reads back. */
     const char *names[] = {"g"}, *targets[] = {"sm_90"};
     kc_bundle_covers cv = {"m.toml", names, &k, 1, targets, 1};
     snprintf(path, sizeof path, "%s/cov.kcb", da);
     assert_int_equal(kc_bundle_export_covering(a, path, NULL, &cv, &rep), KC_OK);
-    assert_int_equal(bundle_version(path), 3);
+    assert_int_equal(bundle_version(path), 4);
     kc_bundle_coverage *cov;
     assert_int_equal(kc_bundle_coverage_read(path, &cov), KC_OK);
     assert_int_equal(cov->ngraphs, 1);
@@ -134,7 +136,21 @@ static void test_profile_travels(void **state) {
     kct_close_cache(db, b);
 }
 
-/* Rewrite a bundle's content with `edit` applied, its checksums and compression made right again. */
+/* Seal a v4 content again (unvouched) after an edit: the seal is its last record. */
+static void reseal(uint8_t *c, size_t raw) {
+    size_t v = 1;
+    while (v < 4096 && !(raw >= 4 + v && kc_rd_u32(c + raw - 4 - v) == v)) v++;
+    assert_true(v < 4096);
+    kc_buf b = {0};
+    kc_buf_put(&b, c, raw - 4 - v);
+    kc_trust none = {NULL, 0, NULL, NULL};
+    assert_int_equal(kc_bundle_seal_put_(&b, &none), KC_OK);
+    assert_int_equal(b.len, raw); /* a seal of the same length */
+    memcpy(c, b.data, raw);
+    kc_buf_free(&b);
+}
+
+/* Rewrite a bundle's content with `edit` applied, its checksums, seal and compression made right again. */
 static void rewrite(const char *path, void (*edit)(uint8_t *content, size_t len)) {
     size_t n;
     uint8_t *f = kct_read(path, &n);
@@ -144,6 +160,7 @@ static void rewrite(const char *path, void (*edit)(uint8_t *content, size_t len)
     uint8_t *c = malloc(raw);
     assert_int_equal(ZSTD_decompress(c, raw, f + 48, stored), raw);
     edit(c, raw);
+    if (f[8] == 4) reseal(c, raw);
     size_t bound = ZSTD_compressBound(raw);
     uint8_t *out = malloc(48 + bound);
     memcpy(out, f, 48);
@@ -226,11 +243,98 @@ static void test_profile_check(void **state) {
     assert_int_equal(kc_site_profile_check(big, sizeof big, NULL, 0), KC_ECORRUPT);
 }
 
+/* How many profiles a cache holds (files named "*.profile"). */
+static size_t profile_files(kc_cache *c) {
+    char pdir[4200];
+    assert_int_equal(kc_cache_profile_dir(c, pdir, sizeof pdir), KC_OK);
+    DIR *d = opendir(pdir);
+    size_t n = 0;
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        size_t l = strlen(de->d_name);
+        n += l > 8 && strcmp(de->d_name + l - 8, ".profile") == 0;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* A legacy v3 bundle of no entries and one profile (covered by nothing): every checksum right. */
+static void write_v3(const char *path) {
+    static const char prof[] = "kcache-profile 1\nsite bundle.forward\ninput 0 1\n";
+    kc_buf b = {0};
+    kc_buf_put_u32(&b, 0); /* no coverage record */
+    kc_buf_put_u32(&b, 1);
+    kc_buf_put_u16(&b, (uint16_t)(sizeof prof - 1));
+    kc_buf_put(&b, prof, sizeof prof - 1);
+    uint8_t f[256];
+    size_t z = ZSTD_compress(f + 48, sizeof f - 48, b.data, b.len, 1);
+    assert_false(ZSTD_isError(z));
+    memcpy(f, "\x89KCB\r\n\x1a\n", 8);
+    kc_wr_u16(f + 8, 3), kc_wr_u16(f + 10, 0), kc_wr_u32(f + 12, 0);
+    kc_wr_u64(f + 16, b.len), kc_wr_u64(f + 24, z), kc_wr_u64(f + 32, XXH3_64bits(b.data, b.len));
+    kc_wr_u64(f + 40, XXH3_64bits(f, 40));
+    assert_int_equal(kct_write(path, f, 48 + z), 0);
+    kc_buf_free(&b);
+}
+
+/* An entry-less bundle is authenticated like any other: its profile is refused under a keyring
+ * and under a MAC key unless its seal is vouched for ([Note: bundle seal]); a legacy v3 bundle's
+ * profile (covered by nothing) is refused whenever trust is configured. */
+static void test_unsigned_profiles_refused(void **state) {
+    (void)state;
+    char *d = kct_tmpdir("bprof-trust"), p[4200], q[4200];
+    snprintf(p, sizeof p, "%s/build", d);
+    assert_int_equal(kc_sign_keygen(p, NULL), KC_OK);
+    static const char mac[] = "a-mac-key-of-sixteen-bytes-or-more";
+    char dirs[6][4300];
+    for (int i = 0; i < 6; i++) snprintf(dirs[i], sizeof dirs[i], "%s/c%d", d, i);
+    snprintf(q, sizeof q, "%s.key", p);
+    kc_cache *plain = kct_open_remote(dirs[0], NULL, NULL, NULL, NULL), *signer = kct_open_remote(dirs[1], NULL, q, NULL, NULL),
+             *maced = kct_open_remote(dirs[2], NULL, NULL, NULL, mac);
+    snprintf(q, sizeof q, "%s.pub", p);
+    kc_cache *ring = kct_open_remote(dirs[3], NULL, NULL, q, NULL), *mac_in = kct_open_remote(dirs[4], NULL, NULL, NULL, mac);
+    kc_cache *importers[2] = {ring, mac_in};
+    const char *files[4] = {"unsigned.kcb", "signed.kcb", "maced.kcb", "v3.kcb"};
+    kc_cache *from[3] = {plain, signer, maced};
+    char path[4][4400];
+    for (int i = 0; i < 4; i++) snprintf(path[i], sizeof path[i], "%s/%s", d, files[i]);
+    kc_bundle_report rep = KC_BUNDLE_REPORT_INIT;
+    for (int i = 0; i < 3; i++) {
+        learn_dim0(from[i], "bundle.forward");
+        assert_int_equal(kc_bundle_export(from[i], path[i], NULL, &rep), KC_OK);
+        assert_int_equal(rep.entries, 0);
+        assert_int_equal(rep.profiles, 1);
+    }
+    write_v3(path[3]);
+    for (int k = 0; k < 2; k++) {
+        kc_cache *c = importers[k];
+        int have = 0;
+        for (int i = 0; i < 4; i++) {
+            int ok = (k == 0 && i == 1) || (k == 1 && i == 2); /* the keyring takes the signed, the MAC key the MACed */
+            int rc = kc_bundle_import(c, path[i], 0, &rep);
+            if (ok ? rc != KC_OK : rc != KC_EPERM) fail_msg("importer %d, %s: %d %s", k, files[i], rc, kc_error_last()->message);
+            if (!ok && i == 3) assert_non_null(strstr(kc_error_last()->message, "no signature or MAC covers"));
+            if (!ok && i < 3) assert_non_null(strstr(kc_error_last()->message, "its seal"));
+            have |= ok;
+            assert_int_equal(profile_files(c), (size_t)have);
+            if (ok) assert_int_equal(rep.profiles_written, 1);
+        }
+    }
+    /* Without trust, every one is read (the v3 one too), as before. */
+    kc_cache *open = kct_open_remote(dirs[5], NULL, NULL, NULL, NULL);
+    for (int i = 0; i < 4; i++) assert_int_equal(kc_bundle_import(open, path[i], 0, &rep), KC_OK);
+    assert_int_equal(profile_files(open), 1);
+    kc_cache *all[6] = {plain, signer, maced, ring, mac_in, open};
+    for (int i = 0; i < 6; i++) kc_cache_close(all[i]);
+    kct_rmtree(d);
+    free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_travels),
         cmocka_unit_test(test_corrupt_profile_refused),
         cmocka_unit_test(test_profile_check),
+        cmocka_unit_test(test_unsigned_profiles_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

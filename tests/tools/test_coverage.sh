@@ -108,7 +108,7 @@ expect_rc 2 "$KC" --cache-dir "$D" coverage "$K/noarch.json"
 # imports; its coverage is "not recorded".
 expect_rc 0 "$KC" --cache-dir "$D" export "$T/v1.kcb" --arch sm_80
 python3 -c "import sys; b=open('$T/v1.kcb','rb').read(); sys.exit(0 if b[8:10] == bytes([1, 0]) else 1)" && ok || bad "an export without a manifest is not v1"
-python3 -c "import sys; b=open('$T/whole.kcb','rb').read(); sys.exit(0 if b[8:10] == bytes([2, 0]) else 1)" && ok || bad "a manifest export is not v2"
+python3 -c "import sys; b=open('$T/whole.kcb','rb').read(); sys.exit(0 if b[8:10] == bytes([4, 0]) else 1)" && ok || bad "a manifest export is not v4 (sealed records)"
 expect_rc 0 "$KC" --cache-dir "$T/gpu3" import "$T/v1.kcb"
 grep -q "^coverage: not recorded" "$T/out" && ok || bad "import of a v1 bundle: $(cat "$T/out")"
 expect_rc 0 "$KC" --cache-dir "$T/gpu3b" import "$T/v1.kcb" --json

@@ -42,7 +42,7 @@ cp "$KDIR"/*.cu "$KDIR"/*.cuh "$KDIR/softmax.json" "$K/"
 echo '{"graphs": ["softmax.json"], "archs": ["sm_90"]}' >"$K/m.json"
 B=$T/build
 "$KC" --cache-dir "$B" prewarm "$K/m.json" >/dev/null 2>"$T/p.err" && ok || bad "prewarm: $(tail -3 "$T/p.err")"
-# A site profile in the build cache (the one written form; filed under the XXH3-64 of its name), so the bundle is v3.
+# A site profile in the build cache (the one written form; filed under the XXH3-64 of its name), so the bundle is v4 (sealed).
 mkdir -p "$B/v1/profiles"
 PNAME=$(python3 -c '
 import ctypes, ctypes.util

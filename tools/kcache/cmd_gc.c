@@ -54,14 +54,19 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
         json_kv_u64(stdout, &first, "dangling_removed", r.dangling_removed);
         json_kv_u64(stdout, &first, "orphans_removed", r.orphans_removed);
         json_kv_u64(stdout, &first, "corrupt", r.corrupt);
+        json_kv_u64(stdout, &first, "profiles_before", r.profiles_before);
+        json_kv_u64(stdout, &first, "profiles_after", r.profiles_after);
         printf("}\n");
     } else {
         char a[32], b[32];
         cli_human_size(r.bytes_before, a, sizeof a);
         cli_human_size(r.bytes_after, b, sizeof b);
-        printf("evicted %llu of %llu entries; %s -> %s; %llu stale temporary files removed\n",
-               (unsigned long long)r.evicted, (unsigned long long)r.entries_before, a, b,
-               (unsigned long long)r.temp_removed);
+        printf("evicted %llu of %llu entries and %llu site profiles; %s -> %s; %llu stale temporary files removed\n",
+               (unsigned long long)r.evicted, (unsigned long long)r.entries_before,
+               (unsigned long long)r.profiles_before, a, b, (unsigned long long)r.temp_removed);
+        if (r.profiles_before != r.profiles_after)
+            printf("site profiles: %llu -> %llu (evicted with the entries, least recently used first)\n",
+                   (unsigned long long)r.profiles_before, (unsigned long long)r.profiles_after);
         printf("removed %llu stale (older format), %llu dangling (image gone), %llu orphan images\n",
                (unsigned long long)r.stale_removed, (unsigned long long)r.dangling_removed,
                (unsigned long long)r.orphans_removed);

@@ -110,6 +110,11 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         kc_cache_close(c);
         return cli_fail("cannot list the cache");
     }
+    uint64_t nprof = 0, prof_bytes = 0; /* site profiles: in the size, not in the entries */
+    if (kc_site_profile_usage(c, &nprof, &prof_bytes) != KC_OK) {
+        kc_cache_close(c);
+        return cli_fail("cannot list the site profiles");
+    }
     kc_remote_state rs;
     int have_remote = kc_cache_remote_state(c, &rs) == KC_OK;
     int reachable = 0;
@@ -141,6 +146,8 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
         json_kv_u64(stdout, &first, "graph_bytes", k.bytes[CLI_GRAPH]);
         json_kv_u64(stdout, &first, "image_bytes", k.bytes[CLI_IMAGE]);
         json_kv_u64(stdout, &first, "unit_bytes", k.bytes[CLI_UNIT]);
+        json_kv_u64(stdout, &first, "profiles", nprof);
+        json_kv_u64(stdout, &first, "profile_bytes", prof_bytes);
         json_kv_f64(stdout, &first, "hit_rate",
                     lookups ? (double)served / (double)lookups : 0.0);
         printf(", \"remote\": ");
@@ -174,6 +181,9 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
             cli_human_size(k.bytes[i], b, sizeof b);
             printf("  %-15s %llu (%s)\n", kind_names[i], (unsigned long long)k.n[i], b);
         }
+        char pb[32];
+        cli_human_size(prof_bytes, pb, sizeof pb);
+        printf("  %-15s %llu (%s)\n", "site profiles", (unsigned long long)nprof, pb);
         printf("hit rate          %.1f %% of %llu lookups\n",
                lookups ? 100.0 * (double)served / (double)lookups : 0.0,
                (unsigned long long)lookups);
