@@ -605,7 +605,7 @@ static int verify(const char *path, const kc_trust *trust, bundle_in *out, bool 
             goto fail;
         }
         if (toc[i].off != expect) { rc = BAD(path, "entry %u is out of place", i); goto fail; }
-        if (toc[i].size > KC_ENTRY_MAX_BYTES || toc[i].size > raw - expect) { /* expect ≤ raw: no wrap */
+        if (toc[i].size > KC_ENTRY_MAX_BYTES || toc[i].size > r.left - expect) { /* the bytes after the toc; expect ≤ r.left: no wrap */
             rc = BAD(path, "entry %u's size %llu is over the cap or runs past the bundle", i, (unsigned long long)toc[i].size);
             goto fail;
         }

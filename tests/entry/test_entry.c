@@ -537,6 +537,67 @@ static void test_very_compressible_sections_round_trip(void **state) {
     }
 }
 
+/* The header checksum made right again after the header or table changed. */
+static void resum_header(uint8_t *b) {
+    uint32_t nsec = kc_rd_u32(b + 72);
+    uint8_t tmp[88 + 16 * 40];
+    memcpy(tmp, b, 88);
+    memcpy(tmp + 88, b + 96, (size_t)nsec * 40);
+    kc_wr_u64(b + 88, XXH3_64bits(tmp, 88 + (size_t)nsec * 40));
+}
+
+/* The rules a checksum cannot enforce, each with every checksum right: bytes after the last
+ * section (the header's length says them), a variant field that is no variant name ("../x",
+ * upper case, a '/'), a value one byte longer than the caller's buffer. */
+static void test_rules_hold_with_checksums_right(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 0), *d = (kc_entry *)0x1;
+    uint8_t *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, (void **)&bytes, &len), KC_OK);
+    for (size_t extra = 1; extra <= 9; extra += 8) {
+        uint8_t *longer = calloc(1, len + extra);
+        memcpy(longer, bytes, len);
+        kc_wr_u64(longer + 64, len + extra);
+        resum_header(longer);
+        assert_int_equal(kc_entry_decode(&d, longer, len + extra), KC_ECORRUPT);
+        assert_null(d);
+        assert_non_null(strstr(kc_error_last()->message, "after the last section"));
+        free(longer);
+    }
+    static const char *const bad[] = {"../x", "Sm_90", "sm/90", "sm_90.", "sm 90"};
+    for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
+        uint8_t *b = malloc(len);
+        memcpy(b, bytes, len);
+        memset(b + 32, 0, 32);
+        memcpy(b + 32, bad[i], strlen(bad[i]));
+        resum_header(b);
+        if (kc_entry_decode(&d, b, len) != KC_ECORRUPT) fail_msg("variant '%s' in the header: decoded", bad[i]);
+        assert_null(d);
+        assert_non_null(strstr(kc_error_last()->message, "invalid variant"));
+        free(b);
+    }
+    /* The same bytes with a valid variant decode: only the variant was wrong. */
+    uint8_t *b = malloc(len);
+    memcpy(b, bytes, len);
+    memset(b + 32, 0, 32);
+    memcpy(b + 32, "sm_80", 5);
+    resum_header(b);
+    assert_int_equal(kc_entry_decode(&d, b, len), KC_OK);
+    assert_string_equal(kc_entry_variant(d), "sm_80");
+    kc_entry_free(d);
+    free(b);
+    /* kc_entry_origin: "123456" needs 7 bytes; 6 is refused, never one byte written past it. */
+    char out[8];
+    memset(out, 'z', sizeof out);
+    assert_int_equal(kc_entry_origin(e, "compile_us", out, 6), KC_EINVAL);
+    assert_int_equal(out[6], 'z');
+    assert_int_equal(kc_entry_origin(e, "compile_us", out, 7), KC_OK);
+    assert_string_equal(out, "123456");
+    kc_free(bytes);
+    kc_entry_free(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -550,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_every_truncation_is_rejected),
         cmocka_unit_test(test_random_noise_is_rejected),
         cmocka_unit_test(test_section_rules),
+        cmocka_unit_test(test_rules_hold_with_checksums_right),
         cmocka_unit_test(test_alloc_failures_are_reported),
         cmocka_unit_test(test_a_decompression_bomb_is_refused_before_inflating),
         cmocka_unit_test(test_very_compressible_sections_round_trip),

@@ -286,6 +286,22 @@ static void test_key_components(void **state) {
     kc_graph_key(c, &kd, NULL);
     assert_memory_not_equal(kc.bytes, kd.bytes, 16);
     kc_graph_desc_free(c);
+    /* A per-kernel flag is in the key where it is: toolkit_headers moved from one kernel of a
+     * graph to the other (the toolkit's digest, in the key once, is the same) changes it. */
+    kc_key kf[2];
+    for (int which = 0; which < 2; which++) {
+        kc_graph_desc *f;
+        kc_graph_desc_new(&f, "flags");
+        static const char *const src2 = "extern \"C\" __global__ void a(float *x) {}\n"
+                                        "extern \"C\" __global__ void b(float *x) {}\n";
+        kc_kernel_src ka = {"ab.cu", src2, "a", NULL, 0, NULL, 0, NULL, which == 0 ? KC_KERNEL_TOOLKIT_HEADERS : 0};
+        kc_kernel_src kb2 = {"ab.cu", src2, "b", NULL, 0, NULL, 0, NULL, which == 1 ? KC_KERNEL_TOOLKIT_HEADERS : 0};
+        assert_int_equal(kc_graph_add_kernel(f, &ka, NULL), KC_OK);
+        assert_int_equal(kc_graph_add_kernel(f, &kb2, NULL), KC_OK);
+        if (kc_graph_key(f, &kf[which], NULL) != KC_OK) fail_msg("%s", kc_error_last()->message);
+        kc_graph_desc_free(f);
+    }
+    assert_memory_not_equal(kf[0].bytes, kf[1].bytes, 16);
     /* The architecture is not in the key: both variants live under one key. */
     kc_graph_info i80, i90;
     assert_int_equal(kc_graph_compile(cache, a, "sm_80", &i80), KC_OK);
