@@ -233,19 +233,20 @@ def main():
         return 2
     log("mutate: built in %.0f s" % (time.time() - t0))
 
-    plan = {}
+    plan, names = {}, set()
     for m in chosen:
         tests = ctest_list(build, m.tests)
         if not tests:
             log("mutate: %s: its test regex '%s' selects no test" % (m.id, m.tests))
             return 2
         plan[m.id] = targets_of(build, tests)
+        names |= {t["name"] for t in tests}
     ctest = ["ctest", "--test-dir", build, "-j", str(a.j), "--timeout", str(a.timeout), "--output-on-failure"]
     if not a.no_baseline:
-        union = "|".join("(%s)" % r for r in sorted({m.tests for m in chosen}))
+        union = "^(%s)$" % "|".join(re.escape(n) for n in sorted(names))  # CMake's regex allows few groups
         t1 = time.time()
         rc, out = run(ctest + ["-R", union], timeout=a.timeout * 4)
-        if rc != 0:
+        if rc != 0 or "No tests were found" in out:
             log(out[-6000:])
             log("mutate: the baseline (the listed tests, unmutated) fails: fix that first")
             return 2
@@ -281,7 +282,9 @@ def main():
             else:
                 rc, out = run(ctest + ["--stop-on-failure", "-R", m.tests], timeout=a.timeout + 60)
                 failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
-                if rc == 0:
+                if rc == 0 and "No tests were found" in out:
+                    verdict, detail = "no-build", "ctest ran no test for '%s'" % m.tests
+                elif rc == 0:
                     verdict, detail = "survived", ""
                 else:
                     verdict = "killed"

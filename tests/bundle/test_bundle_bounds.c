@@ -8,7 +8,8 @@
  * lets it through, and the entry's checksum then runs past the inflated buffer (v3 had no later
  * check to stop it).  Each version must refuse it from the toc — before any entry's bytes are
  * checksummed (the message never names a checksum), with or without a dry run — and write
- * nothing.  A well-formed v1 bundle of the same entry imports (the control).  This is the test
+ * nothing.  Entries that stop short of what their version puts after them are refused too.  A
+ * well-formed v1 bundle of the same entry imports (the control).  This is the test
  * of the mutant bound-bundle-toc-size (tools/mutants.txt); it reads no internal header, so it
  * holds however bundle.c bounds its records.
  */
@@ -110,6 +111,15 @@ static void test_an_entry_past_the_content_is_refused_in_every_version(void **st
                              version, over[i], msg);
             }
         }
+    }
+    /* Entries that stop short: v1 with bytes after its last entry, v2 without room for its coverage
+     * record, v3 without room for its profiles record (fewer than 8 bytes after the entries). */
+    static const struct { uint16_t version; size_t tail; } short_of[] = {{1, 1}, {1, 8}, {2, 0}, {3, 0}, {3, 4}, {3, 7}};
+    for (size_t i = 0; i < KC_ARRAY_LEN(short_of); i++) {
+        write_bundle(path, short_of[i].version, name, entry, elen, elen, tail, short_of[i].tail);
+        int rc = kc_bundle_import(cache, path, 1, &r);
+        if (rc != KC_ECORRUPT)
+            fail_msg("v%u with %zu bytes after its entries: %s", short_of[i].version, short_of[i].tail, kc_status_str(rc));
     }
     assert_int_equal(kct_count_files(dir, ".sm_90"), 0);
     kc_free(entry);
