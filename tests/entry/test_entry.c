@@ -587,6 +587,24 @@ static void test_rules_hold_with_checksums_right(void **state) {
     assert_string_equal(kc_entry_variant(d), "sm_80");
     kc_entry_free(d);
     free(b);
+    /* A header whose length is not the bytes' (the sections fill them): refused, both ways. */
+    for (int delta = -1; delta <= 1; delta += 2) {
+        uint8_t *c = malloc(len);
+        memcpy(c, bytes, len);
+        kc_wr_u64(c + 64, (uint64_t)((int64_t)len + delta));
+        resum_header(c);
+        assert_int_equal(kc_entry_decode(&d, c, len), KC_ECORRUPT);
+        assert_non_null(strstr(kc_error_last()->message, "header says"));
+        free(c);
+    }
+    /* A stored object is the key and variant its name promises: checked without decoding too. */
+    kc_key k = *kc_entry_key(e), other = k;
+    other.bytes[15] ^= 1;
+    assert_int_equal(kc_entry_check_stored(bytes, len, &k, "sm_90", -1, NULL), KC_OK);
+    assert_int_equal(kc_entry_check_stored(bytes, len, &k, "sm_80", -1, NULL), KC_ECORRUPT);
+    assert_int_equal(kc_entry_check_stored(bytes, len, &other, "sm_90", -1, NULL), KC_ECORRUPT);
+    assert_int_equal(kc_entry_decode_as(&d, bytes, len, &k, "sm_80"), KC_ECORRUPT);
+    assert_null(d);
     /* kc_entry_origin: "123456" needs 7 bytes; 6 is refused, never one byte written past it. */
     char out[8];
     memset(out, 'z', sizeof out);
@@ -596,6 +614,66 @@ static void test_rules_hold_with_checksums_right(void **state) {
     assert_string_equal(out, "123456");
     kc_free(bytes);
     kc_entry_free(e);
+}
+
+/* A hand-built entry of META (empty, codec none) then KERNELS sections of the given payloads, each
+ * `gap` bytes after the last (0: contiguous, as written); every checksum valid.  `type2` is the
+ * second section's type. */
+static uint8_t *hand_sections(size_t gap, uint32_t type2, size_t *len_out) {
+    static const uint8_t meta[14] = {0}, p1[5] = "first", p2[6] = "second";
+    const uint8_t *pay[3] = {meta, p1, p2};
+    const size_t plen[3] = {sizeof meta, sizeof p1, sizeof p2};
+    const uint32_t types[3] = {KC_SECTION_META, KC_SECTION_KERNELS, type2};
+    size_t table_end = 96 + 3 * 40, len = table_end + plen[0] + plen[1] + plen[2] + 3 * gap, off = table_end;
+    uint8_t *h = calloc(1, len);
+    memcpy(h, "\x89KCE\r\n\x1a\n", 8);
+    kc_wr_u16(h + 8, KC_ENTRY_FORMAT_VERSION);
+    kc_wr_u16(h + 10, 96);
+    memset(h + 16, 0xab, 16);
+    memcpy(h + 32, "sm_90", 5);
+    kc_wr_u64(h + 64, len);
+    kc_wr_u32(h + 72, 3);
+    for (int i = 0; i < 3; i++) {
+        uint8_t *d = h + 96 + 40 * i;
+        off += gap;
+        kc_wr_u32(d, types[i]);
+        kc_wr_u32(d + 4, KC_CODEC_NONE);
+        kc_wr_u64(d + 8, plen[i]);
+        kc_wr_u64(d + 16, plen[i]);
+        kc_wr_u64(d + 24, off);
+        kc_wr_u64(d + 32, XXH3_64bits(pay[i], plen[i]));
+        memcpy(h + off, pay[i], plen[i]);
+        off += plen[i];
+    }
+    resum_header(h);
+    *len_out = len;
+    return h;
+}
+
+/* Sections in order and contiguous, each type once: a gap (bytes no checksum covers) or a second
+ * section of one type is corrupt, with every checksum right.  The same layout without either decodes. */
+static void test_sections_are_contiguous_and_of_distinct_types(void **state) {
+    (void)state;
+    kc_entry *d = NULL;
+    size_t len;
+    uint8_t *ok = hand_sections(0, KC_SECTION_FORWARD, &len);
+    assert_int_equal(kc_entry_decode(&d, ok, len), KC_OK);
+    kc_entry_free(d);
+    free(ok);
+    for (size_t gap = 1; gap <= 8; gap += 7) {
+        uint8_t *b = hand_sections(gap, KC_SECTION_FORWARD, &len);
+        d = (kc_entry *)0x1;
+        if (kc_entry_decode(&d, b, len) != KC_ECORRUPT) fail_msg("sections %zu bytes apart: decoded", gap);
+        assert_null(d);
+        assert_non_null(strstr(kc_error_last()->message, "out of place"));
+        free(b);
+    }
+    uint8_t *twice = hand_sections(0, KC_SECTION_KERNELS, &len);
+    d = (kc_entry *)0x1;
+    assert_int_equal(kc_entry_decode(&d, twice, len), KC_ECORRUPT);
+    assert_null(d);
+    assert_non_null(strstr(kc_error_last()->message, "twice"));
+    free(twice);
 }
 
 int main(void) {
@@ -612,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_random_noise_is_rejected),
         cmocka_unit_test(test_section_rules),
         cmocka_unit_test(test_rules_hold_with_checksums_right),
+        cmocka_unit_test(test_sections_are_contiguous_and_of_distinct_types),
         cmocka_unit_test(test_alloc_failures_are_reported),
         cmocka_unit_test(test_a_decompression_bomb_is_refused_before_inflating),
         cmocka_unit_test(test_very_compressible_sections_round_trip),

@@ -276,19 +276,22 @@ static kc_graph_desc *two_kernels(int change) {
     if (change == 7) assert_int_equal(kc_graph_add_hook(d, "hook", "hash-2"), KC_OK);
     if (change == 8) kc_graph_set_globals(d, 1);
     if (change == 9) assert_int_equal(kc_graph_set_backend(d, "other"), KC_OK);
+    if (change == 11) assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, "8", 1), KC_OK);
+    if (change == 12) assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, "9", 1), KC_OK);
     return d;
 }
 
 /* Each thing a kernel brings is in the key on its own, with everything else the same: a per-kernel
  * flag where it is (toolkit_headers moved from kernel b to kernel a: the toolkit's digest, in the
  * key once, is the same), its options, its header's name and text, its file name; and the graph's
- * hooks' hashes, global state and backend.  Every description keys differently from every other. */
+ * hooks' hashes, global state, backend and wrappers.  Every description keys differently from every other. */
 static void test_each_kernel_component_is_in_the_key(void **state) {
     (void)state;
-    enum { N = 11 };
+    enum { N = 13 };
     static const char *const what[N] = {"the flag moved to kernel a", "the flag on both kernels", "an option", "the header's name",
                                          "the header's text", "the file name", "a hook", "the hook's hash",
-                                         "the globals", "the backend", "nothing changed"};
+                                         "the globals", "the backend", "nothing changed", "a wrapper",
+                                         "the wrapper's parameters"};
     kc_key k[N];
     for (int c = 0; c < N; c++) {
         kc_graph_desc *d = two_kernels(c);
