@@ -514,6 +514,16 @@ static void test_a_decompression_bomb_is_refused_before_inflating(void **state) 
     kc_entry_free(d);
     free(ok);
     free(z);
+    /* A section declaring one byte over KC_SECTION_MAX_RAW (1.1 MB stored: within the ratio) is refused
+     * by its size, from the table, not after a 256 MiB buffer was allocated for it. */
+    size_t over_len = (KC_SECTION_MAX_RAW + 1u) / KC_SECTION_MAX_RATIO + 4096;
+    uint8_t *junk = malloc(over_len);
+    for (size_t i = 0; i < over_len; i++) junk[i] = (uint8_t)(i * 37 + (i >> 8));
+    uint8_t *over = hand_entry(KC_CODEC_ZSTD, KC_SECTION_MAX_RAW + 1u, junk, over_len, &len);
+    assert_int_equal(kc_entry_decode(&d, over, len), KC_ECORRUPT);
+    assert_non_null(strstr(kc_error_last()->message, "raw length over the cap"));
+    free(over);
+    free(junk);
 }
 
 /* Sections that compress past the ratio cap are stored as they are, so every entry the encoder

@@ -199,6 +199,22 @@ static void test_whole_mac_and_the_trust_order(void **state) {
             m[i] ^= (uint8_t)bit;
         }
     }
+    /* A sealed entry with the signature flag set too (header checksum right): corrupt, not a MAC'd entry. */
+    uint8_t *both_flags = malloc(len);
+    memcpy(both_flags, m, len);
+    both_flags[12] |= 2;
+    refix(both_flags);
+    kc_entry *dd = (kc_entry *)0x1;
+    assert_int_equal(kc_entry_decode(&dd, both_flags, len), KC_ECORRUPT);
+    assert_null(dd);
+    assert_non_null(strstr(kc_error_last()->message, "both a MAC and a signature"));
+    free(both_flags);
+    /* A MAC key shorter than KC_MAC_KEY_MIN neither seals nor checks. */
+    size_t ul;
+    void *u = encoded("sm_90", 12, &ul);
+    assert_int_equal(kc_entry_seal(&u, &ul, key, KC_MAC_KEY_MIN - 1), KC_EINVAL);
+    assert_int_equal(kc_entry_mac_check(m, len, key, KC_MAC_KEY_MIN - 1), KC_EINVAL);
+    kc_free(u);
     char k1[1100], p1[1100], id1[17], who[KC_TRUST_WHO_MAX];
     keypair("trust", k1, p1, id1);
     kc_signer *s1;
