@@ -9,7 +9,8 @@
  * check to stop it).  Each version must refuse it from the toc — before any entry's bytes are
  * checksummed (the message never names a checksum), with or without a dry run — and write
  * nothing.  Entries that stop short of what their version puts after them are refused too.  A
- * well-formed v1 bundle of the same entry imports (the control).  This is the test
+ * well-formed v1 bundle of the same entry imports (the control), and any byte of its header
+ * checksum flipped refuses it.  This is the test
  * of the mutant bound-bundle-toc-size (tools/mutants.txt); it reads no internal header, so it
  * holds however bundle.c bounds its records.
  */
@@ -92,6 +93,19 @@ static void test_an_entry_past_the_content_is_refused_in_every_version(void **st
     kc_bundle_report r;
     write_bundle(path, 1, name, entry, elen, elen, NULL, 0);
     assert_int_equal(kc_bundle_import(cache, path, 1, &r), KC_OK);
+    /* The header's checksum is checked for itself: any byte of it flipped refuses the bundle. */
+    size_t blen;
+    uint8_t *b = kct_read(path, &blen);
+    for (size_t at = 40; at < 48; at++) {
+        b[at] ^= 0x10;
+        char flipped[700];
+        snprintf(flipped, sizeof flipped, "%s/flipped.kcb", dir);
+        assert_int_equal(kct_write(flipped, b, blen), 0);
+        assert_int_equal(kc_bundle_import(cache, flipped, 1, &r), KC_ECORRUPT);
+        assert_non_null(strstr(kc_error_last()->message, "header checksum"));
+        b[at] ^= 0x10;
+    }
+    free(b);
 
     /* After the entry: v2 a coverage record's room, v3 clen 0 and a profile count (8 bytes). */
     static const uint8_t tail[8] = {0};
