@@ -9,8 +9,8 @@
  * check to stop it).  Each version must refuse it from the toc — before any entry's bytes are
  * checksummed (the message never names a checksum), with or without a dry run — and write
  * nothing.  Entries that stop short of what their version puts after them are refused too.  A
- * well-formed v1 bundle of the same entry imports (the control), and any byte of its header
- * checksum flipped refuses it.  This is the test
+ * well-formed v1 bundle of the same entry imports (the control); any byte of its header
+ * checksum flipped, or its payload checksum changed, refuses it.  This is the test
  * of the mutant bound-bundle-toc-size (tools/mutants.txt); it reads no internal header, so it
  * holds however bundle.c bounds its records.
  */
@@ -105,6 +105,14 @@ static void test_an_entry_past_the_content_is_refused_in_every_version(void **st
         assert_non_null(strstr(kc_error_last()->message, "header checksum"));
         b[at] ^= 0x10;
     }
+    /* So is the payload's: its checksum field changed (the header's checksum made right) refuses it. */
+    b[32] ^= 1;
+    kc_wr_u64(b + 40, XXH3_64bits(b, 40));
+    char resummed[700];
+    snprintf(resummed, sizeof resummed, "%s/resummed.kcb", dir);
+    assert_int_equal(kct_write(resummed, b, blen), 0);
+    assert_int_equal(kc_bundle_import(cache, resummed, 1, &r), KC_ECORRUPT);
+    assert_non_null(strstr(kc_error_last()->message, "payload checksum"));
     free(b);
 
     /* After the entry: v2 a coverage record's room, v3 clen 0 and a profile count (8 bytes). */
