@@ -10,7 +10,7 @@
  * checksummed (the message never names a checksum), with or without a dry run — and write
  * nothing.  Entries that stop short of what their version puts after them are refused too.  A
  * well-formed v1 bundle of the same entry imports (the control); any byte of its header
- * checksum flipped, or its payload checksum changed, refuses it.  This is the test
+ * checksum flipped, or its payload checksum changed, or its entry's offset moved, refuses it.  This is the test
  * of the mutant bound-bundle-toc-size (tools/mutants.txt); it reads no internal header, so it
  * holds however bundle.c bounds its records.
  */
@@ -49,7 +49,9 @@ static uint8_t *an_entry(char name[64], size_t *len) {
     return b;
 }
 
-/* A bundle of `version` with one entry: toc (size as given), the entry, then `tail` bytes of `tail_len`. */
+static uint64_t toc_off; /* the entry's offset in the toc (0: its place) */
+
+/* A bundle of `version` with one entry: toc (size as given, offset toc_off), the entry, then `tail` bytes of `tail_len`. */
 static void write_bundle(const char *path, uint16_t version, const char *name, const uint8_t *entry, size_t elen,
                          uint64_t size, const uint8_t *tail, size_t tail_len) {
     size_t nl = strlen(name), cap = 2 + nl + 24 + elen + tail_len, off = 0;
@@ -57,7 +59,7 @@ static void write_bundle(const char *path, uint16_t version, const char *name, c
     kc_wr_u16(content, (uint16_t)nl);
     memcpy(content + 2, name, nl);
     off = 2 + nl;
-    kc_wr_u64(content + off, 0);
+    kc_wr_u64(content + off, toc_off);
     kc_wr_u64(content + off + 8, size);
     kc_wr_u64(content + off + 16, XXH3_64bits(entry, elen));
     off += 24;
@@ -143,6 +145,16 @@ static void test_an_entry_past_the_content_is_refused_in_every_version(void **st
         if (rc != KC_ECORRUPT)
             fail_msg("v%u with %zu bytes after its entries: %s", short_of[i].version, short_of[i].tail, kc_status_str(rc));
     }
+    /* An entry whose offset is not its place (just past it, or far past the content) is refused by
+     * its offset, before its bytes are read. */
+    const uint64_t offs[] = {1, elen, 1ull << 40};
+    for (size_t i = 0; i < KC_ARRAY_LEN(offs); i++) {
+        toc_off = offs[i];
+        write_bundle(path, 1, name, entry, elen, elen, NULL, 0);
+        assert_int_equal(kc_bundle_import(cache, path, 1, &r), KC_ECORRUPT);
+        assert_non_null(strstr(kc_error_last()->message, "out of place"));
+    }
+    toc_off = 0;
     assert_int_equal(kct_count_files(dir, ".sm_90"), 0);
     kc_free(entry);
 }
