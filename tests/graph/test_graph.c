@@ -229,6 +229,13 @@ static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
     assert_non_null(strstr(info.miss_reason, "__DATE__"));
     assert_int_equal(kc_graph_add_hook(d, "h", NULL), KC_OK);
     kc_graph_desc_free(d);
+    /* A saved-tensor hook without a cache hash: its code is in no key, so the graph is never stored. */
+    d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 2; }\n", "hook.cu");
+    assert_int_equal(kc_graph_add_hook(d, "unhashed", NULL), KC_OK);
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_BYPASS);
+    assert_non_null(strstr(info.miss_reason, "hook"));
+    kc_graph_desc_free(d);
 }
 
 static void test_compile_error_carries_the_log(void **state) {
