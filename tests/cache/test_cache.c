@@ -455,6 +455,10 @@ static void test_profile_dir(void **state) {
     assert_string_equal(p, want);
     char tiny[8];
     assert_int_equal(kc_cache_profile_dir(c, tiny, sizeof tiny), KC_EINVAL);
+    char exact[4096];
+    assert_int_equal(kc_cache_profile_dir(c, exact, strlen(want)), KC_EINVAL); /* no room for its NUL */
+    assert_int_equal(kc_cache_profile_dir(c, exact, strlen(want) + 1), KC_OK);
+    assert_string_equal(exact, want);
     assert_int_equal(kc_cache_profile_dir(c, NULL, 10), KC_EINVAL);
     kc_cache_close(c);
     c = open_at(dir, KC_OPEN_NO_ENV | KC_OPEN_DISABLE);

@@ -325,6 +325,7 @@ static void test_bypass_sees_through_spellings(void **state) {
         {"#define T0 __TI ## ME__\nconst char *t = T0;", NULL, NULL, "pasting"},             /* ## directly */
         {"#define CAT(a, b) a##b\nconst char *t = CAT(__TI, ME__);", NULL, NULL, "pasting"}, /* a pasting macro */
         {"#define CAT(a, b) a %:%: b\nconst char *t = CAT(__DA, TE__);", NULL, NULL, "__DATE__ by token pasting"},
+        {"#define CAT(a, b) a##b\nconst char *t = CAT(__TIMES, TAMP__);", NULL, NULL, "__TIMESTAMP__ by token pasting"},
         {"#define CAT(a,b) a##b\n#define C2(a,b) CAT(a,b)\nconst char *t = C2(A, B);", "-DA=__TI", NULL, "pasting"},
         {"__location__(TIME) int v;", NULL, NULL, "pasting"},     /* NVRTC's own __##a##__ */
         {"const char *t = _NV_CONCAT_EVAL1(__TI, ME__);", NULL, NULL, "pasting"}, /* NVRTC's own, no ## here */

@@ -572,6 +572,19 @@ static void test_the_local_nvrtc_wins_and_is_memoised(void **state) {
     kc_cache_close(c);
 }
 
+/* kc_toolchain_locate fills the caller's buffer only when the path and its NUL fit. */
+static void test_locate_fits_exactly(void **state) {
+    (void)state;
+    char path[4096], out[4096];
+    if (kc_toolchain_locate(path, sizeof path) != KC_OK) skip(); /* no NVRTC here */
+    size_t n = strlen(path);
+    memset(out, 'z', sizeof out);
+    assert_int_equal(kc_toolchain_locate(out, n), KC_EINVAL);
+    assert_int_equal(out[n], 'z');
+    assert_int_equal(kc_toolchain_locate(out, n + 1), KC_OK);
+    assert_string_equal(out, path);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--child") == 0) { /* in_child's fresh process */
         static const struct {
@@ -592,6 +605,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_corrupt_files_are_clear_errors),
         cmocka_unit_test(test_random_mutations_never_crash),
         cmocka_unit_test(test_ids_and_meta),
+        cmocka_unit_test(test_locate_fits_exactly),
         cmocka_unit_test(test_a_host_without_nvrtc_uses_the_recorded_toolchain),
         cmocka_unit_test(test_the_local_nvrtc_wins_and_is_memoised),
     };

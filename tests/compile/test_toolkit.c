@@ -258,6 +258,51 @@ static void test_the_key_follows_the_toolkit_only_when_asked(void **state) {
     assert_int_equal(key_in_child(nowhere, KC_KERNEL_TOOLKIT_HEADERS, k2), KC_ENONVRTC);
 }
 
+/* [Note: key memo]: the digest a key was computed under is compared, never assumed.  Where the
+ * toolkit is absent the digest is pinned (KCACHE_TOOLKIT_HEADERS, read at each key): one
+ * description keyed under pin A, then B, then A again, in one process, gets A's key, B's, A's. */
+static void test_a_pin_changed_mid_process_never_gets_the_memo(void **state) {
+    (void)state;
+    char nowhere[4096];
+    snprintf(nowhere, sizeof nowhere, "%s/nowhere", tmp);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        setenv("KCACHE_CUDA_INCLUDE", nowhere, 1);
+        static const char *const pins[3] = {"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210",
+                                            "0123456789abcdef0123456789abcdef"};
+        kc_graph_desc *d;
+        kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
+                           NULL, KC_KERNEL_TOOLKIT_HEADERS};
+        char line[200] = "", hex[KC_KEY_HEX_LEN + 1];
+        int rc = kc_graph_desc_new(&d, "g");
+        if (!rc) rc = kc_graph_add_kernel(d, &k, NULL);
+        for (int i = 0; i < 3 && !rc; i++) {
+            kc_key key;
+            setenv("KCACHE_TOOLKIT_HEADERS", pins[i], 1);
+            if (!(rc = kc_graph_key(d, &key, NULL))) kc_key_to_hex(&key, hex), strcat(line, hex), strcat(line, " ");
+        }
+        char out[260];
+        snprintf(out, sizeof out, "%d %s", rc, line);
+        ssize_t w = write(fd[1], out, strlen(out) + 1);
+        kc_graph_desc_free(d);
+        _exit(w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    char buf[260] = "", k[3][40];
+    ssize_t r = read(fd[0], buf, sizeof buf - 1);
+    close(fd[0]);
+    int st, rc = -1;
+    waitpid(pid, &st, 0);
+    assert_true(r > 0);
+    if (sscanf(buf, "%d %32s %32s %32s", &rc, k[0], k[1], k[2]) != 4) fail_msg("child: %s", buf);
+    assert_int_equal(rc, KC_OK);
+    assert_string_not_equal(k[0], k[1]); /* another pin: another key, not the memo */
+    assert_string_equal(k[0], k[2]);
+}
+
 static void test_inputs_keep_the_working_directory_out(void **state) {
     (void)state;
     kc_toolkit_inputs in;
@@ -357,6 +402,7 @@ int main(void) {
         T(test_not_a_toolkit_is_a_clear_error),
         T(test_a_loop_is_an_error_not_a_hang),
         T(test_the_key_follows_the_toolkit_only_when_asked),
+        T(test_a_pin_changed_mid_process_never_gets_the_memo),
         T(test_inputs_keep_the_working_directory_out),
         T(test_real_kernels_with_toolkit_and_standard_headers),
         T(test_bf16_cooperative_groups_graph_for_every_target),

@@ -265,6 +265,29 @@ static void test_a_manifest_cut_short_vouches_for_nothing(void **state) {
     assert_int_equal(b.walks, 1); /* refused: the walk */
     assert_int_equal(b.source, KC_FROM_DISK);
     assert_string_equal(a.key, b.key);
+    /* Its last file line gone but its count line kept (now one too many), a line after the count,
+     * another version line: each vouches for nothing. */
+    char *cut = malloc(len + 64);
+    assert_non_null(cut);
+    size_t f_len = strcspn(last_f + 1, "\n") + 1; /* the last "f ..." line with its newline */
+    memcpy(cut, text, (size_t)(last_f + 1 - text));
+    memcpy(cut + (last_f + 1 - text), last_f + 1 + f_len, len - (size_t)(last_f + 1 - text) - f_len);
+    assert_int_equal(kct_write(path, cut, len - f_len), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);
+    memcpy(cut, text, len);
+    memcpy(cut + len, "f extra\n", 8);
+    assert_int_equal(kct_write(path, cut, len + 8), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);
+    memcpy(cut, text, len);
+    char *nl = memchr(cut, '\n', len);
+    assert_non_null(nl);
+    nl[-1] = nl[-1] == '9' ? '8' : (char)(nl[-1] + 1); /* the version's last character */
+    assert_int_equal(kct_write(path, cut, len), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);
+    memcpy(cut, text, len); /* the manifest as written still vouches: only the edits were refused */
+    assert_int_equal(kct_write(path, cut, len), 0);
+    assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 0);
+    free(cut);
     /* Garbage, and an empty file: the same. */
     assert_int_equal(kct_write(path, "kcache-toolkit-direct 1\nroot /\n", 31), 0);
     assert_int_equal(lookup_in_child(tk, 0, "sm_80").walks, 1);

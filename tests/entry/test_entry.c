@@ -4,9 +4,10 @@
  * theirs in test_image.c), an entry of the older format v2 (tests/golden/entry_v2.kce, kept as it
  * was written) that is corrupt to decode, images attached in memory that are never encoded, and a
  * decoder that rejects every damaged input (each byte flipped, every truncation, trailing bytes,
- * random noise) without crashing or reading out of bounds (run it under ASan to see the latter); a
- * small entry declaring a huge section (a decompression bomb) is refused before anything is
- * inflated (issue 15).
+ * random noise) without crashing or reading out of bounds (run it under ASan to see the latter);
+ * the rules a checksum cannot enforce hold with every checksum right (trailing bytes, the header's
+ * variant and length, the name's promise, a caller's buffer).  Hand-built layouts (decompression
+ * bombs, sizes over the cap, gaps, a type twice) are test_entry_layout.c's.
  *
  * Regenerate tests/golden/entry_v4.kce (only with a format change): KCACHE_REGEN_GOLDEN=1.
  * entry_v2.kce and entry_v3_old.kce are never regenerated: they are what older kcaches wrote.
@@ -437,85 +438,6 @@ static void test_decoding_digests_allocates_once(void **state) {
     kc_entry_free(e);
 }
 
-/* A hand-built entry: META (codec none, no digests) then one KERNELS section stored as given;
- * every checksum valid, whatever the sizes claim.  Returns the bytes (malloc) and their length. */
-static uint8_t *hand_entry(uint32_t codec, uint64_t raw_len, const uint8_t *stored, size_t slen, size_t *len_out) {
-    uint8_t meta[14] = {0};
-    size_t table_end = 96 + 2 * 40, len = table_end + sizeof meta + slen;
-    uint8_t *h = calloc(1, len);
-    memcpy(h, "\x89KCE\r\n\x1a\n", 8);
-    kc_wr_u16(h + 8, KC_ENTRY_FORMAT_VERSION);
-    kc_wr_u16(h + 10, 96);
-    memset(h + 16, 0xab, 16);
-    memcpy(h + 32, "sm_90", 5);
-    kc_wr_u64(h + 64, len);
-    kc_wr_u32(h + 72, 2);
-    uint8_t *d = h + 96;
-    kc_wr_u32(d, KC_SECTION_META);
-    kc_wr_u32(d + 4, KC_CODEC_NONE);
-    kc_wr_u64(d + 8, sizeof meta);
-    kc_wr_u64(d + 16, sizeof meta);
-    kc_wr_u64(d + 24, table_end);
-    kc_wr_u64(d + 32, XXH3_64bits(meta, sizeof meta));
-    memcpy(h + table_end, meta, sizeof meta);
-    d += 40;
-    kc_wr_u32(d, KC_SECTION_KERNELS);
-    kc_wr_u32(d + 4, codec);
-    kc_wr_u64(d + 8, raw_len);
-    kc_wr_u64(d + 16, slen);
-    kc_wr_u64(d + 24, table_end + sizeof meta);
-    kc_wr_u64(d + 32, XXH3_64bits(stored, slen));
-    memcpy(h + table_end + sizeof meta, stored, slen);
-    uint8_t tmp[88 + 80];
-    memcpy(tmp, h, 88);
-    memcpy(tmp + 88, h + 96, 80);
-    kc_wr_u64(h + 88, XXH3_64bits(tmp, sizeof tmp));
-    *len_out = len;
-    return h;
-}
-
-/* Issue 15 item 2: an 8 KB entry whose KERNELS section is a zstd frame of 256 MiB of zeros (every
- * checksum valid) is refused from its section table, before anything is allocated or inflated. */
-static void test_a_decompression_bomb_is_refused_before_inflating(void **state) {
-    (void)state;
-    const size_t raw = KC_SECTION_MAX_RAW;
-    ZSTD_CCtx *cz = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(cz, ZSTD_c_compressionLevel, 1);
-    ZSTD_CCtx_setPledgedSrcSize(cz, raw);
-    size_t cap = 1 << 20, zlen = 0;
-    uint8_t *z = malloc(cap);
-    static const uint8_t zeros[1 << 20];
-    for (size_t done = 0; done < raw; done += sizeof zeros) {
-        ZSTD_inBuffer in = {zeros, sizeof zeros, 0};
-        ZSTD_EndDirective end = done + sizeof zeros == raw ? ZSTD_e_end : ZSTD_e_continue;
-        size_t left;
-        do {
-            ZSTD_outBuffer out = {z, cap, zlen};
-            left = ZSTD_compressStream2(cz, &out, &in, end);
-            assert_false(ZSTD_isError(left));
-            zlen = out.pos;
-        } while (end == ZSTD_e_end ? left != 0 : in.pos < in.size);
-    }
-    ZSTD_freeCCtx(cz);
-    size_t len;
-    uint8_t *bomb = hand_entry(KC_CODEC_ZSTD, raw, z, zlen, &len);
-    assert_true(len < 16384); /* about 8 KB */
-    kc_entry *d = (kc_entry *)0x1;
-    assert_int_equal(kc_entry_decode(&d, bomb, len), KC_ECORRUPT);
-    assert_null(d);
-    assert_non_null(strstr(kc_error_last()->message, "compression ratio"));
-    free(bomb);
-    /* A small section of zeros decodes whatever its ratio (the hand-built entry is well formed). */
-    uint8_t *small = calloc(1, 64 << 10);
-    size_t slen = ZSTD_compress(z, cap, small, 64 << 10, 1);
-    free(small);
-    uint8_t *ok = hand_entry(KC_CODEC_ZSTD, 64 << 10, z, slen, &len);
-    assert_int_equal(kc_entry_decode(&d, ok, len), KC_OK);
-    kc_entry_free(d);
-    free(ok);
-    free(z);
-}
-
 /* Sections that compress past the ratio cap are stored as they are, so every entry the encoder
  * writes decodes; the cap costs only space, and only for such data. */
 static void test_very_compressible_sections_round_trip(void **state) {
@@ -537,6 +459,85 @@ static void test_very_compressible_sections_round_trip(void **state) {
     }
 }
 
+/* The header checksum made right again after the header or table changed. */
+static void resum_header(uint8_t *b) {
+    uint32_t nsec = kc_rd_u32(b + 72);
+    uint8_t tmp[88 + 16 * 40];
+    memcpy(tmp, b, 88);
+    memcpy(tmp + 88, b + 96, (size_t)nsec * 40);
+    kc_wr_u64(b + 88, XXH3_64bits(tmp, 88 + (size_t)nsec * 40));
+}
+
+/* The rules a checksum cannot enforce, each with every checksum right: bytes after the last
+ * section (the header's length says them), a variant field that is no variant name ("../x",
+ * upper case, a '/'), a value one byte longer than the caller's buffer. */
+static void test_rules_hold_with_checksums_right(void **state) {
+    (void)state;
+    kc_entry *e = make_entry("sm_90", 0), *d = (kc_entry *)0x1;
+    uint8_t *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, (void **)&bytes, &len), KC_OK);
+    for (size_t extra = 1; extra <= 9; extra += 8) {
+        uint8_t *longer = calloc(1, len + extra);
+        memcpy(longer, bytes, len);
+        kc_wr_u64(longer + 64, len + extra);
+        resum_header(longer);
+        assert_int_equal(kc_entry_decode(&d, longer, len + extra), KC_ECORRUPT);
+        assert_null(d);
+        assert_non_null(strstr(kc_error_last()->message, "after the last section"));
+        free(longer);
+    }
+    static const char *const bad[] = {"../x", "Sm_90", "sm/90", "sm_90.", "sm 90"};
+    for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
+        uint8_t *b = malloc(len);
+        memcpy(b, bytes, len);
+        memset(b + 32, 0, 32);
+        memcpy(b + 32, bad[i], strlen(bad[i]));
+        resum_header(b);
+        if (kc_entry_decode(&d, b, len) != KC_ECORRUPT) fail_msg("variant '%s' in the header: decoded", bad[i]);
+        assert_null(d);
+        assert_non_null(strstr(kc_error_last()->message, "invalid variant"));
+        free(b);
+    }
+    /* The same bytes with a valid variant decode: only the variant was wrong. */
+    uint8_t *b = malloc(len);
+    memcpy(b, bytes, len);
+    memset(b + 32, 0, 32);
+    memcpy(b + 32, "sm_80", 5);
+    resum_header(b);
+    assert_int_equal(kc_entry_decode(&d, b, len), KC_OK);
+    assert_string_equal(kc_entry_variant(d), "sm_80");
+    kc_entry_free(d);
+    free(b);
+    /* A header whose length is not the bytes' (the sections fill them): refused, both ways. */
+    for (int delta = -1; delta <= 1; delta += 2) {
+        uint8_t *c = malloc(len);
+        memcpy(c, bytes, len);
+        kc_wr_u64(c + 64, (uint64_t)((int64_t)len + delta));
+        resum_header(c);
+        assert_int_equal(kc_entry_decode(&d, c, len), KC_ECORRUPT);
+        assert_non_null(strstr(kc_error_last()->message, "header says"));
+        free(c);
+    }
+    /* A stored object is the key and variant its name promises: checked without decoding too. */
+    kc_key k = *kc_entry_key(e), other = k;
+    other.bytes[15] ^= 1;
+    assert_int_equal(kc_entry_check_stored(bytes, len, &k, "sm_90", -1, NULL), KC_OK);
+    assert_int_equal(kc_entry_check_stored(bytes, len, &k, "sm_80", -1, NULL), KC_ECORRUPT);
+    assert_int_equal(kc_entry_check_stored(bytes, len, &other, "sm_90", -1, NULL), KC_ECORRUPT);
+    assert_int_equal(kc_entry_decode_as(&d, bytes, len, &k, "sm_80"), KC_ECORRUPT);
+    assert_null(d);
+    /* kc_entry_origin: "123456" needs 7 bytes; 6 is refused, never one byte written past it. */
+    char out[8];
+    memset(out, 'z', sizeof out);
+    assert_int_equal(kc_entry_origin(e, "compile_us", out, 6), KC_EINVAL);
+    assert_int_equal(out[6], 'z');
+    assert_int_equal(kc_entry_origin(e, "compile_us", out, 7), KC_OK);
+    assert_string_equal(out, "123456");
+    kc_free(bytes);
+    kc_entry_free(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -550,8 +551,8 @@ int main(void) {
         cmocka_unit_test(test_every_truncation_is_rejected),
         cmocka_unit_test(test_random_noise_is_rejected),
         cmocka_unit_test(test_section_rules),
+        cmocka_unit_test(test_rules_hold_with_checksums_right),
         cmocka_unit_test(test_alloc_failures_are_reported),
-        cmocka_unit_test(test_a_decompression_bomb_is_refused_before_inflating),
         cmocka_unit_test(test_very_compressible_sections_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,11 +5,15 @@
  * revoked key, altered with every checksum made right again, carrying a signature moved from
  * another entry, or truncated; rotation (old and new keys both trusted) accepts both; a private
  * key others can read is refused with the reason; a MAC and a signature never together.
+ * The MAC is compared over its whole length (each of its bytes flipped is refused), and the trust
+ * order holds: with a keyring a signature is required and a MAC is not enough, even where a MAC
+ * key is configured too (src/entry/trust.h; mutants mac-half, trust-mac-before-keyring, …).
  */
 #include <sys/stat.h>
 #include <xxhash.h>
 
 #include "common/internal.h"
+#include "entry/trust.h"
 #include "kcache.h"
 #include "helpers.h"
 
@@ -178,12 +182,80 @@ static void test_key_files(void **state) {
     assert_int_equal(kc_keyring_load(&kr, "/nonexistent/keyring"), KC_EIO);
 }
 
+/* Every byte of a MAC counts (a compare over half of it, or of its last byte only, would pass
+ * these), and with a keyring a MAC is not enough — a MAC key configured beside it changes nothing. */
+static void test_whole_mac_and_the_trust_order(void **state) {
+    (void)state;
+    static const char key[] = "a fleet secret of 32 bytes......";
+    const size_t kl = sizeof key - 1;
+    size_t len;
+    uint8_t *m = encoded("sm_90", 11, &len);
+    assert_int_equal(kc_entry_seal((void **)&m, &len, key, kl), KC_OK);
+    assert_int_equal(kc_entry_mac_check(m, len, key, kl), KC_OK);
+    for (size_t i = len - 32; i < len; i++) {
+        for (unsigned bit = 1; bit < 256; bit <<= 7) { /* bits 0 and 7 */
+            m[i] ^= (uint8_t)bit;
+            if (kc_entry_mac_check(m, len, key, kl) != KC_EPERM) fail_msg("MAC byte %zu flipped (bit %u): accepted", i - (len - 32), bit);
+            m[i] ^= (uint8_t)bit;
+        }
+    }
+    /* A sealed entry with the signature flag set too (header checksum right): corrupt, not a MAC'd entry. */
+    uint8_t *both_flags = malloc(len);
+    memcpy(both_flags, m, len);
+    both_flags[12] |= 2;
+    refix(both_flags);
+    kc_entry *dd = (kc_entry *)0x1;
+    assert_int_equal(kc_entry_decode(&dd, both_flags, len), KC_ECORRUPT);
+    assert_null(dd);
+    assert_non_null(strstr(kc_error_last()->message, "both a MAC and a signature"));
+    free(both_flags);
+    /* A MAC key shorter than KC_MAC_KEY_MIN neither seals nor checks. */
+    size_t ul;
+    void *u = encoded("sm_90", 12, &ul);
+    assert_int_equal(kc_entry_seal(&u, &ul, key, KC_MAC_KEY_MIN - 1), KC_EINVAL);
+    assert_int_equal(kc_entry_mac_check(m, len, key, KC_MAC_KEY_MIN - 1), KC_EINVAL);
+    kc_free(u);
+    char k1[1100], p1[1100], id1[17], who[KC_TRUST_WHO_MAX];
+    keypair("trust", k1, p1, id1);
+    kc_signer *s1;
+    kc_keyring *ring;
+    assert_int_equal(kc_signer_load(&s1, k1), KC_OK);
+    assert_int_equal(kc_keyring_load(&ring, p1), KC_OK);
+    size_t sl;
+    void *signed_ = encoded("sm_90", 13, &sl);
+    assert_int_equal(kc_entry_sign(&signed_, &sl, s1), KC_OK);
+
+    kc_trust mac_only = {(const uint8_t *)key, kl, NULL, NULL}, both = {(const uint8_t *)key, kl, NULL, ring},
+             ring_only = {NULL, 0, NULL, ring};
+    assert_int_equal(kc_trust_check(&mac_only, m, len), KC_OK);
+    assert_int_equal(kc_trust_check_by(&mac_only, m, len, who), KC_OK);
+    assert_memory_equal(who, "mac:", 4);
+    /* A keyring and a MAC key: the sealed entry is refused, by both calls; the signed one passes. */
+    assert_int_equal(kc_trust_check(&both, m, len), KC_EPERM);
+    assert_int_equal(kc_trust_check_by(&both, m, len, who), KC_EPERM);
+    assert_string_equal(who, "");
+    assert_int_equal(kc_trust_check(&both, signed_, sl), KC_OK);
+    assert_int_equal(kc_trust_check_by(&both, signed_, sl, who), KC_OK);
+    char want[40];
+    snprintf(want, sizeof want, "ed25519:%s", id1);
+    assert_string_equal(who, want);
+    /* A keyring alone is a check; a host with a keyring and a MAC key but no signer vouches for nothing. */
+    assert_true(kc_trust_checks(&ring_only));
+    assert_int_equal(kc_trust_check(&ring_only, m, len), KC_EPERM);
+    assert_false(kc_trust_can_vouch(&both));
+    assert_true(kc_trust_can_vouch(&mac_only));
+    kc_free(m), kc_free(signed_);
+    kc_keyring_free(ring);
+    kc_signer_free(s1);
+}
+
 KCT_TMPDIR_FIXTURE(dir, "sign")
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sign_verify_and_forgeries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_mac_and_the_trust_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

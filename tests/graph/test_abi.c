@@ -67,8 +67,10 @@ static void refused(const char *kernel, const char *dtype, const char *args, con
                     size_t n) {
     kc_graph_desc *d = spec(kernel, dtype, args);
     size_t before = stored_entries();
+    uint64_t errors = kct_stat(cache, KC_STAT_COMPILE_ERRORS);
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(cache, d, target, &info);
+    assert_int_equal(kct_stat(cache, KC_STAT_COMPILE_ERRORS), errors + 1); /* counted as a compile error */
     if (rc != KC_ECOMPILE) fail_msg("%s for %s: expected KC_ECOMPILE, got %d (%s)", args, target, rc, kc_error_last()->message);
     const char *msg = kc_error_last()->message;
     for (size_t i = 0; i < n; i++)

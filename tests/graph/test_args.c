@@ -230,6 +230,14 @@ static void test_abi_of_each_kind(void **state) {
         {"null", {0, 8, 8, KC_PARAM_INT}, 1},
         {"null", {0, 4, 4, KC_PARAM_INT}, 0},
         {"input:0+3", {0, 8, 8, KC_PARAM_INT}, 1},
+        /* A scalar at an offset its size does not divide is a member of an aggregate: refused. */
+        {"arg:t", {4, 8, 8, KC_PARAM_INT}, 0},
+        {"arg:beta", {12, 8, 4, KC_PARAM_FLOAT}, 0},
+        {"arg:k", {2, 4, 4, KC_PARAM_INT}, 0},
+        {"null", {4, 8, 8, KC_PARAM_INT}, 0},
+        {"arg:t", {8, 8, 8, KC_PARAM_INT}, 1},
+        {"arg:k", {12, 4, 4, KC_PARAM_INT}, 1},
+        {"bytes:0000803f0000004000004040", {2, 12, 2, KC_PARAM_BYTES}, 1}, /* bytes: any offset */
     };
     for (size_t i = 0; i < KC_ARRAY_LEN(cases); i++) {
         kc_param p = cases[i].p;

@@ -231,6 +231,13 @@ static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
     assert_non_null(strstr(info.miss_reason, "__DATE__"));
     assert_int_equal(kc_graph_add_hook(d, "h", NULL), KC_OK);
     kc_graph_desc_free(d);
+    /* A saved-tensor hook without a cache hash: its code is in no key, so the graph is never stored. */
+    d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 2; }\n", "hook.cu");
+    assert_int_equal(kc_graph_add_hook(d, "unhashed", NULL), KC_OK);
+    assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_BYPASS);
+    assert_non_null(strstr(info.miss_reason, "hook"));
+    kc_graph_desc_free(d);
 }
 
 static void test_compile_error_carries_the_log(void **state) {
@@ -258,6 +265,51 @@ static void test_without_a_driver(void **state) {
     assert_null(g);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     kc_graph_desc_free(d);
+}
+
+/* Two kernels of one source with one header each, toolkit_headers on kernel b; `change` alters one
+ * thing (10: nothing). */
+static kc_graph_desc *two_kernels(int change) {
+    static const char *const src = "#include \"h.h\"\nextern \"C\" __global__ void a(float *x) { x[0] = H; }\n"
+                                   "extern \"C\" __global__ void b(float *x) { x[0] = -H; }\n";
+    kc_header_src h = {change == 3 ? "g.h" : "h.h", change == 4 ? "#define H 2.0f\n" : "#define H 1.0f\n"};
+    const char *fast[] = {"-use_fast_math"};
+    kc_graph_desc *d;
+    kc_graph_desc_new(&d, "two");
+    kc_kernel_src ka = {change == 5 ? "other.cu" : "ab.cu", src, "a", &h, 1, change == 2 ? fast : NULL, change == 2 ? 1 : 0,
+                        NULL, change <= 1 ? KC_KERNEL_TOOLKIT_HEADERS : 0};
+    kc_kernel_src kb = {"ab.cu", src, "b", &h, 1, NULL, 0, NULL, change == 0 ? 0 : KC_KERNEL_TOOLKIT_HEADERS};
+    assert_int_equal(kc_graph_add_kernel(d, &ka, NULL), KC_OK);
+    assert_int_equal(kc_graph_add_kernel(d, &kb, NULL), KC_OK);
+    if (change == 6) assert_int_equal(kc_graph_add_hook(d, "hook", "hash-1"), KC_OK);
+    if (change == 7) assert_int_equal(kc_graph_add_hook(d, "hook", "hash-2"), KC_OK);
+    if (change == 8) kc_graph_set_globals(d, 1);
+    if (change == 9) assert_int_equal(kc_graph_set_backend(d, "other"), KC_OK);
+    if (change == 11) assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, "8", 1), KC_OK);
+    if (change == 12) assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, "9", 1), KC_OK);
+    return d;
+}
+
+/* Each thing a kernel brings is in the key on its own, with everything else the same: a per-kernel
+ * flag where it is (toolkit_headers moved from kernel b to kernel a: the toolkit's digest, in the
+ * key once, is the same), its options, its header's name and text, its file name; and the graph's
+ * hooks' hashes, global state, backend and wrappers.  Every description keys differently from every other. */
+static void test_each_kernel_component_is_in_the_key(void **state) {
+    (void)state;
+    enum { N = 13 };
+    static const char *const what[N] = {"the flag moved to kernel a", "the flag on both kernels", "an option", "the header's name",
+                                         "the header's text", "the file name", "a hook", "the hook's hash",
+                                         "the globals", "the backend", "nothing changed", "a wrapper",
+                                         "the wrapper's parameters"};
+    kc_key k[N];
+    for (int c = 0; c < N; c++) {
+        kc_graph_desc *d = two_kernels(c);
+        if (kc_graph_key(d, &k[c], NULL) != KC_OK) fail_msg("%s: %s", what[c], kc_error_last()->message);
+        kc_graph_desc_free(d);
+    }
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++)
+            if (memcmp(k[a].bytes, k[b].bytes, 16) == 0) fail_msg("%s and %s: the same key", what[a], what[b]);
 }
 
 static void test_key_components(void **state) {
@@ -483,6 +535,7 @@ int main(void) {
         T(test_without_a_driver),
         T(test_spec_caps_match_the_launch_program),
         T(test_key_components),
+        T(test_each_kernel_component_is_in_the_key),
         T(test_a_spec_reads_each_file_once),
         T(test_spec_errors_name_the_place),
     };
