@@ -279,7 +279,7 @@ int kc_bundle_seal_check_(const char *path, const uint8_t *content, size_t len, 
     if (kc_trust_checks(trust) && (rc = kc_trust_check(trust, seal, slen)) != KC_OK) {
         *refused = rc == KC_EUNTRUSTED;
         return kc_err_prefix(rc, "bundle '%s': its seal (which vouches for its coverage record and site profiles) is "
-                             "refused: ", path);
+                             "refused", path);
     }
     return KC_OK;
 }

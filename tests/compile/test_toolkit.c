@@ -274,7 +274,7 @@ static void test_a_pin_changed_mid_process_never_gets_the_memo(void **state) {
         static const char *const pins[3] = {"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210",
                                             "0123456789abcdef0123456789abcdef"};
         kc_graph_desc *d;
-        kc_kernel_src k = {"k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
                            NULL, KC_KERNEL_TOOLKIT_HEADERS};
         char line[200] = "", hex[KC_KEY_HEX_LEN + 1];
         int rc = kc_graph_desc_new(&d, "g");

@@ -276,9 +276,9 @@ static kc_graph_desc *two_kernels(int change) {
     const char *fast[] = {"-use_fast_math"};
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "two");
-    kc_kernel_src ka = {change == 5 ? "other.cu" : "ab.cu", src, "a", &h, 1, change == 2 ? fast : NULL, change == 2 ? 1 : 0,
+    kc_kernel_src ka = {KC_KERNEL_SRC_VERSION, change == 5 ? "other.cu" : "ab.cu", src, "a", &h, 1, change == 2 ? fast : NULL, change == 2 ? 1 : 0,
                         NULL, change <= 1 ? KC_KERNEL_TOOLKIT_HEADERS : 0};
-    kc_kernel_src kb = {"ab.cu", src, "b", &h, 1, NULL, 0, NULL, change == 0 ? 0 : KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src kb = {KC_KERNEL_SRC_VERSION, "ab.cu", src, "b", &h, 1, NULL, 0, NULL, change == 0 ? 0 : KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &ka, NULL), KC_OK);
     assert_int_equal(kc_graph_add_kernel(d, &kb, NULL), KC_OK);
     if (change == 6) assert_int_equal(kc_graph_add_hook(d, "hook", "hash-1"), KC_OK);
