@@ -22,6 +22,7 @@
 #include "../common/internal.h"
 #include "../compile/toolkit.h"
 #include "../entry/entry_internal.h"
+#include "../store/tiers.h" /* kc_tiers_refused_: a record whose image is gone, said */
 #include "graph_internal.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
@@ -160,11 +161,32 @@ static int from_record(const kc_entry *rec, const kc_entry *img, int full, const
     return rc;
 }
 
+/* Units whose record was found and read but whose image is in no tier: a refusal, said
+ * ([Note: refusals are said] in store/refusal.c) — the miss reason names it, and a strict lookup
+ * (kc_graph_strict_refusal_) fails with it instead of compiling.  The thread's error is untouched. */
+static void say_images_gone(const kc_units *u, kc_compiled *const *res, const kc_key *ukeys, const kc_image_ref *had,
+                            const int *rec_ok) {
+    for (size_t i = 0; i < u->n; i++) {
+        if (res[i] || !rec_ok[i]) continue;
+        char name[KC_KEY_HEX_LEN + 16], img[KC_KEY_HEX_LEN + 1];
+        kc_key_to_hex(&ukeys[i], name);
+        snprintf(name + KC_KEY_HEX_LEN, sizeof name - KC_KEY_HEX_LEN, ".%s", KC_VARIANT_UNIT);
+        kc_key_to_hex(&had[i].id, img);
+        kc_err_saved keep;
+        kc_err_save(&keep);
+        (void)kc_err(KC_ECORRUPT, "the image it names (%s) is in no tier", img);
+        kc_tiers_refused_(name, "in the cache", KC_ECORRUPT);
+        kc_err_restore(&keep);
+    }
+}
+
 size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *want,
                       const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs,
                       const char **lacking) {
     size_t found = 0, miss[KC_UNITS_MAX], nm = 0;
     const char *lack = NULL;
+    kc_image_ref had[KC_UNITS_MAX];
+    int rec_ok[KC_UNITS_MAX] = {0}; /* a record read whose image was not (yet) found */
     for (size_t i = 0; i < u->n; i++) {
         if (res[i] || (want && !want[i])) continue;
         lack = NULL;
@@ -172,7 +194,9 @@ size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_
         kc_image_ref ref;
         int rc = kc_cache_get_local_(c, &ukeys[i], KC_VARIANT_UNIT, &rec);
         if (!rc) rc = kc_unit_entry_read(rec, &ref, NULL, 0, NULL);
+        if (!rc) had[i] = ref;
         if (!rc) rc = kc_cache_get_local_(c, &ref.id, KC_VARIANT_IMAGE, &img);
+        rec_ok[i] = rc == KC_MISS && rec && !img; /* the record read, its image absent here */
         if (!rc) rc = from_record(rec, img, 0, ks, nk, u, i, target, res, &refs[i], &lack);
         if (rc == KC_OK) found++;
         else miss[nm++] = i;
@@ -187,15 +211,22 @@ size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_
     void *rraw[KC_UNITS_MAX], *iraw[KC_UNITS_MAX];
     size_t rl[KC_UNITS_MAX], il[KC_UNITS_MAX], ni = 0, at[KC_UNITS_MAX];
     for (size_t k = 0; k < nm; k++) keys[k] = ukeys[miss[k]];
-    if (!kc_cache_remote_objects_(c, keys, KC_VARIANT_UNIT, nm, recs, rraw, rl)) return found;
+    if (!kc_cache_remote_objects_(c, keys, KC_VARIANT_UNIT, nm, recs, rraw, rl)) {
+        say_images_gone(u, res, ukeys, had, rec_ok);
+        return found;
+    }
     for (size_t k = 0; k < nm; k++) {
         kc_image_ref ref;
-        if (recs[k] && kc_unit_entry_read(recs[k], &ref, NULL, 0, NULL) == KC_OK) ikeys[ni] = ref.id, at[ni++] = k;
+        if (recs[k] && kc_unit_entry_read(recs[k], &ref, NULL, 0, NULL) == KC_OK) {
+            ikeys[ni] = ref.id, at[ni++] = k;
+            had[miss[k]] = ref, rec_ok[miss[k]] = 1;
+        }
     }
     size_t nimg = ni ? kc_cache_remote_objects_(c, ikeys, KC_VARIANT_IMAGE, ni, imgs, iraw, il) : 0;
     for (size_t j = 0; j < ni; j++) {
         size_t k = at[j], i = miss[k];
         lack = NULL;
+        if (nimg && imgs[j]) rec_ok[i] = 0; /* found: refused or served, from_record says */
         int rc = nimg && imgs[j] ? from_record(recs[k], imgs[j], 1, ks, nk, u, i, target, res, &refs[i], &lack) : KC_MISS;
         if (rc == KC_OK) found++;
         if (lacking && rc && lack) lacking[i] = lack;
@@ -206,6 +237,7 @@ size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_
         if (nimg) kc_entry_free(imgs[j]), free(iraw[j]);
     }
     for (size_t k = 0; k < nm; k++) kc_entry_free(recs[k]), free(rraw[k]);
+    say_images_gone(u, res, ukeys, had, rec_ok);
     return found;
 }
 

@@ -280,6 +280,32 @@ static void test_a_local_corrupt_entry_and_a_missing_image(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* A compile unit's record whose image is gone from every tier: strict fails with it (a refusal that
+ * names the unit record), instead of compiling the unit again; lenient compiles. */
+static void test_a_unit_record_whose_image_is_gone(void **state) {
+    (void)state;
+    kc_graph_desc *d = softmax_at(16), *other = softmax_at(48); /* another shape: the same unit */
+    kc_cache *c = open_at("unitimg", NULL, (trust_cfg){NULL, NULL, NULL}, 0);
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
+    kc_cache_close(c);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/unitimg", tmp);
+    victim_kind = ".img.kce";
+    assert_int_equal(nftw(dir, find_one, 16, FTW_PHYS), 1);
+    assert_int_equal(unlink(victim), 0);
+    const char *why[] = {"compile unit record", "is in no tier", NULL};
+    c = open_at("unitimg", NULL, (trust_cfg){NULL, NULL, NULL}, 1);
+    expect_error(kc_graph_compile(c, other, "sm_90", &info), KC_ECORRUPT, why);
+    kc_cache_close(c);
+    c = open_at("unitimg", NULL, (trust_cfg){NULL, NULL, NULL}, 0);
+    if (kc_graph_compile(c, other, "sm_90", &info) != KC_OK) fail_msg("%s", kc_error_last()->message);
+    assert_int_equal(info.units_compiled, 1); /* lenient: the unit compiled again */
+    kc_cache_close(c);
+    kc_graph_desc_free(other);
+    kc_graph_desc_free(d);
+}
+
 static int group_setup(void **state) {
     (void)state;
     if (!kct_have_redis()) return 0;
@@ -309,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_a_remote_entry_whose_image_is_gone),
         cmocka_unit_test(test_a_corrupt_remote_entry),
         cmocka_unit_test(test_a_local_corrupt_entry_and_a_missing_image),
+        cmocka_unit_test(test_a_unit_record_whose_image_is_gone),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
