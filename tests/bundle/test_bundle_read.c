@@ -186,10 +186,39 @@ static void overrun(int version, size_t total) {
     kc_buf_free(&b);
 }
 
+/* The bound is what remains after the entries before it: entry 0 takes 8 bytes, entry 1 claims all the
+ * bytes after the table — each alone would fit, together they run past (a bound by the bytes after the
+ * table alone, not less what entry 0 took, would let entry 1 read past the content). */
+static void overrun_second(int version) {
+    kc_buf b = {0};
+    const char *names[2] = {"0123456789abcdef0123456789abcdef.sm_90", "fedcba9876543210fedcba9876543210.sm_90"};
+    const size_t body = 4096;
+    for (int i = 0; i < 2; i++) {
+        put16(&b, (uint16_t)strlen(names[i]));
+        puts_(&b, names[i]);
+        kc_buf_put_u64(&b, i ? 8 : 0);
+        kc_buf_put_u64(&b, i ? body : 8);
+        kc_buf_put_u64(&b, 0);
+    }
+    uint8_t *z = calloc(1, body);
+    assert_non_null(z);
+    kc_buf_put(&b, z, body);
+    free(z);
+    assert_false(b.failed);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/overrun2-v%d.kcb", tmp, version);
+    write_bundle(path, version, 2, b.data, b.len);
+    const char *past[3] = {"entry 1's size", "entry 1's size", "entry 1's size"};
+    import_refused(path, past);
+    kc_buf_free(&b);
+}
+
 static void test_toc_bounded_by_what_remains(void **state) {
     (void)state;
     for (int version = 1; version <= 4; version++) overrun(version, 4096);
-    overrun(3, 16u << 20); /* the 214 KB bundle: SIGSEGV without the fix, even without ASan */
+    overrun(3, 16u << 20); /* a 214 KB bundle: SIGSEGV without the fix, even without ASan */
+    overrun_second(1);
+    overrun_second(4);
 }
 
 int main(void) {
