@@ -207,7 +207,7 @@ static int compile_and_store(kc_cache *c, const kc_graph_desc *d, const kc_key *
     if (!rc && !kb && !(rc = kc_graph_key_in(c, d, &k2, &own_kb))) kb = own_kb;
     if (!rc) rc = make_entry(d, &u, key, kb, target, res, refs, abi, meta, &e);
     kc_key_builder_free(own_kb);
-    if (!rc) rc = kc_graph_set_compile_wall_(e, info->compile_ms);
+    if (!rc && (rc = kc_graph_set_compile_wall_(e, info->compile_ms)) != KC_OK) kc_entry_free(e), e = NULL;
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
     /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */
     if (!rc && reads && kc_entry_set_origin(e, "toolkit_reads", reads) != KC_OK) kc_error_clear();
