@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "double/double_test.h"
+#include "counts_test.h"
 
 enum { THREADS = 8, ROUNDS = 10, GRAPHS = 2 };
 
@@ -19,23 +20,6 @@ static char *dir;
 static kc_cache *cache;
 static kc_graph_desc *descs[GRAPHS];
 static pthread_barrier_t start;
-
-/* A graph of one small kernel; `body` makes the source (and so the key) its own. */
-static kc_graph_desc *small(const char *name, const char *body) {
-    char src[512];
-    snprintf(src, sizeof src, "extern \"C\" __global__ void k(float *x, int n) { int i = threadIdx.x; if (i < n) %s }\n",
-             body);
-    kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_new(&d, name), KC_OK);
-    kc_kernel_src k = KC_KERNEL_SRC_INIT;
-    k.file = "k.cu", k.source = src, k.name = "k";
-    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
-    const char *sizes[] = {"N"};
-    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
-    const char *grid[] = {"1", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
-    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2), KC_OK);
-    return d;
-}
 
 typedef struct tally {
     int memory, disk, waited, compiled, other, failed;
@@ -66,8 +50,8 @@ static void *worker(void *p) {
 
 static void test_counters_equal_what_callers_were_told(void **state) {
     (void)state;
-    descs[0] = small("small_a", "x[i] = 1;");
-    descs[1] = small("small_b", "x[i] = 2;");
+    descs[0] = kcc_small("small_a", "x[i] = 1;");
+    descs[1] = kcc_small("small_b", "x[i] = 2;");
     pthread_t th[THREADS];
     tally t[THREADS], sum;
     memset(t, 0, sizeof t);
@@ -123,7 +107,7 @@ static uint64_t wall_us(const kc_graph_info *info) {
 
 static void test_disk_hit_saves_wall_time_memory_hit_nothing(void **state) {
     (void)state;
-    kc_graph_desc *d = small("small_c", "x[i] = 3;");
+    kc_graph_desc *d = kcc_small("small_c", "x[i] = 3;");
     kc_graph *g1, *g2, *g3;
     kc_graph_info i1 = KC_GRAPH_INFO_INIT, i2 = KC_GRAPH_INFO_INIT, i3 = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_get(cache, d, 0, &g1, &i1), KC_OK);
@@ -150,7 +134,7 @@ static void test_disk_hit_saves_wall_time_memory_hit_nothing(void **state) {
 
 static void test_uncacheable_get_is_a_bypass_not_a_miss(void **state) {
     (void)state;
-    kc_graph_desc *d = small("dated", "{ const char *t = __DATE__; x[i] = t[0]; }");
+    kc_graph_desc *d = kcc_small("dated", "{ const char *t = __DATE__; x[i] = t[0]; }");
     for (int i = 0; i < 2; i++) {
         kc_graph *g;
         kc_graph_info info = KC_GRAPH_INFO_INIT;

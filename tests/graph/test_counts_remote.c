@@ -6,6 +6,7 @@
  * Starts its own redis-server on a free loopback port; needs NVRTC, no GPU.
  */
 #include "double/double_test.h"
+#include "counts_test.h"
 #include "redis_server.h"
 
 static kct_redis r;
@@ -20,21 +21,6 @@ static kc_cache *open_at(const char *dir) {
     return c;
 }
 
-static kc_graph_desc *small(const char *name, const char *body) {
-    char src[512];
-    snprintf(src, sizeof src, "extern \"C\" __global__ void k(float *x, int n) { int i = threadIdx.x; if (i < n) %s }\n",
-             body);
-    kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_new(&d, name), KC_OK);
-    kc_kernel_src k = KC_KERNEL_SRC_INIT;
-    k.file = "k.cu", k.source = src, k.name = "k";
-    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
-    const char *sizes[] = {"N"};
-    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
-    const char *grid[] = {"1", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
-    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2), KC_OK);
-    return d;
-}
 
 /* Compile `d` for sm_90 on a host of its own and publish it; the wall time its entry records. */
 static uint64_t publish_from_elsewhere(kc_graph_desc *d) {
@@ -67,7 +53,7 @@ static void assert_outcome(kc_cache *c, uint64_t remote, uint64_t disk, uint64_t
 
 static void test_compile_remote_hit_counts_remote(void **state) {
     (void)state;
-    kc_graph_desc *d = small("remote_compile", "x[i] = 5;");
+    kc_graph_desc *d = kcc_small("remote_compile", "x[i] = 5;");
     uint64_t us = publish_from_elsewhere(d);
     char *db = kct_tmpdir("cntB");
     kc_cache *b = open_at(db);
@@ -87,7 +73,7 @@ static void test_compile_remote_hit_counts_remote(void **state) {
 
 static void test_get_remote_hit_counts_remote(void **state) {
     (void)state;
-    kc_graph_desc *d = small("remote_get", "x[i] = 6;");
+    kc_graph_desc *d = kcc_small("remote_get", "x[i] = 6;");
     uint64_t us = publish_from_elsewhere(d);
     char *db = kct_tmpdir("cntG");
     kc_cache *b = open_at(db);
