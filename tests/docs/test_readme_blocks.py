@@ -4,7 +4,7 @@
 Each ```c block is one of:
   - a complete program (it defines `main`): compiled as written, linked against libkcache and the
     driver double, and run against the double (KCACHE_CUDA_DRIVER, a temporary KCACHE_DIR, no other
-    KCACHE_ variable) unless the line before its fence says <!-- build-only --> (it would need a GPU,
+    KCACHE_ variable) from the repository's root, as a reader runs it (so `kernels/…` paths work), unless the line before its fence says <!-- build-only --> (it would need a GPU,
     a network, …); exit 77 says it needs what the host lacks (NVRTC): reported, not failed;
   - a fragment: the line before its fence names its harness, <!-- harness: NAME -->, and
     tests/docs/harness/NAME.c declares what the text around the block says the caller has, with
@@ -107,7 +107,7 @@ def main():
                     for k in list(env):
                         if k.startswith('KCACHE_') and k not in ('KCACHE_DIR', 'KCACHE_CUDA_DRIVER'):
                             del env[k]  # the block sees the defaults its text describes
-                    r = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
+                    r = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120, cwd=a.source)
                     if r.returncode == 77:  # said so, never silent: it needs what this host lacks (NVRTC)
                         print('SKIP %s: built; not run (exit 77: no NVRTC here)' % where)
                         continue
