@@ -27,15 +27,12 @@
  * and one graph's warm `kcache get` against ccache, sccache, cuda.core's and Triton's caches.
  */
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
