@@ -178,7 +178,7 @@ def ctest_list(build, regex):
     return json.loads(out).get("tests", [])
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description="one-line mutants of the safety checks, against their tests")
     ap.add_argument("--list-file", default=LIST)
     ap.add_argument("--class", dest="classes", action="append", default=[])
@@ -190,29 +190,28 @@ def main():
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--no-baseline", action="store_true")
-    a = ap.parse_args()
+    return ap.parse_args()
 
+
+def choose(a):
+    """The list read and validated, and the mutants --id and --class choose: (mutants, chosen), or (None, exit code)."""
     mutants, errors = parse_list(a.list_file)
     errors += validate(mutants, ROOT)
     if errors:
         log("mutate: the mutant list is invalid (%s):" % a.list_file)
         for e in errors:
             log("  " + e)
-        return 2
+        return None, 2
     ids = {i for x in a.ids for i in x.split(",") if i}
     unknown = ids - {m.id for m in mutants} | (set(a.classes) - set(CLASSES))
     if unknown:
         log("mutate: no such mutant or class: " + ", ".join(sorted(unknown)))
-        return 2
-    chosen = [m for m in mutants if (not ids or m.id in ids) and (not a.classes or m.cls in a.classes)]
-    if a.check:
-        log("mutate: %d mutants, every original found exactly once" % len(mutants))
-        return 0
-    if a.list:
-        for m in chosen:
-            log("%-28s %-15s %s  [%s]" % (m.id, m.cls, m.path, m.tests))
-        return 0
+        return None, 2
+    return mutants, [m for m in mutants if (not ids or m.id in ids) and (not a.classes or m.cls in a.classes)]
 
+
+def build_scratch(a, chosen):
+    """The working tree copied into the scratch folder and built there: its build folder, or None."""
     user = os.environ.get("USER", str(os.getuid()))
     scratch = a.scratch or "/tmp/kcache-mutate-%s-%s" % (user, hashlib.sha1(ROOT.encode()).hexdigest()[:8])
     src, build = os.path.join(scratch, "src"), os.path.join(scratch, "build")
@@ -225,33 +224,58 @@ def main():
                        "-DKCACHE_BUILD_TESTS=ON", "-DKCACHE_WERROR=OFF"])
         if rc != 0:
             log(out[-4000:])
-            return 2
+            return None
     rc, out = run(["cmake", "--build", build, "-j", str(a.j)])
     if rc != 0:
         log(out[-4000:])
         log("mutate: the unmutated tree does not build")
-        return 2
+        return None
     log("mutate: built in %.0f s" % (time.time() - t0))
+    return src, build
 
+
+def plan_tests(build, chosen):
+    """Per mutant, the targets its tests need ({id: targets}), and every test's name; None when a regex selects none."""
     plan, names = {}, set()
     for m in chosen:
         tests = ctest_list(build, m.tests)
         if not tests:
             log("mutate: %s: its test regex '%s' selects no test" % (m.id, m.tests))
-            return 2
+            return None, None
         plan[m.id] = targets_of(build, tests)
         names |= {t["name"] for t in tests}
-    ctest = ["ctest", "--test-dir", build, "-j", str(a.j), "--timeout", str(a.timeout), "--output-on-failure"]
-    if not a.no_baseline:
-        union = "^(%s)$" % "|".join(re.escape(n) for n in sorted(names))  # CMake's regex allows few groups
-        t1 = time.time()
-        rc, out = run(ctest + ["-R", union], timeout=a.timeout * 4)
-        if rc != 0 or "No tests were found" in out:
-            log(out[-6000:])
-            log("mutate: the baseline (the listed tests, unmutated) fails: fix that first")
-            return 2
-        log("mutate: baseline green in %.0f s" % (time.time() - t1))
+    return plan, names
 
+
+def baseline(a, ctest, names):
+    """The listed tests, unmutated: True when green."""
+    union = "^(%s)$" % "|".join(re.escape(n) for n in sorted(names))  # CMake's regex allows few groups
+    t1 = time.time()
+    rc, out = run(ctest + ["-R", union], timeout=a.timeout * 4)
+    if rc != 0 or "No tests were found" in out:
+        log(out[-6000:])
+        log("mutate: the baseline (the listed tests, unmutated) fails: fix that first")
+        return False
+    log("mutate: baseline green in %.0f s" % (time.time() - t1))
+    return True
+
+
+def verdict_of(a, ctest, build, m, targets):
+    """One mutant, already applied: rebuilt and its tests run; (verdict, detail)."""
+    rc, out = run(["ninja", "-C", build, "-j", str(a.j)] + targets, timeout=a.timeout)
+    if rc != 0:
+        return "no-build", out[-1500:]
+    rc, out = run(ctest + ["--stop-on-failure", "-R", m.tests], timeout=a.timeout + 60)
+    failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
+    if rc == 0 and "No tests were found" in out:
+        return "no-build", "ctest ran no test for '%s'" % m.tests
+    if rc == 0:
+        return "survived", ""
+    return "killed", ", ".join(failed) if failed else ("timeout" if rc == 124 else "ctest exit %d" % rc)
+
+
+def run_mutants(a, ctest, src, build, chosen, plan):
+    """Each mutant applied in the scratch copy, judged, and its file restored whatever happens: the results."""
     results = []
     current = {}
 
@@ -276,19 +300,7 @@ def main():
             with open(path, "w", encoding="utf-8") as f:
                 f.write(m.apply(text))
             t1 = time.time()
-            rc, out = run(["ninja", "-C", build, "-j", str(a.j)] + plan[m.id], timeout=a.timeout)
-            if rc != 0:
-                verdict, detail = "no-build", out[-1500:]
-            else:
-                rc, out = run(ctest + ["--stop-on-failure", "-R", m.tests], timeout=a.timeout + 60)
-                failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
-                if rc == 0 and "No tests were found" in out:
-                    verdict, detail = "no-build", "ctest ran no test for '%s'" % m.tests
-                elif rc == 0:
-                    verdict, detail = "survived", ""
-                else:
-                    verdict = "killed"
-                    detail = ", ".join(failed) if failed else ("timeout" if rc == 124 else "ctest exit %d" % rc)
+            verdict, detail = verdict_of(a, ctest, build, m, plan[m.id])
             restore()
             results.append({"id": m.id, "class": m.cls, "file": m.path, "verdict": verdict, "by": detail if verdict == "killed" else "",
                             "seconds": round(time.time() - t1, 1)})
@@ -298,7 +310,11 @@ def main():
                 log(detail)
     finally:
         restore()
+    return results
 
+
+def report(a, results, t0):
+    """The table by class, the kill rate, the survivors and (--json) the results file: the exit code."""
     log("\nclass            mutants  killed  survived  no-build")
     for c in CLASSES:
         rs = [r for r in results if r["class"] == c]
@@ -318,6 +334,33 @@ def main():
     if len(results) != valid:
         return 2
     return 1 if survivors else 0
+
+
+def main():
+    a = parse_args()
+    mutants, chosen = choose(a)
+    if mutants is None:
+        return chosen
+    if a.check:
+        log("mutate: %d mutants, every original found exactly once" % len(mutants))
+        return 0
+    if a.list:
+        for m in chosen:
+            log("%-28s %-15s %s  [%s]" % (m.id, m.cls, m.path, m.tests))
+        return 0
+    t0 = time.time()
+    built = build_scratch(a, chosen)
+    if built is None:
+        return 2
+    src, build = built
+    plan, names = plan_tests(build, chosen)
+    if plan is None:
+        return 2
+    ctest = ["ctest", "--test-dir", build, "-j", str(a.j), "--timeout", str(a.timeout), "--output-on-failure"]
+    if not a.no_baseline and not baseline(a, ctest, names):
+        return 2
+    results = run_mutants(a, ctest, src, build, chosen, plan)
+    return report(a, results, t0)
 
 
 if __name__ == "__main__":

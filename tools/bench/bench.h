@@ -1,11 +1,14 @@
 /*
- * bench.h — what kcache-bench's two parts share: the run's settings, the clock, samples and
- * scratch folders.  bench.c measures per graph and per store (cold, warm, limits, peers, scale,
- * the process floor, the GPU); levels.c measures what the two-level layout ([Note: two levels]
- * in kcache/entry.h) costs and saves: a hit's second-level reads against one file, a second
- * static shape, and a cold prewarm's stored bytes.
+ * bench.h — what kcache-bench's parts share: the run's settings, the clock, samples, scratch
+ * folders, JSON numbers, and each part's results.  bench.c parses the options and runs the mode
+ * asked for (a table of named runs; the full run a table of named steps); graphs.c measures per
+ * graph (cold, warm, ccache, NVRTC's own cache); levels.c what the two-level layout ([Note: two
+ * levels] in kcache/entry.h) costs and saves: a hit's second-level reads against one file, a
+ * second static shape, and a cold prewarm's stored bytes; stores.c the site cache, the key and
+ * stores at scale; floor.c the process floor; gpu.c the driver's loads; procs.c and synth.c warm
+ * start as processes; report.c the full run's results file and plot.
  *
- * Must not: measure anything itself; it only names what both parts use.
+ * Must not: measure anything itself; it only names what the parts use.
  */
 #ifndef KCACHE_BENCH_H
 #define KCACHE_BENCH_H
@@ -37,6 +40,15 @@ double median_of(double *v, int n);
 
 /** a / b, or NAN when either is not positive. */
 double ratio(double a, double b);
+
+/** `"k": v` (null when NAN or negative), then ", " unless `last`. */
+void jnum(FILE *f, const char *k, double v, int last);
+
+/** `"k": {"median_us": .., "p10_us": .., "p90_us": .., "n": n}, `. */
+void jstat(FILE *f, const char *k, stat_s s);
+
+/** Microseconds as "12.3 us", "4.5 ms" or "1.23 s"; "-" when not measured. */
+void fmt_us(double us, char *out, size_t cap);
 
 /** A cache on `dir` (environment ignored); exits the benchmark on failure. */
 kc_cache *open_at(const char *dir);
@@ -108,6 +120,16 @@ typedef struct prewarm_res {
 /** Prewarm `manifest` for `arch` into an empty cache on `dir` and count what it stored. */
 void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out);
 
+/**
+ * A second static shape of each of the `ns` graphs at `specs` (scratch caches under `root`), printed
+ * as a table; *m_sh and *least the median and the least of cold / after the first shape.
+ */
+void bench_shapes(const char (*specs)[1024], int ns, const char *root, shape_res *sh, double *m_sh, double *least);
+/** The cold prewarm's lines, and its `"prewarm": {...}` (no separator after it); a shape's JSON object. */
+void print_prewarm(const prewarm_res *pw, const char *manifest);
+void jshape(FILE *f, const shape_res *s);
+void jprewarm(FILE *f, const prewarm_res *pw);
+
 /* ---- synth.c, procs.c: warm start as processes (issue 21) ---- */
 
 /**
@@ -175,5 +197,96 @@ void print_warmstart_peers(const ws_result *r);
 double ws_over_floor(stat_s x, stat_s ref, stat_s floor);
 /** `"warmstart_procs": {...}` (no separator after it). */
 void json_warmstart(FILE *f, const ws_result *r);
+
+/* ---- graphs.c: per graph ---- */
+
+/** One graph's figures. */
+typedef struct gres {
+    char name[64];
+    stat_s cold, warm, ccache_cold, ccache_warm, nvrtc_cache, warm_key, warm_lookup;
+    int units;     /* compile units (NVRTC programs) of the graph */
+    levels_res lv; /* the limit of its hit: graph entry + image files, and as one file */
+} gres;
+
+/** Every graph's figures, their ratios and medians over graphs. */
+typedef struct graphs_res {
+    int ns;
+    gres g[32];
+    double r_cw[32], r_wl[32], r_ccw[32], r_nv[32], r_rd[32], r_lib[32], r_wc[32], r_fl[32];
+    double m_cw, m_wl, m_ccw, m_nv, m_lv[4], m_in[2];
+} graphs_res;
+
+/**
+ * Measure and print the graphs at `specs` (scratch caches under `root`; `self`: this program, run
+ * again as a child for NVRTC's own cache; `largest`: the largest store, named in the header).
+ */
+void bench_graphs(const char *self, const char (*specs)[1024], int ns, const char *root, int largest, graphs_res *r);
+/** The child's part of NVRTC's own cache (--measure-nvrtc-cache SPEC): prints the best repeat; 0, or 1. */
+int bench_nvrtc_child(const char *spec);
+/** The one-file layout's warm hit, estimated from the reads and from the library's part (see graphs.c). */
+double warm_one_file_reads(const gres *g);
+double warm_one_file_lib(const gres *g);
+
+/* ---- stores.c: site cache, key, scale, import ---- */
+
+typedef struct stores_res {
+    double site[3];            /**< ns per site-cache hit with 1, 8, 64 entries */
+    double k_small, k_large;   /**< key MB/s on 4 KB and 1 MB sources */
+    int scale_n[3];
+    stat_s sc[3];              /**< a lookup at each scale */
+    double gc_ms, scale_ratio;
+    stat_s imp;                /**< an import of 300 entries, ms */
+} stores_res;
+
+/** Measure and print the site cache, the key and stores up to `largest` entries, under `root`. */
+void bench_stores(const char *root, int largest, stores_res *out);
+
+/* ---- floor.c: the process floor ---- */
+
+typedef struct floor_res {
+    int have;
+    char why[512], name[64];
+    stat_s help, get;
+} floor_res;
+
+/** Fresh processes of a warm `kcache get SPEC` against `kcache --help` (tool `kcache`, cache on `dir`). */
+void bench_process_floor(const char *kcache, const char *spec, const char *dir, floor_res *out);
+void print_process_floor(const floor_res *pf);
+/** `"process_floor": {...}` or null (no separator after it). */
+void jfloor(FILE *f, const floor_res *pf);
+
+/* ---- gpu.c ---- */
+
+typedef struct gpu_res {
+    int have;
+    char why[256];
+    double hit_load_us, bare_load_us, hand_us, ptx_load_us, cubin_load_us;
+    double key_us, lookup_us, load_us; /* the hit's own split (kc_graph_info), medians */
+} gpu_res;
+
+/** A hit with the driver's load against the images by hand, on device 0 (cache on `dir`). */
+void bench_gpu(const char *spec, const char *dir, gpu_res *out);
+void print_gpu(const gpu_res *gp, const char *name);
+
+/* ---- report.c: the full run's results ---- */
+
+/** Everything the full run measured, in the order it printed it. */
+typedef struct full_run {
+    char root[4096];
+    char specs[32][1024];
+    graphs_res gr;
+    shape_res sh[32];
+    double m_sh, min_sh;
+    prewarm_res pw;
+    floor_res pf;
+    ws_result ws;
+    stores_res st;
+    gpu_res gp;
+} full_run;
+
+/** Write the full run's results file at `path` and say so; 0, or -1 when it cannot be opened. */
+int write_json(const full_run *r, const char *path);
+/** Plot cold, warm and the limits per graph into `path` with gnuplot (a data file under r->root). */
+void write_plot(const full_run *r, const char *path);
 
 #endif

@@ -112,20 +112,28 @@ static int append_file(FILE *f, const char *path) {
     return rc;
 }
 
-void bench_levels(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const char *dir, int iters, levels_res *out) {
-    memset(out, 0, sizeof *out);
+/* The files of one graph's hit: [0] the graph entry, [1..n] its images, [n+1] the same bytes as one file. */
+typedef struct level_files {
+    char (*paths)[4096];
+    size_t n;
+    size_t cap;               /* the largest of the files */
+    size_t total;             /* their bytes together */
+} level_files;
+
+/* Name the graph entry's files and write them as one file; 0, or -1 with out->why said. */
+static int level_files_make(kc_cache *c, const kc_key *key, const char *dir, level_files *lf, levels_res *out) {
     kc_entry *e;
     kc_image_ref *refs = NULL;
     size_t n = 0;
     if (kc_cache_peek(c, key, arch, &e) != KC_OK) {
         snprintf(out->why, sizeof out->why, "no graph entry: %s", kc_error_last()->message);
-        return;
+        return -1;
     }
     int rc = kc_entry_images(e, &refs, &n);
     kc_entry_free(e);
     if (rc != KC_OK) {
         snprintf(out->why, sizeof out->why, "no images: %s", kc_error_last()->message);
-        return;
+        return -1;
     }
     char (*paths)[4096] = calloc(n + 2, sizeof *paths); /* [0] the graph entry, [1..n] images, [n+1] one file */
     object_path(dir, key, arch, paths[0], sizeof paths[0]);
@@ -140,7 +148,7 @@ void bench_levels(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const 
             snprintf(out->why, sizeof out->why, "cannot read %s", paths[i]);
             fclose(one);
             free(paths);
-            return;
+            return -1;
         }
         if (i == 0) out->graph_bytes = (size_t)sz;
         else out->image_bytes += (size_t)sz;
@@ -150,72 +158,100 @@ void bench_levels(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const 
     if (!one || fclose(one) != 0 || file_size(paths[n + 1]) != (long)total) {
         snprintf(out->why, sizeof out->why, "cannot write %s", paths[n + 1]);
         free(paths);
-        return;
+        return -1;
     }
-    out->images = (int)n;
-    size_t bufcap = total + 64, outcap = 64u << 20;
-    uint8_t *buf = malloc(bufcap), *dec = malloc(outcap);
-    double *ve = calloc((size_t)iters, sizeof(double)), *vi = calloc((size_t)iters, sizeof(double));
-    double *vn = calloc((size_t)iters, sizeof(double)), *v1 = calloc((size_t)iters, sizeof(double));
-    double *vr = calloc((size_t)iters, sizeof(double)), *vc = calloc((size_t)iters, sizeof(double));
-    double *vf = calloc((size_t)iters, sizeof(double));
-    ZSTD_DCtx *z = ZSTD_createDCtx();
+    *lf = (level_files){paths, n, cap, total};
+    return 0;
+}
+
+/* One round's samples, each its own series: entry read, image reads, both, one file, resolve, check, fetch. */
+enum { V_ENTRY, V_IMAGES, V_LIMIT, V_ONE, V_RESOLVE, V_CHECK, V_FETCH, V_COUNT };
+
+typedef struct level_round {
+    kc_cache *c;
+    const kc_graph_desc *d;
+    const kc_key *key;
+    const level_files *lf;
+    uint8_t *buf, *dec;
+    size_t bufcap, outcap;
+    ZSTD_DCtx *z;
+} level_round;
+
+/* Round k of the limit's samples into v[*][k]; nonzero when a file did not check. */
+static int level_sample(const level_round *r, int k, double *v[V_COUNT]) {
+    const level_files *lf = r->lf;
+    size_t n = lf->n, cap = lf->cap;
+    char (*paths)[4096] = lf->paths;
     int bad = 0;
-    for (int k = 0; k < iters && !bad; k++) {
-        double t0, t1, t2, s0, s1;
-        if (k % 2) { /* interleaved, alternating which goes first: drift touches both alike */
-            s0 = now_us();
-            bad |= limit_file(paths[n + 1], buf, bufcap, dec, outcap, z);
-            s1 = now_us();
-        }
-        t0 = now_us();
-        bad |= limit_file(paths[0], buf, cap + 64, dec, outcap, z);
-        t1 = now_us();
-        for (size_t i = 1; i <= n; i++) bad |= limit_file(paths[i], buf, cap + 64, dec, outcap, z);
-        t2 = now_us();
-        if (!(k % 2)) {
-            s0 = now_us();
-            bad |= limit_file(paths[n + 1], buf, bufcap, dec, outcap, z);
-            s1 = now_us();
-        }
-        ve[k] = t1 - t0, vi[k] = t2 - t1, vn[k] = t2 - t0, v1[k] = s1 - s0;
-        /* read + check, nothing inflated (a compile-path hit's floor) */
-        t0 = now_us();
-        for (size_t i = 0; i <= n; i++) bad |= limit_file(paths[i], buf, cap + 64, dec, outcap, NULL);
-        vc[k] = now_us() - t0;
-        /* a lookup that hands out the bytes: key, graph entry, images */
-        t0 = now_us();
-        kc_key fk;
-        kc_entry *fe = NULL;
-        bad |= kc_graph_key(d, &fk, NULL) != KC_OK || kc_cache_get(c, &fk, arch, &fe) != KC_OK ||
-               kc_entry_resolve(c, fe) != KC_OK;
-        vf[k] = now_us() - t0;
-        kc_entry_free(fe);
-        /* the library fetching the same images for a graph entry read beforehand (untimed) */
-        kc_entry *ge;
-        bad |= kc_cache_peek(c, key, arch, &ge) != KC_OK;
-        if (!bad) {
-            t0 = now_us();
-            bad |= kc_entry_resolve(c, ge) != KC_OK;
-            vr[k] = now_us() - t0;
-            kc_entry_free(ge);
-        }
+    double t0, t1, t2, s0 = 0, s1 = 0;
+    if (k % 2) { /* interleaved, alternating which goes first: drift touches both alike */
+        s0 = now_us();
+        bad |= limit_file(paths[n + 1], r->buf, r->bufcap, r->dec, r->outcap, r->z);
+        s1 = now_us();
     }
+    t0 = now_us();
+    bad |= limit_file(paths[0], r->buf, cap + 64, r->dec, r->outcap, r->z);
+    t1 = now_us();
+    for (size_t i = 1; i <= n; i++) bad |= limit_file(paths[i], r->buf, cap + 64, r->dec, r->outcap, r->z);
+    t2 = now_us();
+    if (!(k % 2)) {
+        s0 = now_us();
+        bad |= limit_file(paths[n + 1], r->buf, r->bufcap, r->dec, r->outcap, r->z);
+        s1 = now_us();
+    }
+    v[V_ENTRY][k] = t1 - t0, v[V_IMAGES][k] = t2 - t1, v[V_LIMIT][k] = t2 - t0, v[V_ONE][k] = s1 - s0;
+    /* read + check, nothing inflated (a compile-path hit's floor) */
+    t0 = now_us();
+    for (size_t i = 0; i <= n; i++) bad |= limit_file(paths[i], r->buf, cap + 64, r->dec, r->outcap, NULL);
+    v[V_CHECK][k] = now_us() - t0;
+    /* a lookup that hands out the bytes: key, graph entry, images */
+    t0 = now_us();
+    kc_key fk;
+    kc_entry *fe = NULL;
+    bad |= kc_graph_key(r->d, &fk, NULL) != KC_OK || kc_cache_get(r->c, &fk, arch, &fe) != KC_OK ||
+           kc_entry_resolve(r->c, fe) != KC_OK;
+    v[V_FETCH][k] = now_us() - t0;
+    kc_entry_free(fe);
+    /* the library fetching the same images for a graph entry read beforehand (untimed) */
+    kc_entry *ge;
+    bad |= kc_cache_peek(r->c, r->key, arch, &ge) != KC_OK;
+    if (!bad) {
+        t0 = now_us();
+        bad |= kc_entry_resolve(r->c, ge) != KC_OK;
+        v[V_RESOLVE][k] = now_us() - t0;
+        kc_entry_free(ge);
+    }
+    return bad;
+}
+
+void bench_levels(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const char *dir, int iters, levels_res *out) {
+    memset(out, 0, sizeof *out);
+    level_files lf;
+    if (level_files_make(c, key, dir, &lf, out)) return;
+    size_t n = lf.n;
+    out->images = (int)n;
+    level_round r = {c, d, key, &lf, NULL, NULL, lf.total + 64, 64u << 20, ZSTD_createDCtx()};
+    r.buf = malloc(r.bufcap), r.dec = malloc(r.outcap);
+    double *v[V_COUNT];
+    for (int i = 0; i < V_COUNT; i++) v[i] = calloc((size_t)iters, sizeof(double));
+    int bad = 0;
+    for (int k = 0; k < iters && !bad; k++) bad |= level_sample(&r, k, v);
     if (bad) snprintf(out->why, sizeof out->why, "the files of the graph's hit did not check directly");
     else {
         out->have = 1;
-        out->entry_read = summarize(ve, iters);
-        out->image_reads = summarize(vi, iters);
-        out->limit = summarize(vn, iters);
-        out->one_file = summarize(v1, iters);
-        out->resolve = summarize(vr, iters);
-        out->check = summarize(vc, iters);
-        out->fetch = summarize(vf, iters);
+        out->entry_read = summarize(v[V_ENTRY], iters);
+        out->image_reads = summarize(v[V_IMAGES], iters);
+        out->limit = summarize(v[V_LIMIT], iters);
+        out->one_file = summarize(v[V_ONE], iters);
+        out->resolve = summarize(v[V_RESOLVE], iters);
+        out->check = summarize(v[V_CHECK], iters);
+        out->fetch = summarize(v[V_FETCH], iters);
     }
-    ZSTD_freeDCtx(z);
-    free(ve), free(vi), free(vn), free(v1), free(vr), free(vc), free(vf), free(buf), free(dec);
-    unlink(paths[n + 1]);
-    free(paths);
+    ZSTD_freeDCtx(r.z);
+    for (int i = 0; i < V_COUNT; i++) free(v[i]);
+    free(r.buf), free(r.dec);
+    unlink(lf.paths[n + 1]);
+    free(lf.paths);
 }
 
 /* ---- a second static shape ---- */
@@ -431,4 +467,85 @@ static void count_stored(const char *dir, prewarm_res *out) {
         if (sh) closedir(sh);
     }
     if (top) closedir(top);
+}
+
+/* ---- printing: the second shape's table, the prewarm's lines, their JSON ---- */
+
+void bench_shapes(const char (*specs)[1024], int ns, const char *root, shape_res *sh, double *m_sh, double *least) {
+    double r_sh[32];
+    int nsh = 0;
+    printf("\nsecond static shape (the graph's symbols set to 256, then 512; %d run%s each; median [p10 .. p90] ms):\n"
+           "%-14s %-16s %5s %24s %24s %9s %10s\n", quick ? 1 : 5, quick ? "" : "s", "graph", "shapes", "units",
+           "cold (empty cache)", "after the first shape", "compiled", "cold/2nd");
+    for (int i = 0; i < ns; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/shape%d", root, i);
+        mkdir(dir, 0700);
+        bench_second_shape(specs[i], dir, &sh[i]);
+        rm_rf(dir);
+        if (!sh[i].have) {
+            printf("%-14s not measured (%s)\n", sh[i].name, sh[i].why);
+            continue;
+        }
+        r_sh[nsh] = ratio(sh[i].cold.med, sh[i].second.med);
+        char a[32], b[32];
+        fmt_us(sh[i].cold.med, a, sizeof a);
+        fmt_us(sh[i].second.med, b, sizeof b);
+        printf("%-14s %-16s %5d %10s [%4.0f .. %4.0f] %10s [%4.1f .. %4.1f] %9d %9.0fx\n", sh[i].name, sh[i].shapes,
+               sh[i].units, a, sh[i].cold.p10 / 1e3, sh[i].cold.p90 / 1e3, b, sh[i].second.p10 / 1e3,
+               sh[i].second.p90 / 1e3, sh[i].second_units_compiled, r_sh[nsh]);
+        nsh++;
+        fflush(stdout);
+    }
+    *m_sh = nsh ? median_of(r_sh, nsh) : NAN;
+    *least = nsh ? r_sh[0] : NAN; /* sorted by median_of */
+    printf("second shape, cold / after the first shape: median %.0fx, least %.0fx over %d graphs (acceptance: >= 10x)\n", *m_sh,
+           *least, nsh);
+}
+
+void print_prewarm(const prewarm_res *pw, const char *manifest) {
+    if (!pw->have) {
+        printf("\ncold prewarm: not measured (%s)\n", pw->why);
+        return;
+    }
+    size_t stored = pw->graph_bytes + pw->image_bytes + pw->unit_bytes;
+    printf("\ncold prewarm of %s for %s into an empty cache: %zu graphs in %.2f s; NVRTC ran %ld units "
+           "(sum of units_compiled) of %ld unit uses (sum of units); %zu unit records, %zu images, %zu graph entries stored\n",
+           manifest, arch, pw->graphs, pw->seconds, pw->units_compiled, pw->unit_uses, pw->unit_records, pw->nimages, pw->ngraph);
+    printf("stored: graph entries %.1f KB + images %.1f KB + unit records %.1f KB = %.1f KB; every graph carrying its own "
+           "images (graph entry + its images' files, shared ones again): %.1f KB = %.2fx\n",
+           (double)pw->graph_bytes / 1024, (double)pw->image_bytes / 1024, (double)pw->unit_bytes / 1024,
+           (double)stored / 1024, (double)pw->one_file_bytes / 1024, ratio((double)pw->one_file_bytes, (double)stored));
+    if (pw->have_shapes)
+        printf("then two more static shapes of every graph (every symbol 384, then 768): NVRTC ran %ld units; %zu graph "
+               "entries, stored %.1f KB against %.1f KB were every graph to carry its own images = %.2fx (one-file / two levels)\n",
+               pw->shape_units_compiled, pw->shape_ngraph, (double)pw->shape_stored / 1024, (double)pw->shape_one_file / 1024,
+               ratio((double)pw->shape_one_file, (double)pw->shape_stored));
+    fflush(stdout);
+}
+
+void jshape(FILE *f, const shape_res *s) {
+    fprintf(f, "{\"name\": \"%s\", \"shapes\": \"%s\", \"units\": %d, ", s->name, s->shapes, s->units);
+    jstat(f, "cold", s->cold);
+    jstat(f, "second", s->second);
+    fprintf(f, "\"second_units_compiled\": %d, ", s->second_units_compiled);
+    jnum(f, "cold_over_second", ratio(s->cold.med, s->second.med), 1);
+    fprintf(f, "}");
+}
+
+void jprewarm(FILE *f, const prewarm_res *pw) {
+    fprintf(f, "\"prewarm\": ");
+    if (!pw->have) {
+        fprintf(f, "null");
+        return;
+    }
+    size_t stored = pw->graph_bytes + pw->image_bytes + pw->unit_bytes;
+    fprintf(f, "{\"graphs\": %zu, \"unit_uses\": %ld, \"units_compiled\": %ld, \"unit_records\": %zu, \"images\": %zu, "
+            "\"graph_entries\": %zu, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, \"unit_record_bytes\": %zu, "
+            "\"stored_bytes\": %zu, \"one_file_layout_bytes\": %zu, ",
+            pw->graphs, pw->unit_uses, pw->units_compiled, pw->unit_records, pw->nimages, pw->ngraph, pw->graph_bytes,
+            pw->image_bytes, pw->unit_bytes, stored, pw->one_file_bytes);
+    jnum(f, "seconds", pw->seconds, 0);
+    jnum(f, "one_file_layout_over_stored", ratio((double)pw->one_file_bytes, (double)stored), 1);
+    fprintf(f, "}");
 }

@@ -21,6 +21,8 @@
  *     softmax.cu) and Triton's cache (a Triton softmax for GPUTarget("cuda", 90, 32)), cold
  *     (an empty cache folder each run) and warm, with their imports alone as their own floor.
  *
+ * What it prints and writes is procs_report.c's.
+ *
  * Must not: fail the benchmark when a peer is missing or fails (it says "not measured: why"),
  * or count a run that was not what it claims (a warm start that compiled, a peer that missed).
  */
@@ -317,76 +319,89 @@ static void bench_manifest(const ws_tools *t, const char *label, const char *man
 
 /* ---- one graph, process against process ---- */
 
-static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir, int runs, ws_result *out) {
-    char spec[4200], src[4200], inc[4300], cdir[4200], ccdir[4300], scdir[4300], obj[4300], archflag[64];
-    snprintf(spec, sizeof spec, "%s/softmax.json", kdir);
-    snprintf(src, sizeof src, "%s/softmax.cu", kdir);
-    snprintf(inc, sizeof inc, "-I%s", kdir);
-    snprintf(cdir, sizeof cdir, "%s/kc-one", dir);
-    snprintf(ccdir, sizeof ccdir, "CCACHE_DIR=%s/ccache", dir);
-    snprintf(scdir, sizeof scdir, "SCCACHE_DIR=%s/sccache", dir);
-    snprintf(obj, sizeof obj, "%s/softmax.cubin", dir);
-    snprintf(archflag, sizeof archflag, "-arch=%s", arch);
-    int st;
-    char *get[] = {(char *)t->kcache, "--cache-dir", cdir, "get", spec, "--arch", (char *)arch, NULL};
-    char line[1024], cmd[9000];
-    run_proc(get, NULL, &st); /* the one compile */
-    snprintf(cmd, sizeof cmd, "'%s' --cache-dir '%s' get '%s' --arch %s --json 2>&1", t->kcache, cdir, spec, arch);
-    first_line(cmd, line, sizeof line);
-    if (!strstr(line, "\"disk\"")) {
-        snprintf(out->get_why, sizeof out->get_why, "the second `kcache get` was no disk hit: %.300s", line);
-        return;
-    }
+/* One graph's programs, process against process: paths, argument vectors and environments. */
+typedef struct one_graph {
+    char spec[4200], src[4200], inc[4300], cdir[4200], ccdir[4300], scdir[4300], obj[4300], archflag[64], port[64];
     char nvcc[4096], ccache[4096], sccache[4096];
-    int have_nvcc = find_exe("nvcc", nvcc, sizeof nvcc) == 0;
-    /* ccache */
-    char *ccenv[] = {ccdir, "CCACHE_NOHASHDIR=1", NULL};
-    char *cc[] = {ccache, nvcc, "-c", "-cubin", archflag, inc, "-o", obj, src, NULL};
-    int have_cc = have_nvcc && find_exe("ccache", ccache, sizeof ccache) == 0;
-    if (!have_nvcc) snprintf(out->ccache_why, sizeof out->ccache_why, "no nvcc in PATH or /usr/local/cuda/bin");
-    else if (!have_cc) snprintf(out->ccache_why, sizeof out->ccache_why, "no ccache in PATH (tools/deps.sh --bench)");
-    if (have_cc) {
-        double us = run_proc(cc, ccenv, &st);
-        out->ccache_cold = (stat_s){us, us, us, st == 0};
-        if (st) have_cc = 0, snprintf(out->ccache_why, sizeof out->ccache_why, "ccache nvcc -cubin exited %d", st);
-    }
+    char *get[8], *cc[10], *sc[10], *ccenv[3], *scenv[5];
+    int have_cc, have_sc;
+} one_graph;
+
+static void one_graph_init(one_graph *o, const ws_tools *t, const char *kdir, const char *dir) {
+    snprintf(o->spec, sizeof o->spec, "%s/softmax.json", kdir);
+    snprintf(o->src, sizeof o->src, "%s/softmax.cu", kdir);
+    snprintf(o->inc, sizeof o->inc, "-I%s", kdir);
+    snprintf(o->cdir, sizeof o->cdir, "%s/kc-one", dir);
+    snprintf(o->ccdir, sizeof o->ccdir, "CCACHE_DIR=%s/ccache", dir);
+    snprintf(o->scdir, sizeof o->scdir, "SCCACHE_DIR=%s/sccache", dir);
+    snprintf(o->obj, sizeof o->obj, "%s/softmax.cubin", dir);
+    snprintf(o->archflag, sizeof o->archflag, "-arch=%s", arch);
+    snprintf(o->port, sizeof o->port, "SCCACHE_SERVER_PORT=%d", 20000 + (int)(getpid() % 20000));
+    char *get[] = {(char *)t->kcache, "--cache-dir", o->cdir, "get", o->spec, "--arch", (char *)arch, NULL};
+    char *cc[] = {o->ccache, o->nvcc, "-c", "-cubin", o->archflag, o->inc, "-o", o->obj, o->src, NULL};
+    char *sc[] = {o->sccache, o->nvcc, "-c", "-cubin", o->archflag, o->inc, "-o", o->obj, o->src, NULL};
+    char *ccenv[] = {o->ccdir, "CCACHE_NOHASHDIR=1", NULL};
     /* sccache: its own server, on a port of its own, its own folder */
-    char port[64], *scenv[] = {scdir, port, "SCCACHE_IDLE_TIMEOUT=0", "SCCACHE_LOG=", NULL};
-    snprintf(port, sizeof port, "SCCACHE_SERVER_PORT=%d", 20000 + (int)(getpid() % 20000));
-    char *sc[] = {sccache, nvcc, "-c", "-cubin", archflag, inc, "-o", obj, src, NULL};
-    char *sc_start[] = {sccache, "--start-server", NULL}, *sc_stop[] = {sccache, "--stop-server", NULL};
-    int have_sc = have_nvcc && find_exe("sccache", sccache, sizeof sccache) == 0;
-    if (have_nvcc && !have_sc) snprintf(out->sccache_why, sizeof out->sccache_why, "no sccache in PATH (tools/deps.sh --bench)");
+    char *scenv[] = {o->scdir, o->port, "SCCACHE_IDLE_TIMEOUT=0", "SCCACHE_LOG=", NULL};
+    memcpy(o->get, get, sizeof get), memcpy(o->cc, cc, sizeof cc), memcpy(o->sc, sc, sizeof sc);
+    memcpy(o->ccenv, ccenv, sizeof ccenv), memcpy(o->scenv, scenv, sizeof scenv);
+}
+
+/* ccache's and sccache's cold runs (sccache's server started first); each one's why when it cannot run. */
+static void one_graph_peers_cold(one_graph *o, ws_result *out) {
+    int st;
+    int have_nvcc = find_exe("nvcc", o->nvcc, sizeof o->nvcc) == 0;
+    o->have_cc = have_nvcc && find_exe("ccache", o->ccache, sizeof o->ccache) == 0;
+    if (!have_nvcc) snprintf(out->ccache_why, sizeof out->ccache_why, "no nvcc in PATH or /usr/local/cuda/bin");
+    else if (!o->have_cc) snprintf(out->ccache_why, sizeof out->ccache_why, "no ccache in PATH (tools/deps.sh --bench)");
+    if (o->have_cc) {
+        double us = run_proc(o->cc, o->ccenv, &st);
+        out->ccache_cold = (stat_s){us, us, us, st == 0};
+        if (st) o->have_cc = 0, snprintf(out->ccache_why, sizeof out->ccache_why, "ccache nvcc -cubin exited %d", st);
+    }
+    char *sc_start[] = {o->sccache, "--start-server", NULL};
+    o->have_sc = have_nvcc && find_exe("sccache", o->sccache, sizeof o->sccache) == 0;
+    if (have_nvcc && !o->have_sc) snprintf(out->sccache_why, sizeof out->sccache_why, "no sccache in PATH (tools/deps.sh --bench)");
     else if (!have_nvcc) snprintf(out->sccache_why, sizeof out->sccache_why, "no nvcc");
-    if (have_sc) {
-        run_proc(sc_start, scenv, &st);
-        if (st) have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache --start-server exited %d", st);
+    if (o->have_sc) {
+        run_proc(sc_start, o->scenv, &st);
+        if (st) o->have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache --start-server exited %d", st);
     }
-    if (have_sc) {
-        double us = run_proc(sc, scenv, &st);
+    if (o->have_sc) {
+        double us = run_proc(o->sc, o->scenv, &st);
         out->sccache_cold = (stat_s){us, us, us, st == 0};
-        if (st) have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache nvcc -cubin exited %d", st);
+        if (st) o->have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache nvcc -cubin exited %d", st);
     }
+}
+
+/* The warm runs, interleaved: empty main, `kcache --help`, `kcache get`, ccache, sccache (fewer). */
+static void one_graph_warm(const one_graph *o, const ws_tools *t, int runs, ws_result *out) {
+    int st;
     char *help[] = {(char *)t->kcache, "--help", NULL}, *empty[] = {(char *)t->empty, NULL};
     int nsc = quick ? 5 : 30;
     samples s[5] = {make(runs), make(runs), make(runs), make(runs), make(nsc)};
-    for (int r = 0; r < 2; r++) run_proc(get, NULL, &st), run_proc(help, NULL, &st), run_proc(empty, NULL, &st);
+    for (int r = 0; r < 2; r++) run_proc(o->get, NULL, &st), run_proc(help, NULL, &st), run_proc(empty, NULL, &st);
+    char **progs[5] = {empty, help, (char **)o->get, (char **)o->cc, (char **)o->sc};
+    char **envs[5] = {NULL, NULL, NULL, (char **)o->ccenv, (char **)o->scenv};
+    int want[5] = {1, 1, 1, o->have_cc, o->have_sc};
     for (int r = 0; r < runs; r++)
         for (int j = 0; j < 5; j++) {
             int k = (r + j) % 5;
-            double us;
-            if (k == 0) us = run_proc(empty, NULL, &st), take(&s[0], us, st, 0);
-            if (k == 1) us = run_proc(help, NULL, &st), take(&s[1], us, st, 0);
-            if (k == 2) us = run_proc(get, NULL, &st), take(&s[2], us, st, 0);
-            if (k == 3 && have_cc) us = run_proc(cc, ccenv, &st), take(&s[3], us, st, 0);
-            if (k == 4 && have_sc && r < nsc) us = run_proc(sc, scenv, &st), take(&s[4], us, st, 0);
+            if (!want[k] || (k == 4 && r >= nsc)) continue;
+            double us = run_proc(progs[k], envs[k], &st);
+            take(&s[k], us, st, 0);
         }
     out->one_empty = done(&s[0]), out->one_help = done(&s[1]), out->get = done(&s[2]);
     out->have_get = out->get.n > 0;
     out->ccache_warm = done(&s[3]), out->sccache_warm = done(&s[4]);
-    if (have_cc) {
+}
+
+/* ccache's and sccache's own counts of hits: a warm run they did not count as a hit voids their figure. */
+static void one_graph_hits(const one_graph *o, ws_result *out) {
+    int st;
+    if (o->have_cc) {
         char cmdl[4600];
-        snprintf(cmdl, sizeof cmdl, "%s '%s' --print-stats 2>/dev/null", ccdir, ccache);
+        snprintf(cmdl, sizeof cmdl, "%s '%s' --print-stats 2>/dev/null", o->ccdir, o->ccache);
         const char *keys[] = {"direct_cache_hit", "preprocessed_cache_hit", NULL};
         out->ccache_hits = stat_sum(cmdl, keys);
         if (out->ccache_hits < out->ccache_warm.n) {
@@ -395,12 +410,13 @@ static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir
             out->ccache_warm.n = 0;
         }
     }
-    if (have_sc) {
+    if (o->have_sc) {
         char cmdl[4800];
-        snprintf(cmdl, sizeof cmdl, "%s %s '%s' --show-stats 2>/dev/null", scdir, port, sccache);
+        snprintf(cmdl, sizeof cmdl, "%s %s '%s' --show-stats 2>/dev/null", o->scdir, o->port, o->sccache);
         const char *keys[] = {"Cache hits", NULL};
+        char *sc_stop[] = {(char *)o->sccache, "--stop-server", NULL};
         out->sccache_hits = stat_sum(cmdl, keys);
-        run_proc(sc_stop, scenv, &st);
+        run_proc(sc_stop, o->scenv, &st);
         if (out->sccache_hits < out->sccache_warm.n) {
             snprintf(out->sccache_why, sizeof out->sccache_why, "sccache counted %ld hits for %d warm runs",
                      out->sccache_hits, out->sccache_warm.n);
@@ -409,6 +425,26 @@ static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir
     }
     if (!out->ccache_warm.n && !out->ccache_why[0]) snprintf(out->ccache_why, sizeof out->ccache_why, "the runs failed");
     if (!out->sccache_warm.n && !out->sccache_why[0]) snprintf(out->sccache_why, sizeof out->sccache_why, "the runs failed");
+}
+
+static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir, int runs, ws_result *out) {
+    one_graph *o = calloc(1, sizeof *o);
+    if (!o) return;
+    one_graph_init(o, t, kdir, dir);
+    int st;
+    char line[1024], cmd[9000];
+    run_proc(o->get, NULL, &st); /* the one compile */
+    snprintf(cmd, sizeof cmd, "'%s' --cache-dir '%s' get '%s' --arch %s --json 2>&1", t->kcache, o->cdir, o->spec, arch);
+    first_line(cmd, line, sizeof line);
+    if (!strstr(line, "\"disk\"")) {
+        snprintf(out->get_why, sizeof out->get_why, "the second `kcache get` was no disk hit: %.300s", line);
+        free(o);
+        return;
+    }
+    one_graph_peers_cold(o, out);
+    one_graph_warm(o, t, runs, out);
+    one_graph_hits(o, out);
+    free(o);
 }
 
 /* A Python peer (cold: an empty cache folder each run; warm; the imports alone), interleaved. */
@@ -527,202 +563,4 @@ void bench_warmstart(const ws_tools *t, const char *kdir, const char *root, int 
     }
     rm_rf(d);
     print_warmstart_peers(out);
-}
-
-/* ---- output ---- */
-
-static void line_stat(const char *what, stat_s s) {
-    if (!s.n) printf("  %-44s not measured\n", what);
-    else if (s.med >= 1e6) printf("  %-44s %8.2f s  [%.2f .. %.2f] (%d)\n", what, s.med / 1e6, s.p10 / 1e6, s.p90 / 1e6, s.n);
-    else printf("  %-44s %8.2f ms [%.2f .. %.2f] (%d)\n", what, s.med / 1e3, s.p10 / 1e3, s.p90 / 1e3, s.n);
-}
-
-double ws_over_floor(stat_s x, stat_s ref, stat_s floor) {
-    if (!x.n || !ref.n || !floor.n) return NAN;
-    double a = x.med - floor.med, b = ref.med - floor.med;
-    return b > 0 ? a / b : NAN;
-}
-
-/* "1.23x", or "-" when not measured (a floor above the reference). */
-static const char *rx(double v, char *b) {
-    if (isnan(v)) snprintf(b, 16, "-");
-    else snprintf(b, 16, "%.2fx", v);
-    return b;
-}
-
-void print_warmstart_manifest(const ws_manifest *m) {
-    char b1[16], b2[16], b3[16];
-    if (!m->have) {
-        printf("warm start, %s manifest: not measured (%s)\n", m->label, m->why);
-        fflush(stdout);
-        return;
-    }
-    printf("warm start, %s manifest (%d graphs for %s; %d entry files, %d distinct, %.1f KB), fresh processes, interleaved, "
-           "median [p10 .. p90] (runs):\n",
-           m->label, m->graphs, arch, m->files, m->distinct, (double)m->bytes / 1024);
-    line_stat("empty main (kcache-empty)", m->empty);
-    line_stat("kcache --help", m->help);
-    line_stat("empty main + the library's .so (kcache-empty-libs)", m->empty_libs);
-    line_stat("kcache-minread (read, check, zstd: the files)", m->minread);
-    line_stat("kcache-warmstart, warm (every graph a hit)", m->warm);
-    line_stat("kcache-warmstart, cold (an empty cache)", m->cold);
-    if (m->warm_bad || m->minread_bad) printf("  (runs that exited wrongly, left out: warm start %d, minread %d)\n", m->warm_bad, m->minread_bad);
-    printf("  (warm start - empty main) / (minread - empty main) = %s  [- kcache --help: %s]  (+%.2f ms over "
-           "minread); cold / warm %.0fx\n",
-           rx(ws_over_floor(m->warm, m->minread, m->empty), b1), rx(ws_over_floor(m->warm, m->minread, m->help), b2),
-           (m->warm.med - m->minread.med) / 1e3, ratio(m->cold.med, m->warm.med));
-    printf("  of warm start - empty main (%.2f ms): loading the library's shared libraries %.2f ms, the rest %.2f ms "
-           "(minread - empty main: %.2f ms)\n",
-           (m->warm.med - m->empty.med) / 1e3, (m->empty_libs.med - m->empty.med) / 1e3,
-           (m->warm.med - m->empty_libs.med) / 1e3, (m->minread.med - m->empty.med) / 1e3);
-    if (!m->evict_rounds) {
-        printf("  cold page cache: not measured (--warmstart-evict 0)\n  [%s]\n", m->warm_line);
-        fflush(stdout);
-        return;
-    }
-    printf("  cold page cache: %s; ", m->evict_dropped ? "measured (the page cache dropped before each run)"
-                                                        : "not measured: /proc/sys/vm/drop_caches is not writable here");
-    if (!m->evict_dropped)
-        printf("instead the cache's entry files evicted with posix_fadvise(DONTNEED) before each run (a partial "
-               "substitute: binaries, libraries, specs and sources stay cached):\n");
-    else printf("\n");
-    line_stat("empty main, evicted", m->ev_empty);
-    line_stat("kcache-minread, evicted", m->ev_minread);
-    line_stat("kcache-warmstart, evicted", m->ev_warm);
-    printf("  evicted: (warm start - empty main) / (minread - empty main) = %s\n",
-           rx(ws_over_floor(m->ev_warm, m->ev_minread, m->ev_empty), b3));
-    printf("  [%s]\n", m->warm_line);
-    fflush(stdout);
-}
-
-void print_warmstart_peers(const ws_result *r) {
-    if (!r->have_get) {
-        printf("one graph, process against process: not measured (%s)\n", r->get_why);
-        return;
-    }
-    printf("one graph (softmax, %s), process against process, fresh processes, interleaved, median [p10 .. p90] (runs):\n", arch);
-    line_stat("empty main", r->one_empty);
-    line_stat("kcache --help", r->one_help);
-    line_stat("kcache get, warm", r->get);
-    if (r->ccache_warm.n) {
-        line_stat("ccache nvcc -cubin, warm", r->ccache_warm);
-        line_stat("ccache nvcc -cubin, cold", r->ccache_cold);
-        printf("  ccache warm / kcache get warm = %.2fx (target >= 3x; ccache counted %ld hits)\n",
-               ratio(r->ccache_warm.med, r->get.med), r->ccache_hits);
-    } else printf("  ccache nvcc -cubin: not measured (%s)\n", r->ccache_why);
-    if (r->sccache_warm.n) {
-        line_stat("sccache nvcc -cubin, warm", r->sccache_warm);
-        line_stat("sccache nvcc -cubin, cold", r->sccache_cold);
-        printf("  sccache warm / kcache get warm = %.2fx (target >= 20x; sccache counted %ld hits)\n",
-               ratio(r->sccache_warm.med, r->get.med), r->sccache_hits);
-    } else printf("  sccache nvcc -cubin: not measured (%s)\n", r->sccache_why);
-    const ws_peer *pp[2] = {&r->cuda_core, &r->triton};
-    const char *names[2] = {"cuda.core FileStreamProgramCache (NVRTC, softmax.cu)", "Triton cache (softmax, GPUTarget cuda 90)"};
-    for (int i = 0; i < 2; i++) {
-        if (!pp[i]->have) {
-            printf("  %s: not measured (%s)\n", names[i], pp[i]->why);
-            continue;
-        }
-        printf("  %s:\n", names[i]);
-        line_stat("  its imports alone", pp[i]->imports);
-        line_stat("  warm (a hit)", pp[i]->warm);
-        line_stat("  cold (an empty cache folder)", pp[i]->cold);
-        printf("    warm / kcache get warm = %.0fx; warm - imports = %.1f ms (kcache get - empty main = %.2f ms); "
-               "cold / warm %.2fx\n",
-               ratio(pp[i]->warm.med, r->get.med), (pp[i]->warm.med - pp[i]->imports.med) / 1e3,
-               (r->get.med - r->one_empty.med) / 1e3, ratio(pp[i]->cold.med, pp[i]->warm.med));
-    }
-    fflush(stdout);
-}
-
-static void pnum(FILE *f, const char *k, double v, int last) {
-    if (isnan(v)) fprintf(f, "\"%s\": null%s", k, last ? "" : ", ");
-    else fprintf(f, "\"%s\": %.4g%s", k, v, last ? "" : ", ");
-}
-
-static void pstat(FILE *f, const char *k, stat_s s) {
-    fprintf(f, "\"%s\": ", k);
-    if (!s.n) {
-        fprintf(f, "null, ");
-        return;
-    }
-    fprintf(f, "{\"median_us\": %.4g, \"p10_us\": %.4g, \"p90_us\": %.4g, \"n\": %d}, ", s.med, s.p10, s.p90, s.n);
-}
-
-static void pstr(FILE *f, const char *k, const char *v) {
-    fprintf(f, "\"%s\": \"", k);
-    for (const char *p = v; *p; p++) {
-        if (*p == '"' || *p == '\\') fputc('\\', f);
-        if ((unsigned char)*p >= 0x20) fputc(*p, f);
-    }
-    fprintf(f, "\", ");
-}
-
-void json_warmstart(FILE *f, const ws_result *r) {
-    fprintf(f, "\"warmstart_procs\": {\"runs\": %d, \"synthetic_graphs\": %d, ", r->runs, r->synth_n);
-    pstr(f, "page_cache_not_dropped", r->page_cache_why);
-    fprintf(f, "\"manifests\": [");
-    for (int i = 0; i < 2; i++) {
-        const ws_manifest *m = &r->m[i];
-        fprintf(f, "%s\n  {", i ? "," : "");
-        pstr(f, "label", m->label);
-        if (!m->have) {
-            pstr(f, "not_measured", m->why);
-            fprintf(f, "\"have\": false}");
-            continue;
-        }
-        fprintf(f, "\"graphs\": %d, \"entry_files\": %d, \"distinct_entry_files\": %d, \"entry_bytes\": %zu, ", m->graphs,
-                m->files, m->distinct, m->bytes);
-        pstat(f, "empty_main", m->empty);
-        pstat(f, "kcache_help", m->help);
-        pstat(f, "empty_main_with_libs", m->empty_libs);
-        pstat(f, "minread", m->minread);
-        pstat(f, "warmstart_warm", m->warm);
-        pstat(f, "warmstart_cold", m->cold);
-        fprintf(f, "\"warm_runs_not_all_hits\": %d, ", m->warm_bad);
-        pnum(f, "warm_minus_empty_over_minread_minus_empty", ws_over_floor(m->warm, m->minread, m->empty), 0);
-        pnum(f, "warm_minus_help_over_minread_minus_help", ws_over_floor(m->warm, m->minread, m->help), 0);
-        pnum(f, "libs_minus_empty_us", m->empty_libs.n && m->empty.n ? m->empty_libs.med - m->empty.med : NAN, 0);
-        pnum(f, "cold_over_warm", ratio(m->cold.med, m->warm.med), 0);
-        fprintf(f, "\"evicted\": {\"rounds\": %d, \"how\": \"%s\", ", m->evict_rounds,
-                m->evict_dropped ? "drop_caches" : "posix_fadvise_dontneed_cache_files");
-        pstat(f, "empty_main", m->ev_empty);
-        pstat(f, "minread", m->ev_minread);
-        pstat(f, "warmstart_warm", m->ev_warm);
-        pnum(f, "warm_minus_empty_over_minread_minus_empty", ws_over_floor(m->ev_warm, m->ev_minread, m->ev_empty), 1);
-        fprintf(f, "}, \"have\": true}");
-    }
-    fprintf(f, "],\n  \"one_graph\": {");
-    if (!r->have_get) {
-        pstr(f, "not_measured", r->get_why);
-        fprintf(f, "\"have\": false}}");
-        return;
-    }
-    pstat(f, "empty_main", r->one_empty);
-    pstat(f, "kcache_help", r->one_help);
-    pstat(f, "kcache_get_warm", r->get);
-    pstat(f, "ccache_warm", r->ccache_warm);
-    pstat(f, "ccache_cold", r->ccache_cold);
-    pstr(f, "ccache_not_measured", r->ccache_warm.n ? "" : r->ccache_why);
-    pstat(f, "sccache_warm", r->sccache_warm);
-    pstat(f, "sccache_cold", r->sccache_cold);
-    pstr(f, "sccache_not_measured", r->sccache_warm.n ? "" : r->sccache_why);
-    pnum(f, "ccache_warm_over_get", r->ccache_warm.n ? ratio(r->ccache_warm.med, r->get.med) : NAN, 0);
-    pnum(f, "sccache_warm_over_get", r->sccache_warm.n ? ratio(r->sccache_warm.med, r->get.med) : NAN, 0);
-    const ws_peer *pp[2] = {&r->cuda_core, &r->triton};
-    const char *names[2] = {"cuda_core", "triton"};
-    for (int i = 0; i < 2; i++) {
-        fprintf(f, "\"%s\": {", names[i]);
-        if (!pp[i]->have) {
-            pstr(f, "not_measured", pp[i]->why);
-            fprintf(f, "\"have\": false}, ");
-            continue;
-        }
-        pstat(f, "imports", pp[i]->imports);
-        pstat(f, "warm", pp[i]->warm);
-        pstat(f, "cold", pp[i]->cold);
-        pnum(f, "warm_over_get", ratio(pp[i]->warm.med, r->get.med), 0);
-        fprintf(f, "\"have\": true}, ");
-    }
-    fprintf(f, "\"have\": true}}");
 }

@@ -151,34 +151,81 @@ static void covers_free(ex_covers *x) {
     free(x->targets);
 }
 
-static int cmd_export(const cli_settings *cs, int argc, char **argv) {
+/* What the command line asks for. */
+typedef struct export_args {
+    const char *file, *arch, *mpath;
+    int json, partial;
+} export_args;
+
+/* argv into *a; -1 when the help was printed, 0, or an exit code (said). */
+static int export_parse(int argc, char **argv, export_args *a) {
     const cli_cmd *c0 = &cli_cmd_export;
-    const char *file = NULL, *arch = NULL, *mpath = NULL;
-    int json = 0, partial = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--allow-partial") == 0) partial = 1;
-        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
+            return -1;
+        } else if (strcmp(argv[i], "--json") == 0) a->json = 1;
+        else if (strcmp(argv[i], "--allow-partial") == 0) a->partial = 1;
+        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) a->arch = argv[++i];
+        else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) a->mpath = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
-        else if (!file) file = argv[i];
+        else if (!a->file) a->file = argv[i];
         else return cli_usage_error(c0, "unexpected argument", argv[i]);
     }
-    if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
-    if (partial && !mpath) return cli_usage_error(c0, "--allow-partial goes with --manifest", NULL);
-    int bad = export_target_check(file);
-    if (bad) return bad;
-    if (!mpath) return export_all(cs, c0, file, arch, json);
-    /* A manifest: its graphs × targets (--arch, else its own), all of them or refused. */
+    if (!a->file) return cli_usage_error(c0, "a FILE is required", NULL);
+    if (a->partial && !a->mpath) return cli_usage_error(c0, "--allow-partial goes with --manifest", NULL);
+    return 0;
+}
+
+/* Whether the cache covers the manifest (*cov: its report); what is missing is listed and, without
+ * --allow-partial, the export refused.  0, or an exit code (said). */
+static int export_gate(kc_cache *c, const kc_manifest *m, const export_args *a, kc_coverage_report **cov) {
+    int crc = kc_manifest_covered(c, m, KC_COVERAGE_ARCHS, cov);
+    const kc_coverage_report *v = *cov;
+    if (!v) {
+        fprintf(stderr, "kcache export: %s\n", kc_error_last()->message);
+        return crc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
+    }
+    if (!v->missing) return 0;
+    cli_coverage_missing(stderr, "export", v);
+    if (!a->partial) {
+        fprintf(stderr, "kcache export: refused: %zu of %zu variants of %s (%zu graphs x %zu targets) are not in the "
+                "cache, listed above; nothing written (prewarm them, or give --allow-partial to ship the %zu there)\n",
+                v->missing, v->graphs * v->targets, a->mpath, v->graphs, v->targets, v->covered);
+        return EXIT_PROBLEM;
+    }
+    fprintf(stderr, "kcache export: warning: --allow-partial: the bundle lacks the %zu variants listed above\n", v->missing);
+    return 0;
+}
+
+/* What went in, and what the bundle covers. */
+static void export_covering_report(const kc_bundle_report *r, const export_args *a, const kc_coverage_report *cov) {
+    if (a->json) {
+        int first = 1;
+        printf("{");
+        print_fields(r, a->file, &first);
+        json_key(stdout, &first, "coverage");
+        printf("{");
+        int f2 = 1;
+        cli_coverage_json(stdout, &f2, a->mpath, cov);
+        printf("}}\n");
+        return;
+    }
+    print_report(r, 0, a->file);
+    printf("covers %s: %zu graphs x %zu targets: %s", a->mpath, cov->graphs, cov->targets,
+           cov->missing ? "partial" : "complete");
+    if (cov->missing) printf(", %zu of %zu missing (--allow-partial)", cov->missing, cov->graphs * cov->targets);
+    printf("\n");
+}
+
+/* A manifest: its graphs x targets (--arch, else its own), all of them or refused. */
+static int export_manifest(const cli_settings *cs, const export_args *a) {
     kc_manifest *m = NULL;
-    int rc = cli_manifest_open("export", mpath, arch, &m);
+    int rc = cli_manifest_open("export", a->mpath, a->arch, &m);
     if (rc) return rc;
     if (kc_manifest_arch_count(m) == 0) {
         kc_manifest_free(m);
-        return cli_usage_error(c0, "the manifest names no target (\"archs\"): give --arch LIST", NULL);
+        return cli_usage_error(&cli_cmd_export, "the manifest names no target (\"archs\"): give --arch LIST", NULL);
     }
     kc_cache *c = NULL;
     if (cli_open_cache(cs, &c)) {
@@ -186,52 +233,32 @@ static int cmd_export(const cli_settings *cs, int argc, char **argv) {
         return EXIT_PROBLEM;
     }
     kc_coverage_report *cov = NULL;
-    int crc = kc_manifest_covered(c, m, KC_COVERAGE_ARCHS, &cov);
     ex_covers xc;
     memset(&xc, 0, sizeof xc);
-    if (!cov) {
-        fprintf(stderr, "kcache export: %s\n", kc_error_last()->message);
-        rc = crc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
-    } else if (cov->missing) {
-        cli_coverage_missing(stderr, "export", cov);
-        if (!partial) {
-            fprintf(stderr, "kcache export: refused: %zu of %zu variants of %s (%zu graphs x %zu targets) are not in the "
-                    "cache, listed above; nothing written (prewarm them, or give --allow-partial to ship the %zu there)\n",
-                    cov->missing, cov->graphs * cov->targets, mpath, cov->graphs, cov->targets, cov->covered);
-            rc = EXIT_PROBLEM;
-        } else {
-            fprintf(stderr, "kcache export: warning: --allow-partial: the bundle lacks the %zu variants listed above\n",
-                    cov->missing);
-        }
-    }
-    if (!rc && covers_make(&xc, mpath, cov) != KC_OK) rc = cli_fail("export: out of memory");
+    rc = export_gate(c, m, a, &cov);
+    if (!rc && covers_make(&xc, a->mpath, cov) != KC_OK) rc = cli_fail("export: out of memory");
     kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     if (!rc) {
         size_t ntargets = kc_manifest_arch_count(m);
         const char *targets[KC_MANIFEST_MAX_ARCHS];
         for (size_t i = 0; i < ntargets; i++) targets[i] = kc_manifest_arch(m, i);
         kc_bundle_filter f = {targets, ntargets, xc.keys, cov->graphs};
-        if (kc_bundle_export_covering(c, file, &f, &xc.pub, &r) != KC_OK) rc = cli_fail("export failed");
+        if (kc_bundle_export_covering(c, a->file, &f, &xc.pub, &r) != KC_OK) rc = cli_fail("export failed");
     }
-    if (!rc && json) {
-        int first = 1;
-        printf("{");
-        print_fields(&r, file, &first);
-        json_key(stdout, &first, "coverage");
-        printf("{");
-        int f2 = 1;
-        cli_coverage_json(stdout, &f2, mpath, cov);
-        printf("}}\n");
-    } else if (!rc) {
-        print_report(&r, 0, file);
-        printf("covers %s: %zu graphs x %zu targets: %s", mpath, cov->graphs, cov->targets,
-               cov->missing ? "partial" : "complete");
-        if (cov->missing) printf(", %zu of %zu missing (--allow-partial)", cov->missing, cov->graphs * cov->targets);
-        printf("\n");
-    }
+    if (!rc) export_covering_report(&r, a, cov);
     covers_free(&xc);
     kc_coverage_report_free(cov);
     kc_cache_close(c);
     kc_manifest_free(m);
     return rc;
+}
+
+static int cmd_export(const cli_settings *cs, int argc, char **argv) {
+    export_args a = {0};
+    int rc = export_parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    int bad = export_target_check(a.file);
+    if (bad) return bad;
+    if (!a.mpath) return export_all(cs, &cli_cmd_export, a.file, a.arch, a.json);
+    return export_manifest(cs, &a);
 }

@@ -232,73 +232,95 @@ static void print_bundle(const char *file, const char *key_id, const kc_bundle_r
     printf("\n");
 }
 
-static int sign_bundle(const char *file, const char *keyfile, const char *key_id, int json) {
+/* One bundle being signed: the scratch cache beside it, what went in, what comes out. */
+typedef struct sign_job {
+    const char *file;
     struct stat st;
-    int rc = bundle_check(file, &st);
-    if (rc) return rc;
-    /* The scratch cache beside FILE: the signed bundle is renamed over FILE from there. */
-    char tmpl[4096];
-    const char *slash = strrchr(file, '/');
-    int dn = slash ? (int)(slash - file) + 1 : 0;
-    if (snprintf(tmpl, sizeof tmpl, "%.*s.kcache-sign-XXXXXX", dn, file) >= (int)sizeof tmpl || !mkdtemp(tmpl)) {
-        fprintf(stderr, "kcache sign: cannot make a scratch folder beside '%s': %s\n", file, strerror(errno));
+    char tmpl[4096], out[4200];
+    kc_cache *c;
+    kc_bundle_coverage *cov;
+    kc_bundle_report ri, ro;
+    sg_list l;
+} sign_job;
+
+/* The bundle imported whole into the scratch cache, its coverage record read, every object signed; 0 or an exit code. */
+static int sign_in_scratch(sign_job *j) {
+    const char *file = j->file;
+    if (kc_bundle_import(j->c, file, 0, &j->ri) != KC_OK) return cli_fail("cannot read the bundle");
+    if (j->ri.graphs_skipped || j->ri.units_skipped) {
+        fprintf(stderr, "kcache sign: '%s' carries %llu graph entries and %llu unit records whose image it lacks "
+                "(first: %s): signing would drop them; nothing changed\n", file, (unsigned long long)j->ri.graphs_skipped,
+                (unsigned long long)j->ri.units_skipped, j->ri.first_skipped);
         return EXIT_PROBLEM;
     }
-    char out[4200];
-    snprintf(out, sizeof out, "%s/signed.kcb", tmpl);
+    int crc = kc_bundle_coverage_read(file, &j->cov);
+    if (crc != KC_OK && crc != KC_MISS) return cli_fail("cannot read the bundle's coverage record");
+    if (kc_cache_foreach(j->c, collect, &j->l) != KC_OK) return cli_fail("cannot list the scratch cache");
+    for (size_t i = 0; i < j->l.n; i++) /* every object: signing the bundle vouches for all of it */
+        if (sign_one(j->c, &j->l.v[i]) != KC_OK) {
+            char name[KC_KEY_HEX_LEN + KC_VARIANT_MAX + 2];
+            item_name(&j->l.v[i], name, sizeof name);
+            fprintf(stderr, "kcache sign: %s: ", name);
+            return cli_fail("not signed");
+        }
+    return 0;
+}
+
+/* The signed bundle exported (its coverage record kept), checked whole, and renamed over FILE; 0 or an exit code. */
+static int sign_replace(sign_job *j) {
+    const char *file = j->file;
+    kc_bundle_coverage *cov = j->cov;
+    kc_bundle_covers cv = {0};
+    if (cov)
+        cv = (kc_bundle_covers){cov->manifest, (const char *const *)cov->names, cov->keys, cov->ngraphs,
+                                (const char *const *)cov->targets, cov->ntargets};
+    if (kc_bundle_export_covering(j->c, j->out, NULL, cov ? &cv : NULL, &j->ro) != KC_OK)
+        return cli_fail("cannot write the signed bundle");
+    if (j->ro.entries != j->ri.entries || j->ro.profiles != j->ri.profiles) {
+        fprintf(stderr, "kcache sign: '%s' holds %llu objects and %llu profiles, the signed bundle would hold %llu and "
+                "%llu (an object no graph entry refers to is not exported): nothing changed\n", file,
+                (unsigned long long)j->ri.entries, (unsigned long long)j->ri.profiles, (unsigned long long)j->ro.entries,
+                (unsigned long long)j->ro.profiles);
+        return EXIT_PROBLEM;
+    }
+    if (chmod(j->out, j->st.st_mode & 07777) != 0 || rename(j->out, file) != 0) {
+        fprintf(stderr, "kcache sign: cannot replace '%s': %s\n", file, strerror(errno));
+        return EXIT_PROBLEM;
+    }
+    return 0;
+}
+
+static int sign_bundle(const char *file, const char *keyfile, const char *key_id, int json) {
+    sign_job *j = calloc(1, sizeof *j);
+    if (!j) return cli_fail("out of memory");
+    j->file = file;
+    j->ri = (kc_bundle_report)KC_BUNDLE_REPORT_INIT, j->ro = (kc_bundle_report)KC_BUNDLE_REPORT_INIT;
+    int rc = bundle_check(file, &j->st);
+    if (rc) return free(j), rc;
+    /* The scratch cache beside FILE: the signed bundle is renamed over FILE from there. */
+    const char *slash = strrchr(file, '/');
+    int dn = slash ? (int)(slash - file) + 1 : 0;
+    if (snprintf(j->tmpl, sizeof j->tmpl, "%.*s.kcache-sign-XXXXXX", dn, file) >= (int)sizeof j->tmpl || !mkdtemp(j->tmpl)) {
+        fprintf(stderr, "kcache sign: cannot make a scratch folder beside '%s': %s\n", file, strerror(errno));
+        free(j);
+        return EXIT_PROBLEM;
+    }
+    snprintf(j->out, sizeof j->out, "%s/signed.kcb", j->tmpl);
     kc_options o = KC_OPTIONS_INIT;
-    o.dir = tmpl;
+    o.dir = j->tmpl;
     o.flags = KC_OPEN_NO_ENV; /* the caller's keyring, MAC key, remote and size limit are not the scratch cache's */
     o.max_size = KC_BUNDLE_MAX_BYTES * 2;
     o.signing_key_file = keyfile;
-    kc_cache *c = NULL;
-    kc_bundle_coverage *cov = NULL;
-    kc_bundle_report ri = KC_BUNDLE_REPORT_INIT, ro = KC_BUNDLE_REPORT_INIT;
-    sg_list l = {NULL, 0, 0};
-    if (kc_cache_open(&c, &o) != KC_OK) rc = cli_fail("cannot open a scratch cache");
-    if (!rc && kc_bundle_import(c, file, 0, &ri) != KC_OK) rc = cli_fail("cannot read the bundle");
-    if (!rc && (ri.graphs_skipped || ri.units_skipped)) {
-        fprintf(stderr, "kcache sign: '%s' carries %llu graph entries and %llu unit records whose image it lacks "
-                "(first: %s): signing would drop them; nothing changed\n", file, (unsigned long long)ri.graphs_skipped,
-                (unsigned long long)ri.units_skipped, ri.first_skipped);
-        rc = EXIT_PROBLEM;
-    }
-    if (!rc) {
-        int crc = kc_bundle_coverage_read(file, &cov);
-        if (crc != KC_OK && crc != KC_MISS) rc = cli_fail("cannot read the bundle's coverage record");
-    }
-    if (!rc && kc_cache_foreach(c, collect, &l) != KC_OK) rc = cli_fail("cannot list the scratch cache");
-    for (size_t i = 0; !rc && i < l.n; i++) /* every object: signing the bundle vouches for all of it */
-        if (sign_one(c, &l.v[i]) != KC_OK) {
-            char name[KC_KEY_HEX_LEN + KC_VARIANT_MAX + 2];
-            item_name(&l.v[i], name, sizeof name);
-            fprintf(stderr, "kcache sign: %s: ", name);
-            rc = cli_fail("not signed");
-        }
-    if (!rc) {
-        kc_bundle_covers cv = {0};
-        if (cov)
-            cv = (kc_bundle_covers){cov->manifest, (const char *const *)cov->names, cov->keys, cov->ngraphs,
-                                    (const char *const *)cov->targets, cov->ntargets};
-        if (kc_bundle_export_covering(c, out, NULL, cov ? &cv : NULL, &ro) != KC_OK) rc = cli_fail("cannot write the signed bundle");
-    }
-    if (!rc && (ro.entries != ri.entries || ro.profiles != ri.profiles)) {
-        fprintf(stderr, "kcache sign: '%s' holds %llu objects and %llu profiles, the signed bundle would hold %llu and "
-                "%llu (an object no graph entry refers to is not exported): nothing changed\n", file,
-                (unsigned long long)ri.entries, (unsigned long long)ri.profiles, (unsigned long long)ro.entries,
-                (unsigned long long)ro.profiles);
-        rc = EXIT_PROBLEM;
-    }
-    if (!rc && (chmod(out, st.st_mode & 07777) != 0 || rename(out, file) != 0)) {
-        fprintf(stderr, "kcache sign: cannot replace '%s': %s\n", file, strerror(errno));
-        rc = EXIT_PROBLEM;
-    }
-    if (!rc) print_bundle(file, key_id, &ro, cov != NULL, json);
-    free(l.v);
-    kc_bundle_coverage_free(cov);
-    kc_cache_close(c);
-    if (nftw(tmpl, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
-        fprintf(stderr, "kcache sign: warning: could not remove the scratch folder '%s'\n", tmpl);
+    if (kc_cache_open(&j->c, &o) != KC_OK) rc = cli_fail("cannot open a scratch cache");
+    if (!rc) rc = sign_in_scratch(j);
+    if (!rc) rc = sign_replace(j);
+    if (!rc) print_bundle(file, key_id, &j->ro, j->cov != NULL, json);
+    free(j->l.v);
+    kc_bundle_coverage_free(j->cov);
+    kc_cache_close(j->c);
+    if (nftw(j->tmpl, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "kcache sign: warning: could not remove the scratch folder '%s'\n", j->tmpl);
+    free(j);
     return rc;
 }
 

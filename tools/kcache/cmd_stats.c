@@ -83,6 +83,152 @@ static int describe(int json) {
     return 0;
 }
 
+/* Everything `kcache stats` shows, read once before anything is printed. */
+typedef struct stats_view {
+    kc_cache *c;
+    kc_stats s;
+    kinds k;
+    uint64_t nprof, prof_bytes; /* site profiles: in the size, not in the entries */
+    int have_remote, reachable;
+    kc_remote_state rs;
+    uint64_t served, lookups; /* each lookup counted one outcome; bypasses are not lookups of the cache */
+} stats_view;
+
+/* Read the counters, the kinds, the profiles and (probed once) the remote; NULL, or what could not be done. */
+static const char *stats_read(kc_cache *c, int zero, stats_view *v) {
+    v->c = c;
+    if (zero && kc_cache_stats_zero(c) != KC_OK) return "cannot zero the statistics";
+    if (kc_cache_stats(c, &v->s) != KC_OK) return "cannot read the statistics";
+    if (kc_cache_foreach(c, count_kind, &v->k) != KC_OK) return "cannot list the cache";
+    if (kc_site_profile_usage(c, &v->nprof, &v->prof_bytes) != KC_OK) return "cannot list the site profiles";
+    v->have_remote = kc_cache_remote_state(c, &v->rs) == KC_OK;
+    if (v->have_remote) { /* probe once, so that the breaker says what the remote is like now */
+        v->reachable = kc_cache_remote_ping(c) == KC_OK;
+        kc_cache_remote_state(c, &v->rs);
+        kc_cache_stats(c, &v->s);
+    }
+    const kc_stats *s = &v->s;
+    v->served = s->v[KC_STAT_HITS] + s->v[KC_STAT_MEMORY_HITS] + s->v[KC_STAT_REMOTE_HITS];
+    v->lookups = v->served + s->v[KC_STAT_MISSES];
+    return NULL;
+}
+
+/* The remote's counters, in the order both forms show them. */
+static const kc_stat remote_ids[] = {KC_STAT_REMOTE_HITS, KC_STAT_REMOTE_MISSES, KC_STAT_REMOTE_ERRORS,
+                                     KC_STAT_REMOTE_TIMEOUTS, KC_STAT_REMOTE_DROPPED, KC_STAT_REMOTE_PUTS,
+                                     KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
+static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
+                                           "skipped", "mac_rejected"};
+#define REMOTE_COUNT (sizeof remote_ids / sizeof remote_ids[0])
+
+/* ---- JSON: one object, a function per part ---- */
+
+static void json_directory(const stats_view *v, int *first) {
+    kc_cache *c = v->c;
+    json_kv_str(stdout, first, "dir", kc_cache_dir(c));
+    /* read-only: its stats files cannot be written, so other processes' counts stay in their memory */
+    json_kv_str(stdout, first, "mode", kc_cache_mode(c) == KC_CACHE_READONLY ? "read-only"
+                                       : kc_cache_mode(c) == KC_CACHE_DISABLED ? "disabled" : "read-write");
+    json_kv_u64(stdout, first, "max_size", kc_cache_max_size(c));
+}
+
+static void json_counters(const stats_view *v, int *first) {
+    for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, first, kc_stat_name((kc_stat)i), v->s.v[i]);
+}
+
+static void json_kinds(const stats_view *v, int *first) {
+    json_kv_u64(stdout, first, "graphs", v->k.n[CLI_GRAPH]);
+    json_kv_u64(stdout, first, "images", v->k.n[CLI_IMAGE]);
+    json_kv_u64(stdout, first, "units", v->k.n[CLI_UNIT]);
+    json_kv_u64(stdout, first, "graph_bytes", v->k.bytes[CLI_GRAPH]);
+    json_kv_u64(stdout, first, "image_bytes", v->k.bytes[CLI_IMAGE]);
+    json_kv_u64(stdout, first, "unit_bytes", v->k.bytes[CLI_UNIT]);
+    json_kv_u64(stdout, first, "profiles", v->nprof);
+    json_kv_u64(stdout, first, "profile_bytes", v->prof_bytes);
+}
+
+static void json_hit_rate(const stats_view *v, int *first) {
+    json_kv_f64(stdout, first, "hit_rate",
+                v->lookups ? (double)v->served / (double)v->lookups : 0.0);
+}
+
+static void json_remote(const stats_view *v, int *first) {
+    (void)first;
+    printf(", \"remote\": ");
+    if (!v->have_remote) {
+        printf("null");
+        return;
+    }
+    int f2 = 1;
+    printf("{");
+    json_kv_str(stdout, &f2, "url", v->rs.url);
+    json_kv_str(stdout, &f2, "breaker", kc_breaker_name(v->rs.breaker));
+    json_kv_f64(stdout, &f2, "retry_in_ms", v->rs.retry_in_ms);
+    printf(", \"reachable\": %s", v->reachable ? "true" : "false");
+    for (size_t i = 0; i < REMOTE_COUNT; i++) json_kv_u64(stdout, &f2, remote_names[i], v->s.v[remote_ids[i]]);
+    printf("}");
+}
+
+/* ---- text: a function per block ---- */
+
+static void text_directory(const stats_view *v) {
+    kc_cache *c = v->c;
+    printf("cache directory   %s%s\n", kc_cache_dir(c),
+           kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
+    if (kc_cache_mode(c) == KC_CACHE_READONLY) /* its stats files cannot be written: counts stay in each process */
+        printf("                  read-only: the counts below are those stored before, plus this process's;\n"
+               "                  the lookups of other processes on a read-only cache are kept in their memory only\n");
+}
+
+static void text_size(const stats_view *v) {
+    char sz[32], mx[32];
+    cli_human_size(v->s.v[KC_STAT_BYTES], sz, sizeof sz);
+    cli_human_size(kc_cache_max_size(v->c), mx, sizeof mx);
+    if (kc_cache_max_size(v->c) == 0) snprintf(mx, sizeof mx, "no limit"); /* KCACHE_MAX_SIZE=0 */
+    printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)v->s.v[KC_STAT_ENTRIES]);
+    static const char *const kind_names[] = {"graph entries", "images", "unit records"};
+    for (int i = 0; i < 3; i++) {
+        char b[32];
+        cli_human_size(v->k.bytes[i], b, sizeof b);
+        printf("  %-15s %llu (%s)\n", kind_names[i], (unsigned long long)v->k.n[i], b);
+    }
+    char pb[32];
+    cli_human_size(v->prof_bytes, pb, sizeof pb);
+    printf("  %-15s %llu (%s)\n", "site profiles", (unsigned long long)v->nprof, pb);
+}
+
+static void text_hit_rate(const stats_view *v) {
+    printf("hit rate          %.1f %% of %llu lookups\n",
+           v->lookups ? 100.0 * (double)v->served / (double)v->lookups : 0.0,
+           (unsigned long long)v->lookups);
+    printf("compile time saved %.1f s (each disk or remote hit adds its entry's wall-clock compile time;\n"
+           "                  memory hits and waits for another's compile add nothing)\n",
+           (double)v->s.v[KC_STAT_COMPILE_US_SAVED] / 1e6);
+}
+
+static void text_counters(const stats_view *v) { print_table(&v->s); }
+
+static void text_remote(const stats_view *v) {
+    if (!v->have_remote) {
+        printf("remote            none (KCACHE_REMOTE or --remote URL)\n");
+        return;
+    }
+    printf("remote            %s: %s, breaker %s", v->rs.url, v->reachable ? "reachable" : "unreachable",
+           kc_breaker_name(v->rs.breaker));
+    if (v->rs.breaker == KC_BREAKER_OPEN) printf(" (retry in %.0f ms)", v->rs.retry_in_ms);
+    printf("\n ");
+    for (size_t i = 0; i < REMOTE_COUNT; i++) printf(" %s %llu", remote_names[i], (unsigned long long)v->s.v[remote_ids[i]]);
+    printf("\n");
+}
+
+/* The parts, in the order each form shows them: a new part is a function and a row in each. */
+static void (*const json_parts[])(const stats_view *v, int *first) = {
+    json_directory, json_counters, json_kinds, json_hit_rate, json_remote,
+};
+static void (*const text_parts[])(const stats_view *v) = {
+    text_directory, text_size, text_hit_rate, text_counters, text_remote,
+};
+
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
     int zero = 0, desc = 0, n = 0;
@@ -95,113 +241,20 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     if (desc) return describe(o.json);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
-    if (zero && kc_cache_stats_zero(c) != KC_OK) {
+    stats_view v;
+    memset(&v, 0, sizeof v);
+    const char *failed = stats_read(c, zero, &v);
+    if (failed) {
         kc_cache_close(c);
-        return cli_fail("cannot zero the statistics");
+        return cli_fail(failed);
     }
-    kc_stats s;
-    if (kc_cache_stats(c, &s) != KC_OK) {
-        kc_cache_close(c);
-        return cli_fail("cannot read the statistics");
-    }
-    kinds k;
-    memset(&k, 0, sizeof k);
-    if (kc_cache_foreach(c, count_kind, &k) != KC_OK) {
-        kc_cache_close(c);
-        return cli_fail("cannot list the cache");
-    }
-    uint64_t nprof = 0, prof_bytes = 0; /* site profiles: in the size, not in the entries */
-    if (kc_site_profile_usage(c, &nprof, &prof_bytes) != KC_OK) {
-        kc_cache_close(c);
-        return cli_fail("cannot list the site profiles");
-    }
-    kc_remote_state rs;
-    int have_remote = kc_cache_remote_state(c, &rs) == KC_OK;
-    int reachable = 0;
-    if (have_remote) { /* probe once, so that the breaker says what the remote is like now */
-        reachable = kc_cache_remote_ping(c) == KC_OK;
-        kc_cache_remote_state(c, &rs);
-        kc_cache_stats(c, &s);
-    }
-    static const kc_stat remote_ids[] = {KC_STAT_REMOTE_HITS, KC_STAT_REMOTE_MISSES, KC_STAT_REMOTE_ERRORS,
-                                         KC_STAT_REMOTE_TIMEOUTS, KC_STAT_REMOTE_DROPPED, KC_STAT_REMOTE_PUTS,
-                                         KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
-    static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
-                                               "skipped", "mac_rejected"};
-    /* Each lookup counted one outcome; bypasses are not lookups of the cache. */
-    uint64_t served = s.v[KC_STAT_HITS] + s.v[KC_STAT_MEMORY_HITS] + s.v[KC_STAT_REMOTE_HITS];
-    uint64_t lookups = served + s.v[KC_STAT_MISSES];
     if (o.json) {
         int first = 1;
         printf("{");
-        json_kv_str(stdout, &first, "dir", kc_cache_dir(c));
-        /* read-only: its stats files cannot be written, so other processes' counts stay in their memory */
-        json_kv_str(stdout, &first, "mode", kc_cache_mode(c) == KC_CACHE_READONLY ? "read-only"
-                                            : kc_cache_mode(c) == KC_CACHE_DISABLED ? "disabled" : "read-write");
-        json_kv_u64(stdout, &first, "max_size", kc_cache_max_size(c));
-        for (int i = 0; i < KC_STAT_COUNT; i++) json_kv_u64(stdout, &first, kc_stat_name((kc_stat)i), s.v[i]);
-        json_kv_u64(stdout, &first, "graphs", k.n[CLI_GRAPH]);
-        json_kv_u64(stdout, &first, "images", k.n[CLI_IMAGE]);
-        json_kv_u64(stdout, &first, "units", k.n[CLI_UNIT]);
-        json_kv_u64(stdout, &first, "graph_bytes", k.bytes[CLI_GRAPH]);
-        json_kv_u64(stdout, &first, "image_bytes", k.bytes[CLI_IMAGE]);
-        json_kv_u64(stdout, &first, "unit_bytes", k.bytes[CLI_UNIT]);
-        json_kv_u64(stdout, &first, "profiles", nprof);
-        json_kv_u64(stdout, &first, "profile_bytes", prof_bytes);
-        json_kv_f64(stdout, &first, "hit_rate",
-                    lookups ? (double)served / (double)lookups : 0.0);
-        printf(", \"remote\": ");
-        if (!have_remote) printf("null");
-        else {
-            int f2 = 1;
-            printf("{");
-            json_kv_str(stdout, &f2, "url", rs.url);
-            json_kv_str(stdout, &f2, "breaker", kc_breaker_name(rs.breaker));
-            json_kv_f64(stdout, &f2, "retry_in_ms", rs.retry_in_ms);
-            printf(", \"reachable\": %s", reachable ? "true" : "false");
-            for (size_t i = 0; i < sizeof remote_ids / sizeof remote_ids[0]; i++)
-                json_kv_u64(stdout, &f2, remote_names[i], s.v[remote_ids[i]]);
-            printf("}");
-        }
+        for (size_t i = 0; i < sizeof json_parts / sizeof json_parts[0]; i++) json_parts[i](&v, &first);
         printf("}\n");
     } else {
-        char sz[32], mx[32];
-        cli_human_size(s.v[KC_STAT_BYTES], sz, sizeof sz);
-        cli_human_size(kc_cache_max_size(c), mx, sizeof mx);
-        if (kc_cache_max_size(c) == 0) snprintf(mx, sizeof mx, "no limit"); /* KCACHE_MAX_SIZE=0 */
-        printf("cache directory   %s%s\n", kc_cache_dir(c),
-               kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
-        if (kc_cache_mode(c) == KC_CACHE_READONLY) /* its stats files cannot be written: counts stay in each process */
-            printf("                  read-only: the counts below are those stored before, plus this process's;\n"
-                   "                  the lookups of other processes on a read-only cache are kept in their memory only\n");
-        printf("size              %s of %s (%llu entries)\n", sz, mx, (unsigned long long)s.v[KC_STAT_ENTRIES]);
-        static const char *const kind_names[] = {"graph entries", "images", "unit records"};
-        for (int i = 0; i < 3; i++) {
-            char b[32];
-            cli_human_size(k.bytes[i], b, sizeof b);
-            printf("  %-15s %llu (%s)\n", kind_names[i], (unsigned long long)k.n[i], b);
-        }
-        char pb[32];
-        cli_human_size(prof_bytes, pb, sizeof pb);
-        printf("  %-15s %llu (%s)\n", "site profiles", (unsigned long long)nprof, pb);
-        printf("hit rate          %.1f %% of %llu lookups\n",
-               lookups ? 100.0 * (double)served / (double)lookups : 0.0,
-               (unsigned long long)lookups);
-        printf("compile time saved %.1f s (each disk or remote hit adds its entry's wall-clock compile time;\n"
-               "                  memory hits and waits for another's compile add nothing)\n",
-               (double)s.v[KC_STAT_COMPILE_US_SAVED] / 1e6);
-        print_table(&s);
-        if (have_remote) {
-            printf("remote            %s: %s, breaker %s", rs.url, reachable ? "reachable" : "unreachable",
-                   kc_breaker_name(rs.breaker));
-            if (rs.breaker == KC_BREAKER_OPEN) printf(" (retry in %.0f ms)", rs.retry_in_ms);
-            printf("\n ");
-            for (size_t i = 0; i < sizeof remote_ids / sizeof remote_ids[0]; i++)
-                printf(" %s %llu", remote_names[i], (unsigned long long)s.v[remote_ids[i]]);
-            printf("\n");
-        } else {
-            printf("remote            none (KCACHE_REMOTE or --remote URL)\n");
-        }
+        for (size_t i = 0; i < sizeof text_parts / sizeof text_parts[0]; i++) text_parts[i](&v);
     }
     kc_cache_close(c);
     return 0;
