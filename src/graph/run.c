@@ -161,12 +161,13 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
     /* Every step is checked before the first launches — dimensions, arguments (a tensor offset outside its
      * tensor), dynamic shared memory against the device — so a call fails whole or runs whole: never a pass
      * that launched its first steps and then refused a later one. */
+    kc_argpack pack = {syms, resolve, b, philox, rvals};
     for (size_t i = 0; i < p->nsteps && !rc; i++) {
         unsigned grid[3], block[3], shared;
         kc_argval vals[256];
         void *args[256];
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
-        if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
+        if (!rc) rc = kc_program_pack(p, i, &pack, vals, args);
         if (!rc && grid[0] && grid[1] && grid[2]) rc = kc_device_smem_ready(g, p, i, shared);
     }
     for (size_t i = 0; i < p->nsteps && !rc; i++) {
@@ -175,7 +176,7 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         void *args[256];
         if (p->nzeros && (rc = run_zeros(p, i, syms, b, stream))) break;
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
-        if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
+        if (!rc) rc = kc_program_pack(p, i, &pack, vals, args);
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
         if (!rc) rc = kc_device_smem_ready(g, p, i, shared); /* over 48 KiB: opted in, or refused here */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);

@@ -298,20 +298,14 @@ static int dims_of(sctx *s, const char *where, const kc_json *arr, const char **
 
 /* A tensor reference "ROLE:I" (I decimal, at most 9 digits): KC_OK with its role and index, else an error at `where`. */
 static int ref_of(sctx *s, const char *where, const char *ref, kc_tensor_role *role, size_t *index) {
-    static const struct { const char *prefix; kc_tensor_role role; } kinds[] = {
-        {"input:", KC_ROLE_INPUT}, {"output:", KC_ROLE_OUTPUT}, {"saved:", KC_ROLE_SAVED},
-        {"scratch:", KC_ROLE_SCRATCH}, {"grad_out:", KC_ROLE_GRAD_OUT}, {"grad_in:", KC_ROLE_GRAD_IN},
-    };
-    for (size_t k = 0; ref && k < KC_ARRAY_LEN(kinds); k++) {
-        size_t pl = strlen(kinds[k].prefix);
-        if (strncmp(ref, kinds[k].prefix, pl) != 0) continue;
-        size_t nd = strspn(ref + pl, "0123456789");
-        if (nd == 0 || nd > 9 || ref[pl + nd]) break;
-        *role = kinds[k].role;
-        *index = (size_t)strtoul(ref + pl, NULL, 10);
-        return KC_OK;
-    }
-    return SPEC_ERR(s, where, "'%.64s' is not a tensor reference (ROLE:I, e.g. \"output:0\")", ref ? ref : "(not a string)");
+    size_t pl;
+    int r = ref ? kc_program_role_match(ref, &pl) : -1; /* the roles' spellings: args.c's table */
+    size_t nd = r < 0 ? 0 : strspn(ref + pl, "0123456789");
+    if (nd == 0 || nd > 9 || ref[pl + nd])
+        return SPEC_ERR(s, where, "'%.64s' is not a tensor reference (ROLE:I, e.g. \"output:0\")", ref ? ref : "(not a string)");
+    *role = (kc_tensor_role)r;
+    *index = (size_t)strtoul(ref + pl, NULL, 10);
+    return KC_OK;
 }
 
 /* What a tensor says of being written: an input's "inplace" and "grad": "accumulate", an output's "alias". */

@@ -140,11 +140,9 @@ static const char *value_of(const subs *x, const char *name) {
     return NULL;
 }
 
-/* One step argument rewritten (*out owned): the kinds that carry an expression or a symbol. */
+/* One step argument rewritten (*out owned): the kinds that carry an expression or a symbol (args.c's table). */
 static int subst_arg(const subs *x, const char *a, char **out) {
-    static const char *const tensors[] = {"input:", "output:", "saved:", "scratch:", "grad_out:", "grad_in:"};
     *out = NULL;
-    size_t head = 0; /* bytes of `a` kept as they are; the rest is an expression */
     if (strncmp(a, "sym:", 4) == 0) {
         const char *v = value_of(x, a + 4);
         kc_buf b = {NULL, 0, 0, 0};
@@ -152,15 +150,7 @@ static int subst_arg(const subs *x, const char *a, char **out) {
         *out = kc_buf_take_str(&b);
         return *out ? KC_OK : kc_err(KC_ENOMEM, "out of memory");
     }
-    if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) head = 4;
-    for (size_t k = 0; !head && k < KC_ARRAY_LEN(tensors); k++) {
-        size_t pl = strlen(tensors[k]);
-        if (strncmp(a, tensors[k], pl) != 0) continue;
-        const char *p = a + pl;
-        while (*p >= '0' && *p <= '9') p++;
-        if (*p == '+') head = (size_t)(p + 1 - a); /* "ROLE:I+EXPR": the offset is an expression */
-        break;
-    }
+    size_t head = kc_program_arg_expr_at(a); /* bytes of `a` kept as they are; the rest is an expression */
     if (!head) return (*out = kc_strdup(a)) ? KC_OK : kc_err(KC_ENOMEM, "out of memory");
     char *e;
     int rc = subst_expr(x, a + head, &e);

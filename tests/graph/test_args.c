@@ -349,7 +349,7 @@ static void test_packing_values_and_offsets(void **state) {
     void *args[16];
     kc_value v[2] = {{KC_ARG_F32, {.f32 = 0.125f}}, {KC_ARG_U64, {.u64 = 0xfedcba9876543210ull}}};
     assert_int_equal(kc_program_check_values(p, v, 2), KC_OK);
-    if (kc_program_args_with(p, 0, syms, resolve, NULL, NULL, v, vals, args)) fail_msg("%s", kc_error_last()->message);
+    if (kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal((uintptr_t)*(void **)args[0], 0x100000);
     assert_int_equal((uintptr_t)*(void **)args[1], 0x200000);
     assert_int_equal(*(int64_t *)args[2], 100);
@@ -362,20 +362,20 @@ static void test_packing_values_and_offsets(void **state) {
     assert_int_equal((uintptr_t)*(void **)args[9], 0x100000 + 99 * 4); /* the last of 100 floats */
     assert_int_equal(*(uint64_t *)args[10], 0xfedcba9876543210ull);
     /* Step 1: output:0+N is one past the end (refused); the scratch offset is in bytes. */
-    int rc = kc_program_args_with(p, 1, syms, resolve, NULL, NULL, v, vals, args);
+    int rc = kc_program_pack(p, 1, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args);
     assert_int_equal(rc, KC_EINVAL);
     if (!strstr(kc_error_last()->message, "output:0+N") || !strstr(kc_error_last()->message, "offset 100 is outside the tensor's 100 elements"))
         fail_msg("%s", kc_error_last()->message);
     /* Another size: N = 101 makes input:0+N-1 the 101st element. */
     syms[0] = 101;
-    assert_int_equal(kc_program_args_with(p, 0, syms, resolve, NULL, NULL, v, vals, args), KC_OK);
+    assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args), KC_OK);
     assert_int_equal((uintptr_t)*(void **)args[9], 0x100000 + 100 * 4);
     /* An empty input: any offset but 0 is outside. */
     syms[0] = 0;
-    assert_int_equal(kc_program_args_with(p, 0, syms, resolve, NULL, NULL, v, vals, args), KC_EINVAL);
+    assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args), KC_EINVAL);
     /* Without values: "arg:lr" needs them. */
     syms[0] = 100;
-    assert_int_equal(kc_program_args_with(p, 0, syms, resolve, NULL, NULL, NULL, vals, args), KC_EINVAL);
+    assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, NULL}, vals, args), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "arg:lr"));
     assert_int_equal(kc_program_args(p, 0, syms, resolve, NULL, NULL, vals, args), KC_EINVAL);
 
