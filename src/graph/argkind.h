@@ -4,10 +4,11 @@
  * A step argument is a string; what comes before its body names its kind ("input:", "e32:", "null").  Every
  * part that reads an argument reads this table: the description's check and the decoder's re-check and the
  * launch ABI (args.c), packing at a call (argpack.c), specializing (specialize.c: which body is an
- * expression), JSON specs (spec.c: a tensor reference), and zero steps (program.c: which roles a pass may
- * zero).  Adding a kind is one row in args.c (and, for a new body, its pack function in argpack.c).
+ * expression), JSON specs (spec_read.c: a tensor reference), zero steps (program.c, desc_writes.c: which roles
+ * a pass may zero), and the known devices' check of expression arguments (device.c).  Adding a kind is one row in args.c (and, for a new body, its pack function in argpack.c).
  *
- * Callers: args.c, argpack.c, specialize.c, spec.c, program.c; nothing outside src/graph/.
+ * Callers: args.c, argpack.c, specialize.c, device.c (the rows), and through program.h's functions spec_read.c,
+ * program.c, desc.c and desc_writes.c; tests/graph/test_args.c checks the table's own rules.  Nothing outside src/graph/.
  */
 #ifndef KC_ARGKIND_H
 #define KC_ARGKIND_H
@@ -63,6 +64,8 @@ struct kc_argkind {
 
 /** The row of argument `arg` (a prefix row whose spelling it starts with, or an exact one), or NULL. */
 const kc_argkind *kc_argkind_of(const char *arg);
+/** The table itself: its rows, *n of them (for tests and the lists messages make). */
+const kc_argkind *kc_argkind_table(size_t *n);
 /** The row of tensor role `role`, or NULL. */
 const kc_argkind *kc_argkind_role(int role);
 

@@ -165,6 +165,11 @@ const kc_argkind *kc_argkind_of(const char *x) {
     return NULL;
 }
 
+const kc_argkind *kc_argkind_table(size_t *n) {
+    *n = KC_ARRAY_LEN(kinds);
+    return kinds;
+}
+
 const kc_argkind *kc_argkind_role(int role) {
     for (size_t k = 0; k < KC_ARRAY_LEN(kinds); k++)
         if (kinds[k].body == KC_AB_TENSOR && kinds[k].role == role) return &kinds[k];

@@ -2,12 +2,13 @@
  * program.h — a pass's launch program, written to and decoded from an entry's FORWARD or BACKWARD section,
  * and everything about running it that needs no GPU: binding symbols from input shapes,
  * sizing tensors, evaluating launch dimensions (program.c), and the argument kinds —
- * spelling, checks, launch ABI, packing kernel arguments (args.c).  The section's grammar,
- * argument kinds included, is at the top of program.c.
+ * one table of them (args.c, rows in argkind.h): spelling, checks, launch ABI — and packing
+ * kernel arguments at a call (argpack.c).  The section's grammar, argument kinds included, is at
+ * the top of program.c.
  *
  * Callers: graph_key.c and lookup.c (kc_program_encode), loaded.c (decode), run.c
- * (evaluate, pack), desc.c and spec.c (argument checks and names), abi.c (argument ABI);
- * nothing outside src/graph/ (tests and the fuzz harness aside).
+ * (evaluate, pack), desc.c, desc_writes.c, spec_read.c and specialize.c (argument checks and
+ * names), abi.c (argument ABI); nothing outside src/graph/ (tests and the fuzz harness aside).
  */
 #ifndef KC_PROGRAM_H
 #define KC_PROGRAM_H

@@ -22,6 +22,7 @@
 
 #include "../common/api.h"
 #include "../common/internal.h"
+#include "argkind.h"
 #include "graph_internal.h"
 #include "program.h"
 
@@ -143,8 +144,9 @@ static const char *value_of(const subs *x, const char *name) {
 /* One step argument rewritten (*out owned): the kinds that carry an expression or a symbol (args.c's table). */
 static int subst_arg(const subs *x, const char *a, char **out) {
     *out = NULL;
-    if (strncmp(a, "sym:", 4) == 0) {
-        const char *v = value_of(x, a + 4);
+    const kc_argkind *k = kc_argkind_of(a);
+    if (k && k->body == KC_AB_SYM) {
+        const char *v = value_of(x, a + strlen(k->spelling));
         kc_buf b = {NULL, 0, 0, 0};
         kc_buf_printf(&b, v ? "e64:%s" : "%s", v ? v : a);
         *out = kc_buf_take_str(&b);
