@@ -5,10 +5,12 @@
  * part that reads an argument reads this table: the description's check and the decoder's re-check and the
  * launch ABI (args.c), packing at a call (argpack.c), specializing (specialize.c: which body is an
  * expression), JSON specs (spec_read.c: a tensor reference), zero steps (program.c, desc_writes.c: which roles
- * a pass may zero), and the known devices' check of expression arguments (device.c).  Adding a kind is one row in args.c (and, for a new body, its pack function in argpack.c).
+ * a pass may zero), and the known devices' check of expression arguments (device.c).  Adding a kind is one
+ * row in args.c (and, for a new body, its pack function in argpack.c).
  *
  * Callers: args.c, argpack.c, specialize.c, device.c (the rows), and through program.h's functions spec_read.c,
- * program.c, desc.c and desc_writes.c; tests/graph/test_args.c checks the table's own rules.  Nothing outside src/graph/.
+ * program.c, desc.c and desc_writes.c; tests/graph/test_args.c checks the table's own rules.  Nothing outside
+ * src/graph/.
  */
 #ifndef KC_ARGKIND_H
 #define KC_ARGKIND_H
