@@ -39,7 +39,7 @@ _Static_assert(KC_GRAPH_MAX_KERNELS <= KC_UNITS_MAX, "a graph's kernels must fit
 #define DESC_MAX_WRAPPER_NAME 255
 
 /* A string the launch program will hold: KC_OK, or KC_EINVAL naming `what`. */
-static int fits_program(const kc_graph_desc *d, const char *s, const char *what) {
+int kc_desc_fits(const kc_graph_desc *d, const char *s, const char *what) {
     if (s && strlen(s) > DESC_MAX_STR)
         return kc_err(KC_EINVAL, "graph '%s': %s of %zu bytes is over the cap of %d", d->name, what, strlen(s), DESC_MAX_STR);
     return KC_OK;
@@ -50,6 +50,12 @@ static const struct { const char *name; kc_dtype t; } dtypes[] = {
     {"i32", KC_DTYPE_I32}, {"i64", KC_DTYPE_I64}, {"i8", KC_DTYPE_I8}, {"u8", KC_DTYPE_U8},
     {"bool", KC_DTYPE_BOOL}, {"f8e4m3", KC_DTYPE_F8E4M3}, {"f8e5m2", KC_DTYPE_F8E5M2},
 };
+
+const char *kc_dtype_str(kc_dtype t) {
+    for (size_t i = 0; i < KC_ARRAY_LEN(dtypes); i++)
+        if (dtypes[i].t == t) return dtypes[i].name;
+    return "?";
+}
 
 kc_dtype kc_dtype_parse(const char *s) {
     for (size_t i = 0; s && i < KC_ARRAY_LEN(dtypes); i++)
@@ -123,7 +129,7 @@ void kc_graph_desc_changed_(kc_graph_desc *d) {
 }
 
 /* Grow an array by one zeroed element; returns it or NULL. */
-static void *grow(void **arr, size_t *n, size_t size) {
+void *kc_desc_grow(void **arr, size_t *n, size_t size) {
     void *p = kc_realloc(*arr, (*n + 1) * size);
     if (!p) return NULL;
     *arr = p;
@@ -159,7 +165,7 @@ int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     int rc = kc_options_normalize(k, &norm); /* refuse bad options now, with the kernel's name */
     if (rc) return kc_err_prefix(rc, "graph '%s', kernel '%s'", d->name, k->name);
     free(norm);
-    gkernel *g = grow((void **)&d->kernels, &d->nkernels, sizeof *g);
+    gkernel *g = kc_desc_grow((void **)&d->kernels, &d->nkernels, sizeof *g);
     if (!g) return kc_err(KC_ENOMEM, "graph: out of memory");
     int oom = 0;
     g->file = dup_or_null(k->file, &oom);
@@ -200,9 +206,9 @@ static int add_symbol(kc_graph_desc *d, const char *name) {
         if (strcmp(d->rargs[i].name, name) == 0)
             return kc_err(KC_EINVAL, "graph '%s': size symbol '%s' is also the name of a runtime argument", d->name, name);
     if (d->nsymbols >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d symbols", d->name, DESC_MAX_ITEMS);
-    int rc = fits_program(d, name, "a symbol");
+    int rc = kc_desc_fits(d, name, "a symbol");
     if (rc) return rc;
-    char **slot = grow((void **)&d->symbols, &d->nsymbols, sizeof *slot);
+    char **slot = kc_desc_grow((void **)&d->symbols, &d->nsymbols, sizeof *slot);
     if (!slot || !(*slot = kc_strdup(name))) {
         if (slot) d->nsymbols--;
         return kc_err(KC_ENOMEM, "graph: out of memory");
@@ -210,7 +216,7 @@ static int add_symbol(kc_graph_desc *d, const char *name) {
     return KC_OK;
 }
 
-static int check_expr(const kc_graph_desc *d, const char *e, const char *what) {
+int kc_desc_check_expr(const kc_graph_desc *d, const char *e, const char *what) {
     int rc = kc_expr_check(e, (const char *const *)d->symbols, d->nsymbols);
     return rc ? kc_err_prefix(rc, "graph '%s', %s", d->name, what) : KC_OK;
 }
@@ -232,7 +238,7 @@ int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
             return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' is also a size symbol", d->name, name);
     if (d->nrargs >= KC_GRAPH_MAX_ARGS)
         return kc_err(KC_EINVAL, "graph '%s': more than %d runtime arguments", d->name, KC_GRAPH_MAX_ARGS);
-    kc_argdecl *a = grow((void **)&d->rargs, &d->nrargs, sizeof *a);
+    kc_argdecl *a = kc_desc_grow((void **)&d->rargs, &d->nrargs, sizeof *a);
     if (!a) return kc_err(KC_ENOMEM, "graph: out of memory");
     if (!(a->name = kc_strdup(name))) {
         d->nrargs--;
@@ -242,16 +248,11 @@ int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
     return KC_OK;
 }
 
-int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
-                       const char *const *strides, int requires_grad) {
-    if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
-        return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
-    kc_graph_desc_changed_(d);
-    if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
-    if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
+/* An input's sizes (each an integer or a symbol, declared here; never a device fact) and strides, as given. */
+static int input_sizes(kc_graph_desc *d, int rank, const char *const *sizes, const char *const *strides) {
     for (int r = 0; r < rank; r++) {
-        int rc = fits_program(d, sizes[r], "an input size");
-        if (!rc && strides) rc = fits_program(d, strides[r], "an input stride");
+        int rc = kc_desc_fits(d, sizes[r], "an input size");
+        if (!rc && strides) rc = kc_desc_fits(d, strides[r], "an input stride");
         if (rc) return rc;
         if (is_symbol_name(sizes[r]) && kc_device_fact(sizes[r], strlen(sizes[r])) >= 0) {
             return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d is '%s', a device fact (reserved for launch "
@@ -264,7 +265,41 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
                           d->name, d->ntensors, r, sizes[r] ? sizes[r] : "(null)");
         }
     }
-    gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
+    return KC_OK;
+}
+
+/* The strides of input t: those given, else contiguous ones — the product of the later sizes, as an expression;
+ * 1 when out of memory. */
+static int input_strides(gtensor *t, const char *const *strides) {
+    int oom = 0;
+    for (int r = t->rank - 1; r >= 0 && !oom; r--) {
+        if (strides && strides[r]) {
+            t->strides[r] = dup_or_null(strides[r], &oom);
+        } else if (r == t->rank - 1) {
+            t->strides[r] = dup_or_null("1", &oom);
+        } else { /* sized to fit: a fixed buffer truncated long products into another expression */
+            const char *next = t->strides[r + 1];
+            int one = strcmp(next, "1") == 0;
+            size_t n = (one ? 0 : strlen(next) + 1) + strlen(t->sizes[r + 1]) + 1;
+            char *buf = kc_malloc(n);
+            if (!buf) return 1;
+            snprintf(buf, n, "%s%s%s", one ? "" : next, one ? "" : "*", t->sizes[r + 1]);
+            t->strides[r] = buf;
+        }
+    }
+    return oom;
+}
+
+int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
+                       const char *const *strides, int requires_grad) {
+    if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
+        return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
+    kc_graph_desc_changed_(d);
+    if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
+    if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
+    int rc = input_sizes(d, rank, sizes, strides);
+    if (rc) return rc;
+    gtensor *t = kc_desc_grow((void **)&d->tensors, &d->ntensors, sizeof *t);
     if (!t) return kc_err(KC_ENOMEM, "graph: out of memory");
     t->role = KC_ROLE_INPUT;
     t->dtype = dtype;
@@ -272,30 +307,11 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
     t->requires_grad = requires_grad ? 1 : 0;
     int oom = 0;
     for (int r = 0; r < rank; r++) t->sizes[r] = dup_or_null(sizes[r], &oom);
-    /* Contiguous strides by default: the product of the later sizes, as an expression. */
-    for (int r = rank - 1; r >= 0 && !oom; r--) {
-        if (strides && strides[r]) {
-            t->strides[r] = dup_or_null(strides[r], &oom);
-        } else if (r == rank - 1) {
-            t->strides[r] = dup_or_null("1", &oom);
-        } else { /* sized to fit: a fixed buffer truncated long products into another expression */
-            const char *next = t->strides[r + 1];
-            int one = strcmp(next, "1") == 0;
-            size_t n = (one ? 0 : strlen(next) + 1) + strlen(t->sizes[r + 1]) + 1;
-            char *buf = kc_malloc(n);
-            if (!buf) {
-                oom = 1;
-                break;
-            }
-            snprintf(buf, n, "%s%s%s", one ? "" : next, one ? "" : "*", t->sizes[r + 1]);
-            t->strides[r] = buf;
-        }
-    }
-    if (oom) return kc_err(KC_ENOMEM, "graph: out of memory");
+    if (oom || input_strides(t, strides)) return kc_err(KC_ENOMEM, "graph: out of memory");
     for (int r = 0; r < rank; r++) {
-        int rc = kc_expr_check_nodev(t->strides[r], (const char *const *)d->symbols, d->nsymbols);
+        rc = kc_expr_check_nodev(t->strides[r], (const char *const *)d->symbols, d->nsymbols);
         if (rc) rc = kc_err_prefix(rc, "graph '%s', input stride (a device fact is not allowed here)", d->name);
-        if (!rc) rc = fits_program(d, t->strides[r], "an input stride");
+        if (!rc) rc = kc_desc_fits(d, t->strides[r], "an input stride");
         if (rc) return rc;
     }
     return KC_OK;
@@ -310,11 +326,11 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
     /* An output's or a saved tensor's size may use the device facts (per-SM partial results): evaluated on the device
      * the graph is loaded on, and checked against the known devices on a host without one (device.c). */
     for (int r = 0; r < rank; r++) {
-        int rc = check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
-        if (!rc) rc = fits_program(d, sizes[r], "a tensor size");
+        int rc = kc_desc_check_expr(d, sizes[r], role == KC_ROLE_OUTPUT ? "output size" : "saved size");
+        if (!rc) rc = kc_desc_fits(d, sizes[r], "a tensor size");
         if (rc) return rc;
     }
-    gtensor *t = grow((void **)&d->tensors, &d->ntensors, sizeof *t);
+    gtensor *t = kc_desc_grow((void **)&d->tensors, &d->ntensors, sizeof *t);
     if (!t) return kc_err(KC_ENOMEM, "graph: out of memory");
     t->role = role;
     t->dtype = dtype;
@@ -329,19 +345,30 @@ int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
         return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
     kc_graph_desc_changed_(d);
     if (d->nscratch >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d scratch buffers", d->name, DESC_MAX_ITEMS);
-    int rc = check_expr(d, bytes, "scratch size");
-    if (!rc) rc = fits_program(d, bytes, "a scratch size");
+    int rc = kc_desc_check_expr(d, bytes, "scratch size");
+    if (!rc) rc = kc_desc_fits(d, bytes, "a scratch size");
     if (rc) return rc;
-    gscratch *s = grow((void **)&d->scratch, &d->nscratch, sizeof *s);
+    gscratch *s = kc_desc_grow((void **)&d->scratch, &d->nscratch, sizeof *s);
     if (!s || !(s->bytes = kc_strdup(bytes))) return kc_err(KC_ENOMEM, "graph: out of memory");
     s->pass = pass;
     return KC_OK;
 }
 
-static size_t count_role(const kc_graph_desc *d, kc_tensor_role role) {
+size_t kc_desc_count_role(const kc_graph_desc *d, kc_tensor_role role) {
     size_t n = 0;
     for (size_t i = 0; i < d->ntensors; i++) n += d->tensors[i].role == role;
     return n;
+}
+
+/* A step's grid, block and shared memory: expressions over the symbols, each within the program's cap. */
+static int step_dims(const kc_graph_desc *d, const char *const grid[3], const char *const block[3], const char *shared) {
+    int rc;
+    for (int j = 0; j < 3; j++) {
+        if ((rc = kc_desc_check_expr(d, grid[j], "grid")) || (rc = kc_desc_fits(d, grid[j], "a grid size"))) return rc;
+        if ((rc = kc_desc_check_expr(d, block[j], "block")) || (rc = kc_desc_fits(d, block[j], "a block size"))) return rc;
+    }
+    if (shared && ((rc = kc_desc_check_expr(d, shared, "shared memory")) || (rc = kc_desc_fits(d, shared, "a shared size")))) return rc;
+    return KC_OK;
 }
 
 int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
@@ -354,15 +381,11 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
     if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
     if (nargs > DESC_MAX_ARGS)
         return kc_err(KC_EINVAL, "graph '%s': a step takes at most %d arguments, not %zu", d->name, DESC_MAX_ARGS, nargs);
-    int rc;
-    for (int j = 0; j < 3; j++) {
-        if ((rc = check_expr(d, grid[j], "grid")) || (rc = fits_program(d, grid[j], "a grid size"))) return rc;
-        if ((rc = check_expr(d, block[j], "block")) || (rc = fits_program(d, block[j], "a block size"))) return rc;
-    }
-    if (shared && ((rc = check_expr(d, shared, "shared memory")) || (rc = fits_program(d, shared, "a shared size")))) return rc;
+    int rc = step_dims(d, grid, block, shared);
+    if (rc) return rc;
     for (size_t i = 0; i < nargs; i++)
-        if ((rc = kc_graph_arg_check(d, pass, args[i])) || (rc = fits_program(d, args[i], "a step argument"))) return rc;
-    gstep *s = grow((void **)&d->steps, &d->nsteps, sizeof *s);
+        if ((rc = kc_graph_arg_check(d, pass, args[i])) || (rc = kc_desc_fits(d, args[i], "a step argument"))) return rc;
+    gstep *s = kc_desc_grow((void **)&d->steps, &d->nsteps, sizeof *s);
     if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
     s->pass = pass;
     s->kernel = kernel;
@@ -389,173 +412,13 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
     return KC_OK;
 }
 
-/* ---- in-place inputs, aliased outputs, accumulating gradients, zero steps ---- */
-
-/* Tensor `i` of `role` (input, output, saved), or NULL. */
-static gtensor *nth_tensor(kc_graph_desc *d, kc_tensor_role role, size_t i) {
-    for (size_t t = 0; t < d->ntensors; t++)
-        if (d->tensors[t].role == role && i-- == 0) return &d->tensors[t];
-    return NULL;
-}
-
-/* "f32 [N, 4]" — a tensor's declaration, for messages. */
-static void decl_str(const gtensor *t, char *buf, size_t cap) {
-    const char *dt = "?";
-    for (size_t i = 0; i < KC_ARRAY_LEN(dtypes); i++)
-        if (dtypes[i].t == t->dtype) dt = dtypes[i].name;
-    size_t o = (size_t)snprintf(buf, cap, "%s [", dt);
-    for (int r = 0; r < t->rank && o < cap; r++) o += (size_t)snprintf(buf + o, cap - o, "%s%.40s", r ? ", " : "", t->sizes[r]);
-    if (o < cap) snprintf(buf + o, cap - o, "]");
-}
-
-/* Whether a backward zero step names the gradient of `input`. */
-static int zeroes_grad(const kc_graph_desc *d, size_t input) {
-    for (size_t i = 0; i < d->nzeros; i++)
-        if (d->zeros[i].role == KC_ROLE_GRAD_IN && d->zeros[i].index == input) return 1;
-    return 0;
-}
-
-int kc_graph_set_inplace(kc_graph_desc *d, size_t input) {
-    if (!d) return kc_err(KC_EINVAL, "kc_graph_set_inplace: NULL description");
-    kc_graph_desc_changed_(d);
-    gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
-    if (!t) return kc_err(KC_EINVAL, "graph '%s': no input %zu to update in place (%zu declared)", d->name, input, count_role(d, KC_ROLE_INPUT));
-    t->inplace = 1;
-    return KC_OK;
-}
-
-int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input) {
-    if (!d) return kc_err(KC_EINVAL, "kc_graph_set_alias: NULL description");
-    kc_graph_desc_changed_(d);
-    gtensor *o = nth_tensor(d, KC_ROLE_OUTPUT, output), *in = nth_tensor(d, KC_ROLE_INPUT, input);
-    if (!o) return kc_err(KC_EINVAL, "graph '%s': no output %zu to alias (%zu declared)", d->name, output, count_role(d, KC_ROLE_OUTPUT));
-    if (!in)
-        return kc_err(KC_EINVAL, "graph '%s': output %zu is an alias of input %zu, which does not exist (%zu declared)", d->name,
-                      output, input, count_role(d, KC_ROLE_INPUT));
-    int same = o->dtype == in->dtype && o->rank == in->rank;
-    for (int r = 0; same && r < o->rank; r++) same = strcmp(o->sizes[r], in->sizes[r]) == 0;
-    if (!same) {
-        char a[160], b[160];
-        decl_str(o, a, sizeof a), decl_str(in, b, sizeof b);
-        return kc_err(KC_EINVAL, "graph '%s': output %zu is an alias of mismatched shape: it is %s, input %zu is %s (an alias "
-                      "has its input's dtype, rank and size expressions)", d->name, output, a, input, b);
-    }
-    for (size_t t = 0, k = 0; t < d->ntensors; t++) {
-        if (d->tensors[t].role != KC_ROLE_OUTPUT) continue;
-        if (k != output && d->tensors[t].alias == input + 1)
-            return kc_err(KC_EINVAL, "graph '%s': input %zu is already the alias of output %zu", d->name, input, k);
-        k++;
-    }
-    o->alias = input + 1;
-    in->inplace = 1;
-    return KC_OK;
-}
-
-int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input) {
-    if (!d) return kc_err(KC_EINVAL, "kc_graph_set_grad_accumulate: NULL description");
-    kc_graph_desc_changed_(d);
-    gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
-    if (!t)
-        return kc_err(KC_EINVAL, "graph '%s': no input %zu to accumulate the gradient of (%zu declared)", d->name, input,
-                      count_role(d, KC_ROLE_INPUT));
-    if (zeroes_grad(d, input))
-        return kc_err(KC_EINVAL, "graph '%s': the gradient of input %zu cannot accumulate: a backward zero step clears it "
-                      "(it would discard what the caller accumulated)", d->name, input);
-    t->grad_accumulate = 1;
-    return KC_OK;
-}
-
-int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index) {
-    return kc_graph_add_zero_range(d, pass, role, index, NULL, NULL);
-}
-
-/* The elements (scratch: bytes) of tensor `index` of `role` when its sizes are constants: 1 with *n, else 0. */
-static int static_extent(const kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, int64_t *n) {
-    if (role == KC_ROLE_SCRATCH) {
-        for (size_t i = 0, k = 0; i < d->nscratch; i++)
-            if (d->scratch[i].pass == pass && k++ == index) return kc_expr_eval(d->scratch[i].bytes, NULL, NULL, 0, n) == KC_OK;
-        return 0;
-    }
-    const gtensor *t = nth_tensor((kc_graph_desc *)d, role == KC_ROLE_GRAD_IN ? KC_ROLE_INPUT : role, index);
-    *n = 1;
-    for (int r = 0; t && r < t->rank; r++) {
-        int64_t v;
-        if (kc_expr_eval(t->sizes[r], NULL, NULL, 0, &v) != KC_OK || v < 0 || __builtin_mul_overflow(*n, v, n)) return 0;
-    }
-    return t != NULL;
-}
-
-/* A zero step's range against its tensor, where everything is a constant (else each call checks it). */
-static int check_zero_range(const kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, const char *ref,
-                            const char *offset, const char *count) {
-    int rc = KC_OK;
-    char what[96];
-    snprintf(what, sizeof what, "zero step '%s': the offset", ref);
-    if (offset && !(rc = check_expr(d, offset, what))) rc = fits_program(d, offset, "a zero step's offset");
-    snprintf(what, sizeof what, "zero step '%s': the count", ref);
-    if (!rc && count && !(rc = check_expr(d, count, what))) rc = fits_program(d, count, "a zero step's count");
-    if (rc) return rc;
-    int64_t n, off = 0, cnt;
-    if (!static_extent(d, pass, role, index, &n) || (offset && kc_expr_eval(offset, NULL, NULL, 0, &off) != KC_OK)) return KC_OK;
-    if (!count) cnt = n - (off < 0 || off > n ? 0 : off);
-    else if (kc_expr_eval(count, NULL, NULL, 0, &cnt) != KC_OK) cnt = 0; /* symbolic: only the offset is checked here */
-    if (off < 0 || off > n || cnt < 0 || cnt > n - off)
-        return kc_err(KC_EINVAL, "graph '%s': zero step '%s': the range of %lld %s from %lld is not inside the tensor's %lld",
-                      d->name, ref, (long long)cnt, role == KC_ROLE_SCRATCH ? "bytes" : "elements", (long long)off, (long long)n);
-    return KC_OK;
-}
-
-int kc_graph_add_zero_range(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, const char *offset,
-                            const char *count) {
-    if (!d || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD)) return kc_err(KC_EINVAL, "kc_graph_add_zero: bad argument");
-    kc_graph_desc_changed_(d);
-    const char *pn = pass == KC_PASS_FORWARD ? "forward" : "backward";
-    if (!kc_program_zero_role_ok((int)pass, (int)role))
-        return kc_err(KC_EINVAL, "graph '%s': a %s zero step cannot name a tensor of that role (forward: output, saved, "
-                      "scratch or an in-place input; backward: grad_in or scratch)", d->name, pn);
-    if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
-    size_t have = 0;
-    if (role == KC_ROLE_SCRATCH)
-        for (size_t i = 0; i < d->nscratch; i++) have += d->scratch[i].pass == pass;
-    else
-        have = count_role(d, role == KC_ROLE_GRAD_IN ? KC_ROLE_INPUT : role);
-    char ref[48];
-    kc_program_zero_ref((int)role, index, ref);
-    if (index >= have) return kc_err(KC_EINVAL, "graph '%s': %s zero step '%s' names no such tensor (%zu declared)", d->name, pn, ref, have);
-    if (role == KC_ROLE_INPUT && !nth_tensor(d, KC_ROLE_INPUT, index)->inplace)
-        return kc_err(KC_EINVAL, "graph '%s': zero step '%s': input %zu is not in place (declare it \"inplace\": the graph may "
-                      "write only inputs it declares written)", d->name, ref, index);
-    if (role == KC_ROLE_GRAD_IN && nth_tensor(d, KC_ROLE_INPUT, index)->grad_accumulate)
-        return kc_err(KC_EINVAL, "graph '%s': zero step '%s': the gradient of input %zu accumulates into the caller's buffer; "
-                      "zeroing it would discard what the caller accumulated", d->name, ref, index);
-    int rc = check_zero_range(d, pass, role, index, ref, offset, count);
-    if (rc) return rc;
-    char *o = NULL, *c = NULL;
-    if ((offset && !(o = kc_strdup(offset))) || (count && !(c = kc_strdup(count)))) {
-        free(o);
-        return kc_err(KC_ENOMEM, "graph: out of memory");
-    }
-    gzero *z = grow((void **)&d->zeros, &d->nzeros, sizeof *z);
-    if (!z) {
-        free(o), free(c);
-        return kc_err(KC_ENOMEM, "graph: out of memory");
-    }
-    z->pass = pass;
-    z->role = role;
-    z->index = index;
-    z->offset = o;
-    z->count = c;
-    for (size_t i = 0; i < d->nsteps; i++) z->at += d->steps[i].pass == pass;
-    return KC_OK;
-}
-
 int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {
     if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
     kc_graph_desc_changed_(d);
     if (d->nwrappers >= DESC_MAX_WRAPPERS || strlen(name) > DESC_MAX_WRAPPER_NAME)
         return kc_err(KC_EINVAL, "graph '%s': at most %d wrappers, names of at most %d bytes", d->name, DESC_MAX_WRAPPERS,
                       DESC_MAX_WRAPPER_NAME);
-    gwrapper *w = grow((void **)&d->wrappers, &d->nwrappers, sizeof *w);
+    gwrapper *w = kc_desc_grow((void **)&d->wrappers, &d->nwrappers, sizeof *w);
     if (!w || !(w->name = kc_strdup(name)) || (len && !(w->params = kc_malloc(len))))
         return kc_err(KC_ENOMEM, "graph: out of memory");
     w->version = version;
@@ -572,9 +435,9 @@ int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash
         if (!d->unhashed_hook && !(d->unhashed_hook = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
         return KC_OK;
     }
-    char **slot = grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
+    char **slot = kc_desc_grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
     if (!slot || !(*slot = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
-    slot = grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
+    slot = kc_desc_grow((void **)&d->hooks, &d->nhooks, sizeof *slot);
     if (!slot || !(*slot = kc_strdup(cache_hash))) return kc_err(KC_ENOMEM, "out of memory");
     return KC_OK;
 }

@@ -35,6 +35,7 @@
 
 #include "../common/internal.h"
 #include "../cuda/internal.h"
+#include "argkind.h"
 #include "graph_internal.h"
 #include "kcache/target.h"
 #include "program.h"
@@ -163,9 +164,10 @@ static int step_on(const gstep *s, const int64_t *f, char *why, size_t cap) {
     }
     for (size_t a = 0; a < s->nargs; a++) {
         const char *x = s->args[a];
-        int e32 = strncmp(x, "e32:", 4) == 0;
-        if (!e32 && strncmp(x, "e64:", 4) != 0) continue;
-        if ((r = eval_on(x + 4, f, &v, why, cap)) < 0) return -1;
+        const kc_argkind *k = kc_argkind_of(x); /* an expression's value: e32:, e64: (args.c's table) */
+        if (!k || k->body != KC_AB_EXPR) continue;
+        int e32 = k->size == 4;
+        if ((r = eval_on(x + strlen(k->spelling), f, &v, why, cap)) < 0) return -1;
         if (r && e32 && (v < INT32_MIN || v > INT32_MAX)) {
             snprintf(why, cap, "argument %zu '%.60s' = %lld does not fit 32 bits", a, x, (long long)v);
             return -1;

@@ -104,6 +104,48 @@ static int64_t call(ep *e, const char *name, size_t len) {
     }
 }
 
+/* A decimal integer. */
+static int64_t number(ep *e) {
+    int64_t v = 0;
+    while (*e->p >= '0' && *e->p <= '9') {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->p - '0', &v)) return fail(e, "integer too large");
+        e->p++;
+    }
+    return v;
+}
+
+/* A symbol's value (1 when validating), or a device fact's. */
+static int64_t symbol(ep *e, const char *start, size_t len) {
+    size_t i;
+    for (i = 0; i < e->n; i++)
+        if (strlen(e->names[i]) == len && strncmp(e->names[i], start, len) == 0) break;
+    int f = i == e->n ? kc_device_fact(start, len) : -1;
+    if (i < e->n) return e->validate ? 1 : e->vals[i];
+    if (f < 0) return fail(e, "unknown symbol");
+    if (e->nodev) return fail(e, "a device fact is not allowed here");
+    if (e->validate) return 1;
+    if (!e->dev) return fail(e, "a device fact with no device bound");
+    return e->dev[f];
+}
+
+static int ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* A name: a function's call, or a symbol (told to on_symbol, when set, and then worth 1). */
+static int64_t name(ep *e) {
+    const char *start = e->p;
+    while (ident_char(*e->p)) e->p++;
+    size_t len = (size_t)(e->p - start);
+    ws(e);
+    if (*e->p == '(') return call(e, start, len);
+    if (e->on_symbol) {
+        e->on_symbol(e, start, len);
+        return 1;
+    }
+    return symbol(e, start, len);
+}
+
 static int64_t factor(ep *e) {
     ws(e);
     if (++e->depth > 64) return fail(e, "expression nested too deeply");
@@ -121,39 +163,9 @@ static int64_t factor(ep *e) {
         if (x == INT64_MIN) v = fail(e, "overflow");
         else v = -x;
     } else if (c >= '0' && c <= '9') {
-        while (*e->p >= '0' && *e->p <= '9') {
-            if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->p - '0', &v)) {
-                v = fail(e, "integer too large");
-                break;
-            }
-            e->p++;
-        }
+        v = number(e);
     } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
-        const char *start = e->p;
-        while ((*e->p >= 'a' && *e->p <= 'z') || (*e->p >= 'A' && *e->p <= 'Z') ||
-               (*e->p >= '0' && *e->p <= '9') || *e->p == '_')
-            e->p++;
-        size_t len = (size_t)(e->p - start);
-        ws(e);
-        if (*e->p == '(') {
-            v = call(e, start, len);
-        } else {
-            size_t i;
-            if (e->on_symbol) {
-                e->on_symbol(e, start, len);
-                e->depth--;
-                return 1;
-            }
-            for (i = 0; i < e->n; i++)
-                if (strlen(e->names[i]) == len && strncmp(e->names[i], start, len) == 0) break;
-            int f = i == e->n ? kc_device_fact(start, len) : -1;
-            if (i < e->n) v = e->validate ? 1 : e->vals[i];
-            else if (f < 0) v = fail(e, "unknown symbol");
-            else if (e->nodev) v = fail(e, "a device fact is not allowed here");
-            else if (e->validate) v = 1;
-            else if (!e->dev) v = fail(e, "a device fact with no device bound");
-            else v = e->dev[f];
-        }
+        v = name(e);
     } else {
         v = fail(e, c ? "unexpected character" : "unexpected end");
     }

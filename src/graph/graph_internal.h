@@ -125,6 +125,19 @@ int kc_expr_check_nodev(const char *s, const char *const *names, size_t n);
 int kc_expr_eval_dev(const char *s, const char *const *names, const int64_t *values, size_t n, const int64_t *dev,
                      int64_t *out);
 
+/* ---- the description's builders' shared helpers (desc.c; callers: desc_writes.c) ---- */
+
+/** Grow an array by one zeroed element; the element, or NULL when out of memory. */
+void *kc_desc_grow(void **arr, size_t *n, size_t size);
+/** A string the launch program will hold: KC_OK, or KC_EINVAL naming `what` when it is over the cap. */
+int kc_desc_fits(const kc_graph_desc *d, const char *s, const char *what);
+/** An expression over the description's symbols (KC_EEXPR naming the graph and `what`). */
+int kc_desc_check_expr(const kc_graph_desc *d, const char *e, const char *what);
+/** How many tensors of `role` the description declares. */
+size_t kc_desc_count_role(const kc_graph_desc *d, kc_tensor_role role);
+/** A dtype's name as specs spell it ("f32"), or "?". */
+const char *kc_dtype_str(kc_dtype t);
+
 /* ---- device facts, the known devices, large dynamic shared memory (device.c) ---- */
 
 /** How many device facts there are (device_sm_count, …: the names are device.c's). */

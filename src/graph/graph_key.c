@@ -238,67 +238,62 @@ void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char
     free(reads);
 }
 
-/* The key itself: every byte of the description that can change the machine code or the launch. */
-static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
-    int rc;
-    kc_key_builder *kb;
-    if ((rc = kc_key_builder_new(&kb))) return rc;
-    const int notes = kb_out != NULL; /* the finer digests, for an entry's META and explain */
-    if (!notes) kc_key_builder_lean_(kb);
-    kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
-    /* How a graph entry's kernels were bound to their lowered names: 2, only as a compile recorded them
-     * ([Note: recorded names] in unitstore.c).  Entries of earlier builds may hold a lowering completed
-     * from a stored unit's image, so they live under other keys and are never read. */
-    kc_key_add_u64(kb, KC_COMP_FORMAT, "kernel_binding", KC_GRAPH_BINDING_VERSION);
-    for (size_t i = 0; i < d->nkernels && !rc; i++) {
-        const gkernel *g = &d->kernels[i];
-        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.name", g->name);
-        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.file", g->file ? g->file : "");
-        kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.source", g->source);
-        char *norm, label[64];
-        for (size_t h = 0; h < g->nheaders && !rc; h++) {
-            kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
-            kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
-            /* Finer digest, for explain: which header of which kernel changed. */
-            if (!notes) continue;
-            snprintf(label, sizeof label, "kernels[%zu].headers[%.36s]", i, g->headers[h].name);
-            rc = kc_key_note(kb, label, g->headers[h].source, strlen(g->headers[h].source));
-        }
-        if (rc) break;
-        if (g->flags) kc_key_add_u64(kb, KC_COMP_OPTIONS, "kernel.flags", g->flags); /* absent: keys as before */
-        kc_kernel_src k = kc_graph_kernel_src(g);
-        if ((rc = kc_options_normalize(&k, &norm))) break;
-        kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
-        if (notes) { /* Finer digests, for explain: this kernel's source (with its headers) and options. */
-            kc_buf src = {0};
-            kc_buf_put_str(&src, g->source);
-            for (size_t h = 0; h < g->nheaders; h++) kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
-            snprintf(label, sizeof label, "kernels[%zu].source", i);
-            if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
-            else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
-            kc_buf_free(&src);
-            snprintf(label, sizeof label, "kernels[%zu].options", i);
-            if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
-        }
-        free(norm);
-        if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
+/* Kernel i's part of the key: its name, file, source, headers, flags, normalized options, include digest (and,
+ * with `notes`, the finer digests explain reads: which header, source or options of which kernel changed). */
+static int key_kernel(kc_key_builder *kb, size_t i, const gkernel *g, int notes) {
+    int rc = KC_OK;
+    kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.name", g->name);
+    kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.file", g->file ? g->file : "");
+    kc_key_add_string(kb, KC_COMP_GRAPH, "kernel.source", g->source);
+    char *norm, label[64];
+    for (size_t h = 0; h < g->nheaders && !rc; h++) {
+        kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", g->headers[h].name);
+        kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", g->headers[h].source);
+        /* Finer digest, for explain: which header of which kernel changed. */
+        if (!notes) continue;
+        snprintf(label, sizeof label, "kernels[%zu].headers[%.36s]", i, g->headers[h].name);
+        rc = kc_key_note(kb, label, g->headers[h].source, strlen(g->headers[h].source));
     }
-    if (!rc && toolkit[0]) { /* the toolkit's headers, as the kernels that ask for them see them */
-        rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "toolkit_headers", toolkit);
-        if (!rc) rc = kc_key_note(kb, "toolkit_headers", toolkit, 32);
+    if (rc) return rc;
+    if (g->flags) kc_key_add_u64(kb, KC_COMP_OPTIONS, "kernel.flags", g->flags); /* absent: keys as before */
+    kc_kernel_src k = kc_graph_kernel_src(g);
+    if ((rc = kc_options_normalize(&k, &norm))) return rc;
+    kc_key_add_string(kb, KC_COMP_OPTIONS, g->name, norm);
+    if (notes) { /* Finer digests, for explain: this kernel's source (with its headers) and options. */
+        kc_buf src = {0};
+        kc_buf_put_str(&src, g->source);
+        for (size_t h = 0; h < g->nheaders; h++) kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
+        snprintf(label, sizeof label, "kernels[%zu].source", i);
+        if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
+        else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
+        kc_buf_free(&src);
+        snprintf(label, sizeof label, "kernels[%zu].options", i);
+        if (!rc) rc = kc_key_note(kb, label, norm, strlen(norm));
     }
+    free(norm);
+    if (g->include_digest) kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", g->include_digest);
+    return rc;
+}
+
+/* The launch programs of both passes (with a note each) and the wrappers' bytes: the key's "program". */
+static int key_program(kc_key_builder *kb, const kc_graph_desc *d) {
+    int rc = KC_OK;
     kc_buf prog = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &prog);
     size_t fwd_len = prog.len;
     kc_program_encode(d, KC_PASS_BACKWARD, &prog);
-    if (!rc && !prog.failed) rc = kc_key_note(kb, "program.forward", prog.data, fwd_len);
+    if (!prog.failed) rc = kc_key_note(kb, "program.forward", prog.data, fwd_len);
     if (!rc && !prog.failed) rc = kc_key_note(kb, "program.backward", prog.data + fwd_len, prog.len - fwd_len);
     kc_wrappers_encode_items(d, &prog); /* the wrappers' bytes without their count */
     if (prog.failed && !rc) rc = kc_err(KC_ENOMEM, "graph key: out of memory");
     if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "program", prog.data, prog.len);
     kc_buf_free(&prog);
-    if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "runtime_meta", d->runtime_meta, d->runtime_meta_len);
-    /* Inputs: symbolic sizes by the stable id of their symbol's name. */
+    return rc;
+}
+
+/* Inputs: symbolic sizes by the stable id of their symbol's name. */
+static int key_inputs(kc_key_builder *kb, const kc_graph_desc *d) {
+    int rc = KC_OK;
     for (size_t i = 0; i < d->ntensors && !rc; i++) {
         const gtensor *t = &d->tensors[i];
         if (t->role != KC_ROLE_INPUT) continue;
@@ -316,6 +311,29 @@ static int key_compute(const kc_graph_desc *d, const char *toolchain, const char
         }
         rc = kc_key_add_tensor(kb, &m);
     }
+    return rc;
+}
+
+/* The key itself: every byte of the description that can change the machine code or the launch. */
+static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
+    int rc;
+    kc_key_builder *kb;
+    if ((rc = kc_key_builder_new(&kb))) return rc;
+    const int notes = kb_out != NULL; /* the finer digests, for an entry's META and explain */
+    if (!notes) kc_key_builder_lean_(kb);
+    kc_key_add_u64(kb, KC_COMP_FORMAT, "entry_format", KC_ENTRY_FORMAT_VERSION);
+    /* How a graph entry's kernels were bound to their lowered names: 2, only as a compile recorded them
+     * ([Note: recorded names] in unitstore.c).  Entries of earlier builds may hold a lowering completed
+     * from a stored unit's image, so they live under other keys and are never read. */
+    kc_key_add_u64(kb, KC_COMP_FORMAT, "kernel_binding", KC_GRAPH_BINDING_VERSION);
+    for (size_t i = 0; i < d->nkernels && !rc; i++) rc = key_kernel(kb, i, &d->kernels[i], notes);
+    if (!rc && toolkit[0]) { /* the toolkit's headers, as the kernels that ask for them see them */
+        rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "toolkit_headers", toolkit);
+        if (!rc) rc = kc_key_note(kb, "toolkit_headers", toolkit, 32);
+    }
+    if (!rc) rc = key_program(kb, d);
+    if (!rc) rc = kc_key_add_bytes(kb, KC_COMP_GRAPH, "runtime_meta", d->runtime_meta, d->runtime_meta_len);
+    if (!rc) rc = key_inputs(kb, d);
     for (size_t i = 0; i + 1 < d->nhooks && !rc; i += 2) {
         rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.name", d->hooks[i]);
         if (!rc) rc = kc_key_add_string(kb, KC_COMP_HOOKS, "hook.hash", d->hooks[i + 1]);

@@ -62,13 +62,8 @@
 
 #define MAX_ITEMS 4096
 
-/* The program of one pass: symbols, tensors, scratch of the pass, its steps. */
-void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
-    kc_buf_put_u32(b, (uint32_t)pass);
-    kc_buf_put_u32(b, (uint32_t)d->nsymbols);
-    for (size_t i = 0; i < d->nsymbols; i++) kc_buf_put_str(b, d->symbols[i]);
-    kc_buf_put_u32(b, (uint32_t)d->nrargs);
-    for (size_t i = 0; i < d->nrargs; i++) kc_buf_put_str(b, d->rargs[i].name), kc_buf_put_u8(b, (uint8_t)d->rargs[i].type);
+/* The tensor records: role, dtype, rank, flags (and alias), sizes and strides. */
+static void put_tensors(const kc_graph_desc *d, kc_buf *b) {
     kc_buf_put_u32(b, (uint32_t)d->ntensors);
     for (size_t i = 0; i < d->ntensors; i++) {
         const gtensor *t = &d->tensors[i];
@@ -80,6 +75,38 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
         if (t->alias) kc_buf_put_u32(b, (uint32_t)(t->alias - 1));
         for (int r = 0; r < t->rank; r++) kc_buf_put_str(b, t->sizes[r]), kc_buf_put_str(b, t->strides[r]);
     }
+}
+
+/* The zero steps added before the pass's k-th kernel step (after its last: at the end). */
+static void put_zeros_at(const kc_graph_desc *d, kc_pass pass, size_t k, kc_buf *b) {
+    for (size_t z = 0; z < d->nzeros; z++)
+        if (d->zeros[z].pass == pass && d->zeros[z].at == k) {
+            const gzero *gz = &d->zeros[z];
+            char ref[48];
+            kc_program_zero_ref((int)gz->role, gz->index, ref);
+            kc_buf_put_u32(b, gz->offset || gz->count ? KC_PROGRAM_ZERO_RANGE : KC_PROGRAM_ZERO_STEP);
+            kc_buf_put_str(b, ref);
+            if (gz->offset || gz->count) kc_buf_put_str(b, gz->offset ? gz->offset : "0"), kc_buf_put_str(b, gz->count ? gz->count : "");
+        }
+}
+
+static void put_step(const gstep *s, kc_buf *b) {
+    kc_buf_put_u32(b, (uint32_t)s->kernel);
+    for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->grid[j]);
+    for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->block[j]);
+    kc_buf_put_str(b, s->shared);
+    kc_buf_put_u32(b, (uint32_t)s->nargs);
+    for (size_t a = 0; a < s->nargs; a++) kc_buf_put_str(b, s->args[a]);
+}
+
+/* The program of one pass: symbols, tensors, scratch of the pass, its steps. */
+void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
+    kc_buf_put_u32(b, (uint32_t)pass);
+    kc_buf_put_u32(b, (uint32_t)d->nsymbols);
+    for (size_t i = 0; i < d->nsymbols; i++) kc_buf_put_str(b, d->symbols[i]);
+    kc_buf_put_u32(b, (uint32_t)d->nrargs);
+    for (size_t i = 0; i < d->nrargs; i++) kc_buf_put_str(b, d->rargs[i].name), kc_buf_put_u8(b, (uint8_t)d->rargs[i].type);
+    put_tensors(d, b);
     uint32_t ns = 0;
     for (size_t i = 0; i < d->nscratch; i++) ns += d->scratch[i].pass == pass;
     kc_buf_put_u32(b, ns);
@@ -89,30 +116,13 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
     for (size_t i = 0; i < d->nsteps; i++) nst += d->steps[i].pass == pass;
     for (size_t i = 0; i < d->nzeros; i++) nst += d->zeros[i].pass == pass;
     kc_buf_put_u32(b, nst);
-    for (size_t i = 0, k = 0; i <= d->nsteps; i++) {
-        /* The zero steps added before this pass's k-th kernel step (after its last: at the end). */
-        int end = i == d->nsteps;
-        if (!end && d->steps[i].pass != pass) continue;
-        for (size_t z = 0; z < d->nzeros; z++)
-            if (d->zeros[z].pass == pass && d->zeros[z].at == k) {
-                const gzero *gz = &d->zeros[z];
-                char ref[48];
-                kc_program_zero_ref((int)gz->role, gz->index, ref);
-                kc_buf_put_u32(b, gz->offset || gz->count ? KC_PROGRAM_ZERO_RANGE : KC_PROGRAM_ZERO_STEP);
-                kc_buf_put_str(b, ref);
-                if (gz->offset || gz->count)
-                    kc_buf_put_str(b, gz->offset ? gz->offset : "0"), kc_buf_put_str(b, gz->count ? gz->count : "");
-            }
-        if (end) break;
-        k++;
-        const gstep *s = &d->steps[i];
-        kc_buf_put_u32(b, (uint32_t)s->kernel);
-        for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->grid[j]);
-        for (int j = 0; j < 3; j++) kc_buf_put_str(b, s->block[j]);
-        kc_buf_put_str(b, s->shared);
-        kc_buf_put_u32(b, (uint32_t)s->nargs);
-        for (size_t a = 0; a < s->nargs; a++) kc_buf_put_str(b, s->args[a]);
+    size_t k = 0;
+    for (size_t i = 0; i < d->nsteps; i++) {
+        if (d->steps[i].pass != pass) continue;
+        put_zeros_at(d, pass, k++, b);
+        put_step(&d->steps[i], b);
     }
+    put_zeros_at(d, pass, k, b);
 }
 
 size_t kc_dtype_size(kc_dtype t) {
@@ -178,12 +188,6 @@ static int is_ident(const char *s) {
     return 1;
 }
 
-int kc_program_zero_role_ok(int pass, int role) {
-    if (pass == KC_PASS_FORWARD)
-        return role == KC_ROLE_OUTPUT || role == KC_ROLE_SAVED || role == KC_ROLE_SCRATCH || role == KC_ROLE_INPUT;
-    return pass == KC_PASS_BACKWARD && (role == KC_ROLE_GRAD_IN || role == KC_ROLE_SCRATCH);
-}
-
 void kc_program_zero_ref(int role, size_t index, char buf[48]) {
     const char *pre = kc_program_role_prefix(role);
     snprintf(buf, 48, "%s%zu", pre ? pre : "?:", index);
@@ -225,88 +229,95 @@ static int check_inplace(const kc_program *p) {
     }
     return KC_OK;
 }
-int kc_program_decode(const void *data, size_t len, kc_program **out) {
-    *out = NULL;
-    kc_program *p = kc_calloc(1, sizeof *p);
-    if (!p) return kc_err(KC_ENOMEM, "program: out of memory");
-    kc_reader r = kc_reader_make(data, len);
-    int oom = 0;
-    p->pass = (int)kc_rd_next_u32(&r);
-    uint32_t ns = kc_rd_next_u32(&r);
-    if (ns > MAX_ITEMS || !(p->syms = kc_calloc(ns + 1, sizeof *p->syms))) r.bad = 1;
-    for (uint32_t i = 0; !r.bad && i < ns; i++, p->nsyms++) p->syms[i] = rd_str(&r, &oom);
-    uint32_t nra = kc_rd_next_u32(&r);
-    if (r.bad || nra > KC_GRAPH_MAX_ARGS || !(p->rargs = kc_calloc(nra + 1, sizeof *p->rargs))) r.bad = 1;
-    for (uint32_t i = 0; !r.bad && i < nra; i++, p->nrargs++) {
-        p->rargs[i].name = rd_str(&r, &oom);
-        p->rargs[i].type = (kc_arg_type)kc_rd_next_u8(&r);
+/* The symbols and the runtime arguments. */
+static void rd_names(kc_reader *r, kc_program *p, int *oom) {
+    uint32_t ns = kc_rd_next_u32(r);
+    if (ns > MAX_ITEMS || !(p->syms = kc_calloc(ns + 1, sizeof *p->syms))) r->bad = 1;
+    for (uint32_t i = 0; !r->bad && i < ns; i++, p->nsyms++) p->syms[i] = rd_str(r, oom);
+    uint32_t nra = kc_rd_next_u32(r);
+    if (r->bad || nra > KC_GRAPH_MAX_ARGS || !(p->rargs = kc_calloc(nra + 1, sizeof *p->rargs))) r->bad = 1;
+    for (uint32_t i = 0; !r->bad && i < nra; i++, p->nrargs++) {
+        p->rargs[i].name = rd_str(r, oom);
+        p->rargs[i].type = (kc_arg_type)kc_rd_next_u8(r);
     }
-    uint32_t nt = kc_rd_next_u32(&r);
-    if (r.bad || nt > MAX_ITEMS || !(p->tensors = kc_calloc(nt + 1, sizeof *p->tensors))) r.bad = 1;
-    for (uint32_t i = 0; !r.bad && i < nt; i++, p->ntensors++) {
-        ptensor *t = &p->tensors[i];
-        t->role = kc_rd_next_u8(&r);
-        t->dtype = kc_rd_next_u8(&r);
-        t->rank = kc_rd_next_u8(&r);
-        unsigned fl = kc_rd_next_u8(&r);
-        t->requires_grad = (fl & KC_PT_REQUIRES_GRAD) != 0;
-        t->inplace = (fl & KC_PT_INPLACE) != 0;
-        t->accumulate = (fl & KC_PT_ACCUMULATE) != 0;
-        t->alias = -1;
-        if (fl & KC_PT_ALIAS) {
-            uint32_t a = kc_rd_next_u32(&r);
-            if (a >= MAX_ITEMS) r.bad = 1;
-            else t->alias = (int)a;
-        }
-        unsigned allowed = t->role == KC_ROLE_INPUT ? KC_PT_REQUIRES_GRAD | KC_PT_INPLACE | KC_PT_ACCUMULATE
-                           : t->role == KC_ROLE_OUTPUT ? KC_PT_ALIAS : 0;
-        if (fl & ~allowed) r.bad = 1;
-        if (t->role > KC_ROLE_SAVED || t->dtype < KC_DTYPE_F32 || t->dtype > KC_DTYPE_F8E5M2 || t->rank > KC_MAX_RANK) r.bad = 1;
-        for (int d = 0; !r.bad && d < t->rank; d++) t->sizes[d] = rd_str(&r, &oom), t->strides[d] = rd_str(&r, &oom);
+}
+
+/* One tensor record: its role, dtype, rank, flags (those of its role only), alias, sizes and strides. */
+static void rd_tensor(kc_reader *r, ptensor *t, int *oom) {
+    t->role = kc_rd_next_u8(r);
+    t->dtype = kc_rd_next_u8(r);
+    t->rank = kc_rd_next_u8(r);
+    unsigned fl = kc_rd_next_u8(r);
+    t->requires_grad = (fl & KC_PT_REQUIRES_GRAD) != 0;
+    t->inplace = (fl & KC_PT_INPLACE) != 0;
+    t->accumulate = (fl & KC_PT_ACCUMULATE) != 0;
+    t->alias = -1;
+    if (fl & KC_PT_ALIAS) {
+        uint32_t a = kc_rd_next_u32(r);
+        if (a >= MAX_ITEMS) r->bad = 1;
+        else t->alias = (int)a;
     }
-    uint32_t nsc = kc_rd_next_u32(&r);
-    if (r.bad || nsc > MAX_ITEMS || !(p->scratch = kc_calloc(nsc + 1, sizeof *p->scratch))) r.bad = 1;
-    for (uint32_t i = 0; !r.bad && i < nsc; i++, p->nscratch++) p->scratch[i] = rd_str(&r, &oom);
-    uint32_t nst = kc_rd_next_u32(&r);
-    if (r.bad || nst > MAX_ITEMS || !(p->steps = kc_calloc(nst + 1, sizeof *p->steps)) ||
+    unsigned allowed = t->role == KC_ROLE_INPUT ? KC_PT_REQUIRES_GRAD | KC_PT_INPLACE | KC_PT_ACCUMULATE
+                       : t->role == KC_ROLE_OUTPUT ? KC_PT_ALIAS : 0;
+    if (fl & ~allowed) r->bad = 1;
+    if (t->role > KC_ROLE_SAVED || t->dtype < KC_DTYPE_F32 || t->dtype > KC_DTYPE_F8E5M2 || t->rank > KC_MAX_RANK) r->bad = 1;
+    for (int d = 0; !r->bad && d < t->rank; d++) t->sizes[d] = rd_str(r, oom), t->strides[d] = rd_str(r, oom);
+}
+
+/* The tensors and the scratch buffers. */
+static void rd_buffers(kc_reader *r, kc_program *p, int *oom) {
+    uint32_t nt = kc_rd_next_u32(r);
+    if (r->bad || nt > MAX_ITEMS || !(p->tensors = kc_calloc(nt + 1, sizeof *p->tensors))) r->bad = 1;
+    for (uint32_t i = 0; !r->bad && i < nt; i++, p->ntensors++) rd_tensor(r, &p->tensors[i], oom);
+    uint32_t nsc = kc_rd_next_u32(r);
+    if (r->bad || nsc > MAX_ITEMS || !(p->scratch = kc_calloc(nsc + 1, sizeof *p->scratch))) r->bad = 1;
+    for (uint32_t i = 0; !r->bad && i < nsc; i++, p->nscratch++) p->scratch[i] = rd_str(r, oom);
+}
+
+/* A zero step (`kernel` says whether of a range): its place (before the next kernel step), its tensor, its range. */
+static void rd_zero(kc_reader *r, kc_program *p, uint32_t kernel, int *oom) {
+    pzero *z = &p->zeros[p->nzeros];
+    char *ref = rd_str(r, oom);
+    if (ref && zero_parse(ref, &z->role, &z->index) != KC_OK) r->bad = 1;
+    free(ref);
+    if (kernel == KC_PROGRAM_ZERO_RANGE && !r->bad) {
+        z->offset = rd_str(r, oom);
+        z->count = rd_str(r, oom);
+        if (z->count && !*z->count) free(z->count), z->count = NULL; /* to the end */
+        if (!z->offset) free(z->count), z->count = NULL;
+    }
+    z->at = p->nsteps;
+    if (r->bad) free(z->offset), free(z->count), z->offset = z->count = NULL;
+    p->nzeros += !r->bad;
+}
+
+/* A kernel step: its kernel, dimensions, shared memory and arguments. */
+static void rd_step(kc_reader *r, kc_program *p, uint32_t kernel, int *oom) {
+    pstep *s = &p->steps[p->nsteps++];
+    s->kernel = (int)kernel;
+    for (int j = 0; j < 3; j++) s->grid[j] = rd_str(r, oom);
+    for (int j = 0; j < 3; j++) s->block[j] = rd_str(r, oom);
+    s->shared = rd_str(r, oom);
+    uint32_t na = kc_rd_next_u32(r);
+    if (r->bad || na > 256 || !(s->args = kc_calloc(na + 1, sizeof *s->args))) r->bad = 1;
+    for (uint32_t a = 0; !r->bad && a < na; a++, s->nargs++) s->args[a] = rd_str(r, oom);
+}
+
+static void rd_steps(kc_reader *r, kc_program *p, int *oom) {
+    uint32_t nst = kc_rd_next_u32(r);
+    if (r->bad || nst > MAX_ITEMS || !(p->steps = kc_calloc(nst + 1, sizeof *p->steps)) ||
         !(p->zeros = kc_calloc(nst + 1, sizeof *p->zeros)))
-        r.bad = 1;
-    for (uint32_t i = 0; !r.bad && i < nst; i++) {
-        uint32_t kernel = kc_rd_next_u32(&r);
-        if (kernel == KC_PROGRAM_ZERO_STEP || kernel == KC_PROGRAM_ZERO_RANGE) { /* its place, its tensor (and range) */
-            pzero *z = &p->zeros[p->nzeros];
-            char *ref = rd_str(&r, &oom);
-            if (ref && zero_parse(ref, &z->role, &z->index) != KC_OK) r.bad = 1;
-            free(ref);
-            if (kernel == KC_PROGRAM_ZERO_RANGE && !r.bad) {
-                z->offset = rd_str(&r, &oom);
-                z->count = rd_str(&r, &oom);
-                if (z->count && !*z->count) free(z->count), z->count = NULL; /* to the end */
-                if (!z->offset) free(z->count), z->count = NULL;
-            }
-            z->at = p->nsteps;
-            if (r.bad) free(z->offset), free(z->count), z->offset = z->count = NULL;
-            p->nzeros += !r.bad;
-            continue;
-        }
-        pstep *s = &p->steps[p->nsteps++];
-        s->kernel = (int)kernel;
-        for (int j = 0; j < 3; j++) s->grid[j] = rd_str(&r, &oom);
-        for (int j = 0; j < 3; j++) s->block[j] = rd_str(&r, &oom);
-        s->shared = rd_str(&r, &oom);
-        uint32_t na = kc_rd_next_u32(&r);
-        if (r.bad || na > 256 || !(s->args = kc_calloc(na + 1, sizeof *s->args))) r.bad = 1;
-        for (uint32_t a = 0; !r.bad && a < na; a++, s->nargs++) s->args[a] = rd_str(&r, &oom);
+        r->bad = 1;
+    for (uint32_t i = 0; !r->bad && i < nst; i++) {
+        uint32_t kernel = kc_rd_next_u32(r);
+        if (kernel == KC_PROGRAM_ZERO_STEP || kernel == KC_PROGRAM_ZERO_RANGE) rd_zero(r, p, kernel, oom);
+        else rd_step(r, p, kernel, oom);
     }
-    if (oom) {
-        kc_program_free(p);
-        return kc_err(KC_ENOMEM, "program: out of memory");
-    }
-    if (r.bad || r.left) {
-        kc_program_free(p);
-        return kc_err(KC_ECORRUPT, "corrupt entry: malformed launch program");
-    }
-    /* Re-validate what will be evaluated. */
+}
+
+/* The tensors' expressions: an input's sizes and strides never name a device fact (an output's size may); nor
+ * is a symbol one. */
+static int check_tensors(const kc_program *p) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->ntensors; i++)
         for (int d = 0; !rc && d < p->tensors[i].rank; d++) {
@@ -317,6 +328,12 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     for (size_t i = 0; !rc && i < p->nsyms; i++) /* a device fact is never a size symbol */
         if (kc_device_fact(p->syms[i], strlen(p->syms[i])) >= 0) rc = kc_err(KC_ECORRUPT, "symbol '%s' is a device fact", p->syms[i]);
     for (size_t i = 0; !rc && i < p->nscratch; i++) rc = check(p, p->scratch[i]);
+    return rc;
+}
+
+/* The steps' dimensions and arguments (args.c), and the zero steps' ranges. */
+static int check_steps(kc_program *p) {
+    int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->nsteps; i++) {
         for (int j = 0; !rc && j < 3; j++) {
             rc = check(p, p->steps[i].grid[j]);
@@ -329,7 +346,12 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
         if (p->zeros[i].offset) rc = check(p, p->zeros[i].offset);
         if (!rc && p->zeros[i].count) rc = check(p, p->zeros[i].count);
     }
-    if (!rc) rc = check_inplace(p);
+    return rc;
+}
+
+/* The runtime arguments: a known type, an identifier, unique, never a symbol's name. */
+static int check_rargs(const kc_program *p) {
+    int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->nrargs; i++) {
         if (p->rargs[i].type < KC_ARG_F32 || p->rargs[i].type > KC_ARG_U64 || !is_ident(p->rargs[i].name))
             rc = kc_err(KC_ECORRUPT, "runtime argument %zu", i);
@@ -338,6 +360,32 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
         for (size_t k = 0; !rc && k < p->nsyms; k++)
             if (!strcmp(p->syms[k], p->rargs[i].name)) rc = kc_err(KC_ECORRUPT, "runtime argument '%s' is a symbol", p->rargs[i].name);
     }
+    return rc;
+}
+
+int kc_program_decode(const void *data, size_t len, kc_program **out) {
+    *out = NULL;
+    kc_program *p = kc_calloc(1, sizeof *p);
+    if (!p) return kc_err(KC_ENOMEM, "program: out of memory");
+    kc_reader r = kc_reader_make(data, len);
+    int oom = 0;
+    p->pass = (int)kc_rd_next_u32(&r);
+    rd_names(&r, p, &oom);
+    rd_buffers(&r, p, &oom);
+    rd_steps(&r, p, &oom);
+    if (oom) {
+        kc_program_free(p);
+        return kc_err(KC_ENOMEM, "program: out of memory");
+    }
+    if (r.bad || r.left) {
+        kc_program_free(p);
+        return kc_err(KC_ECORRUPT, "corrupt entry: malformed launch program");
+    }
+    /* Re-validate what will be evaluated. */
+    int rc = check_tensors(p);
+    if (!rc) rc = check_steps(p);
+    if (!rc) rc = check_inplace(p);
+    if (!rc) rc = check_rargs(p);
     if (rc == KC_ENOMEM) {
         kc_program_free(p);
         return rc;

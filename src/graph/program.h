@@ -2,12 +2,13 @@
  * program.h — a pass's launch program, written to and decoded from an entry's FORWARD or BACKWARD section,
  * and everything about running it that needs no GPU: binding symbols from input shapes,
  * sizing tensors, evaluating launch dimensions (program.c), and the argument kinds —
- * spelling, checks, launch ABI, packing kernel arguments (args.c).  The section's grammar,
- * argument kinds included, is at the top of program.c.
+ * one table of them (args.c, rows in argkind.h): spelling, checks, launch ABI — and packing
+ * kernel arguments at a call (argpack.c).  The section's grammar, argument kinds included, is at
+ * the top of program.c.
  *
  * Callers: graph_key.c and lookup.c (kc_program_encode), loaded.c (decode), run.c
- * (evaluate, pack), desc.c and spec.c (argument checks and names), abi.c (argument ABI);
- * nothing outside src/graph/ (tests and the fuzz harness aside).
+ * (evaluate, pack), desc.c, desc_writes.c, spec_read.c and specialize.c (argument checks and
+ * names), abi.c (argument ABI); nothing outside src/graph/ (tests and the fuzz harness aside).
  */
 #ifndef KC_PROGRAM_H
 #define KC_PROGRAM_H
@@ -125,7 +126,10 @@ int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals,
 int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
                     unsigned *shared);
 
-/* ---- the argument kinds (args.c) ---- */
+/* ---- the argument kinds (args.c: the table, argkind.h; argpack.c: packing at a call) ---- */
+
+/** Where argument `arg`'s expression starts (e32:/e64:, a tensor's offset after '+'), or 0 when it has none. */
+size_t kc_program_arg_expr_at(const char *arg);
 
 /** A tensor role's prefix as arguments and zero steps spell it ("input:", …, "grad_in:"); NULL for no role. */
 const char *kc_program_role_prefix(int role);
@@ -160,21 +164,24 @@ typedef union kc_argval {
     uint8_t u8; /* bool:true|false */
 } kc_argval;
 
-/**
- * Fill vals[j] for each argument of step i and point args[j] at it (arrays of nargs).
- * `philox` holds {seed, offset} when the philox wrapper ran, else NULL (and an argument
- * that needs them is an error).
- */
+/** What packing a step's arguments reads of the call: its bound symbols, how a tensor resolves to a device pointer,
+ *  the philox {seed, offset} (NULL when the philox wrapper did not run: an argument that needs them is an error),
+ *  and its runtime argument values (p->nrargs of them, checked by kc_program_check_values; NULL when the call gave
+ *  none, and then an "arg:NAME" argument is an error). */
+typedef struct kc_argpack {
+    const int64_t *syms;
+    kc_resolve_fn resolve;
+    void *ctx;
+    const uint64_t *philox;
+    const kc_value *rvals;
+} kc_argpack;
+
+/** Fill vals[j] for each argument of step i and point args[j] at it (arrays of nargs) (argpack.c). */
+int kc_program_pack(const kc_program *p, size_t i, const kc_argpack *in, kc_argval *vals, void **args);
+
+/** kc_program_pack of a call without runtime argument values. */
 int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
                     const uint64_t *philox, kc_argval *vals, void **args);
-
-/**
- * kc_program_args with the call's runtime argument values (`rvals`: p->nrargs of them,
- * already checked by kc_program_check_values; NULL when the call gave none, and then an
- * "arg:NAME" argument is an error).
- */
-int kc_program_args_with(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
-                         const uint64_t *philox, const kc_value *rvals, kc_argval *vals, void **args);
 
 /** The count and each type of a call's runtime argument values against the declarations (KC_EINVAL naming one). */
 int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n);

@@ -161,12 +161,13 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
     /* Every step is checked before the first launches — dimensions, arguments (a tensor offset outside its
      * tensor), dynamic shared memory against the device — so a call fails whole or runs whole: never a pass
      * that launched its first steps and then refused a later one. */
+    kc_argpack pack = {syms, resolve, b, philox, rvals};
     for (size_t i = 0; i < p->nsteps && !rc; i++) {
         unsigned grid[3], block[3], shared;
         kc_argval vals[256];
         void *args[256];
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
-        if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
+        if (!rc) rc = kc_program_pack(p, i, &pack, vals, args);
         if (!rc && grid[0] && grid[1] && grid[2]) rc = kc_device_smem_ready(g, p, i, shared);
     }
     for (size_t i = 0; i < p->nsteps && !rc; i++) {
@@ -175,7 +176,7 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
         void *args[256];
         if (p->nzeros && (rc = run_zeros(p, i, syms, b, stream))) break;
         rc = kc_program_dims(p, i, syms, grid, block, &shared);
-        if (!rc) rc = kc_program_args_with(p, i, syms, resolve, b, philox, rvals, vals, args);
+        if (!rc) rc = kc_program_pack(p, i, &pack, vals, args);
         if (!rc && (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)) continue; /* empty tensors: nothing to do */
         if (!rc) rc = kc_device_smem_ready(g, p, i, shared); /* over 48 KiB: opted in, or refused here */
         if (!rc) rc = kc_cuda_launch(g->fns[p->steps[i].kernel], grid, block, shared, stream, args);
@@ -212,11 +213,21 @@ static int check_accumulating(const kc_tensor *gi, const kc_tensor *in, size_t i
                   "caller's buffer there (%s)", i, i, !gi->data ? "its data is NULL" : "non-NULL, the input's dtype and sizes, contiguous");
 }
 
-/* Allocate the tensors of a role with the program's shapes; `grads`: the gradients of the inputs.  An aliased
- * output becomes the input it is (inputs[j]); an accumulating gradient is the caller's, checked. */
-static int alloc_role(const kc_program *p, int role, int grads, const kc_tensor *inputs, const int64_t *syms, kc_tensor *out,
-                      size_t n, void *stream, const kc_allocator *alloc) {
-    for (size_t i = 0; i < n; i++) {
+/* The n tensors `out` of a role of program p; `grads`: the gradients of the inputs. */
+typedef struct roleset {
+    const kc_program *p;
+    int role, grads;
+    kc_tensor *out;
+    size_t n;
+} roleset;
+
+/* Allocate the tensors of a role with the program's shapes.  An aliased output becomes the input it is (inputs[j]);
+ * an accumulating gradient is the caller's, checked. */
+static int alloc_role(const roleset *rs, const kc_tensor *inputs, const int64_t *syms, void *stream, const kc_allocator *alloc) {
+    const kc_program *p = rs->p;
+    int role = rs->role, grads = rs->grads;
+    kc_tensor *out = rs->out;
+    for (size_t i = 0; i < rs->n; i++) {
         const ptensor *t = kc_program_tensor(p, role, i);
         size_t bytes;
         int rc = t ? KC_OK : kc_err(KC_ECORRUPT, "no tensor %zu", i);
@@ -248,8 +259,8 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     int rc = kc_cuda_push(g->device);
     int pushed = rc == KC_OK, outs = 0, sv = 0;
     if (!rc) rc = kc_program_bind(p, c->inputs, c->ninputs, syms);
-    if (!rc && !(rc = alloc_role(p, KC_ROLE_OUTPUT, 0, c->inputs, syms, c->outputs, nout, c->stream, c->alloc))) outs = 1;
-    if (!rc && !(rc = alloc_role(p, KC_ROLE_SAVED, 0, NULL, syms, saved, nsaved, c->stream, c->alloc))) sv = 1;
+    if (!rc && !(rc = alloc_role(&(roleset){p, KC_ROLE_OUTPUT, 0, c->outputs, nout}, c->inputs, syms, c->stream, c->alloc))) outs = 1;
+    if (!rc && !(rc = alloc_role(&(roleset){p, KC_ROLE_SAVED, 0, saved, nsaved}, NULL, syms, c->stream, c->alloc))) sv = 1;
     if (!rc) {
         bindings b = {c->inputs, c->outputs, saved, NULL, NULL, c->ninputs, nout, nsaved, 0, 0, NULL, 0};
         uint64_t philox[2] = {c->philox_seed, c->philox_offset};
@@ -341,7 +352,7 @@ int kc_graph_backward_args(kc_graph *g, kc_saved *s, const kc_tensor *grad_outpu
     const kc_allocator *alloc = s->has_alloc ? &s->alloc : NULL;
     int rc = kc_cuda_push(g->device);
     if (rc) return rc;
-    rc = alloc_role(g->bwd, KC_ROLE_INPUT, 1, s->inputs, s->syms, grad_inputs, ninputs, stream, alloc);
+    rc = alloc_role(&(roleset){g->bwd, KC_ROLE_INPUT, 1, grad_inputs, ninputs}, s->inputs, s->syms, stream, alloc);
     if (!rc) {
         bindings b = {s->inputs, s->outputs, s->saved, grad_outputs, grad_inputs, s->ninputs, s->noutputs, s->nsaved,
                       n, ninputs, NULL, 0};

@@ -22,6 +22,7 @@
 
 #include "../common/api.h"
 #include "../common/internal.h"
+#include "argkind.h"
 #include "graph_internal.h"
 #include "program.h"
 
@@ -140,27 +141,18 @@ static const char *value_of(const subs *x, const char *name) {
     return NULL;
 }
 
-/* One step argument rewritten (*out owned): the kinds that carry an expression or a symbol. */
+/* One step argument rewritten (*out owned): the kinds that carry an expression or a symbol (args.c's table). */
 static int subst_arg(const subs *x, const char *a, char **out) {
-    static const char *const tensors[] = {"input:", "output:", "saved:", "scratch:", "grad_out:", "grad_in:"};
     *out = NULL;
-    size_t head = 0; /* bytes of `a` kept as they are; the rest is an expression */
-    if (strncmp(a, "sym:", 4) == 0) {
-        const char *v = value_of(x, a + 4);
+    const kc_argkind *k = kc_argkind_of(a);
+    if (k && k->body == KC_AB_SYM) {
+        const char *v = value_of(x, a + strlen(k->spelling));
         kc_buf b = {NULL, 0, 0, 0};
         kc_buf_printf(&b, v ? "e64:%s" : "%s", v ? v : a);
         *out = kc_buf_take_str(&b);
         return *out ? KC_OK : kc_err(KC_ENOMEM, "out of memory");
     }
-    if (strncmp(a, "e32:", 4) == 0 || strncmp(a, "e64:", 4) == 0) head = 4;
-    for (size_t k = 0; !head && k < KC_ARRAY_LEN(tensors); k++) {
-        size_t pl = strlen(tensors[k]);
-        if (strncmp(a, tensors[k], pl) != 0) continue;
-        const char *p = a + pl;
-        while (*p >= '0' && *p <= '9') p++;
-        if (*p == '+') head = (size_t)(p + 1 - a); /* "ROLE:I+EXPR": the offset is an expression */
-        break;
-    }
+    size_t head = kc_program_arg_expr_at(a); /* bytes of `a` kept as they are; the rest is an expression */
     if (!head) return (*out = kc_strdup(a)) ? KC_OK : kc_err(KC_ENOMEM, "out of memory");
     char *e;
     int rc = subst_expr(x, a + head, &e);
@@ -212,18 +204,16 @@ static int copy_step(kc_graph_desc *nd, const gstep *s, const subs *x) {
     return rc;
 }
 
-/* `nd` (new, empty) made `d` with the substitutions: every piece in the order `d` has it. */
-static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
-    int rc = kc_graph_set_backend(nd, d->backend);
-    kc_graph_set_globals(nd, d->globals);
-    if (!rc && d->spec_path && !(nd->spec_path = kc_strdup(d->spec_path))) rc = kc_err(KC_ENOMEM, "out of memory");
+/* The kernels, runtime arguments and tensors of `d` into `nd`, then what the graph writes: in-place inputs,
+ * accumulating gradients, aliased outputs (every tensor is there by then). */
+static int rebuild_tensors(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
+    int rc = KC_OK;
     for (size_t i = 0; i < d->nkernels && !rc; i++) {
         kc_kernel_src k = kc_graph_kernel_src(&d->kernels[i]);
         rc = kc_graph_add_kernel(nd, &k, NULL);
     }
     for (size_t i = 0; i < d->nrargs && !rc; i++) rc = kc_graph_add_arg(nd, d->rargs[i].name, d->rargs[i].type);
     for (size_t i = 0; i < d->ntensors && !rc; i++) rc = copy_tensor(nd, &d->tensors[i], x);
-    /* What the graph writes: in-place inputs, accumulating gradients, aliased outputs (every tensor is there now). */
     for (size_t i = 0, in = 0, out = 0; i < d->ntensors && !rc; i++) {
         const gtensor *g = &d->tensors[i];
         if (g->role == KC_ROLE_INPUT && g->inplace) rc = kc_graph_set_inplace(nd, in);
@@ -232,11 +222,17 @@ static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
         in += g->role == KC_ROLE_INPUT;
         out += g->role == KC_ROLE_OUTPUT;
     }
+    return rc;
+}
+
+/* The scratch buffers, then the steps, each pass's zero steps at their places among its kernel steps (in the order
+ * they were added). */
+static int rebuild_steps(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
+    int rc = KC_OK;
     for (size_t i = 0; i < d->nscratch && !rc; i++) {
         char *e;
         if (!(rc = subst_expr(x, d->scratch[i].bytes, &e))) rc = kc_graph_add_scratch(nd, d->scratch[i].pass, e), free(e);
     }
-    /* Steps, each pass's zero steps at their places among its kernel steps (in the order they were added). */
     size_t nth[2] = {0, 0};
     for (size_t i = 0; i <= d->nsteps && !rc; i++) {
         int end = i == d->nsteps, pi = !end && d->steps[i].pass == KC_PASS_BACKWARD;
@@ -249,6 +245,16 @@ static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
         rc = copy_step(nd, &d->steps[i], x);
         nth[pi]++;
     }
+    return rc;
+}
+
+/* `nd` (new, empty) made `d` with the substitutions: every piece in the order `d` has it. */
+static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
+    int rc = kc_graph_set_backend(nd, d->backend);
+    kc_graph_set_globals(nd, d->globals);
+    if (!rc && d->spec_path && !(nd->spec_path = kc_strdup(d->spec_path))) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (!rc) rc = rebuild_tensors(nd, d, x);
+    if (!rc) rc = rebuild_steps(nd, d, x);
     for (size_t i = 0; i < d->nwrappers && !rc; i++)
         rc = kc_graph_add_wrapper(nd, d->wrappers[i].name, d->wrappers[i].version, d->wrappers[i].params, d->wrappers[i].len);
     for (size_t i = 0; i + 1 < d->nhooks && !rc; i += 2) rc = kc_graph_add_hook(nd, d->hooks[i], d->hooks[i + 1]);
@@ -257,80 +263,108 @@ static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
     return rc;
 }
 
-/* Which input dimensions are written as symbols that stay symbolic (dyn), and the static symbols' values. */
-static int decide(const kc_graph_desc *d, const kc_tensor_meta *in, size_t nin, const uint32_t *dynamic, unsigned flags,
-                  uint32_t *applied, subs *x) {
-    /* A symbol stays one when any dimension written with it is dynamic. */
-    char *keep = kc_calloc(d->nsymbols + 1, 1);
-    if (!keep) return kc_err(KC_ENOMEM, "out of memory");
+/* What decide() learns of each symbol as it walks the call's inputs. */
+typedef struct decision {
+    const kc_graph_desc *d;
+    const uint32_t *dynamic;
+    unsigned flags;
+    uint32_t *applied;
+    char *keep;      /* [nsymbols]: stays a symbol (a dimension written with it is dynamic) */
+    int *seen;       /* [nsymbols]: its value is known, from input at_in[s] size[at_dim[s]] */
+    int64_t *val;
+    size_t *at_in;
+    int *at_dim;
+} decision;
+
+/* A symbol stays one when any dimension written with it is dynamic. */
+static void mark_dynamic(decision *c) {
+    const kc_graph_desc *d = c->d;
     for (size_t t = 0, i = 0; t < d->ntensors; t++) {
         const gtensor *g = &d->tensors[t];
         if (g->role != KC_ROLE_INPUT) continue;
         for (int r = 0; r < g->rank; r++)
-            if (dynamic && (dynamic[i] >> r & 1) && is_name(g->sizes[r]))
-                for (size_t s = 0; s < d->nsymbols; s++) keep[s] |= strcmp(d->symbols[s], g->sizes[r]) == 0;
+            if (c->dynamic && (c->dynamic[i] >> r & 1) && is_name(g->sizes[r]))
+                for (size_t s = 0; s < d->nsymbols; s++) c->keep[s] |= strcmp(d->symbols[s], g->sizes[r]) == 0;
         i++;
     }
+}
+
+/* Size r of input i (tensor g), v in the call: a number that must match, or a symbol kept or bound to v. */
+static int decide_dim(decision *c, const gtensor *g, size_t i, int r, int64_t v) {
+    const kc_graph_desc *d = c->d;
+    int dyn = c->dynamic && (c->dynamic[i] >> r & 1);
     int rc = KC_OK;
-    int64_t *val = kc_calloc(d->nsymbols + 1, sizeof *val);
-    size_t *at_in = kc_calloc(d->nsymbols + 1, sizeof *at_in);
-    int *at_dim = kc_calloc(d->nsymbols + 1, sizeof *at_dim), *seen = kc_calloc(d->nsymbols + 1, sizeof *seen);
-    if (!val || !at_in || !at_dim || !seen) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (v < 0) { /* said, unless the symbol's lookup below says something later (as it always did) */
+        rc = place_err(d, i, r, "the call's size %" PRId64 " is negative", v);
+    } else if (!is_name(g->sizes[r])) { /* a number */
+        int64_t n = strtoll(g->sizes[r], NULL, 10);
+        if (n != v) return place_err(d, i, r, "the description has the number %s here, the call %" PRId64, g->sizes[r], v);
+        if (dyn && !(c->flags & KC_SPECIALIZE_KEEP_NUMBERS))
+            return place_err(d, i, r,
+                             "the answer makes this dimension dynamic, but the description wrote the number %s: "
+                             "kernels and expressions may depend on it, so it cannot vary; write a symbol there to let it",
+                             g->sizes[r]);
+        return KC_OK;
+    }
+    size_t s = 0;
+    while (s < d->nsymbols && strcmp(d->symbols[s], g->sizes[r]) != 0) s++;
+    if (s == d->nsymbols) {
+        rc = place_err(d, i, r, "symbol '%s' is not declared", g->sizes[r]); /* a symbol: desc.c declared it */
+    } else if (c->keep[s]) {
+        c->applied[i] |= 1u << r;
+    } else if (c->seen[s] && c->val[s] != v) {
+        rc = place_err(d, i, r, "symbol '%s' is %" PRId64 " here but %" PRId64 " at input %zu size[%d] in the call",
+                       g->sizes[r], v, c->val[s], c->at_in[s], c->at_dim[s]);
+    } else if (!c->seen[s]) {
+        c->seen[s] = 1, c->val[s] = v, c->at_in[s] = i, c->at_dim[s] = r;
+    }
+    return rc;
+}
+
+/* Every input of the call against the description's. */
+static int decide_inputs(decision *c, const kc_tensor_meta *in, size_t nin) {
+    const kc_graph_desc *d = c->d;
+    int rc = KC_OK;
     for (size_t t = 0, i = 0; t < d->ntensors && i < nin && !rc; t++) {
         const gtensor *g = &d->tensors[t];
         if (g->role != KC_ROLE_INPUT) continue;
         const kc_tensor_meta *m = &in[i];
-        if (m->dtype != g->dtype || m->rank != g->rank) {
-            rc = kc_err(KC_EINVAL, "%s%sgraph '%s', input %zu: the call's dtype %d and rank %d do not fit the description's %d and %d",
-                        d->spec_path ? d->spec_path : "", d->spec_path ? ": " : "", d->name, i, (int)m->dtype, m->rank,
-                        (int)g->dtype, g->rank);
-            break;
-        }
-        applied[i] = 0;
-        for (int r = 0; r < g->rank && !rc; r++) {
-            int64_t v = m->sizes[r].value;
-            int dyn = dynamic && (dynamic[i] >> r & 1);
-            if (v < 0) {
-                rc = place_err(d, i, r, "the call's size %" PRId64 " is negative", v);
-            } else if (!is_name(g->sizes[r])) { /* a number */
-                int64_t n = strtoll(g->sizes[r], NULL, 10);
-                if (n != v)
-                    rc = place_err(d, i, r, "the description has the number %s here, the call %" PRId64, g->sizes[r], v);
-                else if (dyn && !(flags & KC_SPECIALIZE_KEEP_NUMBERS))
-                    rc = place_err(d, i, r,
-                                   "the answer makes this dimension dynamic, but the description wrote the number %s: "
-                                   "kernels and expressions may depend on it, so it cannot vary; write a symbol there to let it",
-                                   g->sizes[r]);
-                continue;
-            }
-            size_t s = 0;
-            while (s < d->nsymbols && strcmp(d->symbols[s], g->sizes[r]) != 0) s++;
-            if (s == d->nsymbols) {
-                rc = place_err(d, i, r, "symbol '%s' is not declared", g->sizes[r]); /* cannot happen: desc.c declares it */
-            } else if (keep[s]) {
-                applied[i] |= 1u << r;
-            } else if (seen[s] && val[s] != v) {
-                rc = place_err(d, i, r, "symbol '%s' is %" PRId64 " here but %" PRId64 " at input %zu size[%d] in the call",
-                               g->sizes[r], v, val[s], at_in[s], at_dim[s]);
-            } else if (!seen[s]) {
-                seen[s] = 1, val[s] = v, at_in[s] = i, at_dim[s] = r;
-            }
-        }
+        if (m->dtype != g->dtype || m->rank != g->rank)
+            return kc_err(KC_EINVAL, "%s%sgraph '%s', input %zu: the call's dtype %d and rank %d do not fit the description's "
+                          "%d and %d", d->spec_path ? d->spec_path : "", d->spec_path ? ": " : "", d->name, i, (int)m->dtype,
+                          m->rank, (int)g->dtype, g->rank);
+        c->applied[i] = 0;
+        for (int r = 0; r < g->rank && !rc; r++) rc = decide_dim(c, g, i, r, m->sizes[r].value);
         i++;
     }
+    return rc;
+}
+
+/* Which input dimensions are written as symbols that stay symbolic (dyn), and the static symbols' values. */
+static int decide(const kc_graph_desc *d, const kc_tensor_meta *in, size_t nin, const uint32_t *dynamic, unsigned flags,
+                  uint32_t *applied, subs *x) {
+    decision c = {d, dynamic, flags, applied, NULL, NULL, NULL, NULL, NULL};
+    if (!(c.keep = kc_calloc(d->nsymbols + 1, 1))) return kc_err(KC_ENOMEM, "out of memory");
+    mark_dynamic(&c);
+    int rc = KC_OK;
+    c.val = kc_calloc(d->nsymbols + 1, sizeof *c.val);
+    c.at_in = kc_calloc(d->nsymbols + 1, sizeof *c.at_in);
+    c.at_dim = kc_calloc(d->nsymbols + 1, sizeof *c.at_dim), c.seen = kc_calloc(d->nsymbols + 1, sizeof *c.seen);
+    if (!c.val || !c.at_in || !c.at_dim || !c.seen) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (!rc) rc = decide_inputs(&c, in, nin);
     x->n = 0;
     if (!rc && (!(x->names = kc_calloc(d->nsymbols + 1, sizeof *x->names)) ||
                 !(x->repl = kc_calloc(d->nsymbols + 1, sizeof *x->repl)) ||
                 !(x->vals = kc_calloc(d->nsymbols + 1, sizeof *x->vals))))
         rc = kc_err(KC_ENOMEM, "out of memory");
     for (size_t s = 0; s < d->nsymbols && !rc; s++) {
-        if (keep[s] || !seen[s]) continue;
-        snprintf(x->vals[x->n], sizeof x->vals[x->n], "%" PRId64, val[s]);
+        if (c.keep[s] || !c.seen[s]) continue;
+        snprintf(x->vals[x->n], sizeof x->vals[x->n], "%" PRId64, c.val[s]);
         x->names[x->n] = d->symbols[s];
         x->repl[x->n] = x->vals[x->n];
         x->n++;
     }
-    free(keep), free(val), free(at_in), free(at_dim), free(seen);
+    free(c.keep), free(c.val), free(c.at_in), free(c.at_dim), free(c.seen);
     return rc;
 }
 

@@ -99,7 +99,7 @@ static inline void fz_say(const char *what, int rc) {
 /*
  * A launch program, as the loader and a call do it: decode; bind made-up device facts (an H100's,
  * as a loaded graph's p->dev) and one value of its declared type per runtime argument; then every
- * step's dims, each argument's ABI, and the arguments packed (kc_program_args_with).
+ * step's dims, each argument's ABI, and the arguments packed (kc_program_pack).
  */
 static inline void fz_program(const void *data, size_t len) {
     kc_program *p;
@@ -128,7 +128,7 @@ static inline void fz_program(const void *data, size_t len) {
                 kc_program_arg_abi(p->rargs, p->nrargs, p->steps[i].args[a], &abi);
             }
             if (p->steps[i].nargs <= 256)
-                fz_say("args", kc_program_args_with(p, i, syms, fz_resolve, NULL, philox, vals_of, vals, args));
+                fz_say("args", kc_program_pack(p, i, &(kc_argpack){syms, fz_resolve, NULL, philox, vals_of}, vals, args));
         }
     kc_program_free(p);
 }

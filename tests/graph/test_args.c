@@ -14,6 +14,7 @@
 
 #include "common/internal.h"
 #include "compile/params.h"
+#include "graph/argkind.h"
 #include "graph/graph_internal.h"
 #include "graph/program.h"
 #include "kcache.h"
@@ -349,7 +350,7 @@ static void test_packing_values_and_offsets(void **state) {
     void *args[16];
     kc_value v[2] = {{KC_ARG_F32, {.f32 = 0.125f}}, {KC_ARG_U64, {.u64 = 0xfedcba9876543210ull}}};
     assert_int_equal(kc_program_check_values(p, v, 2), KC_OK);
-    if (kc_program_args_with(p, 0, syms, resolve, NULL, NULL, v, vals, args)) fail_msg("%s", kc_error_last()->message);
+    if (kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal((uintptr_t)*(void **)args[0], 0x100000);
     assert_int_equal((uintptr_t)*(void **)args[1], 0x200000);
     assert_int_equal(*(int64_t *)args[2], 100);
@@ -362,20 +363,20 @@ static void test_packing_values_and_offsets(void **state) {
     assert_int_equal((uintptr_t)*(void **)args[9], 0x100000 + 99 * 4); /* the last of 100 floats */
     assert_int_equal(*(uint64_t *)args[10], 0xfedcba9876543210ull);
     /* Step 1: output:0+N is one past the end (refused); the scratch offset is in bytes. */
-    int rc = kc_program_args_with(p, 1, syms, resolve, NULL, NULL, v, vals, args);
+    int rc = kc_program_pack(p, 1, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args);
     assert_int_equal(rc, KC_EINVAL);
     if (!strstr(kc_error_last()->message, "output:0+N") || !strstr(kc_error_last()->message, "offset 100 is outside the tensor's 100 elements"))
         fail_msg("%s", kc_error_last()->message);
     /* Another size: N = 101 makes input:0+N-1 the 101st element. */
     syms[0] = 101;
-    assert_int_equal(kc_program_args_with(p, 0, syms, resolve, NULL, NULL, v, vals, args), KC_OK);
+    assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args), KC_OK);
     assert_int_equal((uintptr_t)*(void **)args[9], 0x100000 + 100 * 4);
     /* An empty input: any offset but 0 is outside. */
     syms[0] = 0;
-    assert_int_equal(kc_program_args_with(p, 0, syms, resolve, NULL, NULL, v, vals, args), KC_EINVAL);
+    assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args), KC_EINVAL);
     /* Without values: "arg:lr" needs them. */
     syms[0] = 100;
-    assert_int_equal(kc_program_args_with(p, 0, syms, resolve, NULL, NULL, NULL, vals, args), KC_EINVAL);
+    assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, NULL}, vals, args), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "arg:lr"));
     assert_int_equal(kc_program_args(p, 0, syms, resolve, NULL, NULL, vals, args), KC_EINVAL);
 
@@ -460,11 +461,77 @@ static void test_types_are_in_the_key_values_never(void **state) {
     kc_graph_desc_free(d);
 }
 
+/* ---- the one table of argument kinds (args.c) ---- */
+
+/* What a row's body looks like, to build an argument of each kind. */
+static const char *sample_body(const kc_argkind *k) {
+    switch (k->body) {
+    case KC_AB_TENSOR: return "0+N";
+    case KC_AB_NONE: return "";
+    case KC_AB_SYM: return "N";
+    case KC_AB_EXPR: return "N*2";
+    case KC_AB_BYTES: return "803f";
+    case KC_AB_RARG: return "lr";
+    default: return strcmp(k->spelling, "bool:") == 0 ? "true" : "1";
+    }
+}
+
+/* The table's own rules: every row is found by its spelling and no spelling is another's prefix (matching does
+ * not depend on the rows' order); each tensor role has one row, its spelling round-trips; each row's ABI is what
+ * kc_program_arg_abi says; a constant has a check and a message; every row can be packed; a pass that may zero a
+ * tensor may pass it; and the lists of what fits a parameter name every row that has a spelling for messages. */
+static void test_the_table_of_kinds(void **state) {
+    (void)state;
+    size_t n;
+    const kc_argkind *t = kc_argkind_table(&n);
+    kc_argdecl decl[] = {{"lr", KC_ARG_F32}};
+    assert_true(n >= 20);
+    for (size_t i = 0; i < n; i++) {
+        const kc_argkind *k = &t[i];
+        char arg[64], fits[400];
+        snprintf(arg, sizeof arg, "%s%s", k->spelling, sample_body(k));
+        if (kc_argkind_of(arg) != k) fail_msg("'%s' is not found as its row", arg);
+        for (size_t j = 0; j < n; j++)
+            if (j != i && strncmp(t[j].spelling, k->spelling, strlen(k->spelling)) == 0 && k->spelling[strlen(k->spelling) - 1] == ':')
+                fail_msg("'%s' is a prefix of '%s'", k->spelling, t[j].spelling);
+        assert_non_null(k->pack);
+        assert_int_equal(k->zero_passes & ~k->passes, 0);
+        if (k->body == KC_AB_TENSOR) {
+            assert_ptr_equal(kc_argkind_role(k->role), k);
+            assert_string_equal(kc_program_role_prefix(k->role), k->spelling);
+            size_t pl;
+            assert_int_equal(kc_program_role_match(arg, &pl), k->role);
+            assert_int_equal(pl, strlen(k->spelling));
+        }
+        if (k->body == KC_AB_CONST || k->body == KC_AB_BYTES) {
+            assert_non_null(k->ok);
+            assert_non_null(k->hint);
+            assert_true(kc_program_const_ok(arg));
+        }
+        kc_arg_abi abi;
+        if (kc_program_arg_abi(decl, KC_ARRAY_LEN(decl), arg, &abi)) fail_msg("%s: %s", arg, kc_error_last()->message);
+        if (k->size) {
+            assert_int_equal(abi.size, k->size);
+            assert_int_equal(abi.cls, k->cls);
+            assert_int_equal(abi.pointer, k->pointer);
+        }
+        if (k->doc) {
+            kc_program_arg_kinds_for(k->size, k->cls, fits, sizeof fits);
+            if (!strstr(fits, k->doc)) fail_msg("'%s' is missing from the kinds that fit %u bytes: %s", k->doc, k->size, fits);
+        }
+    }
+    for (int role = KC_ROLE_INPUT; role <= KC_ROLE_GRAD_IN; role++) assert_non_null(kc_argkind_role(role));
+    assert_null(kc_argkind_of("nullx"));
+    assert_null(kc_argkind_of("philox_seed2"));
+    assert_null(kc_argkind_of("tensor:0"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_declarations_from_a_spec_and_from_c),
         cmocka_unit_test(test_bad_declarations_name_the_file_and_place),
         cmocka_unit_test(test_abi_of_each_kind),
+        cmocka_unit_test(test_the_table_of_kinds),
         cmocka_unit_test(test_every_kind_against_compiled_kernels),
         cmocka_unit_test(test_decoder_refuses_malformed_arguments),
         cmocka_unit_test(test_packing_values_and_offsets),
