@@ -7,7 +7,9 @@
  * candidate variants ([Note: variant selection]); only a miss compiles, under the key's lock
  * ([Note: single-flight]), and every outcome is counted exactly once ([Note: one outcome] in
  * lookup_counts.c).  A driver that refuses
- * a stored image is a counted miss, never a failure.
+ * a stored image is a counted miss, never a failure.  The target is parsed once, at the public
+ * call (kc_graph_compile's name) or from the device (kc_graph_get), and passed inward as a
+ * kc_target; what a miss builds is build.c's.
  *
  * Callers: the public API (graph.h), the prewarm part, the guard part.  Must not: store a
  * graph whose source is not cacheable (__DATE__ …), load an entry without full validation,
@@ -18,16 +20,11 @@
 #include <time.h>
 
 #include "../cache/internal.h"
-#include "../cache/record.h"
 #include "../common/internal.h"
-#include "../compile/toolkit.h"
-#include "../entry/trust.h"
 #include "../store/tiers.h" /* kc_tiers_take_failure: strict */
 #include "graph_internal.h"
 #include "kcache/cuda.h"
-#include "kcache/sign.h"
 #include "kcache/target.h"
-#include "program.h"
 
 /* Whether the description has a backward pass: a kernel step or a zero step (desc.c keeps those apart, in
  * d->zeros) of pass BACKWARD.  A pass of zero steps alone is a pass: its section is written. */

@@ -11,8 +11,9 @@
  * image is read and checked against the record's reference (XXH3-128 locally, SHA-256 too for
  * what a remote gives), so a record never serves bytes it did not name.
  *
- * Callers: lookup.c only.  Must not: count a graph lookup's outcome, or store a unit of a source
- * that is not cacheable (lookup.c never asks).
+ * Callers: unitobtain.c (find, store, keys), build.c (kc_unit_set_init_), explain.c (unit keys).
+ * Must not: count a graph lookup's outcome, or store a unit of a source that is not cacheable
+ * (nothing asks it to), or parse the target again (kc_unit_set carries it parsed).
  */
 #include <stdio.h>
 #include <stdlib.h>
