@@ -8,7 +8,7 @@
  * but could not be stored is a failure here, even though kc_graph_compile (for a runtime)
  * calls it a success.  It also sums what the variants' compile units cost (kc_graph_info's
  * units and units_compiled): units shared between graphs are single-flighted below, per unit
- * ([Note: single-flight per unit] in graph/unitstore.c), so two workers that need one unit at
+ * ([Note: single-flight per unit] in graph/unitobtain.c), so two workers that need one unit at
  * the same moment compile it once — one waits on the unit's lock and then finds it stored —
  * and the report's units_compiled counts it once.
  *
