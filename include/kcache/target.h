@@ -55,18 +55,40 @@ extern "C" {
 /** Room enough for kc_target_candidates on any device: size `out` with this. */
 #define KC_TARGET_CANDIDATES_MAX 32
 
-/** A compile target: cubin for sm_XY[a|f], or PTX for compute_XY. */
+/** What a target makes: a cubin for one real architecture, or PTX for a virtual one. */
+typedef enum kc_target_kind { KC_TARGET_CUBIN = 0, KC_TARGET_PTX = 1 } kc_target_kind;
+
+/**
+ * A compile target, parsed once where it enters (a CLI option, a manifest, a bundle's coverage
+ * record, a public call taking a name) and passed inward as this value: cubin for sm_XY[a|f], or
+ * PTX for compute_XY.  Its family is its major: the devices of one major share a family, and a
+ * family cubin ('f') runs on every later minor of it ([Note: variant selection]).  The layout is
+ * fixed (a value type: common/api.h); its name is kc_target_name's, and kc_target_parse of that
+ * name gives the same value back.
+ */
 typedef struct kc_target {
-    int major, minor;  /**< Compute capability, e.g. 9 and 0. */
-    int ptx;           /**< 1 for compute_XY (PTX), 0 for sm_XY (cubin). */
+    int major, minor;  /**< Compute capability, e.g. 9 and 0; the major is the family. */
+    int ptx;           /**< The kind: KC_TARGET_PTX (compute_XY) or KC_TARGET_CUBIN (sm_XY). */
     char suffix;       /**< 'a' (arch-specific), 'f' (family) or '\0'. */
 } kc_target;
 
-/** Parse "sm_90", "sm_90a", "sm_100f", "compute_80".  KC_EARCH on anything else. */
+/** A kc_target before it is filled: no target (major 0 is none that parses). */
+#define KC_TARGET_INIT { 0, 0, KC_TARGET_CUBIN, '\0' }
+
+/**
+ * Parse "sm_90", "sm_90a", "sm_100f", "compute_80": the prefix (sm_ or compute_), the compute
+ * capability as two or three digits without a leading zero (major 3..99, one digit of minor), and
+ * an optional suffix 'a' or 'f'.  KC_EARCH on anything else, naming the name and what is wrong;
+ * KC_EINVAL on NULL.  Only canonical names parse, so kc_target_name gives the name back unchanged.
+ */
 KC_API int kc_target_parse(const char *name, kc_target *out);
 
 /** Write a target's name ("sm_90a"); `out` holds at least 16 bytes. */
 KC_API void kc_target_name(const kc_target *t, char out[16]);
+
+/** The target kcache compiles for a device of capability major.minor when nothing stored fits:
+ *  the plain cubin sm_XY (kc_variant_for_device is its name). */
+KC_API void kc_target_for_device(int major, int minor, kc_target *out);
 
 /**
  * Validate a variant name: [a-z0-9_]{1,31}.  KC_OK or KC_EINVAL (with a message).

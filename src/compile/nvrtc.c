@@ -13,7 +13,7 @@
  * Must not: touch the cache (the graph part decides what is stored), or let NVRTC's own
  * cache turn a miss into a hidden hit (-no-cache on NVRTC >= 12.9).
  *
- * Callers: compile/units.c (kc_compile_names), the graph part (cacheability, option
+ * Callers: compile/units.c (kc_compile_names_for_: a target parsed already), the graph part (cacheability, option
  * normalisation), and the public compile.h API.  Nothing on a hit calls it.
  */
 #include "kcache/compile.h"
@@ -30,6 +30,7 @@
 #include "../common/internal.h"
 #include "options.h"
 #include "toolkit.h"
+#include "units.h" /* kc_compile_names_for_ */
 #include "kcache/target.h"
 
 static struct {
@@ -156,122 +157,121 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
     return kc_compile_names(k, &k->name, 1, target, out);
 }
 
-int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nnames, const char *target,
-                     kc_compiled **out) {
-    if (out) *out = NULL;
-    if (!k || !k->source || !names || nnames == 0 || !target || !out)
-        return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
+/* The checks every compile makes before the target's: the struct's version, the names, NVRTC. */
+static int compile_precheck(const kc_kernel_src *k, const char *const *names, size_t nnames) {
     int vrc = kc_api_version("kc_compile_names", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version, KC_KERNEL_SRC_VERSION);
     if (vrc) return vrc;
     for (size_t i = 0; i < nnames; i++)
         if (!names[i] || !*names[i]) return kc_err(KC_EINVAL, "kc_compile_names: name %zu is empty", i);
-    int rc = kc_nvrtc_available();
-    if (rc) return rc;
-    kc_target t;
-    if ((rc = kc_target_parse(target, &t))) return rc;
-    /* The options are checked (their key form is not used here: NVRTC gets them as written,
-     * in order, repeats kept), and so are the files the source would make NVRTC read. */
-    char *opts = NULL;
-    if ((rc = kc_options_normalize(k, &opts))) return rc;
-    free(opts);
-    opts = NULL;
-    if ((rc = kc_options_check_includes(k))) return rc;
+    return kc_nvrtc_available();
+}
 
-    /* A kernel with the toolkit's headers reaches its include folder ([Note: toolkit includes]). */
-    const int toolkit = (k->flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
-    kc_toolkit_inputs *tk = NULL;
-    if (toolkit) {
-        if (!(tk = kc_malloc(sizeof *tk))) rc = kc_err(KC_ENOMEM, "compile: out of memory");
-        else rc = kc_toolkit_inputs_for(k->file, tk);
-        if (rc) {
-            free(tk);
-            free(opts);
-            return rc;
-        }
-    }
-    nvrtcProgram prog = NULL;
-    kc_compiled *c = NULL;
-    const char **argv = NULL, **hnames = NULL, **hsrcs = NULL;
-    char *source = NULL;
-    char arch[40];
-    size_t nhdr = k->nheaders + (tk ? tk->nshims : 0);
-    argv = kc_calloc(k->noptions + 6, sizeof *argv);
-    hnames = kc_calloc(nhdr + 1, sizeof *hnames);
-    hsrcs = kc_calloc(nhdr + 1, sizeof *hsrcs);
-    c = kc_calloc(1, sizeof *c);
-    if (c) c->lowered_names = kc_calloc(nnames, sizeof *c->lowered_names);
-    if (!argv || !hnames || !hsrcs || !c || !c->lowered_names) {
-        rc = kc_err(KC_ENOMEM, "compile: out of memory");
-        goto done;
-    }
-    size_t argc = 0;
-    for (size_t i = 0; i < k->noptions; i++) argv[argc++] = k->options[i]; /* as written */
-    char tname[16];
-    kc_target_name(&t, tname);
-    snprintf(arch, sizeof arch, "-arch=%s", tname);
-    argv[argc++] = arch;
-    if (nv.no_cache) argv[argc++] = "-no-cache";
+/* One NVRTC program's inputs, made from a kernel source and a target: its options (argv), its
+ * headers (the kernel's, then the toolkit's shims), and its text (the source, behind the toolkit's
+ * prefix when it reads the toolkit's headers). */
+typedef struct nvrtc_call {
+    kc_toolkit_inputs *tk; /* NULL unless the kernel reads the toolkit's headers */
+    const char **argv, **hnames, **hsrcs;
+    size_t argc, nhdr;
+    char *source;          /* owned: the text when prefixed */
+    const char *file, *program, *text;
+    char arch[40], tname[16];
+} nvrtc_call;
+
+static void call_free(nvrtc_call *p) {
+    free(p->argv);
+    free(p->hnames);
+    free(p->hsrcs);
+    free(p->source);
+    free(p->tk);
+}
+
+/* The options are checked (their key form is not used here: NVRTC gets them as written, in order,
+ * repeats kept), and so are the files the source would make NVRTC read; a kernel with the toolkit's
+ * headers reaches its include folder ([Note: toolkit includes]). */
+static int call_inputs(nvrtc_call *p, const kc_kernel_src *k) {
+    char *opts = NULL;
+    int rc = kc_options_normalize(k, &opts);
+    free(opts);
+    if (!rc) rc = kc_options_check_includes(k);
+    if (rc || !(k->flags & KC_KERNEL_TOOLKIT_HEADERS)) return rc;
+    if (!(p->tk = kc_malloc(sizeof *p->tk))) return kc_err(KC_ENOMEM, "compile: out of memory");
+    return kc_toolkit_inputs_for(k->file, p->tk);
+}
+
+/* The program's options, headers and text. */
+static int call_prepare(nvrtc_call *p, const kc_kernel_src *k, const kc_target *t) {
+    const kc_toolkit_inputs *tk = p->tk;
+    p->nhdr = k->nheaders + (tk ? tk->nshims : 0);
+    p->argv = kc_calloc(k->noptions + 6, sizeof *p->argv);
+    p->hnames = kc_calloc(p->nhdr + 1, sizeof *p->hnames);
+    p->hsrcs = kc_calloc(p->nhdr + 1, sizeof *p->hsrcs);
+    if (!p->argv || !p->hnames || !p->hsrcs) return kc_err(KC_ENOMEM, "compile: out of memory");
+    for (size_t i = 0; i < k->noptions; i++) p->argv[p->argc++] = k->options[i]; /* as written */
+    kc_target_name(t, p->tname);
+    snprintf(p->arch, sizeof p->arch, "-arch=%s", p->tname);
+    p->argv[p->argc++] = p->arch;
+    if (nv.no_cache) p->argv[p->argc++] = "-no-cache";
     /* NVRTC searches no folder whose files are not in the key: not the source's own (for a
      * relative name, the working directory), and none but the toolkit's when asked for. */
-    if (!tk) argv[argc++] = "-no-source-include";
-    for (size_t i = 0; tk && i < tk->ninclude; i++) argv[argc++] = tk->include[i];
+    if (!tk) p->argv[p->argc++] = "-no-source-include";
+    for (size_t i = 0; tk && i < tk->ninclude; i++) p->argv[p->argc++] = tk->include[i];
     for (size_t i = 0; i < k->nheaders; i++) {
-        hnames[i] = k->headers[i].name;
-        hsrcs[i] = k->headers[i].source;
-        if (!hnames[i] || !hsrcs[i]) {
-            rc = kc_err(KC_EINVAL, "header %zu has no name or source", i);
-            goto done;
-        }
+        p->hnames[i] = k->headers[i].name;
+        p->hsrcs[i] = k->headers[i].source;
+        if (!p->hnames[i] || !p->hsrcs[i]) return kc_err(KC_EINVAL, "header %zu has no name or source", i);
     }
     for (size_t i = 0; tk && i < tk->nshims; i++) { /* after the kernel's own: a listed header wins */
-        hnames[k->nheaders + i] = tk->shims[i].name;
-        hsrcs[k->nheaders + i] = tk->shims[i].source;
+        p->hnames[k->nheaders + i] = tk->shims[i].name;
+        p->hsrcs[k->nheaders + i] = tk->shims[i].source;
     }
-    const char *file = k->file && *k->file ? k->file : "kernel.cu";
-    const char *program = file, *text = k->source;
-    if (tk) {
-        size_t pl = strlen(tk->prefix), sl = strlen(k->source);
-        if (!(source = kc_malloc(pl + sl + 1))) {
-            rc = kc_err(KC_ENOMEM, "compile: out of memory");
-            goto done;
-        }
-        memcpy(source, tk->prefix, pl);
-        memcpy(source + pl, k->source, sl + 1);
-        program = tk->program, text = source;
-    }
-    KC_NVRTC_CHECK(nv.CreateProgram(&prog, text, program, (int)nhdr, hsrcs, hnames));
-    for (size_t i = 0; i < nnames; i++) KC_NVRTC_CHECK(nv.AddNameExpression(prog, names[i]));
+    p->file = k->file && *k->file ? k->file : "kernel.cu";
+    p->program = p->file, p->text = k->source;
+    if (!tk) return KC_OK;
+    size_t pl = strlen(tk->prefix), sl = strlen(k->source);
+    if (!(p->source = kc_malloc(pl + sl + 1))) return kc_err(KC_ENOMEM, "compile: out of memory");
+    memcpy(p->source, tk->prefix, pl);
+    memcpy(p->source + pl, k->source, sl + 1);
+    p->program = tk->program, p->text = p->source;
+    return KC_OK;
+}
+
+/* NVRTC's refusal of a program, said: a header kcache does not give it named, with how to give it. */
+static int compile_failed(const nvrtc_call *p, nvrtcResult cr, const char *name, const char *log) {
+    char hdr[256], from[300]; /* a header NVRTC could not find: say how to provide it */
+    if (cr == NVRTC_ERROR_COMPILATION && kc_options_missing_header(log, hdr, sizeof hdr, from, sizeof from))
+        return kc_err(KC_ECOMPILE,
+                      "NVRTC could not compile '%s' (%s) for %s: %s includes \"%s\", a header kcache does not give "
+                      "NVRTC (NVRTC reads no file whose contents are not in the key): list it in the spec's "
+                      "\"headers\" (kc_kernel_src.headers)%s\n%s",
+                      name, p->file, p->tname, from[0] ? from : p->file, hdr,
+                      p->tk ? "; it is not one of the CUDA toolkit's headers either"
+                            : ", or, if it is one of the CUDA toolkit's headers, set \"toolkit_headers\": true "
+                              "(KC_KERNEL_TOOLKIT_HEADERS)",
+                      log);
+    return kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
+                  "NVRTC could not compile '%s' (%s) for %s: %s\n%s", name, p->file, p->tname,
+                  nv.GetErrorString(cr), log);
+}
+
+/* Compile the program (its log into c->log, its time into c->seconds). */
+static int call_compile(const nvrtc_call *p, nvrtcProgram prog, const char *name, kc_compiled *c) {
     uint64_t t0 = kc_mono_ns();
-    nvrtcResult cr = nv.CompileProgram(prog, (int)argc, argv);
+    nvrtcResult cr = nv.CompileProgram(prog, (int)p->argc, p->argv);
     c->seconds = (double)(kc_mono_ns() - t0) / 1e9;
     size_t logn = 0;
     if (nv.GetProgramLogSize(prog, &logn) != NVRTC_SUCCESS) logn = 0;
     c->log = kc_malloc(logn + 1);
-    if (!c->log) {
-        rc = kc_err(KC_ENOMEM, "compile: out of memory");
-        goto done;
-    }
+    if (!c->log) return kc_err(KC_ENOMEM, "compile: out of memory");
     c->log[0] = '\0';
     if (logn > 1 && nv.GetProgramLog(prog, c->log) != NVRTC_SUCCESS) c->log[0] = '\0';
     c->log[logn] = '\0';
-    if (cr != NVRTC_SUCCESS) {
-        char hdr[256], from[300]; /* a header NVRTC could not find: say how to provide it */
-        if (cr == NVRTC_ERROR_COMPILATION && kc_options_missing_header(c->log, hdr, sizeof hdr, from, sizeof from))
-            rc = kc_err(KC_ECOMPILE,
-                        "NVRTC could not compile '%s' (%s) for %s: %s includes \"%s\", a header kcache does not give "
-                        "NVRTC (NVRTC reads no file whose contents are not in the key): list it in the spec's "
-                        "\"headers\" (kc_kernel_src.headers)%s\n%s",
-                        names[0], file, tname, from[0] ? from : file, hdr,
-                        toolkit ? "; it is not one of the CUDA toolkit's headers either"
-                                : ", or, if it is one of the CUDA toolkit's headers, set \"toolkit_headers\": true "
-                                  "(KC_KERNEL_TOOLKIT_HEADERS)",
-                        c->log);
-        else
-            rc = kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
-                        "NVRTC could not compile '%s' (%s) for %s: %s\n%s", names[0], file, tname,
-                        nv.GetErrorString(cr), c->log);
-        goto done;
-    }
+    return cr == NVRTC_SUCCESS ? KC_OK : compile_failed(p, cr, name, c->log);
+}
+
+/* A compiled program's lowered names and image (PTX or cubin) into c. */
+static int call_outputs(nvrtcProgram prog, const char *const *names, size_t nnames, int ptx, kc_compiled *c) {
+    int rc = KC_OK;
     for (size_t i = 0; i < nnames; i++) {
         const char *lowered = NULL;
         KC_NVRTC_CHECK(nv.GetLoweredName(prog, names[i], &lowered));
@@ -279,7 +279,7 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
         c->nnames++;
     }
     c->lowered_name = c->nnames ? c->lowered_names[0] : NULL;
-    if (t.ptx) {
+    if (ptx) {
         KC_NVRTC_CHECK(nv.GetPTXSize(prog, &c->len)); /* includes the NUL */
         c->image = kc_malloc(c->len);
         if (c->image) KC_NVRTC_CHECK(nv.GetPTX(prog, (char *)c->image));
@@ -289,23 +289,56 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
         c->image = kc_malloc(c->len ? c->len : 1);
         if (c->image) KC_NVRTC_CHECK(nv.GetCUBIN(prog, (char *)c->image));
     }
-    if (!c->image || c->nnames != nnames) {
-        rc = kc_err(KC_ENOMEM, "compile: out of memory");
-        goto done;
+    if (!c->image || c->nnames != nnames) rc = kc_err(KC_ENOMEM, "compile: out of memory");
+done:
+    return rc;
+}
+
+/* The compile itself, every check made: one NVRTC program for `t`. */
+static int compile_checked(const kc_kernel_src *k, const char *const *names, size_t nnames, const kc_target *t,
+                           kc_compiled **out) {
+    nvrtc_call p;
+    memset(&p, 0, sizeof p);
+    nvrtcProgram prog = NULL;
+    kc_compiled *c = NULL;
+    int rc = call_inputs(&p, k);
+    if (!rc) rc = call_prepare(&p, k, t);
+    if (!rc) {
+        c = kc_calloc(1, sizeof *c);
+        if (c) c->lowered_names = kc_calloc(nnames, sizeof *c->lowered_names);
+        if (!c || !c->lowered_names) rc = kc_err(KC_ENOMEM, "compile: out of memory");
     }
-    kc_log(KC_LOG_COMPILE, "compiled %s (%zu entries) for %s in %.1f ms (%zu bytes)", file, nnames, tname,
+    if (rc) goto done;
+    KC_NVRTC_CHECK(nv.CreateProgram(&prog, p.text, p.program, (int)p.nhdr, p.hsrcs, p.hnames));
+    for (size_t i = 0; i < nnames; i++) KC_NVRTC_CHECK(nv.AddNameExpression(prog, names[i]));
+    if ((rc = call_compile(&p, prog, names[0], c)) || (rc = call_outputs(prog, names, nnames, t->ptx, c))) goto done;
+    kc_log(KC_LOG_COMPILE, "compiled %s (%zu entries) for %s in %.1f ms (%zu bytes)", p.file, nnames, p.tname,
            c->seconds * 1e3, c->len);
     *out = c;
     c = NULL;
-    rc = KC_OK;
 done:
     if (prog) nv.DestroyProgram(&prog);
     kc_compiled_free(c);
-    free(argv);
-    free(hnames);
-    free(hsrcs);
-    free(opts);
-    free(source);
-    free(tk);
+    call_free(&p);
     return rc;
+}
+
+int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nnames, const char *target,
+                     kc_compiled **out) {
+    if (out) *out = NULL;
+    if (!k || !k->source || !names || nnames == 0 || !target || !out)
+        return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
+    int rc = compile_precheck(k, names, nnames);
+    kc_target t;
+    if (!rc) rc = kc_target_parse(target, &t); /* the public boundary: parsed here, once */
+    return rc ? rc : compile_checked(k, names, nnames, &t, out);
+}
+
+int kc_compile_names_for_(const kc_kernel_src *k, const char *const *names, size_t nnames, const kc_target *target,
+                          kc_compiled **out) {
+    if (out) *out = NULL;
+    if (!k || !k->source || !names || nnames == 0 || !target || !out)
+        return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
+    int rc = compile_precheck(k, names, nnames);
+    return rc ? rc : compile_checked(k, names, nnames, target, out);
 }

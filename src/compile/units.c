@@ -56,7 +56,7 @@ typedef struct job {
     const kc_kernel_src *ks;
     size_t nk;
     const kc_units *u;
-    const char *target;
+    const kc_target *target;
     kc_compiled **out;
     int *rc;
     char **err;
@@ -74,12 +74,12 @@ static void compile_job(void *ctx, size_t unit) {
     /* This runs on a pool thread: its record goes back to the caller's thread whole (status and
      * NVRTC log), never a message an earlier job left on this thread. */
     kc_error_clear();
-    j->rc[unit] = kc_compile_names(k, names, n, j->target, &j->out[unit]);
+    j->rc[unit] = kc_compile_names_for_(k, names, n, j->target, &j->out[unit]);
     const kc_error *e = kc_error_last();
     if (j->rc[unit] && e->code == j->rc[unit] && e->message[0]) j->err[unit] = kc_strdup(e->message);
 }
 
-int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *which, const char *target,
+int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *which, const kc_target *target,
                      const char *label, kc_compiled ***out, double *ms) {
     if (nk > KC_UNITS_MAX) return kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, nk, KC_UNITS_MAX);
     pthread_once(&pool_once, pool_init);

@@ -26,12 +26,19 @@ typedef struct kc_units {
 void kc_units_group(const kc_kernel_src *ks, size_t n, kc_units *u);
 
 /**
+ * kc_compile_names for a target parsed already (the graph's lookup parsed it once, at its boundary):
+ * the same checks but the target's, the same result.  Callers: compile/units.c; nvrtc.c defines it.
+ */
+int kc_compile_names_for_(const kc_kernel_src *k, const char *const *names, size_t nnames, const kc_target *target,
+                          kc_compiled **out);
+
+/**
  * Compile every unit for `target` — or, with `which` (may be NULL), those units u with which[u] != 0,
  * the others left NULL — on the shared worker pool (KC_EINVAL for n > KC_UNITS_MAX); (*out)[unit]
  * is the unit's image with its lowered names.  On failure the first failing unit's error is the last error,
  * as "<label>: <NVRTC's message>", and nothing is returned.  *ms is the wall time.
  */
-int kc_units_compile(const kc_kernel_src *ks, size_t n, const kc_units *u, const int *which, const char *target,
+int kc_units_compile(const kc_kernel_src *ks, size_t n, const kc_units *u, const int *which, const kc_target *target,
                      const char *label, kc_compiled ***out, double *ms);
 
 /** Free the result of kc_units_compile (`n` units); accepts NULL. */

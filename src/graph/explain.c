@@ -85,7 +85,7 @@ static void add_diff(kc_explain *x, const char *name) {
 
 /* Append "unit[i]" = the key of each compile unit of `d` for `variant` (nothing when the units
  * cannot be keyed here: no toolchain, too many kernels — the graph's digests say enough then). */
-static void add_unit_keys(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *x) {
+static void add_unit_keys(kc_cache *c, const kc_graph_desc *d, const kc_target *variant, kc_explain *x) {
     if (d->nkernels == 0 || d->nkernels > KC_UNITS_MAX) return;
     kc_kernel_src *ks = kc_calloc(d->nkernels, sizeof *ks);
     kc_units *u = kc_malloc(sizeof *u);
@@ -96,7 +96,9 @@ static void add_unit_keys(kc_cache *c, const kc_graph_desc *d, const char *varia
         kc_units_group(ks, d->nkernels, u);
         for (size_t i = 0; i < u->n && x->ndigests < KC_EXPLAIN_MAX; i++) {
             kc_key k;
-            if (kc_unit_key_(ks, d->nkernels, u, i, variant, tc.id, toolkit, &k, NULL) != KC_OK) break;
+            kc_unit_set us;
+            kc_unit_set_init_(&us, ks, d->nkernels, u, variant, tc.id, toolkit);
+            if (kc_unit_key_(&us, i, &k, NULL) != KC_OK) break;
             snprintf(x->digests[x->ndigests].name, sizeof x->digests[0].name, "unit[%zu]", i);
             kc_key_to_hex(&k, x->digests[x->ndigests++].digest);
         }
@@ -166,7 +168,7 @@ int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, k
         snprintf(x->digests[x->ndigests].name, sizeof x->digests[0].name, "%s", name);
         kc_digest_to_hex(&dg, x->digests[x->ndigests++].digest);
     }
-    add_unit_keys(c, d, variant, x);
+    add_unit_keys(c, d, &t, x);
     x->hit = kc_cache_exists(c, &key, variant) == 1;
     if (x->hit) check_images(c, &key, variant, x);
     else {

@@ -236,38 +236,70 @@ int kc_kernels_of(const kc_entry *e, kimg **v, size_t *n, size_t *nimages, char 
  *  an error).  Without `attach` (a compile-only hit) the images are checked and not kept; `use`: a
  *  lookup's (refreshes the images' LRU times), else a maintenance read's (kc_entry_resolve). */
 int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use);
-/** The key of unit `unit` for `target` (same identity rules as the graph key; no launches, shapes). */
-int kc_unit_key_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
-                 const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);
+/* ---- compile units for one target (unitstore.c, unitobtain.c; callers: build.c, explain.c, tests) ---- */
+
+/** A graph's kernels grouped into units, for one target parsed once at the lookup's boundary, with
+ *  the toolchain identities its unit keys name.  Borrowed pointers: the caller's, for the call. */
+typedef struct kc_unit_set {
+    const kc_kernel_src *ks; /**< the graph's kernels */
+    size_t nk;
+    const kc_units *u;      /**< ...grouped into units */
+    kc_target target;       /**< what every unit compiles for */
+    char variant[16];       /**< its name (kc_target_name): the unit key's "target", records, messages */
+    const char *toolchain;  /**< the key's NVRTC identity (kc_toolchain_choice.id) */
+    const char *toolkit;    /**< the toolkit headers' digest ("" when no kernel reads them) */
+} kc_unit_set;
+
+/** Fill *s; the variant name is formed here, once. */
+void kc_unit_set_init_(kc_unit_set *s, const kc_kernel_src *ks, size_t nk, const kc_units *u, const kc_target *t,
+                       const char *toolchain, const char *toolkit);
+/** The key of unit `unit` (same identity rules as the graph key; no launches, shapes). */
+int kc_unit_key_(const kc_unit_set *s, size_t unit, kc_key *out, kc_key_builder **kb_out);
 /** The key of unit `unit` as a record of `record_version` is stored under ([Note: recorded names] in
  *  unitstore.c; kc_unit_key_ is this at the current version; 0: the key of the records stored before
  *  unit records were versioned — what a test needs to plant one). */
-int kc_unit_key_at_(const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit, const char *target,
-                    const char *toolchain, const char *toolkit, unsigned record_version, kc_key *out,
-                    kc_key_builder **kb_out);
+int kc_unit_key_at_(const kc_unit_set *s, size_t unit, unsigned record_version, kc_key *out, kc_key_builder **kb_out);
 /** Look the units with !res[i] (and want[i], when want is given) up: local, then the remote; fills
  *  res[i] and refs[i] of those found.  A unit is found only when its record holds every name the
  *  graph asks ([Note: recorded names] in unitstore.c); lacking (may be NULL) gets, for a unit whose
  *  sound record lacks a name, that name.  Returns how many were found. */
-size_t kc_units_find_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *want,
-                      const kc_key *ukeys, const char *target, kc_compiled **res, kc_image_ref *refs,
-                      const char **lacking);
+size_t kc_units_find_(kc_cache *c, const kc_unit_set *s, const int *want, const kc_key *ukeys, kc_compiled **res,
+                      kc_image_ref *refs, const char **lacking);
 /** Store a compiled unit: its image, then its record (c NULL: only make *ref). */
-int kc_units_store_(kc_cache *c, const kc_kernel_src *ks, size_t nk, const kc_units *u, size_t unit,
-                    const kc_key *ukey, const char *target, int is_ptx, const kc_compiled *r, const char *toolchain_meta,
-                    kc_image_ref *ref);
+int kc_units_store_(kc_cache *c, const kc_unit_set *s, size_t unit, const kc_key *ukey, const kc_compiled *r,
+                    const char *toolchain_meta, kc_image_ref *ref);
+
+/** What kc_units_obtain_ fills: res and refs are the caller's arrays of u->n. */
+typedef struct kc_unit_results {
+    kc_compiled **res;    /**< res[unit]: the caller's (kc_units_free) */
+    kc_image_ref *refs;   /**< refs[unit] */
+    int ncompiled;        /**< units compiled here */
+    double ms;            /**< their compiles' wall time */
+    int store_rc;         /**< a unit not stored (a full disk): the graph entry must not be either */
+    char store_msg[300];  /**< ...and why */
+} kc_unit_results;
+
 /**
- * Every unit of a graph for `target` ([Note: single-flight per unit]): found stored, or compiled
+ * Every unit of a graph ([Note: single-flight per unit] in unitobtain.c): found stored, or compiled
  * and stored (cacheable), or compiled (not); with !reuse nothing stored is taken (the device
- * refused it): every unit is compiled afresh and stored over the old.  res[unit] (n units, the caller's: kc_units_free) and
- * refs[unit] are filled; *ncompiled units were compiled, in *ms of wall time.  A unit that could
- * not be stored (a full disk) leaves its status in *store_rc and its message in store_msg: the
- * graph entry must then not be stored either.
+ * refused it): every unit is compiled afresh and stored over the old.  `label` names the graph in
+ * messages; `toolchain_meta` is the toolchain string stored records carry.  Callers: build.c.
  */
-int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src *ks, size_t nk, const kc_units *u,
-                     const char *target, const char *label, const char *toolchain, const char *toolkit,
-                     const char *toolchain_meta, kc_compiled **res, kc_image_ref *refs, int *ncompiled, double *ms,
-                     int *store_rc, char *store_msg, size_t msg_cap);
+int kc_units_obtain_(kc_cache *c, const kc_unit_set *s, int cacheable, int reuse, const char *label,
+                     const char *toolchain_meta, kc_unit_results *r);
+/* ---- a missed graph made (build.c; callers: lookup.c) ---- */
+
+/** Why the description cannot be stored (__DATE__ in a source, an unhashed hook), or NULL (memoised). */
+const char *kc_graph_uncacheable_(const kc_graph_desc *d);
+/**
+ * Compile for `target` (parsed once, at the lookup's boundary) — each compile unit found stored is
+ * not compiled again ([Note: two levels]) unless !reuse (the device refused what was stored: every
+ * unit afresh) —, store unless not cacheable (images and unit records first, the graph entry last);
+ * *entry_out (may be NULL) gets the entry, its images attached.  `kb` may be NULL (made here).
+ */
+int kc_graph_build_(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
+                    const kc_target *target, int reuse, kc_graph_info *info, kc_entry **entry_out);
+
 /** Strict (KCACHE_STRICT): the stored object this lookup found and refused (a unit record or image:
  *  signature, MAC, corrupt), as its error; KC_OK when none, or not strict (lookup.c). */
 int kc_graph_strict_refusal_(kc_cache *c);

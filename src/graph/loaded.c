@@ -200,96 +200,147 @@ static int same_bindings(const kc_program *f, const kc_program *b) {
     return ok ? KC_OK : kc_err(KC_ECORRUPT, "corrupt entry: the backward program's symbols or tensors are not the forward's");
 }
 
-/* Load every kernel of an entry (`kernelless`: an in-memory entry of a graph with no kernel, lookup.c's [Note:
- * kernel-less graphs]: no KERNELS, IMAGES nor PARAMS section); KC_EREFUSED when the driver refuses an image. */
-static int load(const kc_entry *e, const kc_key *key, int device, int kernelless, kc_graph **out) {
-    kimg *v = NULL;
-    size_t n = 0, nimg = 0;
-    char *strs = NULL;
-    kc_params *abi = NULL;
-    const char **names = NULL;
-    uint64_t t0 = kc_mono_ns(), t_dev = 0, t_mod = 0, t_fn = 0, t_par = 0; /* KCACHE_LOG=load: where a load's time goes */
-    int rc = kernelless ? KC_OK : kc_kernels_of(e, &v, &n, &nimg, &strs);
+/* One load: the entry's kernels viewed in place, their parameter tables, and where its time goes
+ * (KCACHE_LOG=load). */
+typedef struct load_state {
+    kimg *v;
+    size_t n, nimg;
+    char *strs;
+    kc_params *abi;
+    const char **names;
+    uint64_t t_dev, t_mod, t_fn, t_par;
+    char where[96], hex[KC_KEY_HEX_LEN + 1];
+} load_state;
+
+static void load_state_free(load_state *s) {
+    free(s->v);
+    free(s->names);
+    kc_abi_free(s->abi, s->n);
+    free(s->strs);
+    s->v = NULL, s->names = NULL, s->abi = NULL, s->strs = NULL;
+}
+
+/* The entry's kernels, each with its image attached. */
+static int load_kernels(const kc_entry *e, int kernelless, load_state *s) {
+    int rc = kernelless ? KC_OK : kc_kernels_of(e, &s->v, &s->n, &s->nimg, &s->strs);
     if (rc) return rc;
-    for (size_t i = 0; i < n; i++)
-        if (!v[i].image) {
-            rc = kc_err(KC_EINVAL, "load: kernel '%s' has no image attached (the graph's images were not fetched)",
-                        v[i].name);
-            free(v);
-            free(strs);
-            return rc;
-        }
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->v[i].image)
+            return kc_err(KC_EINVAL, "load: kernel '%s' has no image attached (the graph's images were not fetched)",
+                          s->v[i].name);
+    return KC_OK;
+}
+
+/* The graph's shell: its tables sized for the kernels and images, its identity. */
+static int load_alloc(const kc_entry *e, const kc_key *key, int device, load_state *s, kc_graph **out) {
+    size_t n = s->n;
     kc_graph *g = kc_calloc(1, sizeof *g);
-    if (!g || !(g->modules = kc_calloc(nimg + 1, sizeof *g->modules)) || !(g->fns = kc_calloc(n + 1, sizeof *g->fns)) ||
-        !(names = kc_calloc(n + 1, sizeof *names))) {
+    if (!g || !(g->modules = kc_calloc(s->nimg + 1, sizeof *g->modules)) || !(g->fns = kc_calloc(n + 1, sizeof *g->fns)) ||
+        !(s->names = kc_calloc(n + 1, sizeof *s->names))) {
         if (g) free(g->modules), free(g->fns);
         free(g);
-        free(v);
-        free(strs);
         return kc_err(KC_ENOMEM, "load: out of memory");
     }
     g->refs = 1;
     g->key = *key;
     g->device = device;
     g->nkernels = n;
-    g->nimages = nimg;
+    g->nimages = s->nimg;
     snprintf(g->variant, sizeof g->variant, "%s", kc_entry_variant(e));
     char cu[24];
     if (kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) == KC_OK) g->compile_us = strtoull(cu, NULL, 10);
-    for (size_t i = 0; i < n; i++) names[i] = v[i].name;
-    /* The launch programs, checked against the parameter tables before any image reaches the driver. */
+    for (size_t i = 0; i < n; i++) s->names[i] = s->v[i].name;
+    *out = g;
+    return KC_OK;
+}
+
+/* Whether every step of `p` (may be NULL) names one of the n kernels. */
+static int steps_name_kernels(const struct kc_program *p, size_t n) {
+    for (size_t i = 0; p && i < p->nsteps; i++)
+        if (p->steps[i].kernel < 0 || (size_t)p->steps[i].kernel >= n) return kc_err(KC_ECORRUPT, "step names no kernel");
+    return KC_OK;
+}
+
+/* The launch programs, checked against the parameter tables before any image reaches the driver. */
+static int load_programs(kc_graph *g, const kc_entry *e, int kernelless, load_state *s) {
     const void *pd;
     size_t pl;
-    char where[96], hex[KC_KEY_HEX_LEN + 1];
-    kc_key_to_hex(key, hex);
-    snprintf(where, sizeof where, "entry %s.%s", hex, kc_entry_variant(e));
-    rc = kernelless ? KC_OK : kc_abi_decode(e, n, &abi);
+    int rc = kernelless ? KC_OK : kc_abi_decode(e, s->n, &s->abi);
     if (!rc && kc_entry_section(e, KC_SECTION_FORWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->fwd);
     else if (!rc) rc = kc_err(KC_ECORRUPT, "entry has no FORWARD section");
     if (!rc && kc_entry_section(e, KC_SECTION_BACKWARD, &pd, &pl) == KC_OK) rc = kc_program_decode(pd, pl, &g->bwd);
     if (!rc && g->bwd) rc = same_bindings(g->fwd, g->bwd);
-    for (size_t i = 0; !rc && g->fwd && i < g->fwd->nsteps; i++)
-        if (g->fwd->steps[i].kernel < 0 || (size_t)g->fwd->steps[i].kernel >= n) rc = kc_err(KC_ECORRUPT, "step names no kernel");
-    for (size_t i = 0; !rc && g->bwd && i < g->bwd->nsteps; i++)
-        if (g->bwd->steps[i].kernel < 0 || (size_t)g->bwd->steps[i].kernel >= n) rc = kc_err(KC_ECORRUPT, "step names no kernel");
-    if (!rc) rc = kc_abi_check_program(where, g->fwd, abi, names);
-    if (!rc) rc = kc_abi_check_program(where, g->bwd, abi, names);
-    /* The device's facts, read once for this graph: its programs' device_* names evaluate to them. */
+    if (!rc) rc = steps_name_kernels(g->fwd, s->n);
+    if (!rc) rc = steps_name_kernels(g->bwd, s->n);
+    if (!rc) rc = kc_abi_check_program(s->where, g->fwd, s->abi, s->names);
+    if (!rc) rc = kc_abi_check_program(s->where, g->bwd, s->abi, s->names);
+    return rc;
+}
+
+/* The device's facts, read once for this graph (its programs' device_* names evaluate to them), and
+ * each kernel's shared-memory record. */
+static int load_device(kc_graph *g, int device, load_state *s) {
     uint64_t t1 = kc_mono_ns();
-    if (!rc) rc = kc_device_facts_read(device, g->dev);
-    t_dev = kc_mono_ns() - t1;
+    int rc = kc_device_facts_read(device, g->dev);
+    s->t_dev = kc_mono_ns() - t1;
     if (!rc) {
         g->fwd->dev = g->dev;
         if (g->bwd) g->bwd->dev = g->dev;
-        if (!(g->kfn = kc_calloc(n + 1, sizeof *g->kfn))) rc = kc_err(KC_ENOMEM, "load: out of memory");
+        if (!(g->kfn = kc_calloc(s->n + 1, sizeof *g->kfn))) rc = kc_err(KC_ENOMEM, "load: out of memory");
     }
-    for (size_t i = 0; !rc && i < n; i++) {
+    for (size_t i = 0; !rc && i < s->n; i++) {
         g->kfn[i].max_dyn = -1; /* read from the function when a launch first asks for dynamic shared memory */
-        if (!(g->kfn[i].name = kc_strdup(v[i].name))) rc = kc_err(KC_ENOMEM, "load: out of memory");
+        if (!(g->kfn[i].name = kc_strdup(s->v[i].name))) rc = kc_err(KC_ENOMEM, "load: out of memory");
     }
-    for (size_t i = 0; i < n && !rc; i++) {
-        kc_module **m = &g->modules[v[i].image_index];
+    return rc;
+}
+
+/* Each image to the driver once (kernels of a unit share it), each kernel's function, and the
+ * driver's view of its parameters against the table. */
+static int load_modules(kc_graph *g, int device, load_state *s) {
+    int rc = KC_OK;
+    for (size_t i = 0; i < s->n && !rc; i++) {
+        const kimg *v = &s->v[i];
+        kc_module **m = &g->modules[v->image_index];
         uint64_t a = kc_mono_ns(), b, c2;
         if (!*m) {
-            rc = kc_module_load(m, device, v[i].image, v[i].len);
-            if (rc) rc = kc_err_prefix(rc, "the %s image", v[i].target);
-            else g->bytes += v[i].len;
+            rc = kc_module_load(m, device, v->image, v->len);
+            if (rc) rc = kc_err_prefix(rc, "the %s image", v->target);
+            else g->bytes += v->len;
         }
         b = kc_mono_ns();
-        if (!rc) rc = kc_module_function(*m, v[i].lowered, &g->fns[i]);
+        if (!rc) rc = kc_module_function(*m, v->lowered, &g->fns[i]);
         c2 = kc_mono_ns();
-        if (!rc) rc = driver_agrees(g->fns[i], v[i].name, &abi[i]);
-        t_mod += b - a, t_fn += c2 - b, t_par += kc_mono_ns() - c2;
+        if (!rc) rc = driver_agrees(g->fns[i], v->name, &s->abi[i]);
+        s->t_mod += b - a, s->t_fn += c2 - b, s->t_par += kc_mono_ns() - c2;
     }
-    free(v);
-    free(names);
-    kc_abi_free(abi, n);
+    return rc;
+}
+
+/* Load every kernel of an entry (`kernelless`: an in-memory entry of a graph with no kernel, lookup.c's [Note:
+ * kernel-less graphs]: no KERNELS, IMAGES nor PARAMS section); KC_EREFUSED when the driver refuses an image. */
+static int load(const kc_entry *e, const kc_key *key, int device, int kernelless, kc_graph **out) {
+    load_state s;
+    memset(&s, 0, sizeof s);
+    uint64_t t0 = kc_mono_ns(); /* KCACHE_LOG=load: where a load's time goes */
+    kc_graph *g = NULL;
+    int rc = load_kernels(e, kernelless, &s);
+    if (!rc) rc = load_alloc(e, key, device, &s, &g);
+    if (rc) {
+        load_state_free(&s);
+        return rc;
+    }
+    kc_key_to_hex(key, s.hex);
+    snprintf(s.where, sizeof s.where, "entry %s.%s", s.hex, kc_entry_variant(e));
+    rc = load_programs(g, e, kernelless, &s);
+    if (!rc) rc = load_device(g, device, &s);
+    if (!rc) rc = load_modules(g, device, &s);
     /* The recorded wrappers around this graph's own forward. */
     if (!rc) {
         kc_callable base = {kc_graph_run_forward, g};
         rc = kc_wrapper_chain_build(&g->chain, e, &base);
     }
-    free(strs);
+    load_state_free(&s);
     if (rc) {
         graph_destroy(g);
         return rc;
@@ -297,8 +348,8 @@ static int load(const kc_entry *e, const kc_key *key, int device, int kernelless
     uint64_t total = kc_mono_ns() - t0;
     kc_log(KC_LOG_LOAD, "loaded %s.%s on device %d in %.1f us: %zu images %.1f us, %zu kernels fetched %.1f us, their "
            "parameters checked with the driver %.1f us, device facts %.1f us, the rest (decode, checks, wrappers) %.1f us",
-           hex, g->variant, device, total / 1e3, nimg, t_mod / 1e3, n, t_fn / 1e3, t_par / 1e3, t_dev / 1e3,
-           (double)(total - t_mod - t_fn - t_par - t_dev) / 1e3);
+           s.hex, g->variant, device, total / 1e3, s.nimg, s.t_mod / 1e3, s.n, s.t_fn / 1e3, s.t_par / 1e3,
+           s.t_dev / 1e3, (double)(total - s.t_mod - s.t_fn - s.t_par - s.t_dev) / 1e3);
     *out = g;
     return KC_OK;
 }

@@ -8,7 +8,7 @@
  * but could not be stored is a failure here, even though kc_graph_compile (for a runtime)
  * calls it a success.  It also sums what the variants' compile units cost (kc_graph_info's
  * units and units_compiled): units shared between graphs are single-flighted below, per unit
- * ([Note: single-flight per unit] in graph/unitstore.c), so two workers that need one unit at
+ * ([Note: single-flight per unit] in graph/unitobtain.c), so two workers that need one unit at
  * the same moment compile it once — one waits on the unit's lock and then finds it stored —
  * and the report's units_compiled counts it once.
  *
@@ -313,29 +313,35 @@ static void cov_one(kc_cache *c, const kc_graph_desc *d, const kc_key *key, char
     }
 }
 
-int kc_manifest_covered(kc_cache *c, const kc_manifest *m, int device, kc_coverage_report **out) {
-    if (!out) return kc_err(KC_EINVAL, "kc_manifest_covered: out is NULL");
-    *out = NULL;
-    if (!c || !m) return kc_err(KC_EINVAL, "kc_manifest_covered: NULL argument");
-    if (device < KC_COVERAGE_ARCHS) return kc_err(KC_EINVAL, "kc_manifest_covered: device %d is not a device", device);
+/* What a coverage check asks for each graph: a device's candidates (in the lookup's order) and
+ * its own variant, or (device KC_COVERAGE_ARCHS) each of the manifest's targets alone. */
+typedef struct cov_ask {
+    int device;
     char cand[KC_TARGET_CANDIDATES_MAX][16];
-    size_t ncand = 0;
-    char devvar[16] = "", what[96] = "not stored";
-    if (device >= 0) {
-        int major, minor, rc = kc_cuda_capability(device, &major, &minor);
-        if (rc) return kc_err_prefix(rc, "coverage for device %d", device);
-        ncand = kc_target_candidates(major, minor, cand, KC_TARGET_CANDIDATES_MAX);
-        kc_variant_for_device(major, minor, devvar);
-        if (ncand == 0) return kc_err(KC_EARCH, "device %d: compute capability %d.%d has no targets", device, major, minor);
-        snprintf(what, sizeof what, "no variant a %d.%d device loads is stored (%zu candidates, %s to %s)", major, minor,
-                 ncand, cand[0], cand[ncand - 1]);
-    } else if (kc_manifest_arch_count(m) == 0) {
-        return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
+    size_t ncand;
+    char devvar[16], what[96];
+} cov_ask;
+
+static int cov_ask_init(const kc_manifest *m, int device, cov_ask *a) {
+    a->device = device, a->ncand = 0, a->devvar[0] = '\0';
+    snprintf(a->what, sizeof a->what, "not stored");
+    if (device < 0) {
+        if (kc_manifest_arch_count(m) == 0) return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
+        return KC_OK;
     }
-    kc_graph_desc **descs = NULL;
-    int rc = load_descs(m, &descs);
-    if (rc) return rc;
-    size_t ng = kc_manifest_graph_count(m), nt = device >= 0 ? 1 : kc_manifest_arch_count(m);
+    int major, minor, rc = kc_cuda_capability(device, &major, &minor);
+    if (rc) return kc_err_prefix(rc, "coverage for device %d", device);
+    a->ncand = kc_target_candidates(major, minor, a->cand, KC_TARGET_CANDIDATES_MAX);
+    kc_variant_for_device(major, minor, a->devvar);
+    if (a->ncand == 0) return kc_err(KC_EARCH, "device %d: compute capability %d.%d has no targets", device, major, minor);
+    snprintf(a->what, sizeof a->what, "no variant a %d.%d device loads is stored (%zu candidates, %s to %s)", major, minor,
+             a->ncand, a->cand[0], a->cand[a->ncand - 1]);
+    return KC_OK;
+}
+
+/* The report's arrays: ng graphs × nt targets, each result with no reason yet; the targets named. */
+static int cov_alloc(const kc_manifest *m, const cov_ask *a, size_t ng, size_t nt, cov_owned **out) {
+    int rc = KC_OK;
     cov_owned *o = kc_calloc(1, sizeof *o);
     if (o) {
         o->names = kc_calloc(ng, sizeof *o->names);
@@ -345,30 +351,54 @@ int kc_manifest_covered(kc_cache *c, const kc_manifest *m, int device, kc_covera
     }
     if (!o || !o->names || !o->targets || !o->pub.results) rc = kc_err(KC_ENOMEM, "coverage: out of memory");
     for (size_t t = 0; !rc && t < nt; t++)
-        if (!(o->targets[t] = kc_strdup(device >= 0 ? devvar : kc_manifest_arch(m, t))))
+        if (!(o->targets[t] = kc_strdup(a->device >= 0 ? a->devvar : kc_manifest_arch(m, t))))
             rc = kc_err(KC_ENOMEM, "coverage: out of memory");
     for (size_t i = 0; !rc && i < ng * nt; i++) o->pub.results[i].reason = COV_NONE;
-    kc_coverage_report *rep = o ? &o->pub : NULL;
     if (!rc) {
-        rep->graphs = ng, rep->targets = nt, rep->device = device;
-        rep->target_names = (const char *const *)o->targets;
+        o->pub.graphs = ng, o->pub.targets = nt, o->pub.device = a->device;
+        o->pub.target_names = (const char *const *)o->targets;
     }
-    for (size_t g = 0; !rc && g < ng; g++) {
-        kc_key key;
-        if (!(o->names[g] = kc_strdup(kc_graph_desc_name(descs[g])))) rc = kc_err(KC_ENOMEM, "coverage: out of memory");
-        else if ((rc = kc_graph_key(descs[g], &key, NULL))) kc_err_prefix(rc, "manifest graphs[%zu]", g);
-        for (size_t t = 0; !rc && t < nt; t++) {
-            kc_coverage_result *r = &rep->results[g * nt + t];
-            r->graph = g, r->target = t, r->name = o->names[g];
-            kc_key_to_hex(&key, r->key);
-            if (device < 0) snprintf(cand[0], sizeof cand[0], "%s", o->targets[t]), ncand = 1;
-            cov_one(c, descs[g], &key, cand, ncand, o->targets[t], what, r);
-            if (r->hit) rep->covered++;
-            else rep->missing++;
-        }
+    *out = o;
+    return rc;
+}
+
+/* Graph g of the manifest for every target of the report. */
+static int cov_graph(kc_cache *c, const kc_graph_desc *d, size_t g, cov_ask *a, cov_owned *o) {
+    kc_coverage_report *rep = &o->pub;
+    size_t nt = o->ntargets;
+    kc_key key;
+    int rc = KC_OK;
+    if (!(o->names[g] = kc_strdup(kc_graph_desc_name(d)))) rc = kc_err(KC_ENOMEM, "coverage: out of memory");
+    else if ((rc = kc_graph_key(d, &key, NULL))) kc_err_prefix(rc, "manifest graphs[%zu]", g);
+    for (size_t t = 0; !rc && t < nt; t++) {
+        kc_coverage_result *r = &rep->results[g * nt + t];
+        r->graph = g, r->target = t, r->name = o->names[g];
+        kc_key_to_hex(&key, r->key);
+        if (a->device < 0) snprintf(a->cand[0], sizeof a->cand[0], "%s", o->targets[t]), a->ncand = 1;
+        cov_one(c, d, &key, a->cand, a->ncand, o->targets[t], a->what, r);
+        if (r->hit) rep->covered++;
+        else rep->missing++;
     }
+    return rc;
+}
+
+int kc_manifest_covered(kc_cache *c, const kc_manifest *m, int device, kc_coverage_report **out) {
+    if (!out) return kc_err(KC_EINVAL, "kc_manifest_covered: out is NULL");
+    *out = NULL;
+    if (!c || !m) return kc_err(KC_EINVAL, "kc_manifest_covered: NULL argument");
+    if (device < KC_COVERAGE_ARCHS) return kc_err(KC_EINVAL, "kc_manifest_covered: device %d is not a device", device);
+    cov_ask a;
+    int rc = cov_ask_init(m, device, &a);
+    if (rc) return rc;
+    kc_graph_desc **descs = NULL;
+    if ((rc = load_descs(m, &descs))) return rc;
+    size_t ng = kc_manifest_graph_count(m), nt = device >= 0 ? 1 : kc_manifest_arch_count(m);
+    cov_owned *o = NULL;
+    rc = cov_alloc(m, &a, ng, nt, &o);
+    for (size_t g = 0; !rc && g < ng; g++) rc = cov_graph(c, descs[g], g, &a, o);
     for (size_t i = 0; i < ng; i++) kc_graph_desc_free(descs[i]);
     free(descs);
+    kc_coverage_report *rep = o ? &o->pub : NULL;
     if (rc) {
         kc_coverage_report_free(rep);
         return rc;

@@ -25,17 +25,20 @@
 
 int kc_target_parse(const char *name, kc_target *out) {
     if (!name || !out) return kc_err(KC_EINVAL, "kc_target_parse: NULL argument");
-    kc_target t = {0, 0, 0, '\0'};
+    kc_target t = KC_TARGET_INIT;
     const char *p;
     if (strncmp(name, "sm_", 3) == 0) p = name + 3;
-    else if (strncmp(name, "compute_", 8) == 0) p = name + 8, t.ptx = 1;
-    else return kc_err(KC_EARCH, "unknown target '%s' (want sm_XY, sm_XYa or compute_XY)", name);
+    else if (strncmp(name, "compute_", 8) == 0) p = name + 8, t.ptx = KC_TARGET_PTX;
+    else return kc_err(KC_EARCH, "unknown target '%.40s' (want sm_XY, sm_XYa, sm_XYf or compute_XY)", name);
     int digits = 0, v = 0;
     while (p[digits] >= '0' && p[digits] <= '9' && digits < 4) v = v * 10 + (p[digits] - '0'), digits++;
-    if (digits < 2 || digits > 3) return kc_err(KC_EARCH, "unknown target '%s'", name);
+    if (digits < 2 || digits > 3)
+        return kc_err(KC_EARCH, "unknown target '%.40s' (its compute capability is 2 or 3 digits: sm_90, sm_100)", name);
+    if (p[0] == '0') /* "sm_080" would name sm_80 under another name: one name per target */
+        return kc_err(KC_EARCH, "unknown target '%.40s' (a compute capability has no leading zero)", name);
     const char *rest = p + digits;
     if (*rest == 'a' || *rest == 'f') t.suffix = *rest++;
-    if (*rest != '\0') return kc_err(KC_EARCH, "unknown target '%s'", name);
+    if (*rest != '\0') return kc_err(KC_EARCH, "unknown target '%.40s' (the suffix is 'a', 'f' or none)", name);
     t.major = v / 10;
     t.minor = v % 10;
     if (t.major < 3) return kc_err(KC_EARCH, "target '%s' is too old", name);
@@ -129,7 +132,14 @@ int kc_variant_select(const char *const *variants, size_t n, int major, int mino
     return KC_MISS;
 }
 
-void kc_variant_for_device(int major, int minor, char out[16]) {
+void kc_target_for_device(int major, int minor, kc_target *out) {
     /* The plain cubin: 'a' and 'f' features are the caller's to ask for, not ours to assume. */
-    snprintf(out, 16, "sm_%d%d", major, minor);
+    kc_target t = {major, minor, KC_TARGET_CUBIN, '\0'};
+    *out = t;
+}
+
+void kc_variant_for_device(int major, int minor, char out[16]) {
+    kc_target t;
+    kc_target_for_device(major, minor, &t);
+    kc_target_name(&t, out);
 }

@@ -18,6 +18,7 @@ static const kc_header_src H1[] = {{"h.h", "#define K 1\n"}};
 static const kc_header_src H2[] = {{"h.h", "#define K 2\n"}};
 static const char *O1[] = {"-DX=1"};
 static const char *O2[] = {"-DX=2"};
+static const kc_target sm80 = {8, 0, KC_TARGET_CUBIN, '\0'}; /* parsed once, as the graph part passes it */
 
 static kc_kernel_src ksrc(const char *file, const char *src, const char *name) {
     kc_kernel_src k = {KC_KERNEL_SRC_VERSION, file, src, name, NULL, 0, NULL, 0, NULL, 0};
@@ -80,7 +81,7 @@ static void test_compile_units_for_real(void **state) {
     kc_units_group(ks, 3, &u);
     kc_compiled **res = NULL;
     double ms = -1;
-    int rc = kc_units_compile(ks, 3, &u, NULL, "sm_80", "graph 'g'", &res, &ms);
+    int rc = kc_units_compile(ks, 3, &u, NULL, &sm80, "graph 'g'", &res, &ms);
     if (rc) fail_msg("%s", kc_error_last()->message);
     assert_true(ms >= 0);
     assert_int_equal(res[0]->nnames, 2);
@@ -99,7 +100,7 @@ static void test_failing_unit_reports_under_the_label(void **state) {
     kc_units_group(ks, 2, &u);
     kc_compiled **res = (kc_compiled **)0x1;
     double ms;
-    assert_int_equal(kc_units_compile(ks, 2, &u, NULL, "sm_80", "graph 'broken'", &res, &ms), KC_ECOMPILE);
+    assert_int_equal(kc_units_compile(ks, 2, &u, NULL, &sm80, "graph 'broken'", &res, &ms), KC_ECOMPILE);
     assert_ptr_equal(res, (kc_compiled **)0x1); /* nothing returned */
     const char *m = kc_error_last()->message;
     assert_int_equal(strncmp(m, "graph 'broken': ", 16), 0);

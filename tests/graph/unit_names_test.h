@@ -98,8 +98,12 @@ static inline void kcun_plant_old_record(kc_cache *c, const kc_graph_desc *d, co
     assert_int_equal(kc_cache_toolchain(c, &tc), KC_OK);
     assert_int_equal(kc_graph_toolkit_id_(c, d, toolkit), KC_OK);
     kc_key old, now;
-    assert_int_equal(kc_unit_key_at_(ks, d->nkernels, u, 0, "sm_90", tc.id, toolkit, 0, &old, NULL), KC_OK);
-    assert_int_equal(kc_unit_key_(ks, d->nkernels, u, 0, "sm_90", tc.id, toolkit, &now, NULL), KC_OK);
+    kc_target sm90;
+    kc_unit_set us;
+    assert_int_equal(kc_target_parse("sm_90", &sm90), KC_OK);
+    kc_unit_set_init_(&us, ks, d->nkernels, u, &sm90, tc.id, toolkit);
+    assert_int_equal(kc_unit_key_at_(&us, 0, 0, &old, NULL), KC_OK);
+    assert_int_equal(kc_unit_key_(&us, 0, &now, NULL), KC_OK);
     assert_memory_not_equal(old.bytes, now.bytes, sizeof old.bytes); /* the records' version is in the key */
     free(u);
     kc_entry *g = kcun_entry(c, made, "sm_90");

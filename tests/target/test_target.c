@@ -46,6 +46,72 @@ static void test_targets(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_int_equal(kc_target_parse(bad[i], &t), KC_EARCH);
 }
 
+/* The value type: every name kc_target_parse accepts — each prefix, every compute capability
+ * 3.0 … 99.9, each suffix — gives back its value, and its name gives back the name; so a target
+ * parsed once at the boundary and named again inward (store names, NVRTC's -arch) is the same. */
+static void test_every_target_round_trips(void **state) {
+    (void)state;
+    const char *prefix[] = {"sm", "compute"}, *suffix[] = {"", "a", "f"};
+    size_t count = 0;
+    for (size_t p = 0; p < LEN(prefix); p++)
+        for (int major = 3; major <= 99; major++)
+            for (int minor = 0; minor <= 9; minor++)
+                for (size_t x = 0; x < LEN(suffix); x++) {
+                    char name[32], back[16];
+                    snprintf(name, sizeof name, "%s_%d%d%s", prefix[p], major, minor, suffix[x]);
+                    kc_target t = KC_TARGET_INIT;
+                    if (kc_target_parse(name, &t) != KC_OK) fail_msg("'%s' does not parse: %s", name, kc_error_last()->message);
+                    assert_int_equal(t.major, major);
+                    assert_int_equal(t.minor, minor);
+                    assert_int_equal(t.ptx, p == 1 ? KC_TARGET_PTX : KC_TARGET_CUBIN);
+                    assert_int_equal(t.suffix, suffix[x][0]);
+                    kc_target_name(&t, back);
+                    assert_string_equal(back, name);
+                    kc_target again = KC_TARGET_INIT;
+                    assert_int_equal(kc_target_parse(back, &again), KC_OK);
+                    assert_true(again.major == t.major && again.minor == t.minor && again.ptx == t.ptx &&
+                                again.suffix == t.suffix); /* field by field: the padding is nobody's */
+                    count++;
+                }
+    assert_int_equal(count, 2 * 97 * 10 * 3);
+    kc_target d;
+    char n[16];
+    kc_target_for_device(12, 1, &d); /* what a miss compiles: the plain cubin, named as kc_variant_for_device */
+    kc_target_name(&d, n);
+    assert_string_equal(n, "sm_121");
+    kc_variant_for_device(12, 1, n);
+    assert_string_equal(n, "sm_121");
+}
+
+/* Names that are not targets are refused with KC_EARCH and a message naming them and what is
+ * wrong; *out is untouched.  A leading zero ("sm_080") would be a second name for sm_80 (it parsed
+ * before targets were passed parsed): refused, so each target has one name. */
+static void test_invalid_targets_are_refused_clearly(void **state) {
+    (void)state;
+    static const struct {
+        const char *name, *says;
+    } bad[] = {
+        {"sm_080", "leading zero"}, {"compute_090", "leading zero"}, {"sm_0900", "2 or 3 digits"},
+        {"sm_9", "2 or 3 digits"},  {"sm_9000", "2 or 3 digits"},   {"sm_90b", "suffix"},
+        {"sm_90af", "suffix"},      {"sm_90 ", "suffix"},           {"SM_90", "want sm_XY"},
+        {"sm90", "want sm_XY"},     {"", "want sm_XY"},             {"gfx90a", "want sm_XY"},
+        {"compute_", "2 or 3 digits"}, {"sm_20", "too old"},        {"sm_-90", "2 or 3 digits"},
+    };
+    for (size_t i = 0; i < LEN(bad); i++) {
+        kc_target t = {7, 7, 7, 'z'};
+        int rc = kc_target_parse(bad[i].name, &t);
+        if (rc != KC_EARCH) fail_msg("'%s': %d, want KC_EARCH", bad[i].name, rc);
+        const char *m = kc_error_last()->message;
+        if (!strstr(m, bad[i].says)) fail_msg("'%s': message '%s' does not say '%s'", bad[i].name, m, bad[i].says);
+        if (bad[i].name[0] && !strstr(m, bad[i].name)) fail_msg("'%s': message '%s' does not name it", bad[i].name, m);
+        assert_int_equal(t.major, 7);
+        assert_int_equal(t.suffix, 'z');
+    }
+    kc_target t;
+    assert_int_equal(kc_target_parse(NULL, &t), KC_EINVAL);
+    assert_int_equal(kc_target_parse("sm_90", NULL), KC_EINVAL);
+}
+
 /* ---- selection (moved from tests/cuda/test_driver.c) ---- */
 
 static void test_variant_selection(void **state) {
@@ -376,6 +442,8 @@ static void test_candidates_of_impossible_devices(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_every_target_round_trips),
+        cmocka_unit_test(test_invalid_targets_are_refused_clearly),
         cmocka_unit_test(test_variant_selection),
         cmocka_unit_test(test_the_table),
         cmocka_unit_test(test_the_promises),
