@@ -167,10 +167,12 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, strerror(soerr ? soerr : errno));
     redisReply *r = NULL;
     int extra = 0;
+    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
     if (!rc && b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, b->user[0] ? 3 : 2, argv, lens, NULL, &r, &extra);
+        kc_redis_cmd cmd = {b->user[0] ? 3 : 2, argv, lens, NULL};
+        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
         if (!rc) rc = expect_ok(r, "AUTH", extra);
         if (r) freeReplyObject(r), r = NULL;
     }
@@ -179,7 +181,8 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, 2, argv, lens, NULL, &r, &extra);
+        kc_redis_cmd cmd = {2, argv, lens, NULL};
+        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
         if (!rc) rc = expect_ok(r, "SELECT", extra);
         if (r) freeReplyObject(r);
     }
@@ -233,7 +236,9 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
         redisContext *c = attempt == 0 ? pool_take(b) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, deadline, &c))) break;
-        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, argc, argv, lens, ex, out, &extra);
+        kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+        kc_redis_cmd cmd = {argc, argv, lens, ex};
+        rc = kc_redis_send_recv(&link, &cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
             rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
