@@ -17,7 +17,6 @@
  */
 #include "tiers_impl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -80,8 +79,10 @@ int kc_tiers_add_remote(kc_tiers *t, kc_store_backend *b, unsigned flags, const 
     if (flags & KC_TIER_LOCAL) {
         if (t->local) return kc_err(KC_EINVAL, "a second local tier");
         memmove(&t->t[1], &t->t[0], t->n * sizeof t->t[0]); /* local first */
-        for (size_t i = 1; i <= t->n; i++) /* a moved tier's breaker shows its own URL */
-            if (t->t[i].has_brk) t->t[i].brk.shown = t->t[i].shown;
+        for (size_t i = 1; i <= t->n; i++) { /* a moved breaker (unused yet) is made anew where it now lies */
+            kc_brk *k = &t->t[i].brk;
+            if (t->t[i].has_brk) kc_brk_init(k, k->backoff_ms, k->backoff_max_ms, t->t[i].shown);
+        }
         tier_init(&t->t[0], b, flags, NULL, NULL);
         t->local = 1;
     } else {
@@ -184,16 +185,18 @@ int kc_tiers_tier_stats(kc_tiers *t, size_t i, kc_tier_stats *out) {
 
 int kc_tiers_ping(kc_tiers *t) {
     if (!kc_tiers_has_remote(t)) return KC_MISS;
+    int first = KC_OK; /* every remote is asked, so that each breaker says what its remote is like now */
+    char why[512] = "";
     for (size_t i = first_remote(t); i < t->n; i++) {
         tier *r = &t->t[i];
         int rc = kc_tiers_enter_(r);
         if (rc == KC_OK) rc = r->b->exists(r->b, PING_NAME), kc_tiers_exit_(r, rc);
         if (rc < 0) {
             kc_tiers_count_failure_(t, r, 0, rc, 0);
-            return rc;
+            if (first == KC_OK) first = rc, snprintf(why, sizeof why, "%s", kc_error_last()->message);
         }
     }
-    return KC_OK;
+    return first == KC_OK ? KC_OK : kc_err(first, "%s", why);
 }
 
 /* ---- the local tier, through its table ---- */

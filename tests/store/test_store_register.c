@@ -320,6 +320,11 @@ static void test_failing_tier_opens_its_own_breaker(void **state) {
     assert_int_equal(kc_cache_tier_state(c, 0, &rs), KC_MISS);
     assert_int_equal(kct_stat(c, KC_STAT_REMOTE_ERRORS), down.errors + up.errors);
     assert_int_equal(kct_stat(c, KC_STAT_REMOTE_SKIPPED), down.skipped + up.skipped);
+    /* A ping asks every remote, past the first that fails: each breaker says what its remote is like now. */
+    int up_calls = mem("up")->calls;
+    assert_int_equal(kc_cache_remote_ping(c), KC_EUNAVAILABLE);
+    assert_int_equal(tier(c, 1).skipped, 2);
+    assert_int_equal(mem("up")->calls, up_calls + 1);
     kc_entry_free(e);
     kct_close_cache(d, c);
     mem("down")->fail = 0;
