@@ -140,7 +140,8 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     (void)cfg;
     if (out) *out = NULL;
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
-    return kc_err(KC_EUNAVAILABLE, "this build has no redis back end: rebuild with hiredis (cmake -DKCACHE_WITH_REDIS=ON)");
+    return kc_err(KC_EUNAVAILABLE,
+                  "this build has no redis back end: rebuild with hiredis (cmake -DKCACHE_WITH_REDIS=ON)");
 }
 
 int kc_store_redis_state(kc_store_backend *b, kc_remote_state *out) {

@@ -47,7 +47,9 @@ static int number(const char *v, size_t n, int size, uint64_t max, uint64_t *out
     char *end;
     unsigned long long x = strtoull(buf, &end, 10);
     unsigned shift = 0;
-    if (size && *end) shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : 99, end++;
+    static const char units[] = "kKmMgG"; /* 2^10, 2^20, 2^30 */
+    const char *u = size && *end ? strchr(units, *end) : NULL;
+    if (size && *end) shift = u ? (unsigned)(u - units) / 2 * 10 + 10 : 99, end++;
     if (errno || *end || shift == 99 || (shift && x > (max >> shift)) || (x << shift) > max) return KC_EINVAL;
     *out = (uint64_t)x << shift;
     return KC_OK;

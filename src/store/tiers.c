@@ -71,7 +71,8 @@ static void tier_init(tier *r, kc_store_backend *b, unsigned flags, const char *
     if (r->has_brk) kc_brk_init(&r->brk, lim ? lim->backoff_ms : 0, lim ? lim->backoff_max_ms : 0, r->shown);
 }
 
-int kc_tiers_add_remote(kc_tiers *t, kc_store_backend *b, unsigned flags, const char *url, const kc_remote_limits *lim) {
+int kc_tiers_add_remote(kc_tiers *t, kc_store_backend *b, unsigned flags, const char *url,
+                        const kc_remote_limits *lim) {
     if (!t || !b) return kc_err(KC_EINVAL, "kc_tiers_add: NULL argument");
     int rc = table_ok(b);
     if (rc) return rc;
@@ -92,7 +93,9 @@ int kc_tiers_add_remote(kc_tiers *t, kc_store_backend *b, unsigned flags, const 
     return KC_OK;
 }
 
-int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags) { return kc_tiers_add_remote(t, b, flags, NULL, NULL); }
+int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags) {
+    return kc_tiers_add_remote(t, b, flags, NULL, NULL);
+}
 
 void kc_tiers_set_close_ms(kc_tiers *t, unsigned ms) {
     if (t) t->close_ms = ms ? ms : DEFAULT_CLOSE_MS;

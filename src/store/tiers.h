@@ -4,9 +4,9 @@
  * tiers.c (the list, counting, state), tiers_read.c (lookups, back-fill), tiers_write.c (the
  * background writer, put, publish), sharing tiers_impl.h.
  *
- * The one idea: a tier is a backend table (kcache/sys/store.h) plus its flags, and the
- * tiers reach every backend only through that table — a new backend is a new file and one
- * line where the front door assembles the tiers, never a change here.  What the tiers add
+ * The one idea: a tier is a backend table (kcache/sys/store.h) plus its flags, breaker and
+ * counters, and the tiers reach every backend only through that table — a new backend is a
+ * new file and its registration by URL scheme (registry.c), never a change here.  What the tiers add
  * to the backends is the policy between them: order, validation of what is read, write-back
  * of a remote hit, one background writer for the remotes, and the counting of every remote
  * outcome.  Counters go to a sink the front door gives (the local store's stats shards).

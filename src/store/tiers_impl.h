@@ -62,7 +62,9 @@ static inline size_t first_remote(const kc_tiers *t) { return (size_t)t->local; 
 /* Callers: every tiers*.c. */
 void kc_tiers_count_(kc_tiers *t, int shard, kc_stat id);
 /* Add 1 to a tier's own counter. */
-static inline void tier_count(tier *r, tier_counter id) { atomic_fetch_add_explicit(&r->c[id], 1, memory_order_relaxed); }
+static inline void tier_count(tier *r, tier_counter id) {
+    atomic_fetch_add_explicit(&r->c[id], 1, memory_order_relaxed);
+}
 /* A remote call failed with `rc`: counted (globally and on the tier), logged unless skipped; a read's failure is
  * this thread's last (kc_tiers_take_failure).  Callers: tiers_read.c, tiers_write.c, tiers.c. */
 void kc_tiers_count_failure_(kc_tiers *t, tier *r, int shard, int rc, int writing);

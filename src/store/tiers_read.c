@@ -181,7 +181,8 @@ static int remote_get(kc_tiers *t, size_t i, const remote_ask *q, const remote_f
     size_t len = 0, w = 0;
     int rc = kc_tiers_enter_(r);
     if (rc == KC_OK) {
-        rc = q->n > 1 && b->get_first ? b->get_first(b, q->np, q->n, &w, &data, &len) : b->get(b, q->np[0], &data, &len);
+        rc = q->n > 1 && b->get_first ? b->get_first(b, q->np, q->n, &w, &data, &len)
+                                      : b->get(b, q->np[0], &data, &len);
         kc_tiers_exit_(r, rc);
     }
     if (rc == KC_MISS) {
@@ -275,7 +276,8 @@ size_t kc_tiers_get_remote_many(kc_tiers *t, const kc_key *keys, const char *var
             size_t i = m.ix[k];
             if (rc == KC_OK && !m.data[k]) tier_count(r, TC_MISSES);
             if (!m.data[k]) continue;
-            if (rc == KC_OK && remote_accept(t, r, m.np[i], &keys[i], variant, m.data[k], m.lens[k], &outs[i]) == KC_OK) {
+            if (rc == KC_OK &&
+                remote_accept(t, r, m.np[i], &keys[i], variant, m.data[k], m.lens[k], &outs[i]) == KC_OK) {
                 tier_count(r, TC_HITS);
                 backfill_remotes(t, ri, m.np[i], keys[i].bytes[0], m.data[k], m.lens[k]);
                 raws[i] = m.data[k], raw_lens[i] = m.lens[k];
