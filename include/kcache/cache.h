@@ -26,8 +26,8 @@
 extern "C" {
 #endif
 
-/** Version of kc_options understood by this build (version 1, without the remote fields, is accepted). */
-#define KC_OPTIONS_VERSION 3
+/** Version of kc_options understood by this build (versions 1, without the remote fields, 2 and 3 are accepted). */
+#define KC_OPTIONS_VERSION 4
 
 /** Default size limit of the local directory: 5 GiB. */
 #define KC_DEFAULT_MAX_SIZE (5ull << 30)
@@ -62,24 +62,35 @@ extern "C" {
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields
  * left 0/NULL take their defaults.  Environment overrides (unless KC_OPEN_NO_ENV):
  * KCACHE_DIR, KCACHE_MAX_SIZE ("5G", "500M", "1024K", bytes), KCACHE_DISABLE=1,
- * KCACHE_READONLY=1, KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tier: KCACHE_REMOTE (a URL),
+ * KCACHE_READONLY=1, KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tiers: KCACHE_REMOTE (a
+ * list of URLs, as `remote` below),
  * KCACHE_REMOTE_READONLY=1, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,
  * KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL (seconds), KCACHE_REMOTE_MAX_VALUE (a size),
  * KCACHE_REMOTE_QUEUE (writes queued at most), KCACHE_REMOTE_CLOSE_MS (how long kc_cache_close
  * waits for queued writes; 3000: the rest are dropped and counted); authentication: KCACHE_HMAC_KEY (the key's
  * bytes) or KCACHE_HMAC_KEY_FILE (a file holding them).
  *
- * Lookups go memory → local directory → remote, and a remote hit is written back to the
- * local directory: see [Note: tiers] in src/store/tiers.h.
+ * Lookups go memory → local directory → remote 1 → remote 2 …, and a remote hit is written back to
+ * the faster tiers (the local directory, and each writable remote before it): see [Note: tiers] in
+ * src/store/tiers.h.  kc_cache_tier_stats says what each tier saw.
  */
 typedef struct kc_options {
     unsigned version;      /**< KC_OPTIONS_VERSION. */
     const char *dir;       /**< Cache directory; default $XDG_CACHE_HOME/kcache or ~/.cache/kcache. */
     uint64_t max_size;     /**< Size limit in bytes; 0: KC_DEFAULT_MAX_SIZE. */
     unsigned flags;        /**< KC_OPEN_* */
-    /* version 2 */
-    const char *remote;    /**< Remote tier URL ("redis://host:port/db"); NULL: none. */
-    kc_redis_config remote_config; /**< Its limits (0 fields: defaults). */
+    /* version 2; version 4: a list of remotes, and their limits any back end's */
+    /**
+     * The remote tiers, in the order they are read: URLs separated by spaces, each a scheme some back end
+     * is registered for (kc_store_register in kcache/sys/store.h; built in: "redis://[user:password@]host:port[/db]"
+     * when the build has hiredis), each optionally followed by attributes "|name" or "|name=value" that
+     * apply to it alone: read-only, connect-ms=N, deadline-ms=N, backoff-ms=N, backoff-max-ms=N,
+     * max-value=SIZE (bytes, or a K, M or G suffix), ttl=SECONDS.  Example:
+     * "redis://cache-a:6379 redis://fleet:6379/1|read-only|deadline-ms=200".  NULL or "": none.  (Before
+     * version 4 it was one URL, which is a list of one; a URL holding ' ' or '|' cannot be given.)
+     */
+    const char *remote;
+    kc_remote_limits remote_config; /**< Every remote's limits (0 fields: defaults); a URL's attributes override them. */
     unsigned remote_queue; /**< Background writes queued at most; 0: 256. */
     const void *hmac_key;  /**< HMAC-SHA256 key (≥ KC_MAC_KEY_MIN bytes); NULL: entries are not authenticated. */
     size_t hmac_key_len;
@@ -90,7 +101,7 @@ typedef struct kc_options {
 } kc_options;
 
 /** Static initialiser of kc_options. */
-#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REDIS_CONFIG_INIT, 0, NULL, 0, NULL, NULL }
+#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REMOTE_LIMITS_INIT, 0, NULL, 0, NULL, NULL }
 
 /** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
 KC_API int kc_options_init(kc_options *opts, unsigned version);
@@ -194,8 +205,22 @@ KC_API void kc_cache_unlock(kc_lock *lock);
 /** Add `n` to a counter (front-door events such as compiles and bypasses). */
 KC_API void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n);
 
-/** The remote tier's state (URL with the password hidden, breaker); KC_MISS when there is none. */
+/** The first remote tier's state (URL with the password hidden, breaker); KC_MISS when there is none. */
 KC_API int kc_cache_remote_state(kc_cache *c, kc_remote_state *out);
+
+/** How many store tiers the cache has: the local directory (tier 0) and the remotes after it; 0 when
+ *  disabled. */
+KC_API size_t kc_cache_tier_count(kc_cache *c);
+
+/**
+ * Tier `i`'s URL, read-only switch, breaker and this process's counters (kc_tier_stats in kcache/store.h):
+ * KC_OK; KC_MISS when there is no tier `i`; KC_EVERSION for an out of another version.
+ */
+KC_API int kc_cache_tier_stats(kc_cache *c, size_t i, kc_tier_stats *out);
+
+/** A remote tier's state, as kc_cache_remote_state for tier `i` (1: the first remote); KC_MISS when tier
+ *  `i` is none or the local directory. */
+KC_API int kc_cache_tier_state(kc_cache *c, size_t i, kc_remote_state *out);
 
 /**
  * Wait until the background writer has sent (or dropped) every queued remote write.

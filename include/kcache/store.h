@@ -48,18 +48,27 @@ typedef struct kc_gc_report {
 /** Initialiser of a kc_gc_report: this version, every count 0. */
 #define KC_GC_REPORT_INIT { KC_GC_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
-/** Limits of the redis backend (the remote tier); 0 fields take the defaults shown. */
-typedef struct kc_redis_config {
+/**
+ * Limits of one remote tier, whatever its back end; 0 fields take the defaults shown.  kc_options.remote_config
+ * holds the defaults of every remote; a URL's attributes (connect-ms=, deadline-ms=, … in kc_options.remote)
+ * override them for that remote alone.  A back end honours those that apply to it.
+ */
+typedef struct kc_remote_limits {
     unsigned connect_ms;     /**< Connect timeout; 100. */
     unsigned deadline_ms;    /**< Deadline of one whole command, reply included; 500. */
     unsigned backoff_ms;     /**< First circuit-breaker window; 1000 (doubles per failure, ±25% jitter). */
     unsigned backoff_max_ms; /**< Longest window; 60000. */
     uint64_t max_value;      /**< Largest value read or written; 64 MiB (KC_ENTRY_MAX_BYTES at most). */
     unsigned ttl_s;          /**< Expiry of values written; 0: none. */
-} kc_redis_config;
+} kc_remote_limits;
 
-/** Initialiser of a kc_redis_config (every limit its default).  It grows with kc_options' version. */
-#define KC_REDIS_CONFIG_INIT { 0, 0, 0, 0, 0, 0 }
+/** Initialiser of a kc_remote_limits (every limit its default).  It grows with kc_options' version. */
+#define KC_REMOTE_LIMITS_INIT { 0, 0, 0, 0, 0, 0 }
+
+/** Deprecated (kc_options version 3 and before): the same struct, from when Redis was the only remote. */
+typedef kc_remote_limits kc_redis_config;
+/** Deprecated: KC_REMOTE_LIMITS_INIT. */
+#define KC_REDIS_CONFIG_INIT KC_REMOTE_LIMITS_INIT
 
 /** The circuit breaker's states. */
 typedef enum kc_breaker { KC_BREAKER_CLOSED = 0, KC_BREAKER_OPEN = 1, KC_BREAKER_HALF_OPEN = 2 } kc_breaker;
@@ -71,6 +80,34 @@ typedef struct kc_remote_state {
     double retry_in_ms;  /**< While open: time left in the window. */
     unsigned failures;   /**< Consecutive failures (the window doubles with each). */
 } kc_remote_state;
+
+/** Version of kc_tier_stats this build fills. */
+#define KC_TIER_STATS_VERSION 1
+
+/**
+ * One tier beneath a cache and what it saw since the cache was opened (kc_cache_tier_stats): tier 0 is the
+ * local directory, tiers 1… the remotes in the order kc_options.remote lists them.  The counters are this
+ * process's, per tier; the shared remote_* counters (kcache/stats.h) are their sums over the remotes.  The
+ * caller's: initialise with KC_TIER_STATS_INIT; kcache fills its version's fields, another is KC_EVERSION.
+ */
+typedef struct kc_tier_stats {
+    unsigned version;        /**< KC_TIER_STATS_VERSION, set by the caller (kept). */
+    char url[300];           /**< "local" for the directory; a remote's URL with any password "***". */
+    int remote;              /**< 0: the local directory; 1: a remote. */
+    int readonly;            /**< 1: never written (its read-only switch, or the cache's). */
+    kc_breaker breaker;      /**< A remote's circuit breaker (the back end's own, or the tier's); closed for local. */
+    double retry_in_ms;      /**< While open: time left in the window. */
+    unsigned failures;       /**< Consecutive failures. */
+    uint64_t hits;           /**< Reads that found what they asked for (validated). */
+    uint64_t misses;         /**< Reads that found nothing. */
+    uint64_t errors;         /**< Reads that failed: an error, a timeout, a refused (unauthenticated or corrupt) entry. */
+    uint64_t skipped;        /**< Calls not made: the breaker was open. */
+    uint64_t writes;         /**< Writes done (a put, a back-fill of what a slower tier had). */
+    uint64_t write_errors;   /**< Writes that failed or were dropped. */
+} kc_tier_stats;
+
+/** Initialiser of a kc_tier_stats: this version, the rest 0. */
+#define KC_TIER_STATS_INIT { KC_TIER_STATS_VERSION, {0}, 0, 0, KC_BREAKER_CLOSED, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /** Name of a breaker state: "closed", "open", "half-open"; static. */
 KC_API const char *kc_breaker_name(kc_breaker s);

@@ -31,8 +31,9 @@
 #include "../entry/trust.h"
 #include "kcache/cache.h"
 #include "kcache/sign.h"
-#include "kcache/sys/store.h" /* kc_store_redis_open: the tiers are assembled here */
+#include "kcache/sys/store.h" /* kc_store_backend: the tiers are assembled here */
 #include "../store/local.h"
+#include "../store/registry.h" /* kc_remotes_parse, kc_store_open_url */
 #include "../store/tiers.h"
 #include "internal.h"
 #include "../common/fs.h"
@@ -40,7 +41,7 @@
 struct kc_cache {
     kc_local *local; /* NULL when disabled; owned by the tiers (their local tier) */
     kc_tiers *tiers; /* local first, then the remote ([Note: tiers] in store/tiers.h) */
-    kc_store_backend *remote; /* the remote, borrowed from the tiers: for profiles only */
+    kc_store_backend *remote; /* the first remote, borrowed from the tiers: for profiles only */
     int remote_writable;
     char dir[PATH_MAX];
     uint64_t max_size;
@@ -55,14 +56,54 @@ struct kc_cache {
     char origin_manifest[512]; /* the manifest a prewarm compiles (ORIGIN "manifest" of what it writes) */
 };
 
+/* kc_options as version 3 laid it out (the remote's limits then kc_redis_config, the same fields), kept so
+ * that a caller compiled against it is read field by field, whatever version 4 and later become. */
+typedef struct kc_options_v3 {
+    unsigned version;
+    const char *dir;
+    uint64_t max_size;
+    unsigned flags;
+    const char *remote; /* version 2 */
+    kc_redis_config remote_config;
+    unsigned remote_queue;
+    const void *hmac_key;
+    size_t hmac_key_len;
+    const char *signing_key_file; /* version 3 */
+    const char *keyring;
+} kc_options_v3;
+
+/* A caller's options of any version this build accepts into `o` (KC_OPTIONS_INIT, then the fields the
+ * caller's version has), or KC_EVERSION.  Version 1 lacks the remote fields, version 2 the signatures. */
+static int options_read(const kc_options *opts, kc_options *o) {
+    kc_options d = KC_OPTIONS_INIT;
+    *o = d;
+    if (!opts) return KC_OK;
+    unsigned v = opts->version;
+    if (v == KC_OPTIONS_VERSION) {
+        *o = *opts;
+        return KC_OK;
+    }
+    if (v < 1 || v > 3)
+        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)", v, KC_OPTIONS_VERSION);
+    const kc_options_v3 *p = (const void *)opts;
+    o->dir = p->dir, o->max_size = p->max_size, o->flags = p->flags;
+    if (v >= 2) {
+        o->remote = p->remote, o->remote_config = p->remote_config, o->remote_queue = p->remote_queue;
+        o->hmac_key = p->hmac_key, o->hmac_key_len = p->hmac_key_len;
+    }
+    if (v >= 3) o->signing_key_file = p->signing_key_file, o->keyring = p->keyring;
+    return KC_OK;
+}
+
 int kc_options_init(kc_options *opts, unsigned version) {
     if (!opts) return kc_err(KC_EINVAL, "kc_options_init: opts is NULL");
-    if (version != KC_OPTIONS_VERSION && version != 1 && version != 2)
+    if (version < 1 || version > KC_OPTIONS_VERSION)
         return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
                       version, KC_OPTIONS_VERSION);
     kc_options o = KC_OPTIONS_INIT;
-    if (version == 1) memcpy(opts, &o, offsetof(kc_options, remote));
-    else if (version == 2) memcpy(opts, &o, offsetof(kc_options, signing_key_file));
+    if (version == 1) memcpy(opts, &o, offsetof(kc_options_v3, remote));
+    else if (version == 2) memcpy(opts, &o, offsetof(kc_options_v3, signing_key_file));
+    else if (version == 3) memcpy(opts, &o, sizeof(kc_options_v3));
     else *opts = o;
     opts->version = version;
     return KC_OK;
@@ -188,22 +229,42 @@ static void count_in_shards(void *ctx, int shard, kc_stat id, int64_t n) {
 }
 
 /*
- * Assemble the tiers: the remote when one is configured, and the local directory (which
- * kc_tiers_add puts first).  A new backend is one more open and kc_tiers_add here; nothing
- * else names a backend.  What was added is the tiers' to free; what failed is freed here.
+ * Open every remote of the list (kc_remotes_parse: "URL|attr… URL…") through the back end registered
+ * for its scheme (store/registry.c) and add it as the next tier, with its read-only switch (its
+ * "read-only" attribute, KC_OPEN_REMOTE_READONLY, or a cache that does not write).  No back end is named
+ * here: a new one is its file and its registration.  What was added is the tiers' to free.
+ */
+static int remotes_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
+    kc_remote_spec *specs = kc_calloc(KC_REMOTES_MAX, sizeof *specs);
+    if (!specs) return kc_err(KC_ENOMEM, "out of memory");
+    size_t n = 0;
+    int rc = kc_remotes_parse(o->remote, &o->remote_config, specs, KC_REMOTES_MAX, &n);
+    if (rc) kc_err_prefix(rc, "remote");
+    for (size_t i = 0; i < n && rc == KC_OK; i++) {
+        kc_store_backend *b;
+        if ((rc = kc_store_open_url(&b, specs[i].url, &specs[i].limits)) != KC_OK) {
+            kc_err_prefix(rc, "remote");
+            break;
+        }
+        unsigned tf = specs[i].readonly || (flags & KC_OPEN_REMOTE_READONLY) || c->mode != KC_CACHE_READWRITE
+                    ? KC_TIER_READONLY : 0;
+        if ((rc = kc_tiers_add_remote(c->tiers, b, tf, specs[i].url, &specs[i].limits)) != KC_OK) {
+            b->free(b);
+            break;
+        }
+        if (!c->remote) c->remote = b, c->remote_writable = !(tf & KC_TIER_READONLY);
+    }
+    free(specs);
+    return rc;
+}
+
+/*
+ * Assemble the tiers: the remotes of the list, and the local directory (which kc_tiers_add puts
+ * first).  What was added is the tiers' to free; what failed is freed here.
  */
 static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
     int rc;
-    if (o->remote && *o->remote) {
-        kc_store_backend *remote;
-        if ((rc = kc_store_redis_open(&remote, o->remote, &o->remote_config)) != KC_OK) return kc_err_prefix(rc, "remote");
-        unsigned tf = (flags & KC_OPEN_REMOTE_READONLY) || c->mode != KC_CACHE_READWRITE ? KC_TIER_READONLY : 0;
-        if ((rc = kc_tiers_add(c->tiers, remote, tf)) != KC_OK) {
-            remote->free(remote);
-            return rc;
-        }
-        c->remote = remote, c->remote_writable = !(tf & KC_TIER_READONLY);
-    }
+    if ((rc = remotes_assemble(c, o, flags)) != KC_OK) return rc;
     if ((rc = kc_local_open(&c->local, c->dir, c->max_size, flags)) != KC_OK) return rc;
     bool found_readonly = false; /* a directory that refuses writes is a read-only cache ([Note: store status codes]) */
     if (kc_local_readonly(c->local, &found_readonly) && found_readonly && c->mode == KC_CACHE_READWRITE)
@@ -253,14 +314,9 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_open: out is NULL");
     *out = NULL;
     kc_log_init_from_env();
-    kc_options o = KC_OPTIONS_INIT;
-    if (opts) {
-        if (opts->version == 1) memcpy(&o, opts, offsetof(kc_options, remote)); /* the fields version 1 had */
-        else if (opts->version == KC_OPTIONS_VERSION) o = *opts;
-        else return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
-                           opts->version, KC_OPTIONS_VERSION);
-        o.version = KC_OPTIONS_VERSION;
-    }
+    kc_options o;
+    int vrc = options_read(opts, &o);
+    if (vrc) return vrc;
     kc_cache *c = kc_calloc(1, sizeof *c);
     if (!c) return kc_err(KC_ENOMEM, "kc_cache_open: out of memory");
     int rc = KC_OK;
@@ -324,8 +380,8 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
         memcpy(c->mac_key, o.hmac_key, o.hmac_key_len);
         c->mac_key_len = o.hmac_key_len;
     }
-    if (o.version >= 3 && o.signing_key_file && (rc = kc_signer_load(&c->signer, o.signing_key_file))) goto fail;
-    if (o.version >= 3 && o.keyring && (rc = kc_keyring_load(&c->keyring, o.keyring))) goto fail;
+    if (o.signing_key_file && (rc = kc_signer_load(&c->signer, o.signing_key_file))) goto fail;
+    if (o.keyring && (rc = kc_keyring_load(&c->keyring, o.keyring))) goto fail;
     c->trust = (kc_trust){c->mac_key, c->mac_key_len, c->signer, c->keyring};
     kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c, &c->trust};
     if ((rc = kc_tiers_new(&c->tiers, &tc)) != KC_OK) goto fail;
@@ -523,6 +579,31 @@ int kc_cache_remote_flush(kc_cache *c) {
 int kc_cache_remote_state(kc_cache *c, kc_remote_state *out) {
     if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_remote_state: NULL argument");
     return kc_tiers_remote_state(c->tiers, out);
+}
+
+size_t kc_cache_tier_count(kc_cache *c) { return c ? kc_tiers_count(c->tiers) : 0; }
+
+int kc_cache_tier_stats(kc_cache *c, size_t i, kc_tier_stats *out) {
+    if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_tier_stats: NULL argument");
+    int rc = kc_api_version("kc_cache_tier_stats", "kc_tier_stats", "KC_TIER_STATS_INIT", out->version,
+                            KC_TIER_STATS_VERSION);
+    if (rc) return rc;
+    kc_tier_stats full = KC_TIER_STATS_INIT; /* [Note: versioned structs] */
+    if ((rc = kc_tiers_tier_stats(c->tiers, i, &full)) != KC_OK) return rc;
+    kc_api_copy_out(out, &full, sizeof full, out->version);
+    return KC_OK;
+}
+
+int kc_cache_tier_state(kc_cache *c, size_t i, kc_remote_state *out) {
+    if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_tier_state: NULL argument");
+    kc_tier_stats s = KC_TIER_STATS_INIT;
+    int rc = kc_tiers_tier_stats(c->tiers, i, &s);
+    if (rc) return rc;
+    if (!s.remote) return kc_err(KC_MISS, "tier %zu is the local directory, no remote", i);
+    memset(out, 0, sizeof *out);
+    snprintf(out->url, sizeof out->url, "%s", s.url);
+    out->breaker = s.breaker, out->retry_in_ms = s.retry_in_ms, out->failures = s.failures;
+    return KC_OK;
 }
 
 int kc_cache_publish(kc_cache *c, const kc_key *key, const char *variant) {

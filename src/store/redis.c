@@ -22,7 +22,8 @@
  * closed, never pooled (its next reply would answer the wrong command).
  *
  * Reached only through its backend table (the tiers), whose `state` slot is
- * kc_store_redis_state; kc_breaker_name (kcache/store.h) lives here too.
+ * kc_store_redis_state; it is registered as the scheme "redis" (registry.c).  The breaker is
+ * breaker.c's.
  *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */
@@ -41,7 +42,9 @@
 #include "redis_reply.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
+#include "breaker.h"
 #include "name.h"
+#include "registry.h"
 
 #define PREFIX "kcache:v1:"
 #define MAX_IDLE 8
@@ -50,20 +53,12 @@ typedef struct rb {
     kc_store_backend be;
     char host[256], user[128], password[256], shown[300];
     int port, db;
-    kc_redis_config cfg;
-    pthread_mutex_t mu;
+    kc_remote_limits cfg;
+    pthread_mutex_t mu; /* the pool */
     redisContext *idle[MAX_IDLE];
     int nidle;
-    /* breaker (under mu) */
-    kc_breaker state;
-    uint64_t open_until_ns;
-    unsigned failures;
-    uint64_t rng;
+    kc_brk brk; /* its own circuit breaker (breaker.c) */
 } rb;
-
-const char *kc_breaker_name(kc_breaker s) {
-    return s == KC_BREAKER_CLOSED ? "closed" : s == KC_BREAKER_OPEN ? "open" : "half-open";
-}
 
 /* ---- URL ---- */
 
@@ -143,40 +138,6 @@ static int parse_url(rb *b, const char *url_given) {
     return KC_OK;
 }
 
-/* ---- breaker ---- */
-
-/* Whether a call may go to the server now; KC_EUNAVAILABLE when the window is open. */
-static int breaker_enter(rb *b) {
-    pthread_mutex_lock(&b->mu);
-    int rc = KC_OK;
-    if (b->state == KC_BREAKER_OPEN && kc_mono_ns() >= b->open_until_ns) b->state = KC_BREAKER_HALF_OPEN;
-    else if (b->state != KC_BREAKER_CLOSED) rc = KC_EUNAVAILABLE; /* open, or a probe is out */
-    if (b->state == KC_BREAKER_HALF_OPEN && rc == KC_OK) b->open_until_ns = UINT64_MAX; /* this call probes */
-    pthread_mutex_unlock(&b->mu);
-    if (rc) return kc_err(rc, "remote %s skipped: circuit breaker open", b->shown);
-    return KC_OK;
-}
-
-static void breaker_exit(rb *b, int failed) {
-    pthread_mutex_lock(&b->mu);
-    if (!failed) {
-        if (b->state != KC_BREAKER_CLOSED) kc_log(KC_LOG_REMOTE, "%s: reachable again, breaker closed", b->shown);
-        b->state = KC_BREAKER_CLOSED;
-        b->failures = 0;
-    } else {
-        b->failures++;
-        double w = b->cfg.backoff_ms;
-        for (unsigned i = 1; i < b->failures && w < b->cfg.backoff_max_ms; i++) w *= 2;
-        if (w > b->cfg.backoff_max_ms) w = b->cfg.backoff_max_ms;
-        b->rng = b->rng * 6364136223846793005ull + 1442695040888963407ull;
-        w *= 0.75 + 0.5 * (double)(b->rng >> 11) / (double)(1ull << 53);
-        b->state = KC_BREAKER_OPEN;
-        b->open_until_ns = kc_mono_ns() + (uint64_t)(w * 1e6);
-        kc_log(KC_LOG_REMOTE, "%s: breaker open for %.0f ms (failure %u)", b->shown, w, b->failures);
-    }
-    pthread_mutex_unlock(&b->mu);
-}
-
 /* ---- one command under a deadline ---- */
 
 /* A setup command's reply: "+OK" and nothing after it. */
@@ -206,10 +167,12 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, strerror(soerr ? soerr : errno));
     redisReply *r = NULL;
     int extra = 0;
+    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
     if (!rc && b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, b->user[0] ? 3 : 2, argv, lens, NULL, &r, &extra);
+        kc_redis_cmd cmd = {b->user[0] ? 3 : 2, argv, lens, NULL};
+        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
         if (!rc) rc = expect_ok(r, "AUTH", extra);
         if (r) freeReplyObject(r), r = NULL;
     }
@@ -218,7 +181,8 @@ static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, 2, argv, lens, NULL, &r, &extra);
+        kc_redis_cmd cmd = {2, argv, lens, NULL};
+        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
         if (!rc) rc = expect_ok(r, "SELECT", extra);
         if (r) freeReplyObject(r);
     }
@@ -265,14 +229,16 @@ static void pool_give(rb *b, redisContext *c) {
 static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
                       redisReply **out) {
     *out = NULL;
-    int rc = breaker_enter(b);
+    int rc = kc_brk_enter(&b->brk);
     if (rc) return rc;
     uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
     for (int attempt = 0; attempt < 2; attempt++) {
         redisContext *c = attempt == 0 ? pool_take(b) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, deadline, &c))) break;
-        rc = kc_redis_send_recv(c, b->shown, b->cfg.max_value, deadline, argc, argv, lens, ex, out, &extra);
+        kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+        kc_redis_cmd cmd = {argc, argv, lens, ex};
+        rc = kc_redis_send_recv(&link, &cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
             rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
@@ -301,7 +267,7 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
         redisFree(c);
         if (!pooled || rc == KC_ETIMEOUT) break; /* a stale pooled connection gets one fresh retry */
     }
-    breaker_exit(b, rc != KC_OK);
+    kc_brk_exit(&b->brk, rc != KC_OK);
     return rc;
 }
 
@@ -469,10 +435,11 @@ static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
     for (int i = 0; i < b->nidle; i++) redisFree(b->idle[i]);
     pthread_mutex_destroy(&b->mu);
+    kc_brk_destroy(&b->brk);
     free(b);
 }
 
-int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg) {
+int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote_limits *cfg) {
     if (out) *out = NULL;
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
     rb *b = kc_calloc(1, sizeof *b);
@@ -490,7 +457,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_
     if (b->cfg.backoff_max_ms < b->cfg.backoff_ms) b->cfg.backoff_max_ms = b->cfg.backoff_ms;
     if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
-    b->rng = kc_mono_ns() ^ (uint64_t)(uintptr_t)b;
+    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
     pthread_mutex_init(&b->mu, NULL);
     b->be.version = KC_STORE_BACKEND_VERSION;
     b->be.name = "redis";
@@ -512,11 +479,9 @@ int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
     rb *b = be->ctx;
     memset(out, 0, sizeof *out);
     snprintf(out->url, sizeof out->url, "%s", b->shown);
-    pthread_mutex_lock(&b->mu);
-    out->breaker = b->state;
-    out->failures = b->failures;
-    uint64_t now = kc_mono_ns();
-    if (b->state == KC_BREAKER_OPEN && b->open_until_ns > now) out->retry_in_ms = (double)(b->open_until_ns - now) / 1e6;
-    pthread_mutex_unlock(&b->mu);
+    kc_brk_state(&b->brk, out);
     return KC_OK;
 }
+
+/* The scheme "redis", registered by the library at first use (registry.c's builtins). */
+const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open, url_shown};

@@ -112,15 +112,18 @@ static void make_nonce(char out[40]) {
              (unsigned long long)n);
 }
 
-int kc_redis_send_recv(redisContext *c, const char *who, uint64_t max_value, uint64_t deadline, int argc,
-                       const char **argv, const size_t *lens, const kc_reply_expect *ex, redisReply **out, int *extra) {
+int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisReply **out, int *extra) {
+    redisContext *c = l->c;
+    const char *who = l->who, **argv = cmd->argv;
+    uint64_t max_value = l->max_value, deadline = l->deadline;
+    const kc_reply_expect *ex = cmd->ex;
     *out = NULL;
     *extra = 0;
     char nonce[40];
     make_nonce(nonce);
     const char *eargv[] = {"ECHO", nonce};
     size_t elens[] = {4, strlen(nonce)};
-    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK ||
+    if (redisAppendCommandArgv(c, cmd->argc, argv, cmd->lens) != REDIS_OK ||
         (ex && redisAppendCommandArgv(c, 2, eargv, elens) != REDIS_OK))
         return kc_err(KC_EIO, "redis: %s", c->errstr);
     int done = 0;

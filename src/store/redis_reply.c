@@ -33,68 +33,98 @@ static void scan_value(kc_reply_scan *s) {
     s->st = S_TYPE;
 }
 
+/* The bytes being walked, and what the messages name. */
+typedef struct feed {
+    uint64_t max_value;
+    const char *who;
+    const char *p;
+    size_t n, i;
+} feed;
+
+/* A value's first byte: its type. */
+static int on_type(kc_reply_scan *s, feed *f) {
+    char ch = f->p[f->i];
+    s->type = ch, s->line = 0, s->num = 0, s->neg = 0, s->digits = 0;
+    if (ch == '+' || ch == '-' || ch == ':') s->st = S_LINE;
+    else if (ch == '$' || ch == '*') s->st = S_NUM;
+    else return kc_err(KC_EIO, "redis %s: protocol: unexpected byte 0x%02x", f->who, (unsigned char)ch);
+    f->i++;
+    return KC_OK;
+}
+
+/* A status, error or number line, up to its '\n'. */
+static int on_line(kc_reply_scan *s, feed *f) {
+    char ch = f->p[f->i++];
+    if (ch == '\n') scan_value(s);
+    else if (++s->line > REPLY_MAX_LINE)
+        return kc_err(KC_EIO, "redis %s: protocol: a reply line over %d bytes", f->who, REPLY_MAX_LINE);
+    return KC_OK;
+}
+
+/* A bulk string's header is complete: its length, held to the value cap and the reply's total. */
+static int bulk_header(kc_reply_scan *s, const feed *f) {
+    if ((uint64_t)s->num > f->max_value)
+        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", f->who,
+                      s->num, (unsigned long long)f->max_value);
+    if ((uint64_t)s->num > s->max_total - s->total) /* total <= max_total: no wrap */
+        return kc_err(KC_EIO, "redis %s: a reply's values over %llu bytes together", f->who,
+                      (unsigned long long)s->max_total);
+    s->total += (uint64_t)s->num;
+    s->bulk_left = (uint64_t)s->num + 2, s->st = S_BULK;
+    return KC_OK;
+}
+
+/* An array's header is complete: its count, held to the elements expected and the nesting depth. */
+static int array_header(kc_reply_scan *s, const feed *f) {
+    s->elements += (uint64_t)s->num;
+    if (s->elements > s->max_elements)
+        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %llu expected)", f->who,
+                      (unsigned long long)s->elements, (unsigned long long)s->max_elements);
+    if (s->num == 0) scan_value(s);
+    else if (s->depth == REPLY_MAX_DEPTH)
+        return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", f->who);
+    else s->left[s->depth++] = s->num, s->st = S_TYPE;
+    return KC_OK;
+}
+
+/* A bulk or array header's length, digit by digit; its '\n' ends it. */
+static int on_num(kc_reply_scan *s, feed *f) {
+    char ch = f->p[f->i++];
+    if (ch == '-' && s->digits == 0 && !s->neg) s->neg = 1;
+    else if (ch >= '0' && ch <= '9' && s->digits < 18) s->num = s->num * 10 + (ch - '0'), s->digits++;
+    else if (ch == '\r' && s->digits > 0) {
+        /* the '\n' follows */
+    } else if (ch == '\n' && s->digits > 0) {
+        if (!s->neg) return s->type == '$' ? bulk_header(s, f) : array_header(s, f);
+        if (s->num != 1) return kc_err(KC_EIO, "redis %s: protocol: bad length -%lld", f->who, s->num);
+        scan_value(s); /* nil */
+    } else {
+        return kc_err(KC_EIO, "redis %s: protocol: bad %s header", f->who, s->type == '$' ? "bulk" : "array");
+    }
+    return KC_OK;
+}
+
+/* A bulk string's bytes and its "\r\n", as many as are here. */
+static int on_bulk(kc_reply_scan *s, feed *f) {
+    uint64_t k = f->n - f->i < s->bulk_left ? f->n - f->i : s->bulk_left;
+    f->i += (size_t)k, s->bulk_left -= k;
+    if (s->bulk_left == 0) scan_value(s);
+    return KC_OK;
+}
+
+/* What to do with the next byte, by the scan's state. */
+static int (*const steps[])(kc_reply_scan *, feed *) = {[S_TYPE] = on_type, [S_LINE] = on_line, [S_NUM] = on_num,
+                                                        [S_BULK] = on_bulk};
+
 /* Walk `n` bytes; *used is how many belong to the reply (fewer than n when it completed
  * inside them).  KC_OK, or KC_EIO naming what is wrong. */
 int kc_reply_scan_feed(kc_reply_scan *s, uint64_t max_value, const char *who, const char *p, size_t n, size_t *used) {
-    size_t i = 0;
-    while (i < n && s->depth > 0) {
-        char ch = p[i];
-        switch (s->st) {
-        case S_TYPE:
-            s->type = ch, s->line = 0, s->num = 0, s->neg = 0, s->digits = 0;
-            if (ch == '+' || ch == '-' || ch == ':') s->st = S_LINE;
-            else if (ch == '$' || ch == '*') s->st = S_NUM;
-            else return kc_err(KC_EIO, "redis %s: protocol: unexpected byte 0x%02x", who, (unsigned char)ch);
-            i++;
-            break;
-        case S_LINE:
-            i++;
-            if (ch == '\n') scan_value(s);
-            else if (++s->line > REPLY_MAX_LINE)
-                return kc_err(KC_EIO, "redis %s: protocol: a reply line over %d bytes", who, REPLY_MAX_LINE);
-            break;
-        case S_NUM:
-            i++;
-            if (ch == '-' && s->digits == 0 && !s->neg) s->neg = 1;
-            else if (ch >= '0' && ch <= '9' && s->digits < 18) s->num = s->num * 10 + (ch - '0'), s->digits++;
-            else if (ch == '\r' && s->digits > 0) {
-                /* the '\n' follows */
-            } else if (ch == '\n' && s->digits > 0) {
-                if (s->neg) {
-                    if (s->num != 1) return kc_err(KC_EIO, "redis %s: protocol: bad length -%lld", who, s->num);
-                    scan_value(s); /* nil */
-                } else if (s->type == '$') {
-                    if ((uint64_t)s->num > max_value)
-                        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", who,
-                                      s->num, (unsigned long long)max_value);
-                    if ((uint64_t)s->num > s->max_total - s->total) /* total <= max_total: no wrap */
-                        return kc_err(KC_EIO, "redis %s: a reply's values over %llu bytes together", who,
-                                      (unsigned long long)s->max_total);
-                    s->total += (uint64_t)s->num;
-                    s->bulk_left = (uint64_t)s->num + 2, s->st = S_BULK;
-                } else {
-                    s->elements += (uint64_t)s->num;
-                    if (s->elements > s->max_elements)
-                        return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %llu expected)", who,
-                                      (unsigned long long)s->elements, (unsigned long long)s->max_elements);
-                    if (s->num == 0) scan_value(s);
-                    else if (s->depth == REPLY_MAX_DEPTH)
-                        return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", who);
-                    else s->left[s->depth++] = s->num, s->st = S_TYPE;
-                }
-            } else {
-                return kc_err(KC_EIO, "redis %s: protocol: bad %s header", who, s->type == '$' ? "bulk" : "array");
-            }
-            break;
-        case S_BULK: {
-            uint64_t k = n - i < s->bulk_left ? n - i : s->bulk_left;
-            i += (size_t)k, s->bulk_left -= k;
-            if (s->bulk_left == 0) scan_value(s);
-            break;
-        }
-        }
+    feed f = {max_value, who, p, n, 0};
+    while (f.i < n && s->depth > 0) {
+        int rc = steps[s->st](s, &f);
+        if (rc) return rc;
     }
-    *used = i;
+    *used = f.i;
     return KC_OK;
 }
 

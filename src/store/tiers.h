@@ -1,25 +1,29 @@
 /*
  * store/tiers.h — the ordered tiers beneath a cache: the local directory first, then the
- * remotes (internal to the library; only cache/cache.c uses it).
+ * remotes (internal to the library; only cache/cache.c uses it).  Implemented in three files:
+ * tiers.c (the list, counting, state), tiers_read.c (lookups, back-fill), tiers_write.c (the
+ * background writer, put, publish), sharing tiers_impl.h.
  *
- * The one idea: a tier is a backend table (kcache/sys/store.h) plus its flags, and the
- * tiers reach every backend only through that table — a new backend is a new file and one
- * line where the front door assembles the tiers, never a change here.  What the tiers add
+ * The one idea: a tier is a backend table (kcache/sys/store.h) plus its flags, breaker and
+ * counters, and the tiers reach every backend only through that table — a new backend is a
+ * new file and its registration by URL scheme (registry.c), never a change here.  What the tiers add
  * to the backends is the policy between them: order, validation of what is read, write-back
  * of a remote hit, one background writer for the remotes, and the counting of every remote
  * outcome.  Counters go to a sink the front door gives (the local store's stats shards).
  *
- * [Note: tiers] Lookups go memory → local directory → remote (the memory tier is the
- * graph part's).  The local tier is read first, in one read, and a corrupt entry there is
- * quarantined.  A remote hit is authenticated with the HMAC key when there is one — before
- * anything past its fixed header is parsed —, decoded, checked to hold the key and variant
- * it was asked for (kc_entry_decode_as), and only then written back to the local directory.
+ * [Note: tiers] Lookups go memory → local directory → remote 1 → remote 2 … (the memory tier is
+ * the graph part's; the remotes in the order kc_options.remote lists them).  The local tier is read
+ * first, in one read, and a corrupt entry there is quarantined.  A remote hit is authenticated with
+ * the HMAC key when there is one — before anything past its fixed header is parsed —, decoded,
+ * checked to hold the key and variant it was asked for (kc_entry_decode_as), and only then written
+ * back to the faster tiers: the local directory, and (queued) each writable remote before the one
+ * that had it.  Each tier has its own read-only switch, counters (kc_tiers_tier_stats) and circuit
+ * breaker: the back end's own when it keeps one (redis), else the tiers' (breaker.c).
  * New entries go to the local directory synchronously, then to each writable remote
  * through one background writer with a bounded queue (full: the write is dropped and
  * counted).  A remote miss, error, timeout, skip (its breaker is open) or rejection is a
  * miss plus a counter — never an error to the caller (a rejection is said, and a strict lookup
- * fails with it: kc_tiers_take_refusal); the circuit breaker itself is the remote backend's own
- * (kc_redis_config).
+ * fails with it: kc_tiers_take_refusal); a remote's limits are kc_remote_limits.
  *
  * Must not: name a concrete backend, interpret a backend's errors beyond counting them, or
  * include any header of the front door (those under src/cache/, kcache/cache.h).
@@ -81,6 +85,19 @@ int kc_tiers_new(kc_tiers **out, const kc_tiers_config *cfg);
  * version; KC_EINVAL for a second local tier or too many tiers.
  */
 int kc_tiers_add(kc_tiers *t, kc_store_backend *b, unsigned flags);
+
+/**
+ * Add a remote backend as the next tier, as kc_tiers_add, with `url` (shown in stats and messages with any
+ * password hidden; NULL: the backend's name) and its limits (the tiers' breaker, for a backend that keeps
+ * none; NULL: the defaults).
+ */
+int kc_tiers_add_remote(kc_tiers *t, kc_store_backend *b, unsigned flags, const char *url, const kc_remote_limits *lim);
+
+/** How many tiers (the local one at 0 when there is one, then the remotes in order). */
+size_t kc_tiers_count(const kc_tiers *t);
+
+/** Tier `i`'s URL, switches, breaker and counters (kc_tier_stats); KC_MISS when there is no tier `i`. */
+int kc_tiers_tier_stats(kc_tiers *t, size_t i, kc_tier_stats *out);
 
 /** How long kc_tiers_free waits for the queued remote writes, in ms (0: the default, 3000). */
 void kc_tiers_set_close_ms(kc_tiers *t, unsigned ms);
@@ -155,7 +172,7 @@ int kc_tiers_publish(kc_tiers *t, const char *name, int shard);
 /** Wait until the background writer has sent (or dropped) every queued write. */
 void kc_tiers_flush(kc_tiers *t);
 
-/** The first remote's state; KC_MISS without a remote, KC_EINVAL when its backend says nothing. */
+/** The first remote's state (its back end's, else the tiers' breaker's); KC_MISS without a remote. */
 int kc_tiers_remote_state(kc_tiers *t, kc_remote_state *out);
 
 /** One round trip to each remote: KC_OK, the first failure (counted), or KC_MISS without a remote. */

@@ -7,6 +7,7 @@
 
 #include "common/internal.h"
 #include "kcache.h"
+#include "kcache/sys/store.h"
 
 static char *dir;
 
@@ -344,6 +345,7 @@ static void test_maintenance_reads_keep_lru_order(void **state) {
  * command line's flags); what they leave unset, the environment still fills. */
 static void test_options_win_over_environment(void **state) {
     (void)state;
+    if (!kc_store_scheme_find("redis")) skip(); /* a build without the redis back end (KCACHE_WITH_REDIS) */
     char env_dir[600], opt_dir[600];
     snprintf(env_dir, sizeof env_dir, "%s/from-env", dir);
     snprintf(opt_dir, sizeof opt_dir, "%s/from-options", dir);

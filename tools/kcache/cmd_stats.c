@@ -83,6 +83,35 @@ static int describe(int json) {
     return 0;
 }
 
+/* With more than one remote, one line per remote tier (this process's counts; the remote_* counters above
+ * are their sums): text, or JSON's "remotes" array.  With one remote, nothing (its output stays as it was). */
+static void print_tiers(kc_cache *c, int json) {
+    size_t n = kc_cache_tier_count(c);
+    kc_tier_stats t = KC_TIER_STATS_INIT;
+    if (n < 3 || kc_cache_tier_stats(c, n - 2, &t) != KC_OK || !t.remote) return;
+    if (json) fputs(", \"remotes\": [", stdout);
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (kc_cache_tier_stats(c, i, &t) != KC_OK || !t.remote) continue;
+        if (json) {
+            int f = 1;
+            printf("%s{", k++ ? ", " : "");
+            json_kv_str(stdout, &f, "url", t.url);
+            json_kv_str(stdout, &f, "breaker", kc_breaker_name(t.breaker));
+            printf(", \"read_only\": %s", t.readonly ? "true" : "false");
+            json_kv_u64(stdout, &f, "hits", t.hits), json_kv_u64(stdout, &f, "misses", t.misses);
+            json_kv_u64(stdout, &f, "errors", t.errors), json_kv_u64(stdout, &f, "skipped", t.skipped);
+            json_kv_u64(stdout, &f, "writes", t.writes), json_kv_u64(stdout, &f, "write_errors", t.write_errors);
+            printf("}");
+        } else {
+            printf("  tier %zu          %s: breaker %s%s\n    hits %llu misses %llu errors %llu skipped %llu writes %llu "
+                   "write_errors %llu\n", i, t.url, kc_breaker_name(t.breaker), t.readonly ? ", read-only" : "",
+                   (unsigned long long)t.hits, (unsigned long long)t.misses, (unsigned long long)t.errors,
+                   (unsigned long long)t.skipped, (unsigned long long)t.writes, (unsigned long long)t.write_errors);
+        }
+    }
+    if (json) fputs("]", stdout);
+}
+
 /* Everything `kcache stats` shows, read once before anything is printed. */
 typedef struct stats_view {
     kc_cache *c;
@@ -219,11 +248,17 @@ static void text_remote(const stats_view *v) {
     printf("\n ");
     for (size_t i = 0; i < REMOTE_COUNT; i++) printf(" %s %llu", remote_names[i], (unsigned long long)v->s.v[remote_ids[i]]);
     printf("\n");
+    print_tiers(v->c, 0);
+}
+
+static void json_tiers(const stats_view *v, int *first) {
+    (void)first;
+    print_tiers(v->c, 1);
 }
 
 /* The parts, in the order each form shows them: a new part is a function and a row in each. */
 static void (*const json_parts[])(const stats_view *v, int *first) = {
-    json_directory, json_counters, json_kinds, json_hit_rate, json_remote,
+    json_directory, json_counters, json_kinds, json_hit_rate, json_remote, json_tiers,
 };
 static void (*const text_parts[])(const stats_view *v) = {
     text_directory, text_size, text_hit_rate, text_counters, text_remote,

@@ -6,14 +6,15 @@
  * libgit2's odb backends).  Names are "<32 hex key>.<variant>"; values are encoded
  * entries, which the core validates — a backend never interprets them.  The core calls a
  * backend only through this table, from the tiers (local first, then remotes, in the order
- * they were added), and counts a remote backend's failures as misses.
+ * they were added), and counts a remote backend's failures as misses.  A remote back end is
+ * found by its URL's scheme among those registered (kc_store_register, below).
  * Every function must be safe to call from many threads at once.
  */
 #ifndef KCACHE_SYS_STORE_H
 #define KCACHE_SYS_STORE_H
 
 #include "../common.h"
-#include "../store.h" /* kc_redis_config, kc_remote_state */
+#include "../store.h" /* kc_remote_limits, kc_remote_state */
 
 #ifdef __cplusplus
 extern "C" {
@@ -143,7 +144,50 @@ KC_API void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind,
 /** "compiled", "fetched", "imported" or "unknown"; static. */
 KC_API const char *kc_provenance_kind_name(kc_provenance_kind k);
 
-/* ---- the redis backend ---- */
+/* ---- back ends by URL scheme ---- */
+
+/** Version of kc_store_scheme described here. */
+#define KC_STORE_SCHEME_VERSION 1
+
+/**
+ * A remote back end, registered under its URL scheme (SQLite's sqlite3_vfs_register, libgit2's odb
+ * back ends): how a URL "<scheme>://…" in kc_options.remote / KCACHE_REMOTE becomes a backend table.
+ * The table is the caller's and must outlive every cache opened after it was registered (a static).
+ */
+typedef struct kc_store_scheme {
+    unsigned version;   /**< KC_STORE_SCHEME_VERSION */
+    const char *scheme; /**< "redis", "mem", …: letters, digits, '+', '-', '.'; at most 31 bytes. */
+    /**
+     * Open a backend for `url` (the whole URL, scheme included, attributes removed) under `limits` (never
+     * NULL; 0 fields: the back end's defaults).  Nothing need connect yet.  KC_OK with *out, or an error
+     * with a message that never shows a password (*out NULL).
+     */
+    int (*open)(kc_store_backend **out, const char *url, const kc_remote_limits *limits);
+    /**
+     * Optional: `url` as messages and stats may show it (a password as "***"); NULL: the core hides what
+     * lies between "://" and the last '@' after "user:" itself.
+     */
+    void (*redact)(const char *url, char *out, size_t cap);
+} kc_store_scheme;
+
+/**
+ * Register a back end for its scheme; thread-safe, effective for caches opened afterwards.  A scheme
+ * already registered is refused (KC_EINVAL, naming it): the first registration wins, so a library
+ * cannot silently take over another's URLs (the built-in "redis" included).  KC_EVERSION for a table
+ * of an unknown version; KC_EINVAL for a malformed scheme or a table without `open`.  `s` is borrowed.
+ */
+KC_API int kc_store_register(const kc_store_scheme *s);
+
+/** The back end registered for `scheme` (without "://"), or NULL; thread-safe. */
+KC_API const kc_store_scheme *kc_store_scheme_find(const char *scheme);
+
+/**
+ * Open `url` through the back end registered for its scheme.  KC_EINVAL for a URL without a scheme or
+ * one no back end serves; "redis" in a build without hiredis names the rebuild it needs.
+ */
+KC_API int kc_store_open_url(kc_store_backend **out, const char *url, const kc_remote_limits *limits);
+
+/* ---- the redis backend (registered as "redis" when the build has hiredis) ---- */
 
 /**
  * Open the redis backend for `url`: redis://[:password@]host:port[/db] (host a name or an
@@ -151,9 +195,10 @@ KC_API const char *kc_provenance_kind_name(kc_provenance_kind k);
  * "kcache:v1:<name>".  Nothing connects until first use.  Errors and timeouts are
  * KC_EIO / KC_ETIMEOUT; after one the backend answers KC_EUNAVAILABLE at once for a
  * back-off window (the circuit breaker), then lets one call through to probe.  Its limits,
- * kc_redis_config, are in kcache/store.h.  `*out` is NULL on failure.
+ * kc_remote_limits, are in kcache/store.h.  `*out` is NULL on failure.  In a build without
+ * hiredis: KC_EUNAVAILABLE ("this build has no redis back end").
  */
-KC_API int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_redis_config *cfg);
+KC_API int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote_limits *cfg);
 
 /** The state of a backend from kc_store_redis_open; KC_EINVAL for another backend. */
 KC_API int kc_store_redis_state(kc_store_backend *b, kc_remote_state *out);

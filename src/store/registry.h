@@ -1,0 +1,49 @@
+/*
+ * store/registry.h — remote back ends by URL scheme, and the list of remotes a cache is given
+ * (internal half; the public half, kc_store_register, is in kcache/sys/store.h).
+ *
+ * The one idea: a URL names its back end by its scheme, and the front door opens every remote of
+ * the list through the registry, so that no file above the store names a back end.
+ *
+ * Callers: cache/cache.c (tiers_assemble: kc_remotes_parse, kc_store_open_url); store/tiers.c
+ * (kc_store_redact, for a tier's URL as stats show it).
+ */
+#ifndef KC_STORE_REGISTRY_H
+#define KC_STORE_REGISTRY_H
+
+#include <stddef.h>
+
+#include "kcache/store.h"
+#include "kcache/sys/store.h"
+
+/** Remotes in one list at most (the tiers hold eight, the local directory one of them). */
+#define KC_REMOTES_MAX 7
+/** A remote's URL, attributes removed, at most this long. */
+#define KC_REMOTE_URL_MAX 1024
+
+/** One remote of a list: its URL and what its attributes say. */
+typedef struct kc_remote_spec {
+    char url[KC_REMOTE_URL_MAX + 1]; /* without its attributes */
+    int readonly;                    /* "|read-only" */
+    kc_remote_limits limits;         /* the defaults given, overridden by its attributes */
+} kc_remote_spec;
+
+/**
+ * Parse a list of remotes: URLs separated by spaces (or tabs, newlines), each optionally followed by
+ * attributes "|name" or "|name=value" (ccache's remote_storage syntax): read-only, connect-ms=N,
+ * deadline-ms=N, backoff-ms=N, backoff-max-ms=N, max-value=SIZE (bytes, or with a K, M or G suffix),
+ * ttl=SECONDS.  KC_OK with out[0..*n); KC_EINVAL naming the remote (its password hidden) and the
+ * attribute for an unknown attribute, a bad value, a URL too long or more than `cap` remotes.
+ */
+int kc_remotes_parse(const char *list, const kc_remote_limits *defaults, kc_remote_spec *out, size_t cap, size_t *n);
+
+/** `url` as messages and stats show it: its scheme's redact, else a password between "://" and the
+ *  last '@' (after "user:" when there is one) becomes "***". */
+void kc_store_redact(const char *url, char *out, size_t cap);
+
+#ifdef KCACHE_HAVE_REDIS
+/** The redis back end's scheme table (redis.c), registered at first use (registry.c). */
+extern const kc_store_scheme kc_store_redis_scheme;
+#endif
+
+#endif
