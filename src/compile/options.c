@@ -415,10 +415,63 @@ static void on_identifier(scan *s, const char *id, size_t n, const char **pp, in
     }
 }
 
+/* A comment at p, its '/' read: p past it (a line comment up to its newline), *nl set when a block
+ * comment spans a line; NULL when no comment starts here. */
+static const char *skip_comment(const char *p, int *nl) {
+    *nl = 0;
+    if (peek(p) == '/') return skip_line_comment(p);
+    if (peek(p) != '*') return NULL;
+    get(&p);
+    return skip_block_comment(p, nl);
+}
+
+/* The rest of an identifier whose first character c was read (*pp after it), spelled into id: at
+ * most 31 characters kept (no name or piece is this long); its length. */
+static size_t read_identifier(const char **pp, int c, char id[32]) {
+    const char *p = *pp;
+    size_t n = 0;
+    id[n++] = (char)c;
+    for (;;) {
+        int d = (unsigned char)*p;
+        if (d != '\\' && is_id(d)) { /* no splice here: unsplice(p) is p, get(&p) is p + 1 */
+            p++;
+            if (n + 1 < 32) id[n++] = (char)d;
+            else n = 32 - 1;
+        } else if (ucn_next(p)) {
+            get(&p);
+            c = get(&p);
+            if (n + 2 < 32) id[n++] = '\\', id[n++] = (char)c;
+            else n = 32 - 1;
+        } else if (is_id(peek(p))) {
+            c = get(&p);
+            if (n + 1 < 32) id[n++] = (char)c;
+            else n = 32 - 1; /* too long to matter: no name or piece is this long */
+        } else {
+            break;
+        }
+    }
+    id[n] = '\0';
+    *pp = p;
+    return n;
+}
+
+/* R, u8R, uR, UR, LR: a raw string's prefix */
+static int raw_prefix(const char *id, size_t n) {
+    return id[n - 1] == 'R' && (n == 1 || (n == 2 && (id[0] == 'u' || id[0] == 'U' || id[0] == 'L')) ||
+                                (n == 3 && id[0] == 'u' && id[1] == '8'));
+}
+
+/* A parenthesis outside a directive: the depth that tells a macro argument. */
+static void on_paren(scan *s, int c, int *depth) {
+    if (c == '(') (*depth)++;
+    else if (*depth) (*depth)--;
+    else s->unbalanced = 1; /* a macro may have opened it: then any identifier may be an argument */
+}
+
 static void scan_text(scan *s, const char *text, int where, const char *where_name) {
     s->where = where, s->where_name = where_name;
-    const char *p = text;
-    int bol = 1, dir = DIR_NONE, depth = 0;
+    const char *p = text, *q;
+    int bol = 1, dir = DIR_NONE, depth = 0, nl;
     for (;;) {
         int c = get(&p);
         if (!c) return;
@@ -427,14 +480,8 @@ static void scan_text(scan *s, const char *text, int where, const char *where_na
             continue;
         }
         if (is_space(c)) continue;
-        if (c == '/' && peek(p) == '/') {
-            p = skip_line_comment(p);
-            continue;
-        }
-        if (c == '/' && peek(p) == '*') {
-            int nl = 0;
-            get(&p);
-            p = skip_block_comment(p, &nl);
+        if (c == '/' && (q = skip_comment(p, &nl))) {
+            p = q;
             if (nl) bol = 1, dir = DIR_NONE; /* conservative: a directive may follow */
             continue;
         }
@@ -454,39 +501,13 @@ static void scan_text(scan *s, const char *text, int where, const char *where_na
         } else if (c == '"' || c == '\'') {
             p = skip_quoted(p, c);
         } else if ((c == '(' || c == ')') && dir == DIR_NONE) {
-            if (c == '(') depth++;
-            else if (depth) depth--;
-            else s->unbalanced = 1; /* a macro may have opened it: then any identifier may be an argument */
+            on_paren(s, c, &depth);
         } else if (is_digit(c) || (c == '.' && is_digit(peek(p)))) {
             p = skip_ppnumber(p);
         } else if (is_id_start(c) || (c == '\\' && (peek(p) == 'u' || peek(p) == 'U'))) {
             char id[32];
-            size_t n = 0;
-            id[n++] = (char)c;
-            for (;;) {
-                int d = (unsigned char)*p;
-                if (d != '\\' && is_id(d)) { /* no splice here: unsplice(p) is p, get(&p) is p + 1 */
-                    p++;
-                    if (n + 1 < sizeof id) id[n++] = (char)d;
-                    else n = sizeof id - 1;
-                } else if (ucn_next(p)) {
-                    get(&p);
-                    c = get(&p);
-                    if (n + 2 < sizeof id) id[n++] = '\\', id[n++] = (char)c;
-                    else n = sizeof id - 1;
-                } else if (is_id(peek(p))) {
-                    c = get(&p);
-                    if (n + 1 < sizeof id) id[n++] = (char)c;
-                    else n = sizeof id - 1; /* too long to matter: no name or piece is this long */
-                } else {
-                    break;
-                }
-            }
-            id[n] = '\0';
-            /* R, u8R, uR, UR, LR: a raw string's prefix */
-            int raw = id[n - 1] == 'R' && (n == 1 || (n == 2 && (id[0] == 'u' || id[0] == 'U' || id[0] == 'L')) ||
-                                           (n == 3 && id[0] == 'u' && id[1] == '8'));
-            if (raw && peek(p) == '"') {
+            size_t n = read_identifier(&p, c, id);
+            if (raw_prefix(id, n) && peek(p) == '"') {
                 get(&p);
                 p = skip_raw(p);
             } else {

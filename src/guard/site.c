@@ -33,8 +33,7 @@
  *
  * Callers: the public guard API (guard.h); bundles carry profiles through
  * kc_site_profile_foreach/merge (guard/profile.c).  It reaches the cache only through cache.h (kc_cache_mode,
- * kc_cache_profile_dir) and, for a remote's profile, cache/internal.h
- * (kc_cache_remote_profile_*), and graphs through graph.h.
+ * kc_cache_profile_dir), and a remote's profile through profile_remote.c.
  */
 #include "kcache/guard.h"
 
@@ -50,9 +49,9 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-#include "../cache/internal.h" /* kc_cache_remote_profile_* ([Note: profiles in the remote]) */
 #include "../common/fs.h"
 #include "../common/internal.h"
+#include "internal.h" /* the profile: its format and file, its remote */
 
 enum { R_NONE, R_DTYPE, R_DEVICE, R_RANK, R_SIZE, R_STRIDE, R_OWNER, R_GLOBALS, R_BACKEND };
 
@@ -98,62 +97,11 @@ static kc_site *sites;
 
 /* ---- profile ---- */
 
-/* The profile's format, its file and its locked merge are the cache's ([Note: profile format] in
- * src/cache/cache.c), so that bundles, below this part, carry profiles too. */
-#define profile_format kc_cache_profile_format_
-#define profile_parse kc_cache_profile_parse_
-#define profile_read kc_cache_profile_read_
-#define profile_path_of kc_cache_profile_path_of_
-#define profile_merge_file kc_cache_profile_merge_file_
-_Static_assert(KC_SITE_PROFILE_MAX == KC_CACHE_PROFILE_MAX, "one profile cap");
-_Static_assert(KC_SITE_NAME_MAX == KC_CACHE_PROFILE_NAME_MAX, "one name cap");
-_Static_assert(KC_SITE_MAX_INPUTS == KC_CACHE_PROFILE_INPUTS, "one input count");
-
-/*
- * [Note: profiles in the remote] With a remote tier, a profile travels there too: a site's save
- * publishes the union of its profile and the remote's (one read, one write, through
- * kc_cache_remote_profile_*: an entry of variant "profile" under a key made of the site's name,
- * which no graph, image or unit record can have), and a new site merges the remote's in (one
- * read).  What a remote gives is untrusted: authenticated like any remote entry, capped at
- * KC_SITE_PROFILE_MAX, parsed strictly ([Note: profile format]) and for this site's name only.
- * Each call is bounded by the remote's deadline; a remote that is down answers at once once its
- * breaker is open, and a failure is counted and logged, never an error of the site.  Two saves
- * racing on the remote can still lose one's dimension there (read-merge-write without a lock);
- * the local profiles keep it, and the next save of either puts it back.
- */
-static void profile_from_remote(kc_cache *c, const char *name, uint32_t *masks) {
-    void *data;
-    size_t len;
-    if (kc_cache_remote_profile_get_(c, name, KC_SITE_PROFILE_MAX, &data, &len) != KC_OK) {
-        kc_error_clear();
-        return;
-    }
-    char site[KC_SITE_NAME_MAX + 1];
-    uint32_t m[KC_SITE_MAX_INPUTS] = {0};
-    if (profile_parse(data, len, site, m) != KC_OK || strcmp(site, name) != 0) {
-        kc_log(KC_LOG_REMOTE, "site %s: the remote's profile is refused: %s", name,
-               strcmp(site, name) ? "another site's" : kc_error_last()->message);
-        kc_error_clear();
-    } else {
-        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) masks[i] |= m[i];
-    }
-    free(data);
-}
-
-/* Publish the union of masks and the remote's profile (which masks learns too). */
-static void profile_to_remote(kc_cache *c, const char *name, uint32_t *masks) {
-    uint32_t had[KC_SITE_MAX_INPUTS] = {0};
-    profile_from_remote(c, name, had);
-    int more = 0;
-    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (masks[i] | had[i]) != had[i], masks[i] |= had[i];
-    if (!more) return; /* the remote has it all */
-    char buf[KC_SITE_PROFILE_MAX + 1];
-    size_t n = profile_format(name, masks, buf, sizeof buf);
-    if (kc_cache_remote_profile_put_(c, name, buf, n) != KC_OK) {
-        kc_log(KC_LOG_REMOTE, "site %s: profile not published: %s", name, kc_error_last()->message);
-        kc_error_clear();
-    }
-}
+/* The profile's format, its file and its locked merge are profile_format.c's ([Note: profile format]);
+ * its travels to and from a remote, profile_remote.c's ([Note: profiles in the remote]). */
+#define profile_read kc_site_profile_read_
+#define profile_path_of kc_site_profile_path_of_
+#define profile_merge_file kc_site_profile_merge_file_
 
 /* Read the site's profile; a read-write site refreshes the file's time (at most once an hour): the
  * LRU clock gc evicts profiles by ([Note: profiles in the size] in src/store/local_profiles.c). */
@@ -175,7 +123,7 @@ int kc_site_save_profile(kc_site *s) {
     memcpy(prof, s->profile, sizeof prof);
     pthread_mutex_unlock(&s->mu);
     int rc = profile_merge_file(s->profile_path, s->name, prof, 0, NULL, NULL);
-    if (rc == KC_OK && s->remote) profile_to_remote(s->remote, s->name, prof);
+    if (rc == KC_OK && s->remote) kc_site_profile_to_remote_(s->remote, s->name, prof);
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) s->profile[i] |= prof[i];
     pthread_mutex_unlock(&s->mu);
@@ -222,12 +170,12 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
         }
     }
     /* [Note: profiles in the remote]: start from the fleet's profile too, in one read. */
-    if (have_dir && kc_cache_remote_profile_ok_(cache, 0)) {
+    if (have_dir && kc_site_profile_remote_ok_(cache, 0)) {
         uint32_t m[KC_SITE_MAX_INPUTS] = {0};
         int more = 0;
-        profile_from_remote(cache, s->name, m);
+        kc_site_profile_from_remote_(cache, s->name, m);
         for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (s->profile[i] | m[i]) != s->profile[i], s->profile[i] |= m[i];
-        if (s->persist && kc_cache_remote_profile_ok_(cache, 1)) s->remote = cache;
+        if (s->persist && kc_site_profile_remote_ok_(cache, 1)) s->remote = cache;
         if (more && s->persist && profile_merge_file(s->profile_path, s->name, s->profile, 0, NULL, NULL) != KC_OK) {
             kc_log(KC_LOG_GUARD, "site %s: the remote's profile not kept locally: %s", s->name, kc_error_last()->message);
             kc_error_clear();
