@@ -20,6 +20,7 @@
 #include "../cache/internal.h" /* kc_cache_local_, kc_cache_trust_ */
 #include "../cache/record.h"   /* kc_cache_toolchain_note_ */
 #include "../common/fs.h"      /* kc_fs_sync_dir */
+#include "../guard/internal.h" /* kc_site_profile_merge_at_ */
 
 #include <limits.h>
 
@@ -88,25 +89,124 @@ static void in_written(kc_bundle_report *rep, const item *it) {
                                                                               : &rep->graphs_written) += 1;
 }
 
-/* Put one entry in the import's batch unless the cache holds the same bytes (queued[*nq] then);
+/* An import's phase two, as it goes. */
+typedef struct import {
+    kc_cache *c;
+    const char *path;
+    int dry_run;
+    kc_local *l;
+    const kc_trust *trust;
+    kc_local_batch *wb;
+    const item **queued; /* what the batch holds, in its order */
+    size_t nq;
+    kc_bundle_report rep;
+} import;
+
+/* Put one entry in the import's batch unless the cache holds the same bytes (queued[nq] then);
  * a dry run only counts. */
-static int in_put(kc_local *l, kc_local_batch *wb, const item *it, int dry_run, kc_bundle_report *rep,
-                  const item **queued, size_t *nq, const kc_trust *trust, const char *path) {
+static int in_put(import *im, const item *it) {
     void *old;
     size_t olen;
-    if (l && kc_local_read(l, it->name, &old, &olen) == KC_OK) {
+    kc_bundle_report *rep = &im->rep;
+    const char *path = im->path;
+    if (im->l && kc_local_read(im->l, it->name, &old, &olen) == KC_OK) {
         int same = olen == it->len && memcmp(old, it->data, olen) == 0;
         free(old);
         if (same) return rep->unchanged++, KC_OK;
     }
     char who[KC_TRUST_WHO_MAX], origin[KC_PROV_SOURCE_MAX + 64]; /* [Note: provenance record] in local.c */
-    kc_trust_verifier(trust, it->data, it->len, who); /* the bytes phase one checked */
+    kc_trust_verifier(im->trust, it->data, it->len, who); /* the bytes phase one checked */
     kc_provenance_format(origin, sizeof origin, KC_PROV_IMPORTED, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, who);
-    int rc = dry_run ? KC_OK : kc_local_batch_put(wb, it->name, it->data, it->len, 0400, origin) /* [Note: provenance] */;
+    int rc = im->dry_run ? KC_OK : kc_local_batch_put(im->wb, it->name, it->data, it->len, 0400, origin) /* [Note: provenance] */;
     if (rc) return rc;
-    if (dry_run) in_written(rep, it);
-    else queued[(*nq)++] = it; /* counted once the batch's commit has renamed it */
+    if (im->dry_run) in_written(rep, it);
+    else im->queued[im->nq++] = it; /* counted once the batch's commit has renamed it */
     return KC_OK;
+}
+
+/* Entry `it`, of kind k, lacks image `lack`: left out, logged and counted. */
+static void in_skip(import *im, item *it, int k, const kc_image_ref *lack) {
+    char hex[KC_KEY_HEX_LEN + 1];
+    kc_key_to_hex(&lack->id, hex);
+    kc_log(KC_LOG_STORE, "import %s: %s left out: its image %s.img is neither in the bundle nor in the "
+           "cache", im->path, it->name, hex);
+    if (!im->rep.graphs_skipped && !im->rep.units_skipped)
+        snprintf(im->rep.first_skipped, sizeof im->rep.first_skipped, "%s", it->name);
+    *(k == KIND_GRAPH ? &im->rep.graphs_skipped : &im->rep.units_skipped) += 1;
+    it->skipped = 1;
+}
+
+/* Images, unit records, graph entries, in one batch of the store ([Note: batched puts] in
+ * store/local.c): every temporary written, one sync, the images renamed, one sync (the fence),
+ * the referrers renamed, one sync — no graph lands before its images are durable.  An entry whose
+ * image is nowhere is left out, never written dangling. */
+static int in_entries(import *im, bundle_in *b, const in_local *m) {
+    int rc = KC_OK;
+    if (!im->dry_run && !(im->queued = kc_calloc(b->n ? b->n : 1, sizeof *im->queued)))
+        rc = kc_err(KC_ENOMEM, "import: out of memory");
+    if (!rc && !im->dry_run) rc = kc_local_batch_begin(im->l, &im->wb);
+    for (int k = 0; k < NKINDS && !rc; k++) {
+        for (size_t i = 0; i < b->n && !rc; i++) {
+            item *it = &b->items[i];
+            const kc_image_ref *lack = it->kind == k ? in_lacks(m, b, it) : NULL;
+            if (lack) in_skip(im, it, k, lack);
+            else if (it->kind == k) rc = in_put(im, it);
+        }
+        if (k == KIND_IMAGE) kc_local_batch_fence(im->wb);
+    }
+    size_t landed = 0, nq = im->nq;
+    const char *path = im->path;
+    if (im->wb && rc) kc_local_batch_abort(im->wb);
+    else if (im->wb) rc = kc_local_batch_commit(im->wb, &landed);
+    for (size_t i = 0; i < landed; i++) in_written(&im->rep, im->queued[i]);
+    if (rc && landed < nq && landed)
+        kc_err_prefix(rc, "bundle '%s': import stopped at '%s' (%zu of the %zu it had to write) after writing %llu "
+                      "(they stay in the cache; importing again writes the rest)", path, im->queued[landed]->name,
+                      landed + 1, nq, (unsigned long long)im->rep.written);
+    else if (rc && landed)
+        kc_err_prefix(rc, "bundle '%s': all %llu entries written, but not known to be durable (importing again "
+                      "writes any a crash loses)", path, (unsigned long long)im->rep.written);
+    free(im->queued);
+    im->queued = NULL;
+    return rc;
+}
+
+/* The toolchains whose entries are now here, for a host without NVRTC (cache/record.h). */
+static void in_note_toolchains(kc_cache *c, const bundle_in *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        kc_entry *e;
+        if (b->items[i].kind == KIND_IMAGE || b->items[i].skipped) continue;
+        if (kc_entry_decode(&e, b->items[i].data, b->items[i].len) != KC_OK) continue;
+        kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
+        kc_cache_toolkit_note_(c, kc_entry_toolchain(e));
+        kc_entry_free(e);
+    }
+}
+
+/* The site profiles (v3 on), each merged into the local one: a union, under its stripe's lock;
+ * written without an fsync each (65,536 fsyncs took minutes), their folder fsynced once.  A
+ * crash may lose some (or leave one empty): a profile is learned again, never a wrong kernel. */
+static int in_profiles(import *im, const bundle_in *b) {
+    size_t merged = 0;
+    char pdir[PATH_MAX];
+    const char *path = im->path;
+    int rc = KC_OK;
+    if (b->prof.n && (rc = kc_cache_profile_dir(im->c, pdir, sizeof pdir)))
+        kc_err_prefix(rc, "bundle '%s': its entries are imported, but its site profiles are not", path);
+    for (size_t i = 0; !rc && i < b->prof.n; i++) {
+        int changed = 0;
+        im->rep.profiles++;
+        if ((rc = kc_site_profile_merge_at_(im->c, pdir, b->prof.p[i], b->prof.len[i],
+                                            im->dry_run ? KC_SITE_PROFILE_DRY : KC_SITE_PROFILE_LAZY, &changed)))
+            kc_err_prefix(rc, "bundle '%s': its entries are imported, but a site profile is not", path);
+        im->rep.profiles_written += (uint64_t)changed;
+        merged += (size_t)changed;
+    }
+    if (merged && !im->dry_run && kc_fs_sync_dir(pdir) != KC_OK) {
+        kc_log(KC_LOG_STORE, "import %s: %s (the profiles are written, not known to be durable)", path, kc_error_last()->message);
+        if (!rc) kc_error_clear();
+    }
+    return rc;
 }
 
 /* kc_bundle_import once the caller's report is checked (bundle/report.c): `out` is kcache's own. */
@@ -119,86 +219,20 @@ int kc_bundle_import_(kc_cache *c, const char *path, int dry_run, kc_bundle_repo
     int rc = kc_bundle_verify_(path, kc_cache_trust_(c), &b, &mac_refused, NULL);
     if (mac_refused) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
-    kc_bundle_report rep;
-    memset(&rep, 0, sizeof rep);
-    for (size_t i = 0; i < b.n; i++) kc_bundle_report_add_(&rep, b.items[i].kind, b.items[i].len);
-    kc_local *l = kc_cache_local_(c);
-    if (!dry_run && (!l || kc_cache_mode(c) != KC_CACHE_READWRITE)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
+    import im;
+    memset(&im, 0, sizeof im);
+    im.c = c, im.path = path, im.dry_run = dry_run, im.l = kc_cache_local_(c), im.trust = kc_cache_trust_(c);
+    for (size_t i = 0; i < b.n; i++) kc_bundle_report_add_(&im.rep, b.items[i].kind, b.items[i].len);
+    if (!dry_run && (!im.l || kc_cache_mode(c) != KC_CACHE_READWRITE)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
     in_local m = {NULL, NULL, 0};
-    if (!rc) rc = in_local_find(&m, l, &b);
-    /* Images, unit records, graph entries, in one batch of the store ([Note: batched puts] in
-     * store/local.c): every temporary written, one sync, the images renamed, one sync (the fence),
-     * the referrers renamed, one sync — no graph lands before its images are durable.  An entry whose
-     * image is nowhere is left out, never written dangling. */
-    kc_local_batch *wb = NULL;
-    const item **queued = NULL; /* what the batch holds, in its order */
-    size_t nq = 0;
-    if (!rc && !dry_run && !(queued = kc_calloc(b.n ? b.n : 1, sizeof *queued))) rc = kc_err(KC_ENOMEM, "import: out of memory");
-    if (!rc && !dry_run) rc = kc_local_batch_begin(l, &wb);
-    for (int k = 0; k < NKINDS && !rc; k++) {
-        for (size_t i = 0; i < b.n && !rc; i++) {
-            item *it = &b.items[i];
-            const kc_image_ref *lack = it->kind == k ? in_lacks(&m, &b, it) : NULL;
-            if (lack) {
-                char hex[KC_KEY_HEX_LEN + 1];
-                kc_key_to_hex(&lack->id, hex);
-                kc_log(KC_LOG_STORE, "import %s: %s left out: its image %s.img is neither in the bundle nor in the "
-                       "cache", path, it->name, hex);
-                if (!rep.graphs_skipped && !rep.units_skipped)
-                    snprintf(rep.first_skipped, sizeof rep.first_skipped, "%s", it->name);
-                *(k == KIND_GRAPH ? &rep.graphs_skipped : &rep.units_skipped) += 1;
-                it->skipped = 1;
-            } else if (it->kind == k) {
-                rc = in_put(l, wb, it, dry_run, &rep, queued, &nq, kc_cache_trust_(c), path);
-            }
-        }
-        if (k == KIND_IMAGE) kc_local_batch_fence(wb);
-    }
-    size_t landed = 0;
-    if (wb && rc) kc_local_batch_abort(wb);
-    else if (wb) rc = kc_local_batch_commit(wb, &landed);
-    for (size_t i = 0; i < landed; i++) in_written(&rep, queued[i]);
-    if (rc && landed < nq && landed)
-        kc_err_prefix(rc, "bundle '%s': import stopped at '%s' (%zu of the %zu it had to write) after writing %llu "
-                      "(they stay in the cache; importing again writes the rest)", path, queued[landed]->name,
-                      landed + 1, nq, (unsigned long long)rep.written);
-    else if (rc && landed)
-        kc_err_prefix(rc, "bundle '%s': all %llu entries written, but not known to be durable (importing again "
-                      "writes any a crash loses)", path, (unsigned long long)rep.written);
-    free(queued);
-    /* The toolchains whose entries are now here, for a host without NVRTC (cache/record.h). */
-    for (size_t i = 0; !dry_run && !rc && i < b.n; i++) {
-        kc_entry *e;
-        if (b.items[i].kind == KIND_IMAGE || b.items[i].skipped) continue;
-        if (kc_entry_decode(&e, b.items[i].data, b.items[i].len) != KC_OK) continue;
-        kc_cache_toolchain_note_(c, kc_entry_toolchain(e));
-        kc_cache_toolkit_note_(c, kc_entry_toolchain(e));
-        kc_entry_free(e);
-    }
-    /* The site profiles (v3 on), each merged into the local one: a union, under its stripe's lock;
-     * written without an fsync each (65,536 fsyncs took minutes), their folder fsynced once.  A
-     * crash may lose some (or leave one empty): a profile is learned again, never a wrong kernel. */
-    size_t merged = 0;
-    char pdir[PATH_MAX];
-    if (!rc && b.prof.n && (rc = kc_cache_profile_dir(c, pdir, sizeof pdir)))
-        kc_err_prefix(rc, "bundle '%s': its entries are imported, but its site profiles are not", path);
-    for (size_t i = 0; !rc && i < b.prof.n; i++) {
-        int changed = 0;
-        rep.profiles++;
-        if ((rc = kc_cache_profile_merge_at_(c, pdir, b.prof.p[i], b.prof.len[i],
-                                             dry_run ? KC_PROFILE_DRY : KC_PROFILE_LAZY, &changed)))
-            kc_err_prefix(rc, "bundle '%s': its entries are imported, but a site profile is not", path);
-        rep.profiles_written += (uint64_t)changed;
-        merged += (size_t)changed;
-    }
-    if (merged && !dry_run && kc_fs_sync_dir(pdir) != KC_OK) {
-        kc_log(KC_LOG_STORE, "import %s: %s (the profiles are written, not known to be durable)", path, kc_error_last()->message);
-        if (!rc) kc_error_clear();
-    }
+    if (!rc) rc = in_local_find(&m, im.l, &b);
+    if (!rc) rc = in_entries(&im, &b, &m);
+    if (!dry_run && !rc) in_note_toolchains(c, &b);
+    if (!rc) rc = in_profiles(&im, &b);
     free(m.refs);
     free(m.ok);
     kc_bundle_in_free_(&b);
-    if (out) *out = rep;
+    if (out) *out = im.rep;
     return rc;
 }
 

@@ -19,7 +19,8 @@
 #include <zstd.h>
 
 #include "internal.h"
-#include "../cache/internal.h" /* kc_cache_local_, kc_cache_trust_, kc_cache_profile_foreach_ */
+#include "kcache/guard.h"      /* kc_site_profile_foreach */
+#include "../cache/internal.h" /* kc_cache_local_, kc_cache_trust_ */
 #include "../common/fs.h"
 
 typedef kc_bundle_item item;
@@ -254,7 +255,7 @@ int kc_bundle_export_(kc_cache *c, const char *path, const kc_bundle_filter *fil
     if (rc == KC_OK) rc = ex_images(&x);
     if (rc == KC_OK) ex_units(&x);
     kc_prof_list prof = {0};
-    if (rc == KC_OK) rc = kc_cache_profile_foreach_(c, kc_bundle_prof_collect_, &prof);
+    if (rc == KC_OK) rc = kc_site_profile_foreach(c, kc_bundle_prof_collect_, &prof);
     /* Records of its own (coverage, profiles): v4, sealed; none: v1 byte for byte as before. */
     int version = prof.n || covers ? 4 : 1;
     kc_buf content = {0};

@@ -112,10 +112,21 @@ static int in_index(const char *path, kc_bundle_in *b) {
 
 /* ---- the header and the payload ---- */
 
-/* Check the header of a file of flen bytes and inflate its payload into *content (raw bytes).
+/* What a bundle's header says and its payload inflated: content (malloc'ed, the caller's even on failure). */
+typedef struct payload {
+    int version;
+    uint32_t count;   /* entries */
+    uint8_t *content; /* the raw bytes */
+    size_t raw;       /* their length */
+} payload;
+
+/* Check the header of a file of flen bytes and inflate its payload into out->content (raw bytes).
  * A v2 or v3 bundle is refused here under trust ([Note: bundle seal]), before it is inflated. */
 static int read_payload(const char *path, const uint8_t *h, size_t flen, const kc_trust *trust, bool *refused,
-                        int *version, uint32_t *count, uint8_t **content, size_t *raw_out) {
+                        payload *out) {
+    int *version = &out->version;
+    uint32_t *count = &out->count;
+    uint8_t **content = &out->content;
     if (flen < HEADER) return BAD(path, "%zu bytes is shorter than its header (truncated)", flen);
     if (memcmp(h, kc_bundle_magic_, 8) != 0) return BAD(path, "not a kcache bundle (bad magic)");
     if (XXH3_64bits(h, 40) != kc_rd_u64(h + 40)) return BAD(path, "header checksum mismatch");
@@ -145,7 +156,7 @@ static int read_payload(const char *path, const uint8_t *h, size_t flen, const k
                      ? ZSTD_decompress(*content, (size_t)raw, h + HEADER, (size_t)stored) : (size_t)-1;
     if (ZSTD_isError(got) || got != raw) return BAD(path, "payload does not decompress to its length");
     if (XXH3_64bits(*content, (size_t)raw) != kc_rd_u64(h + 32)) return BAD(path, "payload checksum mismatch");
-    *raw_out = (size_t)raw;
+    out->raw = (size_t)raw;
     return KC_OK;
 }
 
@@ -276,7 +287,9 @@ int kc_bundle_verify_(const char *path, const kc_trust *trust, kc_bundle_in *out
     toc_row *toc = NULL;
     tail_parts t;
     kc_bundle_coverage *cv = NULL;
-    rc = read_payload(path, file, flen, trust, mac_refused, &version, &count, &out->content, &raw);
+    payload pl = {0, 0, NULL, 0};
+    rc = read_payload(path, file, flen, trust, mac_refused, &pl);
+    version = pl.version, count = pl.count, out->content = pl.content, raw = pl.raw;
     free(file);
     if (!rc && (!(out->items = kc_calloc(count ? count : 1, sizeof *out->items)) || !(toc = kc_calloc(count ? count : 1, sizeof *toc))))
         rc = kc_err(KC_ENOMEM, "import: out of memory");

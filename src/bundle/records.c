@@ -25,7 +25,7 @@
 #include <xxhash.h>
 
 #include "internal.h"
-#include "../cache/internal.h" /* kc_cache_profile_parse_, KC_CACHE_PROFILE_* */
+#include "../guard/internal.h" /* kc_site_profile_parse_ */
 #include "../common/crypto.h"  /* kc_sha256 */
 
 #define COV_STR_MAX 4096
@@ -213,11 +213,11 @@ int kc_bundle_profiles_read_(const char *path, const uint8_t *p, size_t len, kc_
     site_set set = {kc_calloc(cap, sizeof *set.s), kc_calloc(cap, sizeof *set.len), cap - 1};
     int rc = set.s && set.len ? KC_OK : kc_err(KC_ENOMEM, "import: out of memory");
     for (uint32_t i = 0; i < n && !rc; i++) {
-        char site[KC_CACHE_PROFILE_NAME_MAX + 1];
+        char site[KC_SITE_NAME_MAX + 1];
         uint16_t pl = kc_rd_next_u16(&r);
         const uint8_t *b = kc_rd_bytes(&r, pl);
         if (r.bad || pl == 0) rc = KC_BUNDLE_BAD(path, "its profiles record is malformed (profile %u runs past it)", i);
-        else if (kc_cache_profile_parse_(b, pl, site, NULL) != KC_OK)
+        else if (kc_site_profile_parse_(b, pl, site, NULL) != KC_OK)
             rc = KC_BUNDLE_BAD(path, "site profile %u: %s", i, kc_error_last()->message);
         else if (site_set_add(&set, (const char *)b + sizeof head - 1, strlen(site))) /* parsed: the name is there */
             rc = KC_BUNDLE_BAD(path, "the profile of site '%s' appears twice", site);

@@ -4,7 +4,8 @@
  *
  * The one idea: the parts above reach the tiers only through these few functions of the
  * front door, never store/tiers.h itself; they may use the local store (store/local.h) for
- * what bundles need of the directory.  The guard part (site.c) uses the profile functions.
+ * what bundles need of the directory.  The guard part uses the local store, the trust and the
+ * remote its profiles travel to (src/guard/profile*.c).
  */
 #ifndef KC_CACHE_INTERNAL_H
 #define KC_CACHE_INTERNAL_H
@@ -65,50 +66,13 @@ int kc_cache_quarantine_(kc_cache *c, const char *name);
 /** Remove `name` from the local directory; KC_EREADONLY unless the cache is writable; KC_MISS when absent. */
 int kc_cache_remove_name_(kc_cache *c, const char *name);
 
-/*
- * Site profiles ([Note: profile format] in cache.c): the sites' (src/guard/site.c) learned dynamic
- * dimensions, files of the cache's profile directory; here so that bundles carry them too.
+/**
+ * The remote a site's profile is read from (`writable`: and written to), borrowed from the tiers: NULL
+ * when there is none, or the cache's mode forbids it ([Note: profiles in the remote] in
+ * src/guard/profile_remote.c).  Callers: guard/profile_remote.c.
  */
-#define KC_CACHE_PROFILE_MAX 4096      /**< = KC_SITE_PROFILE_MAX */
-#define KC_CACHE_PROFILE_NAME_MAX 127  /**< = KC_SITE_NAME_MAX */
-#define KC_CACHE_PROFILE_INPUTS 32     /**< = KC_SITE_MAX_INPUTS */
-/** The one written form of a profile into buf (cap > KC_CACHE_PROFILE_MAX); its length. */
-size_t kc_cache_profile_format_(const char *site, const uint32_t *masks, char *buf, size_t cap);
-/** Parse untrusted bytes strictly: the site's name into site (NAME_MAX + 1), masks ORed in (may be NULL); KC_ECORRUPT. */
-int kc_cache_profile_parse_(const void *data, size_t len, char *site, uint32_t *masks);
-/** OR the masks of a local profile file into masks (read leniently; absent: nothing). */
-void kc_cache_profile_read_(const char *path, uint32_t *masks);
-/** The path of site's profile in profile directory pdir; 0 when it does not fit. */
-int kc_cache_profile_path_of_(const char *pdir, const char *site, char *out, size_t cap);
-/** Flags of a profile merge: write nothing (say what would change); write without an fsync per file
- *  (many at once: the caller makes them durable with one kc_fs_sync_dir of the profile directory). */
-#define KC_PROFILE_DRY 1
-#define KC_PROFILE_LAZY 2
-/** Under the file's (stripe) lock: union masks with the file's (masks gets it) and write it atomically when that
- *  changes it; the change of size is counted in `counted` (may be NULL: the next gc counts it). */
-int kc_cache_profile_merge_file_(const char *path, const char *site, uint32_t *masks, int flags, int *changed,
-                                 struct kc_local *counted);
-/** kc_site_profile_merge (kcache/guard.h), with KC_PROFILE_* flags. */
-int kc_cache_profile_merge_(kc_cache *c, const void *data, size_t len, int flags, int *changed);
-/** The same into the profile directory `pdir` (kc_cache_profile_dir, found once for many merges). */
-int kc_cache_profile_merge_at_(kc_cache *c, const char *pdir, const void *data, size_t len, int flags, int *changed);
-/** kc_site_profile_foreach (kcache/guard.h). */
-int kc_cache_profile_foreach_(kc_cache *c, int (*cb)(const void *data, size_t len, void *ctx), void *ctx);
-
-/*
- * A site's profile in the remote tier ([Note: profiles in the remote] in src/guard/site.c): an
- * entry of variant "profile" whose key is made of the site's name (a name no graph, image or unit
- * record can have), holding the profile's bytes; sealed with the HMAC key when there is one.
- * One call each, to the first remote, bounded by its deadline (its breaker open: at once); a
- * failure is counted like any remote failure, never an error of the caller's.
- */
-/** Whether the cache has a remote to read profiles from (`writable`: and to write them to). */
-int kc_cache_remote_profile_ok_(kc_cache *c, int writable);
-/** The remote's profile bytes of `site` (*out malloc'ed, at most `cap` bytes), authenticated and
- *  checked to be that entry; KC_MISS for anything else (absent, unreachable, rejected, too big). */
-int kc_cache_remote_profile_get_(kc_cache *c, const char *site, size_t cap, void **out, size_t *len);
-/** Store profile bytes of `site` in the remote (replacing its copy); KC_EREADONLY without a writable one. */
-int kc_cache_remote_profile_put_(kc_cache *c, const char *site, const void *data, size_t len);
+struct kc_store_backend;
+struct kc_store_backend *kc_cache_profile_remote_(kc_cache *c, int writable);
 
 /** The HMAC key of the cache (NULL when entries are not authenticated). */
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);

@@ -79,8 +79,42 @@ static int hex4(const char *p, unsigned *out) {
     return 0;
 }
 
+/* Code point cp (1..0x10FFFF) as UTF-8 at d; the byte after it. */
+static char *put_utf8(char *d, unsigned cp) {
+    if (cp < 0x80) {
+        *d++ = (char)cp;
+    } else if (cp < 0x800) {
+        *d++ = (char)(0xC0 | cp >> 6), *d++ = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *d++ = (char)(0xE0 | cp >> 12), *d++ = (char)(0x80 | (cp >> 6 & 0x3F)), *d++ = (char)(0x80 | (cp & 0x3F));
+    } else {
+        *d++ = (char)(0xF0 | cp >> 18), *d++ = (char)(0x80 | (cp >> 12 & 0x3F));
+        *d++ = (char)(0x80 | (cp >> 6 & 0x3F)), *d++ = (char)(0x80 | (cp & 0x3F));
+    }
+    return d;
+}
+
+/* The \u escape whose four hex digits start at *pp: its code point (a surrogate pair joined) into *out,
+ * *pp past it; -1 on a syntax error, *pp where it stopped. */
+static int unicode_escape(const char **pp, const char *end, unsigned *out) {
+    const char *p = *pp;
+    unsigned cp, lo;
+    if (end - p < 4 || hex4(p, &cp)) return -1;
+    *pp = p += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return -1; /* a low surrogate alone */
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) return -1;
+        *pp = p + 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    if (cp == 0) return -1; /* a NUL would cut the string short */
+    *out = cp;
+    return 0;
+}
+
 /* The string at ps->p (its opening quote), unescaped into the string room; NULL on a syntax error. */
 static const char *parse_string(parser *ps) {
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t"; /* the one-letter escapes */
     const char *p = ps->p + 1, *end = ps->end;
     char *start = ps->out, *d = start;
     for (;;) {
@@ -93,43 +127,16 @@ static const char *parse_string(parser *ps) {
             continue;
         }
         if (end - p < 2) goto bad;
-        char e = p[1];
-        p += 2;
-        switch (e) {
-        case '"': *d++ = '"'; break;
-        case '\\': *d++ = '\\'; break;
-        case '/': *d++ = '/'; break;
-        case 'b': *d++ = '\b'; break;
-        case 'f': *d++ = '\f'; break;
-        case 'n': *d++ = '\n'; break;
-        case 'r': *d++ = '\r'; break;
-        case 't': *d++ = '\t'; break;
-        case 'u': {
-            unsigned cp, lo;
-            if (end - p < 4 || hex4(p, &cp)) goto bad;
-            p += 4;
-            if (cp >= 0xDC00 && cp <= 0xDFFF) goto bad; /* a low surrogate alone */
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) goto bad;
-                p += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            if (cp == 0) goto bad; /* a NUL would cut the string short */
-            if (cp < 0x80) {
-                *d++ = (char)cp;
-            } else if (cp < 0x800) {
-                *d++ = (char)(0xC0 | cp >> 6), *d++ = (char)(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                *d++ = (char)(0xE0 | cp >> 12), *d++ = (char)(0x80 | (cp >> 6 & 0x3F)), *d++ = (char)(0x80 | (cp & 0x3F));
-            } else {
-                *d++ = (char)(0xF0 | cp >> 18), *d++ = (char)(0x80 | (cp >> 12 & 0x3F));
-                *d++ = (char)(0x80 | (cp >> 6 & 0x3F)), *d++ = (char)(0x80 | (cp & 0x3F));
-            }
-            break;
-        }
-        default:
-            p -= 2;
-            goto bad;
+        const char *simple = p[1] ? strchr(from, p[1]) : NULL;
+        unsigned cp;
+        if (simple) {
+            *d++ = to[simple - from], p += 2;
+        } else if (p[1] != 'u') {
+            goto bad; /* an unknown escape: said at its backslash */
+        } else {
+            p += 2;
+            if (unicode_escape(&p, end, &cp)) goto bad;
+            d = put_utf8(d, cp);
         }
     }
     *d++ = '\0';
@@ -147,37 +154,23 @@ static void c_locale_init(void) { c_locale = newlocale(LC_NUMERIC_MASK, "C", (lo
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/* The number at ps->p into *out: 0, -1 on a syntax error, -2 out of memory. */
-static int parse_number(parser *ps, double *out) {
-    const char *start = ps->p, *p = start, *end = ps->end;
-    int neg = p < end && *p == '-';
-    if (neg) p++;
-    if (p < end && *p == '0') p++;
-    else if (p < end && *p >= '1' && *p <= '9')
-        while (p < end && is_digit(*p)) p++;
-    else return ps->p = p, -1;
-    size_t int_digits = (size_t)(p - start) - (size_t)neg;
-    int exact = 1;
-    if (p < end && *p == '.') {
-        exact = 0, p++;
-        if (p >= end || !is_digit(*p)) return ps->p = p, -1;
-        while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        exact = 0, p++;
-        if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || !is_digit(*p)) return ps->p = p, -1;
-        while (p < end && is_digit(*p)) p++;
-    }
-    ps->p = p;
-    if (exact && int_digits <= 15) { /* below 2^53: the double is the integer itself */
+static const char *digits(const char *p, const char *end) {
+    while (p < end && is_digit(*p)) p++;
+    return p;
+}
+
+/* The value of the number text [start, end) (its grammar checked): exactly, without strtod, when `exact`
+ * (an integer of at most 15 digits, below 2^53: the double is the integer itself), else as strtod reads it
+ * in the C locale.  0, or -2 out of memory. */
+static int number_value(const char *start, const char *end, int neg, int exact, double *out) {
+    if (exact) {
         uint64_t v = 0;
-        for (const char *q = start + neg; q < p; q++) v = v * 10 + (uint64_t)(*q - '0');
+        for (const char *q = start + neg; q < end; q++) v = v * 10 + (uint64_t)(*q - '0');
         *out = neg ? -(double)v : (double)v;
         return 0;
     }
     pthread_once(&c_locale_once, c_locale_init);
-    size_t n = (size_t)(p - start);
+    size_t n = (size_t)(end - start);
     char small[64], *buf = n < sizeof small ? small : kc_malloc(n + 1);
     if (!buf || !c_locale) {
         if (buf && buf != small) free(buf);
@@ -190,10 +183,82 @@ static int parse_number(parser *ps, double *out) {
     return 0;
 }
 
+/* The number at ps->p into *out: 0, -1 on a syntax error, -2 out of memory. */
+static int parse_number(parser *ps, double *out) {
+    const char *start = ps->p, *p = start, *end = ps->end;
+    int neg = p < end && *p == '-';
+    if (neg) p++;
+    if (p < end && *p == '0') p++;
+    else if (p < end && *p >= '1' && *p <= '9') p = digits(p, end);
+    else return ps->p = p, -1;
+    size_t int_digits = (size_t)(p - start) - (size_t)neg;
+    int exact = 1;
+    if (p < end && *p == '.') {
+        exact = 0, p++;
+        if (p >= end || !is_digit(*p)) return ps->p = p, -1;
+        p = digits(p, end);
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        exact = 0, p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || !is_digit(*p)) return ps->p = p, -1;
+        p = digits(p, end);
+    }
+    ps->p = p;
+    return number_value(start, p, neg, exact && int_digits <= 15, out);
+}
+
 static int literal(parser *ps, const char *word, size_t n) {
     if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0) return -1;
     ps->p += n;
     return 0;
+}
+
+static int parse_value(parser *ps, kc_json *v, int depth);
+
+/* The array or object at ps->p (its opening bracket) into v: 0, -1 on a syntax error, -2 out of memory. */
+static int parse_container(parser *ps, kc_json *v, int depth, int object) {
+    char close = object ? '}' : ']';
+    v->type = object ? KC_JSON_OBJECT : KC_JSON_ARRAY;
+    if (depth >= KC_JSON_DEPTH_MAX) return -1;
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return 0;
+    }
+    kc_json *last = NULL;
+    for (;;) {
+        const char *key = NULL;
+        if (object) {
+            if (ps->p >= ps->end || *ps->p != '"' || !(key = parse_string(ps))) return -1;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') return -1;
+            ps->p++;
+            skip_ws(ps);
+        }
+        kc_json *item = node_new(ps);
+        if (!item) return -2;
+        item->key = key;
+        int rc = parse_value(ps, item, depth + 1);
+        if (rc) return rc;
+        if (last) last->next = item;
+        else v->child = item;
+        last = item;
+        if (v->count == UINT32_MAX) return -1;
+        v->count++;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == close) {
+            ps->p++;
+            return 0;
+        }
+        return -1;
+    }
 }
 
 /* The value at ps->p into v: 0, -1 on a syntax error (ps->p where it stopped), -2 out of memory. */
@@ -208,50 +273,7 @@ static int parse_value(parser *ps, kc_json *v, int depth) {
         v->type = KC_JSON_STRING;
         return (v->str = parse_string(ps)) ? 0 : -1;
     case '[':
-    case '{': {
-        int object = c == '{';
-        char close = object ? '}' : ']';
-        v->type = object ? KC_JSON_OBJECT : KC_JSON_ARRAY;
-        if (depth >= KC_JSON_DEPTH_MAX) return -1;
-        ps->p++;
-        skip_ws(ps);
-        if (ps->p < ps->end && *ps->p == close) {
-            ps->p++;
-            return 0;
-        }
-        kc_json *last = NULL;
-        for (;;) {
-            const char *key = NULL;
-            if (object) {
-                if (ps->p >= ps->end || *ps->p != '"' || !(key = parse_string(ps))) return -1;
-                skip_ws(ps);
-                if (ps->p >= ps->end || *ps->p != ':') return -1;
-                ps->p++;
-                skip_ws(ps);
-            }
-            kc_json *item = node_new(ps);
-            if (!item) return -2;
-            item->key = key;
-            int rc = parse_value(ps, item, depth + 1);
-            if (rc) return rc;
-            if (last) last->next = item;
-            else v->child = item;
-            last = item;
-            if (v->count == UINT32_MAX) return -1;
-            v->count++;
-            skip_ws(ps);
-            if (ps->p < ps->end && *ps->p == ',') {
-                ps->p++;
-                skip_ws(ps);
-                continue;
-            }
-            if (ps->p < ps->end && *ps->p == close) {
-                ps->p++;
-                return 0;
-            }
-            return -1;
-        }
-    }
+    case '{': return parse_container(ps, v, depth, c == '{');
     default:
         if (c == '-' || is_digit(c)) {
             v->type = KC_JSON_NUMBER;

@@ -227,10 +227,8 @@ static int is_word(unsigned char c) {
            c == '%';
 }
 
-/* The next token, white space and comments skipped.  An unterminated comment or string ends
- * the text (T_END): nothing after it can be read with certainty. */
-static tok lex_next(lexer *L) {
-    tok t = {T_END, NULL, 0};
+/* Skip white space and comments; 0 when an unterminated comment ends the text (L->i = n), else 1. */
+static int skip_blank(lexer *L) {
     const char *s = L->s;
     size_t n = L->n;
     for (;;) {
@@ -246,14 +244,27 @@ static tok lex_next(lexer *L) {
             while (j + 1 < n && !(s[j] == '*' && s[j + 1] == '/')) j++;
             if (j + 1 >= n) {
                 L->i = n;
-                return t;
+                return 0;
             }
             L->i = j + 2;
             continue;
         }
-        break;
+        return 1;
     }
-    if (L->i >= n) return t;
+}
+
+static size_t word_end(const char *s, size_t j, size_t n) {
+    while (j < n && is_word((unsigned char)s[j])) j++;
+    return j;
+}
+
+/* The next token, white space and comments skipped.  An unterminated comment or string ends
+ * the text (T_END): nothing after it can be read with certainty. */
+static tok lex_next(lexer *L) {
+    tok t = {T_END, NULL, 0};
+    const char *s = L->s;
+    size_t n = L->n;
+    if (!skip_blank(L) || L->i >= n) return t;
     size_t b = L->i;
     unsigned char c = (unsigned char)s[b];
     if (c == '"') {
@@ -266,14 +277,10 @@ static tok lex_next(lexer *L) {
         L->i = j + 1;
         t.kind = T_STR;
     } else if (c == '.' && b + 1 < n && is_word((unsigned char)s[b + 1])) {
-        size_t j = b + 1;
-        while (j < n && is_word((unsigned char)s[j])) j++;
-        L->i = j;
+        L->i = word_end(s, b + 1, n);
         t.kind = T_DIR;
     } else if (is_word(c)) {
-        size_t j = b;
-        while (j < n && is_word((unsigned char)s[j])) j++;
-        L->i = j;
+        L->i = word_end(s, b, n);
         t.kind = T_WORD;
     } else {
         L->i = b + 1;

@@ -32,9 +32,8 @@
  * profile's flock aside, which is the file system's own).
  *
  * Callers: the public guard API (guard.h); bundles carry profiles through
- * kc_site_profile_foreach/merge (guard/profile.c).  It reaches the cache only through cache.h (kc_cache_mode,
- * kc_cache_profile_dir) and, for a remote's profile, cache/internal.h
- * (kc_cache_remote_profile_*), and graphs through graph.h.
+ * kc_site_profile_foreach/merge (guard/profile.c).  A site's own profile (found, loaded, saved)
+ * is site_profile.c's; site_impl.h is what the two share.
  */
 #include "kcache/guard.h"
 
@@ -50,137 +49,14 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-#include "../cache/internal.h" /* kc_cache_remote_profile_* ([Note: profiles in the remote]) */
 #include "../common/fs.h"
 #include "../common/internal.h"
+#include "site_impl.h"
 
 enum { R_NONE, R_DTYPE, R_DEVICE, R_RANK, R_SIZE, R_STRIDE, R_OWNER, R_GLOBALS, R_BACKEND };
 
-typedef struct gentry {
-    kc_tensor_meta in[KC_SITE_MAX_INPUTS];
-    size_t nin;
-    uint32_t dynamic[KC_SITE_MAX_INPUTS];
-    uintptr_t *owners;
-    uint64_t *gens;  /* per owner, its generation (0: none given) */
-    size_t nowners;
-    uint64_t globals;
-    char backend[32];
-    void *value;
-    void (*release)(void *);
-    int refs;         /* the site's list (or a flight's) 1, each hold 1 more; atomic */
-    pthread_t by;     /* a flight: the thread that missed */
-    struct gentry *next;
-} gentry;
-
-struct kc_site {
-    pthread_mutex_t mu;
-    char name[128];
-    char profile_path[PATH_MAX];
-    int persist;
-    kc_cache *remote;      /* the cache, when it has a writable remote: profiles are published there */
-    kc_site_options o;
-    pthread_cond_t flown;  /* broadcast when a flight ends */
-    gentry *entries;
-    size_t nentries;
-    gentry *flights;       /* compiles in flight: prototypes of the entries the misses proposed */
-    size_t nflights;
-    kc_site_info info;
-    uint32_t profile[KC_SITE_MAX_INPUTS];
-    int64_t lo[KC_SITE_MAX_INPUTS][KC_MAX_RANK], hi[KC_SITE_MAX_INPUTS][KC_MAX_RANK]; /* declared bounds */
-    kc_site_stats st;
-    struct kc_site *next;
-};
-
-#define PROFILE_TOUCH_S 3600 /* a loaded profile's time is refreshed when older than this */
-
 static pthread_mutex_t sites_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_site *sites;
-
-/* ---- profile ---- */
-
-/* The profile's format, its file and its locked merge are the cache's ([Note: profile format] in
- * src/cache/cache.c), so that bundles, below this part, carry profiles too. */
-#define profile_format kc_cache_profile_format_
-#define profile_parse kc_cache_profile_parse_
-#define profile_read kc_cache_profile_read_
-#define profile_path_of kc_cache_profile_path_of_
-#define profile_merge_file kc_cache_profile_merge_file_
-_Static_assert(KC_SITE_PROFILE_MAX == KC_CACHE_PROFILE_MAX, "one profile cap");
-_Static_assert(KC_SITE_NAME_MAX == KC_CACHE_PROFILE_NAME_MAX, "one name cap");
-_Static_assert(KC_SITE_MAX_INPUTS == KC_CACHE_PROFILE_INPUTS, "one input count");
-
-/*
- * [Note: profiles in the remote] With a remote tier, a profile travels there too: a site's save
- * publishes the union of its profile and the remote's (one read, one write, through
- * kc_cache_remote_profile_*: an entry of variant "profile" under a key made of the site's name,
- * which no graph, image or unit record can have), and a new site merges the remote's in (one
- * read).  What a remote gives is untrusted: authenticated like any remote entry, capped at
- * KC_SITE_PROFILE_MAX, parsed strictly ([Note: profile format]) and for this site's name only.
- * Each call is bounded by the remote's deadline; a remote that is down answers at once once its
- * breaker is open, and a failure is counted and logged, never an error of the site.  Two saves
- * racing on the remote can still lose one's dimension there (read-merge-write without a lock);
- * the local profiles keep it, and the next save of either puts it back.
- */
-static void profile_from_remote(kc_cache *c, const char *name, uint32_t *masks) {
-    void *data;
-    size_t len;
-    if (kc_cache_remote_profile_get_(c, name, KC_SITE_PROFILE_MAX, &data, &len) != KC_OK) {
-        kc_error_clear();
-        return;
-    }
-    char site[KC_SITE_NAME_MAX + 1];
-    uint32_t m[KC_SITE_MAX_INPUTS] = {0};
-    if (profile_parse(data, len, site, m) != KC_OK || strcmp(site, name) != 0) {
-        kc_log(KC_LOG_REMOTE, "site %s: the remote's profile is refused: %s", name,
-               strcmp(site, name) ? "another site's" : kc_error_last()->message);
-        kc_error_clear();
-    } else {
-        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) masks[i] |= m[i];
-    }
-    free(data);
-}
-
-/* Publish the union of masks and the remote's profile (which masks learns too). */
-static void profile_to_remote(kc_cache *c, const char *name, uint32_t *masks) {
-    uint32_t had[KC_SITE_MAX_INPUTS] = {0};
-    profile_from_remote(c, name, had);
-    int more = 0;
-    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (masks[i] | had[i]) != had[i], masks[i] |= had[i];
-    if (!more) return; /* the remote has it all */
-    char buf[KC_SITE_PROFILE_MAX + 1];
-    size_t n = profile_format(name, masks, buf, sizeof buf);
-    if (kc_cache_remote_profile_put_(c, name, buf, n) != KC_OK) {
-        kc_log(KC_LOG_REMOTE, "site %s: profile not published: %s", name, kc_error_last()->message);
-        kc_error_clear();
-    }
-}
-
-/* Read the site's profile; a read-write site refreshes the file's time (at most once an hour): the
- * LRU clock gc evicts profiles by ([Note: profiles in the size] in src/store/local_profiles.c). */
-static void profile_load(kc_site *s, int writable) {
-    if (!s->persist) return;
-    profile_read(s->profile_path, s->profile);
-    struct stat st;
-    time_t now = time(NULL);
-    if (writable && lstat(s->profile_path, &st) == 0 && S_ISREG(st.st_mode) &&
-        (st.st_mtime + PROFILE_TOUCH_S < now || st.st_mtime > now + PROFILE_TOUCH_S))
-        utimensat(AT_FDCWD, s->profile_path, NULL, AT_SYMLINK_NOFOLLOW); /* bookkeeping: a failure is no error */
-}
-
-int kc_site_save_profile(kc_site *s) {
-    if (!s) return kc_err(KC_EINVAL, "kc_site_save_profile: site is NULL");
-    if (!s->persist) return KC_OK;
-    uint32_t prof[KC_SITE_MAX_INPUTS];
-    pthread_mutex_lock(&s->mu);
-    memcpy(prof, s->profile, sizeof prof);
-    pthread_mutex_unlock(&s->mu);
-    int rc = profile_merge_file(s->profile_path, s->name, prof, 0, NULL, NULL);
-    if (rc == KC_OK && s->remote) profile_to_remote(s->remote, s->name, prof);
-    pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) s->profile[i] |= prof[i];
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
 
 /* ---- sites ---- */
 
@@ -204,35 +80,7 @@ int kc_site_new(kc_site **out, kc_cache *cache, const char *name, const kc_site_
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->flown, NULL);
-    char pdir[PATH_MAX];
-    int have_dir = cache && kc_cache_mode(cache) != KC_CACHE_DISABLED && kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK;
-    if (cache && !have_dir) kc_error_clear(); /* no profile is no error: the site still works */
-    if (have_dir) {
-        /* Where profiles live is the cache's business; a name that does not fit is never persisted. */
-        int fits = profile_path_of(pdir, name, s->profile_path, sizeof s->profile_path);
-        s->persist = fits && kc_cache_mode(cache) == KC_CACHE_READWRITE ? 1 : 0;
-        if (!fits) {
-            s->profile_path[0] = '\0';
-        } else if (kc_cache_mode(cache) == KC_CACHE_READONLY) { /* read-only: read the profile, never write it */
-            s->persist = 1;
-            profile_load(s, 0);
-            s->persist = 0;
-        } else {
-            profile_load(s, s->persist);
-        }
-    }
-    /* [Note: profiles in the remote]: start from the fleet's profile too, in one read. */
-    if (have_dir && kc_cache_remote_profile_ok_(cache, 0)) {
-        uint32_t m[KC_SITE_MAX_INPUTS] = {0};
-        int more = 0;
-        profile_from_remote(cache, s->name, m);
-        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (s->profile[i] | m[i]) != s->profile[i], s->profile[i] |= m[i];
-        if (s->persist && kc_cache_remote_profile_ok_(cache, 1)) s->remote = cache;
-        if (more && s->persist && profile_merge_file(s->profile_path, s->name, s->profile, 0, NULL, NULL) != KC_OK) {
-            kc_log(KC_LOG_GUARD, "site %s: the remote's profile not kept locally: %s", s->name, kc_error_last()->message);
-            kc_error_clear();
-        }
-    }
+    kc_site_profile_open_(s, cache, name);
     pthread_mutex_lock(&sites_mu);
     s->next = sites;
     sites = s;

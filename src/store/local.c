@@ -3,7 +3,8 @@
  * shared by every process, and approximate-LRU eviction by one cleaner at a time.  This
  * file holds open, get/put/remove, quarantine, compile locks, iteration and the backend
  * table; the counters are in local_stats.c, the cleaner in local_gc.c, the directory check
- * in safedir.c (local_impl.h says what they share).  The front door and the tiers use it
+ * in safedir.c, the provenance record in local_provenance.c, batched puts in local_batch.c
+ * (local_impl.h says what they share).  The front door and the tiers use it
  * through local.h.
  *
  * The one idea: the file system is the only shared state.  An entry becomes visible by a
@@ -33,7 +34,6 @@
 
 #include "../common/fs.h"
 #include "../common/internal.h"
-#include "kcache/sign.h" /* KC_SIGN_KEY_ID_LEN */
 
 /* ---- status codes ---- */
 
@@ -186,12 +186,40 @@ static int subs_are_dirs(const kc_local *l) {
 }
 
 /* The shard of `name`, made when missing: for a write into it. */
-static int real_shard(const kc_local *l, const char *name) {
+int kc_local_real_shard_(const kc_local *l, const char *name) {
     char sub[3] = {name[0], name[1], '\0'};
     return kc_local_make_sub_(l, sub);
 }
 
 /* ---- open / free ---- */
+
+/* A directory that refuses writes is a read-only cache ([Note: store status codes]). */
+static void notice_readonly(kc_local *l) {
+    struct stat st;
+    bool have_v1 = lstat(l->v1, &st) == 0;
+    if (dir_refuses_writes(have_v1 ? l->v1 : l->root)) {
+        l->readonly = l->found_readonly = true;
+        kc_log(KC_LOG_STORE, "%s refuses writes: opened read-only (counts are kept in this process)",
+               have_v1 ? l->v1 : l->root);
+    }
+}
+
+/* v1/ and, when it is new, its shards and quarantine ([Note: shards made when written]); an existing
+ * one checked to hold real folders only ([Note: no links inside]). */
+static int make_layout(kc_local *l) {
+    bool made = mkdir(l->v1, 0700) == 0;
+    int rc = KC_OK;
+    if (!made && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
+    if (rc == KC_OK) rc = real_dirs(l, NULL); /* [Note: no links inside] */
+    if (rc == KC_OK && !made) rc = subs_are_dirs(l);
+    for (int s = 0; rc == KC_OK && made && s < KC_SHARDS; s++) {
+        char sub[3];
+        snprintf(sub, sizeof sub, "%02x", s);
+        rc = kc_local_make_sub_(l, sub);
+    }
+    if (rc == KC_OK && made) rc = kc_local_make_sub_(l, "quarantine");
+    return rc;
+}
 
 int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned flags) {
     *out = NULL;
@@ -213,28 +241,8 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
     if (!exists && !l->readonly) rc = kc_local_write_status_(kc_fs_mkdirs(l->root, 0700), l->root);
     if (rc == KC_OK && (exists || !l->readonly) && !(flags & KC_OPEN_ALLOW_UNSAFE_DIR))
         rc = kc_local_dir_check_(l->root); /* [Note: safe directories] (safedir.c) */
-    if (rc == KC_OK && !l->readonly && exists) {
-        /* A directory that refuses writes is a read-only cache ([Note: store status codes]). */
-        bool have_v1 = lstat(l->v1, &st) == 0;
-        if (dir_refuses_writes(have_v1 ? l->v1 : l->root)) {
-            l->readonly = l->found_readonly = true;
-            kc_log(KC_LOG_STORE, "%s refuses writes: opened read-only (counts are kept in this process)",
-                   have_v1 ? l->v1 : l->root);
-        }
-    }
-    if (rc == KC_OK && !l->readonly) {
-        /* [Note: shards made when written] */
-        bool made = mkdir(l->v1, 0700) == 0;
-        if (!made && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
-        if (rc == KC_OK) rc = real_dirs(l, NULL); /* [Note: no links inside] */
-        if (rc == KC_OK && !made) rc = subs_are_dirs(l);
-        for (int s = 0; rc == KC_OK && made && s < KC_SHARDS; s++) {
-            char sub[3];
-            snprintf(sub, sizeof sub, "%02x", s);
-            rc = kc_local_make_sub_(l, sub);
-        }
-        if (rc == KC_OK && made) rc = kc_local_make_sub_(l, "quarantine");
-    }
+    if (rc == KC_OK && !l->readonly && exists) notice_readonly(l);
+    if (rc == KC_OK && !l->readonly) rc = make_layout(l);
     if (rc != KC_OK) {
         kc_err_prefix(rc, "opening cache directory '%s'", l->root);
         pthread_mutex_destroy(&l->flush_mu);
@@ -320,37 +328,6 @@ void kc_local_maybe_cleanup_(kc_local *l, int64_t added) {
  */
 static int local_put(kc_local *l, const char *name, const void *data, size_t len, unsigned mode, const char *origin);
 
-/*
- * [Note: provenance record] Beside the mode, each file records where its bytes came from and
- * what verified them, in the extended attribute user.kcache.origin, set on the temporary file
- * before its fsync and rename — atomic with the bytes, as the mode is.  One line of text:
- *     compiled t=<seconds>
- *     fetched <url> verified=<verifier> t=<seconds>
- *     imported <bundle file name> verified=<verifier> t=<seconds>
- * <url> is the remote's URL as kc_remote_state shows it (a password is "***"); the source is
- * printable ASCII without spaces (others are written '_'), at most KC_PROV_SOURCE_MAX bytes;
- * <verifier> is "ed25519:<key id>" (the signing key, as kc_entry_signer names it), "mac:<key id>"
- * (the first 8 bytes of the SHA-256 of the HMAC key, in hex — never the key) or "none" (nothing
- * was checked: no key configured).  It is parsed strictly (kc_provenance_read): anything else is
- * "unknown", never trusted.  The mode stays the authority for "compiled here" (it works where
- * extended attributes do not): a record claiming "compiled" on a 0400 file is ignored.  And the
- * record is only what this host saw when it stored the bytes: publishing and signing re-check
- * the bytes themselves ([Note: provenance] above).  A file system that refuses user extended
- * attributes (ENOTSUP) stores the bytes all the same, with the mode as the only record.
- */
-#define ORIGIN_XATTR "user.kcache.origin"
-#define ORIGIN_MAX 300 /* "imported " + a source + " verified=" + a verifier + " t=" + 19 digits */
-
-static int xattr_fault; /* tests: the errno every xattr call fails with (0: none) */
-
-void kc_local_xattr_fault_(int err) { __atomic_store_n(&xattr_fault, err, __ATOMIC_RELAXED); }
-
-static int fault(void) {
-    int e = __atomic_load_n(&xattr_fault, __ATOMIC_RELAXED);
-    if (e) errno = e;
-    return e;
-}
-
 int kc_local_put(kc_local *l, const char *name, const void *data, size_t len) {
     return local_put(l, name, data, len, 0600, "compiled");
 }
@@ -361,135 +338,6 @@ int kc_local_put_foreign(kc_local *l, const char *name, const void *data, size_t
 
 int kc_local_put_origin(kc_local *l, const char *name, const void *data, size_t len, const char *origin) {
     return local_put(l, name, data, len, 0400, origin);
-}
-
-const char *kc_provenance_kind_name(kc_provenance_kind k) {
-    switch (k) {
-    case KC_PROV_COMPILED: return "compiled";
-    case KC_PROV_FETCHED: return "fetched";
-    case KC_PROV_IMPORTED: return "imported";
-    default: return "unknown";
-    }
-}
-
-void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind, const char *source, const char *verifier) {
-    char src[KC_PROV_SOURCE_MAX + 1];
-    size_t n = 0;
-    for (const char *p = source ? source : ""; *p && n < KC_PROV_SOURCE_MAX; p++)
-        src[n++] = *p > 0x20 && *p < 0x7f ? *p : '_';
-    if (!n) src[n++] = '-';
-    src[n] = '\0';
-    snprintf(out, cap, "%s %s verified=%s", kc_provenance_kind_name(kind), src, verifier && *verifier ? verifier : "none");
-}
-
-static bool hex_run(const char *s, size_t n) { return strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
-
-static bool verifier_ok(const char *v) {
-    if (strcmp(v, "none") == 0) return true;
-    if (strncmp(v, "ed25519:", 8) == 0) return hex_run(v + 8, 2 * KC_SIGN_KEY_ID_LEN);
-    if (strncmp(v, "mac:", 4) == 0) return hex_run(v + 4, 2 * KC_SIGN_KEY_ID_LEN);
-    return false;
-}
-
-/* Parse a record's text strictly: KC_OK with kind, source, verifier, created; KC_EINVAL for
- * anything but the forms of [Note: provenance record] (`t=` optional: what a writer passes). */
-static int origin_parse(const char *text, kc_provenance *p) {
-    char buf[ORIGIN_MAX + 1], *tok[5], *save = NULL;
-    size_t n = strlen(text), nt = 0;
-    if (n == 0 || n > ORIGIN_MAX || strstr(text, "  ") || text[0] == ' ' || text[n - 1] == ' ') return KC_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (text[i] < 0x20 || text[i] > 0x7e) return KC_EINVAL;
-    memcpy(buf, text, n + 1);
-    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-        if (nt == 5) return KC_EINVAL;
-        tok[nt++] = t;
-    }
-    size_t at = 1;
-    if (nt >= 1 && strcmp(tok[0], "compiled") == 0) {
-        p->kind = KC_PROV_COMPILED;
-    } else if (nt >= 3 && (strcmp(tok[0], "fetched") == 0 || strcmp(tok[0], "imported") == 0)) {
-        p->kind = tok[0][0] == 'f' ? KC_PROV_FETCHED : KC_PROV_IMPORTED;
-        if (strlen(tok[1]) > KC_PROV_SOURCE_MAX || strncmp(tok[2], "verified=", 9) != 0 || !verifier_ok(tok[2] + 9))
-            return KC_EINVAL;
-        snprintf(p->source, sizeof p->source, "%s", tok[1]);
-        snprintf(p->verifier, sizeof p->verifier, "%s", tok[2] + 9);
-        at = 3;
-    } else {
-        return KC_EINVAL;
-    }
-    if (at < nt) {
-        const char *t = tok[at++];
-        if (strncmp(t, "t=", 2) != 0 || !t[2] || strlen(t + 2) > 18 || strspn(t + 2, "0123456789") != strlen(t + 2))
-            return KC_EINVAL;
-        p->created = strtoll(t + 2, NULL, 10);
-    }
-    return at == nt ? KC_OK : KC_EINVAL;
-}
-
-/* Set the record on the temporary file: false (logged) when it could not be; the write goes on. */
-static void origin_set(int fd, const char *tmp, const char *origin) {
-    kc_provenance p;
-    memset(&p, 0, sizeof p);
-    char text[ORIGIN_MAX + 32];
-    if (origin_parse(origin, &p) != KC_OK || snprintf(text, sizeof text, "%s t=%lld", origin,
-                                                      (long long)(kc_now_ns() / 1000000000ull)) > ORIGIN_MAX) {
-        kc_log(KC_LOG_STORE, "%s: provenance record '%s' is malformed: not recorded", tmp, origin);
-        return;
-    }
-    if (fault() || fsetxattr(fd, ORIGIN_XATTR, text, strlen(text), 0) != 0) {
-        int e = errno;
-        if (e != ENOTSUP && e != EOPNOTSUPP) kc_log(KC_LOG_STORE, "%s: provenance record not kept: %s", tmp, strerror(e));
-    }
-}
-
-int kc_provenance_read(const char *path, kc_provenance *out) {
-    memset(out, 0, sizeof *out);
-    /* One descriptor for the mode and the record: a rename between two path lookups cannot pair
-     * one file's mode with another's record.  O_NONBLOCK: a FIFO planted there does not wait. */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? kc_err(KC_MISS, "no '%s'", path)
-               : errno == ELOOP ? kc_err(KC_EINVAL, "'%s' is not a regular file", path)
-                                : kc_err_errno(errno, "opening '%s'", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return kc_err_errno(e, "stat '%s'", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return kc_err(KC_EINVAL, "'%s' is not a regular file", path);
-    }
-    bool own = (st.st_mode & S_IWUSR) != 0; /* the mode decides ([Note: provenance]) */
-    out->kind = own ? KC_PROV_COMPILED : KC_PROV_UNKNOWN;
-    char text[ORIGIN_MAX + 1];
-    ssize_t n = fault() ? -1 : fgetxattr(fd, ORIGIN_XATTR, text, ORIGIN_MAX);
-    int e = errno;
-    close(fd);
-    if (n < 0) {
-        if (e == ENOTSUP || e == EOPNOTSUPP) out->unavailable = 1;
-        else if (e != ENODATA && e != ERANGE) return kc_err_errno(e, "reading the provenance of '%s'", path);
-        return KC_OK;
-    }
-    text[n] = '\0';
-    kc_provenance p;
-    memset(&p, 0, sizeof p);
-    if (strlen(text) != (size_t)n || origin_parse(text, &p) != KC_OK) return KC_OK; /* malformed: unknown */
-    if ((p.kind == KC_PROV_COMPILED) != own) return KC_OK; /* a record the mode denies is ignored */
-    *out = p;
-    out->recorded = 1;
-    return KC_OK;
-}
-
-int kc_local_is_own(kc_local *l, const char *name) {
-    int rc = kc_store_name_check(name);
-    if (rc) return rc;
-    char path[PATH_MAX];
-    kc_local_path(l, name, path, sizeof path);
-    struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? kc_err(KC_MISS, "no %s", name) : kc_local_err_errno_(errno, 0, "stat %s", name);
-    return S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) ? 1 : 0;
 }
 
 /* kc_fs_write_atomic_mode with the provenance record set on the temporary file before its fsync
@@ -505,7 +353,7 @@ static int write_entry(const char *path, const void *data, size_t len, unsigned 
     int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) return kc_err_errno(errno, "creating '%s'", tmp);
     int rc = kc_fs_write_all(fd, data, len, tmp);
-    if (rc == KC_OK && origin) origin_set(fd, tmp, origin);
+    if (rc == KC_OK && origin) kc_local_origin_set_(fd, tmp, origin);
     if (rc == KC_OK && mode != 0600 && fchmod(fd, (mode_t)mode) != 0) rc = kc_err_errno(errno, "chmod of '%s'", tmp);
     if (rc == KC_OK && kc_sys_fsync(fd) != 0) rc = kc_err_errno(errno, "fsync of '%s'", tmp);
     if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
@@ -530,7 +378,7 @@ static int local_put(kc_local *l, const char *name, const void *data, size_t len
     kc_local_path(l, name, path, sizeof path);
     struct stat old;
     bool had = lstat(path, &old) == 0;
-    rc = real_shard(l, name); /* [Note: no links inside] */
+    rc = kc_local_real_shard_(l, name); /* [Note: no links inside] */
     if (rc == KC_OK) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s/%.2s", l->v1, name);
@@ -596,7 +444,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
              (unsigned long long)kc_now_ns());
     struct stat st;
     if (lstat(path, &st) != 0) return KC_OK; /* already gone (another process quarantined it) */
-    if ((rc = real_shard(l, name)) || (rc = kc_local_make_sub_(l, "quarantine"))) return rc;
+    if ((rc = kc_local_real_shard_(l, name)) || (rc = kc_local_make_sub_(l, "quarantine"))) return rc;
     if (kc_sys_rename(path, dest) != 0) {
         if (errno == ENOENT) return KC_OK;
         kc_log(KC_LOG_STORE, "quarantine %s: %s; removing it", path, strerror(errno));
@@ -616,7 +464,7 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd_out, char *path, siz
     int rc = kc_store_name_check(name);
     if (rc) return rc;
     snprintf(path, cap, "%s/%.2s/.lock.%s", l->v1, name, name);
-    if ((rc = real_shard(l, name))) return rc;
+    if ((rc = kc_local_real_shard_(l, name))) return rc;
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = kc_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd < 0) return kc_local_err_errno_(errno, 1, "opening lock '%s'", path);
@@ -747,168 +595,4 @@ kc_store_backend *kc_local_backend(kc_local *l) {
     l->backend.get_many = NULL;
     l->backend.put_origin = be_put_origin;
     return &l->backend;
-}
-
-/* ---- batches: many puts made durable by a few syncs of the file system ---- */
-
-/*
- * [Note: batched puts] An import made each object durable on its own, as kc_local_put does
- * (fsync the file, rename, fsync the folder): two syncs per object, nearly all of an import's
- * time (300 entries: 0.5-1.7 s on ext4).  A batch writes every object to its temporary file
- * first, with no sync, then commits: one syncfs() makes every temporary's bytes durable; then,
- * group by group (a fence ends a group: an import fences after its images), the group's renames
- * and one syncfs() that makes those names durable before the next group's first rename.  An
- * import is three syncs whatever its size, and reports success only after the last.  What a
- * crash leaves, at any instant (a killed process or a lost machine): each object's old file or
- * its new one, whole (its bytes were durable before its name appeared, and a rename is atomic);
- * no referrer whose images are not durable under their names (the fence's sync comes before the
- * first referrer is renamed: POSIX orders no two renames, so one sync between the levels is
- * what [Note: two levels] needs, not one per object); and at worst temporary files, named as
- * every put's (".tmp.*"), which gc collects once stale (a failure inside the process removes
- * them at once).  Objects keep [Note: provenance]: each put says its mode (and origin record).
- * The price: syncfs() writes back everything dirty on the cache's file system, other programs'
- * files too, so on a busy disk a commit may wait for them; never less safe.  A failed sync
- * fails the commit (syncfs reports writeback errors since Linux 5.8): nothing is renamed after it.
- */
-typedef struct batch_item {
-    char name[KC_NAME_MAX + 1];
-    char tmp[KC_NAME_MAX + 80]; /* the temporary's file name, in the object's shard */
-    uint32_t group;
-    uint8_t renamed;
-} batch_item;
-
-struct kc_local_batch {
-    kc_local *l;
-    batch_item *v;
-    size_t n, cap;
-    uint32_t group;
-};
-
-static void batch_tmp_path(const kc_local *l, const batch_item *it, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%.2s/%s", l->v1, it->name, it->tmp);
-}
-
-int kc_local_batch_begin(kc_local *l, kc_local_batch **out) {
-    *out = NULL;
-    if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
-    kc_local_batch *b = kc_calloc(1, sizeof *b);
-    if (!b) return kc_err(KC_ENOMEM, "out of memory");
-    b->l = l;
-    *out = b;
-    return KC_OK;
-}
-
-int kc_local_batch_put(kc_local_batch *b, const char *name, const void *data, size_t len, unsigned mode,
-                       const char *origin) {
-    static unsigned long seq;
-    kc_local *l = b->l;
-    int rc = kc_store_name_check(name);
-    if (rc) return rc;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        batch_item *p = kc_realloc(b->v, cap * sizeof *p);
-        if (!p) return kc_err(KC_ENOMEM, "out of memory");
-        b->v = p;
-        b->cap = cap;
-    }
-    batch_item *it = &b->v[b->n];
-    memset(it, 0, sizeof *it);
-    snprintf(it->name, sizeof it->name, "%s", name);
-    snprintf(it->tmp, sizeof it->tmp, ".tmp.%s" ENTRY_SUFFIX ".%ld.b%lx.%lx", name, (long)getpid(),
-             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED), (unsigned long)(kc_mono_ns() & 0xffffffu));
-    it->group = b->group;
-    char dir[PATH_MAX], tmp[PATH_MAX + 256];
-    snprintf(dir, sizeof dir, "%s/%.2s", l->v1, name);
-    batch_tmp_path(l, it, tmp, sizeof tmp);
-    if ((rc = real_shard(l, name)) == KC_OK) { /* [Note: no links inside] */
-        int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-            rc = kc_err_errno(errno, "creating '%s'", tmp);
-        } else {
-            rc = kc_fs_write_all(fd, data, len, tmp);
-            if (rc == KC_OK && origin) origin_set(fd, tmp, origin); /* [Note: provenance record] */
-            if (rc == KC_OK && mode != 0600 && fchmod(fd, (mode_t)mode) != 0) rc = kc_err_errno(errno, "chmod of '%s'", tmp);
-            if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
-            if (rc != KC_OK) unlink(tmp); /* not a fault point: cleanup must not be made to fail */
-        }
-        rc = kc_local_write_status_(rc, dir);
-    }
-    if (rc != KC_OK) {
-        kc_local_count(l, kc_store_name_shard(name), KC_STAT_STORE_ERRORS, 1);
-        return rc;
-    }
-    b->n++;
-    return KC_OK;
-}
-
-void kc_local_batch_fence(kc_local_batch *b) {
-    if (b && b->n && b->v[b->n - 1].group == b->group) b->group++;
-}
-
-/* Remove what was not renamed, and the batch. */
-static void batch_free(kc_local_batch *b) {
-    char tmp[PATH_MAX + 256];
-    for (size_t i = 0; i < b->n; i++) {
-        if (b->v[i].renamed) continue;
-        batch_tmp_path(b->l, &b->v[i], tmp, sizeof tmp);
-        unlink(tmp); /* not a fault point */
-    }
-    free(b->v);
-    free(b);
-}
-
-void kc_local_batch_abort(kc_local_batch *b) {
-    if (b) batch_free(b);
-}
-
-static int batch_sync(kc_local *l, int fd) {
-    if (kc_sys_syncfs(fd) == 0) return KC_OK;
-    return kc_local_err_errno_(errno, 1, "syncing the file system of '%s'", l->v1);
-}
-
-/* Rename one temporary over its name, counted as a put; *added: the bytes it adds. */
-static int batch_rename(kc_local *l, batch_item *it, int64_t *added) {
-    char path[PATH_MAX], tmp[PATH_MAX + 256], dir[PATH_MAX];
-    kc_local_path(l, it->name, path, sizeof path);
-    batch_tmp_path(l, it, tmp, sizeof tmp);
-    int shard = kc_store_name_shard(it->name);
-    struct stat old, st;
-    bool had = lstat(path, &old) == 0;
-    if (lstat(tmp, &st) != 0 || kc_sys_rename(tmp, path) != 0) {
-        snprintf(dir, sizeof dir, "%s/%.2s", l->v1, it->name);
-        kc_local_count(l, shard, KC_STAT_STORE_ERRORS, 1);
-        return kc_local_write_status_(kc_err_errno(errno, "renaming '%s' to '%s'", tmp, path), dir);
-    }
-    it->renamed = 1;
-    int64_t d = (int64_t)st.st_size - (had ? (int64_t)old.st_size : 0);
-    kc_local_count(l, shard, KC_STAT_PUTS, 1);
-    kc_local_count(l, shard, KC_STAT_BYTES, d);
-    if (!had) kc_local_count(l, shard, KC_STAT_ENTRIES, 1);
-    *added += d;
-    return KC_OK;
-}
-
-int kc_local_batch_commit(kc_local_batch *b, size_t *renamed) {
-    if (renamed) *renamed = 0;
-    if (!b) return KC_OK;
-    kc_local *l = b->l;
-    int rc = KC_OK;
-    size_t done = 0;
-    int64_t added = 0;
-    if (b->n) {
-        int fd = open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        rc = fd < 0 ? kc_local_err_errno_(errno, 0, "opening '%s'", l->v1) : batch_sync(l, fd); /* every temporary's bytes */
-        for (size_t i = 0; rc == KC_OK && i < b->n;) {
-            uint32_t group = b->v[i].group;
-            for (; rc == KC_OK && i < b->n && b->v[i].group == group; i++)
-                if ((rc = batch_rename(l, &b->v[i], &added)) == KC_OK) done++;
-            if (rc == KC_OK) rc = batch_sync(l, fd); /* the group's names, before the next group's first */
-        }
-        if (fd >= 0) close(fd);
-    }
-    batch_free(b);
-    if (done) kc_local_flush(l);
-    if (done && rc == KC_OK) kc_local_maybe_cleanup_(l, added); /* after a failure its messages would replace the error's */
-    if (renamed) *renamed = done;
-    return rc;
 }

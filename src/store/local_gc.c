@@ -50,6 +50,9 @@
  *
  * Must not: treat a file vanishing under it as an error, remove a lock file someone holds, or
  * remove a fresh temporary file.
+ *
+ * Files: this one holds the scan, the LRU eviction, the quarantine's bound, the run and clear;
+ * local_sweep.c the mark-and-sweep of an explicit gc; local_gc.h what the two share.
  */
 #include "local_impl.h"
 
@@ -68,49 +71,8 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "kcache/entry.h"
+#include "local_gc.h"
 
-#define ORPHAN_GRACE_S TEMP_STALE_S /* an image younger than this may be a write in flight: never an orphan */
-#define HEADER_PEEK 96              /* an object's fixed header: what kc_entry_peek_version reads */
-
-/* What an object is, by its name's variant ([Note: two levels] in kcache/entry.h); the sweep
- * removes them in this order. */
-enum { OBJ_GRAPH, OBJ_UNIT, OBJ_IMAGE, OBJ_PROFILE }; /* a site profile: an LRU item only ([Note: profiles in the size]) */
-
-/* What gc knows of an object: LIVE, of this format (a referrer's references read); OPAQUE, not
- * read (the LRU-only cleanup), undecodable or unreadable — present, refers to nothing known;
- * STALE, of another format version; EVICTED by this gc's LRU; GONE, swept or vanished. */
-enum { ST_LIVE, ST_OPAQUE, ST_STALE, ST_EVICTED, ST_GONE };
-
-/* Why the sweep removes an object. */
-enum { G_NONE, G_STALE, G_DANGLING, G_ORPHAN };
-
-typedef struct gc_ref {
-    kc_key id;    /* the image referred to */
-    int32_t item; /* its item, or -1: absent at the scan */
-} gc_ref;
-
-typedef struct gc_item {
-    int64_t mtime_ns;     /* the file's time, to see a rewrite or a use since the scan */
-    int64_t order_ns;     /* its LRU order: the time, or before every sane time when in the future */
-    uint64_t size;
-    uint32_t ref0, nrefs; /* its references: refs[ref0, ref0 + nrefs) */
-    uint8_t shard, kind, state, garbage, marked;
-    char file[KC_NAME_MAX + 8];
-} gc_item;
-
-typedef struct gc_ctx {
-    gc_item *items;
-    size_t n, cap;
-    gc_ref *refs;
-    size_t nref, refcap;
-    gc_item **images; /* the image items, by name */
-    size_t nimages;
-    kc_local_sizes per[KC_SHARDS];
-    uint64_t temp_removed;
-    int64_t now_s, now_ns;
-    int oom;
-    int refs_unknown; /* a referrer could not be read: its images might look orphaned, so none is swept */
-} gc_ctx;
 
 /* The LRU order of a file's time: itself when not in the future; else before every sane time,
  * the furthest future first (a clock stepped back: such an entry has not been used since). */
@@ -122,10 +84,6 @@ static int64_t lru_order(int64_t mtime_ns, int64_t now_ns) {
  * one rule gc and clear share. */
 static int temp_is_stale(const struct stat *st, int64_t now_s) {
     return now_s - (int64_t)st->st_mtime > TEMP_STALE_S;
-}
-
-static int64_t mtime_ns_of(const struct stat *st) {
-    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
 static int object_kind(const char *name) {
@@ -192,13 +150,13 @@ static int gc_profile_file(int shard, const char *dir, const char *file, const s
     return shard < 0 ? 0 : gc_add(g, shard, OBJ_PROFILE, file, st);
 }
 
-static void item_path(const kc_local *l, const gc_item *it, char *out, size_t cap) {
+void kc_local_gc_item_path_(const kc_local *l, const gc_item *it, char *out, size_t cap) {
     if (it->kind == OBJ_PROFILE) snprintf(out, cap, "%s/profiles/%s", l->v1, it->file);
     else snprintf(out, cap, "%s/%02x/%s", l->v1, it->shard, it->file);
 }
 
 /* An object that left the directory (vanished, evicted, swept) leaves the recount too. */
-static void drop(gc_ctx *g, gc_item *it, uint8_t state) {
+void kc_local_gc_drop_(gc_ctx *g, gc_item *it, uint8_t state) {
     g->per[it->shard].bytes -= (int64_t)it->size;
     if (it->kind != OBJ_PROFILE) g->per[it->shard].entries--;
     it->state = state;
@@ -233,7 +191,7 @@ static void *par_worker(void *p) {
 }
 
 /* fn(ctx, i) for every i < n, on up to GC_THREADS threads; returns when all are done. */
-static void par_for(size_t n, void (*fn)(void *ctx, size_t i), void *ctx) {
+void kc_local_gc_par_for_(size_t n, void (*fn)(void *ctx, size_t i), void *ctx) {
     par_job j = {n, 0, fn, ctx};
     pthread_t t[GC_THREADS - 1];
     int started = 0, want = n < PAR_MIN ? 0 : GC_THREADS - 1;
@@ -242,231 +200,6 @@ static void par_for(size_t n, void (*fn)(void *ctx, size_t i), void *ctx) {
     for (int k = 0; k < started; k++) pthread_join(t[k], NULL);
 }
 
-/* What a removal found; its errno when it failed. */
-enum { R_REMOVED, R_GONE, R_STAYS, R_FAILED };
-
-typedef struct removal {
-    kc_local *l;
-    gc_ctx *g;         /* read only while removals run */
-    gc_item **v;       /* the items to remove */
-    uint8_t *res;
-    int *err;
-} removal;
-
-/* ---- the mark-and-sweep of an explicit gc ([Note: two levels] in kcache/entry.h) ---- */
-
-static int image_by_name(const void *a, const void *b) {
-    return strncmp((*(gc_item *const *)a)->file, (*(gc_item *const *)b)->file, KC_KEY_HEX_LEN);
-}
-
-static int image_by_hex(const void *hex, const void *b) {
-    return strncmp(hex, (*(gc_item *const *)b)->file, KC_KEY_HEX_LEN);
-}
-
-/* The item of image `id` as the scan found it, or -1. */
-static int32_t find_image(const gc_ctx *g, const kc_key *id) {
-    char hex[KC_KEY_HEX_LEN + 1];
-    kc_key_to_hex(id, hex);
-    gc_item *const *p = g->nimages ? bsearch(hex, g->images, g->nimages, sizeof *g->images, image_by_hex) : NULL;
-    return p ? (int32_t)(*p - g->items) : -1;
-}
-
-static int index_images(gc_ctx *g) {
-    g->images = kc_malloc((g->n ? g->n : 1) * sizeof *g->images);
-    if (!g->images) return kc_err(KC_ENOMEM, "gc: out of memory");
-    for (size_t i = 0; i < g->n; i++)
-        if (g->items[i].kind == OBJ_IMAGE) g->images[g->nimages++] = &g->items[i];
-    qsort(g->images, g->nimages, sizeof *g->images, image_by_name);
-    return KC_OK;
-}
-
-static int add_refs(gc_ctx *g, gc_item *it, const kc_image_ref *refs, size_t n) {
-    if (n > UINT32_MAX - g->nref) return kc_err(KC_ENOMEM, "gc: too many references");
-    if (n > g->refcap - g->nref) {
-        size_t cap = g->refcap ? g->refcap : 1024;
-        while (n > cap - g->nref) cap *= 2;
-        gc_ref *p = kc_realloc(g->refs, cap * sizeof *p);
-        if (!p) return kc_err(KC_ENOMEM, "gc: out of memory");
-        g->refs = p;
-        g->refcap = cap;
-    }
-    it->ref0 = (uint32_t)g->nref;
-    it->nrefs = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-        g->refs[g->nref].id = refs[i].id;
-        g->refs[g->nref++].item = find_image(g, &refs[i].id);
-    }
-    return KC_OK;
-}
-
-/* A graph entry's or unit record's references, read through the entry part (the store never
- * learns what a graph is).  A graph entry without IMAGES refers to nothing. */
-static int read_refs(gc_ctx *g, gc_item *it, const kc_entry *e) {
-    if (it->kind == OBJ_UNIT) {
-        kc_image_ref ref;
-        int rc = kc_unit_entry_read(e, &ref, NULL, 0, NULL);
-        return rc ? rc : add_refs(g, it, &ref, 1);
-    }
-    kc_image_ref *refs = NULL;
-    size_t n = 0;
-    int rc = kc_entry_images(e, &refs, &n);
-    if (rc == KC_OK) rc = add_refs(g, it, refs, n);
-    else if (rc == KC_MISS) rc = KC_OK;
-    free(refs);
-    return rc;
-}
-
-/* Read an image's fixed header only (its bytes are verify's and the reader's to check); one
- * read of a regular file's first bytes is whole. */
-static int read_header(const char *path, uint8_t *h, size_t *len) {
-    int fd = kc_sys_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
-    if (fd < 0) return errno == ENOENT ? KC_MISS : KC_EIO;
-    ssize_t r = kc_fs_fd_is_regular(fd) ? kc_sys_read(fd, h, HEADER_PEEK) : -1;
-    close(fd);
-    *len = r > 0 ? (size_t)r : 0;
-    return r < 0 ? KC_EIO : KC_OK;
-}
-
-/* Read what gc must know of an object: its format version and, for a graph entry or unit
- * record of this format, the images it refers to.  KC_ENOMEM stops the gc; anything else
- * found is a state. */
-static int read_object(const kc_local *l, gc_ctx *g, gc_item *it, kc_gc_report *rep) {
-    char path[PATH_MAX + 256];
-    item_path(l, it, path, sizeof path);
-    if (it->kind == OBJ_IMAGE) {
-        uint8_t h[HEADER_PEEK];
-        size_t n;
-        int rc = read_header(path, h, &n);
-        if (rc == KC_MISS) return drop(g, it, ST_GONE), KC_OK;
-        int v = rc ? -1 : kc_entry_peek_version(h, n);
-        if (rc == KC_OK && v < 0) rep->corrupt++;
-        it->state = v < 0 ? ST_OPAQUE : v != KC_ENTRY_FORMAT_VERSION ? ST_STALE : ST_LIVE;
-        return KC_OK;
-    }
-    void *data = NULL;
-    size_t len = 0;
-    int rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, &data, &len, NULL);
-    if (rc == KC_MISS) return drop(g, it, ST_GONE), KC_OK;
-    if (rc == KC_ENOMEM) return rc;
-    if (rc) { /* unreadable now (an I/O error): what it refers to is unknown */
-        rep->corrupt += rc == KC_ECORRUPT;
-        g->refs_unknown |= rc != KC_ECORRUPT;
-        return KC_OK; /* ST_OPAQUE */
-    }
-    int v = kc_entry_peek_version(data, len);
-    if (v >= 0 && v != KC_ENTRY_FORMAT_VERSION) {
-        free(data);
-        return it->state = ST_STALE, KC_OK;
-    }
-    char name[KC_NAME_MAX + 1], hex[KC_KEY_HEX_LEN + 1];
-    kc_local_entry_file_name_(it->file, name);
-    memcpy(hex, name, KC_KEY_HEX_LEN);
-    hex[KC_KEY_HEX_LEN] = '\0';
-    kc_key key;
-    kc_entry *e = NULL;
-    rc = kc_key_from_hex(&key, hex);
-    if (rc == KC_OK) rc = kc_entry_decode_as(&e, data, len, &key, name + KC_KEY_HEX_LEN + 1);
-    free(data);
-    if (rc == KC_OK) rc = read_refs(g, it, e);
-    kc_entry_free(e);
-    if (rc == KC_ENOMEM) return rc;
-    if (rc) kc_log(KC_LOG_STORE, "gc: %s is corrupt (left for verify or a read): %s", name, kc_error_last()->message);
-    rep->corrupt += rc != KC_OK;
-    it->state = rc ? ST_OPAQUE : ST_LIVE;
-    return KC_OK;
-}
-
-static int present(const gc_item *it) { return it->state == ST_LIVE || it->state == ST_OPAQUE; }
-
-/* Mark every image a live referrer refers to; one whose image is not present is dangling.  Garbage:
- * stale objects, dangling referrers, images of this format unmarked and older than the grace. */
-static void mark(gc_ctx *g) {
-    for (size_t i = 0; i < g->n; i++) g->items[i].marked = 0, g->items[i].garbage = G_NONE;
-    for (size_t i = 0; i < g->n; i++) {
-        gc_item *it = &g->items[i];
-        if (it->state == ST_STALE) it->garbage = G_STALE;
-        if (it->kind == OBJ_IMAGE || it->state != ST_LIVE) continue;
-        const gc_ref *r = g->refs + it->ref0;
-        int whole = 1;
-        for (uint32_t k = 0; k < it->nrefs; k++)
-            if (r[k].item < 0 || !present(&g->items[r[k].item])) whole = 0;
-        if (!whole) it->garbage = G_DANGLING;
-        for (uint32_t k = 0; k < it->nrefs; k++) /* a dangling one too: it may stay (sweep_one) */
-            if (r[k].item >= 0) g->items[r[k].item].marked = 1;
-    }
-    if (g->refs_unknown) return;
-    for (size_t i = 0; i < g->n; i++) {
-        gc_item *it = &g->items[i];
-        if (it->kind == OBJ_IMAGE && it->state == ST_LIVE && !it->marked &&
-            g->now_s - it->mtime_ns / 1000000000 > ORPHAN_GRACE_S)
-            it->garbage = G_ORPHAN;
-    }
-}
-
-/* Remove garbage item v[i] unless it was rewritten or used since the scan, or (dangling) an image
- * it lacked was stored since; runs on a removal thread ([Note: parallel removals]). */
-static void sweep_one(void *ctx, size_t i) {
-    removal *x = ctx;
-    gc_item *it = x->v[i];
-    char path[PATH_MAX + 256];
-    item_path(x->l, it, path, sizeof path);
-    struct stat st;
-    x->res[i] = R_STAYS;
-    if (lstat(path, &st) != 0) {
-        if (errno == ENOENT) x->res[i] = R_GONE;
-        return;
-    }
-    if (mtime_ns_of(&st) != it->mtime_ns) return; /* rewritten or used since the scan: it stays */
-    for (uint32_t k = 0; it->garbage == G_DANGLING && k < it->nrefs; k++) {
-        const gc_ref *r = &x->g->refs[it->ref0 + k];
-        char name[KC_NAME_MAX + 1], img[PATH_MAX];
-        if (r->item >= 0) continue; /* seen by the scan, and stale, evicted or vanished since */
-        kc_store_name(&r->id, KC_VARIANT_IMAGE, name);
-        kc_local_path(x->l, name, img, sizeof img);
-        if (lstat(img, &st) == 0) return; /* its image was stored since the scan: not dangling */
-    }
-    if (kc_sys_unlink(path) != 0) {
-        x->res[i] = errno == ENOENT ? R_GONE : R_FAILED;
-        x->err[i] = errno;
-        return;
-    }
-    x->res[i] = R_REMOVED;
-}
-
-/* Remove the garbage: graph entries first, then unit records, then images, each kind done before
- * the next starts, so no reader finds a graph whose image the sweep took while the graph stays. */
-static int sweep(kc_local *l, gc_ctx *g, kc_gc_report *rep) {
-    removal x = {l, g, kc_malloc((g->n ? g->n : 1) * sizeof *x.v), kc_malloc(g->n ? g->n : 1),
-                 kc_malloc((g->n ? g->n : 1) * sizeof *x.err)};
-    int rc = x.v && x.res && x.err ? KC_OK : kc_err(KC_ENOMEM, "gc: out of memory");
-    for (int kind = OBJ_GRAPH; rc == KC_OK && kind <= OBJ_IMAGE; kind++) {
-        size_t m = 0;
-        for (size_t i = 0; i < g->n; i++) {
-            gc_item *it = &g->items[i];
-            if (it->kind == kind && it->garbage != G_NONE && (it->state == ST_LIVE || it->state == ST_STALE))
-                x.v[m++] = it;
-        }
-        par_for(m, sweep_one, &x);
-        for (size_t i = 0; i < m; i++) {
-            gc_item *it = x.v[i];
-            if (x.res[i] == R_GONE) drop(g, it, ST_GONE);
-            if (x.res[i] == R_FAILED) {
-                char path[PATH_MAX + 256];
-                item_path(l, it, path, sizeof path);
-                kc_log(KC_LOG_STORE, "gc: removing %s: %s", path, strerror(x.err[i]));
-            }
-            if (x.res[i] != R_REMOVED) continue;
-            drop(g, it, ST_GONE);
-            if (it->garbage == G_STALE) rep->stale_removed++;
-            else if (it->garbage == G_DANGLING) rep->dangling_removed++;
-            else rep->orphans_removed++;
-        }
-    }
-    free(x.v);
-    free(x.res);
-    free(x.err);
-    return rc;
-}
 
 /* ---- LRU eviction ---- */
 
@@ -605,14 +338,6 @@ void kc_local_quarantine_bound_(kc_local *l) {
         }
     }
     free(items);
-}
-
-/* Read every graph entry's and unit record's references and every object's format version. */
-static int read_objects(const kc_local *l, gc_ctx *g, kc_gc_report *rep) {
-    int rc = index_images(g);
-    for (size_t i = 0; rc == KC_OK && i < g->n; i++)
-        if (g->items[i].kind != OBJ_PROFILE) rc = read_object(l, g, &g->items[i], rep); /* a profile refers to nothing */
-    return rc == KC_ENOMEM ? kc_err(KC_ENOMEM, "gc: out of memory") : rc;
 }
 
 /* Write the recount: only the shards whose sizes drifted are rewritten (under their lock). */

@@ -1,12 +1,13 @@
 /*
  * store/local_impl.h — what the files of the local directory store share: its handle and
- * the helpers one file offers the others.  Only local.c, local_stats.c, local_gc.c and
- * safedir.c include it; everyone else uses local.h.
+ * the helpers one file offers the others.  Only local*.c and safedir.c include it; everyone
+ * else uses local.h.
  *
- * The one idea: one store in four files split by job — local.c (open, get/put/remove,
- * quarantine, locks, iteration, the backend table), local_stats.c (counters and the stats
- * file format), local_gc.c (the cleaner), safedir.c ([Note: safe directories]) — over one
- * struct kc_local.
+ * The one idea: one store in files split by job — local.c (open, get/put/remove,
+ * quarantine, locks, iteration, the backend table), local_provenance.c (where a file's bytes
+ * came from), local_batch.c (batched puts), local_stats.c (counters and the stats file
+ * format), local_gc.c (the cleaner), local_profiles.c (the site profiles in the size),
+ * safedir.c ([Note: safe directories]) — over one struct kc_local.
  *
  * Must not: be included outside src/store/local*.c and safedir.c.
  */
@@ -46,6 +47,15 @@ struct kc_local {
 };
 
 /* ---- local.c ---- */
+
+/** The shard folder of `name`, made when missing: for a write into it.  Callers: local.c, local_batch.c. */
+int kc_local_real_shard_(const kc_local *l, const char *name);
+
+/* ---- local_provenance.c ---- */
+
+/** Set the provenance record `origin` ([Note: provenance record]) on the temporary file fd (path tmp); a
+ *  failure is logged, never an error: the write goes on.  Callers: local.c, local_batch.c. */
+void kc_local_origin_set_(int fd, const char *tmp, const char *origin);
 
 /**
  * kc_err_errno for the store ([Note: store status codes] in local.c): EROFS, and EACCES on a

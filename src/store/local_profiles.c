@@ -1,8 +1,8 @@
 /*
  * store/local_profiles.c — the site profiles' folder (<dir>/v1/profiles) as the local store
  * sees it: files that take room, counted toward the size limit and collected by gc like
- * entries.  What a profile says is the cache's business ([Note: profile format] in
- * src/cache/cache.c); the store only knows their names, sizes and times.
+ * entries.  What a profile says is the guard part's business ([Note: profile format] in
+ * src/guard/profile_format.c); the store only knows their names, sizes and times.
  *
  * [Note: profiles in the size] A profile "<16 hex>.profile" is counted in the bytes (KC_STAT_BYTES)
  * of the shard its name's first two hex digits name — not in the entries (KC_STAT_ENTRIES): it
