@@ -3,7 +3,9 @@
  * loading NVRTC, and what a host may compile.
  *
  * The one idea: the toolchain part of a key is an identity, and a host needs no compiler to
- * know it.  In order: a pin (KCACHE_TOOLCHAIN, then the record's "pin"); this host's NVRTC,
+ * know it.  In order: a pin (the `toolchain` setting: KCACHE_TOOLCHAIN, then the cache
+ * directory's kcache.conf or the system file; then the "pin" an older kcache wrote in the
+ * record); this host's NVRTC,
  * identified from its file (compile/toolchain.c) — with a read-write cache the identity is
  * memoised in the record under the file's device, inode, size, mtime and ctime, so a warm
  * process opens no libnvrtc* file at all (ccache's compiler_check=mtime, made stricter);
@@ -12,7 +14,8 @@
  * one: with several, which one is the caller's to say (a pin), never ours to guess.
  *
  * Record fields (record.c has the grammar):
- *   pin=<id>                         the pinned toolchain (kcache toolchain --pin)
+ *   pin=<id>                         the pinned toolchain (an older `kcache toolchain --pin`; the
+ *                                    pin is written to kcache.conf's `toolchain` now)
  *   toolchain.<id>=<META string>     a toolchain whose entries were stored here
  *   nvrtc.file.<16 hex>=<dev> <ino> <size> <mtime_ns> <ctime_ns> <id> <path>
  *                                    the memo of a library file's identity (16 hex: XXH3-64
@@ -152,7 +155,9 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     const char *dir = dir_of(c);
     if (memo_find(dir, out)) return KC_OK;
     int rc;
-    const char *env = getenv("KCACHE_TOOLCHAIN");
+    const kc_config *cfg = c ? kc_cache_config(c) : kc_config_process();
+    kc_config_origin from = cfg->origin[KC_CONFIG_toolchain]; /* the environment (or options) first, then a file */
+    const char *env = from >= KC_ORIGIN_ENVIRONMENT ? cfg->v.toolchain : "";
     if (env && *env) {
         if ((rc = kc_toolchain_id_check(env))) return kc_err_prefix(rc, "KCACHE_TOOLCHAIN");
         rc = choose(out, env, KC_TOOLCHAIN_PIN_ENV);
@@ -161,7 +166,7 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     }
     kc_record r;
     int have = *dir && kc_record_load_(c, &r) == KC_OK; /* an unreadable record is an empty one */
-    const char *pin = have ? kc_record_find_(&r, "pin") : NULL;
+    const char *pin = cfg->v.toolchain[0] ? cfg->v.toolchain : have ? kc_record_find_(&r, "pin") : NULL; /* kcache.conf, then an older record */
     char id[KC_TOOLCHAIN_ID_MAX], why[1400] = "";
     if (pin) {
         rc = kc_toolchain_id_check(pin) ? kc_err(KC_EINVAL, "the cache '%s' pins '%.200s', which is not a toolchain identity "

@@ -344,7 +344,7 @@ int kc_units_obtain_(kc_cache *c, int cacheable, int reuse, const kc_kernel_src 
     if (!rc && cacheable && reuse) rc = kc_graph_strict_refusal_(c); /* strict: a unit found and refused is no compile */
     for (size_t i = 0; i < n; i++) left += pending[i] = !res[i];
     double wait_s = 600.0;
-    if (!rc && left && cacheable) rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &wait_s);
+    if (!rc && left && cacheable) wait_s = kc_cache_settings_(c)->lock_wait;
     uint64_t deadline = kc_mono_ns() + (uint64_t)(wait_s * 1e9);
     while (!rc && left) {
         int any = 0, late = kc_mono_ns() > deadline;

@@ -37,14 +37,6 @@ const cli_cmd cli_cmd_prewarm = {
     "(publish_refused) and named (--json: skipped, each with its name and reason).",
     cmd_prewarm};
 
-/* Whether the boolean environment variable `name` is on.  Read after kc_cache_open, which
- * refused any value but 1/true/yes/on and 0/false/no/off (any case), so those are all it sees. */
-static int getenv_flag(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0 &&
-           strcasecmp(v, "off") != 0;
-}
-
 typedef struct pw_view {
     const kc_manifest *m;
     int tty, json;
@@ -243,7 +235,7 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
         return EXIT_PROBLEM;
     }
     kc_remote_state rs;
-    int publish = kc_cache_remote_state(c, &rs) == KC_OK && !getenv_flag("KCACHE_REMOTE_READONLY");
+    int publish = kc_cache_remote_state(c, &rs) == KC_OK && !cli_setting_on(kc_cache_config(c), KC_CONFIG_remote_readonly);
     kc_stats s0, s1;
     kc_cache_stats(c, &s0);
     size_t ng = kc_manifest_graph_count(m);
