@@ -149,6 +149,30 @@ static int local_id(kc_cache *c, const kc_record *r, char id[KC_TOOLCHAIN_ID_MAX
     return KC_ENONVRTC;
 }
 
+/* No NVRTC here: the one toolchain the record (NULL: none) says stored the entries, or why not. */
+static int recorded_choice(const kc_record *r, const char *dir, const char *why, kc_toolchain_choice *out) {
+    size_t n = 0, first = 0;
+    int rc;
+    kc_buf list = {0};
+    for (size_t i = 0; r && i < r->n; i++)
+        if (strncmp(r->name[i], TC_PREFIX, strlen(TC_PREFIX)) == 0 && kc_toolchain_id_check(r->name[i] + strlen(TC_PREFIX)) == KC_OK) {
+            if (!n++) first = i;
+            if (n <= 4) kc_buf_printf(&list, "%s%s", n > 1 ? ", " : "", r->name[i] + strlen(TC_PREFIX));
+        }
+    if (n == 1) rc = choose(out, r->name[first] + strlen(TC_PREFIX), KC_TOOLCHAIN_RECORDED);
+    else if (n == 0)
+        rc = kc_err(KC_ENONVRTC, "%s; and %s%s%s: set KCACHE_NVRTC to NVRTC's library, or pin the toolchain that "
+                    "stored the entries with KCACHE_TOOLCHAIN=<id> (kcache toolchain prints it where they were made)",
+                    why, *dir ? "the cache '" : "no cache records a toolchain", dir,
+                    *dir ? "' records no toolchain whose entries to use" : "");
+    else
+        rc = kc_err(KC_ENONVRTC, "%s; and the cache '%s' records %zu toolchains (%s%s): kcache does not guess whose "
+                    "entries to use — pin one with KCACHE_TOOLCHAIN=<id> or `kcache toolchain --pin <id>`",
+                    why, dir, n, list.failed || !list.data ? "" : (const char *)list.data, n > 4 ? ", …" : "");
+    kc_buf_free(&list);
+    return rc;
+}
+
 int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_toolchain: NULL argument");
     memset(out, 0, sizeof *out);
@@ -175,24 +199,7 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     } else if (local_id(c, have ? &r : NULL, id, why, sizeof why) == KC_OK) {
         rc = choose(out, id, KC_TOOLCHAIN_LOCAL);
     } else { /* no NVRTC here: the toolchain that stored the entries, if the record names one */
-        size_t n = 0, first = 0;
-        kc_buf list = {0};
-        for (size_t i = 0; have && i < r.n; i++)
-            if (strncmp(r.name[i], TC_PREFIX, strlen(TC_PREFIX)) == 0 && kc_toolchain_id_check(r.name[i] + strlen(TC_PREFIX)) == KC_OK) {
-                if (!n++) first = i;
-                if (n <= 4) kc_buf_printf(&list, "%s%s", n > 1 ? ", " : "", r.name[i] + strlen(TC_PREFIX));
-            }
-        if (n == 1) rc = choose(out, r.name[first] + strlen(TC_PREFIX), KC_TOOLCHAIN_RECORDED);
-        else if (n == 0)
-            rc = kc_err(KC_ENONVRTC, "%s; and %s%s%s: set KCACHE_NVRTC to NVRTC's library, or pin the toolchain that "
-                        "stored the entries with KCACHE_TOOLCHAIN=<id> (kcache toolchain prints it where they were made)",
-                        why, *dir ? "the cache '" : "no cache records a toolchain", dir,
-                        *dir ? "' records no toolchain whose entries to use" : "");
-        else
-            rc = kc_err(KC_ENONVRTC, "%s; and the cache '%s' records %zu toolchains (%s%s): kcache does not guess whose "
-                        "entries to use — pin one with KCACHE_TOOLCHAIN=<id> or `kcache toolchain --pin <id>`",
-                        why, dir, n, list.failed || !list.data ? "" : (const char *)list.data, n > 4 ? ", …" : "");
-        kc_buf_free(&list);
+        rc = recorded_choice(have ? &r : NULL, dir, why, out);
     }
     if (have) kc_record_free_(&r);
     if (!rc) memo_put(dir, out);
