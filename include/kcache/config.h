@@ -48,7 +48,7 @@
  * the CUDA driver's file, NVRTC's file and LD_LIBRARY_PATH, the toolkit's include folder,
  * NVRTC's own cache, the loaded-graph table's budget, the log categories — is read once, at its
  * first use, from the environment, the system file and the defaults (no cache directory is known
- * there).  A program that wants no environment at all calls kc_config_process_init(KC_OPEN_NO_ENV)
+ * there); a forked child reads its own at its first use.  A program that wants no environment at all calls kc_config_process_init(KC_OPEN_NO_ENV)
  * before anything else; a cache opened with KC_OPEN_NO_ENV ignores the environment for all of its
  * own settings (the graph key's toolkit-headers pin, the toolchain choice, the lock wait, the
  * remote, the trust files), and never changes the process's.
@@ -129,7 +129,8 @@ extern "C" {
     X(loaded_bytes, "KCACHE_LOADED_BYTES", COUNT, 1, "1073741824", 1125899906842624ull, "graph", \
       "Bytes of loaded images kept at most when released.") \
     X(home, "HOME", PATH, 0, "", 0, "cache", "The home folder: the default cache directory is under it.") \
-    X(xdg_cache_home, "XDG_CACHE_HOME", PATH, 0, "", 0, "cache", "The default cache directory is $XDG_CACHE_HOME/kcache.") \
+    X(xdg_cache_home, "XDG_CACHE_HOME", PATH, 0, "", 0, "cache", \
+      "The default cache directory is $XDG_CACHE_HOME/kcache.") \
     X(tmpdir, "TMPDIR", PATH, 0, "/tmp", 0, "tools", "Where `kcache demo` writes its scratch cache.") \
     X(ld_library_path, "LD_LIBRARY_PATH", STRING, 0, "", 0, "compile", \
       "Folders searched first for NVRTC's library.") \
@@ -191,7 +192,7 @@ typedef struct kc_config kc_config;
 
 /**
  * The value of `id` as text in `out` (a boolean as "true"/"false", a size or count in decimal
- * digits, seconds as the shortest decimal; the HMAC key as "***" when set), and where it came
+ * digits, seconds as the shortest decimal; the HMAC key, and a URL's password, as "***"), and where it came
  * from in *origin (may be NULL) and `where` (may be NULL): the variable, or "FILE:LINE".
  */
 KC_API int kc_config_get(const kc_config *cfg, int id, char *out, size_t cap, kc_config_origin *origin,
@@ -206,9 +207,10 @@ KC_API int kc_config_get(const kc_config *cfg, int id, char *out, size_t cap, kc
 KC_API const kc_config *kc_config_process(void);
 
 /**
- * Read the process's settings now, with `flags` (KC_OPEN_NO_ENV: no environment; 0: as the first
- * use would).  KC_EBUSY when they were already read (by a first use or an earlier call); a bad
- * value is returned as its error (the settings are then read, with that setting's default).
+ * Read the process's settings now, with `flags` (KC_CONFIG_NO_ENV: no environment; 0: as the
+ * first use would).  KC_EBUSY when they were already read (by a first use or an earlier call).
+ * As at a first use, a bad value is said on stderr and leaves that setting its default, and a bad
+ * line of the system file leaves every setting its default (said, and returned as the error).
  */
 KC_API int kc_config_process_init(unsigned flags);
 

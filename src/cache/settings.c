@@ -122,8 +122,8 @@ int kc_cache_config_set(kc_cache *c, const char *key, const char *value) {
         return kc_err(KC_EINVAL, "the cache directory cannot be set in its own " KC_CONFIG_DIR_FILE
                       " (set KCACHE_DIR, --cache-dir, or `dir` in the system file)");
     if (kc_cache_mode(c) != KC_CACHE_READWRITE)
-        return kc_err(KC_EREADONLY, "the cache '%s' is read-only or disabled: its " KC_CONFIG_DIR_FILE " is not written",
-                      kc_cache_dir(c));
+        return kc_err(KC_EREADONLY, "the cache '%s' is read-only or disabled: its " KC_CONFIG_DIR_FILE
+                      " is not written", kc_cache_dir(c));
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/" KC_CONFIG_DIR_FILE, kc_cache_dir(c)) >= (int)sizeof path)
         return kc_err(KC_EINVAL, "the cache directory's path is too long");

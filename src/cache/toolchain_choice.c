@@ -155,7 +155,8 @@ static int recorded_choice(const kc_record *r, const char *dir, const char *why,
     int rc;
     kc_buf list = {0};
     for (size_t i = 0; r && i < r->n; i++)
-        if (strncmp(r->name[i], TC_PREFIX, strlen(TC_PREFIX)) == 0 && kc_toolchain_id_check(r->name[i] + strlen(TC_PREFIX)) == KC_OK) {
+        if (strncmp(r->name[i], TC_PREFIX, strlen(TC_PREFIX)) == 0 &&
+            kc_toolchain_id_check(r->name[i] + strlen(TC_PREFIX)) == KC_OK) {
             if (!n++) first = i;
             if (n <= 4) kc_buf_printf(&list, "%s%s", n > 1 ? ", " : "", r->name[i] + strlen(TC_PREFIX));
         }
@@ -190,7 +191,8 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     }
     kc_record r;
     int have = *dir && kc_record_load_(c, &r) == KC_OK; /* an unreadable record is an empty one */
-    const char *pin = cfg->v.toolchain[0] ? cfg->v.toolchain : have ? kc_record_find_(&r, "pin") : NULL; /* kcache.conf, then an older record */
+    /* kcache.conf's (or the system file's) pin, then the one an older kcache kept in the record */
+    const char *pin = cfg->v.toolchain[0] ? cfg->v.toolchain : have ? kc_record_find_(&r, "pin") : NULL;
     char id[KC_TOOLCHAIN_ID_MAX], why[1400] = "";
     if (pin) {
         rc = kc_toolchain_id_check(pin) ? kc_err(KC_EINVAL, "the cache '%s' pins '%.200s', which is not a toolchain identity "

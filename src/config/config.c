@@ -53,7 +53,8 @@ int kc_config_find(const char *name) {
 }
 
 const char *kc_config_type_name(kc_config_type t) {
-    static const char *const names[] = {"bool", "count", "milliseconds", "seconds", "size", "path", "string", "url list"};
+    static const char *const names[] = {"bool", "count", "milliseconds", "seconds",
+                                        "size", "path",  "string", "url list"};
     return (unsigned)t < KC_ARRAY_LEN(names) ? names[t] : "?";
 }
 
@@ -70,7 +71,8 @@ static int is_string(kc_config_type t) {
 
 /* Parse `value` by the row's type into *field (a scratch copy first, so a bad value changes nothing). */
 static int parse_into(const kc_config_row *r, void *field, const char *value, const char *name) {
-    if (!*value) return kc_err(KC_EINVAL, "%s has no value: give a %s, or leave it out", name, kc_config_type_name(r->type));
+    if (!*value)
+        return kc_err(KC_EINVAL, "%s has no value: give a %s, or leave it out", name, kc_config_type_name(r->type));
     bool b = false;
     unsigned long long n = 0;
     double s = 0;
@@ -139,6 +141,27 @@ void kc_config_free_(kc_config *c) {
     free(c);
 }
 
+/* A URL list as it may be shown: each password (scheme://user:PASSWORD@host) as "***". */
+static void urls_shown(const char *p, char *out, size_t cap) {
+    size_t n = 0;
+    while (*p && n + 1 < cap) {
+        const char *at = NULL, *colon = NULL, *start = strstr(p, "://");
+        if (start) {
+            start += 3;
+            size_t span = strcspn(start, "/ ");
+            at = memchr(start, '@', span);
+            colon = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+        }
+        if (!colon) {
+            snprintf(out + n, cap - n, "%s", p);
+            return;
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%.*s***", (int)(colon + 1 - p), p);
+        p = at;
+        if (n >= cap) return;
+    }
+}
+
 int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_origin *origin, char *where,
                   size_t where_cap) {
     const kc_config_row *r = kc_config_row_of(id);
@@ -156,7 +179,8 @@ int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_o
     case KC_CONFIG_TYPE_SIZE: memcpy(&n, field, sizeof n), snprintf(out, cap, "%llu", n); break;
     default:
         memcpy(&p, field, sizeof p);
-        snprintf(out, cap, "%s", id == KC_CONFIG_hmac_key && *p ? "***" : p);
+        if (r->type == KC_CONFIG_TYPE_URLS) urls_shown(p, out, cap);
+        else snprintf(out, cap, "%s", id == KC_CONFIG_hmac_key && *p ? "***" : p);
         break;
     }
     if (origin) *origin = c->origin[id];
@@ -240,10 +264,11 @@ static int default_dir(kc_config *c) {
 }
 
 static int read_system_file(kc_config *c) {
+    if (c->flags & KC_CONFIG_NO_SYSTEM_FILE) return KC_OK;
     const char *e = c->flags & KC_CONFIG_NO_ENV ? NULL : getenv(rows[KC_CONFIG_config_system].env);
     int rc;
-    if (e && *e && (rc = kc_config_set_(c, KC_CONFIG_config_system, e, KC_ORIGIN_ENVIRONMENT, rows[KC_CONFIG_config_system].env, NULL)))
-        return rc;
+    const char *var = rows[KC_CONFIG_config_system].env;
+    if (e && *e && (rc = kc_config_set_(c, KC_CONFIG_config_system, e, KC_ORIGIN_ENVIRONMENT, var, NULL))) return rc;
     kc_config_origin o = KC_ORIGIN_SYSTEM_FILE;
     rc = kc_config_file_read_(c->v.config_system, 0, c, apply_file, &o);
     return rc == KC_MISS ? KC_OK : rc;
@@ -293,8 +318,8 @@ static kc_config *proc;
 static int proc_read_locked(unsigned flags) {
     kc_config_options o = {{0}, flags | KC_CONFIG_NO_DIR_FILE};
     int rc = kc_config_load_(&proc, &o);
-    if (rc) { /* with KEEP_GOING only the directory (unused here) can fail: fall back to the defaults alone */
-        o.flags |= KC_CONFIG_NO_ENV;
+    if (rc) { /* a bad line of the system file (or no memory): the defaults alone */
+        o.flags |= KC_CONFIG_NO_ENV | KC_CONFIG_NO_SYSTEM_FILE;
         o.flags &= ~KC_CONFIG_KEEP_GOING;
         fprintf(stderr, "kcache: %s; the process's settings keep their defaults\n", kc_error_last()->message);
         if (kc_config_load_(&proc, &o) != KC_OK) { /* out of memory: every string empty, every number 0 */
@@ -319,7 +344,8 @@ const kc_config *kc_config_process(void) {
 
 int kc_config_process_init(unsigned flags) {
     pthread_mutex_lock(&proc_mu);
-    int rc = proc ? kc_err(KC_EBUSY, "the process's settings were already read") : proc_read_locked(flags & KC_CONFIG_NO_ENV);
+    int rc = proc ? kc_err(KC_EBUSY, "the process's settings were already read")
+                  : proc_read_locked((flags & KC_CONFIG_NO_ENV) | KC_CONFIG_KEEP_GOING);
     pthread_mutex_unlock(&proc_mu);
     return rc;
 }
@@ -327,4 +353,14 @@ int kc_config_process_init(unsigned flags) {
 /* common/log.c asks for the process's settings through this at its first log line. */
 static void log_reader(void) { (void)kc_config_process(); }
 
-__attribute__((constructor)) static void register_log_reader(void) { kc_log_set_reader_(log_reader); }
+/* A forked child is a process of its own: it reads its settings (its environment) at its own first
+ * use.  What the parent read stays allocated: a loader already run in the parent keeps pointing at it. */
+static void forked_child(void) {
+    pthread_mutex_init(&proc_mu, NULL);
+    proc = NULL;
+}
+
+__attribute__((constructor)) static void register_readers(void) {
+    kc_log_set_reader_(log_reader);
+    pthread_atfork(NULL, NULL, forked_child);
+}

@@ -47,6 +47,8 @@ struct kc_config {
 #define KC_CONFIG_NO_DIR_FILE 0x10000u
 /** kc_config_load_'s flag: a bad value is said on stderr and leaves that setting as it was (the process's settings). */
 #define KC_CONFIG_KEEP_GOING 0x20000u
+/** kc_config_load_'s flag: read no system file (the defaults alone, with KC_CONFIG_NO_ENV). */
+#define KC_CONFIG_NO_SYSTEM_FILE 0x40000u
 
 /** The name of the cache directory's file. */
 #define KC_CONFIG_DIR_FILE "kcache.conf"

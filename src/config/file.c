@@ -66,10 +66,11 @@ static int file_key(const char *key, const char *where, int *id) {
     return KC_OK;
 }
 
-/* A file inside the cache directory must be this user's and written by no one else. */
+/* A file inside the cache directory must be this user's and not writable by everyone (a group that
+ * may write it may write the directory too: the directory's own check, store/safedir.c, decides). */
 static int owner_check(const char *path, const struct stat *st) {
-    if (st->st_uid != geteuid() || (st->st_mode & (S_IWGRP | S_IWOTH)))
-        return kc_err(KC_EPERM, "%s belongs to another user or can be written by others (mode %03o): its settings are "
+    if (st->st_uid != geteuid() || (st->st_mode & S_IWOTH))
+        return kc_err(KC_EPERM, "%s belongs to another user or can be written by anyone (mode %03o): its settings are "
                       "not used; chmod 644 it (or remove it)", path, (unsigned)(st->st_mode & 0777));
     return KC_OK;
 }
@@ -77,7 +78,8 @@ static int owner_check(const char *path, const struct stat *st) {
 static int read_whole(const char *path, int inside_cache, char **out, size_t *len) {
     void *data;
     struct stat st;
-    int rc = inside_cache ? kc_fs_read_file(path, FILE_MAX, &data, len, &st) : kc_fs_read_input(path, FILE_MAX, &data, len, &st);
+    int rc = inside_cache ? kc_fs_read_file(path, FILE_MAX, &data, len, &st)
+                          : kc_fs_read_input(path, FILE_MAX, &data, len, &st);
     if (rc == KC_ECORRUPT) return kc_err(KC_EINVAL, "%s: not a regular file of at most %d bytes", path, FILE_MAX);
     if (rc) return rc;
     if (inside_cache && (rc = owner_check(path, &st))) {
@@ -128,7 +130,8 @@ void kc_config_record_read_(const char *dir, kc_config *c, kc_config_apply_fn ap
                 char value[PATH_MAX];
                 snprintf(value, sizeof value, "%.*s", (int)(nl - p - (ptrdiff_t)fl - 1), p + fl + 1);
                 if (apply(c, moved[m].id, value, path, ctx) != KC_OK) /* as before: a bad one is ignored */
-                    kc_log(KC_LOG_STORE, "the record's %s '%s' is not used: %s", moved[m].field, value, kc_error_last()->message);
+                    kc_log(KC_LOG_STORE, "the record's %s '%s' is not used: %s", moved[m].field, value,
+                           kc_error_last()->message);
                 break;
             }
             p = nl + 1;
@@ -161,7 +164,8 @@ static void rewrite(const char *data, size_t len, const char *key, const char *l
 /* Rewrite `path` with `line` for `key`, under `path`.lock (held by one writer at a time). */
 static int write_locked(const char *path, const char *key, const char *line) {
     char lock[PATH_MAX];
-    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock) return kc_err(KC_EINVAL, "%s: path too long", path);
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+        return kc_err(KC_EINVAL, "%s: path too long", path);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return kc_err_errno(errno, "opening '%s'", lock);
     int rc = KC_OK;
@@ -195,7 +199,8 @@ int kc_config_file_set(const char *path, const char *name, const char *value) {
     if (rc) return rc;
     char line[PATH_MAX + 80] = "";
     if (value) {
-        kc_config *scratch = kc_calloc(1, sizeof *scratch); /* the value checked by its row, before anything is written */
+        /* The value checked by its row, before anything is written. */
+        kc_config *scratch = kc_calloc(1, sizeof *scratch);
         if (!scratch) return kc_err(KC_ENOMEM, "out of memory");
         char what[80];
         snprintf(what, sizeof what, "%s", name);

@@ -39,13 +39,28 @@ static kc_cache *open_in(const char *sub, unsigned flags, uint64_t max_size, int
     return c;
 }
 
+/* A file's text, NUL-terminated (the caller frees it); fails the test when it cannot be read. */
+static char *read_text(const char *path) {
+    size_t len;
+    uint8_t *data = kct_read(path, &len);
+    assert_non_null(data);
+    char *text = malloc(len + 1);
+    assert_non_null(text);
+    memcpy(text, data, len);
+    text[len] = '\0';
+    free(data);
+    return text;
+}
+
 static void expect(kc_cache *c, int id, const char *value, kc_config_origin origin, const char *where_has) {
     char v[4200], where[4200];
     kc_config_origin o;
     assert_int_equal(kc_config_get(kc_cache_config(c), id, v, sizeof v, &o, where, sizeof where), KC_OK);
     if (strcmp(v, value) != 0) fail_msg("%s = '%s', not '%s'", kc_config_row_of(id)->name, v, value);
-    if (o != origin) fail_msg("%s from %s, not %s", kc_config_row_of(id)->name, kc_config_origin_name(o), kc_config_origin_name(origin));
-    if (where_has && !strstr(where, where_has)) fail_msg("%s: where '%s' lacks '%s'", kc_config_row_of(id)->name, where, where_has);
+    if (o != origin)
+        fail_msg("%s from %s, not %s", kc_config_row_of(id)->name, kc_config_origin_name(o), kc_config_origin_name(origin));
+    if (where_has && !strstr(where, where_has))
+        fail_msg("%s: where '%s' lacks '%s'", kc_config_row_of(id)->name, where, where_has);
 }
 
 static void test_each_origin(void **state) {
@@ -87,7 +102,8 @@ static void bad_file(const char *text, int system, const char *want) {
     kc_cache *c = open_in("b", 0, 0, &rc);
     if (rc != KC_EINVAL) fail_msg("'%s' was accepted (%d)", text, rc);
     assert_null(c);
-    if (!strstr(kc_error_last()->message, want)) fail_msg("'%s': the error '%s' lacks '%s'", text, kc_error_last()->message, want);
+    if (!strstr(kc_error_last()->message, want))
+        fail_msg("'%s': the error '%s' lacks '%s'", text, kc_error_last()->message, want);
     unsetenv("KCACHE_CONFIG_SYSTEM");
     char p[4200];
     snprintf(p, sizeof p, "%s/b/kcache.conf", dir);
@@ -106,6 +122,14 @@ static void test_bad_lines(void **state) {
     bad_file("home = /x\n", 0, "'home' cannot be set in a file");
     bad_file("remote_queue = \n", 0, "remote_queue has no value");
     bad_file("loaded_graphs = -1\n", 1, "bad-system.conf:1: loaded_graphs");
+    char p[4200]; /* a directory file anyone may write is refused, not read */
+    snprintf(p, sizeof p, "%s/b/kcache.conf", dir);
+    assert_int_equal(kct_put(dir, "b/kcache.conf", "strict = 1\n"), 0);
+    assert_int_equal(chmod(p, 0666), 0);
+    int rc;
+    assert_null(open_in("b", 0, 0, &rc));
+    assert_int_equal(rc, KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "can be written by anyone"));
     clear_env();
 }
 
@@ -155,9 +179,7 @@ static void test_old_record_and_the_directory_limit(void **state) {
     kc_cache_close(c);
     char p[4200];
     snprintf(p, sizeof p, "%s/r/kcache.conf", dir);
-    size_t len;
-    char *text = (char *)kct_read(p, &len);
-    assert_non_null(text);
+    char *text = read_text(p);
     assert_non_null(strstr(text, "max_size = 65536\n"));
     free(text);
     c = open_in("r", KC_OPEN_OPTIONS_WIN, 1ull << 20, &rc);
@@ -185,9 +207,7 @@ static void test_writes_check_first_and_keep_lines(void **state) {
     kc_cache_close(c);
     char p[4200];
     snprintf(p, sizeof p, "%s/w/kcache.conf", dir);
-    size_t len;
-    char *text = (char *)kct_read(p, &len);
-    assert_non_null(text);
+    char *text = read_text(p);
     assert_string_equal(text, "# mine\n\nlock_wait = 4\nremote_ttl = 9\n");
     free(text);
     clear_env();
@@ -249,6 +269,22 @@ static void test_process_settings(void **state) {
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static void test_secrets_not_shown(void **state) {
+    (void)state;
+    clear_env();
+    setenv("KCACHE_REMOTE", "redis://:hunter2@host:6379/0 redis://user:pw@other/1|read-only=true redis://plain:1", 1);
+    setenv("KCACHE_HMAC_KEY", "0123456789abcdef0123", 1);
+    int rc;
+    kc_cache *c = open_in("s", KC_OPEN_DISABLE, 0, &rc); /* disabled: no remote is opened */
+    assert_int_equal(rc, KC_OK);
+    expect(c, KC_CONFIG_remote, "redis://:***@host:6379/0 redis://user:***@other/1|read-only=true redis://plain:1",
+           KC_ORIGIN_ENVIRONMENT, "KCACHE_REMOTE");
+    expect(c, KC_CONFIG_hmac_key, "***", KC_ORIGIN_ENVIRONMENT, NULL);
+    kc_cache_close(c);
+    unsetenv("KCACHE_HMAC_KEY");
+    clear_env();
+}
+
 static void test_table(void **state) {
     (void)state;
     assert_int_equal(kc_config_find("max_size"), KC_CONFIG_max_size);
@@ -272,6 +308,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_old_record_and_the_directory_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_check_first_and_keep_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_toolchain_pin_in_the_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secrets_not_shown, setup, teardown),
         cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,7 +104,8 @@ static void print_reference(void) {
 
 /* The environment section of `kcache --help`: every row's variable, wrapped. */
 void cli_config_env_help(FILE *f) {
-    fprintf(f, "Environment ('kcache config' shows each with its kcache.conf key and value; docs/configuration.md):\n ");
+    fprintf(f, "Environment ('kcache config' shows each with its kcache.conf key and value;\n"
+               "docs/configuration.md):\n ");
     size_t col = 1;
     for (int i = 0; i < KC_CONFIG_COUNT; i++) {
         const char *e = kc_config_row_of(i)->env;

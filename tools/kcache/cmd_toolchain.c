@@ -93,8 +93,9 @@ static void gather(kc_cache *c, tc_view *v) {
 }
 
 static const char *from_name(kc_toolchain_from f) {
-    return f == KC_TOOLCHAIN_PIN_ENV ? "KCACHE_TOOLCHAIN" : f == KC_TOOLCHAIN_PIN ? "pin" : f == KC_TOOLCHAIN_LOCAL ? "local"
-                                                                                                              : "recorded";
+    static const char *const names[] = {[KC_TOOLCHAIN_PIN_ENV] = "KCACHE_TOOLCHAIN", [KC_TOOLCHAIN_PIN] = "pin",
+                                        [KC_TOOLCHAIN_LOCAL] = "local", [KC_TOOLCHAIN_RECORDED] = "recorded"};
+    return (unsigned)f < sizeof names / sizeof names[0] && names[f] ? names[f] : "recorded";
 }
 
 static void print_json(const tc_view *v) {
