@@ -5,6 +5,7 @@
  *   version.h KC_VERSION_MAJOR/MINOR/PATCH, KC_VERSION_NUMBER (kc_version_number() at run time)
  *   common.h  status codes, kc_error_last(), kc_free()
  *   log.h     KCACHE_LOG categories
+ *   config.h  every setting in one table: environment, kcache.conf, defaults, origins
  *   key.h     canonical keys (XXH3-128 over named components)
  *   target.h  target names (sm_90, sm_100f, compute_80), variant selection
  *   entry.h   the entry format (grammar at its top)
@@ -21,6 +22,7 @@
 #include "kcache/version.h"
 #include "kcache/common.h"
 #include "kcache/log.h"
+#include "kcache/config.h"
 #include "kcache/key.h"
 #include "kcache/target.h"
 #include "kcache/entry.h"

@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "compile.h" /* KC_TOOLCHAIN_ID_MAX */
+#include "config.h"  /* kc_config: a cache's settings */
 #include "entry.h"
 #include "key.h"
 #include "stats.h"
@@ -130,16 +131,31 @@ KC_API const char *kc_cache_dir(const kc_cache *c);
  */
 KC_API uint64_t kc_cache_max_size(const kc_cache *c);
 
-/** The record field (kc_cache_record_get) holding the directory's size limit in bytes. */
+/** The record field (kc_cache_record_get) that held the directory's size limit in bytes before
+ *  kcache.conf (still read from a directory an older kcache wrote; written to kcache.conf now). */
 #define KC_RECORD_MAX_SIZE "max_size"
 
 /**
- * Record `max_size` (bytes; 0: no limit) as the directory's size limit, for every process that
- * opens it from now on, and apply it to this cache (`kcache gc --set-limit SIZE`).  It evicts
+ * Record `max_size` (bytes; 0: no limit) as the directory's size limit (`max_size` in its
+ * kcache.conf: kc_cache_config_set), for every process that opens it from now on, and apply it to this cache (`kcache gc --set-limit SIZE`).  It evicts
  * nothing itself; the next put over the limit or gc does.  KC_EREADONLY for a read-only or
  * disabled cache.
  */
 KC_API int kc_cache_set_max_size(kc_cache *c, uint64_t max_size);
+
+/**
+ * The settings this cache was opened with (kcache/config.h: each with its value and origin);
+ * borrowed, lives as long as the cache.  NULL for a NULL cache.
+ */
+KC_API const kc_config *kc_cache_config(const kc_cache *c);
+
+/**
+ * Write the setting `key` = `value` (NULL: remove it) to the cache directory's kcache.conf,
+ * checked first (an unknown key, `dir`, or a bad value: KC_EINVAL, nothing written), atomically,
+ * and apply it to this cache's settings where no higher layer (kc_options, the environment) sets
+ * it.  KC_EREADONLY for a read-only or disabled cache.  `kcache config KEY VALUE` calls it.
+ */
+KC_API int kc_cache_config_set(kc_cache *c, const char *key, const char *value);
 
 /** How a cache was opened (from the KC_OPEN_* flags and the environment). */
 typedef enum kc_mode {

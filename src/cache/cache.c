@@ -37,8 +37,10 @@
 #include "../store/tiers.h"
 #include "internal.h"
 #include "../common/fs.h"
+#include "../config/config.h"
 
 struct kc_cache {
+    kc_config *cfg;  /* every setting, read once at open (config/; cache/settings.c hands it kc_options) */
     kc_local *local; /* NULL when disabled; owned by the tiers (their local tier) */
     kc_tiers *tiers; /* local first, then the remote ([Note: tiers] in store/tiers.h) */
     kc_store_backend *remote; /* the first remote, borrowed from the tiers: for profiles only */
@@ -111,62 +113,8 @@ int kc_options_init(kc_options *opts, unsigned version) {
 
 int kc_parse_size(const char *s, uint64_t *out) {
     if (!s || !out) return kc_err(KC_EINVAL, "kc_parse_size: NULL argument");
-    const char *p = s;
-    if (*p < '0' || *p > '9') return kc_err(KC_EINVAL, "not a size: '%s' (e.g. 5G, 500M, 64K)", s);
-    /* Digits with at most one fraction, nothing strtod would also take (spaces, an exponent,
-     * hex, inf): the grammar is strict (common/env.c's rule, issue 15 item 19). */
-    size_t n = strspn(p, "0123456789");
-    if (p[n] == '.') n += 1 + strspn(p + n + 1, "0123456789");
-    errno = 0;
-    char *end;
-    double v = strtod(p, &end);
-    if (errno || end != p + n || v < 0) return kc_err(KC_EINVAL, "not a size: '%s' (e.g. 5G, 500M, 64K)", s);
-    double mult = 1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1024.0; end++; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (mult > 1 && *end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end != '\0') return kc_err(KC_EINVAL, "not a size: '%s' (e.g. 5G, 500M, 64K)", s);
-    double bytes = v * mult;
-    if (bytes > 9.2e18) return kc_err(KC_EINVAL, "size '%s' is too large", s);
-    *out = (uint64_t)bytes;
-    return KC_OK;
-}
-
-/* A boolean KCACHE_* variable (common/env.c: strict, a bad value is an error naming it): set
- * `flag` in *flags when it is on. */
-static int env_flag(const char *name, unsigned flag, unsigned *flags) {
-    bool on = false;
-    int rc = kc_env_flag(name, &on);
-    if (rc == KC_OK && on) *flags |= flag;
-    return rc;
-}
-
-static int default_dir(char *out, size_t cap) {
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    if (xdg && xdg[0] == '/') {
-        snprintf(out, cap, "%s/kcache", xdg);
-        return KC_OK;
-    }
-    const char *home = getenv("HOME");
-    if (home && home[0] == '/') {
-        snprintf(out, cap, "%s/.cache/kcache", home);
-        return KC_OK;
-    }
-    return kc_err(KC_EINVAL, "no cache directory: set KCACHE_DIR, XDG_CACHE_HOME or HOME");
-}
-
-/* A millisecond, second or count KCACHE_* variable: decimal digits up to 86400000. */
-static int env_uint(const char *name, unsigned *out) {
-    unsigned long long n = *out;
-    int rc = kc_env_uint(name, 86400000ull, &n);
-    *out = (unsigned)n;
-    return rc;
+    if (!*s) return kc_err(KC_EINVAL, "not a size: '' (e.g. 5G, 500M, 64K)");
+    return kc_env_size("", s, out); /* the one size grammar (common/env.c) */
 }
 
 /* Free a buffer that held a key, overwriting it first. */
@@ -175,51 +123,6 @@ static void wipe_free(void *p, size_t len) {
     volatile unsigned char *v = p;
     for (size_t i = 0; i < len; i++) v[i] = 0;
     free(p);
-}
-
-/* Remote and HMAC settings from the environment; a key read from KCACHE_HMAC_KEY_FILE (its
- * contents, trailing newlines dropped) is returned in *owned for the caller to free. */
-static int remote_env(kc_options *o, void **owned) {
-    const char *e = getenv("KCACHE_REMOTE");
-    if (e && !((o->flags & KC_OPEN_OPTIONS_WIN) && o->remote)) o->remote = *e ? e : NULL; /* KCACHE_REMOTE= (empty) turns a configured remote off */
-    int rc;
-    if ((rc = env_uint("KCACHE_REMOTE_CONNECT_MS", &o->remote_config.connect_ms)) ||
-        (rc = env_uint("KCACHE_REMOTE_DEADLINE_MS", &o->remote_config.deadline_ms)) ||
-        (rc = env_uint("KCACHE_REMOTE_BACKOFF_MS", &o->remote_config.backoff_ms)) ||
-        (rc = env_uint("KCACHE_REMOTE_TTL", &o->remote_config.ttl_s)) ||
-        (rc = env_uint("KCACHE_REMOTE_QUEUE", &o->remote_queue)))
-        return rc;
-    e = getenv("KCACHE_REMOTE_MAX_VALUE");
-    if (e && *e && (rc = kc_parse_size(e, &o->remote_config.max_value))) return kc_err_prefix(rc, "KCACHE_REMOTE_MAX_VALUE");
-    e = getenv("KCACHE_SIGNING_KEY_FILE");
-    if (e && *e && !((o->flags & KC_OPEN_OPTIONS_WIN) && o->signing_key_file)) o->signing_key_file = e;
-    e = getenv("KCACHE_KEYRING");
-    if (e && *e && !((o->flags & KC_OPEN_OPTIONS_WIN) && o->keyring)) o->keyring = e;
-    e = getenv("KCACHE_HMAC_KEY");
-    if (e && *e) o->hmac_key = e, o->hmac_key_len = strlen(e);
-    e = getenv("KCACHE_HMAC_KEY_FILE");
-    if (e && !*e) return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE is set but empty: name the key file, or unset it");
-    if (e) {
-        void *data;
-        size_t len;
-        struct stat st;
-        if ((rc = kc_fs_read_input(e, 4096, &data, &len, &st)) == KC_MISS)
-            return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE names '%s', which does not exist", e);
-        if (rc) return kc_err_prefix(rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
-        /* Whoever can read the key can seal entries every host runs; whoever can write it picks
-         * the key.  Refused, not warned about (ssh's rule for private keys): others may neither
-         * read nor write it, the group may at most read it (a Kubernetes secret with fsGroup). */
-        if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
-            free(data);
-            return kc_err(KC_EPERM, "KCACHE_HMAC_KEY_FILE '%s' can be read or written by others (mode %03o): whoever "
-                          "reads the key can seal entries; chmod 600 it (a Kubernetes secret: defaultMode 0400)", e,
-                          (unsigned)(st.st_mode & 0777));
-        }
-        while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
-        *owned = data;
-        o->hmac_key = data, o->hmac_key_len = len;
-    }
-    return KC_OK;
 }
 
 /* The tiers' counter sink: the local directory's stats shards. */
@@ -277,36 +180,57 @@ static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
     return rc;
 }
 
-/*
- * The size limit is the directory's once it has one (issue 15 item 9: a process with a smaller
- * KCACHE_MAX_SIZE evicted everyone's entries down to its own): the record's "max_size" field,
- * set by kc_cache_set_max_size (`kcache gc --set-limit SIZE`), wins over kc_options.max_size and
- * KCACHE_MAX_SIZE, which then only apply to a directory without one; a process's own differing
- * value is logged as ignored.  A record that cannot be read or parsed leaves the process's limit.
- */
-static void limit_from_record(kc_cache *c) {
-    char v[32];
-    uint64_t rec;
-    if (kc_cache_record_get(c, KC_RECORD_MAX_SIZE, v, sizeof v) != KC_OK) return;
-    if (kc_parse_size(v, &rec) != KC_OK) {
-        kc_log(KC_LOG_STORE, "the record's %s '%s' is not a size: ignored", KC_RECORD_MAX_SIZE, v);
-        return;
-    }
-    if (rec != c->max_size)
-        kc_log(KC_LOG_STORE, "the directory's recorded limit %llu bytes wins over this process's %llu",
-               (unsigned long long)rec, (unsigned long long)c->max_size);
-    c->max_size = rec;
-    kc_local_set_max_size(c->local, rec);
+void kc_cache_apply_max_size_(kc_cache *c, uint64_t max_size) {
+    c->max_size = max_size;
+    if (c->local) kc_local_set_max_size(c->local, max_size);
 }
 
-int kc_cache_set_max_size(kc_cache *c, uint64_t max_size) {
-    if (!c) return kc_err(KC_EINVAL, "kc_cache_set_max_size: NULL cache");
-    char v[32];
-    snprintf(v, sizeof v, "%llu", (unsigned long long)max_size);
-    int rc = kc_cache_record_set(c, KC_RECORD_MAX_SIZE, v);
+const kc_config *kc_cache_config(const kc_cache *c) { return c ? c->cfg : NULL; }
+kc_config *kc_cache_config_mut_(kc_cache *c) { return c->cfg; }
+
+/* kc_options of any accepted version as this build's (the fields an older version lacks: defaults). */
+static int options_copy(kc_options *o, const kc_options *opts) {
+    int rc = options_read(opts, o);
     if (rc) return rc;
-    c->max_size = max_size;
-    kc_local_set_max_size(c->local, max_size);
+    o->version = KC_OPTIONS_VERSION;
+    /* An empty path is never "the default directory": a caller that means the default leaves
+     * dir NULL (`kcache --cache-dir "" clear` once emptied ~/.cache/kcache). */
+    if (o->dir && !*o->dir)
+        return kc_err(KC_EINVAL, "the cache directory is an empty path: name a directory, or leave it unset for the default");
+    return KC_OK;
+}
+
+/* The HMAC key (kc_options' bytes, or the settings' key or key file), copied into the cache. */
+static int take_mac_key(kc_cache *c, const kc_options *o) {
+    if (!o->hmac_key) return KC_OK;
+    if (o->hmac_key_len < KC_MAC_KEY_MIN)
+        return kc_err(KC_EINVAL, "the HMAC key has %zu bytes; at least %d are needed", o->hmac_key_len, KC_MAC_KEY_MIN);
+    if (!(c->mac_key = kc_malloc(o->hmac_key_len))) return kc_err(KC_ENOMEM, "out of memory");
+    memcpy(c->mac_key, o->hmac_key, o->hmac_key_len);
+    c->mac_key_len = o->hmac_key_len;
+    return KC_OK;
+}
+
+/* Everything kc_cache_open takes from the settings, before the tiers: dir, limit, mode, trust. */
+static int open_settings(kc_cache *c, kc_options *o, unsigned *flags) {
+    void *file_key = NULL;
+    int rc = kc_cache_config_load_(o, &c->cfg);
+    if (rc) return rc;
+    const kc_settings *s = &c->cfg->v;
+    if (strlen(s->dir) >= sizeof c->dir) return kc_err(KC_EINVAL, "cache directory path is too long");
+    snprintf(c->dir, sizeof c->dir, "%s", s->dir);
+    c->max_size = s->max_size;
+    *flags = kc_cache_config_flags_(c->cfg, o->flags);
+    c->require_hit = (*flags & KC_OPEN_REQUIRE_HIT) != 0;
+    c->strict = (*flags & KC_OPEN_STRICT) != 0;
+    c->mode = (*flags & KC_OPEN_DISABLE) ? KC_CACHE_DISABLED : (*flags & KC_OPEN_READONLY) ? KC_CACHE_READONLY
+                                                                                           : KC_CACHE_READWRITE;
+    kc_cache_config_remote_(c->cfg, o);
+    if (!(rc = kc_cache_config_hmac_(c->cfg, o, &file_key))) rc = take_mac_key(c, o);
+    wipe_free(file_key, o->hmac_key_len);
+    if (rc) return rc;
+    if (o->signing_key_file && (rc = kc_signer_load(&c->signer, o->signing_key_file))) return rc;
+    if (o->keyring && (rc = kc_keyring_load(&c->keyring, o->keyring))) return rc;
     return KC_OK;
 }
 
@@ -315,94 +239,23 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     *out = NULL;
     kc_log_init_from_env();
     kc_options o;
-    int vrc = options_read(opts, &o);
-    if (vrc) return vrc;
+    int rc = options_copy(&o, opts);
+    if (rc) return rc;
     kc_cache *c = kc_calloc(1, sizeof *c);
     if (!c) return kc_err(KC_ENOMEM, "kc_cache_open: out of memory");
-    int rc = KC_OK;
-    void *env_key = NULL;
-    const char *dir = o.dir;
-    uint64_t max = o.max_size ? o.max_size : KC_DEFAULT_MAX_SIZE;
     unsigned flags = o.flags;
-    /* An empty path is never "the default directory": a caller that means the default leaves
-     * dir NULL (issue 15: `kcache --cache-dir "" clear` emptied ~/.cache/kcache). */
-    if (dir && !*dir) {
-        rc = kc_err(KC_EINVAL, "the cache directory is an empty path: name a directory, or leave it unset for the default");
-        goto fail;
-    }
-    if (!(flags & KC_OPEN_NO_ENV)) {
-        int win = (flags & KC_OPEN_OPTIONS_WIN) != 0; /* what the options set beats the environment */
-        const char *e = getenv("KCACHE_DIR");
-        if (e && !*e && !dir) { /* set but empty, and it would be the directory */
-            rc = kc_err(KC_EINVAL, "KCACHE_DIR is set but empty: name a directory, or unset it for the default");
-            goto fail;
-        }
-        if (e && *e && !(win && dir)) dir = e; /* an empty KCACHE_DIR never beats a dir the options name */
-        e = getenv("KCACHE_MAX_SIZE");
-        if (e && *e && !(win && o.max_size) && (rc = kc_parse_size(e, &max)) != KC_OK) {
-            kc_err_prefix(rc, "KCACHE_MAX_SIZE");
-            goto fail;
-        }
-        double lock_wait = 0; /* read where it is used (graph/lookup.c); checked here so a bad one fails the open */
-        if ((rc = env_flag("KCACHE_DISABLE", KC_OPEN_DISABLE, &flags)) ||
-            (rc = env_flag("KCACHE_READONLY", KC_OPEN_READONLY, &flags)) ||
-            (rc = env_flag("KCACHE_ALLOW_UNSAFE_DIR", KC_OPEN_ALLOW_UNSAFE_DIR, &flags)) ||
-            (rc = env_flag("KCACHE_REMOTE_READONLY", KC_OPEN_REMOTE_READONLY, &flags)) ||
-            (rc = env_flag("KCACHE_REQUIRE_HIT", KC_OPEN_REQUIRE_HIT, &flags)) ||
-            (rc = env_flag("KCACHE_STRICT", KC_OPEN_STRICT, &flags)) ||
-            (rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &lock_wait)) ||
-            (rc = remote_env(&o, &env_key)))
-            goto fail;
-    }
-    if (dir && *dir) {
-        if (strlen(dir) >= sizeof c->dir) {
-            rc = kc_err(KC_EINVAL, "cache directory path is too long");
-            goto fail;
-        }
-        snprintf(c->dir, sizeof c->dir, "%s", dir);
-    } else if ((rc = default_dir(c->dir, sizeof c->dir)) != KC_OK) {
-        goto fail;
-    }
-    c->max_size = max;
-    c->require_hit = (flags & KC_OPEN_REQUIRE_HIT) != 0;
-    c->strict = (flags & KC_OPEN_STRICT) != 0;
-    c->mode = (flags & KC_OPEN_DISABLE) ? KC_CACHE_DISABLED : (flags & KC_OPEN_READONLY) ? KC_CACHE_READONLY
-                                                                                         : KC_CACHE_READWRITE;
-    if (o.hmac_key) {
-        if (o.hmac_key_len < KC_MAC_KEY_MIN) {
-            rc = kc_err(KC_EINVAL, "the HMAC key has %zu bytes; at least %d are needed", o.hmac_key_len, KC_MAC_KEY_MIN);
-            goto fail;
-        }
-        if (!(c->mac_key = kc_malloc(o.hmac_key_len))) {
-            rc = kc_err(KC_ENOMEM, "out of memory");
-            goto fail;
-        }
-        memcpy(c->mac_key, o.hmac_key, o.hmac_key_len);
-        c->mac_key_len = o.hmac_key_len;
-    }
-    if (o.signing_key_file && (rc = kc_signer_load(&c->signer, o.signing_key_file))) goto fail;
-    if (o.keyring && (rc = kc_keyring_load(&c->keyring, o.keyring))) goto fail;
+    if ((rc = open_settings(c, &o, &flags))) goto fail;
     c->trust = (kc_trust){c->mac_key, c->mac_key_len, c->signer, c->keyring};
     kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c, &c->trust};
     if ((rc = kc_tiers_new(&c->tiers, &tc)) != KC_OK) goto fail;
-    unsigned close_ms = 0; /* how long kc_cache_close waits for the remote write queue (0: 3 s) */
-    if (!(flags & KC_OPEN_NO_ENV) && (rc = env_uint("KCACHE_REMOTE_CLOSE_MS", &close_ms))) goto fail;
-    kc_tiers_set_close_ms(c->tiers, close_ms);
+    kc_tiers_set_close_ms(c->tiers, (unsigned)c->cfg->v.remote_close_ms);
     if (c->mode != KC_CACHE_DISABLED && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
-    if (c->local) limit_from_record(c);
-    max = c->max_size;
-    kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)max,
+    kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)c->max_size,
            c->mode == KC_CACHE_DISABLED ? ", disabled" : c->mode == KC_CACHE_READONLY ? ", read-only" : "");
     *out = c;
-    wipe_free(env_key, o.hmac_key_len);
     return KC_OK;
 fail:
-    wipe_free(env_key, o.hmac_key_len);
-    kc_tiers_free(c->tiers);
-    wipe_free(c->mac_key, c->mac_key_len);
-    kc_signer_free(c->signer);
-    kc_keyring_free(c->keyring);
-    free(c);
+    kc_cache_close(c);
     return rc;
 }
 
@@ -412,6 +265,7 @@ void kc_cache_close(kc_cache *c) {
     wipe_free(c->mac_key, c->mac_key_len);
     kc_signer_free(c->signer);
     kc_keyring_free(c->keyring);
+    kc_config_free_(c->cfg);
     free(c);
 }
 

@@ -12,6 +12,7 @@
 
 #include "kcache/cache.h"
 #include "../store/local.h"
+#include "../config/config.h"
 
 /** The cache's local store; NULL when the cache is disabled. */
 kc_local *kc_cache_local_(kc_cache *c);
@@ -82,5 +83,22 @@ const struct kc_trust *kc_cache_trust_(kc_cache *c);
  *  per thread: a cache prewarming two manifests at once records the last one set. */
 void kc_cache_set_origin_manifest_(kc_cache *c, const char *path);
 const char *kc_cache_origin_manifest_(const kc_cache *c);
+
+/* ---- settings (cache/settings.c, cache.c) ---- */
+/** The cache's settings, typed (the process's for a NULL cache).  Callers: graph/ (lock wait, the
+ *  toolkit-headers pin), cache/toolchain_choice.c. */
+const kc_settings *kc_cache_settings_(const kc_cache *c);
+/** The cache's settings, to change one just written to its file.  Callers: cache/settings.c. */
+kc_config *kc_cache_config_mut_(kc_cache *c);
+/** Apply a new size limit to the open cache.  Callers: cache/settings.c. */
+void kc_cache_apply_max_size_(kc_cache *c, uint64_t max_size);
+/** kc_options as the settings' first layer, read with the rest (config/).  Callers: cache.c. */
+int kc_cache_config_load_(const kc_options *o, kc_config **out);
+/** `flags` with the KC_OPEN_* flag of each boolean setting that is on.  Callers: cache.c. */
+unsigned kc_cache_config_flags_(const kc_config *cfg, unsigned flags);
+/** The remote, its limits and the trust files from the settings into `o`.  Callers: cache.c. */
+void kc_cache_config_remote_(const kc_config *cfg, kc_options *o);
+/** The HMAC key from the settings (or its file: *owned, freed by the caller) into `o`.  Callers: cache.c. */
+int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
 
 #endif

@@ -3,7 +3,9 @@
  * loading NVRTC, and what a host may compile.
  *
  * The one idea: the toolchain part of a key is an identity, and a host needs no compiler to
- * know it.  In order: a pin (KCACHE_TOOLCHAIN, then the record's "pin"); this host's NVRTC,
+ * know it.  In order: a pin (the `toolchain` setting: KCACHE_TOOLCHAIN, then the cache
+ * directory's kcache.conf or the system file; then the "pin" an older kcache wrote in the
+ * record); this host's NVRTC,
  * identified from its file (compile/toolchain.c) — with a read-write cache the identity is
  * memoised in the record under the file's device, inode, size, mtime and ctime, so a warm
  * process opens no libnvrtc* file at all (ccache's compiler_check=mtime, made stricter);
@@ -12,7 +14,8 @@
  * one: with several, which one is the caller's to say (a pin), never ours to guess.
  *
  * Record fields (record.c has the grammar):
- *   pin=<id>                         the pinned toolchain (kcache toolchain --pin)
+ *   pin=<id>                         the pinned toolchain (an older `kcache toolchain --pin`; the
+ *                                    pin is written to kcache.conf's `toolchain` now)
  *   toolchain.<id>=<META string>     a toolchain whose entries were stored here
  *   nvrtc.file.<16 hex>=<dev> <ino> <size> <mtime_ns> <ctime_ns> <id> <path>
  *                                    the memo of a library file's identity (16 hex: XXH3-64
@@ -146,13 +149,40 @@ static int local_id(kc_cache *c, const kc_record *r, char id[KC_TOOLCHAIN_ID_MAX
     return KC_ENONVRTC;
 }
 
+/* No NVRTC here: the one toolchain the record (NULL: none) says stored the entries, or why not. */
+static int recorded_choice(const kc_record *r, const char *dir, const char *why, kc_toolchain_choice *out) {
+    size_t n = 0, first = 0;
+    int rc;
+    kc_buf list = {0};
+    for (size_t i = 0; r && i < r->n; i++)
+        if (strncmp(r->name[i], TC_PREFIX, strlen(TC_PREFIX)) == 0 &&
+            kc_toolchain_id_check(r->name[i] + strlen(TC_PREFIX)) == KC_OK) {
+            if (!n++) first = i;
+            if (n <= 4) kc_buf_printf(&list, "%s%s", n > 1 ? ", " : "", r->name[i] + strlen(TC_PREFIX));
+        }
+    if (n == 1) rc = choose(out, r->name[first] + strlen(TC_PREFIX), KC_TOOLCHAIN_RECORDED);
+    else if (n == 0)
+        rc = kc_err(KC_ENONVRTC, "%s; and %s%s%s: set KCACHE_NVRTC to NVRTC's library, or pin the toolchain that "
+                    "stored the entries with KCACHE_TOOLCHAIN=<id> (kcache toolchain prints it where they were made)",
+                    why, *dir ? "the cache '" : "no cache records a toolchain", dir,
+                    *dir ? "' records no toolchain whose entries to use" : "");
+    else
+        rc = kc_err(KC_ENONVRTC, "%s; and the cache '%s' records %zu toolchains (%s%s): kcache does not guess whose "
+                    "entries to use — pin one with KCACHE_TOOLCHAIN=<id> or `kcache toolchain --pin <id>`",
+                    why, dir, n, list.failed || !list.data ? "" : (const char *)list.data, n > 4 ? ", …" : "");
+    kc_buf_free(&list);
+    return rc;
+}
+
 int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_toolchain: NULL argument");
     memset(out, 0, sizeof *out);
     const char *dir = dir_of(c);
     if (memo_find(dir, out)) return KC_OK;
     int rc;
-    const char *env = getenv("KCACHE_TOOLCHAIN");
+    const kc_config *cfg = c ? kc_cache_config(c) : kc_config_process();
+    kc_config_origin from = cfg->origin[KC_CONFIG_toolchain]; /* the environment (or options) first, then a file */
+    const char *env = from >= KC_ORIGIN_ENVIRONMENT ? cfg->v.toolchain : "";
     if (env && *env) {
         if ((rc = kc_toolchain_id_check(env))) return kc_err_prefix(rc, "KCACHE_TOOLCHAIN");
         rc = choose(out, env, KC_TOOLCHAIN_PIN_ENV);
@@ -161,7 +191,8 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     }
     kc_record r;
     int have = *dir && kc_record_load_(c, &r) == KC_OK; /* an unreadable record is an empty one */
-    const char *pin = have ? kc_record_find_(&r, "pin") : NULL;
+    /* kcache.conf's (or the system file's) pin, then the one an older kcache kept in the record */
+    const char *pin = cfg->v.toolchain[0] ? cfg->v.toolchain : have ? kc_record_find_(&r, "pin") : NULL;
     char id[KC_TOOLCHAIN_ID_MAX], why[1400] = "";
     if (pin) {
         rc = kc_toolchain_id_check(pin) ? kc_err(KC_EINVAL, "the cache '%s' pins '%.200s', which is not a toolchain identity "
@@ -170,24 +201,7 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     } else if (local_id(c, have ? &r : NULL, id, why, sizeof why) == KC_OK) {
         rc = choose(out, id, KC_TOOLCHAIN_LOCAL);
     } else { /* no NVRTC here: the toolchain that stored the entries, if the record names one */
-        size_t n = 0, first = 0;
-        kc_buf list = {0};
-        for (size_t i = 0; have && i < r.n; i++)
-            if (strncmp(r.name[i], TC_PREFIX, strlen(TC_PREFIX)) == 0 && kc_toolchain_id_check(r.name[i] + strlen(TC_PREFIX)) == KC_OK) {
-                if (!n++) first = i;
-                if (n <= 4) kc_buf_printf(&list, "%s%s", n > 1 ? ", " : "", r.name[i] + strlen(TC_PREFIX));
-            }
-        if (n == 1) rc = choose(out, r.name[first] + strlen(TC_PREFIX), KC_TOOLCHAIN_RECORDED);
-        else if (n == 0)
-            rc = kc_err(KC_ENONVRTC, "%s; and %s%s%s: set KCACHE_NVRTC to NVRTC's library, or pin the toolchain that "
-                        "stored the entries with KCACHE_TOOLCHAIN=<id> (kcache toolchain prints it where they were made)",
-                        why, *dir ? "the cache '" : "no cache records a toolchain", dir,
-                        *dir ? "' records no toolchain whose entries to use" : "");
-        else
-            rc = kc_err(KC_ENONVRTC, "%s; and the cache '%s' records %zu toolchains (%s%s): kcache does not guess whose "
-                        "entries to use — pin one with KCACHE_TOOLCHAIN=<id> or `kcache toolchain --pin <id>`",
-                        why, dir, n, list.failed || !list.data ? "" : (const char *)list.data, n > 4 ? ", …" : "");
-        kc_buf_free(&list);
+        rc = recorded_choice(have ? &r : NULL, dir, why, out);
     }
     if (have) kc_record_free_(&r);
     if (!rc) memo_put(dir, out);

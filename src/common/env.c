@@ -8,21 +8,24 @@
  * of seconds within a stated maximum ("inf", "1e300", "abc", "-5" are errors), so no caller
  * ever casts an out-of-range double to an integer.  Unset and empty both mean "not given":
  * the caller's default stays (variables that name a path treat empty as an error themselves,
- * cache.c).
+ * config/).  A size is digits with at most one fraction and an optional K/M/G/T suffix
+ * (with "i" and "B" allowed after it): 5G, 1.5M, 64KiB, 1024.
  *
- * Who calls it: cache/cache.c (every variable kc_cache_open reads, checked there once so a bad
- * value fails the open) and graph/lookup.c (KCACHE_LOCK_WAIT at its use).  It records errors
- * with kc_err() (KC_EINVAL) and must not log, warn-and-continue or read anything but getenv.
+ * Who calls it: config/ (every setting, from the environment or a configuration file, parsed
+ * there once; `name` is what the error names: the variable, or "FILE:LINE: key") and
+ * cache/cache.c (kc_parse_size).  It records errors with kc_err() (KC_EINVAL) and must not log,
+ * warn-and-continue or read anything itself: the value is handed in (no getenv: config/ alone
+ * reads the environment).
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
 #include "internal.h"
 
-int kc_env_flag(const char *name, bool *out) {
-    const char *v = getenv(name);
+int kc_env_flag(const char *name, const char *v, bool *out) {
     if (!v || !*v) return KC_OK;
     static const char *const on[] = {"1", "true", "yes", "on"}, *const off[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < KC_ARRAY_LEN(on); i++) {
@@ -32,8 +35,7 @@ int kc_env_flag(const char *name, bool *out) {
     return kc_err(KC_EINVAL, "%s='%s' is not a boolean: use 1/true/yes/on or 0/false/no/off", name, v);
 }
 
-int kc_env_uint(const char *name, unsigned long long max, unsigned long long *out) {
-    const char *v = getenv(name);
+int kc_env_uint(const char *name, const char *v, unsigned long long max, unsigned long long *out) {
     if (!v || !*v) return KC_OK;
     unsigned long long n = 0;
     for (const char *p = v; *p; p++) {
@@ -47,8 +49,7 @@ int kc_env_uint(const char *name, unsigned long long max, unsigned long long *ou
     return KC_OK;
 }
 
-int kc_env_seconds(const char *name, double max, double *out) {
-    const char *v = getenv(name);
+int kc_env_seconds(const char *name, const char *v, double max, double *out) {
     if (!v || !*v) return KC_OK;
     /* Digits with at most one '.', nothing else: no sign, no exponent, no "inf"/"nan"/hex. */
     int digits = 0, dots = 0;
@@ -64,5 +65,34 @@ int kc_env_seconds(const char *name, double max, double *out) {
     if (errno || !isfinite(s) || s < 0 || s > max)
         return kc_err(KC_EINVAL, "%s='%s' is out of range (0 to %.0f seconds)", name, v, max);
     *out = s;
+    return KC_OK;
+}
+
+int kc_env_size(const char *name, const char *s, uint64_t *out) {
+    if (!s || !*s) return KC_OK;
+    const char *p = s;
+    if (*p < '0' || *p > '9') return kc_err(KC_EINVAL, "%s%snot a size: '%s' (e.g. 5G, 500M, 64K)", name, *name ? ": " : "", s);
+    /* Digits with at most one fraction, nothing strtod would also take (spaces, an exponent,
+     * hex, inf): the grammar is strict. */
+    size_t n = strspn(p, "0123456789");
+    if (p[n] == '.') n += 1 + strspn(p + n + 1, "0123456789");
+    errno = 0;
+    char *end;
+    double v = strtod(p, &end);
+    if (errno || end != p + n || v < 0)
+        return kc_err(KC_EINVAL, "%s%snot a size: '%s' (e.g. 5G, 500M, 64K)", name, *name ? ": " : "", s);
+    static const char units[] = "kmgt";
+    double mult = 1;
+    const char *u = *end ? strchr(units, *end | 0x20) : NULL;
+    if (u) {
+        for (const char *q = units; q <= u; q++) mult *= 1024.0;
+        end++;
+    }
+    if (mult > 1 && *end == 'i') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0') return kc_err(KC_EINVAL, "%s%snot a size: '%s' (e.g. 5G, 500M, 64K)", name, *name ? ": " : "", s);
+    double bytes = v * mult;
+    if (bytes > 9.2e18) return kc_err(KC_EINVAL, "%s%ssize '%s' is too large", name, *name ? ": " : "", s);
+    *out = (uint64_t)bytes;
     return KC_OK;
 }

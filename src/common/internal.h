@@ -62,6 +62,10 @@ int kc_err_returning(int rc, const char *what);
 /* ---- logging (log.c) ---- */
 extern unsigned kc_log_mask_;
 void kc_log_init_from_env(void);
+/** The process's `log` setting (a kc_log_configure spec), applied unless kc_log_configure came first.  Callers: config/. */
+void kc_log_configure_default_(const char *spec);
+/** Register the function that reads the process's settings (and calls kc_log_configure_default_). Callers: config/. */
+void kc_log_set_reader_(void (*fn)(void));
 void kc_log_write(kc_log_cat cat, const char *fmt, ...) KC_PRINTF(2, 3);
 #define kc_log(cat, ...)                                                        \
     do {                                                                        \
@@ -81,13 +85,16 @@ void kc_alloc_fail_at(long nth, bool every);
 /** How many allocations have been made to fail so far. */
 long kc_alloc_fail_count(void);
 
-/* ---- KCACHE_* environment values (env.c): strict, unset or empty = not given ---- */
+/* ---- setting values (env.c): strict, NULL or empty = not given; `name` is what an error names.
+ * Callers: config/ (every setting), cache/cache.c (kc_parse_size). ---- */
 /** A boolean: 1/true/yes/on or 0/false/no/off (any case); *out untouched when unset; else KC_EINVAL naming `name`. */
-int kc_env_flag(const char *name, bool *out);
+int kc_env_flag(const char *name, const char *value, bool *out);
 /** Decimal digits, at most `max`; *out untouched when unset; else KC_EINVAL naming `name`. */
-int kc_env_uint(const char *name, unsigned long long max, unsigned long long *out);
+int kc_env_uint(const char *name, const char *value, unsigned long long max, unsigned long long *out);
 /** A finite decimal number of seconds in [0, max] (no sign, exponent, inf or nan); as kc_env_uint. */
-int kc_env_seconds(const char *name, double max, double *out);
+int kc_env_seconds(const char *name, const char *value, double max, double *out);
+/** A size (5G, 1.5M, 64KiB, bytes); as kc_env_uint; an empty `name` names nothing (kc_parse_size's messages). */
+int kc_env_size(const char *name, const char *value, uint64_t *out);
 /** The longest KCACHE_LOCK_WAIT (seconds): a day.  kc_cache_open checks it, graph/lookup.c uses it. */
 #define KC_LOCK_WAIT_MAX_S 86400.0
 

@@ -2,13 +2,15 @@
  * log.c — KCACHE_LOG categories, written to stderr one line at a time.
  *
  * The mask is one atomic word so the disabled path is a load and a branch; the
- * configuration may change at any time from any thread.  KCACHE_LOG takes effect without a
- * kc_cache (kc_compile_kernel alone logs under KCACHE_LOG=compile): the mask starts as
- * MASK_UNREAD, every bit set, so the first kc_log of the process reaches kc_log_write, which
- * reads the environment once (pthread_once) and only then decides.  A kc_log_configure call
- * wins over the environment, whenever the environment is read.
+ * configuration may change at any time from any thread.  The `log` setting takes effect
+ * without a kc_cache (kc_compile_kernel alone logs under KCACHE_LOG=compile): the mask starts
+ * as MASK_UNREAD, every bit set, so the first kc_log of the process reaches kc_log_write, which
+ * asks the configuration part once (pthread_once) for the process's setting — through the reader
+ * it registered with kc_log_set_reader_ (this file reads no environment: config/ does) — and only
+ * then decides.  A kc_log_configure call wins over the setting, whenever the setting is read.
  *
- * Callers: every part, through kc_log; callers of the API through kc_log_configure (log.h).
+ * Callers: every part, through kc_log; callers of the API through kc_log_configure (log.h);
+ * config/ through kc_log_set_reader_ and kc_log_configure_default_.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -53,15 +55,22 @@ static unsigned mask_of(const char *spec) {
 
 void kc_log_configure(const char *spec) { __atomic_store_n(&kc_log_mask_, mask_of(spec), __ATOMIC_RELAXED); }
 
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-
-static void env_read(void) {
-    const char *s = getenv("KCACHE_LOG");
-    unsigned unread = MASK_UNREAD; /* a kc_log_configure made before this wins */
-    __atomic_compare_exchange_n(&kc_log_mask_, &unread, s && *s ? mask_of(s) : 0u, false, __ATOMIC_RELAXED,
+/* The process's `log` setting, handed over by config/ (kc_log_configure_default_): applied only
+ * while the mask is unread, so an earlier kc_log_configure wins. */
+void kc_log_configure_default_(const char *spec) {
+    unsigned unread = MASK_UNREAD;
+    __atomic_compare_exchange_n(&kc_log_mask_, &unread, spec && *spec ? mask_of(spec) : 0u, false, __ATOMIC_RELAXED,
                                 __ATOMIC_RELAXED);
 }
 
+static void (*reader)(void); /* config/'s: reads the process's settings, which hands the log setting over */
+void kc_log_set_reader_(void (*fn)(void)) { reader = fn; }
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static void env_read(void) {
+    if (reader) reader();
+    kc_log_configure_default_(NULL); /* no reader (no configuration part linked): nothing is logged */
+}
 void kc_log_init_from_env(void) { pthread_once(&env_once, env_read); }
 
 /* The mask, KCACHE_LOG read first if it was not. */

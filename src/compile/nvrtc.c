@@ -32,6 +32,7 @@
 #include "toolkit.h"
 #include "units.h" /* kc_compile_names_for_ */
 #include "kcache/target.h"
+#include "../config/config.h"
 
 static struct {
     void *lib;
@@ -118,9 +119,8 @@ static void nv_load(void) {
     /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench).
      * Parsed strictly; a bad value keeps the safe default (NVRTC's cache off) and says so. */
     bool own = false;
-    if (kc_env_flag("KCACHE_NVRTC_OWN_CACHE", &own) != KC_OK)
-        fprintf(stderr, "kcache: %s; NVRTC's own cache stays off\n", kc_error_last()->message);
-    else if (own) nv.no_cache = 0;
+    own = kc_config_process()->v.nvrtc_own_cache; /* a bad value: said by config/, and off */
+    if (own) nv.no_cache = 0;
     /* For people (logs, the benchmark): the version NVRTC reports, its identity and its file.
      * The key holds the identity alone (toolchain.c). */
     snprintf(nv.toolchain, sizeof nv.toolchain, "nvrtc %d.%d (%s, %.*s)", nv.major, nv.minor, tc.id,

@@ -32,6 +32,7 @@
 #include <xxhash.h>
 
 #include "../common/internal.h"
+#include "../config/config.h"
 
 #ifndef KC_CUDA_LIBDIR
 #define KC_CUDA_LIBDIR "/usr/local/cuda/lib64"
@@ -144,7 +145,7 @@ out:
 
 /* The file called `name` in the search's folders (for KCACHE_NVRTC's bare name, ldc_index -1). */
 static int search(const char *name, int ldc_index, char *out, size_t cap) {
-    const char *lp = getenv("LD_LIBRARY_PATH");
+    const char *lp = kc_config_process()->v.ld_library_path;
     for (const char *p = lp; p && *p;) {
         size_t n = strcspn(p, ":;");
         if (n && !memchr(p, '$', n) && join(out, cap, p, n, name) && is_file(out)) return 1;
@@ -174,7 +175,7 @@ static struct {
 } loc = {.once = PTHREAD_ONCE_INIT};
 
 static void locate_once(void) {
-    const char *env = getenv("KCACHE_NVRTC");
+    const char *env = kc_config_process()->v.nvrtc;
     if (env && *env) {
         if (strchr(env, '/')) {
             if (is_file(env) && strlen(env) < sizeof loc.path) snprintf(loc.path, sizeof loc.path, "%s", env);

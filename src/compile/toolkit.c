@@ -34,7 +34,7 @@
 #include "../common/fs.h"
 #include "kcache/entry.h"
 #include "../common/internal.h"
-#include "toolkit_impl.h"
+#include "../config/config.h"
 
 #ifndef KC_CUDA_INCDIR
 #define KC_CUDA_INCDIR "/usr/local/cuda/include"
@@ -54,7 +54,7 @@ static int is_toolkit_include(const char *dir) {
 
 /* The include folder, resolved (realpath): KCACHE_CUDA_INCLUDE, else the toolkit kcache was built with. */
 static int include_dir(char out[PATH_MAX]) {
-    const char *env = getenv("KCACHE_CUDA_INCLUDE");
+    const char *env = kc_config_process()->v.cuda_include;
     const char *cand[] = {KC_CUDA_INCDIR, "/usr/local/cuda/include"};
     if (env && *env) {
         if (!realpath(env, out) || !is_toolkit_include(out))

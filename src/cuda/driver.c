@@ -27,6 +27,7 @@
 
 #include "../common/internal.h"
 #include "internal.h"
+#include "../config/config.h"
 
 static struct {
     void *lib;
@@ -78,7 +79,7 @@ static struct {
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
 static void cu_load(void) {
-    const char *env = getenv("KCACHE_CUDA_DRIVER");
+    const char *env = kc_config_process()->v.cuda_driver;
     const char *path = env && *env ? env : "libcuda.so.1";
     cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!cu.lib) {

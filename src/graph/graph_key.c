@@ -39,7 +39,7 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
      * cache recorded when it stored such entries (kc_cache_toolkit_note_) — never a guess. */
     char why[300];
     snprintf(why, sizeof why, "%s", kc_error_last()->message);
-    const char *pin = getenv("KCACHE_TOOLKIT_HEADERS");
+    const char *pin = kc_cache_settings_(c)->toolkit_headers;
     if (pin && *pin) {
         if (strlen(pin) != 32 || strspn(pin, "0123456789abcdef") != 32)
             return kc_err(KC_EINVAL, "KCACHE_TOOLKIT_HEADERS='%.64s' is not a toolkit headers identity (32 lowercase hex, "

@@ -27,6 +27,7 @@
 #include "../cuda/internal.h"
 #include "kcache/cuda.h"
 #include "program.h"
+#include "../config/config.h"
 
 static pthread_mutex_t loaded_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_graph *loaded;
@@ -42,8 +43,8 @@ static struct {
 static void configure_locked(void) {
     if (lt.configured) return;
     unsigned long long g = 512, b = 1ull << 30;
-    if (kc_env_uint("KCACHE_LOADED_GRAPHS", 1ull << 32, &g)) fprintf(stderr, "kcache: %s; keeping 512\n", kc_error_last()->message);
-    if (kc_env_uint("KCACHE_LOADED_BYTES", 1ull << 50, &b)) fprintf(stderr, "kcache: %s; keeping 1 GiB\n", kc_error_last()->message);
+    g = kc_config_process()->v.loaded_graphs; /* the process's settings (config/): a bad value was said there */
+    b = kc_config_process()->v.loaded_bytes;
     lt.max_graphs = (size_t)g;
     lt.max_bytes = (size_t)b;
     lt.configured = 1;

@@ -135,7 +135,7 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
     char target[16]; /* the lock's and the entry's name */
     kc_target_name(t, target);
     double wait_s = 600.0; /* strict (common/env.c): in [0, a day], so the cast below is defined */
-    int erc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &wait_s);
+    int erc = (wait_s = kc_cache_settings_(c)->lock_wait, KC_OK); /* checked once, at the open (config/) */
     if (erc) return erc;
     uint64_t deadline = kc_mono_ns() + (uint64_t)(wait_s * 1e9);
     int waited = 0;

@@ -192,7 +192,7 @@ int kc_units_obtain_(kc_cache *c, const kc_unit_set *s, int cacheable, int reuse
     r->store_msg[0] = '\0';
     int rc = first_look(&o), left = o.left;
     double wait_s = 600.0;
-    if (!rc && left && cacheable) rc = kc_env_seconds("KCACHE_LOCK_WAIT", KC_LOCK_WAIT_MAX_S, &wait_s);
+    if (!rc && left && cacheable) wait_s = kc_cache_settings_(c)->lock_wait;
     uint64_t deadline = kc_mono_ns() + (uint64_t)(wait_s * 1e9);
     while (!rc && o.left) rc = round_once(&o, deadline);
     if (!rc) finish(&o);

@@ -15,6 +15,7 @@
 
 #include "common/internal.h"
 #include "compile/toolkit.h"
+#include "graph/graph_internal.h"
 #include "kcache.h"
 
 static char *tmp;
@@ -259,8 +260,8 @@ static void test_the_key_follows_the_toolkit_only_when_asked(void **state) {
 }
 
 /* [Note: key memo]: the digest a key was computed under is compared, never assumed.  Where the
- * toolkit is absent the digest is pinned (KCACHE_TOOLKIT_HEADERS, read at each key): one
- * description keyed under pin A, then B, then A again, in one process, gets A's key, B's, A's. */
+ * toolkit is absent the digest is pinned (the cache's toolkit_headers setting): one description
+ * keyed under pin A, then B, then A again (three caches), in one process, gets A's key, B's, A's. */
 static void test_a_pin_changed_mid_process_never_gets_the_memo(void **state) {
     (void)state;
     char nowhere[4096];
@@ -279,10 +280,18 @@ static void test_a_pin_changed_mid_process_never_gets_the_memo(void **state) {
         char line[200] = "", hex[KC_KEY_HEX_LEN + 1];
         int rc = kc_graph_desc_new(&d, "g");
         if (!rc) rc = kc_graph_add_kernel(d, &k, NULL);
-        for (int i = 0; i < 3 && !rc; i++) {
+        for (int i = 0; i < 3 && !rc; i++) { /* the pin is a cache's setting: one cache per pin (its kcache.conf) */
             kc_key key;
-            setenv("KCACHE_TOOLKIT_HEADERS", pins[i], 1);
-            if (!(rc = kc_graph_key(d, &key, NULL))) kc_key_to_hex(&key, hex), strcat(line, hex), strcat(line, " ");
+            char cdir[4200], conf[100];
+            snprintf(cdir, sizeof cdir, "%s/pin%d", tmp, i);
+            snprintf(conf, sizeof conf, "toolkit_headers = %s\n", pins[i]);
+            kc_options o = KC_OPTIONS_INIT;
+            o.dir = cdir, o.flags = KC_OPEN_NO_ENV;
+            kc_cache *c = NULL;
+            mkdir(cdir, 0700);
+            if (kct_put(cdir, "kcache.conf", conf) || (rc = kc_cache_open(&c, &o))) rc = rc ? rc : -1;
+            else if (!(rc = kc_graph_key_in(c, d, &key, NULL))) kc_key_to_hex(&key, hex), strcat(line, hex), strcat(line, " ");
+            kc_cache_close(c);
         }
         char out[260];
         snprintf(out, sizeof out, "%d %s", rc, line);

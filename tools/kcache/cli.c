@@ -309,3 +309,8 @@ void cli_coverage_json(FILE *f, int *first, const char *manifest, const kc_cover
     }
     fprintf(f, "]");
 }
+
+int cli_setting_on(const kc_config *cfg, int id) {
+    char v[16];
+    return cfg && kc_config_get(cfg, id, v, sizeof v, NULL, NULL, 0) == KC_OK && strcmp(v, "true") == 0;
+}

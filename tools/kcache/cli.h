@@ -10,7 +10,8 @@
  * the library as kc_options fields (KC_OPEN_OPTIONS_WIN), never through the environment.
  *
  * Only the files of tools/kcache/ include this.  Nothing here may change the process's
- * environment; reading it (getenv) is fine.
+ * environment or read it: a setting is read from the library's settings (kc_cache_config,
+ * kc_config_process; kcache/config.h), never with getenv (tests/arch/check_getenv.sh).
  */
 #ifndef KC_TOOL_CLI_H
 #define KC_TOOL_CLI_H
@@ -49,6 +50,12 @@ typedef struct cli_cmd {
 extern const cli_cmd cli_cmd_stats, cli_cmd_ls, cli_cmd_show, cli_cmd_verify, cli_cmd_gc, cli_cmd_clear,
     cli_cmd_get, cli_cmd_prewarm, cli_cmd_export, cli_cmd_import, cli_cmd_explain, cli_cmd_demo, cli_cmd_toolchain,
     cli_cmd_coverage, cli_cmd_keygen, cli_cmd_sign;
+
+/** The environment section of `kcache --help`, generated from the settings table (cmd_config.c). */
+void cli_config_env_help(FILE *f);
+
+/** Whether the boolean setting `id` (KC_CONFIG_*) is on in `cfg` (a cache's or the process's). */
+int cli_setting_on(const kc_config *cfg, int id);
 
 /** Print "kcache: WHAT: <last error> (<status>)" to stderr; returns EXIT_PROBLEM. */
 int cli_fail(const char *what);

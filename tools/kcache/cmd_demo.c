@@ -78,9 +78,10 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
     int rc = cli_manifest_open("demo", mpath, NULL, &mf);
     if (rc) return rc;
     (void)cs; /* the scratch cache takes no global option: no remote, no KCACHE_DIR */
-    const char *td = getenv("TMPDIR");
-    char scratch[4096];
-    snprintf(scratch, sizeof scratch, "%s/kcache-demo-XXXXXX", td && *td ? td : "/tmp");
+    char td[4096]; /* TMPDIR, else /tmp: the process's settings (kcache/config.h) */
+    kc_config_get(kc_config_process(), KC_CONFIG_tmpdir, td, sizeof td, NULL, NULL, 0);
+    char scratch[4200];
+    snprintf(scratch, sizeof scratch, "%s/kcache-demo-XXXXXX", td);
     kc_cache *c = NULL;
     if (!mkdtemp(scratch)) {
         kc_manifest_free(mf);

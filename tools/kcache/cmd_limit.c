@@ -2,8 +2,9 @@
  * cmd_limit.c — `kcache limit [SIZE]`: show the cache directory's size limit, or record SIZE as
  * the directory's limit for every process that opens it.
  *
- * The one idea: the limit is a property of the directory (issue 15 item 9), recorded in its
- * record (kc_cache_set_max_size) and changed only by this explicit command; a process's
+ * The one idea: the limit is a property of the directory, recorded as `max_size` in its
+ * kcache.conf (kc_cache_set_max_size; an older kcache wrote it in v1/record, still read) and
+ * changed only by this command or `kcache config max_size SIZE`; a process's
  * KCACHE_MAX_SIZE applies only to a directory without a recorded limit.  The work is the
  * library's; this file parses SIZE and reports.  SIZE 0 records "no limit".
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
@@ -39,7 +40,9 @@ static int cmd_limit(const cli_settings *cs, int argc, char **argv) {
         return cli_fail("limit");
     }
     char rec[32];
-    int recorded = kc_cache_record_get(c, KC_RECORD_MAX_SIZE, rec, sizeof rec) == KC_OK;
+    kc_config_origin from;
+    kc_config_get(kc_cache_config(c), KC_CONFIG_max_size, rec, sizeof rec, &from, NULL, 0);
+    int recorded = from == KC_ORIGIN_DIR_FILE; /* its kcache.conf, or an older directory's record */
     uint64_t max = kc_cache_max_size(c);
     kc_cache_close(c);
     if (o.json) {

@@ -37,14 +37,6 @@ const cli_cmd cli_cmd_prewarm = {
     "(publish_refused) and named (--json: skipped, each with its name and reason).",
     cmd_prewarm};
 
-/* Whether the boolean environment variable `name` is on.  Read after kc_cache_open, which
- * refused any value but 1/true/yes/on and 0/false/no/off (any case), so those are all it sees. */
-static int getenv_flag(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0 &&
-           strcasecmp(v, "off") != 0;
-}
-
 typedef struct pw_view {
     const kc_manifest *m;
     int tty, json;
@@ -151,8 +143,19 @@ static void publish_hit(kc_cache *c, const kc_key *key, const char *arch, pw_ski
     else if (ok && kc_cache_publish(c, key, arch) == KC_EUNTRUSTED) skip_add(sk, key, arch, kc_error_last()->message);
 }
 
-static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, const kc_remote_state *rs, int publish,
-                          uint64_t published, uint64_t dropped, uint64_t refused, const pw_skips *sk) {
+/* What publishing to the remote did (when it did): counted from the statistics, and what it skipped. */
+typedef struct pw_pub {
+    int on; /* a writable remote: local hits published */
+    kc_remote_state rs;
+    uint64_t published, dropped, refused;
+    pw_skips sk;
+} pw_pub;
+
+static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, const pw_pub *p) {
+    const kc_remote_state *rs = &p->rs;
+    const pw_skips *sk = &p->sk;
+    int publish = p->on;
+    uint64_t published = p->published, dropped = p->dropped, refused = p->refused;
     int first = 1;
     printf("{");
     json_kv_u64(stdout, &first, "graphs", r->graphs);
@@ -200,110 +203,126 @@ static void pw_print_json(const kc_prewarm_report *r, const kc_manifest *m, cons
     printf("]}\n");
 }
 
-static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
+/* The command's arguments. */
+typedef struct pw_args {
+    cli_settings mine; /* --remote URL replaces the global one */
+    const char *arch, *path;
+    int json, threads;
+} pw_args;
+
+/* Parse the arguments: -1 to go on, else the exit code. */
+static int pw_parse(int argc, char **argv, pw_args *a) {
     const cli_cmd *c0 = &cli_cmd_prewarm;
-    cli_settings mine = *cs; /* --remote URL below replaces the global one */
-    const char *arch = NULL, *path = NULL;
-    int json = 0, threads = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cli_print_help(c0);
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
+            a->json = 1;
         } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
-            arch = argv[++i];
+            a->arch = argv[++i];
         } else if (strcmp(argv[i], "--remote") == 0 && i + 1 < argc) {
-            mine.remote = argv[++i]; /* beats --remote and KCACHE_REMOTE */
+            a->mine.remote = argv[++i]; /* beats --remote and KCACHE_REMOTE */
         } else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
             if (*end || v < 1 || v > 1024) return cli_usage_error(c0, "-j needs a number from 1 to 1024", argv[i]);
-            threads = (int)v;
+            a->threads = (int)v;
         } else if (argv[i][0] == '-') {
             return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
-        } else if (!path) {
-            path = argv[i];
+        } else if (!a->path) {
+            a->path = argv[i];
         } else {
             return cli_usage_error(c0, "unexpected argument", argv[i]);
         }
     }
-    if (!path) return cli_usage_error(c0, "a MANIFEST is required", NULL);
-    kc_manifest *m;
-    int rc = cli_manifest_open("prewarm", path, arch, &m);
-    if (rc) return rc;
-    if (kc_manifest_arch_count(m) == 0) {
-        kc_manifest_free(m);
-        fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", path);
-        return EXIT_USAGE;
+    if (!a->path) return cli_usage_error(c0, "a MANIFEST is required", NULL);
+    return -1;
+}
+
+/* Publish the local hits the remote may lack, wait for the remote writes, and count them. */
+static void pw_publish(kc_cache *c, const kc_prewarm_report *r, const kc_manifest *m, const kc_stats *s0, pw_pub *p) {
+    for (size_t k = 0; k < r->variants; k++) {
+        const kc_prewarm_result *x = &r->results[k];
+        kc_key key;
+        if (x->status == KC_OK && x->info.source == KC_FROM_DISK && kc_key_from_hex(&key, x->info.key) == KC_OK)
+            publish_hit(c, &key, kc_manifest_arch(m, x->arch), &p->sk);
     }
-    kc_cache *c;
-    if (cli_open_cache(&mine, &c)) {
-        kc_manifest_free(m);
-        return EXIT_PROBLEM;
-    }
-    kc_remote_state rs;
-    int publish = kc_cache_remote_state(c, &rs) == KC_OK && !getenv_flag("KCACHE_REMOTE_READONLY");
-    kc_stats s0, s1;
+    kc_stats s1;
+    kc_cache_remote_flush(c);
+    kc_cache_stats(c, &s1);
+    p->published = s1.v[KC_STAT_REMOTE_PUTS] - s0->v[KC_STAT_REMOTE_PUTS];
+    p->dropped = s1.v[KC_STAT_REMOTE_DROPPED] - s0->v[KC_STAT_REMOTE_DROPPED] + s1.v[KC_STAT_REMOTE_ERRORS] -
+                 s0->v[KC_STAT_REMOTE_ERRORS] + s1.v[KC_STAT_REMOTE_TIMEOUTS] - s0->v[KC_STAT_REMOTE_TIMEOUTS];
+    p->refused = s1.v[KC_STAT_PUBLISH_REFUSED] - s0->v[KC_STAT_PUBLISH_REFUSED];
+}
+
+static void pw_print_text(const kc_prewarm_report *r, const pw_pub *p) {
+    printf("prewarm: %zu graphs, %zu variants: %zu compiled, %zu hits, %zu failed in %.1f s\n", r->graphs, r->variants,
+           r->compiled + r->bypassed, r->hits, r->failed, r->seconds);
+    if (r->units)
+        printf("compile units: %zu compiled (%.0f ms of NVRTC), %zu found stored\n", r->units_compiled, r->compile_ms,
+               r->units - r->units_compiled);
+    if (p->on)
+        printf("remote %s: %llu published, %llu not (see kcache stats), %llu refused (neither compiled here nor "
+               "verified under a trusted key)\n", p->rs.url, (unsigned long long)p->published,
+               (unsigned long long)p->dropped, (unsigned long long)p->refused);
+}
+
+/* Run the prewarm on the open cache and report; the exit code. */
+static int pw_run(kc_cache *c, kc_manifest *m, const pw_args *a) {
+    pw_pub p = {0};
+    p.on = kc_cache_remote_state(c, &p.rs) == KC_OK && !cli_setting_on(kc_cache_config(c), KC_CONFIG_remote_readonly);
+    kc_stats s0;
     kc_cache_stats(c, &s0);
     size_t ng = kc_manifest_graph_count(m);
-    pw_view v = {m, isatty(2), json, calloc(ng, sizeof(size_t))};
+    pw_view v = {m, isatty(2), a->json, calloc(ng, sizeof(size_t))};
     for (size_t g = 0; g < ng; g++) v.graph_left[g] = kc_manifest_arch_count(m);
     kc_prewarm_options po = KC_PREWARM_OPTIONS_INIT;
-    po.jobs = threads;
+    po.jobs = a->threads;
     po.publish = 0; /* the local hits are published below, each refusal named */
     po.progress = pw_progress;
     po.ctx = &v;
     kc_prewarm_report *r = NULL;
-    if (v.tty && !json) fprintf(stderr, "[%30s] 0/%zu ", "", ng * kc_manifest_arch_count(m));
-    rc = kc_prewarm(c, m, &po, &r);
+    if (v.tty && !a->json) fprintf(stderr, "[%30s] 0/%zu ", "", ng * kc_manifest_arch_count(m));
+    int rc = kc_prewarm(c, m, &po, &r);
     if (!r) { /* nothing ran: a spec could not be read or parsed */
-        fprintf(stderr, "%skcache prewarm: %s: %s\n", v.tty && !json ? "\n" : "", path, kc_error_last()->message);
-        kc_cache_close(c);
-        kc_manifest_free(m);
+        fprintf(stderr, "%skcache prewarm: %s: %s\n", v.tty && !a->json ? "\n" : "", a->path, kc_error_last()->message);
         free(v.graph_left);
         return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
     }
-    uint64_t published = 0, dropped = 0, refused = 0;
-    pw_skips sk = {NULL, 0, 0};
-    for (size_t k = 0; publish && k < r->variants; k++) { /* local hits the remote may lack */
-        const kc_prewarm_result *x = &r->results[k];
-        kc_key key;
-        if (x->status == KC_OK && x->info.source == KC_FROM_DISK && kc_key_from_hex(&key, x->info.key) == KC_OK)
-            publish_hit(c, &key, kc_manifest_arch(m, x->arch), &sk);
-    }
-    if (publish) {
-        kc_cache_remote_flush(c);
-        kc_cache_stats(c, &s1);
-        published = s1.v[KC_STAT_REMOTE_PUTS] - s0.v[KC_STAT_REMOTE_PUTS];
-        dropped = s1.v[KC_STAT_REMOTE_DROPPED] - s0.v[KC_STAT_REMOTE_DROPPED] +
-                  s1.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_ERRORS] +
-                  s1.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_TIMEOUTS];
-        refused = s1.v[KC_STAT_PUBLISH_REFUSED] - s0.v[KC_STAT_PUBLISH_REFUSED];
-    }
+    if (p.on) pw_publish(c, r, m, &s0, &p);
     char shown[512];
-    for (size_t i = 0; i < sk.n; i++)
-        fprintf(stderr, "kcache prewarm: %s: %s\n", sk.v[i].name, cli_shown(sk.v[i].why, shown, sizeof shown));
-    if (v.tty && !json) fprintf(stderr, "\n");
-    if (json) {
-        pw_print_json(r, m, &rs, publish, published, dropped, refused, &sk);
-    } else {
-        printf("prewarm: %zu graphs, %zu variants: %zu compiled, %zu hits, %zu failed in %.1f s\n", r->graphs, r->variants,
-               r->compiled + r->bypassed, r->hits, r->failed, r->seconds);
-        if (r->units)
-            printf("compile units: %zu compiled (%.0f ms of NVRTC), %zu found stored\n", r->units_compiled, r->compile_ms,
-                   r->units - r->units_compiled);
-        if (publish)
-            printf("remote %s: %llu published, %llu not (see kcache stats), %llu refused (neither compiled here nor "
-                   "verified under a trusted key)\n", rs.url, (unsigned long long)published, (unsigned long long)dropped,
-                   (unsigned long long)refused);
-    }
-    for (size_t i = 0; i < sk.n; i++) free(sk.v[i].why);
-    free(sk.v);
+    for (size_t i = 0; i < p.sk.n; i++)
+        fprintf(stderr, "kcache prewarm: %s: %s\n", p.sk.v[i].name, cli_shown(p.sk.v[i].why, shown, sizeof shown));
+    if (v.tty && !a->json) fprintf(stderr, "\n");
+    a->json ? pw_print_json(r, m, &p) : pw_print_text(r, &p);
+    for (size_t i = 0; i < p.sk.n; i++) free(p.sk.v[i].why);
+    free(p.sk.v);
     size_t failed = r->failed;
     kc_prewarm_report_free(r);
     free(v.graph_left);
+    return failed ? EXIT_PROBLEM : 0;
+}
+
+static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
+    pw_args a = {*cs, NULL, NULL, 0, 0};
+    int rc = pw_parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    kc_manifest *m;
+    if ((rc = cli_manifest_open("prewarm", a.path, a.arch, &m))) return rc;
+    if (kc_manifest_arch_count(m) == 0) {
+        kc_manifest_free(m);
+        fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", a.path);
+        return EXIT_USAGE;
+    }
+    kc_cache *c;
+    if (cli_open_cache(&a.mine, &c)) {
+        kc_manifest_free(m);
+        return EXIT_PROBLEM;
+    }
+    rc = pw_run(c, m, &a);
     kc_cache_close(c);
     kc_manifest_free(m);
-    return failed ? EXIT_PROBLEM : 0;
+    return rc;
 }

@@ -22,7 +22,7 @@ const cli_cmd cli_cmd_toolchain = {
     "Print this host's NVRTC as keys know it: its identity (the GNU build-id of its library,\n"
     "or a hash of the file's bytes when it has none), its file and the version its name\n"
     "carries — read from the file, without loading it.  Then the toolchain pinned\n"
-    "(KCACHE_TOOLCHAIN, or the cache's own pin), the toolchains whose entries the cache\n"
+    "(KCACHE_TOOLCHAIN, or the cache's own pin: `toolchain` in its kcache.conf), the toolchains whose entries the cache\n"
     "recorded, and the one its lookups' keys use.  A host without NVRTC uses the recorded one\n"
     "when there is exactly one; with several, pin one.\n"
     "  --pin ID   keys in this cache use toolchain ID (as printed here) on every host,\n"
@@ -63,6 +63,120 @@ static int print_recorded(const char *name, const char *value, void *ctx) {
     return 0;
 }
 
+/* What the command prints, gathered first. */
+typedef struct tc_view {
+    kc_cache *c;
+    kc_toolchain t;
+    int lrc, crc;
+    char lwhy[1400];
+    char env[KC_TOOLCHAIN_ID_MAX + 64];  /* the pin KCACHE_TOOLCHAIN (or the options) set, or "" */
+    char rpin[KC_TOOLCHAIN_ID_MAX + 64]; /* the cache's pin (kcache.conf, the system file, an older record), or "" */
+    kc_toolchain_choice ch;
+    char cwhy[2000];
+    char headers[33], hwhy[600];
+} tc_view;
+
+static void gather(kc_cache *c, tc_view *v) {
+    v->c = c;
+    v->lrc = kc_toolchain_local(&v->t);
+    snprintf(v->lwhy, sizeof v->lwhy, "%s", v->lrc ? kc_error_last()->message : "");
+    kc_config_origin o;
+    char val[KC_TOOLCHAIN_ID_MAX + 64];
+    kc_config_get(kc_cache_config(c), KC_CONFIG_toolchain, val, sizeof val, &o, NULL, 0);
+    snprintf(v->env, sizeof v->env, "%s", o >= KC_ORIGIN_ENVIRONMENT ? val : "");
+    if (o == KC_ORIGIN_DIR_FILE || o == KC_ORIGIN_SYSTEM_FILE) snprintf(v->rpin, sizeof v->rpin, "%s", val);
+    else if (kc_cache_record_get(c, "pin", v->rpin, sizeof v->rpin) != KC_OK) v->rpin[0] = '\0';
+    v->crc = kc_cache_toolchain(c, &v->ch);
+    snprintf(v->cwhy, sizeof v->cwhy, "%s", v->crc ? kc_error_last()->message : "");
+    v->headers[0] = v->hwhy[0] = '\0';
+    if (kc_toolkit_headers_id(v->headers) != KC_OK) snprintf(v->hwhy, sizeof v->hwhy, "%s", kc_error_last()->message);
+}
+
+static const char *from_name(kc_toolchain_from f) {
+    static const char *const names[] = {[KC_TOOLCHAIN_PIN_ENV] = "KCACHE_TOOLCHAIN", [KC_TOOLCHAIN_PIN] = "pin",
+                                        [KC_TOOLCHAIN_LOCAL] = "local", [KC_TOOLCHAIN_RECORDED] = "recorded"};
+    return (unsigned)f < sizeof names / sizeof names[0] && names[f] ? names[f] : "recorded";
+}
+
+static void print_json(const tc_view *v) {
+    int first = 1;
+    printf("{");
+    json_kv_str(stdout, &first, "dir", kc_cache_dir(v->c));
+    printf(", \"local\": ");
+    if (v->lrc) {
+        printf("null");
+    } else {
+        int f = 1;
+        printf("{");
+        json_kv_str(stdout, &f, "id", v->t.id);
+        json_kv_str(stdout, &f, "build_id", strncmp(v->t.id, "build-id:", 9) == 0 ? v->t.id + 9 : "");
+        json_kv_str(stdout, &f, "path", v->t.path);
+        json_kv_str(stdout, &f, "version", v->t.version);
+        printf("}");
+    }
+    printf(", \"local_error\": ");
+    v->lrc ? json_str(stdout, v->lwhy) : (void)printf("null");
+    printf(", \"pinned\": ");
+    if (v->env[0] || v->rpin[0]) {
+        int f = 1;
+        printf("{");
+        json_kv_str(stdout, &f, "id", v->env[0] ? v->env : v->rpin);
+        json_kv_str(stdout, &f, "by", v->env[0] ? "KCACHE_TOOLCHAIN" : "record");
+        printf("}");
+    } else {
+        printf("null");
+    }
+    rec_ctx r = {1, 0};
+    printf(", \"recorded\": [");
+    kc_cache_record_foreach(v->c, "toolchain.", print_recorded, &r);
+    printf("], \"keys_use\": ");
+    if (v->crc) {
+        printf("null");
+    } else {
+        int f = 1;
+        printf("{");
+        json_kv_str(stdout, &f, "id", v->ch.id);
+        json_kv_str(stdout, &f, "from", from_name(v->ch.from));
+        printf("}");
+    }
+    printf(", \"keys_error\": ");
+    v->crc ? json_str(stdout, v->cwhy) : (void)printf("null");
+    printf(", \"toolkit_headers\": ");
+    v->headers[0] ? json_str(stdout, v->headers) : (void)printf("null");
+    printf(", \"toolkit_headers_error\": ");
+    v->headers[0] ? (void)printf("null") : json_str(stdout, v->hwhy);
+    printf(", \"toolkit_headers_recorded\": [");
+    rec_ctx hr = {1, 0};
+    kc_cache_record_foreach(v->c, "toolkit_headers.", print_name, &hr);
+    printf("]}\n");
+}
+
+static void print_text(const tc_view *v) {
+    if (v->lrc) printf("%-10snone: %s\n", "local", v->lwhy);
+    else printf("%-10s%s  nvrtc%s%s (%s)\n", "local", v->t.id, v->t.version[0] ? " " : "", v->t.version, v->t.path);
+    if (v->env[0]) printf("%-10s%s  (KCACHE_TOOLCHAIN)\n", "pinned", v->env);
+    if (v->rpin[0]) printf("%-10s%s  (the cache's pin%s)\n", "pinned", v->rpin, v->env[0] ? ", overridden" : "");
+    if (!v->env[0] && !v->rpin[0]) printf("%-10snone\n", "pinned");
+    rec_ctx r = {0, 0};
+    kc_cache_record_foreach(v->c, "toolchain.", print_recorded, &r);
+    if (!r.n) printf("%-10snone\n", "recorded");
+    if (v->crc) printf("%-10snone: %s\n", "keys use", v->cwhy);
+    else printf("%-10s%s  (%s)\n", "keys use", v->ch.id, v->ch.how);
+    /* The toolkit's headers, for kernels that ask for them (KCACHE_TOOLKIT_HEADERS pins it where there are none). */
+    if (v->headers[0]) printf("%-10s%s  (this host's toolkit headers)\n", "headers", v->headers);
+    else printf("%-10snone: %s\n", "headers", v->hwhy);
+    rec_ctx hr = {0, 0};
+    kc_cache_record_foreach(v->c, "toolkit_headers.", print_name, &hr);
+}
+
+/* --pin ID writes `toolchain = ID` to the cache directory's kcache.conf; --unpin removes it there
+ * and the pin an older kcache kept in the record. */
+static int set_pin(kc_cache *c, const char *pin) {
+    if (kc_cache_config_set(c, "toolchain", pin) != KC_OK) return KC_EINVAL;
+    if (!pin && kc_cache_record_set(c, "pin", NULL) != KC_OK) return KC_EINVAL;
+    return KC_OK;
+}
+
 static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_toolchain;
     int json = 0, unpin = 0;
@@ -86,93 +200,18 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
     if (pin && kc_toolchain_id_check(pin) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
-    if ((pin || unpin) && kc_cache_record_set(c, "pin", pin) != KC_OK) {
+    if ((pin || unpin) && set_pin(c, pin) != KC_OK) {
         kc_cache_close(c);
         return cli_fail(pin ? "pinning the toolchain" : "unpinning the toolchain");
     }
-    kc_toolchain t;
-    int lrc = kc_toolchain_local(&t);
-    char lwhy[1400];
-    snprintf(lwhy, sizeof lwhy, "%s", lrc ? kc_error_last()->message : "");
-    const char *env = getenv("KCACHE_TOOLCHAIN");
-    char rpin[KC_TOOLCHAIN_ID_MAX + 64] = "";
-    int have_rpin = kc_cache_record_get(c, "pin", rpin, sizeof rpin) == KC_OK;
-    kc_toolchain_choice ch;
-    int crc = kc_cache_toolchain(c, &ch);
-    char cwhy[2000];
-    snprintf(cwhy, sizeof cwhy, "%s", crc ? kc_error_last()->message : "");
-    char headers[33] = "", hwhy[600] = "";
-    if (kc_toolkit_headers_id(headers) != KC_OK) snprintf(hwhy, sizeof hwhy, "%s", kc_error_last()->message);
-    rec_ctx r = {json, 0};
-    if (json) {
-        int first = 1;
-        printf("{");
-        json_kv_str(stdout, &first, "dir", kc_cache_dir(c));
-        printf(", \"local\": ");
-        if (lrc) {
-            printf("null");
-        } else {
-            int f = 1;
-            printf("{");
-            json_kv_str(stdout, &f, "id", t.id);
-            json_kv_str(stdout, &f, "build_id", strncmp(t.id, "build-id:", 9) == 0 ? t.id + 9 : "");
-            json_kv_str(stdout, &f, "path", t.path);
-            json_kv_str(stdout, &f, "version", t.version);
-            printf("}");
-        }
-        printf(", \"local_error\": ");
-        lrc ? json_str(stdout, lwhy) : (void)printf("null");
-        printf(", \"pinned\": ");
-        if ((env && *env) || have_rpin) {
-            int f = 1;
-            printf("{");
-            json_kv_str(stdout, &f, "id", env && *env ? env : rpin);
-            json_kv_str(stdout, &f, "by", env && *env ? "KCACHE_TOOLCHAIN" : "record");
-            printf("}");
-        } else {
-            printf("null");
-        }
-        printf(", \"recorded\": [");
-        kc_cache_record_foreach(c, "toolchain.", print_recorded, &r);
-        printf("], \"keys_use\": ");
-        if (crc) {
-            printf("null");
-        } else {
-            int f = 1;
-            printf("{");
-            json_kv_str(stdout, &f, "id", ch.id);
-            json_kv_str(stdout, &f, "from", ch.from == KC_TOOLCHAIN_PIN_ENV ? "KCACHE_TOOLCHAIN"
-                                            : ch.from == KC_TOOLCHAIN_PIN   ? "pin"
-                                            : ch.from == KC_TOOLCHAIN_LOCAL ? "local"
-                                                                            : "recorded");
-            printf("}");
-        }
-        printf(", \"keys_error\": ");
-        crc ? json_str(stdout, cwhy) : (void)printf("null");
-        printf(", \"toolkit_headers\": ");
-        headers[0] ? json_str(stdout, headers) : (void)printf("null");
-        printf(", \"toolkit_headers_error\": ");
-        headers[0] ? (void)printf("null") : json_str(stdout, hwhy);
-        printf(", \"toolkit_headers_recorded\": [");
-        rec_ctx hr = {1, 0};
-        kc_cache_record_foreach(c, "toolkit_headers.", print_name, &hr);
-        printf("]}\n");
-    } else {
-        if (lrc) printf("%-10snone: %s\n", "local", lwhy);
-        else printf("%-10s%s  nvrtc%s%s (%s)\n", "local", t.id, t.version[0] ? " " : "", t.version, t.path);
-        if (env && *env) printf("%-10s%s  (KCACHE_TOOLCHAIN)\n", "pinned", env);
-        if (have_rpin) printf("%-10s%s  (the cache's pin%s)\n", "pinned", rpin, env && *env ? ", overridden" : "");
-        if (!(env && *env) && !have_rpin) printf("%-10snone\n", "pinned");
-        kc_cache_record_foreach(c, "toolchain.", print_recorded, &r);
-        if (!r.n) printf("%-10snone\n", "recorded");
-        if (crc) printf("%-10snone: %s\n", "keys use", cwhy);
-        else printf("%-10s%s  (%s)\n", "keys use", ch.id, ch.how);
-        /* The toolkit's headers, for kernels that ask for them (KCACHE_TOOLKIT_HEADERS pins it where there are none). */
-        if (headers[0]) printf("%-10s%s  (this host's toolkit headers)\n", "headers", headers);
-        else printf("%-10snone: %s\n", "headers", hwhy);
-        rec_ctx hr = {0, 0};
-        kc_cache_record_foreach(c, "toolkit_headers.", print_name, &hr);
+    tc_view *v = calloc(1, sizeof *v);
+    if (!v) {
+        kc_cache_close(c);
+        return EXIT_PROBLEM;
     }
+    gather(c, v);
+    json ? print_json(v) : print_text(v);
+    free(v);
     kc_cache_close(c);
     return 0;
 }

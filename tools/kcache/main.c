@@ -19,13 +19,14 @@
 #include "cli.h"
 #include "kcache.h"
 
-extern const cli_cmd cli_cmd_limit; /* cmd_limit.c */
+extern const cli_cmd cli_cmd_limit;  /* cmd_limit.c */
+extern const cli_cmd cli_cmd_config; /* cmd_config.c */
 
 /* The commands, in the order `kcache --help` lists them. */
 static const cli_cmd *const commands[] = {
     &cli_cmd_stats, &cli_cmd_ls,      &cli_cmd_show,   &cli_cmd_verify,  &cli_cmd_gc,      &cli_cmd_limit, &cli_cmd_clear,
     &cli_cmd_get,   &cli_cmd_prewarm, &cli_cmd_export, &cli_cmd_import,  &cli_cmd_explain, &cli_cmd_demo,
-    &cli_cmd_toolchain, &cli_cmd_coverage, &cli_cmd_keygen, &cli_cmd_sign,
+    &cli_cmd_toolchain, &cli_cmd_coverage, &cli_cmd_keygen, &cli_cmd_sign, &cli_cmd_config,
 };
 
 static void main_usage(FILE *f) {
@@ -35,12 +36,8 @@ static void main_usage(FILE *f) {
     fprintf(f, "\n'kcache COMMAND --help' describes a command.\n"
                "--remote redis://[:password@]host:port[/db] adds the fleet's shared tier to any command.\n"
                "--allow-unsafe-dir accepts a cache directory others could write to or swap (as\n"
-               "KCACHE_ALLOW_UNSAFE_DIR=1); without it such a directory is refused.\n"
-               "Environment: KCACHE_DIR, KCACHE_MAX_SIZE, KCACHE_READONLY, KCACHE_DISABLE, KCACHE_LOG,\n"
-               "KCACHE_ALLOW_UNSAFE_DIR, "
-               "KCACHE_REMOTE, KCACHE_REMOTE_READONLY, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,\n"
-               "KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL, KCACHE_REMOTE_MAX_VALUE, KCACHE_REMOTE_QUEUE,\n"
-               "KCACHE_HMAC_KEY, KCACHE_HMAC_KEY_FILE, KCACHE_LOCK_WAIT, KCACHE_NVRTC, KCACHE_TOOLCHAIN (see README).\n");
+               "KCACHE_ALLOW_UNSAFE_DIR=1); without it such a directory is refused.\n\n");
+    cli_config_env_help(f); /* generated from the settings table (cmd_config.c) */
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,146 @@
+/*
+ * cache/settings.c — a cache's settings: what kc_options says, handed to the configuration part
+ * (config/) as its first layer, and what the cache does with the settings it gets back.
+ *
+ * The one idea: kc_cache_open reads no environment and parses no value; it turns the fields a
+ * caller set into text for config/ (which reads the environment and the files, in order, and
+ * checks everything once), then takes typed values from the result: the directory, the limit,
+ * the KC_OPEN_* flags, the remote and its limits, the trust files, the HMAC key (read here from
+ * its file: a secret, refused when others may read it).  Writing a setting to the cache
+ * directory's kcache.conf (kc_cache_config_set) also updates the open cache's own settings.
+ *
+ * Callers: cache/cache.c (kc_cache_open), the CLI (kc_cache_config_set, kc_cache_config), the
+ * graph and compile parts through kc_cache_settings_ (cache/internal.h).
+ * Must not: call getenv, or keep a pointer into the caller's kc_options past kc_cache_open.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "../common/api.h"
+#include "../common/fs.h"
+#include "../common/internal.h"
+#include "../config/config.h"
+#include "kcache/sign.h"
+#include "internal.h"
+
+/* A KC_OPEN_* flag and the setting that is its twin. */
+static const struct {
+    unsigned flag;
+    int id;
+} flag_rows[] = {
+    {KC_OPEN_DISABLE, KC_CONFIG_disable},         {KC_OPEN_READONLY, KC_CONFIG_readonly},
+    {KC_OPEN_ALLOW_UNSAFE_DIR, KC_CONFIG_allow_unsafe_dir}, {KC_OPEN_REMOTE_READONLY, KC_CONFIG_remote_readonly},
+    {KC_OPEN_REQUIRE_HIT, KC_CONFIG_require_hit}, {KC_OPEN_STRICT, KC_CONFIG_strict},
+};
+
+/* A number kc_options set (non-zero) as text in `buf`, for the options layer. */
+static const char *num(unsigned long long n, char *buf, size_t cap) {
+    if (!n) return NULL;
+    snprintf(buf, cap, "%llu", n);
+    return buf;
+}
+
+int kc_cache_config_load_(const kc_options *o, kc_config **out) {
+    kc_config_options co = {{0}, o->flags & (KC_OPEN_NO_ENV | KC_OPEN_OPTIONS_WIN)};
+    char nums[7][24];
+    co.value[KC_CONFIG_dir] = o->dir;
+    co.value[KC_CONFIG_max_size] = num(o->max_size, nums[0], sizeof nums[0]);
+    for (size_t i = 0; i < KC_ARRAY_LEN(flag_rows); i++)
+        if (o->flags & flag_rows[i].flag) co.value[flag_rows[i].id] = "1";
+    co.value[KC_CONFIG_remote] = o->remote;
+    co.value[KC_CONFIG_remote_connect_ms] = num(o->remote_config.connect_ms, nums[1], sizeof nums[1]);
+    co.value[KC_CONFIG_remote_deadline_ms] = num(o->remote_config.deadline_ms, nums[2], sizeof nums[2]);
+    co.value[KC_CONFIG_remote_backoff_ms] = num(o->remote_config.backoff_ms, nums[3], sizeof nums[3]);
+    co.value[KC_CONFIG_remote_ttl] = num(o->remote_config.ttl_s, nums[4], sizeof nums[4]);
+    co.value[KC_CONFIG_remote_max_value] = num(o->remote_config.max_value, nums[5], sizeof nums[5]);
+    co.value[KC_CONFIG_remote_queue] = num(o->remote_queue, nums[6], sizeof nums[6]);
+    co.value[KC_CONFIG_signing_key_file] = o->signing_key_file;
+    co.value[KC_CONFIG_keyring] = o->keyring;
+    return kc_config_load_(out, &co);
+}
+
+unsigned kc_cache_config_flags_(const kc_config *cfg, unsigned flags) {
+    const bool *on[] = {&cfg->v.disable, &cfg->v.readonly, &cfg->v.allow_unsafe_dir, &cfg->v.remote_readonly,
+                        &cfg->v.require_hit, &cfg->v.strict};
+    for (size_t i = 0; i < KC_ARRAY_LEN(flag_rows); i++)
+        if (*on[i]) flags |= flag_rows[i].flag;
+    return flags;
+}
+
+void kc_cache_config_remote_(const kc_config *cfg, kc_options *o) {
+    o->remote = cfg->v.remote[0] ? cfg->v.remote : NULL;
+    o->remote_config.connect_ms = (unsigned)cfg->v.remote_connect_ms;
+    o->remote_config.deadline_ms = (unsigned)cfg->v.remote_deadline_ms;
+    o->remote_config.backoff_ms = (unsigned)cfg->v.remote_backoff_ms;
+    o->remote_config.ttl_s = (unsigned)cfg->v.remote_ttl;
+    o->remote_config.max_value = cfg->v.remote_max_value;
+    o->remote_queue = (unsigned)cfg->v.remote_queue;
+    o->signing_key_file = cfg->v.signing_key_file[0] ? cfg->v.signing_key_file : NULL;
+    o->keyring = cfg->v.keyring[0] ? cfg->v.keyring : NULL;
+}
+
+int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned) {
+    *owned = NULL;
+    if (cfg->v.hmac_key[0]) o->hmac_key = cfg->v.hmac_key, o->hmac_key_len = strlen(cfg->v.hmac_key);
+    const char *e = cfg->v.hmac_key_file;
+    if (!*e) return KC_OK;
+    void *data;
+    size_t len;
+    struct stat st;
+    int rc;
+    if ((rc = kc_fs_read_input(e, 4096, &data, &len, &st)) == KC_MISS)
+        return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE names '%s', which does not exist", e);
+    if (rc) return kc_err_prefix(rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
+    /* Whoever can read the key can seal entries every host runs; whoever can write it picks
+     * the key.  Refused, not warned about (ssh's rule for private keys): others may neither
+     * read nor write it, the group may at most read it (a Kubernetes secret with fsGroup). */
+    if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
+        free(data);
+        return kc_err(KC_EPERM, "KCACHE_HMAC_KEY_FILE '%s' can be read or written by others (mode %03o): whoever "
+                      "reads the key can seal entries; chmod 600 it (a Kubernetes secret: defaultMode 0400)", e,
+                      (unsigned)(st.st_mode & 0777));
+    }
+    while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
+    *owned = data;
+    o->hmac_key = data, o->hmac_key_len = len;
+    return KC_OK;
+}
+
+const kc_settings *kc_cache_settings_(const kc_cache *c) {
+    const kc_config *cfg = c ? kc_cache_config(c) : NULL;
+    return cfg ? &cfg->v : &kc_config_process()->v;
+}
+
+int kc_cache_config_set(kc_cache *c, const char *key, const char *value) {
+    if (!c || !key) return kc_err(KC_EINVAL, "kc_cache_config_set: NULL argument");
+    int id = kc_config_find(key);
+    if (id < 0 || strcmp(kc_config_row_of(id)->name, key) != 0)
+        return kc_err(KC_EINVAL, "unknown key '%.100s' (`kcache config` lists the keys)", key);
+    if (id == KC_CONFIG_dir)
+        return kc_err(KC_EINVAL, "the cache directory cannot be set in its own " KC_CONFIG_DIR_FILE
+                      " (set KCACHE_DIR, --cache-dir, or `dir` in the system file)");
+    if (kc_cache_mode(c) != KC_CACHE_READWRITE)
+        return kc_err(KC_EREADONLY, "the cache '%s' is read-only or disabled: its " KC_CONFIG_DIR_FILE
+                      " is not written", kc_cache_dir(c));
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/" KC_CONFIG_DIR_FILE, kc_cache_dir(c)) >= (int)sizeof path)
+        return kc_err(KC_EINVAL, "the cache directory's path is too long");
+    int rc = kc_config_file_set(path, key, value);
+    if (rc) return rc;
+    kc_config *cfg = kc_cache_config_mut_(c);
+    if (value && (cfg->origin[id] <= KC_ORIGIN_DIR_FILE || id == KC_CONFIG_max_size))
+        rc = kc_config_set_(cfg, id, value, KC_ORIGIN_DIR_FILE, path, key);
+    else if (!value && cfg->origin[id] == KC_ORIGIN_DIR_FILE)
+        rc = kc_config_set_(cfg, id, kc_config_row_of(id)->def, KC_ORIGIN_DEFAULT, NULL, key);
+    if (!rc && id == KC_CONFIG_max_size) kc_cache_apply_max_size_(c, cfg->v.max_size);
+    return rc;
+}
+
+int kc_cache_set_max_size(kc_cache *c, uint64_t max_size) {
+    if (!c) return kc_err(KC_EINVAL, "kc_cache_set_max_size: NULL cache");
+    char v[32];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)max_size);
+    return kc_cache_config_set(c, "max_size", v);
+}

@@ -1,0 +1,366 @@
+/*
+ * config/config.c — the settings: the one table read, in order, into one typed structure.
+ *
+ * The one idea: every setting is a row of KC_CONFIG_TABLE (kcache/config.h), and this file is
+ * the only reader of the environment in the library.  A value is checked by its row's type
+ * (common/env.c's strict grammars) where it is read — an environment variable, a line of a file,
+ * a kc_options field — and a bad one is an error naming the variable or FILE:LINE; what the parts
+ * receive (config/config.h) is already typed and never checked again.  The layers are applied
+ * lowest first (default, system file, cache directory file, then kc_options and the environment
+ * in the order KC_OPEN_OPTIONS_WIN says), each overwriting the one below; the directory's file is
+ * read once the directory is known (it cannot name itself), and its size limit wins over the
+ * layers above it (kcache/config.h says why).
+ *
+ * The process's settings (kc_config_process) are read here once, under a lock, with no cache
+ * directory; they also hand the `log` setting to common/log.c (which reads no environment).
+ *
+ * Callers: cache/cache.c (kc_config_load_ at kc_cache_open), the process-wide loaders (the driver,
+ * NVRTC, the toolkit, the loaded-graph table: kc_config_process), the CLI (kcache/config.h).
+ * Must not: read the environment for a setting outside its row, log while the process's settings
+ * are read (common/log.c asks for them from inside its once), or keep a pointer into the
+ * environment (values are copied).
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/internal.h"
+#include "config.h"
+
+#ifndef KC_CONFIG_SYSTEM_FILE
+#define KC_CONFIG_SYSTEM_FILE "/etc/kcache.conf" /* a build may name another one (-DKC_CONFIG_SYSTEM_FILE=...) */
+#endif
+
+static const kc_config_row rows[KC_CONFIG_COUNT] = {
+#define ROW_(name, env, type, file, def, max, part, doc) {#name, env, KC_CONFIG_TYPE_##type, file, def, max, part, doc},
+    KC_CONFIG_TABLE(ROW_)
+#undef ROW_
+};
+
+static const size_t field_at[KC_CONFIG_COUNT] = {
+#define AT_(name, env, type, file, def, max, part, doc) offsetof(kc_settings, name),
+    KC_CONFIG_TABLE(AT_)
+#undef AT_
+};
+
+const kc_config_row *kc_config_row_of(int id) { return id >= 0 && id < KC_CONFIG_COUNT ? &rows[id] : NULL; }
+
+int kc_config_find(const char *name) {
+    for (int i = 0; name && i < KC_CONFIG_COUNT; i++)
+        if (strcmp(rows[i].name, name) == 0 || strcmp(rows[i].env, name) == 0) return i;
+    return -1;
+}
+
+const char *kc_config_type_name(kc_config_type t) {
+    static const char *const names[] = {"bool", "count", "milliseconds", "seconds",
+                                        "size", "path",  "string", "url list"};
+    return (unsigned)t < KC_ARRAY_LEN(names) ? names[t] : "?";
+}
+
+const char *kc_config_origin_name(kc_config_origin o) {
+    static const char *const names[] = {"default", "system file", "cache directory file", "environment", "options"};
+    return (unsigned)o < KC_ARRAY_LEN(names) ? names[o] : "?";
+}
+
+/* ---- one value ---- */
+
+static int is_string(kc_config_type t) {
+    return t == KC_CONFIG_TYPE_PATH || t == KC_CONFIG_TYPE_STRING || t == KC_CONFIG_TYPE_URLS;
+}
+
+/* Parse `value` by the row's type into *field (a scratch copy first, so a bad value changes nothing). */
+static int parse_into(const kc_config_row *r, void *field, const char *value, const char *name) {
+    if (!*value)
+        return kc_err(KC_EINVAL, "%s has no value: give a %s, or leave it out", name, kc_config_type_name(r->type));
+    bool b = false;
+    unsigned long long n = 0;
+    double s = 0;
+    uint64_t z = 0;
+    int rc = KC_OK;
+    switch (r->type) {
+    case KC_CONFIG_TYPE_BOOL:
+        if (!(rc = kc_env_flag(name, value, &b))) memcpy(field, &b, sizeof b);
+        break;
+    case KC_CONFIG_TYPE_COUNT:
+    case KC_CONFIG_TYPE_MS:
+        if (!(rc = kc_env_uint(name, value, r->max ? r->max : ULLONG_MAX, &n))) memcpy(field, &n, sizeof n);
+        break;
+    case KC_CONFIG_TYPE_SECONDS:
+        if (!(rc = kc_env_seconds(name, value, (double)r->max, &s))) memcpy(field, &s, sizeof s);
+        break;
+    default:
+        if (!(rc = kc_env_size(name, value, &z))) memcpy(field, &z, sizeof z);
+        break;
+    }
+    return rc;
+}
+
+int kc_config_set_(kc_config *c, int id, const char *value, kc_config_origin origin, const char *where,
+                   const char *name) {
+    const kc_config_row *r = kc_config_row_of(id);
+    if (!c || !r || !value) return kc_err(KC_EINVAL, "kc_config_set_: bad argument");
+    if (!name) name = r->env;
+    void *field = (char *)&c->v + field_at[id];
+    char *w = where ? strdup(where) : NULL;
+    if (where && !w) return kc_err(KC_ENOMEM, "out of memory");
+    if (is_string(r->type)) {
+        if (strchr(value, '\n')) {
+            free(w);
+            return kc_err(KC_EINVAL, "%s has a newline in its value", name);
+        }
+        char *copy = strdup(value);
+        if (!copy) {
+            free(w);
+            return kc_err(KC_ENOMEM, "out of memory");
+        }
+        free(c->owned[id]);
+        c->owned[id] = copy;
+        const char *p = copy;
+        memcpy(field, &p, sizeof p);
+    } else {
+        int rc = parse_into(r, field, value, name);
+        if (rc) {
+            free(w);
+            return rc;
+        }
+    }
+    free(c->where[id]);
+    c->where[id] = w;
+    c->origin[id] = origin;
+    return KC_OK;
+}
+
+void kc_config_free_(kc_config *c) {
+    if (!c) return;
+    for (int i = 0; i < KC_CONFIG_COUNT; i++) {
+        if (i == KC_CONFIG_hmac_key && c->owned[i]) memset(c->owned[i], 0, strlen(c->owned[i]));
+        free(c->owned[i]);
+        free(c->where[i]);
+    }
+    free(c);
+}
+
+/* A URL list as it may be shown: each password (scheme://user:PASSWORD@host) as "***". */
+static void urls_shown(const char *p, char *out, size_t cap) {
+    size_t n = 0;
+    while (*p && n + 1 < cap) {
+        const char *at = NULL, *colon = NULL, *start = strstr(p, "://");
+        if (start) {
+            start += 3;
+            size_t span = strcspn(start, "/ ");
+            at = memchr(start, '@', span);
+            colon = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+        }
+        if (!colon) {
+            snprintf(out + n, cap - n, "%s", p);
+            return;
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%.*s***", (int)(colon + 1 - p), p);
+        p = at;
+        if (n >= cap) return;
+    }
+}
+
+int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_origin *origin, char *where,
+                  size_t where_cap) {
+    const kc_config_row *r = kc_config_row_of(id);
+    if (!c || !r || !out || !cap) return kc_err(KC_EINVAL, "kc_config_get: bad argument");
+    const void *field = (const char *)&c->v + field_at[id];
+    bool b;
+    unsigned long long n;
+    double s;
+    const char *p;
+    switch (r->type) {
+    case KC_CONFIG_TYPE_BOOL: memcpy(&b, field, sizeof b), snprintf(out, cap, "%s", b ? "true" : "false"); break;
+    case KC_CONFIG_TYPE_SECONDS: memcpy(&s, field, sizeof s), snprintf(out, cap, "%g", s); break;
+    case KC_CONFIG_TYPE_COUNT:
+    case KC_CONFIG_TYPE_MS:
+    case KC_CONFIG_TYPE_SIZE: memcpy(&n, field, sizeof n), snprintf(out, cap, "%llu", n); break;
+    default:
+        memcpy(&p, field, sizeof p);
+        if (r->type == KC_CONFIG_TYPE_URLS) urls_shown(p, out, cap);
+        else snprintf(out, cap, "%s", id == KC_CONFIG_hmac_key && *p ? "***" : p);
+        break;
+    }
+    if (origin) *origin = c->origin[id];
+    if (where && where_cap) snprintf(where, where_cap, "%s", c->where[id] ? c->where[id] : "");
+    return KC_OK;
+}
+
+/* ---- the layers ---- */
+
+/* A file's setting (file.c calls it): the system file's always, the directory's over the layers
+ * below it, and its size limit over every layer (kcache/config.h). */
+static int apply_file(kc_config *c, int id, const char *value, const char *where, void *ctx) {
+    kc_config_origin o = *(const kc_config_origin *)ctx;
+    if (o == KC_ORIGIN_DIR_FILE && id == KC_CONFIG_dir)
+        return kc_err(KC_EINVAL, "%s: the cache directory cannot be set in its own %s (set KCACHE_DIR, or `dir` in the "
+                      "system file)", where, KC_CONFIG_DIR_FILE);
+    if (o == KC_ORIGIN_DIR_FILE && c->origin[id] > KC_ORIGIN_DIR_FILE && id != KC_CONFIG_max_size) return KC_OK;
+    char name[PATH_MAX + 200];
+    snprintf(name, sizeof name, "%s: %s", where, rows[id].name);
+    int rc = kc_config_set_(c, id, value, o, where, name);
+    if (rc && (c->flags & KC_CONFIG_KEEP_GOING)) {
+        fprintf(stderr, "kcache: %s; %s keeps its default\n", kc_error_last()->message, rows[id].name);
+        rc = KC_OK;
+    }
+    return rc;
+}
+
+/* The environment variable of row `id`: NULL when unset, or empty and empty means unset. */
+static int env_value(const kc_config *c, int id, const char **out) {
+    *out = NULL;
+    if (c->flags & KC_CONFIG_NO_ENV) return KC_OK;
+    const char *e = getenv(rows[id].env);
+    if (!e) return KC_OK;
+    if (!*e && (id == KC_CONFIG_dir || id == KC_CONFIG_hmac_key_file))
+        return kc_err(KC_EINVAL, "%s is set but empty: name a %s, or unset it%s", rows[id].env,
+                      id == KC_CONFIG_dir ? "directory" : "key file", id == KC_CONFIG_dir ? " for the default" : "");
+    if (!*e && id != KC_CONFIG_remote) return KC_OK; /* KCACHE_REMOTE= (empty) turns a configured remote off */
+    *out = e;
+    return KC_OK;
+}
+
+static int apply_env(kc_config *c, int id) {
+    const char *e;
+    int rc = env_value(c, id, &e);
+    if (!rc && e) rc = kc_config_set_(c, id, e, KC_ORIGIN_ENVIRONMENT, rows[id].env, NULL);
+    if (rc && (c->flags & KC_CONFIG_KEEP_GOING)) {
+        fprintf(stderr, "kcache: %s; %s keeps its default\n", kc_error_last()->message, rows[id].name);
+        rc = KC_OK;
+    }
+    return rc;
+}
+
+static int apply_options(kc_config *c, const kc_config_options *o, int id) {
+    if (!o || !o->value[id]) return KC_OK;
+    char name[64];
+    snprintf(name, sizeof name, "the options' %s", rows[id].name);
+    return kc_config_set_(c, id, o->value[id], KC_ORIGIN_OPTIONS, NULL, name);
+}
+
+/* kc_options and the environment, in the order KC_OPEN_OPTIONS_WIN says; an empty KCACHE_DIR is
+ * an error only when it would be the directory. */
+static int apply_env_and_options(kc_config *c, const kc_config_options *o, int id) {
+    /* A flag kc_options sets is never turned off by the environment (it only ever added flags). */
+    int win = (c->flags & KC_CONFIG_OPTIONS_WIN) || rows[id].type == KC_CONFIG_TYPE_BOOL, rc;
+    if (id == KC_CONFIG_dir && o && o->value[id] && !(c->flags & KC_CONFIG_NO_ENV)) {
+        const char *e = getenv(rows[id].env);
+        if (e && !*e) return apply_options(c, o, id);
+    }
+    if (!win && (rc = apply_options(c, o, id))) return rc;
+    if ((rc = apply_env(c, id))) return rc;
+    return win ? apply_options(c, o, id) : KC_OK;
+}
+
+/* The default directory: $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache (absolute ones only). */
+static int default_dir(kc_config *c) {
+    char d[PATH_MAX];
+    if (c->v.xdg_cache_home[0] == '/') snprintf(d, sizeof d, "%s/kcache", c->v.xdg_cache_home);
+    else if (c->v.home[0] == '/') snprintf(d, sizeof d, "%s/.cache/kcache", c->v.home);
+    else return kc_err(KC_EINVAL, "no cache directory: set KCACHE_DIR, XDG_CACHE_HOME or HOME");
+    return kc_config_set_(c, KC_CONFIG_dir, d, KC_ORIGIN_DEFAULT, NULL, NULL);
+}
+
+static int read_system_file(kc_config *c) {
+    if (c->flags & KC_CONFIG_NO_SYSTEM_FILE) return KC_OK;
+    const char *e = c->flags & KC_CONFIG_NO_ENV ? NULL : getenv(rows[KC_CONFIG_config_system].env);
+    int rc;
+    const char *var = rows[KC_CONFIG_config_system].env;
+    if (e && *e && (rc = kc_config_set_(c, KC_CONFIG_config_system, e, KC_ORIGIN_ENVIRONMENT, var, NULL))) return rc;
+    kc_config_origin o = KC_ORIGIN_SYSTEM_FILE;
+    rc = kc_config_file_read_(c->v.config_system, 0, c, apply_file, &o);
+    return rc == KC_MISS ? KC_OK : rc;
+}
+
+static int read_dir_file(kc_config *c) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", c->v.dir, KC_CONFIG_DIR_FILE) >= (int)sizeof path)
+        return kc_err(KC_EINVAL, "cache directory path is too long");
+    kc_config_origin o = KC_ORIGIN_DIR_FILE;
+    int rc = kc_config_file_read_(path, 1, c, apply_file, &o);
+    if (rc && rc != KC_MISS) return rc;
+    kc_config_record_read_(c->v.dir, c, apply_file, &o);
+    return KC_OK;
+}
+
+int kc_config_load_(kc_config **out, const kc_config_options *o) {
+    *out = NULL;
+    kc_config *c = kc_calloc(1, sizeof *c);
+    if (!c) return kc_err(KC_ENOMEM, "out of memory");
+    c->flags = o ? o->flags : 0;
+    int rc = KC_OK;
+    for (int i = 0; i < KC_CONFIG_COUNT && !rc; i++)
+        rc = kc_config_set_(c, i, rows[i].def, KC_ORIGIN_DEFAULT, NULL, rows[i].name);
+    for (int i = 0; i < KC_CONFIG_COUNT && !rc; i++)
+        if (!rows[i].in_file && i != KC_CONFIG_config_system) rc = apply_env(c, i);
+    if (!rc) rc = read_system_file(c);
+    int process = (c->flags & KC_CONFIG_NO_DIR_FILE) != 0; /* the process's settings: no directory */
+    for (int i = 0; i < KC_CONFIG_COUNT && !rc; i++)
+        if (rows[i].in_file && !(process && i == KC_CONFIG_dir)) rc = apply_env_and_options(c, o, i);
+    if (!rc && !process && !c->v.dir[0]) rc = default_dir(c);
+    if (!rc && !process) rc = read_dir_file(c);
+    if (rc) {
+        kc_config_free_(c);
+        return rc;
+    }
+    *out = c;
+    return KC_OK;
+}
+
+/* ---- the process's settings ---- */
+
+static pthread_mutex_t proc_mu = PTHREAD_MUTEX_INITIALIZER;
+static kc_config *proc;
+
+/* Read the process's settings (locked); rc is the first bad value's, the settings are read anyway. */
+static int proc_read_locked(unsigned flags) {
+    kc_config_options o = {{0}, flags | KC_CONFIG_NO_DIR_FILE};
+    int rc = kc_config_load_(&proc, &o);
+    if (rc) { /* a bad line of the system file (or no memory): the defaults alone */
+        o.flags |= KC_CONFIG_NO_ENV | KC_CONFIG_NO_SYSTEM_FILE;
+        o.flags &= ~KC_CONFIG_KEEP_GOING;
+        fprintf(stderr, "kcache: %s; the process's settings keep their defaults\n", kc_error_last()->message);
+        if (kc_config_load_(&proc, &o) != KC_OK) { /* out of memory: every string empty, every number 0 */
+            static kc_config empty;
+            static const char *const blank = "";
+            for (int i = 0; i < KC_CONFIG_COUNT; i++)
+                if (is_string(rows[i].type)) memcpy((char *)&empty.v + field_at[i], &blank, sizeof blank);
+            proc = &empty;
+        }
+    }
+    kc_log_configure_default_(proc->v.log);
+    return rc;
+}
+
+const kc_config *kc_config_process(void) {
+    pthread_mutex_lock(&proc_mu);
+    if (!proc) proc_read_locked(KC_CONFIG_KEEP_GOING);
+    const kc_config *c = proc;
+    pthread_mutex_unlock(&proc_mu);
+    return c;
+}
+
+int kc_config_process_init(unsigned flags) {
+    pthread_mutex_lock(&proc_mu);
+    int rc = proc ? kc_err(KC_EBUSY, "the process's settings were already read")
+                  : proc_read_locked((flags & KC_CONFIG_NO_ENV) | KC_CONFIG_KEEP_GOING);
+    pthread_mutex_unlock(&proc_mu);
+    return rc;
+}
+
+/* common/log.c asks for the process's settings through this at its first log line. */
+static void log_reader(void) { (void)kc_config_process(); }
+
+/* A forked child is a process of its own: it reads its settings (its environment) at its own first
+ * use.  What the parent read stays allocated: a loader already run in the parent keeps pointing at it. */
+static void forked_child(void) {
+    pthread_mutex_init(&proc_mu, NULL);
+    proc = NULL;
+}
+
+__attribute__((constructor)) static void register_readers(void) {
+    kc_log_set_reader_(log_reader);
+    pthread_atfork(NULL, NULL, forked_child);
+}
