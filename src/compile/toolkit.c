@@ -35,6 +35,7 @@
 #include "kcache/entry.h"
 #include "../common/internal.h"
 #include "../config/config.h"
+#include "toolkit_impl.h"
 
 #ifndef KC_CUDA_INCDIR
 #define KC_CUDA_INCDIR "/usr/local/cuda/include"
