@@ -38,10 +38,9 @@ extern "C" {
 #define KC_OPEN_NO_ENV 0x1u        /**< Ignore KCACHE_* environment overrides. */
 #define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
-/** The fields these options set (dir, max_size, remote: non-NULL, non-zero) win over KCACHE_DIR,
- *  KCACHE_MAX_SIZE and KCACHE_REMOTE; the environment still fills the fields left unset.  An empty
- *  dir is an error (KC_EINVAL), never the default directory; an empty remote is none.  For a command
- *  line, whose flags are more specific than the environment (without this flag the environment wins). */
+/** Accepted and no longer needed: the fields kc_options sets (dir, max_size, remote…: non-NULL,
+ *  non-zero) always win over the environment, which fills the fields left unset (kcache/config.h).
+ *  An empty dir is an error (KC_EINVAL), never the default directory; an empty remote is none. */
 #define KC_OPEN_OPTIONS_WIN 0x20u
 /** Must hit (KCACHE_REQUIRE_HIT=1): a lookup that would run NVRTC fails with KC_ENOTCACHED — naming
  *  the graph, the variant and why it missed — and compiles nothing (counted: compiles_refused).  A
@@ -61,7 +60,9 @@ extern "C" {
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields
- * left 0/NULL take their defaults.  Environment overrides (unless KC_OPEN_NO_ENV):
+ * left 0/NULL take their defaults.  Every field set wins over its setting's environment variable,
+ * configuration files and default; what is left unset comes from them, in that order (kcache/config.h,
+ * `kcache config` shows each value and its origin).  The variables (unless KC_OPEN_NO_ENV):
  * KCACHE_DIR, KCACHE_MAX_SIZE ("5G", "500M", "1024K", bytes), KCACHE_DISABLE=1,
  * KCACHE_READONLY=1, KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tiers: KCACHE_REMOTE (a
  * list of URLs, as `remote` below),
@@ -125,9 +126,9 @@ KC_API const char *kc_cache_dir(const kc_cache *c);
 
 /**
  * The resolved size limit in bytes (0: none).  The limit is the directory's once one is recorded
- * (kc_cache_set_max_size): then kc_options.max_size and KCACHE_MAX_SIZE are ignored (logged), so
- * a process with a smaller value cannot evict everyone's entries down to its own; they apply only
- * to a directory without a recorded limit.
+ * (kc_cache_set_max_size: `max_size` in its kcache.conf): then kc_options.max_size and
+ * KCACHE_MAX_SIZE are ignored, so a process with a smaller value cannot evict everyone's entries
+ * down to its own; they apply only to a directory without a recorded limit.
  */
 KC_API uint64_t kc_cache_max_size(const kc_cache *c);
 

@@ -12,10 +12,8 @@
  *
  * Where a setting comes from, first found wins:
  *
- *   1. kc_options (a field set: non-NULL, non-zero; a KC_OPEN_* flag set) — over the environment
- *      under KC_OPEN_OPTIONS_WIN (the command line's flags); without that flag, as before, the
- *      environment overrides kc_options.dir, max_size, remote and its limits, signing_key_file and
- *      keyring, and fills what they leave unset;
+ *   1. kc_options (a field set: non-NULL, non-zero; a KC_OPEN_* flag set), over everything below
+ *      (KC_OPEN_OPTIONS_WIN, which once asked for this order, is still accepted and changes nothing);
  *   2. the environment (KCACHE_*), unless KC_OPEN_NO_ENV; an empty variable is "not set", except
  *      KCACHE_REMOTE (empty: no remote) and KCACHE_DIR / KCACHE_HMAC_KEY_FILE (empty: an error);
  *   3. the cache directory's file, <cache dir>/kcache.conf (where `kcache config KEY VALUE`,
@@ -26,10 +24,10 @@
  *      for packagers; it is itself read from the environment unless KC_OPEN_NO_ENV);
  *   5. the default.
  *
- * Two exceptions, both older promises: the cache directory (`dir`) cannot come from its own file,
- * and the directory's size limit (`max_size`), once its file (or v1/record) names one, wins over
- * kc_options and the environment, so that one process with a smaller value cannot evict
- * everyone's entries down to its own.
+ * Two exceptions: the cache directory (`dir`) cannot come from its own file; and the directory's
+ * size limit (`max_size`), once its file (or v1/record) names one, wins over kc_options and the
+ * environment, so that one process with a smaller value cannot evict everyone's entries down to
+ * its own (a promise older than the file).
  *
  * The file format is ccache's:
  *

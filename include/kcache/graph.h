@@ -504,6 +504,40 @@ KC_API int kc_graph_backward_args(kc_graph *g, kc_saved *saved, const kc_tensor 
                                   kc_tensor *grad_inputs, size_t ninputs, void *stream, const kc_value *args,
                                   size_t nargs);
 
+/** Version of kc_graph_call described here. */
+#define KC_GRAPH_CALL_VERSION 1
+
+/**
+ * One call of a pass, for kc_graph_forward_call and kc_graph_backward_call: the arguments of
+ * kc_graph_forward_args and kc_graph_backward_args as one struct, which can grow (`version`).
+ * Forward: `inputs` in, `outputs` allocated (as kc_graph_forward).  Backward: `inputs` are the
+ * gradients of the forward's outputs and `outputs` receive the gradients of its inputs (as
+ * kc_graph_backward); `alloc` and `rng` are the forward's and must be NULL.  `args`/`nargs`: the
+ * runtime arguments' values (NULL and 0: none, or for backward the forward's).
+ */
+typedef struct kc_graph_call {
+    unsigned version;          /**< KC_GRAPH_CALL_VERSION */
+    const kc_tensor *inputs;   /**< The pass's inputs; borrowed for the call. */
+    size_t ninputs;
+    kc_tensor *outputs;        /**< The pass's outputs, filled in. */
+    size_t noutputs;
+    void *stream;              /**< A CUstream; NULL: the default stream. */
+    const kc_allocator *alloc; /**< Forward: the allocator of outputs, saved tensors and scratch; NULL: the default. */
+    kc_rng_state *rng;         /**< Forward: the RNG state (the philox wrapper); NULL: none. */
+    const kc_value *args;      /**< The runtime arguments' values, in declaration order. */
+    size_t nargs;
+} kc_graph_call;
+
+/** Initialiser of a kc_graph_call (no tensors, default stream and allocator, no arguments). */
+#define KC_GRAPH_CALL_INIT { KC_GRAPH_CALL_VERSION, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0 }
+
+/** The forward pass of `call` (kc_graph_forward_args); `saved` as there.  KC_EVERSION for an
+ *  unknown call version. */
+KC_API int kc_graph_forward_call(kc_graph *g, const kc_graph_call *call, kc_saved **saved);
+
+/** The backward pass of `call` over what `saved` holds (kc_graph_backward_args). */
+KC_API int kc_graph_backward_call(kc_graph *g, kc_saved *saved, const kc_graph_call *call);
+
 /** Free what forward saved (through the allocator it used, on `stream`); accepts NULL. */
 KC_API void kc_saved_free(kc_saved *s, void *stream);
 

@@ -101,4 +101,27 @@ void kc_cache_config_remote_(const kc_config *cfg, kc_options *o);
 /** The HMAC key from the settings (or its file: *owned, freed by the caller) into `o`.  Callers: cache.c. */
 int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
 
+/* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
+ *   kc_cache_check_local_            internal.h  Callers: graph
+ *   kc_cache_get_local_              internal.h  Callers: graph
+ *   kc_cache_get_local_some_         internal.h  Callers: graph
+ *   kc_cache_keep_local_             internal.h  Callers: graph
+ *   kc_cache_local_                  internal.h  Callers: bundle, guard
+ *   kc_cache_origin_manifest_        internal.h  Callers: graph
+ *   kc_cache_profile_remote_         internal.h  Callers: guard
+ *   kc_cache_remote_fetch_           internal.h  Callers: graph
+ *   kc_cache_remote_objects_         internal.h  Callers: graph
+ *   kc_cache_require_hit_            internal.h  Callers: graph
+ *   kc_cache_set_origin_manifest_    internal.h  Callers: prewarm
+ *   kc_cache_settings_               internal.h  Callers: graph
+ *   kc_cache_strict_                 internal.h  Callers: graph
+ *   kc_cache_toolchain_can_compile_  record.h    Callers: graph
+ *   kc_cache_toolchain_note_         record.h    Callers: bundle, graph
+ *   kc_cache_toolkit_dir_            internal.h  Callers: graph
+ *   kc_cache_toolkit_note_           record.h    Callers: bundle, graph
+ *   kc_cache_trust_                  internal.h  Callers: bundle, graph, guard
+ *   kc_record_free_                  record.h    Callers: graph
+ *   kc_record_load_                  record.h    Callers: graph
+ * ---- end of the index ---- */
+
 #endif

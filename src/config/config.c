@@ -6,10 +6,10 @@
  * (common/env.c's strict grammars) where it is read — an environment variable, a line of a file,
  * a kc_options field — and a bad one is an error naming the variable or FILE:LINE; what the parts
  * receive (config/config.h) is already typed and never checked again.  The layers are applied
- * lowest first (default, system file, cache directory file, then kc_options and the environment
- * in the order KC_OPEN_OPTIONS_WIN says), each overwriting the one below; the directory's file is
- * read once the directory is known (it cannot name itself), and its size limit wins over the
- * layers above it (kcache/config.h says why).
+ * in order (kc_options over the environment over the cache directory's file over the system file
+ * over the default); the directory's file is read once the directory is known (it cannot name
+ * itself) and fills what the environment and kc_options left unset — but its size limit wins over
+ * every layer (kcache/config.h says why).
  *
  * The process's settings (kc_config_process) are read here once, under a lock, with no cache
  * directory; they also hand the `log` setting to common/log.c (which reads no environment).
@@ -240,18 +240,12 @@ static int apply_options(kc_config *c, const kc_config_options *o, int id) {
     return kc_config_set_(c, id, o->value[id], KC_ORIGIN_OPTIONS, NULL, name);
 }
 
-/* kc_options and the environment, in the order KC_OPEN_OPTIONS_WIN says; an empty KCACHE_DIR is
- * an error only when it would be the directory. */
+/* The environment, then kc_options over it (a field set wins; a flag set is never turned off). */
 static int apply_env_and_options(kc_config *c, const kc_config_options *o, int id) {
-    /* A flag kc_options sets is never turned off by the environment (it only ever added flags). */
-    int win = (c->flags & KC_CONFIG_OPTIONS_WIN) || rows[id].type == KC_CONFIG_TYPE_BOOL, rc;
-    if (id == KC_CONFIG_dir && o && o->value[id] && !(c->flags & KC_CONFIG_NO_ENV)) {
-        const char *e = getenv(rows[id].env);
-        if (e && !*e) return apply_options(c, o, id);
-    }
-    if (!win && (rc = apply_options(c, o, id))) return rc;
+    int rc;
+    if (id == KC_CONFIG_dir && o && o->value[id]) return apply_options(c, o, id); /* KCACHE_DIR, even empty: moot */
     if ((rc = apply_env(c, id))) return rc;
-    return win ? apply_options(c, o, id) : KC_OK;
+    return apply_options(c, o, id);
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache (absolute ones only). */

@@ -67,4 +67,25 @@ int kc_cuda_func_smem(void *fn, int *static_bytes, int *max_dynamic);
 /** Set a function's maximum dynamic shared memory (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES). */
 int kc_cuda_func_set_max_dynamic_smem(void *fn, int bytes);
 
+/* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
+ *   kc_cuda_capture_begin              internal.h  Callers: graph
+ *   kc_cuda_capture_end                internal.h  Callers: graph
+ *   kc_cuda_copy_async                 internal.h  Callers: graph
+ *   kc_cuda_device_limits              internal.h  Callers: graph
+ *   kc_cuda_event_create               internal.h  Callers: graph
+ *   kc_cuda_event_free                 internal.h  Callers: graph
+ *   kc_cuda_event_record               internal.h  Callers: graph
+ *   kc_cuda_free_now                   internal.h  Callers: graph
+ *   kc_cuda_func_set_max_dynamic_smem  internal.h  Callers: graph
+ *   kc_cuda_func_smem                  internal.h  Callers: graph
+ *   kc_cuda_graph_free                 internal.h  Callers: graph
+ *   kc_cuda_graph_launch               internal.h  Callers: graph
+ *   kc_cuda_malloc_now                 internal.h  Callers: graph
+ *   kc_cuda_memset_async               internal.h  Callers: graph
+ *   kc_cuda_param_info                 internal.h  Callers: graph
+ *   kc_cuda_stream_create              internal.h  Callers: graph
+ *   kc_cuda_stream_free                internal.h  Callers: graph
+ *   kc_cuda_stream_wait                internal.h  Callers: graph
+ * ---- end of the index ---- */
+
 #endif

@@ -309,20 +309,38 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     return rc;
 }
 
+/* A caller's kc_graph_call, of the version this build knows, or KC_EVERSION / KC_EINVAL. */
+static int call_check(const kc_graph_call *call, const char *who) {
+    if (!call) return kc_err(KC_EINVAL, "%s: call is NULL", who);
+    if (call->version != KC_GRAPH_CALL_VERSION)
+        return kc_err(KC_EVERSION, "%s: kc_graph_call version %u is not supported (this build: %d)", who,
+                      call->version, KC_GRAPH_CALL_VERSION);
+    return KC_OK;
+}
+
+int kc_graph_forward_call(kc_graph *g, const kc_graph_call *call, kc_saved **saved) {
+    int rc = call_check(call, "kc_graph_forward");
+    if (rc) return rc;
+    if (!g || (call->ninputs && !call->inputs) || (call->noutputs && !call->outputs))
+        return kc_err(KC_EINVAL, "kc_graph_forward: bad argument");
+    if (saved) *saved = NULL;
+    if ((rc = kc_program_check_values(g->fwd, call->args, call->nargs))) return rc;
+    kc_forward_call c = {g,     call->inputs, call->ninputs, call->outputs, call->noutputs, saved, call->stream,
+                         call->alloc, call->rng, 0, 0, 0, call->args, call->nargs};
+    return kc_wrapper_chain_call(g->chain, &c);
+}
+
 int kc_graph_forward_args(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
                           kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng, const kc_value *args,
                           size_t nargs) {
-    if (!g || (ninputs && !inputs) || (noutputs && !outputs)) return kc_err(KC_EINVAL, "kc_graph_forward: bad argument");
-    if (saved) *saved = NULL;
-    int rc = kc_program_check_values(g->fwd, args, nargs);
-    if (rc) return rc;
-    kc_forward_call c = {g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, 0, 0, 0, args, nargs};
-    return kc_wrapper_chain_call(g->chain, &c);
+    kc_graph_call c = {KC_GRAPH_CALL_VERSION, inputs, ninputs, outputs, noutputs, stream, alloc, rng, args, nargs};
+    return kc_graph_forward_call(g, &c, saved);
 }
 
 int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
                          kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng) {
-    return kc_graph_forward_args(g, inputs, ninputs, outputs, noutputs, saved, stream, alloc, rng, NULL, 0);
+    kc_graph_call c = {KC_GRAPH_CALL_VERSION, inputs, ninputs, outputs, noutputs, stream, alloc, rng, NULL, 0};
+    return kc_graph_forward_call(g, &c, saved);
 }
 
 int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
@@ -337,27 +355,45 @@ int kc_graph_backward(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, s
 
 int kc_graph_backward_args(kc_graph *g, kc_saved *s, const kc_tensor *grad_outputs, size_t n, kc_tensor *grad_inputs,
                            size_t ninputs, void *stream, const kc_value *args, size_t nargs) {
-    if (!g || !s || s->g != g || (n && !grad_outputs) || (ninputs && !grad_inputs))
-        return kc_err(KC_EINVAL, "kc_graph_backward: bad argument (saved must come from this graph's forward)");
-    if (!g->bwd) return kc_err(KC_EINVAL, "the graph has no backward pass");
-    if (!args && !nargs) args = s->args, nargs = s->nargs; /* the forward's values */
-    int vrc = kc_program_check_values(g->bwd, args, nargs);
-    if (vrc) return vrc;
-    if (n != s->noutputs || ninputs != s->ninputs)
-        return kc_err(KC_EINVAL, "backward takes %zu gradients and gives %zu; %zu and %zu given", s->noutputs, s->ninputs, n, ninputs);
-    for (size_t i = 0; i < n; i++)
-        if (grad_outputs[i].rank != s->outputs[i].rank ||
-            memcmp(grad_outputs[i].sizes, s->outputs[i].sizes, sizeof(int64_t) * (size_t)s->outputs[i].rank) != 0)
+    kc_graph_call c = {KC_GRAPH_CALL_VERSION, grad_outputs, n, grad_inputs, ninputs, stream, NULL, NULL, args, nargs};
+    return kc_graph_backward_call(g, s, &c);
+}
+
+/* The gradients given have the forward's outputs' shapes, and as many as it had outputs and inputs. */
+static int backward_shapes(const kc_saved *s, const kc_graph_call *call) {
+    if (call->ninputs != s->noutputs || call->noutputs != s->ninputs)
+        return kc_err(KC_EINVAL, "backward takes %zu gradients and gives %zu; %zu and %zu given", s->noutputs,
+                      s->ninputs, call->ninputs, call->noutputs);
+    for (size_t i = 0; i < call->ninputs; i++) {
+        const kc_tensor *t = &call->inputs[i];
+        if (t->rank != s->outputs[i].rank || memcmp(t->sizes, s->outputs[i].sizes, sizeof(int64_t) * (size_t)t->rank) != 0)
             return kc_err(KC_EINVAL, "grad_outputs[%zu] does not have output %zu's shape", i, i);
-    const kc_allocator *alloc = s->has_alloc ? &s->alloc : NULL;
-    int rc = kc_cuda_push(g->device);
+    }
+    return KC_OK;
+}
+
+int kc_graph_backward_call(kc_graph *g, kc_saved *s, const kc_graph_call *call) {
+    int rc = call_check(call, "kc_graph_backward");
     if (rc) return rc;
-    rc = alloc_role(&(roleset){g->bwd, KC_ROLE_INPUT, 1, grad_inputs, ninputs}, s->inputs, s->syms, stream, alloc);
+    if (!g || !s || s->g != g || (call->ninputs && !call->inputs) || (call->noutputs && !call->outputs))
+        return kc_err(KC_EINVAL, "kc_graph_backward: bad argument (saved must come from this graph's forward)");
+    if (call->alloc || call->rng)
+        return kc_err(KC_EINVAL, "kc_graph_backward: alloc and rng are the forward's: leave them NULL");
+    if (!g->bwd) return kc_err(KC_EINVAL, "the graph has no backward pass");
+    const kc_value *args = call->args;
+    size_t nargs = call->nargs;
+    if (!args && !nargs) args = s->args, nargs = s->nargs; /* the forward's values */
+    if ((rc = kc_program_check_values(g->bwd, args, nargs)) || (rc = backward_shapes(s, call))) return rc;
+    const kc_allocator *alloc = s->has_alloc ? &s->alloc : NULL;
+    void *stream = call->stream;
+    kc_tensor *grad_inputs = call->outputs;
+    if ((rc = kc_cuda_push(g->device))) return rc;
+    rc = alloc_role(&(roleset){g->bwd, KC_ROLE_INPUT, 1, grad_inputs, call->noutputs}, s->inputs, s->syms, stream, alloc);
     if (!rc) {
-        bindings b = {s->inputs, s->outputs, s->saved, grad_outputs, grad_inputs, s->ninputs, s->noutputs, s->nsaved,
-                      n, ninputs, NULL, 0};
+        bindings b = {s->inputs,      s->outputs,      s->saved, call->inputs, grad_inputs, s->ninputs, s->noutputs,
+                      s->nsaved, call->ninputs, call->noutputs, NULL, 0};
         rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL, args);
-        if (rc) release_role(g->bwd, KC_ROLE_INPUT, 1, grad_inputs, ninputs, stream, alloc);
+        if (rc) release_role(g->bwd, KC_ROLE_INPUT, 1, grad_inputs, call->noutputs, stream, alloc);
     }
     kc_cuda_pop();
     return rc;

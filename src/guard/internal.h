@@ -57,4 +57,9 @@ void kc_site_profile_from_remote_(kc_cache *c, const char *name, uint32_t *masks
  *  never an error.  Callers: site.c. */
 void kc_site_profile_to_remote_(kc_cache *c, const char *name, uint32_t *masks);
 
+/* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
+ *   kc_site_profile_merge_at_  internal.h  Callers: bundle
+ *   kc_site_profile_parse_     internal.h  Callers: bundle
+ * ---- end of the index ---- */
+
 #endif

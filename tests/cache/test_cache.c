@@ -203,8 +203,12 @@ static void test_environment_overrides(void **state) {
     snprintf(d2, sizeof d2, "%s/from-env", dir);
     setenv("KCACHE_DIR", d2, 1);
     setenv("KCACHE_MAX_SIZE", "10M", 1);
-    kc_cache *c = open_at(dir, 0);
+    kc_cache *c = open_at(NULL, 0); /* what the options leave unset, the environment fills */
     assert_string_equal(kc_cache_dir(c), d2);
+    assert_int_equal(kc_cache_max_size(c), 10ull << 20);
+    kc_cache_close(c);
+    c = open_at(dir, 0); /* what they set wins (kcache/config.h's order) */
+    assert_string_equal(kc_cache_dir(c), dir);
     assert_int_equal(kc_cache_max_size(c), 10ull << 20);
     kc_cache_close(c);
     c = open_at(dir, KC_OPEN_NO_ENV); /* explicit opt-out */
@@ -341,8 +345,8 @@ static void test_maintenance_reads_keep_lru_order(void **state) {
     kc_cache_close(c);
 }
 
-/* KC_OPEN_OPTIONS_WIN: what the options set beats KCACHE_DIR, KCACHE_MAX_SIZE and KCACHE_REMOTE (a
- * command line's flags); what they leave unset, the environment still fills. */
+/* What the options set beats KCACHE_DIR, KCACHE_MAX_SIZE and KCACHE_REMOTE, with or without
+ * KC_OPEN_OPTIONS_WIN (kcache/config.h's order); what they leave unset, the environment still fills. */
 static void test_options_win_over_environment(void **state) {
     (void)state;
     if (!kc_store_scheme_find("redis")) skip(); /* a build without the redis back end (KCACHE_WITH_REDIS) */
@@ -357,8 +361,12 @@ static void test_options_win_over_environment(void **state) {
     o.max_size = 1ull << 30;
     o.remote = "redis://127.0.0.1:1/0"; /* nothing connects at open */
     kc_cache *c;
-    assert_int_equal(kc_cache_open(&c, &o), KC_EINVAL); /* without the flag the environment wins: its bad URL */
-    o.flags = KC_OPEN_OPTIONS_WIN;
+    for (int with_flag = 0; with_flag < 2; with_flag++) {
+        o.flags = with_flag ? KC_OPEN_OPTIONS_WIN : 0;
+        if (kc_cache_open(&c, &o) != KC_OK) fail_msg("%s", kc_error_last()->message); /* not the env's bad URL */
+        assert_string_equal(kc_cache_dir(c), opt_dir);
+        kc_cache_close(c);
+    }
     if (kc_cache_open(&c, &o) != KC_OK) fail_msg("%s", kc_error_last()->message);
     assert_string_equal(kc_cache_dir(c), opt_dir);
     assert_int_equal(kc_cache_max_size(c), 1ull << 30);

@@ -72,6 +72,7 @@ static void test_each_origin(void **state) {
     assert_int_equal(kct_put(dir, "c/kcache.conf", "strict = yes\n  remote_ttl=6  \n"), 0);
     setenv("KCACHE_CONFIG_SYSTEM", sys, 1);
     setenv("KCACHE_REMOTE_TTL", "7", 1);
+    setenv("KCACHE_MAX_SIZE", "2M", 1); /* the options' 1M wins over it, without KC_OPEN_OPTIONS_WIN */
     int rc;
     kc_cache *c = open_in("c", KC_OPEN_REQUIRE_HIT, 1ull << 20, &rc);
     assert_int_equal(rc, KC_OK);

@@ -138,6 +138,36 @@ static void test_every_kind_reaches_the_kernel(void **state) {
     assert_int_equal(kcd_launch_count(), 2);
     assert_null(gin.data);
 
+    /* The same calls as one kc_graph_call: the same bytes reach the kernels; a call of another
+     * version, or a backward given the forward's allocator, is refused before anything runs. */
+    kc_graph_call fc = KC_GRAPH_CALL_INIT;
+    kc_tensor out2 = {0};
+    fc.inputs = &in, fc.ninputs = 1, fc.outputs = &out2, fc.noutputs = 1, fc.args = v2, fc.nargs = 2;
+    kc_saved *sv2 = NULL;
+    fc.version = KC_GRAPH_CALL_VERSION + 1;
+    assert_int_equal(kc_graph_forward_call(g, &fc, &sv2), KC_EVERSION);
+    fc.version = KC_GRAPH_CALL_VERSION;
+    if (kc_graph_forward_call(g, &fc, &sv2)) fail_msg("%s", kc_error_last()->message);
+    assert_int_equal(kcd_launch_count(), 3);
+    l = launch(2);
+    assert_true(arg_f32(&l, 3) == -2.5f);
+    assert_int_equal(kcd_launch_arg_u64(&l, 1), (uintptr_t)out2.data);
+    kc_graph_call bc = KC_GRAPH_CALL_INIT;
+    bc.inputs = &gout, bc.ninputs = 1, bc.outputs = &gin, bc.noutputs = 1;
+    kc_allocator any = KC_ALLOCATOR_INIT;
+    bc.alloc = &any;
+    assert_int_equal(kc_graph_backward_call(g, sv2, &bc), KC_EINVAL);
+    assert_int_equal(kcd_launch_count(), 3);
+    bc.alloc = NULL;
+    if (kc_graph_backward_call(g, sv2, &bc)) fail_msg("%s", kc_error_last()->message);
+    assert_int_equal(kcd_launch_count(), 4);
+    l = launch(3);
+    assert_true(arg_f32(&l, 3) == -2.5f); /* the forward's values */
+    assert_int_equal(kcd_launch_arg_u64(&l, 1), (uintptr_t)gin.data + 4);
+    kc_tensor_release(&gin, NULL, NULL);
+    kc_saved_free(sv2, NULL);
+    kc_tensor_release(&out2, NULL, NULL);
+
     kc_cuda_free(gout.data, NULL);
     kc_saved_free(sv, NULL);
     kc_tensor_release(&out, NULL, NULL);
