@@ -10,7 +10,8 @@
 #            .clang-format, except the paths listed in .clang-format-ignore
 #   columns  (only with --columns) no line of those C files over 120 columns
 # What it must not do: change a file, except with --fix (clang-format -i over the same files).
-#   tools/style.sh [--fix] [--columns] [--only size,funcs,format,columns] [FILE...]
+#   tools/style.sh [--fix] [--columns] [--only size,funcs,format,columns] [--root DIR] [FILE...]
+# --root DIR: check the tree at DIR (its .clang-format) instead of this one (tests/style/ does).
 # FILE...: check only these files (each check keeps its own folders and kinds; no file: every
 # tracked one).  Environment: CLANG_FORMAT (the binary; default clang-format-14, else clang-format,
 # which must be version 14: another version formats otherwise), KCACHE_STYLE_VENV (default
@@ -20,13 +21,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 MAX_LINES=${STYLE_MAX_LINES:-600} MAX_LENGTH=${STYLE_MAX_LENGTH:-100} MAX_CCN=${STYLE_MAX_CCN:-30}
 MAX_ARGS=${STYLE_MAX_ARGS:-8} MAX_COLUMNS=${STYLE_MAX_COLUMNS:-120}
-fix=0; checks="size,funcs,format"; only=; files=()
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+fix=0; checks="size,funcs,format"; only=; files=(); root=
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --fix) fix=1 ;;
         --columns) checks="$checks,columns" ;;
         --only) [ $# -gt 1 ] || usage; only=$2; shift ;;
+        --root) [ $# -gt 1 ] || usage; root=$2; shift ;;
         -h|--help) usage ;;
         -*) echo "style: unknown option $1" >&2; usage ;;
         *) files+=("$1") ;;
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ -n "$only" ] && checks=$only
+[ -z "$root" ] || cd "$root" || exit 2
 for c in ${checks//,/ }; do
     case "$c" in size|funcs|format|columns) ;; *) echo "style: no check named '$c' (size, funcs, format, columns)" >&2; exit 2 ;; esac
 done
@@ -44,7 +47,7 @@ if [ ${#files[@]} -eq 0 ]; then
     if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         mapfile -t files < <(git ls-files)
     else
-        mapfile -t files < <(find src tools include tests -type f | sort)
+        mapfile -t files < <(find src tools include tests -type f 2>/dev/null | sort)
     fi
 fi
 in_src_tools() { case "$1" in src/*|tools/*) return 0 ;; *) return 1 ;; esac; }
