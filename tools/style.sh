@@ -155,14 +155,17 @@ for f in sys.argv[2:]:
 ' "$MAX_COLUMNS" "${cfiles[@]}")
 fi
 
-total=0; summary=
+total=0; summary=; scope=
 for c in size funcs format columns; do
     want "$c" || continue
-    n=${count[$c]:-0}; total=$((total + n)); summary="$summary $c $n,"
+    n=${count[$c]:-0}; total=$((total + n)); summary="$summary, $c $n"
 done
+want size && scope="$scope, ${#sized[@]} files sized"
+want funcs && scope="$scope, ${#funcfiles[@]} C files of src/ and tools/ measured"
+{ want format || want columns; } && scope="$scope, ${#cfiles[@]} C files formatted"
 if [ $total -eq 0 ]; then
-    echo "style: OK (${summary# }${summary:+ }${#sized[@]} files sized, ${#funcfiles[@]} C files of src/ and tools/ measured, ${#cfiles[@]} C files formatted)"
+    echo "style: OK (${summary#, }; ${scope#, })"
     exit 0
 fi
-echo "style: FAILED, $total violations (${summary# } of ${#sized[@]} files sized, ${#funcfiles[@]} measured, ${#cfiles[@]} formatted)"
+echo "style: FAILED, $total violations (${summary#, }; ${scope#, })"
 exit 1

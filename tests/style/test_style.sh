@@ -63,7 +63,7 @@ for want in "tools/bad.c:1: 601 lines, over 600" "tools/big.py:1: 601 lines, ove
             "tools/bad.c:8: branchy has a cyclomatic complexity of 31, over 30" \
             "tools/bad.c:43: longf is 101 lines, over 100" \
             "tools/bad.c:145: not as clang-format writes it" "include/x.h:1: not as clang-format writes it" \
-            "style: FAILED, 7 violations (size 2, funcs 3, format 2,"; do
+            "style: FAILED, 7 violations (size 2, funcs 3, format 2;"; do
     grep -qF "$want" "$T/out" && ok || bad "no '$want' in: $(cat "$T/out")"
 done
 [ "$(grep -c ': ' "$T/out")" = 8 ] && ok || bad "other lines than the 7 violations and the summary: $(cat "$T/out")"
