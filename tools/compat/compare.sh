@@ -43,7 +43,7 @@ declare -A KC=([old]=$W/old-build/tools/kcache/kcache [new]=$NB/tools/kcache/kca
 declare -A BENCH=([old]=$W/old-build/tools/bench/kcache-bench [new]=$NB/tools/bench/kcache-bench)
 for b in old new; do [ -x "${KC[$b]}" ] && [ -x "${BENCH[$b]}" ] || { echo "compare: no $b kcache/kcache_bench" >&2; exit 2; }; done
 
-diffs=0
+rm -rf "$W/out"; diffs=0
 compare() { # compare NAME: $W/out/old/NAME vs $W/out/new/NAME
     if diff -u "$W/out/old/$1" "$W/out/new/$1" >"$W/diff.txt"; then
         echo "same       $1 ($(wc -c <"$W/out/old/$1") bytes)"
