@@ -123,12 +123,16 @@ if want funcs && [ ${#funcfiles[@]} -gt 0 ]; then
         while IFS=$'\t' read -r kind msg; do fail "$kind" "$msg"; done < <(printf '%s\n' "$out" | python3 -c '
 import csv, sys
 length, ccn, args = (int(a) for a in sys.argv[1:4])
+# Public calls older than the parameter rule: their signatures are the ABI callers compiled
+# against, so they stay, as thin wrappers of a twin that takes one struct (kc_graph_call:
+# kc_graph_forward_call, kc_graph_backward_call).  The other limits still apply to them.
+frozen = {"kc_graph_forward_args", "kc_graph_forward_rng", "kc_graph_backward_args"}
 for r in csv.reader(sys.stdin):
     if len(r) < 11 or not r[0].isdigit(): continue
     c, p, n, f, fn, start = int(r[1]), int(r[3]), int(r[4]), r[6], r[7], r[9]
     if n > length: print("funcs\t%s:%s: %s is %d lines, over %d: move its parts into named helper functions" % (f, start, fn, n, length))
     if c > ccn: print("funcs\t%s:%s: %s has a cyclomatic complexity of %d, over %d: turn a long decision into a table and a loop, or name its steps" % (f, start, fn, c, ccn))
-    if p > args: print("funcs\t%s:%s: %s takes %d parameters, over %d: pass a struct" % (f, start, fn, p, args))
+    if p > args and fn not in frozen: print("funcs\t%s:%s: %s takes %d parameters, over %d: pass a struct" % (f, start, fn, p, args))
 ' "$MAX_LENGTH" "$MAX_CCN" "$MAX_ARGS")
     else
         exit 2
