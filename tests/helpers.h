@@ -24,7 +24,9 @@
 #include <cmocka.h>
 
 static int kct_rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st; (void)flag; (void)ftw;
+    (void)st;
+    (void)flag;
+    (void)ftw;
     return remove(p);
 }
 
@@ -42,18 +44,18 @@ static inline char *kct_tmpdir(const char *tag) {
 
 /** The cmocka setup and teardown of a test whose cases each get a fresh private folder in `var`
  *  (made by kct_tmpdir(tag) before a case; removed and freed after it). */
-#define KCT_TMPDIR_FIXTURE(var, tag)                                                  \
-    static int setup(void **state) {                                                  \
-        (void)state;                                                                  \
-        var = kct_tmpdir(tag);                                                        \
-        return var ? 0 : -1;                                                          \
-    }                                                                                 \
-    static int teardown(void **state) {                                               \
-        (void)state;                                                                  \
-        kct_rmtree(var);                                                              \
-        free(var);                                                                    \
-        var = NULL;                                                                   \
-        return 0;                                                                     \
+#define KCT_TMPDIR_FIXTURE(var, tag)    \
+    static int setup(void **state) {    \
+        (void)state;                    \
+        var = kct_tmpdir(tag);          \
+        return var ? 0 : -1;            \
+    }                                   \
+    static int teardown(void **state) { \
+        (void)state;                    \
+        kct_rmtree(var);                \
+        free(var);                      \
+        var = NULL;                     \
+        return 0;                       \
     }
 
 /** Read a whole file into a malloc'ed buffer; NULL if it cannot. */
@@ -98,7 +100,8 @@ static inline int kct_put(const char *dir, const char *rel, const char *text) {
 static size_t kct_count_needle_n;
 static const char *kct_count_needle_s;
 static int kct_count_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st; (void)ftw;
+    (void)st;
+    (void)ftw;
     if (flag == FTW_F && strstr(p + ftw->base, kct_count_needle_s)) kct_count_needle_n++;
     return 0;
 }
@@ -118,7 +121,8 @@ static uint64_t kct_dir_bytes_n;
 static const char *kct_dir_bytes_needle;
 static int kct_dir_bytes_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
     (void)ftw;
-    if (flag == FTW_F && strstr(p, kct_dir_bytes_needle) && !strstr(p, "/quarantine/")) kct_dir_bytes_n += (uint64_t)st->st_size;
+    if (flag == FTW_F && strstr(p, kct_dir_bytes_needle) && !strstr(p, "/quarantine/"))
+        kct_dir_bytes_n += (uint64_t)st->st_size;
     return 0;
 }
 

@@ -56,8 +56,8 @@ static inline int kct_redis_start(kct_redis *r, int port) {
         if (r->pid == 0) {
             int null = open("/dev/null", O_WRONLY);
             if (null >= 0) dup2(null, 1), dup2(null, 2);
-            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--protected-mode", "yes", (char *)NULL);
+            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                   "no", "--protected-mode", "yes", (char *)NULL);
             _exit(127);
         }
         for (int i = 0; i < 200; i++) { /* up to 10 s */

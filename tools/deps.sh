@@ -12,13 +12,16 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
 #            (cuda.core's program cache, Triton's; from PyPI: tools/bench/peers/)
 #   --clang  clang, the second compiler of CI's build matrix (.ci/run)
 #   --fuzz   clang and its runtime libraries (libFuzzer, sanitizers) for tools/fuzz.sh
+#   --style  clang-format 14 and python3-venv, for tools/style.sh (which installs lizard from PyPI
+#            into a virtual environment when python3 cannot import it)
 bench=0
 for flag in "$@"; do
   case "$flag" in
     --bench) pkgs+=(ccache sccache gnuplot-nox python3-venv); bench=1 ;;
     --clang) pkgs+=(clang) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
-    *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz]" >&2; exit 2 ;;
+    --style) pkgs+=(clang-format-14 python3-venv) ;;
+    *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz] [--style]" >&2; exit 2 ;;
   esac
 done
 missing=()

@@ -106,14 +106,15 @@ extern "C" {
 /** Which graph entries to export (their images and unit records follow them).  Initialise with
  *  KC_BUNDLE_FILTER_INIT; NULL/0 fields select every graph entry. */
 typedef struct kc_bundle_filter {
-    const char *const *variants;  /**< Keep only these variants ("sm_90", …). */
+    const char *const *variants; /**< Keep only these variants ("sm_90", …). */
     size_t nvariants;
-    const kc_key *keys;           /**< Keep only these keys. */
+    const kc_key *keys; /**< Keep only these keys. */
     size_t nkeys;
 } kc_bundle_filter;
 
 /** Initialiser of a kc_bundle_filter: selects every graph entry. */
-#define KC_BUNDLE_FILTER_INIT { NULL, 0, NULL, 0 }
+#define KC_BUNDLE_FILTER_INIT \
+    { NULL, 0, NULL, 0 }
 
 /** Cap on the site profiles of a bundle (v3 on). */
 #define KC_BUNDLE_MAX_PROFILES 65536
@@ -125,16 +126,17 @@ typedef struct kc_bundle_filter {
 /** What a manifest export covers (kc_bundle_export_covering): recorded in the bundle (v2 on), read
  *  back by kc_bundle_coverage_read.  Every pointer is borrowed for the call. */
 typedef struct kc_bundle_covers {
-    const char *manifest;         /**< The manifest, as named (its path). */
-    const char *const *names;     /**< Its graphs' names… */
-    const kc_key *keys;           /**< …and keys: ngraphs of each, in manifest order. */
+    const char *manifest;     /**< The manifest, as named (its path). */
+    const char *const *names; /**< Its graphs' names… */
+    const kc_key *keys;       /**< …and keys: ngraphs of each, in manifest order. */
     size_t ngraphs;
-    const char *const *targets;   /**< The targets it was exported for. */
+    const char *const *targets; /**< The targets it was exported for. */
     size_t ntargets;
 } kc_bundle_covers;
 
 /** Initialiser of a kc_bundle_covers (nothing named). */
-#define KC_BUNDLE_COVERS_INIT { NULL, NULL, NULL, 0, NULL, 0 }
+#define KC_BUNDLE_COVERS_INIT \
+    { NULL, NULL, NULL, 0, NULL, 0 }
 
 /** Version of kc_bundle_report this build fills. */
 #define KC_BUNDLE_REPORT_VERSION 1
@@ -143,26 +145,28 @@ typedef struct kc_bundle_covers {
  *  The caller's: initialise with KC_BUNDLE_REPORT_INIT; kcache fills the fields of its `version` and
  *  refuses another with KC_EVERSION ([Note: versioned structs] in src/common/api.h). */
 typedef struct kc_bundle_report {
-    unsigned version;    /**< KC_BUNDLE_REPORT_VERSION, set by the caller (kept). */
-    uint64_t entries;    /**< Entries in the bundle, of every kind. */
-    uint64_t bytes;      /**< Their total size. */
-    uint64_t written;    /**< Import: entries written (a dry run: that it would write). */
-    uint64_t unchanged;  /**< Import: entries already present with identical bytes. */
-    uint64_t graphs;     /**< Graph entries in the bundle ([Note: two levels] in kcache/entry.h). */
-    uint64_t images;     /**< Images in the bundle (each image once). */
-    uint64_t units;      /**< Unit records in the bundle. */
-    uint64_t graph_bytes, image_bytes, unit_bytes;           /**< The sizes of each kind. */
-    uint64_t graphs_written, images_written, units_written;  /**< Import: written of each kind (dry run: would write). */
-    uint64_t graphs_skipped;  /**< Import: graph entries not written: an image they refer to is neither in the
+    unsigned version;   /**< KC_BUNDLE_REPORT_VERSION, set by the caller (kept). */
+    uint64_t entries;   /**< Entries in the bundle, of every kind. */
+    uint64_t bytes;     /**< Their total size. */
+    uint64_t written;   /**< Import: entries written (a dry run: that it would write). */
+    uint64_t unchanged; /**< Import: entries already present with identical bytes. */
+    uint64_t graphs;    /**< Graph entries in the bundle ([Note: two levels] in kcache/entry.h). */
+    uint64_t images;    /**< Images in the bundle (each image once). */
+    uint64_t units;     /**< Unit records in the bundle. */
+    uint64_t graph_bytes, image_bytes, unit_bytes;          /**< The sizes of each kind. */
+    uint64_t graphs_written, images_written, units_written; /**< Import: written of each kind (dry run: would write). */
+    uint64_t graphs_skipped; /**< Import: graph entries not written: an image they refer to is neither in the
                                    bundle nor in the cache. */
-    uint64_t units_skipped;   /**< Import: unit records not written, for the same reason. */
-    char first_skipped[KC_KEY_HEX_LEN + 1 + KC_VARIANT_MAX + 1]; /**< The first entry skipped ("<key>.<variant>"), or "". */
-    uint64_t profiles;          /**< Site profiles in the bundle (v3 on). */
-    uint64_t profiles_written;  /**< Import: profiles that changed the local one (dry run: would). */
+    uint64_t units_skipped;  /**< Import: unit records not written, for the same reason. */
+    char first_skipped[KC_KEY_HEX_LEN + 1 + KC_VARIANT_MAX +
+                       1];     /**< The first entry skipped ("<key>.<variant>"), or "". */
+    uint64_t profiles;         /**< Site profiles in the bundle (v3 on). */
+    uint64_t profiles_written; /**< Import: profiles that changed the local one (dry run: would). */
 } kc_bundle_report;
 
 /** Initialiser of a kc_bundle_report: this version, every count 0. */
-#define KC_BUNDLE_REPORT_INIT { KC_BUNDLE_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0, 0 }
+#define KC_BUNDLE_REPORT_INIT \
+    { KC_BUNDLE_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0, 0 }
 
 /**
  * Write the selected graph entries, their images and those images' unit records (each
@@ -198,13 +202,13 @@ KC_API int kc_bundle_import(kc_cache *c, const char *path, int dry_run, kc_bundl
 /** A bundle's coverage record, read back, and what of it the bundle carries.  Free with
  *  kc_bundle_coverage_free. */
 typedef struct kc_bundle_coverage {
-    char *manifest;          /**< The manifest it was exported for. */
+    char *manifest; /**< The manifest it was exported for. */
     size_t ngraphs, ntargets;
-    char **names;            /**< ngraphs graph names… */
-    kc_key *keys;            /**< …and keys. */
-    char **targets;          /**< ntargets targets. */
-    unsigned char *carried;  /**< ngraphs × ntargets, graph-major: 1 when the bundle holds "<key>.<target>". */
-    size_t missing;          /**< How many of those are 0. */
+    char **names;           /**< ngraphs graph names… */
+    kc_key *keys;           /**< …and keys. */
+    char **targets;         /**< ntargets targets. */
+    unsigned char *carried; /**< ngraphs × ntargets, graph-major: 1 when the bundle holds "<key>.<target>". */
+    size_t missing;         /**< How many of those are 0. */
 } kc_bundle_coverage;
 
 /**

@@ -35,8 +35,8 @@ extern "C" {
 
 /* Flags of kc_options.flags.  KC_OPEN_READONLY (0x2) and KC_OPEN_ALLOW_UNSAFE_DIR (0x8), which
  * the store honours, are in kcache/store.h; the bits are one space. */
-#define KC_OPEN_NO_ENV 0x1u        /**< Ignore KCACHE_* environment overrides. */
-#define KC_OPEN_DISABLE 0x4u       /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
+#define KC_OPEN_NO_ENV 0x1u           /**< Ignore KCACHE_* environment overrides. */
+#define KC_OPEN_DISABLE 0x4u          /**< Every get misses, nothing is written (KCACHE_DISABLE=1). */
 #define KC_OPEN_REMOTE_READONLY 0x10u /**< Read the remote, never write it (KCACHE_REMOTE_READONLY=1). */
 /** Accepted and no longer needed: the fields kc_options sets (dir, max_size, remote…: non-NULL,
  *  non-zero) always win over the environment, which fills the fields left unset (kcache/config.h).
@@ -77,10 +77,10 @@ extern "C" {
  * src/store/tiers.h.  kc_cache_tier_stats says what each tier saw.
  */
 typedef struct kc_options {
-    unsigned version;      /**< KC_OPTIONS_VERSION. */
-    const char *dir;       /**< Cache directory; default $XDG_CACHE_HOME/kcache or ~/.cache/kcache. */
-    uint64_t max_size;     /**< Size limit in bytes; 0: KC_DEFAULT_MAX_SIZE. */
-    unsigned flags;        /**< KC_OPEN_* */
+    unsigned version;  /**< KC_OPTIONS_VERSION. */
+    const char *dir;   /**< Cache directory; default $XDG_CACHE_HOME/kcache or ~/.cache/kcache. */
+    uint64_t max_size; /**< Size limit in bytes; 0: KC_DEFAULT_MAX_SIZE. */
+    unsigned flags;    /**< KC_OPEN_* */
     /* version 2; version 4: a list of remotes, and their limits any back end's */
     /**
      * The remote tiers, in the order they are read: URLs separated by spaces, each a scheme some back end
@@ -92,18 +92,20 @@ typedef struct kc_options {
      * version 4 it was one URL, which is a list of one; a URL holding ' ' or '|' cannot be given.)
      */
     const char *remote;
-    kc_remote_limits remote_config; /**< Every remote's limits (0 fields: defaults); a URL's attributes override them. */
+    kc_remote_limits
+        remote_config;     /**< Every remote's limits (0 fields: defaults); a URL's attributes override them. */
     unsigned remote_queue; /**< Background writes queued at most; 0: 256. */
     const void *hmac_key;  /**< HMAC-SHA256 key (≥ KC_MAC_KEY_MIN bytes); NULL: entries are not authenticated. */
     size_t hmac_key_len;
     /* version 3: Ed25519 signatures (kcache/sign.h) */
     const char *signing_key_file; /**< A producer's private key: what this cache compiles is signed; NULL: none. */
-    const char *keyring;   /**< Trusted public keys (a .pub file or a folder): entries from the remote and
+    const char *keyring;          /**< Trusted public keys (a .pub file or a folder): entries from the remote and
                                  bundles must carry a signature of one of them (a MAC is not enough); NULL: none. */
 } kc_options;
 
 /** Static initialiser of kc_options. */
-#define KC_OPTIONS_INIT { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REMOTE_LIMITS_INIT, 0, NULL, 0, NULL, NULL }
+#define KC_OPTIONS_INIT \
+    { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REMOTE_LIMITS_INIT, 0, NULL, 0, NULL, NULL }
 
 /** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
 KC_API int kc_options_init(kc_options *opts, unsigned version);
@@ -274,7 +276,7 @@ typedef struct kc_cache_item {
     kc_key key;
     const char *variant;
     uint64_t bytes;
-    int64_t last_used;     /**< Seconds since the epoch (the file's time). */
+    int64_t last_used; /**< Seconds since the epoch (the file's time). */
     const char *path;
 } kc_cache_item;
 
@@ -290,18 +292,19 @@ KC_API int kc_cache_foreach(kc_cache *c, kc_cache_item_cb cb, void *ctx);
 /** What kc_cache_verify found ([Note: two levels] in kcache/entry.h).  Initialise with
  *  KC_VERIFY_REPORT_INIT ([Note: versioned structs]: another version is KC_EVERSION). */
 typedef struct kc_verify_report {
-    unsigned version;        /**< KC_VERIFY_REPORT_VERSION, set by the caller (kept). */
+    unsigned version; /**< KC_VERIFY_REPORT_VERSION, set by the caller (kept). */
     uint64_t checked, ok, corrupt, quarantined;
     uint64_t stale;          /**< Objects of another format version: misses to readers, removed by gc; not corrupt. */
     uint64_t images_checked; /**< Images whose bytes were checked against both digests (XXH3-128 and SHA-256). */
     uint64_t refs_checked;   /**< References of graph entries and unit records followed. */
     uint64_t missing_refs;   /**< References to an image not in the cache. */
     uint64_t bad_refs;       /**< References to an image that is corrupt or is not the image referred to. */
-    uint64_t dangling;       /**< Graph entries and unit records with a missing or bad image (misses; gc removes them). */
+    uint64_t dangling; /**< Graph entries and unit records with a missing or bad image (misses; gc removes them). */
 } kc_verify_report;
 
 /** Initialiser of a kc_verify_report: this version, every count 0. */
-#define KC_VERIFY_REPORT_INIT { KC_VERIFY_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define KC_VERIFY_REPORT_INIT \
+    { KC_VERIFY_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Decode and validate every object — graph entries, images (their bytes against both digests)
@@ -325,7 +328,8 @@ typedef struct kc_signature_report {
 } kc_signature_report;
 
 /** Initialiser of a kc_signature_report: this version, every count 0. */
-#define KC_SIGNATURE_REPORT_INIT { KC_SIGNATURE_REPORT_VERSION, 0, 0, 0, 0 }
+#define KC_SIGNATURE_REPORT_INIT \
+    { KC_SIGNATURE_REPORT_VERSION, 0, 0, 0, 0 }
 
 /**
  * Check every local object's signature against the cache's keyring (KCACHE_KEYRING,
@@ -391,7 +395,7 @@ typedef enum kc_toolchain_from {
 typedef struct kc_toolchain_choice {
     char id[KC_TOOLCHAIN_ID_MAX]; /**< as kc_toolchain.id */
     kc_toolchain_from from;
-    const char *how;              /**< from, in words ("this host's NVRTC", …); static */
+    const char *how; /**< from, in words ("this host's NVRTC", …); static */
 } kc_toolchain_choice;
 
 /**

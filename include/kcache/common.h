@@ -29,34 +29,34 @@ extern "C" {
 
 /** Status codes returned (negated where errors) by every fallible kcache function. */
 typedef enum kc_status {
-    KC_OK = 0,          /**< Success. */
-    KC_ERROR = -1,      /**< A generic error; see kc_error_last(). */
-    KC_ENOMEM = -2,     /**< An allocation failed. */
-    KC_EINVAL = -3,     /**< An argument is invalid (NULL, out of range, malformed). */
-    KC_EIO = -4,        /**< A file-system or network operation failed. */
-    KC_MISS = -5,       /**< Expected: the cache has no such entry (or it was unusable). */
-    KC_BYPASS = -6,     /**< Expected: the request is not cacheable; it was not stored. */
-    KC_ECORRUPT = -7,   /**< Data failed validation (bad magic, checksum, length, …). */
-    KC_ENODRIVER = -8,  /**< No CUDA driver on this host (compile-only still works). */
-    KC_EARCH = -9,      /**< The GPU architecture is unsupported or unknown. */
-    KC_ECOMPILE = -10,  /**< NVRTC rejected a source; its log is in kc_error_last(). */
-    KC_ENONVRTC = -11,  /**< NVRTC could not be loaded. */
-    KC_EVERSION = -12,  /**< An options struct or file has a version this build lacks. */
-    KC_EREADONLY = -13, /**< The cache is read-only (KCACHE_READONLY) or disabled. */
-    KC_EDRIVER = -14,   /**< The CUDA driver returned an error. */
+    KC_OK = 0,              /**< Success. */
+    KC_ERROR = -1,          /**< A generic error; see kc_error_last(). */
+    KC_ENOMEM = -2,         /**< An allocation failed. */
+    KC_EINVAL = -3,         /**< An argument is invalid (NULL, out of range, malformed). */
+    KC_EIO = -4,            /**< A file-system or network operation failed. */
+    KC_MISS = -5,           /**< Expected: the cache has no such entry (or it was unusable). */
+    KC_BYPASS = -6,         /**< Expected: the request is not cacheable; it was not stored. */
+    KC_ECORRUPT = -7,       /**< Data failed validation (bad magic, checksum, length, …). */
+    KC_ENODRIVER = -8,      /**< No CUDA driver on this host (compile-only still works). */
+    KC_EARCH = -9,          /**< The GPU architecture is unsupported or unknown. */
+    KC_ECOMPILE = -10,      /**< NVRTC rejected a source; its log is in kc_error_last(). */
+    KC_ENONVRTC = -11,      /**< NVRTC could not be loaded. */
+    KC_EVERSION = -12,      /**< An options struct or file has a version this build lacks. */
+    KC_EREADONLY = -13,     /**< The cache is read-only (KCACHE_READONLY) or disabled. */
+    KC_EDRIVER = -14,       /**< The CUDA driver returned an error. */
     KC_EUNREGISTERED = -15, /**< A recorded post-compile wrapper is not registered. */
-    KC_EBUSY = -16,     /**< A lock is held by someone else and waiting timed out. */
-    KC_EEXPR = -17,     /**< A launch expression failed (division by zero, overflow). */
-    KC_EPERM = -18,     /**< Refused for safety: an unsafe directory, a path escape, a key file others can read. */
-    KC_ETIMEOUT = -19,  /**< A remote did not answer within its deadline. */
-    KC_EUNAVAILABLE = -20, /**< A remote is being skipped (its circuit breaker is open). */
-    KC_EREFUSED = -21,  /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
+    KC_EBUSY = -16,         /**< A lock is held by someone else and waiting timed out. */
+    KC_EEXPR = -17,         /**< A launch expression failed (division by zero, overflow). */
+    KC_EPERM = -18,         /**< Refused for safety: an unsafe directory, a path escape, a key file others can read. */
+    KC_ETIMEOUT = -19,      /**< A remote did not answer within its deadline. */
+    KC_EUNAVAILABLE = -20,  /**< A remote is being skipped (its circuit breaker is open). */
+    KC_EREFUSED = -21,      /**< The CUDA driver refused an image (too new a toolkit, an invalid image, no kernel
                              image for the device, a kernel missing from it): a lookup treats it as a miss. */
-    KC_ENOTCACHED = -22, /**< A lookup missed and would have compiled, but compiling is forbidden
+    KC_ENOTCACHED = -22,    /**< A lookup missed and would have compiled, but compiling is forbidden
                              (KCACHE_REQUIRE_HIT, KC_OPEN_REQUIRE_HIT): nothing was compiled. */
-    KC_ELIMIT = -23,    /**< A limit refused the request (a site's entry or compile limits at insert): run
+    KC_ELIMIT = -23,        /**< A limit refused the request (a site's entry or compile limits at insert): run
                              uncompiled; the reason names the limit. */
-    KC_EUNTRUSTED = -24 /**< Refused for trust: bytes from outside (a remote, a bundle) without the MAC or
+    KC_EUNTRUSTED = -24     /**< Refused for trust: bytes from outside (a remote, a bundle) without the MAC or
                              signature this configuration requires, a MAC that does not match, a signature by
                              no trusted key or that does not match, or an object this cache cannot vouch for
                              (not published).  The reason names the key or what is missing. */

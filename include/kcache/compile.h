@@ -28,7 +28,8 @@ typedef struct kc_header_src {
 } kc_header_src;
 
 /** Initialiser of a kc_header_src (both NULL). */
-#define KC_HEADER_SRC_INIT { NULL, NULL }
+#define KC_HEADER_SRC_INIT \
+    { NULL, NULL }
 
 /** Version of kc_kernel_src this build understands; a field added later comes with a new version. */
 #define KC_KERNEL_SRC_VERSION 1
@@ -41,21 +42,22 @@ typedef struct kc_header_src {
  * src/common/api.h).
  */
 typedef struct kc_kernel_src {
-    unsigned version;               /**< KC_KERNEL_SRC_VERSION. */
-    const char *file;               /**< Name used in diagnostics ("add.cu"); may be NULL. */
-    const char *source;             /**< CUDA C++ source. */
-    const char *name;               /**< Entry: an extern "C" name or a C++ name expression ("f<float>"). */
+    unsigned version;   /**< KC_KERNEL_SRC_VERSION. */
+    const char *file;   /**< Name used in diagnostics ("add.cu"); may be NULL. */
+    const char *source; /**< CUDA C++ source. */
+    const char *name;   /**< Entry: an extern "C" name or a C++ name expression ("f<float>"). */
     const kc_header_src *headers;
     size_t nheaders;
-    const char *const *options;     /**< NVRTC options, without any -arch. */
+    const char *const *options; /**< NVRTC options, without any -arch. */
     size_t noptions;
-    const char *include_digest;     /**< No longer accepted (must be NULL): kcache trusts no caller's digest of a folder. */
-    unsigned flags;                 /**< KC_KERNEL_* */
+    const char *include_digest; /**< No longer accepted (must be NULL): kcache trusts no caller's digest of a folder. */
+    unsigned flags;             /**< KC_KERNEL_* */
 } kc_kernel_src;
 
 /** Initialiser of a kc_kernel_src: this version, every field NULL or 0.  Complete (every field named),
  *  so that a C or C++ caller built with -Wextra -Werror compiles whatever fields are added later. */
-#define KC_KERNEL_SRC_INIT { KC_KERNEL_SRC_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0u }
+#define KC_KERNEL_SRC_INIT \
+    { KC_KERNEL_SRC_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0u }
 
 /**
  * The kernel may include the CUDA toolkit's own headers (cuda_fp16.h, cuda_bf16.h,
@@ -75,13 +77,13 @@ KC_API int kc_toolkit_headers_id(char out[33]);
 
 /** A compiled program: one image holding one or more kernels. */
 typedef struct kc_compiled {
-    unsigned char *image;   /**< cubin (ELF) or NUL-terminated PTX. */
-    size_t len;             /**< Image length (PTX: without the NUL). */
-    char *lowered_name;     /**< The symbol of the first (or only) name; == lowered_names[0]. */
-    char **lowered_names;   /**< The symbol of each name expression, in order. */
+    unsigned char *image; /**< cubin (ELF) or NUL-terminated PTX. */
+    size_t len;           /**< Image length (PTX: without the NUL). */
+    char *lowered_name;   /**< The symbol of the first (or only) name; == lowered_names[0]. */
+    char **lowered_names; /**< The symbol of each name expression, in order. */
     size_t nnames;
-    char *log;              /**< NVRTC's log (warnings); "" when empty. */
-    double seconds;         /**< Time spent in nvrtcCompileProgram. */
+    char *log;      /**< NVRTC's log (warnings); "" when empty. */
+    double seconds; /**< Time spent in nvrtcCompileProgram. */
 } kc_compiled;
 
 /** KC_OK when NVRTC can be loaded, else KC_ENONVRTC with the reason. */
@@ -151,8 +153,8 @@ typedef struct kc_toolchain {
     /** What keys hold: "build-id:<hex>" (the ELF's GNU build-id note), or, for a library
      *  without one, "xxh3-128:<32 hex>" (the hash of all its bytes).  Never its name or size. */
     char id[KC_TOOLCHAIN_ID_MAX];
-    char path[4096];     /**< The file (KCACHE_NVRTC, or the one the search found); for people and dlopen. */
-    char version[32];    /**< The version its file name carries ("13", "13.0.88"); "" when none.  For people only. */
+    char path[4096];  /**< The file (KCACHE_NVRTC, or the one the search found); for people and dlopen. */
+    char version[32]; /**< The version its file name carries ("13", "13.0.88"); "" when none.  For people only. */
     unsigned long long dev, ino, size; /**< The file as it was identified (stat), for memos. */
     long long mtime_ns, ctime_ns;
 } kc_toolchain;

@@ -68,71 +68,70 @@ extern "C" {
  * file may set it, 0 for the environment-only rows (the ones kcache reads but does not own);
  * max bounds COUNT, MS and SECONDS (0: none).  Rows are in the order `kcache config` prints them.
  */
-#define KC_CONFIG_TABLE(X) \
-    X(dir, "KCACHE_DIR", PATH, 1, "", 0, "cache", \
+#define KC_CONFIG_TABLE(X)                                                                                             \
+    X(dir, "KCACHE_DIR", PATH, 1, "", 0, "cache",                                                                      \
       "The cache directory; default $XDG_CACHE_HOME/kcache, else ~/.cache/kcache (never set in its own kcache.conf).") \
-    X(max_size, "KCACHE_MAX_SIZE", SIZE, 1, "5G", 0, "cache", \
-      "Size limit of the local directory (5G, 500M, 64K, bytes; 0: none); the directory's own kcache.conf wins.") \
-    X(disable, "KCACHE_DISABLE", BOOL, 1, "0", 0, "cache", "Every get misses and nothing is written.") \
-    X(readonly, "KCACHE_READONLY", BOOL, 1, "0", 0, "cache", "Read the cache directory, never write it.") \
-    X(allow_unsafe_dir, "KCACHE_ALLOW_UNSAFE_DIR", BOOL, 1, "0", 0, "store", \
-      "Accept a cache directory that others could write to or swap (refused otherwise).") \
-    X(require_hit, "KCACHE_REQUIRE_HIT", BOOL, 1, "0", 0, "graph", \
-      "A lookup that would run NVRTC fails (KC_ENOTCACHED) instead: for serving hosts that must never compile.") \
-    X(strict, "KCACHE_STRICT", BOOL, 1, "0", 0, "graph", \
-      "Cache anomalies (an entry refused, a remote failure, a bypass) fail the lookup instead of being a miss.") \
-    X(lock_wait, "KCACHE_LOCK_WAIT", SECONDS, 1, "600", 86400, "graph", \
-      "Seconds a lookup waits for another process's compile of the same entry before compiling itself.") \
-    X(remote, "KCACHE_REMOTE", URLS, 1, "", 0, "store", \
-      "The remote tier's URL (redis://[:password@]host:port[/db]); empty: none.") \
-    X(remote_readonly, "KCACHE_REMOTE_READONLY", BOOL, 1, "0", 0, "store", "Read the remote tier, never write it.") \
-    X(remote_connect_ms, "KCACHE_REMOTE_CONNECT_MS", MS, 1, "100", 86400000, "store", \
-      "The remote's connect timeout in milliseconds (0: 100).") \
-    X(remote_deadline_ms, "KCACHE_REMOTE_DEADLINE_MS", MS, 1, "500", 86400000, "store", \
-      "The deadline of one remote command, reply included, in milliseconds (0: 500).") \
-    X(remote_backoff_ms, "KCACHE_REMOTE_BACKOFF_MS", MS, 1, "1000", 86400000, "store", \
-      "The remote's first circuit-breaker window in milliseconds (doubles per failure; 0: 1000).") \
-    X(remote_ttl, "KCACHE_REMOTE_TTL", COUNT, 1, "0", 86400000, "store", \
-      "Expiry of values written to the remote, in seconds (0: none).") \
-    X(remote_max_value, "KCACHE_REMOTE_MAX_VALUE", SIZE, 1, "64M", 0, "store", \
-      "The largest value read from or written to the remote (0: 64M).") \
-    X(remote_queue, "KCACHE_REMOTE_QUEUE", COUNT, 1, "256", 86400000, "store", \
-      "Background remote writes queued at most (0: 256).") \
-    X(remote_close_ms, "KCACHE_REMOTE_CLOSE_MS", MS, 1, "3000", 86400000, "store", \
-      "How long kc_cache_close waits for queued remote writes, in milliseconds (0: 3000); the rest are dropped.") \
-    X(signing_key_file, "KCACHE_SIGNING_KEY_FILE", PATH, 1, "", 0, "entry", \
-      "A producer's Ed25519 private key: what this cache compiles is signed.") \
-    X(keyring, "KCACHE_KEYRING", PATH, 1, "", 0, "entry", \
-      "Trusted public keys (a .pub file or a folder): remote entries and bundles must be signed by one.") \
-    X(hmac_key, "KCACHE_HMAC_KEY", STRING, 1, "", 0, "entry", \
-      "The fleet's HMAC-SHA256 key (its bytes, at least 16); entries are sealed and checked with it.") \
-    X(hmac_key_file, "KCACHE_HMAC_KEY_FILE", PATH, 1, "", 0, "entry", \
-      "A file holding the HMAC key (mode 600 or 640; trailing newlines dropped).") \
-    X(log, "KCACHE_LOG", STRING, 1, "", 0, "common", \
+    X(max_size, "KCACHE_MAX_SIZE", SIZE, 1, "5G", 0, "cache",                                                          \
+      "Size limit of the local directory (5G, 500M, 64K, bytes; 0: none); the directory's own kcache.conf wins.")      \
+    X(disable, "KCACHE_DISABLE", BOOL, 1, "0", 0, "cache", "Every get misses and nothing is written.")                 \
+    X(readonly, "KCACHE_READONLY", BOOL, 1, "0", 0, "cache", "Read the cache directory, never write it.")              \
+    X(allow_unsafe_dir, "KCACHE_ALLOW_UNSAFE_DIR", BOOL, 1, "0", 0, "store",                                           \
+      "Accept a cache directory that others could write to or swap (refused otherwise).")                              \
+    X(require_hit, "KCACHE_REQUIRE_HIT", BOOL, 1, "0", 0, "graph",                                                     \
+      "A lookup that would run NVRTC fails (KC_ENOTCACHED) instead: for serving hosts that must never compile.")       \
+    X(strict, "KCACHE_STRICT", BOOL, 1, "0", 0, "graph",                                                               \
+      "Cache anomalies (an entry refused, a remote failure, a bypass) fail the lookup instead of being a miss.")       \
+    X(lock_wait, "KCACHE_LOCK_WAIT", SECONDS, 1, "600", 86400, "graph",                                                \
+      "Seconds a lookup waits for another process's compile of the same entry before compiling itself.")               \
+    X(remote, "KCACHE_REMOTE", URLS, 1, "", 0, "store",                                                                \
+      "The remote tier's URL (redis://[:password@]host:port[/db]); empty: none.")                                      \
+    X(remote_readonly, "KCACHE_REMOTE_READONLY", BOOL, 1, "0", 0, "store", "Read the remote tier, never write it.")    \
+    X(remote_connect_ms, "KCACHE_REMOTE_CONNECT_MS", MS, 1, "100", 86400000, "store",                                  \
+      "The remote's connect timeout in milliseconds (0: 100).")                                                        \
+    X(remote_deadline_ms, "KCACHE_REMOTE_DEADLINE_MS", MS, 1, "500", 86400000, "store",                                \
+      "The deadline of one remote command, reply included, in milliseconds (0: 500).")                                 \
+    X(remote_backoff_ms, "KCACHE_REMOTE_BACKOFF_MS", MS, 1, "1000", 86400000, "store",                                 \
+      "The remote's first circuit-breaker window in milliseconds (doubles per failure; 0: 1000).")                     \
+    X(remote_ttl, "KCACHE_REMOTE_TTL", COUNT, 1, "0", 86400000, "store",                                               \
+      "Expiry of values written to the remote, in seconds (0: none).")                                                 \
+    X(remote_max_value, "KCACHE_REMOTE_MAX_VALUE", SIZE, 1, "64M", 0, "store",                                         \
+      "The largest value read from or written to the remote (0: 64M).")                                                \
+    X(remote_queue, "KCACHE_REMOTE_QUEUE", COUNT, 1, "256", 86400000, "store",                                         \
+      "Background remote writes queued at most (0: 256).")                                                             \
+    X(remote_close_ms, "KCACHE_REMOTE_CLOSE_MS", MS, 1, "3000", 86400000, "store",                                     \
+      "How long kc_cache_close waits for queued remote writes, in milliseconds (0: 3000); the rest are dropped.")      \
+    X(signing_key_file, "KCACHE_SIGNING_KEY_FILE", PATH, 1, "", 0, "entry",                                            \
+      "A producer's Ed25519 private key: what this cache compiles is signed.")                                         \
+    X(keyring, "KCACHE_KEYRING", PATH, 1, "", 0, "entry",                                                              \
+      "Trusted public keys (a .pub file or a folder): remote entries and bundles must be signed by one.")              \
+    X(hmac_key, "KCACHE_HMAC_KEY", STRING, 1, "", 0, "entry",                                                          \
+      "The fleet's HMAC-SHA256 key (its bytes, at least 16); entries are sealed and checked with it.")                 \
+    X(hmac_key_file, "KCACHE_HMAC_KEY_FILE", PATH, 1, "", 0, "entry",                                                  \
+      "A file holding the HMAC key (mode 600 or 640; trailing newlines dropped).")                                     \
+    X(log, "KCACHE_LOG", STRING, 1, "", 0, "common",                                                                   \
       "Log categories to stderr: store, key, compile, load, graph, guard, recompiles, remote, all (comma-separated).") \
-    X(toolchain, "KCACHE_TOOLCHAIN", STRING, 1, "", 0, "cache", \
-      "Pin the toolchain whose entries keys use (an identity as `kcache toolchain` prints it).") \
-    X(toolkit_headers, "KCACHE_TOOLKIT_HEADERS", STRING, 1, "", 0, "graph", \
-      "The toolkit headers identity (32 hex) for graphs that include them, on a host without the toolkit.") \
-    X(nvrtc, "KCACHE_NVRTC", PATH, 1, "", 0, "compile", \
-      "NVRTC's library (a path, or a file name searched in LD_LIBRARY_PATH and the usual folders).") \
-    X(nvrtc_own_cache, "KCACHE_NVRTC_OWN_CACHE", BOOL, 1, "0", 0, "compile", \
-      "Leave NVRTC's own cache on (only for measuring it).") \
-    X(cuda_include, "KCACHE_CUDA_INCLUDE", PATH, 1, "", 0, "compile", \
-      "The CUDA toolkit's include folder (default: the toolkit kcache was built with, /usr/local/cuda/include).") \
-    X(cuda_driver, "KCACHE_CUDA_DRIVER", PATH, 1, "libcuda.so.1", 0, "cuda", \
-      "The CUDA driver library to open (a test's driver double, for one).") \
-    X(loaded_graphs, "KCACHE_LOADED_GRAPHS", COUNT, 1, "512", 4294967296ull, "graph", \
-      "Graphs kept loaded at most when released (least recently used unloaded first).") \
-    X(loaded_bytes, "KCACHE_LOADED_BYTES", COUNT, 1, "1073741824", 1125899906842624ull, "graph", \
-      "Bytes of loaded images kept at most when released.") \
-    X(home, "HOME", PATH, 0, "", 0, "cache", "The home folder: the default cache directory is under it.") \
-    X(xdg_cache_home, "XDG_CACHE_HOME", PATH, 0, "", 0, "cache", \
-      "The default cache directory is $XDG_CACHE_HOME/kcache.") \
-    X(tmpdir, "TMPDIR", PATH, 0, "/tmp", 0, "tools", "Where `kcache demo` writes its scratch cache.") \
-    X(ld_library_path, "LD_LIBRARY_PATH", STRING, 0, "", 0, "compile", \
-      "Folders searched first for NVRTC's library.") \
-    X(config_system, "KCACHE_CONFIG_SYSTEM", PATH, 0, "/etc/kcache.conf", 0, "config", \
+    X(toolchain, "KCACHE_TOOLCHAIN", STRING, 1, "", 0, "cache",                                                        \
+      "Pin the toolchain whose entries keys use (an identity as `kcache toolchain` prints it).")                       \
+    X(toolkit_headers, "KCACHE_TOOLKIT_HEADERS", STRING, 1, "", 0, "graph",                                            \
+      "The toolkit headers identity (32 hex) for graphs that include them, on a host without the toolkit.")            \
+    X(nvrtc, "KCACHE_NVRTC", PATH, 1, "", 0, "compile",                                                                \
+      "NVRTC's library (a path, or a file name searched in LD_LIBRARY_PATH and the usual folders).")                   \
+    X(nvrtc_own_cache, "KCACHE_NVRTC_OWN_CACHE", BOOL, 1, "0", 0, "compile",                                           \
+      "Leave NVRTC's own cache on (only for measuring it).")                                                           \
+    X(cuda_include, "KCACHE_CUDA_INCLUDE", PATH, 1, "", 0, "compile",                                                  \
+      "The CUDA toolkit's include folder (default: the toolkit kcache was built with, /usr/local/cuda/include).")      \
+    X(cuda_driver, "KCACHE_CUDA_DRIVER", PATH, 1, "libcuda.so.1", 0, "cuda",                                           \
+      "The CUDA driver library to open (a test's driver double, for one).")                                            \
+    X(loaded_graphs, "KCACHE_LOADED_GRAPHS", COUNT, 1, "512", 4294967296ull, "graph",                                  \
+      "Graphs kept loaded at most when released (least recently used unloaded first).")                                \
+    X(loaded_bytes, "KCACHE_LOADED_BYTES", COUNT, 1, "1073741824", 1125899906842624ull, "graph",                       \
+      "Bytes of loaded images kept at most when released.")                                                            \
+    X(home, "HOME", PATH, 0, "", 0, "cache", "The home folder: the default cache directory is under it.")              \
+    X(xdg_cache_home, "XDG_CACHE_HOME", PATH, 0, "", 0, "cache",                                                       \
+      "The default cache directory is $XDG_CACHE_HOME/kcache.")                                                        \
+    X(tmpdir, "TMPDIR", PATH, 0, "/tmp", 0, "tools", "Where `kcache demo` writes its scratch cache.")                  \
+    X(ld_library_path, "LD_LIBRARY_PATH", STRING, 0, "", 0, "compile", "Folders searched first for NVRTC's library.")  \
+    X(config_system, "KCACHE_CONFIG_SYSTEM", PATH, 0, "/etc/kcache.conf", 0, "config",                                 \
       "The system configuration file (for tests and packagers).")
 
 /** Setting ids: KC_CONFIG_<name>, in table order; KC_CONFIG_COUNT rows. */
@@ -140,13 +139,19 @@ typedef enum kc_config_id {
 #define KC_CONFIG_ID_(name, env, type, file, def, max, part, doc) KC_CONFIG_##name,
     KC_CONFIG_TABLE(KC_CONFIG_ID_)
 #undef KC_CONFIG_ID_
-    KC_CONFIG_COUNT
+        KC_CONFIG_COUNT
 } kc_config_id;
 
 /** A setting's type (the TYPE column). */
 typedef enum kc_config_type {
-    KC_CONFIG_TYPE_BOOL, KC_CONFIG_TYPE_COUNT, KC_CONFIG_TYPE_MS, KC_CONFIG_TYPE_SECONDS, KC_CONFIG_TYPE_SIZE,
-    KC_CONFIG_TYPE_PATH, KC_CONFIG_TYPE_STRING, KC_CONFIG_TYPE_URLS
+    KC_CONFIG_TYPE_BOOL,
+    KC_CONFIG_TYPE_COUNT,
+    KC_CONFIG_TYPE_MS,
+    KC_CONFIG_TYPE_SECONDS,
+    KC_CONFIG_TYPE_SIZE,
+    KC_CONFIG_TYPE_PATH,
+    KC_CONFIG_TYPE_STRING,
+    KC_CONFIG_TYPE_URLS
 } kc_config_type;
 
 /** kc_config_process_init's flag: no environment (the same bit as kcache/cache.h's KC_OPEN_NO_ENV). */
@@ -154,23 +159,23 @@ typedef enum kc_config_type {
 
 /** Where a setting's value came from. */
 typedef enum kc_config_origin {
-    KC_ORIGIN_DEFAULT = 0,   /**< The table's default. */
-    KC_ORIGIN_SYSTEM_FILE,   /**< The system file (/etc/kcache.conf). */
-    KC_ORIGIN_DIR_FILE,      /**< The cache directory's kcache.conf (or, for an older directory, v1/record). */
-    KC_ORIGIN_ENVIRONMENT,   /**< Its environment variable. */
-    KC_ORIGIN_OPTIONS        /**< kc_options (or the command line's flags). */
+    KC_ORIGIN_DEFAULT = 0, /**< The table's default. */
+    KC_ORIGIN_SYSTEM_FILE, /**< The system file (/etc/kcache.conf). */
+    KC_ORIGIN_DIR_FILE,    /**< The cache directory's kcache.conf (or, for an older directory, v1/record). */
+    KC_ORIGIN_ENVIRONMENT, /**< Its environment variable. */
+    KC_ORIGIN_OPTIONS      /**< kc_options (or the command line's flags). */
 } kc_config_origin;
 
 /** One row of the table, as data.  Static. */
 typedef struct kc_config_row {
-    const char *name;      /**< The key ("max_size"). */
-    const char *env;       /**< The environment variable ("KCACHE_MAX_SIZE"). */
+    const char *name; /**< The key ("max_size"). */
+    const char *env;  /**< The environment variable ("KCACHE_MAX_SIZE"). */
     kc_config_type type;
-    int in_file;           /**< 1: a configuration file may set it. */
-    const char *def;       /**< The default, as text ("" for none). */
-    unsigned long long max;/**< The largest COUNT/MS/SECONDS value; 0: none. */
-    const char *part;      /**< The part that uses it. */
-    const char *doc;       /**< One line. */
+    int in_file;            /**< 1: a configuration file may set it. */
+    const char *def;        /**< The default, as text ("" for none). */
+    unsigned long long max; /**< The largest COUNT/MS/SECONDS value; 0: none. */
+    const char *part;       /**< The part that uses it. */
+    const char *doc;        /**< One line. */
 } kc_config_row;
 
 /** The row of `id`; NULL when out of range. */
@@ -193,8 +198,8 @@ typedef struct kc_config kc_config;
  * digits, seconds as the shortest decimal; the HMAC key, and a URL's password, as "***"), and where it came
  * from in *origin (may be NULL) and `where` (may be NULL): the variable, or "FILE:LINE".
  */
-KC_API int kc_config_get(const kc_config *cfg, int id, char *out, size_t cap, kc_config_origin *origin,
-                         char *where, size_t where_cap);
+KC_API int kc_config_get(const kc_config *cfg, int id, char *out, size_t cap, kc_config_origin *origin, char *where,
+                         size_t where_cap);
 
 /**
  * The process's settings (see the top of this header): read at the first call, from the

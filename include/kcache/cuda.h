@@ -49,8 +49,8 @@ KC_API void kc_module_free(kc_module *m);
  * Launch `fn` (from kc_module_function) on `stream` (a CUstream; NULL for the default)
  * with `args` as cuLaunchKernel takes them.
  */
-KC_API int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3],
-                          unsigned shared_bytes, void *stream, void **args);
+KC_API int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                          void *stream, void **args);
 
 /** Make device's primary context current on this thread (pair with kc_cuda_pop). */
 KC_API int kc_cuda_push(int device);

@@ -160,15 +160,13 @@ KC_API const char *kc_entry_variant(const kc_entry *e);
  * Set a section's bytes (copied), replacing any earlier value.  KC_SECTION_META is built
  * from the digests and toolchain below and cannot be set directly (KC_EINVAL).
  */
-KC_API int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data,
-                                size_t len);
+KC_API int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data, size_t len);
 
 /**
  * A section's bytes, borrowed from the entry (valid until the entry is changed or freed).
  * KC_MISS when the entry has no such section.
  */
-KC_API int kc_entry_section(const kc_entry *e, kc_section_type type, const void **data,
-                            size_t *len);
+KC_API int kc_entry_section(const kc_entry *e, kc_section_type type, const void **data, size_t *len);
 
 /** Record a named digest in META (e.g. every digest of a finished key builder). */
 KC_API int kc_entry_add_digest(kc_entry *e, const char *name, const kc_digest *d);
@@ -180,8 +178,7 @@ KC_API int kc_entry_add_key_digests(kc_entry *e, const kc_key_builder *kb);
 KC_API size_t kc_entry_digest_count(const kc_entry *e);
 
 /** The i-th named digest; `*name_out` is borrowed from the entry. */
-KC_API int kc_entry_digest_at(const kc_entry *e, size_t i, const char **name_out,
-                              kc_digest *out);
+KC_API int kc_entry_digest_at(const kc_entry *e, size_t i, const char **name_out, kc_digest *out);
 
 /**
  * Set an ORIGIN record (`name`: 1..31 of [a-z0-9_]; `value`: text of at most 4096 bytes),
@@ -273,11 +270,11 @@ KC_API int kc_entry_peek_version(const void *data, size_t len);
 
 /** What identifies a compiled image: its content digests, target, kind and length. */
 typedef struct kc_image_ref {
-    kc_key id;                         /**< XXH3-128 of the bytes: the image's store name "<id>.img" */
-    uint8_t sha256[32];                /**< SHA-256 of the bytes: what a MAC or signature covers */
-    char target[KC_VARIANT_MAX + 1];   /**< "sm_90", "compute_80" */
-    int is_ptx;                        /**< 1: PTX text (its bytes end with NUL); 0: a cubin */
-    uint64_t len;                      /**< bytes */
+    kc_key id;                       /**< XXH3-128 of the bytes: the image's store name "<id>.img" */
+    uint8_t sha256[32];              /**< SHA-256 of the bytes: what a MAC or signature covers */
+    char target[KC_VARIANT_MAX + 1]; /**< "sm_90", "compute_80" */
+    int is_ptx;                      /**< 1: PTX text (its bytes end with NUL); 0: a cubin */
+    uint64_t len;                    /**< bytes */
 } kc_image_ref;
 
 /** Make the reference of `len` image bytes (digests computed here).  KC_EINVAL for a bad target,
@@ -321,8 +318,8 @@ KC_API int kc_entry_set_images(kc_entry *e, const kc_image_ref *refs, size_t n);
 KC_API int kc_entry_images(const kc_entry *e, kc_image_ref **out, size_t *n);
 
 /** A unit record under "<unit_key>.unit": its image and each name expression's lowered name. */
-KC_API int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref *ref,
-                             const char *const *exprs, const char *const *lowered, size_t n);
+KC_API int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref *ref, const char *const *exprs,
+                             const char *const *lowered, size_t n);
 
 /**
  * Read a unit record strictly: its image reference, and the lowered name of each of the `n`

@@ -53,12 +53,12 @@ typedef enum kc_pass { KC_PASS_FORWARD = 0, KC_PASS_BACKWARD = 1 } kc_pass;
 
 /** Kinds of tensors a launch step can name. */
 typedef enum kc_tensor_role {
-    KC_ROLE_INPUT = 0,     /**< Forward input i. */
-    KC_ROLE_OUTPUT = 1,    /**< Forward output i. */
-    KC_ROLE_SAVED = 2,     /**< Tensor i saved by forward for backward. */
-    KC_ROLE_SCRATCH = 3,   /**< Scratch buffer i of the pass. */
-    KC_ROLE_GRAD_OUT = 4,  /**< Backward: the incoming gradient of output i. */
-    KC_ROLE_GRAD_IN = 5    /**< Backward: the gradient of input i (produced). */
+    KC_ROLE_INPUT = 0,    /**< Forward input i. */
+    KC_ROLE_OUTPUT = 1,   /**< Forward output i. */
+    KC_ROLE_SAVED = 2,    /**< Tensor i saved by forward for backward. */
+    KC_ROLE_SCRATCH = 3,  /**< Scratch buffer i of the pass. */
+    KC_ROLE_GRAD_OUT = 4, /**< Backward: the incoming gradient of output i. */
+    KC_ROLE_GRAD_IN = 5   /**< Backward: the gradient of input i (produced). */
 } kc_tensor_role;
 
 /** A new, empty description named `name` (used in messages). Free with kc_graph_desc_free. */
@@ -140,8 +140,8 @@ KC_API int kc_graph_add_zero(kc_graph_desc *d, kc_pass pass, kc_tensor_role role
  * "count": COUNT}` (a grid-wide flag of 4 bytes at the start of a scratch buffer: `{"zero":
  * "scratch:0", "count": 4}`).
  */
-KC_API int kc_graph_add_zero_range(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index, const char *offset,
-                                   const char *count);
+KC_API int kc_graph_add_zero_range(kc_graph_desc *d, kc_pass pass, kc_tensor_role role, size_t index,
+                                   const char *offset, const char *count);
 
 /** The type of a runtime argument (kc_graph_add_arg): what its kernel parameter takes by value. */
 typedef enum kc_arg_type {
@@ -171,7 +171,10 @@ typedef struct kc_value {
 
 /** Initialiser of a kc_value (an f32 of 0; set `type` and the member of `v` of that type).  Fixed:
  *  a type and its value, never more. */
-#define KC_VALUE_INIT { KC_ARG_F32, { 0.0f } }
+#define KC_VALUE_INIT        \
+    {                        \
+        KC_ARG_F32, { 0.0f } \
+    }
 
 /**
  * Declare a runtime argument: a named value passed at each call (a learning rate, a loss
@@ -195,8 +198,7 @@ KC_API int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type
  * philox wrapper).
  */
 KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
-                             const char *const block[3], const char *shared,
-                             const char *const *args, size_t nargs);
+                             const char *const block[3], const char *shared, const char *const *args, size_t nargs);
 
 /**
  * Record a post-compile wrapper (applied in the order added) with opaque parameters.
@@ -209,8 +211,7 @@ KC_API int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const c
  * runtime arguments run directly (their arguments change per call; a replay would launch
  * the values it was captured with).
  */
-KC_API int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version,
-                                const void *params, size_t len);
+KC_API int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len);
 
 /**
  * Attach a saved-tensor hook graph (pack/unpack) by name.  Its `cache_hash` — a digest the
@@ -242,23 +243,27 @@ KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
  * valid until it is freed (kc_graph_desc_free), never changed by anything else.
  */
 typedef struct kc_graph_tensor_desc {
-    unsigned version;                 /**< KC_GRAPH_TENSOR_DESC_VERSION, set by the caller (kept). */
+    unsigned version; /**< KC_GRAPH_TENSOR_DESC_VERSION, set by the caller (kept). */
     kc_dtype dtype;
     int rank;
-    const char *sizes[KC_MAX_RANK];   /**< Inputs: a decimal size or a symbol; outputs and saved tensors: expressions. */
-    const char *strides[KC_MAX_RANK]; /**< Inputs: as written, or the contiguous default ("C*D", "D", "1"); others NULL. */
-    int requires_grad;                /**< Inputs: 1 when declared to need a gradient; others 0. */
-    int inplace;                      /**< Inputs: 1 when the graph writes it (kc_graph_set_inplace, or an alias). */
-    int grad_accumulate;              /**< Inputs: 1 when its gradient accumulates (kc_graph_set_grad_accumulate). */
-    int alias;                        /**< Outputs: the input it is (kc_graph_set_alias), else -1. */
+    const char *sizes[KC_MAX_RANK]; /**< Inputs: a decimal size or a symbol; outputs and saved tensors: expressions. */
+    const char
+        *strides[KC_MAX_RANK]; /**< Inputs: as written, or the contiguous default ("C*D", "D", "1"); others NULL. */
+    int requires_grad;         /**< Inputs: 1 when declared to need a gradient; others 0. */
+    int inplace;               /**< Inputs: 1 when the graph writes it (kc_graph_set_inplace, or an alias). */
+    int grad_accumulate;       /**< Inputs: 1 when its gradient accumulates (kc_graph_set_grad_accumulate). */
+    int alias;                 /**< Outputs: the input it is (kc_graph_set_alias), else -1. */
 } kc_graph_tensor_desc;
 
 /** Version of kc_graph_tensor_desc this build fills. */
 #define KC_GRAPH_TENSOR_DESC_VERSION 1
 
 /** Initialiser of a kc_graph_tensor_desc ([Note: versioned structs]: another version is KC_EVERSION). */
-#define KC_GRAPH_TENSOR_DESC_INIT { KC_GRAPH_TENSOR_DESC_VERSION, KC_DTYPE_F32, 0, \
-    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, 0, 0, 0, -1 }
+#define KC_GRAPH_TENSOR_DESC_INIT                                                                        \
+    {                                                                                                    \
+        KC_GRAPH_TENSOR_DESC_VERSION, KC_DTYPE_F32, 0, {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, \
+            {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, 0, 0, 0, -1                                \
+    }
 
 /** How many tensors of `role` (KC_ROLE_INPUT, KC_ROLE_OUTPUT or KC_ROLE_SAVED) `d` declares; 0 for another role. */
 KC_API size_t kc_graph_desc_count(const kc_graph_desc *d, kc_tensor_role role);
@@ -307,12 +312,15 @@ KC_API int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb
  * Evaluate an expression with symbol values (names[i] = values[i]).  KC_EEXPR on error; a
  * device fact (device_sm_count, …) not among `names` is an error here (no device is bound).
  */
-KC_API int kc_expr_eval(const char *expr, const char *const *names, const int64_t *values,
-                        size_t n, int64_t *out);
+KC_API int kc_expr_eval(const char *expr, const char *const *names, const int64_t *values, size_t n, int64_t *out);
 
 /** Where kc_graph_get found a graph. */
 typedef enum kc_graph_source {
-    KC_FROM_MEMORY = 0, KC_FROM_DISK = 1, KC_FROM_REMOTE = 2, KC_FROM_COMPILE = 3, KC_FROM_BYPASS = 4
+    KC_FROM_MEMORY = 0,
+    KC_FROM_DISK = 1,
+    KC_FROM_REMOTE = 2,
+    KC_FROM_COMPILE = 3,
+    KC_FROM_BYPASS = 4
 } kc_graph_source;
 
 /** Version of kc_graph_info this build fills. */
@@ -325,11 +333,11 @@ typedef enum kc_graph_source {
  * ([Note: versioned structs] in src/common/api.h).  A field added later comes with a new version.
  */
 typedef struct kc_graph_info {
-    unsigned version;        /**< KC_GRAPH_INFO_VERSION, set by the caller (kept by kcache). */
+    unsigned version; /**< KC_GRAPH_INFO_VERSION, set by the caller (kept by kcache). */
     kc_graph_source source;
-    char variant[32];        /**< The variant used ("sm_90", "compute_80"). */
+    char variant[32]; /**< The variant used ("sm_90", "compute_80"). */
     char key[KC_KEY_HEX_LEN + 1];
-    char miss_reason[160];   /**< Why it was not a hit ("" on a hit). */
+    char miss_reason[160]; /**< Why it was not a hit ("" on a hit). */
     double key_us, lookup_us, compile_ms, load_us, total_us;
     int kernels;
     /** KC_OK, or the status of the failed put when a graph this call compiled could not be
@@ -349,7 +357,8 @@ typedef struct kc_graph_info {
 } kc_graph_info;
 
 /** Initialiser of a kc_graph_info: this version, every other field 0 or "". */
-#define KC_GRAPH_INFO_INIT { KC_GRAPH_INFO_VERSION, KC_FROM_MEMORY, "", "", "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define KC_GRAPH_INFO_INIT \
+    { KC_GRAPH_INFO_VERSION, KC_FROM_MEMORY, "", "", "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 typedef struct kc_graph kc_graph;
 
@@ -364,7 +373,10 @@ typedef struct kc_tensor {
 
 /** Initialiser of a kc_tensor (no data, rank 0).  A fixed layout: callers pass arrays of them, so a
  *  field added would be a new type, never a change of this one. */
-#define KC_TENSOR_INIT { NULL, KC_DTYPE_F32, 0, {0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0} }
+#define KC_TENSOR_INIT                                                              \
+    {                                                                               \
+        NULL, KC_DTYPE_F32, 0, {0, 0, 0, 0, 0, 0, 0, 0}, { 0, 0, 0, 0, 0, 0, 0, 0 } \
+    }
 
 /**
  * How forward/backward allocate outputs, saved tensors, gradients and scratch.  NULL means
@@ -377,7 +389,8 @@ typedef struct kc_allocator {
 } kc_allocator;
 
 /** Initialiser of a kc_allocator: every pointer NULL (fill all three; a NULL allocator is the driver's). */
-#define KC_ALLOCATOR_INIT { NULL, NULL, NULL }
+#define KC_ALLOCATOR_INIT \
+    { NULL, NULL, NULL }
 
 /**
  * What forward keeps for backward: saved tensors (owned, freed with kc_saved_free), the
@@ -402,8 +415,7 @@ KC_API int kc_graph_compile(kc_cache *c, const kc_graph_desc *d, const char *tar
  * refuses is counted and treated as a miss.  KC_ENODRIVER without a driver.
  * `*out` is reference-counted and shared: release it with kc_graph_release.
  */
-KC_API int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out,
-                        kc_graph_info *info);
+KC_API int kc_graph_get(kc_cache *c, const kc_graph_desc *d, int device, kc_graph **out, kc_graph_info *info);
 
 /** Release a graph from kc_graph_get; accepts NULL. */
 KC_API void kc_graph_release(kc_graph *g);
@@ -431,19 +443,20 @@ KC_API void kc_graph_loaded_budget_get(size_t *max_graphs, size_t *max_bytes);
 
 /** The loaded-graph table now.  Initialise with KC_LOADED_STATS_INIT ([Note: versioned structs]). */
 typedef struct kc_loaded_stats {
-    unsigned version;    /**< KC_LOADED_STATS_VERSION, set by the caller (kept). */
-    size_t graphs;       /**< loaded, in use or not */
-    size_t bytes;        /**< bytes of their images */
-    size_t in_use;       /**< held by a caller (a kc_graph_get not yet released, or a kc_saved) */
-    size_t unreferenced; /**< loaded and held by no one (graphs - in_use): what the budget may unload, least
+    unsigned version;             /**< KC_LOADED_STATS_VERSION, set by the caller (kept). */
+    size_t graphs;                /**< loaded, in use or not */
+    size_t bytes;                 /**< bytes of their images */
+    size_t in_use;                /**< held by a caller (a kc_graph_get not yet released, or a kc_saved) */
+    size_t unreferenced;          /**< loaded and held by no one (graphs - in_use): what the budget may unload, least
                               recently used first; a runtime checking for leaks expects it to be graphs after
                               releasing everything */
     size_t max_graphs, max_bytes; /**< the budget (kc_graph_loaded_budget_get) */
-    unsigned long long unloads; /**< graphs unloaded to hold the budget, since the process started */
+    unsigned long long unloads;   /**< graphs unloaded to hold the budget, since the process started */
 } kc_loaded_stats;
 
 /** Initialiser of a kc_loaded_stats: this version, every count 0. */
-#define KC_LOADED_STATS_INIT { KC_LOADED_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+#define KC_LOADED_STATS_INIT \
+    { KC_LOADED_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0 }
 
 /** A snapshot of the loaded-graph table.  KC_EINVAL for NULL, KC_EVERSION for a version this build does
  *  not know (`out` then untouched). */
@@ -467,8 +480,8 @@ KC_API int kc_graph_function(const kc_graph *g, int i, void **fn_out);
  * and launches every step.  `saved` (may be NULL when no backward will run) receives what
  * backward needs.  The post-compile wrappers recorded with the graph wrap this call.
  */
-KC_API int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs,
-                            size_t noutputs, kc_saved **saved, void *stream, const kc_allocator *alloc);
+KC_API int kc_graph_forward(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
+                            kc_saved **saved, void *stream, const kc_allocator *alloc);
 
 /** kc_graph_forward with the caller's RNG state, for graphs recorded with the philox wrapper. */
 KC_API int kc_graph_forward_rng(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs,
@@ -516,10 +529,10 @@ KC_API int kc_graph_backward_args(kc_graph *g, kc_saved *saved, const kc_tensor 
  * runtime arguments' values (NULL and 0: none, or for backward the forward's).
  */
 typedef struct kc_graph_call {
-    unsigned version;          /**< KC_GRAPH_CALL_VERSION */
-    const kc_tensor *inputs;   /**< The pass's inputs; borrowed for the call. */
+    unsigned version;        /**< KC_GRAPH_CALL_VERSION */
+    const kc_tensor *inputs; /**< The pass's inputs; borrowed for the call. */
     size_t ninputs;
-    kc_tensor *outputs;        /**< The pass's outputs, filled in. */
+    kc_tensor *outputs; /**< The pass's outputs, filled in. */
     size_t noutputs;
     void *stream;              /**< A CUstream; NULL: the default stream. */
     const kc_allocator *alloc; /**< Forward: the allocator of outputs, saved tensors and scratch; NULL: the default. */
@@ -529,7 +542,8 @@ typedef struct kc_graph_call {
 } kc_graph_call;
 
 /** Initialiser of a kc_graph_call (no tensors, default stream and allocator, no arguments). */
-#define KC_GRAPH_CALL_INIT { KC_GRAPH_CALL_VERSION, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0 }
+#define KC_GRAPH_CALL_INIT \
+    { KC_GRAPH_CALL_VERSION, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0 }
 
 /** The forward pass of `call` (kc_graph_forward_args); `saved` as there.  KC_EVERSION for an
  *  unknown call version. */
@@ -560,12 +574,13 @@ typedef struct kc_forward_call {
     kc_rng_state *rng;                   /**< The caller's RNG state (for the philox wrapper), or NULL. */
     uint64_t philox_seed, philox_offset; /**< Set by the philox wrapper; read by "philox_seed"/"philox_offset" args. */
     int philox_set;
-    const kc_value *args;                /**< The runtime arguments' values, in declaration order (borrowed). */
-    size_t nargs;                        /**< How many (the graph's declared count; checked before the chain). */
+    const kc_value *args; /**< The runtime arguments' values, in declaration order (borrowed). */
+    size_t nargs;         /**< How many (the graph's declared count; checked before the chain). */
 } kc_forward_call;
 
 /** Initialiser of a kc_forward_call (for a wrapper that builds one for its inner callable). */
-#define KC_FORWARD_CALL_INIT { NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
+#define KC_FORWARD_CALL_INIT \
+    { NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
 
 /**
  * A Philox RNG state owned by the caller.  The built-in "philox" wrapper (version 1) gives
@@ -579,7 +594,8 @@ struct kc_rng_state {
 };
 
 /** Initialiser of a kc_rng_state (seed and offset 0).  Fixed: a Philox state is these two words. */
-#define KC_RNG_STATE_INIT { 0, 0 }
+#define KC_RNG_STATE_INIT \
+    { 0, 0 }
 
 /** A forward callable: the graph's own launches, or a wrapper around another callable. */
 typedef struct kc_callable {
@@ -588,7 +604,8 @@ typedef struct kc_callable {
 } kc_callable;
 
 /** Initialiser of a kc_callable (NULL). */
-#define KC_CALLABLE_INIT { NULL, NULL }
+#define KC_CALLABLE_INIT \
+    { NULL, NULL }
 
 /** A post-compile wrapper: turns one callable into another (AOTAutograd's wrappers). */
 typedef struct kc_wrapper {
@@ -601,7 +618,8 @@ typedef struct kc_wrapper {
 } kc_wrapper;
 
 /** Initialiser of a kc_wrapper (`version` here is the wrapper's own, recorded in entries). */
-#define KC_WRAPPER_INIT { NULL, 0, NULL, NULL }
+#define KC_WRAPPER_INIT \
+    { NULL, 0, NULL, NULL }
 
 /** Register a wrapper (copied; the name is copied).  The same name and version replaces. */
 KC_API int kc_wrapper_register(const kc_wrapper *w);
@@ -642,21 +660,24 @@ typedef struct kc_explain_digest {
 /** Why a lookup hits or misses (kc_graph_explain).  Large: allocate it, don't put it on a small stack;
  *  set `version` to KC_EXPLAIN_VERSION (or copy KC_EXPLAIN_INIT into it) before the call. */
 typedef struct kc_explain {
-    unsigned version;                      /**< KC_EXPLAIN_VERSION, set by the caller (kept). */
+    unsigned version; /**< KC_EXPLAIN_VERSION, set by the caller (kept). */
     char key[KC_KEY_HEX_LEN + 1];
     char variant[32];
-    int hit;                               /**< 1 when key.variant is stored and every image it refers to is there. */
+    int hit; /**< 1 when key.variant is stored and every image it refers to is there. */
     size_t ndigests;
     kc_explain_digest digests[KC_EXPLAIN_MAX]; /**< This lookup's components, then finer digests. */
-    int have_nearest;                      /**< On a miss: a stored entry was compared. */
-    char nearest[80];                      /**< Its "<key>.<variant>". */
-    int nearest_shares_graph;              /**< It has the same graph component. */
+    int have_nearest;                          /**< On a miss: a stored entry was compared. */
+    char nearest[80];                          /**< Its "<key>.<variant>". */
+    int nearest_shares_graph;                  /**< It has the same graph component. */
     size_t ndiffs;
-    char diffs[KC_EXPLAIN_MAX][64];        /**< Names that differ: "arch", "options", "inputs[0].sizes", … */
+    char diffs[KC_EXPLAIN_MAX][64]; /**< Names that differ: "arch", "options", "inputs[0].sizes", … */
 } kc_explain;
 
 /** Initialiser of a kc_explain: this version, nothing found. */
-#define KC_EXPLAIN_INIT { KC_EXPLAIN_VERSION, "", "", 0, 0, {{"", ""}}, 0, "", 0, 0, {""} }
+#define KC_EXPLAIN_INIT                                                   \
+    {                                                                     \
+        KC_EXPLAIN_VERSION, "", "", 0, 0, {{"", ""}}, 0, "", 0, 0, { "" } \
+    }
 
 /**
  * Explain a lookup of `d` for `variant`: the key, every digest, whether it hits, and on a
@@ -681,16 +702,16 @@ KC_API int kc_entry_extract(const kc_entry *e, const char *dir, int *count);
 KC_API int kc_entry_resolve(kc_cache *c, kc_entry *e);
 
 /** Visit the kernels of an entry's KERNELS section: name, lowered name, target, image size. */
-typedef void (*kc_kernel_visit_cb)(const char *name, const char *lowered, const char *target,
-                                   int is_ptx, size_t bytes, void *ctx);
+typedef void (*kc_kernel_visit_cb)(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes,
+                                   void *ctx);
 KC_API int kc_entry_kernels(const kc_entry *e, kc_kernel_visit_cb cb, void *ctx);
 
 /** One kernel parameter as the compiler laid it out (an entry's PARAMS section). */
 typedef struct kc_param_info {
-    unsigned offset;  /**< bytes into the parameter buffer */
-    unsigned size;    /**< bytes */
-    unsigned align;   /**< declared alignment (PTX); 0 when the image does not record it (cubin) */
-    const char *cls;  /**< "int", "float", "bytes" (a struct or half by value), or "any" (cubin: unknown) */
+    unsigned offset; /**< bytes into the parameter buffer */
+    unsigned size;   /**< bytes */
+    unsigned align;  /**< declared alignment (PTX); 0 when the image does not record it (cubin) */
+    const char *cls; /**< "int", "float", "bytes" (a struct or half by value), or "any" (cubin: unknown) */
 } kc_param_info;
 
 /** Called once per kernel with its parameters (borrowed for the call). */

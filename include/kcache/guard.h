@@ -50,14 +50,15 @@ extern "C" {
 
 /** Options of a site; fields left 0 take the defaults in brackets. */
 typedef struct kc_site_options {
-    unsigned version;                       /**< KC_SITE_OPTIONS_VERSION */
-    uint32_t cache_size_limit;              /**< [8] entries per set of owners */
-    uint32_t accumulated_cache_size_limit;  /**< [256] entries per site */
-    uint32_t max_compiles;                  /**< [accumulated_cache_size_limit] real compiles per site */
-    int static_shapes;                      /**< 1: never mark a dimension dynamic */
+    unsigned version;                      /**< KC_SITE_OPTIONS_VERSION */
+    uint32_t cache_size_limit;             /**< [8] entries per set of owners */
+    uint32_t accumulated_cache_size_limit; /**< [256] entries per site */
+    uint32_t max_compiles;                 /**< [accumulated_cache_size_limit] real compiles per site */
+    int static_shapes;                     /**< 1: never mark a dimension dynamic */
 } kc_site_options;
 
-#define KC_SITE_OPTIONS_INIT { KC_SITE_OPTIONS_VERSION, 0, 0, 0, 0 }
+#define KC_SITE_OPTIONS_INIT \
+    { KC_SITE_OPTIONS_VERSION, 0, 0, 0, 0 }
 
 /**
  * One call, as the site sees it.  Sizes and strides are the actual values (`sym` ignored).
@@ -80,21 +81,22 @@ typedef struct kc_call {
      */
     const uintptr_t *owners;
     size_t nowners;
-    uint64_t globals;          /**< Grad mode, autocast, … as the caller declares them. */
-    const char *backend;       /**< NULL: "cuda". */
+    uint64_t globals;    /**< Grad mode, autocast, … as the caller declares them. */
+    const char *backend; /**< NULL: "cuda". */
 } kc_call;
 
 /** Initialiser of a kc_call (no inputs, no owners, globals 0, the default backend). */
-#define KC_CALL_INIT { NULL, 0, NULL, 0, 0, NULL }
+#define KC_CALL_INIT \
+    { NULL, 0, NULL, 0, 0, NULL }
 
 typedef enum kc_site_result { KC_SITE_HIT = 0, KC_SITE_MISS = 1, KC_SITE_FALLBACK = 2 } kc_site_result;
 
 /** The answer of a lookup. */
 typedef struct kc_site_answer {
     kc_site_result result;
-    void *value;                                 /**< HIT: the entry's value. */
-    char reason[256];                            /**< MISS/FALLBACK: why ("input 0 size[0]: expected 64, got 32"). */
-    uint32_t dynamic[KC_SITE_MAX_INPUTS];        /**< MISS: per input, the dims to compile dynamic (bit d). */
+    void *value;                          /**< HIT: the entry's value. */
+    char reason[256];                     /**< MISS/FALLBACK: why ("input 0 size[0]: expected 64, got 32"). */
+    uint32_t dynamic[KC_SITE_MAX_INPUTS]; /**< MISS: per input, the dims to compile dynamic (bit d). */
 } kc_site_answer;
 
 typedef struct kc_site kc_site;
@@ -132,8 +134,8 @@ typedef struct kc_site_hold kc_site_hold;
  * kc_site_free) by this thread or another.  `*hold` is NULL when the answer is not a HIT or
  * on failure.
  */
-KC_API int kc_site_lookup_ext(kc_site *s, const kc_call *call, const uint64_t *owner_generations,
-                              kc_site_answer *out, kc_site_hold **hold);
+KC_API int kc_site_lookup_ext(kc_site *s, const kc_call *call, const uint64_t *owner_generations, kc_site_answer *out,
+                              kc_site_hold **hold);
 
 /** Release a hold of kc_site_lookup_ext (the last one of a dropped entry runs its release callback); accepts NULL. */
 KC_API void kc_site_hold_release(kc_site_hold *hold);
@@ -200,7 +202,8 @@ KC_API void kc_site_symbol(size_t input, int dim, char out[24]);
  *  `misses` every MISS answer (first calls and new owner sets included: see kc_site_info). */
 typedef struct kc_site_stats {
     uint64_t hits, misses, fallbacks, compiles, entries;
-    uint64_t reasons[9]; /**< By first failing guard: none, dtype, device, rank, size, stride, owner, globals, backend. */
+    uint64_t
+        reasons[9]; /**< By first failing guard: none, dtype, device, rank, size, stride, owner, globals, backend. */
 } kc_site_stats;
 
 /** A snapshot of a site's counters (all 0 for a NULL site). */
@@ -221,7 +224,8 @@ typedef struct kc_site_info {
 } kc_site_info;
 
 /** Initializer of a kc_site_info (its version set, the rest 0). */
-#define KC_SITE_INFO_INIT { KC_SITE_INFO_VERSION, 0, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0 }
+#define KC_SITE_INFO_INIT \
+    { KC_SITE_INFO_VERSION, 0, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0 }
 
 /** A snapshot of more counters of a site.  KC_EINVAL for NULL arguments, KC_EVERSION for another version. */
 KC_API int kc_site_get_info(kc_site *s, kc_site_info *out);

@@ -34,7 +34,10 @@ typedef struct kc_key {
 } kc_key;
 
 /** Initialiser of a kc_key (all zero bytes: no key kcache makes). */
-#define KC_KEY_INIT { {0} }
+#define KC_KEY_INIT \
+    {               \
+        { 0 }       \
+    }
 
 /** Length of a key in hex, without the terminating NUL. */
 #define KC_KEY_HEX_LEN 32
@@ -46,23 +49,31 @@ typedef struct kc_digest {
 
 /** The components of a key, hashed in this order.  Values are part of the format. */
 typedef enum kc_component {
-    KC_COMP_FORMAT = 0,   /**< Entry format version (set by kcache). */
-    KC_COMP_GRAPH = 1,    /**< Kernel sources, headers, entry names, launch program. */
-    KC_COMP_INPUTS = 2,   /**< Per input tensor: dtype, rank, sizes, strides, device, grad. */
-    KC_COMP_OPTIONS = 3,  /**< Normalised compile options. */
-    KC_COMP_TOOLCHAIN = 4,/**< Compiler identity (NVRTC version and build). */
-    KC_COMP_BACKEND = 5,  /**< Backend id: a graph for one backend never serves another. */
-    KC_COMP_GLOBALS = 6,  /**< Global state the caller declares (grad mode, autocast…). */
-    KC_COMP_HOOKS = 7,    /**< Saved-tensor hook graphs. */
-    KC_COMP_EXTRA = 8,    /**< Anything else the caller wants in the key. */
+    KC_COMP_FORMAT = 0,    /**< Entry format version (set by kcache). */
+    KC_COMP_GRAPH = 1,     /**< Kernel sources, headers, entry names, launch program. */
+    KC_COMP_INPUTS = 2,    /**< Per input tensor: dtype, rank, sizes, strides, device, grad. */
+    KC_COMP_OPTIONS = 3,   /**< Normalised compile options. */
+    KC_COMP_TOOLCHAIN = 4, /**< Compiler identity (NVRTC version and build). */
+    KC_COMP_BACKEND = 5,   /**< Backend id: a graph for one backend never serves another. */
+    KC_COMP_GLOBALS = 6,   /**< Global state the caller declares (grad mode, autocast…). */
+    KC_COMP_HOOKS = 7,     /**< Saved-tensor hook graphs. */
+    KC_COMP_EXTRA = 8,     /**< Anything else the caller wants in the key. */
     KC_COMP_COUNT = 9
 } kc_component;
 
 /** Element types of tensors.  Values are part of the key format. */
 typedef enum kc_dtype {
-    KC_DTYPE_F32 = 1, KC_DTYPE_F16 = 2, KC_DTYPE_BF16 = 3, KC_DTYPE_F64 = 4,
-    KC_DTYPE_I32 = 5, KC_DTYPE_I64 = 6, KC_DTYPE_I8 = 7, KC_DTYPE_U8 = 8,
-    KC_DTYPE_BOOL = 9, KC_DTYPE_F8E4M3 = 10, KC_DTYPE_F8E5M2 = 11
+    KC_DTYPE_F32 = 1,
+    KC_DTYPE_F16 = 2,
+    KC_DTYPE_BF16 = 3,
+    KC_DTYPE_F64 = 4,
+    KC_DTYPE_I32 = 5,
+    KC_DTYPE_I64 = 6,
+    KC_DTYPE_I8 = 7,
+    KC_DTYPE_U8 = 8,
+    KC_DTYPE_BOOL = 9,
+    KC_DTYPE_F8E4M3 = 10,
+    KC_DTYPE_F8E5M2 = 11
 } kc_dtype;
 
 /** Device types of tensors.  Values are part of the key format. */
@@ -81,23 +92,28 @@ typedef struct kc_dim {
 } kc_dim;
 
 /** Initialiser of a kc_dim (static, 0). */
-#define KC_DIM_INIT { 0, NULL }
+#define KC_DIM_INIT \
+    { 0, NULL }
 
 /** Metadata of one input tensor.  Borrowed: kcache copies what it needs. */
 typedef struct kc_tensor_meta {
     kc_dtype dtype;
     kc_device_type device;
-    int rank;                       /**< 0..KC_MAX_RANK */
+    int rank; /**< 0..KC_MAX_RANK */
     kc_dim sizes[KC_MAX_RANK];
-    kc_dim strides[KC_MAX_RANK];    /**< In elements. */
-    int requires_grad;              /**< 0 or 1 */
+    kc_dim strides[KC_MAX_RANK]; /**< In elements. */
+    int requires_grad;           /**< 0 or 1 */
 } kc_tensor_meta;
 
 /** Initialiser of a kc_tensor_meta (an f32 CUDA tensor of rank 0).  A fixed layout: callers pass arrays of
  *  them, so a field added would be a new type, never a change of this one. */
-#define KC_TENSOR_META_INIT { KC_DTYPE_F32, KC_DEVICE_CUDA, 0, \
-    {KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT}, \
-    {KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT}, 0 }
+#define KC_TENSOR_META_INIT                                                                                           \
+    {                                                                                                                 \
+        KC_DTYPE_F32, KC_DEVICE_CUDA, 0,                                                                              \
+            {KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT}, \
+            {KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT, KC_DIM_INIT}, \
+            0                                                                                                         \
+    }
 
 typedef struct kc_key_builder kc_key_builder;
 
@@ -112,16 +128,13 @@ KC_API void kc_key_builder_free(kc_key_builder *kb);
  * so ("a","bc") and ("ab","c") differ.  `label` must be non-NULL; `data` may be NULL when
  * `len` is 0.
  */
-KC_API int kc_key_add_bytes(kc_key_builder *kb, kc_component comp, const char *label,
-                            const void *data, size_t len);
+KC_API int kc_key_add_bytes(kc_key_builder *kb, kc_component comp, const char *label, const void *data, size_t len);
 
 /** Append a labelled NUL-terminated string to a component. */
-KC_API int kc_key_add_string(kc_key_builder *kb, kc_component comp, const char *label,
-                             const char *str);
+KC_API int kc_key_add_string(kc_key_builder *kb, kc_component comp, const char *label, const char *str);
 
 /** Append a labelled unsigned integer (encoded as 8 bytes little-endian). */
-KC_API int kc_key_add_u64(kc_key_builder *kb, kc_component comp, const char *label,
-                          uint64_t value);
+KC_API int kc_key_add_u64(kc_key_builder *kb, kc_component comp, const char *label, uint64_t value);
 
 /**
  * Append one input tensor to KC_COMP_INPUTS, as the next input (0, 1, …).  Symbolic
@@ -162,8 +175,7 @@ KC_API size_t kc_key_digest_count(const kc_key_builder *kb);
  * The i-th named digest of a finished builder.  `*name_out` is borrowed from the builder
  * and lives as long as it.
  */
-KC_API int kc_key_digest_at(const kc_key_builder *kb, size_t i, const char **name_out,
-                            kc_digest *out);
+KC_API int kc_key_digest_at(const kc_key_builder *kb, size_t i, const char **name_out, kc_digest *out);
 
 /**
  * Debug lines, one per component: "<name> <32 hex digest>\n", then "key <hex>\n".

@@ -47,8 +47,7 @@ KC_API int kc_manifest_load(kc_manifest **out, const char *path);
  * resolved against `base_dir` (NULL: "."); `origin` names it in error messages (NULL:
  * "manifest").
  */
-KC_API int kc_manifest_parse(kc_manifest **out, const char *json, size_t len, const char *base_dir,
-                             const char *origin);
+KC_API int kc_manifest_parse(kc_manifest **out, const char *json, size_t len, const char *base_dir, const char *origin);
 
 /** Replace the manifest's targets by a comma-separated list ("sm_80,sm_90"); duplicates are dropped. */
 KC_API int kc_manifest_set_archs(kc_manifest *m, const char *list);
@@ -66,26 +65,26 @@ KC_API void kc_manifest_free(kc_manifest *m);
 
 /** One variant of a prewarm: graph i of the manifest for target j. */
 typedef struct kc_prewarm_result {
-    size_t graph;          /**< Index into the manifest's graphs. */
-    size_t arch;           /**< Index into the manifest's targets. */
-    const char *name;      /**< The graph's name (borrowed from the report). */
-    int status;            /**< KC_OK (compiled and stored, a hit, or bypassed), or why it failed. */
-    const char *error;     /**< The reason when status != KC_OK, else "" (owned by the report). */
-    kc_graph_info info;    /**< Where it came from; info.store_status says whether it was stored. */
+    size_t graph;       /**< Index into the manifest's graphs. */
+    size_t arch;        /**< Index into the manifest's targets. */
+    const char *name;   /**< The graph's name (borrowed from the report). */
+    int status;         /**< KC_OK (compiled and stored, a hit, or bypassed), or why it failed. */
+    const char *error;  /**< The reason when status != KC_OK, else "" (owned by the report). */
+    kc_graph_info info; /**< Where it came from; info.store_status says whether it was stored. */
 } kc_prewarm_result;
 
 /** What a prewarm did.  Owned by the caller; free with kc_prewarm_report_free. */
 typedef struct kc_prewarm_report {
-    size_t graphs, variants;          /**< graphs × targets = variants */
+    size_t graphs, variants; /**< graphs × targets = variants */
     size_t compiled, hits, bypassed, failed, done;
     double seconds;
-    kc_prewarm_result *results;       /**< `variants` results, graph-major in manifest order. */
+    kc_prewarm_result *results; /**< `variants` results, graph-major in manifest order. */
     /** Compile units the variants that did not hit needed (the sum of their info.units: a unit
      *  shared by two graphs counts for each), and how many of those NVRTC compiled (the sum of
      *  info.units_compiled; the others were found stored: units - units_compiled).  A variant
      *  that hit needed no unit.  Failed variants count what they compiled before failing. */
     size_t units, units_compiled;
-    double compile_ms;                /**< NVRTC wall time, summed over the variants */
+    double compile_ms; /**< NVRTC wall time, summed over the variants */
 } kc_prewarm_report;
 
 /**
@@ -108,7 +107,8 @@ typedef struct kc_prewarm_options {
 } kc_prewarm_options;
 
 /** Static initialiser of kc_prewarm_options. */
-#define KC_PREWARM_OPTIONS_INIT { KC_PREWARM_OPTIONS_VERSION, 0, 0, NULL, NULL }
+#define KC_PREWARM_OPTIONS_INIT \
+    { KC_PREWARM_OPTIONS_VERSION, 0, 0, NULL, NULL }
 
 /**
  * Compile every graph of `m` for every target of `m` into the cache.  Every spec is loaded
@@ -130,26 +130,26 @@ KC_API void kc_prewarm_report_free(kc_prewarm_report *r);
 
 /** One graph of a manifest for one target: hit or missing. */
 typedef struct kc_coverage_result {
-    size_t graph;                      /**< Index into the manifest's graphs. */
-    size_t target;                     /**< Index into the report's targets. */
-    const char *name;                  /**< The graph's name (owned by the report). */
-    char key[KC_KEY_HEX_LEN + 1];      /**< The graph's key (hex). */
-    int hit;                           /**< 1: its graph entry is stored, and every image it refers to is there
+    size_t graph;                     /**< Index into the manifest's graphs. */
+    size_t target;                    /**< Index into the report's targets. */
+    const char *name;                 /**< The graph's name (owned by the report). */
+    char key[KC_KEY_HEX_LEN + 1];     /**< The graph's key (hex). */
+    int hit;                          /**< 1: its graph entry is stored, and every image it refers to is there
                                             and checks out (kc_entry_resolve); 0: missing. */
-    char variant[KC_VARIANT_MAX + 1];  /**< On a hit, the stored variant that serves it (for a device: the first
+    char variant[KC_VARIANT_MAX + 1]; /**< On a hit, the stored variant that serves it (for a device: the first
                                             of its candidates that does, e.g. "sm_80" on 8.6); else "". */
-    const char *reason;                /**< When missing, why: the stored graph entry's missing or bad image, or
+    const char *reason;               /**< When missing, why: the stored graph entry's missing or bad image, or
                                             explain's nearest entry and what differs (owned by the report); else "". */
 } kc_coverage_result;
 
 /** What a coverage check found.  Owned by the caller; free with kc_coverage_report_free. */
 typedef struct kc_coverage_report {
-    size_t graphs, targets;            /**< graphs × targets = results */
-    size_t covered, missing;           /**< covered + missing = graphs × targets */
-    int device;                        /**< The GPU asked about, or KC_COVERAGE_ARCHS. */
-    const char *const *target_names;   /**< `targets` names: the manifest's targets, or for a device the one
+    size_t graphs, targets;          /**< graphs × targets = results */
+    size_t covered, missing;         /**< covered + missing = graphs × targets */
+    int device;                      /**< The GPU asked about, or KC_COVERAGE_ARCHS. */
+    const char *const *target_names; /**< `targets` names: the manifest's targets, or for a device the one
                                             variant a miss there would compile (kc_variant_for_device). */
-    kc_coverage_result *results;       /**< graph-major, in manifest order. */
+    kc_coverage_result *results;     /**< graph-major, in manifest order. */
 } kc_coverage_report;
 
 /**

@@ -33,56 +33,67 @@ extern "C" {
 
 /** What a statistic's value is. */
 typedef enum kc_stat_kind {
-    KC_STAT_KIND_COUNTER = 0,      /**< Events counted; `--zero` resets it. */
-    KC_STAT_KIND_GAUGE = 1,        /**< A quantity held now (entries); not reset by `--zero`. */
-    KC_STAT_KIND_BYTES = 2,        /**< Bytes held now; not reset by `--zero`. */
-    KC_STAT_KIND_MICROSECONDS = 3  /**< Time summed over events, in microseconds; `--zero` resets it. */
+    KC_STAT_KIND_COUNTER = 0,     /**< Events counted; `--zero` resets it. */
+    KC_STAT_KIND_GAUGE = 1,       /**< A quantity held now (entries); not reset by `--zero`. */
+    KC_STAT_KIND_BYTES = 2,       /**< Bytes held now; not reset by `--zero`. */
+    KC_STAT_KIND_MICROSECONDS = 3 /**< Time summed over events, in microseconds; `--zero` resets it. */
 } kc_stat_kind;
 
 /*
  * The table: X(ID, id value, "name", KIND, "what it counts").  Values are part of the stats
  * file format: append only, never reuse or reorder.
  */
-#define KC_STAT_TABLE(X)                                                                                         \
-    X(HITS, 0, "hits", COUNTER, "Graph lookups served from the local directory (told KC_FROM_DISK), those that " \
-      "waited for another's compile included; entry lookups (kc_cache_get) found locally")                     \
-    X(MISSES, 1, "misses", COUNTER, "Lookups that found nothing usable and compiled, or failed (told "          \
-      "KC_FROM_COMPILE, or an error); a wait that ended in another's entry is a hit, not a miss")               \
-    X(PUTS, 2, "puts", COUNTER, "Objects written to the local directory")                                       \
-    X(CORRUPT, 3, "corrupt", COUNTER, "Entries that failed validation (then quarantined)")                      \
-    X(EVICTIONS, 4, "evictions", COUNTER, "Entries removed to hold the size limit")                             \
-    X(BYTES, 5, "bytes", BYTES, "Bytes of objects held (approximate between gcs)")                              \
+#define KC_STAT_TABLE(X)                                                                                           \
+    X(HITS, 0, "hits", COUNTER,                                                                                    \
+      "Graph lookups served from the local directory (told KC_FROM_DISK), those that "                             \
+      "waited for another's compile included; entry lookups (kc_cache_get) found locally")                         \
+    X(MISSES, 1, "misses", COUNTER,                                                                                \
+      "Lookups that found nothing usable and compiled, or failed (told "                                           \
+      "KC_FROM_COMPILE, or an error); a wait that ended in another's entry is a hit, not a miss")                  \
+    X(PUTS, 2, "puts", COUNTER, "Objects written to the local directory")                                          \
+    X(CORRUPT, 3, "corrupt", COUNTER, "Entries that failed validation (then quarantined)")                         \
+    X(EVICTIONS, 4, "evictions", COUNTER, "Entries removed to hold the size limit")                                \
+    X(BYTES, 5, "bytes", BYTES, "Bytes of objects held (approximate between gcs)")                                 \
     X(ENTRIES, 6, "entries", GAUGE, "Objects held: graph entries, images, unit records (approximate between gcs)") \
-    X(BYPASSES, 7, "bypasses", COUNTER, "Lookups of graphs that are not cacheable: compiled, never stored (told " \
-      "KC_FROM_BYPASS); never a miss")                                                                          \
-    X(COMPILES, 8, "compiles", COUNTER, "Graphs built because of a miss (each unit compiled or found stored: "  \
-      "unit_compiles, unit_hits)")                                                                              \
-    X(COMPILE_ERRORS, 9, "compile_errors", COUNTER, "Compiles that failed")                                     \
-    X(MEMORY_HITS, 10, "memory_hits", COUNTER, "Lookups served from this process's loaded graphs (told "        \
-      "KC_FROM_MEMORY); they credit no time saved")                                                             \
-    X(REMOTE_HITS, 11, "remote_hits", COUNTER, "Lookups served from the remote tier (told KC_FROM_REMOTE); "    \
-      "never counted as hits")                                                                                  \
-    X(REMOTE_MISSES, 12, "remote_misses", COUNTER, "Remote lookups that found nothing")                         \
-    X(REMOTE_ERRORS, 13, "remote_errors", COUNTER, "Remote calls that failed (a reply out of step included)")   \
-    X(REMOTE_TIMEOUTS, 14, "remote_timeouts", COUNTER, "Remote calls past their deadline")                      \
-    X(REMOTE_DROPPED, 15, "remote_dropped", COUNTER, "Remote writes dropped (queue full, breaker open)")        \
-    X(LOAD_REFUSED, 16, "load_refused", COUNTER, "Stored variants the driver refused (each lookup then a miss)") \
-    X(STORE_ERRORS, 17, "store_errors", COUNTER, "Cache-side I/O errors (each cost a miss, not a failure)")     \
-    X(READONLY_SKIPS, 18, "readonly_skips", COUNTER, "Puts skipped because the cache is read-only")             \
-    X(REMOTE_PUTS, 19, "remote_puts", COUNTER, "Objects the remote confirmed it stored (background writer)")     \
-    X(MAC_REJECTED, 20, "mac_rejected", COUNTER, "Entries (remote or imported) refused for a missing or bad MAC") \
-    X(REMOTE_SKIPPED, 21, "remote_skipped", COUNTER, "Remote lookups skipped while its breaker was open")       \
-    X(UNIT_HITS, 22, "unit_hits", COUNTER, "Compile units found stored when a graph was built: NVRTC skipped")  \
-    X(UNIT_COMPILES, 23, "unit_compiles", COUNTER, "Compile units NVRTC compiled")                              \
-    X(IMAGES_MISSING, 24, "images_missing", COUNTER, "Graph entries found whose image was missing or failed "   \
-      "its checks (each lookup then a miss)")                                                                   \
-    X(COMPILES_REFUSED, 25, "compiles_refused", COUNTER, "Misses that would have run NVRTC under "              \
-      "KCACHE_REQUIRE_HIT (each also a miss)")                                                                  \
-    X(COMPILE_US_SAVED, 26, "compile_us_saved", MICROSECONDS, "Compile time the hits avoided: each disk or "    \
-      "remote hit adds its entry's recorded wall-clock compile time; memory hits and waits add nothing")        \
-    X(PUBLISH_REFUSED, 27, "publish_refused", COUNTER, "Local objects not published: fetched or imported "      \
-      "without a MAC under the key, never sealed here")                                                         \
-    X(COMPILE_WAITS, 28, "compile_waits", COUNTER, "Hits that waited for another thread's or process's "        \
+    X(BYPASSES, 7, "bypasses", COUNTER,                                                                            \
+      "Lookups of graphs that are not cacheable: compiled, never stored (told "                                    \
+      "KC_FROM_BYPASS); never a miss")                                                                             \
+    X(COMPILES, 8, "compiles", COUNTER,                                                                            \
+      "Graphs built because of a miss (each unit compiled or found stored: "                                       \
+      "unit_compiles, unit_hits)")                                                                                 \
+    X(COMPILE_ERRORS, 9, "compile_errors", COUNTER, "Compiles that failed")                                        \
+    X(MEMORY_HITS, 10, "memory_hits", COUNTER,                                                                     \
+      "Lookups served from this process's loaded graphs (told "                                                    \
+      "KC_FROM_MEMORY); they credit no time saved")                                                                \
+    X(REMOTE_HITS, 11, "remote_hits", COUNTER,                                                                     \
+      "Lookups served from the remote tier (told KC_FROM_REMOTE); "                                                \
+      "never counted as hits")                                                                                     \
+    X(REMOTE_MISSES, 12, "remote_misses", COUNTER, "Remote lookups that found nothing")                            \
+    X(REMOTE_ERRORS, 13, "remote_errors", COUNTER, "Remote calls that failed (a reply out of step included)")      \
+    X(REMOTE_TIMEOUTS, 14, "remote_timeouts", COUNTER, "Remote calls past their deadline")                         \
+    X(REMOTE_DROPPED, 15, "remote_dropped", COUNTER, "Remote writes dropped (queue full, breaker open)")           \
+    X(LOAD_REFUSED, 16, "load_refused", COUNTER, "Stored variants the driver refused (each lookup then a miss)")   \
+    X(STORE_ERRORS, 17, "store_errors", COUNTER, "Cache-side I/O errors (each cost a miss, not a failure)")        \
+    X(READONLY_SKIPS, 18, "readonly_skips", COUNTER, "Puts skipped because the cache is read-only")                \
+    X(REMOTE_PUTS, 19, "remote_puts", COUNTER, "Objects the remote confirmed it stored (background writer)")       \
+    X(MAC_REJECTED, 20, "mac_rejected", COUNTER, "Entries (remote or imported) refused for a missing or bad MAC")  \
+    X(REMOTE_SKIPPED, 21, "remote_skipped", COUNTER, "Remote lookups skipped while its breaker was open")          \
+    X(UNIT_HITS, 22, "unit_hits", COUNTER, "Compile units found stored when a graph was built: NVRTC skipped")     \
+    X(UNIT_COMPILES, 23, "unit_compiles", COUNTER, "Compile units NVRTC compiled")                                 \
+    X(IMAGES_MISSING, 24, "images_missing", COUNTER,                                                               \
+      "Graph entries found whose image was missing or failed "                                                     \
+      "its checks (each lookup then a miss)")                                                                      \
+    X(COMPILES_REFUSED, 25, "compiles_refused", COUNTER,                                                           \
+      "Misses that would have run NVRTC under "                                                                    \
+      "KCACHE_REQUIRE_HIT (each also a miss)")                                                                     \
+    X(COMPILE_US_SAVED, 26, "compile_us_saved", MICROSECONDS,                                                      \
+      "Compile time the hits avoided: each disk or "                                                               \
+      "remote hit adds its entry's recorded wall-clock compile time; memory hits and waits add nothing")           \
+    X(PUBLISH_REFUSED, 27, "publish_refused", COUNTER,                                                             \
+      "Local objects not published: fetched or imported "                                                          \
+      "without a MAC under the key, never sealed here")                                                            \
+    X(COMPILE_WAITS, 28, "compile_waits", COUNTER,                                                                 \
+      "Hits that waited for another thread's or process's "                                                        \
       "compile of the same graph, then took its entry (each also a hit; no time saved)")
 
 /** Statistic ids (KC_STAT_HITS, …), from the table. */
@@ -90,7 +101,7 @@ typedef enum kc_stat {
 #define KC_STAT_ENUM_(id, v, name, kind, doc) KC_STAT_##id = v,
     KC_STAT_TABLE(KC_STAT_ENUM_)
 #undef KC_STAT_ENUM_
-    KC_STAT_COUNT = 29
+        KC_STAT_COUNT = 29
 } kc_stat;
 
 /** A snapshot of every counter. */

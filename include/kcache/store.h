@@ -22,7 +22,7 @@ extern "C" {
  * space with the other KC_OPEN_* flags in kcache/cache.h (0x1 NO_ENV, 0x4 DISABLE,
  * 0x10 REMOTE_READONLY, 0x20 OPTIONS_WIN).
  */
-#define KC_OPEN_READONLY 0x2u      /**< Never write (as KCACHE_READONLY=1). */
+#define KC_OPEN_READONLY 0x2u /**< Never write (as KCACHE_READONLY=1). */
 /** Accept a cache directory that is a symbolic link, is not ours, or that others could write
  *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
 #define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
@@ -35,7 +35,7 @@ extern "C" {
  *  caller's: initialise with KC_GC_REPORT_INIT; kcache fills its version's fields and refuses another
  *  with KC_EVERSION. */
 typedef struct kc_gc_report {
-    unsigned version;          /**< KC_GC_REPORT_VERSION, set by the caller (kept). */
+    unsigned version; /**< KC_GC_REPORT_VERSION, set by the caller (kept). */
     uint64_t entries_before, bytes_before, entries_after, bytes_after, evicted, temp_removed;
     uint64_t stale_removed;    /**< Objects of another format version, removed (never quarantined). */
     uint64_t dangling_removed; /**< Graph entries and unit records one of whose images was gone, removed. */
@@ -46,7 +46,8 @@ typedef struct kc_gc_report {
 } kc_gc_report;
 
 /** Initialiser of a kc_gc_report: this version, every count 0. */
-#define KC_GC_REPORT_INIT { KC_GC_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define KC_GC_REPORT_INIT \
+    { KC_GC_REPORT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Limits of one remote tier, whatever its back end; 0 fields take the defaults shown.  kc_options.remote_config
@@ -63,7 +64,8 @@ typedef struct kc_remote_limits {
 } kc_remote_limits;
 
 /** Initialiser of a kc_remote_limits (every limit its default).  It grows with kc_options' version. */
-#define KC_REMOTE_LIMITS_INIT { 0, 0, 0, 0, 0, 0 }
+#define KC_REMOTE_LIMITS_INIT \
+    { 0, 0, 0, 0, 0, 0 }
 
 /** Deprecated (kc_options version 3 and before): the same struct, from when Redis was the only remote. */
 typedef kc_remote_limits kc_redis_config;
@@ -75,10 +77,10 @@ typedef enum kc_breaker { KC_BREAKER_CLOSED = 0, KC_BREAKER_OPEN = 1, KC_BREAKER
 
 /** What a remote backend says of itself (kc_cache_remote_state). */
 typedef struct kc_remote_state {
-    char url[300];       /**< The URL with any password replaced by "***". */
+    char url[300]; /**< The URL with any password replaced by "***". */
     kc_breaker breaker;
-    double retry_in_ms;  /**< While open: time left in the window. */
-    unsigned failures;   /**< Consecutive failures (the window doubles with each). */
+    double retry_in_ms; /**< While open: time left in the window. */
+    unsigned failures;  /**< Consecutive failures (the window doubles with each). */
 } kc_remote_state;
 
 /** Version of kc_tier_stats this build fills. */
@@ -91,23 +93,24 @@ typedef struct kc_remote_state {
  * caller's: initialise with KC_TIER_STATS_INIT; kcache fills its version's fields, another is KC_EVERSION.
  */
 typedef struct kc_tier_stats {
-    unsigned version;        /**< KC_TIER_STATS_VERSION, set by the caller (kept). */
-    char url[300];           /**< "local" for the directory; a remote's URL with any password "***". */
-    int remote;              /**< 0: the local directory; 1: a remote. */
-    int readonly;            /**< 1: never written (its read-only switch, or the cache's). */
-    kc_breaker breaker;      /**< A remote's circuit breaker (the back end's own, or the tier's); closed for local. */
-    double retry_in_ms;      /**< While open: time left in the window. */
-    unsigned failures;       /**< Consecutive failures. */
-    uint64_t hits;           /**< Reads that found what they asked for (validated). */
-    uint64_t misses;         /**< Reads that found nothing. */
-    uint64_t errors;         /**< Reads that failed: an error, a timeout, a refused (unauthenticated or corrupt) entry. */
-    uint64_t skipped;        /**< Calls not made: the breaker was open. */
-    uint64_t writes;         /**< Writes done (a put, a back-fill of what a slower tier had). */
-    uint64_t write_errors;   /**< Writes that failed or were dropped. */
+    unsigned version;      /**< KC_TIER_STATS_VERSION, set by the caller (kept). */
+    char url[300];         /**< "local" for the directory; a remote's URL with any password "***". */
+    int remote;            /**< 0: the local directory; 1: a remote. */
+    int readonly;          /**< 1: never written (its read-only switch, or the cache's). */
+    kc_breaker breaker;    /**< A remote's circuit breaker (the back end's own, or the tier's); closed for local. */
+    double retry_in_ms;    /**< While open: time left in the window. */
+    unsigned failures;     /**< Consecutive failures. */
+    uint64_t hits;         /**< Reads that found what they asked for (validated). */
+    uint64_t misses;       /**< Reads that found nothing. */
+    uint64_t errors;       /**< Reads that failed: an error, a timeout, a refused (unauthenticated or corrupt) entry. */
+    uint64_t skipped;      /**< Calls not made: the breaker was open. */
+    uint64_t writes;       /**< Writes done (a put, a back-fill of what a slower tier had). */
+    uint64_t write_errors; /**< Writes that failed or were dropped. */
 } kc_tier_stats;
 
 /** Initialiser of a kc_tier_stats: this version, the rest 0. */
-#define KC_TIER_STATS_INIT { KC_TIER_STATS_VERSION, {0}, 0, 0, KC_BREAKER_CLOSED, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define KC_TIER_STATS_INIT \
+    { KC_TIER_STATS_VERSION, {0}, 0, 0, KC_BREAKER_CLOSED, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /** Name of a breaker state: "closed", "open", "half-open"; static. */
 KC_API const char *kc_breaker_name(kc_breaker s);

@@ -67,13 +67,14 @@ typedef enum kc_target_kind { KC_TARGET_CUBIN = 0, KC_TARGET_PTX = 1 } kc_target
  * name gives the same value back.
  */
 typedef struct kc_target {
-    int major, minor;  /**< Compute capability, e.g. 9 and 0; the major is the family. */
-    int ptx;           /**< The kind: KC_TARGET_PTX (compute_XY) or KC_TARGET_CUBIN (sm_XY). */
-    char suffix;       /**< 'a' (arch-specific), 'f' (family) or '\0'. */
+    int major, minor; /**< Compute capability, e.g. 9 and 0; the major is the family. */
+    int ptx;          /**< The kind: KC_TARGET_PTX (compute_XY) or KC_TARGET_CUBIN (sm_XY). */
+    char suffix;      /**< 'a' (arch-specific), 'f' (family) or '\0'. */
 } kc_target;
 
 /** A kc_target before it is filled: no target (major 0 is none that parses). */
-#define KC_TARGET_INIT { 0, 0, KC_TARGET_CUBIN, '\0' }
+#define KC_TARGET_INIT \
+    { 0, 0, KC_TARGET_CUBIN, '\0' }
 
 /**
  * Parse "sm_90", "sm_90a", "sm_100f", "compute_80": the prefix (sm_ or compute_), the compute

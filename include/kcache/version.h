@@ -22,6 +22,6 @@
 #define KC_VERSION_NUMBER (KC_VERSION_MAJOR * 10000 + KC_VERSION_MINOR * 100 + KC_VERSION_PATCH)
 
 /** Whether these headers are at least version major.minor.patch (for #if). */
-#define KC_VERSION_AT_LEAST(major, minor, patch) (KC_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
+#define KC_VERSION_AT_LEAST(major, minor, patch) (KC_VERSION_NUMBER >= (major)*10000 + (minor)*100 + (patch))
 
 #endif

@@ -85,8 +85,9 @@ static const kc_image_ref *in_lacks(const in_local *m, const bundle_in *b, const
 
 static void in_written(kc_bundle_report *rep, const item *it) {
     rep->written++;
-    *(it->kind == KIND_IMAGE ? &rep->images_written : it->kind == KIND_UNIT ? &rep->units_written
-                                                                              : &rep->graphs_written) += 1;
+    *(it->kind == KIND_IMAGE  ? &rep->images_written
+      : it->kind == KIND_UNIT ? &rep->units_written
+                              : &rep->graphs_written) += 1;
 }
 
 /* An import's phase two, as it goes. */
@@ -115,9 +116,12 @@ static int in_put(import *im, const item *it) {
         if (same) return rep->unchanged++, KC_OK;
     }
     char who[KC_TRUST_WHO_MAX], origin[KC_PROV_SOURCE_MAX + 64]; /* [Note: provenance record] in local.c */
-    kc_trust_verifier(im->trust, it->data, it->len, who); /* the bytes phase one checked */
-    kc_provenance_format(origin, sizeof origin, KC_PROV_IMPORTED, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, who);
-    int rc = im->dry_run ? KC_OK : kc_local_batch_put(im->wb, it->name, it->data, it->len, 0400, origin) /* [Note: provenance] */;
+    kc_trust_verifier(im->trust, it->data, it->len, who);        /* the bytes phase one checked */
+    kc_provenance_format(origin, sizeof origin, KC_PROV_IMPORTED, strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+                         who);
+    int rc = im->dry_run
+                 ? KC_OK
+                 : kc_local_batch_put(im->wb, it->name, it->data, it->len, 0400, origin) /* [Note: provenance] */;
     if (rc) return rc;
     if (im->dry_run) in_written(rep, it);
     else im->queued[im->nq++] = it; /* counted once the batch's commit has renamed it */
@@ -128,8 +132,10 @@ static int in_put(import *im, const item *it) {
 static void in_skip(import *im, item *it, int k, const kc_image_ref *lack) {
     char hex[KC_KEY_HEX_LEN + 1];
     kc_key_to_hex(&lack->id, hex);
-    kc_log(KC_LOG_STORE, "import %s: %s left out: its image %s.img is neither in the bundle nor in the "
-           "cache", im->path, it->name, hex);
+    kc_log(KC_LOG_STORE,
+           "import %s: %s left out: its image %s.img is neither in the bundle nor in the "
+           "cache",
+           im->path, it->name, hex);
     if (!im->rep.graphs_skipped && !im->rep.units_skipped)
         snprintf(im->rep.first_skipped, sizeof im->rep.first_skipped, "%s", it->name);
     *(k == KIND_GRAPH ? &im->rep.graphs_skipped : &im->rep.units_skipped) += 1;
@@ -160,12 +166,15 @@ static int in_entries(import *im, bundle_in *b, const in_local *m) {
     else if (im->wb) rc = kc_local_batch_commit(im->wb, &landed);
     for (size_t i = 0; i < landed; i++) in_written(&im->rep, im->queued[i]);
     if (rc && landed < nq && landed)
-        kc_err_prefix(rc, "bundle '%s': import stopped at '%s' (%zu of the %zu it had to write) after writing %llu "
-                      "(they stay in the cache; importing again writes the rest)", path, im->queued[landed]->name,
-                      landed + 1, nq, (unsigned long long)im->rep.written);
+        kc_err_prefix(rc,
+                      "bundle '%s': import stopped at '%s' (%zu of the %zu it had to write) after writing %llu "
+                      "(they stay in the cache; importing again writes the rest)",
+                      path, im->queued[landed]->name, landed + 1, nq, (unsigned long long)im->rep.written);
     else if (rc && landed)
-        kc_err_prefix(rc, "bundle '%s': all %llu entries written, but not known to be durable (importing again "
-                      "writes any a crash loses)", path, (unsigned long long)im->rep.written);
+        kc_err_prefix(rc,
+                      "bundle '%s': all %llu entries written, but not known to be durable (importing again "
+                      "writes any a crash loses)",
+                      path, (unsigned long long)im->rep.written);
     free(im->queued);
     im->queued = NULL;
     return rc;
@@ -203,7 +212,8 @@ static int in_profiles(import *im, const bundle_in *b) {
         merged += (size_t)changed;
     }
     if (merged && !im->dry_run && kc_fs_sync_dir(pdir) != KC_OK) {
-        kc_log(KC_LOG_STORE, "import %s: %s (the profiles are written, not known to be durable)", path, kc_error_last()->message);
+        kc_log(KC_LOG_STORE, "import %s: %s (the profiles are written, not known to be durable)", path,
+               kc_error_last()->message);
         if (!rc) kc_error_clear();
     }
     return rc;
@@ -219,11 +229,12 @@ int kc_bundle_import_(kc_cache *c, const char *path, int dry_run, kc_bundle_repo
     int rc = kc_bundle_verify_(path, kc_cache_trust_(c), &b, &mac_refused, NULL);
     if (mac_refused) kc_cache_count(c, NULL, KC_STAT_MAC_REJECTED, 1);
     if (rc) return rc;
-    import im;
+import im;
     memset(&im, 0, sizeof im);
     im.c = c, im.path = path, im.dry_run = dry_run, im.l = kc_cache_local_(c), im.trust = kc_cache_trust_(c);
     for (size_t i = 0; i < b.n; i++) kc_bundle_report_add_(&im.rep, b.items[i].kind, b.items[i].len);
-    if (!dry_run && (!im.l || kc_cache_mode(c) != KC_CACHE_READWRITE)) rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
+    if (!dry_run && (!im.l || kc_cache_mode(c) != KC_CACHE_READWRITE))
+        rc = kc_err(KC_EREADONLY, "the cache is read-only or disabled");
     in_local m = {NULL, NULL, 0};
     if (!rc) rc = in_local_find(&m, im.l, &b);
     if (!rc) rc = in_entries(&im, &b, &m);
@@ -256,7 +267,8 @@ int kc_bundle_coverage_read(const char *path, kc_bundle_coverage **out) {
             char name[KC_NAME_MAX + 1];
             kc_store_name(&cv->keys[g], cv->targets[t], name);
             int have = 0;
-            for (size_t i = 0; i < b.n && !have; i++) have = b.items[i].kind == KIND_GRAPH && strcmp(b.items[i].name, name) == 0;
+            for (size_t i = 0; i < b.n && !have; i++)
+                have = b.items[i].kind == KIND_GRAPH && strcmp(b.items[i].name, name) == 0;
             cv->carried[g * cv->ntargets + t] = (unsigned char)have;
             cv->missing += !have;
         }

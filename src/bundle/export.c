@@ -103,7 +103,8 @@ static int ex_load(kc_cache *c, ex_list *l, const char *name, const kc_key *key,
     kc_entry_free(e);
     if (rc == KC_OK) return l->n++, KC_OK;
     int v = kc_entry_peek_version(data, it->len);
-    if (rc == KC_ECORRUPT && v > 0 && v != KC_ENTRY_FORMAT_VERSION) rc = kc_err(KC_MISS, "%s is of format v%d", name, v);
+    if (rc == KC_ECORRUPT && v > 0 && v != KC_ENTRY_FORMAT_VERSION)
+        rc = kc_err(KC_MISS, "%s is of format v%d", name, v);
     else if (rc == KC_ECORRUPT) kc_local_quarantine(kc_cache_local_(c), name);
     ex_item_free(it);
     return rc;
@@ -112,8 +113,9 @@ static int ex_load(kc_cache *c, ex_list *l, const char *name, const kc_key *key,
 /* The walk keeps the selected graph entries and every unit record; images follow the graphs. */
 static int export_item(const kc_cache_item *it, void *ctx) {
     ex_ctx *x = ctx;
-    int kind = strcmp(it->variant, KC_VARIANT_IMAGE) == 0 ? KIND_IMAGE
-               : strcmp(it->variant, KC_VARIANT_UNIT) == 0 ? KIND_UNIT : KIND_GRAPH;
+    int kind = strcmp(it->variant, KC_VARIANT_IMAGE) == 0  ? KIND_IMAGE
+               : strcmp(it->variant, KC_VARIANT_UNIT) == 0 ? KIND_UNIT
+                                                           : KIND_GRAPH;
     if (kind == KIND_IMAGE || (kind == KIND_GRAPH && !selected(x->f, it))) return 0;
     char name[KC_NAME_MAX + 1];
     kc_store_name(&it->key, it->variant, name);
@@ -123,8 +125,8 @@ static int export_item(const kc_cache_item *it, void *ctx) {
 }
 
 typedef struct ex_use {
-    kc_image_ref ref;   /* first: ref_cmp orders these */
-    const char *graph;  /* the name of a graph that refers to it */
+    kc_image_ref ref;  /* first: ref_cmp orders these */
+    const char *graph; /* the name of a graph that refers to it */
 } ex_use;
 
 #define EX_FIX "nothing exported (look the graph up or prewarm it again to restore the image, or leave the graph out)"
@@ -149,18 +151,22 @@ static int ex_images(ex_ctx *x) {
         if (!last || memcmp(last->ref.id.bytes, u[i].ref.id.bytes, 16) != 0) { /* not fetched for an earlier graph */
             rc = ex_load(x->c, im, name, &u[i].ref.id, KC_VARIANT_IMAGE);
             if (rc == KC_MISS)
-                rc = kc_err(KC_MISS, "graph %s refers to image %s, which the cache does not hold; " EX_FIX,
-                            u[i].graph, name);
+                rc = kc_err(KC_MISS, "graph %s refers to image %s, which the cache does not hold; " EX_FIX, u[i].graph,
+                            name);
             else if (rc == KC_ECORRUPT)
-                rc = kc_err_prefix(rc, "graph %s refers to image %s, which is corrupt and was moved to "
-                                   "quarantine; " EX_FIX ": ", u[i].graph, name);
+                rc = kc_err_prefix(rc,
+                                   "graph %s refers to image %s, which is corrupt and was moved to "
+                                   "quarantine; " EX_FIX ": ",
+                                   u[i].graph, name);
             last = rc ? NULL : &im->v[im->n - 1];
         }
         if (last && !kc_image_ref_equal(&last->ref, &u[i].ref))
-            rc = kc_err(KC_ECORRUPT, "graph %s refers to image %s, which is not the image it describes (%s %s, "
-                        "%llu bytes; the graph says %s %s, %llu bytes); " EX_FIX, u[i].graph, name, last->ref.target,
-                        last->ref.is_ptx ? "PTX" : "cubin", (unsigned long long)last->ref.len, u[i].ref.target,
-                        u[i].ref.is_ptx ? "PTX" : "cubin", (unsigned long long)u[i].ref.len);
+            rc = kc_err(KC_ECORRUPT,
+                        "graph %s refers to image %s, which is not the image it describes (%s %s, "
+                        "%llu bytes; the graph says %s %s, %llu bytes); " EX_FIX,
+                        u[i].graph, name, last->ref.target, last->ref.is_ptx ? "PTX" : "cubin",
+                        (unsigned long long)last->ref.len, u[i].ref.target, u[i].ref.is_ptx ? "PTX" : "cubin",
+                        (unsigned long long)u[i].ref.len);
     }
     free(u);
     return rc;

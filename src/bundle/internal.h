@@ -40,8 +40,8 @@ typedef struct kc_bundle_item {
     const uint8_t *data;
     size_t len;
     int kind, skipped;
-    kc_image_ref ref;    /* an image's own reference; a unit record's image */
-    kc_image_ref *refs;  /* a graph's images (NULL, 0: none) */
+    kc_image_ref ref;   /* an image's own reference; a unit record's image */
+    kc_image_ref *refs; /* a graph's images (NULL, 0: none) */
     size_t nrefs;
 } kc_bundle_item;
 

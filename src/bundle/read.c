@@ -62,7 +62,9 @@ int kc_bundle_ref_cmp_(const void *pa, const void *pb) {
     if (!d) d = (a->len > b->len) - (a->len < b->len);
     return d;
 }
-int kc_bundle_by_id_(const void *a, const void *b) { return memcmp(((const item *)a)->ref.id.bytes, ((const item *)b)->ref.id.bytes, 16); }
+int kc_bundle_by_id_(const void *a, const void *b) {
+    return memcmp(((const item *)a)->ref.id.bytes, ((const item *)b)->ref.id.bytes, 16);
+}
 static int by_id_ptr(const void *a, const void *b) { return kc_bundle_by_id_(*(item *const *)a, *(item *const *)b); }
 static int by_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
@@ -135,10 +137,13 @@ static int read_payload(const char *path, const uint8_t *h, size_t flen, const k
         return BAD(path, "format version %u is not supported", kc_rd_u16(h + 8));
     if (kc_trust_checks(trust) && (*version == 2 || *version == 3)) {
         *refused = true;
-        return kc_err(KC_EUNTRUSTED, "bundle '%s': format v%d carries a coverage record or site profiles that no signature "
-                      "or MAC covers, and this cache requires one (a keyring or MAC key is set): refused. Sign it again "
-                      "(`kcache sign --key FILE BUNDLE` writes format v4, whose seal covers them) or export it again "
-                      "from a cache that signs (or holds the MAC key)", path, *version);
+        return kc_err(
+            KC_EUNTRUSTED,
+            "bundle '%s': format v%d carries a coverage record or site profiles that no signature "
+            "or MAC covers, and this cache requires one (a keyring or MAC key is set): refused. Sign it again "
+            "(`kcache sign --key FILE BUNDLE` writes format v4, whose seal covers them) or export it again "
+            "from a cache that signs (or holds the MAC key)",
+            path, *version);
     }
     *count = kc_rd_u32(h + 12);
     uint64_t raw = kc_rd_u64(h + 16), stored = kc_rd_u64(h + 24);
@@ -147,13 +152,15 @@ static int read_payload(const char *path, const uint8_t *h, size_t flen, const k
         return BAD(path, "%zu payload bytes present, header says %llu (truncated or padded)", flen - HEADER,
                    (unsigned long long)stored);
     if (!kc_bundle_ratio_ok_(raw, stored)) /* before anything is allocated or inflated */
-        return BAD(path, "%llu payload bytes declare %llu, past the compression ratio cap of %u (a decompression bomb?)",
+        return BAD(path,
+                   "%llu payload bytes declare %llu, past the compression ratio cap of %u (a decompression bomb?)",
                    (unsigned long long)stored, (unsigned long long)raw, KC_BUNDLE_MAX_RATIO);
     if (!(*content = kc_malloc(raw ? (size_t)raw : 1))) return kc_err(KC_ENOMEM, "import: out of memory");
     unsigned long long fcs = ZSTD_getFrameContentSize(h + HEADER, (size_t)stored);
     size_t fsz = ZSTD_findFrameCompressedSize(h + HEADER, (size_t)stored);
     size_t got = (fcs == raw && !ZSTD_isError(fsz) && fsz == stored)
-                     ? ZSTD_decompress(*content, (size_t)raw, h + HEADER, (size_t)stored) : (size_t)-1;
+                     ? ZSTD_decompress(*content, (size_t)raw, h + HEADER, (size_t)stored)
+                     : (size_t)-1;
     if (ZSTD_isError(got) || got != raw) return BAD(path, "payload does not decompress to its length");
     if (XXH3_64bits(*content, (size_t)raw) != kc_rd_u64(h + 32)) return BAD(path, "payload checksum mismatch");
     out->raw = (size_t)raw;
@@ -181,7 +188,8 @@ static int read_toc(const char *path, kc_reader *r, uint32_t count, item *items,
         memcpy(items[i].name, nm, nl);
         items[i].name[nl] = '\0';
         if (kc_store_name_check(items[i].name) != KC_OK)
-            return kc_err(KC_EPERM, "bundle '%s': entry %u is named '%s', not <key>.<variant>: refused", path, i, items[i].name);
+            return kc_err(KC_EPERM, "bundle '%s': entry %u is named '%s', not <key>.<variant>: refused", path, i,
+                          items[i].name);
     }
     size_t body = r->left; /* the bytes after the table: the entries, then the records */
     uint64_t expect = 0;
@@ -251,10 +259,13 @@ static int check_entries(const char *path, item *items, const toc_row *toc, uint
         if (strcmp(order[i - 1], order[i]) == 0) rc = BAD(path, "'%s' appears twice", order[i]);
     free(order);
     for (uint32_t i = 0; i < count && !rc; i++) {
-        if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum) return BAD(path, "entry '%s' checksum mismatch", items[i].name);
-        if (kc_trust_checks(trust) && (rc = kc_trust_check(trust, items[i].data, items[i].len))) { /* a MAC, or a trusted signature */
-            if (rc == KC_EUNTRUSTED) rc = kc_err(KC_EUNTRUSTED, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
-                                            kc_error_last()->message);
+        if (XXH3_64bits(items[i].data, items[i].len) != toc[i].sum)
+            return BAD(path, "entry '%s' checksum mismatch", items[i].name);
+        if (kc_trust_checks(trust) &&
+            (rc = kc_trust_check(trust, items[i].data, items[i].len))) { /* a MAC, or a trusted signature */
+            if (rc == KC_EUNTRUSTED)
+                rc = kc_err(KC_EUNTRUSTED, "bundle '%s': entry '%s' refused: %s", path, items[i].name,
+                            kc_error_last()->message);
             *mac_refused = rc == KC_EUNTRUSTED; /* only this counts as mac_rejected, not a name refused (KC_EPERM) */
             return rc;
         }
@@ -291,12 +302,14 @@ int kc_bundle_verify_(const char *path, const kc_trust *trust, kc_bundle_in *out
     rc = read_payload(path, file, flen, trust, mac_refused, &pl);
     version = pl.version, count = pl.count, out->content = pl.content, raw = pl.raw;
     free(file);
-    if (!rc && (!(out->items = kc_calloc(count ? count : 1, sizeof *out->items)) || !(toc = kc_calloc(count ? count : 1, sizeof *toc))))
+    if (!rc && (!(out->items = kc_calloc(count ? count : 1, sizeof *out->items)) ||
+                !(toc = kc_calloc(count ? count : 1, sizeof *toc))))
         rc = kc_err(KC_ENOMEM, "import: out of memory");
     kc_reader r = kc_reader_make(out->content, raw);
     if (!rc) out->n = count, rc = read_toc(path, &r, count, out->items, toc, &tail);
     if (!rc) rc = split_tail(path, version, out->content, r.p + (r.left - tail), tail, &t);
-    if (!rc && version == 4) rc = kc_bundle_seal_check_(path, out->content, t.sealed, t.seal, t.slen, trust, mac_refused);
+    if (!rc && version == 4)
+        rc = kc_bundle_seal_check_(path, out->content, t.sealed, t.seal, t.slen, trust, mac_refused);
     if (!rc) rc = check_entries(path, out->items, toc, count, trust, mac_refused);
     if (!rc && (version == 2 || t.clen)) cv = kc_bundle_covers_read_(path, t.covers, t.clen, &rc); /* NULL: rc set */
     if (!rc && (version == 3 || t.plen)) rc = kc_bundle_profiles_read_(path, t.profiles, t.plen, &out->prof);

@@ -36,7 +36,8 @@
 
 int kc_bundle_covers_put_(kc_buf *b, const kc_bundle_covers *cv) {
     size_t ml = cv->manifest ? strlen(cv->manifest) : 0;
-    if (ml == 0 || ml > COV_STR_MAX) return kc_err(KC_EINVAL, "export: the manifest's name must be 1..%d bytes", COV_STR_MAX);
+    if (ml == 0 || ml > COV_STR_MAX)
+        return kc_err(KC_EINVAL, "export: the manifest's name must be 1..%d bytes", COV_STR_MAX);
     if (cv->ntargets == 0 || cv->ntargets > KC_BUNDLE_MAX_TARGETS || !cv->targets)
         return kc_err(KC_EINVAL, "export: a coverage record needs 1..%d targets", KC_BUNDLE_MAX_TARGETS);
     if (cv->ngraphs == 0 || cv->ngraphs > KC_BUNDLE_MAX_GRAPHS || !cv->names || !cv->keys)
@@ -56,7 +57,8 @@ int kc_bundle_covers_put_(kc_buf *b, const kc_bundle_covers *cv) {
     kc_buf_put_u32(b, (uint32_t)cv->ngraphs);
     for (size_t i = 0; i < cv->ngraphs; i++) {
         size_t nl = cv->names[i] ? strlen(cv->names[i]) : 0;
-        if (nl == 0 || nl > COV_STR_MAX) return kc_err(KC_EINVAL, "export: coverage graph %zu's name must be 1..%d bytes", i, COV_STR_MAX);
+        if (nl == 0 || nl > COV_STR_MAX)
+            return kc_err(KC_EINVAL, "export: coverage graph %zu's name must be 1..%d bytes", i, COV_STR_MAX);
         kc_buf_put(b, cv->keys[i].bytes, 16);
         kc_buf_put_u16(b, (uint16_t)nl);
         kc_buf_put(b, cv->names[i], nl);
@@ -164,7 +166,8 @@ static int prof_add(kc_prof_list *l, const uint8_t *p, size_t len) {
 
 int kc_bundle_prof_collect_(const void *data, size_t len, void *ctx) {
     kc_prof_list *l = ctx;
-    if (l->n >= KC_BUNDLE_MAX_PROFILES) return kc_err(KC_EINVAL, "export: more than %d site profiles", KC_BUNDLE_MAX_PROFILES);
+    if (l->n >= KC_BUNDLE_MAX_PROFILES)
+        return kc_err(KC_EINVAL, "export: more than %d site profiles", KC_BUNDLE_MAX_PROFILES);
     uint8_t *c = kc_malloc(len ? len : 1);
     if (!c) return kc_err(KC_ENOMEM, "export: out of memory");
     memcpy(c, data, len);
@@ -272,14 +275,18 @@ int kc_bundle_seal_check_(const char *path, const uint8_t *content, size_t len, 
     size_t plen = 0;
     int rc = kc_entry_decode_as(&e, seal, slen, &k, SEAL_VARIANT);
     if (rc == KC_OK) rc = kc_entry_section(e, KC_SECTION_RUNTIME_META, &p, &plen);
-    if (rc == KC_OK && (plen != sizeof d || memcmp(p, d, sizeof d) != 0)) rc = kc_err(KC_ECORRUPT, "another content's digest");
+    if (rc == KC_OK && (plen != sizeof d || memcmp(p, d, sizeof d) != 0))
+        rc = kc_err(KC_ECORRUPT, "another content's digest");
     kc_entry_free(e);
-    if (rc && rc != KC_ENOMEM) return KC_BUNDLE_BAD(path, "its seal is not the seal of its content: %s", kc_error_last()->message);
+    if (rc && rc != KC_ENOMEM)
+        return KC_BUNDLE_BAD(path, "its seal is not the seal of its content: %s", kc_error_last()->message);
     if (rc) return rc;
     if (kc_trust_checks(trust) && (rc = kc_trust_check(trust, seal, slen)) != KC_OK) {
         *refused = rc == KC_EUNTRUSTED;
-        return kc_err_prefix(rc, "bundle '%s': its seal (which vouches for its coverage record and site profiles) is "
-                             "refused", path);
+        return kc_err_prefix(rc,
+                             "bundle '%s': its seal (which vouches for its coverage record and site profiles) is "
+                             "refused",
+                             path);
     }
     return KC_OK;
 }

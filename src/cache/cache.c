@@ -40,9 +40,9 @@
 #include "../config/config.h"
 
 struct kc_cache {
-    kc_config *cfg;  /* every setting, read once at open (config/; cache/settings.c hands it kc_options) */
-    kc_local *local; /* NULL when disabled; owned by the tiers (their local tier) */
-    kc_tiers *tiers; /* local first, then the remote ([Note: tiers] in store/tiers.h) */
+    kc_config *cfg;           /* every setting, read once at open (config/; cache/settings.c hands it kc_options) */
+    kc_local *local;          /* NULL when disabled; owned by the tiers (their local tier) */
+    kc_tiers *tiers;          /* local first, then the remote ([Note: tiers] in store/tiers.h) */
     kc_store_backend *remote; /* the first remote, borrowed from the tiers: for profiles only */
     int remote_writable;
     char dir[PATH_MAX];
@@ -52,9 +52,9 @@ struct kc_cache {
     int strict;      /* KC_OPEN_STRICT: anomalies are errors */
     uint8_t *mac_key;
     size_t mac_key_len;
-    kc_signer *signer;   /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
-    kc_keyring *keyring; /* KCACHE_KEYRING: what the remote and bundles must be signed by */
-    kc_trust trust;      /* the three together (src/entry/trust.h), lent to the tiers */
+    kc_signer *signer;         /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
+    kc_keyring *keyring;       /* KCACHE_KEYRING: what the remote and bundles must be signed by */
+    kc_trust trust;            /* the three together (src/entry/trust.h), lent to the tiers */
     char origin_manifest[512]; /* the manifest a prewarm compiles (ORIGIN "manifest" of what it writes) */
 };
 
@@ -100,8 +100,8 @@ static int options_read(const kc_options *opts, kc_options *o) {
 int kc_options_init(kc_options *opts, unsigned version) {
     if (!opts) return kc_err(KC_EINVAL, "kc_options_init: opts is NULL");
     if (version < 1 || version > KC_OPTIONS_VERSION)
-        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)",
-                      version, KC_OPTIONS_VERSION);
+        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)", version,
+                      KC_OPTIONS_VERSION);
     kc_options o = KC_OPTIONS_INIT;
     if (version == 1) memcpy(opts, &o, offsetof(kc_options_v3, remote));
     else if (version == 2) memcpy(opts, &o, offsetof(kc_options_v3, signing_key_file));
@@ -150,7 +150,8 @@ static int remotes_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
             break;
         }
         unsigned tf = specs[i].readonly || (flags & KC_OPEN_REMOTE_READONLY) || c->mode != KC_CACHE_READWRITE
-                    ? KC_TIER_READONLY : 0;
+                          ? KC_TIER_READONLY
+                          : 0;
         if ((rc = kc_tiers_add_remote(c->tiers, b, tf, specs[i].url, &specs[i].limits)) != KC_OK) {
             b->free(b);
             break;
@@ -196,7 +197,8 @@ static int options_copy(kc_options *o, const kc_options *opts) {
     /* An empty path is never "the default directory": a caller that means the default leaves
      * dir NULL (`kcache --cache-dir "" clear` once emptied ~/.cache/kcache). */
     if (o->dir && !*o->dir)
-        return kc_err(KC_EINVAL, "the cache directory is an empty path: name a directory, or leave it unset for the default");
+        return kc_err(KC_EINVAL,
+                      "the cache directory is an empty path: name a directory, or leave it unset for the default");
     return KC_OK;
 }
 
@@ -223,8 +225,9 @@ static int open_settings(kc_cache *c, kc_options *o, unsigned *flags) {
     *flags = kc_cache_config_flags_(c->cfg, o->flags);
     c->require_hit = (*flags & KC_OPEN_REQUIRE_HIT) != 0;
     c->strict = (*flags & KC_OPEN_STRICT) != 0;
-    c->mode = (*flags & KC_OPEN_DISABLE) ? KC_CACHE_DISABLED : (*flags & KC_OPEN_READONLY) ? KC_CACHE_READONLY
-                                                                                           : KC_CACHE_READWRITE;
+    c->mode = (*flags & KC_OPEN_DISABLE)    ? KC_CACHE_DISABLED
+              : (*flags & KC_OPEN_READONLY) ? KC_CACHE_READONLY
+                                            : KC_CACHE_READWRITE;
     kc_cache_config_remote_(c->cfg, o);
     if (!(rc = kc_cache_config_hmac_(c->cfg, o, &file_key))) rc = take_mac_key(c, o);
     wipe_free(file_key, o->hmac_key_len);
@@ -251,7 +254,9 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     kc_tiers_set_close_ms(c->tiers, (unsigned)c->cfg->v.remote_close_ms);
     if (c->mode != KC_CACHE_DISABLED && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)c->max_size,
-           c->mode == KC_CACHE_DISABLED ? ", disabled" : c->mode == KC_CACHE_READONLY ? ", read-only" : "");
+           c->mode == KC_CACHE_DISABLED   ? ", disabled"
+           : c->mode == KC_CACHE_READONLY ? ", read-only"
+                                          : "");
     *out = c;
     return KC_OK;
 fail:
@@ -576,10 +581,12 @@ int kc_cache_remove_name_(kc_cache *c, const char *name) {
 
 int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out) {
     if (!c) return kc_err(KC_EINVAL, "kc_cache_gc: NULL cache");
-    int rc = out ? kc_api_version("kc_cache_gc", "kc_gc_report", "KC_GC_REPORT_INIT", out->version, KC_GC_REPORT_VERSION)
+    int rc = out ? kc_api_version("kc_cache_gc", "kc_gc_report", "KC_GC_REPORT_INIT", out->version,
+                                  KC_GC_REPORT_VERSION)
                  : KC_OK;
     if (rc) return rc;
-    kc_gc_report full = KC_GC_REPORT_INIT; /* [Note: versioned structs]: filled here, copied out as far as out's version */
+    kc_gc_report full =
+        KC_GC_REPORT_INIT; /* [Note: versioned structs]: filled here, copied out as far as out's version */
     if (c->local) rc = kc_local_gc(c->local, max_size, &full);
     if (out) kc_api_copy_out(out, &full, sizeof full, out->version);
     return rc;

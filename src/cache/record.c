@@ -122,9 +122,11 @@ int kc_record_set_(kc_cache *c, const char *name, const char *value, const char 
     if (rc) return rc;
     if (!c) return kc_err(KC_EINVAL, "record: NULL cache");
     if (kc_cache_mode(c) != KC_CACHE_READWRITE)
-        return kc_err(KC_EREADONLY, "the cache '%s' is read-only or disabled: its record is not written", kc_cache_dir(c));
+        return kc_err(KC_EREADONLY, "the cache '%s' is read-only or disabled: its record is not written",
+                      kc_cache_dir(c));
     char path[PATH_MAX], lock[PATH_MAX];
-    if ((rc = path_of(c, "record", path, sizeof path)) || (rc = path_of(c, "record.lock", lock, sizeof lock))) return rc;
+    if ((rc = path_of(c, "record", path, sizeof path)) || (rc = path_of(c, "record.lock", lock, sizeof lock)))
+        return rc;
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return kc_err_errno(errno, "record: opening '%s'", lock);
     while (flock(fd, LOCK_EX) != 0)
@@ -153,7 +155,8 @@ int kc_record_set_(kc_cache *c, const char *name, const char *value, const char 
         }
         if (value) kc_buf_printf(&b, "%s=%s\n", name, value);
         if (b.failed) rc = kc_err(KC_ENOMEM, "record: out of memory");
-        else if (b.len > KC_RECORD_MAX) rc = kc_err(KC_EINVAL, "record: '%s' would grow the record past %d bytes", name, KC_RECORD_MAX);
+        else if (b.len > KC_RECORD_MAX)
+            rc = kc_err(KC_EINVAL, "record: '%s' would grow the record past %d bytes", name, KC_RECORD_MAX);
         else rc = kc_fs_write_atomic(path, b.data ? (const void *)b.data : "", b.len);
     }
     kc_buf_free(&b);
@@ -172,7 +175,8 @@ int kc_cache_record_get(kc_cache *c, const char *name, char *out, size_t cap) {
     if ((rc = kc_record_load_(c, &r))) return rc == KC_ECORRUPT ? KC_MISS : rc;
     const char *v = kc_record_find_(&r, name);
     if (!v) rc = KC_MISS;
-    else if (strlen(v) >= cap) rc = kc_err(KC_EINVAL, "record: the value of '%s' has %zu bytes; %zu given", name, strlen(v), cap);
+    else if (strlen(v) >= cap)
+        rc = kc_err(KC_EINVAL, "record: the value of '%s' has %zu bytes; %zu given", name, strlen(v), cap);
     else snprintf(out, cap, "%s", v);
     kc_record_free_(&r);
     return rc;

@@ -30,9 +30,12 @@ static const struct {
     unsigned flag;
     int id;
 } flag_rows[] = {
-    {KC_OPEN_DISABLE, KC_CONFIG_disable},         {KC_OPEN_READONLY, KC_CONFIG_readonly},
-    {KC_OPEN_ALLOW_UNSAFE_DIR, KC_CONFIG_allow_unsafe_dir}, {KC_OPEN_REMOTE_READONLY, KC_CONFIG_remote_readonly},
-    {KC_OPEN_REQUIRE_HIT, KC_CONFIG_require_hit}, {KC_OPEN_STRICT, KC_CONFIG_strict},
+    {KC_OPEN_DISABLE, KC_CONFIG_disable},
+    {KC_OPEN_READONLY, KC_CONFIG_readonly},
+    {KC_OPEN_ALLOW_UNSAFE_DIR, KC_CONFIG_allow_unsafe_dir},
+    {KC_OPEN_REMOTE_READONLY, KC_CONFIG_remote_readonly},
+    {KC_OPEN_REQUIRE_HIT, KC_CONFIG_require_hit},
+    {KC_OPEN_STRICT, KC_CONFIG_strict},
 };
 
 /* A number kc_options set (non-zero) as text in `buf`, for the options layer. */
@@ -62,8 +65,8 @@ int kc_cache_config_load_(const kc_options *o, kc_config **out) {
 }
 
 unsigned kc_cache_config_flags_(const kc_config *cfg, unsigned flags) {
-    const bool *on[] = {&cfg->v.disable, &cfg->v.readonly, &cfg->v.allow_unsafe_dir, &cfg->v.remote_readonly,
-                        &cfg->v.require_hit, &cfg->v.strict};
+    const bool *on[] = {&cfg->v.disable,         &cfg->v.readonly,    &cfg->v.allow_unsafe_dir,
+                        &cfg->v.remote_readonly, &cfg->v.require_hit, &cfg->v.strict};
     for (size_t i = 0; i < KC_ARRAY_LEN(flag_rows); i++)
         if (*on[i]) flags |= flag_rows[i].flag;
     return flags;
@@ -98,9 +101,10 @@ int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned) {
      * read nor write it, the group may at most read it (a Kubernetes secret with fsGroup). */
     if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
         free(data);
-        return kc_err(KC_EPERM, "KCACHE_HMAC_KEY_FILE '%s' can be read or written by others (mode %03o): whoever "
-                      "reads the key can seal entries; chmod 600 it (a Kubernetes secret: defaultMode 0400)", e,
-                      (unsigned)(st.st_mode & 0777));
+        return kc_err(KC_EPERM,
+                      "KCACHE_HMAC_KEY_FILE '%s' can be read or written by others (mode %03o): whoever "
+                      "reads the key can seal entries; chmod 600 it (a Kubernetes secret: defaultMode 0400)",
+                      e, (unsigned)(st.st_mode & 0777));
     }
     while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
     *owned = data;
@@ -120,10 +124,11 @@ int kc_cache_config_set(kc_cache *c, const char *key, const char *value) {
         return kc_err(KC_EINVAL, "unknown key '%.100s' (`kcache config` lists the keys)", key);
     if (id == KC_CONFIG_dir)
         return kc_err(KC_EINVAL, "the cache directory cannot be set in its own " KC_CONFIG_DIR_FILE
-                      " (set KCACHE_DIR, --cache-dir, or `dir` in the system file)");
+                                 " (set KCACHE_DIR, --cache-dir, or `dir` in the system file)");
     if (kc_cache_mode(c) != KC_CACHE_READWRITE)
-        return kc_err(KC_EREADONLY, "the cache '%s' is read-only or disabled: its " KC_CONFIG_DIR_FILE
-                      " is not written", kc_cache_dir(c));
+        return kc_err(KC_EREADONLY,
+                      "the cache '%s' is read-only or disabled: its " KC_CONFIG_DIR_FILE " is not written",
+                      kc_cache_dir(c));
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/" KC_CONFIG_DIR_FILE, kc_cache_dir(c)) >= (int)sizeof path)
         return kc_err(KC_EINVAL, "the cache directory's path is too long");

@@ -162,12 +162,14 @@ static int recorded_choice(const kc_record *r, const char *dir, const char *why,
         }
     if (n == 1) rc = choose(out, r->name[first] + strlen(TC_PREFIX), KC_TOOLCHAIN_RECORDED);
     else if (n == 0)
-        rc = kc_err(KC_ENONVRTC, "%s; and %s%s%s: set KCACHE_NVRTC to NVRTC's library, or pin the toolchain that "
+        rc = kc_err(KC_ENONVRTC,
+                    "%s; and %s%s%s: set KCACHE_NVRTC to NVRTC's library, or pin the toolchain that "
                     "stored the entries with KCACHE_TOOLCHAIN=<id> (kcache toolchain prints it where they were made)",
                     why, *dir ? "the cache '" : "no cache records a toolchain", dir,
                     *dir ? "' records no toolchain whose entries to use" : "");
     else
-        rc = kc_err(KC_ENONVRTC, "%s; and the cache '%s' records %zu toolchains (%s%s): kcache does not guess whose "
+        rc = kc_err(KC_ENONVRTC,
+                    "%s; and the cache '%s' records %zu toolchains (%s%s): kcache does not guess whose "
                     "entries to use — pin one with KCACHE_TOOLCHAIN=<id> or `kcache toolchain --pin <id>`",
                     why, dir, n, list.failed || !list.data ? "" : (const char *)list.data, n > 4 ? ", …" : "");
     kc_buf_free(&list);
@@ -195,8 +197,10 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     const char *pin = cfg->v.toolchain[0] ? cfg->v.toolchain : have ? kc_record_find_(&r, "pin") : NULL;
     char id[KC_TOOLCHAIN_ID_MAX], why[1400] = "";
     if (pin) {
-        rc = kc_toolchain_id_check(pin) ? kc_err(KC_EINVAL, "the cache '%s' pins '%.200s', which is not a toolchain identity "
-                                                            "(kcache toolchain --unpin)", dir, pin)
+        rc = kc_toolchain_id_check(pin) ? kc_err(KC_EINVAL,
+                                                 "the cache '%s' pins '%.200s', which is not a toolchain identity "
+                                                 "(kcache toolchain --unpin)",
+                                                 dir, pin)
                                         : choose(out, pin, KC_TOOLCHAIN_PIN);
     } else if (local_id(c, have ? &r : NULL, id, why, sizeof why) == KC_OK) {
         rc = choose(out, id, KC_TOOLCHAIN_LOCAL);
@@ -213,9 +217,11 @@ int kc_cache_toolchain_can_compile_(const kc_toolchain_choice *choice) {
     if (kc_toolchain_local(&t) != KC_OK)
         return kc_err(KC_ENONVRTC, "not in the cache, and compiling needs NVRTC: %s", kc_error_last()->message);
     if (strcmp(t.id, choice->id) != 0)
-        return kc_err(KC_ENONVRTC, "keys use the toolchain %s (%s), but this host's NVRTC is %s (%s): it cannot compile "
+        return kc_err(KC_ENONVRTC,
+                      "keys use the toolchain %s (%s), but this host's NVRTC is %s (%s): it cannot compile "
                       "entries for that toolchain (unpin it — KCACHE_TOOLCHAIN, kcache toolchain --unpin — to compile "
-                      "with this NVRTC)", choice->id, choice->how, t.id, t.path);
+                      "with this NVRTC)",
+                      choice->id, choice->how, t.id, t.path);
     return KC_OK;
 }
 

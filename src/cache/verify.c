@@ -173,7 +173,8 @@ static int check_late_image(verify_ctx *v, const kc_key *id) {
     if (rc != KC_OK && rc != KC_ECORRUPT) return rc == KC_ENOMEM ? rc : KC_OK;
     if (rc == KC_ECORRUPT) found_corrupt(v, name);
     s.sound = rc == KC_OK;
-    if (!grow((void **)&v->imgs, &v->capimg, v->nimg, 1, sizeof *v->imgs)) return kc_err(KC_ENOMEM, "verify: out of memory");
+    if (!grow((void **)&v->imgs, &v->capimg, v->nimg, 1, sizeof *v->imgs))
+        return kc_err(KC_ENOMEM, "verify: out of memory");
     v->imgs[v->nimg++] = s;
     qsort(v->imgs, v->nimg, sizeof *v->imgs, by_id);
     return KC_OK;
@@ -195,8 +196,10 @@ static int check_refs(verify_ctx *v) {
                 if (rc == KC_ENOMEM) return rc;
                 if (rc == KC_OK && !(s = find_image(v, &ref->id))) continue; /* unreadable now */
             }
-            const char *bad = !s ? "missing" : !s->sound ? "corrupt" : !kc_image_ref_equal(ref, &s->ref) ?
-                              "not the image it refers to" : NULL;
+            const char *bad = !s                                  ? "missing"
+                              : !s->sound                         ? "corrupt"
+                              : !kc_image_ref_equal(ref, &s->ref) ? "not the image it refers to"
+                                                                  : NULL;
             if (!bad) continue;
             if (s) v->r.bad_refs++;
             else v->r.missing_refs++;

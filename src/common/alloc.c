@@ -29,8 +29,7 @@ static int should_fail(void) {
     if (__builtin_expect(c == 0, 1)) return 0;
     long now = __atomic_sub_fetch(&fail_countdown, 1, __ATOMIC_RELAXED);
     if (now == 0) {
-        if (__atomic_load_n(&fail_every, __ATOMIC_RELAXED))
-            __atomic_store_n(&fail_countdown, 1, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&fail_every, __ATOMIC_RELAXED)) __atomic_store_n(&fail_countdown, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&fail_total, 1, __ATOMIC_RELAXED);
         return 1;
     }

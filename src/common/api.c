@@ -12,8 +12,10 @@ int kc_api_version(const char *func, const char *type, const char *init, unsigne
     if (version >= 1 && version <= current) return KC_OK;
     if (version == 0)
         return kc_err(KC_EVERSION, "%s: %s.version is 0 (never initialised?): initialise it with %s", func, type, init);
-    return kc_err(KC_EVERSION, "%s: %s version %u is newer than this kcache knows (%u): built against newer headers "
-                               "than the library it runs with (%s)", func, type, version, current, kc_version());
+    return kc_err(KC_EVERSION,
+                  "%s: %s version %u is newer than this kcache knows (%u): built against newer headers "
+                  "than the library it runs with (%s)",
+                  func, type, version, current, kc_version());
 }
 
 void kc_api_copy_out(void *out, const void *full, size_t size, unsigned version) {

@@ -45,14 +45,26 @@ void kc_buf_put(kc_buf *b, const void *p, size_t n) {
 }
 
 void kc_buf_put_u8(kc_buf *b, uint8_t v) { kc_buf_put(b, &v, 1); }
-void kc_buf_put_u16(kc_buf *b, uint16_t v) { uint8_t t[2]; kc_wr_u16(t, v); kc_buf_put(b, t, 2); }
-void kc_buf_put_u32(kc_buf *b, uint32_t v) { uint8_t t[4]; kc_wr_u32(t, v); kc_buf_put(b, t, 4); }
+void kc_buf_put_u16(kc_buf *b, uint16_t v) {
+    uint8_t t[2];
+    kc_wr_u16(t, v);
+    kc_buf_put(b, t, 2);
+}
+void kc_buf_put_u32(kc_buf *b, uint32_t v) {
+    uint8_t t[4];
+    kc_wr_u32(t, v);
+    kc_buf_put(b, t, 4);
+}
 void kc_buf_put_str(kc_buf *b, const char *s) {
     size_t n = s ? strlen(s) : 0;
     kc_buf_put_u32(b, (uint32_t)n);
     kc_buf_put(b, s, n);
 }
-void kc_buf_put_u64(kc_buf *b, uint64_t v) { uint8_t t[8]; kc_wr_u64(t, v); kc_buf_put(b, t, 8); }
+void kc_buf_put_u64(kc_buf *b, uint64_t v) {
+    uint8_t t[8];
+    kc_wr_u64(t, v);
+    kc_buf_put(b, t, 8);
+}
 
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) {
     va_list ap;
@@ -89,10 +101,22 @@ const uint8_t *kc_rd_bytes(kc_reader *r, size_t n) {
     return p;
 }
 
-uint8_t kc_rd_next_u8(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 1); return p ? p[0] : 0; }
-uint16_t kc_rd_next_u16(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 2); return p ? kc_rd_u16(p) : 0; }
-uint32_t kc_rd_next_u32(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 4); return p ? kc_rd_u32(p) : 0; }
-uint64_t kc_rd_next_u64(kc_reader *r) { const uint8_t *p = kc_rd_bytes(r, 8); return p ? kc_rd_u64(p) : 0; }
+uint8_t kc_rd_next_u8(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 1);
+    return p ? p[0] : 0;
+}
+uint16_t kc_rd_next_u16(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 2);
+    return p ? kc_rd_u16(p) : 0;
+}
+uint32_t kc_rd_next_u32(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 4);
+    return p ? kc_rd_u32(p) : 0;
+}
+uint64_t kc_rd_next_u64(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 8);
+    return p ? kc_rd_u64(p) : 0;
+}
 
 void kc_hex(const uint8_t *p, size_t n, char *out) {
     static const char digits[] = "0123456789abcdef";
@@ -134,7 +158,8 @@ uint64_t kc_mono_ns(void) {
 char *kc_utoa(unsigned long long v, char *out) {
     char t[21];
     size_t n = 0;
-    do t[n++] = (char)('0' + v % 10); while ((v /= 10) && n < sizeof t);
+    do t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < sizeof t);
     for (size_t i = 0; i < n; i++) out[i] = t[n - 1 - i];
     out[n] = '\0';
     return out;

@@ -32,8 +32,8 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const char *soname = KC_LIBCRYPTO; /* kc_crypto_use_soname_: the tests' missing library */
 static kc_crypto api;
-static int loaded;           /* 1: api is whole */
-static char why[512];        /* when not */
+static int loaded;    /* 1: api is whole */
+static char why[512]; /* when not */
 
 static void load(void) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
@@ -43,7 +43,10 @@ static void load(void) {
                  soname, e ? e : "unknown error");
         return;
     }
-    struct { void **slot; const char *name; } fns[] = {
+    struct {
+        void **slot;
+        const char *name;
+    } fns[] = {
         {(void **)&api.sha256_md, "EVP_sha256"},
         {(void **)&api.digest, "EVP_Digest"},
         {(void **)&api.hmac, "HMAC"},

@@ -71,7 +71,8 @@ int kc_env_seconds(const char *name, const char *v, double max, double *out) {
 int kc_env_size(const char *name, const char *s, uint64_t *out) {
     if (!s || !*s) return KC_OK;
     const char *p = s;
-    if (*p < '0' || *p > '9') return kc_err(KC_EINVAL, "%s%snot a size: '%s' (e.g. 5G, 500M, 64K)", name, *name ? ": " : "", s);
+    if (*p < '0' || *p > '9')
+        return kc_err(KC_EINVAL, "%s%snot a size: '%s' (e.g. 5G, 500M, 64K)", name, *name ? ": " : "", s);
     /* Digits with at most one fraction, nothing strtod would also take (spaces, an exponent,
      * hex, inf): the grammar is strict. */
     size_t n = strspn(p, "0123456789");

@@ -61,13 +61,13 @@ static int fault(kc_fs_op op) {
     return 0;
 }
 
-#define KC_FAULT(op)              \
-    do {                          \
-        int e_ = fault(op);       \
-        if (e_) {                 \
-            errno = e_;           \
-            return -1;            \
-        }                         \
+#define KC_FAULT(op)        \
+    do {                    \
+        int e_ = fault(op); \
+        if (e_) {           \
+            errno = e_;     \
+            return -1;      \
+        }                   \
     } while (0)
 
 int kc_sys_open(const char *path, int flags, mode_t mode) {
@@ -110,12 +110,11 @@ int kc_fs_mkdirs(const char *path, mode_t mode) {
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof tmp) return kc_err(KC_EINVAL, "path too long or empty: '%s'", path);
     memcpy(tmp, path, n + 1);
-    for (char *p = tmp + 1; ; p++) {
+    for (char *p = tmp + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-                return kc_err_errno(errno, "creating directory '%s'", tmp);
+            if (mkdir(tmp, mode) != 0 && errno != EEXIST) return kc_err_errno(errno, "creating directory '%s'", tmp);
             *p = c;
             if (c == '\0') break;
         }
@@ -176,8 +175,7 @@ static int read_file(const char *path, size_t max, void **out, size_t *len, stru
     }
     if ((uint64_t)st.st_size > max) {
         close(fd);
-        return kc_err(KC_ECORRUPT, "'%s' is %lld bytes, over the cap of %zu", path,
-                      (long long)st.st_size, max);
+        return kc_err(KC_ECORRUPT, "'%s' is %lld bytes, over the cap of %zu", path, (long long)st.st_size, max);
     }
     size_t size = (size_t)st.st_size;
     uint8_t *buf = kc_malloc(size + 1);
@@ -279,8 +277,8 @@ int kc_fs_write_atomic_mode(const char *path, const void *data, size_t len, unsi
     int dlen = slash ? (int)(slash - path) : 0;
     const char *base = slash ? slash + 1 : path;
     unsigned long s = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-    int n = snprintf(tmp, sizeof tmp, "%.*s%s.tmp.%s.%ld.%lx.%lx", dlen, path, slash ? "/" : "",
-                     base, (long)getpid(), s, (unsigned long)(kc_mono_ns() & 0xffffffu));
+    int n = snprintf(tmp, sizeof tmp, "%.*s%s.tmp.%s.%ld.%lx.%lx", dlen, path, slash ? "/" : "", base, (long)getpid(),
+                     s, (unsigned long)(kc_mono_ns() & 0xffffffu));
     if (n < 0 || (size_t)n >= sizeof tmp) return kc_err(KC_EINVAL, "path too long: '%s'", path);
     int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) return kc_err_errno(errno, "creating '%s'", tmp);
@@ -288,8 +286,7 @@ int kc_fs_write_atomic_mode(const char *path, const void *data, size_t len, unsi
     if (rc == KC_OK && mode != 0600 && fchmod(fd, (mode_t)mode) != 0) rc = kc_err_errno(errno, "chmod of '%s'", tmp);
     if (rc == KC_OK && kc_sys_fsync(fd) != 0) rc = kc_err_errno(errno, "fsync of '%s'", tmp);
     if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
-    if (rc == KC_OK && kc_sys_rename(tmp, path) != 0)
-        rc = kc_err_errno(errno, "renaming '%s' to '%s'", tmp, path);
+    if (rc == KC_OK && kc_sys_rename(tmp, path) != 0) rc = kc_err_errno(errno, "renaming '%s' to '%s'", tmp, path);
     if (rc != KC_OK) {
         unlink(tmp); /* not a fault point: cleanup must not be made to fail */
         return rc;

@@ -23,7 +23,12 @@
 
 /** File-system operations that can be made to fail. */
 typedef enum kc_fs_op {
-    KC_FS_OPEN = 0, KC_FS_WRITE, KC_FS_FSYNC, KC_FS_RENAME, KC_FS_UNLINK, KC_FS_READ,
+    KC_FS_OPEN = 0,
+    KC_FS_WRITE,
+    KC_FS_FSYNC,
+    KC_FS_RENAME,
+    KC_FS_UNLINK,
+    KC_FS_READ,
     KC_FS_OP_COUNT
 } kc_fs_op;
 

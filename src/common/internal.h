@@ -67,11 +67,10 @@ void kc_log_configure_default_(const char *spec);
 /** Register the function that reads the process's settings (and calls kc_log_configure_default_). Callers: config/. */
 void kc_log_set_reader_(void (*fn)(void));
 void kc_log_write(kc_log_cat cat, const char *fmt, ...) KC_PRINTF(2, 3);
-#define kc_log(cat, ...)                                                        \
-    do {                                                                        \
-        if (__builtin_expect(__atomic_load_n(&kc_log_mask_, __ATOMIC_RELAXED) & \
-                                 (unsigned)(cat), 0))                           \
-            kc_log_write((cat), __VA_ARGS__);                                   \
+#define kc_log(cat, ...)                                                                             \
+    do {                                                                                             \
+        if (__builtin_expect(__atomic_load_n(&kc_log_mask_, __ATOMIC_RELAXED) & (unsigned)(cat), 0)) \
+            kc_log_write((cat), __VA_ARGS__);                                                        \
     } while (0)
 
 /* ---- allocation (alloc.c): every library allocation goes through these ---- */
@@ -105,8 +104,8 @@ struct kc_key_builder;
 void kc_key_builder_lean_(struct kc_key_builder *kb);
 
 /* ---- time ---- */
-uint64_t kc_now_ns(void);       /* CLOCK_REALTIME */
-uint64_t kc_mono_ns(void);      /* CLOCK_MONOTONIC */
+uint64_t kc_now_ns(void);  /* CLOCK_REALTIME */
+uint64_t kc_mono_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---- growable byte buffer and little-endian writers ---- */
 typedef struct kc_buf {
@@ -128,7 +127,10 @@ void kc_buf_printf(kc_buf *b, const char *fmt, ...) KC_PRINTF(2, 3);
 /** NUL-terminate and hand the bytes over (caller frees with free()); NULL if failed. */
 char *kc_buf_take_str(kc_buf *b);
 
-static inline void kc_wr_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void kc_wr_u16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
 static inline void kc_wr_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -161,7 +163,7 @@ uint32_t kc_rd_next_u32(kc_reader *r);
 uint64_t kc_rd_next_u64(kc_reader *r);
 
 /* ---- hex ---- */
-void kc_hex(const uint8_t *p, size_t n, char *out); /* writes 2n chars + NUL */
+void kc_hex(const uint8_t *p, size_t n, char *out);  /* writes 2n chars + NUL */
 int kc_unhex(const char *s, size_t n, uint8_t *out); /* exactly 2n hex chars */
 
 /* ---- small text, without snprintf (paths of names, in loops that run per field) ---- */

@@ -50,7 +50,9 @@ static kc_json *node_new(parser *ps) {
     kc_json_block *b = ps->block;
     if (b->used == b->cap) {
         size_t cap = b->cap * 2;
-        kc_json_block *nb = cap < (SIZE_MAX - sizeof *nb) / sizeof(kc_json) ? kc_malloc(sizeof *nb + cap * sizeof(kc_json)) : NULL;
+        kc_json_block *nb = cap < (SIZE_MAX - sizeof *nb) / sizeof(kc_json)
+                                ? kc_malloc(sizeof *nb + cap * sizeof(kc_json))
+                                : NULL;
         if (!nb) {
             ps->nomem = 1;
             return NULL;
@@ -71,7 +73,10 @@ static int hex4(const char *p, unsigned *out) {
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) return -1;
         v = v << 4 | (unsigned)d;
     }
@@ -269,9 +274,7 @@ static int parse_value(parser *ps, kc_json *v, int depth) {
     case 'n': v->type = KC_JSON_NULL; return literal(ps, "null", 4);
     case 't': v->type = KC_JSON_TRUE; return literal(ps, "true", 4);
     case 'f': v->type = KC_JSON_FALSE; return literal(ps, "false", 5);
-    case '"':
-        v->type = KC_JSON_STRING;
-        return (v->str = parse_string(ps)) ? 0 : -1;
+    case '"': v->type = KC_JSON_STRING; return (v->str = parse_string(ps)) ? 0 : -1;
     case '[':
     case '{': return parse_container(ps, v, depth, c == '{');
     default:
@@ -287,7 +290,8 @@ int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at
     return kc_json_parse_in(doc, text, len, err_at, NULL, 0);
 }
 
-int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err_at, void *scratch, size_t scratch_cap) {
+int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err_at, void *scratch,
+                     size_t scratch_cap) {
     doc->root = NULL, doc->blocks = NULL, doc->lent = NULL;
     if (err_at) *err_at = 0;
     if (!text) len = 0;
@@ -295,10 +299,12 @@ int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err
     if (cap > FIRST_NODES_MAX) cap = FIRST_NODES_MAX;
     size_t need = len < SIZE_MAX / 2 ? sizeof(kc_json_block) + cap * sizeof(kc_json) + len + 1 : SIZE_MAX;
     /* the caller's scratch, aligned for the block, when the first block fits in it */
-    uintptr_t a = (uintptr_t)scratch, al = _Alignof(kc_json_block) > _Alignof(kc_json) ? _Alignof(kc_json_block) : _Alignof(kc_json);
+    uintptr_t a = (uintptr_t)scratch,
+              al = _Alignof(kc_json_block) > _Alignof(kc_json) ? _Alignof(kc_json_block) : _Alignof(kc_json);
     size_t skip = scratch ? (size_t)((al - a % al) % al) : 0;
     kc_json_block *b = NULL;
-    if (scratch && scratch_cap >= skip && scratch_cap - skip >= need) b = doc->lent = (kc_json_block *)((char *)scratch + skip);
+    if (scratch && scratch_cap >= skip && scratch_cap - skip >= need)
+        b = doc->lent = (kc_json_block *)((char *)scratch + skip);
     else b = need != SIZE_MAX ? kc_malloc(need) : NULL;
     if (!b) return kc_err(KC_ENOMEM, "reading JSON: out of memory");
     b->next = NULL, b->used = 0, b->cap = cap;

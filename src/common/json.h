@@ -71,7 +71,9 @@ const kc_json *kc_json_get(const kc_json *o, const char *name);
 const kc_json *kc_json_at(const kc_json *a, size_t i);
 
 static inline int kc_json_is(const kc_json *v, kc_json_type t) { return v && v->type == (uint8_t)t; }
-static inline int kc_json_is_bool(const kc_json *v) { return kc_json_is(v, KC_JSON_TRUE) || kc_json_is(v, KC_JSON_FALSE); }
+static inline int kc_json_is_bool(const kc_json *v) {
+    return kc_json_is(v, KC_JSON_TRUE) || kc_json_is(v, KC_JSON_FALSE);
+}
 /** For each value x of array or object a (none when a is NULL or neither). */
 #define KC_JSON_EACH(x, a) for ((x) = (a) ? (a)->child : NULL; (x) != NULL; (x) = (x)->next)
 

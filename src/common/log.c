@@ -23,10 +23,13 @@
 
 unsigned kc_log_mask_ = MASK_UNREAD;
 
-static const struct { const char *name; unsigned bit; } cats[] = {
-    {"store", KC_LOG_STORE},     {"key", KC_LOG_KEY},         {"compile", KC_LOG_COMPILE},
-    {"load", KC_LOG_LOAD},       {"graph", KC_LOG_GRAPH},     {"guard", KC_LOG_GUARD},
-    {"recompiles", KC_LOG_RECOMPILES}, {"remote", KC_LOG_REMOTE}, {"all", KC_LOG_ALL},
+static const struct {
+    const char *name;
+    unsigned bit;
+} cats[] = {
+    {"store", KC_LOG_STORE}, {"key", KC_LOG_KEY},     {"compile", KC_LOG_COMPILE},       {"load", KC_LOG_LOAD},
+    {"graph", KC_LOG_GRAPH}, {"guard", KC_LOG_GUARD}, {"recompiles", KC_LOG_RECOMPILES}, {"remote", KC_LOG_REMOTE},
+    {"all", KC_LOG_ALL},
 };
 
 static unsigned mask_of(const char *spec) {
@@ -39,12 +42,9 @@ static unsigned mask_of(const char *spec) {
                 size_t i;
                 for (i = 0; i < KC_ARRAY_LEN(cats); i++)
                     if (strlen(cats[i].name) == n && strncmp(cats[i].name, p, n) == 0) break;
-                if (i < KC_ARRAY_LEN(cats))
-                    mask |= cats[i].bit;
-                else if (n == 1 && *p == '1')
-                    mask |= KC_LOG_ALL;
-                else
-                    fprintf(stderr, "kcache: KCACHE_LOG: unknown category '%.*s'\n", (int)n, p);
+                if (i < KC_ARRAY_LEN(cats)) mask |= cats[i].bit;
+                else if (n == 1 && *p == '1') mask |= KC_LOG_ALL;
+                else fprintf(stderr, "kcache: KCACHE_LOG: unknown category '%.*s'\n", (int)n, p);
             }
             p += n;
             while (*p == ',' || *p == ' ') p++;
@@ -87,7 +87,10 @@ void kc_log_write(kc_log_cat cat, const char *fmt, ...) {
     if (!(mask_now() & (unsigned)cat)) return; /* the first call of a process, before KCACHE_LOG was read */
     const char *name = "log";
     for (size_t i = 0; i < KC_ARRAY_LEN(cats); i++)
-        if (cats[i].bit == (unsigned)cat) { name = cats[i].name; break; }
+        if (cats[i].bit == (unsigned)cat) {
+            name = cats[i].name;
+            break;
+        }
     char line[2048];
     va_list ap;
     va_start(ap, fmt);

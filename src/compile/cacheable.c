@@ -61,14 +61,14 @@ enum { DIR_NONE, DIR_NAME, DIR_OPERAND, DIR_DEFINE, DIR_OTHER };
 typedef struct scan {
     const kc_kernel_src *k;
     int where;
-    const char *where_name;                      /* the header being scanned */
-    int direct;                                  /* where * M_N + macro of the first plain use, or -1 */
+    const char *where_name;                            /* the header being scanned */
+    int direct;                                        /* where * M_N + macro of the first plain use, or -1 */
     unsigned char piece[2][M_N][M_MAX + 1][M_MAX + 1]; /* macro bytes [i, j) appear as an identifier: [0] where
                                                    * it could be pasted, [1] anywhere */
-    int unbalanced;                              /* a ')' closes what no '(' in the text opened */
-    int computed;                                /* 1: #include MACRO; 2: __has_include(MACRO) */
-    int bad;                                     /* 1: an absolute path; 2: ".." in a toolkit kernel */
-    int bad_has;                                 /* ... in __has_include */
+    int unbalanced;                                    /* a ')' closes what no '(' in the text opened */
+    int computed;                                      /* 1: #include MACRO; 2: __has_include(MACRO) */
+    int bad;                                           /* 1: an absolute path; 2: ".." in a toolkit kernel */
+    int bad_has;                                       /* ... in __has_include */
     char bad_name[256], bad_in[128];
 } scan;
 
@@ -115,8 +115,8 @@ static const char *skip_line_comment(const char *p) {
     for (;;) {
         const char *nl = strchr(p, '\n');
         if (!nl) return p + strlen(p);
-        if (nl > p && nl[-1] == '\\') p = nl + 1;                                /* backslash-newline */
-        else if (nl - p >= 2 && nl[-1] == '\r' && nl[-2] == '\\') p = nl + 1;      /* backslash-CR-LF */
+        if (nl > p && nl[-1] == '\\') p = nl + 1;                             /* backslash-newline */
+        else if (nl - p >= 2 && nl[-1] == '\r' && nl[-2] == '\\') p = nl + 1; /* backslash-CR-LF */
         else return nl;
     }
 }
@@ -201,9 +201,10 @@ static const char *header_name(scan *s, const char *p, int close, int has) {
 
 static void on_identifier(scan *s, const char *id, size_t n, const char **pp, int *dir, int depth) {
     if (*dir == DIR_NAME) {
-        *dir = (n == 7 && memcmp(id, "include", 7) == 0) || (n == 12 && memcmp(id, "include_next", 12) == 0) ? DIR_OPERAND
-               : n == 6 && memcmp(id, "define", 6) == 0                                                    ? DIR_DEFINE
-                                                                                                           : DIR_OTHER;
+        *dir = (n == 7 && memcmp(id, "include", 7) == 0) || (n == 12 && memcmp(id, "include_next", 12) == 0)
+                   ? DIR_OPERAND
+               : n == 6 && memcmp(id, "define", 6) == 0 ? DIR_DEFINE
+                                                        : DIR_OTHER;
         return;
     }
     /* Only an identifier made of the macros' own characters can be one of them or a piece of one:
@@ -219,7 +220,8 @@ static void on_identifier(scan *s, const char *id, size_t n, const char **pp, in
              * #define's body), or in an option or the entry name. */
             int ctx = *dir != DIR_NONE || depth > 0 || s->where == W_OPTION || s->where == W_NAME;
             for (size_t i = 0; i + n <= ml; i++)
-                if (memcmp(macros[m] + i, id, n) == 0) s->piece[0][m][i][i + n] |= (unsigned char)ctx, s->piece[1][m][i][i + n] = 1;
+                if (memcmp(macros[m] + i, id, n) == 0)
+                    s->piece[0][m][i][i + n] |= (unsigned char)ctx, s->piece[1][m][i][i + n] = 1;
         }
     }
     if ((n == 13 && memcmp(id, "__has_include", 13) == 0) || (n == 18 && memcmp(id, "__has_include_next", 18) == 0)) {
@@ -465,22 +467,31 @@ int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
         "a header uses __DATE__",       "a header uses __TIME__",       "a header uses __TIMESTAMP__",
         "an option uses __DATE__",      "an option uses __TIME__",      "an option uses __TIMESTAMP__",
         "the entry name uses __DATE__", "the entry name uses __TIME__", "the entry name uses __TIMESTAMP__"};
-#define PASTED(m) "the source, its headers or options could form " m " by token pasting (identifiers that spell it appear)"
+#define PASTED(m) \
+    "the source, its headers or options could form " m " by token pasting (identifiers that spell it appear)"
     static const char *const pasted[M_N] = {PASTED("__DATE__"), PASTED("__TIME__"), PASTED("__TIMESTAMP__")};
 #undef PASTED
     if (!k) return 1;
     if (k->version < 1 || k->version > KC_KERNEL_SRC_VERSION) { /* when in doubt, not cacheable */
-        if (reason) *reason = "kc_kernel_src.version is not one this kcache knows (initialise it with KC_KERNEL_SRC_INIT)";
+        if (reason)
+            *reason = "kc_kernel_src.version is not one this kcache knows (initialise it with KC_KERNEL_SRC_INIT)";
         return 0;
     }
     scan s;
     scan_kernel(&s, k);
     const char *why = NULL;
     if (s.direct >= 0) why = used[s.direct];
-    else if (s.bad == 1) why = "the source or a header includes a file by its absolute path, whose contents are in no key";
-    else if (s.bad == 2) why = "the source or a header includes a file by a path with '..', which can leave the toolkit's include folder";
-    else if (s.computed & 1) why = "the source or a header includes a file by a computed name (#include MACRO), which kcache cannot know without preprocessing";
-    else if (s.computed & 2) why = "the source or a header tests __has_include with a computed name, which kcache cannot know without preprocessing";
+    else if (s.bad == 1)
+        why = "the source or a header includes a file by its absolute path, whose contents are in no key";
+    else if (s.bad == 2)
+        why =
+            "the source or a header includes a file by a path with '..', which can leave the toolkit's include folder";
+    else if (s.computed & 1)
+        why =
+            "the source or a header includes a file by a computed name (#include MACRO), which kcache cannot know without preprocessing";
+    else if (s.computed & 2)
+        why =
+            "the source or a header tests __has_include with a computed name, which kcache cannot know without preprocessing";
     for (int m = 0; !why && m < M_N; m++)
         if (can_paste(&s, m)) why = pasted[m];
     if (!why) return 1;
@@ -495,11 +506,12 @@ int kc_options_check_includes(const kc_kernel_src *k) {
     scan s;
     scan_kernel(&s, k);
     if (!s.bad) return KC_OK;
-    return kc_err(KC_ECOMPILE,
-                  "%s: %s %s \"%s\" %s: list the header in the spec's \"headers\" (kc_kernel_src.headers) and include it "
-                  "by that name",
-                  k->file && *k->file ? k->file : "kernel.cu", s.bad_in, s.bad_has ? "tests __has_include" : "includes",
-                  s.bad_name,
-                  s.bad == 1 ? "by its absolute path, a file on disk whose contents would be in no key"
-                             : "by a path with '..', which could leave the toolkit's include folder (the part in the key)");
+    return kc_err(
+        KC_ECOMPILE,
+        "%s: %s %s \"%s\" %s: list the header in the spec's \"headers\" (kc_kernel_src.headers) and include it "
+        "by that name",
+        k->file && *k->file ? k->file : "kernel.cu", s.bad_in, s.bad_has ? "tests __has_include" : "includes",
+        s.bad_name,
+        s.bad == 1 ? "by its absolute path, a file on disk whose contents would be in no key"
+                   : "by a path with '..', which could leave the toolkit's include folder (the part in the key)");
 }

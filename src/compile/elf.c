@@ -22,8 +22,8 @@
 #define SHT_NOBITS 8
 #define STT_FUNC 2
 #define SHN_XINDEX 0xffffu
-#define SH_SIZE 64 /* the fields read below lie inside an ELF64 section header */
-#define PH_SIZE 56 /* ... and inside an ELF64 program header */
+#define SH_SIZE 64  /* the fields read below lie inside an ELF64 section header */
+#define PH_SIZE 56  /* ... and inside an ELF64 program header */
 #define SYM_SIZE 24 /* ... and inside an ELF64 symbol */
 
 static int in(uint64_t off, uint64_t n, size_t len) { return off <= len && n <= len - off; }
@@ -40,7 +40,13 @@ static const uint8_t *elf_sh(const elf_view *v, size_t i) { return v->p + v->sho
 
 int kc_elf_machine(const void *image, size_t len) {
     const uint8_t *p = image;
-    if (!p || len < 64 || memcmp(p, "\x7f" "ELF", 4) != 0 || p[4] != 2 || p[5] != 1) return -1;
+    if (!p || len < 64 ||
+        memcmp(p,
+               "\x7f"
+               "ELF",
+               4) != 0 ||
+        p[4] != 2 || p[5] != 1)
+        return -1;
     return kc_rd_u16(p + 18);
 }
 
@@ -100,7 +106,8 @@ static int elf_each_symbol(const elf_view *v, void (*cb)(const char *, const uin
         for (uint64_t s = 0; s + entsize <= size; s += entsize) {
             const uint8_t *sym = p + off + s;
             uint32_t name = kc_rd_u32(sym);
-            if (name < strsize) cb((const char *)p + stroff + name, sym, ctx); /* NUL-terminated: the table ends in one */
+            if (name < strsize)
+                cb((const char *)p + stroff + name, sym, ctx); /* NUL-terminated: the table ends in one */
         }
     }
     return KC_OK;
@@ -164,8 +171,7 @@ int kc_elf_section(const void *image, size_t len, const char *name, kc_elf_secti
         if (found) return kc_err(KC_ECORRUPT, "ELF section %s appears twice", name);
         uint32_t type = kc_rd_u32(sh + 4);
         uint64_t off = kc_rd_u64(sh + 24), size = kc_rd_u64(sh + 32);
-        if (type != SHT_NOBITS && !in(off, size, len))
-            return kc_err(KC_ECORRUPT, "ELF section %s out of bounds", name);
+        if (type != SHT_NOBITS && !in(off, size, len)) return kc_err(KC_ECORRUPT, "ELF section %s out of bounds", name);
         out->data = type == SHT_NOBITS ? NULL : v.p + off;
         out->size = type == SHT_NOBITS ? 0 : (size_t)size;
         out->type = type;

@@ -33,11 +33,11 @@ int kc_elf_function(const void *image, size_t len, const char *name, kc_elf_symb
 /** A section found by kc_elf_section; `data` is borrowed from the image (NULL for SHT_NOBITS). */
 typedef struct kc_elf_section_info {
     const uint8_t *data;
-    size_t size;   /**< bytes at `data` (0 for SHT_NOBITS) */
-    uint32_t type; /**< sh_type */
+    size_t size;    /**< bytes at `data` (0 for SHT_NOBITS) */
+    uint32_t type;  /**< sh_type */
     uint64_t flags; /**< sh_flags */
-    uint32_t info; /**< sh_info */
-    size_t index;  /**< the section's index in the section table */
+    uint32_t info;  /**< sh_info */
+    size_t index;   /**< the section's index in the section table */
 } kc_elf_section_info;
 
 /**

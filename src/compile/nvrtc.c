@@ -37,9 +37,9 @@
 static struct {
     void *lib;
     int major, minor;
-    int no_cache;             /* NVRTC >= 12.9: pass -no-cache */
-    char toolchain[400];      /* "nvrtc 13.0 (build-id:…, /path/libnvrtc.so.13)": for people */
-    char why[1200];           /* why it could not be loaded */
+    int no_cache;        /* NVRTC >= 12.9: pass -no-cache */
+    char toolchain[400]; /* "nvrtc 13.0 (build-id:…, /path/libnvrtc.so.13)": for people */
+    char why[1200];      /* why it could not be loaded */
     __typeof__(nvrtcVersion) *Version;
     __typeof__(nvrtcGetErrorString) *GetErrorString;
     __typeof__(nvrtcCreateProgram) *CreateProgram;
@@ -56,15 +56,14 @@ static struct {
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
-#define KC_NVRTC_CHECK(call)                                                             \
-    do {                                                                                 \
-        nvrtcResult r_ = (call);                                                         \
-        if (r_ != NVRTC_SUCCESS) {                                                       \
-            rc = kc_err(r_ == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,          \
-                        "%s failed: %s (%s:%d)", #call, nv.GetErrorString(r_), __FILE__, \
-                        __LINE__);                                                       \
-            goto done;                                                                   \
-        }                                                                                \
+#define KC_NVRTC_CHECK(call)                                                                                    \
+    do {                                                                                                        \
+        nvrtcResult r_ = (call);                                                                                \
+        if (r_ != NVRTC_SUCCESS) {                                                                              \
+            rc = kc_err(r_ == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR, "%s failed: %s (%s:%d)", #call, \
+                        nv.GetErrorString(r_), __FILE__, __LINE__);                                             \
+            goto done;                                                                                          \
+        }                                                                                                       \
     } while (0)
 
 static void *try_open(const char *path) {
@@ -92,12 +91,12 @@ static void nv_load(void) {
         nv.lib = NULL;
         return;
     }
-#define SYM(field, name)                                                       \
-    if (!(*(void **)&nv.field = dlsym(nv.lib, name))) {                        \
-        snprintf(nv.why, sizeof nv.why, "NVRTC lacks the symbol %s", name);     \
-        dlclose(nv.lib);                                                       \
-        nv.lib = NULL;                                                         \
-        return;                                                                \
+#define SYM(field, name)                                                    \
+    if (!(*(void **)&nv.field = dlsym(nv.lib, name))) {                     \
+        snprintf(nv.why, sizeof nv.why, "NVRTC lacks the symbol %s", name); \
+        dlclose(nv.lib);                                                    \
+        nv.lib = NULL;                                                      \
+        return;                                                             \
     }
     SYM(Version, "nvrtcVersion");
     SYM(GetErrorString, "nvrtcGetErrorString");
@@ -159,7 +158,8 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
 
 /* The checks every compile makes before the target's: the struct's version, the names, NVRTC. */
 static int compile_precheck(const kc_kernel_src *k, const char *const *names, size_t nnames) {
-    int vrc = kc_api_version("kc_compile_names", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version, KC_KERNEL_SRC_VERSION);
+    int vrc = kc_api_version("kc_compile_names", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version,
+                             KC_KERNEL_SRC_VERSION);
     if (vrc) return vrc;
     for (size_t i = 0; i < nnames; i++)
         if (!names[i] || !*names[i]) return kc_err(KC_EINVAL, "kc_compile_names: name %zu is empty", i);
@@ -173,7 +173,7 @@ typedef struct nvrtc_call {
     kc_toolkit_inputs *tk; /* NULL unless the kernel reads the toolkit's headers */
     const char **argv, **hnames, **hsrcs;
     size_t argc, nhdr;
-    char *source;          /* owned: the text when prefixed */
+    char *source; /* owned: the text when prefixed */
     const char *file, *program, *text;
     char arch[40], tname[16];
 } nvrtc_call;
@@ -250,8 +250,8 @@ static int compile_failed(const nvrtc_call *p, nvrtcResult cr, const char *name,
                               "(KC_KERNEL_TOOLKIT_HEADERS)",
                       log);
     return kc_err(cr == NVRTC_ERROR_COMPILATION ? KC_ECOMPILE : KC_ERROR,
-                  "NVRTC could not compile '%s' (%s) for %s: %s\n%s", name, p->file, p->tname,
-                  nv.GetErrorString(cr), log);
+                  "NVRTC could not compile '%s' (%s) for %s: %s\n%s", name, p->file, p->tname, nv.GetErrorString(cr),
+                  log);
 }
 
 /* Compile the program (its log into c->log, its time into c->seconds). */

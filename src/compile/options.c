@@ -64,9 +64,9 @@ static int is_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '
 
 /* One argument as NVRTC reads it: "-opt", "--opt=value", or "-opt" joined with the next. */
 typedef struct opt {
-    const char *text;  /* trimmed */
+    const char *text; /* trimmed */
     size_t len;
-    const char *name;  /* after the dashes, up to '=' */
+    const char *name; /* after the dashes, up to '=' */
     size_t name_len;
     size_t dashes;
     const char *value; /* after '=' as written, or the joined argument (trimmed); NULL: none */
@@ -75,11 +75,34 @@ typedef struct opt {
 } opt;
 
 /* Options for which NVRTC reads "-opt" "value" as "-opt=value" ([Note: option spellings]). */
-static const char *const split_value[] = {
-    "maxrregcount", "ftz", "prec-div", "prec-sqrt", "fmad", "Xptxas", "ptxas-options", "include", "pre-include",
-    "define-macro", "undefine-macro", "split-compile", "Ofc", "Ofast-compile", "jtd", "jump-table-density",
-    "diag-suppress", "diag-error", "diag-warn", "brief-diag", "brief-diagnostics", "rdc", "relocatable-device-code",
-    "dopt", "builtin-move-forward", "builtin-initializer-list", "modify-stack-limit", "device-stack-protector"};
+static const char *const split_value[] = {"maxrregcount",
+                                          "ftz",
+                                          "prec-div",
+                                          "prec-sqrt",
+                                          "fmad",
+                                          "Xptxas",
+                                          "ptxas-options",
+                                          "include",
+                                          "pre-include",
+                                          "define-macro",
+                                          "undefine-macro",
+                                          "split-compile",
+                                          "Ofc",
+                                          "Ofast-compile",
+                                          "jtd",
+                                          "jump-table-density",
+                                          "diag-suppress",
+                                          "diag-error",
+                                          "diag-warn",
+                                          "brief-diag",
+                                          "brief-diagnostics",
+                                          "rdc",
+                                          "relocatable-device-code",
+                                          "dopt",
+                                          "builtin-move-forward",
+                                          "builtin-initializer-list",
+                                          "modify-stack-limit",
+                                          "device-stack-protector"};
 
 static const char *trim(const char *s, size_t *n) {
     while (is_space(*s) || *s == '\n') s++;
@@ -99,8 +122,12 @@ static void opt_parse(const char *text, size_t len, opt *o) {
     if (eq) o->value = eq + 1, o->value_len = len - (size_t)(eq + 1 - text);
 }
 
-static int is(const opt *o, const char *name) { return o->name_len == strlen(name) && memcmp(o->name, name, o->name_len) == 0; }
-static int prefixed(const opt *o, const char *p) { return o->name_len >= strlen(p) && memcmp(o->name, p, strlen(p)) == 0; }
+static int is(const opt *o, const char *name) {
+    return o->name_len == strlen(name) && memcmp(o->name, name, o->name_len) == 0;
+}
+static int prefixed(const opt *o, const char *p) {
+    return o->name_len >= strlen(p) && memcmp(o->name, p, strlen(p)) == 0;
+}
 
 static int refuse(const opt *o, const char *why) {
     return kc_err(KC_EINVAL, "option '%.*s%s%.*s': %s", (int)o->len, o->text, o->joined ? " " : "",
@@ -141,7 +168,8 @@ static int check_ptxas(const opt *o) {
 #define PTXAS_IS(s) (nl == strlen(s) && memcmp(v, s, nl) == 0)
     if (PTXAS_IS("optf") || PTXAS_IS("options-file")) return refuse(o, "ptxas would read an options file from disk");
     if (PTXAS_IS("o") || PTXAS_IS("output-file")) return refuse(o, "ptxas would write its output to a file");
-    if (PTXAS_IS("arch") || PTXAS_IS("gpu-name")) return refuse(o, "the target is chosen by kcache (it is the variant)");
+    if (PTXAS_IS("arch") || PTXAS_IS("gpu-name"))
+        return refuse(o, "the target is chosen by kcache (it is the variant)");
 #undef PTXAS_IS
     return KC_OK;
 }

@@ -48,8 +48,8 @@
 
 #define EM_CUDA 190
 #define SHT_LOPROC 0x70000000u
-#define SHF_INFO_LINK 0x40u    /* sh_info holds a section index: for .nv.info.<k>, the kernel's code */
-#define STO_CUDA_ENTRY 0x10u   /* st_other of a kernel (a __global__ function), not a device function */
+#define SHF_INFO_LINK 0x40u  /* sh_info holds a section index: for .nv.info.<k>, the kernel's code */
+#define STO_CUDA_ENTRY 0x10u /* st_other of a kernel (a __global__ function), not a device function */
 
 #define EIFMT_NVAL 0x01
 #define EIFMT_BVAL 0x02
@@ -84,7 +84,8 @@ static int nvinfo_walk(const uint8_t *d, size_t len, const char *sym, kc_param *
     memset(ni, 0, sizeof *ni);
     size_t i = 0;
     while (i < len) {
-        if (len - i < 4) return kc_err(KC_ECORRUPT, "parameter table of %s: an attribute cut short at byte %zu", sym, i);
+        if (len - i < 4)
+            return kc_err(KC_ECORRUPT, "parameter table of %s: an attribute cut short at byte %zu", sym, i);
         uint8_t fmt = d[i], attr = d[i + 1];
         uint16_t val = kc_rd_u16(d + i + 2);
         const uint8_t *pay = d + i + 4;
@@ -95,12 +96,15 @@ static int nvinfo_walk(const uint8_t *d, size_t len, const char *sym, kc_param *
                 return kc_err(KC_ECORRUPT, "parameter table of %s: attribute 0x%02x at byte %zu runs past the section",
                               sym, attr, i);
         } else if (fmt != EIFMT_NVAL && fmt != EIFMT_BVAL && fmt != EIFMT_HVAL) {
-            return kc_err(KC_ECORRUPT, "parameter table of %s: unknown attribute format 0x%02x at byte %zu", sym, fmt, i);
+            return kc_err(KC_ECORRUPT, "parameter table of %s: unknown attribute format 0x%02x at byte %zu", sym, fmt,
+                          i);
         }
         if (attr == EIATTR_KPARAM_INFO || attr == EIATTR_KPARAM_INFO_V2) {
             if (fmt != EIFMT_SVAL || size != KPARAM_INFO_SIZE)
-                return kc_err(KC_ECORRUPT, "parameter table of %s: a parameter record of format %u and %zu bytes "
-                              "(expected %u and %u)", sym, fmt, size, EIFMT_SVAL, KPARAM_INFO_SIZE);
+                return kc_err(KC_ECORRUPT,
+                              "parameter table of %s: a parameter record of format %u and %zu bytes "
+                              "(expected %u and %u)",
+                              sym, fmt, size, EIFMT_SVAL, KPARAM_INFO_SIZE);
             if (++ni->count > KC_PARAMS_MAX)
                 return kc_err(KC_ECORRUPT, "parameter table of %s: more than %u parameters", sym, KC_PARAMS_MAX);
             if (v) {
@@ -126,8 +130,10 @@ static int nvinfo_walk(const uint8_t *d, size_t len, const char *sym, kc_param *
             ni->cbank_size = val;
         } else if (attr == EIATTR_PARAM_CBANK) {
             if (fmt != EIFMT_SVAL || size != PARAM_CBANK_SIZE)
-                return kc_err(KC_ECORRUPT, "parameter table of %s: a parameter bank record of format %u and %zu bytes "
-                              "(expected %u and %u)", sym, fmt, size, EIFMT_SVAL, PARAM_CBANK_SIZE);
+                return kc_err(KC_ECORRUPT,
+                              "parameter table of %s: a parameter bank record of format %u and %zu bytes "
+                              "(expected %u and %u)",
+                              sym, fmt, size, EIFMT_SVAL, PARAM_CBANK_SIZE);
             if (ni->has_param_cbank++)
                 return kc_err(KC_ECORRUPT, "parameter table of %s: its parameter bank appears twice", sym);
             ni->param_cbank_size = kc_rd_u16(pay + 6);
@@ -140,7 +146,8 @@ static int nvinfo_walk(const uint8_t *d, size_t len, const char *sym, kc_param *
 static int read_cubin(const void *image, size_t len, const char *sym, kc_params *out) {
     int m = kc_elf_machine(image, len);
     if (m < 0) return kc_err(KC_ECORRUPT, "parameter table of %s: the image is not an ELF64 little-endian cubin", sym);
-    if (m != EM_CUDA) return kc_err(KC_ECORRUPT, "parameter table of %s: the image is not a cubin (ELF machine %d)", sym, m);
+    if (m != EM_CUDA)
+        return kc_err(KC_ECORRUPT, "parameter table of %s: the image is not a cubin (ELF machine %d)", sym, m);
     kc_elf_symbol_info fn;
     int rc = kc_elf_function(image, len, sym, &fn);
     if (rc < 0) return kc_err_prefix(rc, "parameter table of %s", sym);
@@ -159,10 +166,12 @@ static int read_cubin(const void *image, size_t len, const char *sym, kc_params 
     if (rc < 0) return kc_err_prefix(rc, "parameter table of %s", sym);
     if (rc == 0) return kc_err(KC_ECORRUPT, "no parameter table for %s (no .nv.info.%s section)", sym, sym);
     if (sec.type != SHT_LOPROC)
-        return kc_err(KC_ECORRUPT, "parameter table of %s: section type 0x%x (expected 0x%x)", sym, sec.type, SHT_LOPROC);
+        return kc_err(KC_ECORRUPT, "parameter table of %s: section type 0x%x (expected 0x%x)", sym, sec.type,
+                      SHT_LOPROC);
     if ((sec.flags & SHF_INFO_LINK) && sec.info != fn.shndx)
-        return kc_err(KC_ECORRUPT, "parameter table of %s: it belongs to section %u, the kernel's code is in section %u",
-                      sym, sec.info, fn.shndx);
+        return kc_err(KC_ECORRUPT,
+                      "parameter table of %s: it belongs to section %u, the kernel's code is in section %u", sym,
+                      sec.info, fn.shndx);
 
     nvinfo ni;
     if ((rc = nvinfo_walk(sec.data, sec.size, sym, NULL, 0, &ni))) return rc;
@@ -177,8 +186,10 @@ static int read_cubin(const void *image, size_t len, const char *sym, kc_params 
     uint32_t end = 0;
     for (size_t i = 0; i < n; i++) {
         if (v[i].offset < end) {
-            rc = kc_err(KC_ECORRUPT, "parameter table of %s: parameter %zu at offset %u overlaps or precedes "
-                        "parameter %zu (which ends at %u)", sym, i, v[i].offset, i - 1, end);
+            rc = kc_err(KC_ECORRUPT,
+                        "parameter table of %s: parameter %zu at offset %u overlaps or precedes "
+                        "parameter %zu (which ends at %u)",
+                        sym, i, v[i].offset, i - 1, end);
             goto fail;
         }
         end = v[i].offset + v[i].size; /* both below 2^16: no overflow */
@@ -194,8 +205,9 @@ static int read_cubin(const void *image, size_t len, const char *sym, kc_params 
         goto fail;
     }
     if (ni.has_param_cbank && ni.param_cbank_size != end) {
-        rc = kc_err(KC_ECORRUPT, "parameter table of %s: the parameters end at %u but the parameter bank holds %u bytes",
-                    sym, end, ni.param_cbank_size);
+        rc = kc_err(KC_ECORRUPT,
+                    "parameter table of %s: the parameters end at %u but the parameter bank holds %u bytes", sym, end,
+                    ni.param_cbank_size);
         goto fail;
     }
     out->v = v;
@@ -310,12 +322,12 @@ static const struct ptx_type {
     const char *name;
     uint8_t size, cls;
 } PTX_TYPES[] = {
-    {".u8", 1, KC_PARAM_INT},     {".s8", 1, KC_PARAM_INT},       {".b8", 1, KC_PARAM_INT},
-    {".u16", 2, KC_PARAM_INT},    {".s16", 2, KC_PARAM_INT},      {".b16", 2, KC_PARAM_INT},
-    {".f16", 2, KC_PARAM_FLOAT},  {".bf16", 2, KC_PARAM_FLOAT},   {".u32", 4, KC_PARAM_INT},
-    {".s32", 4, KC_PARAM_INT},    {".b32", 4, KC_PARAM_INT},      {".f32", 4, KC_PARAM_FLOAT},
+    {".u8", 1, KC_PARAM_INT},      {".s8", 1, KC_PARAM_INT},       {".b8", 1, KC_PARAM_INT},
+    {".u16", 2, KC_PARAM_INT},     {".s16", 2, KC_PARAM_INT},      {".b16", 2, KC_PARAM_INT},
+    {".f16", 2, KC_PARAM_FLOAT},   {".bf16", 2, KC_PARAM_FLOAT},   {".u32", 4, KC_PARAM_INT},
+    {".s32", 4, KC_PARAM_INT},     {".b32", 4, KC_PARAM_INT},      {".f32", 4, KC_PARAM_FLOAT},
     {".f16x2", 4, KC_PARAM_FLOAT}, {".bf16x2", 4, KC_PARAM_FLOAT}, {".u64", 8, KC_PARAM_INT},
-    {".s64", 8, KC_PARAM_INT},    {".b64", 8, KC_PARAM_INT},      {".f64", 8, KC_PARAM_FLOAT},
+    {".s64", 8, KC_PARAM_INT},     {".b64", 8, KC_PARAM_INT},      {".f64", 8, KC_PARAM_FLOAT},
     {".b128", 16, KC_PARAM_INT},
 };
 
@@ -365,7 +377,8 @@ static int ptx_param(lexer *L, const char *sym, size_t idx, uint32_t *end, kc_pa
             if (!ptr || space) return PTX_BAD("%s: parameter %zu has a state space out of place", sym, idx);
             space = 1;
         } else {
-            return PTX_BAD("%s: parameter %zu has an unknown qualifier %.*s", sym, idx, (int)(t.n > 32 ? 32 : t.n), t.s);
+            return PTX_BAD("%s: parameter %zu has an unknown qualifier %.*s", sym, idx, (int)(t.n > 32 ? 32 : t.n),
+                           t.s);
         }
     }
     if (!type) return PTX_BAD("%s: parameter %zu has no type", sym, idx);
@@ -431,7 +444,8 @@ static int ptx_list(lexer *L, const char *sym, kc_params *out) {
     }
 close:
     t = lex_next(L); /* a body or a directive must follow: a text cut here is not a whole entry */
-    if (!tok_punct(t, '{') && !tok_punct(t, ';') && t.kind != T_DIR) return PTX_BAD("%s: nothing follows its parameter list", sym);
+    if (!tok_punct(t, '{') && !tok_punct(t, ';') && t.kind != T_DIR)
+        return PTX_BAD("%s: nothing follows its parameter list", sym);
     return KC_OK;
 }
 
@@ -457,7 +471,8 @@ static int read_ptx(const void *image, size_t len, const char *sym, kc_params *o
 int kc_params_read(const void *image, size_t len, int is_ptx, const char *lowered, kc_params *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_params_read: no output");
     memset(out, 0, sizeof *out);
-    if ((!image && len) || !lowered || !*lowered) return kc_err(KC_EINVAL, "kc_params_read: no image or no kernel name");
+    if ((!image && len) || !lowered || !*lowered)
+        return kc_err(KC_EINVAL, "kc_params_read: no image or no kernel name");
     if (!image) image = "";
     int rc = is_ptx ? read_ptx(image, len, lowered, out) : read_cubin(image, len, lowered, out);
     if (rc) kc_params_free(out);

@@ -54,9 +54,9 @@
 
 #define BUILD_ID_PREFIX "build-id:"
 #define HASH_PREFIX "xxh3-128:"
-#define MAX_BUILD_ID 64            /* bytes; GNU ld writes 16 (md5, uuid) or 20 (sha1) */
-#define MAX_PHNUM 4096             /* program headers read */
-#define MAX_NOTE_BYTES 8192         /* read of one note segment or section */
+#define MAX_BUILD_ID 64     /* bytes; GNU ld writes 16 (md5, uuid) or 20 (sha1) */
+#define MAX_PHNUM 4096      /* program headers read */
+#define MAX_NOTE_BYTES 8192 /* read of one note segment or section */
 #define LDCACHE_MAX (16u << 20)
 
 /*
@@ -137,7 +137,8 @@ static void ldcache_read(void) {
         const char *k = (const char *)buf + base + key, *v = (const char *)buf + base + value;
         if (!memchr(k, 0, size - base - key) || !memchr(v, 0, size - base - value)) continue;
         for (size_t n = 0; n < KC_ARRAY_LEN(nv_names); n++)
-            if (!ldc.path[n][0] && strcmp(k, nv_names[n]) == 0 && strlen(v) < PATH_MAX) snprintf(ldc.path[n], PATH_MAX, "%s", v);
+            if (!ldc.path[n][0] && strcmp(k, nv_names[n]) == 0 && strlen(v) < PATH_MAX)
+                snprintf(ldc.path[n], PATH_MAX, "%s", v);
     }
 out:
     free(buf);
@@ -161,7 +162,8 @@ static int search(const char *name, int ldc_index, char *out, size_t cap) {
             return 1;
         }
     }
-    const char *std_dirs[] = {"/lib/" KC_MULTIARCH, "/usr/lib/" KC_MULTIARCH, "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+    const char *std_dirs[] = {
+        "/lib/" KC_MULTIARCH, "/usr/lib/" KC_MULTIARCH, "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
     for (size_t i = 0; i < KC_ARRAY_LEN(std_dirs); i++)
         if (join(out, cap, std_dirs[i], strlen(std_dirs[i]), name) && is_file(out)) return 1;
     return 0;
@@ -184,8 +186,8 @@ static void locate_once(void) {
         }
         if (!loc.path[0]) {
             loc.rc = KC_ENONVRTC;
-            snprintf(loc.why, sizeof loc.why, "KCACHE_NVRTC='%.*s' names no file (kcache looks nowhere else when it is set)",
-                     PATH_MAX, env);
+            snprintf(loc.why, sizeof loc.why,
+                     "KCACHE_NVRTC='%.*s' names no file (kcache looks nowhere else when it is set)", PATH_MAX, env);
         }
         return;
     }
@@ -195,7 +197,8 @@ static void locate_once(void) {
     loc.rc = KC_ENONVRTC;
     snprintf(loc.why, sizeof loc.why,
              "no libnvrtc.so.13, .so.12 or .so in LD_LIBRARY_PATH, %s, /usr/local/cuda/lib64, /etc/ld.so.cache "
-             "or the standard library folders (set KCACHE_NVRTC to NVRTC's library)", KC_CUDA_LIBDIR);
+             "or the standard library folders (set KCACHE_NVRTC to NVRTC's library)",
+             KC_CUDA_LIBDIR);
 }
 
 int kc_toolchain_locate(char *out, size_t cap) {
@@ -250,7 +253,8 @@ static int find_note(int fd, const char *path, uint64_t off, uint64_t len, uint6
         }
         const unsigned char *name = buf + p + 12, *desc = name + nsz;
         if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-            if (descsz == 0 || descsz > MAX_BUILD_ID) return BAD("'%s': its build-id note has %u bytes (malformed ELF)", path, descsz);
+            if (descsz == 0 || descsz > MAX_BUILD_ID)
+                return BAD("'%s': its build-id note has %u bytes (malformed ELF)", path, descsz);
             memcpy(id, desc, descsz);
             *idlen = descsz;
             return 1;
@@ -263,7 +267,8 @@ static int find_note(int fd, const char *path, uint64_t off, uint64_t len, uint6
 /* The build-id from the program headers' PT_NOTEs, else from the SHT_NOTE sections. */
 static int read_build_id(int fd, const char *path, uint64_t fsize, unsigned char *id, size_t *idlen) {
     Elf64_Ehdr eh;
-    if (fsize < sizeof eh) return BAD("'%s' is not an ELF file: %llu bytes (truncated?)", path, (unsigned long long)fsize);
+    if (fsize < sizeof eh)
+        return BAD("'%s' is not an ELF file: %llu bytes (truncated?)", path, (unsigned long long)fsize);
     if (pread_all(fd, &eh, sizeof eh, 0)) return kc_err_errno(errno ? errno : EIO, "reading '%s'", path);
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return BAD("'%s' is not an ELF file (bad magic)", path);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -274,14 +279,16 @@ static int read_build_id(int fd, const char *path, uint64_t fsize, unsigned char
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != data)
         return BAD("'%s' is not a 64-bit ELF of this machine's byte order", path);
     if (eh.e_type != ET_DYN) return BAD("'%s' is not a shared library (ELF type %u)", path, eh.e_type);
-    if (KC_ELF_MACHINE && eh.e_machine != KC_ELF_MACHINE) return BAD("'%s' is a library for another machine (ELF machine %u)", path, eh.e_machine);
+    if (KC_ELF_MACHINE && eh.e_machine != KC_ELF_MACHINE)
+        return BAD("'%s' is a library for another machine (ELF machine %u)", path, eh.e_machine);
     if (eh.e_phnum) {
         if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > MAX_PHNUM ||
             !within(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), fsize))
             return BAD("'%s': its program headers lie outside the file (truncated or malformed ELF)", path);
         for (unsigned i = 0; i < eh.e_phnum; i++) {
             Elf64_Phdr ph;
-            if (pread_all(fd, &ph, sizeof ph, eh.e_phoff + (uint64_t)i * sizeof ph)) return kc_err_errno(errno ? errno : EIO, "reading '%s'", path);
+            if (pread_all(fd, &ph, sizeof ph, eh.e_phoff + (uint64_t)i * sizeof ph))
+                return kc_err_errno(errno ? errno : EIO, "reading '%s'", path);
             if (ph.p_type != PT_NOTE) continue;
             int rc = find_note(fd, path, ph.p_offset, ph.p_filesz, ph.p_align, fsize, id, idlen);
             if (rc) return rc;
@@ -293,7 +300,8 @@ static int read_build_id(int fd, const char *path, uint64_t fsize, unsigned char
             return BAD("'%s': its section headers lie outside the file (truncated or malformed ELF)", path);
         for (unsigned i = 0; i < eh.e_shnum; i++) {
             Elf64_Shdr sh;
-            if (pread_all(fd, &sh, sizeof sh, eh.e_shoff + (uint64_t)i * sizeof sh)) return kc_err_errno(errno ? errno : EIO, "reading '%s'", path);
+            if (pread_all(fd, &sh, sizeof sh, eh.e_shoff + (uint64_t)i * sizeof sh))
+                return kc_err_errno(errno ? errno : EIO, "reading '%s'", path);
             if (sh.sh_type != SHT_NOTE) continue;
             int rc = find_note(fd, path, sh.sh_offset, sh.sh_size, sh.sh_addralign, fsize, id, idlen);
             if (rc) return rc;
@@ -455,15 +463,18 @@ static int id_ok(const char *id) {
 int kc_toolchain_id_check(const char *id) {
     if (!id) return kc_err(KC_EINVAL, "kc_toolchain_id_check: NULL argument");
     if (id_ok(id)) return KC_OK;
-    return kc_err(KC_EINVAL, "'%.200s' is not a toolchain identity (build-id:<lowercase hex> or xxh3-128:<32 lowercase hex>, "
-                             "as `kcache toolchain` prints it)", id);
+    return kc_err(KC_EINVAL,
+                  "'%.200s' is not a toolchain identity (build-id:<lowercase hex> or xxh3-128:<32 lowercase hex>, "
+                  "as `kcache toolchain` prints it)",
+                  id);
 }
 
 int kc_toolchain_meta(const kc_toolchain *t, char *out, size_t cap) {
     if (!t || !out || cap == 0) return kc_err(KC_EINVAL, "kc_toolchain_meta: NULL argument");
     /* "nvrtc <id> (<path>)", the path cut from the left to fit (an entry's META holds 255 bytes). */
     size_t plen = strlen(t->path), room = cap > strlen(t->id) + 11 ? cap - strlen(t->id) - 11 : 0;
-    if (!t->id[0] || room < 8) return kc_err(KC_EINVAL, "kc_toolchain_meta: no identity, or %zu bytes is too small", cap);
+    if (!t->id[0] || room < 8)
+        return kc_err(KC_EINVAL, "kc_toolchain_meta: no identity, or %zu bytes is too small", cap);
     const char *p = plen <= room ? t->path : t->path + plen - (room - 3);
     snprintf(out, cap, "nvrtc %s (%s%s)", t->id, plen <= room ? "" : "...", p);
     return KC_OK;

@@ -59,13 +59,16 @@ static int include_dir(char out[PATH_MAX]) {
     const char *cand[] = {KC_CUDA_INCDIR, "/usr/local/cuda/include"};
     if (env && *env) {
         if (!realpath(env, out) || !is_toolkit_include(out))
-            return kc_err(KC_ENONVRTC, "KCACHE_CUDA_INCLUDE='%s' is not a CUDA toolkit include folder (no cuda_fp16.h)", env);
+            return kc_err(KC_ENONVRTC, "KCACHE_CUDA_INCLUDE='%s' is not a CUDA toolkit include folder (no cuda_fp16.h)",
+                          env);
         return KC_OK;
     }
     for (size_t i = 0; i < KC_ARRAY_LEN(cand); i++)
         if (realpath(cand[i], out) && is_toolkit_include(out)) return KC_OK;
-    return kc_err(KC_ENONVRTC, "the CUDA toolkit's headers are not here (looked in %s and /usr/local/cuda/include; "
-                  "set KCACHE_CUDA_INCLUDE to the toolkit's include folder)", KC_CUDA_INCDIR);
+    return kc_err(KC_ENONVRTC,
+                  "the CUDA toolkit's headers are not here (looked in %s and /usr/local/cuda/include; "
+                  "set KCACHE_CUDA_INCLUDE to the toolkit's include folder)",
+                  KC_CUDA_INCDIR);
 }
 
 static int process_root(char out[PATH_MAX]);
@@ -98,7 +101,8 @@ int kc_toolkit_inputs_for(const char *file, kc_toolkit_inputs *in) {
 
 
 static int add_to(tlist *l, size_t total, const char *rel, const struct stat *st) {
-    if (total >= KC_TK_MAX_FILES) return kc_err(KC_EINVAL, "the toolkit's include folder holds more than %d files", KC_TK_MAX_FILES);
+    if (total >= KC_TK_MAX_FILES)
+        return kc_err(KC_EINVAL, "the toolkit's include folder holds more than %d files", KC_TK_MAX_FILES);
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 1024;
         tfile *v = kc_realloc(l->v, cap * sizeof *v);
@@ -148,14 +152,17 @@ static int walk_dir(walk *w, int dfd, const char *root, const char *rel, int dep
             continue;
         }
         if (S_ISDIR(st.st_mode)) {
-            int sfd = (rc = add_to(&w->dirs, w->n + w->dirs.n, sub, &st)) ? -1
-                      : openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            rc = rc ? rc : sfd < 0 ? kc_err_errno(errno, "cannot read the toolkit folder %s/%s", root, sub)
-                                   : walk_dir(w, sfd, root, sub, depth + 1);
+            int sfd = (rc = add_to(&w->dirs, w->n + w->dirs.n, sub, &st))
+                          ? -1
+                          : openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            rc = rc        ? rc
+                 : sfd < 0 ? kc_err_errno(errno, "cannot read the toolkit folder %s/%s", root, sub)
+                           : walk_dir(w, sfd, root, sub, depth + 1);
         } else if (S_ISREG(st.st_mode)) {
             struct stat lst;
             if (de->d_type == DT_LNK ||
-                (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)))
+                (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISLNK(lst.st_mode)))
                 w->unseen++;
             rc = add_file(w, sub, &st);
         }
@@ -168,7 +175,8 @@ static int walk_root(walk *w, const char *root) {
     int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return kc_err_errno(errno, "cannot read the toolkit folder %s", root);
     struct stat st;
-    int rc = fstat(fd, &st) != 0 ? kc_err_errno(errno, "cannot read the toolkit folder %s", root) : add_to(&w->dirs, 0, ".", &st);
+    int rc = fstat(fd, &st) != 0 ? kc_err_errno(errno, "cannot read the toolkit folder %s", root)
+                                 : add_to(&w->dirs, 0, ".", &st);
     if (rc) {
         close(fd);
         return rc;
@@ -268,7 +276,8 @@ static int content_digest(const char *root, const walk *w, char out[33]) {
     free(buf);
     if (rc) return rc;
     uint8_t b[16];
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(h.high64 >> (56 - 8 * i)), b[8 + i] = (uint8_t)(h.low64 >> (56 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(h.high64 >> (56 - 8 * i)), b[8 + i] = (uint8_t)(h.low64 >> (56 - 8 * i));
     kc_hex(b, 16, out);
     return KC_OK;
 }
@@ -308,9 +317,9 @@ static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
 char memo_digest[33];
 char memo_root[PATH_MAX];
 walk memo_walk;
-int64_t memo_walk_began; /* CLOCK_REALTIME, as file times: when the verifying walk began */
-static uint64_t memo_walk_sig;  /* signature() of memo_walk */
-static int memo_walks; /* whole walks this process made (kc_toolkit_walks_) */
+int64_t memo_walk_began;       /* CLOCK_REALTIME, as file times: when the verifying walk began */
+static uint64_t memo_walk_sig; /* signature() of memo_walk */
+static int memo_walks;         /* whole walks this process made (kc_toolkit_walks_) */
 
 int kc_toolkit_digest(const char *memo_dir, char out[33]) {
     pthread_mutex_lock(&memo_mu);
@@ -340,7 +349,8 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
             kc_log(KC_LOG_COMPILE, "toolkit headers %s: %s (%zu files hashed)", root, out, w.n);
             if (memo_dir) {
                 char text[128];
-                int n = snprintf(text, sizeof text, KC_TK_MEMO_VERSION "\nsig %016llx\ndigest %s\n", (unsigned long long)sig, out);
+                int n = snprintf(text, sizeof text, KC_TK_MEMO_VERSION "\nsig %016llx\ndigest %s\n",
+                                 (unsigned long long)sig, out);
                 /* A memo that cannot be written costs the next process a hash, nothing more. */
                 if (kc_fs_mkdirs(memo_dir, 0700) != KC_OK || kc_fs_write_atomic(mp, text, (size_t)n) != KC_OK)
                     kc_log(KC_LOG_COMPILE, "toolkit memo not written: %s", kc_error_last()->message);

@@ -16,9 +16,9 @@
 
 /** What a compile with the toolkit's headers adds to NVRTC's inputs. */
 typedef struct kc_toolkit_inputs {
-    char include[2][4096 + 3];    /**< "-I<toolkit include>", "-I<toolkit include>/cccl" */
+    char include[2][4096 + 3]; /**< "-I<toolkit include>", "-I<toolkit include>/cccl" */
     size_t ninclude;
-    const kc_header_src *shims;   /**< the standard headers NVRTC lacks, in memory */
+    const kc_header_src *shims; /**< the standard headers NVRTC lacks, in memory */
     size_t nshims;
     char program[KC_TOOLKIT_NAME_MAX]; /**< the program's name: "/dev/null/<file>" */
     char prefix[KC_TOOLKIT_NAME_MAX];  /**< put before the source: #line 1 "<file>" */

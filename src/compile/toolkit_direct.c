@@ -30,7 +30,8 @@
 
 /* The version line names how kcache has NVRTC read the tree ([Note: toolkit includes]): a kcache
  * that reads it otherwise trusts none of these manifests. */
-#define KC_TK_DIRECT_VERSION "kcache-toolkit-direct 2 (" KC_TK_MEMO_VERSION "; -I<root> -I<root>/cccl; /dev/null/<file>)"
+#define KC_TK_DIRECT_VERSION \
+    "kcache-toolkit-direct 2 (" KC_TK_MEMO_VERSION "; -I<root> -I<root>/cccl; /dev/null/<file>)"
 #define KC_TK_DIRECT_MAX (16u << 20)
 
 /* One file's or folder's stat_fields, hashed. */
@@ -157,13 +158,14 @@ static int put_line(kc_buf *b, char kind, uint64_t sig, const char *rel) {
 /* Write the direct manifest `memo_dir`/`name` for the files flagged in `read_flag` (indices into
  * memo_walk.v): only when every folder and every file read is as the walk saw it, and was so
  * already at `settle_before` ([Note: too new to vouch for]).  Never fails: logs. */
-static void record_manifest(const char *memo_dir, const char *name, const unsigned char *read_flag, int64_t settle_before) {
+static void record_manifest(const char *memo_dir, const char *name, const unsigned char *read_flag,
+                            int64_t settle_before) {
     /* inotify reports an open under the folder of the file reached, after links: a header that is
      * a link to a file elsewhere would be read unseen; a dangling link's target may appear
      * outside the tree, where no folder's stat changes.  Such a tree is always walked. */
     if (memo_walk.unseen) {
-        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (%zu links to files or dangling in %s)", name,
-               memo_walk.unseen, memo_root);
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (%zu links to files or dangling in %s)",
+               name, memo_walk.unseen, memo_root);
         return;
     }
     int rfd = open(memo_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -204,8 +206,10 @@ static void record_manifest(const char *memo_dir, const char *name, const unsign
             kc_log(KC_LOG_COMPILE, "toolkit direct manifest %s: %zu folders, %zu files read", name, memo_walk.dirs.n,
                    lines - memo_walk.dirs.n);
     } else {
-        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (the tree changed during the compile or "
-               "just before it: [Note: too new to vouch for])", name);
+        kc_log(KC_LOG_COMPILE,
+               "toolkit headers: no direct manifest for %s (the tree changed during the compile or "
+               "just before it: [Note: too new to vouch for])",
+               name);
     }
     kc_buf_free(&b);
 }
@@ -284,7 +288,8 @@ void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const 
     if (read_flag && reads_decode(reads, read_flag))
         record_manifest(memo_dir, name, read_flag, memo_walk_began - KC_TK_SETTLE_NS);
     else
-        kc_log(KC_LOG_COMPILE, "toolkit headers: the entry's reads are not of this tree; no direct manifest for %s", name);
+        kc_log(KC_LOG_COMPILE, "toolkit headers: the entry's reads are not of this tree; no direct manifest for %s",
+               name);
     free(read_flag);
 }
 
@@ -312,7 +317,7 @@ static int seen_has(uint64_t h) {
 static void seen_add(uint64_t h) {
     pthread_mutex_lock(&direct_mu);
     if (!seen) seen = kc_calloc(KC_TK_SEEN_CAP, sizeof *seen); /* kept for the process */
-    if (seen && nseen < KC_TK_SEEN_CAP / 2) { /* at most half full: every probe ends */
+    if (seen && nseen < KC_TK_SEEN_CAP / 2) {                  /* at most half full: every probe ends */
         size_t i = h % KC_TK_SEEN_CAP;
         while (seen[i] && seen[i] != h) i = (i + 1) % KC_TK_SEEN_CAP;
         if (!seen[i]) seen[i] = h, nseen++;
@@ -355,9 +360,7 @@ static int hex16(const char *s, uint64_t *v) {
     return 1;
 }
 
-static int is_hex32(const char *s) {
-    return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
-}
+static int is_hex32(const char *s) { return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32; }
 
 static int direct_check(char *text, size_t len, char out[33]) {
     char *p = text, *end = text + len, *l;

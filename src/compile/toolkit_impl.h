@@ -46,12 +46,12 @@ typedef struct walk {
 #define signature kc_tk_signature_
 #define walk_kept kc_tk_walk_kept_
 #define direct_root_known kc_tk_direct_root_known_
-extern char memo_digest[33];         /* the digest of memo_root's tree, once known */
-extern char memo_root[PATH_MAX];     /* the include root the digest is of */
-extern walk memo_walk;               /* the verifying walk, kept: the direct mode records from it */
-extern int64_t memo_walk_began;      /* CLOCK_REALTIME, as file times: when the verifying walk began */
-extern pthread_mutex_t direct_mu;    /* guards direct_root */
-extern char direct_root[PATH_MAX];   /* the include root the direct mode reads */
+extern char memo_digest[33];       /* the digest of memo_root's tree, once known */
+extern char memo_root[PATH_MAX];   /* the include root the digest is of */
+extern walk memo_walk;             /* the verifying walk, kept: the direct mode records from it */
+extern int64_t memo_walk_began;    /* CLOCK_REALTIME, as file times: when the verifying walk began */
+extern pthread_mutex_t direct_mu;  /* guards direct_root */
+extern char direct_root[PATH_MAX]; /* the include root the direct mode reads */
 /** qsort order of tfiles by relative path. */
 int by_rel(const void *a, const void *b);
 /** The fields of a stat a signature is made of. */

@@ -24,6 +24,8 @@
  * has no __builtin_huge_val/inff/nanf: the IEEE bit patterns, through __builtin_bit_cast (constant
  * expressions, as glibc's are; what libcu++'s numeric_limits does under NVRTC). */
 #define MATH_DEF(n, v) "#ifndef " n "\n#define " n " " v "\n#endif\n"
+/* One constant a line, as the table reads. */
+// clang-format off
 #define MATH_CONSTANTS                                                                                                   \
     MATH_DEF("HUGE_VAL", "(__builtin_bit_cast(double, 0x7ff0000000000000ull))")                                       \
     MATH_DEF("HUGE_VALF", "(__builtin_bit_cast(float, 0x7f800000u))") MATH_DEF("HUGE_VALL", "((long double)HUGE_VAL)")  \
@@ -46,43 +48,47 @@
     MATH_DEF("M_1_PIf", "0.31830988618379067154f") MATH_DEF("M_2_PIf", "0.63661977236758134308f")                      \
     MATH_DEF("M_2_SQRTPIf", "1.12837916709551257390f") MATH_DEF("M_SQRT2f", "1.41421356237309504880f")                 \
     MATH_DEF("M_SQRT1_2f", "0.70710678118654752440f")
+// clang-format on
 #define E "#endif\n"
 
 static const kc_header_src shims[] = {
-    {"stdint.h", G("STDINT_H") "#include <cuda/std/cstdint>\n"
-                 "using cuda::std::int8_t; using cuda::std::int16_t; using cuda::std::int32_t; using cuda::std::int64_t;\n"
-                 "using cuda::std::uint8_t; using cuda::std::uint16_t; using cuda::std::uint32_t; using cuda::std::uint64_t;\n"
-                 "using cuda::std::intptr_t; using cuda::std::uintptr_t; using cuda::std::intmax_t; using cuda::std::uintmax_t;\n"
-                 "using cuda::std::int_least8_t; using cuda::std::int_least16_t; using cuda::std::int_least32_t;\n"
-                 "using cuda::std::int_least64_t; using cuda::std::uint_least8_t; using cuda::std::uint_least16_t;\n"
-                 "using cuda::std::uint_least32_t; using cuda::std::uint_least64_t; using cuda::std::int_fast8_t;\n"
-                 "using cuda::std::int_fast16_t; using cuda::std::int_fast32_t; using cuda::std::int_fast64_t;\n"
-                 "using cuda::std::uint_fast8_t; using cuda::std::uint_fast16_t; using cuda::std::uint_fast32_t;\n"
-                 "using cuda::std::uint_fast64_t;\n" E},
+    {"stdint.h",
+     G("STDINT_H") "#include <cuda/std/cstdint>\n"
+                   "using cuda::std::int8_t; using cuda::std::int16_t; using cuda::std::int32_t; using cuda::std::int64_t;\n"
+                   "using cuda::std::uint8_t; using cuda::std::uint16_t; using cuda::std::uint32_t; using cuda::std::uint64_t;\n"
+                   "using cuda::std::intptr_t; using cuda::std::uintptr_t; using cuda::std::intmax_t; using cuda::std::uintmax_t;\n"
+                   "using cuda::std::int_least8_t; using cuda::std::int_least16_t; using cuda::std::int_least32_t;\n"
+                   "using cuda::std::int_least64_t; using cuda::std::uint_least8_t; using cuda::std::uint_least16_t;\n"
+                   "using cuda::std::uint_least32_t; using cuda::std::uint_least64_t; using cuda::std::int_fast8_t;\n"
+                   "using cuda::std::int_fast16_t; using cuda::std::int_fast32_t; using cuda::std::int_fast64_t;\n"
+                   "using cuda::std::uint_fast8_t; using cuda::std::uint_fast16_t; using cuda::std::uint_fast32_t;\n"
+                   "using cuda::std::uint_fast64_t;\n" E},
     {"cstdint", G("CSTDINT") "#include <stdint.h>\n" STD_ALIAS E},
     {"stddef.h", G("STDDEF_H") "#include <cuda/std/cstddef>\n"
-                 "using cuda::std::size_t; using cuda::std::ptrdiff_t; using cuda::std::nullptr_t;\n"
-                 "#ifndef offsetof\n#define offsetof(t, m) __builtin_offsetof(t, m)\n#endif\n" E},
+                               "using cuda::std::size_t; using cuda::std::ptrdiff_t; using cuda::std::nullptr_t;\n"
+                               "#ifndef offsetof\n#define offsetof(t, m) __builtin_offsetof(t, m)\n#endif\n" E},
     {"cstddef", G("CSTDDEF") "#include <stddef.h>\n" STD_ALIAS E},
     {"limits.h", G("LIMITS_H") "#include <cuda/std/climits>\n" E},
     {"climits", G("CLIMITS") "#include <cuda/std/climits>\n" E},
-    {"float.h", G("FLOAT_H")
-                "#define FLT_RADIX 2\n#define FLT_MANT_DIG 24\n#define DBL_MANT_DIG 53\n"
-                "#define FLT_DIG 6\n#define DBL_DIG 15\n#define FLT_MIN_EXP (-125)\n#define DBL_MIN_EXP (-1021)\n"
-                "#define FLT_MAX_EXP 128\n#define DBL_MAX_EXP 1024\n"
-                "#define FLT_MAX 3.40282346638528859812e+38F\n#define DBL_MAX 1.79769313486231570815e+308\n"
-                "#define FLT_MIN 1.17549435082228750797e-38F\n#define DBL_MIN 2.22507385850720138309e-308\n"
-                "#define FLT_EPSILON 1.1920928955078125e-07F\n#define DBL_EPSILON 2.22044604925031308085e-16\n"
-                "#define FLT_TRUE_MIN 1.40129846432481707092e-45F\n#define DBL_TRUE_MIN 4.94065645841246544177e-324\n" E},
+    {"float.h",
+     G("FLOAT_H") "#define FLT_RADIX 2\n#define FLT_MANT_DIG 24\n#define DBL_MANT_DIG 53\n"
+                  "#define FLT_DIG 6\n#define DBL_DIG 15\n#define FLT_MIN_EXP (-125)\n#define DBL_MIN_EXP (-1021)\n"
+                  "#define FLT_MAX_EXP 128\n#define DBL_MAX_EXP 1024\n"
+                  "#define FLT_MAX 3.40282346638528859812e+38F\n#define DBL_MAX 1.79769313486231570815e+308\n"
+                  "#define FLT_MIN 1.17549435082228750797e-38F\n#define DBL_MIN 2.22507385850720138309e-308\n"
+                  "#define FLT_EPSILON 1.1920928955078125e-07F\n#define DBL_EPSILON 2.22044604925031308085e-16\n"
+                  "#define FLT_TRUE_MIN 1.40129846432481707092e-45F\n#define DBL_TRUE_MIN 4.94065645841246544177e-324\n" E},
     {"cfloat", G("CFLOAT") "#include <float.h>\n" E},
-    {"math.h", G("MATH_H") "/* CUDA's math functions (sqrtf, expf, …) are built into NVRTC; the constants are glibc's. */\n"
-               MATH_CONSTANTS E},
+    {"math.h",
+     G("MATH_H") "/* CUDA's math functions (sqrtf, expf, …) are built into NVRTC; the constants are glibc's. */\n" MATH_CONSTANTS
+         E},
     /* libcu++ defines INFINITY and NAN its own way under NVRTC, unguarded: ours give way to its. */
     {"cmath", G("CMATH") "#undef INFINITY\n#undef NAN\n#include <cuda/std/cmath>\n#include <math.h>\n" STD_ALIAS E},
-    {"assert.h", "#undef assert\n#ifdef NDEBUG\n#define assert(e) ((void)0)\n#else\n"
-                 "extern \"C\" __host__ __device__ void __assertfail(const char *, const char *, unsigned, const char *,"
-                 " unsigned long);\n"
-                 "#define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))\n#endif\n"},
+    {"assert.h",
+     "#undef assert\n#ifdef NDEBUG\n#define assert(e) ((void)0)\n#else\n"
+     "extern \"C\" __host__ __device__ void __assertfail(const char *, const char *, unsigned, const char *,"
+     " unsigned long);\n"
+     "#define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))\n#endif\n"},
     {"cassert", "#include <assert.h>\n"},
     {"type_traits", G("TYPE_TRAITS") "#include <cuda/std/type_traits>\n" STD_ALIAS E},
     {"limits", G("LIMITS") "#include <cuda/std/limits>\n" STD_ALIAS E},

@@ -31,7 +31,8 @@ static int same_unit(const kc_kernel_src *a, const kc_kernel_src *b) {
         a->nheaders != b->nheaders || a->noptions != b->noptions || a->flags != b->flags)
         return 0;
     for (size_t h = 0; h < a->nheaders; h++)
-        if (strcmp(a->headers[h].name, b->headers[h].name) || strcmp(a->headers[h].source, b->headers[h].source)) return 0;
+        if (strcmp(a->headers[h].name, b->headers[h].name) || strcmp(a->headers[h].source, b->headers[h].source))
+            return 0;
     for (size_t o = 0; o < a->noptions; o++)
         if (strcmp(a->options[o], b->options[o])) return 0;
     return 1;
@@ -81,7 +82,8 @@ static void compile_job(void *ctx, size_t unit) {
 
 int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, const int *which, const kc_target *target,
                      const char *label, kc_compiled ***out, double *ms) {
-    if (nk > KC_UNITS_MAX) return kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, nk, KC_UNITS_MAX);
+    if (nk > KC_UNITS_MAX)
+        return kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", label, nk, KC_UNITS_MAX);
     pthread_once(&pool_once, pool_init);
     size_t n = u->n;
     kc_compiled **res = kc_calloc(n ? n : 1, sizeof *res);
@@ -97,7 +99,8 @@ int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, cons
         *ms = (double)(kc_mono_ns() - t0) / 1e6;
         for (size_t i = 0; i < n; i++)
             if (rcs[i]) {
-                rc = kc_err(rcs[i], "%s: %s", label, errs[i] ? errs[i] : "its compile failed with no reason recorded (or no memory for it)");
+                rc = kc_err(rcs[i], "%s: %s", label,
+                            errs[i] ? errs[i] : "its compile failed with no reason recorded (or no memory for it)");
                 break;
             }
     }

@@ -54,7 +54,7 @@ int kc_config_find(const char *name) {
 
 const char *kc_config_type_name(kc_config_type t) {
     static const char *const names[] = {"bool", "count", "milliseconds", "seconds",
-                                        "size", "path",  "string", "url list"};
+                                        "size", "path",  "string",       "url list"};
     return (unsigned)t < KC_ARRAY_LEN(names) ? names[t] : "?";
 }
 
@@ -195,8 +195,10 @@ int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_o
 static int apply_file(kc_config *c, int id, const char *value, const char *where, void *ctx) {
     kc_config_origin o = *(const kc_config_origin *)ctx;
     if (o == KC_ORIGIN_DIR_FILE && id == KC_CONFIG_dir)
-        return kc_err(KC_EINVAL, "%s: the cache directory cannot be set in its own %s (set KCACHE_DIR, or `dir` in the "
-                      "system file)", where, KC_CONFIG_DIR_FILE);
+        return kc_err(KC_EINVAL,
+                      "%s: the cache directory cannot be set in its own %s (set KCACHE_DIR, or `dir` in the "
+                      "system file)",
+                      where, KC_CONFIG_DIR_FILE);
     if (o == KC_ORIGIN_DIR_FILE && c->origin[id] > KC_ORIGIN_DIR_FILE && id != KC_CONFIG_max_size) return KC_OK;
     char name[PATH_MAX + 200];
     snprintf(name, sizeof name, "%s: %s", where, rows[id].name);

@@ -70,8 +70,10 @@ static int file_key(const char *key, const char *where, int *id) {
  * may write it may write the directory too: the directory's own check, store/safedir.c, decides). */
 static int owner_check(const char *path, const struct stat *st) {
     if (st->st_uid != geteuid() || (st->st_mode & S_IWOTH))
-        return kc_err(KC_EPERM, "%s belongs to another user or can be written by anyone (mode %03o): its settings are "
-                      "not used; chmod 644 it (or remove it)", path, (unsigned)(st->st_mode & 0777));
+        return kc_err(KC_EPERM,
+                      "%s belongs to another user or can be written by anyone (mode %03o): its settings are "
+                      "not used; chmod 644 it (or remove it)",
+                      path, (unsigned)(st->st_mode & 0777));
     return KC_OK;
 }
 
@@ -111,9 +113,12 @@ int kc_config_file_read_(const char *path, int inside_cache, kc_config *c, kc_co
 }
 
 void kc_config_record_read_(const char *dir, kc_config *c, kc_config_apply_fn apply, void *ctx) {
-    static const struct { const char *field; int id; } moved[] = {
+    static const struct {
+        const char *field;
+        int id;
+    } moved[] = {
         {"max_size", KC_CONFIG_max_size}, /* kc_cache_set_max_size wrote it before kcache.conf */
-    };  /* the record's "pin" is read where it is used, as before (cache/toolchain_choice.c) */
+    }; /* the record's "pin" is read where it is used, as before (cache/toolchain_choice.c) */
     char v1[PATH_MAX], path[PATH_MAX];
     if (snprintf(v1, sizeof v1, "%s/v1", dir) >= (int)sizeof v1 || kc_fs_real_dir(v1) != KC_OK) return;
     snprintf(path, sizeof path, "%s/record", v1);

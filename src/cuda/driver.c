@@ -86,10 +86,10 @@ static void cu_load(void) {
         snprintf(cu.why, sizeof cu.why, "no CUDA driver (%s)", dlerror());
         return;
     }
-#define REQ(field, name)                                                           \
-    if (!(*(void **)&cu.field = dlsym(cu.lib, name))) {                            \
+#define REQ(field, name)                                                             \
+    if (!(*(void **)&cu.field = dlsym(cu.lib, name))) {                              \
         snprintf(cu.why, sizeof cu.why, "the CUDA driver lacks %s (too old)", name); \
-        return;                                                                    \
+        return;                                                                      \
     }
 #define OPT(field, name) (*(void **)&cu.field = dlsym(cu.lib, name))
     REQ(Init, "cuInit");
@@ -169,13 +169,13 @@ static int cu_fail(CUresult r, int status, const char *call, const char *file, i
                   (int)r, s, src ? src + 4 : file, line);
 }
 
-#define KC_CU_CHECK(call)                                                       \
-    do {                                                                        \
-        CUresult r_ = (call);                                                   \
-        if (r_ != CUDA_SUCCESS) {                                               \
-            rc = cu_fail(r_, KC_EDRIVER, #call, __FILE__, __LINE__);            \
-            goto done;                                                          \
-        }                                                                       \
+#define KC_CU_CHECK(call)                                            \
+    do {                                                             \
+        CUresult r_ = (call);                                        \
+        if (r_ != CUDA_SUCCESS) {                                    \
+            rc = cu_fail(r_, KC_EDRIVER, #call, __FILE__, __LINE__); \
+            goto done;                                               \
+        }                                                            \
     } while (0)
 
 /*
@@ -185,24 +185,28 @@ static int cu_fail(CUresult r, int status, const char *call, const char *file, i
  */
 static int cu_refusal(CUresult r) {
     switch (r) {
-    case CUDA_ERROR_INVALID_IMAGE: case CUDA_ERROR_NO_BINARY_FOR_GPU: case CUDA_ERROR_INVALID_PTX:
-    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
-    case CUDA_ERROR_JIT_COMPILATION_DISABLED: case CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC:
-    case CUDA_ERROR_INVALID_SOURCE: case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED:
-    case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND: case CUDA_ERROR_NOT_FOUND:
-        return 1;
-    default:
-        return 0;
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+    case CUDA_ERROR_JIT_COMPILATION_DISABLED:
+    case CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC:
+    case CUDA_ERROR_INVALID_SOURCE:
+    case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED:
+    case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND:
+    case CUDA_ERROR_NOT_FOUND: return 1;
+    default: return 0;
     }
 }
 
-#define KC_CU_LOAD(call)                                                                          \
-    do {                                                                                          \
-        CUresult r_ = (call);                                                                     \
-        if (r_ != CUDA_SUCCESS) {                                                                 \
+#define KC_CU_LOAD(call)                                                                            \
+    do {                                                                                            \
+        CUresult r_ = (call);                                                                       \
+        if (r_ != CUDA_SUCCESS) {                                                                   \
             rc = cu_fail(r_, cu_refusal(r_) ? KC_EREFUSED : KC_EDRIVER, #call, __FILE__, __LINE__); \
-            goto done;                                                                            \
-        }                                                                                         \
+            goto done;                                                                              \
+        }                                                                                           \
     } while (0)
 
 /*
@@ -253,8 +257,8 @@ done:
 
 struct kc_module {
     CUcontext ctx;
-    CUlibrary lib;  /* when cuLibraryLoadData exists */
-    CUmodule mod;   /* else */
+    CUlibrary lib; /* when cuLibraryLoadData exists */
+    CUmodule mod;  /* else */
 };
 
 int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
@@ -271,8 +275,7 @@ int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
     pushed = 1;
     if (cu.LibraryLoadData && cu.LibraryGetKernel && cu.LibraryUnload && cu.KernelGetFunction)
         KC_CU_LOAD(cu.LibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0));
-    else
-        KC_CU_LOAD(cu.ModuleLoadData(&m->mod, image));
+    else KC_CU_LOAD(cu.ModuleLoadData(&m->mod, image));
     *out = m;
     m = NULL;
     rc = KC_OK;
@@ -337,12 +340,12 @@ void kc_module_free(kc_module *m) {
     free(m);
 }
 
-int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
-                   void *stream, void **args) {
+int kc_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
+                   void **args) {
     int rc = cu_ready();
     if (rc) return rc;
-    KC_CU_CHECK(cu.LaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                shared_bytes, (CUstream)stream, args, NULL));
+    KC_CU_CHECK(cu.LaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                                (CUstream)stream, args, NULL));
     rc = KC_OK;
 done:
     return rc;
@@ -432,8 +435,9 @@ void kc_cuda_free_now(void *ptr) {
 int kc_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream) {
     int rc = cu_ready();
     if (rc) return rc;
-    if (bytes) KC_CU_CHECK(cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
-                                              (CUstream)stream));
+    if (bytes)
+        KC_CU_CHECK(
+            cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
     rc = KC_OK;
 done:
     return rc;
@@ -541,7 +545,8 @@ void kc_cuda_graph_free(void *exec) {
 int kc_cuda_device_limits(int device, kc_cuda_limits *out) {
     int rc = cu_ready();
     if (rc) return rc;
-    if (device < 0 || device >= cu.ndev || !out) return kc_err(KC_EINVAL, "no CUDA device %d (there are %d)", device, cu.ndev);
+    if (device < 0 || device >= cu.ndev || !out)
+        return kc_err(KC_EINVAL, "no CUDA device %d (there are %d)", device, cu.ndev);
     CUdevice d;
     KC_CU_CHECK(cu.DeviceGet(&d, device));
     KC_CU_CHECK(cu.DeviceGetAttribute(&out->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));

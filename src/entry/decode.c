@@ -108,15 +108,14 @@ static int check_header(const uint8_t *h, size_t len, header *hd) {
     if (memcmp(h, MAGIC, 8) != 0) return CORRUPT("bad magic");
     uint16_t version = kc_rd_u16(h + 8);
     if (version != KC_ENTRY_FORMAT_VERSION)
-        return CORRUPT("format version %u is not supported (this build reads %d)", version,
-                       KC_ENTRY_FORMAT_VERSION);
+        return CORRUPT("format version %u is not supported (this build reads %d)", version, KC_ENTRY_FORMAT_VERSION);
     if (kc_rd_u16(h + 10) != HEADER_SIZE) return CORRUPT("header size %u", kc_rd_u16(h + 10));
     uint32_t flags = kc_rd_u32(h + 12);
     if (flags & ~(FLAG_MAC | FLAG_SIG)) return CORRUPT("unknown flags 0x%x", flags);
     if ((flags & FLAG_MAC) && (flags & FLAG_SIG)) return CORRUPT("both a MAC and a signature");
     uint64_t total = kc_rd_u64(h + 64);
-    if (total != len) return CORRUPT("header says %llu bytes, %zu present (truncated or padded)",
-                                     (unsigned long long)total, len);
+    if (total != len)
+        return CORRUPT("header says %llu bytes, %zu present (truncated or padded)", (unsigned long long)total, len);
     if (total > KC_ENTRY_MAX_BYTES) return CORRUPT("%llu bytes is over the cap", (unsigned long long)total);
     uint32_t nsec = kc_rd_u32(h + 72);
     if (nsec < 1 || nsec > MAX_SECTIONS) return CORRUPT("%u sections", nsec);
@@ -157,16 +156,16 @@ static int check_table(const uint8_t *h, const header *hd) {
         }
         seen_types |= 1u << type;
         if (raw_len > KC_SECTION_MAX_RAW) return CORRUPT("section %u raw length over the cap", i);
-        if (codec == KC_CODEC_NONE ? stored_len != raw_len
+        if (codec == KC_CODEC_NONE   ? stored_len != raw_len
             : codec == KC_CODEC_ZSTD ? stored_len > raw_len + 1024 || stored_len == 0
-            : 1) {
+                                     : 1) {
             return CORRUPT("section %u: codec %u with stored length %llu for raw %llu", i, codec,
                            (unsigned long long)stored_len, (unsigned long long)raw_len);
         }
         if (codec == KC_CODEC_ZSTD && !ratio_ok(raw_len, stored_len)) {
             return CORRUPT("section %u declares %llu bytes from %llu stored, past the compression ratio cap of %u "
-                           "(a decompression bomb?)", i, (unsigned long long)raw_len, (unsigned long long)stored_len,
-                           KC_SECTION_MAX_RATIO);
+                           "(a decompression bomb?)",
+                           i, (unsigned long long)raw_len, (unsigned long long)stored_len, KC_SECTION_MAX_RATIO);
         }
         if (off != expect || stored_len > end - off) {
             return CORRUPT("section %u is out of place or out of bounds", i);
@@ -244,7 +243,8 @@ static int read_sections(kc_entry *e, const uint8_t *h, uint32_t nsec, int want_
             free(raw);
             if (rc) return rc;
             seen_meta = 1;
-        } else if (type == KC_SECTION_ORIGIN && (rc = kc_entry_origin_scan_(raw, (size_t)raw_len, NULL, NULL, NULL)) != KC_OK) {
+        } else if (type == KC_SECTION_ORIGIN &&
+                   (rc = kc_entry_origin_scan_(raw, (size_t)raw_len, NULL, NULL, NULL)) != KC_OK) {
             free(raw);
             return rc;
         } else if (!kept) {

@@ -113,7 +113,8 @@ int kc_entry_encode(const kc_entry *e, void **out, size_t *out_len) {
     if (!e || !out || !out_len) return kc_err(KC_EINVAL, "kc_entry_encode: NULL argument");
     *out = NULL;
     *out_len = 0;
-    if (e->partial) return kc_err(KC_EINVAL, "kc_entry_encode: a partly decoded entry (kc_entry_decode_some) is never encoded");
+    if (e->partial)
+        return kc_err(KC_EINVAL, "kc_entry_encode: a partly decoded entry (kc_entry_decode_some) is never encoded");
     kc_buf meta = {0}, b = {0};
     stored st[NTYPES];
     int nst = 0, rc;

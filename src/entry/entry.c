@@ -110,7 +110,8 @@ int kc_entry_attach_image(kc_entry *e, size_t index, const void *bytes, size_t l
  * bytes attached are the bytes checked: nothing writes the buffer after the check.
  */
 int kc_entry_attach_image_from_(kc_entry *e, size_t index, kc_entry *img, const void *bytes, size_t len) {
-    if (!e || !img || !bytes || !len || index >= KC_IMAGES_MAX) return kc_err(KC_EINVAL, "kc_entry_attach_image: bad argument");
+    if (!e || !img || !bytes || !len || index >= KC_IMAGES_MAX)
+        return kc_err(KC_EINVAL, "kc_entry_attach_image: bad argument");
     section *s = &img->sec[KC_SECTION_IMAGE];
     const uint8_t *b = bytes;
     if (!s->present || !s->data || b < s->data || len > s->len || (size_t)(b - s->data) > s->len - len)
@@ -164,9 +165,11 @@ int kc_entry_origin_scan_(const uint8_t *p, size_t n, const char *name, const ui
         const uint8_t *nm = r.bad || nl > KC_ORIGIN_NAME_MAX ? NULL : kc_rd_bytes(&r, nl);
         uint32_t vl = kc_rd_next_u32(&r);
         const uint8_t *v = r.bad || vl > KC_ORIGIN_VALUE_MAX ? NULL : kc_rd_bytes(&r, vl);
-        if (r.bad || !nm || !v || !origin_name_ok(nm, nl) || memchr(v, 0, vl)) return CORRUPT("ORIGIN record %u is malformed", i);
+        if (r.bad || !nm || !v || !origin_name_ok(nm, nl) || memchr(v, 0, vl))
+            return CORRUPT("ORIGIN record %u is malformed", i);
         for (uint32_t j = 0; j < i; j++)
-            if (lens[j] == nl && memcmp(names[j], nm, nl) == 0) return CORRUPT("ORIGIN names '%.*s' twice", (int)nl, (const char *)nm);
+            if (lens[j] == nl && memcmp(names[j], nm, nl) == 0)
+                return CORRUPT("ORIGIN names '%.*s' twice", (int)nl, (const char *)nm);
         names[i] = nm, lens[i] = nl;
         if (name && strlen(name) == nl && memcmp(name, nm, nl) == 0) *value = v, *vlen = vl, found = 1;
     }
@@ -177,8 +180,10 @@ int kc_entry_origin_scan_(const uint8_t *p, size_t n, const char *name, const ui
 int kc_entry_set_origin(kc_entry *e, const char *name, const char *value) {
     if (!e || !name || !value) return kc_err(KC_EINVAL, "kc_entry_set_origin: NULL argument");
     size_t nl = strlen(name), vl = strlen(value);
-    if (!origin_name_ok((const uint8_t *)name, nl)) return kc_err(KC_EINVAL, "origin name '%s': 1..%d of [a-z0-9_]", name, KC_ORIGIN_NAME_MAX);
-    if (vl > KC_ORIGIN_VALUE_MAX) return kc_err(KC_EINVAL, "origin value of %zu bytes (at most %d)", vl, KC_ORIGIN_VALUE_MAX);
+    if (!origin_name_ok((const uint8_t *)name, nl))
+        return kc_err(KC_EINVAL, "origin name '%s': 1..%d of [a-z0-9_]", name, KC_ORIGIN_NAME_MAX);
+    if (vl > KC_ORIGIN_VALUE_MAX)
+        return kc_err(KC_EINVAL, "origin value of %zu bytes (at most %d)", vl, KC_ORIGIN_VALUE_MAX);
     /* Copy the other records, then this one (replacing an earlier value). */
     const section *old = &e->sec[KC_SECTION_ORIGIN];
     kc_buf b = {0};
@@ -201,7 +206,8 @@ int kc_entry_set_origin(kc_entry *e, const char *name, const char *value) {
         kc_buf_free(&b);
         return kc_err(KC_EINVAL, "an entry's ORIGIN holds at most %d records", KC_ORIGIN_MAX);
     }
-    kc_buf_put_u32(&b, (uint32_t)nl), kc_buf_put(&b, name, nl), kc_buf_put_u32(&b, (uint32_t)vl), kc_buf_put(&b, value, vl);
+    kc_buf_put_u32(&b, (uint32_t)nl), kc_buf_put(&b, name, nl), kc_buf_put_u32(&b, (uint32_t)vl),
+        kc_buf_put(&b, value, vl);
     if (b.failed) {
         kc_buf_free(&b);
         return kc_err(KC_ENOMEM, "kc_entry_set_origin: out of memory");
@@ -246,8 +252,7 @@ int kc_entry_set_section(kc_entry *e, kc_section_type type, const void *data, si
 }
 
 int kc_entry_section(const kc_entry *e, kc_section_type type, const void **data, size_t *len) {
-    if (!e || !data || !len || !valid_type((int)type))
-        return kc_err(KC_EINVAL, "kc_entry_section: bad argument");
+    if (!e || !data || !len || !valid_type((int)type)) return kc_err(KC_EINVAL, "kc_entry_section: bad argument");
     if (!e->sec[type].present) return KC_MISS;
     *data = e->sec[type].data;
     *len = e->sec[type].len;
@@ -306,4 +311,3 @@ int kc_entry_set_toolchain(kc_entry *e, const char *t) {
 const char *kc_entry_toolchain(const kc_entry *e) { return e->toolchain; }
 uint64_t kc_entry_created_at(const kc_entry *e) { return e->created_at; }
 void kc_entry_set_created_at(kc_entry *e, uint64_t ns) { e->created_at = ns; }
-

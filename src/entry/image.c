@@ -143,9 +143,11 @@ int kc_image_entry_read(const kc_entry *e, const kc_image_ref *want, int full, k
         if (memcmp(sha, ref.sha256, 32) != 0) return kc_err(KC_ECORRUPT, "image %s: its SHA-256 differs", hex);
     }
     if (want && !kc_image_ref_equal(want, &ref))
-        return kc_err(KC_ECORRUPT, "image %s is not the image the graph refers to (%s %s, %llu bytes; it refers to "
-                      "%s %s, %llu bytes)", hex, ref.target, ref.is_ptx ? "PTX" : "cubin", (unsigned long long)ref.len,
-                      want->target, want->is_ptx ? "PTX" : "cubin", (unsigned long long)want->len);
+        return kc_err(KC_ECORRUPT,
+                      "image %s is not the image the graph refers to (%s %s, %llu bytes; it refers to "
+                      "%s %s, %llu bytes)",
+                      hex, ref.target, ref.is_ptx ? "PTX" : "cubin", (unsigned long long)ref.len, want->target,
+                      want->is_ptx ? "PTX" : "cubin", (unsigned long long)want->len);
     if (ref_out) *ref_out = ref;
     if (bytes) *bytes = p;
     if (len) *len = (size_t)ref.len;
@@ -159,7 +161,8 @@ int kc_entry_set_images(kc_entry *e, const kc_image_ref *refs, size_t n) {
     kc_buf b = {0};
     kc_buf_put_u32(&b, (uint32_t)n);
     for (size_t i = 0; i < n; i++) put_ref(&b, &refs[i]);
-    int rc = b.failed ? kc_err(KC_ENOMEM, "IMAGES: out of memory") : kc_entry_set_section(e, KC_SECTION_IMAGES, b.data, b.len);
+    int rc = b.failed ? kc_err(KC_ENOMEM, "IMAGES: out of memory")
+                      : kc_entry_set_section(e, KC_SECTION_IMAGES, b.data, b.len);
     kc_buf_free(&b);
     return rc;
 }

@@ -57,7 +57,11 @@ struct kc_entry {
     size_t nblock;
     char toolchain[256];
     uint64_t created_at;
-    struct attached { uint8_t *buf; const uint8_t *data; size_t len; } *att; /* images in memory, never encoded
+    struct attached {
+        uint8_t *buf;
+        const uint8_t *data;
+        size_t len;
+    } * att; /* images in memory, never encoded
                                                                                 (entry.h); data lies in buf */
     size_t natt;
     int partial; /* kc_entry_decode_some: some sections or META's digests left out; never encoded */

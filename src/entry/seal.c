@@ -111,7 +111,8 @@ int kc_entry_signer(const void *data, size_t len, char key_id_hex[2 * KC_SIGN_KE
     return KC_OK;
 }
 
-int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr, char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]) {
+int kc_entry_sig_check(const void *data, size_t len, const kc_keyring *kr,
+                       char key_id_hex[2 * KC_SIGN_KEY_ID_LEN + 1]) {
     if (key_id_hex) key_id_hex[0] = '\0';
     if (!data || !kr) return kc_err(KC_EINVAL, "kc_entry_sig_check: NULL argument");
     const uint8_t *h = data;

@@ -60,7 +60,8 @@ static int from_hex(const char *s, size_t n, uint8_t *out) {
     for (size_t i = 0; i < n; i++) {
         unsigned v;
         char pair[3] = {s[2 * i], s[2 * i + 1], 0};
-        if (!strchr("0123456789abcdef", pair[0]) || !strchr("0123456789abcdef", pair[1]) || sscanf(pair, "%2x", &v) != 1)
+        if (!strchr("0123456789abcdef", pair[0]) || !strchr("0123456789abcdef", pair[1]) ||
+            sscanf(pair, "%2x", &v) != 1)
             return -1;
         out[i] = (uint8_t)v;
     }
@@ -96,8 +97,9 @@ static int read_key_line(const char *path, const char *kind, char *line, size_t 
 
 static int write_new(const char *path, const char *text, mode_t mode) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0) return errno == EEXIST ? kc_err(KC_EINVAL, "'%s' exists: a key is never replaced", path)
-                                       : kc_err_errno(errno, "creating '%s'", path);
+    if (fd < 0)
+        return errno == EEXIST ? kc_err(KC_EINVAL, "'%s' exists: a key is never replaced", path)
+                               : kc_err_errno(errno, "creating '%s'", path);
     int rc = kc_fs_write_all(fd, text, strlen(text), path);
     if (rc == KC_OK && fsync(fd) != 0) rc = kc_err_errno(errno, "fsync of '%s'", path);
     if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", path);
@@ -109,7 +111,8 @@ int kc_sign_keygen(const char *prefix, char key_id_hex[ID_HEX + 1]) {
     if (key_id_hex) key_id_hex[0] = '\0';
     if (!prefix || !*prefix) return kc_err(KC_EINVAL, "kc_sign_keygen: no path prefix");
     char kp[4096], pp[4096];
-    if (snprintf(kp, sizeof kp, "%s.key", prefix) >= (int)sizeof kp || snprintf(pp, sizeof pp, "%s.pub", prefix) >= (int)sizeof pp)
+    if (snprintf(kp, sizeof kp, "%s.key", prefix) >= (int)sizeof kp ||
+        snprintf(pp, sizeof pp, "%s.pub", prefix) >= (int)sizeof pp)
         return kc_err(KC_EINVAL, "kc_sign_keygen: path too long");
     const kc_crypto *c = kc_crypto_get();
     if (!c) return kc_err_prefix(KC_ERROR, "Ed25519 key generation");
@@ -122,8 +125,8 @@ int kc_sign_keygen(const char *prefix, char key_id_hex[ID_HEX + 1]) {
     c->pkey_ctx_free(ctx);
     uint8_t seed[SEED_LEN], pub[PUB_LEN], id[KC_SIGN_KEY_ID_LEN];
     size_t sl = SEED_LEN, pl = PUB_LEN;
-    int ok = c->get_raw_private_key(k, seed, &sl) == 1 && c->get_raw_public_key(k, pub, &pl) == 1 &&
-             sl == SEED_LEN && pl == PUB_LEN;
+    int ok = c->get_raw_private_key(k, seed, &sl) == 1 && c->get_raw_public_key(k, pub, &pl) == 1 && sl == SEED_LEN &&
+             pl == PUB_LEN;
     c->pkey_free(k);
     if (ok && key_id_of(pub, id) != KC_OK) ok = 0;
     if (!ok) {
@@ -151,8 +154,10 @@ int kc_signer_load(kc_signer **out, const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return kc_err_errno(errno, "private key '%s'", path);
     if (st.st_mode & (S_IRWXG | S_IRWXO))
-        return kc_err(KC_EPERM, "private key '%s' can be read or written by others (mode %03o): chmod 600 it, or "
-                      "anyone on this host can sign kernels for the fleet", path, (unsigned)(st.st_mode & 0777));
+        return kc_err(KC_EPERM,
+                      "private key '%s' can be read or written by others (mode %03o): chmod 600 it, or "
+                      "anyone on this host can sign kernels for the fleet",
+                      path, (unsigned)(st.st_mode & 0777));
     const kc_crypto *c = kc_crypto_get();
     if (!c) return kc_err_prefix(KC_ERROR, "private key '%s'", path);
     char line[256], *idh, *hex;
@@ -203,9 +208,10 @@ static int ring_add(kc_keyring *kr, const char *path) {
     if (from_hex(hex, PUB_LEN, pub) || from_hex(idh, KC_SIGN_KEY_ID_LEN, want))
         return kc_err(KC_EINVAL, "public key '%s': its key id or key is not hex of the right length", path);
     if ((rc = key_id_of(pub, id)) != KC_OK) return kc_err_prefix(rc, "public key '%s'", path);
-    if (memcmp(id, want, sizeof id) != 0) return kc_err(KC_EINVAL, "public key '%s': its key id is not its key's", path);
+    if (memcmp(id, want, sizeof id) != 0)
+        return kc_err(KC_EINVAL, "public key '%s': its key id is not its key's", path);
     for (size_t i = 0; i < kr->n; i++)
-        if (memcmp(kr->k[i].id, id, sizeof id) == 0) return KC_OK; /* the same key twice */
+        if (memcmp(kr->k[i].id, id, sizeof id) == 0) return KC_OK;                           /* the same key twice */
     EVP_PKEY *k = kc_crypto_get()->new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, PUB_LEN); /* loaded: key_id_of */
     if (!k) return kc_err(KC_EINVAL, "public key '%s': not an Ed25519 key", path);
     kr->k[kr->n].key = k;
@@ -229,7 +235,8 @@ int kc_keyring_load(kc_keyring **out, const char *path) {
             size_t l = strlen(de->d_name);
             if (l < 5 || strcmp(de->d_name + l - 4, ".pub") != 0) continue;
             char p[4096];
-            if (snprintf(p, sizeof p, "%s/%s", path, de->d_name) >= (int)sizeof p) rc = kc_err(KC_EINVAL, "keyring: path too long");
+            if (snprintf(p, sizeof p, "%s/%s", path, de->d_name) >= (int)sizeof p)
+                rc = kc_err(KC_EINVAL, "keyring: path too long");
             else rc = ring_add(kr, p);
         }
         if (d) closedir(d);
@@ -270,12 +277,17 @@ int kc_keyring_verify(const kc_keyring *kr, const uint8_t id[KC_SIGN_KEY_ID_LEN]
     const ring_key *k = NULL;
     for (size_t i = 0; i < kr->n && !k; i++)
         if (memcmp(kr->k[i].id, id, KC_SIGN_KEY_ID_LEN) == 0) k = &kr->k[i];
-    if (!k) return kc_err(KC_EUNTRUSTED, "signed by key %s, which the keyring does not trust (never added, or revoked)", idh);
+    if (!k)
+        return kc_err(KC_EUNTRUSTED, "signed by key %s, which the keyring does not trust (never added, or revoked)",
+                      idh);
     const kc_crypto *c = kc_crypto_get(); /* loaded: the ring holds a key */
     EVP_MD_CTX *ctx = c->md_ctx_new();
-    int ok = ctx && c->digest_verify_init(ctx, NULL, NULL, NULL, k->key) == 1 && c->digest_verify(ctx, sig, KC_SIGN_LEN, msg, len) == 1;
+    int ok = ctx && c->digest_verify_init(ctx, NULL, NULL, NULL, k->key) == 1 &&
+             c->digest_verify(ctx, sig, KC_SIGN_LEN, msg, len) == 1;
     c->md_ctx_free(ctx);
-    return ok ? KC_OK : kc_err(KC_EUNTRUSTED, "the signature by key %s does not match (altered, or moved from another entry)", idh);
+    return ok ? KC_OK
+              : kc_err(KC_EUNTRUSTED, "the signature by key %s does not match (altered, or moved from another entry)",
+                       idh);
 }
 
 /* ---- trust.h ---- */

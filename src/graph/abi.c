@@ -57,14 +57,17 @@ int kc_abi_tables(const kc_graph_desc *d, const kc_units *u, int is_ptx, kc_comp
 static void sizes_of(const kc_params *t, char *buf, size_t cap) {
     size_t o = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < t->n && o + 16 < cap; i++) o += (size_t)snprintf(buf + o, cap - o, "%s%u", i ? "," : "", t->v[i].size);
+    for (size_t i = 0; i < t->n && o + 16 < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%u", i ? "," : "", t->v[i].size);
     if (!t->n) snprintf(buf, cap, "none");
 }
 
 /* A parameter's class, for messages (", an integer or a pointer"; "" when the image does not say). */
 static const char *cls_name(int cls) {
-    return cls == KC_PARAM_INT ? ", an integer or a pointer" : cls == KC_PARAM_FLOAT ? ", a floating-point value"
-           : cls == KC_PARAM_BYTES ? ", bytes by value" : "";
+    return cls == KC_PARAM_INT     ? ", an integer or a pointer"
+           : cls == KC_PARAM_FLOAT ? ", a floating-point value"
+           : cls == KC_PARAM_BYTES ? ", bytes by value"
+                                   : "";
 }
 
 int kc_abi_check_step(int status, const char *where, const char *kernel, char *const *args, size_t nargs,
@@ -72,8 +75,8 @@ int kc_abi_check_step(int status, const char *where, const char *kernel, char *c
     char sz[128];
     if (nargs != t->n) {
         sizes_of(t, sz, sizeof sz);
-        return kc_err(status, "%s (kernel '%s'): %zu argument%s given, the kernel takes %zu (of %s bytes)", where, kernel,
-                      nargs, nargs == 1 ? "" : "s", t->n, sz);
+        return kc_err(status, "%s (kernel '%s'): %zu argument%s given, the kernel takes %zu (of %s bytes)", where,
+                      kernel, nargs, nargs == 1 ? "" : "s", t->n, sz);
     }
     for (size_t a = 0; a < nargs; a++) {
         kc_arg_abi abi;
@@ -83,24 +86,29 @@ int kc_abi_check_step(int status, const char *where, const char *kernel, char *c
         char fits[400];
         if (abi.size != p->size) {
             kc_program_arg_kinds_for(p->size, p->cls, fits, sizeof fits);
-            return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') passes %u bytes, the kernel's parameter %zu "
-                          "takes %u (at offset %u), aligned to %u%s; kinds that fit it: %s", where, kernel, a, args[a], abi.size, a,
-                          p->size, p->offset, p->align ? p->align : p->size, cls_name(p->cls), fits);
+            return kc_err(status,
+                          "%s (kernel '%s'): argument %zu ('%.64s') passes %u bytes, the kernel's parameter %zu "
+                          "takes %u (at offset %u), aligned to %u%s; kinds that fit it: %s",
+                          where, kernel, a, args[a], abi.size, a, p->size, p->offset, p->align ? p->align : p->size,
+                          cls_name(p->cls), fits);
         }
         if (abi.cls == KC_PARAM_BYTES) continue; /* by-value bytes of the parameter's exact size fit any class */
         if (p->offset % abi.size)
-            return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is a %u-byte value, but the kernel's parameter "
-                          "%zu at offset %u is not %u-byte aligned (an aggregate, not a scalar)", where, kernel, a, args[a],
-                          abi.size, a, p->offset, abi.size);
+            return kc_err(status,
+                          "%s (kernel '%s'): argument %zu ('%.64s') is a %u-byte value, but the kernel's parameter "
+                          "%zu at offset %u is not %u-byte aligned (an aggregate, not a scalar)",
+                          where, kernel, a, args[a], abi.size, a, p->offset, abi.size);
         kc_program_arg_kinds_for(p->size, p->cls, fits, sizeof fits);
         if (p->cls == KC_PARAM_FLOAT && abi.cls != KC_PARAM_FLOAT)
-            return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is %s, the kernel's parameter %zu is a "
-                          "%u-byte floating-point value; kinds that fit it: %s", where, kernel, a, args[a],
-                          abi.pointer ? "a pointer" : "an integer", a, p->size, fits);
+            return kc_err(status,
+                          "%s (kernel '%s'): argument %zu ('%.64s') is %s, the kernel's parameter %zu is a "
+                          "%u-byte floating-point value; kinds that fit it: %s",
+                          where, kernel, a, args[a], abi.pointer ? "a pointer" : "an integer", a, p->size, fits);
         if (p->cls == KC_PARAM_INT && abi.cls == KC_PARAM_FLOAT)
-            return kc_err(status, "%s (kernel '%s'): argument %zu ('%.64s') is a floating-point value, the kernel's "
-                          "parameter %zu is a %u-byte integer or a pointer; kinds that fit it: %s", where, kernel, a, args[a], a,
-                          p->size, fits);
+            return kc_err(status,
+                          "%s (kernel '%s'): argument %zu ('%.64s') is a floating-point value, the kernel's "
+                          "parameter %zu is a %u-byte integer or a pointer; kinds that fit it: %s",
+                          where, kernel, a, args[a], a, p->size, fits);
     }
     return KC_OK;
 }
@@ -112,8 +120,8 @@ int kc_abi_check_desc(const kc_graph_desc *d, const kc_params *t) {
         int bw = s->pass == KC_PASS_BACKWARD;
         char where[200];
         snprintf(where, sizeof where, "graph '%s': %s step %zu", d->name, bw ? "backward" : "forward", nth[bw]++);
-        int rc = kc_abi_check_step(KC_ECOMPILE, where, d->kernels[s->kernel].name, s->args, s->nargs, &t[s->kernel], d->rargs,
-                                   d->nrargs);
+        int rc = kc_abi_check_step(KC_ECOMPILE, where, d->kernels[s->kernel].name, s->args, s->nargs, &t[s->kernel],
+                                   d->rargs, d->nrargs);
         if (rc) return rc;
     }
     return KC_OK;
@@ -162,8 +170,8 @@ int kc_abi_decode(const kc_entry *e, size_t nkernels, kc_params **out) {
             p->size = kc_rd_next_u32(&r);
             p->align = kc_rd_next_u32(&r);
             p->cls = kc_rd_next_u8(&r);
-            if (p->offset < end || p->size == 0 || p->size > KC_PARAMS_MAX_BYTES || p->offset > KC_PARAMS_MAX_BYTES - p->size ||
-                p->cls > KC_PARAM_BYTES || (p->align & (p->align - 1)))
+            if (p->offset < end || p->size == 0 || p->size > KC_PARAMS_MAX_BYTES ||
+                p->offset > KC_PARAMS_MAX_BYTES - p->size || p->cls > KC_PARAM_BYTES || (p->align & (p->align - 1)))
                 r.bad = 1;
             end = p->offset + p->size;
         }
@@ -182,7 +190,8 @@ int kc_abi_check_program(const char *where, const kc_program *p, const kc_params
         char w[200];
         snprintf(w, sizeof w, "%s: %s step %zu", where, p->pass == KC_PASS_BACKWARD ? "backward" : "forward", i);
         const pstep *s = &p->steps[i];
-        int rc = kc_abi_check_step(KC_ECORRUPT, w, names[s->kernel], s->args, s->nargs, &t[s->kernel], p->rargs, p->nrargs);
+        int rc = kc_abi_check_step(KC_ECORRUPT, w, names[s->kernel], s->args, s->nargs, &t[s->kernel], p->rargs,
+                                   p->nrargs);
         if (rc) return rc;
     }
     return KC_OK;

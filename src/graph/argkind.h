@@ -38,11 +38,11 @@ typedef struct kc_argkind kc_argkind;
 typedef struct kc_packarg {
     const kc_program *p;
     const pstep *s;
-    size_t a;                /* the argument's index in step s */
-    const kc_argpack *in;    /* the call's symbols, resolver, philox state and runtime values */
-    const kc_argkind *k;     /* its row */
-    const char *x;           /* the whole argument */
-    const char *rest;        /* its body: x after the spelling */
+    size_t a;             /* the argument's index in step s */
+    const kc_argpack *in; /* the call's symbols, resolver, philox state and runtime values */
+    const kc_argkind *k;  /* its row */
+    const char *x;        /* the whole argument */
+    const char *rest;     /* its body: x after the spelling */
 } kc_packarg;
 
 /** Write argument `pa` into *v, or point *arg elsewhere (bytes:). */
@@ -55,12 +55,12 @@ struct kc_argkind {
     unsigned passes;      /* KC_AK_FWD | KC_AK_BWD: the passes a step may pass it in */
     unsigned zero_passes; /* the passes whose zero steps may name its tensor (tensor roles only) */
     kc_argbody body;
-    unsigned size;        /* launch ABI: the bytes it passes (0: its own — bytes:HEX, arg:NAME) */
-    int cls;              /* their class (compile/params.h) */
-    int pointer;          /* a device address */
-    const char *doc;      /* how messages spell it ("i32:V"), in the lists of what fits a parameter; NULL: not listed */
+    unsigned size;   /* launch ABI: the bytes it passes (0: its own — bytes:HEX, arg:NAME) */
+    int cls;         /* their class (compile/params.h) */
+    int pointer;     /* a device address */
+    const char *doc; /* how messages spell it ("i32:V"), in the lists of what fits a parameter; NULL: not listed */
     int (*ok)(const char *body); /* KC_AB_CONST, KC_AB_BYTES: whether the body is well formed */
-    const char *hint;     /* KC_AB_CONST, KC_AB_BYTES: what the description's message says is well formed */
+    const char *hint;            /* KC_AB_CONST, KC_AB_BYTES: what the description's message says is well formed */
     kc_pack_fn pack;
 };
 

@@ -37,8 +37,8 @@ int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n) {
     }
     for (size_t i = 0; i < n; i++)
         if (v[i].type != p->rargs[i].type)
-            return kc_err(KC_EINVAL, "runtime argument %zu '%s' is %s, a value of type %s was given", i, p->rargs[i].name,
-                          kc_arg_type_str(p->rargs[i].type), kc_arg_type_str((int)v[i].type));
+            return kc_err(KC_EINVAL, "runtime argument %zu '%s' is %s, a value of type %s was given", i,
+                          p->rargs[i].name, kc_arg_type_str(p->rargs[i].type), kc_arg_type_str((int)v[i].type));
     return KC_OK;
 }
 
@@ -94,8 +94,8 @@ int kc_pack_tensor(const kc_packarg *pa, kc_argval *v, void **arg) {
         (rc = extent(pa->p, role, idx, pa->in->syms, &n, &esize)))
         return rc;
     if (off < 0 || off >= n)
-        return kc_err(KC_EINVAL, "'%.64s': offset %lld is outside the tensor's %lld %s", pa->x, (long long)off, (long long)n,
-                      role == KC_ROLE_SCRATCH ? "bytes" : "elements");
+        return kc_err(KC_EINVAL, "'%.64s': offset %lld is outside the tensor's %lld %s", pa->x, (long long)off,
+                      (long long)n, role == KC_ROLE_SCRATCH ? "bytes" : "elements");
     v->ptr = (void *)((uintptr_t)v->ptr + (uintptr_t)off * esize); /* off < n: n elements of esize were sized */
     return KC_OK;
 }
@@ -141,7 +141,8 @@ int kc_pack_e32(const kc_packarg *pa, kc_argval *v, void **arg) {
     (void)arg;
     int64_t x = 0;
     int rc = kc_program_eval(pa->p, pa->rest, pa->in->syms, &x);
-    if (!rc && (x < INT32_MIN || x > INT32_MAX)) rc = kc_err(KC_EEXPR, "'%s' = %lld does not fit 32 bits", pa->x, (long long)x);
+    if (!rc && (x < INT32_MIN || x > INT32_MAX))
+        rc = kc_err(KC_EEXPR, "'%s' = %lld does not fit 32 bits", pa->x, (long long)x);
     v->i32 = (int32_t)x;
     return rc;
 }

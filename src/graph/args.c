@@ -36,14 +36,21 @@
 
 /* ---- the runtime arguments' types: name and launch ABI (index = kc_arg_type) ---- */
 
-static const struct { const char *name; unsigned size; int cls; } arg_types[] = {
-    {NULL, 0, 0},          {"f32", 4, KC_PARAM_FLOAT}, {"f64", 8, KC_PARAM_FLOAT}, {"i32", 4, KC_PARAM_INT},
-    {"u32", 4, KC_PARAM_INT}, {"i64", 8, KC_PARAM_INT},   {"u64", 8, KC_PARAM_INT},
+static const struct {
+    const char *name;
+    unsigned size;
+    int cls;
+} arg_types[] = {
+    {NULL, 0, 0},
+    {"f32", 4, KC_PARAM_FLOAT},
+    {"f64", 8, KC_PARAM_FLOAT},
+    {"i32", 4, KC_PARAM_INT},
+    {"u32", 4, KC_PARAM_INT},
+    {"i64", 8, KC_PARAM_INT},
+    {"u64", 8, KC_PARAM_INT},
 };
 
-const char *kc_arg_type_str(int t) {
-    return t >= KC_ARG_F32 && t <= KC_ARG_U64 ? arg_types[t].name : "unknown";
-}
+const char *kc_arg_type_str(int t) { return t >= KC_ARG_F32 && t <= KC_ARG_U64 ? arg_types[t].name : "unknown"; }
 
 kc_arg_type kc_arg_type_parse(const char *s) {
     for (int t = KC_ARG_F32; s && t <= KC_ARG_U64; t++)
@@ -54,7 +61,10 @@ kc_arg_type kc_arg_type_parse(const char *s) {
 /* ---- the constants' parsers ---- */
 
 static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 size_t kc_program_hex(const char *h, uint8_t out[256]) {
@@ -101,17 +111,30 @@ static int parse_int(const char *s, long long lo, long long hi) {
  * value silently wrapped or made infinite. */
 static int ok_i32(const char *s) { return parse_int(s, INT32_MIN, INT32_MAX); }
 static int ok_i64(const char *s) { return parse_int(s, INT64_MIN, INT64_MAX); }
-static int ok_u32(const char *s) { uint32_t u; return kc_arg_parse_u32(s, &u); }
-static int ok_f32(const char *s) { double f; return kc_arg_parse_f64(s, &f) && f >= -FLT_MAX && f <= FLT_MAX; } /* NaN fails too */
-static int ok_f64(const char *s) { double f; return kc_arg_parse_f64(s, &f) && isfinite(f); }
+static int ok_u32(const char *s) {
+    uint32_t u;
+    return kc_arg_parse_u32(s, &u);
+}
+static int ok_f32(const char *s) {
+    double f;
+    return kc_arg_parse_f64(s, &f) && f >= -FLT_MAX && f <= FLT_MAX;
+} /* NaN fails too */
+static int ok_f64(const char *s) {
+    double f;
+    return kc_arg_parse_f64(s, &f) && isfinite(f);
+}
 static int ok_bool(const char *s) { return strcmp(s, "true") == 0 || strcmp(s, "false") == 0; }
-static int ok_bytes(const char *s) { uint8_t b[256]; return kc_program_hex(s, b) != 0; }
+static int ok_bytes(const char *s) {
+    uint8_t b[256];
+    return kc_program_hex(s, b) != 0;
+}
 
 /* ---- the table ---- */
 
 /* What a description's message says a well-formed constant is, by family. */
-static const char hint_u[] = "(u32: 0..4294967295; f64: a number; bytes: 1 to 256 bytes as an even count of hex digits; "
-                             "bool: true or false)";
+static const char hint_u[] =
+    "(u32: 0..4294967295; f64: a number; bytes: 1 to 256 bytes as an even count of hex digits; "
+    "bool: true or false)";
 static const char hint_i[] = "(i32: -2147483648..2147483647; i64: 64 bits; f32: a finite number within float's range)";
 
 #define FWD KC_AK_FWD
@@ -119,9 +142,11 @@ static const char hint_i[] = "(i32: -2147483648..2147483647; i64: 64 bits; f32: 
 #define INT KC_PARAM_INT
 #define FLT KC_PARAM_FLOAT
 #define TENSOR(sp, role, counts, passes, zero, doc) \
-    {sp, role, counts, passes, zero, KC_AB_TENSOR, 8, INT, 1, doc, NULL, NULL, kc_pack_tensor}
-#define PLAIN(sp, body, size, cls, doc, pack) {sp, -1, -1, FWD | BWD, 0, body, size, cls, 0, doc, NULL, NULL, pack}
-#define CONST(sp, size, cls, doc, ok, hint, pack) {sp, -1, -1, FWD | BWD, 0, KC_AB_CONST, size, cls, 0, doc, ok, hint, pack}
+    { sp, role, counts, passes, zero, KC_AB_TENSOR, 8, INT, 1, doc, NULL, NULL, kc_pack_tensor }
+#define PLAIN(sp, body, size, cls, doc, pack) \
+    { sp, -1, -1, FWD | BWD, 0, body, size, cls, 0, doc, NULL, NULL, pack }
+#define CONST(sp, size, cls, doc, ok, hint, pack) \
+    { sp, -1, -1, FWD | BWD, 0, KC_AB_CONST, size, cls, 0, doc, ok, hint, pack }
 
 /* The order of the rows is the order messages list the kinds that fit a parameter (kc_program_arg_kinds_for):
  * within each size and class, as listed here; matching does not depend on it (no spelling is another's prefix). */
@@ -255,7 +280,8 @@ static int static_elements(const gtensor *t, int input, int64_t *out) {
 
 /* Where the shapes are static, an offset argument "ROLE:I+EXPR" must lie inside tensor I (scratch: its bytes);
  * `a` is the whole argument, for the message.  Symbolic sizes or offsets are checked at each call instead. */
-static int check_static_offset(const kc_graph_desc *d, const char *a, const char *expr, int role, size_t idx, kc_pass pass) {
+static int check_static_offset(const kc_graph_desc *d, const char *a, const char *expr, int role, size_t idx,
+                               kc_pass pass) {
     int64_t off, n = 1;
     if (kc_expr_eval(expr, NULL, NULL, 0, &off) != KC_OK) return KC_OK; /* symbolic: the call checks it */
     if (off == 0) return KC_OK;
@@ -272,8 +298,8 @@ static int check_static_offset(const kc_graph_desc *d, const char *a, const char
         if (!t || !static_elements(t, role == KC_ROLE_INPUT, &n)) return KC_OK;
     }
     if (off < 0 || off >= n)
-        return kc_err(KC_EINVAL, "graph '%s': argument '%.64s': offset %lld is outside the tensor's %lld %s", d->name, a,
-                      (long long)off, (long long)n, role == KC_ROLE_SCRATCH ? "bytes" : "elements");
+        return kc_err(KC_EINVAL, "graph '%s': argument '%.64s': offset %lld is outside the tensor's %lld %s", d->name,
+                      a, (long long)off, (long long)n, role == KC_ROLE_SCRATCH ? "bytes" : "elements");
     return KC_OK;
 }
 
@@ -292,7 +318,8 @@ static int desc_tensor(const kc_graph_desc *d, kc_pass pass, const char *a, cons
         for (size_t i = 0; i < d->nscratch; i++) have += d->scratch[i].pass == pass;
     else
         for (size_t i = 0; i < d->ntensors; i++) have += (int)d->tensors[i].role == k->tensors;
-    if (idx >= have) return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no such tensor (%zu declared)", d->name, a, have);
+    if (idx >= have)
+        return kc_err(KC_EINVAL, "graph '%s': argument '%s' names no such tensor (%zu declared)", d->name, a, have);
     if (!off) return KC_OK;
     char what[128];
     snprintf(what, sizeof what, "argument '%.80s': the offset", a);
@@ -373,7 +400,8 @@ int kc_program_arg_abi(const kc_argdecl *decl, size_t ndecl, const char *x, kc_a
     }
     if (k->body == KC_AB_RARG) {
         for (size_t i = 0; i < ndecl; i++)
-            if (strcmp(decl[i].name, x + strlen(k->spelling)) == 0 && decl[i].type >= KC_ARG_F32 && decl[i].type <= KC_ARG_U64) {
+            if (strcmp(decl[i].name, x + strlen(k->spelling)) == 0 && decl[i].type >= KC_ARG_F32 &&
+                decl[i].type <= KC_ARG_U64) {
                 out->size = arg_types[decl[i].type].size;
                 out->cls = arg_types[decl[i].type].cls;
                 return KC_OK;

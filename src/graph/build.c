@@ -40,22 +40,23 @@ const char *kc_graph_uncacheable_(const kc_graph_desc *d) {
         const char *why;
         if (!kc_kernel_cacheable(&k, &why)) return why;
     }
-    __atomic_store_n(&((kc_graph_desc *)d)->cacheable_memo, 1, __ATOMIC_RELEASE); /* the memo is not the description's meaning */
+    __atomic_store_n(&((kc_graph_desc *)d)->cacheable_memo, 1,
+                     __ATOMIC_RELEASE); /* the memo is not the description's meaning */
     return NULL;
 }
 
 /* One build: the description, its units for the target, and what obtaining them left. */
 typedef struct build {
     const kc_graph_desc *d;
-    const char *bypass;       /* why it is not cacheable, or NULL */
-    kc_kernel_src *ks;        /* the description's kernels, as compile units take them */
-    char *label;              /* "graph '<name>'", for messages */
+    const char *bypass; /* why it is not cacheable, or NULL */
+    kc_kernel_src *ks;  /* the description's kernels, as compile units take them */
+    char *label;        /* "graph '<name>'", for messages */
     kc_units u;
-    kc_unit_set set;          /* the units for the target (its name formed once, in set.variant) */
+    kc_unit_set set; /* the units for the target (its name formed once, in set.variant) */
     kc_unit_results r;
     kc_toolchain_choice tc;
     char headers[33], meta[256];
-    char *reads;              /* the toolkit files the compiles read ([Note: toolkit reads travel]) */
+    char *reads; /* the toolkit files the compiles read ([Note: toolkit reads travel]) */
 } build;
 
 static void build_free(build *b) {
@@ -100,7 +101,8 @@ static int build_units(kc_cache *c, build *b, const kc_target *target, int reuse
     char variant[16];
     kc_target_name(target, variant);
     int rc = kc_device_check_desc(d, variant); /* launches no known device of the target could run */
-    if (!rc && d->nkernels > KC_UNITS_MAX) rc = kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", b->label, d->nkernels, KC_UNITS_MAX);
+    if (!rc && d->nkernels > KC_UNITS_MAX)
+        rc = kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", b->label, d->nkernels, KC_UNITS_MAX);
     if (!rc) rc = kc_cache_toolchain(c, &b->tc);
     if (!rc) rc = kc_cache_toolchain_can_compile_(&b->tc);
     if (!rc) rc = kc_graph_toolkit_id_(c, d, b->headers); /* memoised: the key computed it */
@@ -139,7 +141,8 @@ typedef struct sections {
 
 /* Build the graph entry of a compiled graph: its own sections and its images' references
  * (IMAGES), with the images attached in memory for a load that follows. */
-static int make_entry(const build *b, const kc_key *key, const kc_key_builder *kb, const kc_params *abi, kc_entry **out) {
+static int make_entry(const build *b, const kc_key *key, const kc_key_builder *kb, const kc_params *abi,
+                      kc_entry **out) {
     const kc_graph_desc *d = b->d;
     const kc_units *u = &b->u;
     kc_compiled *const *res = b->r.res;
@@ -152,14 +155,16 @@ static int make_entry(const build *b, const kc_key *key, const kc_key_builder *k
     kc_program_encode(d, KC_PASS_FORWARD, &s.fw);
     if (kc_graph_desc_has_backward_(d)) kc_program_encode(d, KC_PASS_BACKWARD, &s.bw);
     kc_wrappers_encode(d, &s.wr);
-    if (s.k.failed || s.fw.failed || s.bw.failed || s.wr.failed || s.pa.failed) rc = kc_err(KC_ENOMEM, "entry: out of memory");
+    if (s.k.failed || s.fw.failed || s.bw.failed || s.wr.failed || s.pa.failed)
+        rc = kc_err(KC_ENOMEM, "entry: out of memory");
     if (!rc) rc = kc_entry_set_images(e, b->r.refs, u->n);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_KERNELS, s.k.data, s.k.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_PARAMS, s.pa.data, s.pa.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_FORWARD, s.fw.data, s.fw.len);
     if (!rc && s.bw.len) rc = kc_entry_set_section(e, KC_SECTION_BACKWARD, s.bw.data, s.bw.len);
     if (!rc) rc = kc_entry_set_section(e, KC_SECTION_WRAPPERS, s.wr.data, s.wr.len);
-    if (!rc && d->runtime_meta_len) rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
+    if (!rc && d->runtime_meta_len)
+        rc = kc_entry_set_section(e, KC_SECTION_RUNTIME_META, d->runtime_meta, d->runtime_meta_len);
     if (!rc) rc = kc_entry_add_key_digests(e, kb);
     if (!rc) rc = kc_entry_set_toolchain(e, b->meta);
     double nvrtc_s = 0; /* what a hit of this entry saves: its units' NVRTC time when first compiled */
@@ -259,7 +264,8 @@ static int build_store(kc_cache *c, const build *b, const kc_key *key, kc_entry 
     if (prc != KC_OK && prc != KC_EREADONLY) /* a full disk costs the next process a compile, not us */
         kc_log(KC_LOG_GRAPH, "%s: not stored: %s", d->name, kc_error_last()->message);
     if (prc != KC_OK && prc != KC_EREADONLY && kc_cache_strict_(c)) /* strict: ... unless the cache is strict */
-        return kc_err_prefix(prc, "graph '%s' compiled, but not stored, and the cache is strict (KCACHE_STRICT)", d->name);
+        return kc_err_prefix(prc, "graph '%s' compiled, but not stored, and the cache is strict (KCACHE_STRICT)",
+                             d->name);
     return KC_OK;
 }
 
@@ -267,7 +273,8 @@ int kc_graph_build_(kc_cache *c, const kc_graph_desc *d, const kc_key *key, cons
                     const kc_target *target, int reuse, kc_graph_info *info, kc_entry **entry_out) {
     const char *bypass = kc_graph_uncacheable_(d);
     if (bypass && kc_cache_strict_(c)) /* strict: a bypass is an anomaly, not a compile */
-        return kc_err(KC_EINVAL, "graph '%s' is not cacheable (%s), and the cache is strict (KCACHE_STRICT)", d->name, bypass);
+        return kc_err(KC_EINVAL, "graph '%s' is not cacheable (%s), and the cache is strict (KCACHE_STRICT)", d->name,
+                      bypass);
     build b;
     memset(&b, 0, sizeof b);
     b.d = d, b.bypass = bypass;

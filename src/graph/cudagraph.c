@@ -45,13 +45,13 @@ typedef struct pool {
 } pool;
 
 typedef struct capture {
-    kc_tensor *sig;      /* the inputs' dtypes, ranks, sizes and strides (data: static copies) */
+    kc_tensor *sig; /* the inputs' dtypes, ranks, sizes and strides (data: static copies) */
     size_t ninputs, noutputs;
     int with_saved;
-    kc_tensor *outputs;  /* static outputs */
-    kc_saved *saved;     /* static saved tensors, when with_saved */
-    pool mem;            /* every buffer the capture owns */
-    void *exec;          /* the instantiated CUDA graph */
+    kc_tensor *outputs; /* static outputs */
+    kc_saved *saved;    /* static saved tensors, when with_saved */
+    pool mem;           /* every buffer the capture owns */
+    void *exec;         /* the instantiated CUDA graph */
 } capture;
 
 typedef struct cg_layer {
@@ -195,7 +195,8 @@ static int replay(cg_layer *l, capture *k, kc_forward_call *c) {
     if (!rc) rc = kc_cuda_graph_launch(k->exec, c->stream);
     /* What the graph wrote in place went to the static copy: back to the caller's tensor (an aliased output too). */
     for (size_t i = 0; i < c->ninputs && !rc; i++)
-        if (inplace(c, i)) rc = kc_cuda_copy_async(c->inputs[i].data, k->sig[i].data, kc_tensor_span(&c->inputs[i]), c->stream);
+        if (inplace(c, i))
+            rc = kc_cuda_copy_async(c->inputs[i].data, k->sig[i].data, kc_tensor_span(&c->inputs[i]), c->stream);
     size_t made = 0;
     for (; made < c->noutputs && !rc; made++) {
         int j = kc_graph_output_alias(c->graph, made);
@@ -227,7 +228,8 @@ static int cg_call(void *ctx, kc_forward_call *c) {
     for (size_t i = 0; i < c->ninputs; i++) {
         if (c->inputs[i].rank < 0 || c->inputs[i].rank > KC_MAX_RANK)
             return kc_err(KC_EINVAL, "input %zu: rank %d", i, c->inputs[i].rank);
-        if (inplace(c, i) && !contiguous(&c->inputs[i])) return l->inner.call(l->inner.ctx, c); /* a strided in-place input */
+        if (inplace(c, i) && !contiguous(&c->inputs[i]))
+            return l->inner.call(l->inner.ctx, c); /* a strided in-place input */
     }
     for (size_t i = 0; i < c->ninputs; i++) /* an in-place input sharing bytes with another input */
         if (inplace(c, i) && overlaps_another(c, i)) return l->inner.call(l->inner.ctx, c);
@@ -255,7 +257,8 @@ int kc_cudagraph_wrap(const kc_callable *inner, const void *params, size_t len, 
     size_t max = CG_DEFAULT_SHAPES;
     if (len) {
         char buf[16];
-        if (len >= sizeof buf) return kc_err(KC_ECORRUPT, "cuda_graph: parameters must be the most shapes kept, in decimal");
+        if (len >= sizeof buf)
+            return kc_err(KC_ECORRUPT, "cuda_graph: parameters must be the most shapes kept, in decimal");
         memcpy(buf, params, len);
         buf[len] = '\0';
         char *end;

@@ -41,13 +41,17 @@ _Static_assert(KC_GRAPH_MAX_KERNELS <= KC_UNITS_MAX, "a graph's kernels must fit
 /* A string the launch program will hold: KC_OK, or KC_EINVAL naming `what`. */
 int kc_desc_fits(const kc_graph_desc *d, const char *s, const char *what) {
     if (s && strlen(s) > DESC_MAX_STR)
-        return kc_err(KC_EINVAL, "graph '%s': %s of %zu bytes is over the cap of %d", d->name, what, strlen(s), DESC_MAX_STR);
+        return kc_err(KC_EINVAL, "graph '%s': %s of %zu bytes is over the cap of %d", d->name, what, strlen(s),
+                      DESC_MAX_STR);
     return KC_OK;
 }
 
-static const struct { const char *name; kc_dtype t; } dtypes[] = {
-    {"f32", KC_DTYPE_F32}, {"f16", KC_DTYPE_F16}, {"bf16", KC_DTYPE_BF16}, {"f64", KC_DTYPE_F64},
-    {"i32", KC_DTYPE_I32}, {"i64", KC_DTYPE_I64}, {"i8", KC_DTYPE_I8}, {"u8", KC_DTYPE_U8},
+static const struct {
+    const char *name;
+    kc_dtype t;
+} dtypes[] = {
+    {"f32", KC_DTYPE_F32},   {"f16", KC_DTYPE_F16},       {"bf16", KC_DTYPE_BF16},     {"f64", KC_DTYPE_F64},
+    {"i32", KC_DTYPE_I32},   {"i64", KC_DTYPE_I64},       {"i8", KC_DTYPE_I8},         {"u8", KC_DTYPE_U8},
     {"bool", KC_DTYPE_BOOL}, {"f8e4m3", KC_DTYPE_F8E4M3}, {"f8e5m2", KC_DTYPE_F8E5M2},
 };
 
@@ -85,7 +89,10 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     if (!d) return;
     for (size_t i = 0; i < d->nkernels; i++) {
         gkernel *k = &d->kernels[i];
-        free(k->file); free(k->source); free(k->name); free(k->include_digest);
+        free(k->file);
+        free(k->source);
+        free(k->name);
+        free(k->include_digest);
         for (size_t h = 0; h < k->nheaders; h++) {
             free((char *)k->headers[h].name);
             free((char *)k->headers[h].source);
@@ -102,7 +109,11 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     for (size_t i = 0; i < d->nwrappers; i++) free(d->wrappers[i].name), free(d->wrappers[i].params);
     for (size_t i = 0; i < d->nzeros; i++) free(d->zeros[i].offset), free(d->zeros[i].count);
     free(d->zeros);
-    free(d->kernels); free(d->tensors); free(d->scratch); free(d->steps); free(d->wrappers);
+    free(d->kernels);
+    free(d->tensors);
+    free(d->scratch);
+    free(d->steps);
+    free(d->wrappers);
     free_strs(d->symbols, d->nsymbols);
     for (size_t i = 0; i < d->nrargs; i++) free(d->rargs[i].name);
     free(d->rargs);
@@ -154,8 +165,10 @@ static char *dup_or_null(const char *s, int *oom) {
 }
 
 int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
-    if (!d || !k || !k->source || !k->name) return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
-    int vrc = kc_api_version("kc_graph_add_kernel", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version, KC_KERNEL_SRC_VERSION);
+    if (!d || !k || !k->source || !k->name)
+        return kc_err(KC_EINVAL, "kc_graph_add_kernel: source and name are required");
+    int vrc = kc_api_version("kc_graph_add_kernel", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version,
+                             KC_KERNEL_SRC_VERSION);
     if (vrc) return vrc;
     kc_graph_desc_changed_(d);
     if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
@@ -204,8 +217,10 @@ static int add_symbol(kc_graph_desc *d, const char *name) {
         if (strcmp(d->symbols[i], name) == 0) return KC_OK;
     for (size_t i = 0; i < d->nrargs; i++)
         if (strcmp(d->rargs[i].name, name) == 0)
-            return kc_err(KC_EINVAL, "graph '%s': size symbol '%s' is also the name of a runtime argument", d->name, name);
-    if (d->nsymbols >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d symbols", d->name, DESC_MAX_ITEMS);
+            return kc_err(KC_EINVAL, "graph '%s': size symbol '%s' is also the name of a runtime argument", d->name,
+                          name);
+    if (d->nsymbols >= DESC_MAX_ITEMS)
+        return kc_err(KC_EINVAL, "graph '%s': more than %d symbols", d->name, DESC_MAX_ITEMS);
     int rc = kc_desc_fits(d, name, "a symbol");
     if (rc) return rc;
     char **slot = kc_desc_grow((void **)&d->symbols, &d->nsymbols, sizeof *slot);
@@ -225,11 +240,12 @@ int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
     if (!d || !name) return kc_err(KC_EINVAL, "kc_graph_add_arg: NULL argument");
     kc_graph_desc_changed_(d);
     if (!is_symbol_name(name) || strlen(name) > 255)
-        return kc_err(KC_EINVAL, "graph '%s': runtime argument '%.64s' must be an identifier (letters, digits, _; at most 255)",
+        return kc_err(KC_EINVAL,
+                      "graph '%s': runtime argument '%.64s' must be an identifier (letters, digits, _; at most 255)",
                       d->name, name);
     if (type < KC_ARG_F32 || type > KC_ARG_U64)
-        return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' has an unknown type (%d; f32 f64 i32 u32 i64 u64)", d->name,
-                      name, (int)type);
+        return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' has an unknown type (%d; f32 f64 i32 u32 i64 u64)",
+                      d->name, name, (int)type);
     for (size_t i = 0; i < d->nrargs; i++)
         if (strcmp(d->rargs[i].name, name) == 0)
             return kc_err(KC_EINVAL, "graph '%s': runtime argument '%s' is declared twice", d->name, name);
@@ -255,14 +271,16 @@ static int input_sizes(kc_graph_desc *d, int rank, const char *const *sizes, con
         if (!rc && strides) rc = kc_desc_fits(d, strides[r], "an input stride");
         if (rc) return rc;
         if (is_symbol_name(sizes[r]) && kc_device_fact(sizes[r], strlen(sizes[r])) >= 0) {
-            return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d is '%s', a device fact (reserved for launch "
-                          "expressions; bound from the device, never from an input)", d->name, d->ntensors, r, sizes[r]);
+            return kc_err(KC_EINVAL,
+                          "graph '%s', input %zu: size %d is '%s', a device fact (reserved for launch "
+                          "expressions; bound from the device, never from an input)",
+                          d->name, d->ntensors, r, sizes[r]);
         } else if (is_symbol_name(sizes[r])) {
             int rc = add_symbol(d, sizes[r]);
             if (rc) return rc;
         } else if (!kc_graph_is_uint(sizes[r])) {
-            return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d must be an integer or a symbol, not '%s'",
-                          d->name, d->ntensors, r, sizes[r] ? sizes[r] : "(null)");
+            return kc_err(KC_EINVAL, "graph '%s', input %zu: size %d must be an integer or a symbol, not '%s'", d->name,
+                          d->ntensors, r, sizes[r] ? sizes[r] : "(null)");
         }
     }
     return KC_OK;
@@ -290,13 +308,14 @@ static int input_strides(gtensor *t, const char *const *strides) {
     return oom;
 }
 
-int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes,
-                       const char *const *strides, int requires_grad) {
+int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *const *sizes, const char *const *strides,
+                       int requires_grad) {
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
         return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
     kc_graph_desc_changed_(d);
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
-    if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
+    if (d->ntensors >= DESC_MAX_ITEMS)
+        return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     int rc = input_sizes(d, rank, sizes, strides);
     if (rc) return rc;
     gtensor *t = kc_desc_grow((void **)&d->tensors, &d->ntensors, sizeof *t);
@@ -322,7 +341,8 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
         return kc_err(KC_EINVAL, "kc_graph_add_tensor: bad role, rank or sizes");
     kc_graph_desc_changed_(d);
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
-    if (d->ntensors >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
+    if (d->ntensors >= DESC_MAX_ITEMS)
+        return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
     /* An output's or a saved tensor's size may use the device facts (per-SM partial results): evaluated on the device
      * the graph is loaded on, and checked against the known devices on a host without one (device.c). */
     for (int r = 0; r < rank; r++) {
@@ -344,7 +364,8 @@ int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
     if (!d || !bytes || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
     kc_graph_desc_changed_(d);
-    if (d->nscratch >= DESC_MAX_ITEMS) return kc_err(KC_EINVAL, "graph '%s': more than %d scratch buffers", d->name, DESC_MAX_ITEMS);
+    if (d->nscratch >= DESC_MAX_ITEMS)
+        return kc_err(KC_EINVAL, "graph '%s': more than %d scratch buffers", d->name, DESC_MAX_ITEMS);
     int rc = kc_desc_check_expr(d, bytes, "scratch size");
     if (!rc) rc = kc_desc_fits(d, bytes, "a scratch size");
     if (rc) return rc;
@@ -361,18 +382,22 @@ size_t kc_desc_count_role(const kc_graph_desc *d, kc_tensor_role role) {
 }
 
 /* A step's grid, block and shared memory: expressions over the symbols, each within the program's cap. */
-static int step_dims(const kc_graph_desc *d, const char *const grid[3], const char *const block[3], const char *shared) {
+static int step_dims(const kc_graph_desc *d, const char *const grid[3], const char *const block[3],
+                     const char *shared) {
     int rc;
     for (int j = 0; j < 3; j++) {
         if ((rc = kc_desc_check_expr(d, grid[j], "grid")) || (rc = kc_desc_fits(d, grid[j], "a grid size"))) return rc;
-        if ((rc = kc_desc_check_expr(d, block[j], "block")) || (rc = kc_desc_fits(d, block[j], "a block size"))) return rc;
+        if ((rc = kc_desc_check_expr(d, block[j], "block")) || (rc = kc_desc_fits(d, block[j], "a block size")))
+            return rc;
     }
-    if (shared && ((rc = kc_desc_check_expr(d, shared, "shared memory")) || (rc = kc_desc_fits(d, shared, "a shared size")))) return rc;
+    if (shared &&
+        ((rc = kc_desc_check_expr(d, shared, "shared memory")) || (rc = kc_desc_fits(d, shared, "a shared size"))))
+        return rc;
     return KC_OK;
 }
 
-int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3],
-                      const char *const block[3], const char *shared, const char *const *args, size_t nargs) {
+int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *const grid[3], const char *const block[3],
+                      const char *shared, const char *const *args, size_t nargs) {
     if (!d || !grid || !block || (nargs && !args) || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_step: bad argument");
     kc_graph_desc_changed_(d);
@@ -380,11 +405,13 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
         return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
     if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
     if (nargs > DESC_MAX_ARGS)
-        return kc_err(KC_EINVAL, "graph '%s': a step takes at most %d arguments, not %zu", d->name, DESC_MAX_ARGS, nargs);
+        return kc_err(KC_EINVAL, "graph '%s': a step takes at most %d arguments, not %zu", d->name, DESC_MAX_ARGS,
+                      nargs);
     int rc = step_dims(d, grid, block, shared);
     if (rc) return rc;
     for (size_t i = 0; i < nargs; i++)
-        if ((rc = kc_graph_arg_check(d, pass, args[i])) || (rc = kc_desc_fits(d, args[i], "a step argument"))) return rc;
+        if ((rc = kc_graph_arg_check(d, pass, args[i])) || (rc = kc_desc_fits(d, args[i], "a step argument")))
+            return rc;
     gstep *s = kc_desc_grow((void **)&d->steps, &d->nsteps, sizeof *s);
     if (!s) return kc_err(KC_ENOMEM, "graph: out of memory");
     s->pass = pass;
@@ -416,8 +443,8 @@ int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, c
     if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
     kc_graph_desc_changed_(d);
     if (d->nwrappers >= DESC_MAX_WRAPPERS || strlen(name) > DESC_MAX_WRAPPER_NAME)
-        return kc_err(KC_EINVAL, "graph '%s': at most %d wrappers, names of at most %d bytes", d->name, DESC_MAX_WRAPPERS,
-                      DESC_MAX_WRAPPER_NAME);
+        return kc_err(KC_EINVAL, "graph '%s': at most %d wrappers, names of at most %d bytes", d->name,
+                      DESC_MAX_WRAPPERS, DESC_MAX_WRAPPER_NAME);
     gwrapper *w = kc_desc_grow((void **)&d->wrappers, &d->nwrappers, sizeof *w);
     if (!w || !(w->name = kc_strdup(name)) || (len && !(w->params = kc_malloc(len))))
         return kc_err(KC_ENOMEM, "graph: out of memory");
@@ -470,7 +497,8 @@ int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
 }
 
 kc_kernel_src kc_graph_kernel_src(const gkernel *g) {
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, g->file, g->source, g->name, g->headers, g->nheaders,
-                       (const char *const *)g->options, g->noptions, g->include_digest, g->flags};
+    kc_kernel_src k = {
+        KC_KERNEL_SRC_VERSION,           g->file,     g->source,         g->name, g->headers, g->nheaders,
+        (const char *const *)g->options, g->noptions, g->include_digest, g->flags};
     return k;
 }

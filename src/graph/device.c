@@ -43,8 +43,9 @@
 enum { F_SMS, F_THREADS_SM, F_THREADS_BLOCK, F_SMEM_BLOCK, F_SMEM_OPTIN, F_SMEM_SM, F_WARP };
 
 static const char *const fact_names[KC_DEVICE_NFACTS] = {
-    "device_sm_count", "device_max_threads_per_sm", "device_max_threads_per_block", "device_smem_per_block",
-    "device_smem_optin", "device_smem_per_sm", "device_warp_size",
+    "device_sm_count",       "device_max_threads_per_sm", "device_max_threads_per_block",
+    "device_smem_per_block", "device_smem_optin",         "device_smem_per_sm",
+    "device_warp_size",
 };
 
 int kc_device_fact(const char *name, size_t len) {
@@ -80,7 +81,7 @@ typedef struct known {
     int sms, threads_sm, optin, smem_sm;
 } known;
 
-#define KIB * 1024
+#define KIB *1024
 static const known KNOWN[] = {
     {"V100", 7, 0, 80, 2048, 96 KIB, 96 KIB},
     {"Jetson AGX Xavier", 7, 2, 8, 2048, 96 KIB, 96 KIB},
@@ -153,13 +154,14 @@ static int step_on(const gstep *s, const int64_t *f, char *why, size_t cap) {
         all_block &= r == 1;
     }
     if (all_block && threads > f[F_THREADS_BLOCK]) {
-        snprintf(why, cap, "%lld threads per block, the most is %lld", (long long)threads, (long long)f[F_THREADS_BLOCK]);
+        snprintf(why, cap, "%lld threads per block, the most is %lld", (long long)threads,
+                 (long long)f[F_THREADS_BLOCK]);
         return -1;
     }
     if ((r = eval_on(s->shared, f, &v, why, cap)) < 0) return -1;
     if (r && (v < 0 || v > f[F_SMEM_OPTIN])) {
-        snprintf(why, cap, "shared memory '%.60s' = %lld bytes is over the opt-in limit of %lld", s->shared, (long long)v,
-                 (long long)f[F_SMEM_OPTIN]);
+        snprintf(why, cap, "shared memory '%.60s' = %lld bytes is over the opt-in limit of %lld", s->shared,
+                 (long long)v, (long long)f[F_SMEM_OPTIN]);
         return -1;
     }
     for (size_t a = 0; a < s->nargs; a++) {
@@ -223,8 +225,9 @@ int kc_device_check_desc(const kc_graph_desc *d, const char *target) {
             if (scratch_on(s, f[k], why, sizeof why) == 0) break;
             else if (k == 0) memcpy(first, why, sizeof first);
         if (k == nd)
-            return kc_err(KC_ECOMPILE, "graph '%s', %s scratch %zu: %s on every known device that loads %s (%zu, e.g. %s)",
-                          d->name, pi ? "backward" : "forward", sidx[pi], first, canon, nd, dev[0]->name);
+            return kc_err(KC_ECOMPILE,
+                          "graph '%s', %s scratch %zu: %s on every known device that loads %s (%zu, e.g. %s)", d->name,
+                          pi ? "backward" : "forward", sidx[pi], first, canon, nd, dev[0]->name);
         sidx[pi]++;
     }
     size_t tidx[2] = {0, 0}; /* outputs', saved tensors' own numbering */
@@ -236,8 +239,8 @@ int kc_device_check_desc(const kc_graph_desc *d, const char *target) {
             if (tensor_on(t, f[k], why, sizeof why) == 0) break;
             else if (k == 0) memcpy(first, why, sizeof first);
         if (k == nd)
-            return kc_err(KC_ECOMPILE, "graph '%s', %s %zu: %s on every known device that loads %s (%zu, e.g. %s)", d->name,
-                          si ? "saved tensor" : "output", tidx[si], first, canon, nd, dev[0]->name);
+            return kc_err(KC_ECOMPILE, "graph '%s', %s %zu: %s on every known device that loads %s (%zu, e.g. %s)",
+                          d->name, si ? "saved tensor" : "output", tidx[si], first, canon, nd, dev[0]->name);
         tidx[si]++;
     }
     for (size_t i = 0; i < d->nsteps; i++) {
@@ -247,9 +250,11 @@ int kc_device_check_desc(const kc_graph_desc *d, const char *target) {
             if (step_on(s, f[k], why, sizeof why) == 0) break;
             else if (k == 0) memcpy(first, why, sizeof first);
         if (k == nd)
-            return kc_err(KC_ECOMPILE, "graph '%s', %s step %zu (kernel '%s'): %s on every known device that loads %s "
-                          "(%zu, e.g. %s)", d->name, pi ? "backward" : "forward", idx[pi], d->kernels[s->kernel].name,
-                          first, canon, nd, dev[0]->name);
+            return kc_err(KC_ECOMPILE,
+                          "graph '%s', %s step %zu (kernel '%s'): %s on every known device that loads %s "
+                          "(%zu, e.g. %s)",
+                          d->name, pi ? "backward" : "forward", idx[pi], d->kernels[s->kernel].name, first, canon, nd,
+                          dev[0]->name);
         idx[pi]++;
     }
     return KC_OK;
@@ -278,13 +283,14 @@ int kc_device_smem_ready(kc_graph *g, const kc_program *p, size_t step, unsigned
     int64_t limit = g->dev[F_SMEM_OPTIN] - kf->static_smem;
     if (!rc && (int64_t)shared > kf->max_dyn) {
         if ((int64_t)shared > limit)
-            rc = kc_err(KC_EINVAL, "%s step %zu (kernel '%s'): %u bytes of dynamic shared memory asked, the most on device "
-                        "%d is %lld (opt-in %lld - static %d)", pass, step, kf->name, shared, g->device,
-                        (long long)limit, (long long)g->dev[F_SMEM_OPTIN], kf->static_smem);
+            rc = kc_err(KC_EINVAL,
+                        "%s step %zu (kernel '%s'): %u bytes of dynamic shared memory asked, the most on device "
+                        "%d is %lld (opt-in %lld - static %d)",
+                        pass, step, kf->name, shared, g->device, (long long)limit, (long long)g->dev[F_SMEM_OPTIN],
+                        kf->static_smem);
         else if (!(rc = kc_cuda_func_set_max_dynamic_smem(g->fns[k], (int)shared)))
             __atomic_store_n(&kf->max_dyn, (int)shared, __ATOMIC_RELEASE);
-        else
-            rc = kc_err_prefix(rc, "%s step %zu (kernel '%s')", pass, step, kf->name);
+        else rc = kc_err_prefix(rc, "%s step %zu (kernel '%s')", pass, step, kf->name);
     }
     pthread_mutex_unlock(&smem_mu);
     return rc;

@@ -61,8 +61,11 @@ static int ex_visit(const kc_cache_item *it, void *ctx) {
     }
     int same_key = memcmp(it->key.bytes, b->key.bytes, 16) == 0;
     /* Rank: same key (another arch) > shares the graph > most equal components. */
-    int rank = same_key ? 1000 : shares * 100 + equal, best_rank = !b->best ? -1
-        : (memcmp(kc_entry_key(b->best)->bytes, b->key.bytes, 16) == 0 ? 1000 : b->best_shares * 100 + b->best_equal);
+    int rank = same_key ? 1000 : shares * 100 + equal,
+        best_rank = !b->best ? -1
+                             : (memcmp(kc_entry_key(b->best)->bytes, b->key.bytes, 16) == 0
+                                    ? 1000
+                                    : b->best_shares * 100 + b->best_equal);
     if (rank > best_rank) {
         kc_entry_free(b->best);
         b->best = e;
@@ -126,7 +129,8 @@ static void check_images(kc_cache *c, const kc_key *key, const char *variant, kc
     kc_entry *e;
     kc_image_ref *refs;
     size_t n;
-    if (kc_cache_peek(c, key, variant, &e) != KC_OK) return; /* only the remote has it: its images are fetched with it */
+    if (kc_cache_peek(c, key, variant, &e) != KC_OK)
+        return; /* only the remote has it: its images are fetched with it */
     if (kc_entry_images(e, &refs, &n) == KC_OK) {
         for (size_t i = 0; i < n; i++) {
             if (image_there(c, &refs[i])) continue;

@@ -108,7 +108,8 @@ static int64_t call(ep *e, const char *name, size_t len) {
 static int64_t number(ep *e) {
     int64_t v = 0;
     while (*e->p >= '0' && *e->p <= '9') {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->p - '0', &v)) return fail(e, "integer too large");
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->p - '0', &v))
+            return fail(e, "integer too large");
         e->p++;
     }
     return v;
@@ -193,13 +194,12 @@ static int64_t expr(ep *e) {
         e->p++;
         int64_t r = term(e);
         if (e->validate) continue;
-        if (c == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v))
-            return fail(e, "overflow");
+        if (c == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v)) return fail(e, "overflow");
     }
 }
 
-static int run(const char *s, const char *const *names, const int64_t *vals, size_t n, int validate,
-               int64_t *out, const int64_t *dev, int nodev) {
+static int run(const char *s, const char *const *names, const int64_t *vals, size_t n, int validate, int64_t *out,
+               const int64_t *dev, int nodev) {
     if (!s) return kc_err(KC_EEXPR, "expression is NULL");
     ep e = {s, s, names, vals, n, validate, NULL, NULL, 0, 0, "", dev, nodev};
     int64_t v = expr(&e);
@@ -210,7 +210,9 @@ static int run(const char *s, const char *const *names, const int64_t *vals, siz
     return KC_OK;
 }
 
-int kc_expr_check(const char *s, const char *const *names, size_t n) { return run(s, names, NULL, n, 1, NULL, NULL, 0); }
+int kc_expr_check(const char *s, const char *const *names, size_t n) {
+    return run(s, names, NULL, n, 1, NULL, NULL, 0);
+}
 
 int kc_expr_check_nodev(const char *s, const char *const *names, size_t n) {
     return run(s, names, NULL, n, 1, NULL, NULL, 1);

@@ -25,7 +25,7 @@
 
 typedef struct gkernel {
     char *file, *source, *name, *include_digest;
-    unsigned flags; /* KC_KERNEL_* */
+    unsigned flags;         /* KC_KERNEL_* */
     kc_header_src *headers; /* owned strings */
     size_t nheaders;
     char **options;
@@ -78,14 +78,14 @@ typedef struct gwrapper {
  * Under `mu`, so lookups of one description from many threads read and publish it safely. */
 typedef struct kc_key_memo {
     pthread_mutex_t mu;
-    uint64_t gen;                         /* bumped by every change of the description (desc.c) */
-    int valid;                            /* key, toolchain, toolkit hold a key of description `gen` */
+    uint64_t gen; /* bumped by every change of the description (desc.c) */
+    int valid;    /* key, toolchain, toolkit hold a key of description `gen` */
     kc_key key;
     char toolchain[KC_TOOLCHAIN_ID_MAX];
     char toolkit[33];
-    char vouched[KC_VARIANT_MAX + 1];         /* toolkit came from this variant's direct manifest, not a walk ("": walked;
+    char vouched[KC_VARIANT_MAX + 1]; /* toolkit came from this variant's direct manifest, not a walk ("": walked;
                                            * [Note: toolkit direct mode]) */
-    uint64_t direct_gen;                  /* gen + 1 once a hit's toolkit reads were offered (kc_graph_direct_from_entry_) */
+    uint64_t direct_gen; /* gen + 1 once a hit's toolkit reads were offered (kc_graph_direct_from_entry_) */
 } kc_key_memo;
 
 /* A new field here is also carried by specialize.c's rebuild() (kc_graph_desc_specialize), or a
@@ -94,23 +94,33 @@ typedef struct kc_key_memo {
 struct kc_graph_desc {
     char *name, *backend;
     uint64_t globals;
-    gkernel *kernels; size_t nkernels;
-    gtensor *tensors; size_t ntensors;
-    gscratch *scratch; size_t nscratch;
-    gstep *steps; size_t nsteps;
-    gzero *zeros; size_t nzeros;          /* zero steps, in the order added (program.c interleaves them) */
-    gwrapper *wrappers; size_t nwrappers;
-    char **symbols; size_t nsymbols;
-    char **hooks; size_t nhooks;          /* "name\0hash" pairs as two strings each */
-    int hook_unhashed;                    /* a hook came without a cache hash */
+    gkernel *kernels;
+    size_t nkernels;
+    gtensor *tensors;
+    size_t ntensors;
+    gscratch *scratch;
+    size_t nscratch;
+    gstep *steps;
+    size_t nsteps;
+    gzero *zeros;
+    size_t nzeros; /* zero steps, in the order added (program.c interleaves them) */
+    gwrapper *wrappers;
+    size_t nwrappers;
+    char **symbols;
+    size_t nsymbols;
+    char **hooks;
+    size_t nhooks;     /* "name\0hash" pairs as two strings each */
+    int hook_unhashed; /* a hook came without a cache hash */
     char *unhashed_hook;
-    uint8_t *runtime_meta; size_t runtime_meta_len;
-    int cacheable_memo;                   /* 1: every kernel was found cacheable (lookup.c); 0: not known.
+    uint8_t *runtime_meta;
+    size_t runtime_meta_len;
+    int cacheable_memo; /* 1: every kernel was found cacheable (lookup.c); 0: not known.
                                            * Atomic (lookups of one description run on many threads);
                                            * cleared by every change that adds a kernel or a hook. */
-    struct kc_argdecl *rargs; size_t nrargs; /* runtime arguments, in declaration order (program.h) */
-    char *spec_path;                      /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
-    kc_key_memo key_memo;                 /* not the description's meaning: never copied, never hashed */
+    struct kc_argdecl *rargs;
+    size_t nrargs;        /* runtime arguments, in declaration order (program.h) */
+    char *spec_path;      /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
+    kc_key_memo key_memo; /* not the description's meaning: never copied, never hashed */
 };
 
 /** Every builder that changes a description calls this first (desc.c): the memos go (the key's,
@@ -166,9 +176,9 @@ struct kc_program;
 int kc_device_smem_ready(kc_graph *g, const struct kc_program *p, size_t step, unsigned shared);
 /** What a loaded graph knows of one kernel's shared memory (device.c). */
 typedef struct kc_kfn {
-    char *name;        /* the kernel's name, for messages (owned) */
-    int static_smem;   /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, once read */
-    int max_dyn;       /* the function's maximum dynamic shared memory; -1 until read (atomic) */
+    char *name;      /* the kernel's name, for messages (owned) */
+    int static_smem; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, once read */
+    int max_dyn;     /* the function's maximum dynamic shared memory; -1 until read (atomic) */
 } kc_kfn;
 
 /**
@@ -243,11 +253,11 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use);
 typedef struct kc_unit_set {
     const kc_kernel_src *ks; /**< the graph's kernels */
     size_t nk;
-    const kc_units *u;      /**< ...grouped into units */
-    kc_target target;       /**< what every unit compiles for */
-    char variant[16];       /**< its name (kc_target_name): the unit key's "target", records, messages */
-    const char *toolchain;  /**< the key's NVRTC identity (kc_toolchain_choice.id) */
-    const char *toolkit;    /**< the toolkit headers' digest ("" when no kernel reads them) */
+    const kc_units *u;     /**< ...grouped into units */
+    kc_target target;      /**< what every unit compiles for */
+    char variant[16];      /**< its name (kc_target_name): the unit key's "target", records, messages */
+    const char *toolchain; /**< the key's NVRTC identity (kc_toolchain_choice.id) */
+    const char *toolkit;   /**< the toolkit headers' digest ("" when no kernel reads them) */
 } kc_unit_set;
 
 /** Fill *s; the variant name is formed here, once. */
@@ -271,12 +281,12 @@ int kc_units_store_(kc_cache *c, const kc_unit_set *s, size_t unit, const kc_key
 
 /** What kc_units_obtain_ fills: res and refs are the caller's arrays of u->n. */
 typedef struct kc_unit_results {
-    kc_compiled **res;    /**< res[unit]: the caller's (kc_units_free) */
-    kc_image_ref *refs;   /**< refs[unit] */
-    int ncompiled;        /**< units compiled here */
-    double ms;            /**< their compiles' wall time */
-    int store_rc;         /**< a unit not stored (a full disk): the graph entry must not be either */
-    char store_msg[300];  /**< ...and why */
+    kc_compiled **res;   /**< res[unit]: the caller's (kc_units_free) */
+    kc_image_ref *refs;  /**< refs[unit] */
+    int ncompiled;       /**< units compiled here */
+    double ms;           /**< their compiles' wall time */
+    int store_rc;        /**< a unit not stored (a full disk): the graph entry must not be either */
+    char store_msg[300]; /**< ...and why */
 } kc_unit_results;
 
 /**
@@ -340,24 +350,26 @@ struct kc_graph {
     int device;
     char variant[32];
     size_t nkernels, nimages;
-    size_t bytes;                   /* of its images (the loaded-graph budget counts these) */
-    uint64_t compile_us;            /* its entry's ORIGIN compile_wall_us: what a disk or remote hit of it saves ([Note: time saved]) */
-    uint64_t used;                  /* the table's clock at its last lookup (LRU) */
-    int in_table;                   /* published: the table holds a reference */
-    kc_module **modules;            /* one per image */
-    void **fns;                     /* one per kernel */
-    struct kc_program *fwd, *bwd;   /* bwd NULL when the graph has none */
-    kc_wrapper_chain *chain;        /* the recorded wrappers around kc_graph_run_forward */
-    struct kc_graph *next;          /* the loaded-graph table's list */
-    int64_t dev[KC_DEVICE_NFACTS];  /* the device's facts, read at load (the programs' p->dev point here) */
-    kc_kfn *kfn;                    /* one per kernel: name and shared memory (device.c) */
+    size_t bytes; /* of its images (the loaded-graph budget counts these) */
+    uint64_t
+        compile_us; /* its entry's ORIGIN compile_wall_us: what a disk or remote hit of it saves ([Note: time saved]) */
+    uint64_t used;  /* the table's clock at its last lookup (LRU) */
+    int in_table;   /* published: the table holds a reference */
+    kc_module **modules;           /* one per image */
+    void **fns;                    /* one per kernel */
+    struct kc_program *fwd, *bwd;  /* bwd NULL when the graph has none */
+    kc_wrapper_chain *chain;       /* the recorded wrappers around kc_graph_run_forward */
+    struct kc_graph *next;         /* the loaded-graph table's list */
+    int64_t dev[KC_DEVICE_NFACTS]; /* the device's facts, read at load (the programs' p->dev point here) */
+    kc_kfn *kfn;                   /* one per kernel: name and shared memory (device.c) */
 };
 
 /** Load every kernel of an entry on `device`; KC_EDRIVER when the driver refuses an image. */
 int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out);
 /** A graph of no kernel loaded from its description ([Note: kernel-less graphs] in lookup.c): its launch programs and
  *  wrappers encoded into an in-memory entry of `variant` and read back by kc_graph_load's strict path. */
-int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device, kc_graph **out);
+int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device,
+                             kc_graph **out);
 /** Whether the description has a backward pass: a kernel step or a zero step of pass BACKWARD (lookup.c). */
 int kc_graph_desc_has_backward_(const kc_graph_desc *d);
 
@@ -385,9 +397,9 @@ struct kc_saved {
     size_t ninputs, noutputs;
     kc_allocator alloc;
     int has_alloc;
-    uint64_t philox[2];  /* the forward's seed and offset: backward regenerates the same numbers */
+    uint64_t philox[2]; /* the forward's seed and offset: backward regenerates the same numbers */
     int philox_set;
-    kc_value *args;      /* the forward's runtime argument values (owned): backward's when it is given none */
+    kc_value *args; /* the forward's runtime argument values (owned): backward's when it is given none */
     size_t nargs;
 };
 

@@ -42,8 +42,10 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     const char *pin = kc_cache_settings_(c)->toolkit_headers;
     if (pin && *pin) {
         if (strlen(pin) != 32 || strspn(pin, "0123456789abcdef") != 32)
-            return kc_err(KC_EINVAL, "KCACHE_TOOLKIT_HEADERS='%.64s' is not a toolkit headers identity (32 lowercase hex, "
-                          "as `kcache toolchain` prints it)", pin);
+            return kc_err(KC_EINVAL,
+                          "KCACHE_TOOLKIT_HEADERS='%.64s' is not a toolkit headers identity (32 lowercase hex, "
+                          "as `kcache toolchain` prints it)",
+                          pin);
         memcpy(out, pin, 33);
         return KC_OK;
     }
@@ -59,9 +61,10 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     }
     if (found == 1) return KC_OK;
     out[0] = '\0';
-    return kc_err(KC_ENONVRTC, "graph '%s' asks for the toolkit's headers, and %s; %s: set KCACHE_CUDA_INCLUDE, or pin "
-                  "KCACHE_TOOLKIT_HEADERS to the identity `kcache toolchain` prints where the entries were made", d->name,
-                  why, found ? "the cache recorded several toolkits" : "the cache recorded none");
+    return kc_err(KC_ENONVRTC,
+                  "graph '%s' asks for the toolkit's headers, and %s; %s: set KCACHE_CUDA_INCLUDE, or pin "
+                  "KCACHE_TOOLKIT_HEADERS to the identity `kcache toolchain` prints where the entries were made",
+                  d->name, why, found ? "the cache recorded several toolkits" : "the cache recorded none");
 }
 
 int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
@@ -118,7 +121,8 @@ static int memo_get_vouched(const kc_graph_desc *d, const char *tc, const char *
     return hit;
 }
 
-static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out);
+static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out,
+                       kc_key_builder **kb_out);
 
 int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
     if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
@@ -218,7 +222,8 @@ void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolch
 
 void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char *variant, const kc_entry *e) {
     char walked[33];
-    if (!c || !d || !e || !variant || !asks_toolkit(d) || !kc_toolkit_digest_known(walked)) return; /* vouched: nothing to learn */
+    if (!c || !d || !e || !variant || !asks_toolkit(d) || !kc_toolkit_digest_known(walked))
+        return; /* vouched: nothing to learn */
     kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
     pthread_mutex_lock(&m->mu); /* once per description and process */
     int first = m->direct_gen != m->gen + 1;
@@ -262,7 +267,8 @@ static int key_kernel(kc_key_builder *kb, size_t i, const gkernel *g, int notes)
     if (notes) { /* Finer digests, for explain: this kernel's source (with its headers) and options. */
         kc_buf src = {0};
         kc_buf_put_str(&src, g->source);
-        for (size_t h = 0; h < g->nheaders; h++) kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
+        for (size_t h = 0; h < g->nheaders; h++)
+            kc_buf_put_str(&src, g->headers[h].name), kc_buf_put_str(&src, g->headers[h].source);
         snprintf(label, sizeof label, "kernels[%zu].source", i);
         if (!src.failed) rc = kc_key_note(kb, label, src.data, src.len);
         else rc = kc_err(KC_ENOMEM, "graph key: out of memory");
@@ -315,7 +321,8 @@ static int key_inputs(kc_key_builder *kb, const kc_graph_desc *d) {
 }
 
 /* The key itself: every byte of the description that can change the machine code or the launch. */
-static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out, kc_key_builder **kb_out) {
+static int key_compute(const kc_graph_desc *d, const char *toolchain, const char *toolkit, kc_key *out,
+                       kc_key_builder **kb_out) {
     int rc;
     kc_key_builder *kb;
     if ((rc = kc_key_builder_new(&kb))) return rc;

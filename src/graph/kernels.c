@@ -60,15 +60,15 @@ int kc_kernels_of(const kc_entry *e, kimg **out, size_t *n, size_t *nimages_out,
         targets[i] = sp;
         sp += tl + 1;
     }
-#define RD_STR(dst)                                                               \
-    do {                                                                          \
-        uint32_t l_ = kc_rd_next_u32(&r);                                         \
-        const uint8_t *b_ = kc_rd_bytes(&r, l_);                                  \
-        if (r.bad || l_ == 0 || l_ > 4096 || memchr(b_, 0, l_)) goto corrupt;     \
-        memcpy(sp, b_, l_);                                                       \
-        sp[l_] = '\0';                                                            \
-        (dst) = sp;                                                               \
-        sp += l_ + 1;                                                             \
+#define RD_STR(dst)                                                           \
+    do {                                                                      \
+        uint32_t l_ = kc_rd_next_u32(&r);                                     \
+        const uint8_t *b_ = kc_rd_bytes(&r, l_);                              \
+        if (r.bad || l_ == 0 || l_ > 4096 || memchr(b_, 0, l_)) goto corrupt; \
+        memcpy(sp, b_, l_);                                                   \
+        sp[l_] = '\0';                                                        \
+        (dst) = sp;                                                           \
+        sp += l_ + 1;                                                         \
     } while (0)
     uint32_t count = kc_rd_next_u32(&r);
     if (r.bad || count == 0 || count > KC_GRAPH_MAX_KERNELS) goto corrupt;
@@ -94,7 +94,8 @@ int kc_kernels_of(const kc_entry *e, kimg **out, size_t *n, size_t *nimages_out,
             if (il != v[i].len) {
                 size_t want = v[i].len;
                 free(v), free(s), free(refs);
-                return kc_err(KC_ECORRUPT, "image %u attached with %zu bytes; the graph entry refers to %zu", ix, il, want);
+                return kc_err(KC_ECORRUPT, "image %u attached with %zu bytes; the graph entry refers to %zu", ix, il,
+                              want);
             }
             v[i].image = img;
         }

@@ -32,10 +32,10 @@
 static pthread_mutex_t loaded_mu = PTHREAD_MUTEX_INITIALIZER;
 static kc_graph *loaded;
 static struct {
-    size_t graphs, bytes;           /* in the table */
-    size_t max_graphs, max_bytes;   /* the budget */
-    int configured;                 /* the budget was read from the environment or set */
-    uint64_t clock;                 /* ticks at each lookup: the LRU order */
+    size_t graphs, bytes;         /* in the table */
+    size_t max_graphs, max_bytes; /* the budget */
+    int configured;               /* the budget was read from the environment or set */
+    uint64_t clock;               /* ticks at each lookup: the LRU order */
     unsigned long long unloads;
 } lt;
 
@@ -170,16 +170,22 @@ static int driver_agrees(void *fn, const char *kernel, const kc_params *t) {
         if (rc == KC_MISS) return KC_OK; /* a driver older than 12.4: the entry's table stands */
         if (i == t->n) {
             if (rc == KC_EINVAL) return KC_OK;
-            if (rc == KC_OK) return kc_err(KC_EREFUSED, "kernel '%s': the driver reports more than the %zu parameters the entry "
-                                           "records", kernel, t->n);
+            if (rc == KC_OK)
+                return kc_err(KC_EREFUSED,
+                              "kernel '%s': the driver reports more than the %zu parameters the entry "
+                              "records",
+                              kernel, t->n);
             return rc;
         }
-        if (rc == KC_EINVAL) return kc_err(KC_EREFUSED, "kernel '%s': the driver reports %zu parameters, the entry %zu",
-                                           kernel, i, t->n);
+        if (rc == KC_EINVAL)
+            return kc_err(KC_EREFUSED, "kernel '%s': the driver reports %zu parameters, the entry %zu", kernel, i,
+                          t->n);
         if (rc) return rc;
         if (off != t->v[i].offset || size != t->v[i].size)
-            return kc_err(KC_EREFUSED, "kernel '%s': parameter %zu is %zu bytes at offset %zu to the driver, %u at %u in the "
-                          "entry", kernel, i, size, off, t->v[i].size, t->v[i].offset);
+            return kc_err(KC_EREFUSED,
+                          "kernel '%s': parameter %zu is %zu bytes at offset %zu to the driver, %u at %u in the "
+                          "entry",
+                          kernel, i, size, off, t->v[i].size, t->v[i].offset);
     }
     return KC_OK;
 }
@@ -196,9 +202,11 @@ static int same_bindings(const kc_program *f, const kc_program *b) {
         const ptensor *x = &f->tensors[i], *y = &b->tensors[i];
         ok = x->role == y->role && x->dtype == y->dtype && x->rank == y->rank && x->requires_grad == y->requires_grad &&
              x->inplace == y->inplace && x->accumulate == y->accumulate && x->alias == y->alias;
-        for (int r = 0; ok && r < x->rank; r++) ok = !strcmp(x->sizes[r], y->sizes[r]) && !strcmp(x->strides[r], y->strides[r]);
+        for (int r = 0; ok && r < x->rank; r++)
+            ok = !strcmp(x->sizes[r], y->sizes[r]) && !strcmp(x->strides[r], y->strides[r]);
     }
-    return ok ? KC_OK : kc_err(KC_ECORRUPT, "corrupt entry: the backward program's symbols or tensors are not the forward's");
+    return ok ? KC_OK
+              : kc_err(KC_ECORRUPT, "corrupt entry: the backward program's symbols or tensors are not the forward's");
 }
 
 /* One load: the entry's kernels viewed in place, their parameter tables, and where its time goes
@@ -236,8 +244,8 @@ static int load_kernels(const kc_entry *e, int kernelless, load_state *s) {
 static int load_alloc(const kc_entry *e, const kc_key *key, int device, load_state *s, kc_graph **out) {
     size_t n = s->n;
     kc_graph *g = kc_calloc(1, sizeof *g);
-    if (!g || !(g->modules = kc_calloc(s->nimg + 1, sizeof *g->modules)) || !(g->fns = kc_calloc(n + 1, sizeof *g->fns)) ||
-        !(s->names = kc_calloc(n + 1, sizeof *s->names))) {
+    if (!g || !(g->modules = kc_calloc(s->nimg + 1, sizeof *g->modules)) ||
+        !(g->fns = kc_calloc(n + 1, sizeof *g->fns)) || !(s->names = kc_calloc(n + 1, sizeof *s->names))) {
         if (g) free(g->modules), free(g->fns);
         free(g);
         return kc_err(KC_ENOMEM, "load: out of memory");
@@ -258,7 +266,8 @@ static int load_alloc(const kc_entry *e, const kc_key *key, int device, load_sta
 /* Whether every step of `p` (may be NULL) names one of the n kernels. */
 static int steps_name_kernels(const struct kc_program *p, size_t n) {
     for (size_t i = 0; p && i < p->nsteps; i++)
-        if (p->steps[i].kernel < 0 || (size_t)p->steps[i].kernel >= n) return kc_err(KC_ECORRUPT, "step names no kernel");
+        if (p->steps[i].kernel < 0 || (size_t)p->steps[i].kernel >= n)
+            return kc_err(KC_ECORRUPT, "step names no kernel");
     return KC_OK;
 }
 
@@ -347,15 +356,19 @@ static int load(const kc_entry *e, const kc_key *key, int device, int kernelless
         return rc;
     }
     uint64_t total = kc_mono_ns() - t0;
-    kc_log(KC_LOG_LOAD, "loaded %s.%s on device %d in %.1f us: %zu images %.1f us, %zu kernels fetched %.1f us, their "
-           "parameters checked with the driver %.1f us, device facts %.1f us, the rest (decode, checks, wrappers) %.1f us",
-           s.hex, g->variant, device, total / 1e3, s.nimg, s.t_mod / 1e3, s.n, s.t_fn / 1e3, s.t_par / 1e3,
-           s.t_dev / 1e3, (double)(total - s.t_mod - s.t_fn - s.t_par - s.t_dev) / 1e3);
+    kc_log(
+        KC_LOG_LOAD,
+        "loaded %s.%s on device %d in %.1f us: %zu images %.1f us, %zu kernels fetched %.1f us, their "
+        "parameters checked with the driver %.1f us, device facts %.1f us, the rest (decode, checks, wrappers) %.1f us",
+        s.hex, g->variant, device, total / 1e3, s.nimg, s.t_mod / 1e3, s.n, s.t_fn / 1e3, s.t_par / 1e3, s.t_dev / 1e3,
+        (double)(total - s.t_mod - s.t_fn - s.t_par - s.t_dev) / 1e3);
     *out = g;
     return KC_OK;
 }
 
-int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) { return load(e, key, device, 0, out); }
+int kc_graph_load(const kc_entry *e, const kc_key *key, int device, kc_graph **out) {
+    return load(e, key, device, 0, out);
+}
 
 /* A kernel-less graph's in-memory entry: its launch programs and wrappers, as an entry of it would hold them. */
 static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const char *target, kc_entry **out) {
@@ -376,7 +389,8 @@ static int kernelless_entry(const kc_graph_desc *d, const kc_key *key, const cha
     return rc;
 }
 
-int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device, kc_graph **out) {
+int kc_graph_load_kernelless(const kc_graph_desc *d, const kc_key *key, const char *variant, int device,
+                             kc_graph **out) {
     kc_entry *e = NULL;
     int rc = kernelless_entry(d, key, variant, &e);
     if (!rc) rc = load(e, key, device, 1, out);

@@ -153,7 +153,8 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
             return rc;
         }
         if (rc != KC_EBUSY || kc_mono_ns() > deadline) {
-            if (rc == KC_EBUSY) kc_log(KC_LOG_GRAPH, "%s: waited %.0f s for another compile; compiling", d->name, wait_s);
+            if (rc == KC_EBUSY)
+                kc_log(KC_LOG_GRAPH, "%s: waited %.0f s for another compile; compiling", d->name, wait_s);
             else kc_log(KC_LOG_GRAPH, "%s: no compile lock (%s); compiling", d->name, kc_error_last()->message);
             return kc_graph_build_(c, d, key, kb, t, take, info, entry_out);
         }
@@ -302,7 +303,8 @@ again:
             else snprintf(info->miss_reason, sizeof info->miss_reason, "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
-        rc = cacheable ? single_flight(c, d, &key, kb, &t, 1, info, NULL) : kc_graph_build_(c, d, &key, kb, &t, 1, info, NULL);
+        rc = cacheable ? single_flight(c, d, &key, kb, &t, 1, info, NULL)
+                       : kc_graph_build_(c, d, &key, kb, &t, 1, info, NULL);
         if (cacheable) kc_graph_count_after_miss_(c, &key, info, rc);
     }
     info->total_us = us_since(t0);
@@ -321,11 +323,11 @@ typedef struct get_state {
     kc_key_builder *kb;
     int vouched;
     uint64_t t0, t1;
-    kc_target dev;                            /* the device's own plain target: what a miss compiles */
-    char target[16];                          /* its name, formed once */
-    char cand[KC_TARGET_CANDIDATES_MAX][16];  /* the candidates, most preferred first */
-    size_t nc;                                /* 0: not cacheable */
-    int own_unusable;                         /* the device's own variant was stored but could not be used */
+    kc_target dev;                           /* the device's own plain target: what a miss compiles */
+    char target[16];                         /* its name, formed once */
+    char cand[KC_TARGET_CANDIDATES_MAX][16]; /* the candidates, most preferred first */
+    size_t nc;                               /* 0: not cacheable */
+    int own_unusable;                        /* the device's own variant was stored but could not be used */
     char why[160];
     kc_graph *g;
 } get_state;
@@ -357,7 +359,8 @@ static int take_loaded(get_state *s, const kc_entry *e, const char *variant, kc_
     int remote = source == KC_FROM_REMOTE;
     s->info->lookup_us = us_since(s->t1);
     int rc = try_load(s, e, variant, remote ? "remote " : "");
-    if (rc == KC_OK && (remote || !s->vouched)) kc_graph_direct_from_entry_(s->c, s->d, variant, e); /* remote: walked */
+    if (rc == KC_OK && (remote || !s->vouched))
+        kc_graph_direct_from_entry_(s->c, s->d, variant, e); /* remote: walked */
     if (rc == KC_MISS) s->own_unusable |= strcmp(variant, s->target) == 0;
     if (rc) return rc;
     s->info->source = source;
@@ -372,7 +375,8 @@ static int get_local(get_state *s) {
     int rc = KC_OK;
     for (size_t i = 0; i < s->nc && !s->g; i++) {
         kc_entry *e;
-        if ((rc = local_graph(s->c, &s->key, s->cand[i], 1, &e, s->why, sizeof s->why)) != KC_OK) { /* absent, corrupt, an image missing */
+        if ((rc = local_graph(s->c, &s->key, s->cand[i], 1, &e, s->why, sizeof s->why)) !=
+            KC_OK) { /* absent, corrupt, an image missing */
             if (rc != KC_MISS) return rc;
             rc = KC_OK;
             continue;
@@ -416,7 +420,9 @@ static int get_compiled(get_state *s) {
      * counted its own detail (load_refused, images_missing); the lookup is a miss. */
     if (!info->miss_reason[0])
         snprintf(info->miss_reason, sizeof info->miss_reason, "%s",
-                 !s->nc ? "not cacheable" : s->why[0] ? s->why : "no usable variant stored");
+                 !s->nc      ? "not cacheable"
+                 : s->why[0] ? s->why
+                             : "no usable variant stored");
     info->lookup_us = us_since(s->t1);
     kc_entry *e = NULL;
     /* A stored image of this very variant that the driver refused is not taken again as
@@ -427,8 +433,9 @@ static int get_compiled(get_state *s) {
         uint64_t t2 = kc_mono_ns();
         rc = kc_graph_load(e, &s->key, s->device, &s->g);
         info->load_us = us_since(t2);
-        if (rc) rc = kc_err_prefix(rc, "graph '%s': the %s image compiled for device %d (%d.%d) could not be loaded",
-                                   d->name, s->target, s->device, s->major, s->minor);
+        if (rc)
+            rc = kc_err_prefix(rc, "graph '%s': the %s image compiled for device %d (%d.%d) could not be loaded",
+                               d->name, s->target, s->device, s->major, s->minor);
     }
     kc_entry_free(e);
     if (s->nc) kc_graph_count_after_miss_(s->c, &s->key, info, rc);
@@ -460,12 +467,13 @@ static int get_kernelless(get_state *s, kc_graph **out) {
 
 /* After the memory: the local directory, the remote, else a compile.  1 when the key moved. */
 static int get_stored_or_compiled(get_state *s) {
-    s->nc = kc_graph_uncacheable_(s->d) ? 0 : kc_target_candidates(s->major, s->minor, s->cand, KC_TARGET_CANDIDATES_MAX);
+    s->nc = kc_graph_uncacheable_(s->d) ? 0
+                                        : kc_target_candidates(s->major, s->minor, s->cand, KC_TARGET_CANDIDATES_MAX);
     s->own_unusable = 0;
     s->why[0] = '\0';
     int rc = get_local(s);
     if (!s->g && !rc) rc = confirm_vouched(s->c, s->d, &s->key, &s->vouched); /* before the remote, or the miss */
-    if (rc == 1) return 1; /* the key moved */
+    if (rc == 1) return 1;                                                    /* the key moved */
     if (!s->g && !rc && s->nc) rc = get_remote(s);
     if (!s->g && !rc) rc = get_compiled(s);
     return rc;

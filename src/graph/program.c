@@ -86,7 +86,8 @@ static void put_zeros_at(const kc_graph_desc *d, kc_pass pass, size_t k, kc_buf 
             kc_program_zero_ref((int)gz->role, gz->index, ref);
             kc_buf_put_u32(b, gz->offset || gz->count ? KC_PROGRAM_ZERO_RANGE : KC_PROGRAM_ZERO_STEP);
             kc_buf_put_str(b, ref);
-            if (gz->offset || gz->count) kc_buf_put_str(b, gz->offset ? gz->offset : "0"), kc_buf_put_str(b, gz->count ? gz->count : "");
+            if (gz->offset || gz->count)
+                kc_buf_put_str(b, gz->offset ? gz->offset : "0"), kc_buf_put_str(b, gz->count ? gz->count : "");
         }
 }
 
@@ -105,7 +106,8 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
     kc_buf_put_u32(b, (uint32_t)d->nsymbols);
     for (size_t i = 0; i < d->nsymbols; i++) kc_buf_put_str(b, d->symbols[i]);
     kc_buf_put_u32(b, (uint32_t)d->nrargs);
-    for (size_t i = 0; i < d->nrargs; i++) kc_buf_put_str(b, d->rargs[i].name), kc_buf_put_u8(b, (uint8_t)d->rargs[i].type);
+    for (size_t i = 0; i < d->nrargs; i++)
+        kc_buf_put_str(b, d->rargs[i].name), kc_buf_put_u8(b, (uint8_t)d->rargs[i].type);
     put_tensors(d, b);
     uint32_t ns = 0;
     for (size_t i = 0; i < d->nscratch; i++) ns += d->scratch[i].pass == pass;
@@ -127,9 +129,12 @@ void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b) {
 
 size_t kc_dtype_size(kc_dtype t) {
     switch (t) {
-    case KC_DTYPE_F64: case KC_DTYPE_I64: return 8;
-    case KC_DTYPE_F32: case KC_DTYPE_I32: return 4;
-    case KC_DTYPE_F16: case KC_DTYPE_BF16: return 2;
+    case KC_DTYPE_F64:
+    case KC_DTYPE_I64: return 8;
+    case KC_DTYPE_F32:
+    case KC_DTYPE_I32: return 4;
+    case KC_DTYPE_F16:
+    case KC_DTYPE_BF16: return 2;
     default: return 1;
     }
 }
@@ -164,9 +169,15 @@ void kc_program_free(kc_program *p) {
 /* A length-prefixed string; NULL (and r->bad) on a defect or no memory. */
 static char *rd_str(kc_reader *r, int *oom) {
     uint32_t n = kc_rd_next_u32(r);
-    if (n > 65536) { r->bad = 1; return NULL; }
+    if (n > 65536) {
+        r->bad = 1;
+        return NULL;
+    }
     const uint8_t *b = kc_rd_bytes(r, n);
-    if (!b || memchr(b, 0, n)) { r->bad = 1; return NULL; }
+    if (!b || memchr(b, 0, n)) {
+        r->bad = 1;
+        return NULL;
+    }
     char *s = kc_strndup((const char *)b, n);
     if (!s) *oom = 1, r->bad = 1;
     return s;
@@ -213,7 +224,8 @@ static int check_inplace(const kc_program *p) {
         if (t->alias < 0) continue;
         if (!(in = kc_program_tensor(p, KC_ROLE_INPUT, (size_t)t->alias)) || !in->inplace || in->dtype != t->dtype ||
             in->rank != t->rank)
-            return kc_err(KC_ECORRUPT, "an output aliases input %d, which is not an in-place input of its shape", t->alias);
+            return kc_err(KC_ECORRUPT, "an output aliases input %d, which is not an in-place input of its shape",
+                          t->alias);
         for (int r = 0; r < t->rank; r++)
             if (strcmp(in->sizes[r], t->sizes[r]) != 0) return kc_err(KC_ECORRUPT, "an alias of mismatched shape");
         for (size_t k = 0; k < i; k++)
@@ -221,10 +233,14 @@ static int check_inplace(const kc_program *p) {
     }
     for (size_t i = 0; i < p->nzeros; i++) {
         const pzero *z = &p->zeros[i];
-        const ptensor *in = z->role == KC_ROLE_INPUT || z->role == KC_ROLE_GRAD_IN ? kc_program_tensor(p, KC_ROLE_INPUT, z->index) : NULL;
-        size_t have = z->role == KC_ROLE_SCRATCH ? p->nscratch : z->role == KC_ROLE_GRAD_IN ? nin : kc_program_count(p, z->role);
-        if (!kc_program_zero_role_ok(p->pass, z->role) || z->index >= have || (z->role == KC_ROLE_INPUT && !in->inplace) ||
-            (z->role == KC_ROLE_GRAD_IN && in->accumulate))
+        const ptensor *in = z->role == KC_ROLE_INPUT || z->role == KC_ROLE_GRAD_IN
+                                ? kc_program_tensor(p, KC_ROLE_INPUT, z->index)
+                                : NULL;
+        size_t have = z->role == KC_ROLE_SCRATCH   ? p->nscratch
+                      : z->role == KC_ROLE_GRAD_IN ? nin
+                                                   : kc_program_count(p, z->role);
+        if (!kc_program_zero_role_ok(p->pass, z->role) || z->index >= have ||
+            (z->role == KC_ROLE_INPUT && !in->inplace) || (z->role == KC_ROLE_GRAD_IN && in->accumulate))
             return kc_err(KC_ECORRUPT, "zero step %zu names a tensor its pass may not zero", i);
     }
     return KC_OK;
@@ -257,10 +273,12 @@ static void rd_tensor(kc_reader *r, ptensor *t, int *oom) {
         if (a >= MAX_ITEMS) r->bad = 1;
         else t->alias = (int)a;
     }
-    unsigned allowed = t->role == KC_ROLE_INPUT ? KC_PT_REQUIRES_GRAD | KC_PT_INPLACE | KC_PT_ACCUMULATE
-                       : t->role == KC_ROLE_OUTPUT ? KC_PT_ALIAS : 0;
+    unsigned allowed = t->role == KC_ROLE_INPUT    ? KC_PT_REQUIRES_GRAD | KC_PT_INPLACE | KC_PT_ACCUMULATE
+                       : t->role == KC_ROLE_OUTPUT ? KC_PT_ALIAS
+                                                   : 0;
     if (fl & ~allowed) r->bad = 1;
-    if (t->role > KC_ROLE_SAVED || t->dtype < KC_DTYPE_F32 || t->dtype > KC_DTYPE_F8E5M2 || t->rank > KC_MAX_RANK) r->bad = 1;
+    if (t->role > KC_ROLE_SAVED || t->dtype < KC_DTYPE_F32 || t->dtype > KC_DTYPE_F8E5M2 || t->rank > KC_MAX_RANK)
+        r->bad = 1;
     for (int d = 0; !r->bad && d < t->rank; d++) t->sizes[d] = rd_str(r, oom), t->strides[d] = rd_str(r, oom);
 }
 
@@ -326,7 +344,8 @@ static int check_tensors(const kc_program *p) {
             if (!rc && p->tensors[i].role == KC_ROLE_INPUT) rc = check_nodev(p, p->tensors[i].strides[d]);
         }
     for (size_t i = 0; !rc && i < p->nsyms; i++) /* a device fact is never a size symbol */
-        if (kc_device_fact(p->syms[i], strlen(p->syms[i])) >= 0) rc = kc_err(KC_ECORRUPT, "symbol '%s' is a device fact", p->syms[i]);
+        if (kc_device_fact(p->syms[i], strlen(p->syms[i])) >= 0)
+            rc = kc_err(KC_ECORRUPT, "symbol '%s' is a device fact", p->syms[i]);
     for (size_t i = 0; !rc && i < p->nscratch; i++) rc = check(p, p->scratch[i]);
     return rc;
 }
@@ -356,9 +375,11 @@ static int check_rargs(const kc_program *p) {
         if (p->rargs[i].type < KC_ARG_F32 || p->rargs[i].type > KC_ARG_U64 || !is_ident(p->rargs[i].name))
             rc = kc_err(KC_ECORRUPT, "runtime argument %zu", i);
         for (size_t k = 0; !rc && k < i; k++)
-            if (!strcmp(p->rargs[k].name, p->rargs[i].name)) rc = kc_err(KC_ECORRUPT, "runtime argument '%s' twice", p->rargs[i].name);
+            if (!strcmp(p->rargs[k].name, p->rargs[i].name))
+                rc = kc_err(KC_ECORRUPT, "runtime argument '%s' twice", p->rargs[i].name);
         for (size_t k = 0; !rc && k < p->nsyms; k++)
-            if (!strcmp(p->syms[k], p->rargs[i].name)) rc = kc_err(KC_ECORRUPT, "runtime argument '%s' is a symbol", p->rargs[i].name);
+            if (!strcmp(p->syms[k], p->rargs[i].name))
+                rc = kc_err(KC_ECORRUPT, "runtime argument '%s' is a symbol", p->rargs[i].name);
     }
     return rc;
 }
@@ -478,7 +499,8 @@ int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals,
     int64_t stride = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         out->strides[d] = stride;
-        if (__builtin_mul_overflow(stride, out->sizes[d] ? out->sizes[d] : 1, &stride)) return kc_err(KC_EEXPR, "tensor too large");
+        if (__builtin_mul_overflow(stride, out->sizes[d] ? out->sizes[d] : 1, &stride))
+            return kc_err(KC_EEXPR, "tensor too large");
     }
     *bytes = (size_t)n;
     return KC_OK;
@@ -494,23 +516,28 @@ int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals,
     return KC_OK;
 }
 
-int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n, size_t esize,
-                          size_t *first, size_t *bytes) {
+int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n,
+                          size_t esize, size_t *first, size_t *bytes) {
     int64_t off = 0, count = 0;
     int rc = z->offset ? kc_program_eval(p, z->offset, syms, &off) : KC_OK;
-    if (!rc && off >= 0 && off <= n) rc = z->count ? kc_program_eval(p, z->count, syms, &count) : (count = n - off, KC_OK);
+    if (!rc && off >= 0 && off <= n)
+        rc = z->count ? kc_program_eval(p, z->count, syms, &count) : (count = n - off, KC_OK);
     if (rc) return kc_err_prefix(rc, "zero step '%s'", ref);
     if (off < 0 || off > n || count < 0 || count > n - off)
-        return kc_err(KC_EINVAL, "zero step '%s': the range of %lld %s from %lld (count '%.40s', offset '%.40s') is not "
-                      "inside the tensor's %lld", ref, (long long)(off < 0 || off > n ? 0 : count),
+        return kc_err(KC_EINVAL,
+                      "zero step '%s': the range of %lld %s from %lld (count '%.40s', offset '%.40s') is not "
+                      "inside the tensor's %lld",
+                      ref, (long long)(off < 0 || off > n ? 0 : count),
                       z->role == KC_ROLE_SCRATCH ? "bytes" : "elements", (long long)off,
                       z->count ? z->count : "to the end", z->offset ? z->offset : "0", (long long)n);
-    *first = (size_t)off * esize; /* off ≤ n and count ≤ n - off: n elements of esize bytes were sized without overflow */
+    *first = (size_t)off *
+             esize; /* off ≤ n and count ≤ n - off: n elements of esize bytes were sized without overflow */
     *bytes = (size_t)count * esize;
     return KC_OK;
 }
 
-int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3], unsigned *shared) {
+int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
+                    unsigned *shared) {
     static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
     const pstep *s = &p->steps[i];
     int64_t threads = 1;
@@ -530,7 +557,8 @@ int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned
     int64_t sh;
     int rc = kc_program_eval(p, s->shared, vals, &sh);
     if (rc) return rc;
-    if (sh < 0 || sh > (1 << 30)) return kc_err(KC_EEXPR, "step %zu: shared memory %lld out of range", i, (long long)sh);
+    if (sh < 0 || sh > (1 << 30))
+        return kc_err(KC_EEXPR, "step %zu: shared memory %lld out of range", i, (long long)sh);
     *shared = (unsigned)sh;
     return KC_OK;
 }

@@ -65,8 +65,8 @@ typedef struct pzero {
  * A zero step's range in this call: its first byte and its bytes, within a tensor of `n` elements
  * of `esize` bytes (KC_EINVAL naming `ref` when the range is not inside it).
  */
-int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n, size_t esize,
-                          size_t *first, size_t *bytes);
+int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n,
+                          size_t esize, size_t *first, size_t *bytes);
 
 struct kc_program {
     int pass;
@@ -76,13 +76,13 @@ struct kc_program {
     size_t ntensors;
     char **scratch;
     size_t nscratch;
-    pstep *steps;          /* the kernel steps only (a zero step is in `zeros`, at its place among them) */
+    pstep *steps; /* the kernel steps only (a zero step is in `zeros`, at its place among them) */
     size_t nsteps;
     pzero *zeros;
     size_t nzeros;
     kc_argdecl *rargs; /* the runtime arguments, in declaration order */
     size_t nrargs;
-    int offsets;       /* a step passes a tensor at an offset: every step's arguments are packed before any launch */
+    int offsets;        /* a step passes a tensor at an offset: every step's arguments are packed before any launch */
     const int64_t *dev; /* the device facts (KC_DEVICE_NFACTS values, the loaded graph's: device.c), NULL until
                            bound at load — an expression using one then fails */
 };

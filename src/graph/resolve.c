@@ -24,14 +24,16 @@
 static void describe(const kc_image_ref *r, char *out, size_t cap) {
     char hex[KC_KEY_HEX_LEN + 1];
     kc_key_to_hex(&r->id, hex);
-    snprintf(out, cap, "%s (%s %s, %llu bytes)", hex, r->target, r->is_ptx ? "PTX" : "cubin", (unsigned long long)r->len);
+    snprintf(out, cap, "%s (%s %s, %llu bytes)", hex, r->target, r->is_ptx ? "PTX" : "cubin",
+             (unsigned long long)r->len);
 }
 
 /* The local image of `ref`, checked and attached as image `i`: KC_OK, or KC_MISS (absent, corrupt:
  * quarantined by a use's read, or not the image referred to).  `use`: a lookup's read, which
  * refreshes the image's LRU time; a maintenance read (show, extract) leaves it. */
 static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *ref, int attach, int use) {
-    if (!attach && use) { /* a compile-only hit: intact, its name's, of the reference's length ([Note: checked, not inflated]) */
+    if (!attach &&
+        use) { /* a compile-only hit: intact, its name's, of the reference's length ([Note: checked, not inflated]) */
         uint64_t raw_len;
         int rc = kc_cache_check_local_(c, &ref->id, KC_VARIANT_IMAGE, KC_SECTION_IMAGE, &raw_len);
         if (rc == KC_OK && raw_len != kc_image_section_len(ref)) {
@@ -44,12 +46,14 @@ static int attach_local(kc_cache *c, kc_entry *e, size_t i, const kc_image_ref *
         return rc == KC_OK ? KC_OK : KC_MISS;
     }
     kc_entry *img;
-    int rc = use ? kc_cache_get_local_(c, &ref->id, KC_VARIANT_IMAGE, &img) : kc_cache_peek(c, &ref->id, KC_VARIANT_IMAGE, &img);
+    int rc = use ? kc_cache_get_local_(c, &ref->id, KC_VARIANT_IMAGE, &img)
+                 : kc_cache_peek(c, &ref->id, KC_VARIANT_IMAGE, &img);
     if (rc != KC_OK) return KC_MISS;
     const void *bytes;
     size_t len;
     rc = kc_image_entry_read(img, ref, 0, NULL, &bytes, &len);
-    if (rc == KC_OK && attach) rc = kc_entry_attach_image_from_(e, i, img, bytes, len); /* [Note: attached, not copied] */
+    if (rc == KC_OK && attach)
+        rc = kc_entry_attach_image_from_(e, i, img, bytes, len); /* [Note: attached, not copied] */
     else if (rc) kc_log(KC_LOG_STORE, "local image: %s", kc_error_last()->message);
     kc_entry_free(img);
     return rc == KC_ENOMEM ? rc : rc ? KC_MISS : KC_OK;
@@ -89,7 +93,8 @@ int kc_graph_resolve_(kc_cache *c, kc_entry *e, int attach, int use) {
             int r = got[k] ? kc_image_entry_read(got[k], &refs[i], 1, NULL, &bytes, &len) : KC_MISS;
             if (r == KC_OK && attach) r = kc_entry_attach_image_from_(e, i, got[k], bytes, len);
             if (r == KC_OK) (void)kc_cache_keep_local_(c, &refs[i].id, KC_VARIANT_IMAGE, raw[k], rl[k]);
-            else if (!rc && got[k]) rc = kc_err(KC_MISS, "image %s from the remote failed its check: %s", what, kc_error_last()->message);
+            else if (!rc && got[k])
+                rc = kc_err(KC_MISS, "image %s from the remote failed its check: %s", what, kc_error_last()->message);
             else if (!rc) rc = kc_err(KC_MISS, "image %s is missing", what);
             kc_entry_free(got[k]);
             free(raw[k]);

@@ -79,10 +79,16 @@ static int resolve(void *ctx, int role, size_t i, void **ptr) {
 
 /* The call's tensor i of a role (not scratch), or NULL. */
 static const kc_tensor *bound(const bindings *b, int role, size_t i) {
-    const kc_tensor *v = role == KC_ROLE_INPUT ? b->inputs : role == KC_ROLE_OUTPUT ? b->outputs : role == KC_ROLE_SAVED ? b->saved
-                         : role == KC_ROLE_GRAD_IN ? b->grad_in : NULL;
-    size_t n = role == KC_ROLE_INPUT ? b->ninputs : role == KC_ROLE_OUTPUT ? b->noutputs : role == KC_ROLE_SAVED ? b->nsaved
-               : role == KC_ROLE_GRAD_IN ? b->ngrad_in : 0;
+    const kc_tensor *v = role == KC_ROLE_INPUT     ? b->inputs
+                         : role == KC_ROLE_OUTPUT  ? b->outputs
+                         : role == KC_ROLE_SAVED   ? b->saved
+                         : role == KC_ROLE_GRAD_IN ? b->grad_in
+                                                   : NULL;
+    size_t n = role == KC_ROLE_INPUT     ? b->ninputs
+               : role == KC_ROLE_OUTPUT  ? b->noutputs
+               : role == KC_ROLE_SAVED   ? b->nsaved
+               : role == KC_ROLE_GRAD_IN ? b->ngrad_in
+                                         : 0;
     return v && i < n ? &v[i] : NULL;
 }
 
@@ -90,7 +96,8 @@ static int whole_tensor(const kc_tensor *t, const char *ref, size_t *bytes);
 
 /* Zero step z's address and bytes in this call: a scratch buffer's bytes, or a contiguous tensor's (a caller's
  * strided tensor is refused: zeroing its span would write between its elements), or the range of them it names. */
-static int zero_target(const kc_program *p, const pzero *z, const int64_t *syms, bindings *b, void **ptr, size_t *bytes) {
+static int zero_target(const kc_program *p, const pzero *z, const int64_t *syms, bindings *b, void **ptr,
+                       size_t *bytes) {
     char ref[48];
     kc_program_zero_ref(z->role, z->index, ref);
     int rc = resolve(b, z->role, z->index, ptr);
@@ -115,9 +122,10 @@ static int whole_tensor(const kc_tensor *t, const char *ref, size_t *bytes) {
     int64_t stride = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         if (t->sizes[d] > 1 && t->strides[d] != stride)
-            return kc_err(KC_EINVAL, "zero step '%s': the tensor is not contiguous (size[%d] %lld, stride %lld where %lld "
-                          "is contiguous): zeroing it whole would write between its elements", ref, d,
-                          (long long)t->sizes[d], (long long)t->strides[d], (long long)stride);
+            return kc_err(KC_EINVAL,
+                          "zero step '%s': the tensor is not contiguous (size[%d] %lld, stride %lld where %lld "
+                          "is contiguous): zeroing it whole would write between its elements",
+                          ref, d, (long long)t->sizes[d], (long long)t->strides[d], (long long)stride);
         if (t->sizes[d] > 0 && __builtin_mul_overflow(stride, t->sizes[d], &stride))
             return kc_err(KC_EINVAL, "zero step '%s': tensor too large", ref);
     }
@@ -209,8 +217,10 @@ static int check_accumulating(const kc_tensor *gi, const kc_tensor *in, size_t i
         if (ok && gi->sizes[d] > 0) ok = !__builtin_mul_overflow(stride, gi->sizes[d], &stride);
     }
     if (ok) return KC_OK;
-    return kc_err(KC_EINVAL, "grad_inputs[%zu]: the gradient of input %zu accumulates (\"grad\": \"accumulate\"): pass the "
-                  "caller's buffer there (%s)", i, i, !gi->data ? "its data is NULL" : "non-NULL, the input's dtype and sizes, contiguous");
+    return kc_err(KC_EINVAL,
+                  "grad_inputs[%zu]: the gradient of input %zu accumulates (\"grad\": \"accumulate\"): pass the "
+                  "caller's buffer there (%s)",
+                  i, i, !gi->data ? "its data is NULL" : "non-NULL, the input's dtype and sizes, contiguous");
 }
 
 /* The n tensors `out` of a role of program p; `grads`: the gradients of the inputs. */
@@ -223,7 +233,8 @@ typedef struct roleset {
 
 /* Allocate the tensors of a role with the program's shapes.  An aliased output becomes the input it is (inputs[j]);
  * an accumulating gradient is the caller's, checked. */
-static int alloc_role(const roleset *rs, const kc_tensor *inputs, const int64_t *syms, void *stream, const kc_allocator *alloc) {
+static int alloc_role(const roleset *rs, const kc_tensor *inputs, const int64_t *syms, void *stream,
+                      const kc_allocator *alloc) {
     const kc_program *p = rs->p;
     int role = rs->role, grads = rs->grads;
     kc_tensor *out = rs->out;
@@ -233,7 +244,8 @@ static int alloc_role(const roleset *rs, const kc_tensor *inputs, const int64_t 
         int rc = t ? KC_OK : kc_err(KC_ECORRUPT, "no tensor %zu", i);
         if (!rc && grads && t->accumulate) rc = check_accumulating(&out[i], &inputs[i], i);
         else if (!rc && !grads && role == KC_ROLE_OUTPUT && t->alias >= 0) out[i] = inputs[t->alias];
-        else if (!rc && !(rc = kc_program_shape(p, t, syms, &out[i], &bytes))) rc = kc_dev_alloc(alloc, bytes, stream, &out[i].data);
+        else if (!rc && !(rc = kc_program_shape(p, t, syms, &out[i], &bytes)))
+            rc = kc_dev_alloc(alloc, bytes, stream, &out[i].data);
         if (rc) {
             release_role(p, role, grads, out, i, stream, alloc);
             return rc;
@@ -246,7 +258,8 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     kc_graph *g = ctx;
     const kc_program *p = g->fwd;
     size_t nout = kc_program_count(p, KC_ROLE_OUTPUT), nsaved = kc_program_count(p, KC_ROLE_SAVED);
-    if (c->noutputs != nout) return kc_err(KC_EINVAL, "the graph has %zu outputs, room for %zu given", nout, c->noutputs);
+    if (c->noutputs != nout)
+        return kc_err(KC_EINVAL, "the graph has %zu outputs, room for %zu given", nout, c->noutputs);
     int vrc = kc_program_check_values(p, c->args, c->nargs); /* again: a wrapper may have changed the call */
     if (vrc) return vrc;
     int64_t *syms = kc_calloc(p->nsyms + 1, sizeof *syms);
@@ -259,8 +272,11 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     int rc = kc_cuda_push(g->device);
     int pushed = rc == KC_OK, outs = 0, sv = 0;
     if (!rc) rc = kc_program_bind(p, c->inputs, c->ninputs, syms);
-    if (!rc && !(rc = alloc_role(&(roleset){p, KC_ROLE_OUTPUT, 0, c->outputs, nout}, c->inputs, syms, c->stream, c->alloc))) outs = 1;
-    if (!rc && !(rc = alloc_role(&(roleset){p, KC_ROLE_SAVED, 0, saved, nsaved}, NULL, syms, c->stream, c->alloc))) sv = 1;
+    if (!rc &&
+        !(rc = alloc_role(&(roleset){p, KC_ROLE_OUTPUT, 0, c->outputs, nout}, c->inputs, syms, c->stream, c->alloc)))
+        outs = 1;
+    if (!rc && !(rc = alloc_role(&(roleset){p, KC_ROLE_SAVED, 0, saved, nsaved}, NULL, syms, c->stream, c->alloc)))
+        sv = 1;
     if (!rc) {
         bindings b = {c->inputs, c->outputs, saved, NULL, NULL, c->ninputs, nout, nsaved, 0, 0, NULL, 0};
         uint64_t philox[2] = {c->philox_seed, c->philox_offset};
@@ -313,8 +329,8 @@ int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
 static int call_check(const kc_graph_call *call, const char *who) {
     if (!call) return kc_err(KC_EINVAL, "%s: call is NULL", who);
     if (call->version != KC_GRAPH_CALL_VERSION)
-        return kc_err(KC_EVERSION, "%s: kc_graph_call version %u is not supported (this build: %d)", who,
-                      call->version, KC_GRAPH_CALL_VERSION);
+        return kc_err(KC_EVERSION, "%s: kc_graph_call version %u is not supported (this build: %d)", who, call->version,
+                      KC_GRAPH_CALL_VERSION);
     return KC_OK;
 }
 
@@ -325,14 +341,26 @@ int kc_graph_forward_call(kc_graph *g, const kc_graph_call *call, kc_saved **sav
         return kc_err(KC_EINVAL, "kc_graph_forward: bad argument");
     if (saved) *saved = NULL;
     if ((rc = kc_program_check_values(g->fwd, call->args, call->nargs))) return rc;
-    kc_forward_call c = {g,     call->inputs, call->ninputs, call->outputs, call->noutputs, saved, call->stream,
-                         call->alloc, call->rng, 0, 0, 0, call->args, call->nargs};
+    kc_forward_call c = {g,
+                         call->inputs,
+                         call->ninputs,
+                         call->outputs,
+                         call->noutputs,
+                         saved,
+                         call->stream,
+                         call->alloc,
+                         call->rng,
+                         0,
+                         0,
+                         0,
+                         call->args,
+                         call->nargs};
     return kc_wrapper_chain_call(g->chain, &c);
 }
 
 int kc_graph_forward_args(kc_graph *g, const kc_tensor *inputs, size_t ninputs, kc_tensor *outputs, size_t noutputs,
-                          kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng, const kc_value *args,
-                          size_t nargs) {
+                          kc_saved **saved, void *stream, const kc_allocator *alloc, kc_rng_state *rng,
+                          const kc_value *args, size_t nargs) {
     kc_graph_call c = {KC_GRAPH_CALL_VERSION, inputs, ninputs, outputs, noutputs, stream, alloc, rng, args, nargs};
     return kc_graph_forward_call(g, &c, saved);
 }
@@ -366,7 +394,8 @@ static int backward_shapes(const kc_saved *s, const kc_graph_call *call) {
                       s->ninputs, call->ninputs, call->noutputs);
     for (size_t i = 0; i < call->ninputs; i++) {
         const kc_tensor *t = &call->inputs[i];
-        if (t->rank != s->outputs[i].rank || memcmp(t->sizes, s->outputs[i].sizes, sizeof(int64_t) * (size_t)t->rank) != 0)
+        if (t->rank != s->outputs[i].rank ||
+            memcmp(t->sizes, s->outputs[i].sizes, sizeof(int64_t) * (size_t)t->rank) != 0)
             return kc_err(KC_EINVAL, "grad_outputs[%zu] does not have output %zu's shape", i, i);
     }
     return KC_OK;
@@ -388,10 +417,11 @@ int kc_graph_backward_call(kc_graph *g, kc_saved *s, const kc_graph_call *call) 
     void *stream = call->stream;
     kc_tensor *grad_inputs = call->outputs;
     if ((rc = kc_cuda_push(g->device))) return rc;
-    rc = alloc_role(&(roleset){g->bwd, KC_ROLE_INPUT, 1, grad_inputs, call->noutputs}, s->inputs, s->syms, stream, alloc);
+    rc = alloc_role(&(roleset){g->bwd, KC_ROLE_INPUT, 1, grad_inputs, call->noutputs}, s->inputs, s->syms, stream,
+                    alloc);
     if (!rc) {
-        bindings b = {s->inputs,      s->outputs,      s->saved, call->inputs, grad_inputs, s->ninputs, s->noutputs,
-                      s->nsaved, call->ninputs, call->noutputs, NULL, 0};
+        bindings b = {s->inputs,   s->outputs, s->saved,      call->inputs,   grad_inputs, s->ninputs,
+                      s->noutputs, s->nsaved,  call->ninputs, call->noutputs, NULL,        0};
         rc = run_steps(g, g->bwd, s->syms, &b, stream, alloc, s->philox_set ? s->philox : NULL, args);
         if (rc) release_role(g->bwd, KC_ROLE_INPUT, 1, grad_inputs, call->noutputs, stream, alloc);
     }
@@ -419,7 +449,8 @@ size_t kc_tensor_span(const kc_tensor *t) {
     uint64_t last = 0;
     for (int r = 0; r < t->rank; r++) {
         if (t->sizes[r] <= 0) return 0;
-        last += (uint64_t)(t->sizes[r] - 1) * (t->strides[r] < 0 ? 0 - (uint64_t)t->strides[r] : (uint64_t)t->strides[r]);
+        last += (uint64_t)(t->sizes[r] - 1) *
+                (t->strides[r] < 0 ? 0 - (uint64_t)t->strides[r] : (uint64_t)t->strides[r]);
     }
     return (size_t)((last + 1) * kc_dtype_size(t->dtype));
 }

@@ -73,8 +73,16 @@ static int add_kernel(sctx *s, const char *where, const kc_json *k, const kshare
     }
     if (!rc) {
         const char *file = kc_spec_str(k, "file"), *entry = kc_spec_str(k, "entry");
-        kc_kernel_src src = {KC_KERNEL_SRC_VERSION, file, source, entry, hdr, (size_t)nhdr, opt, (size_t)no,
-                             kc_spec_str(k, "include_digest"), toolkit ? KC_KERNEL_TOOLKIT_HEADERS : 0u};
+        kc_kernel_src src = {KC_KERNEL_SRC_VERSION,
+                             file,
+                             source,
+                             entry,
+                             hdr,
+                             (size_t)nhdr,
+                             opt,
+                             (size_t)no,
+                             kc_spec_str(k, "include_digest"),
+                             toolkit ? KC_KERNEL_TOOLKIT_HEADERS : 0u};
         rc = kc_graph_add_kernel(s->d, &src, NULL);
         if (rc) kc_err_prefix(rc, "%s: %s", s->path, where);
     }
@@ -89,9 +97,10 @@ static int load_kernel(sctx *s, int i, const kc_json *k, const kshared *sh, char
     char where[64];
     kc_cat_index(where, sizeof where, "kernels", "", i, "");
     const char *id = kc_spec_str(k, "id"), *file = kc_spec_str(k, "file"), *entry = kc_spec_str(k, "entry");
-    if (!kc_json_is(k, KC_JSON_OBJECT) || !file || !entry) return SPEC_ERR(s, where, "needs \"file\" and \"entry\" strings");
-    static const char *const kfields[] = {"id", "file", "entry", "headers", "options", "toolkit_headers",
-                                          "include_digest", NULL};
+    if (!kc_json_is(k, KC_JSON_OBJECT) || !file || !entry)
+        return SPEC_ERR(s, where, "needs \"file\" and \"entry\" strings");
+    static const char *const kfields[] = {
+        "id", "file", "entry", "headers", "options", "toolkit_headers", "include_digest", NULL};
     int rc = kc_spec_known_fields(s, where, k, kfields);
     if (rc) return rc;
     names[i] = (char *)(id ? id : entry);
@@ -104,7 +113,8 @@ static int load_kernel(sctx *s, int i, const kc_json *k, const kshared *sh, char
 
 static int load_kernels(sctx *s, const kc_json *root, const kc_json *arr, char ***names) {
     kshared sh = {kc_json_get(root, "headers"), 0, 0};
-    if (sh.headers && !kc_json_is(sh.headers, KC_JSON_ARRAY)) return SPEC_ERR(s, "headers", "must be an array of strings");
+    if (sh.headers && !kc_json_is(sh.headers, KC_JSON_ARRAY))
+        return SPEC_ERR(s, "headers", "must be an array of strings");
     int n = 0;
     int rc = kc_spec_bool(s, "spec", root, "toolkit_headers", &sh.toolkit);
     if (!rc && sh.headers) rc = kc_spec_array_len(s, "headers", sh.headers, SPEC_MAX_ITEMS, &sh.nheaders);
@@ -132,13 +142,15 @@ static int load_writes(sctx *s, const kc_json *t, const char *where, kc_tensor_r
     if (kc_json_get(t, "inplace")) kc_cat_index(w, sizeof w, where, ".inplace", -1, ""); /* named only when there */
     if ((rc = kc_spec_bool(s, w, t, "inplace", &inplace))) return rc;
     if (role != KC_ROLE_INPUT && (kc_json_get(t, "inplace") || grad))
-        return SPEC_ERR(s, where, "\"inplace\" and \"grad\" are an input's (an output that is an input says \"alias\")");
+        return SPEC_ERR(s, where,
+                        "\"inplace\" and \"grad\" are an input's (an output that is an input says \"alias\")");
     if (role != KC_ROLE_OUTPUT && alias) return SPEC_ERR(s, where, "only an output may be an \"alias\" of an input");
     if (inplace && (rc = kc_graph_set_inplace(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
     if (grad) {
         kc_cat_index(w, sizeof w, where, ".grad", -1, "");
         if (!kc_json_is(grad, KC_JSON_STRING) || strcmp(grad->str, "accumulate") != 0)
-            return SPEC_ERR(s, w, "must be \"accumulate\" (the caller's gradient buffer, added into) or absent (allocated)");
+            return SPEC_ERR(s, w,
+                            "must be \"accumulate\" (the caller's gradient buffer, added into) or absent (allocated)");
         if ((rc = kc_graph_set_grad_accumulate(s->d, i))) return kc_err_prefix(rc, "%s: %s", s->path, w);
     }
     if (alias) {
@@ -199,14 +211,15 @@ static int load_args(sctx *s, const kc_json *root) {
         char where[64];
         const char *name = kc_spec_str(a, "name"), *type = kc_spec_str(a, "type");
         kc_cat_index(where, sizeof where, "args", "", i, "");
-        if (!kc_json_is(a, KC_JSON_OBJECT) || !name) return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
+        if (!kc_json_is(a, KC_JSON_OBJECT) || !name)
+            return SPEC_ERR(s, where, "needs a \"name\" string (and a \"type\")");
         static const char *const a_fields[] = {"name", "type", NULL};
         if ((rc = kc_spec_known_fields(s, where, a, a_fields))) return rc;
         kc_arg_type t = kc_arg_type_parse(type);
         if (!t) {
             snprintf(where, sizeof where, "args[%d].type", i);
-            return SPEC_ERR(s, where, "runtime argument '%.64s': unknown type '%.32s' (one of f32 f64 i32 u32 i64 u64)", name,
-                            type ? type : "(not a string)");
+            return SPEC_ERR(s, where, "runtime argument '%.64s': unknown type '%.32s' (one of f32 f64 i32 u32 i64 u64)",
+                            name, type ? type : "(not a string)");
         }
         if ((rc = kc_graph_add_arg(s->d, name, t))) return kc_err_prefix(rc, "%s: %s", s->path, where);
     }
@@ -226,10 +239,10 @@ static int load_wrappers(sctx *s, const kc_json *root) {
         char where[48];
         snprintf(where, sizeof where, "wrappers[%d]", i);
         static const char *const w_fields[] = {"name", "version", "params", NULL};
-        if (!kc_spec_str(w, "name") || !kc_json_is(v, KC_JSON_NUMBER)) rc = SPEC_ERR(s, where, "needs \"name\" and \"version\"");
+        if (!kc_spec_str(w, "name") || !kc_json_is(v, KC_JSON_NUMBER))
+            rc = SPEC_ERR(s, where, "needs \"name\" and \"version\"");
         else if ((rc = kc_spec_known_fields(s, where, w, w_fields))) break;
-        else if (!(v->num >= 0 && v->num <= 4294967295.0 &&
-              v->num == (double)(uint32_t)v->num))
+        else if (!(v->num >= 0 && v->num <= 4294967295.0 && v->num == (double)(uint32_t)v->num))
             rc = SPEC_ERR(s, where, "\"version\" must be a whole number from 0 to 4294967295");
         else {
             const char *params = kc_spec_str(w, "params");
@@ -246,8 +259,7 @@ static int load_root(sctx *s, const kc_json *root, char ***kernel_ids) {
     const kc_json *kernels = kc_json_get(root, "kernels");
     int nk = kc_json_is(kernels, KC_JSON_ARRAY) ? (int)kc_json_count(kernels) : 0;
     int rc;
-    if (!(rc = load_kernels(s, root, kernels, kernel_ids)) &&
-        !(rc = load_tensors(s, root, "inputs", KC_ROLE_INPUT)) &&
+    if (!(rc = load_kernels(s, root, kernels, kernel_ids)) && !(rc = load_tensors(s, root, "inputs", KC_ROLE_INPUT)) &&
         !(rc = load_tensors(s, root, "outputs", KC_ROLE_OUTPUT)) &&
         !(rc = load_tensors(s, root, "saved", KC_ROLE_SAVED)) && !(rc = load_args(s, root)) &&
         !(rc = kc_spec_load_pass(s, root, "forward", KC_PASS_FORWARD, *kernel_ids, nk)))
@@ -303,8 +315,9 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     } else if (!(rc = kc_graph_desc_new(&s.d, name)) && !(s.d->spec_path = kc_strdup(spec_path))) {
         rc = kc_err(KC_ENOMEM, "spec: out of memory");
     } else if (!rc) {
-        static const char *const root_fields[] = {"name", "kernels", "headers", "toolkit_headers", "inputs", "outputs",
-                                                  "saved", "args", "forward", "backward", "wrappers", "backend", NULL};
+        static const char *const root_fields[] = {"name",     "kernels", "headers", "toolkit_headers", "inputs",
+                                                  "outputs",  "saved",   "args",    "forward",         "backward",
+                                                  "wrappers", "backend", NULL};
         rc = kc_spec_known_fields(&s, "spec", root, root_fields);
     }
     if (!rc && s.d) rc = load_root(&s, root, &kernel_ids);

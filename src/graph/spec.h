@@ -57,7 +57,8 @@ const char *kc_spec_str(const kc_json *o, const char *name);
 /** An expression field (a string, or an integer number written into buf); *out NULL on error. */
 int kc_spec_expr_of(sctx *s, const char *where, const kc_json *v, char buf[64], const char **out);
 /** kc_spec_expr_of at the place "<base><mid>[i]" (the name built only for the error). */
-int kc_spec_expr_at(sctx *s, const char *base, const char *mid, int i, const kc_json *v, char buf[64], const char **out);
+int kc_spec_expr_at(sctx *s, const char *base, const char *mid, int i, const kc_json *v, char buf[64],
+                    const char **out);
 /** A boolean field: *out unchanged when absent; an error when not true/false. */
 int kc_spec_bool(sctx *s, const char *where, const kc_json *o, const char *name, int *out);
 /** A tensor reference "ROLE:I" (the roles' spellings: args.c's table). */

@@ -22,8 +22,10 @@ static int load_zero(sctx *s, const char *where, const kc_json *st, const kc_jso
     const kc_json *cnt = kc_json_get(st, "count");
     kc_cat_index(zw, sizeof zw, where, ".zero", -1, "");
     if ((int)kc_json_count(st) != 1 + (cnt != NULL))
-        return SPEC_ERR(s, where, "a zero step is {\"zero\": \"ROLE:I\"} or {\"zero\": \"ROLE:I+OFFSET\", \"count\": COUNT} alone");
-    const char *zs = kc_json_is(zero, KC_JSON_STRING) ? zero->str : NULL, *plus = zs ? strchr(zs, '+') : NULL, *off = NULL, *c = NULL;
+        return SPEC_ERR(
+            s, where, "a zero step is {\"zero\": \"ROLE:I\"} or {\"zero\": \"ROLE:I+OFFSET\", \"count\": COUNT} alone");
+    const char *zs = kc_json_is(zero, KC_JSON_STRING) ? zero->str : NULL, *plus = zs ? strchr(zs, '+') : NULL,
+               *off = NULL, *c = NULL;
     if (plus) { /* the offset, in elements (scratch: bytes), as a tensor argument's */
         if ((size_t)(plus - zs) >= sizeof ref || !plus[1]) return SPEC_ERR(s, zw, "'%.64s' is not ROLE:I+OFFSET", zs);
         snprintf(ref, sizeof ref, "%.*s", (int)(plus - zs), zs);
@@ -34,7 +36,8 @@ static int load_zero(sctx *s, const char *where, const kc_json *st, const kc_jso
         char cw[80];
         rc = kc_spec_expr_of(s, kc_cat_index(cw, sizeof cw, where, ".count", -1, ""), cnt, cb, &c);
     }
-    if (!rc && (rc = kc_graph_add_zero_range(s->d, pass, zr, zi, off, c))) rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
+    if (!rc && (rc = kc_graph_add_zero_range(s->d, pass, zr, zi, off, c)))
+        rc = kc_err_prefix(rc, "%s: %s", s->path, zw);
     return rc;
 }
 
@@ -58,7 +61,8 @@ static int load_scratch(sctx *s, const char *field, const kc_json *scratch, kc_p
 static int load_dims(sctx *s, const char *where, const kc_json *st, const char *grid[3], const char *block[3],
                      const char **shared, char bufs[7][64]) {
     const kc_json *g = kc_json_get(st, "grid"), *b = kc_json_get(st, "block");
-    if (!kc_json_is(g, KC_JSON_ARRAY) || (int)kc_json_count(g) != 3 || !kc_json_is(b, KC_JSON_ARRAY) || (int)kc_json_count(b) != 3)
+    if (!kc_json_is(g, KC_JSON_ARRAY) || (int)kc_json_count(g) != 3 || !kc_json_is(b, KC_JSON_ARRAY) ||
+        (int)kc_json_count(b) != 3)
         return SPEC_ERR(s, where, "\"grid\" and \"block\" must be arrays of 3 expressions");
     int rc = KC_OK;
     const kc_json *gv = g->child, *bv = b->child; /* 3 each: checked above */
@@ -97,8 +101,11 @@ static int load_step(sctx *s, const char *where, const kc_json *st, kc_pass pass
     int rc = kc_spec_known_fields(s, where, st, step_fields);
     if (rc) return rc;
     const kc_json *zero = kc_json_get(st, "zero");
-    if (zero) return load_zero(s, where, st, zero, pass); /* {"zero": "output:0"} or {"zero": "scratch:0+OFFSET", "count": COUNT} */
-    if (kc_json_get(st, "count")) return SPEC_ERR(s, where, "\"count\" belongs to a zero step ({\"zero\": …, \"count\": …})");
+    if (zero)
+        return load_zero(s, where, st, zero,
+                         pass); /* {"zero": "output:0"} or {"zero": "scratch:0+OFFSET", "count": COUNT} */
+    if (kc_json_get(st, "count"))
+        return SPEC_ERR(s, where, "\"count\" belongs to a zero step ({\"zero\": …, \"count\": …})");
     const char *kname = kc_spec_str(st, "kernel");
     int kernel = -1;
     for (int k = 0; kname && k < nk; k++)
@@ -107,7 +114,8 @@ static int load_step(sctx *s, const char *where, const kc_json *st, kc_pass pass
     const char *grid[3], *block[3], *shared = NULL, **av = NULL;
     char bufs[7][64];
     int na = 0;
-    if ((rc = load_dims(s, where, st, grid, block, &shared, bufs)) || (rc = load_step_args(s, where, st, &av, &na))) return rc;
+    if ((rc = load_dims(s, where, st, grid, block, &shared, bufs)) || (rc = load_step_args(s, where, st, &av, &na)))
+        return rc;
     rc = kc_graph_add_step(s->d, pass, kernel, grid, block, shared, av, (size_t)na);
     free(av);
     return rc ? kc_err_prefix(rc, "%s: %s", s->path, where) : KC_OK;
@@ -123,7 +131,8 @@ int kc_spec_load_pass(sctx *s, const kc_json *root, const char *field, kc_pass p
     }
     const kc_json *steps = kc_json_is(p, KC_JSON_ARRAY) ? p : kc_json_get(p, "steps");
     const kc_json *scratch = kc_json_is(p, KC_JSON_OBJECT) ? kc_json_get(p, "scratch") : NULL;
-    if (!kc_json_is(steps, KC_JSON_ARRAY)) return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
+    if (!kc_json_is(steps, KC_JSON_ARRAY))
+        return SPEC_ERR(s, field, "must be an array of steps (or {\"steps\": […], \"scratch\": […]})");
     int n = 0, i = -1, rc = kc_spec_array_len(s, field, steps, SPEC_MAX_ITEMS, &n);
     if (!rc && scratch) rc = kc_spec_array_len(s, field, scratch, SPEC_MAX_ITEMS, &n);
     if (!rc) rc = load_scratch(s, field, scratch, pass);

@@ -137,7 +137,8 @@ int kc_spec_expr_of(sctx *s, const char *where, const kc_json *v, char buf[64], 
 
 /* expr_of at the place "<base><mid>[i]", whose name is built only for the error: a spec's
  * every size, grid and block is one, and a warm start loads every spec. */
-int kc_spec_expr_at(sctx *s, const char *base, const char *mid, int i, const kc_json *v, char buf[64], const char **out) {
+int kc_spec_expr_at(sctx *s, const char *base, const char *mid, int i, const kc_json *v, char buf[64],
+                    const char **out) {
     if (expr_ok(v, buf, out)) return KC_OK;
     char w[128];
     return kc_spec_expr_of(s, kc_cat_index(w, sizeof w, base, mid, i, ""), v, buf, out);
@@ -156,7 +157,8 @@ int kc_spec_bool(sctx *s, const char *where, const kc_json *o, const char *name,
 int kc_spec_dims(sctx *s, const char *where, const kc_json *arr, const char **dims, char bufs[][64], int *rank) {
     if (!kc_json_is(arr, KC_JSON_ARRAY) || (int)kc_json_count(arr) > KC_MAX_RANK) {
         char w[96];
-        return SPEC_ERR(s, kc_cat_index(w, sizeof w, where, ".sizes", -1, ""), "must be an array of at most %d sizes", KC_MAX_RANK);
+        return SPEC_ERR(s, kc_cat_index(w, sizeof w, where, ".sizes", -1, ""), "must be an array of at most %d sizes",
+                        KC_MAX_RANK);
     }
     *rank = (int)kc_json_count(arr); /* at most KC_MAX_RANK: checked above */
     int r = 0;
@@ -175,7 +177,8 @@ int kc_spec_ref(sctx *s, const char *where, const char *ref, kc_tensor_role *rol
     int r = ref ? kc_program_role_match(ref, &pl) : -1; /* the roles' spellings: args.c's table */
     size_t nd = r < 0 ? 0 : strspn(ref + pl, "0123456789");
     if (nd == 0 || nd > 9 || ref[pl + nd])
-        return SPEC_ERR(s, where, "'%.64s' is not a tensor reference (ROLE:I, e.g. \"output:0\")", ref ? ref : "(not a string)");
+        return SPEC_ERR(s, where, "'%.64s' is not a tensor reference (ROLE:I, e.g. \"output:0\")",
+                        ref ? ref : "(not a string)");
     *role = (kc_tensor_role)r;
     *index = (size_t)strtoul(ref + pl, NULL, 10);
     return KC_OK;

@@ -58,7 +58,8 @@ int kc_graph_desc_tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i, 
         for (int r = 0; r < g->rank; r++) out->sizes[r] = g->sizes[r], out->strides[r] = g->strides[r];
         return KC_OK;
     }
-    return kc_err(KC_EINVAL, "graph '%s': no tensor %zu of that role (%zu declared)", d->name, i, kc_graph_desc_count(d, role));
+    return kc_err(KC_EINVAL, "graph '%s': no tensor %zu of that role (%zu declared)", d->name, i,
+                  kc_graph_desc_count(d, role));
 }
 
 const char *kc_graph_desc_symbol(const kc_graph_desc *d, size_t i) {
@@ -181,8 +182,7 @@ static int copy_tensor(kc_graph_desc *nd, const gtensor *g, const subs *x) {
     if (!rc && g->role == KC_ROLE_INPUT)
         rc = kc_graph_add_input(nd, g->dtype, g->rank, (const char *const *)sizes, (const char *const *)strides,
                                 g->requires_grad);
-    else if (!rc)
-        rc = kc_graph_add_tensor(nd, g->role, g->dtype, g->rank, (const char *const *)sizes);
+    else if (!rc) rc = kc_graph_add_tensor(nd, g->role, g->dtype, g->rank, (const char *const *)sizes);
     free_n(sizes, KC_MAX_RANK);
     free_n(strides, KC_MAX_RANK);
     return rc;
@@ -196,8 +196,8 @@ static int copy_step(kc_graph_desc *nd, const gstep *s, const subs *x) {
     if (!rc) rc = subst_expr(x, s->shared, &dims[6]);
     for (size_t a = 0; a < s->nargs && !rc; a++) rc = subst_arg(x, s->args[a], &args[a]);
     if (!rc)
-        rc = kc_graph_add_step(nd, s->pass, s->kernel, (const char *const *)dims, (const char *const *)dims + 3, dims[6],
-                               (const char *const *)args, s->nargs);
+        rc = kc_graph_add_step(nd, s->pass, s->kernel, (const char *const *)dims, (const char *const *)dims + 3,
+                               dims[6], (const char *const *)args, s->nargs);
     free_n(dims, 7);
     if (args) free_n(args, s->nargs);
     free(args);
@@ -231,7 +231,8 @@ static int rebuild_steps(kc_graph_desc *nd, const kc_graph_desc *d, const subs *
     int rc = KC_OK;
     for (size_t i = 0; i < d->nscratch && !rc; i++) {
         char *e;
-        if (!(rc = subst_expr(x, d->scratch[i].bytes, &e))) rc = kc_graph_add_scratch(nd, d->scratch[i].pass, e), free(e);
+        if (!(rc = subst_expr(x, d->scratch[i].bytes, &e)))
+            rc = kc_graph_add_scratch(nd, d->scratch[i].pass, e), free(e);
     }
     size_t nth[2] = {0, 0};
     for (size_t i = 0; i <= d->nsteps && !rc; i++) {
@@ -256,7 +257,8 @@ static int rebuild(kc_graph_desc *nd, const kc_graph_desc *d, const subs *x) {
     if (!rc) rc = rebuild_tensors(nd, d, x);
     if (!rc) rc = rebuild_steps(nd, d, x);
     for (size_t i = 0; i < d->nwrappers && !rc; i++)
-        rc = kc_graph_add_wrapper(nd, d->wrappers[i].name, d->wrappers[i].version, d->wrappers[i].params, d->wrappers[i].len);
+        rc = kc_graph_add_wrapper(nd, d->wrappers[i].name, d->wrappers[i].version, d->wrappers[i].params,
+                                  d->wrappers[i].len);
     for (size_t i = 0; i + 1 < d->nhooks && !rc; i += 2) rc = kc_graph_add_hook(nd, d->hooks[i], d->hooks[i + 1]);
     if (!rc && d->hook_unhashed) rc = kc_graph_add_hook(nd, d->unhashed_hook ? d->unhashed_hook : "hook", NULL);
     if (!rc && d->runtime_meta) rc = kc_graph_set_runtime_meta(nd, d->runtime_meta, d->runtime_meta_len);
@@ -269,8 +271,8 @@ typedef struct decision {
     const uint32_t *dynamic;
     unsigned flags;
     uint32_t *applied;
-    char *keep;      /* [nsymbols]: stays a symbol (a dimension written with it is dynamic) */
-    int *seen;       /* [nsymbols]: its value is known, from input at_in[s] size[at_dim[s]] */
+    char *keep; /* [nsymbols]: stays a symbol (a dimension written with it is dynamic) */
+    int *seen;  /* [nsymbols]: its value is known, from input at_in[s] size[at_dim[s]] */
     int64_t *val;
     size_t *at_in;
     int *at_dim;
@@ -298,12 +300,14 @@ static int decide_dim(decision *c, const gtensor *g, size_t i, int r, int64_t v)
         rc = place_err(d, i, r, "the call's size %" PRId64 " is negative", v);
     } else if (!is_name(g->sizes[r])) { /* a number */
         int64_t n = strtoll(g->sizes[r], NULL, 10);
-        if (n != v) return place_err(d, i, r, "the description has the number %s here, the call %" PRId64, g->sizes[r], v);
+        if (n != v)
+            return place_err(d, i, r, "the description has the number %s here, the call %" PRId64, g->sizes[r], v);
         if (dyn && !(c->flags & KC_SPECIALIZE_KEEP_NUMBERS))
-            return place_err(d, i, r,
-                             "the answer makes this dimension dynamic, but the description wrote the number %s: "
-                             "kernels and expressions may depend on it, so it cannot vary; write a symbol there to let it",
-                             g->sizes[r]);
+            return place_err(
+                d, i, r,
+                "the answer makes this dimension dynamic, but the description wrote the number %s: "
+                "kernels and expressions may depend on it, so it cannot vary; write a symbol there to let it",
+                g->sizes[r]);
         return KC_OK;
     }
     size_t s = 0;
@@ -330,8 +334,10 @@ static int decide_inputs(decision *c, const kc_tensor_meta *in, size_t nin) {
         if (g->role != KC_ROLE_INPUT) continue;
         const kc_tensor_meta *m = &in[i];
         if (m->dtype != g->dtype || m->rank != g->rank)
-            return kc_err(KC_EINVAL, "%s%sgraph '%s', input %zu: the call's dtype %d and rank %d do not fit the description's "
-                          "%d and %d", d->spec_path ? d->spec_path : "", d->spec_path ? ": " : "", d->name, i, (int)m->dtype,
+            return kc_err(KC_EINVAL,
+                          "%s%sgraph '%s', input %zu: the call's dtype %d and rank %d do not fit the description's "
+                          "%d and %d",
+                          d->spec_path ? d->spec_path : "", d->spec_path ? ": " : "", d->name, i, (int)m->dtype,
                           m->rank, (int)g->dtype, g->rank);
         c->applied[i] = 0;
         for (int r = 0; r < g->rank && !rc; r++) rc = decide_dim(c, g, i, r, m->sizes[r].value);
@@ -376,8 +382,8 @@ int kc_graph_desc_specialize(kc_graph_desc **out, const kc_graph_desc *d, const 
     *out = NULL;
     size_t have = kc_graph_desc_count(d, KC_ROLE_INPUT);
     if (ninputs != have)
-        return kc_err(KC_EINVAL, "%s%sgraph '%s': the call has %zu inputs, the description %zu", d->spec_path ? d->spec_path : "",
-                      d->spec_path ? ": " : "", d->name, ninputs, have);
+        return kc_err(KC_EINVAL, "%s%sgraph '%s': the call has %zu inputs, the description %zu",
+                      d->spec_path ? d->spec_path : "", d->spec_path ? ": " : "", d->name, ninputs, have);
     uint32_t *mask = kc_calloc(ninputs + 1, sizeof *mask);
     subs x = {NULL, NULL, NULL, 0};
     kc_graph_desc *nd = NULL;

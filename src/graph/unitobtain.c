@@ -42,11 +42,15 @@ static int refused(const obtain *o) {
     const kc_kernel_src *k = &o->s->ks[o->s->u->first[first]];
     char why[320] = "";
     if (o->lacking[first])
-        snprintf(why, sizeof why, " for this graph's names (its record holds no lowering of '%.200s': only a "
-                 "compile says which kernel that name denotes)", o->lacking[first]);
-    return kc_err(KC_ENOTCACHED, "its compile unit %zu (%s, for %s) is not stored%s%s, and the cache is must-hit "
-                  "(KCACHE_REQUIRE_HIT): nothing was compiled", first, k->file ? k->file : k->name, o->s->variant,
-                  why, o->cacheable ? "" : " (the graph is not cacheable)");
+        snprintf(why, sizeof why,
+                 " for this graph's names (its record holds no lowering of '%.200s': only a "
+                 "compile says which kernel that name denotes)",
+                 o->lacking[first]);
+    return kc_err(KC_ENOTCACHED,
+                  "its compile unit %zu (%s, for %s) is not stored%s%s, and the cache is must-hit "
+                  "(KCACHE_REQUIRE_HIT): nothing was compiled",
+                  first, k->file ? k->file : k->name, o->s->variant, why,
+                  o->cacheable ? "" : " (the graph is not cacheable)");
 }
 
 /* The units' keys and a first look (cacheable only); then which units are pending. */
@@ -54,7 +58,8 @@ static int first_look(obtain *o) {
     int rc = KC_OK;
     for (size_t i = 0; o->cacheable && i < o->n && !rc; i++) rc = kc_unit_key_(o->s, i, &o->ukeys[i], NULL);
     if (!rc && o->cacheable && o->reuse) kc_units_find_(o->c, o->s, NULL, o->ukeys, o->r->res, o->r->refs, o->lacking);
-    if (!rc && o->cacheable && o->reuse) rc = kc_graph_strict_refusal_(o->c); /* strict: a unit found and refused is no compile */
+    if (!rc && o->cacheable && o->reuse)
+        rc = kc_graph_strict_refusal_(o->c); /* strict: a unit found and refused is no compile */
     for (size_t i = 0; i < o->n; i++) o->left += o->pending[i] = !o->r->res[i];
     return rc;
 }
@@ -88,11 +93,13 @@ static int settle_grabbed(obtain *o) {
  * 1 when a grabbed unit reads the toolkit's headers and they changed (then nothing is stored). */
 static int toolkit_moved(obtain *o) {
     int toolkit = 0;
-    for (size_t i = 0; i < o->n; i++) toolkit |= o->grab[i] && (o->s->ks[o->s->u->first[i]].flags & KC_KERNEL_TOOLKIT_HEADERS);
+    for (size_t i = 0; i < o->n; i++)
+        toolkit |= o->grab[i] && (o->s->ks[o->s->u->first[i]].flags & KC_KERNEL_TOOLKIT_HEADERS);
     int moved = o->cacheable && toolkit && !kc_toolkit_unchanged();
     if (moved && !o->r->store_rc) {
         o->r->store_rc = KC_EIO;
-        snprintf(o->r->store_msg, sizeof o->r->store_msg, "the toolkit's headers changed since this process "
+        snprintf(o->r->store_msg, sizeof o->r->store_msg,
+                 "the toolkit's headers changed since this process "
                  "identified them: compiled, not stored (the next process identifies them afresh)");
         kc_log(KC_LOG_GRAPH, "%s: %s", o->label, o->r->store_msg);
     }
@@ -103,7 +110,8 @@ static int toolkit_moved(obtain *o) {
  * remembered in the results, and is the round's error only when out of memory or not cacheable. */
 static int store_unit(obtain *o, size_t i, int moved) {
     kc_unit_results *r = o->r;
-    int sr = kc_units_store_(o->cacheable && !moved ? o->c : NULL, o->s, i, &o->ukeys[i], r->res[i], o->meta, &r->refs[i]);
+    int sr = kc_units_store_(o->cacheable && !moved ? o->c : NULL, o->s, i, &o->ukeys[i], r->res[i], o->meta,
+                             &r->refs[i]);
     if (sr && sr != KC_EREADONLY && o->cacheable) {
         kc_log(KC_LOG_GRAPH, "%s: unit %zu not stored: %s", o->label, i, kc_error_last()->message);
         if (!r->store_rc) r->store_rc = sr, snprintf(r->store_msg, sizeof r->store_msg, "%s", kc_error_last()->message);
@@ -147,7 +155,8 @@ static int round_once(obtain *o, uint64_t deadline) {
     if (any && o->cacheable && o->reuse) /* stored meanwhile? */
         kc_units_find_(o->c, o->s, o->grab, o->ukeys, o->r->res, o->r->refs, o->lacking);
     int todo = settle_grabbed(o);
-    if (todo && o->c && kc_cache_require_hit_(o->c)) { /* must hit: NVRTC may not run (a waiter above could still take) */
+    if (todo && o->c &&
+        kc_cache_require_hit_(o->c)) { /* must hit: NVRTC may not run (a waiter above could still take) */
         rc = refused(o);
         unlock_all(o);
         return rc;

@@ -86,7 +86,8 @@ static void add_unit_inputs(kc_key_builder *kb, const kc_unit_set *s, size_t uni
         kc_key_add_string(kb, KC_COMP_GRAPH, "header.name", k->headers[h].name);
         kc_key_add_string(kb, KC_COMP_GRAPH, "header.source", k->headers[h].source);
     }
-    for (size_t i = 0; i < n; i++) /* a set: sorted, one each; plain names are not part of it ([Note: recorded names]) */
+    for (size_t i = 0; i < n;
+         i++) /* a set: sorted, one each; plain names are not part of it ([Note: recorded names]) */
         if ((i == 0 || strcmp(names[i], names[i - 1]) != 0) && !plain_name(names[i]))
             kc_key_add_string(kb, KC_COMP_GRAPH, "unit.name", names[i]);
 }
@@ -105,7 +106,8 @@ int kc_unit_key_at_(const kc_unit_set *s, size_t unit, unsigned record_version, 
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_OPTIONS, "options", norm);
     free(norm);
     if (!rc && k->include_digest) rc = kc_key_add_string(kb, KC_COMP_OPTIONS, "include_digest", k->include_digest);
-    if (!rc && (k->flags & KC_KERNEL_TOOLKIT_HEADERS)) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "toolkit_headers", s->toolkit);
+    if (!rc && (k->flags & KC_KERNEL_TOOLKIT_HEADERS))
+        rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "toolkit_headers", s->toolkit);
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", s->toolchain);
     if (!rc) rc = kc_key_add_string(kb, KC_COMP_OPTIONS, "target", s->variant);
     if (!rc) rc = kc_key_finish(kb, out);
@@ -195,10 +197,10 @@ typedef struct find_state {
     const kc_key *ukeys;
     kc_compiled **res;
     kc_image_ref *refs;
-    const char **lacking;         /* may be NULL */
+    const char **lacking; /* may be NULL */
     size_t found, miss[KC_UNITS_MAX], nm;
     kc_image_ref had[KC_UNITS_MAX];
-    int rec_ok[KC_UNITS_MAX];     /* a record read whose image was not (yet) found */
+    int rec_ok[KC_UNITS_MAX]; /* a record read whose image was not (yet) found */
 } find_state;
 
 /* The local directory: every unit asked, one record and one image read each. */

@@ -40,7 +40,8 @@ static kc_wrapper registry[MAX_WRAPPERS];
 static size_t nregistry;
 
 int kc_wrapper_register(const kc_wrapper *w) {
-    if (!w || !w->name || !*w->name || !w->wrap) return kc_err(KC_EINVAL, "kc_wrapper_register: name and wrap are required");
+    if (!w || !w->name || !*w->name || !w->wrap)
+        return kc_err(KC_EINVAL, "kc_wrapper_register: name and wrap are required");
     char *name = kc_strdup(w->name);
     if (!name) return kc_err(KC_ENOMEM, "out of memory");
     pthread_mutex_lock(&reg_mu);
@@ -87,7 +88,7 @@ static int philox_call(void *ctx, kc_forward_call *c) {
     philox_layer *l = ctx;
     if (!c->rng)
         return kc_err(KC_EINVAL, "this graph was recorded with the philox wrapper: pass an RNG state "
-                      "(kc_graph_forward_rng)");
+                                 "(kc_graph_forward_rng)");
     c->philox_seed = c->rng->seed;
     c->philox_offset = c->rng->offset;
     c->philox_set = 1;
@@ -97,7 +98,8 @@ static int philox_call(void *ctx, kc_forward_call *c) {
 
 static int philox_wrap(const kc_callable *inner, const void *params, size_t len, kc_callable *out) {
     char buf[32];
-    if (len == 0 || len >= sizeof buf) return kc_err(KC_ECORRUPT, "philox: parameters must be the increment in decimal");
+    if (len == 0 || len >= sizeof buf)
+        return kc_err(KC_ECORRUPT, "philox: parameters must be the increment in decimal");
     memcpy(buf, params, len);
     buf[len] = '\0';
     char *end;
@@ -174,8 +176,10 @@ int kc_wrapper_chain_build(kc_wrapper_chain **out, const kc_entry *e, const kc_c
         pthread_mutex_unlock(&reg_mu);
         if (!found) {
             kc_wrapper_chain_free(ch);
-            return kc_err(KC_EUNREGISTERED, "the entry's post-compile wrapper '%s' version %u is not registered "
-                          "(kc_wrapper_register it before loading)", nm, version);
+            return kc_err(KC_EUNREGISTERED,
+                          "the entry's post-compile wrapper '%s' version %u is not registered "
+                          "(kc_wrapper_register it before loading)",
+                          nm, version);
         }
         rc = w.wrap(&ch->layers[ch->n], params, pl, &ch->layers[ch->n + 1]);
         if (rc) {

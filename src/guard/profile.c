@@ -31,7 +31,8 @@ int kc_site_profile_check(const void *data, size_t len, char *site, size_t cap) 
     return rc;
 }
 
-int kc_site_profile_merge_at_(kc_cache *cache, const char *pdir, const void *data, size_t len, int flags, int *changed) {
+int kc_site_profile_merge_at_(kc_cache *cache, const char *pdir, const void *data, size_t len, int flags,
+                              int *changed) {
     if (changed) *changed = 0;
     if (!cache) return kc_err(KC_EINVAL, "kc_site_profile_merge: cache is NULL");
     char site[KC_SITE_NAME_MAX + 1], path[PATH_MAX];
@@ -40,7 +41,8 @@ int kc_site_profile_merge_at_(kc_cache *cache, const char *pdir, const void *dat
     if (rc) return rc;
     if (!(flags & KC_SITE_PROFILE_DRY) && kc_cache_mode(cache) != KC_CACHE_READWRITE)
         return kc_err(KC_EREADONLY, "the cache is read-only or disabled: profile of %s not merged", site);
-    if (!kc_site_profile_path_of_(pdir, site, path, sizeof path)) return kc_err(KC_EINVAL, "profile: the path is too long");
+    if (!kc_site_profile_path_of_(pdir, site, path, sizeof path))
+        return kc_err(KC_EINVAL, "profile: the path is too long");
     return kc_site_profile_merge_file_(path, site, m, flags, changed, kc_cache_local_(cache));
 }
 
@@ -71,7 +73,10 @@ int kc_site_profile_foreach(kc_cache *cache, int (*cb)(const void *data, size_t 
         if (strlen(nm) != 24 || strcmp(nm + 16, ".profile") != 0 || strspn(nm, "0123456789abcdef") != 16) continue;
         if (n == cap) {
             char **p = kc_realloc(names, (cap = cap ? cap * 2 : 16) * sizeof *p);
-            if (!p) { rc = kc_err(KC_ENOMEM, "out of memory"); break; }
+            if (!p) {
+                rc = kc_err(KC_ENOMEM, "out of memory");
+                break;
+            }
             names = p;
         }
         if (!(names[n] = kc_malloc(25))) rc = kc_err(KC_ENOMEM, "out of memory");
@@ -89,8 +94,8 @@ int kc_site_profile_foreach(kc_cache *cache, int (*cb)(const void *data, size_t 
             kc_error_clear();
             continue;
         }
-        if (kc_site_profile_parse_(data, len, site, NULL) != KC_OK || !kc_site_profile_path_of_(pdir, site, want, sizeof want) ||
-            strcmp(want, path) != 0) {
+        if (kc_site_profile_parse_(data, len, site, NULL) != KC_OK ||
+            !kc_site_profile_path_of_(pdir, site, want, sizeof want) || strcmp(want, path) != 0) {
             kc_log(KC_LOG_STORE, "profile %s left out: not a sound profile filed under its site's name", path);
             kc_error_clear();
         } else {
@@ -124,4 +129,3 @@ int kc_site_profile_usage(kc_cache *cache, uint64_t *files, uint64_t *bytes) {
     closedir(d);
     return KC_OK;
 }
-

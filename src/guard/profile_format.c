@@ -56,9 +56,11 @@ int kc_site_profile_parse_(const void *data, size_t len, char *site, uint32_t *m
     if (memchr(data, 0, len)) return kc_err(KC_ECORRUPT, "profile: a NUL byte");
     memcpy(buf, data, len);
     buf[len] = '\0';
-    if (strncmp(buf, head, sizeof head - 1) != 0) return kc_err(KC_ECORRUPT, "profile: not a kcache profile (version 1)");
+    if (strncmp(buf, head, sizeof head - 1) != 0)
+        return kc_err(KC_ECORRUPT, "profile: not a kcache profile (version 1)");
     char *p = buf + sizeof head - 1, *nl = strchr(p, '\n');
-    if (!nl || nl == p || nl - p > KC_SITE_NAME_MAX) return kc_err(KC_ECORRUPT, "profile: its site name (1..%d bytes)", KC_SITE_NAME_MAX);
+    if (!nl || nl == p || nl - p > KC_SITE_NAME_MAX)
+        return kc_err(KC_ECORRUPT, "profile: its site name (1..%d bytes)", KC_SITE_NAME_MAX);
     memcpy(site, p, (size_t)(nl - p));
     site[nl - p] = '\0';
     uint32_t m[KC_SITE_MAX_INPUTS] = {0};
@@ -67,7 +69,8 @@ int kc_site_profile_parse_(const void *data, size_t len, char *site, uint32_t *m
         char extra;
         if (!(nl = strchr(p, '\n'))) return kc_err(KC_ECORRUPT, "profile: its last line does not end");
         *nl = '\0';
-        if (sscanf(p, "input %u %x%c", &i, &mask, &extra) != 2 || i >= KC_SITE_MAX_INPUTS || !mask || mask >> KC_MAX_RANK)
+        if (sscanf(p, "input %u %x%c", &i, &mask, &extra) != 2 || i >= KC_SITE_MAX_INPUTS || !mask ||
+            mask >> KC_MAX_RANK)
             return kc_err(KC_ECORRUPT, "profile: line '%.40s' is not 'input <0..%d> <mask of %d bits>'", p,
                           KC_SITE_MAX_INPUTS - 1, KC_MAX_RANK);
         m[i] |= mask;
@@ -123,7 +126,7 @@ int kc_site_profile_path_of_(const char *pdir, const char *name, char *out, size
  * *changed (may be NULL): 1 when the file was (dry_run: would be) written.
  */
 int kc_site_profile_merge_file_(const char *path, const char *name, uint32_t *masks, int flags, int *changed,
-                                 kc_local *counted) {
+                                kc_local *counted) {
     int dry_run = flags & KC_SITE_PROFILE_DRY;
     char dir[PATH_MAX], lock[PATH_MAX + 8];
     if (changed) *changed = 0;

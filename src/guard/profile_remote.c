@@ -40,9 +40,9 @@ static void profile_key(const char *site, kc_key *out) {
 
 /* A profile call to the remote failed with `rc`: counted as the tiers count theirs, logged. */
 static void profile_failure(kc_cache *c, const kc_key *key, int rc, int writing) {
-    kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
-               : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
-               : KC_STAT_REMOTE_ERRORS;
+    kc_stat id = rc == KC_ETIMEOUT       ? KC_STAT_REMOTE_TIMEOUTS
+                 : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
+                                         : KC_STAT_REMOTE_ERRORS;
     if (rc != KC_EUNAVAILABLE) kc_log(KC_LOG_REMOTE, "profile: %s", kc_error_last()->message);
     kc_cache_count(c, key, id, 1);
 }

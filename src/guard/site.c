@@ -163,16 +163,17 @@ static int check(const kc_site *s, const gentry *e, const kc_call *c, char *msg,
         return snprintf(msg, cap, "backend: expected %s, got %s", e->backend, backend_of(c)), R_BACKEND;
     if (e->globals != c->globals)
         return snprintf(msg, cap, "global state: expected 0x%llx, got 0x%llx", (unsigned long long)e->globals,
-                        (unsigned long long)c->globals), R_GLOBALS;
+                        (unsigned long long)c->globals),
+               R_GLOBALS;
     if (!owners_equal(e, c)) return snprintf(msg, cap, "owners: another set of owner objects"), R_OWNER;
-    if (e->nin != c->ninputs)
-        return snprintf(msg, cap, "inputs: expected %zu, got %zu", e->nin, c->ninputs), R_RANK;
+    if (e->nin != c->ninputs) return snprintf(msg, cap, "inputs: expected %zu, got %zu", e->nin, c->ninputs), R_RANK;
     for (size_t i = 0; i < e->nin; i++) {
         const kc_tensor_meta *a = &e->in[i], *b = &c->inputs[i];
         if (a->dtype != b->dtype)
             return snprintf(msg, cap, "input %zu dtype: expected %d, got %d", i, (int)a->dtype, (int)b->dtype), R_DTYPE;
         if (a->device != b->device)
-            return snprintf(msg, cap, "input %zu device: expected %d, got %d", i, (int)a->device, (int)b->device), R_DEVICE;
+            return snprintf(msg, cap, "input %zu device: expected %d, got %d", i, (int)a->device, (int)b->device),
+                   R_DEVICE;
         if (a->rank != b->rank)
             return snprintf(msg, cap, "input %zu rank: expected %d, got %d", i, a->rank, b->rank), R_RANK;
         uint32_t dyn = e->dynamic[i];
@@ -180,16 +181,19 @@ static int check(const kc_site *s, const gentry *e, const kc_call *c, char *msg,
             int64_t v = b->sizes[d].value;
             if (!(dyn >> d & 1) && a->sizes[d].value != v)
                 return snprintf(msg, cap, "input %zu size[%d]: expected %lld, got %lld", i, d,
-                                (long long)a->sizes[d].value, (long long)v), R_SIZE;
+                                (long long)a->sizes[d].value, (long long)v),
+                       R_SIZE;
             if ((dyn >> d & 1) && (v < s->lo[i][d] || v > s->hi[i][d]))
                 return snprintf(msg, cap, "input %zu size[%d]: %lld is outside the declared bounds [%lld, %lld]", i, d,
-                                (long long)v, (long long)s->lo[i][d], (long long)s->hi[i][d]), R_SIZE;
+                                (long long)v, (long long)s->lo[i][d], (long long)s->hi[i][d]),
+                       R_SIZE;
         }
         for (int d = 0; d < a->rank; d++) {
             if (dyn >> (d + 1)) continue; /* a dynamic dim to its right: this stride varies with it */
             if (a->strides[d].value != b->strides[d].value)
                 return snprintf(msg, cap, "input %zu stride[%d]: expected %lld, got %lld", i, d,
-                                (long long)a->strides[d].value, (long long)b->strides[d].value), R_STRIDE;
+                                (long long)a->strides[d].value, (long long)b->strides[d].value),
+                       R_STRIDE;
         }
     }
     return R_NONE;
@@ -208,16 +212,17 @@ static int call_check(const char *fn, const kc_call *c) {
         return kc_err(KC_EINVAL, "%s: %zu inputs; a site guards at most %d", fn, c->ninputs, KC_SITE_MAX_INPUTS);
     if (c->ninputs && !c->inputs) return kc_err(KC_EINVAL, "%s: %zu inputs but inputs is NULL", fn, c->ninputs);
     if (c->nowners && !c->owners) return kc_err(KC_EINVAL, "%s: %zu owners but owners is NULL", fn, c->nowners);
-    if (c->backend && strlen(c->backend) >= sizeof ((gentry *)0)->backend)
+    if (c->backend && strlen(c->backend) >= sizeof((gentry *)0)->backend)
         return kc_err(KC_EINVAL, "%s: backend name \"%.40s...\" is longer than %zu bytes", fn, c->backend,
-                      sizeof ((gentry *)0)->backend - 1);
+                      sizeof((gentry *)0)->backend - 1);
     for (size_t i = 0; i < c->ninputs; i++) {
         const kc_tensor_meta *t = &c->inputs[i];
         if (t->rank < 0 || t->rank > KC_MAX_RANK)
             return kc_err(KC_EINVAL, "%s: input %zu has rank %d; a rank is 0..%d", fn, i, t->rank, KC_MAX_RANK);
         for (int d = 0; d < t->rank; d++)
             if (t->sizes[d].value < 0)
-                return kc_err(KC_EINVAL, "%s: input %zu size[%d] is negative (%lld)", fn, i, d, (long long)t->sizes[d].value);
+                return kc_err(KC_EINVAL, "%s: input %zu size[%d] is negative (%lld)", fn, i, d,
+                              (long long)t->sizes[d].value);
     }
     return KC_OK;
 }
@@ -322,7 +327,8 @@ static int limit_reached(const kc_site *s, const kc_call *c, int compile, char *
     return 0;
 }
 
-int kc_site_lookup_ext(kc_site *s, const kc_call *call, const uint64_t *gens, kc_site_answer *out, kc_site_hold **hold) {
+int kc_site_lookup_ext(kc_site *s, const kc_call *call, const uint64_t *gens, kc_site_answer *out,
+                       kc_site_hold **hold) {
     if (hold) *hold = NULL;
     if (!s || !out) return kc_err(KC_EINVAL, "kc_site_lookup: site or answer is NULL");
     memset(out, 0, sizeof *out);
@@ -361,7 +367,8 @@ again:
             if (!same_owners++) own_kind = k, snprintf(own_msg, sizeof own_msg, "%s", m);
         }
         /* The reason shown is the first failing guard of the closest entry: one with the same owners. */
-        if (first_kind == R_NONE || (k != R_OWNER && first_kind == R_OWNER)) first_kind = k, snprintf(msg, sizeof msg, "%s", m);
+        if (first_kind == R_NONE || (k != R_OWNER && first_kind == R_OWNER))
+            first_kind = k, snprintf(msg, sizeof msg, "%s", m);
         uint32_t dims[KC_SITE_MAX_INPUTS];
         if (!s->o.static_shapes && size_only(e, c, dims))
             for (size_t i = 0; i < c->ninputs; i++)
@@ -404,12 +411,9 @@ again:
     }
     pthread_mutex_unlock(&s->mu);
     flights_free(gone);
-    if (out->result == KC_SITE_FALLBACK)
-        kc_log(KC_LOG_RECOMPILES, "site %s: falling back: %s", s->name, out->reason);
-    else if (recompile)
-        kc_log(KC_LOG_RECOMPILES, "site %s: recompiling: %s", s->name, out->reason);
-    else
-        kc_log(KC_LOG_GUARD, "site %s: compiling (not a recompile): %s", s->name, out->reason);
+    if (out->result == KC_SITE_FALLBACK) kc_log(KC_LOG_RECOMPILES, "site %s: falling back: %s", s->name, out->reason);
+    else if (recompile) kc_log(KC_LOG_RECOMPILES, "site %s: recompiling: %s", s->name, out->reason);
+    else kc_log(KC_LOG_GUARD, "site %s: compiling (not a recompile): %s", s->name, out->reason);
     if (profile_changed) {
         rc = kc_site_save_profile(s);
         if (rc) kc_log(KC_LOG_GUARD, "site %s: profile not saved: %s", s->name, kc_error_last()->message);
@@ -417,7 +421,9 @@ again:
     return KC_OK;
 }
 
-int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) { return kc_site_lookup_ext(s, c, NULL, out, NULL); }
+int kc_site_lookup(kc_site *s, const kc_call *c, kc_site_answer *out) {
+    return kc_site_lookup_ext(s, c, NULL, out, NULL);
+}
 
 int kc_site_insert_ext(kc_site *s, const kc_call *call, const uint64_t *gens, const uint32_t *dynamic, void *value,
                        void (*release)(void *), unsigned flags) {

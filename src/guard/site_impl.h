@@ -20,14 +20,14 @@ typedef struct gentry {
     size_t nin;
     uint32_t dynamic[KC_SITE_MAX_INPUTS];
     uintptr_t *owners;
-    uint64_t *gens;  /* per owner, its generation (0: none given) */
+    uint64_t *gens; /* per owner, its generation (0: none given) */
     size_t nowners;
     uint64_t globals;
     char backend[32];
     void *value;
     void (*release)(void *);
-    int refs;         /* the site's list (or a flight's) 1, each hold 1 more; atomic */
-    pthread_t by;     /* a flight: the thread that missed */
+    int refs;     /* the site's list (or a flight's) 1, each hold 1 more; atomic */
+    pthread_t by; /* a flight: the thread that missed */
     struct gentry *next;
 } gentry;
 
@@ -36,12 +36,12 @@ struct kc_site {
     char name[128];
     char profile_path[PATH_MAX];
     int persist;
-    kc_cache *remote;      /* the cache, when it has a writable remote: profiles are published there */
+    kc_cache *remote; /* the cache, when it has a writable remote: profiles are published there */
     kc_site_options o;
-    pthread_cond_t flown;  /* broadcast when a flight ends */
+    pthread_cond_t flown; /* broadcast when a flight ends */
     gentry *entries;
     size_t nentries;
-    gentry *flights;       /* compiles in flight: prototypes of the entries the misses proposed */
+    gentry *flights; /* compiles in flight: prototypes of the entries the misses proposed */
     size_t nflights;
     kc_site_info info;
     uint32_t profile[KC_SITE_MAX_INPUTS];

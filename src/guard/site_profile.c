@@ -61,7 +61,8 @@ int kc_site_save_profile(kc_site *s) {
  * persisted), read from there, and, with a remote, the fleet's merged in ([Note: profiles in the remote]). */
 void kc_site_profile_open_(kc_site *s, kc_cache *cache, const char *name) {
     char pdir[PATH_MAX];
-    int have_dir = cache && kc_cache_mode(cache) != KC_CACHE_DISABLED && kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK;
+    int have_dir = cache && kc_cache_mode(cache) != KC_CACHE_DISABLED &&
+                   kc_cache_profile_dir(cache, pdir, sizeof pdir) == KC_OK;
     if (cache && !have_dir) kc_error_clear(); /* no profile is no error: the site still works */
     if (have_dir) {
         /* Where profiles live is the cache's business; a name that does not fit is never persisted. */
@@ -82,10 +83,12 @@ void kc_site_profile_open_(kc_site *s, kc_cache *cache, const char *name) {
         uint32_t m[KC_SITE_MAX_INPUTS] = {0};
         int more = 0;
         kc_site_profile_from_remote_(cache, s->name, m);
-        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++) more |= (s->profile[i] | m[i]) != s->profile[i], s->profile[i] |= m[i];
+        for (int i = 0; i < KC_SITE_MAX_INPUTS; i++)
+            more |= (s->profile[i] | m[i]) != s->profile[i], s->profile[i] |= m[i];
         if (s->persist && kc_site_profile_remote_ok_(cache, 1)) s->remote = cache;
         if (more && s->persist && profile_merge_file(s->profile_path, s->name, s->profile, 0, NULL, NULL) != KC_OK) {
-            kc_log(KC_LOG_GUARD, "site %s: the remote's profile not kept locally: %s", s->name, kc_error_last()->message);
+            kc_log(KC_LOG_GUARD, "site %s: the remote's profile not kept locally: %s", s->name,
+                   kc_error_last()->message);
             kc_error_clear();
         }
     }

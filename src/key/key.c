@@ -60,9 +60,7 @@ static const char *const comp_names[KC_COMP_COUNT] = {
     "format", "graph", "inputs", "options", "toolchain", "backend", "globals", "hooks", "extra",
 };
 
-const char *kc_component_name(kc_component comp) {
-    return (unsigned)comp < KC_COMP_COUNT ? comp_names[comp] : NULL;
-}
+const char *kc_component_name(kc_component comp) { return (unsigned)comp < KC_COMP_COUNT ? comp_names[comp] : NULL; }
 
 static void digest_from_hash(XXH128_hash_t h, kc_digest *out) {
     XXH128_canonical_t c;
@@ -118,8 +116,7 @@ static void put_item_header(XXH3_state_t *s, uint8_t tag, const char *label) {
     XXH3_128bits_update(s, label, n);
 }
 
-int kc_key_add_bytes(kc_key_builder *kb, kc_component comp, const char *label,
-                     const void *data, size_t len) {
+int kc_key_add_bytes(kc_key_builder *kb, kc_component comp, const char *label, const void *data, size_t len) {
     int rc = check_open(kb, comp, label);
     if (rc) return rc;
     if (!data && len) return kc_err(KC_EINVAL, "key item '%s': data is NULL", label);
@@ -205,8 +202,8 @@ int kc_key_symbol_id(kc_key_builder *kb, const char *source_name, uint32_t *out)
 }
 
 /* dims := { kind:u8 (0 static, 1 symbolic) , value:u64 | symbol id:u32 } */
-static int encode_dims(kc_key_builder *kb, const kc_dim *dims, int rank, const char *what,
-                       uint32_t index, int allow_negative, uint8_t *buf, size_t *len) {
+static int encode_dims(kc_key_builder *kb, const kc_dim *dims, int rank, const char *what, uint32_t index,
+                       int allow_negative, uint8_t *buf, size_t *len) {
     size_t n = 0;
     for (int d = 0; d < rank; d++) {
         if (dims[d].sym) {
@@ -249,13 +246,15 @@ int kc_key_add_tensor(kc_key_builder *kb, const kc_tensor_meta *t) {
     if ((rc = encode_dims(kb, t->strides, t->rank, "stride", i, 1, strides, &nstrides))) return rc;
 
     char label[64];
-    struct { const char *field; const void *data; size_t len; uint32_t v; } fields[] = {
-        {"dtype", NULL, 4, (uint32_t)t->dtype},
-        {"device", NULL, 4, (uint32_t)t->device},
-        {"rank", NULL, 4, (uint32_t)t->rank},
-        {"sizes", sizes, nsizes, 0},
-        {"strides", strides, nstrides, 0},
-        {"requires_grad", NULL, 4, (uint32_t)t->requires_grad},
+    struct {
+        const char *field;
+        const void *data;
+        size_t len;
+        uint32_t v;
+    } fields[] = {
+        {"dtype", NULL, 4, (uint32_t)t->dtype}, {"device", NULL, 4, (uint32_t)t->device},
+        {"rank", NULL, 4, (uint32_t)t->rank},   {"sizes", sizes, nsizes, 0},
+        {"strides", strides, nstrides, 0},      {"requires_grad", NULL, 4, (uint32_t)t->requires_grad},
     };
     for (size_t f = 0; f < KC_ARRAY_LEN(fields); f++) {
         const void *data = fields[f].data;
@@ -263,7 +262,8 @@ int kc_key_add_tensor(kc_key_builder *kb, const kc_tensor_meta *t) {
             kc_wr_u32(small, fields[f].v);
             data = small;
         }
-        kc_cat_index(label, sizeof label, "inputs", "", (long long)i, ""), kc_cat_index(label + strlen(label), sizeof label - strlen(label), ".", fields[f].field, -1, "");
+        kc_cat_index(label, sizeof label, "inputs", "", (long long)i, ""),
+            kc_cat_index(label + strlen(label), sizeof label - strlen(label), ".", fields[f].field, -1, "");
         if ((rc = kc_key_add_bytes(kb, KC_COMP_INPUTS, label, data, fields[f].len))) return rc;
         if ((rc = add_fine(kb, label, data, fields[f].len))) return rc;
     }
@@ -307,9 +307,7 @@ int kc_key_component_digest(const kc_key_builder *kb, kc_component comp, kc_dige
     return KC_OK;
 }
 
-size_t kc_key_digest_count(const kc_key_builder *kb) {
-    return kb && kb->finished ? KC_COMP_COUNT + kb->nfine : 0;
-}
+size_t kc_key_digest_count(const kc_key_builder *kb) { return kb && kb->finished ? KC_COMP_COUNT + kb->nfine : 0; }
 
 int kc_key_digest_at(const kc_key_builder *kb, size_t i, const char **name_out, kc_digest *out) {
     if (!kb || !name_out || !out || !kb->finished || i >= kc_key_digest_count(kb))

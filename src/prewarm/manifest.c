@@ -71,7 +71,8 @@ int kc_manifest_set_archs(kc_manifest *m, const char *list) {
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         char t[32];
         if (n == 0 || n >= sizeof t) {
-            rc = kc_err(KC_EINVAL, "--arch: '%.*s' is not a target (sm_XY, sm_XYa, compute_XY)", (int)(n < 40 ? n : 40), p);
+            rc = kc_err(KC_EINVAL, "--arch: '%.*s' is not a target (sm_XY, sm_XYa, compute_XY)", (int)(n < 40 ? n : 40),
+                        p);
             break;
         }
         memcpy(t, p, n);
@@ -110,7 +111,8 @@ static int parse_tree(kc_manifest *m, const cJSON *root, const char *dir, const 
         return kc_err(KC_EINVAL, "%s: \"graphs\" must be a non-empty array of spec paths", origin);
     if (archs && !cJSON_IsArray(archs)) return kc_err(KC_EINVAL, "%s: \"archs\" must be an array of targets", origin);
     int ng = cJSON_GetArraySize(graphs);
-    if (ng > KC_MANIFEST_MAX_GRAPHS) return kc_err(KC_EINVAL, "%s: more than %d graphs", origin, KC_MANIFEST_MAX_GRAPHS);
+    if (ng > KC_MANIFEST_MAX_GRAPHS)
+        return kc_err(KC_EINVAL, "%s: more than %d graphs", origin, KC_MANIFEST_MAX_GRAPHS);
     if (!(m->specs = kc_calloc((size_t)ng, sizeof *m->specs)) ||
         !(m->archs = kc_calloc(KC_MANIFEST_MAX_ARCHS, sizeof *m->archs)))
         return kc_err(KC_ENOMEM, "manifest: out of memory");

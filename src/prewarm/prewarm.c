@@ -179,8 +179,8 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
     kc_prewarm_options o = KC_PREWARM_OPTIONS_INIT;
     if (opts) {
         if (opts->version != KC_PREWARM_OPTIONS_VERSION)
-            return kc_err(KC_EVERSION, "kc_prewarm_options version %u is not supported (this build: %d)",
-                          opts->version, KC_PREWARM_OPTIONS_VERSION);
+            return kc_err(KC_EVERSION, "kc_prewarm_options version %u is not supported (this build: %d)", opts->version,
+                          KC_PREWARM_OPTIONS_VERSION);
         o = *opts;
     }
     if (kc_manifest_arch_count(m) == 0) return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
@@ -300,8 +300,8 @@ static void cov_one(kc_cache *c, const kc_graph_desc *d, const kc_key *key, char
             snprintf(r->variant, sizeof r->variant, "%s", cand[i]);
         } else if (rc != KC_MISS || e) {
             /* the graph entry is there (or unreadable), but a lookup could not use it */
-            if (!bad) bad = cov_reason("graph entry %s.%s is stored, but %s", r->key, cand[i],
-                                       kc_error_last()->message);
+            if (!bad)
+                bad = cov_reason("graph entry %s.%s is stored, but %s", r->key, cand[i], kc_error_last()->message);
         }
         kc_entry_free(e);
     }
@@ -326,16 +326,18 @@ static int cov_ask_init(const kc_manifest *m, int device, cov_ask *a) {
     a->device = device, a->ncand = 0, a->devvar[0] = '\0';
     snprintf(a->what, sizeof a->what, "not stored");
     if (device < 0) {
-        if (kc_manifest_arch_count(m) == 0) return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
+        if (kc_manifest_arch_count(m) == 0)
+            return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
         return KC_OK;
     }
     int major, minor, rc = kc_cuda_capability(device, &major, &minor);
     if (rc) return kc_err_prefix(rc, "coverage for device %d", device);
     a->ncand = kc_target_candidates(major, minor, a->cand, KC_TARGET_CANDIDATES_MAX);
     kc_variant_for_device(major, minor, a->devvar);
-    if (a->ncand == 0) return kc_err(KC_EARCH, "device %d: compute capability %d.%d has no targets", device, major, minor);
-    snprintf(a->what, sizeof a->what, "no variant a %d.%d device loads is stored (%zu candidates, %s to %s)", major, minor,
-             a->ncand, a->cand[0], a->cand[a->ncand - 1]);
+    if (a->ncand == 0)
+        return kc_err(KC_EARCH, "device %d: compute capability %d.%d has no targets", device, major, minor);
+    snprintf(a->what, sizeof a->what, "no variant a %d.%d device loads is stored (%zu candidates, %s to %s)", major,
+             minor, a->ncand, a->cand[0], a->cand[a->ncand - 1]);
     return KC_OK;
 }
 

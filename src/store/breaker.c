@@ -28,7 +28,7 @@ int kc_brk_enter(kc_brk *k) {
     pthread_mutex_lock(&k->mu);
     int rc = KC_OK;
     if (k->state == KC_BREAKER_OPEN && kc_mono_ns() >= k->open_until_ns) k->state = KC_BREAKER_HALF_OPEN;
-    else if (k->state != KC_BREAKER_CLOSED) rc = KC_EUNAVAILABLE; /* open, or a probe is out */
+    else if (k->state != KC_BREAKER_CLOSED) rc = KC_EUNAVAILABLE;                       /* open, or a probe is out */
     if (k->state == KC_BREAKER_HALF_OPEN && rc == KC_OK) k->open_until_ns = UINT64_MAX; /* this call probes */
     pthread_mutex_unlock(&k->mu);
     if (rc) return kc_err(rc, "remote %s skipped: circuit breaker open", k->shown);
@@ -61,6 +61,7 @@ void kc_brk_state(kc_brk *k, kc_remote_state *out) {
     out->failures = k->failures;
     out->retry_in_ms = 0;
     uint64_t now = kc_mono_ns();
-    if (k->state == KC_BREAKER_OPEN && k->open_until_ns > now) out->retry_in_ms = (double)(k->open_until_ns - now) / 1e6;
+    if (k->state == KC_BREAKER_OPEN && k->open_until_ns > now)
+        out->retry_in_ms = (double)(k->open_until_ns - now) / 1e6;
     pthread_mutex_unlock(&k->mu);
 }

@@ -111,13 +111,15 @@ static int real_sub_dir(const kc_local *l, const char *dir) {
 
 int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap) {
     int n = snprintf(out, cap, "%s/toolkits", l->v1);
-    if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);
+    if (n < 0 || (size_t)n >= cap)
+        return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);
     return real_sub_dir(l, out);
 }
 
 int kc_local_profile_dir(const kc_local *l, char *out, size_t cap) {
     int n = snprintf(out, cap, "%s/profiles", l->v1);
-    if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);
+    if (n < 0 || (size_t)n >= cap)
+        return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);
     return real_sub_dir(l, out);
 }
 
@@ -289,7 +291,9 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
 }
 
 int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, true); }
-int kc_local_read(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, false); }
+int kc_local_read(kc_local *l, const char *name, void **out, size_t *len) {
+    return local_read(l, name, out, len, false);
+}
 
 void kc_local_maybe_cleanup_(kc_local *l, int64_t added) {
     if (l->max_size == 0) return;
@@ -347,8 +351,8 @@ static int write_entry(const char *path, const void *data, size_t len, unsigned 
     char tmp[PATH_MAX];
     const char *slash = strrchr(path, '/');
     unsigned long s = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-    int n = snprintf(tmp, sizeof tmp, "%.*s/.tmp.%s.%ld.%lx.%lx", (int)(slash - path), path, slash + 1, (long)getpid(), s,
-                     (unsigned long)(kc_mono_ns() & 0xffffffu));
+    int n = snprintf(tmp, sizeof tmp, "%.*s/.tmp.%s.%ld.%lx.%lx", (int)(slash - path), path, slash + 1, (long)getpid(),
+                     s, (unsigned long)(kc_mono_ns() & 0xffffffu));
     if (n < 0 || (size_t)n >= sizeof tmp) return kc_err(KC_EINVAL, "path too long: '%s'", path);
     int fd = kc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) return kc_err_errno(errno, "creating '%s'", tmp);
@@ -440,8 +444,7 @@ int kc_local_quarantine(kc_local *l, const char *name) {
     if (l->readonly) return KC_OK;
     char path[PATH_MAX], dest[PATH_MAX + 64];
     kc_local_path(l, name, path, sizeof path);
-    snprintf(dest, sizeof dest, "%s/quarantine/%s" ENTRY_SUFFIX ".%llu", l->v1, name,
-             (unsigned long long)kc_now_ns());
+    snprintf(dest, sizeof dest, "%s/quarantine/%s" ENTRY_SUFFIX ".%llu", l->v1, name, (unsigned long long)kc_now_ns());
     struct stat st;
     if (lstat(path, &st) != 0) return KC_OK; /* already gone (another process quarantined it) */
     if ((rc = kc_local_real_shard_(l, name)) || (rc = kc_local_make_sub_(l, "quarantine"))) return rc;
@@ -528,7 +531,8 @@ int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx) {
         struct dirent *de;
         int rc = 0;
         while (rc == 0 && (de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' && !kc_fs_is_temp_name(de->d_name) && strncmp(de->d_name, ".lock.", 6) != 0) continue;
+            if (de->d_name[0] == '.' && !kc_fs_is_temp_name(de->d_name) && strncmp(de->d_name, ".lock.", 6) != 0)
+                continue;
             struct stat st;
             snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
             if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
@@ -538,61 +542,4 @@ int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx) {
         if (rc) return rc;
     }
     return 0;
-}
-
-typedef struct iter_ctx {
-    kc_store_iter_cb cb;
-    void *ctx;
-} iter_ctx;
-
-static int iter_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
-    (void)shard;
-    iter_ctx *ic = ctx;
-    char name[KC_NAME_MAX + 1], path[PATH_MAX + 256];
-    if (!kc_local_entry_file_name_(file, name)) return 0;
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    kc_store_item it = {name, (uint64_t)st->st_size, (int64_t)st->st_mtime, path};
-    return ic->cb(&it, ic->ctx);
-}
-
-int kc_local_iterate(kc_local *l, kc_store_iter_cb cb, void *ctx) {
-    iter_ctx ic = {cb, ctx};
-    return kc_local_walk_shards_(l, iter_file, &ic);
-}
-
-/* ---- as a backend table ---- */
-
-static int be_get(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_get(b->ctx, n, o, len); }
-static int be_peek(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_read(b->ctx, n, o, len); }
-static int be_put(kc_store_backend *b, const char *n, const void *d, size_t len) { return kc_local_put(b->ctx, n, d, len); }
-static int be_put_foreign(kc_store_backend *b, const char *n, const void *d, size_t len) {
-    return kc_local_put_foreign(b->ctx, n, d, len);
-}
-static int be_put_origin(kc_store_backend *b, const char *n, const void *d, size_t len, const char *origin) {
-    return kc_local_put_origin(b->ctx, n, d, len, origin);
-}
-static int be_is_own(kc_store_backend *b, const char *n) { return kc_local_is_own(b->ctx, n); }
-static int be_exists(kc_store_backend *b, const char *n) { return kc_local_exists(b->ctx, n); }
-static int be_remove(kc_store_backend *b, const char *n) { return kc_local_remove(b->ctx, n); }
-static int be_iterate(kc_store_backend *b, kc_store_iter_cb cb, void *ctx) { return kc_local_iterate(b->ctx, cb, ctx); }
-static int be_quarantine(kc_store_backend *b, const char *n) { return kc_local_quarantine(b->ctx, n); }
-static void be_free(kc_store_backend *b) { kc_local_free(b->ctx); }
-
-kc_store_backend *kc_local_backend(kc_local *l) {
-    l->backend.get = be_get;
-    l->backend.put = be_put;
-    l->backend.put_foreign = be_put_foreign;
-    l->backend.is_own = be_is_own;
-    l->backend.exists = be_exists;
-    l->backend.remove = be_remove;
-    l->backend.touch = NULL;
-    l->backend.iterate = be_iterate;
-    l->backend.quarantine = be_quarantine;
-    l->backend.free = be_free;
-    l->backend.get_first = NULL;
-    l->backend.peek = be_peek;
-    l->backend.state = NULL;
-    l->backend.get_many = NULL;
-    l->backend.put_origin = be_put_origin;
-    return &l->backend;
 }

@@ -97,7 +97,8 @@ int kc_local_batch_put(kc_local_batch *b, const char *name, const void *data, si
         } else {
             rc = kc_fs_write_all(fd, data, len, tmp);
             if (rc == KC_OK && origin) kc_local_origin_set_(fd, tmp, origin); /* [Note: provenance record] */
-            if (rc == KC_OK && mode != 0600 && fchmod(fd, (mode_t)mode) != 0) rc = kc_err_errno(errno, "chmod of '%s'", tmp);
+            if (rc == KC_OK && mode != 0600 && fchmod(fd, (mode_t)mode) != 0)
+                rc = kc_err_errno(errno, "chmod of '%s'", tmp);
             if (close(fd) != 0 && rc == KC_OK) rc = kc_err_errno(errno, "closing '%s'", tmp);
             if (rc != KC_OK) unlink(tmp); /* not a fault point: cleanup must not be made to fail */
         }
@@ -167,7 +168,8 @@ int kc_local_batch_commit(kc_local_batch *b, size_t *renamed) {
     int64_t added = 0;
     if (b->n) {
         int fd = open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        rc = fd < 0 ? kc_local_err_errno_(errno, 0, "opening '%s'", l->v1) : batch_sync(l, fd); /* every temporary's bytes */
+        rc = fd < 0 ? kc_local_err_errno_(errno, 0, "opening '%s'", l->v1)
+                    : batch_sync(l, fd); /* every temporary's bytes */
         for (size_t i = 0; rc == KC_OK && i < b->n;) {
             uint32_t group = b->v[i].group;
             for (; rc == KC_OK && i < b->n && b->v[i].group == group; i++)
@@ -178,7 +180,8 @@ int kc_local_batch_commit(kc_local_batch *b, size_t *renamed) {
     }
     batch_free(b);
     if (done) kc_local_flush(l);
-    if (done && rc == KC_OK) kc_local_maybe_cleanup_(l, added); /* after a failure its messages would replace the error's */
+    if (done && rc == KC_OK)
+        kc_local_maybe_cleanup_(l, added); /* after a failure its messages would replace the error's */
     if (renamed) *renamed = done;
     return rc;
 }

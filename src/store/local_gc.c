@@ -82,13 +82,13 @@ static int64_t lru_order(int64_t mtime_ns, int64_t now_ns) {
 
 /* Whether a temporary file is an orphan rather than a write in flight: old by its mtime.  The
  * one rule gc and clear share. */
-static int temp_is_stale(const struct stat *st, int64_t now_s) {
-    return now_s - (int64_t)st->st_mtime > TEMP_STALE_S;
-}
+static int temp_is_stale(const struct stat *st, int64_t now_s) { return now_s - (int64_t)st->st_mtime > TEMP_STALE_S; }
 
 static int object_kind(const char *name) {
     const char *variant = name + KC_KEY_HEX_LEN + 1;
-    return strcmp(variant, KC_VARIANT_IMAGE) == 0 ? OBJ_IMAGE : strcmp(variant, KC_VARIANT_UNIT) == 0 ? OBJ_UNIT : OBJ_GRAPH;
+    return strcmp(variant, KC_VARIANT_IMAGE) == 0  ? OBJ_IMAGE
+           : strcmp(variant, KC_VARIANT_UNIT) == 0 ? OBJ_UNIT
+                                                   : OBJ_GRAPH;
 }
 
 /* A lock file or a temporary: removed when stale (a lock file only when nobody holds it).  1 when
@@ -285,9 +285,11 @@ static int evict_lru(kc_local *l, gc_ctx *g, uint64_t max_size, uint64_t *total,
     free(x.err);
     *total = t;
     if (t > max_size && failed)
-        return kc_local_err_errno_(first_errno, 1, "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
-                            "(first: removing '%s')", (unsigned long long)failed,
-                            (unsigned long long)(t - max_size), (unsigned long long)max_size, first_path);
+        return kc_local_err_errno_(first_errno, 1,
+                                   "gc: %llu entries could not be evicted, %llu bytes stay over the limit of %llu "
+                                   "(first: removing '%s')",
+                                   (unsigned long long)failed, (unsigned long long)(t - max_size),
+                                   (unsigned long long)max_size, first_path);
     return KC_OK;
 }
 
@@ -349,7 +351,8 @@ static void recount(kc_local *l, gc_ctx *g) {
         int64_t v[KC_STATS_SLOTS];
         kc_local_stats_read_(l, s, v);
         if (v[KC_STAT_BYTES] != g->per[s].bytes || v[KC_STAT_ENTRIES] != g->per[s].entries)
-            kc_local_stats_update_(l, s, g->per[s].entries != 0 || g->per[s].bytes != 0, kc_local_set_sizes_, &g->per[s]);
+            kc_local_stats_update_(l, s, g->per[s].entries != 0 || g->per[s].bytes != 0, kc_local_set_sizes_,
+                                   &g->per[s]);
     }
     kc_local_flush(l);
 }
@@ -402,13 +405,16 @@ static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *o
             rep.entries_after += (uint64_t)g->per[s].entries;
             rep.bytes_after += (uint64_t)g->per[s].bytes;
         }
-        for (size_t i = 0; i < g->n; i++) rep.profiles_after += g->items[i].kind == OBJ_PROFILE && present(&g->items[i]);
+        for (size_t i = 0; i < g->n; i++)
+            rep.profiles_after += g->items[i].kind == OBJ_PROFILE && present(&g->items[i]);
         if (rc != KC_ENOMEM) recount(l, g);
         typedef unsigned long long ull;
-        kc_log(KC_LOG_STORE, "gc: %llu entries, %llu → %llu bytes, %llu evicted, %llu temp files, %llu stale, %llu "
-               "dangling, %llu orphans removed, %llu corrupt left", (ull)rep.entries_before, (ull)rep.bytes_before,
-               (ull)rep.bytes_after, (ull)rep.evicted, (ull)rep.temp_removed, (ull)rep.stale_removed,
-               (ull)rep.dangling_removed, (ull)rep.orphans_removed, (ull)rep.corrupt);
+        kc_log(KC_LOG_STORE,
+               "gc: %llu entries, %llu → %llu bytes, %llu evicted, %llu temp files, %llu stale, %llu "
+               "dangling, %llu orphans removed, %llu corrupt left",
+               (ull)rep.entries_before, (ull)rep.bytes_before, (ull)rep.bytes_after, (ull)rep.evicted,
+               (ull)rep.temp_removed, (ull)rep.stale_removed, (ull)rep.dangling_removed, (ull)rep.orphans_removed,
+               (ull)rep.corrupt);
     }
     free(g->items);
     free(g->refs);

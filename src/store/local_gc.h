@@ -16,7 +16,12 @@
 
 /* What an object is, by its name's variant ([Note: two levels] in kcache/entry.h); the sweep
  * removes them in this order. */
-enum { OBJ_GRAPH, OBJ_UNIT, OBJ_IMAGE, OBJ_PROFILE }; /* a site profile: an LRU item only ([Note: profiles in the size]) */
+enum {
+    OBJ_GRAPH,
+    OBJ_UNIT,
+    OBJ_IMAGE,
+    OBJ_PROFILE
+}; /* a site profile: an LRU item only ([Note: profiles in the size]) */
 
 /* What gc knows of an object: LIVE, of this format (a referrer's references read); OPAQUE, not
  * read (the LRU-only cleanup), undecodable or unreadable — present, refers to nothing known;
@@ -32,8 +37,8 @@ typedef struct gc_ref {
 } gc_ref;
 
 typedef struct gc_item {
-    int64_t mtime_ns;     /* the file's time, to see a rewrite or a use since the scan */
-    int64_t order_ns;     /* its LRU order: the time, or before every sane time when in the future */
+    int64_t mtime_ns; /* the file's time, to see a rewrite or a use since the scan */
+    int64_t order_ns; /* its LRU order: the time, or before every sane time when in the future */
     uint64_t size;
     uint32_t ref0, nrefs; /* its references: refs[ref0, ref0 + nrefs) */
     uint8_t shard, kind, state, garbage, marked;
@@ -66,8 +71,8 @@ enum { R_REMOVED, R_GONE, R_STAYS, R_FAILED };
 
 typedef struct removal {
     kc_local *l;
-    gc_ctx *g;         /* read only while removals run */
-    gc_item **v;       /* the items to remove */
+    gc_ctx *g;   /* read only while removals run */
+    gc_item **v; /* the items to remove */
     uint8_t *res;
     int *err;
 } removal;

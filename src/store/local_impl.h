@@ -22,26 +22,26 @@
 
 #include "local.h"
 
-#define KC_STATS_SLOTS 32        /* counters a stats file holds: room to grow past KC_STAT_COUNT */
+#define KC_STATS_SLOTS 32 /* counters a stats file holds: room to grow past KC_STAT_COUNT */
 #define FLUSH_INTERVAL_NS 1000000000ull
-#define TOUCH_AFTER_S 2          /* refresh mtime on a hit when older than this */
-#define TEMP_STALE_S 3600        /* temp files older than this are orphans */
-#define AUTO_GC_TARGET 0.9       /* an automatic cleanup evicts down to 90% of the limit */
+#define TOUCH_AFTER_S 2    /* refresh mtime on a hit when older than this */
+#define TEMP_STALE_S 3600  /* temp files older than this are orphans */
+#define AUTO_GC_TARGET 0.9 /* an automatic cleanup evicts down to 90% of the limit */
 #define ENTRY_SUFFIX ".kce"
-#define QUARANTINE_MAX_FILES 64  /* the quarantine keeps at most this many files, */
-#define QUARANTINE_SHARE 10      /* and at most this fraction (1/N) of the size limit */
+#define QUARANTINE_MAX_FILES 64 /* the quarantine keeps at most this many files, */
+#define QUARANTINE_SHARE 10     /* and at most this fraction (1/N) of the size limit */
 
 struct kc_local {
-    char root[PATH_MAX];   /* <dir> */
-    char v1[PATH_MAX];     /* <dir>/v1 */
+    char root[PATH_MAX]; /* <dir> */
+    char v1[PATH_MAX];   /* <dir>/v1 */
     uint64_t max_size;
     bool readonly;
-    bool found_readonly;   /* opened read-write, but the directory refuses writes: opened read-only */
+    bool found_readonly;                     /* opened read-write, but the directory refuses writes: opened read-only */
     int64_t delta[KC_SHARDS][KC_STAT_COUNT]; /* unflushed counts; atomics */
     uint8_t dirty[KC_SHARDS];
     uint64_t last_flush_ns;
     pthread_mutex_t flush_mu;
-    int64_t approx_bytes;      /* total bytes, refreshed from the stats files */
+    int64_t approx_bytes; /* total bytes, refreshed from the stats files */
     uint64_t approx_at_ns;
     kc_store_backend backend;
 };

@@ -43,7 +43,10 @@ int kc_local_walk_profiles_(kc_local *l, kc_local_file_cb cb, void *ctx) {
         return 0;
     }
     DIR *d = kc_fs_opendir_nofollow(dir);
-    if (!d) return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ? 0 : kc_local_err_errno_(errno, 0, "reading directory '%s'", dir);
+    if (!d)
+        return errno == ENOENT || errno == ELOOP || errno == ENOTDIR
+                   ? 0
+                   : kc_local_err_errno_(errno, 0, "reading directory '%s'", dir);
     int rc = 0;
     for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
         struct stat st;

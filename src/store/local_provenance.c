@@ -70,7 +70,8 @@ void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind, const 
         src[n++] = *p > 0x20 && *p < 0x7f ? *p : '_';
     if (!n) src[n++] = '-';
     src[n] = '\0';
-    snprintf(out, cap, "%s %s verified=%s", kc_provenance_kind_name(kind), src, verifier && *verifier ? verifier : "none");
+    snprintf(out, cap, "%s %s verified=%s", kc_provenance_kind_name(kind), src,
+             verifier && *verifier ? verifier : "none");
 }
 
 static bool hex_run(const char *s, size_t n) { return strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
@@ -122,14 +123,15 @@ void kc_local_origin_set_(int fd, const char *tmp, const char *origin) {
     kc_provenance p;
     memset(&p, 0, sizeof p);
     char text[ORIGIN_MAX + 32];
-    if (origin_parse(origin, &p) != KC_OK || snprintf(text, sizeof text, "%s t=%lld", origin,
-                                                      (long long)(kc_now_ns() / 1000000000ull)) > ORIGIN_MAX) {
+    if (origin_parse(origin, &p) != KC_OK ||
+        snprintf(text, sizeof text, "%s t=%lld", origin, (long long)(kc_now_ns() / 1000000000ull)) > ORIGIN_MAX) {
         kc_log(KC_LOG_STORE, "%s: provenance record '%s' is malformed: not recorded", tmp, origin);
         return;
     }
     if (fault() || fsetxattr(fd, ORIGIN_XATTR, text, strlen(text), 0) != 0) {
         int e = errno;
-        if (e != ENOTSUP && e != EOPNOTSUPP) kc_log(KC_LOG_STORE, "%s: provenance record not kept: %s", tmp, strerror(e));
+        if (e != ENOTSUP && e != EOPNOTSUPP)
+            kc_log(KC_LOG_STORE, "%s: provenance record not kept: %s", tmp, strerror(e));
     }
 }
 
@@ -139,7 +141,7 @@ int kc_provenance_read(const char *path, kc_provenance *out) {
      * one file's mode with another's record.  O_NONBLOCK: a FIFO planted there does not wait. */
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? kc_err(KC_MISS, "no '%s'", path)
+        return errno == ENOENT  ? kc_err(KC_MISS, "no '%s'", path)
                : errno == ELOOP ? kc_err(KC_EINVAL, "'%s' is not a regular file", path)
                                 : kc_err_errno(errno, "opening '%s'", path);
     struct stat st;
@@ -179,6 +181,7 @@ int kc_local_is_own(kc_local *l, const char *name) {
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
     struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? kc_err(KC_MISS, "no %s", name) : kc_local_err_errno_(errno, 0, "stat %s", name);
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? kc_err(KC_MISS, "no %s", name) : kc_local_err_errno_(errno, 0, "stat %s", name);
     return S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) ? 1 : 0;
 }

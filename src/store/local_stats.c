@@ -82,8 +82,7 @@ static void stats_write_fd(int fd, const int64_t v[STATS_SLOTS]) {
     kc_wr_u32(b + 12, 0);
     for (int i = 0; i < STATS_SLOTS; i++) kc_wr_u64(b + 16 + 8 * i, (uint64_t)(v[i] < 0 ? 0 : v[i]));
     kc_wr_u64(b + sizeof b - 8, XXH3_64bits(b, sizeof b - 8));
-    if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b)
-        kc_log(KC_LOG_STORE, "writing stats: %s", strerror(errno));
+    if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) kc_log(KC_LOG_STORE, "writing stats: %s", strerror(errno));
 }
 
 /* Under the file's lock; the open is a fault-injection point (kc_sys_open).  -1 when the file
@@ -104,7 +103,8 @@ int kc_local_stats_update_(kc_local *l, int shard, bool make, void (*fn)(int64_t
             return -1;
         }
         if (!missing || !shard_is_real(l, shard)) { /* a link or a file in its place, or v1/ is not a folder */
-            kc_log(KC_LOG_STORE, "%s: its folder is not a directory (a symbolic link is never followed): counts not saved", p);
+            kc_log(KC_LOG_STORE,
+                   "%s: its folder is not a directory (a symbolic link is never followed): counts not saved", p);
             return 0;
         }
     }
@@ -191,8 +191,7 @@ void kc_local_flush(kc_local *l) {
 }
 
 void kc_local_maybe_flush_(kc_local *l) {
-    if (kc_mono_ns() - __atomic_load_n(&l->last_flush_ns, __ATOMIC_RELAXED) > FLUSH_INTERVAL_NS)
-        kc_local_flush(l);
+    if (kc_mono_ns() - __atomic_load_n(&l->last_flush_ns, __ATOMIC_RELAXED) > FLUSH_INTERVAL_NS) kc_local_flush(l);
 }
 
 /* A read of bookkeeping, not a fault point (plain open). */
@@ -217,7 +216,8 @@ int kc_local_stats(kc_local *l, kc_stats *out) {
         kc_local_stats_read_(l, s, v);
         /* What is still in memory after the flush could not be written (a read-only cache, or a
          * directory that refuses writes) or came in since: it is this process's, and shows. */
-        for (int i = 0; i < KC_STAT_COUNT; i++) v[i] = add_sat(v[i], __atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED));
+        for (int i = 0; i < KC_STAT_COUNT; i++)
+            v[i] = add_sat(v[i], __atomic_load_n(&l->delta[s][i], __ATOMIC_RELAXED));
         for (int i = 0; i < KC_STAT_COUNT; i++) out->v[i] += (uint64_t)(v[i] < 0 ? 0 : v[i]);
     }
     pthread_mutex_unlock(&l->flush_mu);

@@ -245,7 +245,7 @@ int kc_local_gc_sweep_(kc_local *l, gc_ctx *g, kc_gc_report *rep) {
 int kc_local_gc_read_objects_(const kc_local *l, gc_ctx *g, kc_gc_report *rep) {
     int rc = index_images(g);
     for (size_t i = 0; rc == KC_OK && i < g->n; i++)
-        if (g->items[i].kind != OBJ_PROFILE) rc = read_object(l, g, &g->items[i], rep); /* a profile refers to nothing */
+        if (g->items[i].kind != OBJ_PROFILE)
+            rc = read_object(l, g, &g->items[i], rep); /* a profile refers to nothing */
     return rc == KC_ENOMEM ? kc_err(KC_ENOMEM, "gc: out of memory") : rc;
 }
-

@@ -30,7 +30,8 @@ int kc_store_name_check(const char *name) {
 
 void kc_store_name(const kc_key *key, const char *variant, char out[KC_NAME_MAX + 1]) {
     kc_key_to_hex(key, out);
-    size_t n = strnlen(variant, KC_NAME_MAX - KC_KEY_HEX_LEN - 1); /* copies, not snprintf: every lookup names two objects */
+    size_t n = strnlen(variant,
+                       KC_NAME_MAX - KC_KEY_HEX_LEN - 1); /* copies, not snprintf: every lookup names two objects */
     out[KC_KEY_HEX_LEN] = '.';
     memcpy(out + KC_KEY_HEX_LEN + 1, variant, n);
     out[KC_KEY_HEX_LEN + 1 + n] = '\0';

@@ -314,9 +314,8 @@ static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out
 }
 
 /* The first present of several keys in one round trip (a Lua script; values after it are never sent). */
-static const char FIRST_SCRIPT[] =
-    "for i, k in ipairs(KEYS) do local v = redis.call('GET', k) "
-    "if v then return {i, v} end end return false";
+static const char FIRST_SCRIPT[] = "for i, k in ipairs(KEYS) do local v = redis.call('GET', k) "
+                                   "if v then return {i, v} end end return false";
 
 static int r_get_first(kc_store_backend *be, const char *const *names, size_t n, size_t *which, void **out,
                        size_t *out_len) {
@@ -366,8 +365,7 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
     rb *b = be->ctx;
     if (n && (!names || !out || !out_len)) return kc_err(KC_EINVAL, "redis get_many: NULL argument");
     for (size_t i = 0; i < n; i++) out[i] = NULL, out_len[i] = 0;
-    if (n > KC_IMAGES_MAX)
-        return kc_err(KC_EINVAL, "redis get_many: %zu names (at most %d at once)", n, KC_IMAGES_MAX);
+    if (n > KC_IMAGES_MAX) return kc_err(KC_EINVAL, "redis get_many: %zu names (at most %d at once)", n, KC_IMAGES_MAX);
     for (size_t i = 0; i < n; i++)
         if (kc_store_name_check(names[i]) != KC_OK) return kc_err_prefix(KC_EINVAL, "redis get_many");
     if (n == 0) return KC_OK;
@@ -400,7 +398,8 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
 static int r_put(kc_store_backend *be, const char *name, const void *data, size_t len) {
     rb *b = be->ctx;
     if ((uint64_t)len > b->cfg.max_value)
-        return kc_err(KC_EINVAL, "redis: %zu bytes is over the value cap (%llu)", len, (unsigned long long)b->cfg.max_value);
+        return kc_err(KC_EINVAL, "redis: %zu bytes is over the value cap (%llu)", len,
+                      (unsigned long long)b->cfg.max_value);
     char k[KC_NAME_MAX + 16], ttl[24];
     key_of(name, k, sizeof k);
     snprintf(ttl, sizeof ttl, "%u", b->cfg.ttl_s);
@@ -426,7 +425,9 @@ static int r_remove(kc_store_backend *be, const char *name) {
     redisReply *r;
     int rc = key_command(be->ctx, "DEL", name, T_INTEGER, &r);
     if (rc) return rc;
-    rc = r->type != REDIS_REPLY_INTEGER ? kc_err(KC_EIO, "redis DEL: unexpected reply") : r->integer > 0 ? KC_OK : KC_MISS;
+    rc = r->type != REDIS_REPLY_INTEGER ? kc_err(KC_EIO, "redis DEL: unexpected reply")
+         : r->integer > 0               ? KC_OK
+                                        : KC_MISS;
     freeReplyObject(r);
     return rc;
 }

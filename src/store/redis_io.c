@@ -149,8 +149,10 @@ int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisRep
         if (echo) freeReplyObject(echo);
         if (rc == KC_OK && !mine) {
             *extra = 1;
-            rc = kc_err(KC_EIO, "redis %s: %s: replies out of step with the commands (a reply nobody asked for): "
-                        "connection closed", who, argv[0]);
+            rc = kc_err(KC_EIO,
+                        "redis %s: %s: replies out of step with the commands (a reply nobody asked for): "
+                        "connection closed",
+                        who, argv[0]);
         }
         if (rc) freeReplyObject(*out), *out = NULL;
     }

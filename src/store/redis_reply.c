@@ -64,8 +64,8 @@ static int on_line(kc_reply_scan *s, feed *f) {
 /* A bulk string's header is complete: its length, held to the value cap and the reply's total. */
 static int bulk_header(kc_reply_scan *s, const feed *f) {
     if ((uint64_t)s->num > f->max_value)
-        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", f->who,
-                      s->num, (unsigned long long)f->max_value);
+        return kc_err(KC_EIO, "redis %s: a reply over the value cap (%lld bytes, cap %llu)", f->who, s->num,
+                      (unsigned long long)f->max_value);
     if ((uint64_t)s->num > s->max_total - s->total) /* total <= max_total: no wrap */
         return kc_err(KC_EIO, "redis %s: a reply's values over %llu bytes together", f->who,
                       (unsigned long long)s->max_total);
@@ -81,8 +81,7 @@ static int array_header(kc_reply_scan *s, const feed *f) {
         return kc_err(KC_EIO, "redis %s: a reply of %llu+ elements (at most %llu expected)", f->who,
                       (unsigned long long)s->elements, (unsigned long long)s->max_elements);
     if (s->num == 0) scan_value(s);
-    else if (s->depth == REPLY_MAX_DEPTH)
-        return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", f->who);
+    else if (s->depth == REPLY_MAX_DEPTH) return kc_err(KC_EIO, "redis %s: protocol: a reply nested too deep", f->who);
     else s->left[s->depth++] = s->num, s->st = S_TYPE;
     return KC_OK;
 }
@@ -113,8 +112,8 @@ static int on_bulk(kc_reply_scan *s, feed *f) {
 }
 
 /* What to do with the next byte, by the scan's state. */
-static int (*const steps[])(kc_reply_scan *, feed *) = {[S_TYPE] = on_type, [S_LINE] = on_line, [S_NUM] = on_num,
-                                                        [S_BULK] = on_bulk};
+static int (*const steps[])(kc_reply_scan *,
+                            feed *) = {[S_TYPE] = on_type, [S_LINE] = on_line, [S_NUM] = on_num, [S_BULK] = on_bulk};
 
 /* Walk `n` bytes; *used is how many belong to the reply (fewer than n when it completed
  * inside them).  KC_OK, or KC_EIO naming what is wrong. */

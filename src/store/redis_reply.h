@@ -22,7 +22,7 @@ typedef struct kc_reply_scan {
     int neg, digits;
     long long num;
     uint64_t bulk_left, line, elements;
-    uint64_t total;                  /* bytes of bulk strings so far */
+    uint64_t total; /* bytes of bulk strings so far */
     uint64_t max_elements, max_total;
 } kc_reply_scan;
 

@@ -57,16 +57,16 @@ static int add(const kc_store_scheme *s) {
         return kc_err(KC_EVERSION, "store scheme table has version %u (this build: 1 to %d)", s->version,
                       KC_STORE_SCHEME_VERSION);
     if (!scheme_ok(s->scheme) || !s->open)
-        return kc_err(KC_EINVAL, "kc_store_register: a scheme (letters, digits, '+', '-', '.'; %d bytes at most) "
-                      "and an open function are required", SCHEME_LEN_MAX);
+        return kc_err(KC_EINVAL,
+                      "kc_store_register: a scheme (letters, digits, '+', '-', '.'; %d bytes at most) "
+                      "and an open function are required",
+                      SCHEME_LEN_MAX);
     pthread_mutex_lock(&mu);
     int rc = KC_OK;
     if (find_locked(s->scheme, strlen(s->scheme)))
         rc = kc_err(KC_EINVAL, "the store scheme '%s' is registered already", s->scheme);
-    else if (nschemes == SCHEMES_MAX)
-        rc = kc_err(KC_EINVAL, "too many store schemes (%d at most)", SCHEMES_MAX);
-    else
-        schemes[nschemes++] = s;
+    else if (nschemes == SCHEMES_MAX) rc = kc_err(KC_EINVAL, "too many store schemes (%d at most)", SCHEMES_MAX);
+    else schemes[nschemes++] = s;
     pthread_mutex_unlock(&mu);
     return rc;
 }
@@ -124,8 +124,10 @@ int kc_store_open_url(kc_store_backend **out, const char *url, const kc_remote_l
     if (!sl) return kc_err(KC_EINVAL, "remote '%s': not a URL (scheme://…)", shown);
     const kc_store_scheme *sc = find(url, sl);
     if (!sc && sl == 5 && strncmp(url, "redis", 5) == 0)
-        return kc_err(KC_EINVAL, "remote '%s': this build has no redis back end: rebuild with hiredis "
-                      "(libhiredis-dev; cmake -DKCACHE_WITH_REDIS=ON)", shown);
+        return kc_err(KC_EINVAL,
+                      "remote '%s': this build has no redis back end: rebuild with hiredis "
+                      "(libhiredis-dev; cmake -DKCACHE_WITH_REDIS=ON)",
+                      shown);
     if (!sc) return kc_err(KC_EINVAL, "remote '%s': no back end is registered for '%.*s://'", shown, (int)sl, url);
     kc_remote_limits none = KC_REMOTE_LIMITS_INIT;
     int rc = sc->open(out, url, limits ? limits : &none);

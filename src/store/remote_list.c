@@ -98,8 +98,10 @@ static int one(const char *p, size_t n, const kc_remote_limits *defaults, kc_rem
         size_t al = (size_t)((bar ? bar : end) - a);
         if (apply(r, a, al) != KC_OK) {
             kc_store_redact(r->url, shown, sizeof shown);
-            return kc_err(KC_EINVAL, "remote '%s': bad attribute '%.*s' (read-only, connect-ms=N, deadline-ms=N, "
-                          "backoff-ms=N, backoff-max-ms=N, max-value=SIZE, ttl=SECONDS)", shown, (int)al, a);
+            return kc_err(KC_EINVAL,
+                          "remote '%s': bad attribute '%.*s' (read-only, connect-ms=N, deadline-ms=N, "
+                          "backoff-ms=N, backoff-max-ms=N, max-value=SIZE, ttl=SECONDS)",
+                          shown, (int)al, a);
         }
     }
     return KC_OK;

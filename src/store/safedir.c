@@ -38,11 +38,14 @@ static int check_ancestor(const char *path, const struct stat *st) {
     uid_t me = geteuid();
     if (!S_ISDIR(st->st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", path);
     if (st->st_uid != me && st->st_uid != 0)
-        return kc_err(KC_EPERM, "parent directory '%s' of the cache is owned by uid %u, who could replace the cache; %s",
-                      path, (unsigned)st->st_uid, ALLOW_HINT);
+        return kc_err(KC_EPERM,
+                      "parent directory '%s' of the cache is owned by uid %u, who could replace the cache; %s", path,
+                      (unsigned)st->st_uid, ALLOW_HINT);
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
-        return kc_err(KC_EPERM, "parent directory '%s' of the cache is writable by group or others (mode %03o), who "
-                      "could replace the cache; %s", path, (unsigned)(st->st_mode & 0777), ALLOW_HINT);
+        return kc_err(KC_EPERM,
+                      "parent directory '%s' of the cache is writable by group or others (mode %03o), who "
+                      "could replace the cache; %s",
+                      path, (unsigned)(st->st_mode & 0777), ALLOW_HINT);
     return KC_OK;
 }
 
@@ -67,9 +70,11 @@ static int check_ancestors(const char *abs, bool *crossed) {
             const char *sl = strrchr(dir, '/');
             if (st.st_uid != 0 || sl != dir) { /* only root's links directly under / */
                 char real[PATH_MAX];
-                rc = kc_err(KC_EPERM, "parent '%s' of the cache directory is a symbolic link (to '%s'), which its owner "
-                            "could point elsewhere; use the real path, or allow it explicitly (KCACHE_ALLOW_UNSAFE_DIR=1)",
-                            dir, realpath(dir, real) ? real : "?");
+                rc = kc_err(
+                    KC_EPERM,
+                    "parent '%s' of the cache directory is a symbolic link (to '%s'), which its owner "
+                    "could point elsewhere; use the real path, or allow it explicitly (KCACHE_ALLOW_UNSAFE_DIR=1)",
+                    dir, realpath(dir, real) ? real : "?");
             } else if (crossed) {
                 *crossed = true;
             }
@@ -86,8 +91,10 @@ int kc_local_dir_check_(const char *root) {
     struct stat st;
     if (lstat(root, &st) != 0) return kc_local_err_errno_(errno, 0, "checking cache directory '%s'", root);
     if (S_ISLNK(st.st_mode))
-        return kc_err(KC_EPERM, "cache directory '%s' is a symbolic link; refusing it "
-                      "(use the real path, or allow it explicitly: KCACHE_ALLOW_UNSAFE_DIR=1)", root);
+        return kc_err(KC_EPERM,
+                      "cache directory '%s' is a symbolic link; refusing it "
+                      "(use the real path, or allow it explicitly: KCACHE_ALLOW_UNSAFE_DIR=1)",
+                      root);
     if (!S_ISDIR(st.st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", root);
     if (st.st_uid != geteuid())
         return kc_err(KC_EPERM, "cache directory '%s' is owned by uid %u, not by us (uid %u); %s", root,

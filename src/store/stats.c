@@ -28,17 +28,11 @@ _Static_assert(0 KC_STAT_TABLE(KC_STAT_ONE_) == KC_STAT_COUNT, "KC_STAT_COUNT is
 #undef KC_STAT_ONE_
 _Static_assert(KC_STAT_COUNT <= 32, "a shard stats file holds 32 counters (src/store/local_stats.c)");
 
-const char *kc_stat_name(kc_stat id) {
-    return (unsigned)id < KC_STAT_COUNT ? rows[id].name : (const char *)0;
-}
+const char *kc_stat_name(kc_stat id) { return (unsigned)id < KC_STAT_COUNT ? rows[id].name : (const char *)0; }
 
-kc_stat_kind kc_stat_kind_of(kc_stat id) {
-    return (unsigned)id < KC_STAT_COUNT ? rows[id].kind : KC_STAT_KIND_COUNTER;
-}
+kc_stat_kind kc_stat_kind_of(kc_stat id) { return (unsigned)id < KC_STAT_COUNT ? rows[id].kind : KC_STAT_KIND_COUNTER; }
 
-const char *kc_stat_doc(kc_stat id) {
-    return (unsigned)id < KC_STAT_COUNT ? rows[id].doc : (const char *)0;
-}
+const char *kc_stat_doc(kc_stat id) { return (unsigned)id < KC_STAT_COUNT ? rows[id].doc : (const char *)0; }
 
 const char *kc_stat_kind_name(kc_stat_kind kind) {
     static const char *const names[] = {"counter", "gauge", "bytes", "microseconds"};

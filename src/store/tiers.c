@@ -134,9 +134,9 @@ int kc_tiers_take_failure(char *why, size_t cap) {
  * when writing) or an error; logged unless skipped. */
 void kc_tiers_count_failure_(kc_tiers *t, tier *r, int shard, int rc, int writing) {
     if (!writing) snprintf(tl_failure, sizeof tl_failure, "%s", kc_error_last()->message);
-    kc_stat id = rc == KC_ETIMEOUT ? KC_STAT_REMOTE_TIMEOUTS
-               : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
-               : KC_STAT_REMOTE_ERRORS;
+    kc_stat id = rc == KC_ETIMEOUT       ? KC_STAT_REMOTE_TIMEOUTS
+                 : rc == KC_EUNAVAILABLE ? (writing ? KC_STAT_REMOTE_DROPPED : KC_STAT_REMOTE_SKIPPED)
+                                         : KC_STAT_REMOTE_ERRORS;
     if (rc != KC_EUNAVAILABLE) kc_log(KC_LOG_REMOTE, "%s", kc_error_last()->message);
     kc_tiers_count_(t, shard, id);
     if (r) tier_count(r, writing ? TC_WRITE_ERRORS : rc == KC_EUNAVAILABLE ? TC_SKIPPED : TC_ERRORS);

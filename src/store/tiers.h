@@ -51,10 +51,10 @@ typedef void (*kc_tiers_count_fn)(void *ctx, int shard, kc_stat id, int64_t n);
 
 /** What the tiers need besides their backends. */
 typedef struct kc_tiers_config {
-    size_t queue_cap;          /**< Remote writes queued at most (0: 256). */
-    const uint8_t *mac_key;    /**< HMAC key of remote entries; NULL: none.  Borrowed: outlives the tiers. */
+    size_t queue_cap;       /**< Remote writes queued at most (0: 256). */
+    const uint8_t *mac_key; /**< HMAC key of remote entries; NULL: none.  Borrowed: outlives the tiers. */
     size_t mac_key_len;
-    kc_tiers_count_fn count;   /**< Counter sink (required). */
+    kc_tiers_count_fn count; /**< Counter sink (required). */
     void *count_ctx;
     /** What vouches for and checks entries (src/entry/trust.h: a MAC key, a signer, a keyring);
      *  NULL: the MAC key above alone.  Borrowed: outlives the tiers. */

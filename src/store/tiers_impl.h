@@ -22,9 +22,9 @@ typedef enum { TC_HITS, TC_MISSES, TC_ERRORS, TC_SKIPPED, TC_WRITES, TC_WRITE_ER
 
 typedef struct tier {
     kc_store_backend *b;
-    unsigned flags;         /* KC_TIER_* */
-    char shown[300];        /* its URL as stats show it (no password); "local" for the local tier */
-    kc_brk brk;             /* the tiers' breaker, for a remote whose back end keeps none (has_brk) */
+    unsigned flags;  /* KC_TIER_* */
+    char shown[300]; /* its URL as stats show it (no password); "local" for the local tier */
+    kc_brk brk;      /* the tiers' breaker, for a remote whose back end keeps none (has_brk) */
     int has_brk;
     _Atomic uint64_t c[TC_N];
 } tier;

@@ -260,8 +260,8 @@ size_t kc_tiers_get_remote_many(kc_tiers *t, const kc_key *keys, const char *var
                                 void **raws, size_t *raw_lens) {
     for (size_t i = 0; i < n; i++) outs[i] = NULL, raws[i] = NULL, raw_lens[i] = 0;
     if (!kc_tiers_has_remote(t) || n == 0) return 0;
-    many_bufs m = {kc_calloc(n, sizeof *m.names), kc_calloc(n, sizeof *m.np), kc_calloc(n, sizeof *m.want),
-                   kc_calloc(n, sizeof *m.data), kc_calloc(n, sizeof *m.lens), kc_calloc(n, sizeof *m.ix)};
+    many_bufs m = {kc_calloc(n, sizeof *m.names), kc_calloc(n, sizeof *m.np),   kc_calloc(n, sizeof *m.want),
+                   kc_calloc(n, sizeof *m.data),  kc_calloc(n, sizeof *m.lens), kc_calloc(n, sizeof *m.ix)};
     size_t found = 0;
     if (!m.names || !m.np || !m.want || !m.data || !m.lens || !m.ix) goto out;
     for (size_t i = 0; i < n; i++) kc_store_name(&keys[i], variant, m.names[i]), m.np[i] = m.names[i];

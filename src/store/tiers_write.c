@@ -58,8 +58,7 @@ void kc_tiers_writer_close_(kc_tiers *t) {
         drop(t, j);
         dropped++;
     }
-    if (dropped)
-        kc_log(KC_LOG_REMOTE, "closing: %zu remote writes dropped after waiting %u ms", dropped, t->close_ms);
+    if (dropped) kc_log(KC_LOG_REMOTE, "closing: %zu remote writes dropped after waiting %u ms", dropped, t->close_ms);
     pthread_join(t->wthread, NULL);
 }
 
@@ -220,10 +219,15 @@ int kc_tiers_publish(kc_tiers *t, const char *name, int shard) {
         if (own != 1 || !kc_trust_can_vouch(&t->trust)) {
             free(data);
             kc_tiers_count_(t, shard, KC_STAT_PUBLISH_REFUSED);
-            return kc_err(KC_EUNTRUSTED, own != 1 ? "%s: not published: it was fetched or imported without a MAC or signature "
-                          "this configuration trusts, and only this cache's own compiles are vouched for (recompile it here, "
-                          "or import it signed)" : "%s: not published: this host has a keyring but no signing key "
-                          "(KCACHE_SIGNING_KEY_FILE): what it compiles stays local", name);
+            return kc_err(
+                KC_EUNTRUSTED,
+                own != 1
+                    ? "%s: not published: it was fetched or imported without a MAC or signature "
+                      "this configuration trusts, and only this cache's own compiles are vouched for (recompile it here, "
+                      "or import it signed)"
+                    : "%s: not published: this host has a keyring but no signing key "
+                      "(KCACHE_SIGNING_KEY_FILE): what it compiles stays local",
+                name);
         }
         if ((rc = kc_trust_vouch(&t->trust, &data, &len))) {
             free(data);

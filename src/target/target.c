@@ -33,7 +33,8 @@ int kc_target_parse(const char *name, kc_target *out) {
     int digits = 0, v = 0;
     while (p[digits] >= '0' && p[digits] <= '9' && digits < 4) v = v * 10 + (p[digits] - '0'), digits++;
     if (digits < 2 || digits > 3)
-        return kc_err(KC_EARCH, "unknown target '%.40s' (its compute capability is 2 or 3 digits: sm_90, sm_100)", name);
+        return kc_err(KC_EARCH, "unknown target '%.40s' (its compute capability is 2 or 3 digits: sm_90, sm_100)",
+                      name);
     if (p[0] == '0') /* "sm_080" would name sm_80 under another name: one name per target */
         return kc_err(KC_EARCH, "unknown target '%.40s' (a compute capability has no leading zero)", name);
     const char *rest = p + digits;
@@ -48,7 +49,9 @@ int kc_target_parse(const char *name, kc_target *out) {
 
 void kc_target_name(const kc_target *t, char out[16]) {
     snprintf(out, 16, "%s_%d%d%s", t->ptx ? "compute" : "sm", t->major, t->minor,
-             t->suffix == 'a' ? "a" : t->suffix == 'f' ? "f" : "");
+             t->suffix == 'a'   ? "a"
+             : t->suffix == 'f' ? "f"
+                                : "");
 }
 
 int kc_variant_check(const char *v) {
@@ -67,7 +70,7 @@ int kc_variant_check(const char *v) {
 /* ---- [Note: variant selection] ---- */
 
 /* Compute capabilities as 10 * major + minor. */
-#define CC(major, minor) ((major) * 10 + (minor))
+#define CC(major, minor) ((major)*10 + (minor))
 /* The first major with arch-specific ('a') targets (Hopper, CUDA 12.0). */
 #define KC_ARCH_SPECIFIC_MAJOR 9
 /* The first major with family ('f') targets (Blackwell, CUDA 12.9). */
@@ -78,8 +81,8 @@ int kc_variant_check(const char *v) {
  * first: a lower minor of the device's major is a candidate only if it is here.  sm_101
  * is CUDA 12.8/12.9's name for what CUDA 13.0 calls sm_110; sm_88 is new in CUDA 13.0.
  */
-static const int real_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75, 72, 70,
-                                 62, 61, 60, 53, 52, 50, 37, 35, 32, 30};
+static const int real_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75,
+                                 72,  70,  62,  61,  60,  53,  52, 50, 37, 35, 32, 30};
 
 /*
  * The virtual architectures tried as PTX, newest first: CUDA 13.0's list (nvcc
@@ -87,8 +90,8 @@ static const int real_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 8
  * 101, so that PTX a CUDA 12 toolchain prewarmed still serves (kc_variant_select took any
  * PTX at or below the device before the one list).  Each is a file open, on a miss only.
  */
-static const int virtual_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86, 80, 75, 72,
-                                    70,  62,  61,  60,  53,  52,  50};
+static const int virtual_archs[] = {121, 120, 110, 103, 101, 100, 90, 89, 88, 87, 86,
+                                    80,  75,  72,  70,  62,  61,  60, 53, 52, 50};
 
 static int is_real_arch(int cc) {
     for (size_t i = 0; i < KC_ARRAY_LEN(real_archs); i++)

@@ -71,7 +71,8 @@ static uint64_t fingerprint(void) {
     kc_cache_foreach(cache, snap_item, &s);
     char lines[64][100];
     memset(lines, 0, sizeof lines);
-    for (int i = 0; i < s.n; i++) snprintf(lines[i], sizeof lines[i], "%s %016llx", s.names[i], (unsigned long long)s.sums[i]);
+    for (int i = 0; i < s.n; i++)
+        snprintf(lines[i], sizeof lines[i], "%s %016llx", s.names[i], (unsigned long long)s.sums[i]);
     qsort(lines, (size_t)s.n, sizeof lines[0], by_name);
     return XXH3_64bits(lines, sizeof lines[0] * (size_t)s.n) ^ (uint64_t)s.n;
 }
@@ -369,7 +370,8 @@ static void test_sizes_that_wrap_are_refused(void **state) {
     }
     /* Two entries under one name (sizes that fit): refused. */
     const char *twice[2] = {names[1], names[1]};
-    uint64_t o2[2] = {0, L / 2}, s2[2] = {L / 2, L - L / 2}, c2[2] = {XXH3_64bits(body, L / 2), XXH3_64bits(body + L / 2, L - L / 2)};
+    uint64_t o2[2] = {0, L / 2}, s2[2] = {L / 2, L - L / 2},
+             c2[2] = {XXH3_64bits(body, L / 2), XXH3_64bits(body + L / 2, L - L / 2)};
     write_bundle_toc(path, 2, twice, o2, s2, c2, body, sizeof body);
     assert_int_equal(kc_bundle_import(cache, path, 1, NULL), KC_ECORRUPT);
     assert_non_null(strstr(kc_error_last()->message, "appears twice"));
@@ -538,8 +540,12 @@ static void test_a_key_file_others_can_read_is_refused(void **state) {
     char key[600];
     snprintf(key, sizeof key, "%s/hmac.key", dir);
     assert_int_equal(kct_write(key, "a key of at least sixteen bytes\n", 32), 0);
-    static const struct { mode_t mode; int rc; } cases[] = {
-        {0644, KC_EPERM}, {0604, KC_EPERM}, {0620, KC_EPERM}, {0602, KC_EPERM}, {0600, KC_OK}, {0640, KC_OK}, {0400, KC_OK},
+    static const struct {
+        mode_t mode;
+        int rc;
+    } cases[] = {
+        {0644, KC_EPERM}, {0604, KC_EPERM}, {0620, KC_EPERM}, {0602, KC_EPERM},
+        {0600, KC_OK},    {0640, KC_OK},    {0400, KC_OK},
     };
     char *d2 = kct_tmpdir("bundle-keymode");
     kc_options o = KC_OPTIONS_INIT;

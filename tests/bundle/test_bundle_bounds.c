@@ -128,8 +128,8 @@ static void test_an_entry_past_the_content_is_refused_in_every_version(void **st
                 int rc = kc_bundle_import(cache, path, dry, &r);
                 const char *msg = kc_error_last()->message;
                 if (rc != KC_ECORRUPT)
-                    fail_msg("v%u, entry %zu bytes past the content%s: %s (%s)", version, over[i], dry ? " (dry run)" : "",
-                             kc_status_str(rc), msg);
+                    fail_msg("v%u, entry %zu bytes past the content%s: %s (%s)", version, over[i],
+                             dry ? " (dry run)" : "", kc_status_str(rc), msg);
                 if (strstr(msg, "checksum"))
                     fail_msg("v%u, entry %zu bytes past the content: refused only by a checksum over bytes past it: %s",
                              version, over[i], msg);
@@ -138,12 +138,16 @@ static void test_an_entry_past_the_content_is_refused_in_every_version(void **st
     }
     /* Entries that stop short: v1 with bytes after its last entry, v2 without room for its coverage
      * record, v3 without room for its profiles record (fewer than 8 bytes after the entries). */
-    static const struct { uint16_t version; size_t tail; } short_of[] = {{1, 1}, {1, 8}, {2, 0}, {3, 0}, {3, 4}, {3, 7}};
+    static const struct {
+        uint16_t version;
+        size_t tail;
+    } short_of[] = {{1, 1}, {1, 8}, {2, 0}, {3, 0}, {3, 4}, {3, 7}};
     for (size_t i = 0; i < KC_ARRAY_LEN(short_of); i++) {
         write_bundle(path, short_of[i].version, name, entry, elen, elen, tail, short_of[i].tail);
         int rc = kc_bundle_import(cache, path, 1, &r);
         if (rc != KC_ECORRUPT)
-            fail_msg("v%u with %zu bytes after its entries: %s", short_of[i].version, short_of[i].tail, kc_status_str(rc));
+            fail_msg("v%u with %zu bytes after its entries: %s", short_of[i].version, short_of[i].tail,
+                     kc_status_str(rc));
     }
     /* An entry whose offset is not its place (just past it, or far past the content) is refused by
      * its offset, before its bytes are read. */

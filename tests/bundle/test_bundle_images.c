@@ -520,7 +520,7 @@ static void test_a_graph_whose_image_is_missing_fails_export(void **state) {
     if (!strstr(m, a) || !strstr(m, "graph ") || !strstr(m, "corrupt"))
         fail_msg("the message does not name the graph and its corrupt image: %s", m);
     assert_int_equal(access(path, F_OK), -1);
-    assert_int_equal(access(file, F_OK), -1); /* moved aside… */
+    assert_int_equal(access(file, F_OK), -1);     /* moved aside… */
     assert_int_equal(kct_count_files(dir, a), 1); /* …to quarantine/<name>.kce.<n> */
     /* Now missing: the export fails naming a graph that refers to it (1 or 2) and the image. */
     assert_int_equal(kc_bundle_export(cache, path, NULL, &r), KC_MISS);
@@ -588,14 +588,10 @@ static void test_a_keyed_cache_takes_no_unsealed_image(void **state) {
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_a_shared_image_is_shipped_once_and_first),
-        T(test_an_import_gives_graphs_that_resolve),
-        T(test_a_tampered_image_imports_no_graph),
-        T(test_a_graph_whose_image_is_nowhere_is_left_out),
-        T(test_images_are_written_before_their_graph),
-        T(test_a_truncated_bundle_loses_nothing),
-        T(test_a_graph_whose_image_is_missing_fails_export),
-        T(test_a_keyed_cache_takes_no_unsealed_image),
+        T(test_a_shared_image_is_shipped_once_and_first),    T(test_an_import_gives_graphs_that_resolve),
+        T(test_a_tampered_image_imports_no_graph),           T(test_a_graph_whose_image_is_nowhere_is_left_out),
+        T(test_images_are_written_before_their_graph),       T(test_a_truncated_bundle_loses_nothing),
+        T(test_a_graph_whose_image_is_missing_fails_export), T(test_a_keyed_cache_takes_no_unsealed_image),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -237,7 +237,8 @@ static void test_profile_check(void **state) {
         "kcache-profile 2\nsite a.b\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        if (kc_site_profile_check(bad[i], strlen(bad[i]), site, sizeof site) != KC_ECORRUPT) fail_msg("accepted bad[%zu]", i);
+        if (kc_site_profile_check(bad[i], strlen(bad[i]), site, sizeof site) != KC_ECORRUPT)
+            fail_msg("accepted bad[%zu]", i);
     char big[KC_SITE_PROFILE_MAX + 2];
     memset(big, 'x', sizeof big);
     assert_int_equal(kc_site_profile_check(big, sizeof big, NULL, 0), KC_ECORRUPT);
@@ -288,10 +289,12 @@ static void test_unsigned_profiles_refused(void **state) {
     char dirs[6][4300];
     for (int i = 0; i < 6; i++) snprintf(dirs[i], sizeof dirs[i], "%s/c%d", d, i);
     snprintf(q, sizeof q, "%s.key", p);
-    kc_cache *plain = kct_open_remote(dirs[0], NULL, NULL, NULL, NULL), *signer = kct_open_remote(dirs[1], NULL, q, NULL, NULL),
+    kc_cache *plain = kct_open_remote(dirs[0], NULL, NULL, NULL, NULL),
+             *signer = kct_open_remote(dirs[1], NULL, q, NULL, NULL),
              *maced = kct_open_remote(dirs[2], NULL, NULL, NULL, mac);
     snprintf(q, sizeof q, "%s.pub", p);
-    kc_cache *ring = kct_open_remote(dirs[3], NULL, NULL, q, NULL), *mac_in = kct_open_remote(dirs[4], NULL, NULL, NULL, mac);
+    kc_cache *ring = kct_open_remote(dirs[3], NULL, NULL, q, NULL),
+             *mac_in = kct_open_remote(dirs[4], NULL, NULL, NULL, mac);
     kc_cache *importers[2] = {ring, mac_in};
     const char *files[4] = {"unsigned.kcb", "signed.kcb", "maced.kcb", "v3.kcb"};
     kc_cache *from[3] = {plain, signer, maced};
@@ -311,7 +314,8 @@ static void test_unsigned_profiles_refused(void **state) {
         for (int i = 0; i < 4; i++) {
             int ok = (k == 0 && i == 1) || (k == 1 && i == 2); /* the keyring takes the signed, the MAC key the MACed */
             int rc = kc_bundle_import(c, path[i], 0, &rep);
-            if (ok ? rc != KC_OK : rc != KC_EUNTRUSTED) fail_msg("importer %d, %s: %d %s", k, files[i], rc, kc_error_last()->message);
+            if (ok ? rc != KC_OK : rc != KC_EUNTRUSTED)
+                fail_msg("importer %d, %s: %d %s", k, files[i], rc, kc_error_last()->message);
             if (!ok && i == 3) assert_non_null(strstr(kc_error_last()->message, "no signature or MAC covers"));
             if (!ok && i < 3) assert_non_null(strstr(kc_error_last()->message, "its seal"));
             have |= ok;

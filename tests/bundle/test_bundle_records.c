@@ -27,7 +27,7 @@ KCT_TMPDIR_FIXTURE(tmp, "brec")
 /* An entry-less sealed bundle (v4, unvouched) of profiles of sites "site-<i>" (input i % 8 dim 0);
  * `dup`: the last one's site is the first one's. */
 static void write_profiles(const char *path, size_t n, int dup) {
-    char (*text)[96] = malloc(n * sizeof *text);
+    char(*text)[96] = malloc(n * sizeof *text);
     kc_prof_list l = {0};
     l.p = malloc(n * sizeof *l.p), l.len = malloc(n * sizeof *l.len), l.n = l.cap = n;
     assert_true(text && l.p && l.len);
@@ -98,8 +98,8 @@ static void test_many_profiles(void **state) {
     t0 = now_s();
     assert_int_equal(kc_bundle_import(c, path, 0, &rep), KC_OK);
     double t_import = now_s() - t0;
-    fprintf(stderr, "# %zu profiles: refused (a site twice) in %.2f s, dry run %.2f s, import %.2f s\n", n, t_dup, t_dry,
-            t_import);
+    fprintf(stderr, "# %zu profiles: refused (a site twice) in %.2f s, dry run %.2f s, import %.2f s\n", n, t_dup,
+            t_dry, t_import);
     assert_int_equal(rep.profiles, n);
     assert_int_equal(rep.profiles_written, n);
 

@@ -56,9 +56,19 @@ static kc_entry *entry_for(int i, const char *variant, const char *payload) {
 
 static void test_parse_size(void **state) {
     (void)state;
-    struct { const char *s; uint64_t v; } ok[] = {
-        {"0", 0}, {"123", 123}, {"64K", 65536}, {"5G", 5ull << 30}, {"500M", 500ull << 20},
-        {"1.5G", 3ull << 29}, {"10MiB", 10ull << 20}, {"2kb", 2048}, {"1T", 1ull << 40},
+    struct {
+        const char *s;
+        uint64_t v;
+    } ok[] = {
+        {"0", 0},
+        {"123", 123},
+        {"64K", 65536},
+        {"5G", 5ull << 30},
+        {"500M", 500ull << 20},
+        {"1.5G", 3ull << 29},
+        {"10MiB", 10ull << 20},
+        {"2kb", 2048},
+        {"1T", 1ull << 40},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v;
@@ -419,12 +429,14 @@ static void test_options_win_over_environment(void **state) {
  * KCACHE_HMAC_KEY_FILE says what is missing. */
 static void test_bad_environment_values_are_errors(void **state) {
     (void)state;
-    struct { const char *name, *value; } bad[] = {
-        {"KCACHE_READONLY", "fasle"}, {"KCACHE_READONLY", "0 "}, {"KCACHE_DISABLE", "N"},
-        {"KCACHE_ALLOW_UNSAFE_DIR", "y"}, {"KCACHE_REMOTE_READONLY", "2"},
-        {"KCACHE_LOCK_WAIT", "inf"}, {"KCACHE_LOCK_WAIT", "1e300"}, {"KCACHE_LOCK_WAIT", "2e10"},
-        {"KCACHE_LOCK_WAIT", "abc"}, {"KCACHE_LOCK_WAIT", "-5"},
-        {"KCACHE_REMOTE_DEADLINE_MS", " 5"}, {"KCACHE_REMOTE_QUEUE", "+5"}, {"KCACHE_REMOTE_TTL", "1e3"},
+    struct {
+        const char *name, *value;
+    } bad[] = {
+        {"KCACHE_READONLY", "fasle"},     {"KCACHE_READONLY", "0 "},           {"KCACHE_DISABLE", "N"},
+        {"KCACHE_ALLOW_UNSAFE_DIR", "y"}, {"KCACHE_REMOTE_READONLY", "2"},     {"KCACHE_LOCK_WAIT", "inf"},
+        {"KCACHE_LOCK_WAIT", "1e300"},    {"KCACHE_LOCK_WAIT", "2e10"},        {"KCACHE_LOCK_WAIT", "abc"},
+        {"KCACHE_LOCK_WAIT", "-5"},       {"KCACHE_REMOTE_DEADLINE_MS", " 5"}, {"KCACHE_REMOTE_QUEUE", "+5"},
+        {"KCACHE_REMOTE_TTL", "1e3"},
     };
     kc_cache *c;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

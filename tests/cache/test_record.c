@@ -71,7 +71,7 @@ static void test_set_get_remove_walk(void **state) {
     assert_int_equal(kc_cache_record_get(c, "headers", v, sizeof v), KC_OK);
     assert_string_equal(v, "def");
     assert_int_equal(kc_cache_record_get(c, "toolchain.build-id:aa", v, sizeof v), KC_OK);
-    assert_string_equal(v, "one = two"); /* '=' in a value is the value's */
+    assert_string_equal(v, "one = two");                                  /* '=' in a value is the value's */
     assert_int_equal(kc_cache_record_get(c, "headers", v, 3), KC_EINVAL); /* does not fit */
     walk w = {"", 0};
     assert_int_equal(kc_cache_record_foreach(c, "toolchain.", collect, &w), KC_OK);
@@ -130,7 +130,7 @@ static void test_bad_lines_are_ignored_then_dropped(void **state) {
     fclose(f);
     walk w = {"", 0};
     assert_int_equal(kc_cache_record_foreach(c, NULL, collect, &w), KC_OK);
-    assert_string_equal(w.seen, "good=1;also.good:-_=4;"); /* the first of a repeated name */
+    assert_string_equal(w.seen, "good=1;also.good:-_=4;");                 /* the first of a repeated name */
     assert_int_equal(kc_cache_record_get(c, "cut", v, sizeof v), KC_MISS); /* no LF: cut short */
     assert_int_equal(kc_cache_record_set(c, "new", "5"), KC_OK);
     size_t len;

@@ -192,12 +192,8 @@ static void test_older_format_is_stale(void **state) {
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_sound_cache),
-        T(test_missing_image_is_reported_not_removed),
-        T(test_tampered_image_bytes),
-        T(test_tampered_image_sha),
-        T(test_image_not_the_one_referred_to),
-        T(test_older_format_is_stale),
+        T(test_sound_cache),        T(test_missing_image_is_reported_not_removed), T(test_tampered_image_bytes),
+        T(test_tampered_image_sha), T(test_image_not_the_one_referred_to),         T(test_older_format_is_stale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,8 +31,15 @@ static void test_version_check(void **state) {
 /* A caller of an older version (a smaller struct) gets its bytes and not one more. */
 static void test_copy_out_fills_only_what_fits(void **state) {
     (void)state;
-    typedef struct { unsigned version; int a; int b; } v2;
-    typedef struct { unsigned version; int a; } v1;
+    typedef struct {
+        unsigned version;
+        int a;
+        int b;
+    } v2;
+    typedef struct {
+        unsigned version;
+        int a;
+    } v1;
     v2 full = {2, 7, 9};
     full.version = 0; /* kcache's own filling may zero it: the caller's is put back */
     unsigned char mem[sizeof(v2)];
@@ -113,7 +120,7 @@ static void test_bundle_report_version(void **state) {
     kc_bundle_filter all = KC_BUNDLE_FILTER_INIT;
     assert_int_equal(kc_bundle_export(c, path, &all, &r), KC_EVERSION);
     struct stat st;
-    assert_int_not_equal(stat(path, &st), 0); /* nothing written */
+    assert_int_not_equal(stat(path, &st), 0);                        /* nothing written */
     assert_int_equal(kc_bundle_import(c, path, 1, &r), KC_EVERSION); /* before the file is opened */
     r.version = KC_BUNDLE_REPORT_VERSION;
     assert_int_equal(kc_bundle_export(c, path, &all, &r), KC_OK);
@@ -249,14 +256,10 @@ static void test_inits(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_version_check),
-        cmocka_unit_test(test_copy_out_fills_only_what_fits),
-        cmocka_unit_test(test_kernel_src_version),
-        cmocka_unit_test(test_graph_info_version),
-        cmocka_unit_test(test_bundle_report_version),
-        cmocka_unit_test(test_reports_versions),
-        cmocka_unit_test(test_loaded_stats_version),
-        cmocka_unit_test(test_inits),
+        cmocka_unit_test(test_version_check),         cmocka_unit_test(test_copy_out_fills_only_what_fits),
+        cmocka_unit_test(test_kernel_src_version),    cmocka_unit_test(test_graph_info_version),
+        cmocka_unit_test(test_bundle_report_version), cmocka_unit_test(test_reports_versions),
+        cmocka_unit_test(test_loaded_stats_version),  cmocka_unit_test(test_inits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,8 @@
 
 static void expect_bad(int rc, const char *value) {
     if (rc != KC_EINVAL) fail_msg("'%s' was accepted", value);
-    if (!strstr(kc_error_last()->message, VAR)) fail_msg("the error for '%s' does not name " VAR ": %s", value, kc_error_last()->message);
+    if (!strstr(kc_error_last()->message, VAR))
+        fail_msg("the error for '%s' does not name " VAR ": %s", value, kc_error_last()->message);
 }
 
 static void test_flags(void **state) {
@@ -86,8 +87,8 @@ static void test_seconds(void **state) {
         assert_int_equal(kc_env_seconds(VAR, getenv(VAR), 86400, &s), KC_OK);
         assert_true(s == want[i]);
     }
-    const char *bad[] = {"inf", "INF", "nan", "1e300", "2e10", "86401", "abc", "-5", "5s", " 5", ".", "1.2.3", "0x10",
-                         "99999999999999999999999999999999999999"};
+    const char *bad[] = {"inf", "INF", "nan", "1e300", "2e10",  "86401", "abc",
+                         "-5",  "5s",  " 5",  ".",     "1.2.3", "0x10",  "99999999999999999999999999999999999999"};
     for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
         s = 600;
         setenv(VAR, bad[i], 1);

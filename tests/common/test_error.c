@@ -86,12 +86,33 @@ static void test_version_agrees(void **state) {
  * (a MAC or signature refused) is its own code, not the "unsafe" of KC_EPERM. */
 static void test_status_values_are_stable(void **state) {
     (void)state;
-    static const struct { int code, value; } fixed[] = {
-        {KC_OK, 0}, {KC_ERROR, -1}, {KC_ENOMEM, -2}, {KC_EINVAL, -3}, {KC_EIO, -4}, {KC_MISS, -5}, {KC_BYPASS, -6},
-        {KC_ECORRUPT, -7}, {KC_ENODRIVER, -8}, {KC_EARCH, -9}, {KC_ECOMPILE, -10}, {KC_ENONVRTC, -11},
-        {KC_EVERSION, -12}, {KC_EREADONLY, -13}, {KC_EDRIVER, -14}, {KC_EUNREGISTERED, -15}, {KC_EBUSY, -16},
-        {KC_EEXPR, -17}, {KC_EPERM, -18}, {KC_ETIMEOUT, -19}, {KC_EUNAVAILABLE, -20}, {KC_EREFUSED, -21},
-        {KC_ENOTCACHED, -22}, {KC_ELIMIT, -23}, {KC_EUNTRUSTED, -24}};
+    static const struct {
+        int code, value;
+    } fixed[] = {{KC_OK, 0},
+                 {KC_ERROR, -1},
+                 {KC_ENOMEM, -2},
+                 {KC_EINVAL, -3},
+                 {KC_EIO, -4},
+                 {KC_MISS, -5},
+                 {KC_BYPASS, -6},
+                 {KC_ECORRUPT, -7},
+                 {KC_ENODRIVER, -8},
+                 {KC_EARCH, -9},
+                 {KC_ECOMPILE, -10},
+                 {KC_ENONVRTC, -11},
+                 {KC_EVERSION, -12},
+                 {KC_EREADONLY, -13},
+                 {KC_EDRIVER, -14},
+                 {KC_EUNREGISTERED, -15},
+                 {KC_EBUSY, -16},
+                 {KC_EEXPR, -17},
+                 {KC_EPERM, -18},
+                 {KC_ETIMEOUT, -19},
+                 {KC_EUNAVAILABLE, -20},
+                 {KC_EREFUSED, -21},
+                 {KC_ENOTCACHED, -22},
+                 {KC_ELIMIT, -23},
+                 {KC_EUNTRUSTED, -24}};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) assert_int_equal(fixed[i].code, fixed[i].value);
 }
 

@@ -11,7 +11,8 @@ static int parse(kc_json_doc *doc, const char *text, size_t *at) { return kc_jso
 static void test_a_tree_in_the_text_order(void **state) {
     (void)state;
     kc_json_doc doc;
-    const char *t = "\xEF\xBB\xBF {\"name\": \"x\", \"n\": [1, -2, 0, true, false, null, {}, []], \"o\": {\"a\": \"\"}}\n";
+    const char *t =
+        "\xEF\xBB\xBF {\"name\": \"x\", \"n\": [1, -2, 0, true, false, null, {}, []], \"o\": {\"a\": \"\"}}\n";
     assert_int_equal(parse(&doc, t, NULL), KC_OK);
     const kc_json *r = doc.root;
     assert_true(kc_json_is(r, KC_JSON_OBJECT));
@@ -21,8 +22,8 @@ static void test_a_tree_in_the_text_order(void **state) {
     assert_null(kc_json_get(kc_json_get(r, "n"), "name")); /* an array has no members */
     const kc_json *n = kc_json_get(r, "n");
     assert_int_equal(kc_json_count(n), 8);
-    const int types[] = {KC_JSON_NUMBER, KC_JSON_NUMBER, KC_JSON_NUMBER, KC_JSON_TRUE, KC_JSON_FALSE,
-                         KC_JSON_NULL,   KC_JSON_OBJECT, KC_JSON_ARRAY};
+    const int types[] = {KC_JSON_NUMBER, KC_JSON_NUMBER, KC_JSON_NUMBER, KC_JSON_TRUE,
+                         KC_JSON_FALSE,  KC_JSON_NULL,   KC_JSON_OBJECT, KC_JSON_ARRAY};
     size_t i = 0;
     const kc_json *x;
     KC_JSON_EACH(x, n) {
@@ -44,7 +45,9 @@ static void test_a_tree_in_the_text_order(void **state) {
 static void test_strings_are_unescaped(void **state) {
     (void)state;
     kc_json_doc doc;
-    assert_int_equal(parse(&doc, "[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\", \"\\u00e9\\u20AC\\ud83d\\ude00\", \"\xc3\xa9\"]", NULL), KC_OK);
+    assert_int_equal(
+        parse(&doc, "[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\", \"\\u00e9\\u20AC\\ud83d\\ude00\", \"\xc3\xa9\"]", NULL),
+        KC_OK);
     assert_string_equal(kc_json_str(kc_json_at(doc.root, 0)), "a\"b\\c/d\b\f\n\r\t");
     assert_string_equal(kc_json_str(kc_json_at(doc.root, 1)), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
     assert_string_equal(kc_json_str(kc_json_at(doc.root, 2)), "\xc3\xa9");
@@ -54,10 +57,12 @@ static void test_strings_are_unescaped(void **state) {
 static void test_numbers_as_strtod_reads_them(void **state) {
     (void)state;
     kc_json_doc doc;
-    assert_int_equal(parse(&doc, "[0, 256, 999999999999999, 12345678901234567890, 1.5, -0.25, 1e3, 2E-2, 9007199254740993, -0]",
-                           NULL),
-                     KC_OK);
-    const double want[] = {0, 256, 999999999999999.0, 12345678901234567890.0, 1.5, -0.25, 1000, 0.02, 9007199254740992.0, 0};
+    assert_int_equal(
+        parse(&doc, "[0, 256, 999999999999999, 12345678901234567890, 1.5, -0.25, 1e3, 2E-2, 9007199254740993, -0]",
+              NULL),
+        KC_OK);
+    const double want[] = {
+        0, 256, 999999999999999.0, 12345678901234567890.0, 1.5, -0.25, 1000, 0.02, 9007199254740992.0, 0};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const kc_json *v = kc_json_at(doc.root, i);
         assert_true(kc_json_is(v, KC_JSON_NUMBER));
@@ -70,7 +75,10 @@ static void test_numbers_as_strtod_reads_them(void **state) {
 /* Not JSON, with where reading stopped: what spec.c turns into "file:line:col: not valid JSON". */
 static void test_what_is_not_json(void **state) {
     (void)state;
-    struct { const char *text; size_t at; } cases[] = {
+    struct {
+        const char *text;
+        size_t at;
+    } cases[] = {
         {"", 0},
         {"   ", 3},
         {"{\"a\": 1,}", 8},
@@ -84,15 +92,15 @@ static void test_what_is_not_json(void **state) {
         {"[.5]", 1},
         {"[tru]", 1},
         {"[\"a\\x\"]", 3},
-        {"[\"a\tb\"]", 3},            /* a raw control character in a string */
-        {"[\"a\\u0000b\"]", 9},       /* a NUL would cut the name short */
-        {"[\"\\udc00\"]", 8},         /* a low surrogate alone */
-        {"[\"\\ud800x\"]", 8},        /* a high surrogate alone */
+        {"[\"a\tb\"]", 3},      /* a raw control character in a string */
+        {"[\"a\\u0000b\"]", 9}, /* a NUL would cut the name short */
+        {"[\"\\udc00\"]", 8},   /* a low surrogate alone */
+        {"[\"\\ud800x\"]", 8},  /* a high surrogate alone */
         {"[\"\\u12g4\"]", 4},
         {"[\"abc", 5},
-        {"{\"a\": 1} {\"b\": 2}", 9},  /* something after the value */
+        {"{\"a\": 1} {\"b\": 2}", 9}, /* something after the value */
         {"[1] x", 4},
-        {"\f[]", 0},                  /* only space, tab, CR and LF are whitespace */
+        {"\f[]", 0}, /* only space, tab, CR and LF are whitespace */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kc_json_doc doc = {(kc_json *)1, NULL, NULL};
@@ -132,7 +140,8 @@ static void test_nesting_is_capped(void **state) {
 static void test_allocations(void **state) {
     (void)state;
     kc_json_doc doc;
-    const char *small = "{\"name\": \"x\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\"}], \"n\": [1, 2, 3]}";
+    const char *small =
+        "{\"name\": \"x\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\"}], \"n\": [1, 2, 3]}";
     kc_alloc_fail_at(2, false); /* the second allocation would fail: there is none */
     assert_int_equal(parse(&doc, small, NULL), KC_OK);
     assert_int_equal(kc_alloc_fail_count(), 0);

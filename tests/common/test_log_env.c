@@ -84,7 +84,7 @@ static void test_compile_alone_logs(void **state) {
 
 static void test_no_env_and_configure_first(void **state) {
     (void)state;
-    assert_int_equal(run(NULL, NULL, 0, NULL), 0);     /* nothing asked, nothing logged */
+    assert_int_equal(run(NULL, NULL, 0, NULL), 0);       /* nothing asked, nothing logged */
     assert_int_equal(run("recompiles", "", 0, NULL), 0); /* the caller turned logging off first: it wins */
     assert_int_equal(run(NULL, "recompiles", 0, "kcache[recompiles]"), 0); /* and on, with no environment */
 }

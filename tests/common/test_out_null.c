@@ -136,11 +136,8 @@ static void test_argument_checks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_compile),
-        cmocka_unit_test(test_argument_checks),
-        cmocka_unit_test(test_wrapper_chain),
-        cmocka_unit_test(test_redis_open),
-        cmocka_unit_test(test_site_and_cache),
+        cmocka_unit_test(test_compile),    cmocka_unit_test(test_argument_checks), cmocka_unit_test(test_wrapper_chain),
+        cmocka_unit_test(test_redis_open), cmocka_unit_test(test_site_and_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

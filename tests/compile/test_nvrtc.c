@@ -12,16 +12,15 @@
 #include "compile/elf.h"
 #include "kcache.h"
 
-static const char *SRC =
-    "#include \"scale.h\"\n"
-    "extern \"C\" __global__ void axpy(float a, const float *x, float *y, int n) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < n) y[i] = a * x[i] + y[i];\n"
-    "}\n"
-    "template <typename T> __global__ void scale(T *x, T s, int n) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < n) x[i] = SCALE(x[i], s);\n"
-    "}\n";
+static const char *SRC = "#include \"scale.h\"\n"
+                         "extern \"C\" __global__ void axpy(float a, const float *x, float *y, int n) {\n"
+                         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "  if (i < n) y[i] = a * x[i] + y[i];\n"
+                         "}\n"
+                         "template <typename T> __global__ void scale(T *x, T s, int n) {\n"
+                         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "  if (i < n) x[i] = SCALE(x[i], s);\n"
+                         "}\n";
 static const kc_header_src HDR[] = {{"scale.h", "#define SCALE(a, b) ((a) * (b))\n"}};
 
 static kc_kernel_src kernel(const char *name) {
@@ -111,7 +110,10 @@ static void test_options_normalize(void **state) {
 
 static void test_time_macros_are_not_cacheable(void **state) {
     (void)state;
-    struct { const char *src; int cacheable; } cases[] = {
+    struct {
+        const char *src;
+        int cacheable;
+    } cases[] = {
         {"__global__ void k() { const char *d = __DATE__; }", 0},
         {"__global__ void k() { const char *d = __TIME__; }", 0},
         {"__global__ void k() { const char *d = __TIMESTAMP__; }", 0},
@@ -164,21 +166,19 @@ static void test_missing_nvrtc(void **state) {
         return;
     }
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "KC_TEST_MISSING_NVRTC=1 KCACHE_NVRTC=/nonexistent/libnvrtc.so "
-             "CMOCKA_TEST_ABORT=0 /proc/%d/exe >/dev/null 2>&1", (int)getpid());
+    snprintf(cmd, sizeof cmd,
+             "KC_TEST_MISSING_NVRTC=1 KCACHE_NVRTC=/nonexistent/libnvrtc.so "
+             "CMOCKA_TEST_ABORT=0 /proc/%d/exe >/dev/null 2>&1",
+             (int)getpid());
     assert_int_equal(system(cmd), 0);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nvrtc_is_found),
-        cmocka_unit_test(test_cubins_hold_their_kernels),
-        cmocka_unit_test(test_ptx_and_templates),
-        cmocka_unit_test(test_compile_error_carries_the_log),
-        cmocka_unit_test(test_options_normalize),
-        cmocka_unit_test(test_time_macros_are_not_cacheable),
-        cmocka_unit_test(test_parallel_compiles),
-        cmocka_unit_test(test_missing_nvrtc),
+        cmocka_unit_test(test_nvrtc_is_found),    cmocka_unit_test(test_cubins_hold_their_kernels),
+        cmocka_unit_test(test_ptx_and_templates), cmocka_unit_test(test_compile_error_carries_the_log),
+        cmocka_unit_test(test_options_normalize), cmocka_unit_test(test_time_macros_are_not_cacheable),
+        cmocka_unit_test(test_parallel_compiles), cmocka_unit_test(test_missing_nvrtc),
     };
     if (getenv("KC_TEST_MISSING_NVRTC")) {
         const struct CMUnitTest only[] = {cmocka_unit_test(test_missing_nvrtc)};

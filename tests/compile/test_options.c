@@ -141,8 +141,10 @@ static void test_files_by_path_are_refused(void **state) {
     assert_non_null(strstr(kc_error_last()->message, "header a.cuh"));
     /* A header given in memory under that absolute name is found in memory: fine. */
     kc_header_src mem = {p, "#define SCALE 3.0f\n"};
-    snprintf(src, sizeof src, "#include \"%s\"\nstatic_assert(SCALE == 3.0f, \"in memory\");\n"
-             "extern \"C\" __global__ void k(float *x) { x[0] *= SCALE; }\n", p);
+    snprintf(src, sizeof src,
+             "#include \"%s\"\nstatic_assert(SCALE == 3.0f, \"in memory\");\n"
+             "extern \"C\" __global__ void k(float *x) { x[0] *= SCALE; }\n",
+             p);
     kc_kernel_src km = src_of("k.cu", src, &mem, 1, NULL, 0);
     must_compile(&km, "sm_90");
     assert_int_equal(kc_kernel_cacheable(&km, NULL), 1);
@@ -183,10 +185,20 @@ static void test_options_reach_nvrtc_as_written(void **state) {
 static void test_long_options_are_accepted(void **state) {
     (void)state;
     kc_header_src pre = {"pre.h", "#define X 1\n"};
-    const char *sets[][3] = {
-        {"--device-debug"}, {"-G"}, {"--relocatable-device-code=true"}, {"-rdc=true"}, {"--relocatable-device-code", "true"},
-        {"-dc"}, {"--pre-include=pre.h"}, {"-include", "pre.h"}, {"--dopt=on", "-G"}, {"--use_fast_math"},
-        {"-Xptxas", "-O1"}, {"--maxrregcount", "32"}, {"-time=-"}, {"--std=c++17", "-DX"}};
+    const char *sets[][3] = {{"--device-debug"},
+                             {"-G"},
+                             {"--relocatable-device-code=true"},
+                             {"-rdc=true"},
+                             {"--relocatable-device-code", "true"},
+                             {"-dc"},
+                             {"--pre-include=pre.h"},
+                             {"-include", "pre.h"},
+                             {"--dopt=on", "-G"},
+                             {"--use_fast_math"},
+                             {"-Xptxas", "-O1"},
+                             {"--maxrregcount", "32"},
+                             {"-time=-"},
+                             {"--std=c++17", "-DX"}};
     for (size_t s = 0; s < NOPTS(sets); s++) {
         size_t n = 0;
         while (n < 3 && sets[s][n]) n++;
@@ -218,17 +230,21 @@ static void test_long_options_are_accepted(void **state) {
 static void test_key_form_spellings(void **state) {
     (void)state;
     kc_header_src pre = {"pre.h", "\n"};
-    struct { const char *o[3]; const char *want; } cases[] = {
-        {{"--maxrregcount", "32"}, "--maxrregcount=32\n"},   /* NVRTC reads the pair as one: joined */
+    struct {
+        const char *o[3];
+        const char *want;
+    } cases[] = {
+        {{"--maxrregcount", "32"}, "--maxrregcount=32\n"}, /* NVRTC reads the pair as one: joined */
         {{"--maxrregcount=32"}, "--maxrregcount=32\n"},
-        {{"-maxrregcount=32"}, "-maxrregcount=32\n"},        /* dashes as written: no alias made one */
-        {{" -G\t", "-DY=1 "}, "-G\n-DY=1\n"},                /* NVRTC trims each argument */
-        {{"-std", "c++17"}, "-std\nc++17\n"},                /* NVRTC rejects this pair: not joined */
-        {{"-D", "X"}, "-D\nX\n"},                            /* single letter: not joined */
+        {{"-maxrregcount=32"}, "-maxrregcount=32\n"}, /* dashes as written: no alias made one */
+        {{" -G\t", "-DY=1 "}, "-G\n-DY=1\n"},         /* NVRTC trims each argument */
+        {{"-std", "c++17"}, "-std\nc++17\n"},         /* NVRTC rejects this pair: not joined */
+        {{"-D", "X"}, "-D\nX\n"},                     /* single letter: not joined */
         {{"-include", " pre.h "}, "-include=pre.h\n"},
-        {{"-Xptxas", "-O1"}, "-Xptxas=-O1\n"},               /* -Xptxas values start with '-' */
-        {{"--maxrregcount", "-G"}, "--maxrregcount\n-G\n"},  /* a value starting with '-': not joined */
-        {{"-default-device", "--device-as-default-execution-space"}, "-default-device\n--device-as-default-execution-space\n"},
+        {{"-Xptxas", "-O1"}, "-Xptxas=-O1\n"},              /* -Xptxas values start with '-' */
+        {{"--maxrregcount", "-G"}, "--maxrregcount\n-G\n"}, /* a value starting with '-': not joined */
+        {{"-default-device", "--device-as-default-execution-space"},
+         "-default-device\n--device-as-default-execution-space\n"},
     };
     for (size_t i = 0; i < NOPTS(cases); i++) {
         size_t n = 0;
@@ -255,23 +271,44 @@ static void test_key_form_spellings(void **state) {
 static void test_refusals_say_why(void **state) {
     (void)state;
     kc_header_src pre[] = {{"pre.h", "\n"}, {"/abs/in/memory.h", "\n"}};
-    struct { const char *o[3]; unsigned flags; const char *want; } cases[] = {
-        {{"-arch=sm_80"}, 0, "variant"}, {{"--gpu-architecture=sm_80"}, 0, "variant"}, {{"-arch", "sm_90"}, 0, "variant"},
-        {{"-code=sm_80"}, 0, "variant"}, {{"--gpu-code", "sm_80"}, 0, "variant"},
-        {{"-I/usr/include"}, 0, "include folder"}, {{"-I", "/usr/include"}, 0, "include folder"},
-        {{"-I /usr/include"}, 0, "include folder"}, {{"-I=/usr/include"}, 0, "include folder"},
-        {{"--include-path=/usr/include"}, 0, "include folder"}, {{"--include-path", "/usr/include"}, 0, "include folder"},
+    struct {
+        const char *o[3];
+        unsigned flags;
+        const char *want;
+    } cases[] = {
+        {{"-arch=sm_80"}, 0, "variant"},
+        {{"--gpu-architecture=sm_80"}, 0, "variant"},
+        {{"-arch", "sm_90"}, 0, "variant"},
+        {{"-code=sm_80"}, 0, "variant"},
+        {{"--gpu-code", "sm_80"}, 0, "variant"},
+        {{"-I/usr/include"}, 0, "include folder"},
+        {{"-I", "/usr/include"}, 0, "include folder"},
+        {{"-I /usr/include"}, 0, "include folder"},
+        {{"-I=/usr/include"}, 0, "include folder"},
+        {{"--include-path=/usr/include"}, 0, "include folder"},
+        {{"--include-path", "/usr/include"}, 0, "include folder"},
         {{"-Idir"}, KC_KERNEL_TOOLKIT_HEADERS, "toolkit_headers"},
-        {{"-include=/etc/pre.h"}, 0, "in memory"}, {{"--pre-include=other.h"}, 0, "list \"other.h\""},
-        {{"-include"}, 0, "-include=NAME"}, {{"-include", "-G"}, 0, "-include=NAME"},
+        {{"-include=/etc/pre.h"}, 0, "in memory"},
+        {{"--pre-include=other.h"}, 0, "list \"other.h\""},
+        {{"-include"}, 0, "-include=NAME"},
+        {{"-include", "-G"}, 0, "-include=NAME"},
         {{"-include=cuda_fp16.h"}, KC_KERNEL_TOOLKIT_HEADERS, "working directory first"},
-        {{"-time=/tmp/times.csv"}, 0, "file"}, {{"--fdevice-time-trace=/tmp/t.json"}, 0, "trace file"},
-        {{"-pch"}, 0, "precompiled"}, {{"--create-pch=x.pch"}, 0, "precompiled"}, {{"--use-pch=x.pch"}, 0, "precompiled"},
-        {{"--pch-dir=/tmp"}, 0, "precompiled"}, {{"-dlto"}, 0, "LTO"}, {{"--dlink-time-opt"}, 0, "LTO"},
-        {{"--optix-ir"}, 0, "OptiX"}, {{"-fdevice-syntax-only"}, 0, "no device code"},
-        {{"-Xptxas=--options-file=/tmp/o"}, 0, "options file"}, {{"-Xptxas", "-optf=/tmp/o"}, 0, "options file"},
-        {{"--ptxas-options=-o=/tmp/x"}, 0, "write"}, {{"-Xptxas", "--gpu-name=sm_90"}, 0, "variant"},
-        {{"-Xptxas=-arch=sm_90"}, 0, "variant"}, {{"-G", NULL}, 0, NULL},
+        {{"-time=/tmp/times.csv"}, 0, "file"},
+        {{"--fdevice-time-trace=/tmp/t.json"}, 0, "trace file"},
+        {{"-pch"}, 0, "precompiled"},
+        {{"--create-pch=x.pch"}, 0, "precompiled"},
+        {{"--use-pch=x.pch"}, 0, "precompiled"},
+        {{"--pch-dir=/tmp"}, 0, "precompiled"},
+        {{"-dlto"}, 0, "LTO"},
+        {{"--dlink-time-opt"}, 0, "LTO"},
+        {{"--optix-ir"}, 0, "OptiX"},
+        {{"-fdevice-syntax-only"}, 0, "no device code"},
+        {{"-Xptxas=--options-file=/tmp/o"}, 0, "options file"},
+        {{"-Xptxas", "-optf=/tmp/o"}, 0, "options file"},
+        {{"--ptxas-options=-o=/tmp/x"}, 0, "write"},
+        {{"-Xptxas", "--gpu-name=sm_90"}, 0, "variant"},
+        {{"-Xptxas=-arch=sm_90"}, 0, "variant"},
+        {{"-G", NULL}, 0, NULL},
     };
     for (size_t i = 0; i < NOPTS(cases); i++) {
         size_t n = 0;
@@ -287,10 +324,12 @@ static void test_refusals_say_why(void **state) {
         }
         if (rc != KC_EINVAL) fail_msg("case %zu ('%s') was accepted", i, cases[i].o[0]);
         const char *m = kc_error_last()->message;
-        if (!strstr(m, cases[i].want) || !strstr(m, cases[i].o[0])) fail_msg("case %zu: '%s' lacks '%s'", i, m, cases[i].want);
+        if (!strstr(m, cases[i].want) || !strstr(m, cases[i].o[0]))
+            fail_msg("case %zu: '%s' lacks '%s'", i, m, cases[i].want);
     }
     /* Allowed: a listed header pre-included (any name, absolute too), timing into the log, ptxas code options. */
-    const char *ok[][2] = {{"-include=pre.h"}, {"-include=/abs/in/memory.h"}, {"-time=-"}, {"-Xptxas=-v"}, {"-Xptxas", "-O3"}};
+    const char *ok[][2] = {
+        {"-include=pre.h"}, {"-include=/abs/in/memory.h"}, {"-time=-"}, {"-Xptxas=-v"}, {"-Xptxas", "-O3"}};
     for (size_t i = 0; i < NOPTS(ok); i++) {
         kc_kernel_src k = src_of("x.cu", "", pre, 2, ok[i], ok[i][1] ? 2 : 1);
         char *out = NULL;
@@ -318,22 +357,27 @@ static void test_refusals_say_why(void **state) {
 static void test_bypass_sees_through_spellings(void **state) {
     (void)state;
     kc_header_src hdr = {"h.cuh", "#define WHEN __TIMESTAMP__\n"};
-    struct { const char *src; const char *opt; const char *name; const char *want; } bypass[] = {
-        {"const char *t = __TI\\\nME__;", NULL, NULL, "uses __TIME__"},                       /* a line splice */
-        {"const char *t = __TI\\\r\nME__;", NULL, NULL, "uses __TIME__"},                     /* CR-LF */
-        {"const char *t = _\\\n_DA\\\n\\\nTE__;", NULL, NULL, "uses __DATE__"},               /* several */
+    struct {
+        const char *src;
+        const char *opt;
+        const char *name;
+        const char *want;
+    } bypass[] = {
+        {"const char *t = __TI\\\nME__;", NULL, NULL, "uses __TIME__"},                      /* a line splice */
+        {"const char *t = __TI\\\r\nME__;", NULL, NULL, "uses __TIME__"},                    /* CR-LF */
+        {"const char *t = _\\\n_DA\\\n\\\nTE__;", NULL, NULL, "uses __DATE__"},              /* several */
         {"#define T0 __TI ## ME__\nconst char *t = T0;", NULL, NULL, "pasting"},             /* ## directly */
         {"#define CAT(a, b) a##b\nconst char *t = CAT(__TI, ME__);", NULL, NULL, "pasting"}, /* a pasting macro */
         {"#define CAT(a, b) a %:%: b\nconst char *t = CAT(__DA, TE__);", NULL, NULL, "__DATE__ by token pasting"},
         {"#define CAT(a, b) a##b\nconst char *t = CAT(__TIMES, TAMP__);", NULL, NULL, "__TIMESTAMP__ by token pasting"},
         {"#define CAT(a,b) a##b\n#define C2(a,b) CAT(a,b)\nconst char *t = C2(A, B);", "-DA=__TI", NULL, "pasting"},
-        {"__location__(TIME) int v;", NULL, NULL, "pasting"},     /* NVRTC's own __##a##__ */
+        {"__location__(TIME) int v;", NULL, NULL, "pasting"},                     /* NVRTC's own __##a##__ */
         {"const char *t = _NV_CONCAT_EVAL1(__TI, ME__);", NULL, NULL, "pasting"}, /* NVRTC's own, no ## here */
-        {"int f(int); int v = f(__TIME/**/__);", NULL, NULL, "pasting"}, /* in parentheses: could be pasted */
+        {"int f(int); int v = f(__TIME/**/__);", NULL, NULL, "pasting"},          /* in parentheses: could be pasted */
         {"#define OPEN CAT(\nconst char *t = OPEN __TI, ME__);", NULL, NULL, "pasting"}, /* a macro opened it */
         {"const char *t = WHEN;", "-DWHEN=__TIME__", NULL, "an option uses __TIME__"},
         {"template <int N> __global__ void f() {}", NULL, "f<sizeof(__DATE__)>", "entry name uses __DATE__"},
-        {"const char *s = R\"x(\")x\" __TIME__;", NULL, NULL, "uses __TIME__"},               /* a quote in a raw string */
+        {"const char *s = R\"x(\")x\" __TIME__;", NULL, NULL, "uses __TIME__"}, /* a quote in a raw string */
         {"const char *s = u8R\"(a\\)\" __TIME__;", NULL, NULL, "uses __TIME__"},
         {"int n = 1'000; const char *t = __TIME__; char c = 'a';", NULL, NULL, "uses __TIME__"}, /* digit separator */
         {"#include \"h.cuh\"\nconst char *t = WHEN;", NULL, NULL, "a header uses __TIMESTAMP__"},
@@ -345,7 +389,8 @@ static void test_bypass_sees_through_spellings(void **state) {
     };
     for (size_t i = 0; i < NOPTS(bypass); i++) {
         const char *o[] = {bypass[i].opt, "-DB=ME__"};
-        kc_kernel_src k = src_of("t.cu", bypass[i].src, &hdr, strstr(bypass[i].src, "h.cuh") ? 1 : 0, o, bypass[i].opt ? 2 : 0);
+        kc_kernel_src k = src_of("t.cu", bypass[i].src, &hdr, strstr(bypass[i].src, "h.cuh") ? 1 : 0, o,
+                                 bypass[i].opt ? 2 : 0);
         if (bypass[i].name) k.name = bypass[i].name;
         const char *why = NULL;
         if (kc_kernel_cacheable(&k, &why) != 0) fail_msg("case %zu was cacheable: %s", i, bypass[i].src);
@@ -355,13 +400,13 @@ static void test_bypass_sees_through_spellings(void **state) {
         "// __DATE__ in a comment\n__global__ void k() {}",
         "/* __TIME__ */ __global__ void k() { const char *s = \"__DATE__\"; }",
         "__global__ void k() { int MY__DATE__X = 0; }",
-        "const char *t = __TIME/**/__;",                 /* two tokens: not the macro (NVRTC agrees) */
-        "const char *t = __TIM\\u0045__;",               /* another identifier for NVRTC */
-        "// a comment \\\nconst char *t = __TIME__;",    /* the splice continues the comment */
+        "const char *t = __TIME/**/__;",              /* two tokens: not the macro (NVRTC agrees) */
+        "const char *t = __TIM\\u0045__;",            /* another identifier for NVRTC */
+        "// a comment \\\nconst char *t = __TIME__;", /* the splice continues the comment */
         "const char *s = \"\\\"__TIME__\";",
         "const char *s = R\"(__TIME__)\";",
         "#if defined(__has_include)\n#if __has_include(\"h.cuh\")\n#endif\n#endif\n",
-        "#include \"../up.cuh\"\n",                      /* no include folder: NVRTC cannot climb anywhere */
+        "#include \"../up.cuh\"\n", /* no include folder: NVRTC cannot climb anywhere */
         ("template <typename T> __global__ void k(T *x, int n) { for (int _ = 0; _ < n; _++) x[_] = T(); "
          "__syncthreads(); }\n#define CAT(a, b) a##b\n"),
     };
@@ -395,7 +440,8 @@ static void test_nvrtc_agrees(void **state) {
         must_compile(&k, "sm_90");
         assert_int_equal(kc_kernel_cacheable(&k, NULL), 0);
     }
-    kc_kernel_src k = src_of("t.cu", "const char *t = __TIME/**/__;\nextern \"C\" __global__ void k() {}\n", NULL, 0, NULL, 0);
+    kc_kernel_src k = src_of("t.cu", "const char *t = __TIME/**/__;\nextern \"C\" __global__ void k() {}\n", NULL, 0,
+                             NULL, 0);
     assert_int_equal(compile(&k, "sm_90", NULL), KC_ECOMPILE);
     assert_non_null(strstr(kc_error_last()->message, "\"__TIME\" is undefined"));
 }

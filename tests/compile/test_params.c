@@ -28,25 +28,30 @@ typedef struct want {
 } want;
 
 static const want W_MIX[] = {
-    {0, 8, 8, KC_PARAM_INT},      /* float *p */
-    {8, 8, 8, KC_PARAM_INT},      /* const float *__restrict__ q */
-    {16, 4, 4, KC_PARAM_INT},     /* int n */
-    {20, 4, 4, KC_PARAM_INT},     /* unsigned u */
-    {24, 8, 8, KC_PARAM_INT},     /* size_t sz */
-    {32, 4, 4, KC_PARAM_FLOAT},   /* float f */
-    {40, 8, 8, KC_PARAM_FLOAT},   /* double d */
-    {48, 1, 1, KC_PARAM_INT},     /* bool b */
-    {52, 12, 4, KC_PARAM_BYTES},  /* S12 s */
-    {64, 2, 2, KC_PARAM_BYTES},   /* __nv_bfloat16 bf */
-    {66, 2, 2, KC_PARAM_BYTES},   /* __half h */
+    {0, 8, 8, KC_PARAM_INT},     /* float *p */
+    {8, 8, 8, KC_PARAM_INT},     /* const float *__restrict__ q */
+    {16, 4, 4, KC_PARAM_INT},    /* int n */
+    {20, 4, 4, KC_PARAM_INT},    /* unsigned u */
+    {24, 8, 8, KC_PARAM_INT},    /* size_t sz */
+    {32, 4, 4, KC_PARAM_FLOAT},  /* float f */
+    {40, 8, 8, KC_PARAM_FLOAT},  /* double d */
+    {48, 1, 1, KC_PARAM_INT},    /* bool b */
+    {52, 12, 4, KC_PARAM_BYTES}, /* S12 s */
+    {64, 2, 2, KC_PARAM_BYTES},  /* __nv_bfloat16 bf */
+    {66, 2, 2, KC_PARAM_BYTES},  /* __half h */
 };
 static const want W_KT[] = {{0, 8, 8, KC_PARAM_INT}, {8, 8, 8, KC_PARAM_FLOAT}, {16, 4, 4, KC_PARAM_INT}};
 static const want W_BIG[] = {{0, 1, 1, KC_PARAM_INT}, {4, 4400, 4, KC_PARAM_BYTES}, {4408, 8, 8, KC_PARAM_FLOAT}};
 
 /* k_many's 64 parameters cycle through these C types. */
-static const struct { const char *ctype; uint32_t size; uint8_t cls; } MANY[] = {
-    {"char", 1, KC_PARAM_INT}, {"double", 8, KC_PARAM_FLOAT}, {"short", 2, KC_PARAM_INT}, {"int *", 8, KC_PARAM_INT},
-    {"float", 4, KC_PARAM_FLOAT}, {"bool", 1, KC_PARAM_INT}, {"long long", 8, KC_PARAM_INT},
+static const struct {
+    const char *ctype;
+    uint32_t size;
+    uint8_t cls;
+} MANY[] = {
+    {"char", 1, KC_PARAM_INT},      {"double", 8, KC_PARAM_FLOAT}, {"short", 2, KC_PARAM_INT},
+    {"int *", 8, KC_PARAM_INT},     {"float", 4, KC_PARAM_FLOAT},  {"bool", 1, KC_PARAM_INT},
+    {"long long", 8, KC_PARAM_INT},
 };
 #define NMANY 64
 
@@ -114,12 +119,14 @@ static int setup(void **state) {
     char *src = many_source();
     assert_non_null(src);
     static const char *opts[] = {"--std=c++17"};
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "params.cu", src, NULL, NULL, 0, opts, 1, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,    "params.cu", src, NULL, NULL, 0, opts, 1, NULL,
+                       KC_KERNEL_TOOLKIT_HEADERS};
     for (size_t t = 0; t < NTARGETS; t++) {
         int rc = kc_compile_names(&k, NAMES, NKERNELS, TARGETS[t], &IMG[t]);
         if (rc && (strcmp(TARGETS[t], "sm_100") == 0 || strcmp(TARGETS[t], "sm_120") == 0) &&
             strstr(kc_error_last()->message, "arch")) {
-            fprintf(stderr, "test_params: this NVRTC has no %s (%s): not checked\n", TARGETS[t], kc_error_last()->message);
+            fprintf(stderr, "test_params: this NVRTC has no %s (%s): not checked\n", TARGETS[t],
+                    kc_error_last()->message);
             IMG[t] = NULL;
             continue;
         }
@@ -179,7 +186,8 @@ static void test_tables_of_real_kernels(void **state) {
                 assert_int_equal(p.v[i].size, ptx.v[i].size);
                 if (is_ptx(t)) {
                     assert_int_equal(p.v[i].align, w[i].align);
-                    if (p.v[i].cls != w[i].cls) fail_msg("%s parameter %zu: class %u, expected %u", sym, i, p.v[i].cls, w[i].cls);
+                    if (p.v[i].cls != w[i].cls)
+                        fail_msg("%s parameter %zu: class %u, expected %u", sym, i, p.v[i].cls, w[i].cls);
                 } else {
                     assert_int_equal(p.v[i].align, 0);
                     assert_int_equal(p.v[i].cls, KC_PARAM_ANY);
@@ -299,7 +307,8 @@ static void test_truncated_ptx(void **state) {
         kc_params p;
         int rc = kc_params_read(img, len, 1, "k_mix", &p);
         if (len <= body) { /* cut anywhere before the body: the table cannot be read whole */
-            if (rc != KC_ECORRUPT) fail_msg("PTX cut to %zu bytes (entry at %zu, body at %zu): %d", len, from, body, rc);
+            if (rc != KC_ECORRUPT)
+                fail_msg("PTX cut to %zu bytes (entry at %zu, body at %zu): %d", len, from, body, rc);
             assert_null(p.v);
         } else {
             if (rc != KC_OK) fail_msg("PTX cut to %zu bytes, after the list: %s", len, kc_error_last()->message);
@@ -314,7 +323,7 @@ static void test_truncated_ptx(void **state) {
 /* ---- 4. a cubin's attributes patched ---- */
 
 typedef struct rec {
-    size_t at;       /* offset of the record in the image */
+    size_t at; /* offset of the record in the image */
     uint8_t fmt, attr;
 } rec;
 
@@ -367,7 +376,8 @@ static void test_patched_cubin(void **state) {
         assert_int_equal(nfmt[0], 0);
         assert_true(nfmt[2] >= 1 && nfmt[3] >= 1 && nfmt[4] >= KC_ARRAY_LEN(W_MIX));
         if (t == 0) assert_true(nfmt[1] >= 1);
-        assert_int_equal(r[n - 1].at + 4 + (r[n - 1].fmt == 4 ? kc_rd_u16(img + r[n - 1].at + 2) : 0), sec_at + sec_size);
+        assert_int_equal(r[n - 1].at + 4 + (r[n - 1].fmt == 4 ? kc_rd_u16(img + r[n - 1].at + 2) : 0),
+                         sec_at + sec_size);
 
         /* A size bit flipped: parameter 2 (int, 4 bytes) becomes 5 bytes and runs into parameter 3. */
         FRESH();
@@ -509,7 +519,8 @@ static void test_patched_cubin(void **state) {
         must_be_corrupt(kc_params_read(img, c->len, 0, "k_big", &p), "overlaps", "V2 offsets overlapping");
         memcpy(img, c->image, c->len);
         kc_wr_u16(img + find(img, r, n, 0x45, 0) + 4 + 4, 1);
-        must_be_corrupt(kc_params_read(img, c->len, 0, "k_big", &p), "ordinal 1 appears twice", "V2 ordinal duplicated");
+        must_be_corrupt(kc_params_read(img, c->len, 0, "k_big", &p), "ordinal 1 appears twice",
+                        "V2 ordinal duplicated");
         memcpy(img, c->image, c->len);
         kc_wr_u16(img + find(img, r, n, 0x45, 2) + 4 + 8, 16);
         must_be_corrupt(kc_params_read(img, c->len, 0, "k_big", &p), "table says 4416", "V2 size changed");
@@ -524,10 +535,17 @@ static void test_patched_cubin(void **state) {
 static void test_device_function(void **state) {
     (void)state;
     static const char *opts[] = {"--relocatable-device-code=true"};
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "dev.cu",
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "dev.cu",
                        "__device__ __noinline__ int dev(int *p) { return p[1] + 1; }\n"
                        "extern \"C\" __global__ void kk(int *p) { p[0] = dev(p); }\n",
-                       "kk", NULL, 0, opts, 1, NULL, 0};
+                       "kk",
+                       NULL,
+                       0,
+                       opts,
+                       1,
+                       NULL,
+                       0};
     kc_compiled *c;
     if (kc_compile_kernel(&k, "sm_90", &c)) fail_msg("%s", kc_error_last()->message);
     kc_elf_section_info s;
@@ -544,32 +562,33 @@ static void test_device_function(void **state) {
 
 /* ---- 5. PTX written by hand ---- */
 
-static int ptx_read(const char *txt, const char *sym, kc_params *p) { return kc_params_read(txt, strlen(txt), 1, sym, p); }
+static int ptx_read(const char *txt, const char *sym, kc_params *p) {
+    return kc_params_read(txt, strlen(txt), 1, sym, p);
+}
 
 static void test_ptx_forms(void **state) {
     (void)state;
     kc_params p;
     /* Comments anywhere, a string that looks like an entry, .weak, no .visible, .ptr with its own
      * state space and alignment (the pointee's), a prefix of the name first. */
-    const char *txt =
-        ".version 8.0\n.target sm_80\n.address_size 64\n"
-        ".file 1 \"/tmp/.entry k1(.param .u8 x) {\"\n"
-        "/* .entry k1( .param .u8 a ) */\n"
-        ".visible .entry k10(.param .u8 a) { ret; }\n"
-        ".weak .entry k1 // a comment\n"
-        "( /* c */ .param .u64 .ptr .global .align 16 k1_p0 /* c */,\n"
-        "\t.param .align 2 .b8 k1_p1[2], .param .u64 .ptr.align 32 k1_p2, .param .f16 k1_p3,\n"
-        "\t.param .align 16 .b8 k1_p4[20],\n"
-        "\t.param .b128 k1_p5, .param .u32 .ptr .const k1_p6, .param .bf16x2 k1_p7, .param .s8 k1_p8\n"
-        ")\n.maxntid 128, 1, 1\n{ ret; }\n"
-        ".entry k0() { ret; }\n"
-        ".entry kn .maxntid 1 { ret; }\n"
-        ".entry kb { ret; }\n";
+    const char *txt = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                      ".file 1 \"/tmp/.entry k1(.param .u8 x) {\"\n"
+                      "/* .entry k1( .param .u8 a ) */\n"
+                      ".visible .entry k10(.param .u8 a) { ret; }\n"
+                      ".weak .entry k1 // a comment\n"
+                      "( /* c */ .param .u64 .ptr .global .align 16 k1_p0 /* c */,\n"
+                      "\t.param .align 2 .b8 k1_p1[2], .param .u64 .ptr.align 32 k1_p2, .param .f16 k1_p3,\n"
+                      "\t.param .align 16 .b8 k1_p4[20],\n"
+                      "\t.param .b128 k1_p5, .param .u32 .ptr .const k1_p6, .param .bf16x2 k1_p7, .param .s8 k1_p8\n"
+                      ")\n.maxntid 128, 1, 1\n{ ret; }\n"
+                      ".entry k0() { ret; }\n"
+                      ".entry kn .maxntid 1 { ret; }\n"
+                      ".entry kb { ret; }\n";
     assert_int_equal(ptx_read(txt, "k1", &p), KC_OK);
     static const kc_param W[] = {
-        {0, 8, 8, KC_PARAM_INT},   {8, 2, 2, KC_PARAM_BYTES},   {16, 8, 8, KC_PARAM_INT},
+        {0, 8, 8, KC_PARAM_INT},    {8, 2, 2, KC_PARAM_BYTES},    {16, 8, 8, KC_PARAM_INT},
         {24, 2, 2, KC_PARAM_FLOAT}, {32, 20, 16, KC_PARAM_BYTES}, {64, 16, 16, KC_PARAM_INT},
-        {80, 4, 4, KC_PARAM_INT},  {84, 4, 4, KC_PARAM_FLOAT},   {88, 1, 1, KC_PARAM_INT},
+        {80, 4, 4, KC_PARAM_INT},   {84, 4, 4, KC_PARAM_FLOAT},   {88, 1, 1, KC_PARAM_INT},
     };
     assert_int_equal(p.n, KC_ARRAY_LEN(W));
     for (size_t i = 0; i < p.n; i++) {
@@ -594,7 +613,9 @@ static void test_ptx_forms(void **state) {
 
 static void test_ptx_refused(void **state) {
     (void)state;
-    static const struct { const char *txt, *what; } cases[] = {
+    static const struct {
+        const char *txt, *what;
+    } cases[] = {
         {".entry k(\n\t.param .u64 k_p0,\n\t.param .u32", "no name"},
         {".entry k(\n\t.param .u64 k_p0,\n\t.param .u32 k_p1", "cut short"},
         {".entry k(\n\t.param .u64 k_p0,\n", "cut short"},

@@ -302,11 +302,16 @@ static void test_build_ids_of_elfs_made_here(void **state) {
     (void)state;
     unsigned char b[640];
     kc_toolchain t;
-    const unsigned hows[] = {IN_PHDR, IN_SECTION, IN_PHDR | IN_SECTION, IN_PHDR | OTHER_NOTE_FIRST,
-                             IN_SECTION | OTHER_NOTE_FIRST | ALIGN8, IN_PHDR | ALIGN8};
+    const unsigned hows[] = {IN_PHDR,
+                             IN_SECTION,
+                             IN_PHDR | IN_SECTION,
+                             IN_PHDR | OTHER_NOTE_FIRST,
+                             IN_SECTION | OTHER_NOTE_FIRST | ALIGN8,
+                             IN_PHDR | ALIGN8};
     for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++) {
         size_t n = make_elf(b, hows[i], ID20, sizeof ID20);
-        if (identify_bytes("libnvrtc.so.13.0.88", b, n, &t) != KC_OK) fail_msg("how %u: %s", hows[i], kc_error_last()->message);
+        if (identify_bytes("libnvrtc.so.13.0.88", b, n, &t) != KC_OK)
+            fail_msg("how %u: %s", hows[i], kc_error_last()->message);
         assert_string_equal(t.id, ID20_HEX);
         assert_string_equal(t.version, "13.0.88");
         assert_int_equal(t.size, 640);
@@ -330,7 +335,8 @@ static void test_no_build_id_is_a_hash_of_the_bytes(void **state) {
         assert_int_equal(identify_bytes("libnvrtc.so.13", b, n, &t), KC_OK);
         XXH128_hash_t h = XXH3_128bits(b, n);
         char want[64];
-        snprintf(want, sizeof want, "xxh3-128:%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+        snprintf(want, sizeof want, "xxh3-128:%016llx%016llx", (unsigned long long)h.high64,
+                 (unsigned long long)h.low64);
         assert_string_equal(t.id, want);
         assert_int_equal(kc_toolchain_id_check(t.id), KC_OK);
         /* The same again (memoised per file), and never the name or size: another name, same id. */
@@ -356,8 +362,10 @@ static void test_corrupt_files_are_clear_errors(void **state) {
     expect_corrupt("truncated header", b, 40);
     expect_corrupt("header only: its headers lie past the end", b, 100);
     expect_corrupt("cut inside the note", b, 140);
-    expect_corrupt("text", (const unsigned char *)"#!/bin/sh\necho not a library at all, honest\n................"
-                                                   "................................", 90);
+    expect_corrupt("text",
+                   (const unsigned char *)"#!/bin/sh\necho not a library at all, honest\n................"
+                                          "................................",
+                   90);
     memcpy(c, b, 640);
     c[EI_CLASS] = ELFCLASS32;
     expect_corrupt("32-bit", c, 640);
@@ -437,8 +445,9 @@ static void test_ids_and_meta(void **state) {
     (void)state;
     assert_int_equal(kc_toolchain_id_check(ID20_HEX), KC_OK);
     assert_int_equal(kc_toolchain_id_check("xxh3-128:0123456789abcdef0123456789abcdef"), KC_OK);
-    const char *bad[] = {"", "build-id:", "build-id:abc", "build-id:ABCD", "deadbeef", "build-id:dead beef",
-                         "xxh3-128:0123", "nvrtc 13.0 (libnvrtc.so.13, 109338064 bytes)"};
+    const char *bad[] = {
+        "",         "build-id:",          "build-id:abc",  "build-id:ABCD",
+        "deadbeef", "build-id:dead beef", "xxh3-128:0123", "nvrtc 13.0 (libnvrtc.so.13, 109338064 bytes)"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_int_equal(kc_toolchain_id_check(bad[i]), KC_EINVAL);
     kc_toolchain t;
     memset(&t, 0, sizeof t);
@@ -455,9 +464,7 @@ static void test_ids_and_meta(void **state) {
     assert_int_equal(kc_toolchain_id_of_meta("test", id), KC_MISS);
 }
 
-static void cache_dir(const char *name, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%s", tmp, name);
-}
+static void cache_dir(const char *name, char *out, size_t cap) { snprintf(out, cap, "%s/%s", tmp, name); }
 
 static void record(const char *dir, const char *name, const char *value) {
     kc_cache *c;

@@ -90,12 +90,12 @@ static void test_digest_is_of_contents_and_paths(void **state) {
     assert_int_equal(digest_in_child(a, NULL, d1), 0);
     assert_int_equal(strlen(d1), 32);
     assert_int_equal(digest_in_child(a, NULL, d2), 0);
-    assert_string_equal(d1, d2);                       /* stable */
+    assert_string_equal(d1, d2); /* stable */
     assert_int_equal(digest_in_child(b, NULL, d2), 0);
-    assert_string_equal(d1, d2);                       /* a copy elsewhere: the same toolkit */
+    assert_string_equal(d1, d2); /* a copy elsewhere: the same toolkit */
     put(b, "crt/new_header.h", "\n");
     assert_int_equal(digest_in_child(b, NULL, d2), 0);
-    assert_string_not_equal(d1, d2);                   /* a file added */
+    assert_string_not_equal(d1, d2); /* a file added */
 }
 
 static void test_edit_in_place_changes_the_digest_even_through_the_memo(void **state) {
@@ -108,7 +108,7 @@ static void test_edit_in_place_changes_the_digest_even_through_the_memo(void **s
     assert_int_equal(digest_in_child(a, memo, memoed), 0); /* computes and writes the memo */
     assert_string_equal(plain, memoed);
     assert_int_equal(kct_count_files(memo, ".toolkit"), 1);
-    assert_int_equal(digest_in_child(a, memo, again), 0);  /* from the memo */
+    assert_int_equal(digest_in_child(a, memo, again), 0); /* from the memo */
     assert_string_equal(plain, again);
     /* Same size, same mtime (put back), other contents: only ctime and the bytes say so. */
     snprintf(p, sizeof p, "%s/crt/host_defines.h", a);
@@ -120,7 +120,7 @@ static void test_edit_in_place_changes_the_digest_even_through_the_memo(void **s
     assert_int_equal(digest_in_child(a, memo, edited), 0);
     assert_string_not_equal(plain, edited);
     assert_int_equal(digest_in_child(a, NULL, fresh), 0);
-    assert_string_equal(edited, fresh);                     /* the memo never holds a stale digest */
+    assert_string_equal(edited, fresh); /* the memo never holds a stale digest */
 }
 
 static void test_a_poisoned_memo_is_not_trusted_beyond_its_signature(void **state) {
@@ -175,14 +175,14 @@ static void test_a_changed_shim_changes_the_digest_and_the_key_even_through_the_
     assert_string_equal(d1, d3);
     use_other_shims();
     assert_int_equal(digest_in_child(a, NULL, d3), 0);
-    assert_string_not_equal(d1, d3);                   /* the shims are in the digest */
+    assert_string_not_equal(d1, d3); /* the shims are in the digest */
     assert_int_equal(digest_in_child(a, memo, d2), 0);
-    assert_string_equal(d2, d3);                       /* and the memo of the first set does not vouch for it */
+    assert_string_equal(d2, d3); /* and the memo of the first set does not vouch for it */
     if (kc_nvrtc_available() == KC_OK) {
         assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k2), 0);
         child_shims = NULL;
         assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k1), 0);
-        assert_string_not_equal(k1, k2);               /* so in the key of a graph that reads them */
+        assert_string_not_equal(k1, k2); /* so in the key of a graph that reads them */
     }
     child_shims = NULL;
 }
@@ -216,8 +216,16 @@ static int key_in_child(const char *inc, unsigned flags, char out[KC_KEY_HEX_LEN
         if (inc) setenv("KCACHE_CUDA_INCLUDE", inc, 1);
         kc_toolkit_shims_set_(child_shims, child_nshims);
         kc_graph_desc *d;
-        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
-                           NULL, flags};
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                           "k.cu",
+                           "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n",
+                           "k",
+                           NULL,
+                           0,
+                           NULL,
+                           0,
+                           NULL,
+                           flags};
         kc_key key;
         char msg[80] = "";
         int rc = kc_graph_desc_new(&d, "g");
@@ -248,12 +256,12 @@ static void test_the_key_follows_the_toolkit_only_when_asked(void **state) {
     make_toolkit(a);
     assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k1), 0);
     assert_int_equal(key_in_child(a, 0, p1), 0);
-    assert_string_not_equal(k1, p1);                 /* asking for the toolkit is in the key */
+    assert_string_not_equal(k1, p1); /* asking for the toolkit is in the key */
     put(a, "crt/host_defines.h", "#define X 3\n");
     assert_int_equal(key_in_child(a, KC_KERNEL_TOOLKIT_HEADERS, k2), 0);
-    assert_string_not_equal(k1, k2);                 /* a toolkit header changed: another key */
+    assert_string_not_equal(k1, k2); /* a toolkit header changed: another key */
     assert_int_equal(key_in_child(a, 0, p2), 0);
-    assert_string_equal(p1, p2);                     /* a kernel that never asked: untouched */
+    assert_string_equal(p1, p2); /* a kernel that never asked: untouched */
     char nowhere[4096];
     snprintf(nowhere, sizeof nowhere, "%s/nowhere", tmp);
     assert_int_equal(key_in_child(nowhere, KC_KERNEL_TOOLKIT_HEADERS, k2), KC_ENONVRTC);
@@ -275,8 +283,16 @@ static void test_a_pin_changed_mid_process_never_gets_the_memo(void **state) {
         static const char *const pins[3] = {"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210",
                                             "0123456789abcdef0123456789abcdef"};
         kc_graph_desc *d;
-        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n", "k", NULL, 0, NULL, 0,
-                           NULL, KC_KERNEL_TOOLKIT_HEADERS};
+        kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                           "k.cu",
+                           "extern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n",
+                           "k",
+                           NULL,
+                           0,
+                           NULL,
+                           0,
+                           NULL,
+                           KC_KERNEL_TOOLKIT_HEADERS};
         char line[200] = "", hex[KC_KEY_HEX_LEN + 1];
         int rc = kc_graph_desc_new(&d, "g");
         if (!rc) rc = kc_graph_add_kernel(d, &k, NULL);
@@ -290,7 +306,8 @@ static void test_a_pin_changed_mid_process_never_gets_the_memo(void **state) {
             kc_cache *c = NULL;
             mkdir(cdir, 0700);
             if (kct_put(cdir, "kcache.conf", conf) || (rc = kc_cache_open(&c, &o))) rc = rc ? rc : -1;
-            else if (!(rc = kc_graph_key_in(c, d, &key, NULL))) kc_key_to_hex(&key, hex), strcat(line, hex), strcat(line, " ");
+            else if (!(rc = kc_graph_key_in(c, d, &key, NULL)))
+                kc_key_to_hex(&key, hex), strcat(line, hex), strcat(line, " ");
             kc_cache_close(c);
         }
         char out[260];
@@ -324,16 +341,16 @@ static void test_inputs_keep_the_working_directory_out(void **state) {
 }
 
 /* A kernel using every constant glibc's <math.h> defines (C99, POSIX, GNU's float ones). */
-#define MATH_KERNEL                                                                                                       \
-    "extern \"C\" __global__ void f(float *x, double *y, int *c) {\n"                                                   \
-    "  x[0] = INFINITY; x[1] = NAN; x[2] = HUGE_VALF; x[3] = MAXFLOAT; y[0] = HUGE_VAL;\n"                               \
-    "  y[1] = M_E + M_LOG2E + M_LOG10E + M_LN2 + M_LN10 + M_PI + M_PI_2 + M_PI_4 + M_1_PI + M_2_PI + M_2_SQRTPI;\n"      \
-    "  y[2] = M_SQRT2 + M_SQRT1_2;\n"                                                                                     \
-    "  x[4] = M_Ef + M_LOG2Ef + M_LOG10Ef + M_LN2f + M_LN10f + M_PIf + M_PI_2f + M_PI_4f + M_1_PIf + M_2_PIf;\n"         \
-    "  x[5] = M_2_SQRTPIf + M_SQRT2f + M_SQRT1_2f;\n"                                                                     \
-    "  c[0] = FP_NAN + FP_INFINITE + FP_ZERO + FP_SUBNORMAL + FP_NORMAL; c[1] = FP_ILOGB0; c[2] = FP_ILOGBNAN;\n"        \
-    "  static_assert(M_PI > 3.14159 && M_PI < 3.1416 && HUGE_VAL > 1e308 && INFINITY > 3e38f, \"\");\n"                 \
-    "  long double l = HUGE_VALL; (void)l;\n"                                                                            \
+#define MATH_KERNEL                                                                                                 \
+    "extern \"C\" __global__ void f(float *x, double *y, int *c) {\n"                                               \
+    "  x[0] = INFINITY; x[1] = NAN; x[2] = HUGE_VALF; x[3] = MAXFLOAT; y[0] = HUGE_VAL;\n"                          \
+    "  y[1] = M_E + M_LOG2E + M_LOG10E + M_LN2 + M_LN10 + M_PI + M_PI_2 + M_PI_4 + M_1_PI + M_2_PI + M_2_SQRTPI;\n" \
+    "  y[2] = M_SQRT2 + M_SQRT1_2;\n"                                                                               \
+    "  x[4] = M_Ef + M_LOG2Ef + M_LOG10Ef + M_LN2f + M_LN10f + M_PIf + M_PI_2f + M_PI_4f + M_1_PIf + M_2_PIf;\n"    \
+    "  x[5] = M_2_SQRTPIf + M_SQRT2f + M_SQRT1_2f;\n"                                                               \
+    "  c[0] = FP_NAN + FP_INFINITE + FP_ZERO + FP_SUBNORMAL + FP_NORMAL; c[1] = FP_ILOGB0; c[2] = FP_ILOGBNAN;\n"   \
+    "  static_assert(M_PI > 3.14159 && M_PI < 3.1416 && HUGE_VAL > 1e308 && INFINITY > 3e38f, \"\");\n"             \
+    "  long double l = HUGE_VALL; (void)l;\n"                                                                       \
     "}\n"
 
 /* For real: NVRTC with the toolkit route. */

@@ -37,12 +37,14 @@ static void make_toolkit(const char *dir) {
     put(dir, "lo.h", "#define Z 80\n");
 }
 
-#define K_SRC "#include <crt/host_defines.h>\n#include <shadow.h>\n" \
-              "extern \"C\" __global__ void k(float *x) { x[0] = (float)(X + Y); }\n"
+#define K_SRC                                              \
+    "#include <crt/host_defines.h>\n#include <shadow.h>\n" \
+    "extern \"C\" __global__ void k(float *x) { x[0] = (float)(X + Y); }\n"
 #define K2_SRC "extern \"C\" __global__ void k2(float *x) { x[0] = 2.f; }\n"
 /* What it reads depends on the target, as in CCCL and in real kernels. */
-#define K_ARCH_SRC "#if __CUDA_ARCH__ >= 860\n#include <hi.h>\n#else\n#include <lo.h>\n#endif\n" \
-                   "extern \"C\" __global__ void k(float *x) { x[0] = (float)Z; }\n"
+#define K_ARCH_SRC                                                                \
+    "#if __CUDA_ARCH__ >= 860\n#include <hi.h>\n#else\n#include <lo.h>\n#endif\n" \
+    "extern \"C\" __global__ void k(float *x) { x[0] = (float)Z; }\n"
 
 /* Graph "a" (ONE): the toolkit kernel alone.  Graph "b" (TWO): the same kernel (the same compile
  * unit) and a second one, so that after "a" its toolkit unit is found stored, not compiled.
@@ -52,7 +54,8 @@ static kc_graph_desc *graph(int kind) {
     int two = kind == TWO;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, kind == ARCH ? "c" : two ? "b" : "a"), KC_OK);
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kind == ARCH ? K_ARCH_SRC : K_SRC, "k", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,    "k.cu", kind == ARCH ? K_ARCH_SRC : K_SRC, "k", NULL, 0, NULL, 0, NULL,
+                       KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -120,8 +123,7 @@ static outcome lookup_in_child(const char *inc, int two, const char *target) {
     close(fd[0]);
     int st;
     waitpid(pid, &st, 0);
-    if (r > 0)
-        sscanf(buf, "%d %d %d %ld %ld %32s", &o.rc, &o.source, &o.walks, &o.misses, &o.hits, o.key);
+    if (r > 0) sscanf(buf, "%d %d %d %ld %ld %32s", &o.rc, &o.source, &o.walks, &o.misses, &o.hits, o.key);
     return o;
 }
 
@@ -445,7 +447,7 @@ static void test_a_manifest_vouches_for_its_own_variant_only(void **state) {
     assert_int_equal(lookup_in_child(tk, ARCH, "sm_90").walks, 0); /* its own manifest vouches */
     put(tk, "hi.h", "#define Z 91\n");
     outcome b90 = walked_and_compiled(tk, ARCH, "sm_90", a90.key); /* never the kernel of Z 90 */
-    outcome b80 = lookup_in_child(tk, ARCH, "sm_80"); /* sm_80 never read hi.h: still its entry */
+    outcome b80 = lookup_in_child(tk, ARCH, "sm_80");              /* sm_80 never read hi.h: still its entry */
     assert_int_equal(b80.walks, 0);
     assert_int_equal(b80.source, KC_FROM_DISK);
     assert_string_equal(b80.key, a80.key);
@@ -508,10 +510,27 @@ static void test_reads_of_another_tree_or_malformed_write_nothing(void **state) 
         char dg[33], v[256];
         if (kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10);
         /* 6 files (cccl/shadow.h, crt/host_defines.h, cuda_fp16.h, hi.h, lo.h, unread.h): read 1 and 3. */
-        const char *bad[] = {"", "-", "0123456789abcdef0123456789abcdef 6 1,2", "%s 7 1,2", "%s 6 1,5", "%s 6 6",
-                             "%s 6 1,0", "%s 6 1,,2", "%s 6 1,2,", "%s 6 -1", "%s 6 +1", "%s 6 1 2", "%s  6 1",
-                             "%s 6 1,fffffffffffffffff", "%s x 1", "%s 6", "%s 6 0x1", "%s 6 1,A", "%s 6 01",
-                             "%s 06 1", "%s 0x6 1"};
+        const char *bad[] = {"",
+                             "-",
+                             "0123456789abcdef0123456789abcdef 6 1,2",
+                             "%s 7 1,2",
+                             "%s 6 1,5",
+                             "%s 6 6",
+                             "%s 6 1,0",
+                             "%s 6 1,,2",
+                             "%s 6 1,2,",
+                             "%s 6 -1",
+                             "%s 6 +1",
+                             "%s 6 1 2",
+                             "%s  6 1",
+                             "%s 6 1,fffffffffffffffff",
+                             "%s x 1",
+                             "%s 6",
+                             "%s 6 0x1",
+                             "%s 6 1,A",
+                             "%s 6 01",
+                             "%s 06 1",
+                             "%s 0x6 1"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             snprintf(v, sizeof v, bad[i], dg);
             char name[32];
@@ -559,7 +578,7 @@ static void test_one_description_vouched_per_variant(void **state) {
         kc_graph_info a = KC_GRAPH_INFO_INIT, b = KC_GRAPH_INFO_INIT;
         int rc = kc_graph_compile(c, d, "sm_80", &a);
         int ok = rc == KC_OK && a.source == KC_FROM_DISK && kc_toolkit_walks_() == 0; /* vouched by sm_80's */
-        ok = ok && kct_put(tk, "hi.h", "#define Z 93\n") == 0;                    /* read by sm_90 only */
+        ok = ok && kct_put(tk, "hi.h", "#define Z 93\n") == 0;                        /* read by sm_90 only */
         rc = kc_graph_compile(c, d, "sm_90", &b);
         ok = ok && rc == KC_OK && b.source == KC_FROM_COMPILE && kc_toolkit_walks_() == 1; /* never Z 90's */
         kc_graph_desc_free(d);

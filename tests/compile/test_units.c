@@ -10,9 +10,8 @@
 #include "compile/units.h"
 #include "kcache.h"
 
-static const char *SRC_A =
-    "extern \"C\" __global__ void fa(float *x) { x[threadIdx.x] += 1.0f; }\n"
-    "extern \"C\" __global__ void fb(float *x) { x[threadIdx.x] *= 2.0f; }\n";
+static const char *SRC_A = "extern \"C\" __global__ void fa(float *x) { x[threadIdx.x] += 1.0f; }\n"
+                           "extern \"C\" __global__ void fb(float *x) { x[threadIdx.x] *= 2.0f; }\n";
 static const char *SRC_B = "extern \"C\" __global__ void gb(int *x) { x[threadIdx.x] = 7; }\n";
 static const kc_header_src H1[] = {{"h.h", "#define K 1\n"}};
 static const kc_header_src H2[] = {{"h.h", "#define K 2\n"}};
@@ -46,12 +45,12 @@ static void test_any_difference_splits_units(void **state) {
     kc_kernel_src base = ksrc("a.cu", SRC_A, "fa");
     kc_kernel_src v[6];
     for (int i = 0; i < 6; i++) v[i] = base, v[i].name = "fb";
-    v[0].file = "other.cu";                          /* another file name */
-    v[1].file = NULL;                                /* none */
-    v[2].headers = H1, v[2].nheaders = 1;            /* a header */
-    v[3].options = O1, v[3].noptions = 1;            /* an option */
-    v[4].include_digest = "abc";                     /* an include digest */
-    v[5].source = SRC_B;                             /* another source */
+    v[0].file = "other.cu";               /* another file name */
+    v[1].file = NULL;                     /* none */
+    v[2].headers = H1, v[2].nheaders = 1; /* a header */
+    v[3].options = O1, v[3].noptions = 1; /* an option */
+    v[4].include_digest = "abc";          /* an include digest */
+    v[5].source = SRC_B;                  /* another source */
     for (int i = 0; i < 6; i++) {
         kc_kernel_src ks[2] = {base, v[i]};
         kc_units u;

@@ -17,9 +17,10 @@
 static char *dir;
 KCT_TMPDIR_FIXTURE(dir, "config")
 
-static const char *const vars[] = {"KCACHE_CONFIG_SYSTEM", "KCACHE_LOCK_WAIT", "KCACHE_STRICT", "KCACHE_REMOTE_TTL",
-                                   "KCACHE_MAX_SIZE", "KCACHE_TOOLKIT_HEADERS", "KCACHE_TOOLCHAIN", "KCACHE_DIR",
-                                   "KCACHE_LOG", "KCACHE_REMOTE", "KCACHE_REQUIRE_HIT"};
+static const char *const vars[] = {"KCACHE_CONFIG_SYSTEM", "KCACHE_LOCK_WAIT",  "KCACHE_STRICT",
+                                   "KCACHE_REMOTE_TTL",    "KCACHE_MAX_SIZE",   "KCACHE_TOOLKIT_HEADERS",
+                                   "KCACHE_TOOLCHAIN",     "KCACHE_DIR",        "KCACHE_LOG",
+                                   "KCACHE_REMOTE",        "KCACHE_REQUIRE_HIT"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -58,7 +59,8 @@ static void expect(kc_cache *c, int id, const char *value, kc_config_origin orig
     assert_int_equal(kc_config_get(kc_cache_config(c), id, v, sizeof v, &o, where, sizeof where), KC_OK);
     if (strcmp(v, value) != 0) fail_msg("%s = '%s', not '%s'", kc_config_row_of(id)->name, v, value);
     if (o != origin)
-        fail_msg("%s from %s, not %s", kc_config_row_of(id)->name, kc_config_origin_name(o), kc_config_origin_name(origin));
+        fail_msg("%s from %s, not %s", kc_config_row_of(id)->name, kc_config_origin_name(o),
+                 kc_config_origin_name(origin));
     if (where_has && !strstr(where, where_has))
         fail_msg("%s: where '%s' lacks '%s'", kc_config_row_of(id)->name, where, where_has);
 }

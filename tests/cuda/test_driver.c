@@ -21,7 +21,8 @@ static void test_no_driver_is_a_clear_status(void **state) {
         unsigned g[3] = {1, 1, 1};
         assert_int_equal(kc_cuda_launch(NULL, g, g, 0, NULL, NULL), KC_ENODRIVER);
         /* Compile-only still works. */
-        kc_kernel_src k = {KC_KERNEL_SRC_VERSION, NULL, "extern \"C\" __global__ void k() {}", "k", NULL, 0, NULL, 0, NULL, 0};
+        kc_kernel_src k = {
+            KC_KERNEL_SRC_VERSION, NULL, "extern \"C\" __global__ void k() {}", "k", NULL, 0, NULL, 0, NULL, 0};
         kc_compiled *c;
         assert_int_equal(kc_compile_kernel(&k, "sm_90", &c), KC_OK);
         kc_compiled_free(c);

@@ -12,9 +12,8 @@
 
 static int major, minor;
 
-static const char *SRC =
-    "extern \"C\" __global__ void fill(float *x, float v, int n) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = v; }\n";
+static const char *SRC = "extern \"C\" __global__ void fill(float *x, float v, int n) {\n"
+                         "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = v; }\n";
 
 static void load_target(const char *target, int want) {
     kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "fill.cu", SRC, "fill", NULL, 0, NULL, 0, NULL, 0};

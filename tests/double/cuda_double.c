@@ -30,7 +30,10 @@
 #define KCD_CTX_DEPTH 64
 #define KCD_LOG_MAX ((size_t)8 << 20)
 
-typedef struct sbuf { char *p; size_t n, cap; } sbuf;
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+} sbuf;
 
 static struct {
     pthread_mutex_t mu;
@@ -39,7 +42,10 @@ static struct {
     int ndev;
     kcd_dev dev[KCD_MAX_DEVICES];
     int driver_version, ptx_major, ptx_minor;
-    struct { char target[24]; CUresult err; } rules[KCD_MAX_RULES];
+    struct {
+        char target[24];
+        CUresult err;
+    } rules[KCD_MAX_RULES];
     int nrules, refuse_n;
     CUresult refuse_err;
     sbuf log, defects;
@@ -96,8 +102,12 @@ void kcd_defect(const char *fmt, ...) {
 
 /* ---- error names ---- */
 
-#define E(code, text) {code, #code, text}
-static const struct { CUresult code; const char *name, *text; } ERRORS[] = {
+#define E(code, text) \
+    { code, #code, text }
+static const struct {
+    CUresult code;
+    const char *name, *text;
+} ERRORS[] = {
     E(CUDA_SUCCESS, "no error"),
     E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
     E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
@@ -131,9 +141,11 @@ static const struct { CUresult code; const char *name, *text; } ERRORS[] = {
     E(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began"),
     E(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work"),
     E(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream"),
-    E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream"),
+    E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+      "operation would make the legacy stream depend on a capturing blocking stream"),
     E(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream"),
-    E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread"),
+    E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+      "attempt to terminate a thread-local capture sequence from another thread"),
     E(CUDA_ERROR_INVALID_CLUSTER_SIZE, "invalid cluster size"),
     E(CUDA_ERROR_UNKNOWN, "unknown error"),
 };
@@ -325,7 +337,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
     if (!r && (dev < 0 || dev >= S.ndev))
         r = kcd_fail(CUDA_ERROR_INVALID_DEVICE, 1, "cuDeviceGetAttribute", "device %d (there are %d)", dev, S.ndev);
     if (!r && ((int)attrib < 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX || !S.dev[dev].known[attrib]))
-        r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 0, "cuDeviceGetAttribute", "attribute %d unknown to the double", (int)attrib);
+        r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 0, "cuDeviceGetAttribute", "attribute %d unknown to the double",
+                     (int)attrib);
     if (!r) *pi = S.dev[dev].attr[attrib];
     kcd_unlock();
     return r;
@@ -404,8 +417,8 @@ static void ctx_destroy(int dev) {
     size_t mem = kcd_alloc_drop_device(dev);
     if (mem || gone[KCD_MOD] || gone[KCD_STREAM] || gone[KCD_EVENT] || gone[KCD_EXEC])
         kcd_log("(the primary context of device %d is destroyed with %zu modules, %zu allocations, %zu streams, "
-                "%zu events, %zu graph execs)", dev, gone[KCD_MOD], mem, gone[KCD_STREAM], gone[KCD_EVENT],
-                gone[KCD_EXEC]);
+                "%zu events, %zu graph execs)",
+                dev, gone[KCD_MOD], mem, gone[KCD_STREAM], gone[KCD_EVENT], gone[KCD_EXEC]);
     S.dev[dev].ctx = 0;
 }
 
@@ -417,8 +430,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
     else if (!r && S.dev[dev].retains == 0)
         r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuDevicePrimaryCtxRelease_v2",
                      "device %d: released more often than retained", dev);
-    else if (!r && --S.dev[dev].retains == 0)
-        ctx_destroy(dev);
+    else if (!r && --S.dev[dev].retains == 0) ctx_destroy(dev);
     kcd_unlock();
     return r;
 }
@@ -432,9 +444,9 @@ CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
     if (!r && !live)
         r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxPushCurrent_v2", "%p is not a live context", (void *)ctx);
     else if (!r && ctx_depth == KCD_CTX_DEPTH)
-        r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuCtxPushCurrent_v2", "%d contexts pushed and not popped", ctx_depth);
-    else if (!r)
-        ctx_stack[ctx_depth++] = id;
+        r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuCtxPushCurrent_v2", "%d contexts pushed and not popped",
+                     ctx_depth);
+    else if (!r) ctx_stack[ctx_depth++] = id;
     kcd_unlock();
     return r;
 }
@@ -442,7 +454,8 @@ CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
 CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx) {
     kcd_lock();
     CUresult r = kcd_ready("cuCtxPopCurrent_v2");
-    if (!r && !ctx_depth) r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxPopCurrent_v2", "no context is current (unbalanced pop)");
+    if (!r && !ctx_depth)
+        r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxPopCurrent_v2", "no context is current (unbalanced pop)");
     else if (!r) {
         uint64_t id = ctx_stack[--ctx_depth];
         if (pctx) *pctx = kcd_handle(KCD_CTX, id);
@@ -465,7 +478,8 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
     int d = 0;
     CUresult r = kcd_ready("cuCtxGetDevice");
     if (!r && !device) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuCtxGetDevice", "device is NULL");
-    if (!r && kcd_ctx_current(&d, NULL)) r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxGetDevice", "no current context");
+    if (!r && kcd_ctx_current(&d, NULL))
+        r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxGetDevice", "no current context");
     if (!r) *device = d;
     kcd_unlock();
     return r;
@@ -474,7 +488,8 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 CUresult CUDAAPI cuCtxSynchronize(void) {
     kcd_lock();
     CUresult r = kcd_ready("cuCtxSynchronize");
-    if (!r && kcd_ctx_current(NULL, NULL)) r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxSynchronize", "no current context");
+    if (!r && kcd_ctx_current(NULL, NULL))
+        r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuCtxSynchronize", "no current context");
     if (!r) r = kcd_capture_guard("cuCtxSynchronize", 1);
     if (!r) kcd_log("cuCtxSynchronize");
     kcd_unlock();
@@ -617,8 +632,9 @@ int kcd_image_check(const void *image, size_t len, int device, char *why, size_t
     if (!why || !cap) why = tmp, cap = sizeof tmp;
     kcd_lock();
     kcd_image im;
-    CUresult r = device < 0 || device >= S.ndev ? (snprintf(why, cap, "no device %d", device), CUDA_ERROR_INVALID_DEVICE)
-                                                 : kcd_image_read(image, len, &im, why, cap);
+    CUresult r = device < 0 || device >= S.ndev
+                     ? (snprintf(why, cap, "no device %d", device), CUDA_ERROR_INVALID_DEVICE)
+                     : kcd_image_read(image, len, &im, why, cap);
     if (!r) r = kcd_ptx_isa_check(&im, why, cap);
     if (!r)
         r = kcd_image_fits(&im, S.dev[device].attr[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR],

@@ -61,7 +61,9 @@
 #define RESERVED_SMEM 1024u
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
 /* [off, off + n) lies inside [0, len) */
 static int fits(size_t len, uint64_t off, uint64_t n) { return off <= len && n <= len - off; }
@@ -111,7 +113,8 @@ int kcd_image_set_params(kcd_kinfo *k, kcd_kp *v, uint32_t n, uint32_t total, ch
     }
     if (end > KCD_MAX_PARAM_BYTES || total > KCD_MAX_PARAM_BYTES)
         return WHY("kernel %s: %u bytes of parameters (the most is %u)", k->name, end > total ? end : total,
-                   KCD_MAX_PARAM_BYTES), -1;
+                   KCD_MAX_PARAM_BYTES),
+               -1;
     if (total && total < end) return WHY("kernel %s: parameter size %u < the table's end %u", k->name, total, end), -1;
     k->ptotal = total ? total : end;
     k->nparams = n;
@@ -154,7 +157,12 @@ static const char *str_at(const elf *e, const sec *t, uint64_t off) {
 }
 
 /* The next attribute of an .nv.info-style section: 1 with *a filled, 0 at the end, -1 malformed. */
-typedef struct attr { uint8_t fmt, code; uint16_t val; const uint8_t *data; uint16_t len; } attr;
+typedef struct attr {
+    uint8_t fmt, code;
+    uint16_t val;
+    const uint8_t *data;
+    uint16_t len;
+} attr;
 static int attr_next(const uint8_t *b, uint64_t n, uint64_t *off, attr *a) {
     if (*off == n) return 0;
     if (n - *off < 4) return -1;
@@ -264,11 +272,17 @@ static uint32_t regcount(const elf *e, uint32_t sym) {
 }
 
 static CUresult read_cubin(const uint8_t *p, size_t len, kcd_image *im, char *why, size_t cap) {
-    if (len < 64 || memcmp(p, "\x7f" "ELF", 4)) return WHY("an ELF image of %zu bytes", len), CUDA_ERROR_INVALID_IMAGE;
+    if (len < 64 || memcmp(p,
+                           "\x7f"
+                           "ELF",
+                           4))
+        return WHY("an ELF image of %zu bytes", len), CUDA_ERROR_INVALID_IMAGE;
     if (p[4] != 2 || p[5] != 1 || p[6] != 1)
         return WHY("not a 64-bit little-endian ELF (class %u, data %u)", p[4], p[5]), CUDA_ERROR_INVALID_IMAGE;
-    if (le16(p + 18) != EM_CUDA) return WHY("e_machine %u is not EM_CUDA (190)", le16(p + 18)), CUDA_ERROR_INVALID_IMAGE;
-    if (le16(p + 16) != 2) return WHY("ELF type %u: not an executable cubin (link it first)", le16(p + 16)), CUDA_ERROR_INVALID_IMAGE;
+    if (le16(p + 18) != EM_CUDA)
+        return WHY("e_machine %u is not EM_CUDA (190)", le16(p + 18)), CUDA_ERROR_INVALID_IMAGE;
+    if (le16(p + 16) != 2)
+        return WHY("ELF type %u: not an executable cubin (link it first)", le16(p + 16)), CUDA_ERROR_INVALID_IMAGE;
     uint32_t flags = le32(p + 48);
     int abi = p[8], sm;
     if (abi == 8 && p[7] == 0x41) sm = (flags >> 8) & 0xff;
@@ -321,7 +335,8 @@ static CUresult read_cubin(const uint8_t *p, size_t len, kcd_image *im, char *wh
     im->is_ptx = 0, im->arch = sm, im->variant = variant, im->virt_arch = sm, im->bytes = len;
     snprintf(im->target, sizeof im->target, "sm_%d%s", sm, variant == 'a' ? "a" : variant == 'f' ? "f" : "");
     const sec *cu = sec_named(&e, ".note.nv.cuinfo", "");
-    if (cu && cu->type == SHT_NOTE && cu->size >= 12) { /* note: namesz, descsz, type, name; desc: u16 version, u16 virtual SM */
+    if (cu && cu->type == SHT_NOTE &&
+        cu->size >= 12) { /* note: namesz, descsz, type, name; desc: u16 version, u16 virtual SM */
         const uint8_t *d = p + cu->off;
         uint64_t doff = 12 + (((uint64_t)le32(d) + 3) & ~(uint64_t)3);
         if (le32(d + 4) >= 4 && fits(cu->size, doff, 4) && le16(d + doff + 2) >= 10) im->virt_arch = le16(d + doff + 2);
@@ -395,7 +410,8 @@ CUresult kcd_image_read(const void *image, size_t len, kcd_image *out, char *why
     if (!p || !len) return WHY("no image"), CUDA_ERROR_INVALID_VALUE;
     CUresult rc;
     if (p[0] == 0x7f) rc = read_cubin(p, len, out, why, cap); /* ELF, or what is left of one */
-    else if (len >= 4 && le32(p) == 0xba55ed50u) rc = (WHY("a fatbinary: the double reads cubins and PTX only"), CUDA_ERROR_NOT_SUPPORTED);
+    else if (len >= 4 && le32(p) == 0xba55ed50u)
+        rc = (WHY("a fatbinary: the double reads cubins and PTX only"), CUDA_ERROR_NOT_SUPPORTED);
     else rc = kcd_ptx_read(image, len, out, why, cap);
     if (rc != CUDA_SUCCESS) kcd_image_free(out);
     return rc;
@@ -415,7 +431,8 @@ size_t kcd_image_claimed(const void *image) {
         if (phoff > KCD_IMAGE_MAX || (uint64_t)phnum * phent > KCD_IMAGE_MAX - phoff) return end;
         if (phoff + (uint64_t)phnum * phent > end) end = phoff + (uint64_t)phnum * phent;
     }
-    if (!shnum || le16(p + 58) != 64 || shoff > KCD_IMAGE_MAX || (uint64_t)shnum * 64 > KCD_IMAGE_MAX - shoff) return end;
+    if (!shnum || le16(p + 58) != 64 || shoff > KCD_IMAGE_MAX || (uint64_t)shnum * 64 > KCD_IMAGE_MAX - shoff)
+        return end;
     if (shoff + (uint64_t)shnum * 64 > end) end = shoff + (uint64_t)shnum * 64;
     for (unsigned i = 0; i < shnum; i++) {
         const uint8_t *h = p + shoff + (uint64_t)i * 64;
@@ -432,7 +449,8 @@ CUresult kcd_image_fits(const kcd_image *im, int major, int minor, char *why, si
     int X = im->arch / 10, Y = im->arch % 10, ok;
     const char *rule;
     if (im->variant == 'a') ok = major == X && minor == Y, rule = "only on exactly";
-    else if (im->variant == 'f' || !im->is_ptx) ok = major == X && minor >= Y, rule = "on the same major, minor at least";
+    else if (im->variant == 'f' || !im->is_ptx)
+        ok = major == X && minor >= Y, rule = "on the same major, minor at least";
     else ok = major > X || (major == X && minor >= Y), rule = "on capability at least";
     if (ok) return CUDA_SUCCESS;
     WHY("%s runs %s %d.%d; the device is %d.%d", im->target, rule, X, Y, major, minor);

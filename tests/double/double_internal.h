@@ -53,14 +53,14 @@ typedef struct kcd_kinfo {
 /** A parsed image: a cubin or PTX text. */
 typedef struct kcd_image {
     int is_ptx;
-    int arch;          /* 90 for sm_90 / compute_90, 103 for sm_103f */
-    char variant;      /* 0, 'a' (arch-specific) or 'f' (family) */
-    char target[24];   /* "sm_90a", "compute_80" */
+    int arch;                 /* 90 for sm_90 / compute_90, 103 for sm_103f */
+    char variant;             /* 0, 'a' (arch-specific) or 'f' (family) */
+    char target[24];          /* "sm_90a", "compute_80" */
     int ptx_major, ptx_minor; /* PTX: the .version */
-    int virt_arch;     /* the PTX (virtual) architecture it came from: CU_FUNC_ATTRIBUTE_PTX_VERSION */
+    int virt_arch;            /* the PTX (virtual) architecture it came from: CU_FUNC_ATTRIBUTE_PTX_VERSION */
     size_t nkernels;
     kcd_kinfo *k;
-    size_t bytes;      /* the image's length as read */
+    size_t bytes; /* the image's length as read */
 } kcd_image;
 
 /** Parse exactly `len` bytes.  CUDA_SUCCESS, or the driver's error with the reason in why. */
@@ -78,25 +78,38 @@ CUresult kcd_ptx_read(const char *text, size_t len, kcd_image *out, char *why, s
 /** Append a kernel named by n bytes (zeroed, 1024 threads); NULL when out of memory. */
 kcd_kinfo *kcd_image_add_kernel(kcd_image *im, const char *name, size_t n);
 /** One parameter as read: ordinal, offset, size. */
-typedef struct kcd_kp { uint32_t ord, off, size; } kcd_kp;
+typedef struct kcd_kp {
+    uint32_t ord, off, size;
+} kcd_kp;
 /** Sort v by ordinal, check it is a table (ordinals 0..n-1, no overlap, within the limits,
  *  `total` (0: the end of the last) not short) and give it to k.  0, or -1 with why. */
 int kcd_image_set_params(kcd_kinfo *k, kcd_kp *v, uint32_t n, uint32_t total, char *why, size_t cap);
 
 /* ---- objects ---- */
 
-enum kcd_kind { KCD_CTX = 1, KCD_MOD, KCD_LIB, KCD_KERN, KCD_FUNC, KCD_STREAM, KCD_EVENT, KCD_GRAPH, KCD_EXEC, KCD_NKINDS };
+enum kcd_kind {
+    KCD_CTX = 1,
+    KCD_MOD,
+    KCD_LIB,
+    KCD_KERN,
+    KCD_FUNC,
+    KCD_STREAM,
+    KCD_EVENT,
+    KCD_GRAPH,
+    KCD_EXEC,
+    KCD_NKINDS
+};
 
 /** A node of a captured graph: a kernel launch, a device-to-device copy or a memset. */
 typedef struct kcd_node {
     int is_copy;
-    int is_memset;                      /* memset: `bytes` at dst, `value` repeated in elements of `elem` bytes (1 or 4) */
+    int is_memset; /* memset: `bytes` at dst, `value` repeated in elements of `elem` bytes (1 or 4) */
     unsigned value, elem;
-    uint64_t func;                      /* kernel: the function's id */
+    uint64_t func; /* kernel: the function's id */
     unsigned grid[3], block[3], shared;
-    unsigned char *args;                /* kernel: the argument buffer (owned) */
+    unsigned char *args; /* kernel: the argument buffer (owned) */
     size_t args_len;
-    uint64_t dst, src;                  /* copy */
+    uint64_t dst, src; /* copy */
     size_t bytes;
 } kcd_node;
 
@@ -109,16 +122,16 @@ typedef struct kcd_nodes {
 typedef struct kcd_obj {
     uint64_t id;
     int kind;
-    int device;           /* the device of its context (-1: none) */
-    uint64_t ctx;         /* the context it belongs to (0: none, e.g. a library) */
-    kcd_image im;         /* module, library */
-    uint64_t owner;       /* kernel: its library; function: its module or library */
-    const kcd_kinfo *ki;  /* kernel, function */
-    const kcd_image *oim; /* kernel, function: the owner's image */
-    int max_dyn, carveout;/* function attributes */
-    unsigned flags;       /* stream, event */
-    uint64_t capture;     /* stream: the capture it belongs to; event: the capture it was recorded in */
-    kcd_nodes nodes;      /* graph, exec */
+    int device;            /* the device of its context (-1: none) */
+    uint64_t ctx;          /* the context it belongs to (0: none, e.g. a library) */
+    kcd_image im;          /* module, library */
+    uint64_t owner;        /* kernel: its library; function: its module or library */
+    const kcd_kinfo *ki;   /* kernel, function */
+    const kcd_image *oim;  /* kernel, function: the owner's image */
+    int max_dyn, carveout; /* function attributes */
+    unsigned flags;        /* stream, event */
+    uint64_t capture;      /* stream: the capture it belongs to; event: the capture it was recorded in */
+    kcd_nodes nodes;       /* graph, exec */
 } kcd_obj;
 
 /** A device allocation, backed by a host shadow buffer. */
@@ -133,11 +146,11 @@ typedef struct kcd_alloc {
 /** A stream capture in progress. */
 typedef struct kcd_capture {
     uint64_t id;
-    uint64_t origin;      /* the stream that began it */
-    int mode;             /* CUstreamCaptureMode */
-    uint64_t thread;      /* the thread that began it (kcd_thread_token) */
-    int device;           /* the device of its context */
-    int invalid;          /* something illegal happened: EndCapture fails */
+    uint64_t origin; /* the stream that began it */
+    int mode;        /* CUstreamCaptureMode */
+    uint64_t thread; /* the thread that began it (kcd_thread_token) */
+    int device;      /* the device of its context */
+    int invalid;     /* something illegal happened: EndCapture fails */
     char why[200];
     kcd_nodes nodes;
 } kcd_capture;
@@ -181,8 +194,7 @@ CUresult kcd_ready(const char *call);
 /** Append one line to the call log; returns its line number. */
 unsigned long long kcd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** Log "call: … -> NAME: why" for a failed call, count a defect when `defect`, and return r. */
-CUresult kcd_fail(CUresult r, int defect, const char *call, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+CUresult kcd_fail(CUresult r, int defect, const char *call, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /** Count a defect that does not fail the call (e.g. a launch argument that is a freed address). */
 void kcd_defect(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** The current context: CUDA_SUCCESS with its device and id, or CUDA_ERROR_INVALID_CONTEXT (not logged). */

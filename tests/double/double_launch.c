@@ -27,20 +27,21 @@
 #include "double_internal.h"
 
 /* The launch configuration against the device and the function. */
-static CUresult check_config(const char *call, const kcd_obj *f, const unsigned g[3], const unsigned b[3], unsigned shared) {
+static CUresult check_config(const char *call, const kcd_obj *f, const unsigned g[3], const unsigned b[3],
+                             unsigned shared) {
     const kcd_kinfo *k = f->ki;
     int d = f->device;
     static const CUdevice_attribute GRID[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
                                                CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
-    static const CUdevice_attribute BLOCK[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
-                                                CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+    static const CUdevice_attribute BLOCK[3] = {
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
     for (int i = 0; i < 3; i++) {
         if (g[i] < 1 || g[i] > (unsigned)kcd_dev_attr(d, GRID[i]))
             return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: grid %u,%u,%u (dimension %d: 1..%d)", k->name, g[0],
                             g[1], g[2], i, kcd_dev_attr(d, GRID[i]));
         if (b[i] < 1 || b[i] > (unsigned)kcd_dev_attr(d, BLOCK[i]))
-            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: block %u,%u,%u (dimension %d: 1..%d)", k->name, b[0],
-                            b[1], b[2], i, kcd_dev_attr(d, BLOCK[i]));
+            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: block %u,%u,%u (dimension %d: 1..%d)", k->name,
+                            b[0], b[1], b[2], i, kcd_dev_attr(d, BLOCK[i]));
     }
     uint64_t threads = (uint64_t)b[0] * b[1] * b[2];
     uint32_t by_regs, most = k->max_threads;
@@ -52,19 +53,21 @@ static CUresult check_config(const char *call, const kcd_obj *f, const unsigned 
                         (unsigned long long)threads, most);
     if (k->reqntid[0] && (b[0] != k->reqntid[0] || b[1] != (k->reqntid[1] ? k->reqntid[1] : 1) ||
                           b[2] != (k->reqntid[2] ? k->reqntid[2] : 1)))
-        return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: block %u,%u,%u but the kernel requires %u,%u,%u", k->name,
-                        b[0], b[1], b[2], k->reqntid[0], k->reqntid[1], k->reqntid[2]);
+        return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: block %u,%u,%u but the kernel requires %u,%u,%u",
+                        k->name, b[0], b[1], b[2], k->reqntid[0], k->reqntid[1], k->reqntid[2]);
     if (threads > by_regs)
-        return kcd_fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 1, call, "%s: %llu threads × %u registers exceed the block's registers",
-                        k->name, (unsigned long long)threads, k->regs);
+        return kcd_fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 1, call,
+                        "%s: %llu threads × %u registers exceed the block's registers", k->name,
+                        (unsigned long long)threads, k->regs);
     if (shared > (unsigned)f->max_dyn)
         return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call,
                         "%s: %u bytes of dynamic shared memory (MAX_DYNAMIC_SHARED_SIZE_BYTES is %d)", k->name, shared,
                         f->max_dyn);
     for (int i = 0; i < 3; i++)
         if (k->cluster[i] && g[i] % k->cluster[i])
-            return kcd_fail(CUDA_ERROR_INVALID_CLUSTER_SIZE, 1, call, "%s: grid %u,%u,%u is not a multiple of the cluster %u,%u,%u",
-                            k->name, g[0], g[1], g[2], k->cluster[0], k->cluster[1], k->cluster[2]);
+            return kcd_fail(CUDA_ERROR_INVALID_CLUSTER_SIZE, 1, call,
+                            "%s: grid %u,%u,%u is not a multiple of the cluster %u,%u,%u", k->name, g[0], g[1], g[2],
+                            k->cluster[0], k->cluster[1], k->cluster[2]);
     return CUDA_SUCCESS;
 }
 
@@ -84,19 +87,20 @@ static CUresult pack(const char *call, const kcd_kinfo *k, void **params, void *
             else break;
         }
         const char *bad = i >= 64 || extra[i] != CU_LAUNCH_PARAM_END ? "an unknown key or no CU_LAUNCH_PARAM_END"
-                        : !ptr || !size ? "BUFFER_POINTER and BUFFER_SIZE both needed"
-                        : *size != k->ptotal ? "a buffer size that is not the parameters' size" : NULL;
+                          : !ptr || !size                            ? "BUFFER_POINTER and BUFFER_SIZE both needed"
+                          : *size != k->ptotal                       ? "a buffer size that is not the parameters' size"
+                                                                     : NULL;
         if (bad) {
             free(buf);
-            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: extra has %s (%u bytes of parameters)", k->name, bad,
-                            k->ptotal);
+            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s: extra has %s (%u bytes of parameters)", k->name,
+                            bad, k->ptotal);
         }
         if (k->ptotal) memcpy(buf, ptr, k->ptotal);
     } else if (k->nparams) {
         if (!params) {
             free(buf);
-            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s takes %u parameters but kernelParams is NULL", k->name,
-                            k->nparams);
+            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s takes %u parameters but kernelParams is NULL",
+                            k->name, k->nparams);
         }
         for (uint32_t i = 0; i < k->nparams; i++) {
             if (!params[i]) {
@@ -122,8 +126,8 @@ static void check_pointers(const char *call, const kcd_kinfo *k, const unsigned 
     }
 }
 
-static void describe(char *out, size_t cap, const kcd_kinfo *k, const unsigned g[3], const unsigned b[3], unsigned shared,
-                     CUstream s) {
+static void describe(char *out, size_t cap, const kcd_kinfo *k, const unsigned g[3], const unsigned b[3],
+                     unsigned shared, CUstream s) {
     char nm[32];
     snprintf(out, cap, "%s grid=%u,%u,%u block=%u,%u,%u shared=%u stream=%s args=%uB", k->name, g[0], g[1], g[2], b[0],
              b[1], b[2], shared, kcd_name(s, nm), k->ptotal);
@@ -144,8 +148,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     CUresult r = kcd_ready(call);
     if (!r && kcd_ctx_current(&dev, &ctx)) r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, call, "no current context");
     if (!r && !fo)
-        r = kcd_fail(CUDA_ERROR_INVALID_HANDLE, 1, call, kcd_obj_dead(f, KCD_FUNC) ? "launch of '%s', whose module was unloaded"
-                                                                                   : "%s is not a function",
+        r = kcd_fail(CUDA_ERROR_INVALID_HANDLE, 1, call,
+                     kcd_obj_dead(f, KCD_FUNC) ? "launch of '%s', whose module was unloaded" : "%s is not a function",
                      kcd_obj_dead(f, KCD_FUNC) ? kcd_obj_dead_name(f) : kcd_name(f, nm));
     if (!r && fo->ctx != ctx)
         r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, call, "%s belongs to device %d's context, not the current one",
@@ -183,14 +187,16 @@ CUresult kcd_replay(const char *call, const kcd_obj *x, CUstream s, int device) 
         const kcd_node *n = &x->nodes.v[i];
         if (n->is_memset) {
             if (!kcd_alloc_find(n->dst, n->bytes))
-                return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "node %zu sets %zu bytes at %#llx, outside live allocations", i,
-                                n->bytes, (unsigned long long)n->dst);
+                return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call,
+                                "node %zu sets %zu bytes at %#llx, outside live allocations", i, n->bytes,
+                                (unsigned long long)n->dst);
             continue;
         }
         if (n->is_copy) {
             if (!kcd_alloc_find(n->dst, n->bytes) || !kcd_alloc_find(n->src, n->bytes))
-                return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "node %zu copies %zu bytes %#llx <- %#llx, outside live allocations",
-                                i, n->bytes, (unsigned long long)n->dst, (unsigned long long)n->src);
+                return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call,
+                                "node %zu copies %zu bytes %#llx <- %#llx, outside live allocations", i, n->bytes,
+                                (unsigned long long)n->dst, (unsigned long long)n->src);
             continue;
         }
         const kcd_obj *f = kcd_obj_by_id(n->func);
@@ -198,7 +204,8 @@ CUresult kcd_replay(const char *call, const kcd_obj *x, CUstream s, int device) 
             return kcd_fail(CUDA_ERROR_INVALID_HANDLE, 1, call, "node %zu launches '%s', whose module was unloaded", i,
                             kcd_obj_dead_name(kcd_handle(KCD_FUNC, n->func)));
         if (f->device != device)
-            return kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, call, "node %zu: %s belongs to device %d", i, f->ki->name, f->device);
+            return kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, call, "node %zu: %s belongs to device %d", i, f->ki->name,
+                            f->device);
         CUresult r = check_config(call, f, n->grid, n->block, n->shared);
         if (r) return r;
     }
@@ -263,7 +270,9 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
     if (!r) r = kcd_stream_use(call, hStream, dev, &c);
     if (!r && c) { /* launched into a capture: its nodes join the capture */
         if (kcd_nodes_copy(&c->nodes, &x->nodes)) r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, call, "out of memory");
-        else kcd_log("%s %s on %s (captured: %zu nodes)", call, kcd_name(hGraphExec, n1), kcd_name(hStream, n2), x->nodes.n);
+        else
+            kcd_log("%s %s on %s (captured: %zu nodes)", call, kcd_name(hGraphExec, n1), kcd_name(hStream, n2),
+                    x->nodes.n);
     } else if (!r) {
         r = kcd_replay(call, x, hStream, dev);
     }
@@ -288,5 +297,7 @@ static CUresult destroy(const char *call, void *h, int kind) {
     return r;
 }
 
-CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) { return destroy("cuGraphExecDestroy", hGraphExec, KCD_EXEC); }
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
+    return destroy("cuGraphExecDestroy", hGraphExec, KCD_EXEC);
+}
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) { return destroy("cuGraphDestroy", hGraph, KCD_GRAPH); }

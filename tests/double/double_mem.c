@@ -84,7 +84,9 @@ static CUresult release(const char *call, CUdeviceptr p) {
             return CUDA_SUCCESS;
         }
     for (size_t i = 0; i < FREED_RING && i < nfreed; i++)
-        if (freed[i] == p) return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%#llx: freed already (double free)", (unsigned long long)p);
+        if (freed[i] == p)
+            return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%#llx: freed already (double free)",
+                            (unsigned long long)p);
     kcd_alloc *in = kcd_alloc_find(p, 0);
     if (in)
         return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%#llx is inside the allocation at %#llx, not its start",
@@ -131,9 +133,11 @@ static CUresult range(const char *call, const char *what, uint64_t p, size_t n) 
     if (kcd_alloc_find(p, n)) return CUDA_SUCCESS;
     kcd_alloc *in = kcd_alloc_find(p, 0);
     if (in)
-        return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s %#llx + %zu bytes runs past its allocation (%#llx, %zu bytes)",
-                        what, (unsigned long long)p, n, (unsigned long long)in->base, in->size);
-    return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s %#llx is not in any live allocation", what, (unsigned long long)p);
+        return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call,
+                        "%s %#llx + %zu bytes runs past its allocation (%#llx, %zu bytes)", what, (unsigned long long)p,
+                        n, (unsigned long long)in->base, in->size);
+    return kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, call, "%s %#llx is not in any live allocation", what,
+                    (unsigned long long)p);
 }
 
 /* ---- captures ---- */
@@ -191,7 +195,8 @@ CUresult kcd_capture_guard(const char *call, int sync) {
         bad = 1;
     }
     if (!bad) return CUDA_SUCCESS;
-    return kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 1, call, "not permitted while a stream is capturing "
+    return kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 1, call,
+                    "not permitted while a stream is capturing "
                     "(the capture is invalidated)");
 }
 
@@ -285,8 +290,9 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
     CUresult r = need_ctx("cuMemAllocAsync", &dev);
     if (!r) r = kcd_stream_use("cuMemAllocAsync", hStream, dev, &c);
     if (!r) r = alloc("cuMemAllocAsync", dptr, bytesize, dev, 1);
-    if (!r) kcd_log("cuMemAllocAsync %zu on %s -> %#llx%s", bytesize, kcd_name(hStream, nm), (unsigned long long)*dptr,
-                    c ? " (during capture: allocated at once)" : "");
+    if (!r)
+        kcd_log("cuMemAllocAsync %zu on %s -> %#llx%s", bytesize, kcd_name(hStream, nm), (unsigned long long)*dptr,
+                c ? " (during capture: allocated at once)" : "");
     kcd_unlock();
     return r;
 }
@@ -362,18 +368,21 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
     if (!r && ByteCount) r = range("cuMemcpyDtoDAsync_v2", "source", srcDevice, ByteCount);
     if (!r && c && ByteCount) {
         kcd_node n = {.is_copy = 1, .dst = dstDevice, .src = srcDevice, .bytes = ByteCount};
-        if (kcd_nodes_add(&c->nodes, &n)) r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, "cuMemcpyDtoDAsync_v2", "out of memory");
+        if (kcd_nodes_add(&c->nodes, &n))
+            r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, "cuMemcpyDtoDAsync_v2", "out of memory");
     } else if (!r) {
         kcd_copy_now(dstDevice, srcDevice, ByteCount);
     }
-    if (!r) kcd_log("cuMemcpyDtoDAsync_v2 %#llx <- %#llx %zu bytes on %s%s", (unsigned long long)dstDevice,
-                    (unsigned long long)srcDevice, ByteCount, kcd_name(hStream, nm), c ? " (captured)" : "");
+    if (!r)
+        kcd_log("cuMemcpyDtoDAsync_v2 %#llx <- %#llx %zu bytes on %s%s", (unsigned long long)dstDevice,
+                (unsigned long long)srcDevice, ByteCount, kcd_name(hStream, nm), c ? " (captured)" : "");
     kcd_unlock();
     return r;
 }
 
 /* cuMemsetD8Async / cuMemsetD32Async: n elements of `elem` bytes set to `value`, on a stream (a node when capturing). */
-static CUresult memset_async(const char *call, CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream hStream) {
+static CUresult memset_async(const char *call, CUdeviceptr dst, unsigned value, unsigned elem, size_t n,
+                             CUstream hStream) {
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -391,8 +400,9 @@ static CUresult memset_async(const char *call, CUdeviceptr dst, unsigned value, 
     } else if (!r) {
         kcd_memset_now(dst, value, elem, bytes);
     }
-    if (!r) kcd_log("%s %#llx = %#x x %zu (%zu bytes) on %s%s", call, (unsigned long long)dst, value, n, bytes,
-                    kcd_name(hStream, nm), c ? " (captured)" : "");
+    if (!r)
+        kcd_log("%s %#llx = %#x x %zu (%zu bytes) on %s%s", call, (unsigned long long)dst, value, n, bytes,
+                kcd_name(hStream, nm), c ? " (captured)" : "");
     kcd_unlock();
     return r;
 }
@@ -416,7 +426,8 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
     CUresult r = need_ctx("cuStreamCreate", &dev);
     if (!r && (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING)))
         r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuStreamCreate", "phStream NULL or flags %#x", Flags);
-    if (!r && !(o = kcd_obj_new(KCD_STREAM))) r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, "cuStreamCreate", "out of memory");
+    if (!r && !(o = kcd_obj_new(KCD_STREAM)))
+        r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, "cuStreamCreate", "out of memory");
     if (!r) {
         kcd_ctx_current(NULL, &ctx);
         o->ctx = ctx, o->device = dev, o->flags = Flags;
@@ -436,7 +447,8 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
         r = kcd_fail(CUDA_ERROR_INVALID_HANDLE, 1, "cuStreamDestroy_v2", "%s %s", kcd_name(hStream, nm),
                      kcd_obj_dead(hStream, KCD_STREAM) ? "was destroyed already" : "is not a stream one may destroy");
     if (!r) {
-        if (capture_by_id(o->capture)) kcd_defect("cuStreamDestroy_v2: %s destroyed while capturing", kcd_name(hStream, nm));
+        if (capture_by_id(o->capture))
+            kcd_defect("cuStreamDestroy_v2: %s destroyed while capturing", kcd_name(hStream, nm));
         kcd_log("cuStreamDestroy_v2 %s", kcd_name(hStream, nm));
         kcd_obj_free(o);
     }
@@ -453,7 +465,8 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
     if (!r) r = kcd_stream_use("cuStreamSynchronize", hStream, dev, &c);
     if (!r && c) {
         invalidate(c, "cuStreamSynchronize on the capturing stream");
-        r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 1, "cuStreamSynchronize", "%s is capturing", kcd_name(hStream, nm));
+        r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 1, "cuStreamSynchronize", "%s is capturing",
+                     kcd_name(hStream, nm));
     }
     if (!r) kcd_log("cuStreamSynchronize %s", kcd_name(hStream, nm));
     kcd_unlock();
@@ -467,8 +480,10 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *ca
     CUresult r = need_ctx("cuStreamIsCapturing", &dev);
     if (!r && !captureStatus) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuStreamIsCapturing", "captureStatus is NULL");
     if (!r) r = kcd_stream_use("cuStreamIsCapturing", hStream, dev, &c);
-    if (!r) *captureStatus = !c ? CU_STREAM_CAPTURE_STATUS_NONE
-                             : c->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (!r)
+        *captureStatus = !c           ? CU_STREAM_CAPTURE_STATUS_NONE
+                         : c->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
     kcd_unlock();
     return r;
 }
@@ -482,7 +497,8 @@ CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
     CUresult r = need_ctx("cuEventCreate", &dev);
     if (!r && (!phEvent || (Flags & ~0xfu)))
         r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuEventCreate", "phEvent NULL or flags %#x", Flags);
-    if (!r && !(o = kcd_obj_new(KCD_EVENT))) r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, "cuEventCreate", "out of memory");
+    if (!r && !(o = kcd_obj_new(KCD_EVENT)))
+        r = kcd_fail(CUDA_ERROR_OUT_OF_MEMORY, 0, "cuEventCreate", "out of memory");
     if (!r) {
         kcd_ctx_current(NULL, &ctx);
         o->ctx = ctx, o->device = dev, o->flags = Flags;
@@ -556,8 +572,9 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned in
         r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_MERGE, 1, "cuStreamWaitEvent", "%s waits on another capture's event",
                      kcd_name(hStream, n1));
     }
-    if (!r) kcd_log("cuStreamWaitEvent %s on %s%s", kcd_name(hStream, n1), kcd_name(hEvent, n2),
-                    ec && !c ? " (joins the capture)" : "");
+    if (!r)
+        kcd_log("cuStreamWaitEvent %s on %s%s", kcd_name(hStream, n1), kcd_name(hEvent, n2),
+                ec && !c ? " (joins the capture)" : "");
     kcd_unlock();
     return r;
 }
@@ -573,10 +590,12 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode
     if (!r && ((int)mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED))
         r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuStreamBeginCapture_v2", "mode %d", (int)mode);
     if (!r && (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD))
-        r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 1, "cuStreamBeginCapture_v2", "the %s stream cannot be captured",
-                     kcd_name(hStream, nm));
+        r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 1, "cuStreamBeginCapture_v2",
+                     "the %s stream cannot be captured", kcd_name(hStream, nm));
     if (!r) r = kcd_stream_use("cuStreamBeginCapture_v2", hStream, dev, &c);
-    if (!r && c) r = kcd_fail(CUDA_ERROR_ILLEGAL_STATE, 1, "cuStreamBeginCapture_v2", "%s is capturing already", kcd_name(hStream, nm));
+    if (!r && c)
+        r = kcd_fail(CUDA_ERROR_ILLEGAL_STATE, 1, "cuStreamBeginCapture_v2", "%s is capturing already",
+                     kcd_name(hStream, nm));
     if (!r && ncaps == capcaps) {
         size_t cap = capcaps ? 2 * capcaps : 8;
         kcd_capture **v = realloc(caps, cap * sizeof *v);
@@ -604,7 +623,8 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
     if (!r && !phGraph) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuStreamEndCapture", "phGraph is NULL");
     if (!r) r = kcd_stream_use("cuStreamEndCapture", hStream, dev, &c);
     kcd_obj *s = kcd_obj_find(hStream, KCD_STREAM);
-    if (!r && !c) r = kcd_fail(CUDA_ERROR_ILLEGAL_STATE, 1, "cuStreamEndCapture", "%s is not capturing", kcd_name(hStream, nm));
+    if (!r && !c)
+        r = kcd_fail(CUDA_ERROR_ILLEGAL_STATE, 1, "cuStreamEndCapture", "%s is not capturing", kcd_name(hStream, nm));
     if (!r && (!s || c->origin != s->id))
         r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, 1, "cuStreamEndCapture", "%s did not begin the capture",
                      kcd_name(hStream, nm));
@@ -612,7 +632,8 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
         r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, 1, "cuStreamEndCapture", "ended by another thread");
     if (!r && c->invalid) {
         *phGraph = NULL;
-        r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 0, "cuStreamEndCapture", "%s: %s", kcd_name(hStream, nm), c->why);
+        r = kcd_fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 0, "cuStreamEndCapture", "%s: %s", kcd_name(hStream, nm),
+                     c->why);
         capture_end(c);
     } else if (!r) {
         kcd_obj *g = kcd_obj_new(KCD_GRAPH);
@@ -622,7 +643,8 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
             g->nodes = c->nodes, g->ctx = s->ctx, g->device = dev;
             memset(&c->nodes, 0, sizeof c->nodes);
             *phGraph = kcd_obj_handle(g);
-            kcd_log("cuStreamEndCapture %s -> %s (%zu nodes)", kcd_name(hStream, nm), kcd_name(*phGraph, gn), g->nodes.n);
+            kcd_log("cuStreamEndCapture %s -> %s (%zu nodes)", kcd_name(hStream, nm), kcd_name(*phGraph, gn),
+                    g->nodes.n);
         }
         capture_end(c);
     }

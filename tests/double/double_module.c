@@ -33,7 +33,8 @@ static CUresult load(const char *call, const void *image, int library, int devic
     }
     kcd_image im;
     r = kcd_image_read(image, kcd_image_claimed(image), &im, why, sizeof why);
-    if (!r && (r = kcd_refusal(&im))) snprintf(why, sizeof why, "%s refused by a rule (KCD_REFUSE / kcd_refuse)", im.target);
+    if (!r && (r = kcd_refusal(&im)))
+        snprintf(why, sizeof why, "%s refused by a rule (KCD_REFUSE / kcd_refuse)", im.target);
     if (!r) r = kcd_ptx_isa_check(&im, why, sizeof why);
     if (!r && device >= 0)
         r = kcd_image_fits(&im, kcd_dev_attr(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
@@ -88,8 +89,8 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
     return module_load("cuModuleLoadData", module, image);
 }
 
-CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                                    CUjit_option *options, void **optionValues) {
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+                                    void **optionValues) {
     if (numOptions && (!options || !optionValues)) return CUDA_ERROR_INVALID_VALUE;
     return module_load("cuModuleLoadDataEx", module, image);
 }
@@ -160,14 +161,14 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
 }
 
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
-                                   void **jitOptionsValues, unsigned int numJitOptions,
-                                   CUlibraryOption *libraryOptions, void **libraryOptionValues,
-                                   unsigned int numLibraryOptions) {
+                                   void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                                   void **libraryOptionValues, unsigned int numLibraryOptions) {
     kcd_lock();
     int dev = -1;
     kcd_obj *o = NULL;
     CUresult r = kcd_ready("cuLibraryLoadData");
-    if (!r && (!library || !code)) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuLibraryLoadData", "library or code is NULL");
+    if (!r && (!library || !code))
+        r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuLibraryLoadData", "library or code is NULL");
     if (!r && ((numJitOptions && (!jitOptions || !jitOptionsValues)) ||
                (numLibraryOptions && (!libraryOptions || !libraryOptionValues))))
         r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuLibraryLoadData", "options counted but not given");
@@ -208,7 +209,8 @@ CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
     if (!r && !k)
         r = kcd_fail(CUDA_ERROR_INVALID_HANDLE, 1, "cuKernelGetFunction", "%s: %s", kcd_name(kernel, nm),
                      kcd_obj_dead(kernel, KCD_KERN) ? "its library was unloaded" : "not a kernel");
-    if (!r && kcd_ctx_current(&dev, &ctx)) r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuKernelGetFunction", "no current context");
+    if (!r && kcd_ctx_current(&dev, &ctx))
+        r = kcd_fail(CUDA_ERROR_INVALID_CONTEXT, 1, "cuKernelGetFunction", "no current context");
     if (!r && (r = kcd_image_fits(k->oim, kcd_dev_attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                                   kcd_dev_attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), why, sizeof why)))
         r = kcd_fail(r, 0, "cuKernelGetFunction", "%s", why);
@@ -289,13 +291,13 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
             r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuFuncSetAttribute",
                          "%s: MAX_DYNAMIC_SHARED_SIZE_BYTES %d (the most is %d: opt-in %d - static %u)", f->ki->name,
                          value, most, optin, f->ki->static_shared);
-        else
-            f->max_dyn = value, kcd_log("cuFuncSetAttribute %s MAX_DYNAMIC_SHARED_SIZE_BYTES=%d", f->ki->name, value);
+        else f->max_dyn = value, kcd_log("cuFuncSetAttribute %s MAX_DYNAMIC_SHARED_SIZE_BYTES=%d", f->ki->name, value);
     } else if (!r && attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
         if (value < -1 || value > 100)
             r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuFuncSetAttribute", "%s: carveout %d", f->ki->name, value);
         else
-            f->carveout = value, kcd_log("cuFuncSetAttribute %s PREFERRED_SHARED_MEMORY_CARVEOUT=%d", f->ki->name, value);
+            f->carveout = value,
+            kcd_log("cuFuncSetAttribute %s PREFERRED_SHARED_MEMORY_CARVEOUT=%d", f->ki->name, value);
     } else if (!r) {
         r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuFuncSetAttribute", "%s: attribute %d cannot be set", f->ki->name,
                      (int)attrib);

@@ -22,12 +22,18 @@
 #define KCD_GRAVE 256
 #define KCD_MAX_RECORDS 1000000u
 
-typedef struct kcd_rec { kcd_launch l; void *mem; } kcd_rec;
+typedef struct kcd_rec {
+    kcd_launch l;
+    void *mem;
+} kcd_rec;
 
 static uint64_t next_id;
 static kcd_obj **objs;
 static size_t nobjs, capobjs;
-static struct { uint64_t id; char name[64]; } grave[KCD_GRAVE];
+static struct {
+    uint64_t id;
+    char name[64];
+} grave[KCD_GRAVE];
 static size_t ngrave;
 static kcd_rec *recs;
 static size_t nrecs, caprecs, dropped_recs;
@@ -85,7 +91,9 @@ void kcd_obj_free(kcd_obj *o) {
     size_t g = ngrave++ % KCD_GRAVE;
     grave[g].id = o->id;
     snprintf(grave[g].name, sizeof grave[g].name, "%s",
-             o->ki ? o->ki->name : (o->kind == KCD_MOD || o->kind == KCD_LIB) ? o->im.target : "?");
+             o->ki                                        ? o->ki->name
+             : (o->kind == KCD_MOD || o->kind == KCD_LIB) ? o->im.target
+                                                          : "?");
     if (o->kind == KCD_MOD || o->kind == KCD_LIB) kcd_image_free(&o->im);
     if (o->kind == KCD_GRAPH || o->kind == KCD_EXEC) kcd_nodes_free(&o->nodes);
     if (o->kind == KCD_STREAM) kcd_capture_forget_stream(o->id);
@@ -106,8 +114,7 @@ const char *kcd_name(const void *h, char buf[32]) {
     unsigned kind = (unsigned)(v >> 40) & 0xff;
     if ((v & ~(KCD_ID_MASK | (uint64_t)0xff << 40)) == KCD_HANDLE_BASE && kind > 0 && kind < KCD_NKINDS)
         snprintf(buf, 32, "%c%llu", "?cmlkfsegx"[kind], (unsigned long long)(v & KCD_ID_MASK));
-    else
-        snprintf(buf, 32, "%#llx", (unsigned long long)v);
+    else snprintf(buf, 32, "%#llx", (unsigned long long)v);
     return buf;
 }
 

@@ -24,8 +24,14 @@
 
 #define WHY(...) ((void)(why && cap ? snprintf(why, cap, __VA_ARGS__) : 0))
 
-typedef struct ptx { const char *s; size_t n, i; } ptx;
-typedef struct tok { const char *p; size_t n; } tok;
+typedef struct ptx {
+    const char *s;
+    size_t n, i;
+} ptx;
+typedef struct tok {
+    const char *p;
+    size_t n;
+} tok;
 
 static int tok_is(const tok *t, const char *s) { return t->n == strlen(s) && !memcmp(t->p, s, t->n); }
 static int word_char(char c) {
@@ -36,7 +42,8 @@ static int word_char(char c) {
 /* The next token: 1, 0 at the end, -1 for an unterminated comment or string. */
 static int next(ptx *x, tok *t) {
     for (;;) {
-        while (x->i < x->n && (x->s[x->i] == ' ' || x->s[x->i] == '\t' || x->s[x->i] == '\n' || x->s[x->i] == '\r')) x->i++;
+        while (x->i < x->n && (x->s[x->i] == ' ' || x->s[x->i] == '\t' || x->s[x->i] == '\n' || x->s[x->i] == '\r'))
+            x->i++;
         if (x->i + 1 < x->n && x->s[x->i] == '/' && x->s[x->i + 1] == '/') {
             while (x->i < x->n && x->s[x->i] != '\n') x->i++;
             continue;
@@ -76,8 +83,10 @@ static long long num(const tok *t) {
     long long v = 0;
     for (; i < t->n; i++) {
         char c = t->p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : base == 16 && c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'                 ? c - '0'
+                : base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : base == 16 && c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                     : -1;
         if (d < 0) return -1;
         v = v * base + d;
         if (v > 0xffffffffLL) return -1;
@@ -87,11 +96,13 @@ static long long num(const tok *t) {
 
 /* The size of a PTX fundamental type token, 0 when it is not one. */
 static uint32_t type_size(const tok *t) {
-    static const struct { const char *n; uint32_t s; } T[] = {
-        {".b8", 1}, {".u8", 1}, {".s8", 1}, {".b16", 2}, {".u16", 2}, {".s16", 2}, {".f16", 2}, {".bf16", 2},
-        {".b32", 4}, {".u32", 4}, {".s32", 4}, {".f32", 4}, {".f16x2", 4}, {".bf16x2", 4}, {".tf32", 4},
-        {".b64", 8}, {".u64", 8}, {".s64", 8}, {".f64", 8}, {".b128", 16}, {".texref", 8}, {".samplerref", 8},
-        {".surfref", 8}};
+    static const struct {
+        const char *n;
+        uint32_t s;
+    } T[] = {{".b8", 1},    {".u8", 1},     {".s8", 1},     {".b16", 2},        {".u16", 2},    {".s16", 2},
+             {".f16", 2},   {".bf16", 2},   {".b32", 4},    {".u32", 4},        {".s32", 4},    {".f32", 4},
+             {".f16x2", 4}, {".bf16x2", 4}, {".tf32", 4},   {".b64", 8},        {".u64", 8},    {".s64", 8},
+             {".f64", 8},   {".b128", 16},  {".texref", 8}, {".samplerref", 8}, {".surfref", 8}};
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (tok_is(t, T[i].n)) return T[i].s;
     return 0;
@@ -277,7 +288,8 @@ CUresult kcd_ptx_read(const char *s, size_t len, kcd_image *im, char *why, size_
     int maj = 0, min = 0, dot = 0;
     for (size_t i = 0; i < v.n; i++) {
         if (v.p[i] == '.' && !dot) dot = 1;
-        else if (v.p[i] >= '0' && v.p[i] <= '9' && (dot ? min : maj) < 100) *(dot ? &min : &maj) = (dot ? min : maj) * 10 + v.p[i] - '0';
+        else if (v.p[i] >= '0' && v.p[i] <= '9' && (dot ? min : maj) < 100)
+            *(dot ? &min : &maj) = (dot ? min : maj) * 10 + v.p[i] - '0';
         else return WHY("bad .version '%.*s'", (int)v.n, v.p), CUDA_ERROR_INVALID_PTX;
     }
     if (!dot) return WHY("bad .version '%.*s'", (int)v.n, v.p), CUDA_ERROR_INVALID_PTX;

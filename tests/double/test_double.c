@@ -34,7 +34,10 @@ static const char SRC[] =
     "extern \"C\" __global__ void dyn(float *p) { extern __shared__ float sm[]; sm[threadIdx.x] = p[threadIdx.x];\n"
     "  __syncthreads(); p[threadIdx.x] = sm[blockDim.x - 1 - threadIdx.x]; }\n";
 
-static struct { const char *target; kc_compiled *c; } imgs[40];
+static struct {
+    const char *target;
+    kc_compiled *c;
+} imgs[40];
 
 /* The image of SRC for `target`, compiled on first use. */
 static const kc_compiled *image(const char *target) {
@@ -44,7 +47,8 @@ static const kc_compiled *image(const char *target) {
     assert_true(i < 40);
     const char *names[] = {"k", "lb", "dyn"};
     kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "double.cu", SRC, "k", NULL, 0, NULL, 0, NULL, 0};
-    if (kc_compile_names(&k, names, 3, target, &imgs[i].c) != KC_OK) fail_msg("%s: %s", target, kc_error_last()->message);
+    if (kc_compile_names(&k, names, 3, target, &imgs[i].c) != KC_OK)
+        fail_msg("%s: %s", target, kc_error_last()->message);
     imgs[i].target = target;
     return imgs[i].c;
 }
@@ -86,8 +90,7 @@ static void no_leaks(void) {
  * before it left when it failed. */
 static void fresh(void) {
     CUcontext c;
-    while (cuCtxPopCurrent(&c) == CUDA_SUCCESS) {
-    }
+    while (cuCtxPopCurrent(&c) == CUDA_SUCCESS) {}
     kcd_reset();
     leaks_before = kcd_leaks(NULL, 0);
 }
@@ -172,9 +175,11 @@ static void test_kcache_sees_the_double(void **state) {
     assert_int_equal(mi, 7);
     assert_int_equal(kcd_set_attribute(D86, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 6), 0);
     int v;
-    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, D90), CUDA_SUCCESS);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, D90),
+                     CUDA_SUCCESS);
     assert_int_equal(v, 227 * 1024);
-    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, D80), CUDA_SUCCESS);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, D80),
+                     CUDA_SUCCESS);
     assert_int_equal(v, 163 * 1024);
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, D90), CUDA_SUCCESS);
     assert_int_equal(v, 132);
@@ -188,14 +193,17 @@ static void test_kcache_sees_the_double(void **state) {
 
 /* Which image loads on which device: '+' loads, '-' is CUDA_ERROR_NO_BINARY_FOR_GPU.
  *                                    7.0 7.5 8.0 8.6 8.9 9.0 10.0 10.3 12.0 12.1 */
-static const struct { const char *target, *runs; } TABLE[] = {
-    {"sm_75", "-+--------"},     {"sm_80", "--+++-----"},   {"sm_86", "---++-----"},   {"sm_89", "----+-----"},
-    {"sm_90", "-----+----"},     {"sm_90a", "-----+----"},  {"sm_100", "------++--"},  {"sm_100a", "------+---"},
-    {"sm_100f", "------++--"},   {"sm_103", "-------+--"},  {"sm_103a", "-------+--"}, {"sm_103f", "-------+--"},
-    {"sm_120", "--------++"},    {"sm_120a", "--------+-"}, {"sm_120f", "--------++"}, {"compute_75", "-+++++++++"},
-    {"compute_80", "--++++++++"}, {"compute_90", "-----+++++"}, {"compute_90a", "-----+----"},
-    {"compute_100", "------++++"}, {"compute_100f", "------++--"}, {"compute_120", "--------++"},
-    {"compute_120a", "--------+-"},
+static const struct {
+    const char *target, *runs;
+} TABLE[] = {
+    {"sm_75", "-+--------"},       {"sm_80", "--+++-----"},        {"sm_86", "---++-----"},
+    {"sm_89", "----+-----"},       {"sm_90", "-----+----"},        {"sm_90a", "-----+----"},
+    {"sm_100", "------++--"},      {"sm_100a", "------+---"},      {"sm_100f", "------++--"},
+    {"sm_103", "-------+--"},      {"sm_103a", "-------+--"},      {"sm_103f", "-------+--"},
+    {"sm_120", "--------++"},      {"sm_120a", "--------+-"},      {"sm_120f", "--------++"},
+    {"compute_75", "-+++++++++"},  {"compute_80", "--++++++++"},   {"compute_90", "-----+++++"},
+    {"compute_90a", "-----+----"}, {"compute_100", "------++++"},  {"compute_100f", "------++--"},
+    {"compute_120", "--------++"}, {"compute_120a", "--------+-"},
 };
 
 static void test_variant_table(void **state) {
@@ -259,14 +267,19 @@ static void test_truncated_and_malformed_cubin(void **state) {
     assert_int_equal(cuModuleLoadData(&m, half), CUDA_ERROR_INVALID_IMAGE);
     /* Header fields a driver checks. */
     unsigned char *b = malloc(c->len);
-    struct { size_t off; unsigned char v; const char *what; } mut[] = {
-        {18, 62, "e_machine"}, {8, 9, "ABI version"}, {4, 1, "32-bit"}, {16, 1, "relocatable"},
-        {62, 0xff, "e_shstrndx"}, {0x2f, 0x7f, "e_shoff"},
+    struct {
+        size_t off;
+        unsigned char v;
+        const char *what;
+    } mut[] = {
+        {18, 62, "e_machine"},  {8, 9, "ABI version"},    {4, 1, "32-bit"},
+        {16, 1, "relocatable"}, {62, 0xff, "e_shstrndx"}, {0x2f, 0x7f, "e_shoff"},
     };
     for (size_t i = 0; i < sizeof mut / sizeof mut[0]; i++) {
         memcpy(b, c->image, c->len);
         b[mut[i].off] = mut[i].v;
-        if (kcd_image_check(b, c->len, D90, why, sizeof why) != CUDA_ERROR_INVALID_IMAGE) fail_msg("%s accepted", mut[i].what);
+        if (kcd_image_check(b, c->len, D90, why, sizeof why) != CUDA_ERROR_INVALID_IMAGE)
+            fail_msg("%s accepted", mut[i].what);
     }
     /* Every section with bytes pushed one byte past the end, one at a time. */
     uint64_t shoff;
@@ -384,7 +397,10 @@ static void test_refusal_rules(void **state) {
 static void test_params_and_argument_bytes(void **state) {
     (void)state;
     fresh();
-    static const struct { int dev; const char *target; } imgs_[] = {{D80, "sm_80"}, {D90, "sm_90"}, {D90, "compute_90"}};
+    static const struct {
+        int dev;
+        const char *target;
+    } imgs_[] = {{D80, "sm_80"}, {D90, "sm_90"}, {D90, "compute_90"}};
     for (size_t t = 0; t < 3; t++) {
         int dev = imgs_[t].dev;
         CUmodule m = load_on(dev, imgs_[t].target, CUDA_SUCCESS);
@@ -419,7 +435,9 @@ static void test_params_and_argument_bytes(void **state) {
 
         CUdeviceptr p;
         assert_int_equal(cuMemAlloc(&p, 1024), CUDA_SUCCESS);
-        struct { int a, b, c; } s = {1, -2, 3};
+        struct {
+            int a, b, c;
+        } s = {1, -2, 3};
         int n = 7;
         size_t big = ((size_t)1 << 40) | 5;
         double d = 3.25;
@@ -476,7 +494,11 @@ static void test_launch_checks(void **state) {
     push(D90);
     assert_int_equal(cuMemAlloc(&p, 4096), CUDA_SUCCESS);
     size_t defects = 1;
-    struct { unsigned g[3], b[3], shared; CUfunction *f; CUresult want; } cases[] = {
+    struct {
+        unsigned g[3], b[3], shared;
+        CUfunction *f;
+        CUresult want;
+    } cases[] = {
         {{0, 1, 1}, {32, 1, 1}, 0, &dyn, CUDA_ERROR_INVALID_VALUE},
         {{1, 65536, 1}, {32, 1, 1}, 0, &dyn, CUDA_ERROR_INVALID_VALUE},
         {{1, 1, 1}, {1025, 1, 1}, 0, &dyn, CUDA_ERROR_INVALID_VALUE},
@@ -496,17 +518,21 @@ static void test_launch_checks(void **state) {
     }
     defects_are(defects);
     /* more dynamic shared memory, once asked for, up to the device's opt-in less the static */
-    assert_int_equal(cuFuncSetAttribute(dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100 * 1024), CUDA_SUCCESS);
+    assert_int_equal(cuFuncSetAttribute(dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100 * 1024),
+                     CUDA_SUCCESS);
     assert_int_equal(cuLaunchKernel(dyn, 1, 1, 1, 32, 1, 1, 100 * 1024, NULL, one, NULL), CUDA_SUCCESS);
     assert_int_equal(cuFuncSetAttribute(k, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 227 * 1024 - 255),
                      CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(cuFuncSetAttribute(k, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 227 * 1024 - 256), CUDA_SUCCESS);
+    assert_int_equal(cuFuncSetAttribute(k, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 227 * 1024 - 256),
+                     CUDA_SUCCESS);
     defects_are(++defects);
     /* arguments */
     int n = 1;
     size_t big = 2;
     double d = 1;
-    struct { int a, b, c; } st = {0, 0, 0};
+    struct {
+        int a, b, c;
+    } st = {0, 0, 0};
     void *args[] = {&p, &n, NULL, &d, &st};
     assert_int_equal(cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -646,9 +672,19 @@ static void test_capture_and_replay(void **state) {
     assert_true(!l.captured && l.replayed);
     assert_int_equal(kcd_launch_arg_u64(&l, 0), a);
     assert_ptr_equal(l.stream, s);
-    const char *seq[] = {"cuStreamBeginCapture_v2 s", "relaxed", "cuLaunchKernel dyn grid=1,1,1 block=64,1,1", "captured",
-                         "cuMemAlloc_v2 64", "cuMemcpyDtoDAsync_v2", "(captured)", "cuStreamEndCapture", "(2 nodes)",
-                         "cuGraphInstantiateWithFlags", "cuGraphDestroy", "cuGraphLaunch x", ": 2 nodes"};
+    const char *seq[] = {"cuStreamBeginCapture_v2 s",
+                         "relaxed",
+                         "cuLaunchKernel dyn grid=1,1,1 block=64,1,1",
+                         "captured",
+                         "cuMemAlloc_v2 64",
+                         "cuMemcpyDtoDAsync_v2",
+                         "(captured)",
+                         "cuStreamEndCapture",
+                         "(2 nodes)",
+                         "cuGraphInstantiateWithFlags",
+                         "cuGraphDestroy",
+                         "cuGraphLaunch x",
+                         ": 2 nodes"};
     kcdt_log_in_order(seq, sizeof seq / sizeof seq[0]);
     defects_are(1);
     /* a global-mode capture: cuMemAlloc is illegal and invalidates it */
@@ -724,9 +760,13 @@ static void test_memset(void **state) {
     assert_int_equal(cuMemcpyDtoH(out, a, 256), CUDA_SUCCESS);
     memset(want, 0, 256);
     assert_memory_equal(out, want, 256);
-    const char *seq[] = {"cuMemsetD8Async", "= 0 x 64 (64 bytes) on s", "cuMemsetD32Async", "= 0x11223344 x 8 (32 bytes)",
-                         "cuMemsetD8Async", "-> CUDA_ERROR_INVALID_VALUE", "cuStreamBeginCapture_v2", "cuMemsetD8Async",
-                         "(256 bytes) on s", "(captured)", "cuStreamEndCapture", "(1 nodes)", "cuGraphLaunch x", ": 1 nodes"};
+    const char *seq[] = {"cuMemsetD8Async",         "= 0 x 64 (64 bytes) on s",
+                         "cuMemsetD32Async",        "= 0x11223344 x 8 (32 bytes)",
+                         "cuMemsetD8Async",         "-> CUDA_ERROR_INVALID_VALUE",
+                         "cuStreamBeginCapture_v2", "cuMemsetD8Async",
+                         "(256 bytes) on s",        "(captured)",
+                         "cuStreamEndCapture",      "(1 nodes)",
+                         "cuGraphLaunch x",         ": 1 nodes"};
     kcdt_log_in_order(seq, sizeof seq / sizeof seq[0]);
     /* a replay whose memset node's allocation went: the launch fails whole */
     assert_int_equal(cuMemFree(a), CUDA_SUCCESS);
@@ -753,7 +793,9 @@ static void test_through_kcache(void **state) {
     int n = 3;
     size_t sz = 4096;
     double d = 0.5;
-    struct { int a, b, c; } s = {4, 5, 6};
+    struct {
+        int a, b, c;
+    } s = {4, 5, 6};
     void *args[] = {&p, &n, &sz, &d, &s};
     unsigned grid[3] = {4, 1, 1}, block[3] = {256, 1, 1};
     assert_int_equal(kc_cuda_launch(fn, grid, block, 0, NULL, args), KC_OK);
@@ -774,8 +816,12 @@ static void test_through_kcache(void **state) {
     /* an image the device cannot run: refused, named */
     assert_int_equal(kc_module_load(&m, D80, image("sm_90a")->image, image("sm_90a")->len), KC_EREFUSED);
     assert_non_null(strstr(kc_error_last()->message, "CUDA_ERROR_NO_BINARY_FOR_GPU"));
-    const char *seq[] = {"cuLibraryLoadData cubin sm_90 ->", "cuMemAllocAsync 4096", "cuLaunchKernel k grid=4,1,1",
-                         "cuLaunchKernel -> CUDA_ERROR_INVALID_VALUE", "cuMemFreeAsync", "cuLibraryUnload",
+    const char *seq[] = {"cuLibraryLoadData cubin sm_90 ->",
+                         "cuMemAllocAsync 4096",
+                         "cuLaunchKernel k grid=4,1,1",
+                         "cuLaunchKernel -> CUDA_ERROR_INVALID_VALUE",
+                         "cuMemFreeAsync",
+                         "cuLibraryUnload",
                          "cuLibraryLoadData -> CUDA_ERROR_NO_BINARY_FOR_GPU"};
     kcdt_log_in_order(seq, sizeof seq / sizeof seq[0]);
     defects_are(1); /* the launch with too much shared memory */
@@ -793,7 +839,8 @@ static void *worker(void *arg) {
     for (int i = 0; i < ROUNDS && !bad; i++) {
         CUdeviceptr p = 0;
         CUstream s = NULL;
-        if (cuMemAlloc(&p, 64 + (size_t)i) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        if (cuMemAlloc(&p, 64 + (size_t)i) != CUDA_SUCCESS ||
+            cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
             bad = 1;
             break;
         }
@@ -815,7 +862,8 @@ static void test_threads(void **state) {
     push(D90);
     assert_int_equal(cuKernelGetFunction(&shared_fn, k), CUDA_SUCCESS);
     pthread_t t[THREADS];
-    for (intptr_t i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)D90), 0);
+    for (intptr_t i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)D90), 0);
     for (int i = 0; i < THREADS; i++) {
         void *bad;
         pthread_join(t[i], &bad);

@@ -18,7 +18,7 @@
 
 #include "common/internal.h"
 #include "entry/entry_internal.h" /* kc_unit_entry_names_ */
-#include "fuzz/harness.h" /* fz_fix_entry: a container's checksums made right */
+#include "fuzz/harness.h"         /* fz_fix_entry: a container's checksums made right */
 #include "kcache.h"
 
 #define GOLDEN_TIME 1700000000123456789ull
@@ -26,7 +26,10 @@
 /* The image every test uses: 300 bytes of a cubin-like pattern. */
 static void image_bytes(uint8_t *b, size_t n) {
     for (size_t i = 0; i < n; i++) b[i] = (uint8_t)(i * 131 + 7);
-    memcpy(b, "\x7f" "ELF", 4);
+    memcpy(b,
+           "\x7f"
+           "ELF",
+           4);
 }
 
 static const char ptx_text[] = ".version 8.0\n.target sm_80\n.entry k()\n{\n ret;\n}\n"; /* with its NUL */
@@ -217,7 +220,7 @@ static void test_image_of_another_kind_is_refused(void **state) {
     kc_buf s = {0};
     good_image_section(&s, &r, b, sizeof b);
     assert_int_equal(read_image(&r.id, KC_VARIANT_IMAGE, &s, NULL, 1), KC_OK); /* the control */
-    assert_int_equal(read_image(&r.id, "sm_90", &s, NULL, 1), KC_ECORRUPT);  /* a graph entry's variant */
+    assert_int_equal(read_image(&r.id, "sm_90", &s, NULL, 1), KC_ECORRUPT);    /* a graph entry's variant */
     expect_msg("not an image");
     assert_int_equal(read_image(&r.id, KC_VARIANT_UNIT, &s, NULL, 1), KC_ECORRUPT);
     /* An "img" entry without an IMAGE section (an IMAGES one instead). */
@@ -330,18 +333,35 @@ static void test_malformed_image_sections(void **state) {
     for (int c = 0; c < 8; c++) {
         kc_buf t = {0};
         switch (c) {
-        case 0: kc_buf_put(&t, s.data, s.len); kc_buf_put_u8(&t, 0); break;       /* a trailing byte */
-        case 1: put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 0, (uint64_t)KC_SECTION_MAX_RAW + 1);
-                kc_buf_put(&t, b, sizeof b); break;                                /* len over the cap */
-        case 2: put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 0, 0); break;       /* len 0 */
-        case 3: put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 0, sizeof b + 1);
-                kc_buf_put(&t, b, sizeof b); break;                                /* len past the bytes */
-        case 4: put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 2, sizeof b);
-                kc_buf_put(&t, b, sizeof b); break;                                /* kind 2 */
-        case 5: put_ref(&t, r.id.bytes, r.sha256, "", 0, 0, sizeof b); kc_buf_put(&t, b, sizeof b); break;
-        case 6: put_ref(&t, r.id.bytes, r.sha256, "SM_90", 5, 0, sizeof b); kc_buf_put(&t, b, sizeof b); break;
-        case 7: put_ref(&t, r.id.bytes, zero, "a_target_name_of_32_chars_long_x", 32, 0, sizeof b);
-                kc_buf_put(&t, b, sizeof b); break;                                /* target over 31 */
+        case 0:
+            kc_buf_put(&t, s.data, s.len);
+            kc_buf_put_u8(&t, 0);
+            break; /* a trailing byte */
+        case 1:
+            put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 0, (uint64_t)KC_SECTION_MAX_RAW + 1);
+            kc_buf_put(&t, b, sizeof b);
+            break;                                                          /* len over the cap */
+        case 2: put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 0, 0); break; /* len 0 */
+        case 3:
+            put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 0, sizeof b + 1);
+            kc_buf_put(&t, b, sizeof b);
+            break; /* len past the bytes */
+        case 4:
+            put_ref(&t, r.id.bytes, r.sha256, "sm_90", 5, 2, sizeof b);
+            kc_buf_put(&t, b, sizeof b);
+            break; /* kind 2 */
+        case 5:
+            put_ref(&t, r.id.bytes, r.sha256, "", 0, 0, sizeof b);
+            kc_buf_put(&t, b, sizeof b);
+            break;
+        case 6:
+            put_ref(&t, r.id.bytes, r.sha256, "SM_90", 5, 0, sizeof b);
+            kc_buf_put(&t, b, sizeof b);
+            break;
+        case 7:
+            put_ref(&t, r.id.bytes, zero, "a_target_name_of_32_chars_long_x", 32, 0, sizeof b);
+            kc_buf_put(&t, b, sizeof b);
+            break; /* target over 31 */
         }
         int rc = read_image(&r.id, KC_VARIANT_IMAGE, &t, NULL, 0);
         if (rc != KC_ECORRUPT) fail_msg("case %d: got %d", c, rc);
@@ -434,21 +454,52 @@ static void test_malformed_images(void **state) {
     for (int c = 0; c < 11; c++) {
         kc_buf t = {0};
         switch (c) {
-        case 0: kc_buf_put_u32(&t, 0); break;                                        /* no reference */
-        case 1: kc_buf_put_u32(&t, KC_IMAGES_MAX + 1);                               /* too many */
-                for (int i = 0; i <= KC_IMAGES_MAX; i++) put_ref_of(&t, &r[0]);
-                break;
-        case 2: kc_buf_put_u32(&t, 2); put_ref_of(&t, &r[0]); break;                 /* one short */
-        case 3: kc_buf_put(&t, good.data, good.len); kc_buf_put_u8(&t, 0); break;   /* a trailing byte */
-        case 4: kc_buf_put_u32(&t, 1); put_ref(&t, id, sha, "", 0, 0, 5); break;     /* empty target */
-        case 5: kc_buf_put_u32(&t, 1); put_ref(&t, id, sha, "a_target_name_of_32_chars_long_x", 32, 0, 5); break;
-        case 6: kc_buf_put_u32(&t, 1); put_ref(&t, id, sha, "sm_9/", 5, 0, 5); break; /* not a variant */
-        case 7: kc_buf_put_u32(&t, 1); put_ref(&t, id, sha, "sm_90", 5, 2, 5); break;  /* kind 2 */
-        case 8: kc_buf_put_u32(&t, 1); put_ref(&t, id, sha, "sm_90", 5, 0, 0); break;  /* len 0 */
-        case 9: kc_buf_put_u32(&t, 1); put_ref(&t, id, sha, "sm_90", 5, 0, (uint64_t)KC_SECTION_MAX_RAW + 1); break;
-        case 10: kc_buf_put_u32(&t, 1); kc_buf_put(&t, id, 16); kc_buf_put(&t, sha, 32);  /* huge target length */
-                 kc_buf_put_u32(&t, UINT32_MAX); kc_buf_put(&t, "sm_90", 5); kc_buf_put_u8(&t, 0); kc_buf_put_u64(&t, 5);
-                 break;
+        case 0: kc_buf_put_u32(&t, 0); break; /* no reference */
+        case 1:
+            kc_buf_put_u32(&t, KC_IMAGES_MAX + 1); /* too many */
+            for (int i = 0; i <= KC_IMAGES_MAX; i++) put_ref_of(&t, &r[0]);
+            break;
+        case 2:
+            kc_buf_put_u32(&t, 2);
+            put_ref_of(&t, &r[0]);
+            break; /* one short */
+        case 3:
+            kc_buf_put(&t, good.data, good.len);
+            kc_buf_put_u8(&t, 0);
+            break; /* a trailing byte */
+        case 4:
+            kc_buf_put_u32(&t, 1);
+            put_ref(&t, id, sha, "", 0, 0, 5);
+            break; /* empty target */
+        case 5:
+            kc_buf_put_u32(&t, 1);
+            put_ref(&t, id, sha, "a_target_name_of_32_chars_long_x", 32, 0, 5);
+            break;
+        case 6:
+            kc_buf_put_u32(&t, 1);
+            put_ref(&t, id, sha, "sm_9/", 5, 0, 5);
+            break; /* not a variant */
+        case 7:
+            kc_buf_put_u32(&t, 1);
+            put_ref(&t, id, sha, "sm_90", 5, 2, 5);
+            break; /* kind 2 */
+        case 8:
+            kc_buf_put_u32(&t, 1);
+            put_ref(&t, id, sha, "sm_90", 5, 0, 0);
+            break; /* len 0 */
+        case 9:
+            kc_buf_put_u32(&t, 1);
+            put_ref(&t, id, sha, "sm_90", 5, 0, (uint64_t)KC_SECTION_MAX_RAW + 1);
+            break;
+        case 10:
+            kc_buf_put_u32(&t, 1);
+            kc_buf_put(&t, id, 16);
+            kc_buf_put(&t, sha, 32); /* huge target length */
+            kc_buf_put_u32(&t, UINT32_MAX);
+            kc_buf_put(&t, "sm_90", 5);
+            kc_buf_put_u8(&t, 0);
+            kc_buf_put_u64(&t, 5);
+            break;
         }
         int rc = read_images(&t);
         if (rc != KC_ECORRUPT) fail_msg("case %d: got %d", c, rc);
@@ -525,8 +576,10 @@ static void test_unit_name_absent(void **state) {
     uint8_t b[300];
     kc_image_ref r = cubin_ref(b, sizeof b), got;
     kc_entry *e = unit_record(&r);
-    const char *ask[][3] = {{"mul", "add<float>", "absent"}, {"absent", "mul", "add<float>"},
-                            {"mu", "mul", "mul"}, {"add<float> ", "mul", "mul"}};
+    const char *ask[][3] = {{"mul", "add<float>", "absent"},
+                            {"absent", "mul", "add<float>"},
+                            {"mu", "mul", "mul"},
+                            {"add<float> ", "mul", "mul"}};
     for (int a = 0; a < 4; a++) {
         char *low[3] = {(char *)0x1, (char *)0x1, (char *)0x1};
         memset(&got, 0xab, sizeof got);
@@ -633,7 +686,7 @@ static void test_malformed_unit_records(void **state) {
     put_str4(&dup, "_Z3addIfEvv_second", 18);
     assert_int_equal(read_unit(KC_VARIANT_UNIT, &dup), KC_OK); /* read_unit checks the answer */
     kc_buf_free(&dup);
-    assert_int_equal(read_unit("sm_90", &good), KC_ECORRUPT);  /* not a unit record's variant */
+    assert_int_equal(read_unit("sm_90", &good), KC_ECORRUPT); /* not a unit record's variant */
     assert_int_equal(read_unit(KC_VARIANT_IMAGE, &good), KC_ECORRUPT);
     char big[4097];
     memset(big, 'n', sizeof big);
@@ -649,17 +702,45 @@ static void test_malformed_unit_records(void **state) {
         put_str4(&t, "add<float>", 10);
         put_str4(&t, "_Z3addIfEvv", 11);
         switch (c) {
-        case 0: case 1: case 3: case 10:
-            put_str4(&t, "mul", 3); put_str4(&t, "mul", 3); break;                /* 3: a name short */
-        case 2: for (int i = 1; i <= KC_IMAGES_MAX; i++) { put_str4(&t, "m", 1); put_str4(&t, "m", 1); } break;
-        case 4: put_str4(&t, "", 0); put_str4(&t, "mul", 3); break;               /* empty expression */
-        case 5: put_str4(&t, "mul", 3); put_str4(&t, "", 0); break;               /* empty lowered name */
-        case 6: put_str4(&t, big, 4097); put_str4(&t, "mul", 3); break;           /* expression over 4096 */
-        case 7: put_str4(&t, "mul", 3); put_str4(&t, big, 4097); break;           /* lowered over 4096 */
-        case 8: put_str4(&t, "m\0l", 3); put_str4(&t, "mul", 3); break;           /* NUL in the expression */
-        case 9: put_str4(&t, "mul", 3); put_str4(&t, "mu\0", 3); break;           /* NUL in the lowered name */
+        case 0:
+        case 1:
+        case 3:
+        case 10:
+            put_str4(&t, "mul", 3);
+            put_str4(&t, "mul", 3);
+            break; /* 3: a name short */
+        case 2:
+            for (int i = 1; i <= KC_IMAGES_MAX; i++) {
+                put_str4(&t, "m", 1);
+                put_str4(&t, "m", 1);
+            }
+            break;
+        case 4:
+            put_str4(&t, "", 0);
+            put_str4(&t, "mul", 3);
+            break; /* empty expression */
+        case 5:
+            put_str4(&t, "mul", 3);
+            put_str4(&t, "", 0);
+            break; /* empty lowered name */
+        case 6:
+            put_str4(&t, big, 4097);
+            put_str4(&t, "mul", 3);
+            break; /* expression over 4096 */
+        case 7:
+            put_str4(&t, "mul", 3);
+            put_str4(&t, big, 4097);
+            break; /* lowered over 4096 */
+        case 8:
+            put_str4(&t, "m\0l", 3);
+            put_str4(&t, "mul", 3);
+            break; /* NUL in the expression */
+        case 9:
+            put_str4(&t, "mul", 3);
+            put_str4(&t, "mu\0", 3);
+            break; /* NUL in the lowered name */
         }
-        if (c == 10) kc_buf_put_u8(&t, 0);                                        /* bytes after its names */
+        if (c == 10) kc_buf_put_u8(&t, 0); /* bytes after its names */
         int rc = read_unit(KC_VARIANT_UNIT, &t);
         if (rc != KC_ECORRUPT) fail_msg("case %d: got %d (%s)", c, rc, kc_error_last()->message);
         kc_buf_free(&t);
@@ -752,7 +833,8 @@ static void golden(kc_entry *e, const char *name, uint8_t **out, size_t *out_len
     if (!g) fail_msg("no golden file %s", path);
     if (glen != len || memcmp(g, bytes, len) != 0)
         fail_msg("%s: the encoder's bytes (%zu) are not the golden file's (%zu): a format change needs a new "
-                 "version", name, len, glen);
+                 "version",
+                 name, len, glen);
     kc_free(bytes);
     *out = g;
     *out_len = glen;

@@ -195,7 +195,8 @@ static void test_whole_mac_and_the_trust_order(void **state) {
     for (size_t i = len - 32; i < len; i++) {
         for (unsigned bit = 1; bit < 256; bit <<= 7) { /* bits 0 and 7 */
             m[i] ^= (uint8_t)bit;
-            if (kc_entry_mac_check(m, len, key, kl) != KC_EUNTRUSTED) fail_msg("MAC byte %zu flipped (bit %u): accepted", i - (len - 32), bit);
+            if (kc_entry_mac_check(m, len, key, kl) != KC_EUNTRUSTED)
+                fail_msg("MAC byte %zu flipped (bit %u): accepted", i - (len - 32), bit);
             m[i] ^= (uint8_t)bit;
         }
     }

@@ -77,7 +77,10 @@ static uint8_t *make_seal(const uint8_t *c, size_t len, int mac, size_t *slen) {
  * the toc or the entries do not frame. */
 static size_t fix_entries(uint8_t *c, size_t raw, uint32_t count) {
     size_t at = 0, end = 0;
-    struct { size_t sum_at; uint64_t off, len; } toc[64];
+    struct {
+        size_t sum_at;
+        uint64_t off, len;
+    } toc[64];
     if (count > 64) return 0;
     for (uint32_t i = 0; i < count; i++) {
         if (raw - at < 2) return 0;
@@ -92,7 +95,10 @@ static size_t fix_entries(uint8_t *c, size_t raw, uint32_t count) {
     int framed = 1;
     for (uint32_t i = 0; i < count; i++) {
         size_t body = raw - at; /* the entries follow the toc */
-        if (toc[i].off > body || toc[i].len > body - toc[i].off) { framed = 0; continue; }
+        if (toc[i].off > body || toc[i].len > body - toc[i].off) {
+            framed = 0;
+            continue;
+        }
         uint8_t *ent = c + at + toc[i].off;
         fz_fix_entry(ent, (size_t)toc[i].len);
         fz_wr64(c + toc[i].sum_at, XXH3_64bits(ent, (size_t)toc[i].len));
@@ -127,9 +133,9 @@ size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed);
 
 typedef struct field {
-    size_t at;      /* in the input */
-    int wide;       /* u64 (toc) or u32 (a record's length) */
-    uint64_t base;  /* where what it measures starts, in the content */
+    size_t at;     /* in the input */
+    int wide;      /* u64 (toc) or u32 (a record's length) */
+    uint64_t base; /* where what it measures starts, in the content */
 } field;
 
 /* Length and offset fields of the input: each toc row's offset and size, then (v3, v4) the

@@ -27,7 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(c, data + 4, raw);
     /* Walk the toc as far as it frames: name_len:u16 name offset:u64 size:u64 sum:u64. */
     size_t at = 0, nframed = 0;
-    struct { size_t sum_at; uint64_t off, len; } toc[64];
+    struct {
+        size_t sum_at;
+        uint64_t off, len;
+    } toc[64];
     for (uint32_t i = 0; i < count && nframed < 64; i++) {
         if (raw - at < 2) break;
         size_t nl = (size_t)c[at] | (size_t)c[at + 1] << 8;
@@ -55,7 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     size_t cap = ZSTD_compressBound(raw);
     uint8_t *file = malloc(48 + cap);
-    if (!file) { free(c); return 0; }
+    if (!file) {
+        free(c);
+        return 0;
+    }
     size_t stored = ZSTD_compress(file + 48, cap, c, raw, 1);
     if (ZSTD_isError(stored)) abort();
     static const uint8_t magic[8] = {0x89, 'K', 'C', 'B', '\r', '\n', 0x1a, '\n'};

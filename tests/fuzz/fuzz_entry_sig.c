@@ -33,8 +33,10 @@
 #include "kcache/sign.h"
 
 /* tools/fuzz_seeds.sh reads this line to sign the seeds: keep it one line. */
-#define FZ_SIG_KEY "kcache-ed25519-private 1 cfad9b9e25a6baf9 ebad738f90f519488e67d121ad7e4aa19f706e2b41b58e0e9d76ecabd4371591"
-#define FZ_SIG_PUB "kcache-ed25519-public 1 cfad9b9e25a6baf9 274791371f29676287201833019964c47c6f18dc9b414c25d80bb8fb0aa090b1"
+#define FZ_SIG_KEY \
+    "kcache-ed25519-private 1 cfad9b9e25a6baf9 ebad738f90f519488e67d121ad7e4aa19f706e2b41b58e0e9d76ecabd4371591"
+#define FZ_SIG_PUB \
+    "kcache-ed25519-public 1 cfad9b9e25a6baf9 274791371f29676287201833019964c47c6f18dc9b414c25d80bb8fb0aa090b1"
 #define FZ_SIG_ID "cfad9b9e25a6baf9"
 
 static kc_signer *signer;
@@ -120,7 +122,8 @@ static void sign_then_flip(const uint8_t *data, size_t size) {
     size_t at = pos % n;
     b[at] ^= x;
     if (kc_entry_sig_check(p, n, ring, NULL) == KC_OK) {
-        fprintf(stderr, "fuzz_entry_sig: byte %zu of %zu flipped by 0x%02x and the signature still verifies\n", at, n, x);
+        fprintf(stderr, "fuzz_entry_sig: byte %zu of %zu flipped by 0x%02x and the signature still verifies\n", at, n,
+                x);
         abort();
     }
     decode_walk(p, n);

@@ -38,7 +38,7 @@
 #include "kcache.h"
 #include "kcache/guard.h"
 #include "kcache/sign.h"
-#include "mutate_entry.h" /* fz_rand, fz_wr64, LLVMFuzzerMutate */
+#include "mutate_entry.h"     /* fz_rand, fz_wr64, LLVMFuzzerMutate */
 #include "store/local_impl.h" /* kc_local_stats_read_, KC_STATS_SLOTS */
 
 #define STATS_SIZE (8 + 4 + 4 + 8 * 32 + 8)
@@ -128,7 +128,8 @@ static int profile_cb(const void *data, size_t len, void *ctx) {
 static void profile_mode(const uint8_t *p, size_t n) {
     char site[KC_SITE_NAME_MAX + 1], pdir[256], path[300];
     int changed;
-    if (kc_site_profile_check(p, n, site, sizeof site) == KC_OK && kc_site_profile_merge(cache, p, n, 1, &changed) != KC_OK) {
+    if (kc_site_profile_check(p, n, site, sizeof site) == KC_OK &&
+        kc_site_profile_merge(cache, p, n, 1, &changed) != KC_OK) {
         fprintf(stderr, "fuzz_files: a sound profile does not merge: %s\n", kc_error_last()->message);
         abort();
     }
@@ -183,8 +184,8 @@ static void hex(const uint8_t *b, size_t n, char *out) {
 
 /* One line of the format `mode` names, made from its grammar (no newline). */
 static int gen_line(unsigned mode, uint64_t *rs, char *out, size_t cap) {
-    static const char *const names[] = {"pin", "toolchain.nvrtc-12.4", "nvrtc.file.0123456789abcdef", "size_limit",
-                                        "fz.v", "a", "x:y-z.w_1"};
+    static const char *const names[] = {
+        "pin", "toolchain.nvrtc-12.4", "nvrtc.file.0123456789abcdef", "size_limit", "fz.v", "a", "x:y-z.w_1"};
     uint32_t r = fz_rand(rs);
     if (mode == 1) {
         const char *nm = names[r % 7];
@@ -217,10 +218,16 @@ static size_t stats_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs)
     static const uint32_t counts[] = {32, 32, 0, 1, 7, 33, 0xffffffffu};
     memcpy(b, "KCSTATS1", 8);
     uint32_t r = fz_rand(rs);
-    if (r % 4 == 0) { uint32_t c = counts[fz_rand(rs) % 7]; memcpy(b + 8, &c, 4); }
+    if (r % 4 == 0) {
+        uint32_t c = counts[fz_rand(rs) % 7];
+        memcpy(b + 8, &c, 4);
+    }
     fz_wr64(b + 16 + 8 * (fz_rand(rs) % 32), edge[fz_rand(rs) % 7]);
-    if (r & 16) data[1] = (uint8_t)(fz_rand(rs) % 24);                 /* the slot counted */
-    if (r & 32) { uint32_t c = r & 64 ? 1 : 0xffffffffu; memcpy(data + 2, &c, 4); } /* n */
+    if (r & 16) data[1] = (uint8_t)(fz_rand(rs) % 24); /* the slot counted */
+    if (r & 32) {
+        uint32_t c = r & 64 ? 1 : 0xffffffffu;
+        memcpy(data + 2, &c, 4);
+    }                          /* n */
     data[0] &= (uint8_t)~0x40; /* its checksum made right by the target */
     return need;
 }

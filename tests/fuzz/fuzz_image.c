@@ -159,7 +159,10 @@ static void graph(const uint8_t *s, size_t n) {
 }
 
 /* The names of a UNIT section as the grammar frames them (the harness's own reading). */
-typedef struct uname { const uint8_t *expr, *lowered; uint32_t el, ll; } uname;
+typedef struct uname {
+    const uint8_t *expr, *lowered;
+    uint32_t el, ll;
+} uname;
 static size_t unit_names(const uint8_t *s, size_t n, uname *out, size_t cap) {
     if (n < REF_FIXED) return 0;
     size_t at = REF_FIXED + fz_rd32(s + 48);

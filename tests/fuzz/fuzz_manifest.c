@@ -9,8 +9,9 @@
 #include "mutate_json.h"
 
 static const char *const tokens[] = {
-    "graphs", "archs", "sm_80", "sm_86", "sm_90", "sm_90a", "sm_100", "sm_120", "compute_80", "compute_90", "sm_", "compute_",
-    "native", "all", "k.json", "../k.json", "/abs.json", "", "sm_80,sm_90", "sm_9999999999",
+    "graphs", "archs",      "sm_80",      "sm_86", "sm_90",       "sm_90a",        "sm_100",
+    "sm_120", "compute_80", "compute_90", "sm_",   "compute_",    "native",        "all",
+    "k.json", "../k.json",  "/abs.json",  "",      "sm_80,sm_90", "sm_9999999999",
 };
 
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed);

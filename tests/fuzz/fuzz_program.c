@@ -23,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 enum { F_U32, F_U8, F_STR, F_MAX = 8192 };
 typedef struct {
     int kind;
-    uint32_t v;          /* F_U32, F_U8 */
-    const uint8_t *s;    /* F_STR: its bytes (in the input, or `own`) */
+    uint32_t v;       /* F_U32, F_U8 */
+    const uint8_t *s; /* F_STR: its bytes (in the input, or `own`) */
     uint32_t len;
     uint8_t *own;
 } pfield;
@@ -81,11 +81,48 @@ static void rd_program(preader *r) {
 }
 
 static const char *const spellings[] = {
-    "input:0", "output:0", "saved:0", "scratch:0", "grad_out:0", "grad_in:0", "input:1", "output:7", "input:0+N-1",
-    "scratch:0+4", "grad_in:0+1", "null", "sym:N", "e32:N", "e64:N-1", "i32:-1", "u32:4000000000", "i64:-9223372036854775808",
-    "f32:1.5", "f64:0.25", "bytes:00", "bytes:0000803f0000004000004040", "arg:lr", "arg:seed", "philox_seed",
-    "philox_offset", "N", "ceildiv(N, 128)", "min(N, device_sm_count * 4)", "device_warp_size * 4", "N * 4", "N / 0",
-    "N % 0", "-N", "0", "1", "65536", "2147483648", "18446744073709551615", "max(N, 1)", "(N", "",
+    "input:0",
+    "output:0",
+    "saved:0",
+    "scratch:0",
+    "grad_out:0",
+    "grad_in:0",
+    "input:1",
+    "output:7",
+    "input:0+N-1",
+    "scratch:0+4",
+    "grad_in:0+1",
+    "null",
+    "sym:N",
+    "e32:N",
+    "e64:N-1",
+    "i32:-1",
+    "u32:4000000000",
+    "i64:-9223372036854775808",
+    "f32:1.5",
+    "f64:0.25",
+    "bytes:00",
+    "bytes:0000803f0000004000004040",
+    "arg:lr",
+    "arg:seed",
+    "philox_seed",
+    "philox_offset",
+    "N",
+    "ceildiv(N, 128)",
+    "min(N, device_sm_count * 4)",
+    "device_warp_size * 4",
+    "N * 4",
+    "N / 0",
+    "N % 0",
+    "-N",
+    "0",
+    "1",
+    "65536",
+    "2147483648",
+    "18446744073709551615",
+    "max(N, 1)",
+    "(N",
+    "",
 };
 
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned seed);
@@ -106,7 +143,10 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned 
         x->v = edge[fz_rand(&rs) % 12];
     } else if (op == 0) { /* two strings swapped */
         pfield *y = &f[fz_rand(&rs) % r.n];
-        if (y->kind == F_STR) { pfield t = *x; *x = *y, *y = t; }
+        if (y->kind == F_STR) {
+            pfield t = *x;
+            *x = *y, *y = t;
+        }
     } else if ((x->own = malloc(2 * x->len + 64))) {
         if (op == 1) {
             const char *s = spellings[fz_rand(&rs) % (sizeof spellings / sizeof *spellings)];
@@ -123,10 +163,14 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned 
     int fits = out != NULL;
     for (size_t i = 0; i < r.n && fits; i++) {
         size_t w = f[i].kind == F_U8 ? 1 : 4, l = f[i].kind == F_STR ? f[i].len : 0;
-        if (at + w + l > max) { fits = 0; break; }
+        if (at + w + l > max) {
+            fits = 0;
+            break;
+        }
         uint32_t v = f[i].kind == F_STR ? f[i].len : f[i].v;
         if (f[i].kind == F_U8) out[at] = (uint8_t)v;
-        else for (int k = 0; k < 4; k++) out[at + k] = (uint8_t)(v >> (8 * k));
+        else
+            for (int k = 0; k < 4; k++) out[at + k] = (uint8_t)(v >> (8 * k));
         if (l) memcpy(out + at + w, f[i].s, l);
         at += w + l;
     }

@@ -112,11 +112,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 /* ---- the structure-aware mutator ---- */
 
 typedef struct rv {
-    char type;        /* + - : $ * */
-    long long n;      /* integer; bulk or array length, -1 for nil */
-    uint8_t *b;       /* + - $ bytes */
+    char type;   /* + - : $ * */
+    long long n; /* integer; bulk or array length, -1 for nil */
+    uint8_t *b;  /* + - $ bytes */
     size_t len;
-    struct rv *kid;   /* * elements */
+    struct rv *kid; /* * elements */
     size_t nkid;
 } rv;
 
@@ -233,7 +233,7 @@ static void rv_change(rv *v, uint64_t *rs, unsigned seed) {
         if (!b) return;
         v->b = b;
         v->len = v->len >= 8 && memcmp(b, "\x89KCE", 4) == 0 ? fz_entry_mutate(b, v->len, cap, seed)
-                                                            : LLVMFuzzerMutate(b, v->len, cap);
+                                                             : LLVMFuzzerMutate(b, v->len, cap);
     }
 }
 

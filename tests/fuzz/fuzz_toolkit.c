@@ -69,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint64_t sig = fz_rd64(data + 1);
         snprintf(path, sizeof path, "%s/memo.toolkit", memo);
         put(path, data + 9, size - 9);
-        if (kc_toolkit_memo_read_(path, sig, out) && (strlen(out) != 32 || strspn(out, "0123456789abcdef") != 32)) abort();
+        if (kc_toolkit_memo_read_(path, sig, out) && (strlen(out) != 32 || strspn(out, "0123456789abcdef") != 32))
+            abort();
     } else if (data[0] % 3 == 0) {
         snprintf(path, sizeof path, "%s/fz", memo);
         put(path, data + 1, size - 1);
@@ -115,14 +116,17 @@ static size_t manifest_mutate(uint8_t *data, size_t size, size_t max, uint64_t *
         uint32_t r = fz_rand(rs) % 6;
         if (r == 0 && nl > 5) memmove(line + at, line + at + 1, (nl - at - 1) * sizeof *line), nl--;
         else if (r == 1 && nl < MAXL) memmove(line + at + 1, line + at, (nl - at) * sizeof *line), nl++;
-        else if (r == 2) { char *t = line[at]; size_t o = 4 + fz_rand(rs) % (nl - 4); line[at] = line[o], line[o] = t; }
-        else if ((extra = malloc(600))) {
+        else if (r == 2) {
+            char *t = line[at];
+            size_t o = 4 + fz_rand(rs) % (nl - 4);
+            line[at] = line[o], line[o] = t;
+        } else if ((extra = malloc(600))) {
             size_t l = strnlen(line[at], 512);
             memcpy(extra, line[at], l);
             extra[l] = 0;
             if (r == 3 && l > 18) extra[2 + fz_rand(rs) % 16] = "0123456789abcdef"[fz_rand(rs) % 16]; /* a signature */
-            else if (r == 4 && l) extra[0] = extra[0] == 'd' ? 'f' : 'd';                       /* the other kind */
-            else l = LLVMFuzzerMutate((uint8_t *)extra, l, 599), extra[l] = 0;                /* its bytes */
+            else if (r == 4 && l) extra[0] = extra[0] == 'd' ? 'f' : 'd';      /* the other kind */
+            else l = LLVMFuzzerMutate((uint8_t *)extra, l, 599), extra[l] = 0; /* its bytes */
             line[at] = extra;
         }
     }
@@ -167,7 +171,8 @@ static size_t reads_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs)
     else nd = 0;
     char buf[4200];
     size_t o = 0;
-    for (size_t i = 0; i < nd && o < 4000; i++) o += (size_t)snprintf(buf + o, sizeof buf - o, i ? ",%llx" : "%llx", d[i]);
+    for (size_t i = 0; i < nd && o < 4000; i++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, i ? ",%llx" : "%llx", d[i]);
     if (!nd) o = (size_t)snprintf(buf, sizeof buf, "-");
     if (head + o + 1 > max) return size;
     memcpy(data + head, buf, o);
@@ -181,12 +186,14 @@ static size_t memo_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs) 
     uint64_t sig = fz_rd64(data + 1);
     char digest_hex[33] = "0123456789abcdef0123456789abcdef";
     const char *d = size > 9 ? memchr(data + 9, 'd', size - 9) : NULL; /* keep the input's digest */
-    if (d && (size_t)((const uint8_t *)d - data) + 7 + 32 <= size && memcmp(d, "digest ", 7) == 0) memcpy(digest_hex, d + 7, 32);
+    if (d && (size_t)((const uint8_t *)d - data) + 7 + 32 <= size && memcmp(d, "digest ", 7) == 0)
+        memcpy(digest_hex, d + 7, 32);
     uint32_t r = fz_rand(rs) % 6;
     if (r == 0) digest_hex[fz_rand(rs) % 32] = "0123456789abcdefABCDEFg "[fz_rand(rs) % 24];
     uint64_t said = r == 1 ? sig ^ (1ull << (fz_rand(rs) % 64)) : sig;
-    int n = snprintf((char *)data + 9, max - 9, "%s\nsig %016llx\n%sdigest %s\n", r == 2 ? "kcache-toolkit 2" : "kcache-toolkit 1",
-                     (unsigned long long)said, r == 3 ? "extra\n" : "", digest_hex);
+    int n = snprintf((char *)data + 9, max - 9, "%s\nsig %016llx\n%sdigest %s\n",
+                     r == 2 ? "kcache-toolkit 2" : "kcache-toolkit 1", (unsigned long long)said,
+                     r == 3 ? "extra\n" : "", digest_hex);
     if (r == 4) n -= 1 + (int)(fz_rand(rs) % 20); /* cut short */
     if (r == 5) fz_wr64(data + 1, sig + 1);
     return 9 + (size_t)(n > 0 ? n : 0);

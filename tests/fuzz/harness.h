@@ -128,12 +128,14 @@ static inline void fz_program(const void *data, size_t len) {
                 kc_program_arg_abi(p->rargs, p->nrargs, p->steps[i].args[a], &abi);
             }
             if (p->steps[i].nargs <= 256)
-                fz_say("args", kc_program_pack(p, i, &(kc_argpack){syms, fz_resolve, NULL, philox, vals_of}, vals, args));
+                fz_say("args",
+                       kc_program_pack(p, i, &(kc_argpack){syms, fz_resolve, NULL, philox, vals_of}, vals, args));
         }
     kc_program_free(p);
 }
 
-static inline void fz_kernel_cb(const char *name, const char *lowered, const char *target, int is_ptx, size_t len, void *ctx) {
+static inline void fz_kernel_cb(const char *name, const char *lowered, const char *target, int is_ptx, size_t len,
+                                void *ctx) {
     size_t *total = ctx;
     *total += strlen(name) + strlen(lowered) + strlen(target) + (size_t)is_ptx + len;
 }
@@ -148,7 +150,8 @@ static inline void fz_params_cb(const char *name, const char *lowered, const kc_
                                 void *ctx) {
     size_t *total = ctx;
     *total += strlen(name) + strlen(lowered) + n;
-    for (size_t i = 0; i < n; i++) *total += params[i].offset + params[i].size + params[i].align + strlen(params[i].cls);
+    for (size_t i = 0; i < n; i++)
+        *total += params[i].offset + params[i].size + params[i].align + strlen(params[i].cls);
 }
 
 /* One program of the entry, its steps' kernels in range, checked against the tables. */
@@ -161,8 +164,9 @@ static inline void fz_params_program(const kc_entry *e, kc_section_type type, co
     int ok = 1;
     for (size_t i = 0; i < p->nsteps; i++)
         if (p->steps[i].kernel < 0 || (size_t)p->steps[i].kernel >= n) ok = 0;
-    if (ok) fz_say(type == KC_SECTION_FORWARD ? "check forward" : "check backward",
-                   kc_abi_check_program("fuzz", p, abi, names));
+    if (ok)
+        fz_say(type == KC_SECTION_FORWARD ? "check forward" : "check backward",
+               kc_abi_check_program("fuzz", p, abi, names));
     kc_program_free(p);
 }
 
@@ -251,7 +255,8 @@ static inline size_t fz_attach(kc_entry *e) {
             const void *p;
             size_t l;
             int has = kc_entry_attached_image(e, v[i].image_index, &p, &l) == KC_OK;
-            if (v[i].image_index >= n || v[i].len != refs[v[i].image_index].len || v[i].is_ptx != refs[v[i].image_index].is_ptx)
+            if (v[i].image_index >= n || v[i].len != refs[v[i].image_index].len ||
+                v[i].is_ptx != refs[v[i].image_index].is_ptx)
                 abort();
             if (has ? (v[i].image != p || l != v[i].len) : v[i].image != NULL) abort();
             if (strcmp(v[i].target, refs[v[i].image_index].target) != 0) abort();

@@ -29,7 +29,8 @@ static inline size_t fz_json_list(cJSON *v, cJSON **all, size_t n, size_t cap) {
 }
 
 static inline void fz_json_change(cJSON *root, cJSON *v, uint64_t *rs, const char *const *tokens, size_t ntok) {
-    static const double edge[] = {0, 1, -1, 2, 3, 31, 32, 1024, 65536, 4294967296.0, -2147483649.0, 1e300, 0.5, 9007199254740993.0};
+    static const double edge[] = {
+        0, 1, -1, 2, 3, 31, 32, 1024, 65536, 4294967296.0, -2147483649.0, 1e300, 0.5, 9007199254740993.0};
     uint32_t r = fz_rand(rs) % 9;
     if (r == 8 && v->string && !(v->type & cJSON_StringIsConst)) { /* a member renamed (a key the format knows) */
         const char *t = tokens[fz_rand(rs) % ntok];
@@ -47,7 +48,10 @@ static inline void fz_json_change(cJSON *root, cJSON *v, uint64_t *rs, const cha
         switch (fz_rand(rs) % 6) {
         case 0: v->type = cJSON_NULL; break;
         case 1: v->type = fz_rand(rs) & 1 ? cJSON_True : cJSON_False; break;
-        case 2: v->type = cJSON_Number; cJSON_SetNumberValue(v, edge[fz_rand(rs) % 14]); break;
+        case 2:
+            v->type = cJSON_Number;
+            cJSON_SetNumberValue(v, edge[fz_rand(rs) % 14]);
+            break;
         case 3:
             v->type = cJSON_String;
             const char *t = tokens[fz_rand(rs) % ntok];

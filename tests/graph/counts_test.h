@@ -11,8 +11,8 @@
 /* A graph `name` of one kernel k(float *x, int n) whose statement for thread i < n is `body`. */
 static inline kc_graph_desc *kcc_small(const char *name, const char *body) {
     char src[512];
-    snprintf(src, sizeof src, "extern \"C\" __global__ void k(float *x, int n) { int i = threadIdx.x; if (i < n) %s }\n",
-             body);
+    snprintf(src, sizeof src,
+             "extern \"C\" __global__ void k(float *x, int n) { int i = threadIdx.x; if (i < n) %s }\n", body);
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, name), KC_OK);
     kc_kernel_src k = KC_KERNEL_SRC_INIT;

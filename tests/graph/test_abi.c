@@ -44,13 +44,14 @@ static kc_graph_desc *spec(const char *kernel, const char *dtype, const char *ar
     char p[700], json[2048];
     snprintf(p, sizeof p, "%s/scale.cu", dir);
     assert_int_equal(kct_write(p, kernel_src, strlen(kernel_src)), 0);
-    snprintf(json, sizeof json,
-             "{\"name\": \"abi_%s\", \"toolkit_headers\": true, \"kernels\": [{\"id\": \"k\", \"file\": \"scale.cu\", "
-             "\"entry\": \"%s\"}],\n"
-             " \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
-             " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 256)\", 1, 1], \"block\": [256, 1, 1], "
-             "\"args\": [%s]}]}\n",
-             kernel, kernel, dtype, dtype, args);
+    snprintf(
+        json, sizeof json,
+        "{\"name\": \"abi_%s\", \"toolkit_headers\": true, \"kernels\": [{\"id\": \"k\", \"file\": \"scale.cu\", "
+        "\"entry\": \"%s\"}],\n"
+        " \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
+        " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 256)\", 1, 1], \"block\": [256, 1, 1], "
+        "\"args\": [%s]}]}\n",
+        kernel, kernel, dtype, dtype, args);
     snprintf(p, sizeof p, "%s/abi.json", dir);
     assert_int_equal(kct_write(p, json, strlen(json)), 0);
     kc_graph_desc *d;
@@ -63,15 +64,16 @@ static size_t stored_entries(void) {
 }
 
 /* Compiling `args` for `target` fails with KC_ECOMPILE and a message holding every needle. */
-static void refused(const char *kernel, const char *dtype, const char *args, const char *target, const char *const *needles,
-                    size_t n) {
+static void refused(const char *kernel, const char *dtype, const char *args, const char *target,
+                    const char *const *needles, size_t n) {
     kc_graph_desc *d = spec(kernel, dtype, args);
     size_t before = stored_entries();
     uint64_t errors = kct_stat(cache, KC_STAT_COMPILE_ERRORS);
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(cache, d, target, &info);
     assert_int_equal(kct_stat(cache, KC_STAT_COMPILE_ERRORS), errors + 1); /* counted as a compile error */
-    if (rc != KC_ECOMPILE) fail_msg("%s for %s: expected KC_ECOMPILE, got %d (%s)", args, target, rc, kc_error_last()->message);
+    if (rc != KC_ECOMPILE)
+        fail_msg("%s for %s: expected KC_ECOMPILE, got %d (%s)", args, target, rc, kc_error_last()->message);
     const char *msg = kc_error_last()->message;
     for (size_t i = 0; i < n; i++)
         if (!strstr(msg, needles[i])) fail_msg("'%s' not in: %s", needles[i], msg);
@@ -95,7 +97,8 @@ static void test_one_argument_too_many(void **state) {
 
 static void test_e32_where_the_kernel_takes_64_bits(void **state) {
     (void)state;
-    const char *n[] = {"forward step 0", "argument 2 ('e32:N')", "passes 4 bytes", "parameter 2 takes 8 (at offset 16)"};
+    const char *n[] = {"forward step 0", "argument 2 ('e32:N')", "passes 4 bytes",
+                       "parameter 2 takes 8 (at offset 16)"};
     refused("scale", "f32", "\"input:0\", \"output:0\", \"e32:N\", \"f32:2\"", "sm_90", n, 4);
     refused("scale", "f32", "\"input:0\", \"output:0\", \"e32:N\", \"f32:2\"", "compute_80", n, 4);
 }
@@ -156,9 +159,9 @@ static void count_params(const char *name, const char *lowered, const kc_param_i
 
 static void test_every_bundled_graph_passes(void **state) {
     (void)state;
-    const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json",
-                           "dropout.json", "rmsnorm_bf16.json", "attn_softmax.json", "adamw.json", "global_norm.json",
-                           "linear.json"};
+    const char *specs[] = {"mlp_block.json",    "layer_norm.json",  "softmax.json",      "softmax_xent.json",
+                           "add_mul_gelu.json", "dropout.json",     "rmsnorm_bf16.json", "attn_softmax.json",
+                           "adamw.json",        "global_norm.json", "linear.json"};
     const char *targets[] = {"sm_80", "sm_90", "compute_80"};
     for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) {
         char p[512];
@@ -167,7 +170,8 @@ static void test_every_bundled_graph_passes(void **state) {
         if (kc_graph_desc_load(&d, p)) fail_msg("%s", kc_error_last()->message);
         for (size_t t = 0; t < 3; t++) {
             kc_graph_info info = KC_GRAPH_INFO_INIT;
-            if (kc_graph_compile(cache, d, targets[t], &info)) fail_msg("%s %s: %s", specs[s], targets[t], kc_error_last()->message);
+            if (kc_graph_compile(cache, d, targets[t], &info))
+                fail_msg("%s %s: %s", specs[s], targets[t], kc_error_last()->message);
             kc_key k;
             kc_key_from_hex(&k, info.key);
             kc_entry *e;
@@ -264,10 +268,15 @@ static void test_params_section_is_read_strictly(void **state) {
     kc_params t = {v, 2, 12};
     kc_buf good = {0};
     kc_abi_encode(&good, &t, 1);
-    struct { size_t at; uint8_t val; const char *what; } bad[] = {
-        {0, 2, "kernel count"},      {4, 9, "parameter count"},  {8, 13, "total"},
-        {12, 4, "first offset (overlap is impossible at 0, so: a gap)"}, {16, 0, "zero size"},
-        {25, 4, "second offset overlapping"}, {37, 7, "class"}, {33, 3, "alignment not a power of two"},
+    struct {
+        size_t at;
+        uint8_t val;
+        const char *what;
+    } bad[] = {
+        {0, 2, "kernel count"}, {4, 9, "parameter count"},
+        {8, 13, "total"},       {12, 4, "first offset (overlap is impossible at 0, so: a gap)"},
+        {16, 0, "zero size"},   {25, 4, "second offset overlapping"},
+        {37, 7, "class"},       {33, 3, "alignment not a power of two"},
     };
     kc_entry *e;
     kc_params *out;

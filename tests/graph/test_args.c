@@ -60,13 +60,16 @@ static void refused(const char *body, const char *n1, const char *n2) {
         fail_msg("'%s'%s%s not all in: %s", n1, n2 ? " and " : "", n2 ? n2 : "", m);
 }
 
-#define IO "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
-#define IO16 "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [16]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [4, 4]}],\n"
-#define SCALE(args) "\"forward\": [{\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [" args "]}]"
+#define IO \
+    "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
+#define IO16 \
+    "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [16]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [4, 4]}],\n"
+#define SCALE(args) \
+    "\"forward\": [{\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [" args "]}]"
 
 /* The full step: every new kind in one launch. */
-#define STEP_ARGS                                                                                                    \
-    "\"input:0\", \"output:0\", \"e64:N\", \"arg:lr\", \"f64:0.25\", \"u32:4000000000\", \"bytes:803f\", "          \
+#define STEP_ARGS                                                                                          \
+    "\"input:0\", \"output:0\", \"e64:N\", \"arg:lr\", \"f64:0.25\", \"u32:4000000000\", \"bytes:803f\", " \
     "\"bytes:0000803f0000004000004040\", \"null\", \"input:0+N-1\", \"arg:seed\""
 
 static kc_program *program_of(const kc_graph_desc *d, kc_pass pass) {
@@ -83,10 +86,11 @@ static kc_program *program_of(const kc_graph_desc *d, kc_pass pass) {
 
 static void test_declarations_from_a_spec_and_from_c(void **state) {
     (void)state;
-    kc_graph_desc *d = spec(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"},"
+    kc_graph_desc *d = spec(IO
+                            "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"},"
                             " {\"name\": \"beta\", \"type\": \"f64\"}, {\"name\": \"k\", \"type\": \"i32\"},"
-                            " {\"name\": \"m\", \"type\": \"u32\"}, {\"name\": \"t\", \"type\": \"i64\"}],\n"
-                            SCALE("\"input:0\", \"output:0\", \"e32:N\", \"arg:lr\""));
+                            " {\"name\": \"m\", \"type\": \"u32\"}, {\"name\": \"t\", \"type\": \"i64\"}],\n" SCALE(
+                                "\"input:0\", \"output:0\", \"e32:N\", \"arg:lr\""));
     kc_program *p = program_of(d, KC_PASS_FORWARD);
     static const char *names[] = {"lr", "seed", "beta", "k", "m", "t"};
     static const kc_arg_type types[] = {KC_ARG_F32, KC_ARG_U64, KC_ARG_F64, KC_ARG_I32, KC_ARG_U32, KC_ARG_I64};
@@ -129,9 +133,11 @@ static void test_declarations_from_a_spec_and_from_c(void **state) {
 
 static void test_bad_declarations_name_the_file_and_place(void **state) {
     (void)state;
-    refused(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f16\"}],\n" SCALE("\"input:0\""), "args[0].type", "unknown type 'f16'");
+    refused(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f16\"}],\n" SCALE("\"input:0\""), "args[0].type",
+            "unknown type 'f16'");
     refused(IO "\"args\": [{\"name\": \"lr\"}],\n" SCALE("\"input:0\""), "args[0].type", "unknown type");
-    refused(IO "\"args\": [{\"name\": \"a\", \"type\": \"f32\"}, {\"name\": \"a\", \"type\": \"i32\"}],\n" SCALE("\"input:0\""),
+    refused(IO "\"args\": [{\"name\": \"a\", \"type\": \"f32\"}, {\"name\": \"a\", \"type\": \"i32\"}],\n" SCALE(
+                "\"input:0\""),
             "args[1]", "declared twice");
     refused(IO "\"args\": [{\"name\": \"N\", \"type\": \"i64\"}],\n" SCALE("\"input:0\""), "args[0]", "size symbol");
     refused(IO "\"args\": [{\"name\": \"l r\", \"type\": \"f32\"}],\n" SCALE("\"input:0\""), "args[0]", "identifier");
@@ -158,12 +164,15 @@ static void test_bad_declarations_name_the_file_and_place(void **state) {
     refused(IO SCALE("\"input:+1\", \"output:0\", \"e32:N\", \"f32:1\""), "forward[0]", "input:+1");
     refused(IO SCALE("\"input:1+0\", \"output:0\", \"e32:N\", \"f32:1\""), "forward[0]", "no such tensor");
     /* An offset outside a tensor whose shape is static: refused now, not at the call. */
-    refused(IO16 SCALE("\"input:0+16\", \"output:0\", \"i32:16\", \"f32:1\""), "forward[0]", "offset 16 is outside the tensor's 16 elements");
+    refused(IO16 SCALE("\"input:0+16\", \"output:0\", \"i32:16\", \"f32:1\""), "forward[0]",
+            "offset 16 is outside the tensor's 16 elements");
     refused(IO16 SCALE("\"input:0+(0-1)\", \"output:0\", \"i32:16\", \"f32:1\""), "forward[0]", "offset -1");
     refused(IO16 SCALE("\"input:0\", \"output:0+4*4\", \"i32:16\", \"f32:1\""), "forward[0]", "offset 16");
-    refused(IO16 "\"forward\": {\"scratch\": [64], \"steps\": [{\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
-                 " \"args\": [\"scratch:0+64\", \"output:0\", \"i32:16\", \"f32:1\"]}]}",
-            "forward[0]", "offset 64 is outside the tensor's 64 bytes");
+    refused(
+        IO16
+        "\"forward\": {\"scratch\": [64], \"steps\": [{\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
+        " \"args\": [\"scratch:0+64\", \"output:0\", \"i32:16\", \"f32:1\"]}]}",
+        "forward[0]", "offset 64 is outside the tensor's 64 bytes");
     /* 257 bytes is one too many. */
     char body[2048], hex[600];
     for (int i = 0; i < 257; i++) snprintf(hex + 2 * i, 3, "%02x", i & 0xff);
@@ -187,17 +196,24 @@ static void test_abi_of_each_kind(void **state) {
     (void)state;
     kc_argdecl decl[] = {{"lr", KC_ARG_F32}, {"beta", KC_ARG_F64}, {"k", KC_ARG_I32},
                          {"m", KC_ARG_U32},  {"t", KC_ARG_I64},    {"seed", KC_ARG_U64}};
-    static const struct { const char *arg; unsigned size; int cls, pointer; } want[] = {
-        {"arg:lr", 4, KC_PARAM_FLOAT, 0},    {"arg:beta", 8, KC_PARAM_FLOAT, 0}, {"arg:k", 4, KC_PARAM_INT, 0},
-        {"arg:m", 4, KC_PARAM_INT, 0},       {"arg:t", 8, KC_PARAM_INT, 0},      {"arg:seed", 8, KC_PARAM_INT, 0},
-        {"null", 8, KC_PARAM_INT, 1},        {"u32:7", 4, KC_PARAM_INT, 0},      {"f64:0.5", 8, KC_PARAM_FLOAT, 0},
-        {"bytes:803f", 2, KC_PARAM_BYTES, 0}, {"bytes:00", 1, KC_PARAM_BYTES, 0},
-        {"bytes:0000803f0000004000004040", 12, KC_PARAM_BYTES, 0},
-        {"input:0+N", 8, KC_PARAM_INT, 1},   {"scratch:1+64", 8, KC_PARAM_INT, 1}, {"grad_in:0+1", 8, KC_PARAM_INT, 1},
+    static const struct {
+        const char *arg;
+        unsigned size;
+        int cls, pointer;
+    } want[] = {
+        {"arg:lr", 4, KC_PARAM_FLOAT, 0},    {"arg:beta", 8, KC_PARAM_FLOAT, 0},
+        {"arg:k", 4, KC_PARAM_INT, 0},       {"arg:m", 4, KC_PARAM_INT, 0},
+        {"arg:t", 8, KC_PARAM_INT, 0},       {"arg:seed", 8, KC_PARAM_INT, 0},
+        {"null", 8, KC_PARAM_INT, 1},        {"u32:7", 4, KC_PARAM_INT, 0},
+        {"f64:0.5", 8, KC_PARAM_FLOAT, 0},   {"bytes:803f", 2, KC_PARAM_BYTES, 0},
+        {"bytes:00", 1, KC_PARAM_BYTES, 0},  {"bytes:0000803f0000004000004040", 12, KC_PARAM_BYTES, 0},
+        {"input:0+N", 8, KC_PARAM_INT, 1},   {"scratch:1+64", 8, KC_PARAM_INT, 1},
+        {"grad_in:0+1", 8, KC_PARAM_INT, 1},
     };
     for (size_t i = 0; i < KC_ARRAY_LEN(want); i++) {
         kc_arg_abi a;
-        if (kc_program_arg_abi(decl, KC_ARRAY_LEN(decl), want[i].arg, &a)) fail_msg("%s: %s", want[i].arg, kc_error_last()->message);
+        if (kc_program_arg_abi(decl, KC_ARRAY_LEN(decl), want[i].arg, &a))
+            fail_msg("%s: %s", want[i].arg, kc_error_last()->message);
         if (a.size != want[i].size || a.cls != want[i].cls || a.pointer != want[i].pointer)
             fail_msg("%s: size %u class %d pointer %d", want[i].arg, a.size, a.cls, a.pointer);
     }
@@ -208,19 +224,23 @@ static void test_abi_of_each_kind(void **state) {
     assert_int_equal(kc_program_arg_abi(decl, 1, "nullx", &a), KC_ECORRUPT);
 
     /* Against parameter tables: (offset, size, align, class). */
-    static const struct { const char *arg; kc_param p; int ok; } cases[] = {
-        {"bytes:803f", {0, 2, 2, KC_PARAM_BYTES}, 1},   /* a bf16 by value */
-        {"bytes:803f", {0, 2, 2, KC_PARAM_INT}, 1},     /* exact size: any class */
-        {"bytes:803f", {0, 2, 2, KC_PARAM_FLOAT}, 1},   /* a half as .f16 */
-        {"bytes:803f", {0, 4, 4, KC_PARAM_BYTES}, 0},   /* the size differs */
+    static const struct {
+        const char *arg;
+        kc_param p;
+        int ok;
+    } cases[] = {
+        {"bytes:803f", {0, 2, 2, KC_PARAM_BYTES}, 1}, /* a bf16 by value */
+        {"bytes:803f", {0, 2, 2, KC_PARAM_INT}, 1},   /* exact size: any class */
+        {"bytes:803f", {0, 2, 2, KC_PARAM_FLOAT}, 1}, /* a half as .f16 */
+        {"bytes:803f", {0, 4, 4, KC_PARAM_BYTES}, 0}, /* the size differs */
         {"bytes:803f0000", {0, 2, 2, KC_PARAM_BYTES}, 0},
         {"bytes:0000803f0000004000004040", {4, 12, 4, KC_PARAM_BYTES}, 1}, /* a 12-byte struct at offset 4 */
         {"arg:lr", {0, 4, 4, KC_PARAM_FLOAT}, 1},
-        {"arg:lr", {0, 4, 4, KC_PARAM_INT}, 0},         /* a float where the kernel reads an int */
-        {"arg:lr", {0, 4, 0, KC_PARAM_ANY}, 1},         /* a cubin says only the size */
-        {"arg:lr", {0, 8, 8, KC_PARAM_FLOAT}, 0},       /* f32 where the kernel takes a double */
+        {"arg:lr", {0, 4, 4, KC_PARAM_INT}, 0},   /* a float where the kernel reads an int */
+        {"arg:lr", {0, 4, 0, KC_PARAM_ANY}, 1},   /* a cubin says only the size */
+        {"arg:lr", {0, 8, 8, KC_PARAM_FLOAT}, 0}, /* f32 where the kernel takes a double */
         {"arg:beta", {0, 8, 8, KC_PARAM_FLOAT}, 1},
-        {"arg:k", {0, 4, 4, KC_PARAM_FLOAT}, 0},        /* an int where the kernel reads a float */
+        {"arg:k", {0, 4, 4, KC_PARAM_FLOAT}, 0}, /* an int where the kernel reads a float */
         {"arg:m", {0, 4, 4, KC_PARAM_INT}, 1},
         {"arg:t", {0, 4, 4, KC_PARAM_INT}, 0},
         {"arg:seed", {0, 8, 8, KC_PARAM_INT}, 1},
@@ -244,19 +264,23 @@ static void test_abi_of_each_kind(void **state) {
         kc_param p = cases[i].p;
         kc_params t = {&p, 1, p.offset + p.size};
         char *args[] = {(char *)cases[i].arg};
-        int rc = kc_abi_check_step(KC_ECOMPILE, "graph 'g': forward step 0", "k", args, 1, &t, decl, KC_ARRAY_LEN(decl));
+        int rc = kc_abi_check_step(KC_ECOMPILE, "graph 'g': forward step 0", "k", args, 1, &t, decl,
+                                   KC_ARRAY_LEN(decl));
         if ((rc == KC_OK) != cases[i].ok)
-            fail_msg("%s against (size %u, class %d): %d, %s", cases[i].arg, p.size, p.cls, rc, rc ? kc_error_last()->message : "accepted");
-        if (rc && !strstr(kc_error_last()->message, cases[i].arg)) fail_msg("the message does not name '%s': %s", cases[i].arg, kc_error_last()->message);
+            fail_msg("%s against (size %u, class %d): %d, %s", cases[i].arg, p.size, p.cls, rc,
+                     rc ? kc_error_last()->message : "accepted");
+        if (rc && !strstr(kc_error_last()->message, cases[i].arg))
+            fail_msg("the message does not name '%s': %s", cases[i].arg, kc_error_last()->message);
     }
 }
 
 /* What NVRTC compiled agrees: every kind fits the kernel's real parameters, as a cubin and as PTX (classes). */
 static void test_every_kind_against_compiled_kernels(void **state) {
     (void)state;
-    kc_graph_desc *d = spec(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
-                            "\"forward\": [{\"kernel\": \"step\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
-                            " \"args\": [" STEP_ARGS "]}]");
+    kc_graph_desc *d = spec(
+        IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
+           "\"forward\": [{\"kernel\": \"step\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
+           " \"args\": [" STEP_ARGS "]}]");
     const char *targets[] = {"sm_80", "compute_80"};
     for (size_t i = 0; i < 2; i++) {
         kc_graph_info info = KC_GRAPH_INFO_INIT;
@@ -265,20 +289,23 @@ static void test_every_kind_against_compiled_kernels(void **state) {
     kc_graph_desc_free(d);
     /* lr declared f64 where the kernel takes a float: a compile error naming the argument and both sizes. */
     d = spec(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f64\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
-             "\"forward\": [{\"kernel\": \"step\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
-             " \"args\": [" STEP_ARGS "]}]");
+                "\"forward\": [{\"kernel\": \"step\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
+                " \"args\": [" STEP_ARGS "]}]");
     size_t before = kct_count_files(dir, ".kce");
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_80", &info), KC_ECOMPILE);
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "argument 3") || !strstr(m, "arg:lr") || !strstr(m, "8 bytes") || !strstr(m, "takes 4")) fail_msg("%s", m);
+    if (!strstr(m, "argument 3") || !strstr(m, "arg:lr") || !strstr(m, "8 bytes") || !strstr(m, "takes 4"))
+        fail_msg("%s", m);
     assert_int_equal(kct_count_files(dir, ".kce"), before);
     kc_graph_desc_free(d);
     /* A bf16 passed as 4 bytes, and as an f32 (a float of the wrong size): refused. */
-    d = spec(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
-             "\"forward\": [{\"kernel\": \"step\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"args\": [\"input:0\", "
-             "\"output:0\", \"e64:N\", \"arg:lr\", \"f64:0.25\", \"u32:4\", \"bytes:803f0000\", \"bytes:0000803f0000004000004040\", "
-             "\"null\", \"input:0\", \"arg:seed\"]}]");
+    d = spec(
+        IO
+        "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
+        "\"forward\": [{\"kernel\": \"step\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"args\": [\"input:0\", "
+        "\"output:0\", \"e64:N\", \"arg:lr\", \"f64:0.25\", \"u32:4\", \"bytes:803f0000\", \"bytes:0000803f0000004000004040\", "
+        "\"null\", \"input:0\", \"arg:seed\"]}]");
     assert_int_equal(kc_graph_compile(cache, d, "compute_80", &info), KC_ECOMPILE);
     if (!strstr(kc_error_last()->message, "bytes:803f0000")) fail_msg("%s", kc_error_last()->message);
     kc_graph_desc_free(d);
@@ -295,17 +322,24 @@ static void patch(kc_buf *b, const char *from, const char *to, size_t len) {
 
 static void test_decoder_refuses_malformed_arguments(void **state) {
     (void)state;
-    kc_graph_desc *d = spec(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"lz\", \"type\": \"u64\"}],\n"
-                            SCALE("\"input:0+N\", \"output:0\", \"bytes:803f\", \"arg:lr\""));
-    static const struct { const char *from, *to; size_t len; } bad[] = {
-        {"\x02\x00\x00\x00lr\x01", "\x02\x00\x00\x00lr\x09", 7},  /* an unknown type */
+    kc_graph_desc *d = spec(
+        IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"lz\", \"type\": \"u64\"}],\n" SCALE(
+            "\"input:0+N\", \"output:0\", \"bytes:803f\", \"arg:lr\""));
+    static const struct {
+        const char *from, *to;
+        size_t len;
+    } bad[] = {
+        {"\x02\x00\x00\x00lr\x01", "\x02\x00\x00\x00lr\x09", 7}, /* an unknown type */
         {"\x02\x00\x00\x00lr\x01", "\x02\x00\x00\x00lr\x00", 7},
-        {"\x02\x00\x00\x00lz", "\x02\x00\x00\x00lr", 6},         /* declared twice */
-        {"\x02\x00\x00\x00lz", "\x02\x00\x00\x00" "1z", 6},         /* not an identifier */
-        {"\x02\x00\x00\x00lz", "\x02\x00\x00\x00N\x00", 6},      /* a NUL inside */
-        {"arg:lr", "arg:lq", 6},                                  /* names no runtime argument */
+        {"\x02\x00\x00\x00lz", "\x02\x00\x00\x00lr", 6}, /* declared twice */
+        {"\x02\x00\x00\x00lz",
+         "\x02\x00\x00\x00"
+         "1z",
+         6},                                                /* not an identifier */
+        {"\x02\x00\x00\x00lz", "\x02\x00\x00\x00N\x00", 6}, /* a NUL inside */
+        {"arg:lr", "arg:lq", 6},                            /* names no runtime argument */
         {"bytes:803f", "bytes:80zf", 10},
-        {"input:0+N", "input:0+Q", 9},                            /* an unknown symbol */
+        {"input:0+N", "input:0+Q", 9}, /* an unknown symbol */
         {"input:0+N", "input:0*N", 9},
         {"input:0+N", "input:x+N", 9},
     };
@@ -338,11 +372,12 @@ static int resolve(void *ctx, int role, size_t i, void **ptr) {
 
 static void test_packing_values_and_offsets(void **state) {
     (void)state;
-    kc_graph_desc *d = spec(IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
-                            "\"forward\": {\"scratch\": [\"N * 4\"], \"steps\": [{\"kernel\": \"step\", \"grid\": [1, 1, 1],"
-                            " \"block\": [128, 1, 1], \"args\": [" STEP_ARGS "]},\n"
-                            " {\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
-                            " \"args\": [\"scratch:0+N*4-1\", \"output:0+N\", \"e32:N\", \"arg:lr\"]}]}");
+    kc_graph_desc *d = spec(
+        IO "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
+           "\"forward\": {\"scratch\": [\"N * 4\"], \"steps\": [{\"kernel\": \"step\", \"grid\": [1, 1, 1],"
+           " \"block\": [128, 1, 1], \"args\": [" STEP_ARGS "]},\n"
+           " {\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
+           " \"args\": [\"scratch:0+N*4-1\", \"output:0+N\", \"e32:N\", \"arg:lr\"]}]}");
     kc_program *p = program_of(d, KC_PASS_FORWARD);
     assert_true(p->offsets);
     int64_t syms[1] = {100};
@@ -350,9 +385,10 @@ static void test_packing_values_and_offsets(void **state) {
     void *args[16];
     kc_value v[2] = {{KC_ARG_F32, {.f32 = 0.125f}}, {KC_ARG_U64, {.u64 = 0xfedcba9876543210ull}}};
     assert_int_equal(kc_program_check_values(p, v, 2), KC_OK);
-    if (kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args)) fail_msg("%s", kc_error_last()->message);
-    assert_int_equal((uintptr_t)*(void **)args[0], 0x100000);
-    assert_int_equal((uintptr_t)*(void **)args[1], 0x200000);
+    if (kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args))
+        fail_msg("%s", kc_error_last()->message);
+    assert_int_equal((uintptr_t) * (void **)args[0], 0x100000);
+    assert_int_equal((uintptr_t) * (void **)args[1], 0x200000);
     assert_int_equal(*(int64_t *)args[2], 100);
     assert_true(*(float *)args[3] == 0.125f);
     assert_true(*(double *)args[4] == 0.25);
@@ -360,17 +396,18 @@ static void test_packing_values_and_offsets(void **state) {
     assert_memory_equal(args[6], "\x80\x3f", 2);
     assert_memory_equal(args[7], "\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40", 12);
     assert_null(*(void **)args[8]);
-    assert_int_equal((uintptr_t)*(void **)args[9], 0x100000 + 99 * 4); /* the last of 100 floats */
+    assert_int_equal((uintptr_t) * (void **)args[9], 0x100000 + 99 * 4); /* the last of 100 floats */
     assert_int_equal(*(uint64_t *)args[10], 0xfedcba9876543210ull);
     /* Step 1: output:0+N is one past the end (refused); the scratch offset is in bytes. */
     int rc = kc_program_pack(p, 1, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args);
     assert_int_equal(rc, KC_EINVAL);
-    if (!strstr(kc_error_last()->message, "output:0+N") || !strstr(kc_error_last()->message, "offset 100 is outside the tensor's 100 elements"))
+    if (!strstr(kc_error_last()->message, "output:0+N") ||
+        !strstr(kc_error_last()->message, "offset 100 is outside the tensor's 100 elements"))
         fail_msg("%s", kc_error_last()->message);
     /* Another size: N = 101 makes input:0+N-1 the 101st element. */
     syms[0] = 101;
     assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args), KC_OK);
-    assert_int_equal((uintptr_t)*(void **)args[9], 0x100000 + 100 * 4);
+    assert_int_equal((uintptr_t) * (void **)args[9], 0x100000 + 100 * 4);
     /* An empty input: any offset but 0 is outside. */
     syms[0] = 0;
     assert_int_equal(kc_program_pack(p, 0, &(kc_argpack){syms, resolve, NULL, NULL, v}, vals, args), KC_EINVAL);
@@ -383,7 +420,8 @@ static void test_packing_values_and_offsets(void **state) {
     /* The call's values: count and types, the message naming the argument. */
     assert_int_equal(kc_program_check_values(p, NULL, 0), KC_EINVAL);
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "2 runtime arguments") || !strstr(m, "lr f32") || !strstr(m, "seed u64") || !strstr(m, "kc_graph_forward_args"))
+    if (!strstr(m, "2 runtime arguments") || !strstr(m, "lr f32") || !strstr(m, "seed u64") ||
+        !strstr(m, "kc_graph_forward_args"))
         fail_msg("%s", m);
     assert_int_equal(kc_program_check_values(p, v, 1), KC_EINVAL);
     kc_value w[2] = {{KC_ARG_F64, {.f64 = 0.125}}, v[1]};
@@ -403,7 +441,8 @@ static void test_offset_into_a_broadcast_input(void **state) {
     (void)state;
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "bcast"), KC_OK);
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", kcat_kernel_src, "scale", NULL, 0, NULL, 0, NULL, KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,    "k.cu", kcat_kernel_src, "scale", NULL, 0, NULL, 0, NULL,
+                       KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sz[] = {"R", "C"}, *st[] = {"0", "1"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 2, sz, st, 0), KC_OK);
@@ -424,9 +463,13 @@ static void test_offset_into_a_broadcast_input(void **state) {
 
 static void test_types_are_in_the_key_values_never(void **state) {
     (void)state;
-    const char *base = IO "\"args\": [{\"name\": \"%s\", \"type\": \"%s\"}],\n" SCALE("\"input:0\", \"output:0\", \"e32:N\", \"%s\"");
-    struct { const char *name, *type, *arg; } v[] = {
-        {"lr", "f32", "arg:lr"}, {"lr", "f32", "arg:lr"}, {"lr", "i32", "f32:1"}, {"rate", "f32", "arg:rate"}, {"lr", "f32", "f32:1"},
+    const char *base = IO
+        "\"args\": [{\"name\": \"%s\", \"type\": \"%s\"}],\n" SCALE("\"input:0\", \"output:0\", \"e32:N\", \"%s\"");
+    struct {
+        const char *name, *type, *arg;
+    } v[] = {
+        {"lr", "f32", "arg:lr"},     {"lr", "f32", "arg:lr"}, {"lr", "i32", "f32:1"},
+        {"rate", "f32", "arg:rate"}, {"lr", "f32", "f32:1"},
     };
     char hex[5][KC_KEY_HEX_LEN + 1];
     for (size_t i = 0; i < KC_ARRAY_LEN(v); i++) {
@@ -492,7 +535,8 @@ static void test_the_table_of_kinds(void **state) {
         snprintf(arg, sizeof arg, "%s%s", k->spelling, sample_body(k));
         if (kc_argkind_of(arg) != k) fail_msg("'%s' is not found as its row", arg);
         for (size_t j = 0; j < n; j++)
-            if (j != i && strncmp(t[j].spelling, k->spelling, strlen(k->spelling)) == 0 && k->spelling[strlen(k->spelling) - 1] == ':')
+            if (j != i && strncmp(t[j].spelling, k->spelling, strlen(k->spelling)) == 0 &&
+                k->spelling[strlen(k->spelling) - 1] == ':')
                 fail_msg("'%s' is a prefix of '%s'", k->spelling, t[j].spelling);
         assert_non_null(k->pack);
         assert_int_equal(k->zero_passes & ~k->passes, 0);
@@ -517,7 +561,8 @@ static void test_the_table_of_kinds(void **state) {
         }
         if (k->doc) {
             kc_program_arg_kinds_for(k->size, k->cls, fits, sizeof fits);
-            if (!strstr(fits, k->doc)) fail_msg("'%s' is missing from the kinds that fit %u bytes: %s", k->doc, k->size, fits);
+            if (!strstr(fits, k->doc))
+                fail_msg("'%s' is missing from the kinds that fit %u bytes: %s", k->doc, k->size, fits);
         }
     }
     for (int role = KC_ROLE_INPUT; role <= KC_ROLE_GRAD_IN; role++) assert_non_null(kc_argkind_role(role));

@@ -33,9 +33,10 @@ static int teardown(void **state) {
 static kc_graph_desc *spec(const char *name, const char *body) {
     char p[700], file[300];
     snprintf(file, sizeof file, "%s.json", name);
-    kcat_write_spec(dir, file, name,
-                    " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n",
-                    body, p, sizeof p);
+    kcat_write_spec(
+        dir, file, name,
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n",
+        body, p, sizeof p);
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, p) != KC_OK) fail_msg("%s", kc_error_last()->message);
     return d;
@@ -63,7 +64,8 @@ static float arg_f32(const kcd_launch *l, size_t i) {
 
 static void test_every_kind_reaches_the_kernel(void **state) {
     (void)state;
-    kc_graph_desc *d = spec("kinds",
+    kc_graph_desc *d = spec(
+        "kinds",
         "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}, {\"name\": \"seed\", \"type\": \"u64\"}],\n"
         "\"forward\": [{\"kernel\": \"step\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1], \"args\": ["
         "\"input:0\", \"output:0\", \"e64:N\", \"arg:lr\", \"f64:0.25\", \"u32:4000000000\", \"bytes:803f\", "
@@ -93,7 +95,8 @@ static void test_every_kind_reaches_the_kernel(void **state) {
     assert_int_equal(kcd_launch_count(), 0);
 
     /* With them: every argument where the kernel reads it. */
-    if (kc_graph_forward_args(g, &in, 1, &out, 1, &sv, NULL, NULL, NULL, v, 2)) fail_msg("%s", kc_error_last()->message);
+    if (kc_graph_forward_args(g, &in, 1, &out, 1, &sv, NULL, NULL, NULL, v, 2))
+        fail_msg("%s", kc_error_last()->message);
     assert_int_equal(kcd_launch_count(), 1);
     kcd_launch l = launch(0);
     assert_string_equal(l.kernel, "step");
@@ -182,7 +185,8 @@ static void test_every_kind_reaches_the_kernel(void **state) {
 
 static void test_cuda_graph_never_replays_old_values(void **state) {
     (void)state;
-    kc_graph_desc *d = spec("adamw_like",
+    kc_graph_desc *d = spec(
+        "adamw_like",
         "\"args\": [{\"name\": \"lr\", \"type\": \"f32\"}],\n"
         "\"forward\": [{\"kernel\": \"scale\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
         " \"args\": [\"input:0\", \"output:0\", \"e32:N\", \"arg:lr\"]}],\n"
@@ -199,7 +203,8 @@ static void test_cuda_graph_never_replays_old_values(void **state) {
     for (int call = 0; call < 3; call++) {
         kc_value v = {KC_ARG_F32, {.f32 = lr[call]}};
         memset(&out, 0, sizeof out);
-        if (kc_graph_forward_args(g, &in, 1, &out, 1, NULL, NULL, NULL, NULL, &v, 1)) fail_msg("%s", kc_error_last()->message);
+        if (kc_graph_forward_args(g, &in, 1, &out, 1, NULL, NULL, NULL, NULL, &v, 1))
+            fail_msg("%s", kc_error_last()->message);
         kc_tensor_release(&out, NULL, NULL);
     }
     /* Each call launched directly with its own value: no capture, no replay. */
@@ -240,7 +245,8 @@ static void test_cuda_graph_never_replays_old_values(void **state) {
 static void test_offset_out_of_range_is_refused_before_any_launch(void **state) {
     (void)state;
     /* Step 0 is fine; step 1 passes input:0+N, one past the end: the call fails before step 0 launches. */
-    kc_graph_desc *d = spec("offsets",
+    kc_graph_desc *d = spec(
+        "offsets",
         "\"forward\": [{\"kernel\": \"scale\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
         " \"args\": [\"input:0\", \"output:0\", \"e32:N\", \"f32:1\"]},\n"
         " {\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1],"

@@ -65,7 +65,7 @@ static void test_hits_and_misses_add_up_under_threads(void **state) {
     assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
     uint64_t lookups = (uint64_t)THREADS * ROUNDS * GRAPHS;
     assert_int_equal(compiled + disk, lookups);
-    assert_int_equal(compiled, GRAPHS);                      /* single-flight: each graph compiled once */
+    assert_int_equal(compiled, GRAPHS); /* single-flight: each graph compiled once */
     assert_int_equal(st.v[KC_STAT_COMPILES], GRAPHS);
     /* One outcome per lookup, the one its caller was told: each counter equals its tally. */
     assert_int_equal(st.v[KC_STAT_MISSES], compiled);
@@ -142,7 +142,8 @@ static void test_parallel_units_record_wall_time(void **state) {
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
     const char *grid[] = {"1", "1", "1"}, *block[] = {"128", "1", "1"}, *args[] = {"input:0", "e32:N"};
-    for (size_t k = 0; k < 2; k++) assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, k, grid, block, NULL, args, 2), KC_OK);
+    for (size_t k = 0; k < 2; k++)
+        assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, k, grid, block, NULL, args, 2), KC_OK);
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
@@ -158,7 +159,8 @@ static void test_uncacheable_is_a_bypass_not_a_miss(void **state) {
     assert_int_equal(kc_graph_desc_new(&d, "dated"), KC_OK);
     kc_kernel_src k = KC_KERNEL_SRC_INIT;
     k.file = "t.cu", k.name = "k";
-    k.source = "extern \"C\" __global__ void k(float *x, int n) { const char *t = __DATE__; if (n < 0) x[0] = t[0]; }\n";
+    k.source =
+        "extern \"C\" __global__ void k(float *x, int n) { const char *t = __DATE__; if (n < 0) x[0] = t[0]; }\n";
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);

@@ -40,7 +40,8 @@ static void *worker(void *p) {
             t->saved_ms += info.saved_ms;
             if (info.source == KC_FROM_MEMORY) t->memory++, t->memory_saved_ms += info.saved_ms;
             else if (info.source == KC_FROM_COMPILE) t->compiled++;
-            else if (info.source == KC_FROM_DISK && info.miss_reason[0]) t->waited++, t->waited_saved_ms += info.saved_ms;
+            else if (info.source == KC_FROM_DISK && info.miss_reason[0])
+                t->waited++, t->waited_saved_ms += info.saved_ms;
             else if (info.source == KC_FROM_DISK) t->disk++;
             else t->other++;
             kc_graph_release(gr);
@@ -69,10 +70,12 @@ static void test_counters_equal_what_callers_were_told(void **state) {
     assert_int_equal(sum.other, 0);
     kc_stats st;
     assert_int_equal(kc_cache_stats(cache, &st), KC_OK);
-    fprintf(stderr, "told: compile %d, disk %d (waited %d), memory %d; counted: misses %llu, hits %llu (waits %llu), "
-            "memory_hits %llu\n", sum.compiled, sum.disk + sum.waited, sum.waited, sum.memory,
-            (unsigned long long)st.v[KC_STAT_MISSES], (unsigned long long)st.v[KC_STAT_HITS],
-            (unsigned long long)st.v[KC_STAT_COMPILE_WAITS], (unsigned long long)st.v[KC_STAT_MEMORY_HITS]);
+    fprintf(stderr,
+            "told: compile %d, disk %d (waited %d), memory %d; counted: misses %llu, hits %llu (waits %llu), "
+            "memory_hits %llu\n",
+            sum.compiled, sum.disk + sum.waited, sum.waited, sum.memory, (unsigned long long)st.v[KC_STAT_MISSES],
+            (unsigned long long)st.v[KC_STAT_HITS], (unsigned long long)st.v[KC_STAT_COMPILE_WAITS],
+            (unsigned long long)st.v[KC_STAT_MEMORY_HITS]);
     assert_int_equal(sum.compiled + sum.disk + sum.waited + sum.memory, THREADS * ROUNDS * GRAPHS);
     assert_int_equal(sum.compiled, GRAPHS); /* single-flight */
     /* Outcome by outcome. */

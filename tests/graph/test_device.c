@@ -29,15 +29,17 @@ static kc_graph_desc *desc_with(const char *grid0, const char *block0, const cha
     if (scratch && kc_graph_add_scratch(d, KC_PASS_FORWARD, scratch)) fail_msg("%s", kc_error_last()->message);
     const char *grid[3] = {grid0, "1", "1"}, *block[3] = {block0, "1", "1"};
     const char *args[] = {"output:0", arg ? arg : "e32:N"};
-    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, shared, args, 2)) fail_msg("%s", kc_error_last()->message);
+    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, shared, args, 2))
+        fail_msg("%s", kc_error_last()->message);
     return d;
 }
 
 static void test_the_reserved_names(void **state) {
     (void)state;
-    static const char *const names[] = {"device_sm_count", "device_max_threads_per_sm", "device_max_threads_per_block",
-                                        "device_smem_per_block", "device_smem_optin", "device_smem_per_sm",
-                                        "device_warp_size"};
+    static const char *const names[] = {
+        "device_sm_count",       "device_max_threads_per_sm", "device_max_threads_per_block",
+        "device_smem_per_block", "device_smem_optin",         "device_smem_per_sm",
+        "device_warp_size"};
     assert_int_equal(KC_ARRAY_LEN(names), KC_DEVICE_NFACTS);
     for (int i = 0; i < KC_DEVICE_NFACTS; i++) {
         assert_int_equal(kc_device_fact(names[i], strlen(names[i])), i);
@@ -54,12 +56,14 @@ static void test_expressions_read_the_bound_device(void **state) {
     (void)state;
     const char *names[] = {"N"};
     int64_t vals[] = {1000}, v = 0;
-    assert_int_equal(kc_expr_eval_dev("ceildiv(N, device_sm_count) * device_warp_size", names, vals, 1, H100, &v), KC_OK);
+    assert_int_equal(kc_expr_eval_dev("ceildiv(N, device_sm_count) * device_warp_size", names, vals, 1, H100, &v),
+                     KC_OK);
     assert_int_equal(v, 8 * 32);
     assert_int_equal(kc_expr_eval_dev("device_smem_optin - device_smem_per_block", names, vals, 1, H100, &v), KC_OK);
     assert_int_equal(v, 232448 - 49152);
     assert_int_equal(kc_expr_eval_dev("device_max_threads_per_sm + device_max_threads_per_block + device_smem_per_sm",
-                                      NULL, NULL, 0, H100, &v), KC_OK);
+                                      NULL, NULL, 0, H100, &v),
+                     KC_OK);
     assert_int_equal(v, 2048 + 1024 + 233472);
     /* No device bound: an error, never a value. */
     assert_int_equal(kc_expr_eval("device_sm_count * 2", names, vals, 1, &v), KC_EEXPR);
@@ -110,16 +114,19 @@ static void test_a_spec_names_the_place(void **state) {
     char p[512];
     snprintf(p, sizeof p, "%s/k.cu", dir);
     assert_int_equal(kct_write(p, SRC, strlen(SRC)), 0);
-    static const struct { const char *inputs, *outputs, *place; } cases[] = {
+    static const struct {
+        const char *inputs, *outputs, *place;
+    } cases[] = {
         {"[\"N\", \"device_warp_size\"]", "[\"N\"]", "inputs[0]"},
     };
     for (size_t i = 0; i < KC_ARRAY_LEN(cases); i++) {
         char json[1024];
-        snprintf(json, sizeof json,
-                 "{\"name\": \"g\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\"}],\n"
-                 " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": %s}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": %s}],\n"
-                 " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"e32:N\"]}]}\n",
-                 cases[i].inputs, cases[i].outputs);
+        snprintf(
+            json, sizeof json,
+            "{\"name\": \"g\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\"}],\n"
+            " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": %s}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": %s}],\n"
+            " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"e32:N\"]}]}\n",
+            cases[i].inputs, cases[i].outputs);
         snprintf(p, sizeof p, "%s/g.json", dir);
         assert_int_equal(kct_write(p, json, strlen(json)), 0);
         kc_graph_desc *d = NULL;
@@ -190,10 +197,10 @@ static void test_the_known_devices_of_a_target(void **state) {
     expect("sm_90", desc_with("1", "32", "300000", NULL, NULL), 0, "232448");
     expect("sm_90", desc_with("1", "32", "232448", NULL, NULL), 1, NULL);
     expect("sm_90a", desc_with("1", "32", "232449", NULL, NULL), 0, "kernel 'k'");
-    expect("sm_80", desc_with("1", "32", "166912", NULL, NULL), 1, NULL);      /* A100's 163 KiB */
+    expect("sm_80", desc_with("1", "32", "166912", NULL, NULL), 1, NULL); /* A100's 163 KiB */
     expect("sm_80", desc_with("1", "32", "166913", NULL, NULL), 0, "166912");
-    expect("sm_89", desc_with("1", "32", "166912", NULL, NULL), 0, "101376");  /* L4, L40S: 99 KiB */
-    expect("sm_86", desc_with("1", "32", "166912", NULL, NULL), 1, NULL);      /* Orin (8.7) loads sm_86 */
+    expect("sm_89", desc_with("1", "32", "166912", NULL, NULL), 0, "101376"); /* L4, L40S: 99 KiB */
+    expect("sm_86", desc_with("1", "32", "166912", NULL, NULL), 1, NULL);     /* Orin (8.7) loads sm_86 */
     expect("sm_120", desc_with("1", "32", "110000", NULL, NULL), 0, "step 0");
     expect("sm_100f", desc_with("1", "32", "232448", NULL, NULL), 1, NULL);
     expect("compute_80", desc_with("1", "32", "200000", NULL, NULL), 1, NULL); /* an H100 loads compute_80 */

@@ -60,7 +60,8 @@ static kc_graph_desc *big_graph(const char *name, const char *kernel, const char
     assert_int_equal(kc_graph_add_tensor(d, KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, sizes), KC_OK);
     const char *grid[3] = {"ceildiv(N, 256)", "1", "1"}, *block[3] = {"256", "1", "1"};
     const char *args[] = {"input:0", "output:0", "e32:N"};
-    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, shared, args, 3)) fail_msg("%s", kc_error_last()->message);
+    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, shared, args, 3))
+        fail_msg("%s", kc_error_last()->message);
     if (cuda_graph) assert_int_equal(kc_graph_add_wrapper(d, "cuda_graph", 1, "4", 1), KC_OK);
     return d;
 }
@@ -89,9 +90,14 @@ static kc_graph_desc *facts_graph(void) {
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
     assert_int_equal(kc_graph_add_tensor(d, KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, sizes), KC_OK);
     const char *grid[3] = {"device_sm_count * 2", "1", "1"}, *block[3] = {"device_warp_size * 4", "1", "1"};
-    const char *args[] = {"output:0", "e32:device_sm_count", "e32:device_max_threads_per_sm",
-                          "e32:device_max_threads_per_block", "e32:device_smem_per_block", "e32:device_smem_optin",
-                          "e32:device_smem_per_sm", "e32:device_warp_size"};
+    const char *args[] = {"output:0",
+                          "e32:device_sm_count",
+                          "e32:device_max_threads_per_sm",
+                          "e32:device_max_threads_per_block",
+                          "e32:device_smem_per_block",
+                          "e32:device_smem_optin",
+                          "e32:device_smem_per_sm",
+                          "e32:device_warp_size"};
     if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 8)) fail_msg("%s", kc_error_last()->message);
     return d;
 }
@@ -246,7 +252,8 @@ static void test_a_later_step_refused_launches_no_earlier_one(void **state) {
     kc_graph_desc *d = big_graph("two_steps", "big", "1024", 0);
     const char *grid[3] = {"ceildiv(N, 256)", "1", "1"}, *block[3] = {"256", "1", "1"};
     const char *args[] = {"output:0", "output:0", "e32:N"};
-    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, "N * 4", args, 3)) fail_msg("%s", kc_error_last()->message);
+    if (kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, "N * 4", args, 3))
+        fail_msg("%s", kc_error_last()->message);
     kc_graph *g;
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
@@ -312,7 +319,8 @@ static void *race(void *arg) {
         }
         kc_tensor in = {NULL, KC_DTYPE_F32, 1, {1000}, {1}}, out;
         memset(&out, 0, sizeof out);
-        if (kc_cuda_malloc(&in.data, 4000, NULL) != KC_OK || kc_graph_forward(r->g, &in, 1, &out, 1, NULL, NULL, NULL) != KC_OK)
+        if (kc_cuda_malloc(&in.data, 4000, NULL) != KC_OK ||
+            kc_graph_forward(r->g, &in, 1, &out, 1, NULL, NULL, NULL) != KC_OK)
             r->failures++;
         kc_tensor_release(&out, NULL, NULL);
         kc_cuda_free(in.data, NULL);

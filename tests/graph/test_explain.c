@@ -41,7 +41,8 @@ static int has(const kc_explain *x, const char *name) {
     return 0;
 }
 
-static void expect(const kc_graph_desc *d, const char *variant, const char *const *want, size_t n, const char *unwanted) {
+static void expect(const kc_graph_desc *d, const char *variant, const char *const *want, size_t n,
+                   const char *unwanted) {
     kc_explain *x = malloc(sizeof *x);
     assert_non_null(x);
     x->version = KC_EXPLAIN_VERSION;
@@ -119,9 +120,17 @@ static kc_graph_desc *with_headers(const char *scale, const char *other) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "h");
     kc_header_src hs[] = {{"scale.cuh", scale}, {"other.cuh", other}};
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "#include \"scale.cuh\"\n#include \"other.cuh\"\n"
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "k.cu",
+                       "#include \"scale.cuh\"\n#include \"other.cuh\"\n"
                        "extern \"C\" __global__ void k(float *x) { x[0] *= SCALE + OTHER; }\n",
-                       "k", hs, 2, NULL, 0, NULL, 0};
+                       "k",
+                       hs,
+                       2,
+                       NULL,
+                       0,
+                       NULL,
+                       0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"4"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);

@@ -40,8 +40,14 @@ static float *to_host(const kc_tensor *t) {
     return h;
 }
 
-static kc_tensor t1(void *d, int64_t a) { kc_tensor t = {d, KC_DTYPE_F32, 1, {a}, {1}}; return t; }
-static kc_tensor t2(void *d, int64_t a, int64_t b) { kc_tensor t = {d, KC_DTYPE_F32, 2, {a, b}, {b, 1}}; return t; }
+static kc_tensor t1(void *d, int64_t a) {
+    kc_tensor t = {d, KC_DTYPE_F32, 1, {a}, {1}};
+    return t;
+}
+static kc_tensor t2(void *d, int64_t a, int64_t b) {
+    kc_tensor t = {d, KC_DTYPE_F32, 2, {a, b}, {b, 1}};
+    return t;
+}
 
 static kc_graph *get(const char *spec, kc_graph_info *info) {
     char p[512];
@@ -71,19 +77,52 @@ static void check_graph(const char *spec, const char *name) {
     kc_graph_release(g);
 }
 
-static void test_softmax(void **state) { (void)state; check_graph("softmax.json", "softmax"); }
-static void test_layer_norm(void **state) { (void)state; check_graph("layer_norm.json", "layer_norm"); }
-static void test_add_mul_gelu(void **state) { (void)state; check_graph("add_mul_gelu.json", "add_mul_gelu"); }
-static void test_mlp_block(void **state) { (void)state; check_graph("mlp_block.json", "mlp_block"); }
-static void test_softmax_xent(void **state) { (void)state; check_graph("softmax_xent.json", "softmax_xent"); }
-static void test_dropout(void **state) { (void)state; check_graph("dropout.json", "dropout"); }
+static void test_softmax(void **state) {
+    (void)state;
+    check_graph("softmax.json", "softmax");
+}
+static void test_layer_norm(void **state) {
+    (void)state;
+    check_graph("layer_norm.json", "layer_norm");
+}
+static void test_add_mul_gelu(void **state) {
+    (void)state;
+    check_graph("add_mul_gelu.json", "add_mul_gelu");
+}
+static void test_mlp_block(void **state) {
+    (void)state;
+    check_graph("mlp_block.json", "mlp_block");
+}
+static void test_softmax_xent(void **state) {
+    (void)state;
+    check_graph("softmax_xent.json", "softmax_xent");
+}
+static void test_dropout(void **state) {
+    (void)state;
+    check_graph("dropout.json", "dropout");
+}
 /* The training-step graphs (issue 17): a runtime scale in 64 KiB of shared memory, an atomic sum into a zeroed
  * output, an in-place optimizer step, a backward accumulating into the caller's gradients. */
-static void test_attn_softmax(void **state) { (void)state; check_graph("attn_softmax.json", "attn_softmax"); }
-static void test_global_norm(void **state) { (void)state; check_graph("global_norm.json", "global_norm"); }
-static void test_adamw(void **state) { (void)state; check_graph("adamw.json", "adamw"); }
-static void test_linear(void **state) { (void)state; check_graph("linear.json", "linear"); }
-static void test_rmsnorm_bf16(void **state) { (void)state; check_graph("rmsnorm_bf16.json", "rmsnorm_bf16"); }
+static void test_attn_softmax(void **state) {
+    (void)state;
+    check_graph("attn_softmax.json", "attn_softmax");
+}
+static void test_global_norm(void **state) {
+    (void)state;
+    check_graph("global_norm.json", "global_norm");
+}
+static void test_adamw(void **state) {
+    (void)state;
+    check_graph("adamw.json", "adamw");
+}
+static void test_linear(void **state) {
+    (void)state;
+    check_graph("linear.json", "linear");
+}
+static void test_rmsnorm_bf16(void **state) {
+    (void)state;
+    check_graph("rmsnorm_bf16.json", "rmsnorm_bf16");
+}
 
 /* Forward (and backward) of softmax for R rows through `g`; results in host memory. */
 static void softmax_run(kc_graph *g, int R, unsigned seed, float **y, float **gx) {
@@ -177,7 +216,10 @@ static void test_philox_dropout_is_reproducible(void **state) {
     kc_cuda_free(gout.data, NULL);
     kc_cuda_pop();
     kc_graph_release(g);
-    free(h1); free(h2); free(h3); free(hg);
+    free(h1);
+    free(h2);
+    free(h3);
+    free(hg);
 }
 
 /* Variant selection through kc_graph_get: a distinct globals word gives each case its own key. */

@@ -53,11 +53,27 @@ static void write_file(const char *name, const char *text) {
 
 #define N 1000
 static int bad;
-#define CHECK(c, ...) do { if (!(c)) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); bad++; } } while (0)
+#define CHECK(c, ...)                                   \
+    do {                                                \
+        if (!(c)) {                                     \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+            bad++;                                      \
+        }                                               \
+    } while (0)
 static kc_graph *get(kc_cache *c, const char *spec) {
-    kc_graph_desc *d; kc_graph *g; kc_graph_info info = KC_GRAPH_INFO_INIT;
-    if (kc_graph_desc_load(&d, spec)) { printf("FAIL load %s: %s\n", spec, kc_error_last()->message); exit(1); }
-    if (kc_graph_get(c, d, 0, &g, &info)) { printf("FAIL get %s: %s\n", spec, kc_error_last()->message); exit(1); }
+    kc_graph_desc *d;
+    kc_graph *g;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    if (kc_graph_desc_load(&d, spec)) {
+        printf("FAIL load %s: %s\n", spec, kc_error_last()->message);
+        exit(1);
+    }
+    if (kc_graph_get(c, d, 0, &g, &info)) {
+        printf("FAIL get %s: %s\n", spec, kc_error_last()->message);
+        exit(1);
+    }
     printf("%s: source %d variant %s (%s)\n", spec, info.source, info.variant, info.miss_reason);
     kc_graph_desc_free(d);
     return g;
@@ -73,9 +89,18 @@ int main(void) {
     write_file("a_true.json", A_TRUE);
     write_file("a_false.json", A_FALSE);
     write_file("c.json", C_JSON);
-    kc_options o = KC_OPTIONS_INIT; o.dir = "cache"; o.flags = KC_OPEN_NO_ENV;
-    kc_cache *c; if (kc_cache_open(&c, &o)) { printf("FAIL open: %s\n", kc_error_last()->message); return 1; }
-    if (kc_cuda_push(0)) { printf("FAIL push: %s\n", kc_error_last()->message); return 1; }
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = "cache";
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c;
+    if (kc_cache_open(&c, &o)) {
+        printf("FAIL open: %s\n", kc_error_last()->message);
+        return 1;
+    }
+    if (kc_cuda_push(0)) {
+        printf("FAIL push: %s\n", kc_error_last()->message);
+        return 1;
+    }
     static float host[N], y[N], back[N];
     for (int b = 0; b < 2; b++) {
         kc_graph *g = get(c, b ? "a_false.json" : "a_true.json");
@@ -96,9 +121,12 @@ int main(void) {
         CHECK(sms > 0 && sms < 1000 && out[1].sizes[1] == 2, "shape");
         float *p = calloc((size_t)sms * 2, sizeof *p);
         CHECK(!kc_cuda_copy_to_host(p, out[1].data, (size_t)sms * 8), "copy p");
-        for (int64_t i = 0; i < sms; i++) CHECK(p[i * 2] == (float)(i + 1) && p[i * 2 + 1] == (float)sms, "p[%lld] = %g %g", (long long)i, p[i * 2], p[i * 2 + 1]);
+        for (int64_t i = 0; i < sms; i++)
+            CHECK(p[i * 2] == (float)(i + 1) && p[i * 2 + 1] == (float)sms, "p[%lld] = %g %g", (long long)i, p[i * 2],
+                  p[i * 2 + 1]);
         free(p);
-        kc_tensor_release(&out[0], NULL, NULL); kc_tensor_release(&out[1], NULL, NULL);
+        kc_tensor_release(&out[0], NULL, NULL);
+        kc_tensor_release(&out[1], NULL, NULL);
         kc_cuda_free(in.data, NULL);
         kc_graph_release(g);
     }
@@ -107,10 +135,12 @@ int main(void) {
     for (int i = 0; i < N; i++) host[i] = 7.f;
     CHECK(!kc_cuda_malloc(&in.data, sizeof host, NULL), "malloc");
     CHECK(!kc_cuda_copy_to_device(in.data, host, sizeof host), "copy");
-    CHECK(kc_graph_forward(g, &in, 1, NULL, 0, NULL, NULL, NULL) == 0, "zero-only forward: %s", kc_error_last()->message);
+    CHECK(kc_graph_forward(g, &in, 1, NULL, 0, NULL, NULL, NULL) == 0, "zero-only forward: %s",
+          kc_error_last()->message);
     CHECK(!kc_cuda_synchronize(), "sync");
     CHECK(!kc_cuda_copy_to_host(back, in.data, sizeof back), "copy back");
-    for (int i = 0; i < N; i++) CHECK(back[i] == ((i >= 1 && i < N - 1) ? 0.f : 7.f), "zero-only x[%d] = %g", i, back[i]);
+    for (int i = 0; i < N; i++)
+        CHECK(back[i] == ((i >= 1 && i < N - 1) ? 0.f : 7.f), "zero-only x[%d] = %g", i, back[i]);
     in.sizes[0] = 1; /* N - 2 = -1: refused before anything runs */
     CHECK(kc_graph_forward(g, &in, 1, NULL, 0, NULL, NULL, NULL) == KC_EINVAL, "N=1 accepted");
     printf("N=1: %s\n", kc_error_last()->message);

@@ -65,8 +65,8 @@ static kc_entry *get_entry(const kc_graph_info *info, const char *variant) {
 
 static void test_every_graph_compiles_for_every_target(void **state) {
     (void)state;
-    const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json",
-                           "dropout.json"};
+    const char *specs[] = {"mlp_block.json",    "layer_norm.json",   "softmax.json",
+                           "softmax_xent.json", "add_mul_gelu.json", "dropout.json"};
     const char *targets[] = {"sm_80", "sm_90", "compute_80"};
     char xdir[600];
     snprintf(xdir, sizeof xdir, "%s/extract", dir);
@@ -90,7 +90,9 @@ static void test_every_graph_compiles_for_every_target(void **state) {
                 char base[128], path[1024];
                 snprintf(base, sizeof base, "%s", k.lowered[i]);
                 for (char *p = base; *p; p++)
-                    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
+                    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                          *p == '_'))
+                        *p = '_';
                 snprintf(path, sizeof path, "%s/%s.%s.%s", xdir, base, targets[t], t == 2 ? "ptx" : "cubin");
                 size_t len;
                 uint8_t *img = kct_read(path, &len);
@@ -166,7 +168,8 @@ static kc_graph_desc *one_kernel(const char *src, const char *file) {
  * arguments it takes; one that fails to allocate leaves no step behind, and the steps read back. */
 static void test_a_step_is_one_allocation(void **state) {
     (void)state;
-    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n", "ok.cu");
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n",
+                                  "ok.cu");
     const char *grid[] = {"ceildiv(N, 64)", "2", "1"}, *block[] = {"64", "1", "1"};
     const char *args[] = {"input:0", "e32:N", "i32:1", "i32:2", "i32:3", "i32:4", "i32:5", "i32:6"};
     long n = 1;
@@ -199,7 +202,8 @@ static void test_a_step_is_one_allocation(void **state) {
 static void test_time_macros_bypass_the_store(void **state) {
     (void)state;
     kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n"
-                                  "  const char *t = __TIME__; if (n < 0) x[0] = t[0]; }\n", "t.cu");
+                                  "  const char *t = __TIME__; if (n < 0) x[0] = t[0]; }\n",
+                                  "t.cu");
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_BYPASS);
@@ -217,14 +221,23 @@ static void test_time_macros_bypass_the_store(void **state) {
 /* A description found cacheable remembers it; a kernel added afterwards is scanned (never a stale "cacheable"). */
 static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
     (void)state;
-    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n", "ok.cu");
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) { if (n < 0) x[0] = 1; }\n",
+                                  "ok.cu");
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_COMPILE);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_DISK);
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "t2.cu", "extern \"C\" __global__ void k2(float *x) { const char *t = __DATE__; x[0] = t[0]; }\n",
-                       "k2", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "t2.cu",
+                       "extern \"C\" __global__ void k2(float *x) { const char *t = __DATE__; x[0] = t[0]; }\n",
+                       "k2",
+                       NULL,
+                       0,
+                       NULL,
+                       0,
+                       NULL,
+                       0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_BYPASS);
@@ -242,7 +255,8 @@ static void test_a_kernel_added_after_a_hit_is_scanned(void **state) {
 
 static void test_compile_error_carries_the_log(void **state) {
     (void)state;
-    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n  x[0] = nope;\n}\n", "broken.cu");
+    kc_graph_desc *d = one_kernel("extern \"C\" __global__ void k(float *x, int n) {\n  x[0] = nope;\n}\n",
+                                  "broken.cu");
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     assert_int_equal(kc_graph_compile(cache, d, "sm_90", &info), KC_ECOMPILE);
     const char *m = kc_error_last()->message;
@@ -276,9 +290,18 @@ static kc_graph_desc *two_kernels(int change) {
     const char *fast[] = {"-use_fast_math"};
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "two");
-    kc_kernel_src ka = {KC_KERNEL_SRC_VERSION, change == 5 ? "other.cu" : "ab.cu", src, "a", &h, 1, change == 2 ? fast : NULL, change == 2 ? 1 : 0,
-                        NULL, change <= 1 ? KC_KERNEL_TOOLKIT_HEADERS : 0};
-    kc_kernel_src kb = {KC_KERNEL_SRC_VERSION, "ab.cu", src, "b", &h, 1, NULL, 0, NULL, change == 0 ? 0 : KC_KERNEL_TOOLKIT_HEADERS};
+    kc_kernel_src ka = {KC_KERNEL_SRC_VERSION,
+                        change == 5 ? "other.cu" : "ab.cu",
+                        src,
+                        "a",
+                        &h,
+                        1,
+                        change == 2 ? fast : NULL,
+                        change == 2 ? 1 : 0,
+                        NULL,
+                        change <= 1 ? KC_KERNEL_TOOLKIT_HEADERS : 0};
+    kc_kernel_src kb = {
+        KC_KERNEL_SRC_VERSION, "ab.cu", src, "b", &h, 1, NULL, 0, NULL, change == 0 ? 0 : KC_KERNEL_TOOLKIT_HEADERS};
     assert_int_equal(kc_graph_add_kernel(d, &ka, NULL), KC_OK);
     assert_int_equal(kc_graph_add_kernel(d, &kb, NULL), KC_OK);
     if (change == 6) assert_int_equal(kc_graph_add_hook(d, "hook", "hash-1"), KC_OK);
@@ -297,10 +320,19 @@ static kc_graph_desc *two_kernels(int change) {
 static void test_each_kernel_component_is_in_the_key(void **state) {
     (void)state;
     enum { N = 13 };
-    static const char *const what[N] = {"the flag moved to kernel a", "the flag on both kernels", "an option", "the header's name",
-                                         "the header's text", "the file name", "a hook", "the hook's hash",
-                                         "the globals", "the backend", "nothing changed", "a wrapper",
-                                         "the wrapper's parameters"};
+    static const char *const what[N] = {"the flag moved to kernel a",
+                                        "the flag on both kernels",
+                                        "an option",
+                                        "the header's name",
+                                        "the header's text",
+                                        "the file name",
+                                        "a hook",
+                                        "the hook's hash",
+                                        "the globals",
+                                        "the backend",
+                                        "nothing changed",
+                                        "a wrapper",
+                                        "the wrapper's parameters"};
     kc_key k[N];
     for (int c = 0; c < N; c++) {
         kc_graph_desc *d = two_kernels(c);
@@ -326,7 +358,16 @@ static void test_key_components(void **state) {
     kc_graph_desc *c;
     kc_graph_desc_new(&c, "one");
     const char *opts[] = {"-use_fast_math"};
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, opts, 1, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "k.cu",
+                       "extern \"C\" __global__ void k(float *x, int n) {}\n",
+                       "k",
+                       NULL,
+                       0,
+                       opts,
+                       1,
+                       NULL,
+                       0};
     kc_graph_add_kernel(c, &k, NULL);
     const char *sizes[] = {"N"};
     kc_graph_add_input(c, KC_DTYPE_F32, 1, sizes, NULL, 0);
@@ -386,41 +427,56 @@ static void test_a_spec_reads_each_file_once(void **state) {
 
 static void test_spec_errors_name_the_place(void **state) {
     (void)state;
-    struct { const char *json; const char *want; } cases[] = {
+    struct {
+        const char *json;
+        const char *want;
+    } cases[] = {
         {"{\"name\": \"x\",\n \"kernels\": [}", ":2:"},
         {"{\"name\": \"x\", \"kernels\": {}}", "kernels: must be an array"}, /* [] is a graph of zero steps only */
-        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"../etc/passwd\", \"entry\": \"k\"}]}", "inside the spec's folder"},
-        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f99\", \"sizes\": [1]}]}", "inputs[0]"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"../etc/passwd\", \"entry\": \"k\"}]}",
+         "inside the spec's folder"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f99\", \"sizes\": [1]}]}",
+         "inputs[0]"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
-         " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N,0\", 1, 1], \"block\": [1,1,1], \"args\": []}]}", "forward[0]"},
+         " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N,0\", 1, 1], \"block\": [1,1,1], \"args\": []}]}",
+         "forward[0]"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
-         " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": [\"output:3\"]}]}", "output:3"},
-        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"options\": [\"-arch=sm_80\"]}], \"inputs\": []}", "variant"},
+         " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": [\"output:3\"]}]}",
+         "output:3"},
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"options\": [\"-arch=sm_80\"]}], \"inputs\": []}",
+         "variant"},
         /* A misspelt or repeated field is an error, never dropped in silence (it would change the graph). */
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
-         "\"sizes\": [\"N\"], \"inplce\": true}]}", "inputs[0]: unknown field \"inplce\""},
+         "\"sizes\": [\"N\"], \"inplce\": true}]}",
+         "inputs[0]: unknown field \"inplce\""},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [], \"forwrd\": []}",
          "unknown field \"forwrd\""},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"entyr\": \"j\"}], \"inputs\": []}",
          "kernels[0]: unknown field \"entyr\""},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"]}], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": [], "
-         "\"shard\": 4096}]}", "forward[0]: unknown field \"shard\""},
+         "\"shard\": 4096}]}",
+         "forward[0]: unknown field \"shard\""},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
-         "\"sizes\": [\"N\"], \"dtype\": \"f16\"}]}", "\"dtype\" appears twice"},
+         "\"sizes\": [\"N\"], \"dtype\": \"f16\"}]}",
+         "\"dtype\" appears twice"},
         /* Places named only when wrong (spec.c builds them for the error): each size, grid and block. */
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
-         "\"sizes\": [\"N\"]}, {\"dtype\": \"f32\", \"sizes\": [\"N\", true]}]}", "inputs[1].sizes[1]: must be an integer"},
+         "\"sizes\": [\"N\"]}, {\"dtype\": \"f32\", \"sizes\": [\"N\", true]}]}",
+         "inputs[1].sizes[1]: must be an integer"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
-         "\"sizes\": 4}]}", "inputs[0].sizes: must be an array"},
+         "\"sizes\": 4}]}",
+         "inputs[0].sizes: must be an array"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"]}], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,1], \"args\": []}, "
-         "{\"kernel\": \"k\", \"grid\": [1, 1.5, 1], \"block\": [1,1,1], \"args\": []}]}", "forward[1].grid[1]: must be an integer"},
+         "{\"kernel\": \"k\", \"grid\": [1, 1.5, 1], \"block\": [1,1,1], \"args\": []}]}",
+         "forward[1].grid[1]: must be an integer"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"]}], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [1,1,null], \"args\": []}]}",
          "forward[0].block[2]: must be an integer"},
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
-         "\"sizes\": [\"N\"], \"inplace\": 1}]}", "inputs[0].inplace: \"inplace\" must be true or false"},
+         "\"sizes\": [\"N\"], \"inplace\": 1}]}",
+         "inputs[0].inplace: \"inplace\" must be true or false"},
         /* JSON read strictly ([Note: spec JSON]): a \u0000 would make "k.cu\u0000/x" the file k.cu, and
          * whatever follows the spec's object is not dropped in silence. */
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\\u0000/x\", \"entry\": \"k\"}], \"inputs\": []}",
@@ -437,7 +493,8 @@ static void test_spec_errors_name_the_place(void **state) {
         kc_graph_desc *d;
         assert_int_equal(kc_graph_desc_load(&d, sp) == KC_OK, 0);
         const char *m = kc_error_last()->message;
-        if (!strstr(m, "spec.json") || !strstr(m, cases[i].want)) fail_msg("case %zu: '%s' lacks '%s'", i, m, cases[i].want);
+        if (!strstr(m, "spec.json") || !strstr(m, cases[i].want))
+            fail_msg("case %zu: '%s' lacks '%s'", i, m, cases[i].want);
     }
 }
 
@@ -446,11 +503,13 @@ static void test_spec_errors_name_the_place(void **state) {
 static void write_caps_spec(const char *sp, int nargs, int nscratch) {
     size_t cap = 256 + (size_t)nargs * 10 + (size_t)nscratch * 6;
     char *j = malloc(cap);
-    size_t o = (size_t)snprintf(j, cap, "{\"name\": \"caps\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}],"
-                                        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
-                                        " \"forward\": {\"scratch\": [");
+    size_t o = (size_t)snprintf(j, cap,
+                                "{\"name\": \"caps\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}],"
+                                " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
+                                " \"forward\": {\"scratch\": [");
     for (int i = 0; i < nscratch; i++) o += (size_t)snprintf(j + o, cap - o, "%s16", i ? ", " : "");
-    o += (size_t)snprintf(j + o, cap - o, "], \"steps\": [{\"kernel\": \"k\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [");
+    o += (size_t)snprintf(j + o, cap - o,
+                          "], \"steps\": [{\"kernel\": \"k\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [");
     for (int i = 0; i < nargs; i++) o += (size_t)snprintf(j + o, cap - o, "%s\"i32:1\"", i ? ", " : "");
     o += (size_t)snprintf(j + o, cap - o, "]}]}}");
     kct_write(sp, j, o);

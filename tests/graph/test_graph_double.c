@@ -51,15 +51,15 @@ static void test_variant_table_through_graph_get(void **state) {
         const char *variant; /* what kc_graph_get must load; NULL: no toolkit here can make one */
         kc_graph_source source;
     } want[] = {
-        {DEV_70, NULL, KC_FROM_COMPILE},            /* nothing fits 7.0, and CUDA 13 compiles no sm_70 */
-        {DEV_75, "sm_75", KC_FROM_COMPILE},         /* nothing stored fits: compiled for the device */
-        {DEV_80, "sm_80", KC_FROM_DISK},            /* exact */
-        {DEV_86, "sm_86", KC_FROM_DISK},            /* exact, before the older minor sm_80 */
-        {DEV_89, "sm_86", KC_FROM_DISK},            /* the highest older minor */
-        {DEV_90, "sm_90a", KC_FROM_DISK},           /* 'a' first on its own device */
-        {DEV_100, "sm_100f", KC_FROM_DISK},         /* 'f' on its base */
-        {DEV_103, "sm_100f", KC_FROM_DISK},         /* 'f' across the family */
-        {DEV_120, "compute_90", KC_FROM_DISK},      /* no cubin of major 12: the PTX */
+        {DEV_70, NULL, KC_FROM_COMPILE},       /* nothing fits 7.0, and CUDA 13 compiles no sm_70 */
+        {DEV_75, "sm_75", KC_FROM_COMPILE},    /* nothing stored fits: compiled for the device */
+        {DEV_80, "sm_80", KC_FROM_DISK},       /* exact */
+        {DEV_86, "sm_86", KC_FROM_DISK},       /* exact, before the older minor sm_80 */
+        {DEV_89, "sm_86", KC_FROM_DISK},       /* the highest older minor */
+        {DEV_90, "sm_90a", KC_FROM_DISK},      /* 'a' first on its own device */
+        {DEV_100, "sm_100f", KC_FROM_DISK},    /* 'f' on its base */
+        {DEV_103, "sm_100f", KC_FROM_DISK},    /* 'f' across the family */
+        {DEV_120, "compute_90", KC_FROM_DISK}, /* no cubin of major 12: the PTX */
     };
     for (size_t i = 0; i < KC_ARRAY_LEN(want); i++) {
         kcd_reset();
@@ -73,7 +73,8 @@ static void test_variant_table_through_graph_get(void **state) {
                 continue;
             }
             assert_null(g);
-            if (!strstr(kc_error_last()->message, "sm_70")) fail_msg("the failure does not name sm_70: %s", kc_error_last()->message);
+            if (!strstr(kc_error_last()->message, "sm_70"))
+                fail_msg("the failure does not name sm_70: %s", kc_error_last()->message);
             continue;
         }
         if (rc) fail_msg("device %s: %s", caps[want[i].dev], kc_error_last()->message);
@@ -84,7 +85,8 @@ static void test_variant_table_through_graph_get(void **state) {
         char *log = kcd_call_log();
         char needle[64];
         snprintf(needle, sizeof needle, " %s", want[i].variant);
-        if (!strstr(log, needle)) fail_msg("device %s: the call log shows no load of %s:\n%s", caps[want[i].dev], needle, log);
+        if (!strstr(log, needle))
+            fail_msg("device %s: the call log shows no load of %s:\n%s", caps[want[i].dev], needle, log);
         free(log);
         /* A second lookup is a memory hit of the same graph. */
         kc_graph *g2;
@@ -191,7 +193,9 @@ static void make_inputs(run *r) {
     cJSON_ArrayForEach(t, ins) {
         kc_tensor *x = &r->in[r->nin++];
         const cJSON *dt = cJSON_GetObjectItem(t, "dtype"), *s;
-        x->dtype = !strcmp(dt->valuestring, "bf16") ? KC_DTYPE_BF16 : !strcmp(dt->valuestring, "i32") ? KC_DTYPE_I32 : KC_DTYPE_F32;
+        x->dtype = !strcmp(dt->valuestring, "bf16")  ? KC_DTYPE_BF16
+                   : !strcmp(dt->valuestring, "i32") ? KC_DTYPE_I32
+                                                     : KC_DTYPE_F32;
         size_t bytes = x->dtype == KC_DTYPE_BF16 ? 2 : 4;
         cJSON_ArrayForEach(s, cJSON_GetObjectItem(t, "sizes")) {
             int64_t v;
@@ -210,12 +214,14 @@ static void make_inputs(run *r) {
         assert_int_equal(kc_cuda_malloc(&x->data, bytes, NULL), KC_OK);
     }
     /* The device facts expressions may use, as the double reports them for DEV_90. */
-    static const struct { const char *name; CUdevice_attribute a; } facts[] = {
-        {"device_sm_count", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
-        {"device_max_threads_per_sm", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
-        {"device_max_threads_per_block", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
-        {"device_warp_size", CU_DEVICE_ATTRIBUTE_WARP_SIZE},
-        {"device_smem_optin", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}};
+    static const struct {
+        const char *name;
+        CUdevice_attribute a;
+    } facts[] = {{"device_sm_count", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+                 {"device_max_threads_per_sm", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
+                 {"device_max_threads_per_block", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+                 {"device_warp_size", CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+                 {"device_smem_optin", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}};
     for (size_t f = 0; f < KC_ARRAY_LEN(facts); f++) {
         int v;
         assert_int_equal(cuDeviceGetAttribute(&v, facts[f].a, DEV_90), CUDA_SUCCESS);
@@ -245,8 +251,13 @@ static uint64_t arg_bits(const run *r, const char *name) {
             uint32_t b32;
             switch (v->type) {
             case KC_ARG_F32: memcpy(&b32, &v->v.f32, 4); return b32;
-            case KC_ARG_I32: case KC_ARG_U32: return v->v.u32;
-            default: { uint64_t b64; memcpy(&b64, &v->v.u64, 8); return b64; }
+            case KC_ARG_I32:
+            case KC_ARG_U32: return v->v.u32;
+            default: {
+                uint64_t b64;
+                memcpy(&b64, &v->v.u64, 8);
+                return b64;
+            }
             }
         }
     fail_msg("no runtime argument '%s'", name);
@@ -259,8 +270,10 @@ static void check_launch(run *r, size_t li, const cJSON *st, int backward) {
     assert_int_equal(kcd_launch_get(li, &l), 0);
     char b[256];
     for (int j = 0; j < 3; j++) {
-        assert_int_equal(l.grid[j], (unsigned)eval(r, str_of(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "grid"), j), b, sizeof b)));
-        assert_int_equal(l.block[j], (unsigned)eval(r, str_of(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "block"), j), b, sizeof b)));
+        assert_int_equal(
+            l.grid[j], (unsigned)eval(r, str_of(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "grid"), j), b, sizeof b)));
+        assert_int_equal(l.block[j], (unsigned)eval(r, str_of(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "block"), j),
+                                                              b, sizeof b)));
     }
     const cJSON *args = cJSON_GetObjectItem(st, "args"), *a;
     assert_int_equal(l.nparams, (size_t)cJSON_GetArraySize(args));
@@ -302,8 +315,9 @@ static void check_launch(run *r, size_t li, const cJSON *st, int backward) {
             fail_msg("argument kind '%s' not covered by this test", x);
         }
         if (got != want)
-            fail_msg("%s launch %zu (%s): argument %zu '%s' is 0x%llx, expected 0x%llx", backward ? "backward" : "forward", li,
-                     l.kernel, i, x, (unsigned long long)got, (unsigned long long)want);
+            fail_msg("%s launch %zu (%s): argument %zu '%s' is 0x%llx, expected 0x%llx",
+                     backward ? "backward" : "forward", li, l.kernel, i, x, (unsigned long long)got,
+                     (unsigned long long)want);
         i++;
     }
 }
@@ -341,9 +355,11 @@ static void run_bundled(const char *spec_name) {
     kc_saved *sv = NULL;
     kc_rng_state rng = {1234, 5678};
     r->rng0 = rng;
-    if (kc_graph_forward_args(g, r->in, r->nin, r->out, r->nout, &sv, NULL, NULL, &rng, r->nargs ? r->args : NULL, r->nargs))
+    if (kc_graph_forward_args(g, r->in, r->nin, r->out, r->nout, &sv, NULL, NULL, &rng, r->nargs ? r->args : NULL,
+                              r->nargs))
         fail_msg("%s forward: %s", spec_name, kc_error_last()->message);
-    const cJSON *fw = steps_of(cJSON_GetObjectItem(r->spec, "forward")), *bw = steps_of(cJSON_GetObjectItem(r->spec, "backward")), *st;
+    const cJSON *fw = steps_of(cJSON_GetObjectItem(r->spec, "forward")),
+                *bw = steps_of(cJSON_GetObjectItem(r->spec, "backward")), *st;
     assert_int_equal(kcd_launch_count(), kernel_steps(fw));
     size_t li = 0;
     cJSON_ArrayForEach(st, fw) if (cJSON_GetObjectItem(st, "kernel")) check_launch(r, li++, st, 0);
@@ -362,7 +378,9 @@ static void run_bundled(const char *spec_name) {
             if (cJSON_GetObjectItem(t, "grad")) {
                 accumulate |= 1u << ii;
                 r->gin[ii] = r->in[ii];
-                assert_int_equal(kc_cuda_malloc(&r->gin[ii].data, 4 * (size_t)r->in[ii].strides[0] * (size_t)r->in[ii].sizes[0], NULL), KC_OK);
+                assert_int_equal(kc_cuda_malloc(&r->gin[ii].data,
+                                                4 * (size_t)r->in[ii].strides[0] * (size_t)r->in[ii].sizes[0], NULL),
+                                 KC_OK);
             }
             ii++;
         }
@@ -379,7 +397,8 @@ static void run_bundled(const char *spec_name) {
     }
     kc_saved_free(sv, NULL);
     for (size_t i = 0; i < r->nout; i++)
-        if (kc_graph_output_alias(g, i) < 0) kc_tensor_release(&r->out[i], NULL, NULL); /* an alias is the caller's input */
+        if (kc_graph_output_alias(g, i) < 0)
+            kc_tensor_release(&r->out[i], NULL, NULL); /* an alias is the caller's input */
     for (size_t i = 0; i < r->nin; i++) kc_cuda_free(r->in[i].data, NULL);
     kc_cuda_pop();
     kcdt_no_defects();
@@ -392,9 +411,9 @@ static void run_bundled(const char *spec_name) {
 
 static void test_every_bundled_graph_launches_as_its_spec_says(void **state) {
     (void)state;
-    const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json",
-                           "dropout.json", "rmsnorm_bf16.json", "attn_softmax.json", "adamw.json", "global_norm.json",
-                           "linear.json"};
+    const char *specs[] = {"mlp_block.json",    "layer_norm.json",  "softmax.json",      "softmax_xent.json",
+                           "add_mul_gelu.json", "dropout.json",     "rmsnorm_bf16.json", "attn_softmax.json",
+                           "adamw.json",        "global_norm.json", "linear.json"};
     for (size_t s = 0; s < KC_ARRAY_LEN(specs); s++) run_bundled(specs[s]);
     kcdt_unload_all();
     kcdt_no_leaks("after the bundled graphs");
@@ -409,14 +428,15 @@ static void test_cuda_graph_capture_and_replay(void **state) {
     char p[600], json[1024];
     snprintf(p, sizeof p, "%s/twice.cu", dir);
     assert_int_equal(kct_write(p, src, strlen(src)), 0);
-    snprintf(json, sizeof json,
-             "{\"name\": \"twice_graph\", \"kernels\": [{\"id\": \"k\", \"file\": \"twice.cu\", \"entry\": \"twice\"}],\n"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
-             " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
-             " \"args\": [\"input:0\", \"output:0\", \"e32:N\"]},\n"
-             "             {\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
-             " \"args\": [\"output:0\", \"output:0\", \"e32:N\"]}],\n"
-             " \"wrappers\": [{\"name\": \"cuda_graph\", \"version\": 1, \"params\": \"4\"}]}\n");
+    snprintf(
+        json, sizeof json,
+        "{\"name\": \"twice_graph\", \"kernels\": [{\"id\": \"k\", \"file\": \"twice.cu\", \"entry\": \"twice\"}],\n"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
+        " \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
+        " \"args\": [\"input:0\", \"output:0\", \"e32:N\"]},\n"
+        "             {\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
+        " \"args\": [\"output:0\", \"output:0\", \"e32:N\"]}],\n"
+        " \"wrappers\": [{\"name\": \"cuda_graph\", \"version\": 1, \"params\": \"4\"}]}\n");
     snprintf(p, sizeof p, "%s/twice.json", dir);
     assert_int_equal(kct_write(p, json, strlen(json)), 0);
     kc_graph_desc *d;
@@ -432,7 +452,8 @@ static void test_cuda_graph_capture_and_replay(void **state) {
     kcd_reset();
     for (int call = 0; call < 3; call++) {
         memset(&out, 0, sizeof out);
-        if (kc_graph_forward(g, &in, 1, &out, 1, NULL, stream, NULL)) fail_msg("call %d: %s", call, kc_error_last()->message);
+        if (kc_graph_forward(g, &in, 1, &out, 1, NULL, stream, NULL))
+            fail_msg("call %d: %s", call, kc_error_last()->message);
         kc_tensor_release(&out, stream, NULL);
     }
     char *log = kcd_call_log();
@@ -470,7 +491,8 @@ static void test_cuda_graph_capture_and_replay(void **state) {
 static void test_loaded_graphs_stay_within_the_budget(void **state) {
     (void)state;
     kcdt_unload_all();
-    const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json", "add_mul_gelu.json"};
+    const char *specs[] = {"mlp_block.json", "layer_norm.json", "softmax.json", "softmax_xent.json",
+                           "add_mul_gelu.json"};
     kc_graph_loaded_budget(2, (size_t)1 << 30);
     kc_loaded_stats ls = KC_LOADED_STATS_INIT;
     kc_graph_loaded_stats(&ls);
@@ -483,7 +505,8 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
             kc_graph_info info = KC_GRAPH_INFO_INIT;
             if (kc_graph_get(cache, d, DEV_80, &g, &info)) fail_msg("%s: %s", specs[s], kc_error_last()->message);
             /* Each is loaded again from the cache, never from memory: two rounds of five over a budget of two. */
-            assert_int_equal(info.source, round == 0 && info.source == KC_FROM_COMPILE ? KC_FROM_COMPILE : KC_FROM_DISK);
+            assert_int_equal(info.source,
+                             round == 0 && info.source == KC_FROM_COMPILE ? KC_FROM_COMPILE : KC_FROM_DISK);
             void *fn;
             assert_int_equal(kc_graph_function(g, 0, &fn), KC_OK);
             assert_non_null(fn);
@@ -495,14 +518,15 @@ static void test_loaded_graphs_stay_within_the_budget(void **state) {
         }
     assert_int_equal(kc_graph_loaded_stats(&ls), KC_OK);
     assert_int_equal(ls.graphs, 2);
-    assert_int_equal(ls.unreferenced, 2); /* kept for the next lookup, held by no one */
+    assert_int_equal(ls.unreferenced, 2);       /* kept for the next lookup, held by no one */
     assert_int_equal(ls.unloads - unloads0, 8); /* ten loads, two kept */
     kcd_load_stats dl;
     kcd_loads(&dl);
     /* The driver saw it: ten graphs' images loaded, eight graphs' images unloaded (one or more each). */
     assert_true(dl.library_loads + dl.module_loads >= 10);
     assert_true(dl.library_unloads + dl.module_unloads >= 8);
-    assert_true(dl.library_loads + dl.module_loads - dl.library_unloads - dl.module_unloads <= 4); /* two graphs' images */
+    assert_true(dl.library_loads + dl.module_loads - dl.library_unloads - dl.module_unloads <=
+                4); /* two graphs' images */
     /* A graph in use is never unloaded, even at a budget of zero. */
     kc_graph_desc *d = kcdt_load("softmax.json");
     kc_graph *g;

@@ -30,11 +30,10 @@ static int teardown(void **state) {
     return kct_close_cache(dir, cache);
 }
 
-static const char *kernel_src =
-    "extern \"C\" __global__ void upd(float *p, const float *g, float *s, long long n) {\n"
-    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "  if (i < n) { p[i] -= g[i]; atomicAdd(s, p[i]); }\n"
-    "}\n";
+static const char *kernel_src = "extern \"C\" __global__ void upd(float *p, const float *g, float *s, long long n) {\n"
+                                "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                                "  if (i < n) { p[i] -= g[i]; atomicAdd(s, p[i]); }\n"
+                                "}\n";
 
 /* Write spec inplace.json with `inputs`, `outputs` and `rest` (passes); load it: KC_OK or the error. */
 static int spec_rc(const char *inputs, const char *outputs, const char *rest, kc_graph_desc **out) {
@@ -51,8 +50,9 @@ static int spec_rc(const char *inputs, const char *outputs, const char *rest, kc
     return kc_graph_desc_load(out, p);
 }
 
-#define STEP "{\"kernel\": \"upd\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1], " \
-             "\"args\": [\"input:0\", \"input:1\", \"output:1\", \"e64:N\"]}"
+#define STEP                                                                                \
+    "{\"kernel\": \"upd\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1], " \
+    "\"args\": [\"input:0\", \"input:1\", \"output:1\", \"e64:N\"]}"
 #define IN_P "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"requires_grad\": true%s}"
 #define IN_G "{\"dtype\": \"f32\", \"sizes\": [\"N\"]}"
 #define OUT_P "{\"dtype\": \"f32\", \"sizes\": [\"N\"]%s}"
@@ -65,12 +65,13 @@ static kc_graph_desc *full(void) {
     snprintf(in, sizeof in, IN_P ", " IN_G, ", \"inplace\": true, \"grad\": \"accumulate\"");
     snprintf(out, sizeof out, OUT_P ", " OUT_S, ", \"alias\": \"input:0\"");
     kc_graph_desc *d;
-    if (spec_rc(in, out,
-                "\"forward\": [{\"zero\": \"output:1\"}, " STEP ", {\"zero\": \"input:0\"}, " STEP "],\n"
-                "\"backward\": {\"scratch\": [16], \"steps\": [{\"zero\": \"grad_in:1\"}, {\"zero\": \"scratch:0\"}, "
-                "{\"kernel\": \"upd\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"grad_in:0\", \"grad_out:0\", "
-                "\"scratch:0\", \"e64:N\"]}]}",
-                &d) != KC_OK)
+    if (spec_rc(
+            in, out,
+            "\"forward\": [{\"zero\": \"output:1\"}, " STEP ", {\"zero\": \"input:0\"}, " STEP "],\n"
+            "\"backward\": {\"scratch\": [16], \"steps\": [{\"zero\": \"grad_in:1\"}, {\"zero\": \"scratch:0\"}, "
+            "{\"kernel\": \"upd\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"grad_in:0\", \"grad_out:0\", "
+            "\"scratch:0\", \"e64:N\"]}]}",
+            &d) != KC_OK)
         fail_msg("%s", kc_error_last()->message);
     return d;
 }
@@ -103,7 +104,8 @@ static void test_spec_declarations_read_back(void **state) {
         kc_program *p;
         if (kc_program_decode(b.data, b.len, &p)) fail_msg("%s", kc_error_last()->message);
         const ptensor *in0 = kc_program_tensor(p, KC_ROLE_INPUT, 0), *o0 = kc_program_tensor(p, KC_ROLE_OUTPUT, 0);
-        assert_true(in0->inplace && in0->accumulate && in0->requires_grad && !kc_program_tensor(p, KC_ROLE_INPUT, 1)->inplace);
+        assert_true(in0->inplace && in0->accumulate && in0->requires_grad &&
+                    !kc_program_tensor(p, KC_ROLE_INPUT, 1)->inplace);
         assert_int_equal(o0->alias, 0);
         assert_int_equal(kc_program_tensor(p, KC_ROLE_OUTPUT, 1)->alias, -1);
         if (pass == 0) {
@@ -144,8 +146,10 @@ static void test_c_api_matches_spec(void **state) {
     assert_int_equal(kc_graph_add_tensor(d, KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, N), KC_OK);
     assert_int_equal(kc_graph_add_tensor(d, KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, one), KC_OK);
     assert_int_equal(kc_graph_set_alias(d, 0, 0), KC_OK); /* makes input 0 in place */
-    const char *g[] = {"ceildiv(N, 128)", "1", "1"}, *b[] = {"128", "1", "1"}, *g1[] = {"1", "1", "1"}, *b1[] = {"32", "1", "1"};
-    const char *a[] = {"input:0", "input:1", "output:1", "e64:N"}, *ab[] = {"grad_in:0", "grad_out:0", "scratch:0", "e64:N"};
+    const char *g[] = {"ceildiv(N, 128)", "1", "1"}, *b[] = {"128", "1", "1"}, *g1[] = {"1", "1", "1"},
+               *b1[] = {"32", "1", "1"};
+    const char *a[] = {"input:0", "input:1", "output:1", "e64:N"},
+               *ab[] = {"grad_in:0", "grad_out:0", "scratch:0", "e64:N"};
     assert_int_equal(kc_graph_add_zero(d, KC_PASS_FORWARD, KC_ROLE_OUTPUT, 1), KC_OK);
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, g, b, NULL, a, 4), KC_OK);
     assert_int_equal(kc_graph_add_zero(d, KC_PASS_FORWARD, KC_ROLE_INPUT, 0), KC_OK);
@@ -188,10 +192,12 @@ static void test_bad_declarations(void **state) {
                "outputs[0].alias", "does not exist");
     expect_err(spec_rc(in, "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"output:1\"}, " OUT_S, fwd, &d),
                "outputs[0].alias", "an alias of an input only");
-    expect_err(spec_rc(in, "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": 0}, " OUT_S, fwd, &d), "outputs[0].alias",
-               "not a tensor reference");
-    expect_err(spec_rc(in, "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}, "
-                           "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}", fwd, &d),
+    expect_err(spec_rc(in, "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": 0}, " OUT_S, fwd, &d),
+               "outputs[0].alias", "not a tensor reference");
+    expect_err(spec_rc(in,
+                       "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}, "
+                       "{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}",
+                       fwd, &d),
                "outputs[1].alias", "already the alias of output 0");
     /* "grad" other than "accumulate"; "inplace" not a boolean; declarations on the wrong role */
     snprintf(in, sizeof in, IN_P ", " IN_G, ", \"grad\": \"sum\"");
@@ -212,8 +218,8 @@ static void test_bad_declarations(void **state) {
                "inplace.json: backward[0].zero", "cannot name");
     expect_err(spec_rc(in, OUTS, "\"forward\": [{\"zero\": \"output:2\"}, " STEP "]", &d),
                "inplace.json: forward[0].zero", "names no such tensor");
-    expect_err(spec_rc(in, OUTS, "\"forward\": [{\"zero\": \"scratch:0\"}, " STEP "]", &d),
-               "forward[0].zero", "names no such tensor");
+    expect_err(spec_rc(in, OUTS, "\"forward\": [{\"zero\": \"scratch:0\"}, " STEP "]", &d), "forward[0].zero",
+               "names no such tensor");
     expect_err(spec_rc(in, OUTS, "\"forward\": [{\"zero\": \"output:0\", \"kernel\": \"upd\"}, " STEP "]", &d),
                "inplace.json: forward[0]", "alone");
     expect_err(spec_rc(in, OUTS, "\"forward\": [{\"zero\": \"output:x\"}, " STEP "]", &d),
@@ -259,7 +265,7 @@ static void test_each_declaration_changes_the_key(void **state) {
         if (v == 0) {
             kc_buf b = {0};
             kc_program_encode(d, KC_PASS_FORWARD, &b);
-            const uint8_t want[] = {0, KC_DTYPE_F32, 1, 1};                 /* input 0: role dtype rank requires_grad */
+            const uint8_t want[] = {0, KC_DTYPE_F32, 1, 1}; /* input 0: role dtype rank requires_grad */
             const uint8_t *at = memmem(b.data, b.len, want, sizeof want);
             assert_non_null(at);
             kc_buf_free(&b);
@@ -330,11 +336,17 @@ static void test_decoder_refuses_what_no_builder_writes(void **state) {
     kc_program *p;
     assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
     kc_program_free(p);
-    const uint8_t in0[] = {KC_ROLE_INPUT, KC_DTYPE_F32, 1, 1 | 2 | 4}, out0[] = {KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 8, 0, 0, 0, 0};
-    struct { const void *from, *to; size_t n; const char *what; } cases[] = {
+    const uint8_t in0[] = {KC_ROLE_INPUT, KC_DTYPE_F32, 1, 1 | 2 | 4},
+                  out0[] = {KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 8, 0, 0, 0, 0};
+    struct {
+        const void *from, *to;
+        size_t n;
+        const char *what;
+    } cases[] = {
         {in0, (const uint8_t[]){KC_ROLE_INPUT, KC_DTYPE_F32, 1, 1 | 4}, 4, "an alias of an input not in place"},
         {in0, (const uint8_t[]){KC_ROLE_INPUT, KC_DTYPE_F32, 1, 1 | 2 | 4 | 16}, 4, "an unknown flag"},
-        {out0, (const uint8_t[]){KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 8, 1, 0, 0, 0}, 8, "an alias of input 1 (not in place)"},
+        {out0, (const uint8_t[]){KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 8, 1, 0, 0, 0}, 8,
+         "an alias of input 1 (not in place)"},
         {out0, (const uint8_t[]){KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 8, 9, 0, 0, 0}, 8, "an alias of no input"},
         {out0, (const uint8_t[]){KC_ROLE_OUTPUT, KC_DTYPE_F64, 1, 8, 0, 0, 0, 0}, 8, "an alias of another dtype"},
         {out0, (const uint8_t[]){KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 2, 0, 0, 0, 0}, 8, "in place on an output"},
@@ -403,8 +415,11 @@ static void test_zero_range_in_the_program(void **state) {
     kc_graph_desc *d;
     char in[256];
     snprintf(in, sizeof in, IN_P ", " IN_G, ", \"inplace\": true");
-    if (spec_rc(in, OUTS, "\"forward\": {\"scratch\": [\"N * 8\"], \"steps\": [{\"zero\": \"scratch:0+N\", \"count\": \"N * 2\"}, "
-                "{\"zero\": \"input:0+1\"}, {\"zero\": \"output:1\"}, " STEP "]}", &d))
+    if (spec_rc(
+            in, OUTS,
+            "\"forward\": {\"scratch\": [\"N * 8\"], \"steps\": [{\"zero\": \"scratch:0+N\", \"count\": \"N * 2\"}, "
+            "{\"zero\": \"input:0+1\"}, {\"zero\": \"output:1\"}, " STEP "]}",
+            &d))
         fail_msg("%s", kc_error_last()->message);
     kc_buf b = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &b);

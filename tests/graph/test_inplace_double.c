@@ -48,11 +48,12 @@ static kc_graph_desc *spec(const char *name, const char *body) {
     char p[700], json[4096];
     snprintf(p, sizeof p, "%s/k.cu", dir);
     assert_int_equal(kct_write(p, kernel_src, strlen(kernel_src)), 0);
-    snprintf(json, sizeof json,
-             "{\"name\": \"%s\", \"kernels\": [{\"id\": \"upd\", \"file\": \"k.cu\", \"entry\": \"upd\"},"
-             " {\"id\": \"bwd\", \"file\": \"k.cu\", \"entry\": \"bwd\"}, {\"id\": \"touch\", \"file\": \"k.cu\", \"entry\": \"touch\"}],\n"
-             "%s}\n",
-             name, body);
+    snprintf(
+        json, sizeof json,
+        "{\"name\": \"%s\", \"kernels\": [{\"id\": \"upd\", \"file\": \"k.cu\", \"entry\": \"upd\"},"
+        " {\"id\": \"bwd\", \"file\": \"k.cu\", \"entry\": \"bwd\"}, {\"id\": \"touch\", \"file\": \"k.cu\", \"entry\": \"touch\"}],\n"
+        "%s}\n",
+        name, body);
     snprintf(p, sizeof p, "%s/%s.json", dir, name);
     assert_int_equal(kct_write(p, json, strlen(json)), 0);
     kc_graph_desc *d;
@@ -93,15 +94,16 @@ static char *hex(const void *p, char buf[32]) {
 /* The optimizer-like graph: input 0 updated in place and returned as output 0, its gradient accumulating; output 1 a
  * sum zeroed before the kernel adds into it; backward zeroes its partial sums (scratch) and the fresh gradient 1. */
 static kc_graph_desc *acc_spec(void) {
-    return spec("acc",
-                "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"requires_grad\": true, \"inplace\": true, \"grad\": \"accumulate\"},"
-                " {\"dtype\": \"f32\", \"sizes\": [\"N\"], \"requires_grad\": true}],\n"
-                "\"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}, {\"dtype\": \"f32\", \"sizes\": [1]}],\n"
-                "\"forward\": [{\"zero\": \"output:1\"}, {\"kernel\": \"upd\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
-                " \"args\": [\"input:0\", \"input:1\", \"output:1\", \"e64:N\"]}],\n"
-                "\"backward\": {\"scratch\": [\"N * 4\"], \"steps\": [{\"zero\": \"scratch:0\"}, {\"zero\": \"grad_in:1\"},"
-                " {\"kernel\": \"bwd\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
-                " \"args\": [\"grad_in:0\", \"grad_in:1\", \"grad_out:1\", \"scratch:0\", \"e64:N\"]}]}");
+    return spec(
+        "acc",
+        "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"requires_grad\": true, \"inplace\": true, \"grad\": \"accumulate\"},"
+        " {\"dtype\": \"f32\", \"sizes\": [\"N\"], \"requires_grad\": true}],\n"
+        "\"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}, {\"dtype\": \"f32\", \"sizes\": [1]}],\n"
+        "\"forward\": [{\"zero\": \"output:1\"}, {\"kernel\": \"upd\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
+        " \"args\": [\"input:0\", \"input:1\", \"output:1\", \"e64:N\"]}],\n"
+        "\"backward\": {\"scratch\": [\"N * 4\"], \"steps\": [{\"zero\": \"scratch:0\"}, {\"zero\": \"grad_in:1\"},"
+        " {\"kernel\": \"bwd\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1],"
+        " \"args\": [\"grad_in:0\", \"grad_in:1\", \"grad_out:1\", \"scratch:0\", \"e64:N\"]}]}");
 }
 
 static void test_inplace_alias_and_zero_in_forward(void **state) {
@@ -202,12 +204,12 @@ static void test_inplace_alias_and_zero_in_forward(void **state) {
  * must put that in the caller's tensor, at the capture's call and at every replay. */
 static void test_cuda_graph_loses_no_update(void **state) {
     (void)state;
-    kc_graph_desc *d = spec("cg",
-                            "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true}],\n"
-                            "\"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}],\n"
-                            "\"forward\": [{\"zero\": \"input:0\"}, {\"kernel\": \"touch\", \"grid\": [\"ceildiv(N, 128)\", 1, 1],"
-                            " \"block\": [128, 1, 1], \"args\": [\"input:0\", \"e64:N\"]}],\n"
-                            "\"wrappers\": [{\"name\": \"cuda_graph\", \"version\": 1}]");
+    kc_graph_desc *d = spec(
+        "cg", "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true}],\n"
+              "\"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"alias\": \"input:0\"}],\n"
+              "\"forward\": [{\"zero\": \"input:0\"}, {\"kernel\": \"touch\", \"grid\": [\"ceildiv(N, 128)\", 1, 1],"
+              " \"block\": [128, 1, 1], \"args\": [\"input:0\", \"e64:N\"]}],\n"
+              "\"wrappers\": [{\"name\": \"cuda_graph\", \"version\": 1}]");
     kc_graph *g = get(d);
     assert_int_equal(kc_cuda_push(0), KC_OK);
     kc_tensor x = {NULL, KC_DTYPE_F32, 1, {N}, {1}}, out;
@@ -234,7 +236,7 @@ static void test_cuda_graph_loses_no_update(void **state) {
         const char *seq[] = {"cuMemcpyDtoDAsync_v2", "cuGraphLaunch", line};
         kcdt_log_in_order(seq, 3);
         assert_int_equal(log_count(line), 1);
-        assert_int_equal(log_count("cuMemAllocAsync"), 0); /* nothing allocated for the aliased output */
+        assert_int_equal(log_count("cuMemAllocAsync"), 0);           /* nothing allocated for the aliased output */
         if (call == 0) assert_int_equal(log_count("(captured)"), 1); /* the memset became a node */
         else assert_int_equal(log_count("cuMemset"), 0);             /* replays set it through the node only */
     }

@@ -190,7 +190,10 @@ static void test_attached_image_of_another_length_is_corrupt(void **state) {
 }
 
 /* A hand-built KERNELS section: the kernels (name, lowered, image index). */
-typedef struct hk { const char *name, *lowered; uint32_t image; } hk;
+typedef struct hk {
+    const char *name, *lowered;
+    uint32_t image;
+} hk;
 static void put_kernels(kc_buf *b, const hk *k, uint32_t n) {
     kc_buf_put_u32(b, n);
     for (uint32_t i = 0; i < n; i++) {
@@ -244,29 +247,76 @@ static void test_malformed_sections_are_corrupt(void **state) {
     for (int c = 0; c < 14; c++) {
         kc_buf b = {0};
         switch (c) {
-        case 0: put_kernels(&b, one, 0); break;                                     /* no kernel */
-        case 1: kc_buf_put_u32(&b, KC_GRAPH_MAX_KERNELS + 1);                        /* too many kernels */
-                for (int i = 0; i <= KC_GRAPH_MAX_KERNELS; i++) {
-                    kc_buf_put_str(&b, "k"); kc_buf_put_str(&b, "k"); kc_buf_put_u32(&b, 0);
-                }
-                break;
-        case 2: { hk k[] = {{"a", "a", 1}}; put_kernels(&b, k, 1); break; }          /* index == IMAGES count */
-        case 3: { hk k[] = {{"a", "a", UINT32_MAX}}; put_kernels(&b, k, 1); break; } /* index far past */
-        case 4: { hk k[] = {{"", "a", 0}}; put_kernels(&b, k, 1); break; }           /* empty name */
-        case 5: { hk k[] = {{"a", "", 0}}; put_kernels(&b, k, 1); break; }           /* empty lowered name */
-        case 6: kc_buf_put_u32(&b, 1); kc_buf_put_u32(&b, 3); kc_buf_put(&b, "a\0b", 3); /* NUL in a name */
-                kc_buf_put_str(&b, "a"); kc_buf_put_u32(&b, 0); break;
-        case 7: kc_buf_put_u32(&b, 1); kc_buf_put_str(&b, "a"); kc_buf_put_u32(&b, 3); /* NUL in a lowered name */
-                kc_buf_put(&b, "ab\0", 3); kc_buf_put_u32(&b, 0); break;
-        case 8: kc_buf_put_u32(&b, 1); kc_buf_put_u32(&b, 4097);                     /* a name over 4096 bytes */
-                for (int i = 0; i < 4097; i++) kc_buf_put_u8(&b, 'n');
-                kc_buf_put_str(&b, "a"); kc_buf_put_u32(&b, 0); break;
-        case 9: put_kernels(&b, one, 1); kc_buf_put_u8(&b, 0); break;                /* a trailing byte */
-        case 10: kc_buf_put_u32(&b, 2); kc_buf_put_str(&b, "a"); break;              /* cut short in a kernel */
-        case 11: kc_buf_put_u32(&b, 1); kc_buf_put_str(&b, "a"); kc_buf_put_str(&b, "a");
-                 kc_buf_put_u8(&b, 0); break;                                        /* cut short in an index */
-        case 12: kc_buf_put_u8(&b, 1); break;                                        /* cut short in the count */
-        case 13: kc_buf_put_u32(&b, 1); kc_buf_put_u32(&b, UINT32_MAX); kc_buf_put(&b, "a", 1); break; /* huge length */
+        case 0: put_kernels(&b, one, 0); break; /* no kernel */
+        case 1:
+            kc_buf_put_u32(&b, KC_GRAPH_MAX_KERNELS + 1); /* too many kernels */
+            for (int i = 0; i <= KC_GRAPH_MAX_KERNELS; i++) {
+                kc_buf_put_str(&b, "k");
+                kc_buf_put_str(&b, "k");
+                kc_buf_put_u32(&b, 0);
+            }
+            break;
+        case 2: {
+            hk k[] = {{"a", "a", 1}};
+            put_kernels(&b, k, 1);
+            break;
+        } /* index == IMAGES count */
+        case 3: {
+            hk k[] = {{"a", "a", UINT32_MAX}};
+            put_kernels(&b, k, 1);
+            break;
+        } /* index far past */
+        case 4: {
+            hk k[] = {{"", "a", 0}};
+            put_kernels(&b, k, 1);
+            break;
+        } /* empty name */
+        case 5: {
+            hk k[] = {{"a", "", 0}};
+            put_kernels(&b, k, 1);
+            break;
+        } /* empty lowered name */
+        case 6:
+            kc_buf_put_u32(&b, 1);
+            kc_buf_put_u32(&b, 3);
+            kc_buf_put(&b, "a\0b", 3); /* NUL in a name */
+            kc_buf_put_str(&b, "a");
+            kc_buf_put_u32(&b, 0);
+            break;
+        case 7:
+            kc_buf_put_u32(&b, 1);
+            kc_buf_put_str(&b, "a");
+            kc_buf_put_u32(&b, 3); /* NUL in a lowered name */
+            kc_buf_put(&b, "ab\0", 3);
+            kc_buf_put_u32(&b, 0);
+            break;
+        case 8:
+            kc_buf_put_u32(&b, 1);
+            kc_buf_put_u32(&b, 4097); /* a name over 4096 bytes */
+            for (int i = 0; i < 4097; i++) kc_buf_put_u8(&b, 'n');
+            kc_buf_put_str(&b, "a");
+            kc_buf_put_u32(&b, 0);
+            break;
+        case 9:
+            put_kernels(&b, one, 1);
+            kc_buf_put_u8(&b, 0);
+            break; /* a trailing byte */
+        case 10:
+            kc_buf_put_u32(&b, 2);
+            kc_buf_put_str(&b, "a");
+            break; /* cut short in a kernel */
+        case 11:
+            kc_buf_put_u32(&b, 1);
+            kc_buf_put_str(&b, "a");
+            kc_buf_put_str(&b, "a");
+            kc_buf_put_u8(&b, 0);
+            break;                            /* cut short in an index */
+        case 12: kc_buf_put_u8(&b, 1); break; /* cut short in the count */
+        case 13:
+            kc_buf_put_u32(&b, 1);
+            kc_buf_put_u32(&b, UINT32_MAX);
+            kc_buf_put(&b, "a", 1);
+            break; /* huge length */
         }
         int rc = parse(&b);
         if (rc != KC_ECORRUPT) fail_msg("case %d: got %d (%s)", c, rc, kc_error_last()->message);
@@ -338,7 +388,8 @@ static void test_extract_needs_the_images(void **state) {
     assert_int_equal(kc_entry_attach_image(e, 1, img1, 11), KC_OK);
     assert_int_equal(kc_entry_extract(e, dir, &count), KC_OK);
     assert_int_equal(count, 3);
-    const char *files[][2] = {{"_lowered_k0", "IMAGE-ZERO"}, {"_lowered_k1", "IMAGE-ONE!"}, {"_lowered_k2", "IMAGE-ZERO"}};
+    const char *files[][2] = {
+        {"_lowered_k0", "IMAGE-ZERO"}, {"_lowered_k1", "IMAGE-ONE!"}, {"_lowered_k2", "IMAGE-ZERO"}};
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s.compute_80.ptx", dir, files[i][0]);
         size_t len;

@@ -35,7 +35,16 @@ static int teardown(void **state) {
 static kc_graph_desc *desc(void) {
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, "memo"), KC_OK);
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x, int n) { x[0] = n; }\n", "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "k.cu",
+                       "extern \"C\" __global__ void k(float *x, int n) { x[0] = n; }\n",
+                       "k",
+                       NULL,
+                       0,
+                       NULL,
+                       0,
+                       NULL,
+                       0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
@@ -139,7 +148,16 @@ static void test_every_change_drops_the_memo(void **state) {
     changed(c, d, &last, "kc_graph_add_input (2)");
     assert_int_equal(kc_graph_set_grad_accumulate(d, 2), KC_OK);
     changed(c, d, &last, "kc_graph_set_grad_accumulate");
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k2.cu", "extern \"C\" __global__ void k2(float *x) {}\n", "k2", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "k2.cu",
+                       "extern \"C\" __global__ void k2(float *x) {}\n",
+                       "k2",
+                       NULL,
+                       0,
+                       NULL,
+                       0,
+                       NULL,
+                       0};
     assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
     changed(c, d, &last, "kc_graph_add_kernel");
     kc_graph_desc_free(d);

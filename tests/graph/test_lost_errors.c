@@ -100,8 +100,8 @@ static kc_cache *open_flags(const char *tag, unsigned flags) {
 static void expect(const char *what, int rc, int want, const char *needle) {
     const kc_error *e = kc_error_last();
     if (rc != want || e->code != want || !strstr(e->message, needle))
-        fail_msg("%s: returned %s, recorded %s: '%s' (want %s with '%s')", what, kc_status_str(rc), kc_status_str(e->code),
-                 e->message, kc_status_str(want), needle);
+        fail_msg("%s: returned %s, recorded %s: '%s' (want %s with '%s')", what, kc_status_str(rc),
+                 kc_status_str(e->code), e->message, kc_status_str(want), needle);
 }
 
 static void test_a_toolkit_compile_error_reaches_every_caller(void **state) {

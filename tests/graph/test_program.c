@@ -129,11 +129,21 @@ static void test_launch_limits(void **state) {
     (void)state;
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "limits");
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x, int n) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {KC_KERNEL_SRC_VERSION,
+                       "k.cu",
+                       "extern \"C\" __global__ void k(float *x, int n) {}\n",
+                       "k",
+                       NULL,
+                       0,
+                       NULL,
+                       0,
+                       NULL,
+                       0};
     kc_graph_add_kernel(d, &k, NULL);
     const char *sizes[] = {"N"};
     kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0);
-    const char *grid[] = {"ceildiv(N, 128)", "1", "1"}, *block[] = {"N", "1", "1"}, *args[] = {"input:0", "e32:N * 1000"};
+    const char *grid[] = {"ceildiv(N, 128)", "1", "1"}, *block[] = {"N", "1", "1"},
+               *args[] = {"input:0", "e32:N * 1000"};
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2), KC_OK);
     kc_entry *e = compiled_entry(d);
     const void *data;
@@ -202,7 +212,8 @@ static kc_entry *entry_with_wrappers_p(const char *const *names, const uint32_t 
                                        const char *params) {
     kc_graph_desc *d;
     kc_graph_desc_new(&d, "wrapped");
-    kc_kernel_src k = {KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
+    kc_kernel_src k = {
+        KC_KERNEL_SRC_VERSION, "k.cu", "extern \"C\" __global__ void k(float *x) {}\n", "k", NULL, 0, NULL, 0, NULL, 0};
     kc_graph_add_kernel(d, &k, NULL);
     const char *sizes[] = {"4"};
     kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0);

@@ -59,7 +59,8 @@ static void test_a_miss_compiles_nothing_and_says_why(void **state) {
     int rc = kc_graph_compile(c, d, "sm_90", &info);
     assert_int_equal(rc, KC_ENOTCACHED);
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "graph 'softmax'") || !strstr(m, "sm_90") || !strstr(m, "KCACHE_REQUIRE_HIT") || !strstr(m, "no entry for sm_90"))
+    if (!strstr(m, "graph 'softmax'") || !strstr(m, "sm_90") || !strstr(m, "KCACHE_REQUIRE_HIT") ||
+        !strstr(m, "no entry for sm_90"))
         fail_msg("the message does not name the graph, the variant and why: %s", m);
     assert_int_equal(kct_count_files(dir, ".kce"), 0); /* nothing compiled, nothing written */
     assert_int_equal(stat_of(c, KC_STAT_MISSES), 1);

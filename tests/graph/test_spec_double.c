@@ -57,7 +57,8 @@ static void spec_refused(const char *name, const char *src, const char *body, co
     kc_graph_desc_free(d);
     if (rc != KC_EINVAL) fail_msg("%s: loaded (%d), expected a refusal", name, rc);
     for (size_t i = 0; i < n; i++)
-        if (!strstr(kc_error_last()->message, needles[i])) fail_msg("'%s' not in: %s", needles[i], kc_error_last()->message);
+        if (!strstr(kc_error_last()->message, needles[i]))
+            fail_msg("'%s' not in: %s", needles[i], kc_error_last()->message);
 }
 
 static kc_graph *get_on(kc_graph_desc *d, int device) {
@@ -98,12 +99,13 @@ static const char *math_src =
 /* llm.c's kernels use INFINITY and M_PI: a spec asking for the toolkit's headers compiles, loads and launches them. */
 static void test_math_constants_in_a_spec(void **state) {
     (void)state;
-    kc_graph_desc *d = spec("mathc", math_src,
-                            "\"toolkit_headers\": true, \"kernels\": [{\"id\": \"c\", \"file\": \"mathc.cu\", \"entry\": \"clamp\"}],"
-                            " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true}, {\"dtype\": \"f64\", \"sizes\": [\"N\"], "
-                            "\"inplace\": true}],"
-                            " \"forward\": [{\"kernel\": \"c\", \"grid\": [\"ceildiv(N, 64)\", 1, 1], \"block\": [64, 1, 1],"
-                            " \"args\": [\"input:0\", \"input:1\", \"e64:N\"]}]");
+    kc_graph_desc *d = spec(
+        "mathc", math_src,
+        "\"toolkit_headers\": true, \"kernels\": [{\"id\": \"c\", \"file\": \"mathc.cu\", \"entry\": \"clamp\"}],"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true}, {\"dtype\": \"f64\", \"sizes\": [\"N\"], "
+        "\"inplace\": true}],"
+        " \"forward\": [{\"kernel\": \"c\", \"grid\": [\"ceildiv(N, 64)\", 1, 1], \"block\": [64, 1, 1],"
+        " \"args\": [\"input:0\", \"input:1\", \"e64:N\"]}]");
     kc_graph *g = get_on(d, 0);
     assert_int_equal(kc_cuda_push(0), KC_OK);
     kc_tensor in[2] = {{NULL, KC_DTYPE_F32, 1, {100}, {1}}, {NULL, KC_DTYPE_F64, 1, {100}, {1}}};
@@ -122,19 +124,19 @@ static void test_math_constants_in_a_spec(void **state) {
 
 /* ---- a bool argument ---- */
 
-static const char *bool_src =
-    "extern \"C\" __global__ void flag(float *y, bool on, long long n) {\n"
-    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "  if (i < n && on) y[i] = 1.0f;\n"
-    "}\n";
+static const char *bool_src = "extern \"C\" __global__ void flag(float *y, bool on, long long n) {\n"
+                              "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                              "  if (i < n && on) y[i] = 1.0f;\n"
+                              "}\n";
 
 static kc_graph_desc *bool_spec(const char *name, const char *arg, int *rc) {
     char body[1024];
-    snprintf(body, sizeof body,
-             "\"kernels\": [{\"id\": \"f\", \"file\": \"%s.cu\", \"entry\": \"flag\"}],"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true}],"
-             " \"forward\": [{\"kernel\": \"f\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"args\": [\"input:0\", \"%s\", \"e64:N\"]}]",
-             name, arg);
+    snprintf(
+        body, sizeof body,
+        "\"kernels\": [{\"id\": \"f\", \"file\": \"%s.cu\", \"entry\": \"flag\"}],"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true}],"
+        " \"forward\": [{\"kernel\": \"f\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"args\": [\"input:0\", \"%s\", \"e64:N\"]}]",
+        name, arg);
     return spec_rc(name, bool_src, body, rc);
 }
 
@@ -197,21 +199,22 @@ static void test_abi_mismatch_names_size_and_kinds_that_fit(void **state) {
 
 /* ---- zeroing a range ---- */
 
-static const char *flag_src =
-    "extern \"C\" __global__ void scan(const float *x, float *y, int *flag, long long n) {\n"
-    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "  if (i < n) { y[i] = x[i]; if (i == 0) atomicAdd(flag, 1); }\n"
-    "}\n";
+static const char *flag_src = "extern \"C\" __global__ void scan(const float *x, float *y, int *flag, long long n) {\n"
+                              "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                              "  if (i < n) { y[i] = x[i]; if (i == 0) atomicAdd(flag, 1); }\n"
+                              "}\n";
 
 #define FLAG_KERNEL "\"kernels\": [{\"id\": \"s\", \"file\": \"%s.cu\", \"entry\": \"scan\"}], "
-#define FLAG_TENSORS "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], "
-#define FLAG_STEP "{\"kernel\": \"s\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1], " \
-                  "\"args\": [\"input:0\", \"output:0\", \"scratch:0\", \"e64:N\"]}"
+#define FLAG_TENSORS \
+    "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], "
+#define FLAG_STEP                                                                         \
+    "{\"kernel\": \"s\", \"grid\": [\"ceildiv(N, 128)\", 1, 1], \"block\": [128, 1, 1], " \
+    "\"args\": [\"input:0\", \"output:0\", \"scratch:0\", \"e64:N\"]}"
 
 static kc_graph_desc *flag_spec(const char *name, const char *zeros, int *rc) {
     char body[2048];
-    snprintf(body, sizeof body, FLAG_KERNEL FLAG_TENSORS "\"forward\": {\"scratch\": [1024], \"steps\": [%s" FLAG_STEP "]}",
-             name, zeros);
+    snprintf(body, sizeof body,
+             FLAG_KERNEL FLAG_TENSORS "\"forward\": {\"scratch\": [1024], \"steps\": [%s" FLAG_STEP "]}", name, zeros);
     return spec_rc(name, flag_src, body, rc);
 }
 
@@ -220,8 +223,11 @@ static kc_graph_desc *flag_spec(const char *name, const char *zeros, int *rc) {
 static void test_zero_a_range(void **state) {
     (void)state;
     int rc;
-    kc_graph_desc *d = flag_spec("flag", "{\"zero\": \"scratch:0\", \"count\": 4}, {\"zero\": \"output:0+2\", \"count\": \"N - 4\"}, "
-                                 "{\"zero\": \"scratch:0+1020\"}, ", &rc);
+    kc_graph_desc *d = flag_spec(
+        "flag",
+        "{\"zero\": \"scratch:0\", \"count\": 4}, {\"zero\": \"output:0+2\", \"count\": \"N - 4\"}, "
+        "{\"zero\": \"scratch:0+1020\"}, ",
+        &rc);
     if (rc) fail_msg("%s", kc_error_last()->message);
     kc_graph *g = get_on(d, 0);
     assert_int_equal(kc_cuda_push(0), KC_OK);
@@ -235,7 +241,8 @@ static void test_zero_a_range(void **state) {
     uint64_t scratch = kcd_launch_arg_u64(&l, 2);
     char l1[96], l2[96], l3[96];
     snprintf(l1, sizeof l1, "cuMemsetD8Async %#llx = 0 x 4 (4 bytes)", (unsigned long long)scratch);
-    snprintf(l2, sizeof l2, "cuMemsetD8Async %#llx = 0 x 384 (384 bytes)", (unsigned long long)((uintptr_t)out.data + 8));
+    snprintf(l2, sizeof l2, "cuMemsetD8Async %#llx = 0 x 384 (384 bytes)",
+             (unsigned long long)((uintptr_t)out.data + 8));
     snprintf(l3, sizeof l3, "cuMemsetD8Async %#llx = 0 x 4 (4 bytes)", (unsigned long long)(scratch + 1020));
     const char *seq[] = {l1, l2, l3, "cuLaunchKernel scan"};
     kcdt_log_in_order(seq, 4);
@@ -261,15 +268,19 @@ static void test_zero_a_range(void **state) {
 /* A range outside a tensor of constant size is refused when the spec is loaded, naming the place; so is a malformed one. */
 static void test_zero_range_checked_at_load(void **state) {
     (void)state;
-    static const struct { const char *zeros, *needle; } bad[] = {
-        {"{\"zero\": \"scratch:0+1000\", \"count\": 100}, ", "the range of 100 bytes from 1000 is not inside the tensor's 1024"},
+    static const struct {
+        const char *zeros, *needle;
+    } bad[] = {
+        {"{\"zero\": \"scratch:0+1000\", \"count\": 100}, ",
+         "the range of 100 bytes from 1000 is not inside the tensor's 1024"},
         {"{\"zero\": \"scratch:0+1025\"}, ", "from 1025 is not inside the tensor's 1024"},
         {"{\"zero\": \"scratch:0\", \"count\": -1}, ", "forward[0].count"},
         {"{\"zero\": \"scratch:0+\"}, ", "is not ROLE:I+OFFSET"},
         {"{\"zero\": \"scratch:0+M\"}, ", "zero step 'scratch:0': the offset"},
         {"{\"zero\": \"scratch:0\", \"count\": 4, \"grid\": [1, 1, 1]}, ", "alone"},
         /* "count" on a kernel step would be dropped in silence: an error. */
-        {"{\"kernel\": \"s\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [], \"count\": 4}, ", "belongs to a zero step"},
+        {"{\"kernel\": \"s\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [], \"count\": 4}, ",
+         "belongs to a zero step"},
     };
     for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
         int rc;
@@ -277,7 +288,8 @@ static void test_zero_range_checked_at_load(void **state) {
         kc_graph_desc_free(d);
         if (rc == KC_OK || !strstr(kc_error_last()->message, bad[i].needle))
             fail_msg("case %zu: %d: %s", i, rc, kc_error_last()->message);
-        if (!strstr(kc_error_last()->message, "flagbad.json: forward[0]")) fail_msg("case %zu: %s", i, kc_error_last()->message);
+        if (!strstr(kc_error_last()->message, "flagbad.json: forward[0]"))
+            fail_msg("case %zu: %s", i, kc_error_last()->message);
     }
     /* The range is in the key: another count is another graph; a whole-tensor zero step keeps the bytes it had. */
     int rc;
@@ -301,10 +313,11 @@ static void test_zero_range_checked_at_load(void **state) {
  * run: a memset per step, nothing compiled or launched. */
 static void test_zero_steps_only(void **state) {
     (void)state;
-    kc_graph_desc *d = spec("zerograds", "",
-                            "\"kernels\": [], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true},"
-                            " {\"dtype\": \"bf16\", \"sizes\": [\"M\", 4], \"inplace\": true}],"
-                            " \"forward\": [{\"zero\": \"input:0\"}, {\"zero\": \"input:1+4\", \"count\": \"M * 4 - 4\"}]");
+    kc_graph_desc *d = spec(
+        "zerograds", "",
+        "\"kernels\": [], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"], \"inplace\": true},"
+        " {\"dtype\": \"bf16\", \"sizes\": [\"M\", 4], \"inplace\": true}],"
+        " \"forward\": [{\"zero\": \"input:0\"}, {\"zero\": \"input:1+4\", \"count\": \"M * 4 - 4\"}]");
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     uint64_t misses = kcdt_stat(cache, KC_STAT_MISSES), compiles = kcdt_stat(cache, KC_STAT_COMPILES);
     uint64_t bypasses = kcdt_stat(cache, KC_STAT_BYPASSES), memory_hits = kcdt_stat(cache, KC_STAT_MEMORY_HITS);
@@ -321,7 +334,8 @@ static void test_zero_steps_only(void **state) {
     kc_graph_release(g2);
     assert_int_equal(kcdt_stat(cache, KC_STAT_MISSES), misses);
     assert_int_equal(kcdt_stat(cache, KC_STAT_COMPILES), compiles);
-    assert_int_equal(kcdt_stat(cache, KC_STAT_BYPASSES), bypasses + 2); /* each lookup's one outcome: what it was told */
+    assert_int_equal(kcdt_stat(cache, KC_STAT_BYPASSES),
+                     bypasses + 2); /* each lookup's one outcome: what it was told */
     assert_int_equal(kcdt_stat(cache, KC_STAT_MEMORY_HITS), memory_hits + 1);
     assert_int_equal(kc_cuda_push(0), KC_OK);
     kc_tensor in[2] = {{NULL, KC_DTYPE_F32, 1, {100}, {1}}, {NULL, KC_DTYPE_BF16, 2, {10, 4}, {4, 1}}};
@@ -331,7 +345,8 @@ static void test_zero_steps_only(void **state) {
     if (kc_graph_forward(g, in, 2, NULL, 0, NULL, NULL, NULL)) fail_msg("%s", kc_error_last()->message);
     char l1[96], l2[96];
     snprintf(l1, sizeof l1, "cuMemsetD8Async %#llx = 0 x 400 (400 bytes)", (unsigned long long)(uintptr_t)in[0].data);
-    snprintf(l2, sizeof l2, "cuMemsetD8Async %#llx = 0 x 72 (72 bytes)", (unsigned long long)((uintptr_t)in[1].data + 8));
+    snprintf(l2, sizeof l2, "cuMemsetD8Async %#llx = 0 x 72 (72 bytes)",
+             (unsigned long long)((uintptr_t)in[1].data + 8));
     const char *seq[] = {l1, l2};
     kcdt_log_in_order(seq, 2);
     assert_int_equal(log_count("cuMemset"), 2);
@@ -344,8 +359,10 @@ static void test_zero_steps_only(void **state) {
     kc_graph_desc_free(d);
     /* A kernel step in a graph with no kernels names nothing: refused at load, as before. */
     static const char *const needles[] = {"forward[0]", "\"kernel\" must name one of the kernels' ids"};
-    spec_refused("nokernel", "", "\"kernels\": [], \"inputs\": [], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], "
-                 "\"block\": [1, 1, 1], \"args\": []}]", needles, 2);
+    spec_refused("nokernel", "",
+                 "\"kernels\": [], \"inputs\": [], \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], "
+                 "\"block\": [1, 1, 1], \"args\": []}]",
+                 needles, 2);
 }
 
 /* ---- an output sized by a device fact ---- */
@@ -360,12 +377,13 @@ static const char *partial_src =
 
 static kc_graph_desc *partial_spec(const char *name, const char *rows, int *rc) {
     char body[1024];
-    snprintf(body, sizeof body,
-             "\"kernels\": [{\"id\": \"p\", \"file\": \"%s.cu\", \"entry\": \"partial\"}],"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"%s\", 2]}],"
-             " \"forward\": [{\"zero\": \"output:0\"}, {\"kernel\": \"p\", \"grid\": [\"device_sm_count\", 1, 1], \"block\": [256, 1, 1],"
-             " \"args\": [\"input:0\", \"output:0\", \"e64:N\"]}]",
-             name, rows);
+    snprintf(
+        body, sizeof body,
+        "\"kernels\": [{\"id\": \"p\", \"file\": \"%s.cu\", \"entry\": \"partial\"}],"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"%s\", 2]}],"
+        " \"forward\": [{\"zero\": \"output:0\"}, {\"kernel\": \"p\", \"grid\": [\"device_sm_count\", 1, 1], \"block\": [256, 1, 1],"
+        " \"args\": [\"input:0\", \"output:0\", \"e64:N\"]}]",
+        name, rows);
     return spec_rc(name, partial_src, body, rc);
 }
 
@@ -412,8 +430,10 @@ static void test_output_sized_by_a_device_fact(void **state) {
     kc_graph_desc_free(d);
     /* An input's size is still the caller's: never a device fact. */
     static const char *const needles[] = {"inputs[0]", "device fact"};
-    spec_refused("partialin", partial_src,
-                 "\"kernels\": [], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"device_sm_count\"]}], \"forward\": []", needles, 2);
+    spec_refused(
+        "partialin", partial_src,
+        "\"kernels\": [], \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"device_sm_count\"]}], \"forward\": []",
+        needles, 2);
 }
 
 int main(void) {

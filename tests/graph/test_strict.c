@@ -42,7 +42,8 @@ static void expect_strict_error(kc_cache *c, kc_graph_desc *d, int want) {
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = kc_graph_compile(c, d, "sm_90", &info);
     if (rc != want) fail_msg("got %s (%s), want %s", kc_status_str(rc), kc_error_last()->message, kc_status_str(want));
-    if (!strstr(kc_error_last()->message, "strict")) fail_msg("the reason does not name strict mode: %s", kc_error_last()->message);
+    if (!strstr(kc_error_last()->message, "strict"))
+        fail_msg("the reason does not name strict mode: %s", kc_error_last()->message);
 }
 
 static void test_a_corrupt_entry_and_a_missing_image(void **state) {
@@ -96,9 +97,10 @@ static void test_a_dead_remote_and_a_bypass(void **state) {
     snprintf(cu, sizeof cu, "%s/t.cu", dir);
     snprintf(js, sizeof js, "%s/t.json", dir);
     const char *src = "extern \"C\" __global__ void t(float *x) { x[0] = (float)sizeof(__TIME__); }\n";
-    const char *spec = "{\"name\": \"t\", \"kernels\": [{\"id\": \"t\", \"file\": \"t.cu\", \"entry\": \"t\"}],"
-                       " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [4]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [4]}],"
-                       " \"forward\": [{\"kernel\": \"t\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}]}";
+    const char *spec =
+        "{\"name\": \"t\", \"kernels\": [{\"id\": \"t\", \"file\": \"t.cu\", \"entry\": \"t\"}],"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [4]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [4]}],"
+        " \"forward\": [{\"kernel\": \"t\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}]}";
     assert_int_equal(kct_write(cu, src, strlen(src)), 0);
     assert_int_equal(kct_write(js, spec, strlen(spec)), 0);
     kc_graph_desc *t;

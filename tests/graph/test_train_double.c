@@ -108,13 +108,15 @@ enum { AW_N = 1 << 20 }; /* 4096 blocks of 256 would cover it: the SM count deci
 /* One AdamW step with learning rate lr on device dev; checks its one launch. */
 static void adamw_call(kc_graph *g, int dev, float lr, uint32_t step) {
     assert_int_equal(kc_cuda_push(dev), KC_OK);
-    kc_tensor in[4] = {vec(KC_DTYPE_F32, AW_N), vec(KC_DTYPE_BF16, AW_N), vec(KC_DTYPE_F32, AW_N), vec(KC_DTYPE_F32, AW_N)};
+    kc_tensor in[4] = {vec(KC_DTYPE_F32, AW_N), vec(KC_DTYPE_BF16, AW_N), vec(KC_DTYPE_F32, AW_N),
+                       vec(KC_DTYPE_F32, AW_N)};
     kc_tensor out;
     memset(&out, 0, sizeof out);
-    kc_value v[6] = {{KC_ARG_F32, {.f32 = lr}},   {KC_ARG_F32, {.f32 = 0.9f}},   {KC_ARG_F32, {.f32 = 0.95f}},
+    kc_value v[6] = {{KC_ARG_F32, {.f32 = lr}},    {KC_ARG_F32, {.f32 = 0.9f}}, {KC_ARG_F32, {.f32 = 0.95f}},
                      {KC_ARG_F32, {.f32 = 1e-8f}}, {KC_ARG_F32, {.f32 = 0.1f}}, {KC_ARG_U32, {.u32 = step}}};
     kcd_reset();
-    if (kc_graph_forward_args(g, in, 4, &out, 1, NULL, NULL, NULL, NULL, v, 6)) fail_msg("%s", kc_error_last()->message);
+    if (kc_graph_forward_args(g, in, 4, &out, 1, NULL, NULL, NULL, NULL, v, 6))
+        fail_msg("%s", kc_error_last()->message);
     /* The output is the parameters, the caller's own tensor. */
     assert_ptr_equal(out.data, in[0].data);
     assert_int_equal(kc_graph_output_alias(g, 0), 0);
@@ -165,7 +167,8 @@ static void test_adamw_in_place_one_compile_two_hits(void **state) {
     /* A value of the wrong type (a float step) is refused before any launch. */
     g = get(d, DEV_A, &i2);
     assert_int_equal(kc_cuda_push(DEV_A), KC_OK);
-    kc_tensor in[4] = {vec(KC_DTYPE_F32, 64), vec(KC_DTYPE_BF16, 64), vec(KC_DTYPE_F32, 64), vec(KC_DTYPE_F32, 64)}, out;
+    kc_tensor in[4] = {vec(KC_DTYPE_F32, 64), vec(KC_DTYPE_BF16, 64), vec(KC_DTYPE_F32, 64), vec(KC_DTYPE_F32, 64)},
+              out;
     kc_value v[6] = {{KC_ARG_F32, {.f32 = 1}}, {KC_ARG_F32, {.f32 = 1}}, {KC_ARG_F32, {.f32 = 1}},
                      {KC_ARG_F32, {.f32 = 1}}, {KC_ARG_F32, {.f32 = 1}}, {KC_ARG_F32, {.f32 = 1}}};
     kcd_reset();
@@ -227,7 +230,8 @@ static void test_linear_backward_accumulates_into_callers_buffers(void **state) 
         assert_int_equal(log_count("cuMemsetD"), 0); /* accumulating gradients are never zeroed */
         assert_int_equal(kcd_launch_count(), 3);
         kcd_launch x = launch(0), w = launch(1), b = launch(2);
-        if (!strstr(x.kernel, "linear_gemm") || !strstr(w.kernel, "linear_gemm") || strcmp(b.kernel, "linear_bias_grad"))
+        if (!strstr(x.kernel, "linear_gemm") || !strstr(w.kernel, "linear_gemm") ||
+            strcmp(b.kernel, "linear_bias_grad"))
             fail_msg("launched %s, %s, %s", x.kernel, w.kernel, b.kernel);
         /* dx = dy W: fresh. */
         assert_int_equal(kcd_launch_arg_u64(&x, 0), ptr(gout.data));
@@ -379,7 +383,8 @@ static void test_attn_softmax_row_in_large_shared_memory(void **state) {
     /* A row beyond the 9.0 device's opt-in maximum (232448): refused before the driver. */
     assert_int_equal(attn_call(g, 2, 60000, 0.5f, 0), KC_EINVAL);
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "240000") || !strstr(m, "232448")) fail_msg("the refusal does not name the bytes and the limit: %s", m);
+    if (!strstr(m, "240000") || !strstr(m, "232448"))
+        fail_msg("the refusal does not name the bytes and the limit: %s", m);
     assert_int_equal(kcd_launch_count(), 0);
     assert_int_equal(log_count("cuLaunchKernel"), 0);
     kcdt_no_defects();

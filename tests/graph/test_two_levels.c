@@ -121,7 +121,8 @@ typedef struct lowered_of {
     const char *name;
     char got[256];
 } lowered_of;
-static void find_lowered(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes, void *ctx) {
+static void find_lowered(const char *name, const char *lowered, const char *target, int is_ptx, size_t bytes,
+                         void *ctx) {
     (void)target, (void)is_ptx, (void)bytes;
     lowered_of *l = ctx;
     if (strcmp(name, l->name) == 0) snprintf(l->got, sizeof l->got, "%s", lowered);
@@ -178,10 +179,11 @@ static void test_other_plain_names_of_a_source_share_its_unit(void **state) {
                               ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_n\"}",
                               ", {\"id\": \"b\", \"file\": \"plain.cu\", \"entry\": \"k_s\"}"};
     const char *one = ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}";
-    const char *extra_s[5] = {"", ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"i32:3\"]}",
-                              one, one, ", {\"kernel\": \"b\", \"grid\": [2, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}"};
+    const char *extra_s[5] = {
+        "", ", {\"kernel\": \"b\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\", \"i32:3\"]}",
+        one, one, ", {\"kernel\": \"b\", \"grid\": [2, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}"};
     kc_graph_info info[5] = {KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT, KC_GRAPH_INFO_INIT,
-                            KC_GRAPH_INFO_INIT};
+                             KC_GRAPH_INFO_INIT};
     for (int i = 0; i < 5; i++) {
         char js[2048];
         snprintf(js, sizeof js, fmt, names[i], extra_k[i], extra_s[i]);
@@ -312,7 +314,8 @@ static void test_resolving_attaches_images_without_a_copy(void **state) {
     kc_entry_free(r);
     /* the graph entry's read, its references (1), then per image: its read and a slot */
     long most = graph + 1 + images + (long)n;
-    if (resolved > most) fail_msg("resolving made %ld allocations, more than %ld (a copy of each image?)", resolved, most);
+    if (resolved > most)
+        fail_msg("resolving made %ld allocations, more than %ld (a copy of each image?)", resolved, most);
     free(refs);
     kc_graph_desc_free(d);
 }

@@ -110,7 +110,8 @@ static void test_must_hit_refuses_a_name_the_record_lacks(void **state) {
     uint64_t uc = stat_of(must, KC_STAT_UNIT_COMPILES), uh = stat_of(must, KC_STAT_UNIT_HITS); /* the folder's */
     assert_int_equal(kc_graph_compile(must, gf, "sm_90", &info), KC_ENOTCACHED);
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "KCACHE_REQUIRE_HIT") || !strstr(m, "no lowering of 'foo'")) fail_msg("no reason naming 'foo': %s", m);
+    if (!strstr(m, "KCACHE_REQUIRE_HIT") || !strstr(m, "no lowering of 'foo'"))
+        fail_msg("no reason naming 'foo': %s", m);
     assert_int_equal(stat_of(must, KC_STAT_UNIT_COMPILES), uc);
     assert_int_equal(stat_of(must, KC_STAT_UNIT_HITS), uh);
     assert_int_equal(kct_count_graphs(dir), 1); /* gbar's only: nothing stored for gfoo */

@@ -53,7 +53,8 @@ static void test_no_host_is_served_a_lowering_that_was_not_recorded(void **state
     uint64_t uh = stat_of(c, KC_STAT_UNIT_HITS);
     assert_int_equal(kc_graph_compile(c, gf, "sm_90", &info), KC_ENOTCACHED);
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "KCACHE_REQUIRE_HIT") || !strstr(m, "no lowering of 'foo'")) fail_msg("no reason naming 'foo': %s", m);
+    if (!strstr(m, "KCACHE_REQUIRE_HIT") || !strstr(m, "no lowering of 'foo'"))
+        fail_msg("no reason naming 'foo': %s", m);
     assert_int_equal(kct_count_graphs(dc), 0);
     assert_int_equal(stat_of(c, KC_STAT_UNIT_HITS), uh);
 

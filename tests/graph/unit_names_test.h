@@ -31,17 +31,18 @@ static inline kc_graph_desc *kcun_graph(const char *dir, const char *name, const
     assert_int_equal(kct_write(p, kcun_source, strlen(kcun_source)), 0);
     for (size_t i = 0; i < n; i++) {
         size_t kl = strlen(kern), sl = strlen(steps);
-        snprintf(kern + kl, sizeof kern - kl, "%s{\"id\": \"k%zu\", \"file\": \"fb.cu\", \"entry\": \"%s\"}", i ? ", " : "",
-                 i, entries[i]);
+        snprintf(kern + kl, sizeof kern - kl, "%s{\"id\": \"k%zu\", \"file\": \"fb.cu\", \"entry\": \"%s\"}",
+                 i ? ", " : "", i, entries[i]);
         snprintf(steps + sl, sizeof steps - sl,
                  "%s{\"kernel\": \"k%zu\", \"grid\": [1, 1, 1], \"block\": [1, 1, 1], \"args\": [\"output:0\"]}",
                  i ? ", " : "", i);
     }
-    snprintf(js, sizeof js,
-             "{\"name\": \"%s\", \"kernels\": [%s],"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
-             " \"forward\": [%s]}",
-             name, kern, steps);
+    snprintf(
+        js, sizeof js,
+        "{\"name\": \"%s\", \"kernels\": [%s],"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],"
+        " \"forward\": [%s]}",
+        name, kern, steps);
     snprintf(p, sizeof p, "%s/specs/%s.json", dir, name);
     assert_int_equal(kct_write(p, js, strlen(js)), 0);
     kc_graph_desc *d;

@@ -21,7 +21,8 @@ static kc_call call_of(const kc_tensor_meta *in, size_t n, const uintptr_t *owne
     return c;
 }
 
-static kc_site *site(const char *name, uint32_t limit, uint32_t acc, uint32_t maxc, int static_shapes, kc_cache *cache) {
+static kc_site *site(const char *name, uint32_t limit, uint32_t acc, uint32_t maxc, int static_shapes,
+                     kc_cache *cache) {
     kc_site_options o = KC_SITE_OPTIONS_INIT;
     o.cache_size_limit = limit;
     o.accumulated_cache_size_limit = acc;

@@ -25,11 +25,13 @@ static void refused(kc_site *s, const kc_call *c, const char *needle) {
     kc_site_answer a;
     memset(&a, 0x5a, sizeof a);
     assert_int_equal(kc_site_lookup(s, c, &a), KC_EINVAL);
-    if (!strstr(kc_error_last()->message, needle)) fail_msg("lookup: \"%s\" lacks \"%s\"", kc_error_last()->message, needle);
+    if (!strstr(kc_error_last()->message, needle))
+        fail_msg("lookup: \"%s\" lacks \"%s\"", kc_error_last()->message, needle);
     assert_int_equal(a.result, KC_SITE_HIT); /* the answer was cleared, not left as garbage */
     assert_null(a.value);
     assert_int_equal(kc_site_insert(s, c, NULL, (void *)1, NULL), KC_EINVAL);
-    if (!strstr(kc_error_last()->message, needle)) fail_msg("insert: \"%s\" lacks \"%s\"", kc_error_last()->message, needle);
+    if (!strstr(kc_error_last()->message, needle))
+        fail_msg("insert: \"%s\" lacks \"%s\"", kc_error_last()->message, needle);
     kc_site_stats st;
     kc_site_get_stats(s, &st);
     assert_int_equal(st.entries, 0);

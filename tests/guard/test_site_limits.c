@@ -31,7 +31,8 @@ static kc_site *site(const char *name, uint32_t limit, uint32_t acc, uint32_t ma
 /* Look up; on a miss insert (flags as given).  Returns the result; the answer into *a. */
 static kc_site_result step(kc_site *s, const kc_call *c, unsigned flags, kc_site_answer *a) {
     assert_int_equal(kc_site_lookup(s, c, a), KC_OK);
-    if (a->result == KC_SITE_MISS) assert_int_equal(kc_site_insert_ext(s, c, NULL, a->dynamic, NULL, NULL, flags), KC_OK);
+    if (a->result == KC_SITE_MISS)
+        assert_int_equal(kc_site_insert_ext(s, c, NULL, a->dynamic, NULL, NULL, flags), KC_OK);
     return a->result;
 }
 
@@ -142,7 +143,8 @@ static int recompile_child(void) {
     kc_site_answer a;
     uintptr_t o1 = 1, o2 = 2;
     kc_tensor_meta in64 = t2(64, 8), in32 = t2(32, 8);
-    kc_call first = {&in64, 1, &o1, 1, 0, NULL}, other = {&in64, 1, &o2, 1, 0, NULL}, again = {&in32, 1, &o1, 1, 0, NULL};
+    kc_call first = {&in64, 1, &o1, 1, 0, NULL}, other = {&in64, 1, &o2, 1, 0, NULL},
+            again = {&in32, 1, &o1, 1, 0, NULL};
     int ok = step(s, &first, 0, &a) == KC_SITE_MISS && strcmp(a.reason, "first call") == 0;
     ok &= step(s, &other, 0, &a) == KC_SITE_MISS; /* a new owner set: a compile, not a recompile */
     ok &= step(s, &again, 0, &a) == KC_SITE_MISS && strcmp(a.reason, "input 0 size[0]: expected 64, got 32") == 0;
@@ -160,9 +162,11 @@ static int recompile_child(void) {
     text[len] = '\0';
     const char *want = "kcache[recompiles] site recompiles: recompiling: input 0 size[0]: expected 64, got 32";
     char *hit = strstr(text, want);
-    ok &= hit != NULL && strstr(hit + strlen(want), "recompiling") == NULL && strstr(text, "recompiling") == hit + strlen("kcache[recompiles] site recompiles: ");
+    ok &= hit != NULL && strstr(hit + strlen(want), "recompiling") == NULL &&
+          strstr(text, "recompiling") == hit + strlen("kcache[recompiles] site recompiles: ");
     ok &= strstr(text, "first call") == NULL && strstr(text, "another set") == NULL;
-    if (!ok) printf("counters %llu recompiles; stderr: %.600s\n", (unsigned long long)info.recompiles, text), fflush(stdout);
+    if (!ok)
+        printf("counters %llu recompiles; stderr: %.600s\n", (unsigned long long)info.recompiles, text), fflush(stdout);
     free(text);
     return ok ? 0 : 1;
 }

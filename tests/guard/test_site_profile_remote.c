@@ -137,11 +137,14 @@ static void test_remote_profile_untrusted(void **state) {
     static char big[KC_SITE_PROFILE_MAX + 100];
     int n = snprintf(big, sizeof big, "kcache-profile 1\nsite untrusted.forward\ninput 0 1\n");
     memset(big + n, '\n', sizeof big - (size_t)n);
-    struct { const char *text; size_t len; } bad[] = {
+    struct {
+        const char *text;
+        size_t len;
+    } bad[] = {
         {"kcache-profile 1\nsite untrusted.forward\ninput 0 1ff\n", 0}, /* a mask past rank 8 */
         {"kcache-profile 1\nsite another.forward\ninput 0 1\n", 0},     /* another site's */
         {"garbage", 0},
-        {big, sizeof big},                                              /* over the cap */
+        {big, sizeof big}, /* over the cap */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         plant(rkey, bad[i].text, bad[i].len ? bad[i].len : strlen(bad[i].text));
@@ -177,7 +180,7 @@ static void test_dead_remote(void **state) {
     char *d = kct_tmpdir("rprof-dead");
     kc_cache *c = open_at(d, url);
     double t0 = now_s();
-    learn_dim(c, "dead.forward", 0);                 /* sites made, lookups answered, saved locally */
+    learn_dim(c, "dead.forward", 0); /* sites made, lookups answered, saved locally */
     assert_int_equal(first_dynamic(c, "dead.forward"), 1);
     for (int i = 0; i < 20; i++) assert_int_equal(first_dynamic(c, "dead.other"), 0);
     assert_true(now_s() - t0 < 5.0); /* the breaker: no 20 deadlines */

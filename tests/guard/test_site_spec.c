@@ -306,7 +306,8 @@ static void test_expr_subst(void **state) {
     assert_int_equal(kc_expr_subst("NN+N*ceildiv(N,NN) - N_1", names, repl, 2, &out), KC_OK);
     assert_string_equal(out, "NN+3*ceildiv(3,NN) - N_1");
     free(out);
-    assert_int_equal(kc_expr_subst("min(min, 2) + other", names, repl, 2, &out), KC_OK); /* a function is not a symbol */
+    assert_int_equal(kc_expr_subst("min(min, 2) + other", names, repl, 2, &out),
+                     KC_OK); /* a function is not a symbol */
     assert_string_equal(out, "min(9, 2) + other");
     free(out);
     assert_int_equal(kc_expr_subst("  N  ", names, repl, 2, &out), KC_OK);
@@ -399,7 +400,8 @@ static void call(flow *f, int64_t rows, int64_t cols) {
         assert_int_equal(a.result, KC_SITE_MISS);
         kc_graph_desc *d;
         uint32_t applied[1];
-        if (kc_graph_desc_specialize(&d, f->spec, &m, 1, a.dynamic, 0, applied)) fail_msg("%s", kc_error_last()->message);
+        if (kc_graph_desc_specialize(&d, f->spec, &m, 1, a.dynamic, 0, applied))
+            fail_msg("%s", kc_error_last()->message);
         kc_graph_info info = KC_GRAPH_INFO_INIT;
         int rc = f->use_get ? kc_graph_get(cache, d, 0, &g, &info) : kc_graph_compile(cache, d, "sm_90", &info);
         if (rc) fail_msg("%s", kc_error_last()->message);

@@ -14,8 +14,9 @@
 static kc_key_builder *base_builder(void) {
     kc_key_builder *kb;
     assert_int_equal(kc_key_builder_new(&kb), KC_OK);
-    assert_int_equal(kc_key_add_string(kb, KC_COMP_GRAPH, "source",
-                                       "extern \"C\" __global__ void k(float *x) { x[0] = 1; }"), KC_OK);
+    assert_int_equal(
+        kc_key_add_string(kb, KC_COMP_GRAPH, "source", "extern \"C\" __global__ void k(float *x) { x[0] = 1; }"),
+        KC_OK);
     assert_int_equal(kc_key_add_string(kb, KC_COMP_GRAPH, "entry", "k"), KC_OK);
     assert_int_equal(kc_key_add_string(kb, KC_COMP_OPTIONS, "opt", "-default-device"), KC_OK);
     assert_int_equal(kc_key_add_string(kb, KC_COMP_TOOLCHAIN, "nvrtc", "13.0"), KC_OK);
@@ -23,8 +24,8 @@ static kc_key_builder *base_builder(void) {
     assert_int_equal(kc_key_add_u64(kb, KC_COMP_GLOBALS, "grad_mode", 1), KC_OK);
     kc_tensor_meta t = {KC_DTYPE_F32, KC_DEVICE_CUDA, 2, {{64, NULL}, {128, NULL}}, {{128, NULL}, {1, NULL}}, 1};
     assert_int_equal(kc_key_add_tensor(kb, &t), KC_OK);
-    kc_tensor_meta s = {KC_DTYPE_BF16, KC_DEVICE_CUDA, 2, {{0, "input 1, dim 0"}, {256, NULL}},
-                        {{256, NULL}, {1, NULL}}, 0};
+    kc_tensor_meta s = {
+        KC_DTYPE_BF16, KC_DEVICE_CUDA, 2, {{0, "input 1, dim 0"}, {256, NULL}}, {{256, NULL}, {1, NULL}}, 0};
     assert_int_equal(kc_key_add_tensor(kb, &s), KC_OK);
     return kb;
 }
@@ -46,8 +47,14 @@ static void golden_bytes(kc_key_builder *kb) {
 }
 
 static void compute_golden(char *out, size_t cap) {
-    struct { const char *name; void (*fn)(kc_key_builder *); int base; } cases[] = {
-        {"empty", golden_empty, 0}, {"base", golden_base, 1}, {"bytes", golden_bytes, 0},
+    struct {
+        const char *name;
+        void (*fn)(kc_key_builder *);
+        int base;
+    } cases[] = {
+        {"empty", golden_empty, 0},
+        {"base", golden_base, 1},
+        {"bytes", golden_bytes, 0},
     };
     size_t n = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -185,7 +192,10 @@ static void test_symbol_ids_are_stable(void **state) {
     kc_key_builder_free(b);
 }
 
-typedef struct hn { uint32_t h; int i; } hn;
+typedef struct hn {
+    uint32_t h;
+    int i;
+} hn;
 static int by_h(const void *a, const void *b) {
     const hn *x = a, *y = b;
     return x->h < y->h ? -1 : x->h > y->h;

@@ -9,7 +9,8 @@ static void expect_error(const char *json, const char *want) {
     kc_manifest *m = (kc_manifest *)1;
     assert_int_equal(kc_manifest_parse(&m, json, strlen(json), "/base", "m.json"), KC_EINVAL);
     assert_null(m);
-    if (!strstr(kc_error_last()->message, want)) fail_msg("'%s': message '%s' lacks '%s'", json, kc_error_last()->message, want);
+    if (!strstr(kc_error_last()->message, want))
+        fail_msg("'%s': message '%s' lacks '%s'", json, kc_error_last()->message, want);
 }
 
 static void test_parse_resolves_and_dedupes(void **state) {

@@ -20,18 +20,20 @@ static void write_spec(const char *name, const char *body) {
     snprintf(cu, sizeof cu, "extern \"C\" __global__ void %s_k(float *y) { %s }\n", name, body);
     assert_int_equal(kct_write(p, cu, strlen(cu)), 0);
     char spec[1024];
-    snprintf(spec, sizeof spec,
-             "{\"name\": \"%s\", \"kernels\": [{\"id\": \"k\", \"file\": \"%s.cu\", \"entry\": \"%s_k\"}],\n"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
-             " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [\"N\", 1, 1], \"args\": [\"output:0\"]}]}\n",
-             name, name, name);
+    snprintf(
+        spec, sizeof spec,
+        "{\"name\": \"%s\", \"kernels\": [{\"id\": \"k\", \"file\": \"%s.cu\", \"entry\": \"%s_k\"}],\n"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
+        " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [\"N\", 1, 1], \"args\": [\"output:0\"]}]}\n",
+        name, name, name);
     snprintf(p, sizeof p, "%s/%s.json", work, name);
     assert_int_equal(kct_write(p, spec, strlen(spec)), 0);
 }
 
 static kc_manifest *manifest(const char *json) {
     kc_manifest *m;
-    if (kc_manifest_parse(&m, json, strlen(json), work, "test manifest") != KC_OK) fail_msg("%s", kc_error_last()->message);
+    if (kc_manifest_parse(&m, json, strlen(json), work, "test manifest") != KC_OK)
+        fail_msg("%s", kc_error_last()->message);
     return m;
 }
 
@@ -69,7 +71,8 @@ static void progress(const kc_prewarm_report *r, size_t index, void *ctx) {
 
 static void test_compiles_then_hits(void **state) {
     (void)state;
-    kc_manifest *m = manifest("{\"graphs\": [\"twice.json\", \"thrice.json\"], \"archs\": [\"sm_80\", \"compute_80\"]}");
+    kc_manifest *m = manifest(
+        "{\"graphs\": [\"twice.json\", \"thrice.json\"], \"archs\": [\"sm_80\", \"compute_80\"]}");
     seen s;
     memset(&s, 0, sizeof s);
     kc_prewarm_options o = KC_PREWARM_OPTIONS_INIT;
@@ -124,11 +127,12 @@ static void write_sharing(int round) {
              round);
     assert_int_equal(kct_write(p, cu, strlen(cu)), 0);
     for (int g = 0; g < 2; g++) {
-        snprintf(spec, sizeof spec,
-                 "{\"name\": \"share%d_%d\", \"kernels\": [{\"id\": \"k\", \"file\": \"shared%d.cu\", \"entry\": \"shared_k\"}],\n"
-                 " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}],\n"
-                 " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [%d, 1, 1], \"args\": [\"output:0\"]}]}\n",
-                 round, g, round, 64 << g, 64 << g, 64 << g);
+        snprintf(
+            spec, sizeof spec,
+            "{\"name\": \"share%d_%d\", \"kernels\": [{\"id\": \"k\", \"file\": \"shared%d.cu\", \"entry\": \"shared_k\"}],\n"
+            " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}],\n"
+            " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [%d, 1, 1], \"args\": [\"output:0\"]}]}\n",
+            round, g, round, 64 << g, 64 << g, 64 << g);
         snprintf(p, sizeof p, "%s/share%d_%d.json", work, round, g);
         assert_int_equal(kct_write(p, spec, strlen(spec)), 0);
     }
@@ -148,9 +152,9 @@ static void test_a_unit_two_graphs_share_compiles_once(void **state) {
         kc_cache_stats(cache, &before);
         kc_prewarm_report *r;
         assert_int_equal(kc_prewarm(cache, m, &o, &r), KC_OK);
-        assert_int_equal(r->compiled, 2);               /* two graph entries written… */
-        assert_int_equal(r->units, 2);                  /* …each needing the one unit… */
-        assert_int_equal(r->units_compiled, 1);         /* …which NVRTC compiled once */
+        assert_int_equal(r->compiled, 2);       /* two graph entries written… */
+        assert_int_equal(r->units, 2);          /* …each needing the one unit… */
+        assert_int_equal(r->units_compiled, 1); /* …which NVRTC compiled once */
         assert_int_equal(r->results[0].info.units_compiled + r->results[1].info.units_compiled, 1);
         assert_int_equal(r->results[0].info.units + r->results[1].info.units, 2);
         kc_cache_stats(cache, &after);

@@ -25,18 +25,18 @@
 #include "common/fs.h"
 
 #define KILLS 200
-#define KEYS 40           /* keys the child puts */
-#define MAX_PUT 20000     /* bytes of a put's payload, at most */
-#define BKEYS 8           /* keys in each bundle */
+#define KEYS 40       /* keys the child puts */
+#define MAX_PUT 20000 /* bytes of a put's payload, at most */
+#define BKEYS 8       /* keys in each bundle */
 #define BPAYLOAD 6000
-#define FILLERS 4         /* old entries the child's gc must evict */
+#define FILLERS 4 /* old entries the child's gc must evict */
 #define FILLER_BYTES 200000
-#define LIMIT (1u << 20)  /* gc target: above every kept entry together (KEYS × MAX_PUT + bundle) */
+#define LIMIT (1u << 20) /* gc target: above every kept entry together (KEYS × MAX_PUT + bundle) */
 
 /* One record on the pipe: what the child is about to do, or has done. */
 typedef struct rec {
-    char type;   /* 'P' put begins, 'p' put committed, 'I' import begins, 'i' import committed, 'g' gc done */
-    uint8_t k;   /* the key index (put), or the bundle (import: 0 or 1) */
+    char type; /* 'P' put begins, 'p' put committed, 'I' import begins, 'i' import committed, 'g' gc done */
+    uint8_t k; /* the key index (put), or the bundle (import: 0 or 1) */
     uint8_t pad[6];
     uint64_t digest;
 } rec;
@@ -177,9 +177,9 @@ static int backdate_cb(const char *p, const struct stat *st, int flag, struct FT
 
 /* What the parent knows from the records. */
 static uint64_t committed[KEYS], inflight[KEYS]; /* per put key: last committed digest, one in flight */
-static uint64_t bcommitted[BKEYS];                /* per bundle key: the digest it holds once committed */
-static uint64_t bdig[2][BKEYS];                   /* each bundle's digest per key */
-static int binflight = -1;                        /* the bundle being imported at the kill */
+static uint64_t bcommitted[BKEYS];               /* per bundle key: the digest it holds once committed */
+static uint64_t bdig[2][BKEYS];                  /* each bundle's digest per key */
+static int binflight = -1;                       /* the bundle being imported at the kill */
 static long nputs, nimports, ngcs, evicted;
 
 /* Take one record into account; 1 if it says something was done. */
@@ -260,9 +260,10 @@ static void test_kill_at_random_points(void **state) {
     assert_int_equal(kc_cache_gc(c, LIMIT, &gr), KC_OK);
     kc_cache_close(c);
     assert_int_equal(kct_count_files(dir, ".tmp."), 0);
-    fprintf(stderr, "%d kills during %ld committed puts, %ld committed imports and %ld gcs (%ld fillers evicted); "
-                    "%ld checks of committed entries after the kills, 0 lost, 0 torn, 0 corrupt; "
-                    "%zu temporary files left by kills, all collected\n",
+    fprintf(stderr,
+            "%d kills during %ld committed puts, %ld committed imports and %ld gcs (%ld fillers evicted); "
+            "%ld checks of committed entries after the kills, 0 lost, 0 torn, 0 corrupt; "
+            "%zu temporary files left by kills, all collected\n",
             KILLS, nputs, nimports, ngcs, evicted, checks, temps);
     assert_true(nputs + nimports + ngcs >= KILLS); /* every child did something before it died */
     assert_true(nimports > 0 && ngcs > 0 && evicted > 0);

@@ -123,12 +123,14 @@ static void kill_at_every_step(int from_a, bundle_objs *A, bundle_objs *B) {
         assert_int_equal(waitpid(pid, &st, 0), pid);
         int finished = WIFEXITED(st);
         if (finished && WEXITSTATUS(st) != 0) fail_msg("step %ld: the import failed (%d)", n, WEXITSTATUS(st));
-        if (!finished && !(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)) fail_msg("step %ld: the child died otherwise", n);
+        if (!finished && !(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
+            fail_msg("step %ld: the child died otherwise", n);
         int as_b = 0;
         for (int i = 0; i < G; i++) {
             kc_key gk = kct_key("graph", i), uk = kct_key("unit", i);
             as_b += check_referrer(dir, &gk, "sm_90", from_a ? A->graph_sum[i] : 0, B->graph_sum[i], A, B, i, n) == 2;
-            as_b += check_referrer(dir, &uk, KC_VARIANT_UNIT, from_a ? A->unit_sum[i] : 0, B->unit_sum[i], A, B, i, n) == 2;
+            as_b += check_referrer(dir, &uk, KC_VARIANT_UNIT, from_a ? A->unit_sum[i] : 0, B->unit_sum[i], A, B, i,
+                                   n) == 2;
         }
         if (as_b && as_b < 2 * G) mixed++; /* killed among the referrers' renames: some old, some new */
         c = open_dir(dir);
@@ -139,7 +141,8 @@ static void kill_at_every_step(int from_a, bundle_objs *A, bundle_objs *B) {
         kc_cache_close(c);
         size_t temps = kct_count_files(dir, ".tmp.");
         if (finished) {
-            if (as_b != 2 * G) fail_msg("step %ld: the import returned success with %d of %d referrers written", n, as_b, 2 * G);
+            if (as_b != 2 * G)
+                fail_msg("step %ld: the import returned success with %d of %d referrers written", n, as_b, 2 * G);
             assert_int_equal(temps, 0);
             break;
         }
@@ -147,8 +150,9 @@ static void kill_at_every_step(int from_a, bundle_objs *A, bundle_objs *B) {
         steps++;
     }
     /* The kills' temporaries of the last round are collected once stale. */
-    fprintf(stderr, "%s: killed at each of %ld steps; after each, every referrer old or new and whole, its images "
-                    "there; %ld kills fell among the referrers' renames; %ld temporary files left by kills\n",
+    fprintf(stderr,
+            "%s: killed at each of %ld steps; after each, every referrer old or new and whole, its images "
+            "there; %ld kills fell among the referrers' renames; %ld temporary files left by kills\n",
             from_a ? "over bundle A" : "into an empty cache", steps, mixed, temps_left);
     assert_true(steps > 20);
     kct_rmtree(dir);

@@ -40,14 +40,17 @@ static kc_graph_desc *round_graph(int r, int rows) {
     snprintf(cu, sizeof cu,
              "extern \"C\" __global__ void scale_%d(const float *x, float *y, long long n) {\n"
              "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-             "  if (i < n) y[i] = %d.0f * x[i];\n}\n", r, r + 2);
+             "  if (i < n) y[i] = %d.0f * x[i];\n}\n",
+             r, r + 2);
     snprintf(p, sizeof p, "%s/k%d.cu", work, r);
     if (kct_write(p, cu, strlen(cu))) return NULL;
-    snprintf(spec, sizeof spec,
-             "{\"name\": \"crash%d\", \"kernels\": [{\"id\": \"f\", \"file\": \"k%d.cu\", \"entry\": \"scale_%d\"}],\n"
-             " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}],\n"
-             " \"forward\": [{\"kernel\": \"f\", \"grid\": [1, 1, 1], \"block\": [%d, 1, 1],"
-             " \"args\": [\"input:0\", \"output:0\", \"e64:%d\"]}]}\n", r, r, r, rows, rows, rows, rows);
+    snprintf(
+        spec, sizeof spec,
+        "{\"name\": \"crash%d\", \"kernels\": [{\"id\": \"f\", \"file\": \"k%d.cu\", \"entry\": \"scale_%d\"}],\n"
+        " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}], \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [%d]}],\n"
+        " \"forward\": [{\"kernel\": \"f\", \"grid\": [1, 1, 1], \"block\": [%d, 1, 1],"
+        " \"args\": [\"input:0\", \"output:0\", \"e64:%d\"]}]}\n",
+        r, r, r, rows, rows, rows, rows);
     snprintf(p, sizeof p, "%s/g%d_%d.json", work, r, rows);
     if (kct_write(p, spec, strlen(spec))) return NULL;
     kc_graph_desc *d;
@@ -160,12 +163,16 @@ static void test_kills_never_leave_a_graph_without_its_images(void **state) {
         assert_int_equal(vr.corrupt, 0);
         assert_true(k.graphs >= last_graphs); /* nothing committed is lost */
         last_graphs = k.graphs;
-        if (!round_is_stored(c, committed)) fail_msg("after kill %d: round %d, reported committed, is not a hit", kill_no, committed);
+        if (!round_is_stored(c, committed))
+            fail_msg("after kill %d: round %d, reported committed, is not a hit", kill_no, committed);
         kc_cache_close(c);
-        first = committed + 1 + (int)(rand_r(&seed) % 2); /* the next child goes on from here: the round in flight, or past it */
+        first = committed + 1 +
+                (int)(rand_r(&seed) % 2); /* the next child goes on from here: the round in flight, or past it */
     }
-    fprintf(stderr, "%d kills at the child's 1st..160th file-system call after its first commit (%ld calls in all); "
-                    "%d graph entries, each whole with its images\n", KILLS, steps_seen, last_graphs);
+    fprintf(stderr,
+            "%d kills at the child's 1st..160th file-system call after its first commit (%ld calls in all); "
+            "%d graph entries, each whole with its images\n",
+            KILLS, steps_seen, last_graphs);
     assert_true(last_graphs > 0);
     /* The rounds in flight at the kills: a lookup now is a hit or a clean compile, and then whole. */
     kc_cache *c = open_cache();

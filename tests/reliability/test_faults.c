@@ -29,10 +29,10 @@ static char *dir, *work;
 static kc_cache *cache;
 static kc_key target_key; /* computed before any fault is armed: kct_key allocates */
 
-#define EARLIER 3     /* entries stored before every run, which must survive it */
-#define PAYLOAD 1500  /* bytes of an entry's kernels section (incompressible) */
-#define VICTIMS 6     /* old entries a gc must evict */
-#define BUNDLED 4     /* entries in the bundle an import writes */
+#define EARLIER 3    /* entries stored before every run, which must survive it */
+#define PAYLOAD 1500 /* bytes of an entry's kernels section (incompressible) */
+#define VICTIMS 6    /* old entries a gc must evict */
+#define BUNDLED 4    /* entries in the bundle an import writes */
 
 /* ---- entries whose bytes are a function of (label, i, version) ---- */
 
@@ -95,11 +95,11 @@ typedef struct tally {
 
 static int want_errno; /* the errno being injected; 0 for allocation faults */
 static char now[128];  /* the fault being injected, for failure messages */
-#define FAIL(...)                                                    \
-    do {                                                             \
-        char m_[1024];                                               \
-        snprintf(m_, sizeof m_, __VA_ARGS__);                        \
-        fail_msg("[%s] %s", now, m_);                                \
+#define FAIL(...)                             \
+    do {                                      \
+        char m_[1024];                        \
+        snprintf(m_, sizeof m_, __VA_ARGS__); \
+        fail_msg("[%s] %s", now, m_);         \
     } while (0)
 
 /* What every run owes, checked with the faults off. */
@@ -177,8 +177,10 @@ static void run_loops(const fault_op *op) {
     tally fs = {0, 0, 0}, mem = {0, 0, 0};
     fs_loops(op, &fs);
     alloc_loops(op, &mem);
-    fprintf(stderr, "%-8s %5ld runs with a file-system fault (%ld injected), %5ld with an allocation failure "
-                    "(%ld injected); nothing lost\n", op->name, fs.faulted, fs.injected, mem.faulted, mem.injected);
+    fprintf(stderr,
+            "%-8s %5ld runs with a file-system fault (%ld injected), %5ld with an allocation failure "
+            "(%ld injected); nothing lost\n",
+            op->name, fs.faulted, fs.injected, mem.faulted, mem.injected);
     /* Every kind of call the operation makes was reached (else the loop proved nothing). */
     assert_true(fs.faulted > 0);
     assert_true(mem.faulted > 0);
@@ -221,7 +223,8 @@ static int get_run(void) {
         size_t n;
         uint8_t b[PAYLOAD];
         fill(b, sizeof b, "target", 0, 1);
-        if (kc_entry_section(e, KC_SECTION_KERNELS, &p, &n) == KC_OK && n == PAYLOAD && memcmp(p, b, n) == 0) get_got = 1;
+        if (kc_entry_section(e, KC_SECTION_KERNELS, &p, &n) == KC_OK && n == PAYLOAD && memcmp(p, b, n) == 0)
+            get_got = 1;
         kc_entry_free(e);
     }
     return rc;
@@ -277,7 +280,7 @@ static void gc_check(int rc, int fault) {
         if (stored_version("victim", i, 1) < 0) FAIL("gc: victim %d is damaged", i);
     if (rc == KC_OK && kct_dir_bytes(dir, ".kce") > gc_limit)
         FAIL("gc: succeeded but the store is over its limit (%llu > %llu)",
-                 (unsigned long long)kct_dir_bytes(dir, ".kce"), (unsigned long long)gc_limit);
+             (unsigned long long)kct_dir_bytes(dir, ".kce"), (unsigned long long)gc_limit);
     /* The crash's temporary file is collected by this gc or, if its removal failed, the next. */
     assert_int_equal(kc_cache_gc(cache, gc_limit, NULL), KC_OK);
     assert_true(kct_dir_bytes(dir, ".kce") <= gc_limit);
@@ -298,8 +301,8 @@ static void import_check(int rc, int fault) {
     (void)fault;
     for (int i = 0; i < BUNDLED; i++) {
         int v = stored_version("bundled", i, 1);
-        if (v < 0 || (rc == KC_OK && v != 1)) FAIL("import: bundled entry %d is version %d after status %s", i, v,
-                                                      kc_status_str(rc));
+        if (v < 0 || (rc == KC_OK && v != 1))
+            FAIL("import: bundled entry %d is version %d after status %s", i, v, kc_status_str(rc));
     }
 }
 
@@ -324,7 +327,8 @@ static const char *const TARGETS[] = {"sm_90", "compute_90"};
 static void write_tiny(void) {
     char p[4096];
     snprintf(p, sizeof p, "%s/tiny.cu", work);
-    const char *cu = "extern \"C\" __global__ void tiny_fwd(const float *x, float *y) { y[threadIdx.x] = 2.f * x[threadIdx.x]; }\n";
+    const char *cu =
+        "extern \"C\" __global__ void tiny_fwd(const float *x, float *y) { y[threadIdx.x] = 2.f * x[threadIdx.x]; }\n";
     assert_int_equal(kct_write(p, cu, strlen(cu)), 0);
     snprintf(p, sizeof p, "%s/tiny.json", work);
     const char *spec =
@@ -399,8 +403,8 @@ static void prewarm_check(int rc, int fault) {
             if (r->status == KC_OK && !in) FAIL("prewarm: %s reported done but not stored", TARGETS[r->arch]);
             if (r->status != KC_OK && !r->error[0]) FAIL("prewarm: %s failed without a reason", TARGETS[r->arch]);
         }
-        if (pw_report->done != pw_report->variants) FAIL("prewarm: %zu of %zu variants ran", pw_report->done,
-                                                              pw_report->variants);
+        if (pw_report->done != pw_report->variants)
+            FAIL("prewarm: %zu of %zu variants ran", pw_report->done, pw_report->variants);
     }
     kc_prewarm_report_free(pw_report);
     pw_report = NULL;

@@ -33,9 +33,10 @@ static inline int kcc_value_whole(const uint8_t *v, size_t len) {
     return 1;
 }
 
-#define KCC_NAME(i) (i == 0 ? "0123456789abcdef0123456789abcdef.sm_90" \
-                    : i == 1 ? "0123456789abcdef0123456789abcdef.compute_80" \
-                             : "fedcba9876543210fedcba9876543210.sm_80a")
+#define KCC_NAME(i)                                           \
+    (i == 0   ? "0123456789abcdef0123456789abcdef.sm_90"      \
+     : i == 1 ? "0123456789abcdef0123456789abcdef.compute_80" \
+              : "fedcba9876543210fedcba9876543210.sm_80a")
 
 typedef struct kcc_thread {
     kc_store_backend *b;

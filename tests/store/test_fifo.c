@@ -51,7 +51,7 @@ static void test_local_store_with_fifos(void **state) {
     size_t len;
     assert_true(kc_local_get(l, NAME, &data, &len) != KC_OK); /* the entry: refused, not waited on */
     kc_stats st;
-    assert_int_equal(kc_local_stats(l, &st), KC_OK); /* flush (read-modify-write) and read */
+    assert_int_equal(kc_local_stats(l, &st), KC_OK);         /* flush (read-modify-write) and read */
     char other[] = "01ffffffffffffffffffffffffffffff.sm_90"; /* same shard */
     assert_int_equal(kc_local_put(l, other, v, sizeof v), KC_OK);
     kc_local_flush(l);

@@ -61,7 +61,8 @@ static void test_lru_order_kept(void **state) {
     assert_int_equal(r.evicted, N - N / 3);
     for (int i = 0; i < N; i++) {
         kc_key k = kct_key("lru", i);
-        if (tl_exists(dir, &k, "sm_90") != (i < N / 3)) fail_msg("entry %d (age %d s) %s", i, 100 + i, i < N / 3 ? "evicted" : "kept");
+        if (tl_exists(dir, &k, "sm_90") != (i < N / 3))
+            fail_msg("entry %d (age %d s) %s", i, 100 + i, i < N / 3 ? "evicted" : "kept");
     }
     tl_assert_counts_exact(c, dir);
     assert_int_equal(kct_stat(c, KC_STAT_EVICTIONS), N - N / 3);

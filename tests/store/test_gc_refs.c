@@ -15,7 +15,7 @@
 #include "common/fs.h"
 #include "store/two_level.h"
 
-#define HOURS(n) ((long)(n) * 3600)
+#define HOURS(n) ((long)(n)*3600)
 
 static char *dir;
 static kc_cache *cache;
@@ -140,8 +140,12 @@ static void test_gc_removes_stale_leaves_corrupt(void **state) {
     tl_write_v2(dir, &old_image, "img");
     char p[1024];
     tl_path(dir, &junk, "sm_90", p, sizeof p);
-    assert_int_equal(kct_write(p, "not an entry at all, not even its header................................................"
-                                  "...............", 100), 0);
+    assert_int_equal(
+        kct_write(p,
+                  "not an entry at all, not even its header................................................"
+                  "...............",
+                  100),
+        0);
     kc_image_ref a;
     tl_image(cache, 8, 1000, "sm_90", &a);
     kc_key g = kct_key("graph", 4);

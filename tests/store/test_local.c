@@ -74,9 +74,14 @@ static void test_names_that_could_escape_are_refused(void **state) {
     kc_local *l;
     assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
     const char *bad[] = {
-        "../../etc/passwd", "00112233445566778899aabbccddeeff", "00112233445566778899aabbccddeeff.",
-        "00112233445566778899aabbccddeeff./x", "00112233445566778899aabbccddeeff.sm_90/../../x",
-        "00112233445566778899AABBCCDDEEFF.sm_90", "0011223344556677.sm_90", "",
+        "../../etc/passwd",
+        "00112233445566778899aabbccddeeff",
+        "00112233445566778899aabbccddeeff.",
+        "00112233445566778899aabbccddeeff./x",
+        "00112233445566778899aabbccddeeff.sm_90/../../x",
+        "00112233445566778899AABBCCDDEEFF.sm_90",
+        "0011223344556677.sm_90",
+        "",
         "00112233445566778899aabbccddeeff.sm 90",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -139,7 +144,7 @@ static void test_stats_counter_at_its_limit_saturates(void **state) {
     kc_local *l;
     assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
     kc_local_count(l, 0, KC_STAT_HITS, 1);
-    kc_local_flush(l); /* makes v1/00/stats */
+    kc_local_flush(l);   /* makes v1/00/stats */
     enum { SLOTS = 32 }; /* store/local_stats.c's format: magic, slots, reserved, counters, XXH3-64 */
     uint8_t b[8 + 4 + 4 + 8 * SLOTS + 8] = "KCSTATS1";
     kc_wr_u32(b + 8, SLOTS);
@@ -308,7 +313,8 @@ static void expect_refused(const char *path, const char *why) {
     kc_local *l = NULL;
     int rc = kc_local_open(&l, path, 0, 0);
     if (rc != KC_EPERM) fail_msg("'%s' was not refused (%s) for: %s", path, kc_status_str(rc), why);
-    if (!strstr(kc_error_last()->message, why)) fail_msg("refusing '%s': '%s' lacks '%s'", path, kc_error_last()->message, why);
+    if (!strstr(kc_error_last()->message, why))
+        fail_msg("refusing '%s': '%s' lacks '%s'", path, kc_error_last()->message, why);
     assert_non_null(strstr(kc_error_last()->message, "KCACHE_ALLOW_UNSAFE_DIR"));
     assert_int_equal(kc_local_open(&l, path, 0, KC_OPEN_ALLOW_UNSAFE_DIR), KC_OK); /* unless explicitly allowed */
     kc_local_free(l);
@@ -384,8 +390,11 @@ static void test_variants_that_could_escape_are_refused(void **state) {
     kc_cache *c;
     assert_int_equal(kc_cache_open(&c, &o), KC_OK);
     kc_key k = {{1, 2, 3}};
-    const char *bad[] = {"../../etc", "sm_90/../../x", "/abs", "sm_90/x", "..", ".", "", "sm 90", "sm_90\n",
-                         "a_very_long_variant_name_that_goes_on_and_on_and_on_and_on"};
+    const char *bad[] = {"../../etc", "sm_90/../../x",
+                         "/abs",      "sm_90/x",
+                         "..",        ".",
+                         "",          "sm 90",
+                         "sm_90\n",   "a_very_long_variant_name_that_goes_on_and_on_and_on_and_on"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kc_entry *e = NULL;
         assert_int_equal(kc_entry_new(&e, &k, bad[i]), KC_EINVAL);
@@ -553,7 +562,8 @@ static void test_gc_future_times_are_not_recent(void **state) {
     assert_int_equal(r.evicted, 4);
     for (int i = 0; i < 10; i++) {
         name_for(i, name);
-        if (kc_local_exists(l, name) != (i >= 4)) fail_msg("entry %d: %s", i, i >= 4 ? "used now, evicted" : "unused, kept");
+        if (kc_local_exists(l, name) != (i >= 4))
+            fail_msg("entry %d: %s", i, i >= 4 ? "used now, evicted" : "unused, kept");
     }
     kc_local_free(l);
 }

@@ -195,9 +195,17 @@ static void test_a_record_is_never_trusted(void **state) {
 
     /* Claims the mode denies, and malformed records, read as unknown. */
     static const char *const bad[] = {
-        "compiled", "compiled t=12", "fetched redis://x verified=none t=1 extra", "fetched redis://x verified=ed25519:zz t=1",
-        "fetched  redis://x verified=none", "imported b.kcb verified=mac:0123456789abcdeg", "fetched redis://x",
-        "imported b.kcb verified=none t=-1", "sealed b verified=none", "fetched redis://x verified=none\n", "",
+        "compiled",
+        "compiled t=12",
+        "fetched redis://x verified=none t=1 extra",
+        "fetched redis://x verified=ed25519:zz t=1",
+        "fetched  redis://x verified=none",
+        "imported b.kcb verified=mac:0123456789abcdeg",
+        "fetched redis://x",
+        "imported b.kcb verified=none t=-1",
+        "sealed b verified=none",
+        "fetched redis://x verified=none\n",
+        "",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         set_record(p, bad[i]);

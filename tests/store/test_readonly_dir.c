@@ -113,8 +113,9 @@ static void test_put_failure_is_not_eperm(void **state) {
         kc_fs_fault_clear();
         kc_entry_free(e);
         /* The directory itself takes writes: whatever the errno, this is an I/O failure. */
-        if (rc != KC_EIO) fail_msg("errno %d: put gave %s (%s), expected KC_EIO", errs[i], kc_status_str(rc),
-                                   kc_error_last()->message);
+        if (rc != KC_EIO)
+            fail_msg("errno %d: put gave %s (%s), expected KC_EIO", errs[i], kc_status_str(rc),
+                     kc_error_last()->message);
     }
     kct_close_cache(dir, c);
 }
@@ -144,13 +145,13 @@ static void test_readonly_flag_counts(void **state) {
 
 /* ---- a 0500 directory (in a child, as nobody when we are root) ---- */
 
-#define CHECK(cond)                                                                                 \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
+#define CHECK(cond)                                                                                  \
+    do {                                                                                             \
+        if (!(cond)) {                                                                               \
             fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    kc_error_last()->message);                                                      \
-            return 1;                                                                               \
-        }                                                                                           \
+                    kc_error_last()->message);                                                       \
+            return 1;                                                                                \
+        }                                                                                            \
     } while (0)
 
 static void chmod_tree(const char *root, mode_t mode) {
@@ -232,10 +233,8 @@ static void test_0500_directory(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stats_kept_on_eacces),
-        cmocka_unit_test(test_stats_kept_on_erofs),
-        cmocka_unit_test(test_put_failure_is_not_eperm),
-        cmocka_unit_test(test_readonly_flag_counts),
+        cmocka_unit_test(test_stats_kept_on_eacces),     cmocka_unit_test(test_stats_kept_on_erofs),
+        cmocka_unit_test(test_put_failure_is_not_eperm), cmocka_unit_test(test_readonly_flag_counts),
         cmocka_unit_test(test_0500_directory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

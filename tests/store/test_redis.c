@@ -262,7 +262,8 @@ static void test_altered_entry_is_refused_by_its_mac(void **state) {
         if (f == 2) {
             assert_int_equal(kc_entry_seal(&v, &vl, WRONG, sizeof WRONG - 1), KC_OK);
             redisReply *g = redisCommand(x, "GET kcache:v1:%s.sm_90", info.key);
-            if (f == 2 && g->type == REDIS_REPLY_STRING && g->len > 32) memcpy((uint8_t *)v + vl - 32, g->str + g->len - 32, 32);
+            if (f == 2 && g->type == REDIS_REPLY_STRING && g->len > 32)
+                memcpy((uint8_t *)v + vl - 32, g->str + g->len - 32, 32);
             freeReplyObject(g);
         }
         rep = redisCommand(x, "SET kcache:v1:%s.sm_90 %b", info.key, v, vl);
@@ -405,7 +406,7 @@ static void test_get_many_in_one_round_trip(void **state) {
         many_name(i, i % 2 ? "unit" : "img", names[i]);
         sizes[i] = i == 3 ? 0 : 100 + 37 * (size_t)i; /* 3: an empty value, present */
         vals[i] = kcc_value(sizes[i] ? sizes[i] : 1, (uint8_t)i);
-        present[i] = i != 1 && i != 4;                /* 1, 4: absent */
+        present[i] = i != 1 && i != 4; /* 1, 4: absent */
         if (present[i]) assert_int_equal(b->put(b, names[i], vals[i], sizes[i]), KC_OK);
     }
     redisContext *x = raw(r.port);
@@ -427,7 +428,7 @@ static void test_get_many_in_one_round_trip(void **state) {
         free(out[i]);
     }
     assert_int_equal(calls_of(x, "mget", &data), 1); /* one round trip: one MGET ... */
-    assert_int_equal(data, 1);                        /* ... and nothing else (no GET per name) */
+    assert_int_equal(data, 1);                       /* ... and nothing else (no GET per name) */
     /* KC_IMAGES_MAX names, repeats included, still one command; values in order. */
     for (int i = 0; i < KC_IMAGES_MAX; i++) np[i] = names[(i * 5) % N];
     fill_junk(out, lens, KC_IMAGES_MAX);

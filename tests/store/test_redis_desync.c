@@ -231,9 +231,11 @@ static void publish_against(enum extra extra) {
     assert_int_equal(kc_cache_stats(c, &st), KC_OK);
     kc_cache_close(c);
     fake_stop(&f);
-    fprintf(stderr, "extra %d: publish queued %d, said already there %d; published (remote_puts) %llu, SETs %d, "
-            "arrived %d, remote_errors %llu\n", (int)extra, queued, there, (unsigned long long)st.v[KC_STAT_REMOTE_PUTS],
-            f.sets, f.nkeys, (unsigned long long)st.v[KC_STAT_REMOTE_ERRORS]);
+    fprintf(stderr,
+            "extra %d: publish queued %d, said already there %d; published (remote_puts) %llu, SETs %d, "
+            "arrived %d, remote_errors %llu\n",
+            (int)extra, queued, there, (unsigned long long)st.v[KC_STAT_REMOTE_PUTS], f.sets, f.nkeys,
+            (unsigned long long)st.v[KC_STAT_REMOTE_ERRORS]);
     assert_int_equal(there, 0); /* the server never had any of them */
     assert_true(st.v[KC_STAT_REMOTE_PUTS] <= (uint64_t)f.nkeys);
     if (extra == EXTRA_NONE) { /* the fake is a sound server: everything published, counted once */

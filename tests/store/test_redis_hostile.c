@@ -32,7 +32,7 @@ typedef struct fake {
     enum mode mode;
     int lfd, port;
     volatile int stop;
-    int commands; /* commands seen (EXTRA_REPLY, SCRIPT) */
+    int commands;       /* commands seen (EXTRA_REPLY, SCRIPT) */
     const char *script; /* SCRIPT: the reply to every command… */
     int stream;         /* …followed by 'x's until the client goes away */
     pthread_t th;
@@ -111,15 +111,20 @@ static void *fake_main(void *arg) {
                         r = f->script;
                         break;
                     case SLOW: /* one command at a time per connection */
-                        pending[i] = with_echo(req, (size_t)n, strstr(req, "SET") ? "+OK\r\n" : strstr(req, "GET") ? "$-1\r\n" : ":0\r\n",
+                        pending[i] = with_echo(req, (size_t)n,
+                                               strstr(req, "SET")   ? "+OK\r\n"
+                                               : strstr(req, "GET") ? "$-1\r\n"
+                                                                    : ":0\r\n",
                                                owed[i], sizeof owed[i]);
                         due[i] = now_ns() + SLOW_MS * 1000000ull;
                         break;
                     }
-                    r = f->mode == EXTRA_REPLY || f->mode == SCRIPT ? with_echo(req, (size_t)n, r, sent, sizeof sent) : r;
+                    r = f->mode == EXTRA_REPLY || f->mode == SCRIPT ? with_echo(req, (size_t)n, r, sent, sizeof sent)
+                                                                    : r;
                     if (r) send(cl[i], r, strlen(r), MSG_NOSIGNAL);
-                    started[i] = f->mode == SCRIPT ? f->stream
-                                                   : f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY && f->mode != SLOW;
+                    started[i] = f->mode == SCRIPT
+                                     ? f->stream
+                                     : f->mode != HUGE_SILENT && f->mode != EXTRA_REPLY && f->mode != SLOW;
                 }
             }
             if (pending[i] && now_ns() >= due[i]) {
@@ -128,8 +133,7 @@ static void *fake_main(void *arg) {
             }
             if (started[i]) { /* stream until the client goes away */
                 size_t n = stream_chunk(f->mode, chunk, sizeof chunk);
-                if (send(cl[i], chunk, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
-                    close(cl[i]), cl[i] = -1;
+                if (send(cl[i], chunk, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) close(cl[i]), cl[i] = -1;
             }
         }
     }
@@ -202,7 +206,8 @@ static void hostile_get(enum mode m) {
     if (rc != KC_EIO && rc != KC_ETIMEOUT) fail_msg("mode %d: get answered %d", m, rc);
     /* Not a speed claim: the broken reader took 10-14 s; 5× the deadline keeps a loaded
      * (sanitizer) machine from flipping the verdict. */
-    if (total > DEADLINE * 5) fail_msg("mode %d: get took %.0f ms, %.0f ms with the free (deadline %d)", m, ms, total, DEADLINE);
+    if (total > DEADLINE * 5)
+        fail_msg("mode %d: get took %.0f ms, %.0f ms with the free (deadline %d)", m, ms, total, DEADLINE);
     long grew = peak_rss_mb() - rss0;
     if (grew > 64) fail_msg("mode %d: peak memory grew by %ld MB", m, grew);
     free(d);
@@ -286,7 +291,8 @@ static void test_close_is_bounded_with_a_slow_remote(void **state) {
     double ms = ms_since(t0);
     fake_stop(&f);
     /* Waiting for every queued write took 2.4 s; the bound is ~0.6 s (margins for a loaded machine). */
-    if (ms > PUTS * SLOW_MS * 3 / 4) fail_msg("close took %.0f ms: it waited for the queue (bound %d ms + one command)", ms, CLOSE);
+    if (ms > PUTS * SLOW_MS * 3 / 4)
+        fail_msg("close took %.0f ms: it waited for the queue (bound %d ms + one command)", ms, CLOSE);
     kc_options o = KC_OPTIONS_INIT;
     o.dir = dir;
     o.flags = KC_OPEN_NO_ENV;
@@ -320,7 +326,8 @@ static void test_url_errors_hide_the_password(void **state) {
         if (strstr(m, "s3cret")) fail_msg("'%s' shows the password: %s", bad[i], m);
         assert_non_null(strstr(m, "***"));
     }
-    assert_int_equal(kc_store_redis_open(&(kc_store_backend *){NULL}, "redis://alice:s3cretpw@host:6379/x", &cfg), KC_EINVAL);
+    assert_int_equal(kc_store_redis_open(&(kc_store_backend *){NULL}, "redis://alice:s3cretpw@host:6379/x", &cfg),
+                     KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "redis://alice:***@host"));
 }
 
@@ -371,30 +378,30 @@ static void test_mget_well_formed_is_taken(void **state) {
 
 static void test_mget_wrong_length(void **state) {
     (void)state;
-    hostile_mget("*1\r\n$3\r\nabc\r\n", 0, 0);                           /* one value short */
-    hostile_mget("*3\r\n$3\r\nabc\r\n$-1\r\n$1\r\nx\r\n", 0, 0);          /* one too many */
-    hostile_mget("*0\r\n", 0, 0);                                         /* none */
-    hostile_mget("*-1\r\n", 0, 0);                                        /* a nil array */
+    hostile_mget("*1\r\n$3\r\nabc\r\n", 0, 0);                   /* one value short */
+    hostile_mget("*3\r\n$3\r\nabc\r\n$-1\r\n$1\r\nx\r\n", 0, 0); /* one too many */
+    hostile_mget("*0\r\n", 0, 0);                                /* none */
+    hostile_mget("*-1\r\n", 0, 0);                               /* a nil array */
 }
 
 static void test_mget_wrong_types(void **state) {
     (void)state;
-    hostile_mget("*2\r\n:1\r\n$3\r\nabc\r\n", 0, 0);              /* a number */
-    hostile_mget("*2\r\n$3\r\nabc\r\n+OK\r\n", 0, 0);             /* a status */
-    hostile_mget("*2\r\n-ERR no\r\n$-1\r\n", 0, 0);               /* an error element */
-    hostile_mget("*2\r\n*0\r\n$-1\r\n", 0, 0);                    /* an empty array */
-    hostile_mget("*2\r\n*1\r\n$3\r\nabc\r\n$-1\r\n", 0, 0);       /* a nested value */
-    hostile_mget("$3\r\nabc\r\n", 0, 0);                          /* not an array */
+    hostile_mget("*2\r\n:1\r\n$3\r\nabc\r\n", 0, 0);        /* a number */
+    hostile_mget("*2\r\n$3\r\nabc\r\n+OK\r\n", 0, 0);       /* a status */
+    hostile_mget("*2\r\n-ERR no\r\n$-1\r\n", 0, 0);         /* an error element */
+    hostile_mget("*2\r\n*0\r\n$-1\r\n", 0, 0);              /* an empty array */
+    hostile_mget("*2\r\n*1\r\n$3\r\nabc\r\n$-1\r\n", 0, 0); /* a nested value */
+    hostile_mget("$3\r\nabc\r\n", 0, 0);                    /* not an array */
     hostile_mget(":2\r\n", 0, 0);
     hostile_mget("-ERR unknown command 'MGET'\r\n", 0, 0);
 }
 
 static void test_mget_huge_lengths(void **state) {
     (void)state;
-    hostile_mget("*2\r\n$2000000000\r\n", 1, 0);           /* a bulk over the cap, then a stream */
+    hostile_mget("*2\r\n$2000000000\r\n", 1, 0);              /* a bulk over the cap, then a stream */
     hostile_mget("*2\r\n$3\r\nabc\r\n$2000000000\r\n", 1, 0); /* the second one */
-    hostile_mget("*2000000000\r\n", 0, 0);                  /* two billion elements, then silence */
-    hostile_mget("*2\r\n$99999999999999999999\r\n", 0, 0); /* a length past 64 bits */
+    hostile_mget("*2000000000\r\n", 0, 0);                    /* two billion elements, then silence */
+    hostile_mget("*2\r\n$99999999999999999999\r\n", 0, 0);    /* a length past 64 bits */
 }
 
 /* The scanner's own caps, alone: elements in all levels, each bulk, and the bulks together. */

@@ -74,8 +74,9 @@ static void test_zero_resets_events_only(void **state) {
     for (int i = 0; i < KC_STAT_COUNT; i++) {
         kc_stat_kind k = kc_stat_kind_of((kc_stat)i);
         uint64_t want = k == KC_STAT_KIND_GAUGE || k == KC_STAT_KIND_BYTES ? 3 : 0;
-        if (s.v[i] != want) fail_msg("%s (%s): %llu after --zero, want %llu", kc_stat_name((kc_stat)i),
-                                     kc_stat_kind_name(k), (unsigned long long)s.v[i], (unsigned long long)want);
+        if (s.v[i] != want)
+            fail_msg("%s (%s): %llu after --zero, want %llu", kc_stat_name((kc_stat)i), kc_stat_kind_name(k),
+                     (unsigned long long)s.v[i], (unsigned long long)want);
     }
     kc_local_free(l);
 }
@@ -102,7 +103,7 @@ static void test_an_old_stats_file_still_reads(void **state) {
     kc_local_free(l);
     uint64_t v[32] = {0};
     for (int i = 0; i < 28; i++) v[i] = 100 + (uint64_t)i; /* the 28 counters of the version before compile_waits */
-    v[31] = 7;                                              /* a slot no version here knows */
+    v[31] = 7;                                             /* a slot no version here knows */
     write_old_file("2a", v);
     assert_int_equal(kc_local_open(&l, dir, 0, 0), KC_OK);
     kc_stats s;

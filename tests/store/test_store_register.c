@@ -24,8 +24,8 @@ typedef struct mstore {
     void *data[SLOTS];
     size_t len[SLOTS];
     int n;
-    int fail;          /* every call answers this when non-zero */
-    int calls, puts;   /* calls that reached it; puts made */
+    int fail;                /* every call answers this when non-zero */
+    int calls, puts;         /* calls that reached it; puts made */
     kc_remote_limits limits; /* what its last open was given */
 } mstore;
 
@@ -303,8 +303,8 @@ static void test_failing_tier_opens_its_own_breaker(void **state) {
         assert_int_equal(kc_cache_remove(c, kc_entry_key(e), "sm_90"), KC_OK); /* read the remotes again */
     }
     kc_tier_stats down = tier(c, 1), up = tier(c, 2);
-    assert_int_equal(down.errors, 1);   /* the first call failed and opened its breaker … */
-    assert_int_equal(down.skipped, 1);  /* … so the second was not made */
+    assert_int_equal(down.errors, 1);  /* the first call failed and opened its breaker … */
+    assert_int_equal(down.skipped, 1); /* … so the second was not made */
     assert_int_equal(mem("down")->calls, 1);
     assert_int_equal(down.breaker, KC_BREAKER_OPEN);
     assert_true(down.retry_in_ms > 0);

@@ -39,9 +39,9 @@ typedef struct mem {
     void *data[16];
     size_t len[16];
     int n;
-    int fail;     /* every call answers this when non-zero */
-    int gate;     /* puts wait while set */
-    int in_put;   /* a put is waiting at the gate */
+    int fail;          /* every call answers this when non-zero */
+    int gate;          /* puts wait while set */
+    int in_put;        /* a put is waiting at the gate */
     unsigned delay_ms; /* every put takes this long (a slow but live remote) */
     int puts, gets, exists_calls;
     char last_exists[KC_NAME_MAX + 16];
@@ -274,7 +274,7 @@ static void test_local_first_then_remote_written_back(void **state) {
     int gets = m->gets;
     assert_int_equal(kc_tiers_get_local(t, &k, "sm_80", &e), KC_OK);
     kc_entry_free(e);
-    assert_int_equal(m->gets, gets); /* the local tier answered */
+    assert_int_equal(m->gets, gets);            /* the local tier answered */
     assert_int_equal(counted(KC_STAT_HITS), 0); /* the caller counts its lookup's outcome, once it knows it */
     /* Without get_first, one name is asked. */
     m->be.get_first = NULL;
@@ -350,8 +350,12 @@ static void test_remote_failures_are_counted(void **state) {
     kc_key k = kct_key("tiers", 6);
     kc_entry *e;
     const char *v = "sm_90";
-    const struct { int rc; kc_stat id; } cases[] = {
-        {KC_ETIMEOUT, KC_STAT_REMOTE_TIMEOUTS}, {KC_EUNAVAILABLE, KC_STAT_REMOTE_SKIPPED}, {KC_EIO, KC_STAT_REMOTE_ERRORS}};
+    const struct {
+        int rc;
+        kc_stat id;
+    } cases[] = {{KC_ETIMEOUT, KC_STAT_REMOTE_TIMEOUTS},
+                 {KC_EUNAVAILABLE, KC_STAT_REMOTE_SKIPPED},
+                 {KC_EIO, KC_STAT_REMOTE_ERRORS}};
     for (size_t i = 0; i < 3; i++) {
         mem_set(m, cases[i].rc, 0);
         assert_int_equal(kc_tiers_get_remote(t, &k, &v, 1, NULL, &e, NULL, NULL), KC_MISS);
@@ -402,8 +406,8 @@ static void test_a_full_queue_drops_the_write(void **state) {
     pthread_mutex_lock(&m->mu);
     while (!m->in_put) pthread_cond_wait(&m->cv, &m->mu); /* the writer holds the first */
     pthread_mutex_unlock(&m->mu);
-    assert_int_equal(put_new(t, 9, NULL), KC_OK);  /* queued */
-    assert_int_equal(put_new(t, 10, n), KC_OK);    /* no room */
+    assert_int_equal(put_new(t, 9, NULL), KC_OK); /* queued */
+    assert_int_equal(put_new(t, 10, n), KC_OK);   /* no room */
     assert_int_equal(counted(KC_STAT_REMOTE_DROPPED), 1);
     assert_int_equal(kc_tiers_exists(t, n), 1); /* kept locally all the same */
     mem_set(m, 0, 0);
@@ -435,10 +439,11 @@ static void test_close_waits_a_bounded_time_and_counts_the_rest(void **state) {
     double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     /* Not a speed claim: waiting for every queued write would take PUTS × DELAY = 3 s; the bound
      * is ~0.55 s.  Generous margins both ways, so a loaded (sanitizer) machine cannot flip it. */
-    if (ms > (PUTS * DELAY) * 2 / 3) fail_msg("close took %.0f ms: it waited for the queue (bound %d ms + one put)", ms, CLOSE);
+    if (ms > (PUTS * DELAY) * 2 / 3)
+        fail_msg("close took %.0f ms: it waited for the queue (bound %d ms + one put)", ms, CLOSE);
     int64_t sent = counted(KC_STAT_REMOTE_PUTS), dropped = counted(KC_STAT_REMOTE_DROPPED);
     assert_int_equal(sent + dropped, PUTS); /* each write counted exactly once */
-    assert_true(dropped >= 1);             /* the bound acted: the rest was dropped, and counted */
+    assert_true(dropped >= 1);              /* the bound acted: the rest was dropped, and counted */
 }
 
 static void test_publish_seals_and_sends_once(void **state) {

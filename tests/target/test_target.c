@@ -60,7 +60,8 @@ static void test_every_target_round_trips(void **state) {
                     char name[32], back[16];
                     snprintf(name, sizeof name, "%s_%d%d%s", prefix[p], major, minor, suffix[x]);
                     kc_target t = KC_TARGET_INIT;
-                    if (kc_target_parse(name, &t) != KC_OK) fail_msg("'%s' does not parse: %s", name, kc_error_last()->message);
+                    if (kc_target_parse(name, &t) != KC_OK)
+                        fail_msg("'%s' does not parse: %s", name, kc_error_last()->message);
                     assert_int_equal(t.major, major);
                     assert_int_equal(t.minor, minor);
                     assert_int_equal(t.ptx, p == 1 ? KC_TARGET_PTX : KC_TARGET_CUBIN);
@@ -91,11 +92,21 @@ static void test_invalid_targets_are_refused_clearly(void **state) {
     static const struct {
         const char *name, *says;
     } bad[] = {
-        {"sm_080", "leading zero"}, {"compute_090", "leading zero"}, {"sm_0900", "2 or 3 digits"},
-        {"sm_9", "2 or 3 digits"},  {"sm_9000", "2 or 3 digits"},   {"sm_90b", "suffix"},
-        {"sm_90af", "suffix"},      {"sm_90 ", "suffix"},           {"SM_90", "want sm_XY"},
-        {"sm90", "want sm_XY"},     {"", "want sm_XY"},             {"gfx90a", "want sm_XY"},
-        {"compute_", "2 or 3 digits"}, {"sm_20", "too old"},        {"sm_-90", "2 or 3 digits"},
+        {"sm_080", "leading zero"},
+        {"compute_090", "leading zero"},
+        {"sm_0900", "2 or 3 digits"},
+        {"sm_9", "2 or 3 digits"},
+        {"sm_9000", "2 or 3 digits"},
+        {"sm_90b", "suffix"},
+        {"sm_90af", "suffix"},
+        {"sm_90 ", "suffix"},
+        {"SM_90", "want sm_XY"},
+        {"sm90", "want sm_XY"},
+        {"", "want sm_XY"},
+        {"gfx90a", "want sm_XY"},
+        {"compute_", "2 or 3 digits"},
+        {"sm_20", "too old"},
+        {"sm_-90", "2 or 3 digits"},
     };
     for (size_t i = 0; i < LEN(bad); i++) {
         kc_target t = {7, 7, 7, 'z'};
@@ -117,20 +128,20 @@ static void test_invalid_targets_are_refused_clearly(void **state) {
 static void test_variant_selection(void **state) {
     (void)state;
     const char *all[] = {"compute_80", "sm_80", "sm_86", "sm_90", "sm_90a", "compute_90", "bogus"};
-    assert_string_equal(pick(all, 7, 9, 0), "sm_90a");     /* arch-specific on its own device */
-    assert_string_equal(pick(all, 4, 9, 0), "sm_90");      /* exact cubin */
-    assert_string_equal(pick(all, 7, 8, 9), "sm_86");      /* X.y, y < Y, highest */
+    assert_string_equal(pick(all, 7, 9, 0), "sm_90a"); /* arch-specific on its own device */
+    assert_string_equal(pick(all, 4, 9, 0), "sm_90");  /* exact cubin */
+    assert_string_equal(pick(all, 7, 8, 9), "sm_86");  /* X.y, y < Y, highest */
     assert_string_equal(pick(all, 7, 8, 0), "sm_80");
-    assert_string_equal(pick(all, 7, 10, 0), "compute_90");/* no cubin of major 10: newest PTX ≤ */
+    assert_string_equal(pick(all, 7, 10, 0), "compute_90"); /* no cubin of major 10: newest PTX ≤ */
     const char *ptx_only[] = {"compute_80"};
     assert_string_equal(pick(ptx_only, 1, 9, 0), "compute_80");
-    assert_string_equal(pick(ptx_only, 1, 7, 5), "MISS");  /* PTX newer than the device */
+    assert_string_equal(pick(ptx_only, 1, 7, 5), "MISS"); /* PTX newer than the device */
     const char *a_only[] = {"sm_90a"};
     assert_string_equal(pick(a_only, 1, 9, 0), "sm_90a");
     const char *a_other[] = {"sm_90a", "sm_80"};
-    assert_string_equal(pick(a_other, 2, 10, 0), "MISS");  /* sm_90a never runs elsewhere; sm_80 is another major */
+    assert_string_equal(pick(a_other, 2, 10, 0), "MISS"); /* sm_90a never runs elsewhere; sm_80 is another major */
     const char *newer[] = {"sm_89"};
-    assert_string_equal(pick(newer, 1, 8, 6), "MISS");     /* a newer minor is not compatible */
+    assert_string_equal(pick(newer, 1, 8, 6), "MISS"); /* a newer minor is not compatible */
     const char *fam[] = {"sm_100f"};
     assert_string_equal(pick(fam, 1, 10, 3), "sm_100f");
     assert_string_equal(pick(fam, 1, 11, 0), "MISS");
@@ -154,15 +165,15 @@ typedef struct cell {
 
 static const cell TABLE[] = {
     /* device 7.0 (V100) */
-    {7, 0, "sm_70", RUNS},        /* exact */
-    {7, 0, "sm_72", NEVER},       /* a newer minor of the same major */
-    {7, 0, "sm_70a", NEVER},      /* 'a' targets start with 9.0 */
-    {7, 0, "sm_70f", NEVER},      /* 'f' targets start with 10.0 */
-    {7, 0, "compute_70", RUNS},   /* PTX ≤ device */
-    {7, 0, "compute_72", NEVER},  /* PTX > device */
+    {7, 0, "sm_70", RUNS},       /* exact */
+    {7, 0, "sm_72", NEVER},      /* a newer minor of the same major */
+    {7, 0, "sm_70a", NEVER},     /* 'a' targets start with 9.0 */
+    {7, 0, "sm_70f", NEVER},     /* 'f' targets start with 10.0 */
+    {7, 0, "compute_70", RUNS},  /* PTX ≤ device */
+    {7, 0, "compute_72", NEVER}, /* PTX > device */
     /* device 7.5 (T4) */
     {7, 5, "sm_75", RUNS},
-    {7, 5, "sm_72", RUNS},        /* older minor, same major */
+    {7, 5, "sm_72", RUNS}, /* older minor, same major */
     {7, 5, "sm_70", RUNS},
     {7, 5, "sm_75a", NEVER},
     {7, 5, "sm_75f", NEVER},
@@ -170,7 +181,7 @@ static const cell TABLE[] = {
     {7, 5, "compute_80", NEVER},
     /* device 8.0 (A100) */
     {8, 0, "sm_80", RUNS},
-    {8, 0, "sm_75", NEVER},       /* older, but another major */
+    {8, 0, "sm_75", NEVER}, /* older, but another major */
     {8, 0, "sm_86", NEVER},
     {8, 0, "sm_80a", NEVER},
     {8, 0, "sm_80f", NEVER},
@@ -179,14 +190,14 @@ static const cell TABLE[] = {
     /* device 8.6 (A10) */
     {8, 6, "sm_86", RUNS},
     {8, 6, "sm_80", RUNS},
-    {8, 6, "sm_89", NEVER},       /* a newer minor is never binary compatible */
+    {8, 6, "sm_89", NEVER}, /* a newer minor is never binary compatible */
     {8, 6, "sm_86a", NEVER},
     {8, 6, "sm_86f", NEVER},
     {8, 6, "compute_80", RUNS},
     {8, 6, "compute_89", NEVER},
     /* device 8.9 (L4) */
     {8, 9, "sm_89", RUNS},
-    {8, 9, "sm_86", RUNS},        /* binary compatible within the major */
+    {8, 9, "sm_86", RUNS}, /* binary compatible within the major */
     {8, 9, "sm_88", RUNS},
     {8, 9, "sm_80", RUNS},
     {8, 9, "sm_89a", NEVER},
@@ -197,7 +208,7 @@ static const cell TABLE[] = {
     /* device 9.0 (H100) */
     {9, 0, "sm_90", RUNS},
     {9, 0, "sm_89", NEVER},
-    {9, 0, "sm_90a", RUNS},       /* arch-specific, on its own device */
+    {9, 0, "sm_90a", RUNS}, /* arch-specific, on its own device */
     {9, 0, "sm_90f", NEVER},
     {9, 0, "compute_90", RUNS},
     {9, 0, "compute_80", RUNS},
@@ -205,11 +216,11 @@ static const cell TABLE[] = {
     {9, 0, "compute_100", NEVER},
     /* device 10.0 (B200) */
     {10, 0, "sm_100", RUNS},
-    {10, 0, "sm_90", NEVER},      /* another major */
+    {10, 0, "sm_90", NEVER}, /* another major */
     {10, 0, "sm_100a", RUNS},
-    {10, 0, "sm_90a", NEVER},     /* sm_90a never leaves 9.0 */
+    {10, 0, "sm_90a", NEVER}, /* sm_90a never leaves 9.0 */
     {10, 0, "sm_100f", RUNS},
-    {10, 0, "sm_103f", NEVER},    /* a family cubin runs on its minor and later ones only */
+    {10, 0, "sm_103f", NEVER}, /* a family cubin runs on its minor and later ones only */
     {10, 0, "sm_103", NEVER},
     {10, 0, "compute_100", RUNS},
     {10, 0, "compute_90", RUNS},
@@ -219,9 +230,9 @@ static const cell TABLE[] = {
     {10, 3, "sm_101", RUNS},
     {10, 3, "sm_100", RUNS},
     {10, 3, "sm_103a", RUNS},
-    {10, 3, "sm_100a", NEVER},    /* 'a' is for 10.0 alone */
+    {10, 3, "sm_100a", NEVER}, /* 'a' is for 10.0 alone */
     {10, 3, "sm_103f", RUNS},
-    {10, 3, "sm_100f", RUNS},     /* a prewarmed family cubin is found on the later minor */
+    {10, 3, "sm_100f", RUNS}, /* a prewarmed family cubin is found on the later minor */
     {10, 3, "compute_103", RUNS},
     {10, 3, "compute_100", RUNS},
     {10, 3, "compute_110", NEVER},
@@ -232,7 +243,7 @@ static const cell TABLE[] = {
     {12, 0, "sm_120a", RUNS},
     {12, 0, "sm_100a", NEVER},
     {12, 0, "sm_120f", RUNS},
-    {12, 0, "sm_100f", NEVER},    /* a family is one major: 10.x's never runs on 12.0 */
+    {12, 0, "sm_100f", NEVER}, /* a family is one major: 10.x's never runs on 12.0 */
     {12, 0, "sm_121f", NEVER},
     {12, 0, "compute_120", RUNS},
     {12, 0, "compute_100", RUNS},
@@ -265,12 +276,12 @@ static void test_the_promises(void **state) {
     assert_string_equal(pick(a90, 1, 9, 0), "sm_90a");
     assert_string_equal(pick(a90, 1, 10, 0), "MISS");
     assert_false(is_candidate("sm_90a", 10, 0));
-    assert_string_equal(pick(f100, 1, 12, 0), "MISS");    /* different major */
+    assert_string_equal(pick(f100, 1, 12, 0), "MISS"); /* different major */
     assert_false(is_candidate("sm_100f", 12, 0));
-    assert_string_equal(pick(s86, 1, 8, 9), "sm_86");     /* binary compatible, same major */
+    assert_string_equal(pick(s86, 1, 8, 9), "sm_86"); /* binary compatible, same major */
     assert_string_equal(pick(s89, 1, 8, 6), "MISS");
     char v[16];
-    kc_variant_for_device(9, 0, v);                        /* compile the plain cubin */
+    kc_variant_for_device(9, 0, v); /* compile the plain cubin */
     assert_string_equal(v, "sm_90");
     kc_variant_for_device(10, 3, v);
     assert_string_equal(v, "sm_103");
@@ -278,12 +289,13 @@ static void test_the_promises(void **state) {
 
 /* Every name of THE TABLE stored at once: the order in which each device takes them. */
 static const char *const STORED[] = {
-    "compute_70", "compute_72", "compute_75", "compute_80", "compute_86", "compute_89", "compute_90",
-    "compute_90a", "compute_100", "compute_103", "compute_110", "compute_120", "compute_121",
-    "sm_70", "sm_70a", "sm_70f", "sm_72", "sm_75", "sm_75a", "sm_75f", "sm_80", "sm_80a", "sm_80f",
-    "sm_86", "sm_86a", "sm_86f", "sm_88", "sm_89", "sm_89a", "sm_89f", "sm_90", "sm_90a", "sm_90f",
-    "sm_100", "sm_100a", "sm_100f", "sm_101", "sm_103", "sm_103a", "sm_103f",
-    "sm_120", "sm_120a", "sm_120f", "sm_121", "sm_121f",
+    "compute_70",  "compute_72",  "compute_75",  "compute_80",  "compute_86",  "compute_89",  "compute_90",
+    "compute_90a", "compute_100", "compute_103", "compute_110", "compute_120", "compute_121", "sm_70",
+    "sm_70a",      "sm_70f",      "sm_72",       "sm_75",       "sm_75a",      "sm_75f",      "sm_80",
+    "sm_80a",      "sm_80f",      "sm_86",       "sm_86a",      "sm_86f",      "sm_88",       "sm_89",
+    "sm_89a",      "sm_89f",      "sm_90",       "sm_90a",      "sm_90f",      "sm_100",      "sm_100a",
+    "sm_100f",     "sm_101",      "sm_103",      "sm_103a",     "sm_103f",     "sm_120",      "sm_120a",
+    "sm_120f",     "sm_121",      "sm_121f",
 };
 
 typedef struct order {
@@ -296,16 +308,26 @@ static const order ORDERS[] = {
     {7, 5, {"sm_75", "sm_72", "sm_70", "compute_75", "compute_72", "compute_70"}},
     {8, 0, {"sm_80", "compute_80", "compute_75", "compute_72", "compute_70"}},
     {8, 6, {"sm_86", "sm_80", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"}},
-    {8, 9, {"sm_89", "sm_88", "sm_86", "sm_80", "compute_89", "compute_86", "compute_80", "compute_75",
-            "compute_72", "compute_70"}},
-    {9, 0, {"sm_90a", "sm_90", "compute_90", "compute_89", "compute_86", "compute_80", "compute_75",
-            "compute_72", "compute_70"}},
-    {10, 0, {"sm_100a", "sm_100f", "sm_100", "compute_100", "compute_90", "compute_89", "compute_86",
-             "compute_80", "compute_75", "compute_72", "compute_70"}},
-    {10, 3, {"sm_103a", "sm_103f", "sm_103", "sm_101", "sm_100f", "sm_100", "compute_103", "compute_100",
-             "compute_90", "compute_89", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"}},
-    {12, 0, {"sm_120a", "sm_120f", "sm_120", "compute_120", "compute_110", "compute_103", "compute_100",
-             "compute_90", "compute_89", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"}},
+    {8,
+     9,
+     {"sm_89", "sm_88", "sm_86", "sm_80", "compute_89", "compute_86", "compute_80", "compute_75", "compute_72",
+      "compute_70"}},
+    {9,
+     0,
+     {"sm_90a", "sm_90", "compute_90", "compute_89", "compute_86", "compute_80", "compute_75", "compute_72",
+      "compute_70"}},
+    {10,
+     0,
+     {"sm_100a", "sm_100f", "sm_100", "compute_100", "compute_90", "compute_89", "compute_86", "compute_80",
+      "compute_75", "compute_72", "compute_70"}},
+    {10,
+     3,
+     {"sm_103a", "sm_103f", "sm_103", "sm_101", "sm_100f", "sm_100", "compute_103", "compute_100", "compute_90",
+      "compute_89", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"}},
+    {12,
+     0,
+     {"sm_120a", "sm_120f", "sm_120", "compute_120", "compute_110", "compute_103", "compute_100", "compute_90",
+      "compute_89", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70"}},
 };
 
 static void test_preference_order(void **state) {
@@ -353,33 +375,35 @@ static void assert_list(int major, int minor, const char *const *want, size_t nw
 
 static void test_candidate_lists(void **state) {
     (void)state;
-    const char *d70[] = {"sm_70", "compute_70", "compute_62", "compute_61", "compute_60",
-                         "compute_53", "compute_52", "compute_50"};
+    const char *d70[] = {"sm_70",      "compute_70", "compute_62", "compute_61",
+                         "compute_60", "compute_53", "compute_52", "compute_50"};
     assert_list(7, 0, d70, LEN(d70));
-    const char *d89[] = {"sm_89", "sm_88", "sm_87", "sm_86", "sm_80", "compute_89", "compute_88", "compute_87",
-                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
-                         "compute_53", "compute_52", "compute_50"};
+    const char *d89[] = {"sm_89",      "sm_88",      "sm_87",      "sm_86",      "sm_80",
+                         "compute_89", "compute_88", "compute_87", "compute_86", "compute_80",
+                         "compute_75", "compute_72", "compute_70", "compute_62", "compute_61",
+                         "compute_60", "compute_53", "compute_52", "compute_50"};
     assert_list(8, 9, d89, LEN(d89));
-    const char *d90[] = {"sm_90a", "sm_90", "compute_90", "compute_89", "compute_88", "compute_87",
-                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
-                         "compute_53", "compute_52", "compute_50"};
+    const char *d90[] = {"sm_90a",     "sm_90",      "compute_90", "compute_89", "compute_88", "compute_87",
+                         "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62",
+                         "compute_61", "compute_60", "compute_53", "compute_52", "compute_50"};
     assert_list(9, 0, d90, LEN(d90));
-    const char *d103[] = {"sm_103a", "sm_103f", "sm_103", "sm_101f", "sm_101", "sm_100f", "sm_100",
-                          "compute_103", "compute_101", "compute_100", "compute_90", "compute_89", "compute_88",
-                          "compute_87", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
-                         "compute_53", "compute_52", "compute_50"};
+    const char *d103[] = {"sm_103a",    "sm_103f",    "sm_103",      "sm_101f",     "sm_101",
+                          "sm_100f",    "sm_100",     "compute_103", "compute_101", "compute_100",
+                          "compute_90", "compute_89", "compute_88",  "compute_87",  "compute_86",
+                          "compute_80", "compute_75", "compute_72",  "compute_70",  "compute_62",
+                          "compute_61", "compute_60", "compute_53",  "compute_52",  "compute_50"};
     assert_list(10, 3, d103, LEN(d103));
-    const char *d121[] = {"sm_121a", "sm_121f", "sm_121", "sm_120f", "sm_120", "compute_121", "compute_120",
-                          "compute_110", "compute_103", "compute_101", "compute_100", "compute_90", "compute_89",
-                          "compute_88", "compute_87", "compute_86", "compute_80", "compute_75", "compute_72",
-                          "compute_70", "compute_62", "compute_61", "compute_60",
-                         "compute_53", "compute_52", "compute_50"};
+    const char *d121[] = {"sm_121a",     "sm_121f",     "sm_121",      "sm_120f",     "sm_120",      "compute_121",
+                          "compute_120", "compute_110", "compute_103", "compute_101", "compute_100", "compute_90",
+                          "compute_89",  "compute_88",  "compute_87",  "compute_86",  "compute_80",  "compute_75",
+                          "compute_72",  "compute_70",  "compute_62",  "compute_61",  "compute_60",  "compute_53",
+                          "compute_52",  "compute_50"};
     assert_list(12, 1, d121, LEN(d121));
     /* A device newer than every table: its own cubins first, then every PTX. */
-    const char *d135[] = {"sm_135a", "sm_135f", "sm_135", "compute_121", "compute_120", "compute_110",
-                          "compute_103", "compute_101", "compute_100", "compute_90", "compute_89", "compute_88",
-                          "compute_87", "compute_86", "compute_80", "compute_75", "compute_72", "compute_70", "compute_62", "compute_61", "compute_60",
-                         "compute_53", "compute_52", "compute_50"};
+    const char *d135[] = {"sm_135a",     "sm_135f",     "sm_135",      "compute_121", "compute_120", "compute_110",
+                          "compute_103", "compute_101", "compute_100", "compute_90",  "compute_89",  "compute_88",
+                          "compute_87",  "compute_86",  "compute_80",  "compute_75",  "compute_72",  "compute_70",
+                          "compute_62",  "compute_61",  "compute_60",  "compute_53",  "compute_52",  "compute_50"};
     assert_list(13, 5, d135, LEN(d135));
 }
 
@@ -393,24 +417,25 @@ static void test_candidates_are_targets_without_duplicates(void **state) {
             assert_true(n >= 1 && n <= KC_TARGET_CANDIDATES_MAX);
             for (size_t i = 0; i < n; i++) {
                 kc_target t;
-                if (kc_target_parse(cand[i], &t) != KC_OK) fail_msg("%d.%d: '%s' does not parse", major, minor, cand[i]);
+                if (kc_target_parse(cand[i], &t) != KC_OK)
+                    fail_msg("%d.%d: '%s' does not parse", major, minor, cand[i]);
                 char back[16];
                 kc_target_name(&t, back);
-                assert_string_equal(back, cand[i]);             /* canonical names only */
+                assert_string_equal(back, cand[i]); /* canonical names only */
                 for (size_t j = 0; j < i; j++)
                     if (strcmp(cand[i], cand[j]) == 0) fail_msg("%d.%d: '%s' twice", major, minor, cand[i]);
-                if (t.ptx) {                                   /* plain PTX at or below the device */
+                if (t.ptx) { /* plain PTX at or below the device */
                     assert_int_equal(t.suffix, '\0');
                     assert_true(t.major * 10 + t.minor <= major * 10 + minor);
-                } else {                                       /* a cubin of this major, minor ≤ device */
+                } else { /* a cubin of this major, minor ≤ device */
                     assert_int_equal(t.major, major);
                     assert_true(t.minor <= minor);
                     if (t.suffix == 'a') assert_true(major >= 9 && t.minor == minor);
                     if (t.suffix == 'f') assert_true(major >= 10);
                 }
                 int cc = t.major * 10 + t.minor;
-                if (!t.ptx) assert_int_equal(last_ptx, 0);    /* every cubin before every PTX */
-                else {                                         /* PTX newest first */
+                if (!t.ptx) assert_int_equal(last_ptx, 0); /* every cubin before every PTX */
+                else {                                     /* PTX newest first */
                     if (last_ptx) assert_true(cc < last_ptx);
                     last_ptx = cc;
                 }

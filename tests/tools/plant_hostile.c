@@ -28,7 +28,7 @@ static void str(unsigned char **p, const char *s) {
     *p += strlen(s);
 }
 
-static const char KERNEL[] = "\x1b]0;pwned\x07kern"; /* sets the terminal's title */
+static const char KERNEL[] = "\x1b]0;pwned\x07kern";  /* sets the terminal's title */
 static const char SYMBOL[] = "\x1b[31m../../lowered"; /* colours, and out of the folder */
 
 /* A KERNELS section of one hostile kernel running image 0. */
@@ -82,13 +82,21 @@ int main(int argc, char **argv) {
     if (!rc) rc = kc_entry_set_images(g, &ref, 1);
     if (!rc) rc = kc_entry_set_section(g, KC_SECTION_KERNELS, buf, kernels(buf));
     if (!rc) rc = kc_entry_set_toolchain(g, "nvrtc \x1b[1;31mRED");
-    if (!rc) rc = kc_entry_add_digest(g, "digest\x1b[0m\x9b" "31m", &d);
+    if (!rc)
+        rc = kc_entry_add_digest(g,
+                                 "digest\x1b[0m\x9b"
+                                 "31m",
+                                 &d);
     if (!rc) rc = put(c, g, "graph entry");
 
     const char *exprs[] = {KERNEL}, *lowered[] = {SYMBOL};
     if (!rc) rc = kc_unit_entry_new(&u, &uk, &ref, exprs, lowered, 1);
     if (!rc) rc = kc_entry_set_toolchain(u, "nvrtc \x1b[1;31mRED");
-    if (!rc) rc = kc_entry_add_digest(u, "digest\x1b[0m\x9b" "31m", &d);
+    if (!rc)
+        rc = kc_entry_add_digest(u,
+                                 "digest\x1b[0m\x9b"
+                                 "31m",
+                                 &d);
     if (!rc) rc = put(c, u, "unit record");
 
     /* IMAGES by hand: one reference whose target is "d/../../x" and a clear-screen */

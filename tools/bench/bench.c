@@ -185,8 +185,8 @@ static void find_tools(bench_opts *o) {
     for (int i = 0; i < 3; i++) snprintf(o->ws_paths[i], sizeof o->ws_paths[i], "%.*s/%s", blen, base, ws_names[i]);
     snprintf(o->ws_libs, sizeof o->ws_libs, "%s-libs", o->ws_paths[2]);
     o->wst = (ws_tools){o->kcache, o->ws_paths[0], o->ws_paths[1], o->ws_paths[2], o->ws_libs, o->ws_evict};
-    if (o->synth_n < 1) o->synth_n = quick ? 60 : 300;  /* --synth: the synthetic manifest's graphs */
-    if (o->ws_runs < 1) o->ws_runs = quick ? 30 : 200;  /* --warmstart-runs: fresh processes of each program */
+    if (o->synth_n < 1) o->synth_n = quick ? 60 : 300; /* --synth: the synthetic manifest's graphs */
+    if (o->ws_runs < 1) o->ws_runs = quick ? 30 : 200; /* --warmstart-runs: fresh processes of each program */
 }
 
 /* A fresh scratch folder under $TMPDIR (or /tmp) into out; 0, or -1. */
@@ -218,8 +218,8 @@ static int run_warmstart_only(bench_opts *o) {
     ws_result ws;
     char wroot[4096];
     if (scratch_root(wroot, sizeof wroot)) return 1;
-    printf("kcache-bench: warm start as processes for %s (%d runs; synthetic manifest of %d graphs)\n", arch, o->ws_runs,
-           o->synth_n);
+    printf("kcache-bench: warm start as processes for %s (%d runs; synthetic manifest of %d graphs)\n", arch,
+           o->ws_runs, o->synth_n);
     bench_warmstart(&o->wst, o->kdir, wroot, o->synth_n, o->ws_runs, o->ws_peers, &ws);
     rm_rf(wroot);
     if (o->json) {
@@ -297,13 +297,13 @@ static int run_gpu_only(bench_opts *o) {
 /* ---- the full run: its steps, in the order they print ---- */
 
 static int step_graphs(full_run *r, const bench_opts *o) {
-    bench_graphs(o->self, (const char (*)[1024])r->specs, r->gr.ns, r->root, o->largest, &r->gr);
+    bench_graphs(o->self, (const char(*)[1024])r->specs, r->gr.ns, r->root, o->largest, &r->gr);
     return 0;
 }
 
 static int step_shapes(full_run *r, const bench_opts *o) {
     (void)o;
-    bench_shapes((const char (*)[1024])r->specs, r->gr.ns, r->root, r->sh, &r->m_sh, &r->min_sh);
+    bench_shapes((const char(*)[1024])r->specs, r->gr.ns, r->root, r->sh, &r->m_sh, &r->min_sh);
     return 0;
 }
 
@@ -365,9 +365,15 @@ static const struct full_step {
     const char *name;
     int (*run)(full_run *r, const bench_opts *o); /* nonzero: the benchmark stops, exit 1 */
 } full_steps[] = {
-    {"graphs", step_graphs},       {"second shape", step_shapes}, {"prewarm", step_prewarm},
-    {"process floor", step_floor}, {"warm start", step_warmstart}, {"stores", step_stores},
-    {"gpu", step_gpu},             {"json", step_json},            {"plot", step_plot},
+    {"graphs", step_graphs},
+    {"second shape", step_shapes},
+    {"prewarm", step_prewarm},
+    {"process floor", step_floor},
+    {"warm start", step_warmstart},
+    {"stores", step_stores},
+    {"gpu", step_gpu},
+    {"json", step_json},
+    {"plot", step_plot},
 };
 
 static int run_full(bench_opts *o) {
@@ -385,7 +391,7 @@ static int run_full(bench_opts *o) {
 
 static const struct bench_mode {
     const char *name;
-    size_t asked;                   /* the option that asks for it (a string or an int field); full: always */
+    size_t asked; /* the option that asks for it (a string or an int field); full: always */
     int is_str;
     int (*run)(bench_opts *o);
 } modes[] = {
@@ -406,10 +412,12 @@ static int asked(const bench_opts *o, const struct bench_mode *m) {
 int main(int argc, char **argv) {
     static bench_opts o; /* large (paths): not on the stack */
     if (parse_options(argc, argv, &o)) {
-        fprintf(stderr, "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
-                        "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n"
-                        "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
-                        "                    [--write-synth DIR [--synth N]]\n");
+        fprintf(
+            stderr,
+            "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
+            "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n"
+            "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
+            "                    [--write-synth DIR [--synth N]]\n");
         return 2;
     }
     size_t i = 0;

@@ -60,20 +60,20 @@ void rm_rf(const char *dir);
 
 /** A warm hit's direct floor, per graph: the graph entry read, then each image's. */
 typedef struct levels_res {
-    int have;                 /**< 0: not measured (why) */
+    int have; /**< 0: not measured (why) */
     char why[256];
-    int images;               /**< image files the graph entry refers to */
-    size_t graph_bytes;       /**< the graph entry file's bytes */
-    size_t image_bytes;       /**< its images' files' bytes, together */
-    stat_s entry_read;        /**< read() + XXH3 + zstd of the graph entry file */
-    stat_s image_reads;       /**< the same of each image file, one after another (+ XXH3-128 of its bytes) */
-    stat_s limit;             /**< both: the N-file limit (entry_read + image_reads, each sample timed whole) */
-    stat_s one_file;          /**< the same bytes and checks as one file: one open, one read() */
-    stat_s resolve;           /**< the library's part of a hit that is the second level's: kc_entry_resolve of
+    int images;         /**< image files the graph entry refers to */
+    size_t graph_bytes; /**< the graph entry file's bytes */
+    size_t image_bytes; /**< its images' files' bytes, together */
+    stat_s entry_read;  /**< read() + XXH3 + zstd of the graph entry file */
+    stat_s image_reads; /**< the same of each image file, one after another (+ XXH3-128 of its bytes) */
+    stat_s limit;       /**< both: the N-file limit (entry_read + image_reads, each sample timed whole) */
+    stat_s one_file;    /**< the same bytes and checks as one file: one open, one read() */
+    stat_s resolve;     /**< the library's part of a hit that is the second level's: kc_entry_resolve of
                                    the graph entry (each image's get, checks, attach) */
-    stat_s check;             /**< read() + XXH3 of the same N files, nothing inflated: the floor of a
+    stat_s check;       /**< read() + XXH3 of the same N files, nothing inflated: the floor of a
                                    compile-path hit ([Note: checked, not inflated]) */
-    stat_s fetch;             /**< a lookup that hands out the bytes: the described graph's key
+    stat_s fetch;       /**< a lookup that hands out the bytes: the described graph's key
                                    (kc_graph_key), kc_cache_get of its graph entry, kc_entry_resolve —
                                    against `limit` (read + check + inflate) */
 } levels_res;
@@ -87,13 +87,13 @@ void bench_levels(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const 
 /** A second static shape of one graph: cold (empty cache) against after a first shape. */
 typedef struct shape_res {
     char name[64];
-    int have;                 /**< 0: the graph has no symbolic dimension, or it failed (why) */
+    int have; /**< 0: the graph has no symbolic dimension, or it failed (why) */
     char why[256];
-    char shapes[128];         /**< "M=64 -> M=128" */
-    int units;                /**< compile units of the graph */
-    int second_units_compiled;  /**< units the second shape compiled (the most of any repetition; 0 expected) */
-    stat_s cold;              /**< shape B compiled in an empty cache (units compiled: all) */
-    stat_s second;            /**< shape B compiled after shape A (units compiled: 0) */
+    char shapes[128];          /**< "M=64 -> M=128" */
+    int units;                 /**< compile units of the graph */
+    int second_units_compiled; /**< units the second shape compiled (the most of any repetition; 0 expected) */
+    stat_s cold;               /**< shape B compiled in an empty cache (units compiled: all) */
+    stat_s second;             /**< shape B compiled after shape A (units compiled: 0) */
 } shape_res;
 
 /** Measure a second static shape of the graph spec at `spec` in scratch caches under `dir`. */
@@ -104,13 +104,13 @@ typedef struct prewarm_res {
     int have;
     char why[256];
     double seconds;
-    size_t graphs;            /**< graphs prewarmed (variants: one target) */
-    long unit_uses;           /**< sum of info.units: the compiles a graph-per-graph compile would run */
-    long units_compiled;      /**< sum of info.units_compiled: NVRTC programs run */
-    size_t unit_records;      /**< distinct units stored ("<unit key>.unit" files) */
-    size_t nimages, ngraph;   /**< image files, graph entry files */
+    size_t graphs;          /**< graphs prewarmed (variants: one target) */
+    long unit_uses;         /**< sum of info.units: the compiles a graph-per-graph compile would run */
+    long units_compiled;    /**< sum of info.units_compiled: NVRTC programs run */
+    size_t unit_records;    /**< distinct units stored ("<unit key>.unit" files) */
+    size_t nimages, ngraph; /**< image files, graph entry files */
     size_t graph_bytes, image_bytes, unit_bytes; /**< stored bytes by kind */
-    size_t one_file_bytes;    /**< every graph entry's bytes plus its images' bytes, shared ones again */
+    size_t one_file_bytes; /**< every graph entry's bytes plus its images' bytes, shared ones again */
     /* then every graph of the manifest at two more static shapes (every symbol 384, then 768) */
     int have_shapes;
     long shape_units_compiled; /**< NVRTC programs those shapes ran (0: every unit found stored) */
@@ -142,28 +142,28 @@ int synth_manifest(const char *dir, int n, const char *target, char *manifest, s
 /** The programs a warm start as processes runs (full paths). */
 typedef struct ws_tools {
     const char *kcache, *warmstart, *minread, *empty;
-    const char *empty_libs;   /**< an empty main that loads the library's shared libraries */
-    int evict_rounds;         /**< rounds of runs with the entry files out of the page cache (-1: 5 quick, 10 full) */
+    const char *empty_libs; /**< an empty main that loads the library's shared libraries */
+    int evict_rounds;       /**< rounds of runs with the entry files out of the page cache (-1: 5 quick, 10 full) */
 } ws_tools;
 
 /** One manifest's warm start: fresh processes, interleaved. */
 typedef struct ws_manifest {
     char label[32];
-    int have;                 /**< 0: not measured (why) */
+    int have; /**< 0: not measured (why) */
     char why[512];
-    int graphs, files;        /**< graphs of the manifest; entry files (graph entries and their images) read */
-    int distinct;             /**< of those files, distinct ones (a file two graphs share counts once) */
-    size_t bytes;             /**< those files' bytes */
-    stat_s empty, help;       /**< the process floor: kcache-empty, `kcache --help` */
-    stat_s empty_libs;        /**< kcache-empty-libs: the floor with the library's shared libraries loaded */
-    stat_s minread;           /**< kcache-minread of the entry files */
-    stat_s warm;              /**< kcache-warmstart on the warm cache (every run all hits) */
-    stat_s cold;              /**< kcache-warmstart into an empty cache (exit 1: it compiled) */
+    int graphs, files;  /**< graphs of the manifest; entry files (graph entries and their images) read */
+    int distinct;       /**< of those files, distinct ones (a file two graphs share counts once) */
+    size_t bytes;       /**< those files' bytes */
+    stat_s empty, help; /**< the process floor: kcache-empty, `kcache --help` */
+    stat_s empty_libs;  /**< kcache-empty-libs: the floor with the library's shared libraries loaded */
+    stat_s minread;     /**< kcache-minread of the entry files */
+    stat_s warm;        /**< kcache-warmstart on the warm cache (every run all hits) */
+    stat_s cold;        /**< kcache-warmstart into an empty cache (exit 1: it compiled) */
     int warm_bad, minread_bad, cold_bad; /**< runs left out: the wrong exit status */
-    int evict_rounds;         /**< rounds of the evicted runs (0: none) */
-    int evict_dropped;        /**< 1: the page cache was dropped before each evicted run; 0: fadvise of the entry files */
+    int evict_rounds;                    /**< rounds of the evicted runs (0: none) */
+    int evict_dropped; /**< 1: the page cache was dropped before each evicted run; 0: fadvise of the entry files */
     stat_s ev_empty, ev_minread, ev_warm;
-    char warm_line[512];      /**< what kcache-warmstart printed (its own parts) */
+    char warm_line[512]; /**< what kcache-warmstart printed (its own parts) */
 } ws_manifest;
 
 /** A Python peer: cold, warm, and its imports alone. */
@@ -230,12 +230,12 @@ double warm_one_file_lib(const gres *g);
 /* ---- stores.c: site cache, key, scale, import ---- */
 
 typedef struct stores_res {
-    double site[3];            /**< ns per site-cache hit with 1, 8, 64 entries */
-    double k_small, k_large;   /**< key MB/s on 4 KB and 1 MB sources */
+    double site[3];          /**< ns per site-cache hit with 1, 8, 64 entries */
+    double k_small, k_large; /**< key MB/s on 4 KB and 1 MB sources */
     int scale_n[3];
-    stat_s sc[3];              /**< a lookup at each scale */
+    stat_s sc[3]; /**< a lookup at each scale */
     double gc_ms, scale_ratio;
-    stat_s imp;                /**< an import of 300 entries, ms */
+    stat_s imp; /**< an import of 300 entries, ms */
 } stores_res;
 
 /** Measure and print the site cache, the key and stores up to `largest` entries, under `root`. */

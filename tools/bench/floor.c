@@ -45,7 +45,8 @@ void bench_process_floor(const char *kcache, const char *spec, const char *dir, 
         return;
     }
     const char *slash = strrchr(spec, '/');
-    snprintf(out->name, sizeof out->name, "%.*s", (int)strcspn(slash ? slash + 1 : spec, "."), slash ? slash + 1 : spec);
+    snprintf(out->name, sizeof out->name, "%.*s", (int)strcspn(slash ? slash + 1 : spec, "."),
+             slash ? slash + 1 : spec);
     char *help[] = {(char *)kcache, "--help", NULL};
     char *get[] = {(char *)kcache, "--cache-dir", (char *)dir, "get", (char *)spec, "--arch", (char *)arch, NULL};
     if (run_quiet(get) < 0) { /* the one compile */
@@ -102,4 +103,3 @@ void jfloor(FILE *f, const floor_res *pf) {
     jnum(f, "warm_get_minus_help_us", pf->get.med - pf->help.med, 1);
     fprintf(f, "}");
 }
-

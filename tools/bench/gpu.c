@@ -130,7 +130,8 @@ void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
                 key[i] = info.key_us, look[i] = info.lookup_us, load[i] = info.load_us;
                 kc_graph_release(g);
             } else if (bare_load(xdir, 0, &nx, &bare[i], &hand[i]) || bare_load(pdir, 0, &np, &jit[i], &jhand[i])) {
-                fprintf(stderr, "kcache-bench: GPU: loading the extracted images by hand failed: %s\n", kc_error_last()->message);
+                fprintf(stderr, "kcache-bench: GPU: loading the extracted images by hand failed: %s\n",
+                        kc_error_last()->message);
             }
         }
         kc_graph_desc_free(d);
@@ -148,12 +149,12 @@ void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
 
 void print_gpu(const gpu_res *gp, const char *name) {
     if (gp->have)
-        printf("GPU (%s, medians of 15): a disk hit with its load %.1f us (key %.1f, lookup %.1f, load %.1f) against the "
-               "same images by hand %.1f us (read, load, fetch each kernel; %.2fx) and the driver's load alone %.1f us "
-               "(%.2fx); PTX (JIT) load %.1f us vs cubin %.1f us (%.0fx)\n",
-               name, gp->hit_load_us, gp->key_us, gp->lookup_us, gp->load_us, gp->hand_us,
-               ratio(gp->hit_load_us, gp->hand_us), gp->bare_load_us, ratio(gp->hit_load_us, gp->bare_load_us),
-               gp->ptx_load_us, gp->cubin_load_us, ratio(gp->ptx_load_us, gp->cubin_load_us));
+        printf(
+            "GPU (%s, medians of 15): a disk hit with its load %.1f us (key %.1f, lookup %.1f, load %.1f) against the "
+            "same images by hand %.1f us (read, load, fetch each kernel; %.2fx) and the driver's load alone %.1f us "
+            "(%.2fx); PTX (JIT) load %.1f us vs cubin %.1f us (%.0fx)\n",
+            name, gp->hit_load_us, gp->key_us, gp->lookup_us, gp->load_us, gp->hand_us,
+            ratio(gp->hit_load_us, gp->hand_us), gp->bare_load_us, ratio(gp->hit_load_us, gp->bare_load_us),
+            gp->ptx_load_us, gp->cubin_load_us, ratio(gp->ptx_load_us, gp->cubin_load_us));
     else printf("GPU: not measured (%s)\n", gp->why);
 }
-

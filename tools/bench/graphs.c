@@ -61,7 +61,8 @@ static double ccache_graph(const char *spec_path, const char *ccache_dir, const 
         char *q = strchr(p + 6, '"'), *e = q ? strchr(q + 1, '"') : NULL;
         if (!q || !e) break;
         int dup = 0;
-        for (int i = 0; i < nf; i++) dup |= (size_t)(e - q - 1) == strlen(files[i]) && !strncmp(files[i], q + 1, (size_t)(e - q - 1));
+        for (int i = 0; i < nf; i++)
+            dup |= (size_t)(e - q - 1) == strlen(files[i]) && !strncmp(files[i], q + 1, (size_t)(e - q - 1));
         if (!dup && e - q - 1 < 255) memcpy(files[nf], q + 1, (size_t)(e - q - 1)), files[nf++][e - q - 1] = 0;
         p = e + 1;
     }
@@ -220,13 +221,15 @@ static void print_in_process(const gres *g, int ns, double *r_wc, double *r_fl, 
         const levels_res *l = &g[i].lv;
         r_wc[i] = a[i] = ratio(g[i].warm.med, l->check.med);
         r_fl[i] = b[i] = ratio(l->fetch.med, l->limit.med);
-        printf("%-14s %7.1f [%5.1f .. %5.1f] %7.1f [%5.1f .. %5.1f] %8.2fx %7.1f [%5.1f .. %5.1f] %7.1f [%5.1f .. %5.1f] %8.2fx\n",
-               g[i].name, g[i].warm.med, g[i].warm.p10, g[i].warm.p90, l->check.med, l->check.p10, l->check.p90, a[i],
-               l->fetch.med, l->fetch.p10, l->fetch.p90, l->limit.med, l->limit.p10, l->limit.p90, b[i]);
+        printf(
+            "%-14s %7.1f [%5.1f .. %5.1f] %7.1f [%5.1f .. %5.1f] %8.2fx %7.1f [%5.1f .. %5.1f] %7.1f [%5.1f .. %5.1f] %8.2fx\n",
+            g[i].name, g[i].warm.med, g[i].warm.p10, g[i].warm.p90, l->check.med, l->check.p10, l->check.p90, a[i],
+            l->fetch.med, l->fetch.p10, l->fetch.p90, l->limit.med, l->limit.p10, l->limit.p90, b[i]);
     }
     m[0] = median_of(a, ns), m[1] = median_of(b, ns);
     printf("medians: compile-path hit / read+check %.2fx (target <= 1.2x); lookup with bytes / read+check+inflate "
-           "%.2fx (target <= 1.1x)\n", m[0], m[1]);
+           "%.2fx (target <= 1.1x)\n",
+           m[0], m[1]);
 }
 
 double warm_one_file_reads(const gres *g) { return g->warm.med - (g->lv.limit.med - g->lv.one_file.med); }
@@ -241,17 +244,20 @@ static void print_levels(const gres *g, int ns, const double *r_rd, const double
            "layout's warm hit, estimated: w1 reads = warm - (limit - one file) (a lower bound on the price);\n"
            "w1 lib = warm - resolve + (one file - entry read):\n");
     printf("%-14s %4s %10s %11s %11s %10s %11s %10s %10s %10s %10s %10s %8s\n", "graph", "imgs", "entry read",
-           "image reads", "limit (1+N)", "one file", "extra reads", "resolve", "warm", "w1 reads", "w1 lib",
-           "warm/w1r", "warm/w1l");
+           "image reads", "limit (1+N)", "one file", "extra reads", "resolve", "warm", "w1 reads", "w1 lib", "warm/w1r",
+           "warm/w1l");
     for (int i = 0; i < ns; i++) {
         const levels_res *l = &g[i].lv;
-        printf("%-14s %4d %7.1f us %8.1f us %8.1f us %7.1f us %8.1f us %7.1f us %7.1f us %7.1f us %7.1f us %9.2fx %7.2fx\n",
-               g[i].name, l->images, l->entry_read.med, l->image_reads.med, l->limit.med, l->one_file.med,
-               l->limit.med - l->one_file.med, l->resolve.med, g[i].warm.med, warm_one_file_reads(&g[i]),
-               warm_one_file_lib(&g[i]), r_rd[i], r_lib[i]);
+        printf(
+            "%-14s %4d %7.1f us %8.1f us %8.1f us %7.1f us %8.1f us %7.1f us %7.1f us %7.1f us %7.1f us %9.2fx %7.2fx\n",
+            g[i].name, l->images, l->entry_read.med, l->image_reads.med, l->limit.med, l->one_file.med,
+            l->limit.med - l->one_file.med, l->resolve.med, g[i].warm.med, warm_one_file_reads(&g[i]),
+            warm_one_file_lib(&g[i]), r_rd[i], r_lib[i]);
     }
-    printf("warm (two levels) / one-file warm, estimated: reads median %.2fx (most %.2fx), lib median %.2fx (most %.2fx)"
-           " (acceptance: within 1.2x)\n", m[0], m[1], m[2], m[3]);
+    printf(
+        "warm (two levels) / one-file warm, estimated: reads median %.2fx (most %.2fx), lib median %.2fx (most %.2fx)"
+        " (acceptance: within 1.2x)\n",
+        m[0], m[1], m[2], m[3]);
     fflush(stdout);
 }
 
@@ -278,9 +284,9 @@ static void graph_row(graphs_res *r, int i) {
     snprintf(isz, sizeof isz, "%.1f KB", (double)g->lv.image_bytes / 1024);
     printf("%-14s %5d %4d %8s %8s %10s %10s %10s %12s %12s %11s %8.0fx %7.2fx %7.0fx\n", g->name, g->units,
            g->lv.images, sz, isz, a, b, c, d, e, f, r->r_cw[i], r->r_wl[i], r->r_ccw[i]);
-    printf("%-14s %5s %4s %8s %8s %10s [%.1f .. %.1f] [%.1f .. %.1f] us; warm = key %.1f us + lookup %.1f us\n", "",
-           "", "", "", "", "", g->warm.p10, g->warm.p90, g->lv.limit.p10, g->lv.limit.p90,
-           g->warm_key.med, g->warm_lookup.med);
+    printf("%-14s %5s %4s %8s %8s %10s [%.1f .. %.1f] [%.1f .. %.1f] us; warm = key %.1f us + lookup %.1f us\n", "", "",
+           "", "", "", "", g->warm.p10, g->warm.p90, g->lv.limit.p10, g->lv.limit.p90, g->warm_key.med,
+           g->warm_lookup.med);
     fflush(stdout);
 }
 
@@ -317,7 +323,8 @@ void bench_graphs(const char *self, const char (*specs)[1024], int ns, const cha
     r->m_lv[0] = median_measured(r->r_rd, ns, &r->m_lv[1]);
     r->m_lv[2] = median_measured(r->r_lib, ns, &r->m_lv[3]);
     printf("\nmedians over graphs: cold/warm %.0fx   warm/limit %.2fx   ccache-warm/kcache-warm %.0fx   "
-           "nvrtc-own-cache/kcache-warm %.0fx\n", r->m_cw, r->m_wl, r->m_ccw, r->m_nv);
+           "nvrtc-own-cache/kcache-warm %.0fx\n",
+           r->m_cw, r->m_wl, r->m_ccw, r->m_nv);
     print_in_process(r->g, ns, r->r_wc, r->r_fl, r->m_in);
     print_levels(r->g, ns, r->r_rd, r->r_lib, r->m_lv);
 }

@@ -35,8 +35,16 @@
 
 /* ---- the limit: entries checked directly, the header parsed by hand (format v3, entry.h) ---- */
 
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t rd64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 enum { HDR = 96, DESC = 40, SECTION_IMAGE = 9 };
 
@@ -45,7 +53,8 @@ enum { HDR = 96, DESC = 40, SECTION_IMAGE = 9 };
  * and section table, XXH3-64 of every section's stored bytes, zstd of each compressed one, and
  * XXH3-128 of an IMAGE section's raw bytes (an image's name is that digest).  0, or -1.
  */
-static int check_entries(const uint8_t *buf, size_t n, uint8_t *out, size_t outcap, ZSTD_DCtx *z) { /* z NULL: no inflating */
+static int check_entries(const uint8_t *buf, size_t n, uint8_t *out, size_t outcap,
+                         ZSTD_DCtx *z) { /* z NULL: no inflating */
     volatile uint64_t sink = 0;
     size_t at = 0;
     while (at < n) {
@@ -116,8 +125,8 @@ static int append_file(FILE *f, const char *path) {
 typedef struct level_files {
     char (*paths)[4096];
     size_t n;
-    size_t cap;               /* the largest of the files */
-    size_t total;             /* their bytes together */
+    size_t cap;   /* the largest of the files */
+    size_t total; /* their bytes together */
 } level_files;
 
 /* Name the graph entry's files and write them as one file; 0, or -1 with out->why said. */
@@ -135,7 +144,7 @@ static int level_files_make(kc_cache *c, const kc_key *key, const char *dir, lev
         snprintf(out->why, sizeof out->why, "no images: %s", kc_error_last()->message);
         return -1;
     }
-    char (*paths)[4096] = calloc(n + 2, sizeof *paths); /* [0] the graph entry, [1..n] images, [n+1] one file */
+    char(*paths)[4096] = calloc(n + 2, sizeof *paths); /* [0] the graph entry, [1..n] images, [n+1] one file */
     object_path(dir, key, arch, paths[0], sizeof paths[0]);
     for (size_t i = 0; i < n; i++) object_path(dir, &refs[i].id, KC_VARIANT_IMAGE, paths[1 + i], sizeof paths[0]);
     snprintf(paths[n + 1], sizeof paths[0], "%s/one-file.kce", dir);
@@ -181,7 +190,7 @@ typedef struct level_round {
 static int level_sample(const level_round *r, int k, double *v[V_COUNT]) {
     const level_files *lf = r->lf;
     size_t n = lf->n, cap = lf->cap;
-    char (*paths)[4096] = lf->paths;
+    char(*paths)[4096] = lf->paths;
     int bad = 0;
     double t0, t1, t2, s0 = 0, s1 = 0;
     if (k % 2) { /* interleaved, alternating which goes first: drift touches both alike */
@@ -270,7 +279,8 @@ static int shape_at(kc_graph_desc **out, const kc_graph_desc *d, int64_t v, char
     for (size_t i = 0; i < nin && !rc; i++) {
         kc_graph_tensor_desc t = KC_GRAPH_TENSOR_DESC_INIT;
         rc = kc_graph_desc_tensor(d, KC_ROLE_INPUT, i, &t);
-        in[i].dtype = t.dtype, in[i].device = KC_DEVICE_CUDA, in[i].rank = t.rank, in[i].requires_grad = t.requires_grad;
+        in[i].dtype = t.dtype, in[i].device = KC_DEVICE_CUDA, in[i].rank = t.rank,
+        in[i].requires_grad = t.requires_grad;
         for (int k = 0; k < t.rank && !rc; k++) {
             rc = kc_expr_eval(t.sizes[k], names, vals, ns, &in[i].sizes[k].value);
             if (!rc) rc = kc_expr_eval(t.strides[k] ? t.strides[k] : "1", names, vals, ns, &in[i].strides[k].value);
@@ -287,7 +297,8 @@ static int compile_ok(kc_cache *c, const kc_graph_desc *d, kc_graph_info *info, 
     int rc = kc_graph_compile(c, d, arch, info);
     *us = now_us() - t0;
     if (rc) snprintf(why, cap, "%s", kc_error_last()->message);
-    else if (info->source != KC_FROM_COMPILE) snprintf(why, cap, "a compile in an empty cache was no compile (source %d)", info->source);
+    else if (info->source != KC_FROM_COMPILE)
+        snprintf(why, cap, "a compile in an empty cache was no compile (source %d)", info->source);
     return rc || info->source != KC_FROM_COMPILE ? -1 : 0;
 }
 
@@ -307,7 +318,8 @@ void bench_second_shape(const char *spec, const char *dir, shape_res *out) {
     }
     size_t len = 0;
     for (size_t i = 0; kc_graph_desc_symbol(d, i) && len < sizeof out->shapes - 40; i++)
-        len += (size_t)snprintf(out->shapes + len, sizeof out->shapes - len, "%s%s", i ? "," : "", kc_graph_desc_symbol(d, i));
+        len += (size_t)snprintf(out->shapes + len, sizeof out->shapes - len, "%s%s", i ? "," : "",
+                                kc_graph_desc_symbol(d, i));
     snprintf(out->shapes + len, sizeof out->shapes - len, " %lld->%lld", (long long)va, (long long)vb);
     if (shape_at(&a, d, va, out->why, sizeof out->why) || shape_at(&b, d, vb, out->why, sizeof out->why)) {
         kc_graph_desc_free(a), kc_graph_desc_free(d);
@@ -322,7 +334,8 @@ void bench_second_shape(const char *spec, const char *dir, shape_res *out) {
         kc_cache_clear(c); /* cold: no graph entry, no image, no unit record */
         bad = compile_ok(c, b, &ib, &vc[r], out->why, sizeof out->why);
         if (!bad && (ib.units < 1 || ib.units_compiled != ib.units)) {
-            snprintf(out->why, sizeof out->why, "the cold compile compiled %d of %d units", ib.units_compiled, ib.units);
+            snprintf(out->why, sizeof out->why, "the cold compile compiled %d of %d units", ib.units_compiled,
+                     ib.units);
             bad = 1;
         }
         out->units = ib.units;
@@ -406,7 +419,8 @@ void bench_prewarm(const char *manifest, const char *dir, prewarm_res *out) {
     kc_prewarm_report_free(rep);
     count_stored(dir, out);
     /* Two more static shapes of every graph: where units repeat, only graph entries are written. */
-    size_t gb = out->graph_bytes, ib = out->image_bytes, ub = out->unit_bytes, of = out->one_file_bytes, ng = out->ngraph;
+    size_t gb = out->graph_bytes, ib = out->image_bytes, ub = out->unit_bytes, of = out->one_file_bytes,
+           ng = out->ngraph;
     size_t ni = out->nimages, nu = out->unit_records;
     int ok = 1;
     for (size_t i = 0; i < kc_manifest_graph_count(m) && ok; i++) {
@@ -445,7 +459,8 @@ static void count_stored(const char *dir, prewarm_res *out) {
     DIR *top = opendir(v1);
     struct dirent *sd;
     while (top && (sd = readdir(top))) {
-        if (strlen(sd->d_name) != 2 || !strchr("0123456789abcdef", sd->d_name[0]) || !strchr("0123456789abcdef", sd->d_name[1]))
+        if (strlen(sd->d_name) != 2 || !strchr("0123456789abcdef", sd->d_name[0]) ||
+            !strchr("0123456789abcdef", sd->d_name[1]))
             continue;
         char shard[4200];
         snprintf(shard, sizeof shard, "%s/%s", v1, sd->d_name);
@@ -475,8 +490,9 @@ void bench_shapes(const char (*specs)[1024], int ns, const char *root, shape_res
     double r_sh[32];
     int nsh = 0;
     printf("\nsecond static shape (the graph's symbols set to 256, then 512; %d run%s each; median [p10 .. p90] ms):\n"
-           "%-14s %-16s %5s %24s %24s %9s %10s\n", quick ? 1 : 5, quick ? "" : "s", "graph", "shapes", "units",
-           "cold (empty cache)", "after the first shape", "compiled", "cold/2nd");
+           "%-14s %-16s %5s %24s %24s %9s %10s\n",
+           quick ? 1 : 5, quick ? "" : "s", "graph", "shapes", "units", "cold (empty cache)", "after the first shape",
+           "compiled", "cold/2nd");
     for (int i = 0; i < ns; i++) {
         char dir[4200];
         snprintf(dir, sizeof dir, "%s/shape%d", root, i);
@@ -499,8 +515,9 @@ void bench_shapes(const char (*specs)[1024], int ns, const char *root, shape_res
     }
     *m_sh = nsh ? median_of(r_sh, nsh) : NAN;
     *least = nsh ? r_sh[0] : NAN; /* sorted by median_of */
-    printf("second shape, cold / after the first shape: median %.0fx, least %.0fx over %d graphs (acceptance: >= 10x)\n", *m_sh,
-           *least, nsh);
+    printf(
+        "second shape, cold / after the first shape: median %.0fx, least %.0fx over %d graphs (acceptance: >= 10x)\n",
+        *m_sh, *least, nsh);
 }
 
 void print_prewarm(const prewarm_res *pw, const char *manifest) {
@@ -509,18 +526,22 @@ void print_prewarm(const prewarm_res *pw, const char *manifest) {
         return;
     }
     size_t stored = pw->graph_bytes + pw->image_bytes + pw->unit_bytes;
-    printf("\ncold prewarm of %s for %s into an empty cache: %zu graphs in %.2f s; NVRTC ran %ld units "
-           "(sum of units_compiled) of %ld unit uses (sum of units); %zu unit records, %zu images, %zu graph entries stored\n",
-           manifest, arch, pw->graphs, pw->seconds, pw->units_compiled, pw->unit_uses, pw->unit_records, pw->nimages, pw->ngraph);
-    printf("stored: graph entries %.1f KB + images %.1f KB + unit records %.1f KB = %.1f KB; every graph carrying its own "
-           "images (graph entry + its images' files, shared ones again): %.1f KB = %.2fx\n",
-           (double)pw->graph_bytes / 1024, (double)pw->image_bytes / 1024, (double)pw->unit_bytes / 1024,
-           (double)stored / 1024, (double)pw->one_file_bytes / 1024, ratio((double)pw->one_file_bytes, (double)stored));
+    printf(
+        "\ncold prewarm of %s for %s into an empty cache: %zu graphs in %.2f s; NVRTC ran %ld units "
+        "(sum of units_compiled) of %ld unit uses (sum of units); %zu unit records, %zu images, %zu graph entries stored\n",
+        manifest, arch, pw->graphs, pw->seconds, pw->units_compiled, pw->unit_uses, pw->unit_records, pw->nimages,
+        pw->ngraph);
+    printf(
+        "stored: graph entries %.1f KB + images %.1f KB + unit records %.1f KB = %.1f KB; every graph carrying its own "
+        "images (graph entry + its images' files, shared ones again): %.1f KB = %.2fx\n",
+        (double)pw->graph_bytes / 1024, (double)pw->image_bytes / 1024, (double)pw->unit_bytes / 1024,
+        (double)stored / 1024, (double)pw->one_file_bytes / 1024, ratio((double)pw->one_file_bytes, (double)stored));
     if (pw->have_shapes)
-        printf("then two more static shapes of every graph (every symbol 384, then 768): NVRTC ran %ld units; %zu graph "
-               "entries, stored %.1f KB against %.1f KB were every graph to carry its own images = %.2fx (one-file / two levels)\n",
-               pw->shape_units_compiled, pw->shape_ngraph, (double)pw->shape_stored / 1024, (double)pw->shape_one_file / 1024,
-               ratio((double)pw->shape_one_file, (double)pw->shape_stored));
+        printf(
+            "then two more static shapes of every graph (every symbol 384, then 768): NVRTC ran %ld units; %zu graph "
+            "entries, stored %.1f KB against %.1f KB were every graph to carry its own images = %.2fx (one-file / two levels)\n",
+            pw->shape_units_compiled, pw->shape_ngraph, (double)pw->shape_stored / 1024,
+            (double)pw->shape_one_file / 1024, ratio((double)pw->shape_one_file, (double)pw->shape_stored));
     fflush(stdout);
 }
 
@@ -540,7 +561,8 @@ void jprewarm(FILE *f, const prewarm_res *pw) {
         return;
     }
     size_t stored = pw->graph_bytes + pw->image_bytes + pw->unit_bytes;
-    fprintf(f, "{\"graphs\": %zu, \"unit_uses\": %ld, \"units_compiled\": %ld, \"unit_records\": %zu, \"images\": %zu, "
+    fprintf(f,
+            "{\"graphs\": %zu, \"unit_uses\": %ld, \"units_compiled\": %ld, \"unit_records\": %zu, \"images\": %zu, "
             "\"graph_entries\": %zu, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, \"unit_record_bytes\": %zu, "
             "\"stored_bytes\": %zu, \"one_file_layout_bytes\": %zu, ",
             pw->graphs, pw->unit_uses, pw->units_compiled, pw->unit_records, pw->nimages, pw->ngraph, pw->graph_bytes,

@@ -76,8 +76,7 @@ static void first_line(const char *cmd, char *line, size_t cap) {
     if (!p) return;
     if (!fgets(line, (int)cap, p)) line[0] = 0;
     char rest[512];
-    while (fgets(rest, sizeof rest, p)) {
-    }
+    while (fgets(rest, sizeof rest, p)) {}
     pclose(p);
     line[strcspn(line, "\n")] = 0;
 }
@@ -209,7 +208,8 @@ static int write_entry_list(const char *manifest, const char *dir, const char *l
         free(refs);
     }
     if (f && fclose(f)) rc = -1;
-    qsort(seen, nseen, sizeof *seen, cmp_str); /* distinct files: a graph entry or image that two graphs share counts once */
+    qsort(seen, nseen, sizeof *seen,
+          cmp_str); /* distinct files: a graph entry or image that two graphs share counts once */
     for (size_t i = 0; i < nseen; i++) *distinct += seen[i] && (i == 0 || !seen[i - 1] || strcmp(seen[i], seen[i - 1]));
     for (size_t i = 0; i < nseen; i++) free(seen[i]);
     free(seen);
@@ -256,7 +256,8 @@ static void bench_manifest(const ws_tools *t, const char *label, const char *man
     for (int i = 0; i < ncold; i++) {
         char d[4300];
         if (i) snprintf(d, sizeof d, "%s/cold%d", dir, i);
-        char *cw[] = {(char *)t->warmstart, (char *)manifest, "--arch", (char *)arch, "--cache-dir", i ? d : cdir, NULL};
+        char *cw[] = {(char *)t->warmstart, (char *)manifest, "--arch", (char *)arch,
+                      "--cache-dir",        i ? d : cdir,     NULL};
         double us = run_proc(cw, NULL, &st);
         take(&cold, us, st, 1);
         if (i) rm_rf(d);
@@ -264,15 +265,16 @@ static void bench_manifest(const ws_tools *t, const char *label, const char *man
     out->cold = done(&cold);
     out->cold_bad = cold.bad;
     if (run_proc(warm, NULL, &st) < 0 || st != 0) {
-        snprintf(out->why, sizeof out->why, "kcache-warmstart %s --arch %s on the filled cache exited %d (not all hits)",
-                 manifest, arch, st);
+        snprintf(out->why, sizeof out->why,
+                 "kcache-warmstart %s --arch %s on the filled cache exited %d (not all hits)", manifest, arch, st);
         return;
     }
     char line[1024], cmd[9000];
     snprintf(cmd, sizeof cmd, "'%s' '%s' --arch %s --cache-dir '%s' 2>&1", t->warmstart, manifest, arch, cdir);
     first_line(cmd, line, sizeof line);
     snprintf(out->warm_line, sizeof out->warm_line, "%s", line);
-    if (write_entry_list(manifest, cdir, list, &out->files, &out->distinct, &out->bytes, out->why, sizeof out->why)) return;
+    if (write_entry_list(manifest, cdir, list, &out->files, &out->distinct, &out->bytes, out->why, sizeof out->why))
+        return;
     char *minread[] = {(char *)t->minread, list, NULL};
     if (run_proc(minread, NULL, &st) < 0 || st != 0) {
         snprintf(out->why, sizeof out->why, "kcache-minread %s exited %d", list, st);
@@ -353,7 +355,8 @@ static void one_graph_peers_cold(one_graph *o, ws_result *out) {
     int have_nvcc = find_exe("nvcc", o->nvcc, sizeof o->nvcc) == 0;
     o->have_cc = have_nvcc && find_exe("ccache", o->ccache, sizeof o->ccache) == 0;
     if (!have_nvcc) snprintf(out->ccache_why, sizeof out->ccache_why, "no nvcc in PATH or /usr/local/cuda/bin");
-    else if (!o->have_cc) snprintf(out->ccache_why, sizeof out->ccache_why, "no ccache in PATH (tools/deps.sh --bench)");
+    else if (!o->have_cc)
+        snprintf(out->ccache_why, sizeof out->ccache_why, "no ccache in PATH (tools/deps.sh --bench)");
     if (o->have_cc) {
         double us = run_proc(o->cc, o->ccenv, &st);
         out->ccache_cold = (stat_s){us, us, us, st == 0};
@@ -361,16 +364,19 @@ static void one_graph_peers_cold(one_graph *o, ws_result *out) {
     }
     char *sc_start[] = {o->sccache, "--start-server", NULL};
     o->have_sc = have_nvcc && find_exe("sccache", o->sccache, sizeof o->sccache) == 0;
-    if (have_nvcc && !o->have_sc) snprintf(out->sccache_why, sizeof out->sccache_why, "no sccache in PATH (tools/deps.sh --bench)");
+    if (have_nvcc && !o->have_sc)
+        snprintf(out->sccache_why, sizeof out->sccache_why, "no sccache in PATH (tools/deps.sh --bench)");
     else if (!have_nvcc) snprintf(out->sccache_why, sizeof out->sccache_why, "no nvcc");
     if (o->have_sc) {
         run_proc(sc_start, o->scenv, &st);
-        if (st) o->have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache --start-server exited %d", st);
+        if (st)
+            o->have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache --start-server exited %d", st);
     }
     if (o->have_sc) {
         double us = run_proc(o->sc, o->scenv, &st);
         out->sccache_cold = (stat_s){us, us, us, st == 0};
-        if (st) o->have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache nvcc -cubin exited %d", st);
+        if (st)
+            o->have_sc = 0, snprintf(out->sccache_why, sizeof out->sccache_why, "sccache nvcc -cubin exited %d", st);
     }
 }
 
@@ -405,8 +411,8 @@ static void one_graph_hits(const one_graph *o, ws_result *out) {
         const char *keys[] = {"direct_cache_hit", "preprocessed_cache_hit", NULL};
         out->ccache_hits = stat_sum(cmdl, keys);
         if (out->ccache_hits < out->ccache_warm.n) {
-            snprintf(out->ccache_why, sizeof out->ccache_why, "ccache counted %ld hits for %d warm runs", out->ccache_hits,
-                     out->ccache_warm.n);
+            snprintf(out->ccache_why, sizeof out->ccache_why, "ccache counted %ld hits for %d warm runs",
+                     out->ccache_hits, out->ccache_warm.n);
             out->ccache_warm.n = 0;
         }
     }
@@ -423,8 +429,10 @@ static void one_graph_hits(const one_graph *o, ws_result *out) {
             out->sccache_warm.n = 0;
         }
     }
-    if (!out->ccache_warm.n && !out->ccache_why[0]) snprintf(out->ccache_why, sizeof out->ccache_why, "the runs failed");
-    if (!out->sccache_warm.n && !out->sccache_why[0]) snprintf(out->sccache_why, sizeof out->sccache_why, "the runs failed");
+    if (!out->ccache_warm.n && !out->ccache_why[0])
+        snprintf(out->ccache_why, sizeof out->ccache_why, "the runs failed");
+    if (!out->sccache_warm.n && !out->sccache_why[0])
+        snprintf(out->sccache_why, sizeof out->sccache_why, "the runs failed");
 }
 
 static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir, int runs, ws_result *out) {
@@ -434,7 +442,8 @@ static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir
     int st;
     char line[1024], cmd[9000];
     run_proc(o->get, NULL, &st); /* the one compile */
-    snprintf(cmd, sizeof cmd, "'%s' --cache-dir '%s' get '%s' --arch %s --json 2>&1", t->kcache, o->cdir, o->spec, arch);
+    snprintf(cmd, sizeof cmd, "'%s' --cache-dir '%s' get '%s' --arch %s --json 2>&1", t->kcache, o->cdir, o->spec,
+             arch);
     first_line(cmd, line, sizeof line);
     if (!strstr(line, "\"disk\"")) {
         snprintf(out->get_why, sizeof out->get_why, "the second `kcache get` was no disk hit: %.300s", line);
@@ -448,7 +457,8 @@ static void bench_one_graph(const ws_tools *t, const char *kdir, const char *dir
 }
 
 /* A Python peer (cold: an empty cache folder each run; warm; the imports alone), interleaved. */
-static void bench_py_peer(const char *python, const char *script, int triton, const char *kdir, const char *dir, ws_peer *p) {
+static void bench_py_peer(const char *python, const char *script, int triton, const char *kdir, const char *dir,
+                          ws_peer *p) {
     int st;
     char warmdir[4200], colddir[4200], envw[4300], envc[4300], out_line[1024], cmd[9000];
     snprintf(warmdir, sizeof warmdir, "%s/%s-warm", dir, triton ? "triton" : "cuda_core");
@@ -457,10 +467,24 @@ static void bench_py_peer(const char *python, const char *script, int triton, co
     snprintf(envc, sizeof envc, "TRITON_CACHE_DIR=%s", colddir);
     char archcc[16];
     snprintf(archcc, sizeof archcc, "%s", arch + (strncmp(arch, "sm_", 3) ? 0 : 3));
-    char *w[] = {(char *)python, (char *)script, triton ? "--cc" : "--cache-dir", triton ? archcc : warmdir,
-                 triton ? NULL : "--kernels", (char *)kdir, "--arch", (char *)arch, NULL};
-    char *c[] = {(char *)python, (char *)script, triton ? "--cc" : "--cache-dir", triton ? archcc : colddir,
-                 triton ? NULL : "--kernels", (char *)kdir, "--arch", (char *)arch, NULL};
+    char *w[] = {(char *)python,
+                 (char *)script,
+                 triton ? "--cc" : "--cache-dir",
+                 triton ? archcc : warmdir,
+                 triton ? NULL : "--kernels",
+                 (char *)kdir,
+                 "--arch",
+                 (char *)arch,
+                 NULL};
+    char *c[] = {(char *)python,
+                 (char *)script,
+                 triton ? "--cc" : "--cache-dir",
+                 triton ? archcc : colddir,
+                 triton ? NULL : "--kernels",
+                 (char *)kdir,
+                 "--arch",
+                 (char *)arch,
+                 NULL};
     char *imp[] = {(char *)python, (char *)script, "--cache-dir", colddir, "--import-only", NULL};
     if (triton) imp[2] = "--import-only", imp[3] = NULL;
     char *ew[] = {envw, NULL}, *ec[] = {envc, NULL};
@@ -468,10 +492,12 @@ static void bench_py_peer(const char *python, const char *script, int triton, co
     const char *what[2] = {"miss", "hit"};
     for (int i = 0; i < 2; i++) {
         if (triton)
-            snprintf(cmd, sizeof cmd, "%s '%s' '%s' --cc %s 2>&1 | grep -E '^(hit|miss) '; true", envw, python, script, archcc);
+            snprintf(cmd, sizeof cmd, "%s '%s' '%s' --cc %s 2>&1 | grep -E '^(hit|miss) '; true", envw, python, script,
+                     archcc);
         else
-            snprintf(cmd, sizeof cmd, "'%s' '%s' --cache-dir '%s' --kernels '%s' --arch %s 2>&1 | grep -E '^(hit|miss) '; true",
-                     python, script, warmdir, kdir, arch);
+            snprintf(cmd, sizeof cmd,
+                     "'%s' '%s' --cache-dir '%s' --kernels '%s' --arch %s 2>&1 | grep -E '^(hit|miss) '; true", python,
+                     script, warmdir, kdir, arch);
         first_line(cmd, out_line, sizeof out_line);
         if (strncmp(out_line, what[i], strlen(what[i]))) {
             snprintf(p->why, sizeof p->why, "run %d printed \"%.200s\", not %s", i + 1, out_line, what[i]);
@@ -484,7 +510,8 @@ static void bench_py_peer(const char *python, const char *script, int triton, co
         for (int j = 0; j < 3; j++) {
             int k = (r + j) % 3;
             double us;
-            if (k == 0) rm_rf(colddir), mkdir(colddir, 0700), us = run_proc(c, triton ? ec : NULL, &st), take(&s[0], us, st, 0);
+            if (k == 0)
+                rm_rf(colddir), mkdir(colddir, 0700), us = run_proc(c, triton ? ec : NULL, &st), take(&s[0], us, st, 0);
             if (k == 1) us = run_proc(w, triton ? ew : NULL, &st), take(&s[1], us, st, 0);
             if (k == 2) us = run_proc(imp, triton ? ec : NULL, &st), take(&s[2], us, st, 0);
         }
@@ -498,8 +525,9 @@ void bench_warmstart(const ws_tools *t, const char *kdir, const char *root, int 
     memset(out, 0, sizeof *out);
     out->runs = runs, out->synth_n = synth_n;
     int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-    if (fd < 0) snprintf(out->page_cache_why, sizeof out->page_cache_why, "/proc/sys/vm/drop_caches is not writable (%s)",
-                         strerror(errno));
+    if (fd < 0)
+        snprintf(out->page_cache_why, sizeof out->page_cache_why, "/proc/sys/vm/drop_caches is not writable (%s)",
+                 strerror(errno));
     else close(fd);
     const char *tools[4] = {t->warmstart, t->minread, t->empty, t->empty_libs};
     for (int i = 0; i < 4; i++)

@@ -17,7 +17,8 @@
 
 static void line_stat(const char *what, stat_s s) {
     if (!s.n) printf("  %-44s not measured\n", what);
-    else if (s.med >= 1e6) printf("  %-44s %8.2f s  [%.2f .. %.2f] (%d)\n", what, s.med / 1e6, s.p10 / 1e6, s.p90 / 1e6, s.n);
+    else if (s.med >= 1e6)
+        printf("  %-44s %8.2f s  [%.2f .. %.2f] (%d)\n", what, s.med / 1e6, s.p10 / 1e6, s.p90 / 1e6, s.n);
     else printf("  %-44s %8.2f ms [%.2f .. %.2f] (%d)\n", what, s.med / 1e3, s.p10 / 1e3, s.p90 / 1e3, s.n);
 }
 
@@ -41,16 +42,18 @@ void print_warmstart_manifest(const ws_manifest *m) {
         fflush(stdout);
         return;
     }
-    printf("warm start, %s manifest (%d graphs for %s; %d entry files, %d distinct, %.1f KB), fresh processes, interleaved, "
-           "median [p10 .. p90] (runs):\n",
-           m->label, m->graphs, arch, m->files, m->distinct, (double)m->bytes / 1024);
+    printf(
+        "warm start, %s manifest (%d graphs for %s; %d entry files, %d distinct, %.1f KB), fresh processes, interleaved, "
+        "median [p10 .. p90] (runs):\n",
+        m->label, m->graphs, arch, m->files, m->distinct, (double)m->bytes / 1024);
     line_stat("empty main (kcache-empty)", m->empty);
     line_stat("kcache --help", m->help);
     line_stat("empty main + the library's .so (kcache-empty-libs)", m->empty_libs);
     line_stat("kcache-minread (read, check, zstd: the files)", m->minread);
     line_stat("kcache-warmstart, warm (every graph a hit)", m->warm);
     line_stat("kcache-warmstart, cold (an empty cache)", m->cold);
-    if (m->warm_bad || m->minread_bad) printf("  (runs that exited wrongly, left out: warm start %d, minread %d)\n", m->warm_bad, m->minread_bad);
+    if (m->warm_bad || m->minread_bad)
+        printf("  (runs that exited wrongly, left out: warm start %d, minread %d)\n", m->warm_bad, m->minread_bad);
     printf("  (warm start - empty main) / (minread - empty main) = %s  [- kcache --help: %s]  (+%.2f ms over "
            "minread); cold / warm %.0fx\n",
            rx(ws_over_floor(m->warm, m->minread, m->empty), b1), rx(ws_over_floor(m->warm, m->minread, m->help), b2),
@@ -65,7 +68,7 @@ void print_warmstart_manifest(const ws_manifest *m) {
         return;
     }
     printf("  cold page cache: %s; ", m->evict_dropped ? "measured (the page cache dropped before each run)"
-                                                        : "not measured: /proc/sys/vm/drop_caches is not writable here");
+                                                       : "not measured: /proc/sys/vm/drop_caches is not writable here");
     if (!m->evict_dropped)
         printf("instead the cache's entry files evicted with posix_fadvise(DONTNEED) before each run (a partial "
                "substitute: binaries, libraries, specs and sources stay cached):\n");
@@ -84,7 +87,9 @@ void print_warmstart_peers(const ws_result *r) {
         printf("one graph, process against process: not measured (%s)\n", r->get_why);
         return;
     }
-    printf("one graph (softmax, %s), process against process, fresh processes, interleaved, median [p10 .. p90] (runs):\n", arch);
+    printf(
+        "one graph (softmax, %s), process against process, fresh processes, interleaved, median [p10 .. p90] (runs):\n",
+        arch);
     line_stat("empty main", r->one_empty);
     line_stat("kcache --help", r->one_help);
     line_stat("kcache get, warm", r->get);
@@ -101,7 +106,8 @@ void print_warmstart_peers(const ws_result *r) {
                ratio(r->sccache_warm.med, r->get.med), r->sccache_hits);
     } else printf("  sccache nvcc -cubin: not measured (%s)\n", r->sccache_why);
     const ws_peer *pp[2] = {&r->cuda_core, &r->triton};
-    const char *names[2] = {"cuda.core FileStreamProgramCache (NVRTC, softmax.cu)", "Triton cache (softmax, GPUTarget cuda 90)"};
+    const char *names[2] = {"cuda.core FileStreamProgramCache (NVRTC, softmax.cu)",
+                            "Triton cache (softmax, GPUTarget cuda 90)"};
     for (int i = 0; i < 2; i++) {
         if (!pp[i]->have) {
             printf("  %s: not measured (%s)\n", names[i], pp[i]->why);
@@ -155,8 +161,8 @@ void json_warmstart(FILE *f, const ws_result *r) {
             fprintf(f, "\"have\": false}");
             continue;
         }
-        fprintf(f, "\"graphs\": %d, \"entry_files\": %d, \"distinct_entry_files\": %d, \"entry_bytes\": %zu, ", m->graphs,
-                m->files, m->distinct, m->bytes);
+        fprintf(f, "\"graphs\": %d, \"entry_files\": %d, \"distinct_entry_files\": %d, \"entry_bytes\": %zu, ",
+                m->graphs, m->files, m->distinct, m->bytes);
         pstat(f, "empty_main", m->empty);
         pstat(f, "kcache_help", m->help);
         pstat(f, "empty_main_with_libs", m->empty_libs);

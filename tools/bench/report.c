@@ -17,8 +17,8 @@
 #include "bench.h"
 
 static void jlevels(FILE *f, const gres *g) {
-    fprintf(f, "\"units\": %d, \"images\": %d, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, ", g->units, g->lv.images,
-            g->lv.graph_bytes, g->lv.image_bytes);
+    fprintf(f, "\"units\": %d, \"images\": %d, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, ", g->units,
+            g->lv.images, g->lv.graph_bytes, g->lv.image_bytes);
 }
 
 /* Graph i's object: its figures, then its ratios. */

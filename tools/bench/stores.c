@@ -224,5 +224,6 @@ void bench_stores(const char *root, int largest, stores_res *out) {
     out->scale_ratio = ratio(out->sc[2].med, out->sc[0].med);
     printf("lookup at %d / at %d entries: %.2fx\n", out->scale_n[2], out->scale_n[0], out->scale_ratio);
     out->imp = import_at(root, 300, quick ? 5 : 9);
-    printf("import of 300 entries into an empty cache: %.1f ms [%.1f .. %.1f]\n", out->imp.med, out->imp.p10, out->imp.p90);
+    printf("import of 300 entries into an empty cache: %.1f ms [%.1f .. %.1f]\n", out->imp.med, out->imp.p10,
+           out->imp.p90);
 }

@@ -17,10 +17,9 @@
 
 #include "bench.h"
 
-static const char *const f32_prelude =
-    "typedef float T;\n"
-    "__device__ __forceinline__ float ld(float v) { return v; }\n"
-    "__device__ __forceinline__ float st(float v) { return v; }\n";
+static const char *const f32_prelude = "typedef float T;\n"
+                                       "__device__ __forceinline__ float ld(float v) { return v; }\n"
+                                       "__device__ __forceinline__ float st(float v) { return v; }\n";
 
 static const char *const f16_prelude =
     "typedef unsigned short T; /* IEEE half, converted with PTX cvt */\n"
@@ -28,8 +27,8 @@ static const char *const f16_prelude =
     "__device__ __forceinline__ unsigned short st(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
 
 /* Binary ops on x, z (then * c0 + c1); unary activations of x (with c0, c1); reductions: init, map, combine. */
-static const char *const binops[] = {"x + z", "x * z", "x - z", "fmaxf(x, z)", "fminf(x, z)", "x * z + x", "(x - z) * (x - z)",
-                                     "x / (fabsf(z) + 1.0f)"};
+static const char *const binops[] = {
+    "x + z", "x * z", "x - z", "fmaxf(x, z)", "fminf(x, z)", "x * z + x", "(x - z) * (x - z)", "x / (fabsf(z) + 1.0f)"};
 static const char *const unops[] = {"fmaxf(x, 0.0f)",
                                     "0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)))",
                                     "x / (1.0f + __expf(-x))",
@@ -40,30 +39,31 @@ static const char *const unops[] = {"fmaxf(x, 0.0f)",
                                     "x > 0.0f ? x : c1 * x",
                                     "fminf(fmaxf(x, -c0), c0)",
                                     "x * x * c0"};
-static const struct { const char *name, *init, *map, *comb; } reds[] = {
-    {"sum", "0.0f", "v", "a + b"},          {"max", "-3.0e38f", "v", "fmaxf(a, b)"},
-    {"sumsq", "0.0f", "v * v", "a + b"},    {"absmax", "0.0f", "fabsf(v)", "fmaxf(a, b)"},
-    {"min", "3.0e38f", "v", "fminf(a, b)"}, {"logsumexp_part", "0.0f", "__expf(v - c0)", "a + b"}};
+static const struct {
+    const char *name, *init, *map, *comb;
+} reds[] = {{"sum", "0.0f", "v", "a + b"},          {"max", "-3.0e38f", "v", "fmaxf(a, b)"},
+            {"sumsq", "0.0f", "v * v", "a + b"},    {"absmax", "0.0f", "fabsf(v)", "fmaxf(a, b)"},
+            {"min", "3.0e38f", "v", "fminf(a, b)"}, {"logsumexp_part", "0.0f", "__expf(v - c0)", "a + b"}};
 static const int blocks[] = {128, 256, 512};
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
-static int write_graph(const char *dir, int i) {
-    int kind = i % 4, half = (i / 4) % 2, fast = i % 5 == 0;
+/* Graph i's kernel source, g<i>.cu: its kind's kernel with the graph's own constants; its entry's
+ * name expression in `entry` and its block size in *block. */
+static int write_source(const char *dir, int i, char *entry, size_t cap, int *block) {
+    int kind = i % 4, half = (i / 4) % 2;
     double c0 = 0.5 + 0.0137 * i, c1 = 0.01 + 0.0003 * i;
-    const char *dt = half ? "f16" : "f32";
     char path[4200];
     snprintf(path, sizeof path, "%s/g%03d.cu", dir, i);
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    fprintf(f, "// g%03d.cu — synthetic graph %d of kcache-bench's warm start (kind %d, %s)\n%s", i, i, kind, dt,
-            half ? f16_prelude : f32_prelude);
+    fprintf(f, "// g%03d.cu — synthetic graph %d of kcache-bench's warm start (kind %d, %s)\n%s", i, i, kind,
+            half ? "f16" : "f32", half ? f16_prelude : f32_prelude);
     fprintf(f, "#define c0 %.6ff\n#define c1 %.6ff\n", c0, c1);
-    char entry[64];
-    int block = 256;
+    *block = 256;
     switch (kind) {
     case 0:
-        snprintf(entry, sizeof entry, "synth_bin_%d", i);
+        snprintf(entry, cap, "synth_bin_%d", i);
         fprintf(f,
                 "extern \"C\" __global__ void %s(const T *a, const T *b, T *y, long long n) {\n"
                 "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
@@ -71,7 +71,7 @@ static int write_graph(const char *dir, int i) {
                 entry, binops[(i / 4) % COUNT(binops)]);
         break;
     case 1:
-        snprintf(entry, sizeof entry, "synth_act_%d", i);
+        snprintf(entry, cap, "synth_act_%d", i);
         fprintf(f,
                 "extern \"C\" __global__ void %s(const T *a, T *y, long long n) {\n"
                 "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
@@ -80,7 +80,7 @@ static int write_graph(const char *dir, int i) {
         break;
     case 2: {
         int r = (i / 4) % COUNT(reds);
-        block = blocks[(i / 8) % COUNT(blocks)];
+        *block = blocks[(i / 8) % COUNT(blocks)];
         fprintf(f,
                 "__device__ __forceinline__ float comb(float a, float b) { return %s; }\n"
                 "template <int BLOCK> __global__ void synth_%s_%d(const T *x, float *y, int C) {\n"
@@ -94,52 +94,69 @@ static int write_graph(const char *dir, int i) {
                 "    __syncthreads();\n  }\n"
                 "  if (threadIdx.x == 0) y[blockIdx.x] = s[0] * c0 + c1;\n}\n",
                 reds[r].comb, reds[r].name, i, reds[r].init, reds[r].map);
-        snprintf(entry, sizeof entry, "synth_%s_%d<%d>", reds[r].name, i, block);
+        snprintf(entry, cap, "synth_%s_%d<%d>", reds[r].name, i, *block);
         break;
     }
     default:
-        snprintf(entry, sizeof entry, "synth_affine_%d", i);
-        fprintf(f,
-                "extern \"C\" __global__ void %s(const T *x, const float *g, const float *b, T *y, int C, long long n) {\n"
-                "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-                "  if (i < n) { int j = (int)(i %% C); float x0 = ld(x[i]); y[i] = st(x0 * g[j] * c0 + b[j] + c1); }\n}\n",
-                entry);
+        snprintf(entry, cap, "synth_affine_%d", i);
+        fprintf(
+            f,
+            "extern \"C\" __global__ void %s(const T *x, const float *g, const float *b, T *y, int C, long long n) {\n"
+            "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+            "  if (i < n) { int j = (int)(i %% C); float x0 = ld(x[i]); y[i] = st(x0 * g[j] * c0 + b[j] + c1); }\n}\n",
+            entry);
         break;
     }
-    if (fclose(f)) return -1;
+    return fclose(f) ? -1 : 0;
+}
+
+/* Graph i's spec, g<i>.json: its kernel, inputs, outputs and launch. */
+static int write_graph(const char *dir, int i) {
+    int kind = i % 4, half = (i / 4) % 2, fast = i % 5 == 0, block;
+    const char *dt = half ? "f16" : "f32";
+    char entry[64], path[4200];
+    if (write_source(dir, i, entry, sizeof entry, &block)) return -1;
     snprintf(path, sizeof path, "%s/g%03d.json", dir, i);
-    if (!(f = fopen(path, "w"))) return -1;
-    fprintf(f, "{\n  \"name\": \"synth_%03d\",\n  \"kernels\": [{\"id\": \"k\", \"file\": \"g%03d.cu\", \"entry\": \"%s\"%s}],\n",
-            i, i, entry, fast ? ", \"options\": [\"-use_fast_math\"]" : "");
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(
+        f,
+        "{\n  \"name\": \"synth_%03d\",\n  \"kernels\": [{\"id\": \"k\", \"file\": \"g%03d.cu\", \"entry\": \"%s\"%s}],\n",
+        i, i, entry, fast ? ", \"options\": [\"-use_fast_math\"]" : "");
     switch (kind) {
     case 0:
-        fprintf(f, "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}, {\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
-                   "  \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
-                   "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 256)\", 1, 1], \"block\": [256, 1, 1], "
-                   "\"args\": [\"input:0\", \"input:1\", \"output:0\", \"e64:N\"]}]\n",
+        fprintf(f,
+                "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}, {\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
+                "  \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
+                "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 256)\", 1, 1], \"block\": [256, 1, 1], "
+                "\"args\": [\"input:0\", \"input:1\", \"output:0\", \"e64:N\"]}]\n",
                 dt, dt, dt);
         break;
     case 1:
-        fprintf(f, "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
-                   "  \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
-                   "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 256)\", 1, 1], \"block\": [256, 1, 1], "
-                   "\"args\": [\"input:0\", \"output:0\", \"e64:N\"]}]\n",
+        fprintf(f,
+                "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
+                "  \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"N\"]}],\n"
+                "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(N, 256)\", 1, 1], \"block\": [256, 1, 1], "
+                "\"args\": [\"input:0\", \"output:0\", \"e64:N\"]}]\n",
                 dt, dt);
         break;
     case 2:
-        fprintf(f, "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"R\", \"C\"]}],\n"
-                   "  \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"R\"]}],\n"
-                   "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"R\", 1, 1], \"block\": [%d, 1, 1], "
-                   "\"args\": [\"input:0\", \"output:0\", \"e32:C\"]}]\n",
+        fprintf(f,
+                "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"R\", \"C\"]}],\n"
+                "  \"outputs\": [{\"dtype\": \"f32\", \"sizes\": [\"R\"]}],\n"
+                "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"R\", 1, 1], \"block\": [%d, 1, 1], "
+                "\"args\": [\"input:0\", \"output:0\", \"e32:C\"]}]\n",
                 dt, block);
         break;
     default:
-        fprintf(f, "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"R\", \"C\"]}, {\"dtype\": \"f32\", \"sizes\": [\"C\"]}, "
-                   "{\"dtype\": \"f32\", \"sizes\": [\"C\"]}],\n"
-                   "  \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"R\", \"C\"]}],\n"
-                   "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(R * C, 256)\", 1, 1], \"block\": [256, 1, 1], "
-                   "\"args\": [\"input:0\", \"input:1\", \"input:2\", \"output:0\", \"e32:C\", \"e64:R * C\"]}]\n",
-                dt, dt);
+        fprintf(
+            f,
+            "  \"inputs\": [{\"dtype\": \"%s\", \"sizes\": [\"R\", \"C\"]}, {\"dtype\": \"f32\", \"sizes\": [\"C\"]}, "
+            "{\"dtype\": \"f32\", \"sizes\": [\"C\"]}],\n"
+            "  \"outputs\": [{\"dtype\": \"%s\", \"sizes\": [\"R\", \"C\"]}],\n"
+            "  \"forward\": [{\"kernel\": \"k\", \"grid\": [\"ceildiv(R * C, 256)\", 1, 1], \"block\": [256, 1, 1], "
+            "\"args\": [\"input:0\", \"input:1\", \"input:2\", \"output:0\", \"e32:C\", \"e64:R * C\"]}]\n",
+            dt, dt);
         break;
     }
     fprintf(f, "}\n");

@@ -89,16 +89,18 @@ static void print_run(const ws_args *a, const ws_run *r) {
     const char *slash = strrchr(r->slowest_name, '/');
     int gpu = r->gpu;
     if (a->json)
-        printf("{\"gpu\": %s, \"graphs\": %zu, \"hits\": %zu, \"not_hits\": %zu, \"failed\": %zu, "
-               "\"driver_and_context_ms\": %.3f, \"cache_open_ms\": %.3f, \"graphs_ms\": %.3f, \"ready_after_context_ms\": %.3f, "
-               "\"slowest_graph_ms\": %.3f}\n",
-               gpu ? "true" : "false", r->n, r->hits, r->other, r->failed, r->t_ctx - r->t_ctx0, r->t_open - r->t_open0,
-               r->t_done - r->t_open, r->t_done - r->t_ctx, r->slowest);
+        printf(
+            "{\"gpu\": %s, \"graphs\": %zu, \"hits\": %zu, \"not_hits\": %zu, \"failed\": %zu, "
+            "\"driver_and_context_ms\": %.3f, \"cache_open_ms\": %.3f, \"graphs_ms\": %.3f, \"ready_after_context_ms\": %.3f, "
+            "\"slowest_graph_ms\": %.3f}\n",
+            gpu ? "true" : "false", r->n, r->hits, r->other, r->failed, r->t_ctx - r->t_ctx0, r->t_open - r->t_open0,
+            r->t_done - r->t_open, r->t_done - r->t_ctx, r->slowest);
     else
         printf("%s: %zu graphs, %zu hits, %zu not hits, %zu failed; %s %.1f ms, cache open %.2f ms, graphs %.2f ms "
                "(slowest %s %.2f ms): every graph %s %.2f ms after %s (%.1f ms after main)\n",
-               a->manifest, r->n, r->hits, r->other, r->failed, gpu ? "driver + context" : "no GPU:", r->t_ctx - r->t_ctx0,
-               r->t_open - r->t_open0, r->t_done - r->t_open, slash ? slash + 1 : r->slowest_name, r->slowest,
+               a->manifest, r->n, r->hits, r->other, r->failed,
+               gpu ? "driver + context" : "no GPU:", r->t_ctx - r->t_ctx0, r->t_open - r->t_open0,
+               r->t_done - r->t_open, slash ? slash + 1 : r->slowest_name, r->slowest,
                gpu ? "loaded and launchable" : "found (compile-only)", r->t_done - r->t_ctx,
                gpu ? "the context's creation" : "the start", r->t_done - r->t_main);
 }
@@ -122,7 +124,8 @@ int main(int argc, char **argv) {
         r.t_ctx = now_ms();
     } else if (!a.arch) {
         a.arch = "sm_90";
-        fprintf(stderr, "kcache-warmstart: no GPU (%s): compile-only lookups for %s\n", kc_error_last()->message, a.arch);
+        fprintf(stderr, "kcache-warmstart: no GPU (%s): compile-only lookups for %s\n", kc_error_last()->message,
+                a.arch);
     }
     kc_manifest *m;
     if (kc_manifest_load(&m, a.manifest) != KC_OK) {

@@ -22,20 +22,16 @@
 
 int cli_fail(const char *what) {
     const kc_error *e = kc_error_last();
-    fprintf(stderr, "kcache: %s: %s (%s)\n", what, e->message[0] ? e->message : "failed",
-            kc_status_str(e->code));
+    fprintf(stderr, "kcache: %s: %s (%s)\n", what, e->message[0] ? e->message : "failed", kc_status_str(e->code));
     return EXIT_PROBLEM;
 }
 
 int cli_usage_error(const cli_cmd *c, const char *msg, const char *arg) {
-    fprintf(stderr, "kcache %s: %s%s%s\nusage: %s\n", c->name, msg, arg ? ": " : "", arg ? arg : "",
-            c->usage);
+    fprintf(stderr, "kcache %s: %s%s%s\nusage: %s\n", c->name, msg, arg ? ": " : "", arg ? arg : "", c->usage);
     return EXIT_USAGE;
 }
 
-void cli_print_help(const cli_cmd *c) {
-    printf("usage: %s\n\n%s\n", c->usage, c->help);
-}
+void cli_print_help(const cli_cmd *c) { printf("usage: %s\n\n%s\n", c->usage, c->help); }
 
 int cli_open_cache(const cli_settings *s, kc_cache **out) {
     kc_options o = KC_OPTIONS_INIT;
@@ -73,8 +69,7 @@ void cli_iso_time(int64_t t, char *out, size_t cap) {
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-void cli_parse_opts(const cli_cmd *c, int argc, char **argv, cli_opts *o, int allow_json, int allow_max,
-                    int max_pos) {
+void cli_parse_opts(const cli_cmd *c, int argc, char **argv, cli_opts *o, int allow_json, int allow_max, int max_pos) {
     memset(o, 0, sizeof *o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -152,9 +147,10 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json) {
         if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
         else snprintf(t, sizeof t, "%.0f us", i->total_us);
         if (i->units > 0) snprintf(u, sizeof u, " (%d of %d units)", i->units_compiled, i->units);
-        printf("%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms%s, load %.0f us%s)%s%s\n",
-               name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms, u,
-               i->load_us, sv, i->miss_reason[0] ? "  " : "", i->miss_reason);
+        printf(
+            "%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms%s, load %.0f us%s)%s%s\n",
+            name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms, u,
+            i->load_us, sv, i->miss_reason[0] ? "  " : "", i->miss_reason);
     }
 }
 

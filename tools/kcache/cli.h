@@ -47,9 +47,9 @@ typedef struct cli_cmd {
 } cli_cmd;
 
 /** The commands, one per cmd_<name>.c; main.c lists them in the order --help shows. */
-extern const cli_cmd cli_cmd_stats, cli_cmd_ls, cli_cmd_show, cli_cmd_verify, cli_cmd_gc, cli_cmd_clear,
-    cli_cmd_get, cli_cmd_prewarm, cli_cmd_export, cli_cmd_import, cli_cmd_explain, cli_cmd_demo, cli_cmd_toolchain,
-    cli_cmd_coverage, cli_cmd_keygen, cli_cmd_sign;
+extern const cli_cmd cli_cmd_stats, cli_cmd_ls, cli_cmd_show, cli_cmd_verify, cli_cmd_gc, cli_cmd_clear, cli_cmd_get,
+    cli_cmd_prewarm, cli_cmd_export, cli_cmd_import, cli_cmd_explain, cli_cmd_demo, cli_cmd_toolchain, cli_cmd_coverage,
+    cli_cmd_keygen, cli_cmd_sign;
 
 /** The environment section of `kcache --help`, generated from the settings table (cmd_config.c). */
 void cli_config_env_help(FILE *f);
@@ -99,8 +99,7 @@ typedef struct cli_opts {
  * --max-size[=]SIZE when allow_max, up to max_pos positional arguments; anything else is a
  * usage error (exits 2).
  */
-void cli_parse_opts(const cli_cmd *c, int argc, char **argv, cli_opts *o, int allow_json, int allow_max,
-                    int max_pos);
+void cli_parse_opts(const cli_cmd *c, int argc, char **argv, cli_opts *o, int allow_json, int allow_max, int max_pos);
 
 /** The arguments of get and explain: SPEC, --arch TARGET, --json, --help; 0 or an exit code. */
 int cli_spec_args(const cli_cmd *c, int argc, char **argv, const char **arch, cli_opts *o);

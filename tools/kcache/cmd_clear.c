@@ -11,10 +11,7 @@
 
 static int cmd_clear(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_clear = {
-    "clear", "kcache clear",
-    "Remove every entry and the quarantine.",
-    cmd_clear};
+const cli_cmd cli_cmd_clear = {"clear", "kcache clear", "Remove every entry and the quarantine.", cmd_clear};
 
 static int cmd_clear(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;

@@ -46,8 +46,9 @@ static void print_text(const char *mpath, const kc_coverage_report *r) {
         printf("\n");
     }
     if (!r->missing) printf("complete: %zu of %zu variants covered\n", r->covered, r->graphs * r->targets);
-    else printf("incomplete: %zu of %zu variants covered, %zu missing\n", r->covered, r->graphs * r->targets,
-                r->missing);
+    else
+        printf("incomplete: %zu of %zu variants covered, %zu missing\n", r->covered, r->graphs * r->targets,
+               r->missing);
 }
 
 static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
@@ -71,12 +72,15 @@ static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
     if (dev) {
         char *end;
         long v = strtol(dev, &end, 10);
-        if (!*dev || *end || v < 0 || v > 1024) return cli_usage_error(c0, "--device needs a GPU ordinal (0, 1, ...)", dev);
+        if (!*dev || *end || v < 0 || v > 1024)
+            return cli_usage_error(c0, "--device needs a GPU ordinal (0, 1, ...)", dev);
         device = (int)v;
         int major, minor;
         if (kc_cuda_capability(device, &major, &minor) != KC_OK) {
-            fprintf(stderr, "kcache coverage: --device %d: no such GPU here (%s); on a host without one, name the "
-                            "targets with --arch\n", device, kc_error_last()->message);
+            fprintf(stderr,
+                    "kcache coverage: --device %d: no such GPU here (%s); on a host without one, name the "
+                    "targets with --arch\n",
+                    device, kc_error_last()->message);
             return EXIT_PROBLEM;
         }
     }

@@ -77,7 +77,7 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
     kc_manifest *mf;
     int rc = cli_manifest_open("demo", mpath, NULL, &mf);
     if (rc) return rc;
-    (void)cs; /* the scratch cache takes no global option: no remote, no KCACHE_DIR */
+    (void)cs;      /* the scratch cache takes no global option: no remote, no KCACHE_DIR */
     char td[4096]; /* TMPDIR, else /tmp: the process's settings (kcache/config.h) */
     kc_config_get(kc_config_process(), KC_CONFIG_tmpdir, td, sizeof td, NULL, NULL, 0);
     char scratch[4200];
@@ -119,8 +119,9 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
             }
             kc_graph_desc_free(d);
         }
-        if (units) printf("compile units: %d compiled, %d found stored (each unit is compiled once per target)\n", compiled,
-                          units - compiled);
+        if (units)
+            printf("compile units: %d compiled, %d found stored (each unit is compiled once per target)\n", compiled,
+                   units - compiled);
         printf("\n");
     }
     if (gpu) failed += demo_check(c, mf);

@@ -51,8 +51,8 @@ typedef struct levels {
     size_t nunits, nstored;
     const char *unit_key[KC_EXPLAIN_MAX];
     int stored[KC_EXPLAIN_MAX];
-    int graph_stored;          /* the graph entry is there (a hit, or a miss for want of an image) */
-    kc_entry *graph;           /* then: the entry (peeked), its references and kernels */
+    int graph_stored; /* the graph entry is there (a hit, or a miss for want of an image) */
+    kc_entry *graph;  /* then: the entry (peeked), its references and kernels */
     kc_image_ref *refs;
     size_t nrefs;
     cli_kernel *ks;
@@ -71,7 +71,8 @@ static void levels_read(kc_cache *c, const kc_explain *x, levels *l) {
     snprintf(self, sizeof self, "%s.%s", x->key, x->variant);
     l->graph_stored = x->hit || (x->have_nearest && strcmp(x->nearest, self) == 0);
     kc_key k;
-    if (!l->graph_stored || kc_key_from_hex(&k, x->key) != KC_OK || kc_cache_peek(c, &k, x->variant, &l->graph) != KC_OK)
+    if (!l->graph_stored || kc_key_from_hex(&k, x->key) != KC_OK ||
+        kc_cache_peek(c, &k, x->variant, &l->graph) != KC_OK)
         return;
     if (kc_entry_images(l->graph, &l->refs, &l->nrefs) != KC_OK) l->refs = NULL, l->nrefs = 0;
     else if (cli_entry_kernels(l->graph, l->nrefs, &l->ks, &l->nks) != KC_OK) l->ks = NULL, l->nks = 0;
@@ -99,9 +100,10 @@ static void print_levels_text(kc_cache *c, const kc_explain *x, const levels *l)
         char id[KC_KEY_HEX_LEN + 1], kn[SHOWN_CAP];
         kc_key_to_hex(&l->refs[i].id, id);
         cli_kernels_of_image(l->ks, l->nks, (uint32_t)i, kn, sizeof kn);
-        printf("images    the graph entry is stored but image %s (%s %s) is %s: the next lookup recompiles unit %zu (%s)\n",
-               id, l->refs[i].target, l->refs[i].is_ptx ? "ptx" : "cubin",
-               cli_image_state_of(c, &l->refs[i]) == CLI_IMAGE_CORRUPT ? "corrupt" : "missing", i, kn[0] ? kn : "?");
+        printf(
+            "images    the graph entry is stored but image %s (%s %s) is %s: the next lookup recompiles unit %zu (%s)\n",
+            id, l->refs[i].target, l->refs[i].is_ptx ? "ptx" : "cubin",
+            cli_image_state_of(c, &l->refs[i]) == CLI_IMAGE_CORRUPT ? "corrupt" : "missing", i, kn[0] ? kn : "?");
     }
     if (!l->nunits) return;
     printf("units     %zu of %zu compile unit%s %s stored", l->nstored, l->nunits, l->nunits == 1 ? "" : "s",
@@ -127,7 +129,8 @@ static void print_levels_json(kc_cache *c, const kc_explain *x, const levels *l)
         json_kv_str(stdout, &g, "id", id);
         json_kv_str(stdout, &g, "target", l->refs[i].target);
         json_kv_str(stdout, &g, "kind", l->refs[i].is_ptx ? "ptx" : "cubin");
-        json_kv_str(stdout, &g, "state", cli_image_state_of(c, &l->refs[i]) == CLI_IMAGE_CORRUPT ? "corrupt" : "missing");
+        json_kv_str(stdout, &g, "state",
+                    cli_image_state_of(c, &l->refs[i]) == CLI_IMAGE_CORRUPT ? "corrupt" : "missing");
         printf(", \"kernels\": [");
         for (size_t k = 0, m = 0; k < l->nks; k++)
             if (l->ks[k].image == i) printf("%s", m++ ? ", " : ""), json_str(stdout, l->ks[k].name);

@@ -57,11 +57,16 @@ static int export_target_check(const char *file) {
         return EXIT_PROBLEM;
     }
     if (S_ISREG(st.st_mode)) return 0;
-    const char *what = S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
-    fprintf(stderr, "kcache export: '%s' is %s: export writes regular files only (it replaces one whole); "
-                    "name a new file or a regular one\n", file, what);
+    const char *what = S_ISLNK(st.st_mode)                          ? "a symbolic link"
+                       : S_ISDIR(st.st_mode)                        ? "a directory"
+                       : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                       ? "a socket"
+                                                                    : "not a regular file";
+    fprintf(stderr,
+            "kcache export: '%s' is %s: export writes regular files only (it replaces one whole); "
+            "name a new file or a regular one\n",
+            file, what);
     return EXIT_USAGE;
 }
 
@@ -89,11 +94,13 @@ static void print_report(const kc_bundle_report *r, int json, const char *file) 
         return;
     }
     printf("exported %s: %llu entries, %llu bytes: %llu graph entries (%llu bytes), %llu images (%llu bytes), "
-           "%llu unit records (%llu bytes)\n", file, (unsigned long long)r->entries, (unsigned long long)r->bytes,
-           (unsigned long long)r->graphs, (unsigned long long)r->graph_bytes, (unsigned long long)r->images,
-           (unsigned long long)r->image_bytes, (unsigned long long)r->units, (unsigned long long)r->unit_bytes);
+           "%llu unit records (%llu bytes)\n",
+           file, (unsigned long long)r->entries, (unsigned long long)r->bytes, (unsigned long long)r->graphs,
+           (unsigned long long)r->graph_bytes, (unsigned long long)r->images, (unsigned long long)r->image_bytes,
+           (unsigned long long)r->units, (unsigned long long)r->unit_bytes);
     if (r->profiles) /* the site profiles (bundle v3, kcache/bundle.h) */
-        printf("site profiles: %llu (a kcache before format v3 cannot import this bundle)\n", (unsigned long long)r->profiles);
+        printf("site profiles: %llu (a kcache before format v3 cannot import this bundle)\n",
+               (unsigned long long)r->profiles);
 }
 
 /* Without a manifest: every graph entry (of --arch's targets), as before; no coverage record (v1). */
@@ -106,7 +113,8 @@ static int export_all(const cli_settings *cs, const cli_cmd *c0, const char *fil
         snprintf(buf, sizeof buf, "%s", arch);
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
             kc_target tg;
-            if (kc_target_parse(t, &tg) != KC_OK || narchs >= KC_MANIFEST_MAX_ARCHS) rc = cli_usage_error(c0, "not a target", t);
+            if (kc_target_parse(t, &tg) != KC_OK || narchs >= KC_MANIFEST_MAX_ARCHS)
+                rc = cli_usage_error(c0, "not a target", t);
             else archs[narchs++] = strdup(t);
         }
         if (!rc && narchs == 0) rc = cli_usage_error(c0, "--arch needs at least one target", NULL);
@@ -189,12 +197,14 @@ static int export_gate(kc_cache *c, const kc_manifest *m, const export_args *a, 
     if (!v->missing) return 0;
     cli_coverage_missing(stderr, "export", v);
     if (!a->partial) {
-        fprintf(stderr, "kcache export: refused: %zu of %zu variants of %s (%zu graphs x %zu targets) are not in the "
+        fprintf(stderr,
+                "kcache export: refused: %zu of %zu variants of %s (%zu graphs x %zu targets) are not in the "
                 "cache, listed above; nothing written (prewarm them, or give --allow-partial to ship the %zu there)\n",
                 v->missing, v->graphs * v->targets, a->mpath, v->graphs, v->targets, v->covered);
         return EXIT_PROBLEM;
     }
-    fprintf(stderr, "kcache export: warning: --allow-partial: the bundle lacks the %zu variants listed above\n", v->missing);
+    fprintf(stderr, "kcache export: warning: --allow-partial: the bundle lacks the %zu variants listed above\n",
+            v->missing);
     return 0;
 }
 

@@ -17,16 +17,15 @@
 
 static int cmd_gc(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_gc = {
-    "gc", "kcache gc [--max-size SIZE] [--json]",
-    "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
-    "directory's limit recorded by 'kcache limit SIZE', else KCACHE_MAX_SIZE or 5G),\n"
-    "remove what no graph can use — entries of an older format (stale), graph entries and\n"
-    "unit records whose image is gone (dangling), images nothing refers to for an hour\n"
-    "(orphans) —, collect stale temporary files, bound the quarantine and recount.\n"
-    "A size of 0 means no limit, as KCACHE_MAX_SIZE=0 does: nothing is evicted (use\n"
-    "'kcache clear' to remove every entry).",
-    cmd_gc};
+const cli_cmd cli_cmd_gc = {"gc", "kcache gc [--max-size SIZE] [--json]",
+                            "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
+                            "directory's limit recorded by 'kcache limit SIZE', else KCACHE_MAX_SIZE or 5G),\n"
+                            "remove what no graph can use — entries of an older format (stale), graph entries and\n"
+                            "unit records whose image is gone (dangling), images nothing refers to for an hour\n"
+                            "(orphans) —, collect stale temporary files, bound the quarantine and recount.\n"
+                            "A size of 0 means no limit, as KCACHE_MAX_SIZE=0 does: nothing is evicted (use\n"
+                            "'kcache clear' to remove every entry).",
+                            cmd_gc};
 
 static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
@@ -71,7 +70,8 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
                (unsigned long long)r.stale_removed, (unsigned long long)r.dangling_removed,
                (unsigned long long)r.orphans_removed);
         if (r.corrupt)
-            printf("%llu corrupt entries left in place: 'kcache verify' quarantines them\n", (unsigned long long)r.corrupt);
+            printf("%llu corrupt entries left in place: 'kcache verify' quarantines them\n",
+                   (unsigned long long)r.corrupt);
     }
     return 0;
 }

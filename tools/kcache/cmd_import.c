@@ -126,9 +126,11 @@ static void print_report(const kc_bundle_report *r, int json, int dry, const cha
         print_coverage(cv, 0);
     }
     if (r->graphs_skipped || r->units_skipped)
-        fprintf(stderr, "kcache import: warning: %s %llu graph entries and %llu unit records (the first: %s): an image "
+        fprintf(stderr,
+                "kcache import: warning: %s %llu graph entries and %llu unit records (the first: %s): an image "
                 "they refer to is neither in the bundle nor in the cache (export them again from a cache that holds "
-                "their images)\n", dry ? "would leave out" : "left out", (unsigned long long)r->graphs_skipped,
+                "their images)\n",
+                dry ? "would leave out" : "left out", (unsigned long long)r->graphs_skipped,
                 (unsigned long long)r->units_skipped, r->first_skipped);
 }
 
@@ -157,7 +159,8 @@ static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     /* The coverage it brings: the bundle's record (v2), read back; a v1 bundle has none. */
     kc_bundle_coverage *cv = NULL;
     rc = kc_bundle_coverage_read(file, &cv);
-    if (rc && rc != KC_MISS) fprintf(stderr, "kcache import: warning: its coverage record: %s\n", kc_error_last()->message);
+    if (rc && rc != KC_MISS)
+        fprintf(stderr, "kcache import: warning: its coverage record: %s\n", kc_error_last()->message);
     print_report(&r, json, dry, file, cv);
     kc_bundle_coverage_free(cv);
     return 0;

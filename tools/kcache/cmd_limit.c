@@ -18,14 +18,13 @@
 
 static int cmd_limit(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_limit = {
-    "limit", "kcache limit [SIZE] [--json]",
-    "Without SIZE, print the size limit in force and whether the directory records it.\n"
-    "With SIZE (5G, 500M, 64K, bytes; 0: no limit), record it as the directory's limit:\n"
-    "every process that opens the directory from then on uses it, whatever its\n"
-    "KCACHE_MAX_SIZE (which applies only to a directory without a recorded limit).\n"
-    "Nothing is evicted now: the next put over the limit, or 'kcache gc', does.",
-    cmd_limit};
+const cli_cmd cli_cmd_limit = {"limit", "kcache limit [SIZE] [--json]",
+                               "Without SIZE, print the size limit in force and whether the directory records it.\n"
+                               "With SIZE (5G, 500M, 64K, bytes; 0: no limit), record it as the directory's limit:\n"
+                               "every process that opens the directory from then on uses it, whatever its\n"
+                               "KCACHE_MAX_SIZE (which applies only to a directory without a recorded limit).\n"
+                               "Nothing is evicted now: the next put over the limit, or 'kcache gc', does.",
+                               cmd_limit};
 
 static int cmd_limit(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;

@@ -23,14 +23,13 @@
 
 static int cmd_ls(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_ls = {
-    "ls", "kcache ls [--images] [--json]",
-    "List stored graph entries: key, variant, size, last use, and the images each refers to\n"
-    "(JSON: their ids).  Images and unit records are not graphs and are not listed.\n"
-    "--images lists the images instead: id, stored size, target, kind (cubin or ptx), and how\n"
-    "many graph entries and unit records refer to each; an image referred to but absent is\n"
-    "listed as missing.",
-    cmd_ls};
+const cli_cmd cli_cmd_ls = {"ls", "kcache ls [--images] [--json]",
+                            "List stored graph entries: key, variant, size, last use, and the images each refers to\n"
+                            "(JSON: their ids).  Images and unit records are not graphs and are not listed.\n"
+                            "--images lists the images instead: id, stored size, target, kind (cubin or ptx), and how\n"
+                            "many graph entries and unit records refer to each; an image referred to but absent is\n"
+                            "listed as missing.",
+                            cmd_ls};
 
 typedef struct ls_ctx {
     kc_cache *c;
@@ -76,7 +75,8 @@ static int ls_item(const kc_cache_item *it, void *ctx) {
         char v[4 * 64 + 1], ni[24];
         if (readable) snprintf(ni, sizeof ni, "%zu image%s", nrefs, nrefs == 1 ? "" : "s");
         else snprintf(ni, sizeof ni, "unreadable");
-        printf("%s  %-12s %10llu  %s  %s\n", hex, cli_shown(it->variant, v, sizeof v), (unsigned long long)it->bytes, t, ni);
+        printf("%s  %-12s %10llu  %s  %s\n", hex, cli_shown(it->variant, v, sizeof v), (unsigned long long)it->bytes, t,
+               ni);
     }
     free(refs);
     kc_entry_free(e);
@@ -209,8 +209,9 @@ static int ls_images(kc_cache *c, int json) {
     memset(&x, 0, sizeof x);
     x.c = c;
     int rc = kc_cache_foreach(c, img_item, &x);
-    if (!json) printf("%-32s  %-10s %-5s %10s %10s  %-20s  %s\n", "image", "target", "kind", "bytes", "stored",
-                      "referred to by", "last use");
+    if (!json)
+        printf("%-32s  %-10s %-5s %10s %10s  %-20s  %s\n", "image", "target", "kind", "bytes", "stored",
+               "referred to by", "last use");
     if (x.oom) rc = KC_ENOMEM;
     if (rc == KC_OK) {
         qsort(x.gref, x.ng, sizeof *x.gref, key_cmp);

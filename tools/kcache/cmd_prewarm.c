@@ -56,8 +56,11 @@ static void pw_bar(const kc_prewarm_report *r) {
 }
 
 static const char *pw_result_word(const kc_prewarm_result *x) {
-    return x->status ? "failed" : x->info.source == KC_FROM_DISK ? "hit" : x->info.source == KC_FROM_REMOTE ? "remote_hit"
-         : x->info.source == KC_FROM_BYPASS ? "bypassed" : "compiled";
+    return x->status                          ? "failed"
+           : x->info.source == KC_FROM_DISK   ? "hit"
+           : x->info.source == KC_FROM_REMOTE ? "remote_hit"
+           : x->info.source == KC_FROM_BYPASS ? "bypassed"
+                                              : "compiled";
 }
 
 /* Progress: a bar on a terminal, else one line per graph once all its targets are done. */
@@ -81,7 +84,9 @@ static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
         else if (x->info.units_compiled > 0)
             fprintf(o, "  %s compiled %.0f ms (%d of %d units)", arch, x->info.compile_ms, x->info.units_compiled,
                     x->info.units);
-        else fprintf(o, "  %s built from %d stored unit%s (nothing compiled)", arch, x->info.units, x->info.units == 1 ? "" : "s");
+        else
+            fprintf(o, "  %s built from %d stored unit%s (nothing compiled)", arch, x->info.units,
+                    x->info.units == 1 ? "" : "s");
     }
     fprintf(o, "\n");
     for (size_t k = first; k < first + na; k++)
@@ -265,8 +270,9 @@ static void pw_print_text(const kc_prewarm_report *r, const pw_pub *p) {
                r->units - r->units_compiled);
     if (p->on)
         printf("remote %s: %llu published, %llu not (see kcache stats), %llu refused (neither compiled here nor "
-               "verified under a trusted key)\n", p->rs.url, (unsigned long long)p->published,
-               (unsigned long long)p->dropped, (unsigned long long)p->refused);
+               "verified under a trusted key)\n",
+               p->rs.url, (unsigned long long)p->published, (unsigned long long)p->dropped,
+               (unsigned long long)p->refused);
 }
 
 /* Run the prewarm on the open cache and report; the exit code. */

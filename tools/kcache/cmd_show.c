@@ -114,7 +114,8 @@ static int show_parse(int argc, char **argv, show_args *a) {
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--extract") == 0 && i + 1 < argc) a->extract = argv[++i];
-        else if (strcmp(argv[i], "--extract") == 0) return cli_usage_error(&cli_cmd_show, "--extract needs a folder", NULL);
+        else if (strcmp(argv[i], "--extract") == 0)
+            return cli_usage_error(&cli_cmd_show, "--extract needs a folder", NULL);
         else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) a->arch = argv[++i];
         else if (strcmp(argv[i], "--arch") == 0) return cli_usage_error(&cli_cmd_show, "--arch needs a target", NULL);
         else argv[++n] = argv[i];

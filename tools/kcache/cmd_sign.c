@@ -84,8 +84,8 @@ static int collect(const kc_cache_item *it, void *ctx) {
     s->why[0] = '\0';
     kc_provenance p; /* the record says where from; the mode alone decided */
     if (!s->own && kc_provenance_read(it->path, &p) == KC_OK && p.recorded)
-        snprintf(s->why, sizeof s->why, "%s %s verified=%s: not compiled here", kc_provenance_kind_name(p.kind), p.source,
-                 p.verifier);
+        snprintf(s->why, sizeof s->why, "%s %s verified=%s: not compiled here", kc_provenance_kind_name(p.kind),
+                 p.source, p.verifier);
     else if (!s->own)
         snprintf(s->why, sizeof s->why, "fetched or imported (mode 0400), %s: not compiled here",
                  p.unavailable ? "the file system keeps no record of where from" : "no record of where from");
@@ -177,8 +177,8 @@ static int sign_local(const cli_settings *cs, const char *keyfile, const char *k
         printf("]}\n");
     } else {
         printf("signed %llu entr%s of %s with key %s; skipped %llu (fetched or imported, not compiled here)",
-               (unsigned long long)signed_n, signed_n == 1 ? "y" : "ies", cli_shown(kc_cache_dir(c), shown, sizeof shown),
-               key_id, (unsigned long long)skipped);
+               (unsigned long long)signed_n, signed_n == 1 ? "y" : "ies",
+               cli_shown(kc_cache_dir(c), shown, sizeof shown), key_id, (unsigned long long)skipped);
         if (failed) printf("; %llu failed", (unsigned long long)failed);
         printf("\n");
     }
@@ -223,10 +223,11 @@ static void print_bundle(const char *file, const char *key_id, const kc_bundle_r
         printf("}\n");
         return;
     }
-    printf("signed %s with key %s: %llu entries signed (%llu graph entries, %llu images, %llu unit records), 0 skipped; "
-           "%llu bytes", cli_shown(file, shown, sizeof shown), key_id, (unsigned long long)r->entries,
-           (unsigned long long)r->graphs, (unsigned long long)r->images, (unsigned long long)r->units,
-           (unsigned long long)r->bytes);
+    printf(
+        "signed %s with key %s: %llu entries signed (%llu graph entries, %llu images, %llu unit records), 0 skipped; "
+        "%llu bytes",
+        cli_shown(file, shown, sizeof shown), key_id, (unsigned long long)r->entries, (unsigned long long)r->graphs,
+        (unsigned long long)r->images, (unsigned long long)r->units, (unsigned long long)r->bytes);
     if (coverage) printf("; coverage record kept");
     if (r->profiles) printf("; %llu site profile%s kept", (unsigned long long)r->profiles, r->profiles == 1 ? "" : "s");
     printf("\n");
@@ -248,9 +249,11 @@ static int sign_in_scratch(sign_job *j) {
     const char *file = j->file;
     if (kc_bundle_import(j->c, file, 0, &j->ri) != KC_OK) return cli_fail("cannot read the bundle");
     if (j->ri.graphs_skipped || j->ri.units_skipped) {
-        fprintf(stderr, "kcache sign: '%s' carries %llu graph entries and %llu unit records whose image it lacks "
-                "(first: %s): signing would drop them; nothing changed\n", file, (unsigned long long)j->ri.graphs_skipped,
-                (unsigned long long)j->ri.units_skipped, j->ri.first_skipped);
+        fprintf(stderr,
+                "kcache sign: '%s' carries %llu graph entries and %llu unit records whose image it lacks "
+                "(first: %s): signing would drop them; nothing changed\n",
+                file, (unsigned long long)j->ri.graphs_skipped, (unsigned long long)j->ri.units_skipped,
+                j->ri.first_skipped);
         return EXIT_PROBLEM;
     }
     int crc = kc_bundle_coverage_read(file, &j->cov);
@@ -272,15 +275,16 @@ static int sign_replace(sign_job *j) {
     kc_bundle_coverage *cov = j->cov;
     kc_bundle_covers cv = {0};
     if (cov)
-        cv = (kc_bundle_covers){cov->manifest, (const char *const *)cov->names, cov->keys, cov->ngraphs,
-                                (const char *const *)cov->targets, cov->ntargets};
+        cv = (kc_bundle_covers){cov->manifest, (const char *const *)cov->names,   cov->keys,
+                                cov->ngraphs,  (const char *const *)cov->targets, cov->ntargets};
     if (kc_bundle_export_covering(j->c, j->out, NULL, cov ? &cv : NULL, &j->ro) != KC_OK)
         return cli_fail("cannot write the signed bundle");
     if (j->ro.entries != j->ri.entries || j->ro.profiles != j->ri.profiles) {
-        fprintf(stderr, "kcache sign: '%s' holds %llu objects and %llu profiles, the signed bundle would hold %llu and "
-                "%llu (an object no graph entry refers to is not exported): nothing changed\n", file,
-                (unsigned long long)j->ri.entries, (unsigned long long)j->ri.profiles, (unsigned long long)j->ro.entries,
-                (unsigned long long)j->ro.profiles);
+        fprintf(stderr,
+                "kcache sign: '%s' holds %llu objects and %llu profiles, the signed bundle would hold %llu and "
+                "%llu (an object no graph entry refers to is not exported): nothing changed\n",
+                file, (unsigned long long)j->ri.entries, (unsigned long long)j->ri.profiles,
+                (unsigned long long)j->ro.entries, (unsigned long long)j->ro.profiles);
         return EXIT_PROBLEM;
     }
     if (chmod(j->out, j->st.st_mode & 07777) != 0 || rename(j->out, file) != 0) {
@@ -300,7 +304,8 @@ static int sign_bundle(const char *file, const char *keyfile, const char *key_id
     /* The scratch cache beside FILE: the signed bundle is renamed over FILE from there. */
     const char *slash = strrchr(file, '/');
     int dn = slash ? (int)(slash - file) + 1 : 0;
-    if (snprintf(j->tmpl, sizeof j->tmpl, "%.*s.kcache-sign-XXXXXX", dn, file) >= (int)sizeof j->tmpl || !mkdtemp(j->tmpl)) {
+    if (snprintf(j->tmpl, sizeof j->tmpl, "%.*s.kcache-sign-XXXXXX", dn, file) >= (int)sizeof j->tmpl ||
+        !mkdtemp(j->tmpl)) {
         fprintf(stderr, "kcache sign: cannot make a scratch folder beside '%s': %s\n", file, strerror(errno));
         free(j);
         return EXIT_PROBLEM;

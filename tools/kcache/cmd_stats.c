@@ -103,10 +103,12 @@ static void print_tiers(kc_cache *c, int json) {
             json_kv_u64(stdout, &f, "writes", t.writes), json_kv_u64(stdout, &f, "write_errors", t.write_errors);
             printf("}");
         } else {
-            printf("  tier %zu          %s: breaker %s%s\n    hits %llu misses %llu errors %llu skipped %llu writes %llu "
-                   "write_errors %llu\n", i, t.url, kc_breaker_name(t.breaker), t.readonly ? ", read-only" : "",
-                   (unsigned long long)t.hits, (unsigned long long)t.misses, (unsigned long long)t.errors,
-                   (unsigned long long)t.skipped, (unsigned long long)t.writes, (unsigned long long)t.write_errors);
+            printf(
+                "  tier %zu          %s: breaker %s%s\n    hits %llu misses %llu errors %llu skipped %llu writes %llu "
+                "write_errors %llu\n",
+                i, t.url, kc_breaker_name(t.breaker), t.readonly ? ", read-only" : "", (unsigned long long)t.hits,
+                (unsigned long long)t.misses, (unsigned long long)t.errors, (unsigned long long)t.skipped,
+                (unsigned long long)t.writes, (unsigned long long)t.write_errors);
         }
     }
     if (json) fputs("]", stdout);
@@ -143,11 +145,11 @@ static const char *stats_read(kc_cache *c, int zero, stats_view *v) {
 }
 
 /* The remote's counters, in the order both forms show them. */
-static const kc_stat remote_ids[] = {KC_STAT_REMOTE_HITS, KC_STAT_REMOTE_MISSES, KC_STAT_REMOTE_ERRORS,
+static const kc_stat remote_ids[] = {KC_STAT_REMOTE_HITS,     KC_STAT_REMOTE_MISSES,  KC_STAT_REMOTE_ERRORS,
                                      KC_STAT_REMOTE_TIMEOUTS, KC_STAT_REMOTE_DROPPED, KC_STAT_REMOTE_PUTS,
-                                     KC_STAT_REMOTE_SKIPPED, KC_STAT_MAC_REJECTED};
-static const char *const remote_names[] = {"hits", "misses", "errors", "timeouts", "dropped_writes", "puts",
-                                           "skipped", "mac_rejected"};
+                                     KC_STAT_REMOTE_SKIPPED,  KC_STAT_MAC_REJECTED};
+static const char *const remote_names[] = {"hits",           "misses", "errors",  "timeouts",
+                                           "dropped_writes", "puts",   "skipped", "mac_rejected"};
 #define REMOTE_COUNT (sizeof remote_ids / sizeof remote_ids[0])
 
 /* ---- JSON: one object, a function per part ---- */
@@ -156,8 +158,10 @@ static void json_directory(const stats_view *v, int *first) {
     kc_cache *c = v->c;
     json_kv_str(stdout, first, "dir", kc_cache_dir(c));
     /* read-only: its stats files cannot be written, so other processes' counts stay in their memory */
-    json_kv_str(stdout, first, "mode", kc_cache_mode(c) == KC_CACHE_READONLY ? "read-only"
-                                       : kc_cache_mode(c) == KC_CACHE_DISABLED ? "disabled" : "read-write");
+    json_kv_str(stdout, first, "mode",
+                kc_cache_mode(c) == KC_CACHE_READONLY   ? "read-only"
+                : kc_cache_mode(c) == KC_CACHE_DISABLED ? "disabled"
+                                                        : "read-write");
     json_kv_u64(stdout, first, "max_size", kc_cache_max_size(c));
 }
 
@@ -177,8 +181,7 @@ static void json_kinds(const stats_view *v, int *first) {
 }
 
 static void json_hit_rate(const stats_view *v, int *first) {
-    json_kv_f64(stdout, first, "hit_rate",
-                v->lookups ? (double)v->served / (double)v->lookups : 0.0);
+    json_kv_f64(stdout, first, "hit_rate", v->lookups ? (double)v->served / (double)v->lookups : 0.0);
 }
 
 static void json_remote(const stats_view *v, int *first) {
@@ -203,7 +206,9 @@ static void json_remote(const stats_view *v, int *first) {
 static void text_directory(const stats_view *v) {
     kc_cache *c = v->c;
     printf("cache directory   %s%s\n", kc_cache_dir(c),
-           kc_cache_mode(c) == KC_CACHE_READONLY ? " (read-only)" : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)" : "");
+           kc_cache_mode(c) == KC_CACHE_READONLY   ? " (read-only)"
+           : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)"
+                                                   : "");
     if (kc_cache_mode(c) == KC_CACHE_READONLY) /* its stats files cannot be written: counts stay in each process */
         printf("                  read-only: the counts below are those stored before, plus this process's;\n"
                "                  the lookups of other processes on a read-only cache are kept in their memory only\n");
@@ -228,8 +233,7 @@ static void text_size(const stats_view *v) {
 
 static void text_hit_rate(const stats_view *v) {
     printf("hit rate          %.1f %% of %llu lookups\n",
-           v->lookups ? 100.0 * (double)v->served / (double)v->lookups : 0.0,
-           (unsigned long long)v->lookups);
+           v->lookups ? 100.0 * (double)v->served / (double)v->lookups : 0.0, (unsigned long long)v->lookups);
     printf("compile time saved %.1f s (each disk or remote hit adds its entry's wall-clock compile time;\n"
            "                  memory hits and waits for another's compile add nothing)\n",
            (double)v->s.v[KC_STAT_COMPILE_US_SAVED] / 1e6);
@@ -246,7 +250,8 @@ static void text_remote(const stats_view *v) {
            kc_breaker_name(v->rs.breaker));
     if (v->rs.breaker == KC_BREAKER_OPEN) printf(" (retry in %.0f ms)", v->rs.retry_in_ms);
     printf("\n ");
-    for (size_t i = 0; i < REMOTE_COUNT; i++) printf(" %s %llu", remote_names[i], (unsigned long long)v->s.v[remote_ids[i]]);
+    for (size_t i = 0; i < REMOTE_COUNT; i++)
+        printf(" %s %llu", remote_names[i], (unsigned long long)v->s.v[remote_ids[i]]);
     printf("\n");
     print_tiers(v->c, 0);
 }

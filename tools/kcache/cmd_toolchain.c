@@ -57,7 +57,8 @@ static int print_recorded(const char *name, const char *value, void *ctx) {
         printf("}");
     } else {
         size_t pre = strlen("nvrtc ") + strlen(id) + 1; /* "nvrtc <id> (<path>)": the id is printed already */
-        printf("%-10s%s  %s\n", r->n ? "" : "recorded", id, strlen(value) > pre && strncmp(value + 6, id, strlen(id)) == 0 ? value + pre : value);
+        printf("%-10s%s  %s\n", r->n ? "" : "recorded", id,
+               strlen(value) > pre && strncmp(value + 6, id, strlen(id)) == 0 ? value + pre : value);
     }
     r->n++;
     return 0;
@@ -93,8 +94,10 @@ static void gather(kc_cache *c, tc_view *v) {
 }
 
 static const char *from_name(kc_toolchain_from f) {
-    static const char *const names[] = {[KC_TOOLCHAIN_PIN_ENV] = "KCACHE_TOOLCHAIN", [KC_TOOLCHAIN_PIN] = "pin",
-                                        [KC_TOOLCHAIN_LOCAL] = "local", [KC_TOOLCHAIN_RECORDED] = "recorded"};
+    static const char *const names[] = {[KC_TOOLCHAIN_PIN_ENV] = "KCACHE_TOOLCHAIN",
+                                        [KC_TOOLCHAIN_PIN] = "pin",
+                                        [KC_TOOLCHAIN_LOCAL] = "local",
+                                        [KC_TOOLCHAIN_RECORDED] = "recorded"};
     return (unsigned)f < sizeof names / sizeof names[0] && names[f] ? names[f] : "recorded";
 }
 

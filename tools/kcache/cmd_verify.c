@@ -72,8 +72,9 @@ static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
                (unsigned long long)r.missing_refs, (unsigned long long)r.bad_refs, (unsigned long long)r.dangling);
         if (r.dangling || r.stale) printf("'kcache gc' removes dangling and stale entries\n");
         if (sigs)
-            printf("signatures: %llu signed by a trusted key, %llu unsigned, %llu refused (another key, or not matching)\n",
-                   (unsigned long long)sr.signed_ok, (unsigned long long)sr.unsigned_, (unsigned long long)sr.refused);
+            printf(
+                "signatures: %llu signed by a trusted key, %llu unsigned, %llu refused (another key, or not matching)\n",
+                (unsigned long long)sr.signed_ok, (unsigned long long)sr.unsigned_, (unsigned long long)sr.refused);
     }
     return r.corrupt || r.bad_refs || sr.unsigned_ || sr.refused ? EXIT_PROBLEM : 0;
 }

@@ -7,7 +7,8 @@ static int utf8_len(const unsigned char *p) {
     int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
     for (int i = 1; i < n; i++)
         if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+        (c == 0xf4 && p[1] > 0x8f))
         return 0;
     return n;
 }

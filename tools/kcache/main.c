@@ -24,9 +24,9 @@ extern const cli_cmd cli_cmd_config; /* cmd_config.c */
 
 /* The commands, in the order `kcache --help` lists them. */
 static const cli_cmd *const commands[] = {
-    &cli_cmd_stats, &cli_cmd_ls,      &cli_cmd_show,   &cli_cmd_verify,  &cli_cmd_gc,      &cli_cmd_limit, &cli_cmd_clear,
-    &cli_cmd_get,   &cli_cmd_prewarm, &cli_cmd_export, &cli_cmd_import,  &cli_cmd_explain, &cli_cmd_demo,
-    &cli_cmd_toolchain, &cli_cmd_coverage, &cli_cmd_keygen, &cli_cmd_sign, &cli_cmd_config,
+    &cli_cmd_stats, &cli_cmd_ls,        &cli_cmd_show,     &cli_cmd_verify, &cli_cmd_gc,     &cli_cmd_limit,
+    &cli_cmd_clear, &cli_cmd_get,       &cli_cmd_prewarm,  &cli_cmd_export, &cli_cmd_import, &cli_cmd_explain,
+    &cli_cmd_demo,  &cli_cmd_toolchain, &cli_cmd_coverage, &cli_cmd_keygen, &cli_cmd_sign,   &cli_cmd_config,
 };
 
 static void main_usage(FILE *f) {

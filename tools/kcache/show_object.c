@@ -148,11 +148,17 @@ static void print_provenance(const char *path, int json, int *first) {
     }
     printf("  provenance ");
     if (p.recorded && p.kind == KC_PROV_COMPILED) printf("compiled here");
-    else if (p.recorded) printf("%s %s verified=%s", kc_provenance_kind_name(p.kind), cli_shown(p.source, buf, sizeof buf), p.verifier);
-    else if (p.kind == KC_PROV_COMPILED) printf("compiled here (mode 0600; %s)", p.unavailable ? "the detail is unavailable: the "
-                                                 "file system keeps no extended attributes" : "no record beside the mode");
-    else printf("fetched or imported (mode 0400); where from is %s", p.unavailable ? "unavailable: the file system keeps no "
-                "extended attributes" : "not recorded");
+    else if (p.recorded)
+        printf("%s %s verified=%s", kc_provenance_kind_name(p.kind), cli_shown(p.source, buf, sizeof buf), p.verifier);
+    else if (p.kind == KC_PROV_COMPILED)
+        printf("compiled here (mode 0600; %s)", p.unavailable ? "the detail is unavailable: the "
+                                                                "file system keeps no extended attributes"
+                                                              : "no record beside the mode");
+    else
+        printf("fetched or imported (mode 0400); where from is %s", p.unavailable
+                                                                        ? "unavailable: the file system keeps no "
+                                                                          "extended attributes"
+                                                                        : "not recorded");
     if (p.recorded && p.created > 0) {
         cli_iso_time(p.created, t, sizeof t);
         printf(", %s", t);
@@ -178,17 +184,21 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         static const char *const origin_names[] = {"host", "producer", "manifest", "compile_us", "compile_wall_us"};
         char v[KC_ORIGIN_VALUE_MAX + 1];
         for (size_t i = 0; i < sizeof origin_names / sizeof origin_names[0]; i++) /* ORIGIN: where it came from */
-            if (kc_entry_origin(e, origin_names[i], v, sizeof v) == KC_OK) json_kv_str(stdout, &first, origin_names[i], v);
+            if (kc_entry_origin(e, origin_names[i], v, sizeof v) == KC_OK)
+                json_kv_str(stdout, &first, origin_names[i], v);
         print_provenance(it->path, 1, &first);
         return;
     }
     printf("%s.%s  (%s)\n", hex, cli_shown(it->variant, buf, sizeof buf), kind);
     printf("  file       %s (%llu bytes)\n", cli_shown(it->path, buf, sizeof buf), (unsigned long long)it->bytes);
     printf("  created    %s\n", t);
-    printf("  toolchain  %s\n", kc_entry_toolchain(e)[0] ? cli_shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
+    printf("  toolchain  %s\n",
+           kc_entry_toolchain(e)[0] ? cli_shown(kc_entry_toolchain(e), buf, sizeof buf) : "(none)");
     char host[KC_ORIGIN_VALUE_MAX + 1], prod[KC_ORIGIN_VALUE_MAX + 1], man[KC_ORIGIN_VALUE_MAX + 1], cu[32];
-    int hh = kc_entry_origin(e, "host", host, sizeof host) == KC_OK, hp = kc_entry_origin(e, "producer", prod, sizeof prod) == KC_OK,
-        hm = kc_entry_origin(e, "manifest", man, sizeof man) == KC_OK, hc = kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK;
+    int hh = kc_entry_origin(e, "host", host, sizeof host) == KC_OK,
+        hp = kc_entry_origin(e, "producer", prod, sizeof prod) == KC_OK,
+        hm = kc_entry_origin(e, "manifest", man, sizeof man) == KC_OK,
+        hc = kc_entry_origin(e, "compile_us", cu, sizeof cu) == KC_OK;
     if (hh || hp || hm || hc) { /* ORIGIN: where it came from (what the producer wrote; a signature vouches for it) */
         printf("  origin    ");
         if (hh) printf(" compiled on %s", cli_shown(host, buf, sizeof buf));
@@ -229,7 +239,8 @@ int show_graph(kc_cache *c, const kc_cache_item *it, kc_entry *e, int json, int 
     size_t nks = 0;
     int irc = kc_entry_images(e, &refs, &nrefs);
     char why[1024] = "";
-    if (irc) snprintf(why, sizeof why, "%s", irc == KC_MISS ? "the entry has no IMAGES section" : kc_error_last()->message);
+    if (irc)
+        snprintf(why, sizeof why, "%s", irc == KC_MISS ? "the entry has no IMAGES section" : kc_error_last()->message);
     int resolved = 0;
     if (!irc) {
         resolved = kc_entry_resolve(c, e) == KC_OK;
@@ -253,7 +264,8 @@ int show_graph(kc_cache *c, const kc_cache_item *it, kc_entry *e, int json, int 
                 size_t l;
                 int f = 1;
                 printf("%s{", i ? ", " : "");
-                print_ref(&refs[i], kc_entry_attached_image(e, i, &b, &l) == KC_OK ? "present" : "missing", NULL, 1, &f);
+                print_ref(&refs[i], kc_entry_attached_image(e, i, &b, &l) == KC_OK ? "present" : "missing", NULL, 1,
+                          &f);
                 printf(", \"kernels\": [");
                 for (size_t k = 0, n = 0; k < nks; k++)
                     if (ks[k].image == i) printf("%s", n++ ? ", " : ""), json_str(stdout, ks[k].name);
@@ -276,8 +288,9 @@ int show_graph(kc_cache *c, const kc_cache_item *it, kc_entry *e, int json, int 
     } else {
         if (irc) printf("  images     (none: %s)\n", cli_shown(why, buf, sizeof buf));
         else if (!missing) printf("  images     %zu, all present\n", nrefs);
-        else printf("  images     %zu, %zu missing: a lookup of this graph is a miss (%s)\n", nrefs, missing,
-                    cli_shown(why, buf, sizeof buf));
+        else
+            printf("  images     %zu, %zu missing: a lookup of this graph is a miss (%s)\n", nrefs, missing,
+                   cli_shown(why, buf, sizeof buf));
         for (size_t i = 0; i < nrefs; i++) {
             const void *b;
             size_t l;
@@ -289,7 +302,8 @@ int show_graph(kc_cache *c, const kc_cache_item *it, kc_entry *e, int json, int 
         kctx kc = {0, 1};
         if (kc_entry_kernels(e, print_kernel, &kc) != KC_OK)
             printf("    (none: %s)\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
-        printf("  parameters (size@offset, as the compiler laid them out; every launch step was checked against them)\n");
+        printf(
+            "  parameters (size@offset, as the compiler laid them out; every launch step was checked against them)\n");
         if (kc_entry_params(e, print_params, &kc) != KC_OK)
             printf("    (none: %s)\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
         print_sections(e, 0);
@@ -302,7 +316,8 @@ int show_graph(kc_cache *c, const kc_cache_item *it, kc_entry *e, int json, int 
             fprintf(stderr, "kcache show: extract failed: %s\n", cli_shown(kc_error_last()->message, buf, sizeof buf));
             ret = EXIT_PROBLEM;
         } else {
-            fprintf(json ? stderr : stdout, "  extracted %d image(s) to %s\n", count, cli_shown(extract, buf, sizeof buf));
+            fprintf(json ? stderr : stdout, "  extracted %d image(s) to %s\n", count,
+                    cli_shown(extract, buf, sizeof buf));
         }
     }
     free(ks);
@@ -358,7 +373,8 @@ static int users_visit(const kc_cache_item *it, void *ctx) {
                 printf("]}");
             } else {
                 cli_kernels_of_image(ks, nks, (uint32_t)i, kn, sizeof kn);
-                printf("    graph %s.%s  kernels %s\n", hex, cli_shown(it->variant, v, sizeof v), kn[0] ? kn : "(none)");
+                printf("    graph %s.%s  kernels %s\n", hex, cli_shown(it->variant, v, sizeof v),
+                       kn[0] ? kn : "(none)");
             }
             u->first = 0;
             u->n++;
@@ -446,14 +462,17 @@ int show_unit(kc_cache *c, const kc_cache_item *it, const kc_entry *e, int json,
         const uint8_t *p = data;
         size_t skip = 16 + 32 + 4 + strlen(ref.target) + 1 + 8, left = len > skip ? len - skip : 0;
         p += len > skip ? skip : len;
-        uint32_t count = left >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24 : 0;
+        uint32_t count = left >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+                                   : 0;
         p += left >= 4 ? 4 : 0, left -= left >= 4 ? 4 : left;
         for (uint32_t i = 0; i < count; i++) {
             char *s[2] = {buf, buf2};
             char raw[2][4097];
             int ok = 1;
             for (int j = 0; j < 2 && ok; j++) {
-                uint32_t l = left >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24 : 0;
+                uint32_t l = left >= 4
+                                 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+                                 : 0;
                 ok = left >= 4 && l >= 1 && l <= 4096 && l <= left - 4;
                 if (!ok) break;
                 memcpy(raw[j], p + 4, l);
@@ -481,4 +500,3 @@ int show_unit(kc_cache *c, const kc_cache_item *it, const kc_entry *e, int json,
     }
     return rc ? EXIT_PROBLEM : 0;
 }
-

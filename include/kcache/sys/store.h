@@ -29,10 +29,10 @@ extern "C" {
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
-    const char *name;   /**< "<key hex>.<variant>" */
+    const char *name; /**< "<key hex>.<variant>" */
     uint64_t bytes;
-    int64_t last_used;  /**< Seconds since the epoch; 0 if unknown. */
-    const char *path;   /**< A file path for file-backed stores, else NULL. */
+    int64_t last_used; /**< Seconds since the epoch; 0 if unknown. */
+    const char *path;  /**< A file path for file-backed stores, else NULL. */
 } kc_store_item;
 
 /** Callback of iterate; a non-zero return stops the walk and is returned by iterate. */
@@ -42,8 +42,8 @@ typedef struct kc_store_backend kc_store_backend;
 
 /** The table of functions a backend provides.  Unused optional slots are NULL. */
 struct kc_store_backend {
-    unsigned version;      /**< KC_STORE_BACKEND_VERSION */
-    const char *name;      /**< "local", "redis", … */
+    unsigned version; /**< KC_STORE_BACKEND_VERSION */
+    const char *name; /**< "local", "redis", … */
     /** Read a blob: KC_OK with *out (freed by the core with free()), or KC_MISS. */
     int (*get)(kc_store_backend *b, const char *name, void **out, size_t *out_len);
     /** Write a blob atomically, replacing any earlier one. */
@@ -139,7 +139,8 @@ KC_API int kc_provenance_read(const char *path, kc_provenance *out);
  * KC_PROV_IMPORTED; the source's spaces and control characters written '_', cut at KC_PROV_SOURCE_MAX;
  * `verifier` NULL or "": "none").  `cap` of KC_PROV_SOURCE_MAX + 64 always suffices.
  */
-KC_API void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind, const char *source, const char *verifier);
+KC_API void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind, const char *source,
+                                 const char *verifier);
 
 /** "compiled", "fetched", "imported" or "unknown"; static. */
 KC_API const char *kc_provenance_kind_name(kc_provenance_kind k);

@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(cond, what)                                                                            \
-    do {                                                                                             \
-        if (!(cond)) {                                                                               \
-            fprintf(stderr, "consumer: %s failed (%s)\n", what, kc_error_last()->message);           \
-            return 1;                                                                                \
-        }                                                                                            \
+#define CHECK(cond, what)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "consumer: %s failed (%s)\n", what, kc_error_last()->message); \
+            return 1;                                                                      \
+        }                                                                                  \
     } while (0)
 
 static const char *const SRC = "extern \"C\" __global__ void scale(const float *x, float *y, int n) {\n"

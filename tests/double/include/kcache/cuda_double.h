@@ -81,16 +81,16 @@ void kcd_reset(void);
 
 /** One accepted kernel launch (cuLaunchKernel, or a kernel node replayed by cuGraphLaunch). */
 typedef struct kcd_launch {
-    const char *kernel;       /**< the kernel's name (its symbol) */
-    const char *target;       /**< the image's target: "sm_90", "sm_90a", "compute_80", … */
+    const char *kernel; /**< the kernel's name (its symbol) */
+    const char *target; /**< the image's target: "sm_90", "sm_90a", "compute_80", … */
     unsigned grid[3], block[3];
-    unsigned shared;          /**< dynamic shared memory, bytes */
-    void *stream;             /**< the CUstream as passed (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a stream) */
+    unsigned shared; /**< dynamic shared memory, bytes */
+    void *stream;    /**< the CUstream as passed (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a stream) */
     int device;
-    int captured;             /**< became a graph node of a stream capture: nothing "ran" */
-    int replayed;             /**< ran as a node of cuGraphLaunch */
-    unsigned long long seq;   /**< the call log's line number of the call that made it */
-    size_t nparams;           /**< the kernel's parameter count, from the image */
+    int captured;                 /**< became a graph node of a stream capture: nothing "ran" */
+    int replayed;                 /**< ran as a node of cuGraphLaunch */
+    unsigned long long seq;       /**< the call log's line number of the call that made it */
+    size_t nparams;               /**< the kernel's parameter count, from the image */
     const uint32_t *param_offset; /**< [nparams]: each parameter's offset in `args` */
     const uint32_t *param_size;   /**< [nparams]: each parameter's size, bytes */
     const unsigned char *args;    /**< the argument buffer as the kernel would see it */
@@ -137,9 +137,9 @@ size_t kcd_defects(char *buf, size_t cap);
 
 /** Load counters since the last kcd_reset(). */
 typedef struct kcd_load_stats {
-    unsigned long module_loads;    /**< cuModuleLoadData that succeeded */
-    unsigned long library_loads;   /**< cuLibraryLoadData that succeeded */
-    unsigned long refused;         /**< loads refused (bad image, wrong device, a refusal rule) */
+    unsigned long module_loads;  /**< cuModuleLoadData that succeeded */
+    unsigned long library_loads; /**< cuLibraryLoadData that succeeded */
+    unsigned long refused;       /**< loads refused (bad image, wrong device, a refusal rule) */
     unsigned long module_unloads;
     unsigned long library_unloads;
 } kcd_load_stats;
