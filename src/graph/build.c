@@ -100,7 +100,7 @@ static int build_units(kc_cache *c, build *b, const kc_target *target, int reuse
     const kc_graph_desc *d = b->d;
     char variant[16];
     kc_target_name(target, variant);
-    int rc = kc_device_check_desc(d, variant); /* launches no known device of the target could run */
+    int rc = kc_device_check_desc(d, target); /* launches no known device of the target could run */
     if (!rc && d->nkernels > KC_UNITS_MAX)
         rc = kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", b->label, d->nkernels, KC_UNITS_MAX);
     if (!rc) rc = kc_cache_toolchain(c, &b->tc);

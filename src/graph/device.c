@@ -204,11 +204,10 @@ static int scratch_on(const gscratch *s, const int64_t *f, char *why, size_t cap
     return 0;
 }
 
-int kc_device_check_desc(const kc_graph_desc *d, const char *target) {
-    kc_target t;
+int kc_device_check_desc(const kc_graph_desc *d, const kc_target *target) {
     char canon[16];
-    if (!d || !target || kc_target_parse(target, &t)) return KC_OK; /* the target's own check is elsewhere */
-    kc_target_name(&t, canon);
+    if (!d || !target) return KC_OK;
+    kc_target_name(target, canon); /* parsed once, at the lookup's boundary */
     const known *dev[KC_ARRAY_LEN(KNOWN)];
     size_t nd = 0;
     for (size_t k = 0; k < KC_ARRAY_LEN(KNOWN); k++)

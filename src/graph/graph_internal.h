@@ -165,7 +165,7 @@ int kc_device_facts_read(int device, int64_t *out);
  * KC_ECOMPILE naming graph, pass, step, kernel and what is wrong.  KC_OK when no known device
  * loads the target (nothing to check against).
  */
-int kc_device_check_desc(const kc_graph_desc *d, const char *target);
+int kc_device_check_desc(const kc_graph_desc *d, const kc_target *target);
 struct kc_program;
 /**
  * Make step `step` of `p` launchable with `shared` bytes of dynamic shared memory on `g`:

@@ -256,7 +256,7 @@ again:
     relookup_time(info, &t0, &t_first);
     if (d->nkernels == 0) { /* [Note: kernel-less graphs] */
         kc_key_builder_free(kb);
-        if ((rc = kc_device_check_desc(d, target))) return rc;
+        if ((rc = kc_device_check_desc(d, &t))) return rc;
         kernelless_info(c, &key, info, target);
         info->total_us = us_since(t0);
         return KC_OK;

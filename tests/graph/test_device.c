@@ -180,7 +180,9 @@ static void test_the_decoder_refuses_a_fact_as_symbol(void **state) {
 /* ---- the known devices: what a host without a GPU refuses ---- */
 
 static void expect(const char *target, kc_graph_desc *d, int ok, const char *needle) {
-    int rc = kc_device_check_desc(d, target);
+    kc_target t;
+    assert_int_equal(kc_target_parse(target, &t), KC_OK); /* parsed at the boundary, as the lookup does */
+    int rc = kc_device_check_desc(d, &t);
     if (ok && rc) fail_msg("%s: refused: %s", target, kc_error_last()->message);
     if (!ok) {
         if (rc != KC_ECOMPILE) fail_msg("%s: accepted (rc %d)", target, rc);
