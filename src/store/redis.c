@@ -65,18 +65,7 @@ typedef struct rb {
 /* `url` as an error message may show it: a password (what lies between "://" and the last '@',
  * after "user:" when there is one) becomes "***", as kc_remote_state shows the remote.  Every
  * message about a URL names this copy, never the URL itself. */
-static void url_shown(const char *url, char *out, size_t cap) {
-    const char *s = strstr(url, "://");
-    s = s ? s + 3 : url;
-    const char *at = strrchr(s, '@');
-    if (!at) {
-        snprintf(out, cap, "%s", url);
-        return;
-    }
-    const char *colon = memchr(s, ':', (size_t)(at - s));
-    int keep = colon && colon > s ? (int)(colon - s) : 0; /* the user name, shown */
-    snprintf(out, cap, "%.*s%.*s:***%s", (int)(s - url), url, keep, s, at);
-}
+static void url_shown(const char *url, char *out, size_t cap) { kc_store_redact_password(url, out, cap); }
 
 static int parse_url(rb *b, const char *url_given) {
     char url[600]; /* the URL as messages show it (url_shown) */

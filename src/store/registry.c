@@ -103,6 +103,10 @@ void kc_store_redact(const char *url, char *out, size_t cap) {
         sc->redact(url, out, cap);
         return;
     }
+    kc_store_redact_password(url, out, cap);
+}
+
+void kc_store_redact_password(const char *url, char *out, size_t cap) {
     const char *s = strstr(url, "://");
     s = s ? s + 3 : url;
     const char *at = strrchr(s, '@');

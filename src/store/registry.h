@@ -41,6 +41,10 @@ int kc_remotes_parse(const char *list, const kc_remote_limits *defaults, kc_remo
  *  last '@' (after "user:" when there is one) becomes "***". */
 void kc_store_redact(const char *url, char *out, size_t cap);
 
+/** The core's own redaction, for back ends too: a password (what lies between "://" and the last '@',
+ *  after "user:" when there is one) becomes "***"; the rest is kept. */
+void kc_store_redact_password(const char *url, char *out, size_t cap);
+
 #ifdef KCACHE_HAVE_REDIS
 /** The redis back end's scheme table (redis.c), registered at first use (registry.c). */
 extern const kc_store_scheme kc_store_redis_scheme;
