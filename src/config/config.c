@@ -144,6 +144,7 @@ void kc_config_free_(kc_config *c) {
 /* A URL list as it may be shown: each password (scheme://user:PASSWORD@host) as "***". */
 static void urls_shown(const char *p, char *out, size_t cap) {
     size_t n = 0;
+    out[0] = '\0'; /* an empty list is shown empty, never as what the buffer held */
     while (*p && n + 1 < cap) {
         const char *at = NULL, *colon = NULL, *start = strstr(p, "://");
         if (start) {

@@ -55,6 +55,7 @@ static char *read_text(const char *path) {
 
 static void expect(kc_cache *c, int id, const char *value, kc_config_origin origin, const char *where_has) {
     char v[4200], where[4200];
+    memset(v, 'x', sizeof v - 1), v[sizeof v - 1] = '\0'; /* what kc_config_get leaves unwritten shows */
     kc_config_origin o;
     assert_int_equal(kc_config_get(kc_cache_config(c), id, v, sizeof v, &o, where, sizeof where), KC_OK);
     if (strcmp(v, value) != 0) fail_msg("%s = '%s', not '%s'", kc_config_row_of(id)->name, v, value);
@@ -79,6 +80,7 @@ static void test_each_origin(void **state) {
     kc_cache *c = open_in("c", KC_OPEN_REQUIRE_HIT, 1ull << 20, &rc);
     assert_int_equal(rc, KC_OK);
     expect(c, KC_CONFIG_loaded_graphs, "512", KC_ORIGIN_DEFAULT, NULL);
+    expect(c, KC_CONFIG_remote, "", KC_ORIGIN_DEFAULT, NULL); /* an empty list, shown empty */
     expect(c, KC_CONFIG_lock_wait, "12.5", KC_ORIGIN_SYSTEM_FILE, "system.conf:3");
     expect(c, KC_CONFIG_strict, "true", KC_ORIGIN_DIR_FILE, "c/kcache.conf:1");
     expect(c, KC_CONFIG_remote_ttl, "7", KC_ORIGIN_ENVIRONMENT, "KCACHE_REMOTE_TTL");
