@@ -157,6 +157,8 @@ KC_API const kc_config *kc_cache_config(const kc_cache *c);
  * checked first (an unknown key, `dir`, or a bad value: KC_EINVAL, nothing written), atomically,
  * and apply it to this cache's settings where no higher layer (kc_options, the environment) sets
  * it.  KC_EREADONLY for a read-only or disabled cache.  `kcache config KEY VALUE` calls it.
+ * Other threads may go on using the cache meanwhile (a value it replaces stays valid until
+ * kc_cache_close); two calls of it (or of kc_cache_set_max_size) on one cache must not overlap.
  */
 KC_API int kc_cache_config_set(kc_cache *c, const char *key, const char *value);
 

@@ -21,7 +21,8 @@
  *      has its size limit in v1/record instead, read as this file when kcache.conf names none
  *      (and its toolchain pin there, which the toolchain choice still honours after kcache.conf's);
  *   4. the system file, /etc/kcache.conf (KCACHE_CONFIG_SYSTEM names another one, for tests and
- *      for packagers; it is itself read from the environment unless KC_OPEN_NO_ENV);
+ *      for packagers), except for a cache opened with KC_OPEN_NO_ENV, which is hermetic: kc_options,
+ *      its directory's file and the defaults only;
  *   5. the default.
  *
  * Two exceptions: the cache directory (`dir`) cannot come from its own file; and the directory's
@@ -104,7 +105,7 @@ extern "C" {
       "A producer's Ed25519 private key: what this cache compiles is signed.")                                         \
     X(keyring, "KCACHE_KEYRING", PATH, 1, "", 0, "entry",                                                              \
       "Trusted public keys (a .pub file or a folder): remote entries and bundles must be signed by one.")              \
-    X(hmac_key, "KCACHE_HMAC_KEY", STRING, 1, "", 0, "entry",                                                          \
+    X(hmac_key, "KCACHE_HMAC_KEY", STRING, 0, "", 0, "entry",                                                          \
       "The fleet's HMAC-SHA256 key (its bytes, at least 16); entries are sealed and checked with it.")                 \
     X(hmac_key_file, "KCACHE_HMAC_KEY_FILE", PATH, 1, "", 0, "entry",                                                  \
       "A file holding the HMAC key (mode 600 or 640; trailing newlines dropped).")                                     \

@@ -89,7 +89,9 @@ typedef struct kc_remote_state {
 /**
  * One tier beneath a cache and what it saw since the cache was opened (kc_cache_tier_stats): tier 0 is the
  * local directory, tiers 1… the remotes in the order kc_options.remote lists them.  The counters are this
- * process's, per tier; the shared remote_* counters (kcache/stats.h) are their sums over the remotes.  The
+ * process's, per tier, and count every object asked of the tier — graph entries, images and unit records alike
+ * (its errors include what was refused by its MAC or signature); the shared remote_* counters (kcache/stats.h)
+ * keep their own meaning, per graph lookup, so the two are not sums of each other.  The
  * caller's: initialise with KC_TIER_STATS_INIT; kcache fills its version's fields, another is KC_EVERSION.
  */
 typedef struct kc_tier_stats {

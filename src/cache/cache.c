@@ -58,59 +58,6 @@ struct kc_cache {
     char origin_manifest[512]; /* the manifest a prewarm compiles (ORIGIN "manifest" of what it writes) */
 };
 
-/* kc_options as version 3 laid it out (the remote's limits then kc_redis_config, the same fields), kept so
- * that a caller compiled against it is read field by field, whatever version 4 and later become. */
-typedef struct kc_options_v3 {
-    unsigned version;
-    const char *dir;
-    uint64_t max_size;
-    unsigned flags;
-    const char *remote; /* version 2 */
-    kc_redis_config remote_config;
-    unsigned remote_queue;
-    const void *hmac_key;
-    size_t hmac_key_len;
-    const char *signing_key_file; /* version 3 */
-    const char *keyring;
-} kc_options_v3;
-
-/* A caller's options of any version this build accepts into `o` (KC_OPTIONS_INIT, then the fields the
- * caller's version has), or KC_EVERSION.  Version 1 lacks the remote fields, version 2 the signatures. */
-static int options_read(const kc_options *opts, kc_options *o) {
-    kc_options d = KC_OPTIONS_INIT;
-    *o = d;
-    if (!opts) return KC_OK;
-    unsigned v = opts->version;
-    if (v == KC_OPTIONS_VERSION) {
-        *o = *opts;
-        return KC_OK;
-    }
-    if (v < 1 || v > 3)
-        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)", v, KC_OPTIONS_VERSION);
-    const kc_options_v3 *p = (const void *)opts;
-    o->dir = p->dir, o->max_size = p->max_size, o->flags = p->flags;
-    if (v >= 2) {
-        o->remote = p->remote, o->remote_config = p->remote_config, o->remote_queue = p->remote_queue;
-        o->hmac_key = p->hmac_key, o->hmac_key_len = p->hmac_key_len;
-    }
-    if (v >= 3) o->signing_key_file = p->signing_key_file, o->keyring = p->keyring;
-    return KC_OK;
-}
-
-int kc_options_init(kc_options *opts, unsigned version) {
-    if (!opts) return kc_err(KC_EINVAL, "kc_options_init: opts is NULL");
-    if (version < 1 || version > KC_OPTIONS_VERSION)
-        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)", version,
-                      KC_OPTIONS_VERSION);
-    kc_options o = KC_OPTIONS_INIT;
-    if (version == 1) memcpy(opts, &o, offsetof(kc_options_v3, remote));
-    else if (version == 2) memcpy(opts, &o, offsetof(kc_options_v3, signing_key_file));
-    else if (version == 3) memcpy(opts, &o, sizeof(kc_options_v3));
-    else *opts = o;
-    opts->version = version;
-    return KC_OK;
-}
-
 int kc_parse_size(const char *s, uint64_t *out) {
     if (!s || !out) return kc_err(KC_EINVAL, "kc_parse_size: NULL argument");
     if (!*s) return kc_err(KC_EINVAL, "not a size: '' (e.g. 5G, 500M, 64K)");
@@ -168,13 +115,16 @@ static int remotes_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
  */
 static int tiers_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
     int rc;
-    if ((rc = remotes_assemble(c, o, flags)) != KC_OK) return rc;
     if ((rc = kc_local_open(&c->local, c->dir, c->max_size, flags)) != KC_OK) return rc;
     bool found_readonly = false; /* a directory that refuses writes is a read-only cache ([Note: store status codes]) */
     if (kc_local_readonly(c->local, &found_readonly) && found_readonly && c->mode == KC_CACHE_READWRITE)
         c->mode = KC_CACHE_READONLY;
-    unsigned tf = KC_TIER_LOCAL | (c->mode == KC_CACHE_READONLY ? KC_TIER_READONLY : 0);
-    if ((rc = kc_tiers_add(c->tiers, kc_local_backend(c->local), tf)) != KC_OK) {
+    /* The remotes after the directory: a cache that turned out read-only writes no remote either. */
+    if ((rc = remotes_assemble(c, o, flags)) == KC_OK) {
+        unsigned tf = KC_TIER_LOCAL | (c->mode == KC_CACHE_READONLY ? KC_TIER_READONLY : 0);
+        rc = kc_tiers_add(c->tiers, kc_local_backend(c->local), tf);
+    }
+    if (rc != KC_OK) { /* not the tiers' yet: freed here */
         kc_local_free(c->local);
         c->local = NULL;
     }
@@ -189,18 +139,6 @@ void kc_cache_apply_max_size_(kc_cache *c, uint64_t max_size) {
 const kc_config *kc_cache_config(const kc_cache *c) { return c ? c->cfg : NULL; }
 kc_config *kc_cache_config_mut_(kc_cache *c) { return c->cfg; }
 
-/* kc_options of any accepted version as this build's (the fields an older version lacks: defaults). */
-static int options_copy(kc_options *o, const kc_options *opts) {
-    int rc = options_read(opts, o);
-    if (rc) return rc;
-    o->version = KC_OPTIONS_VERSION;
-    /* An empty path is never "the default directory": a caller that means the default leaves
-     * dir NULL (`kcache --cache-dir "" clear` once emptied ~/.cache/kcache). */
-    if (o->dir && !*o->dir)
-        return kc_err(KC_EINVAL,
-                      "the cache directory is an empty path: name a directory, or leave it unset for the default");
-    return KC_OK;
-}
 
 /* The HMAC key (kc_options' bytes, or the settings' key or key file), copied into the cache. */
 static int take_mac_key(kc_cache *c, const kc_options *o) {
@@ -242,7 +180,7 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     *out = NULL;
     kc_log_init_from_env();
     kc_options o;
-    int rc = options_copy(&o, opts);
+    int rc = kc_cache_options_copy_(&o, opts);
     if (rc) return rc;
     kc_cache *c = kc_calloc(1, sizeof *c);
     if (!c) return kc_err(KC_ENOMEM, "kc_cache_open: out of memory");

@@ -94,6 +94,10 @@ kc_config *kc_cache_config_mut_(kc_cache *c);
 void kc_cache_apply_max_size_(kc_cache *c, uint64_t max_size);
 /** kc_options as the settings' first layer, read with the rest (config/).  Callers: cache.c. */
 int kc_cache_config_load_(const kc_options *o, kc_config **out);
+
+/* A caller's kc_options of any version this build accepts (1 to KC_OPTIONS_VERSION) as this build's, in
+ * `o`: the fields an older version lacks take their defaults; an empty dir is KC_EINVAL (settings.c). */
+int kc_cache_options_copy_(kc_options *o, const kc_options *opts);
 /** `flags` with the KC_OPEN_* flag of each boolean setting that is on.  Callers: cache.c. */
 unsigned kc_cache_config_flags_(const kc_config *cfg, unsigned flags);
 /** The remote, its limits and the trust files from the settings into `o`.  Callers: cache.c. */

@@ -6,13 +6,15 @@
  * caller set into text for config/ (which reads the environment and the files, in order, and
  * checks everything once), then takes typed values from the result: the directory, the limit,
  * the KC_OPEN_* flags, the remote and its limits, the trust files, the HMAC key (read here from
- * its file: a secret, refused when others may read it).  Writing a setting to the cache
+ * its file: a secret, refused when others may read it), and kc_options of every version this build
+ * accepts read into its own (kc_cache_options_copy_).  Writing a setting to the cache
  * directory's kcache.conf (kc_cache_config_set) also updates the open cache's own settings.
  *
  * Callers: cache/cache.c (kc_cache_open), the CLI (kc_cache_config_set, kc_cache_config), the
  * graph and compile parts through kc_cache_settings_ (cache/internal.h).
  * Must not: call getenv, or keep a pointer into the caller's kc_options past kc_cache_open.
  */
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,7 @@ void kc_cache_config_remote_(const kc_config *cfg, kc_options *o) {
 
 int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned) {
     *owned = NULL;
+    if (o->hmac_key) return KC_OK; /* the options' key wins over the environment's and the files' */
     if (cfg->v.hmac_key[0]) o->hmac_key = cfg->v.hmac_key, o->hmac_key_len = strlen(cfg->v.hmac_key);
     const char *e = cfg->v.hmac_key_file;
     if (!*e) return KC_OK;
@@ -122,9 +125,8 @@ int kc_cache_config_set(kc_cache *c, const char *key, const char *value) {
     int id = kc_config_find(key);
     if (id < 0 || strcmp(kc_config_row_of(id)->name, key) != 0)
         return kc_err(KC_EINVAL, "unknown key '%.100s' (`kcache config` lists the keys)", key);
-    if (id == KC_CONFIG_dir)
-        return kc_err(KC_EINVAL, "the cache directory cannot be set in its own " KC_CONFIG_DIR_FILE
-                                 " (set KCACHE_DIR, --cache-dir, or `dir` in the system file)");
+    int rc = kc_config_dir_file_ok_(id, kc_cache_dir(c));
+    if (rc) return rc;
     if (kc_cache_mode(c) != KC_CACHE_READWRITE)
         return kc_err(KC_EREADONLY,
                       "the cache '%s' is read-only or disabled: its " KC_CONFIG_DIR_FILE " is not written",
@@ -132,7 +134,7 @@ int kc_cache_config_set(kc_cache *c, const char *key, const char *value) {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/" KC_CONFIG_DIR_FILE, kc_cache_dir(c)) >= (int)sizeof path)
         return kc_err(KC_EINVAL, "the cache directory's path is too long");
-    int rc = kc_config_file_set(path, key, value);
+    rc = kc_config_file_set(path, key, value);
     if (rc) return rc;
     kc_config *cfg = kc_cache_config_mut_(c);
     if (value && (cfg->origin[id] <= KC_ORIGIN_DIR_FILE || id == KC_CONFIG_max_size))
@@ -148,4 +150,72 @@ int kc_cache_set_max_size(kc_cache *c, uint64_t max_size) {
     char v[32];
     snprintf(v, sizeof v, "%llu", (unsigned long long)max_size);
     return kc_cache_config_set(c, "max_size", v);
+}
+
+/* ---- kc_options of every version ---- */
+
+/* kc_options as version 3 laid it out (the remote's limits then kc_redis_config, the same fields), kept so
+ * that a caller compiled against it is read field by field, whatever version 4 and later become. */
+typedef struct kc_options_v3 {
+    unsigned version;
+    const char *dir;
+    uint64_t max_size;
+    unsigned flags;
+    const char *remote; /* version 2 */
+    kc_redis_config remote_config;
+    unsigned remote_queue;
+    const void *hmac_key;
+    size_t hmac_key_len;
+    const char *signing_key_file; /* version 3 */
+    const char *keyring;
+} kc_options_v3;
+
+/* A caller's options of any version this build accepts into `o` (KC_OPTIONS_INIT, then the fields the
+ * caller's version has), or KC_EVERSION.  Version 1 lacks the remote fields, version 2 the signatures. */
+static int options_read(const kc_options *opts, kc_options *o) {
+    kc_options d = KC_OPTIONS_INIT;
+    *o = d;
+    if (!opts) return KC_OK;
+    unsigned v = opts->version;
+    if (v == KC_OPTIONS_VERSION) {
+        *o = *opts;
+        return KC_OK;
+    }
+    if (v < 1 || v > 3)
+        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)", v, KC_OPTIONS_VERSION);
+    const kc_options_v3 *p = (const void *)opts;
+    o->dir = p->dir, o->max_size = p->max_size, o->flags = p->flags;
+    if (v >= 2) {
+        o->remote = p->remote, o->remote_config = p->remote_config, o->remote_queue = p->remote_queue;
+        o->hmac_key = p->hmac_key, o->hmac_key_len = p->hmac_key_len;
+    }
+    if (v >= 3) o->signing_key_file = p->signing_key_file, o->keyring = p->keyring;
+    return KC_OK;
+}
+
+int kc_options_init(kc_options *opts, unsigned version) {
+    if (!opts) return kc_err(KC_EINVAL, "kc_options_init: opts is NULL");
+    if (version < 1 || version > KC_OPTIONS_VERSION)
+        return kc_err(KC_EVERSION, "kc_options version %u is not supported (this build: %d)", version,
+                      KC_OPTIONS_VERSION);
+    kc_options o = KC_OPTIONS_INIT;
+    if (version == 1) memcpy(opts, &o, offsetof(kc_options_v3, remote));
+    else if (version == 2) memcpy(opts, &o, offsetof(kc_options_v3, signing_key_file));
+    else if (version == 3) memcpy(opts, &o, sizeof(kc_options_v3));
+    else *opts = o;
+    opts->version = version;
+    return KC_OK;
+}
+
+/* kc_options of any accepted version as this build's (the fields an older version lacks: defaults). */
+int kc_cache_options_copy_(kc_options *o, const kc_options *opts) {
+    int rc = options_read(opts, o);
+    if (rc) return rc;
+    o->version = KC_OPTIONS_VERSION;
+    /* An empty path is never "the default directory": a caller that means the default leaves
+     * dir NULL (`kcache --cache-dir "" clear` once emptied ~/.cache/kcache). */
+    if (o->dir && !*o->dir)
+        return kc_err(KC_EINVAL,
+                      "the cache directory is an empty path: name a directory, or leave it unset for the default");
+    return KC_OK;
 }

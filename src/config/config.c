@@ -114,7 +114,14 @@ int kc_config_set_(kc_config *c, int id, const char *value, kc_config_origin ori
             free(w);
             return kc_err(KC_ENOMEM, "out of memory");
         }
-        free(c->owned[id]);
+        if (c->owned[id]) { /* another thread may be reading the value it replaces: kept until the end */
+            struct kc_config_old *o = malloc(sizeof *o);
+            if (!o) {
+                free(copy), free(w);
+                return kc_err(KC_ENOMEM, "out of memory");
+            }
+            o->s = c->owned[id], o->next = c->retired, c->retired = o;
+        }
         c->owned[id] = copy;
         const char *p = copy;
         memcpy(field, &p, sizeof p);
@@ -138,28 +145,53 @@ void kc_config_free_(kc_config *c) {
         free(c->owned[i]);
         free(c->where[i]);
     }
+    while (c->retired) {
+        struct kc_config_old *o = c->retired;
+        c->retired = o->next;
+        free(o->s);
+        free(o);
+    }
     free(c);
 }
 
-/* A URL list as it may be shown: each password (scheme://user:PASSWORD@host) as "***". */
+/* Append `len` bytes of `p` to out[*n] (cap bytes in all), cut at the end of `out`, NUL-terminated. */
+static void put(char *out, size_t cap, size_t *n, const char *p, size_t len) {
+    if (*n + 1 >= cap) return;
+    size_t room = cap - 1 - *n;
+    if (len > room) len = room;
+    memcpy(out + *n, p, len);
+    *n += len;
+    out[*n] = '\0';
+}
+
+/* A URL list as it may be shown: in each URL, its password (what lies between "://" and the last '@',
+ * after "user:" when there is one) as "***", as store/registry.c shows a tier's URL.  Every URL of
+ * the list on its own: one without a password says nothing of the next. */
 static void urls_shown(const char *p, char *out, size_t cap) {
+    static const char ws[] = " \t\n\r\v\f";
     size_t n = 0;
     out[0] = '\0'; /* an empty list is shown empty, never as what the buffer held */
-    while (*p && n + 1 < cap) {
-        const char *at = NULL, *colon = NULL, *start = strstr(p, "://");
-        if (start) {
-            start += 3;
-            size_t span = strcspn(start, "/ ");
-            at = memchr(start, '@', span);
-            colon = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+    while (*p) {
+        size_t sp = strspn(p, ws), tl = strcspn(p + sp, ws);
+        put(out, cap, &n, p, sp);
+        const char *t = p + sp, *end = t + tl, *s = t, *at = NULL;
+        for (const char *q = t; q + 3 <= end; q++)
+            if (memcmp(q, "://", 3) == 0) {
+                s = q + 3;
+                break;
+            }
+        for (const char *q = s; q < end; q++)
+            if (*q == '@') at = q;
+        if (!at) {
+            put(out, cap, &n, t, tl);
+        } else {
+            const char *colon = memchr(s, ':', (size_t)(at - s));
+            size_t keep = colon ? (size_t)(colon - s) : 0; /* the user name, shown */
+            put(out, cap, &n, t, (size_t)(s - t) + keep);
+            put(out, cap, &n, ":***", 4);
+            put(out, cap, &n, at, (size_t)(end - at));
         }
-        if (!colon) {
-            snprintf(out + n, cap - n, "%s", p);
-            return;
-        }
-        n += (size_t)snprintf(out + n, cap - n, "%.*s***", (int)(colon + 1 - p), p);
-        p = at;
-        if (n >= cap) return;
+        p = end;
     }
 }
 
@@ -191,19 +223,39 @@ int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_o
 
 /* ---- the layers ---- */
 
+int kc_config_is_process_(int id) {
+    static const int process[] = {KC_CONFIG_log,          KC_CONFIG_nvrtc,       KC_CONFIG_nvrtc_own_cache,
+                                  KC_CONFIG_cuda_include, KC_CONFIG_cuda_driver, KC_CONFIG_loaded_graphs,
+                                  KC_CONFIG_loaded_bytes};
+    for (size_t i = 0; i < KC_ARRAY_LEN(process); i++)
+        if (process[i] == id) return 1;
+    return 0;
+}
+
+int kc_config_dir_file_ok_(int id, const char *where) {
+    if (id == KC_CONFIG_dir)
+        return kc_err(KC_EINVAL,
+                      "%s: the cache directory cannot be set in its own %s (set KCACHE_DIR, --cache-dir, or "
+                      "`dir` in the system file)",
+                      where, KC_CONFIG_DIR_FILE);
+    if (kc_config_is_process_(id))
+        return kc_err(KC_EINVAL,
+                      "%s: '%s' belongs to the process, not to one cache: set it in the environment (%s) "
+                      "or the system file",
+                      where, rows[id].name, rows[id].env);
+    return KC_OK;
+}
+
 /* A file's setting (file.c calls it): the system file's always, the directory's over the layers
  * below it, and its size limit over every layer (kcache/config.h). */
 static int apply_file(kc_config *c, int id, const char *value, const char *where, void *ctx) {
     kc_config_origin o = *(const kc_config_origin *)ctx;
-    if (o == KC_ORIGIN_DIR_FILE && id == KC_CONFIG_dir)
-        return kc_err(KC_EINVAL,
-                      "%s: the cache directory cannot be set in its own %s (set KCACHE_DIR, or `dir` in the "
-                      "system file)",
-                      where, KC_CONFIG_DIR_FILE);
+    int rc;
+    if (o == KC_ORIGIN_DIR_FILE && (rc = kc_config_dir_file_ok_(id, where))) return rc;
     if (o == KC_ORIGIN_DIR_FILE && c->origin[id] > KC_ORIGIN_DIR_FILE && id != KC_CONFIG_max_size) return KC_OK;
     char name[PATH_MAX + 200];
     snprintf(name, sizeof name, "%s: %s", where, rows[id].name);
-    int rc = kc_config_set_(c, id, value, o, where, name);
+    rc = kc_config_set_(c, id, value, o, where, name);
     if (rc && (c->flags & KC_CONFIG_KEEP_GOING)) {
         fprintf(stderr, "kcache: %s; %s keeps its default\n", kc_error_last()->message, rows[id].name);
         rc = KC_OK;
@@ -256,12 +308,19 @@ static int default_dir(kc_config *c) {
     char d[PATH_MAX];
     if (c->v.xdg_cache_home[0] == '/') snprintf(d, sizeof d, "%s/kcache", c->v.xdg_cache_home);
     else if (c->v.home[0] == '/') snprintf(d, sizeof d, "%s/.cache/kcache", c->v.home);
+    else if (c->flags & KC_CONFIG_NO_ENV)
+        return kc_err(KC_EINVAL, "no cache directory: opened without the environment (KC_OPEN_NO_ENV), so HOME "
+                                 "and XDG_CACHE_HOME are not read: name the directory in kc_options.dir");
     else return kc_err(KC_EINVAL, "no cache directory: set KCACHE_DIR, XDG_CACHE_HOME or HOME");
     return kc_config_set_(c, KC_CONFIG_dir, d, KC_ORIGIN_DEFAULT, NULL, NULL);
 }
 
 static int read_system_file(kc_config *c) {
-    if (c->flags & KC_CONFIG_NO_SYSTEM_FILE) return KC_OK;
+    /* A cache opened without the environment is hermetic: the host's system file is not read either
+     * (its directory's own file is: it holds what the directory records).  The process's settings
+     * under kc_config_process_init(KC_CONFIG_NO_ENV) still read it. */
+    int cache_no_env = (c->flags & KC_CONFIG_NO_ENV) && !(c->flags & KC_CONFIG_NO_DIR_FILE);
+    if ((c->flags & KC_CONFIG_NO_SYSTEM_FILE) || cache_no_env) return KC_OK;
     const char *e = c->flags & KC_CONFIG_NO_ENV ? NULL : getenv(rows[KC_CONFIG_config_system].env);
     int rc;
     const char *var = rows[KC_CONFIG_config_system].env;

@@ -33,11 +33,18 @@ typedef struct kc_settings {
 #undef KC_CFG_FIELD_
 } kc_settings;
 
+/* A string value replaced by a later kc_config_set_ (kc_cache_config_set), kept until kc_config_free_. */
+struct kc_config_old {
+    struct kc_config_old *next;
+    char *s;
+};
+
 struct kc_config {
     kc_settings v;                            /* the values */
     kc_config_origin origin[KC_CONFIG_COUNT]; /* where each came from */
     char *where[KC_CONFIG_COUNT];             /* "KCACHE_X", "FILE:LINE" or NULL (the default, options) */
     char *owned[KC_CONFIG_COUNT];             /* a string field's storage */
+    struct kc_config_old *retired;            /* replaced strings: valid until the settings are freed */
     unsigned flags;                           /* what it was read with (KC_CONFIG_NO_ENV, ...) */
 };
 
@@ -64,6 +71,14 @@ typedef struct kc_config_options {
  * (kc_config_free_).  An error names the variable or FILE:LINE.  Callers: cache/cache.c.
  */
 int kc_config_load_(kc_config **out, const kc_config_options *o);
+
+/* 1 when row `id` belongs to the process, not to one cache (the driver, NVRTC, the toolkit's include
+ * folder, the loaded-graph table, the log): read from kc_config_process() only, so a cache
+ * directory's file may not set it (it would be shown in force and never used). */
+int kc_config_is_process_(int id);
+
+/* KC_EINVAL naming `where` when row `id` may not be set in a cache directory's file; else KC_OK. */
+int kc_config_dir_file_ok_(int id, const char *where);
 
 /** Free a kc_config from kc_config_load_; accepts NULL. */
 void kc_config_free_(kc_config *c);

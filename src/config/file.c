@@ -68,11 +68,15 @@ static int file_key(const char *key, const char *where, int *id) {
 
 /* A file inside the cache directory must be this user's and not writable by everyone (a group that
  * may write it may write the directory too: the directory's own check, store/safedir.c, decides). */
+/* The cache directory's file is as safe as the directory (store/safedir.c checks its owner and mode,
+ * and a directory shared by a group is the caller's choice, KCACHE_ALLOW_UNSAFE_DIR): a file another
+ * member of the group wrote is read like the old v1/record was.  Only a file anyone may write is
+ * refused, since anyone could then pick this cache's settings. */
 static int owner_check(const char *path, const struct stat *st) {
-    if (st->st_uid != geteuid() || (st->st_mode & S_IWOTH))
+    if (st->st_mode & S_IWOTH)
         return kc_err(KC_EPERM,
-                      "%s belongs to another user or can be written by anyone (mode %03o): its settings are "
-                      "not used; chmod 644 it (or remove it)",
+                      "%s can be written by anyone (mode %03o): the cache is not opened with settings anyone "
+                      "may pick; chmod o-w it (or remove it)",
                       path, (unsigned)(st->st_mode & 0777));
     return KC_OK;
 }

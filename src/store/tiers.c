@@ -144,8 +144,11 @@ void kc_tiers_count_failure_(kc_tiers *t, tier *r, int shard, int rc, int writin
 
 int kc_tiers_enter_(tier *r) { return r->has_brk ? kc_brk_enter(&r->brk) : KC_OK; }
 
+/* After a call kc_tiers_enter_ let through: its outcome moves the breaker, whatever it is (a back
+ * end's own KC_EUNAVAILABLE, an HTTP 503, is a failure; leaving a probe unanswered would keep the
+ * breaker half-open, and the tier skipped, for the rest of the process). */
 void kc_tiers_exit_(tier *r, int rc) {
-    if (r->has_brk && rc != KC_EUNAVAILABLE) kc_brk_exit(&r->brk, rc < 0 && rc != KC_MISS);
+    if (r->has_brk) kc_brk_exit(&r->brk, rc < 0 && rc != KC_MISS);
 }
 
 /* ---- the remotes' state ---- */

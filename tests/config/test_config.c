@@ -125,6 +125,8 @@ static void test_bad_lines(void **state) {
     bad_file("just words\n", 0, "kcache.conf:1: not a `key = value` line");
     bad_file("dir = /elsewhere\n", 0, "kcache.conf:1: the cache directory cannot be set in its own");
     bad_file("home = /x\n", 0, "'home' cannot be set in a file");
+    bad_file("hmac_key = 0123456789abcdef0123\n", 0, "'hmac_key' cannot be set in a file");  /* files are 0644 */
+    bad_file("nvrtc = /opt/nvrtc.so\n", 0, "kcache.conf:1: 'nvrtc' belongs to the process"); /* never used there */
     bad_file("remote_queue = \n", 0, "remote_queue has no value");
     bad_file("loaded_graphs = -1\n", 1, "bad-system.conf:1: loaded_graphs");
     char p[4200]; /* a directory file anyone may write is refused, not read */
@@ -285,6 +287,19 @@ static void test_secrets_not_shown(void **state) {
     expect(c, KC_CONFIG_remote, "redis://:***@host:6379/0 redis://user:***@other/1|read-only=true redis://plain:1",
            KC_ORIGIN_ENVIRONMENT, "KCACHE_REMOTE");
     expect(c, KC_CONFIG_hmac_key, "***", KC_ORIGIN_ENVIRONMENT, NULL);
+    kc_cache_close(c);
+    /* A URL without a password says nothing of the next one (it once ended the hiding there), and a
+     * tab separates URLs as a space does; a user-less password is hidden whole. */
+    setenv("KCACHE_REMOTE",
+           "redis://cache-a:6379 redis://:s3cret@fleet:6379\tredis://u:pw@h/0|read-only "
+           "redis://justsecret@h2",
+           1);
+    c = open_in("s", KC_OPEN_DISABLE, 0, &rc);
+    assert_int_equal(rc, KC_OK);
+    expect(c, KC_CONFIG_remote,
+           "redis://cache-a:6379 redis://:***@fleet:6379\tredis://u:***@h/0|read-only "
+           "redis://:***@h2",
+           KC_ORIGIN_ENVIRONMENT, "KCACHE_REMOTE");
     kc_cache_close(c);
     unsetenv("KCACHE_HMAC_KEY");
     clear_env();

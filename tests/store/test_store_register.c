@@ -145,7 +145,8 @@ static kc_cache *open_with(const char *dir, const char *remote) {
     o.flags = KC_OPEN_NO_ENV;
     o.remote = remote;
     kc_cache *c = NULL;
-    if (kc_cache_open(&c, &o) != KC_OK) fail_msg("open %s: %s", remote, kc_error_last()->message);
+    if (kc_cache_open(&c, &o) != KC_OK)
+        fail_msg("open %s: %s", remote ? remote : "(no remote)", kc_error_last()->message);
     return c;
 }
 

@@ -83,8 +83,8 @@ static int describe(int json) {
     return 0;
 }
 
-/* With more than one remote, one line per remote tier (this process's counts; the remote_* counters above
- * are their sums): text, or JSON's "remotes" array.  With one remote, nothing (its output stays as it was). */
+/* With more than one remote, one line per remote tier (this process's counts of every object asked of it;
+ * the remote_* counters above count graph lookups): text, or JSON's "remotes" array.  With one remote, nothing (its output stays as it was). */
 static void print_tiers(kc_cache *c, int json) {
     size_t n = kc_cache_tier_count(c);
     kc_tier_stats t = KC_TIER_STATS_INIT;
