@@ -13,6 +13,7 @@
 #include "helpers.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #define SLOTS 32
 
@@ -124,6 +125,11 @@ static mstore *mem(const char *name) {
 }
 
 /* ---- helpers ---- */
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 static kc_entry *entry_for(int i) {
     kc_key_builder *kb;
@@ -331,6 +337,37 @@ static void test_failing_tier_opens_its_own_breaker(void **state) {
     mem("down")->fail = 0;
 }
 
+/* A back end's own KC_EUNAVAILABLE (an HTTP 503) answering the breaker's probe is a failure like any
+ * other: the breaker opens again for its next window, then probes again, never stays half-open for good
+ * (it once did: the remote was skipped for the rest of the process). */
+static void test_unavailable_probe_is_a_failure(void **state) {
+    (void)state;
+    mem("busy")->fail = 0;
+    put_through("mem://busy", 5);
+    char *d = kct_tmpdir("reg-busy");
+    kc_cache *c = open_with(d, "mem://busy|backoff-ms=1|backoff-max-ms=2");
+    kc_entry *e = entry_for(5), *got = NULL;
+    mem("busy")->fail = KC_EIO; /* the first call fails: the breaker opens for 1 ms */
+    assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &got), KC_MISS);
+    int calls = mem("busy")->calls;
+    mem("busy")->fail = KC_EUNAVAILABLE; /* the probe after the window answers "unavailable" */
+    for (int i = 0; i < 5000 && mem("busy")->calls == calls; i++) {
+        sleep_ms(1);
+        assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &got), KC_MISS);
+    }
+    assert_int_equal(mem("busy")->calls, calls + 1); /* the probe was made */
+    mem("busy")->fail = 0; /* the remote is back: a later probe finds the entry */
+    int rc = KC_MISS;
+    for (int i = 0; i < 5000 && rc == KC_MISS; i++) {
+        sleep_ms(1);
+        rc = kc_cache_get(c, kc_entry_key(e), "sm_90", &got);
+    }
+    assert_int_equal(rc, KC_OK);
+    kc_entry_free(got);
+    kc_entry_free(e);
+    kct_close_cache(d, c);
+}
+
 static void test_attributes_reach_the_back_end(void **state) {
     (void)state;
     char *d = kct_tmpdir("reg-attr");
@@ -384,6 +421,7 @@ int main(void) {
         cmocka_unit_test(test_second_tier_backfills_first),
         cmocka_unit_test(test_readonly_tier_never_written),
         cmocka_unit_test(test_failing_tier_opens_its_own_breaker),
+        cmocka_unit_test(test_unavailable_probe_is_a_failure),
         cmocka_unit_test(test_attributes_reach_the_back_end),
         cmocka_unit_test(test_old_options_versions),
     };
