@@ -356,7 +356,7 @@ static void test_unavailable_probe_is_a_failure(void **state) {
         assert_int_equal(kc_cache_get(c, kc_entry_key(e), "sm_90", &got), KC_MISS);
     }
     assert_int_equal(mem("busy")->calls, calls + 1); /* the probe was made */
-    mem("busy")->fail = 0; /* the remote is back: a later probe finds the entry */
+    mem("busy")->fail = 0;                           /* the remote is back: a later probe finds the entry */
     int rc = KC_MISS;
     for (int i = 0; i < 5000 && rc == KC_MISS; i++) {
         sleep_ms(1);
