@@ -97,8 +97,8 @@ static int read_whole(const char *path, int inside_cache, char **out, size_t *le
 }
 
 int kc_config_file_read_(const char *path, int inside_cache, kc_config *c, kc_config_apply_fn apply, void *ctx) {
-    char *data;
-    size_t len;
+    char *data = NULL;
+    size_t len = 0;
     int rc = read_whole(path, inside_cache, &data, &len);
     if (rc) return rc;
     const char *p = data, *end = data + len;
