@@ -111,6 +111,8 @@ extern "C" {
       "A file holding the HMAC key (mode 600 or 640; trailing newlines dropped).")                                     \
     X(log, "KCACHE_LOG", STRING, 1, "", 0, "common",                                                                   \
       "Log categories to stderr: store, key, compile, load, graph, guard, recompiles, remote, all (comma-separated).") \
+    X(log_format, "KCACHE_LOG_FORMAT", STRING, 1, "text", 0, "common",                                                 \
+      "Log format: text (kcache[part] message) or json (one JSON object a line: ts, level, pid, tid, part, msg).")     \
     X(toolchain, "KCACHE_TOOLCHAIN", STRING, 1, "", 0, "cache",                                                        \
       "Pin the toolchain whose entries keys use (an identity as `kcache toolchain` prints it).")                       \
     X(toolkit_headers, "KCACHE_TOOLKIT_HEADERS", STRING, 1, "", 0, "graph",                                            \

@@ -66,6 +66,8 @@ void kc_log_init_from_env(void);
 void kc_log_configure_default_(const char *spec);
 /** Register the function that reads the process's settings (and calls kc_log_configure_default_). Callers: config/. */
 void kc_log_set_reader_(void (*fn)(void));
+/** The process's `log_format` setting: 1 json lines, 0 text.  Callers: config/. */
+void kc_log_set_format_(int json);
 void kc_log_write(kc_log_cat cat, const char *fmt, ...) KC_PRINTF(2, 3);
 #define kc_log(cat, ...)                                                                             \
     do {                                                                                             \

@@ -109,6 +109,10 @@ int kc_config_set_(kc_config *c, int id, const char *value, kc_config_origin ori
             free(w);
             return kc_err(KC_EINVAL, "%s has a newline in its value", name);
         }
+        if (id == KC_CONFIG_log_format && strcmp(value, "text") != 0 && strcmp(value, "json") != 0) {
+            free(w);
+            return kc_err(KC_EINVAL, "%s is '%.40s': give text or json", name, value);
+        }
         char *copy = strdup(value);
         if (!copy) {
             free(w);
@@ -224,9 +228,9 @@ int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_o
 /* ---- the layers ---- */
 
 int kc_config_is_process_(int id) {
-    static const int process[] = {KC_CONFIG_log,          KC_CONFIG_nvrtc,       KC_CONFIG_nvrtc_own_cache,
-                                  KC_CONFIG_cuda_include, KC_CONFIG_cuda_driver, KC_CONFIG_loaded_graphs,
-                                  KC_CONFIG_loaded_bytes};
+    static const int process[] = {
+        KC_CONFIG_log,          KC_CONFIG_log_format,  KC_CONFIG_nvrtc,         KC_CONFIG_nvrtc_own_cache,
+        KC_CONFIG_cuda_include, KC_CONFIG_cuda_driver, KC_CONFIG_loaded_graphs, KC_CONFIG_loaded_bytes};
     for (size_t i = 0; i < KC_ARRAY_LEN(process); i++)
         if (process[i] == id) return 1;
     return 0;
@@ -386,6 +390,7 @@ static int proc_read_locked(unsigned flags) {
             proc = &empty;
         }
     }
+    kc_log_set_format_(strcmp(proc->v.log_format, "json") == 0); /* before the mask: no line in the old format */
     kc_log_configure_default_(proc->v.log);
     return rc;
 }
