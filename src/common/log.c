@@ -170,7 +170,11 @@ static void write_json(const char *part, const char *msg) {
 }
 
 void kc_log_write(kc_log_cat cat, const char *fmt, ...) {
-    if (!(mask_now() & (unsigned)cat)) return; /* the first call of a process, before KCACHE_LOG was read */
+    int saved = errno;                   /* a caller may log between a failed call and reading its errno: kept */
+    if (!(mask_now() & (unsigned)cat)) { /* the first call of a process, before KCACHE_LOG was read */
+        errno = saved;
+        return;
+    }
     kc_log_init_from_env(); /* the format too, when kc_log_configure set the mask before any log line */
     const char *name = "log";
     for (size_t i = 0; i < KC_ARRAY_LEN(cats); i++)
@@ -185,4 +189,5 @@ void kc_log_write(kc_log_cat cat, const char *fmt, ...) {
     va_end(ap);
     if (__atomic_load_n(&json_format, __ATOMIC_RELAXED)) write_json(name, line);
     else fprintf(stderr, "kcache[%s] %s\n", name, line);
+    errno = saved;
 }

@@ -4,7 +4,7 @@
  * --emit), valid UTF-8 whatever bytes were logged, with ts, level, pid, tid, part and msg; the
  * message — quotes, a newline, ESC, a backslash, DEL, bytes >= 0x80 valid and not — comes back
  * exactly, each invalid byte as U+FFFD; lines of four threads never interleave; an unknown format
- * is refused with a warning and leaves the text format, whose lines are unchanged.
+ * is refused with a warning and leaves the text format, whose lines are unchanged; errno is kept.
  *
  * Each case runs in a fresh child (forked before this process logged or read its settings), its
  * stderr in a file read back here: the settings are read once per process.
@@ -195,6 +195,31 @@ static void test_unknown_format(void **state) {
     free(text);
 }
 
+/* A log line leaves errno as it was, even when its write fails (stderr closed): a caller may log
+ * between a failed call and reading its errno. */
+static int errno_child(const char *format) {
+    setenv("KCACHE_LOG", "all", 1);
+    setenv("KCACHE_LOG_FORMAT", format, 1);
+    close(2);
+    errno = EACCES;
+    kc_log_write(KC_LOG_STORE, "into a closed stderr");
+    return errno == EACCES ? 0 : 1;
+}
+
+static void test_errno_kept(void **state) {
+    (void)state;
+    const char *formats[] = {"json", "text"};
+    for (size_t i = 0; i < 2; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) _exit(errno_child(formats[i]));
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st));
+        if (WEXITSTATUS(st) != 0) fail_msg("errno changed by a log line in the %s format", formats[i]);
+    }
+}
+
 int main(int argc, char **argv) {
     /* Links the configuration part in (its reader hands log.c the settings) without reading them. */
     if (kc_config_find("log_format") < 0) return 1;
@@ -203,10 +228,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_lines),
-        cmocka_unit_test(test_configure_first),
-        cmocka_unit_test(test_text_unchanged),
-        cmocka_unit_test(test_unknown_format),
+        cmocka_unit_test(test_json_lines),     cmocka_unit_test(test_configure_first),
+        cmocka_unit_test(test_text_unchanged), cmocka_unit_test(test_unknown_format),
+        cmocka_unit_test(test_errno_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
