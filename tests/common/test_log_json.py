@@ -19,6 +19,7 @@ HOSTILE = 'say "hi"\n\x1b[31mred\x1b[0m tab\t back\\ \u00e9 \ufffd \ufffd ok \uf
 
 def lines_of(cmd, env):
     r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    assert r.returncode == 0 or cmd[-1] == 'verify', 'exit %d: %s' % (r.returncode, cmd)
     text = r.stderr.decode('utf-8')  # strict: an invalid byte fails the test here
     assert text.endswith('\n') or not text, 'the last record does not end its line'
     out = []
