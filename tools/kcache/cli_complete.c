@@ -107,11 +107,19 @@ static void print_bash(FILE *f) {
           f);
 }
 
-/* `s` inside a zsh single-quoted _arguments spec's [description]: quotes, brackets and colons escaped. */
-static void zsh_desc(FILE *f, const char *s, size_t max) {
-    for (size_t i = 0; s[i] && s[i] != '\n' && i < max; i++) {
+/* `s` inside a zsh single-quoted spec: its first line, or first sentence, up to `max` bytes cut at a
+ * space; quotes and colons escaped, and brackets when `spec` (an _arguments [description]). */
+static void zsh_desc(FILE *f, const char *s, size_t max, int spec) {
+    size_t n = strcspn(s, "\n");
+    const char *dot = strstr(s, ". ");
+    if (dot && (size_t)(dot - s) < n) n = (size_t)(dot - s);
+    if (n > max) {
+        n = max;
+        while (n > 0 && s[n] != ' ') n--;
+    }
+    for (size_t i = 0; i < n; i++) {
         if (s[i] == '\'') fputs("'\\''", f);
-        else if (strchr("[]:\\", s[i])) fprintf(f, "\\%c", s[i]);
+        else if (s[i] == ':' || s[i] == '\\' || (spec && strchr("[]", s[i]))) fprintf(f, "\\%c", s[i]);
         else fputc(s[i], f);
     }
 }
@@ -123,7 +131,7 @@ static void zsh_opts(FILE *f, const cli_opt *t, const char *indent) {
         for (int form = t->letter ? 0 : 1; form < 2; form++) {
             if (form == 0) fprintf(f, "%s'-%c%s[", indent, t->letter, t->arg ? "+" : "");
             else fprintf(f, "%s'--%s%s[", indent, t->name, t->arg ? "=" : "");
-            zsh_desc(f, t->help, 200);
+            zsh_desc(f, t->help, 200, 1);
             if (t->arg) fprintf(f, "]:%s:%s' \\\n", t->arg, action);
             else fputs("]' \\\n", f);
         }
@@ -138,7 +146,7 @@ static void print_zsh(FILE *f) {
           f);
     for (size_t k = 0; cli_commands[k]; k++) {
         fprintf(f, "        '%s:", cli_commands[k]->name);
-        zsh_desc(f, cli_commands[k]->help, 70);
+        zsh_desc(f, cli_commands[k]->help, 60, 0);
         fputs("'\n", f);
     }
     fputs("    )\n    _arguments -C \\\n", f);

@@ -16,6 +16,18 @@
 
 #include "cli.h"
 
+/* One UTF-8 character at p as troff's \[uXXXX] (a stray byte as \[u00XX]); the bytes it took. */
+static int utf8_char(FILE *f, const unsigned char *p) {
+    int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 1;
+    unsigned cp = n == 1 ? p[0] : p[0] & (0x3fu >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return fprintf(f, "\\[u%04X]", p[0]), 1;
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    fprintf(f, "\\[u%04X]", cp);
+    return n;
+}
+
 /* Text set as it is: each line of `s` escaped, a line starting with spaces kept apart (.br);
  * `inl`: a word inside a line (no line start, no newline added). */
 static void roff_esc(FILE *f, const char *s, int inl) {
@@ -24,7 +36,8 @@ static void roff_esc(FILE *f, const char *s, int inl) {
         if (bol && (*p == '.' || *p == '\'')) fputs("\\&", f);
         if (bol && *p == ' ') fputs(".br\n", f);
         bol = !inl && *p == '\n';
-        if (*p == '\\') fputs("\\e", f);
+        if ((unsigned char)*p >= 0x80) p += utf8_char(f, (const unsigned char *)p) - 1;
+        else if (*p == '\\') fputs("\\e", f);
         else if (*p == '-') fputs("\\-", f);
         else fputc(*p, f);
     }
