@@ -122,6 +122,7 @@ complete_words kcache gc -- >"$T/c1"; has "^--older-than$" "$T/c1" "gc's options
 complete_words kcache pre >"$T/c2"; has "^prewarm$" "$T/c2" "commands are not completed"
 complete_words kcache - >"$T/c3"; has "^--cache-dir$" "$T/c3"; has "^-s$" "$T/c3"
 complete_words kcache -d "$D" prewarm -j2 --a >"$T/c4"; has "^--arch$" "$T/c4" "the command after -d DIR is not found"
+complete_words kcache --cache-dir = "$D" gc --o >"$T/c9"; has "^--older-than$" "$T/c9" "--cache-dir=DIR (split at = as bash does) hides the command"
 touch "$T/spec-one.json"
 complete_words kcache get "$T/spec-" >"$T/c5"; has "spec-one.json" "$T/c5" "get's SPEC is not completed as a file"
 complete_words kcache export --manifest "$T/spec-" >"$T/c6"; has "spec-one.json" "$T/c6" "--manifest is not completed as a file"

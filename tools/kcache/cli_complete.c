@@ -88,7 +88,7 @@ static void print_bash(FILE *f) {
           "        case ${COMP_WORDS[i]} in\n            ",
           f);
     if (!pattern(f, cli_global_opts, 2)) fputs("--kcache-none-", f);
-    fputs(") ((i++));;\n            =) ;;\n            -*) ;;\n            *) cmd=${COMP_WORDS[i]}; break;;\n"
+    fputs(") [[ ${COMP_WORDS[i+1]} == = ]] && ((i++)); ((i++));;\n            =) ;;\n            -*) ;;\n            *) cmd=${COMP_WORDS[i]}; break;;\n"
           "        esac\n    done\n    if [[ -z $cmd ]]; then\n        case $prev in\n",
           f);
     bash_values(f, cli_global_opts, "            ");
