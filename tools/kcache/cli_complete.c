@@ -88,9 +88,10 @@ static void print_bash(FILE *f) {
           "        case ${COMP_WORDS[i]} in\n            ",
           f);
     if (!pattern(f, cli_global_opts, 2)) fputs("--kcache-none-", f);
-    fputs(") [[ ${COMP_WORDS[i+1]} == = ]] && ((i++)); ((i++));;\n            =) ;;\n            -*) ;;\n            *) cmd=${COMP_WORDS[i]}; break;;\n"
-          "        esac\n    done\n    if [[ -z $cmd ]]; then\n        case $prev in\n",
-          f);
+    fputs(
+        ") [[ ${COMP_WORDS[i+1]} == = ]] && ((i++)); ((i++));;\n            =) ;;\n            -*) ;;\n            *) cmd=${COMP_WORDS[i]}; break;;\n"
+        "        esac\n    done\n    if [[ -z $cmd ]]; then\n        case $prev in\n",
+        f);
     bash_values(f, cli_global_opts, "            ");
     fputs("        esac\n        if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"", f);
     words(f, cli_global_opts, 0);
