@@ -107,8 +107,9 @@ static int parse_globals(int argc, char **argv, cli_settings *s, int *actions, c
     char what[160];
     while ((ch = getopt_long(argc, argv, "+:d:szCM:Vh", lo, NULL)) != -1) {
         if (ch == 'd') s->dir = optarg;
-        else if (ch == 256 + 1) s->remote = optarg; /* wins over KCACHE_REMOTE (cli_open_cache) */
-        else if (ch == 256 + 2) s->allow_unsafe_dir = 1;
+        else if (ch >= 256 && strcmp(cli_global_opts[ch - 256].name, "remote") == 0)
+            s->remote = optarg;                      /* wins over KCACHE_REMOTE (cli_open_cache) */
+        else if (ch >= 256) s->allow_unsafe_dir = 1; /* the one other row without a letter */
         else if (ch == 'V') return printf("kcache %s\n", kc_version()), -1;
         else if (ch == 'h') return cli_main_usage(stdout), -1;
         else if (strchr("szCM", ch) && *nact < 8) sizes[*nact] = optarg, actions[(*nact)++] = ch;
