@@ -5,8 +5,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
       libhiredis-dev libssl-dev redis-server
-      binutils strace)  # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
-pkgs+=(groff-base)  # the man pages read by groff -man -ww (tests/docs/test_man_libkcache.py)
+      binutils strace   # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
+      groff-base zsh)   # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
 #            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench

@@ -351,6 +351,31 @@ KC_API int kc_cache_verify_signatures(kc_cache *c, kc_signature_report *out);
  */
 KC_API int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out);
 
+/** Version of kc_gc_options this build knows. */
+#define KC_GC_OPTIONS_VERSION 1
+
+/** What kc_cache_gc_ext is asked to do.  The caller's: initialise with KC_GC_OPTIONS_INIT. */
+typedef struct kc_gc_options {
+    unsigned version;  /**< KC_GC_OPTIONS_VERSION, set by the caller. */
+    uint64_t max_size; /**< As kc_cache_gc's `max_size` (0: the cache's limit). */
+    /** Above 0: first evict every object (graph entry, image, unit record, site profile) not used
+     *  for longer than this many seconds — its last use is its file's time, which a hit refreshes
+     *  (ccache's --evict-older-than).  An object whose time is in the future is not evicted by age.
+     *  Graph entries and unit records left without their image are then swept as dangling. */
+    uint64_t older_than_s;
+} kc_gc_options;
+
+/** Initialiser of a kc_gc_options: this version, the cache's limit, no age limit. */
+#define KC_GC_OPTIONS_INIT \
+    { KC_GC_OPTIONS_VERSION, 0, 0 }
+
+/**
+ * kc_cache_gc with options (`opts` NULL: KC_GC_OPTIONS_INIT): evict what was not used for longer
+ * than opts->older_than_s, then the least recently used down to opts->max_size, then sweep as
+ * kc_cache_gc does.  Age evictions count in out->evicted.  KC_EVERSION for an unknown version.
+ */
+KC_API int kc_cache_gc_ext(kc_cache *c, const kc_gc_options *opts, kc_gc_report *out);
+
 /** Remove every entry (and the quarantine); counters other than totals are kept. */
 KC_API int kc_cache_clear(kc_cache *c);
 

@@ -518,14 +518,24 @@ int kc_cache_remove_name_(kc_cache *c, const char *name) {
 }
 
 int kc_cache_gc(kc_cache *c, uint64_t max_size, kc_gc_report *out) {
+    kc_gc_options o = KC_GC_OPTIONS_INIT;
+    o.max_size = max_size;
+    return kc_cache_gc_ext(c, &o, out);
+}
+
+int kc_cache_gc_ext(kc_cache *c, const kc_gc_options *opts, kc_gc_report *out) {
     if (!c) return kc_err(KC_EINVAL, "kc_cache_gc: NULL cache");
-    int rc = out ? kc_api_version("kc_cache_gc", "kc_gc_report", "KC_GC_REPORT_INIT", out->version,
-                                  KC_GC_REPORT_VERSION)
-                 : KC_OK;
+    kc_gc_options o = KC_GC_OPTIONS_INIT;
+    int rc = opts ? kc_api_version("kc_cache_gc_ext", "kc_gc_options", "KC_GC_OPTIONS_INIT", opts->version,
+                                   KC_GC_OPTIONS_VERSION)
+                  : KC_OK;
+    if (rc == KC_OK && out)
+        rc = kc_api_version("kc_cache_gc", "kc_gc_report", "KC_GC_REPORT_INIT", out->version, KC_GC_REPORT_VERSION);
     if (rc) return rc;
+    if (opts) o = *opts; /* one version so far: every field is there */
     kc_gc_report full =
         KC_GC_REPORT_INIT; /* [Note: versioned structs]: filled here, copied out as far as out's version */
-    if (c->local) rc = kc_local_gc(c->local, max_size, &full);
+    if (c->local) rc = kc_local_gc_aged(c->local, o.max_size, o.older_than_s, &full);
     if (out) kc_api_copy_out(out, &full, sizeof full, out->version);
     return rc;
 }

@@ -86,6 +86,8 @@ int kc_local_trylock(kc_local *l, const char *name, int *fd, char *path, size_t 
 void kc_local_unlock(int fd, const char *path);
 
 int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out);
+/** kc_local_gc that first evicts every object not used for longer than `older_than_s` seconds (0: none). */
+int kc_local_gc_aged(kc_local *l, uint64_t max_size, uint64_t older_than_s, kc_gc_report *out);
 int kc_local_clear(kc_local *l);
 
 const char *kc_local_root(const kc_local *l);

@@ -232,6 +232,39 @@ static void evict_one(void *ctx, size_t i) {
     x->res[i] = R_REMOVED;
 }
 
+/* Evict every object the sweep keeps whose file time is before `cutoff_ns` (not used since; a
+ * time in the future is not judged by age), as evict_lru does ([Note: parallel removals]); one
+ * that cannot be removed is logged and left to the size limit. */
+static int evict_aged(kc_local *l, gc_ctx *g, int64_t cutoff_ns, kc_gc_report *rep) {
+    gc_item **v = kc_malloc((g->n ? g->n : 1) * sizeof *v);
+    removal x = {l, g, v, kc_malloc(g->n ? g->n : 1), kc_malloc((g->n ? g->n : 1) * sizeof *x.err)};
+    if (!v || !x.res || !x.err) {
+        free(v), free(x.res), free(x.err);
+        return kc_err(KC_ENOMEM, "gc: out of memory");
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        gc_item *it = &g->items[i];
+        if (present(it) && it->garbage == G_NONE && it->mtime_ns < cutoff_ns && it->mtime_ns <= g->now_ns) v[m++] = it;
+    }
+    par_for(m, evict_one, &x);
+    char path[PATH_MAX + 256];
+    for (size_t k = 0; k < m; k++) {
+        if (x.res[k] == R_FAILED) {
+            item_path(l, v[k], path, sizeof path);
+            kc_log(KC_LOG_STORE, "evicting %s (unused since before the age limit): %s", path, strerror(x.err[k]));
+        } else if (x.res[k] == R_GONE) {
+            drop(g, v[k], ST_GONE);
+        } else if (x.res[k] == R_REMOVED) {
+            rep->evicted++;
+            kc_local_count(l, v[k]->shard, KC_STAT_EVICTIONS, 1);
+            drop(g, v[k], ST_EVICTED);
+        }
+    }
+    free(v), free(x.res), free(x.err);
+    return KC_OK;
+}
+
 /* Evict the least recently used of the objects the sweep keeps until they hold at most
  * `max_size` bytes; *total: their bytes, before and after.  An error only when some could not
  * be removed and the directory stays over the limit.  Victims are removed in rounds on several
@@ -359,7 +392,7 @@ static void recount(kc_local *l, gc_ctx *g) {
 
 /* One gc: `sweep` adds the mark-and-sweep (the explicit gc); without it, LRU only (the
  * automatic cleanup after a put, which must stay cheap: it reads no object). */
-static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *out) {
+static int gc_run(kc_local *l, uint64_t max_size, uint64_t older_than_s, int sweep_too, kc_gc_report *out) {
     kc_gc_report rep;
     memset(&rep, 0, sizeof rep);
     if (out) *out = rep;
@@ -395,6 +428,12 @@ static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *o
         rep.temp_removed = g->temp_removed;
         if (sweep_too && (rc = read_objects(l, g, &rep)) == KC_OK) mark(g); /* garbage is not counted as kept */
         uint64_t kept = 0;
+        if (rc == KC_OK && older_than_s)
+            rc = evict_aged(l, g,
+                            older_than_s >= (uint64_t)(g->now_ns / 1000000000)
+                                ? INT64_MIN
+                                : g->now_ns - (int64_t)older_than_s * 1000000000,
+                            &rep);
         if (rc == KC_OK) rc = evict_lru(l, g, max_size, &kept, &rep);
         if (rc != KC_ENOMEM && sweep_too) {
             mark(g); /* again: what refers to an evicted image dangles, what only evicted ones used is an orphan */
@@ -425,9 +464,13 @@ static int gc_run(kc_local *l, uint64_t max_size, int sweep_too, kc_gc_report *o
     return rc;
 }
 
-int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) { return gc_run(l, max_size, 1, out); }
+int kc_local_gc(kc_local *l, uint64_t max_size, kc_gc_report *out) { return gc_run(l, max_size, 0, 1, out); }
 
-int kc_local_gc_lru_(kc_local *l, uint64_t max_size, kc_gc_report *out) { return gc_run(l, max_size, 0, out); }
+int kc_local_gc_aged(kc_local *l, uint64_t max_size, uint64_t older_than_s, kc_gc_report *out) {
+    return gc_run(l, max_size, older_than_s, 1, out);
+}
+
+int kc_local_gc_lru_(kc_local *l, uint64_t max_size, kc_gc_report *out) { return gc_run(l, max_size, 0, 0, out); }
 
 static int clear_file(int shard, const char *dir, const char *file, const struct stat *st, void *ctx) {
     (void)shard;

@@ -54,7 +54,7 @@ err 1 ffff; grep -qx "kcache show: no entry matches 'ffff'" "$T/err" || bad "no 
 err 1 "$K/softmax.json" --arch sm_80
 grep -qx "kcache show: graph 'softmax' (key [0-9a-f]*) has no stored entry for sm_80" "$T/err" || bad "spec, no entry: $(cat "$T/err")"
 err 2; grep -q "a KEY or a SPEC is required" "$T/err" || bad "no argument: $(cat "$T/err")"
-err 2 "$G" --extract; grep -q -- "--extract needs a folder" "$T/err" || bad "--extract: $(cat "$T/err")"
+err 2 "$G" --extract; grep -q -- "option '--extract' needs a value (DIR)" "$T/err" || bad "--extract: $(cat "$T/err")"
 err 1 "$I" --extract "$T/x"; grep -q "is not a graph entry: --extract writes a graph's images" "$T/err" || bad "extract image: $(cat "$T/err")"
 err 0 "$G" --extract "$T/y"; grep -qx "  extracted [0-9]* image(s) to $T/y" "$T/out" || bad "extract: $(cat "$T/out")"
 [ "$fails" = 0 ] || exit 1

@@ -26,13 +26,6 @@ int cli_fail(const char *what) {
     return EXIT_PROBLEM;
 }
 
-int cli_usage_error(const cli_cmd *c, const char *msg, const char *arg) {
-    fprintf(stderr, "kcache %s: %s%s%s\nusage: %s\n", c->name, msg, arg ? ": " : "", arg ? arg : "", c->usage);
-    return EXIT_USAGE;
-}
-
-void cli_print_help(const cli_cmd *c) { printf("usage: %s\n\n%s\n", c->usage, c->help); }
-
 int cli_open_cache(const cli_settings *s, kc_cache **out) {
     kc_options o = KC_OPTIONS_INIT;
     o.dir = s->dir;       /* --cache-dir beats KCACHE_DIR: the command line is the more specific */
@@ -67,41 +60,6 @@ void cli_iso_time(int64_t t, char *out, size_t cap) {
     struct tm tm;
     gmtime_r(&tt, &tm);
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void cli_parse_opts(const cli_cmd *c, int argc, char **argv, cli_opts *o, int allow_json, int allow_max, int max_pos) {
-    memset(o, 0, sizeof *o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            cli_print_help(c);
-            exit(0);
-        } else if (allow_json && strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (allow_max && strcmp(a, "--max-size") == 0) {
-            if (++i >= argc) exit(cli_usage_error(c, "--max-size needs a value", NULL));
-            o->max_size = argv[i];
-        } else if (allow_max && strncmp(a, "--max-size=", 11) == 0) {
-            o->max_size = a + 11;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            exit(cli_usage_error(c, "unknown option", a));
-        } else {
-            if (o->npos >= max_pos) exit(cli_usage_error(c, "unexpected argument", a));
-            o->positional[o->npos++] = a;
-        }
-    }
-}
-
-int cli_spec_args(const cli_cmd *c, int argc, char **argv, const char **arch, cli_opts *o) {
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) *arch = argv[++i];
-        else if (strcmp(argv[i], "--arch") == 0) return cli_usage_error(c, "--arch needs a target", NULL);
-        else argv[++n] = argv[i];
-    }
-    cli_parse_opts(c, n + 1, argv, o, 1, 0, 1);
-    if (o->npos != 1) return cli_usage_error(c, "a SPEC file is required", NULL);
-    return 0;
 }
 
 int cli_lookup(kc_cache *c, const kc_graph_desc *d, const char *arch, kc_graph_info *info) {

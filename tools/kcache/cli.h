@@ -37,14 +37,84 @@ typedef struct cli_settings {
     int allow_unsafe_dir; /**< --allow-unsafe-dir */
 } cli_settings;
 
-/** One command: its name, one-line usage, help text (for COMMAND --help) and entry point. */
+/**
+ * One option of a command, or a global one: a row of the table that the parser (cli_parse),
+ * --help, the man page (`kcache help --man`) and the shell completions are all made from.
+ * A table ends with a row whose name is NULL.  -h/--help is every command's without a row.
+ */
+typedef struct cli_opt {
+    const char *name; /**< the long name, without "--" */
+    int letter;       /**< the short letter ('j' for -j), or 0 */
+    const char *arg;  /**< the value's name (SIZE, FILE, DIR, ...), or NULL for a flag */
+    const char *help; /**< one line */
+} cli_opt;
+
+/** What a command's operands are, for the completions. */
+enum { CLI_OPERANDS_NONE, CLI_OPERANDS_FILES, CLI_OPERANDS_WORDS };
+
+/** One command: its name, one-line usage, help text (for COMMAND --help), entry point, options
+ *  (NULL: none but --help) and what its operands are (CLI_OPERANDS_*: files are completed as files). */
 typedef struct cli_cmd {
     const char *name;
     const char *usage;
     const char *help;
     /** Run with argv[0] the command's name; returns the process's exit code. */
     int (*run)(const cli_settings *s, int argc, char **argv);
+    const cli_opt *opts;
+    int operands;
 } cli_cmd;
+
+/** The commands in the order --help lists them, NULL-terminated (main.c). */
+extern const cli_cmd *const cli_commands[];
+/** The global options (main.c): the rows before the command. */
+extern const cli_opt cli_global_opts[];
+
+/** The most options one command has (its table's rows). */
+#define CLI_MAX_OPTS 24
+/** The most operands cli_parse keeps. */
+#define CLI_MAX_OPERANDS 8
+
+/** What cli_parse found: per row of the command's table, the value given (the last one; "" for
+ *  a flag given; NULL: not given), and the operands in their order (borrowed from argv). */
+typedef struct cli_args {
+    const cli_cmd *cmd;
+    const char *val[CLI_MAX_OPTS];
+    const char *pos[CLI_MAX_OPERANDS];
+    int npos;
+} cli_args;
+
+/**
+ * Parse a command's arguments (argv[0] its name) with getopt_long by its table: --opt=value and
+ * --opt value, -xVALUE and -x VALUE, options anywhere, "--" ends them; at most `max_pos`
+ * operands.  -h/--help prints the help and exits 0; a usage error is said (cli_usage_error) and
+ * exits EXIT_USAGE.  Returns only when the arguments fit the table.
+ */
+void cli_parse(const cli_cmd *c, int argc, char **argv, int max_pos, cli_args *a);
+
+/** The value of option `name` (a row of a->cmd's table) or NULL when not given; a flag's is "". */
+const char *cli_arg(const cli_args *a, const char *name);
+
+/** Whether option `name` was given. */
+int cli_flag(const cli_args *a, const char *name);
+
+/**
+ * A duration for people into seconds: a whole number and one unit, s (seconds), m (minutes),
+ * h (hours), d (days) or w (weeks): "30s", "90m", "12h", "7d", "2w".  0, or -1 for anything else
+ * (no unit, 0, a sign, a fraction, spaces, a value past 100 years).
+ */
+int cli_parse_duration(const char *s, uint64_t *out);
+
+/** Print a table's options, one per line ("  -j, --jobs N   help"), to f. */
+void cli_print_opts(FILE *f, const cli_opt *t);
+
+/** The main usage (the commands and the global options), the environment section with it. */
+void cli_main_usage(FILE *f);
+
+/** The man page kcache(1), in troff (-man), made from the tables (cli_man.c). */
+void cli_print_man(FILE *f);
+
+/** The completion script for `shell` ("bash" or "zsh"), from the tables (cli_complete.c); 0, or -1 for another shell. */
+int cli_print_completion(FILE *f, const char *shell);
 
 /** The commands, one per cmd_<name>.c; main.c lists them in the order --help shows. */
 extern const cli_cmd cli_cmd_stats, cli_cmd_ls, cli_cmd_show, cli_cmd_verify, cli_cmd_gc, cli_cmd_clear, cli_cmd_get,
@@ -60,7 +130,8 @@ int cli_setting_on(const kc_config *cfg, int id);
 /** Print "kcache: WHAT: <last error> (<status>)" to stderr; returns EXIT_PROBLEM. */
 int cli_fail(const char *what);
 
-/** Print "kcache NAME: MSG[: ARG]" and the command's usage to stderr; returns EXIT_USAGE. */
+/** Print "kcache NAME: MSG[: ARG]; try 'kcache help NAME'" and the command's usage to stderr;
+ *  returns EXIT_USAGE.  Every usage error of every command is said through here. */
 int cli_usage_error(const cli_cmd *c, const char *msg, const char *arg);
 
 /** Print the command's usage and help to stdout (for --help). */

@@ -11,11 +11,13 @@
 
 static int cmd_clear(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_clear = {"clear", "kcache clear", "Remove every entry and the quarantine.", cmd_clear};
+const cli_cmd cli_cmd_clear = {
+    "clear",   "kcache clear", "Remove every entry and the quarantine (ccache -C: kcache -C).",
+    cmd_clear, NULL,           CLI_OPERANDS_NONE};
 
 static int cmd_clear(const cli_settings *cs, int argc, char **argv) {
-    cli_opts o;
-    cli_parse_opts(&cli_cmd_clear, argc, argv, &o, 0, 0, 0);
+    cli_args a;
+    cli_parse(&cli_cmd_clear, argc, argv, 0, &a);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     int rc = kc_cache_clear(c);

@@ -19,8 +19,16 @@
 
 static int cmd_config(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt config_opts[] = {
+    {"json", 0, NULL, "print JSON: every setting, or the one KEY"},
+    {"unset", 0, NULL, "remove KEY from the cache directory's kcache.conf"},
+    {"reference", 0, NULL, "print the configuration reference (Markdown)"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_config = {
-    "config", "kcache config [KEY [VALUE]] [--json] [--unset KEY] [--reference]",
+    "config",
+    "kcache config [KEY [VALUE]] [--json] [--unset KEY] [--reference]",
     "Without KEY, print every setting with its value and origin: default, system file,\n"
     "cache directory file (DIR/kcache.conf), environment (the variable), options.  With KEY\n"
     "(a name or its KCACHE_ variable), print its value.  With KEY VALUE, check VALUE and\n"
@@ -29,7 +37,9 @@ const cli_cmd cli_cmd_config = {
     "configuration reference (Markdown) generated from the table.  Settings come from, first\n"
     "found: options, environment, DIR/kcache.conf, /etc/kcache.conf (KCACHE_CONFIG_SYSTEM),\n"
     "default; the directory's max_size wins over the options and the environment.",
-    cmd_config};
+    cmd_config,
+    config_opts,
+    CLI_OPERANDS_WORDS};
 
 /* The origin for people: "default", "environment KCACHE_X", "cache directory file PATH:LINE". */
 static void origin_text(kc_config_origin o, const char *where, char *out, size_t cap) {
@@ -135,19 +145,11 @@ static int print_one(const kc_config *cfg, int id, int json) {
 
 static int cmd_config(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_config;
-    int json = 0, reference = 0, unset = 0, npos = 0;
-    const char *pos[2] = {NULL, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--reference") == 0) reference = 1;
-        else if (strcmp(argv[i], "--unset") == 0) unset = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown option", argv[i]);
-        else if (npos < 2) pos[npos++] = argv[i];
-        else return cli_usage_error(c0, "too many arguments", argv[i]);
-    }
+    cli_args a;
+    cli_parse(c0, argc, argv, 2, &a);
+    int json = cli_flag(&a, "json"), reference = cli_flag(&a, "reference"), unset = cli_flag(&a, "unset");
+    int npos = a.npos;
+    const char *pos[2] = {a.pos[0], a.pos[1]};
     if (reference) {
         print_reference();
         return 0;

@@ -19,8 +19,16 @@
 
 static int cmd_coverage(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt coverage_opts[] = {
+    {"arch", 0, "LIST", "the targets (sm_80,sm_90,...), instead of the manifest's \"archs\""},
+    {"device", 0, "N", "what a lookup on GPU N would accept (needs the GPU)"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_coverage = {
-    "coverage", "kcache coverage MANIFEST [--arch LIST | --device N] [--json]",
+    "coverage",
+    "kcache coverage MANIFEST [--arch LIST | --device N] [--json]",
     "Whether the cache covers MANIFEST: for each graph and each target (LIST, else the manifest's\n"
     "\"archs\"), hit or missing.  A hit is a graph entry that is stored with every image it refers\n"
     "to present and sound, so a lookup would not compile; each missing one comes with explain's\n"
@@ -28,7 +36,9 @@ const cli_cmd cli_cmd_coverage = {
     "--device N asks instead for what a lookup on GPU N would accept (any stored variant that\n"
     "device loads, in the lookup's order); it needs the GPU.  Counts and changes nothing.\n"
     "Exit 0 when everything is covered, 1 when anything is missing, 2 for bad usage.",
-    cmd_coverage};
+    cmd_coverage,
+    coverage_opts,
+    CLI_OPERANDS_FILES};
 
 static void print_text(const char *mpath, const kc_coverage_report *r) {
     char a[256], b[2048];
@@ -53,19 +63,10 @@ static void print_text(const char *mpath, const kc_coverage_report *r) {
 
 static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_coverage;
-    const char *mpath = NULL, *arch = NULL, *dev = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) dev = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
-        else if (!mpath) mpath = argv[i];
-        else return cli_usage_error(c0, "unexpected argument", argv[i]);
-    }
+    cli_args a;
+    cli_parse(c0, argc, argv, 1, &a);
+    const char *mpath = a.pos[0], *arch = cli_arg(&a, "arch"), *dev = cli_arg(&a, "device");
+    int json = cli_flag(&a, "json");
     if (!mpath) return cli_usage_error(c0, "a MANIFEST is required", NULL);
     if (arch && dev) return cli_usage_error(c0, "--arch and --device ask different questions; give one", NULL);
     int device = KC_COVERAGE_ARCHS;

@@ -22,15 +22,24 @@
 
 static int cmd_demo(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt demo_opts[] = {
+    {"manifest", 0, "MANIFEST", "the graphs (default kernels/manifest.json)"},
+    {"arch", 0, "TARGET", "compile for TARGET (without a GPU: default sm_90)"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_demo = {
-    "demo", "kcache demo [--manifest FILE] [--arch TARGET]",
+    "demo",
+    "kcache demo [--manifest FILE] [--arch TARGET]",
     "The main job's demonstration: every graph of the manifest (default kernels/manifest.json)\n"
     "through a scratch cache twice -- first cold, then warm -- with where each came from and\n"
     "its time (the scratch cache is removed after; your cache is not touched).  On a GPU it\n"
     "then runs each graph's forward and backward\n"
     "once and compares them with a CPU reference (exit 1 on a mismatch).  Without a GPU it\n"
     "compiles for --arch (default sm_90).",
-    cmd_demo};
+    cmd_demo,
+    demo_opts,
+    CLI_OPERANDS_NONE};
 
 /* On a GPU: each graph's forward and backward once, against its CPU reference. */
 static int demo_check(kc_cache *c, const kc_manifest *m) {
@@ -62,15 +71,10 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f) 
 
 static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_demo;
-    const char *mpath = "kernels/manifest.json", *arch = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) mpath = argv[++i];
-        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else return cli_usage_error(c0, "unknown argument", argv[i]);
-    }
+    cli_args a;
+    cli_parse(c0, argc, argv, 0, &a);
+    const char *mpath = cli_arg(&a, "manifest") ? cli_arg(&a, "manifest") : "kernels/manifest.json";
+    const char *arch = cli_arg(&a, "arch");
     int gpu = kc_cuda_available() == KC_OK;
     if (!gpu && !arch) arch = "sm_90";
     if (!gpu) printf("no GPU here (%s)\ncompiling for %s only\n\n", kc_error_last()->message, arch);

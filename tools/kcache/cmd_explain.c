@@ -19,8 +19,15 @@
 
 static int cmd_explain(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt explain_opts[] = {
+    {"arch", 0, "TARGET", "the target (default: GPU 0's, sm_90 without a GPU)"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_explain = {
-    "explain", "kcache explain SPEC [--arch TARGET] [--json]",
+    "explain",
+    "kcache explain SPEC [--arch TARGET] [--json]",
     "Why a graph hits or misses: its key, every component's digest, and on a miss the stored\n"
     "entry nearest to it and the components that differ, down to the tensor and field\n"
     "(\"arch\", \"options\", \"inputs[0].sizes\", \"kernels[1].source\", \"toolchain\").\n"
@@ -29,7 +36,9 @@ const cli_cmd cli_cmd_explain = {
     "units are stored (digests unit[i]: each unit's key): when all are, a compile of this\n"
     "graph only writes its graph entry.\n"
     "TARGET defaults to GPU 0's (sm_90 without a GPU).  Counts and changes nothing.",
-    cmd_explain};
+    cmd_explain,
+    explain_opts,
+    CLI_OPERANDS_FILES};
 
 #define SHOWN_CAP (4 * 4096 + 1)
 

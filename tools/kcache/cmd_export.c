@@ -29,8 +29,17 @@
 
 static int cmd_export(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt export_opts[] = {
+    {"arch", 0, "LIST", "only the graph entries of these targets (sm_80,sm_90,...)"},
+    {"manifest", 0, "MANIFEST", "only MANIFEST's graphs, and refuse when any is missing"},
+    {"allow-partial", 0, NULL, "with --manifest: write what there is, list what is missing"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_export = {
-    "export", "kcache export FILE [--arch LIST] [--manifest MANIFEST [--allow-partial]] [--json]",
+    "export",
+    "kcache export FILE [--arch LIST] [--manifest MANIFEST [--allow-partial]] [--json]",
     "Write the cache's graph entries (those of LIST's targets, and of MANIFEST's graphs, when\n"
     "given) to one compressed bundle FILE with a table of contents and per-entry checksums,\n"
     "with every image they refer to (each once) and those images' unit records.  Every entry\n"
@@ -41,7 +50,9 @@ const cli_cmd cli_cmd_export = {
     "(as `kcache coverage` would report), export lists every missing one and refuses, writing\n"
     "nothing (exit 1) -- a partial or empty bundle is never shipped by accident; --allow-partial\n"
     "writes what there is and still lists what is missing.",
-    cmd_export};
+    cmd_export,
+    export_opts,
+    CLI_OPERANDS_FILES};
 
 /* Whether FILE may be written: absent, or a regular file (replaced atomically).  Prints why
  * not and returns EXIT_USAGE/EXIT_PROBLEM; 0 when it may. */
@@ -168,18 +179,10 @@ typedef struct export_args {
 /* argv into *a; -1 when the help was printed, 0, or an exit code (said). */
 static int export_parse(int argc, char **argv, export_args *a) {
     const cli_cmd *c0 = &cli_cmd_export;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return -1;
-        } else if (strcmp(argv[i], "--json") == 0) a->json = 1;
-        else if (strcmp(argv[i], "--allow-partial") == 0) a->partial = 1;
-        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) a->arch = argv[++i];
-        else if (strcmp(argv[i], "--manifest") == 0 && i + 1 < argc) a->mpath = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
-        else if (!a->file) a->file = argv[i];
-        else return cli_usage_error(c0, "unexpected argument", argv[i]);
-    }
+    cli_args o;
+    cli_parse(c0, argc, argv, 1, &o);
+    a->file = o.pos[0], a->arch = cli_arg(&o, "arch"), a->mpath = cli_arg(&o, "manifest");
+    a->json = cli_flag(&o, "json"), a->partial = cli_flag(&o, "allow-partial");
     if (!a->file) return cli_usage_error(c0, "a FILE is required", NULL);
     if (a->partial && !a->mpath) return cli_usage_error(c0, "--allow-partial goes with --manifest", NULL);
     return 0;

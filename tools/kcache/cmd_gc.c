@@ -17,19 +17,39 @@
 
 static int cmd_gc(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_gc = {"gc", "kcache gc [--max-size SIZE] [--json]",
+static const cli_opt gc_opts[] = {
+    {"max-size", 0, "SIZE", "evict the least recently used down to SIZE (0: no limit)"},
+    {"older-than", 0, "DURATION", "first evict what was not used for DURATION (30s, 90m, 12h, 7d, 2w)"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
+const cli_cmd cli_cmd_gc = {"gc",
+                            "kcache gc [--max-size SIZE] [--older-than DURATION] [--json]",
                             "Evict least-recently-used entries until the cache holds at most SIZE (default: the\n"
                             "directory's limit recorded by 'kcache limit SIZE', else KCACHE_MAX_SIZE or 5G),\n"
                             "remove what no graph can use — entries of an older format (stale), graph entries and\n"
                             "unit records whose image is gone (dangling), images nothing refers to for an hour\n"
                             "(orphans) —, collect stale temporary files, bound the quarantine and recount.\n"
                             "A size of 0 means no limit, as KCACHE_MAX_SIZE=0 does: nothing is evicted (use\n"
-                            "'kcache clear' to remove every entry).",
-                            cmd_gc};
+                            "'kcache clear' to remove every entry).\n"
+                            "--older-than DURATION first evicts every entry, image and site profile not used for\n"
+                            "longer than DURATION (a hit refreshes an entry's time), as ccache's --evict-older-than.",
+                            cmd_gc,
+                            gc_opts,
+                            CLI_OPERANDS_NONE};
 
 static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
-    cli_opts o;
-    cli_parse_opts(&cli_cmd_gc, argc, argv, &o, 1, 1, 0);
+    cli_args a;
+    cli_parse(&cli_cmd_gc, argc, argv, 0, &a);
+    cli_opts o = {.json = cli_flag(&a, "json"), .max_size = cli_arg(&a, "max-size")};
+    kc_gc_options go = KC_GC_OPTIONS_INIT;
+    const char *age = cli_arg(&a, "older-than");
+    if (age && cli_parse_duration(age, &go.older_than_s) != 0)
+        return cli_usage_error(&cli_cmd_gc,
+                               "--older-than needs a DURATION: a whole number and a unit, s, m, h, d or w "
+                               "(30s, 90m, 12h, 7d, 2w)",
+                               age);
     uint64_t max = 0;
     if (o.max_size && kc_parse_size(o.max_size, &max) != KC_OK)
         return cli_usage_error(&cli_cmd_gc, kc_error_last()->message, NULL);
@@ -37,7 +57,8 @@ static int cmd_gc(const cli_settings *cs, int argc, char **argv) {
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     kc_gc_report r = KC_GC_REPORT_INIT;
-    int rc = kc_cache_gc(c, max, &r);
+    go.max_size = max;
+    int rc = kc_cache_gc_ext(c, &go, &r);
     kc_cache_close(c);
     if (rc != KC_OK) return cli_fail("gc failed");
     if (o.json) {

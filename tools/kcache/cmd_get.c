@@ -13,13 +13,22 @@
 
 static int cmd_get(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_get = {"get", "kcache get SPEC [--arch TARGET] [--json]",
+static const cli_opt get_opts[] = {
+    {"arch", 0, "TARGET", "compile for TARGET only (no GPU needed); else load on GPU 0"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
+const cli_cmd cli_cmd_get = {"get",
+                             "kcache get SPEC [--arch TARGET] [--json]",
                              "Look a graph spec up in the cache, compiling and storing it on a miss, and say where it\n"
                              "came from and how long each step took.  With --arch (sm_90, compute_80, ...) it only\n"
                              "compiles and stores (no GPU needed); without, it loads on GPU 0.  A failure is said on\n"
                              "stderr with its status (an NVRTC log whole); with --json, also as an object on stdout\n"
                              "(\"result\": \"failed\", \"status\", \"error\").",
-                             cmd_get};
+                             cmd_get,
+                             get_opts,
+                             CLI_OPERANDS_FILES};
 
 /* A failed lookup under --json: an object on stdout too, with the status and the whole reason (an NVRTC
  * log, a must-hit refusal), as `prewarm --json` writes a failed variant. */

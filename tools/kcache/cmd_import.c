@@ -18,8 +18,15 @@
 
 static int cmd_import(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt import_opts[] = {
+    {"dry-run", 'n', NULL, "verify only, and say what an import would write"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_import = {
-    "import", "kcache import FILE [--dry-run] [--json]",
+    "import",
+    "kcache import FILE [--dry-run] [--json]",
     "Verify the whole bundle FILE, then write its entries into the cache.  A truncated,\n"
     "corrupt or altered bundle is refused with the reason and the cache is left untouched;\n"
     "importing twice changes nothing.  A graph entry or unit record whose image is neither in\n"
@@ -27,7 +34,9 @@ const cli_cmd cli_cmd_import = {
     "says what an import would write.  A bundle exported with --manifest records the manifest's\n"
     "graphs x targets: import prints the coverage it brings (complete, or what is missing);\n"
     "an older bundle prints \"coverage: not recorded\" and imports as before.",
-    cmd_import};
+    cmd_import,
+    import_opts,
+    CLI_OPERANDS_FILES};
 
 /* "N graph entries, N images, N unit records": one kind's counts. */
 static void print_kinds(uint64_t graphs, uint64_t images, uint64_t units) {
@@ -136,18 +145,10 @@ static void print_report(const kc_bundle_report *r, int json, int dry, const cha
 
 static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_import;
-    const char *file = NULL;
-    int json = 0, dry = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--dry-run") == 0) dry = 1;
-        else if (argv[i][0] == '-') return cli_usage_error(c0, "unknown option", argv[i]);
-        else if (!file) file = argv[i];
-        else return cli_usage_error(c0, "unexpected argument", argv[i]);
-    }
+    cli_args a;
+    cli_parse(c0, argc, argv, 1, &a);
+    const char *file = a.pos[0];
+    int json = cli_flag(&a, "json"), dry = cli_flag(&a, "dry-run");
     if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;

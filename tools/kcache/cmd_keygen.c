@@ -13,19 +13,22 @@
 static int cmd_keygen(const cli_settings *cs, int argc, char **argv);
 
 const cli_cmd cli_cmd_keygen = {
-    "keygen", "kcache keygen PREFIX",
+    "keygen",
+    "kcache keygen PREFIX",
     "Make an Ed25519 key pair for signing entries: PREFIX.key (the producer's private key, mode\n"
     "0600; an existing one is never replaced) and PREFIX.pub (for the consumers' keyring).",
-    cmd_keygen};
+    cmd_keygen,
+    NULL,
+    CLI_OPERANDS_FILES};
 
 static int cmd_keygen(const cli_settings *cs, int argc, char **argv) {
     (void)cs;
-    cli_opts o;
-    cli_parse_opts(&cli_cmd_keygen, argc, argv, &o, 0, 0, 1);
+    cli_args o;
+    cli_parse(&cli_cmd_keygen, argc, argv, 1, &o);
     if (o.npos != 1) return cli_usage_error(&cli_cmd_keygen, "name the files' PREFIX", NULL);
     char id[2 * KC_SIGN_KEY_ID_LEN + 1];
-    if (kc_sign_keygen(o.positional[0], id) != KC_OK) return cli_fail("keygen failed");
-    printf("key %s: private %s.key (keep it on the build host), public %s.pub (for every keyring)\n", id,
-           o.positional[0], o.positional[0]);
+    if (kc_sign_keygen(o.pos[0], id) != KC_OK) return cli_fail("keygen failed");
+    printf("key %s: private %s.key (keep it on the build host), public %s.pub (for every keyring)\n", id, o.pos[0],
+           o.pos[0]);
     return 0;
 }

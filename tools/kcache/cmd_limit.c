@@ -18,19 +18,27 @@
 
 static int cmd_limit(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_limit = {"limit", "kcache limit [SIZE] [--json]",
+static const cli_opt limit_opts[] = {
+    {"json", 0, NULL, "print one JSON object: max_size, recorded"},
+    {NULL, 0, NULL, NULL},
+};
+
+const cli_cmd cli_cmd_limit = {"limit",
+                               "kcache limit [SIZE] [--json]",
                                "Without SIZE, print the size limit in force and whether the directory records it.\n"
                                "With SIZE (5G, 500M, 64K, bytes; 0: no limit), record it as the directory's limit:\n"
                                "every process that opens the directory from then on uses it, whatever its\n"
                                "KCACHE_MAX_SIZE (which applies only to a directory without a recorded limit).\n"
                                "Nothing is evicted now: the next put over the limit, or 'kcache gc', does.",
-                               cmd_limit};
+                               cmd_limit,
+                               limit_opts,
+                               CLI_OPERANDS_NONE};
 
 static int cmd_limit(const cli_settings *cs, int argc, char **argv) {
-    cli_opts o;
-    cli_parse_opts(&cli_cmd_limit, argc, argv, &o, 1, 0, 1);
+    cli_args o;
+    cli_parse(&cli_cmd_limit, argc, argv, 1, &o);
     uint64_t size = 0;
-    if (o.npos == 1 && kc_parse_size(o.positional[0], &size) != KC_OK)
+    if (o.npos == 1 && kc_parse_size(o.pos[0], &size) != KC_OK)
         return cli_usage_error(&cli_cmd_limit, kc_error_last()->message, NULL);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
@@ -44,7 +52,7 @@ static int cmd_limit(const cli_settings *cs, int argc, char **argv) {
     int recorded = from == KC_ORIGIN_DIR_FILE; /* its kcache.conf, or an older directory's record */
     uint64_t max = kc_cache_max_size(c);
     kc_cache_close(c);
-    if (o.json) {
+    if (cli_flag(&o, "json")) {
         int first = 1;
         printf("{");
         json_kv_u64(stdout, &first, "max_size", max);

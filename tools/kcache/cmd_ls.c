@@ -23,13 +23,22 @@
 
 static int cmd_ls(const cli_settings *cs, int argc, char **argv);
 
-const cli_cmd cli_cmd_ls = {"ls", "kcache ls [--images] [--json]",
+static const cli_opt ls_opts[] = {
+    {"images", 0, NULL, "list the images, with the graph entries and unit records that use each"},
+    {"json", 0, NULL, "print one JSON array"},
+    {NULL, 0, NULL, NULL},
+};
+
+const cli_cmd cli_cmd_ls = {"ls",
+                            "kcache ls [--images] [--json]",
                             "List stored graph entries: key, variant, size, last use, and the images each refers to\n"
                             "(JSON: their ids).  Images and unit records are not graphs and are not listed.\n"
                             "--images lists the images instead: id, stored size, target, kind (cubin or ptx), and how\n"
                             "many graph entries and unit records refer to each; an image referred to but absent is\n"
                             "listed as missing.",
-                            cmd_ls};
+                            cmd_ls,
+                            ls_opts,
+                            CLI_OPERANDS_NONE};
 
 typedef struct ls_ctx {
     kc_cache *c;
@@ -244,13 +253,10 @@ static int ls_images(kc_cache *c, int json) {
 }
 
 static int cmd_ls(const cli_settings *cs, int argc, char **argv) {
-    cli_opts o;
-    int images = 0, n = 0;
-    for (int i = 1; i < argc; i++) { /* take --images out, leave the rest to cli_parse_opts */
-        if (strcmp(argv[i], "--images") == 0) images = 1;
-        else argv[++n] = argv[i];
-    }
-    cli_parse_opts(&cli_cmd_ls, n + 1, argv, &o, 1, 0, 0);
+    cli_args a;
+    cli_parse(&cli_cmd_ls, argc, argv, 0, &a);
+    cli_opts o = {.json = cli_flag(&a, "json")};
+    int images = cli_flag(&a, "images");
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     int rc;

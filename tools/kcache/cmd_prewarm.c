@@ -21,8 +21,17 @@
 
 static int cmd_prewarm(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt prewarm_opts[] = {
+    {"arch", 0, "LIST", "the targets (sm_80,sm_90,compute_80), instead of the manifest's \"archs\""},
+    {"jobs", 'j', "N", "compile on N threads (1 to 1024; default: the number of cores)"},
+    {"remote", 0, "URL", "publish every variant to this remote, and wait until it is sent"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_prewarm = {
-    "prewarm", "kcache prewarm MANIFEST [--arch LIST] [-j N] [--remote URL] [--json]",
+    "prewarm",
+    "kcache prewarm MANIFEST [--arch LIST] [-j N] [--remote URL] [--json]",
     "Compile every graph of MANIFEST for every target (the manifest's \"archs\", or --arch\n"
     "sm_80,sm_90,compute_80) on N threads (default: the number of cores), storing each\n"
     "variant; variants already present are hits.  No GPU needed.  Concurrent prewarms (and\n"
@@ -35,7 +44,9 @@ const cli_cmd cli_cmd_prewarm = {
     "remote (compiled ones, and local hits the remote lacks) and waits until it is sent; an object\n"
     "neither compiled here nor verified now under a trusted key is not published: counted\n"
     "(publish_refused) and named (--json: skipped, each with its name and reason).",
-    cmd_prewarm};
+    cmd_prewarm,
+    prewarm_opts,
+    CLI_OPERANDS_FILES};
 
 typedef struct pw_view {
     const kc_manifest *m;
@@ -218,28 +229,16 @@ typedef struct pw_args {
 /* Parse the arguments: -1 to go on, else the exit code. */
 static int pw_parse(int argc, char **argv, pw_args *a) {
     const cli_cmd *c0 = &cli_cmd_prewarm;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            a->json = 1;
-        } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
-            a->arch = argv[++i];
-        } else if (strcmp(argv[i], "--remote") == 0 && i + 1 < argc) {
-            a->mine.remote = argv[++i]; /* beats --remote and KCACHE_REMOTE */
-        } else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1024) return cli_usage_error(c0, "-j needs a number from 1 to 1024", argv[i]);
-            a->threads = (int)v;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error(c0, "unknown or incomplete option", argv[i]);
-        } else if (!a->path) {
-            a->path = argv[i];
-        } else {
-            return cli_usage_error(c0, "unexpected argument", argv[i]);
-        }
+    cli_args o;
+    cli_parse(c0, argc, argv, 1, &o);
+    a->path = o.pos[0], a->arch = cli_arg(&o, "arch"), a->json = cli_flag(&o, "json");
+    if (cli_arg(&o, "remote")) a->mine.remote = cli_arg(&o, "remote"); /* beats --remote and KCACHE_REMOTE */
+    const char *j = cli_arg(&o, "jobs");
+    if (j) {
+        char *end;
+        long v = strtol(j, &end, 10);
+        if (!*j || *end || v < 1 || v > 1024) return cli_usage_error(c0, "-j needs a number from 1 to 1024", j);
+        a->threads = (int)v;
     }
     if (!a->path) return cli_usage_error(c0, "a MANIFEST is required", NULL);
     return -1;

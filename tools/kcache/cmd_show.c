@@ -30,8 +30,16 @@
 
 static int cmd_show(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt show_opts[] = {
+    {"arch", 0, "TARGET", "with a SPEC: the variant of TARGET"},
+    {"json", 0, NULL, "print one JSON object"},
+    {"extract", 0, "DIR", "write each cubin and PTX of a graph entry to DIR"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_show = {
-    "show", "kcache show KEY[.VARIANT] | SPEC [--arch TARGET] [--json] [--extract DIR]",
+    "show",
+    "kcache show KEY[.VARIANT] | SPEC [--arch TARGET] [--json] [--extract DIR]",
     "Show what is stored under a key (a unique prefix of at least 4 hex digits is enough), or\n"
     "for a graph SPEC (a .json file: its key as a lookup computes it; --arch picks a variant).\n"
     "A graph entry: its images (id, target, kind, bytes, SHA-256, the kernels that run each,\n"
@@ -40,7 +48,9 @@ const cli_cmd cli_cmd_show = {
     "component digest.  An image id: the image and the graph entries and unit records that\n"
     "refer to it.  A unit key: the image the compile unit compiled to, and its names.\n"
     "--extract DIR writes each cubin and PTX of a graph entry to DIR, for cuobjdump and nvdisasm.",
-    cmd_show};
+    cmd_show,
+    show_opts,
+    CLI_OPERANDS_FILES};
 
 #define SHOW_MAX 64
 
@@ -109,19 +119,13 @@ typedef struct show_args {
     int spec;
 } show_args;
 
-/* Take --extract DIR and --arch T out, leave the rest to cli_parse_opts; 0, or an exit code (said). */
+/* The arguments into *a; 0, or an exit code (said). */
 static int show_parse(int argc, char **argv, show_args *a) {
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--extract") == 0 && i + 1 < argc) a->extract = argv[++i];
-        else if (strcmp(argv[i], "--extract") == 0)
-            return cli_usage_error(&cli_cmd_show, "--extract needs a folder", NULL);
-        else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) a->arch = argv[++i];
-        else if (strcmp(argv[i], "--arch") == 0) return cli_usage_error(&cli_cmd_show, "--arch needs a target", NULL);
-        else argv[++n] = argv[i];
-    }
-    argc = n + 1;
-    cli_parse_opts(&cli_cmd_show, argc, argv, &a->o, 1, 0, 1);
+    cli_args o;
+    cli_parse(&cli_cmd_show, argc, argv, 1, &o);
+    a->extract = cli_arg(&o, "extract"), a->arch = cli_arg(&o, "arch");
+    a->o.json = cli_flag(&o, "json");
+    if ((a->o.npos = o.npos) == 1) a->o.positional[0] = o.pos[0];
     if (a->o.npos != 1) return cli_usage_error(&cli_cmd_show, "a KEY or a SPEC is required", NULL);
     kc_target tgt;
     if (a->arch && kc_target_parse(a->arch, &tgt) != KC_OK)

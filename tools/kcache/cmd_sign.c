@@ -42,8 +42,16 @@
 
 static int cmd_sign(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt sign_opts[] = {
+    {"key", 0, "FILE", "the Ed25519 private key (made by kcache keygen)"},
+    {"local", 0, NULL, "sign every entry this cache compiled itself"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_sign = {
-    "sign", "kcache sign --key FILE (BUNDLE | --local) [--json]",
+    "sign",
+    "kcache sign --key FILE (BUNDLE | --local) [--json]",
     "Sign entries with the Ed25519 private key FILE (made by `kcache keygen`; a key file others\n"
     "can read is refused, with the reason), so hosts whose KCACHE_KEYRING holds its public key\n"
     "accept them.  BUNDLE: every object of the bundle is signed and the bundle rewritten in place\n"
@@ -51,7 +59,9 @@ const cli_cmd cli_cmd_sign = {
     "cache compiled itself is re-written signed; entries fetched from a remote or imported from\n"
     "a bundle are skipped and counted (never vouched for here).  A MAC an entry carried is\n"
     "replaced by the signature.  Prints how many entries were signed and skipped.",
-    cmd_sign};
+    cmd_sign,
+    sign_opts,
+    CLI_OPERANDS_FILES};
 
 /* One stored object to sign, with whether this cache compiled it ([Note: provenance]). */
 typedef struct sg_item {
@@ -330,30 +340,11 @@ static int sign_bundle(const char *file, const char *keyfile, const char *key_id
 }
 
 static int cmd_sign(const cli_settings *cs, int argc, char **argv) {
-    const char *keyfile = NULL, *bundle = NULL;
-    int local = 0, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            cli_print_help(&cli_cmd_sign);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(a, "--local") == 0) {
-            local = 1;
-        } else if (strcmp(a, "--key") == 0) {
-            if (i + 1 >= argc) return cli_usage_error(&cli_cmd_sign, "--key needs a private key file", NULL);
-            keyfile = argv[++i];
-        } else if (strncmp(a, "--key=", 6) == 0) {
-            keyfile = a + 6;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error(&cli_cmd_sign, "unknown option", a);
-        } else if (bundle) {
-            return cli_usage_error(&cli_cmd_sign, "one bundle at a time", a);
-        } else {
-            bundle = a;
-        }
-    }
+    cli_args o;
+    cli_parse(&cli_cmd_sign, argc, argv, 2, &o);
+    if (o.npos > 1) return cli_usage_error(&cli_cmd_sign, "one bundle at a time", o.pos[1]);
+    const char *keyfile = cli_arg(&o, "key"), *bundle = o.pos[0];
+    int local = cli_flag(&o, "local"), json = cli_flag(&o, "json");
     if (!keyfile || !*keyfile) return cli_usage_error(&cli_cmd_sign, "name the private key: --key FILE", NULL);
     if (!!bundle == local) return cli_usage_error(&cli_cmd_sign, "name a BUNDLE or --local (one of them)", NULL);
     kc_signer *s = NULL;

@@ -17,8 +17,16 @@
 
 static int cmd_stats(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt stats_opts[] = {
+    {"json", 0, NULL, "print one JSON object"},
+    {"zero", 0, NULL, "reset the event counters (not entries or bytes), then show them"},
+    {"describe", 0, NULL, "list every statistic with its kind and meaning; reads no cache"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_stats = {
-    "stats", "kcache stats [--json] [--zero] [--describe]",
+    "stats",
+    "kcache stats [--json] [--zero] [--describe]",
     "Show the cache's counters, summed over every shard and every process that used it:\n"
     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  Entries\n"
     "are every stored object: graph entries, images (each stored once, shared by every graph\n"
@@ -33,7 +41,9 @@ const cli_cmd cli_cmd_stats = {
     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
     "--zero resets the event counters (not entries or bytes).  --describe lists every statistic\n"
     "with its kind (counter, gauge, bytes, microseconds) and what it counts, and reads no cache.",
-    cmd_stats};
+    cmd_stats,
+    stats_opts,
+    CLI_OPERANDS_NONE};
 
 /* The objects of the local directory by kind, from their names (nothing is read). */
 typedef struct kinds {
@@ -270,14 +280,10 @@ static void (*const text_parts[])(const stats_view *v) = {
 };
 
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
-    cli_opts o;
-    int zero = 0, desc = 0, n = 0;
-    for (int i = 1; i < argc; i++) { /* take --zero and --describe out, leave the rest to cli_parse_opts */
-        if (strcmp(argv[i], "--zero") == 0) zero = 1;
-        else if (strcmp(argv[i], "--describe") == 0) desc = 1;
-        else argv[++n] = argv[i];
-    }
-    cli_parse_opts(&cli_cmd_stats, n + 1, argv, &o, 1, 0, 0);
+    cli_args a;
+    cli_parse(&cli_cmd_stats, argc, argv, 0, &a);
+    cli_opts o = {.json = cli_flag(&a, "json")};
+    int zero = cli_flag(&a, "zero"), desc = cli_flag(&a, "describe");
     if (desc) return describe(o.json);
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;

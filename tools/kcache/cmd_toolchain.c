@@ -17,8 +17,16 @@
 
 static int cmd_toolchain(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt toolchain_opts[] = {
+    {"json", 0, NULL, "print one JSON object"},
+    {"pin", 0, "ID", "keys in this cache use toolchain ID on every host"},
+    {"unpin", 0, NULL, "remove the cache's pin"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_toolchain = {
-    "toolchain", "kcache toolchain [--json] [--pin ID | --unpin]",
+    "toolchain",
+    "kcache toolchain [--json] [--pin ID | --unpin]",
     "Print this host's NVRTC as keys know it: its identity (the GNU build-id of its library,\n"
     "or a hash of the file's bytes when it has none), its file and the version its name\n"
     "carries — read from the file, without loading it.  Then the toolchain pinned\n"
@@ -28,7 +36,9 @@ const cli_cmd cli_cmd_toolchain = {
     "  --pin ID   keys in this cache use toolchain ID (as printed here) on every host,\n"
     "             whatever its NVRTC; a host whose NVRTC is not ID then never compiles\n"
     "  --unpin    remove the cache's pin",
-    cmd_toolchain};
+    cmd_toolchain,
+    toolchain_opts,
+    CLI_OPERANDS_NONE};
 
 typedef struct rec_ctx {
     int json, n;
@@ -182,23 +192,10 @@ static int set_pin(kc_cache *c, const char *pin) {
 
 static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_toolchain;
-    int json = 0, unpin = 0;
-    const char *pin = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cli_print_help(c0);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--unpin") == 0) {
-            unpin = 1;
-        } else if (strcmp(argv[i], "--pin") == 0 || strncmp(argv[i], "--pin=", 6) == 0) {
-            pin = argv[i][5] == '=' ? argv[i] + 6 : i + 1 < argc ? argv[++i] : NULL;
-            if (!pin) return cli_usage_error(c0, "--pin needs a toolchain identity", NULL);
-        } else {
-            return cli_usage_error(c0, "unknown argument", argv[i]);
-        }
-    }
+    cli_args a;
+    cli_parse(c0, argc, argv, 0, &a);
+    int json = cli_flag(&a, "json"), unpin = cli_flag(&a, "unpin");
+    const char *pin = cli_arg(&a, "pin");
     if (pin && unpin) return cli_usage_error(c0, "--pin and --unpin together", NULL);
     if (pin && kc_toolchain_id_check(pin) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_cache *c;

@@ -16,8 +16,15 @@
 
 static int cmd_verify(const cli_settings *cs, int argc, char **argv);
 
+static const cli_opt verify_opts[] = {
+    {"signatures", 0, NULL, "also check every object's signature against KCACHE_KEYRING"},
+    {"json", 0, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 const cli_cmd cli_cmd_verify = {
-    "verify", "kcache verify [--signatures] [--json]",
+    "verify",
+    "kcache verify [--signatures] [--json]",
     "Decode and validate every entry and image (both digests of its bytes); check that\n"
     "every image a graph entry or unit record refers to is present and sound; move corrupt\n"
     "ones to v1/quarantine/.  Entries whose image is missing (dangling) and entries of an\n"
@@ -25,17 +32,15 @@ const cli_cmd cli_cmd_verify = {
     "Exits 1 when a corrupt entry or a bad reference was found.\n"
     "--signatures: also check every object's Ed25519 signature against KCACHE_KEYRING; exits 1\n"
     "when one is unsigned or not signed by a trusted key (KCACHE_LOG=store names them).",
-    cmd_verify};
+    cmd_verify,
+    verify_opts,
+    CLI_OPERANDS_NONE};
 
 static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
-    cli_opts o;
-    char *args[64];
-    int n = 0, sigs = 0;
-    for (int i = 0; i < argc && n < 63; i++) /* --signatures is this command's own; the rest is the common loop's */
-        if (strcmp(argv[i], "--signatures") == 0 && i > 0) sigs = 1;
-        else args[n++] = argv[i];
-    args[n] = NULL;
-    cli_parse_opts(&cli_cmd_verify, n, args, &o, 1, 0, 0);
+    cli_args a;
+    cli_parse(&cli_cmd_verify, argc, argv, 0, &a);
+    cli_opts o = {.json = cli_flag(&a, "json")};
+    int sigs = cli_flag(&a, "signatures");
     kc_cache *c;
     if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
     kc_verify_report r = KC_VERIFY_REPORT_INIT;

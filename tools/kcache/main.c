@@ -1,89 +1,152 @@
 /*
  * main.c — the `kcache` command-line tool: inspect and maintain a cache directory.
  *
- *   kcache [--cache-dir DIR] [--remote URL] [--allow-unsafe-dir] COMMAND [OPTIONS]
+ *   kcache [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]
+ *   kcache -s | -z | -C | -M SIZE | -V | -h        (ccache's short forms)
  *
- * This file holds only the global options and the table of commands; each command is a
- * cli_cmd (name, usage, help, run) in its own cmd_<name>.c, with its own options and --help,
- * and what several commands share is in cli.c.  The one idea: the global options are parsed
- * once into a cli_settings that is handed to the command, which opens its cache with them
- * through cli_open_cache() — the command line reaches the library as kc_options fields, never
- * through the environment (nothing in the tool writes to it).
+ * This file holds only the global options (a cli_opt table, parsed with getopt_long) and the
+ * table of commands; each command is a cli_cmd (name, usage, help, run, options) in its own
+ * cmd_<name>.c, and what several commands share is in cli.c and cli_opt.c.  The one idea: the
+ * global options are parsed once into a cli_settings that is handed to the command, which opens
+ * its cache with them through cli_open_cache() — the command line reaches the library as
+ * kc_options fields, never through the environment (nothing in the tool writes to it).
+ * ccache's action options run a command as it would run: -s is `stats`, -C `clear`, -M SIZE
+ * `limit SIZE`, -z zeroes the statistics (`stats --zero` without the report); several run in
+ * the order given, and no COMMAND may follow them.
  *
  * Output for people goes to stdout; --json output is one JSON value on stdout; errors go to
  * stderr with a non-zero exit (1: the command failed or found a problem; 2: bad usage).
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "kcache.h"
 
-extern const cli_cmd cli_cmd_limit;  /* cmd_limit.c */
-extern const cli_cmd cli_cmd_config; /* cmd_config.c */
+extern const cli_cmd cli_cmd_limit;                    /* cmd_limit.c */
+extern const cli_cmd cli_cmd_config;                   /* cmd_config.c */
+extern const cli_cmd cli_cmd_help, cli_cmd_completion; /* cmd_help.c */
 
 /* The commands, in the order `kcache --help` lists them. */
-static const cli_cmd *const commands[] = {
-    &cli_cmd_stats, &cli_cmd_ls,        &cli_cmd_show,     &cli_cmd_verify, &cli_cmd_gc,     &cli_cmd_limit,
-    &cli_cmd_clear, &cli_cmd_get,       &cli_cmd_prewarm,  &cli_cmd_export, &cli_cmd_import, &cli_cmd_explain,
-    &cli_cmd_demo,  &cli_cmd_toolchain, &cli_cmd_coverage, &cli_cmd_keygen, &cli_cmd_sign,   &cli_cmd_config,
+const cli_cmd *const cli_commands[] = {
+    &cli_cmd_stats,  &cli_cmd_ls,         &cli_cmd_show,
+    &cli_cmd_verify, &cli_cmd_gc,         &cli_cmd_limit,
+    &cli_cmd_clear,  &cli_cmd_get,        &cli_cmd_prewarm,
+    &cli_cmd_export, &cli_cmd_import,     &cli_cmd_explain,
+    &cli_cmd_demo,   &cli_cmd_toolchain,  &cli_cmd_coverage,
+    &cli_cmd_keygen, &cli_cmd_sign,       &cli_cmd_config,
+    &cli_cmd_help,   &cli_cmd_completion, NULL,
 };
 
-static void main_usage(FILE *f) {
-    fprintf(f, "usage: kcache [--cache-dir DIR] [--remote URL] [--allow-unsafe-dir] COMMAND [OPTIONS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->usage);
-    fprintf(f, "\n'kcache COMMAND --help' describes a command.\n"
-               "--remote redis://[:password@]host:port[/db] adds the fleet's shared tier to any command.\n"
-               "--allow-unsafe-dir accepts a cache directory others could write to or swap (as\n"
-               "KCACHE_ALLOW_UNSAFE_DIR=1); without it such a directory is refused.\n\n");
+const cli_opt cli_global_opts[] = {
+    {"cache-dir", 'd', "DIR", "the cache directory (else KCACHE_DIR, else ~/.cache/kcache)"},
+    {"remote", 0, "URL", "the fleet's remote tiers, as KCACHE_REMOTE (\"\" turns it off)"},
+    {"allow-unsafe-dir", 0, NULL, "accept a directory others could write to or swap"},
+    {"show-stats", 's', NULL, "show the statistics (kcache stats)"},
+    {"zero-stats", 'z', NULL, "zero the statistics (the event counters)"},
+    {"clear", 'C', NULL, "remove every entry (kcache clear)"},
+    {"max-size", 'M', "SIZE", "record SIZE as the directory's limit (kcache limit SIZE)"},
+    {"version", 'V', NULL, "print the version and exit"},
+    {"help", 'h', NULL, "show this help and exit"},
+    {NULL, 0, NULL, NULL},
+};
+
+void cli_main_usage(FILE *f) {
+    fprintf(f, "usage: kcache [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
+               "       kcache -s | -z | -C | -M SIZE | -V | -h\n\ncommands:\n");
+    for (size_t i = 0; cli_commands[i]; i++) fprintf(f, "  %-10s %s\n", cli_commands[i]->name, cli_commands[i]->usage);
+    fprintf(f, "\nglobal options (before the command):\n");
+    cli_print_opts(f, cli_global_opts);
+    fprintf(f, "\n'kcache help COMMAND' (or 'kcache COMMAND --help') describes a command; 'kcache help --man'\n"
+               "prints the manual page.  --remote redis://[:password@]host:port[/db] adds the fleet's shared\n"
+               "tier to any command.  --allow-unsafe-dir accepts a cache directory others could write to or\n"
+               "swap (as KCACHE_ALLOW_UNSAFE_DIR=1); without it such a directory is refused.\n"
+               "Exit status: 0 success, 1 the command failed or found a problem, 2 bad usage.\n\n");
     cli_config_env_help(f); /* generated from the settings table (cmd_config.c) */
+}
+
+static int main_usage_error(const char *what) {
+    fprintf(stderr, "kcache: %s; try 'kcache help'\n", what);
+    return EXIT_USAGE;
+}
+
+/* Zero the statistics' event counters, as `stats --zero` does, and say so (ccache -z). */
+static int zero_stats(const cli_settings *s) {
+    kc_cache *c;
+    if (cli_open_cache(s, &c)) return EXIT_PROBLEM;
+    int rc = kc_cache_stats_zero(c);
+    kc_cache_close(c);
+    if (rc != KC_OK) return cli_fail("cannot zero the statistics");
+    printf("statistics zeroed\n");
+    return 0;
+}
+
+/* Run one of ccache's action options ('s', 'z', 'C', 'M' with its SIZE). */
+static int run_action(const cli_settings *s, int ch, char *size) {
+    char name_stats[] = "stats", name_clear[] = "clear", name_limit[] = "limit";
+    char *av[3] = {NULL, size, NULL};
+    switch (ch) {
+    case 's': av[0] = name_stats; return cli_cmd_stats.run(s, 1, av);
+    case 'C': av[0] = name_clear; return cli_cmd_clear.run(s, 1, av);
+    case 'M': av[0] = name_limit; return cli_cmd_limit.run(s, 2, av);
+    default: return zero_stats(s);
+    }
+}
+
+/* Parse the global options into *s and the actions; the index of the command, or -(exit code) - 1. */
+static int parse_globals(int argc, char **argv, cli_settings *s, int *actions, char **sizes, int *nact) {
+    struct option lo[sizeof cli_global_opts / sizeof cli_global_opts[0]];
+    size_t n = 0;
+    for (; cli_global_opts[n].name; n++)
+        lo[n] = (struct option){cli_global_opts[n].name, cli_global_opts[n].arg ? required_argument : no_argument, NULL,
+                                cli_global_opts[n].letter ? cli_global_opts[n].letter : 256 + (int)n};
+    lo[n] = (struct option){NULL, 0, NULL, 0};
+    opterr = 0;
+    int ch;
+    char what[160];
+    while ((ch = getopt_long(argc, argv, "+:d:szCM:Vh", lo, NULL)) != -1) {
+        if (ch == 'd') s->dir = optarg;
+        else if (ch >= 256 && strcmp(cli_global_opts[ch - 256].name, "remote") == 0)
+            s->remote = optarg;                      /* wins over KCACHE_REMOTE (cli_open_cache) */
+        else if (ch >= 256) s->allow_unsafe_dir = 1; /* the one other row without a letter */
+        else if (ch == 'V') return printf("kcache %s\n", kc_version()), -1;
+        else if (ch == 'h') return cli_main_usage(stdout), -1;
+        else if (strchr("szCM", ch) && *nact < 8) sizes[*nact] = optarg, actions[(*nact)++] = ch;
+        else {
+            const char *w = argv[optind - 1];
+            if (ch == ':') snprintf(what, sizeof what, "option '%s' needs a value", w);
+            else if (optopt && optopt < 256) snprintf(what, sizeof what, "unknown option '-%c'", optopt);
+            else snprintf(what, sizeof what, "unknown or ambiguous option '%.*s'", (int)strcspn(w, "="), w);
+            return -main_usage_error(what) - 1;
+        }
+    }
+    return optind;
 }
 
 int main(int argc, char **argv) {
     cli_settings s = {NULL, NULL, 0};
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--cache-dir") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "kcache: --cache-dir needs a directory\n");
-                return EXIT_USAGE;
-            }
-            s.dir = argv[++i];
-        } else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
-            s.dir = argv[i] + 12;
-        } else if (strcmp(argv[i], "--remote") == 0 || strncmp(argv[i], "--remote=", 9) == 0) {
-            const char *url = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[++i] : NULL;
-            if (!url) {
-                fprintf(stderr, "kcache: --remote needs a URL (redis://host:port/db)\n");
-                return EXIT_USAGE;
-            }
-            s.remote = url; /* wins over KCACHE_REMOTE (cli_open_cache) */
-        } else if (strcmp(argv[i], "--allow-unsafe-dir") == 0) {
-            s.allow_unsafe_dir = 1; /* adds to KCACHE_ALLOW_UNSAFE_DIR */
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            main_usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--version") == 0) {
-            printf("kcache %s\n", kc_version());
-            return 0;
-        } else {
-            fprintf(stderr, "kcache: unknown option '%s'\n", argv[i]);
-            main_usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (s.dir && !*s.dir) { /* never "the default": `--cache-dir "" clear` must not empty ~/.cache/kcache */
-        fprintf(stderr, "kcache: --cache-dir is empty: name a directory, or leave the option out for the default\n");
-        return EXIT_USAGE;
+    int actions[8], nact = 0;
+    char *sizes[8];
+    int i = parse_globals(argc, argv, &s, actions, sizes, &nact);
+    if (i < 0) return -i - 1;
+    if (s.dir && !*s.dir) /* never "the default": `--cache-dir "" clear` must not empty ~/.cache/kcache */
+        return main_usage_error("--cache-dir is empty: name a directory, or leave the option out for the default");
+    if (nact) {
+        if (i < argc)
+            return main_usage_error("-s, -z, -C and -M are commands of their own: give no COMMAND after them");
+        int rc = 0;
+        for (int k = 0; k < nact && rc == 0; k++) rc = run_action(&s, actions[k], sizes[k]);
+        return rc;
     }
     if (i >= argc) {
-        main_usage(stderr);
+        cli_main_usage(stderr);
         return EXIT_USAGE;
     }
-    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
-        if (strcmp(argv[i], commands[k]->name) == 0) return commands[k]->run(&s, argc - i, argv + i);
-    fprintf(stderr, "kcache: unknown command '%s'\n", argv[i]);
-    main_usage(stderr);
+    for (size_t k = 0; cli_commands[k]; k++)
+        if (strcmp(argv[i], cli_commands[k]->name) == 0) return cli_commands[k]->run(&s, argc - i, argv + i);
+    fprintf(stderr, "kcache: unknown command '%s'; try 'kcache help'\ncommands:", argv[i]);
+    for (size_t k = 0; cli_commands[k]; k++) fprintf(stderr, " %s", cli_commands[k]->name);
+    fprintf(stderr, "\n");
     return EXIT_USAGE;
 }
