@@ -82,10 +82,14 @@ expect_rc 0 "$KC" keygen "$T/signer"
 expect_rc 1 "$KC" keygen "$T/signer"
 grep -q "never replaced" "$T/err" && ok || bad "keygen replaced a key or did not say why"
 
-# Corrupt one entry: verify finds it, quarantines it, exits 1; the next verify is clean.
+# Corrupt one entry: verify finds it and exits 1, moving nothing; verify --repair quarantines it;
+# the next verify is clean.
 F=$(ls "$D"/v1/*/"$K1".sm_90.kce)
 printf 'garbage' | dd of="$F" bs=1 seek=200 conv=notrunc 2>/dev/null
 expect_rc 1 "$KC" --cache-dir "$D" verify --json
+expect_json 'j["checked"] == 20 and j["corrupt"] == 1 and j["quarantined"] == 0 and j["ok"] == 19'
+[ -f "$F" ] && ok || bad "verify without --repair moved the corrupt entry"
+expect_rc 1 "$KC" --cache-dir "$D" verify --repair --json
 expect_json 'j["checked"] == 20 and j["corrupt"] == 1 and j["quarantined"] == 1 and j["ok"] == 19'
 [ "$(ls "$D"/v1/quarantine | wc -l)" = 1 ] && ok || bad "nothing in quarantine"
 expect_rc 0 "$KC" --cache-dir "$D" verify --json

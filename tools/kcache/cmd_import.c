@@ -150,7 +150,7 @@ static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     }
     if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((dry ? cli_open_cache_readonly : cli_open_cache)(cs, &c)) return EXIT_PROBLEM;
     kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     int rc = kc_bundle_import(c, file, dry, &r);
     kc_cache_close(c);

@@ -252,7 +252,7 @@ static int cmd_ls(const cli_settings *cs, int argc, char **argv) {
     }
     cli_parse_opts(&cli_cmd_ls, n + 1, argv, &o, 1, 0, 0);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if (cli_open_cache_readonly(cs, &c)) return EXIT_PROBLEM;
     int rc;
     if (images) {
         rc = ls_images(c, o.json);

@@ -280,7 +280,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     cli_parse_opts(&cli_cmd_stats, n + 1, argv, &o, 1, 0, 0);
     if (desc) return describe(o.json);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((zero ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM; /* --zero writes */
     stats_view v;
     memset(&v, 0, sizeof v);
     const char *failed = stats_read(c, zero, &v);
