@@ -38,6 +38,8 @@ expect_rc 0 "$KC" --cache-dir "$D" ls --json
 expect_json 'j == []'
 expect_rc 0 "$KC" --cache-dir "$D" verify --json
 expect_json 'j == {"checked":0,"ok":0,"corrupt":0,"quarantined":0,"stale":0,"images_checked":0,"refs_checked":0,"missing_refs":0,"bad_refs":0,"dangling":0}'
+[ ! -e "$D" ] && ok || bad "stats, ls or verify made the cache directory (they only read)"
+expect_rc 0 "$KC" --cache-dir "$D" stats --zero   # a command that writes makes it
 [ "$(stat -c %a "$D")" = 700 ] && ok || bad "cache directory mode is $(stat -c %a "$D"), want 700"
 
 # KCACHE_DIR is honoured; --cache-dir beats it.
@@ -123,7 +125,7 @@ grep -q "KCACHE_ALLOW_UNSAFE_DIR" "$T/err" && ok || bad "the error does not say 
 expect_rc 0 "$KC" --cache-dir "$T/open" --allow-unsafe-dir stats   # allowed explicitly
 expect_rc 0 env KCACHE_ALLOW_UNSAFE_DIR=1 "$KC" --cache-dir "$T/open" stats
 mkdir -p "$T/real/sub" && ln -s "$T/real" "$T/lnk"
-expect_rc 1 "$KC" --cache-dir "$T/lnk/sub/cache" stats                # a parent that is a symbolic link
+expect_rc 1 "$KC" --cache-dir "$T/lnk/sub/cache" stats --zero         # a parent that is a symbolic link
 grep -q "symbolic link" "$T/err" && ok || bad "no clear error for a symbolic-link parent: $(cat "$T/err")"
 
 # Issue 14's stale header, from the spec's folder: k.cu includes scale.cuh, which sits beside it.

@@ -89,8 +89,11 @@ done
 expect_rc 0 "$KC" --cache-dir "$D" stats --json
 ENTRIES=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["entries"])' "$T/out")
 [ "$ENTRIES" -ge 21 ] && ok || bad "stats counted $ENTRIES entries, not the 21 or more stored"
+expect_json 'j["mode"] == "read-write"'   # the mode lookups find here, not the inspection's own
 KCACHE_DISABLE=1 expect_rc 0 "$KC" --cache-dir "$D" stats --json
-expect_json "j['entries'] == $ENTRIES"
+expect_json "j['entries'] == $ENTRIES and j['mode'] == 'disabled'"
+KCACHE_READONLY=1 expect_rc 0 "$KC" --cache-dir "$D" stats --json
+expect_json "j['entries'] == $ENTRIES and j['mode'] == 'read-only'"
 KCACHE_DISABLE=1 expect_rc 0 "$KC" --cache-dir "$D" ls --json
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if len(j.get("entries", j) if isinstance(j, dict) else j) >= 21 else 1)' "$T/out" \
   && ok || bad "KCACHE_DISABLE=1 ls lists fewer than 21 entries: $(head -c 300 "$T/out")"
