@@ -136,6 +136,11 @@ static int check_inside(const char *root, uid_t owner) {
     if (lstat(v1, &st) != 0) return errno == ENOENT ? KC_OK : kc_local_err_errno_(errno, 0, "checking '%s'", v1);
     int rc = check_inner(v1, &st, owner);
     DIR *d = rc == KC_OK ? opendir(v1) : NULL;
+    if (rc == KC_OK && !d && errno == EACCES)
+        return kc_err(KC_EIO,
+                      "cannot read '%s' of uid %u's cache (permission denied): its owner must let others read it "
+                      "(chmod -R a+rX,go-w, as an image's build does)",
+                      v1, (unsigned)owner);
     if (rc == KC_OK && !d) return kc_local_err_errno_(errno, 0, "reading directory '%s'", v1);
     struct dirent *de;
     while (rc == KC_OK && (de = readdir(d)) != NULL) {

@@ -85,6 +85,11 @@ chown 12345 "$SH"
 expect_rc 1 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$IMG" stats
 expect_err "is owned by uid 12345, neither the cache's owner"
 chown 0 "$SH"
+# Prewarmed without letting others read (kcache makes its folders 0700): the reader is told the fix.
+chmod 700 "$IMG/v1"
+expect_rc 1 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$IMG" stats
+expect_err "a+rX"
+chmod 755 "$IMG/v1"
 # A symbolic link to the cache is refused as before.
 ln -s "$IMG" "$T/link"
 expect_rc 1 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$T/link" stats
