@@ -57,6 +57,18 @@ extern "C" {
  *  from redis://… refused: …") instead, and compiles nothing (as AOTAutograd's
  *  strict_autograd_cache).  Without it, a refusal is a miss whose miss_reason says the same. */
 #define KC_OPEN_STRICT 0x80u
+/** Inspect: open to look at the directory, never to change it — what `kcache stats`, `ls`, `show`,
+ *  `verify` (without --repair), `explain`, `coverage`, `export`, `config` (without a value) and
+ *  `toolchain` (without --pin) use.  Implies KC_OPEN_READONLY (no entry, stats file, LRU time,
+ *  quarantine move, compile lock, memo or record is written, and no remote either), and more:
+ *  - a directory that does not exist is not made (nor its parents): the cache opens empty (no
+ *    entries, zero counts; kc_cache_dir names it, and the caller may say it is missing);
+ *  - KC_OPEN_DISABLE (KCACHE_DISABLE=1) still makes every lookup miss, but the directory is opened:
+ *    kc_cache_stats, kc_cache_foreach and kc_cache_peek report what it holds, not an empty cache;
+ *  - another user's directory is accepted as a reader accepts it ([Note: a reader of another's
+ *    cache] in src/store/safedir.c: no one but its owner may write it).
+ *  Counts of this process's lookups are kept in memory only (kc_cache_stats shows them). */
+#define KC_OPEN_INSPECT 0x100u
 
 /**
  * Options of kc_cache_open.  Initialise with KC_OPTIONS_INIT or kc_options_init; fields
@@ -64,7 +76,8 @@ extern "C" {
  * configuration files and default; what is left unset comes from them, in that order (kcache/config.h,
  * `kcache config` shows each value and its origin).  The variables (unless KC_OPEN_NO_ENV):
  * KCACHE_DIR, KCACHE_MAX_SIZE ("5G", "500M", "1024K", bytes), KCACHE_DISABLE=1,
- * KCACHE_READONLY=1, KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tiers: KCACHE_REMOTE (a
+ * KCACHE_READONLY=1 (also accepts a cache another user owns when no one but that user can write it,
+ * as a directory that refuses us writes is: a cache baked into a container image), KCACHE_ALLOW_UNSAFE_DIR=1, KCACHE_LOG (see kc_log_configure); the remote tiers: KCACHE_REMOTE (a
  * list of URLs, as `remote` below),
  * KCACHE_REMOTE_READONLY=1, KCACHE_REMOTE_CONNECT_MS, KCACHE_REMOTE_DEADLINE_MS,
  * KCACHE_REMOTE_BACKOFF_MS, KCACHE_REMOTE_TTL (seconds), KCACHE_REMOTE_MAX_VALUE (a size),

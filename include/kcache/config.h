@@ -74,8 +74,10 @@ extern "C" {
       "The cache directory; default $XDG_CACHE_HOME/kcache, else ~/.cache/kcache (never set in its own kcache.conf).") \
     X(max_size, "KCACHE_MAX_SIZE", SIZE, 1, "5G", 0, "cache",                                                          \
       "Size limit of the local directory (5G, 500M, 64K, bytes; 0: none); the directory's own kcache.conf wins.")      \
-    X(disable, "KCACHE_DISABLE", BOOL, 1, "0", 0, "cache", "Every get misses and nothing is written.")                 \
-    X(readonly, "KCACHE_READONLY", BOOL, 1, "0", 0, "cache", "Read the cache directory, never write it.")              \
+    X(disable, "KCACHE_DISABLE", BOOL, 1, "0", 0, "cache",                                                             \
+      "Every get misses and nothing is written (stats, ls and show still report what the directory holds).")           \
+    X(readonly, "KCACHE_READONLY", BOOL, 1, "0", 0, "cache",                                                           \
+      "Read the cache directory, never write it; another user's cache is accepted if only its owner can write it.")    \
     X(allow_unsafe_dir, "KCACHE_ALLOW_UNSAFE_DIR", BOOL, 1, "0", 0, "store",                                           \
       "Accept a cache directory that others could write to or swap (refused otherwise).")                              \
     X(require_hit, "KCACHE_REQUIRE_HIT", BOOL, 1, "0", 0, "graph",                                                     \

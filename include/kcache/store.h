@@ -22,8 +22,10 @@ extern "C" {
  * space with the other KC_OPEN_* flags in kcache/cache.h (0x1 NO_ENV, 0x4 DISABLE,
  * 0x10 REMOTE_READONLY, 0x20 OPTIONS_WIN).
  */
-#define KC_OPEN_READONLY 0x2u /**< Never write (as KCACHE_READONLY=1). */
-/** Accept a cache directory that is a symbolic link, is not ours, or that others could write
+/** Never write (as KCACHE_READONLY=1).  A reader may open a cache another user owns when no one but
+ *  that user can write it (a cache prewarmed by root into an image); a writer's must be its own. */
+#define KC_OPEN_READONLY 0x2u
+/** Accept a cache directory that is a symbolic link, is not ours (for writing), or that others could write
  *  to or swap (through it or an ancestor); refused otherwise (KCACHE_ALLOW_UNSAFE_DIR=1). */
 #define KC_OPEN_ALLOW_UNSAFE_DIR 0x8u
 

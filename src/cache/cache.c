@@ -161,6 +161,7 @@ static int open_settings(kc_cache *c, kc_options *o, unsigned *flags) {
     snprintf(c->dir, sizeof c->dir, "%s", s->dir);
     c->max_size = s->max_size;
     *flags = kc_cache_config_flags_(c->cfg, o->flags);
+    if (*flags & KC_OPEN_INSPECT) *flags |= KC_OPEN_READONLY; /* and more: kcache/cache.h */
     c->require_hit = (*flags & KC_OPEN_REQUIRE_HIT) != 0;
     c->strict = (*flags & KC_OPEN_STRICT) != 0;
     c->mode = (*flags & KC_OPEN_DISABLE)    ? KC_CACHE_DISABLED
@@ -190,7 +191,10 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
     kc_tiers_config tc = {o.remote_queue, c->mac_key, c->mac_key_len, count_in_shards, c, &c->trust};
     if ((rc = kc_tiers_new(&c->tiers, &tc)) != KC_OK) goto fail;
     kc_tiers_set_close_ms(c->tiers, (unsigned)c->cfg->v.remote_close_ms);
-    if (c->mode != KC_CACHE_DISABLED && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
+    /* Disabled, the directory is not opened — unless to inspect it: KCACHE_DISABLE changes lookups, not
+     * what stats, ls and show report about the directory (every lookup still checks the mode). */
+    bool open_dir = c->mode != KC_CACHE_DISABLED || (flags & KC_OPEN_INSPECT);
+    if (open_dir && (rc = tiers_assemble(c, &o, flags)) != KC_OK) goto fail;
     kc_log(KC_LOG_STORE, "opened %s (limit %llu bytes%s)", c->dir, (unsigned long long)c->max_size,
            c->mode == KC_CACHE_DISABLED   ? ", disabled"
            : c->mode == KC_CACHE_READONLY ? ", read-only"
@@ -314,7 +318,7 @@ int kc_cache_peek(kc_cache *c, const kc_key *key, const char *variant, kc_entry 
     *out = NULL;
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
-    if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    if (!c->local) return KC_MISS; /* disabled (opened to inspect, a disabled cache's directory is read) */
     char name[KC_NAME_MAX + 1], path[PATH_MAX];
     kc_store_name(key, variant, name);
     kc_local_path(c->local, name, path, sizeof path);

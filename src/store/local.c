@@ -206,6 +206,12 @@ static void notice_readonly(kc_local *l) {
     }
 }
 
+/* Another user's directory that refuses us writes: we can only read it, so we open it as a reader
+ * ([Note: a reader of another's cache] in safedir.c), not refuse it as a writer. */
+static bool foreign_unwritable(const char *root, const struct stat *st) {
+    return S_ISDIR(st->st_mode) && st->st_uid != geteuid() && dir_refuses_writes(root);
+}
+
 /* v1/ and, when it is new, its shards and quarantine ([Note: shards made when written]); an existing
  * one checked to hold real folders only ([Note: no links inside]). */
 static int make_layout(kc_local *l) {
@@ -241,8 +247,12 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
     struct stat st;
     bool exists = lstat(l->root, &st) == 0;
     if (!exists && !l->readonly) rc = kc_local_write_status_(kc_fs_mkdirs(l->root, 0700), l->root);
+    if (exists && !l->readonly && foreign_unwritable(l->root, &st)) { /* [Note: a reader of another's cache] */
+        l->readonly = l->found_readonly = true;
+        kc_log(KC_LOG_STORE, "%s is uid %u's and refuses our writes: opened read-only", l->root, (unsigned)st.st_uid);
+    }
     if (rc == KC_OK && (exists || !l->readonly) && !(flags & KC_OPEN_ALLOW_UNSAFE_DIR))
-        rc = kc_local_dir_check_(l->root); /* [Note: safe directories] (safedir.c) */
+        rc = kc_local_dir_check_(l->root, l->readonly); /* [Note: safe directories] (safedir.c) */
     if (rc == KC_OK && !l->readonly && exists) notice_readonly(l);
     if (rc == KC_OK && !l->readonly) rc = make_layout(l);
     if (rc != KC_OK) {

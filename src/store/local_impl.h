@@ -125,7 +125,8 @@ void kc_local_maybe_flush_(kc_local *l);
 
 /* ---- safedir.c ---- */
 
-/** [Note: safe directories]: KC_OK, or why `root` may not be used (KC_EPERM, KC_EIO, …). */
-int kc_local_dir_check_(const char *root);
+/** [Note: safe directories]: KC_OK, or why `root` may not be used (KC_EPERM, KC_EIO, …); `reading`: the
+ *  opener writes nothing there, and may read a cache another user owns ([Note: a reader of another's cache]). */
+int kc_local_dir_check_(const char *root, bool reading);
 
 #endif

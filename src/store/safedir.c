@@ -10,7 +10,9 @@
  */
 #include "local_impl.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,16 +33,36 @@
  * path such a link leads to is then checked the same way.
  * KC_OPEN_ALLOW_UNSAFE_DIR (KCACHE_ALLOW_UNSAFE_DIR=1, kcache --allow-unsafe-dir) skips all
  * of it, for a caller who knows better (a cache shared through a group, say).
+ *
+ * [Note: a reader of another's cache] A process that only reads (KC_OPEN_READONLY,
+ * KC_OPEN_INSPECT, or a directory that refuses it writes) runs what the directory holds but
+ * writes nothing there, so for it the danger is a directory others can write, not one another
+ * user owns: a cache prewarmed by root into a container image and read by the service's own
+ * user.  A reader accepts a cache directory owned by anyone, on every other rule above, and
+ * then: the directory's owner joins us and root among the owners a parent may have (it could
+ * swap the cache, and it can write it already), and when the owner is not us, v1/ and each
+ * folder directly in it (the shards, quarantine/, toolkits/, profiles/) must be real folders
+ * owned by that owner or root and writable by no one else either — what a writer of its own
+ * cache makes itself (0700) is checked when someone else made it.  Entry files are not
+ * walked (an open must not read the whole cache); `chmod -R go-w` when the image is built
+ * covers them, and a MAC key or a keyring vouches for their bytes.  A writer keeps the rule
+ * that the directory is its own.
  */
 #define ALLOW_HINT "use a directory only you can write to, or allow it explicitly (KCACHE_ALLOW_UNSAFE_DIR=1)"
+#define READER_HINT                                                                                                 \
+    "to read a cache another user prepared (a container image's), open it read-only (KCACHE_READONLY=1): a reader " \
+    "accepts it when no one but its owner can write it; to write here, use a directory of your own, or allow it "   \
+    "explicitly (KCACHE_ALLOW_UNSAFE_DIR=1)"
 
-static int check_ancestor(const char *path, const struct stat *st) {
+/* `owner`: the cache directory's owner, who may own a parent too (a reader of another's cache), or our uid. */
+static int check_ancestor(const char *path, const struct stat *st, uid_t owner) {
     uid_t me = geteuid();
     if (!S_ISDIR(st->st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", path);
-    if (st->st_uid != me && st->st_uid != 0)
+    if (st->st_uid != me && st->st_uid != 0 && st->st_uid != owner)
         return kc_err(KC_EPERM,
-                      "parent directory '%s' of the cache is owned by uid %u, who could replace the cache; %s", path,
-                      (unsigned)st->st_uid, ALLOW_HINT);
+                      "parent directory '%s' of the cache is owned by uid %u, who could replace the cache (a parent "
+                      "must be owned by root, by us or by the cache's owner); %s",
+                      path, (unsigned)st->st_uid, ALLOW_HINT);
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
         return kc_err(KC_EPERM,
                       "parent directory '%s' of the cache is writable by group or others (mode %03o), who "
@@ -51,7 +73,7 @@ static int check_ancestor(const char *path, const struct stat *st) {
 
 /* Check every ancestor of the absolute path `abs` (not `abs` itself); *crossed is set when a
  * system link (root's, directly under /) was followed. */
-static int check_ancestors(const char *abs, bool *crossed) {
+static int check_ancestors(const char *abs, uid_t owner, bool *crossed) {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s", abs);
     char *last = strrchr(p, '/');
@@ -79,7 +101,7 @@ static int check_ancestors(const char *abs, bool *crossed) {
                 *crossed = true;
             }
         } else {
-            rc = check_ancestor(dir, &st);
+            rc = check_ancestor(dir, &st, owner);
         }
         if (slash != p) *slash = keep;
         if (rc) return rc;
@@ -87,21 +109,81 @@ static int check_ancestors(const char *abs, bool *crossed) {
     return KC_OK;
 }
 
-int kc_local_dir_check_(const char *root) {
+/* A folder of another's cache ([Note: a reader of another's cache]): a real folder, owned by the cache's
+ * owner or root, writable by no one else. */
+static int check_inner(const char *path, const struct stat *st, uid_t owner) {
+    if (S_ISLNK(st->st_mode) || !S_ISDIR(st->st_mode))
+        return kc_err(KC_EPERM,
+                      "'%s' in the cache is not a real folder (a symbolic link or a file); refusing the cache", path);
+    if (st->st_uid != owner && st->st_uid != 0)
+        return kc_err(KC_EPERM,
+                      "'%s' in the cache is owned by uid %u, neither the cache's owner (uid %u) nor root, who could "
+                      "plant entries this process runs; chown -R the cache to one owner",
+                      path, (unsigned)st->st_uid, (unsigned)owner);
+    if (st->st_mode & (S_IWGRP | S_IWOTH))
+        return kc_err(KC_EPERM,
+                      "'%s' in the cache is writable by group or others (mode %03o), who could plant entries this "
+                      "process runs; chmod -R go-w the cache (as an image's build does), or %s",
+                      path, (unsigned)(st->st_mode & 0777), ALLOW_HINT);
+    return KC_OK;
+}
+
+/* v1/ and every folder directly in it, when someone else owns the cache. */
+static int check_inside(const char *root, uid_t owner) {
+    char v1[PATH_MAX];
+    if (snprintf(v1, sizeof v1, "%s/v1", root) >= (int)sizeof v1) return kc_err(KC_EINVAL, "cache path is too long");
     struct stat st;
-    if (lstat(root, &st) != 0) return kc_local_err_errno_(errno, 0, "checking cache directory '%s'", root);
-    if (S_ISLNK(st.st_mode))
+    if (lstat(v1, &st) != 0) return errno == ENOENT ? KC_OK : kc_local_err_errno_(errno, 0, "checking '%s'", v1);
+    int rc = check_inner(v1, &st, owner);
+    DIR *d = rc == KC_OK ? opendir(v1) : NULL;
+    if (rc == KC_OK && !d && errno == EACCES)
+        return kc_err(KC_EIO,
+                      "cannot read '%s' of uid %u's cache (permission denied): its owner must let others read it "
+                      "(chmod -R a+rX,go-w, as an image's build does)",
+                      v1, (unsigned)owner);
+    if (rc == KC_OK && !d) return kc_local_err_errno_(errno, 0, "reading directory '%s'", v1);
+    struct dirent *de;
+    while (rc == KC_OK && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* gone: nothing to trust */
+        if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) continue;                 /* a file: not walked */
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", v1, de->d_name);
+        rc = check_inner(p, &st, owner);
+    }
+    if (d) closedir(d);
+    return rc;
+}
+
+/* The cache directory itself: a real directory, ours (a writer) or anyone's (a reader), writable by its owner only. */
+static int check_root(const char *root, const struct stat *st, bool reading) {
+    if (S_ISLNK(st->st_mode))
         return kc_err(KC_EPERM,
                       "cache directory '%s' is a symbolic link; refusing it "
                       "(use the real path, or allow it explicitly: KCACHE_ALLOW_UNSAFE_DIR=1)",
                       root);
-    if (!S_ISDIR(st.st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", root);
-    if (st.st_uid != geteuid())
+    if (!S_ISDIR(st->st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", root);
+    if (st->st_uid != geteuid() && !reading)
         return kc_err(KC_EPERM, "cache directory '%s' is owned by uid %u, not by us (uid %u); %s", root,
-                      (unsigned)st.st_uid, (unsigned)geteuid(), ALLOW_HINT);
-    if (st.st_mode & (S_IWGRP | S_IWOTH))
+                      (unsigned)st->st_uid, (unsigned)geteuid(), READER_HINT);
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && st->st_uid != geteuid())
+        return kc_err(KC_EPERM,
+                      "cache directory '%s' (owned by uid %u) is writable by group or others (mode %03o), who could "
+                      "plant entries this process runs; a reader accepts another user's cache only when no one but "
+                      "its owner can write it: chmod -R go-w it (as an image's build does), or %s",
+                      root, (unsigned)st->st_uid, (unsigned)(st->st_mode & 0777), ALLOW_HINT);
+    if (st->st_mode & (S_IWGRP | S_IWOTH))
         return kc_err(KC_EPERM, "cache directory '%s' is writable by group or others (mode %03o); %s", root,
-                      (unsigned)(st.st_mode & 0777), ALLOW_HINT);
+                      (unsigned)(st->st_mode & 0777), ALLOW_HINT);
+    return KC_OK;
+}
+
+int kc_local_dir_check_(const char *root, bool reading) {
+    struct stat st;
+    if (lstat(root, &st) != 0) return kc_local_err_errno_(errno, 0, "checking cache directory '%s'", root);
+    int rc = check_root(root, &st, reading);
+    if (rc) return rc;
+    uid_t owner = st.st_uid; /* us, or (a reader) whoever prepared the cache */
     char abs[PATH_MAX];
     if (root[0] == '/') {
         snprintf(abs, sizeof abs, "%s", root);
@@ -112,11 +194,12 @@ int kc_local_dir_check_(const char *root) {
             return kc_err(KC_EINVAL, "cache directory path is too long");
     }
     bool crossed = false;
-    int rc = check_ancestors(abs, &crossed);
+    rc = check_ancestors(abs, owner, &crossed);
     if (rc == KC_OK && crossed) { /* where the root-owned links lead must be safe too */
         char real[PATH_MAX];
         if (!realpath(root, real)) return kc_local_err_errno_(errno, 0, "resolving cache directory '%s'", root);
-        rc = check_ancestors(real, NULL);
+        rc = check_ancestors(real, owner, NULL);
     }
+    if (rc == KC_OK && owner != geteuid()) rc = check_inside(root, owner); /* [Note: a reader of another's cache] */
     return rc;
 }

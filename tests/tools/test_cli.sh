@@ -38,6 +38,8 @@ expect_rc 0 "$KC" --cache-dir "$D" ls --json
 expect_json 'j == []'
 expect_rc 0 "$KC" --cache-dir "$D" verify --json
 expect_json 'j == {"checked":0,"ok":0,"corrupt":0,"quarantined":0,"stale":0,"images_checked":0,"refs_checked":0,"missing_refs":0,"bad_refs":0,"dangling":0}'
+[ ! -e "$D" ] && ok || bad "stats, ls or verify made the cache directory (they only read)"
+expect_rc 0 "$KC" --cache-dir "$D" stats --zero   # a command that writes makes it
 [ "$(stat -c %a "$D")" = 700 ] && ok || bad "cache directory mode is $(stat -c %a "$D"), want 700"
 
 # KCACHE_DIR is honoured; --cache-dir beats it.
@@ -82,10 +84,14 @@ expect_rc 0 "$KC" keygen "$T/signer"
 expect_rc 1 "$KC" keygen "$T/signer"
 grep -q "never replaced" "$T/err" && ok || bad "keygen replaced a key or did not say why"
 
-# Corrupt one entry: verify finds it, quarantines it, exits 1; the next verify is clean.
+# Corrupt one entry: verify finds it and exits 1, moving nothing; verify --repair quarantines it;
+# the next verify is clean.
 F=$(ls "$D"/v1/*/"$K1".sm_90.kce)
 printf 'garbage' | dd of="$F" bs=1 seek=200 conv=notrunc 2>/dev/null
 expect_rc 1 "$KC" --cache-dir "$D" verify --json
+expect_json 'j["checked"] == 20 and j["corrupt"] == 1 and j["quarantined"] == 0 and j["ok"] == 19'
+[ -f "$F" ] && ok || bad "verify without --repair moved the corrupt entry"
+expect_rc 1 "$KC" --cache-dir "$D" verify --repair --json
 expect_json 'j["checked"] == 20 and j["corrupt"] == 1 and j["quarantined"] == 1 and j["ok"] == 19'
 [ "$(ls "$D"/v1/quarantine | wc -l)" = 1 ] && ok || bad "nothing in quarantine"
 expect_rc 0 "$KC" --cache-dir "$D" verify --json
@@ -119,7 +125,7 @@ grep -q "KCACHE_ALLOW_UNSAFE_DIR" "$T/err" && ok || bad "the error does not say 
 expect_rc 0 "$KC" --cache-dir "$T/open" --allow-unsafe-dir stats   # allowed explicitly
 expect_rc 0 env KCACHE_ALLOW_UNSAFE_DIR=1 "$KC" --cache-dir "$T/open" stats
 mkdir -p "$T/real/sub" && ln -s "$T/real" "$T/lnk"
-expect_rc 1 "$KC" --cache-dir "$T/lnk/sub/cache" stats                # a parent that is a symbolic link
+expect_rc 1 "$KC" --cache-dir "$T/lnk/sub/cache" stats --zero         # a parent that is a symbolic link
 grep -q "symbolic link" "$T/err" && ok || bad "no clear error for a symbolic-link parent: $(cat "$T/err")"
 
 # Issue 14's stale header, from the spec's folder: k.cu includes scale.cuh, which sits beside it.

@@ -3,7 +3,8 @@
  *
  * The one idea: anything two commands do alike is written once here, so that every command
  * reports errors, parses options, opens the cache and prints sizes, times and lookups the
- * same way.  cli_open_cache() is the only place the tool opens a cache: the global options
+ * same way.  cli_open_cache() and cli_open_cache_readonly() (for the commands that only look:
+ * KC_OPEN_INSPECT) are the only places the tool opens a cache: the global options
  * reach the library as kc_options fields with KC_OPEN_OPTIONS_WIN.  The last part says what
  * the commands need to know of the three kinds of object a cache holds (graph entries, images,
  * unit records): which is which, whether an image is there, and which kernels run which image.
@@ -13,9 +14,11 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "json.h"
@@ -33,6 +36,21 @@ int cli_open_cache(const cli_settings *s, kc_cache **out) {
     o.flags = KC_OPEN_OPTIONS_WIN | (s->allow_unsafe_dir ? KC_OPEN_ALLOW_UNSAFE_DIR : 0u);
     int rc = kc_cache_open(out, &o);
     if (rc != KC_OK) return cli_fail("cannot open the cache");
+    return 0;
+}
+
+int cli_open_cache_readonly(const cli_settings *s, kc_cache **out) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = s->dir;
+    o.remote = s->remote;
+    o.flags = KC_OPEN_OPTIONS_WIN | KC_OPEN_INSPECT | (s->allow_unsafe_dir ? KC_OPEN_ALLOW_UNSAFE_DIR : 0u);
+    if (kc_cache_open(out, &o) != KC_OK) return cli_fail("cannot open the cache");
+    struct stat st; /* as ccache: a cache that is not there yet is an empty one, said once, on stderr */
+    if (lstat(kc_cache_dir(*out), &st) != 0 && errno == ENOENT) {
+        char b[1024];
+        fprintf(stderr, "kcache: cache directory '%s' does not exist (nothing stored yet; nothing was created)\n",
+                cli_shown(kc_cache_dir(*out), b, sizeof b));
+    }
     return 0;
 }
 

@@ -144,6 +144,15 @@ void cli_print_help(const cli_cmd *c);
  */
 int cli_open_cache(const cli_settings *s, kc_cache **out);
 
+/**
+ * Open the cache as cli_open_cache does, to look at it only (KC_OPEN_INSPECT, kcache/cache.h): nothing
+ * is created or written in the directory, KCACHE_DISABLE does not hide what it holds, and another
+ * user's cache that only its owner can write is accepted.  A directory that does not exist is an
+ * empty cache, said in one line on stderr (as ccache: the command goes on, exit 0).  Every command
+ * that only reads opens its cache here.  Returns 0, or EXIT_PROBLEM after reporting the error.
+ */
+int cli_open_cache_readonly(const cli_settings *s, kc_cache **out);
+
 /** `b` bytes for people: "512 B", "1.5 KiB", … */
 void cli_human_size(uint64_t b, char *out, size_t cap);
 

@@ -158,7 +158,7 @@ static int cmd_config(const cli_settings *cs, int argc, char **argv) {
     if (pos[0] && id < 0) return cli_usage_error(c0, "unknown key (kcache config lists them)", pos[0]);
     if (unset && (npos != 1)) return cli_usage_error(c0, "--unset takes one KEY", NULL);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((npos == 2 || unset ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM;
     int rc = 0;
     if (npos == 2 || unset) {
         if (kc_cache_config_set(c, kc_config_row_of(id)->name, unset ? NULL : pos[1]) != KC_OK) rc = cli_fail("config");

@@ -93,7 +93,7 @@ static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
         return cli_usage_error(c0, "the manifest names no target (\"archs\"): give --arch LIST or --device N", NULL);
     }
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) {
+    if (cli_open_cache_readonly(cs, &c)) {
         kc_manifest_free(m);
         return EXIT_PROBLEM;
     }

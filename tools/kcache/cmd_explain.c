@@ -175,7 +175,7 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
         return EXIT_USAGE;
     }
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) {
+    if (cli_open_cache_readonly(cs, &c)) {
         kc_graph_desc_free(d);
         return EXIT_PROBLEM;
     }

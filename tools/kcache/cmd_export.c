@@ -131,7 +131,7 @@ static int export_all(const cli_settings *cs, const cli_cmd *c0, const char *fil
         if (!rc && narchs == 0) rc = cli_usage_error(c0, "--arch needs at least one target", NULL);
     }
     kc_cache *c = NULL;
-    if (!rc && cli_open_cache(cs, &c)) rc = EXIT_PROBLEM;
+    if (!rc && cli_open_cache_readonly(cs, &c)) rc = EXIT_PROBLEM;
     kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     kc_bundle_filter f = {(const char *const *)archs, narchs, NULL, 0};
     if (!rc && kc_bundle_export(c, file, &f, &r) != KC_OK) rc = cli_fail("export failed");
@@ -241,7 +241,7 @@ static int export_manifest(const cli_settings *cs, const export_args *a) {
         return cli_usage_error(&cli_cmd_export, "the manifest names no target (\"archs\"): give --arch LIST", NULL);
     }
     kc_cache *c = NULL;
-    if (cli_open_cache(cs, &c)) {
+    if (cli_open_cache_readonly(cs, &c)) {
         kc_manifest_free(m);
         return EXIT_PROBLEM;
     }

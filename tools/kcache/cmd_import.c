@@ -151,7 +151,7 @@ static int cmd_import(const cli_settings *cs, int argc, char **argv) {
     int json = cli_flag(&a, "json"), dry = cli_flag(&a, "dry-run");
     if (!file) return cli_usage_error(c0, "a FILE is required", NULL);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((dry ? cli_open_cache_readonly : cli_open_cache)(cs, &c)) return EXIT_PROBLEM;
     kc_bundle_report r = KC_BUNDLE_REPORT_INIT;
     int rc = kc_bundle_import(c, file, dry, &r);
     kc_cache_close(c);

@@ -41,7 +41,7 @@ static int cmd_limit(const cli_settings *cs, int argc, char **argv) {
     if (o.npos == 1 && kc_parse_size(o.pos[0], &size) != KC_OK)
         return cli_usage_error(&cli_cmd_limit, kc_error_last()->message, NULL);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((o.npos == 1 ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM;
     if (o.npos == 1 && kc_cache_set_max_size(c, size) != KC_OK) {
         kc_cache_close(c);
         return cli_fail("limit");

@@ -258,7 +258,7 @@ static int cmd_ls(const cli_settings *cs, int argc, char **argv) {
     cli_opts o = {.json = cli_flag(&a, "json")};
     int images = cli_flag(&a, "images");
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if (cli_open_cache_readonly(cs, &c)) return EXIT_PROBLEM;
     int rc;
     if (images) {
         rc = ls_images(c, o.json);

@@ -211,7 +211,7 @@ static int cmd_show(const cli_settings *cs, int argc, char **argv) {
         return ret;
     }
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) {
+    if (cli_open_cache_readonly(cs, &c)) { /* --extract writes outside the cache */
         free(s);
         return EXIT_PROBLEM;
     }

@@ -9,8 +9,11 @@
  * (their variants say the kind), since the shard counters do not tell them apart.
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "json.h"
@@ -162,16 +165,30 @@ static const char *const remote_names[] = {"hits",           "misses", "errors",
                                            "dropped_writes", "puts",   "skipped", "mac_rejected"};
 #define REMOTE_COUNT (sizeof remote_ids / sizeof remote_ids[0])
 
+/* The mode the directory is in for the processes that use it.  stats opens it to inspect (read-only,
+ * whatever the directory), so the mode shown is the settings' (KCACHE_DISABLE, KCACHE_READONLY) or,
+ * for a directory that refuses this process writes, read-only: what a lookup here would find. */
+static kc_mode use_mode(kc_cache *c) {
+    if (kc_cache_mode(c) == KC_CACHE_DISABLED) return KC_CACHE_DISABLED;
+    if (cli_setting_on(kc_cache_config(c), KC_CONFIG_readonly)) return KC_CACHE_READONLY;
+    char v1[PATH_MAX];
+    snprintf(v1, sizeof v1, "%s/v1", kc_cache_dir(c));
+    const char *d = access(v1, F_OK) == 0 ? v1 : kc_cache_dir(c);
+    if (access(d, F_OK) == 0 && faccessat(AT_FDCWD, d, W_OK | X_OK, AT_EACCESS) != 0) return KC_CACHE_READONLY;
+    return KC_CACHE_READWRITE;
+}
+
 /* ---- JSON: one object, a function per part ---- */
 
 static void json_directory(const stats_view *v, int *first) {
     kc_cache *c = v->c;
     json_kv_str(stdout, first, "dir", kc_cache_dir(c));
     /* read-only: its stats files cannot be written, so other processes' counts stay in their memory */
+    kc_mode m = use_mode(c);
     json_kv_str(stdout, first, "mode",
-                kc_cache_mode(c) == KC_CACHE_READONLY   ? "read-only"
-                : kc_cache_mode(c) == KC_CACHE_DISABLED ? "disabled"
-                                                        : "read-write");
+                m == KC_CACHE_READONLY   ? "read-only"
+                : m == KC_CACHE_DISABLED ? "disabled"
+                                         : "read-write");
     json_kv_u64(stdout, first, "max_size", kc_cache_max_size(c));
 }
 
@@ -215,11 +232,12 @@ static void json_remote(const stats_view *v, int *first) {
 
 static void text_directory(const stats_view *v) {
     kc_cache *c = v->c;
+    kc_mode m = use_mode(c);
     printf("cache directory   %s%s\n", kc_cache_dir(c),
-           kc_cache_mode(c) == KC_CACHE_READONLY   ? " (read-only)"
-           : kc_cache_mode(c) == KC_CACHE_DISABLED ? " (disabled)"
-                                                   : "");
-    if (kc_cache_mode(c) == KC_CACHE_READONLY) /* its stats files cannot be written: counts stay in each process */
+           m == KC_CACHE_READONLY   ? " (read-only)"
+           : m == KC_CACHE_DISABLED ? " (disabled: lookups miss; what the directory holds is below)"
+                                    : "");
+    if (m == KC_CACHE_READONLY) /* its stats files cannot be written: counts stay in each process */
         printf("                  read-only: the counts below are those stored before, plus this process's;\n"
                "                  the lookups of other processes on a read-only cache are kept in their memory only\n");
 }
@@ -286,7 +304,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     int zero = cli_flag(&a, "zero"), desc = cli_flag(&a, "describe");
     if (desc) return describe(o.json);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((zero ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM; /* --zero writes */
     stats_view v;
     memset(&v, 0, sizeof v);
     const char *failed = stats_read(c, zero, &v);

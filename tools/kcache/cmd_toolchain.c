@@ -199,7 +199,7 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
     if (pin && unpin) return cli_usage_error(c0, "--pin and --unpin together", NULL);
     if (pin && kc_toolchain_id_check(pin) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((pin || unpin ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM;
     if ((pin || unpin) && set_pin(c, pin) != KC_OK) {
         kc_cache_close(c);
         return cli_fail(pin ? "pinning the toolchain" : "unpinning the toolchain");

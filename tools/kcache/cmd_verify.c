@@ -1,7 +1,8 @@
 /*
  * cmd_verify.c — `kcache verify`: decode and validate every entry and image, follow every
- * reference from a graph entry or unit record to its image; corrupt ones move to
- * v1/quarantine/.  Exits 1 when a corrupt entry or a bad reference was found; dangling entries
+ * reference from a graph entry or unit record to its image; with --repair, corrupt ones move to
+ * v1/quarantine/ (without it, verify only reads: nothing in the directory changes).  Exits 1 when
+ * a corrupt entry or a bad reference was found; dangling entries
  * whose image is merely missing (an evicted image: a miss) and stale entries of an older format
  * are reported and left for `kcache gc`.
  *
@@ -17,6 +18,7 @@
 static int cmd_verify(const cli_settings *cs, int argc, char **argv);
 
 static const cli_opt verify_opts[] = {
+    {"repair", 0, NULL, "move corrupt entries to v1/quarantine/ (without it, verify only reads)"},
     {"signatures", 0, NULL, "also check every object's signature against KCACHE_KEYRING"},
     {"json", 0, NULL, "print one JSON object"},
     {NULL, 0, NULL, NULL},
@@ -24,11 +26,12 @@ static const cli_opt verify_opts[] = {
 
 const cli_cmd cli_cmd_verify = {
     "verify",
-    "kcache verify [--signatures] [--json]",
+    "kcache verify [--repair] [--signatures] [--json]",
     "Decode and validate every entry and image (both digests of its bytes); check that\n"
-    "every image a graph entry or unit record refers to is present and sound; move corrupt\n"
-    "ones to v1/quarantine/.  Entries whose image is missing (dangling) and entries of an\n"
-    "older format (stale) are reported; 'kcache gc' removes them.\n"
+    "every image a graph entry or unit record refers to is present and sound.  It only reads:\n"
+    "nothing in the cache directory changes.  --repair: move corrupt ones to v1/quarantine/\n"
+    "(lookups already treat them as misses).  Entries whose image is missing (dangling) and\n"
+    "entries of an older format (stale) are reported; 'kcache gc' removes them.\n"
     "Exits 1 when a corrupt entry or a bad reference was found.\n"
     "--signatures: also check every object's Ed25519 signature against KCACHE_KEYRING; exits 1\n"
     "when one is unsigned or not signed by a trusted key (KCACHE_LOG=store names them).",
@@ -40,9 +43,9 @@ static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
     cli_args a;
     cli_parse(&cli_cmd_verify, argc, argv, 0, &a);
     cli_opts o = {.json = cli_flag(&a, "json")};
-    int sigs = cli_flag(&a, "signatures");
+    int sigs = cli_flag(&a, "signatures"), repair = cli_flag(&a, "repair");
     kc_cache *c;
-    if (cli_open_cache(cs, &c)) return EXIT_PROBLEM;
+    if ((repair ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM;
     kc_verify_report r = KC_VERIFY_REPORT_INIT;
     kc_signature_report sr = KC_SIGNATURE_REPORT_INIT;
     int rc = kc_cache_verify(c, &r);
@@ -76,6 +79,8 @@ static int cmd_verify(const cli_settings *cs, int argc, char **argv) {
                (unsigned long long)r.images_checked, (unsigned long long)r.refs_checked,
                (unsigned long long)r.missing_refs, (unsigned long long)r.bad_refs, (unsigned long long)r.dangling);
         if (r.dangling || r.stale) printf("'kcache gc' removes dangling and stale entries\n");
+        if (r.corrupt > r.quarantined && !repair)
+            printf("'kcache verify --repair' moves corrupt ones to v1/quarantine/\n");
         if (sigs)
             printf(
                 "signatures: %llu signed by a trusted key, %llu unsigned, %llu refused (another key, or not matching)\n",
