@@ -54,13 +54,20 @@ typedef struct parser {
     char *out;            /* where the next string goes (the first block's string room) */
     kc_json_block *block; /* the newest block: nodes are taken from it */
     int nomem;
-    const char *why; /* the first syntax error's reason (static text), or NULL */
+    const char *why; /* the first error's reason (static text), or NULL */
+    int refused;     /* why is not a syntax error: valid JSON refused (a name twice, a limit) */
     char dup[512];   /* a name given twice: the message (why points here) */
 } parser;
 
 /* A syntax error at ps->p: its reason kept when it is the first; -1. */
 static int bad(parser *ps, const char *why) {
     if (!ps->why) ps->why = why;
+    return -1;
+}
+
+/* Valid JSON refused at ps->p (a name twice, too deep, a number out of range); -1. */
+static int refuse(parser *ps, const char *why) {
+    if (!ps->why) ps->why = why, ps->refused = 1;
     return -1;
 }
 
@@ -246,7 +253,7 @@ static int parse_number(parser *ps, double *out) {
     int rc = number_value(start, p, neg, exact && int_digits <= 15, out);
     if (rc == 0 && !isfinite(*out)) {
         ps->p = start;
-        return bad(ps, "a number beyond a double's range (about 1.8e308)");
+        return refuse(ps, "a number beyond a double's range (about 1.8e308)");
     }
     ps->p = p;
     return rc;
@@ -271,7 +278,7 @@ static int twice(parser *ps, const kc_json *first, const kc_json *second) {
              kc_json_printable(second->key, name), line, col);
     ps->p = ps->text + second->key_at;
     ps->why = NULL;
-    return bad(ps, ps->dup);
+    return refuse(ps, ps->dup);
 }
 
 static int by_name_then_place(const void *a, const void *b) {
@@ -313,7 +320,7 @@ static const char *member_name(parser *ps) {
 static int parse_container(parser *ps, kc_json *v, int depth, int object) {
     char close = object ? '}' : ']';
     v->type = object ? KC_JSON_OBJECT : KC_JSON_ARRAY;
-    if (depth >= KC_JSON_DEPTH_MAX) return bad(ps, "nested deeper than 1000 arrays and objects");
+    if (depth >= KC_JSON_DEPTH_MAX) return refuse(ps, "nested deeper than 1000 arrays and objects");
     ps->p++;
     skip_ws(ps);
     if (ps->p < ps->end && *ps->p == close) {
@@ -380,9 +387,7 @@ int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, kc_json_err *e
 static void say_why(const parser *ps, kc_json_err *err) {
     if (!err) return;
     err->at = (size_t)(ps->p - ps->text);
-    const char *why = ps->why ? ps->why : A_VALUE;
-    int syntax = why != ps->dup && strncmp(why, "nested", 6) != 0 && strncmp(why, "a number beyond", 15) != 0;
-    snprintf(err->what, sizeof err->what, "%s%s", syntax ? "not valid JSON: " : "", why);
+    snprintf(err->what, sizeof err->what, "%s%s", ps->refused ? "" : "not valid JSON: ", ps->why ? ps->why : A_VALUE);
 }
 
 int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err, void *scratch,
@@ -407,7 +412,7 @@ int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, kc_json_err
     else b = kc_malloc(need);
     if (!b) return kc_err(KC_ENOMEM, "reading JSON: out of memory");
     b->next = NULL, b->used = 0, b->cap = cap;
-    parser ps = {text, text, text + len, (char *)&b->nodes[cap], b, 0, NULL, ""};
+    parser ps = {text, text, text + len, (char *)&b->nodes[cap], b, 0, NULL, 0, ""};
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) ps.p += 3; /* a UTF-8 byte order mark */
     skip_ws(&ps);
     kc_json *root = node_new(&ps);
