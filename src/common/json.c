@@ -379,8 +379,15 @@ static int parse_value(parser *ps, kc_json *v, int depth) {
     }
 }
 
-int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err) {
+int kc_json_read(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err) {
     return kc_json_parse_in(doc, text, len, err, NULL, 0);
+}
+
+int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at) {
+    kc_json_err e;
+    int rc = kc_json_parse_in(doc, text, len, &e, NULL, 0);
+    if (err_at) *err_at = rc == KC_OK ? 0 : e.at;
+    return rc;
 }
 
 /* The failed parse's reason into *err (a syntax error says so; a name twice or a limit says what it is). */

@@ -44,7 +44,7 @@ struct kc_json {
     uint8_t type;    /* a kc_json_type */
 };
 
-/** The largest text kc_json_parse reads (its callers cap theirs lower); nesting past KC_JSON_DEPTH_MAX
+/** The largest text kc_json_read reads (its callers cap theirs lower); nesting past KC_JSON_DEPTH_MAX
  * arrays and objects is refused too, so a hostile file can exhaust neither memory nor the stack. */
 #define KC_JSON_MAX_BYTES (64u << 20)
 #define KC_JSON_DEPTH_MAX 1000
@@ -72,11 +72,13 @@ typedef struct kc_json_doc {
  * and why and no error recorded (the caller names its file: kc_json_fail); KC_ENOMEM (recorded).
  * On failure doc holds nothing to free.
  */
-int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err);
+int kc_json_read(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err);
+/** kc_json_read saying only where it failed: *err_at (may be NULL) the offset, 0 on success. */
+int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at);
 /**
- * kc_json_parse with the first block in scratch[0, cap) when it fits there (a spec of a few
+ * kc_json_read with the first block in scratch[0, cap) when it fits there (a spec of a few
  * hundred bytes: no allocation at all); scratch must outlive the document.  Anything else as
- * kc_json_parse.
+ * kc_json_read.
  */
 int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err, void *scratch, size_t cap);
 /** Release a document (a zeroed or failed one too). */
@@ -89,7 +91,7 @@ void kc_json_place(const char *text, size_t len, size_t at, int *line, int *col)
  * and return KC_EINVAL: every error about a JSON file says the file and the place the same way.
  */
 int kc_json_fail(const char *origin, const char *text, size_t len, size_t at, const char *fmt, ...) KC_PRINTF(5, 6);
-/** kc_json_parse's error `e` recorded as kc_json_fail does; KC_EINVAL. */
+/** kc_json_read's error `e` recorded as kc_json_fail does; KC_EINVAL. */
 int kc_json_fail_parse(const char *origin, const char *text, size_t len, const kc_json_err *e);
 /** A member name or string as printed in a message: at most 64 bytes of it, a control byte, a quote
  * or a backslash as JSON escapes it (\n, \u001b, \"), so a hostile name cannot forge a line. */

@@ -209,7 +209,7 @@ int kc_manifest_parse(kc_manifest **out, const char *json, size_t len, const cha
     if (nul) return MFAIL(&t, (size_t)(nul - json), "holds a NUL byte (a manifest is UTF-8 JSON text)");
     kc_json_doc doc;
     kc_json_err e;
-    int rc = kc_json_parse(&doc, t.text, len, &e);
+    int rc = kc_json_read(&doc, t.text, len, &e);
     if (rc) return rc == KC_EINVAL ? kc_json_fail_parse(origin, t.text, len, &e) : kc_err_prefix(rc, "%s", origin);
     kc_manifest *m = kc_calloc(1, sizeof *m);
     rc = m ? parse_tree(m, &t, doc.root, base_dir) : kc_err(KC_ENOMEM, "manifest: out of memory");

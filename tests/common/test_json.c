@@ -9,7 +9,7 @@
 
 static int parse(kc_json_doc *doc, const char *text, size_t *at) {
     kc_json_err e = {99999, "x"};
-    int rc = kc_json_parse(doc, text, strlen(text), &e);
+    int rc = kc_json_read(doc, text, strlen(text), &e);
     if (at) *at = e.at;
     return rc;
 }
@@ -122,6 +122,9 @@ static void test_what_is_not_json(void **state) {
     assert_int_equal(kc_json_parse(&doc, "[1]\0", 4, NULL), KC_EINVAL);
     assert_int_equal(kc_json_parse(&doc, "[1]\0", 3, NULL), KC_OK);
     kc_json_free(&doc);
+    size_t at = 0; /* kc_json_parse: the place only */
+    assert_int_equal(kc_json_parse(&doc, "[1, 2", 5, &at), KC_EINVAL);
+    assert_int_equal(at, 5);
 }
 
 /* Nesting is capped (the reader recurses): 1000 deep reads, 1001 is refused, never a crash. */
@@ -237,7 +240,7 @@ static void test_a_name_twice(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kc_json_doc doc;
         kc_json_err e;
-        int rc = kc_json_parse(&doc, cases[i].text, strlen(cases[i].text), &e);
+        int rc = kc_json_read(&doc, cases[i].text, strlen(cases[i].text), &e);
         if (rc != KC_EINVAL || e.at != cases[i].at || !strstr(e.what, cases[i].want))
             fail_msg("case %zu: rc %d, at %zu (want %zu), '%s' (want '%s')", i, rc, e.at, cases[i].at, e.what,
                      cases[i].want);
@@ -261,7 +264,7 @@ static void test_a_name_twice(void **state) {
     p += sprintf(p, ", \"k300\": 1, \"k3999\": 2}");
     size_t at = 0;
     kc_json_err e;
-    assert_int_equal(kc_json_parse(&doc, big, strlen(big), &e), KC_EINVAL);
+    assert_int_equal(kc_json_read(&doc, big, strlen(big), &e), KC_EINVAL);
     at = e.at;
     if (at != second || !strstr(e.what, "field \"k300\" appears twice (first at 1:"))
         fail_msg("at %zu (want %zu): '%s'", at, second, e.what);
@@ -288,7 +291,7 @@ static void test_places(void **state) {
     kc_json_free(&doc);
     /* a syntax error, said the same way */
     kc_json_err e;
-    assert_int_equal(kc_json_parse(&doc, "{\"a\": 1,\n  }", 12, &e), KC_EINVAL);
+    assert_int_equal(kc_json_read(&doc, "{\"a\": 1,\n  }", 12, &e), KC_EINVAL);
     assert_int_equal(kc_json_fail_parse("m.json", "{\"a\": 1,\n  }", 12, &e), KC_EINVAL);
     assert_string_equal(kc_error_last()->message,
                         "m.json:2:3: not valid JSON: a member name expected (a string in double quotes)");
@@ -309,17 +312,17 @@ static void test_limits(void **state) {
     const char *huge[] = {"[1, 1e309]", "[-1e309]", "{\"a\": 123456789e999}"};
     const size_t huge_at[] = {4, 1, 6};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(kc_json_parse(&doc, huge[i], strlen(huge[i]), &e), KC_EINVAL);
+        assert_int_equal(kc_json_read(&doc, huge[i], strlen(huge[i]), &e), KC_EINVAL);
         assert_int_equal(e.at, huge_at[i]);
         assert_non_null(strstr(e.what, "beyond a double's range"));
     }
     static const char small[] = "[]";
-    assert_int_equal(kc_json_parse(&doc, small, (size_t)KC_JSON_MAX_BYTES + 1, &e), KC_EINVAL); /* not read */
+    assert_int_equal(kc_json_read(&doc, small, (size_t)KC_JSON_MAX_BYTES + 1, &e), KC_EINVAL); /* not read */
     assert_non_null(strstr(e.what, "over 64 MiB"));
     assert_null(doc.root);
     char *deep = malloc(2002);
     memset(deep, '[', 1001), memset(deep + 1001, ']', 1001), deep[2002 - 1] = '\0';
-    assert_int_equal(kc_json_parse(&doc, deep, 2001, &e), KC_EINVAL);
+    assert_int_equal(kc_json_read(&doc, deep, 2001, &e), KC_EINVAL);
     assert_non_null(strstr(e.what, "nested deeper than 1000"));
     free(deep);
 }
