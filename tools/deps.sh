@@ -3,7 +3,7 @@
 # The CUDA Toolkit comes with the machine (found by CMake under /usr/local/cuda).
 set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
-      libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
+      libzstd-dev libxxhash-dev libcmocka-dev
       libhiredis-dev libssl-dev redis-server
       binutils strace   # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
       groff-base zsh)   # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n

@@ -17,8 +17,10 @@
  * the unit's lock while it compiles — so on an empty cache the report's units_compiled is
  * the number of distinct units of the run, and a second prewarm compiles none.
  *
- * Errors name the file and the place ("m.json:3:7: not valid JSON", "m.json: archs[1] is not
- * a target"); they are KC_EINVAL.  A manifest handle is immutable once loaded (but for
+ * The manifest is read strictly: a field given twice (at any depth), a field other than these
+ * two or a value of another type is an error, never ignored.  Errors name the file and the place
+ * ("m.json:3:7: not valid JSON: …", "m.json:2:14: archs[1] is not a target", "m.json:1:24:
+ * unknown field \"arches\" (known here: graphs, archs)"); they are KC_EINVAL.  A manifest handle is immutable once loaded (but for
  * kc_manifest_set_archs) and may be read from many threads at once.
  */
 #ifndef KCACHE_PREWARM_H

@@ -17,21 +17,31 @@
  * control character, a lone surrogate and \u0000 in a string are errors (a name may never hold
  * a NUL, so "a.cu\u0000x" cannot be read as "a.cu"); after the value only whitespace may
  * follow.  Numbers are read as strtod reads them in the C locale, whatever the process's locale
- * (exactly, without strtod, for integers of at most 15 digits); nesting is limited to
- * KC_JSON_DEPTH_MAX arrays and objects, so a hostile file cannot exhaust the stack.
+ * (exactly, without strtod, for integers of at most 15 digits), and one beyond a double's range
+ * (1e309) is an error rather than an infinity; nesting is limited to KC_JSON_DEPTH_MAX arrays and
+ * objects, so a hostile file cannot exhaust the stack.
+ *
+ * [Note: one name once]
+ * RFC 8259 leaves a name given twice in one object to the reader, and readers differ: cJSON kept
+ * the first, Python's json the last, so {"graphs": [a], "graphs": [b]} meant a to kcache and b to
+ * the script that wrote it.  Here it is an error at any depth, said at the second name with the
+ * first one's place.  An object of at most DUP_LINEAR members is checked as each member is read
+ * (against those before it: a spec's objects are all this small); a larger one once it is closed,
+ * by sorting its names (n log n, so a hostile object of a million names costs no n² compares).
  */
 #include "json.h"
 
 #include <locale.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-#define KC_JSON_DEPTH_MAX 1000
 #define FIRST_NODES_MAX 1024
+#define DUP_LINEAR 16
 
 struct kc_json_block {
     kc_json_block *next;
@@ -40,11 +50,31 @@ struct kc_json_block {
 };
 
 typedef struct parser {
-    const char *p, *end;
+    const char *text, *p, *end;
     char *out;            /* where the next string goes (the first block's string room) */
     kc_json_block *block; /* the newest block: nodes are taken from it */
     int nomem;
+    const char *why; /* the first error's reason (static text), or NULL */
+    int refused;     /* why is not a syntax error: valid JSON refused (a name twice, a limit) */
+    char dup[512];   /* a name given twice: the message (why points here) */
 } parser;
+
+/* A syntax error at ps->p: its reason kept when it is the first; -1. */
+static int bad(parser *ps, const char *why) {
+    if (!ps->why) ps->why = why;
+    return -1;
+}
+
+/* Valid JSON refused at ps->p (a name twice, too deep, a number out of range); -1. */
+static int refuse(parser *ps, const char *why) {
+    if (!ps->why) ps->why = why, ps->refused = 1;
+    return -1;
+}
+
+static uint32_t offset_of(const parser *ps, const char *at) {
+    size_t o = (size_t)(at - ps->text);
+    return o < UINT32_MAX ? (uint32_t)o : UINT32_MAX; /* texts are at most KC_JSON_MAX_BYTES */
+}
 
 static kc_json *node_new(parser *ps) {
     kc_json_block *b = ps->block;
@@ -120,37 +150,48 @@ static int unicode_escape(const char **pp, const char *end, unsigned *out) {
 /* The string at ps->p (its opening quote), unescaped into the string room; NULL on a syntax error. */
 static const char *parse_string(parser *ps) {
     static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t"; /* the one-letter escapes */
-    const char *p = ps->p + 1, *end = ps->end;
+    const char *p = ps->p + 1, *end = ps->end, *why = NULL;
     char *start = ps->out, *d = start;
     for (;;) {
-        if (p >= end) goto bad;
+        if (p >= end) {
+            why = "a string is not closed (a '\"' expected)";
+            break;
+        }
         unsigned char c = (unsigned char)*p;
         if (c == '"') break;
-        if (c < 0x20) goto bad;
+        if (c < 0x20) {
+            why = "a control character in a string (write it as an escape, e.g. \\n)";
+            break;
+        }
         if (c != '\\') {
             *d++ = (char)c, p++;
             continue;
         }
-        if (end - p < 2) goto bad;
-        const char *simple = p[1] ? strchr(from, p[1]) : NULL;
+        const char *simple = end - p >= 2 && p[1] ? strchr(from, p[1]) : NULL;
         unsigned cp;
         if (simple) {
             *d++ = to[simple - from], p += 2;
-        } else if (p[1] != 'u') {
-            goto bad; /* an unknown escape: said at its backslash */
+        } else if (end - p < 2 || p[1] != 'u') {
+            why = "an unknown escape (known: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)"; /* said at its backslash */
+            break;
         } else {
             p += 2;
-            if (unicode_escape(&p, end, &cp)) goto bad;
+            if (unicode_escape(&p, end, &cp)) {
+                why = "a bad \\u escape (4 hex digits; no \\u0000, no lone surrogate)";
+                break;
+            }
             d = put_utf8(d, cp);
         }
+    }
+    if (why) {
+        ps->p = p;
+        bad(ps, why);
+        return NULL;
     }
     *d++ = '\0';
     ps->out = d;
     ps->p = p + 1;
     return start;
-bad:
-    ps->p = p;
-    return NULL;
 }
 
 static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
@@ -195,37 +236,91 @@ static int parse_number(parser *ps, double *out) {
     if (neg) p++;
     if (p < end && *p == '0') p++;
     else if (p < end && *p >= '1' && *p <= '9') p = digits(p, end);
-    else return ps->p = p, -1;
+    else return ps->p = p, bad(ps, "a digit expected");
     size_t int_digits = (size_t)(p - start) - (size_t)neg;
     int exact = 1;
     if (p < end && *p == '.') {
         exact = 0, p++;
-        if (p >= end || !is_digit(*p)) return ps->p = p, -1;
+        if (p >= end || !is_digit(*p)) return ps->p = p, bad(ps, "a digit expected after '.'");
         p = digits(p, end);
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         exact = 0, p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || !is_digit(*p)) return ps->p = p, -1;
+        if (p >= end || !is_digit(*p)) return ps->p = p, bad(ps, "a digit expected in the exponent");
         p = digits(p, end);
     }
+    int rc = number_value(start, p, neg, exact && int_digits <= 15, out);
+    if (rc == 0 && !isfinite(*out)) {
+        ps->p = start;
+        return refuse(ps, "a number beyond a double's range (about 1.8e308)");
+    }
     ps->p = p;
-    return number_value(start, p, neg, exact && int_digits <= 15, out);
+    return rc;
 }
 
+#define A_VALUE "a value expected (a string, number, object, array, true, false or null)"
+
 static int literal(parser *ps, const char *word, size_t n) {
-    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0) return -1;
+    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0) return bad(ps, A_VALUE);
     ps->p += n;
     return 0;
 }
 
 static int parse_value(parser *ps, kc_json *v, int depth);
 
+/* Member `second` names what `first` (before it) does: the error at the second, with the first's place. */
+static int twice(parser *ps, const kc_json *first, const kc_json *second) {
+    int line, col;
+    char name[400];
+    kc_json_place(ps->text, (size_t)(ps->end - ps->text), first->key_at, &line, &col);
+    snprintf(ps->dup, sizeof ps->dup, "field \"%s\" appears twice (first at %d:%d; keep one)",
+             kc_json_printable(second->key, name), line, col);
+    ps->p = ps->text + second->key_at;
+    ps->why = NULL;
+    return refuse(ps, ps->dup);
+}
+
+static int by_name_then_place(const void *a, const void *b) {
+    const kc_json *x = *(const kc_json *const *)a, *y = *(const kc_json *const *)b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->key_at > y->key_at) - (x->key_at < y->key_at);
+}
+
+/* A closed object of more than DUP_LINEAR members: no name twice ([Note: one name once]).  Its names sorted,
+ * the error is at the earliest second use of a name.  0, -1 (a name twice), -2 out of memory. */
+static int names_once(parser *ps, const kc_json *o) {
+    const kc_json **all = kc_malloc(o->count * sizeof *all);
+    if (!all) return ps->nomem = 1, -2;
+    size_t n = 0;
+    for (const kc_json *c = o->child; c; c = c->next) all[n++] = c;
+    qsort((void *)all, n, sizeof *all, by_name_then_place);
+    const kc_json *first = NULL, *second = NULL;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(all[i - 1]->key, all[i]->key) == 0 && (i < 2 || strcmp(all[i - 2]->key, all[i]->key) != 0) &&
+            (!second || all[i]->key_at < second->key_at))
+            first = all[i - 1], second = all[i];
+    free((void *)all);
+    return second ? twice(ps, first, second) : 0;
+}
+
+/* The member name at ps->p, then its ':' (a syntax error: -1). */
+static const char *member_name(parser *ps) {
+    if (ps->p >= ps->end || *ps->p != '"') return bad(ps, "a member name expected (a string in double quotes)"), NULL;
+    const char *key = parse_string(ps);
+    if (!key) return NULL;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != ':') return bad(ps, "':' expected after the member name"), NULL;
+    ps->p++;
+    skip_ws(ps);
+    return key;
+}
+
 /* The array or object at ps->p (its opening bracket) into v: 0, -1 on a syntax error, -2 out of memory. */
 static int parse_container(parser *ps, kc_json *v, int depth, int object) {
     char close = object ? '}' : ']';
     v->type = object ? KC_JSON_OBJECT : KC_JSON_ARRAY;
-    if (depth >= KC_JSON_DEPTH_MAX) return -1;
+    if (depth >= KC_JSON_DEPTH_MAX) return refuse(ps, "nested deeper than 1000 arrays and objects");
     ps->p++;
     skip_ws(ps);
     if (ps->p < ps->end && *ps->p == close) {
@@ -234,23 +329,20 @@ static int parse_container(parser *ps, kc_json *v, int depth, int object) {
     }
     kc_json *last = NULL;
     for (;;) {
-        const char *key = NULL;
-        if (object) {
-            if (ps->p >= ps->end || *ps->p != '"' || !(key = parse_string(ps))) return -1;
-            skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') return -1;
-            ps->p++;
-            skip_ws(ps);
-        }
+        const char *key = NULL, *key_start = ps->p;
+        if (object && !(key = member_name(ps))) return -1;
         kc_json *item = node_new(ps);
         if (!item) return -2;
         item->key = key;
+        item->key_at = object ? offset_of(ps, key_start) : 0;
+        for (const kc_json *c = v->count < DUP_LINEAR ? v->child : NULL; object && c; c = c->next)
+            if (c->key[0] == key[0] && strcmp(c->key, key) == 0) return twice(ps, c, item);
         int rc = parse_value(ps, item, depth + 1);
         if (rc) return rc;
         if (last) last->next = item;
         else v->child = item;
         last = item;
-        if (v->count == UINT32_MAX) return -1;
+        if (v->count == UINT32_MAX) return bad(ps, "more than 4294967295 values in one array or object");
         v->count++;
         skip_ws(ps);
         if (ps->p < ps->end && *ps->p == ',') {
@@ -260,15 +352,16 @@ static int parse_container(parser *ps, kc_json *v, int depth, int object) {
         }
         if (ps->p < ps->end && *ps->p == close) {
             ps->p++;
-            return 0;
+            return object && v->count > DUP_LINEAR ? names_once(ps, v) : 0;
         }
-        return -1;
+        return bad(ps, object ? "',' or '}' expected" : "',' or ']' expected");
     }
 }
 
 /* The value at ps->p into v: 0, -1 on a syntax error (ps->p where it stopped), -2 out of memory. */
 static int parse_value(parser *ps, kc_json *v, int depth) {
-    if (ps->p >= ps->end) return -1;
+    if (ps->p >= ps->end) return bad(ps, A_VALUE);
+    v->at = offset_of(ps, ps->p);
     char c = *ps->p;
     switch (c) {
     case 'n': v->type = KC_JSON_NULL; return literal(ps, "null", 4);
@@ -282,22 +375,40 @@ static int parse_value(parser *ps, kc_json *v, int depth) {
             v->type = KC_JSON_NUMBER;
             return parse_number(ps, &v->num);
         }
-        return -1;
+        return bad(ps, A_VALUE);
     }
 }
 
-int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at) {
-    return kc_json_parse_in(doc, text, len, err_at, NULL, 0);
+int kc_json_read(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err) {
+    return kc_json_parse_in(doc, text, len, err, NULL, 0);
 }
 
-int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err_at, void *scratch,
+int kc_json_parse(kc_json_doc *doc, const char *text, size_t len, size_t *err_at) {
+    kc_json_err e;
+    int rc = kc_json_parse_in(doc, text, len, &e, NULL, 0);
+    if (err_at) *err_at = rc == KC_OK ? 0 : e.at;
+    return rc;
+}
+
+/* The failed parse's reason into *err (a syntax error says so; a name twice or a limit says what it is). */
+static void say_why(const parser *ps, kc_json_err *err) {
+    if (!err) return;
+    err->at = (size_t)(ps->p - ps->text);
+    snprintf(err->what, sizeof err->what, "%s%s", ps->refused ? "" : "not valid JSON: ", ps->why ? ps->why : A_VALUE);
+}
+
+int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, kc_json_err *err, void *scratch,
                      size_t scratch_cap) {
     doc->root = NULL, doc->blocks = NULL, doc->lent = NULL;
-    if (err_at) *err_at = 0;
+    if (err) err->at = 0, err->what[0] = '\0';
     if (!text) len = 0;
+    if (len > KC_JSON_MAX_BYTES) {
+        if (err) snprintf(err->what, sizeof err->what, "over %u MiB of JSON (refused unread)", KC_JSON_MAX_BYTES >> 20);
+        return KC_EINVAL;
+    }
     size_t cap = len / 8 + 8;
     if (cap > FIRST_NODES_MAX) cap = FIRST_NODES_MAX;
-    size_t need = len < SIZE_MAX / 2 ? sizeof(kc_json_block) + cap * sizeof(kc_json) + len + 1 : SIZE_MAX;
+    size_t need = sizeof(kc_json_block) + cap * sizeof(kc_json) + len + 1;
     /* the caller's scratch, aligned for the block, when the first block fits in it */
     uintptr_t a = (uintptr_t)scratch,
               al = _Alignof(kc_json_block) > _Alignof(kc_json) ? _Alignof(kc_json_block) : _Alignof(kc_json);
@@ -305,26 +416,64 @@ int kc_json_parse_in(kc_json_doc *doc, const char *text, size_t len, size_t *err
     kc_json_block *b = NULL;
     if (scratch && scratch_cap >= skip && scratch_cap - skip >= need)
         b = doc->lent = (kc_json_block *)((char *)scratch + skip);
-    else b = need != SIZE_MAX ? kc_malloc(need) : NULL;
+    else b = kc_malloc(need);
     if (!b) return kc_err(KC_ENOMEM, "reading JSON: out of memory");
     b->next = NULL, b->used = 0, b->cap = cap;
-    parser ps = {text, text + len, (char *)&b->nodes[cap], b, 0};
+    parser ps = {text, text, text + len, (char *)&b->nodes[cap], b, 0, NULL, 0, ""};
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) ps.p += 3; /* a UTF-8 byte order mark */
     skip_ws(&ps);
     kc_json *root = node_new(&ps);
     int rc = root ? parse_value(&ps, root, 0) : -2;
     if (rc == 0) {
         skip_ws(&ps);
-        if (ps.p != ps.end) rc = -1; /* something after the value */
+        if (ps.p != ps.end) rc = bad(&ps, "something after the JSON value (one value per file)");
     }
     doc->blocks = ps.block;
     if (rc == 0) {
         doc->root = root;
         return KC_OK;
     }
-    if (err_at) *err_at = (size_t)(ps.p - text);
     kc_json_free(doc);
-    return rc == -2 || ps.nomem ? kc_err(KC_ENOMEM, "reading JSON: out of memory") : KC_EINVAL;
+    if (rc == -2 || ps.nomem) return kc_err(KC_ENOMEM, "reading JSON: out of memory");
+    say_why(&ps, err);
+    return KC_EINVAL;
+}
+
+void kc_json_place(const char *text, size_t len, size_t at, int *line, int *col) {
+    *line = 1, *col = 1;
+    for (size_t i = 0; text && i < at && i < len; i++) {
+        if (text[i] == '\n') ++*line, *col = 1;
+        else ++*col;
+    }
+}
+
+int kc_json_fail(const char *origin, const char *text, size_t len, size_t at, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int line, col;
+    kc_json_place(text, len, at, &line, &col);
+    return kc_err(KC_EINVAL, "%s:%d:%d: %s", origin, line, col, what);
+}
+
+int kc_json_fail_parse(const char *origin, const char *text, size_t len, const kc_json_err *e) {
+    return kc_json_fail(origin, text, len, e->at, "%s", e->what);
+}
+
+const char *kc_json_printable(const char *s, char out[400]) { /* 64 + 3 UTF-8 bytes, or 64 escapes of 6 */
+    char *d = out;
+    size_t i = 0;
+    for (; s && s[i] && (i < 64 || ((unsigned char)s[i] & 0xC0) == 0x80); i++) { /* ends on a character */
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') *d++ = '\\', *d++ = (char)c;
+        else if (c < 0x20 || c == 0x7f) d += sprintf(d, "\\u%04x", c);
+        else *d++ = (char)c;
+    }
+    if (s && s[i]) memcpy(d, "...", 3), d += 3;
+    *d = '\0';
+    return out;
 }
 
 void kc_json_free(kc_json_doc *doc) {

@@ -272,23 +272,12 @@ static int load_root(sctx *s, const kc_json *root, char ***kernel_ids) {
 
 /* Parse the spec's text (freed here) into *doc; a syntax error says its line and column. */
 static int parse_spec(const char *spec_path, char *text, size_t len, kc_json_doc *doc, void *scratch, size_t cap) {
-    size_t off = 0;
-    int rc = kc_json_parse_in(doc, text, len, &off, scratch, cap);
-    if (rc == KC_ENOMEM) {
-        free(text);
-        return kc_err_prefix(rc, "%s", spec_path);
-    }
-    if (rc) {
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off && i < len; i++) {
-            if (text[i] == '\n') line++, col = 1;
-            else col++;
-        }
-        free(text);
-        return kc_err(KC_EINVAL, "%s:%d:%d: not valid JSON", spec_path, line, col);
-    }
+    kc_json_err e;
+    int rc = kc_json_parse_in(doc, text, len, &e, scratch, cap);
+    if (rc == KC_ENOMEM) rc = kc_err_prefix(rc, "%s", spec_path);
+    else if (rc) rc = kc_json_fail_parse(spec_path, text, len, &e);
     free(text);
-    return KC_OK;
+    return rc;
 }
 
 int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {

@@ -1,4 +1,5 @@
-/* test_json.c — the JSON reader behind graph specs ([Note: spec JSON] in common/json.c). */
+/* test_json.c — the one JSON reader behind graph specs and manifests ([Note: spec JSON] and
+ * [Note: one name once] in common/json.c). */
 #include "helpers.h"
 
 #include <math.h>
@@ -6,7 +7,12 @@
 #include "common/internal.h"
 #include "common/json.h"
 
-static int parse(kc_json_doc *doc, const char *text, size_t *at) { return kc_json_parse(doc, text, strlen(text), at); }
+static int parse(kc_json_doc *doc, const char *text, size_t *at) {
+    kc_json_err e = {99999, "x"};
+    int rc = kc_json_read(doc, text, strlen(text), &e);
+    if (at) *at = e.at;
+    return rc;
+}
 
 static void test_a_tree_in_the_text_order(void **state) {
     (void)state;
@@ -116,6 +122,9 @@ static void test_what_is_not_json(void **state) {
     assert_int_equal(kc_json_parse(&doc, "[1]\0", 4, NULL), KC_EINVAL);
     assert_int_equal(kc_json_parse(&doc, "[1]\0", 3, NULL), KC_OK);
     kc_json_free(&doc);
+    size_t at = 0; /* kc_json_parse: the place only */
+    assert_int_equal(kc_json_parse(&doc, "[1, 2", 5, &at), KC_EINVAL);
+    assert_int_equal(at, 5);
 }
 
 /* Nesting is capped (the reader recurses): 1000 deep reads, 1001 is refused, never a crash. */
@@ -196,9 +205,9 @@ static void test_scratch(void **state) {
     assert_int_equal(kc_json_parse_in(&doc, small, strlen(small), NULL, scratch, 64), KC_OK);
     assert_string_equal(kc_json_str(kc_json_get(doc.root, "name")), "x");
     kc_json_free(&doc);
-    size_t at = 0;
-    assert_int_equal(kc_json_parse_in(&doc, "[1, 2", 5, &at, scratch, sizeof scratch), KC_EINVAL);
-    assert_int_equal(at, 5);
+    kc_json_err e;
+    assert_int_equal(kc_json_parse_in(&doc, "[1, 2", 5, &e, scratch, sizeof scratch), KC_EINVAL);
+    assert_int_equal(e.at, 5);
     assert_null(doc.blocks);
     /* more values than the first block in scratch holds: later blocks are allocated, and freed */
     char big[2 * 100 + 2];
@@ -213,6 +222,111 @@ static void test_scratch(void **state) {
     kc_json_free(&doc);
 }
 
+/* A member name given twice is an error at any depth, said at the second with the first's place
+ * ([Note: one name once]): small objects as they are read, big ones (sorted) once closed. */
+static void test_a_name_twice(void **state) {
+    (void)state;
+    struct {
+        const char *text;
+        size_t at;
+        const char *want;
+    } cases[] = {
+        {"{\"graphs\": [\"a\"], \"graphs\": [\"b\"]}", 18, "field \"graphs\" appears twice (first at 1:2; keep one)"},
+        {"{\"a\": {\"x\": 1,\n \"y\": 2, \"x\": 3}}", 24, "field \"x\" appears twice (first at 1:8; keep one)"},
+        {"[[{\"k\": [], \"k\": {}}]]", 12, "\"k\" appears twice"},
+        {"{\"\\u0041\": 1, \"A\": 2}", 14, "\"A\" appears twice"},                 /* the same name, however written */
+        {"{\"a\\nb\": 1, \"a\\nb\": 2}", 12, "field \"a\\u000ab\" appears twice"}, /* printed escaped */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kc_json_doc doc;
+        kc_json_err e;
+        int rc = kc_json_read(&doc, cases[i].text, strlen(cases[i].text), &e);
+        if (rc != KC_EINVAL || e.at != cases[i].at || !strstr(e.what, cases[i].want))
+            fail_msg("case %zu: rc %d, at %zu (want %zu), '%s' (want '%s')", i, rc, e.at, cases[i].at, e.what,
+                     cases[i].want);
+        assert_null(doc.root);
+    }
+    /* Names that differ, and the same name in two objects, are fine. */
+    kc_json_doc doc;
+    assert_int_equal(parse(&doc, "[{\"a\": 1, \"ab\": 2, \"b\": 3}, {\"a\": 1}, {\"a\": {\"a\": 1}}]", NULL), KC_OK);
+    kc_json_free(&doc);
+    /* A big object: 5000 names, the 4000th given again at the end and the 300th again before it. */
+    size_t n = 5000;
+    char *big = malloc(n * 16 + 64), *p = big;
+    p += sprintf(p, "{");
+    for (size_t i = 0; i < n; i++) p += sprintf(p, "%s\"k%zu\": 0", i ? ", " : "", i);
+    p += sprintf(p, "}");
+    assert_int_equal(parse(&doc, big, NULL), KC_OK);
+    assert_int_equal(kc_json_count(doc.root), n);
+    kc_json_free(&doc);
+    p--;
+    size_t second = (size_t)(p - big) + 2;
+    p += sprintf(p, ", \"k300\": 1, \"k3999\": 2}");
+    size_t at = 0;
+    kc_json_err e;
+    assert_int_equal(kc_json_read(&doc, big, strlen(big), &e), KC_EINVAL);
+    at = e.at;
+    if (at != second || !strstr(e.what, "field \"k300\" appears twice (first at 1:"))
+        fail_msg("at %zu (want %zu): '%s'", at, second, e.what);
+    free(big);
+}
+
+/* Offsets of values and member names, for errors at a place (kc_json_fail). */
+static void test_places(void **state) {
+    (void)state;
+    kc_json_doc doc;
+    const char *t = "{\"graphs\": [\"a\",\n  \"b\"],\n \"archs\": 7}";
+    assert_int_equal(parse(&doc, t, NULL), KC_OK);
+    const kc_json *g = kc_json_get(doc.root, "graphs"), *a = kc_json_get(doc.root, "archs");
+    assert_int_equal(doc.root->at, 0);
+    assert_int_equal(g->key_at, 1);
+    assert_int_equal(g->at, 11);
+    assert_int_equal(kc_json_at(g, 1)->at, 19);
+    int line, col;
+    kc_json_place(t, strlen(t), kc_json_at(g, 1)->at, &line, &col);
+    assert_int_equal(line, 2);
+    assert_int_equal(col, 3);
+    assert_int_equal(kc_json_fail("m.json", t, strlen(t), a->key_at, "unknown field \"%s\"", a->key), KC_EINVAL);
+    assert_string_equal(kc_error_last()->message, "m.json:3:2: unknown field \"archs\"");
+    kc_json_free(&doc);
+    /* a syntax error, said the same way */
+    kc_json_err e;
+    assert_int_equal(kc_json_read(&doc, "{\"a\": 1,\n  }", 12, &e), KC_EINVAL);
+    assert_int_equal(kc_json_fail_parse("m.json", "{\"a\": 1,\n  }", 12, &e), KC_EINVAL);
+    assert_string_equal(kc_error_last()->message,
+                        "m.json:2:3: not valid JSON: a member name expected (a string in double quotes)");
+    char out[400];
+    assert_string_equal(kc_json_printable("a\"b\\c\x1b", out), "a\\\"b\\\\c\\u001b");
+    char longname[100];
+    memset(longname, 'x', 99), longname[99] = '\0';
+    assert_int_equal(strlen(kc_json_printable(longname, out)), 67); /* 64 and "..." */
+}
+
+/* Hostile input: a number out of a double's range, a text over the cap (refused unread). */
+static void test_limits(void **state) {
+    (void)state;
+    kc_json_doc doc;
+    kc_json_err e;
+    assert_int_equal(parse(&doc, "[1e308, -1e308, 1e-400]", NULL), KC_OK); /* an underflow is 0, as strtod reads it */
+    kc_json_free(&doc);
+    const char *huge[] = {"[1, 1e309]", "[-1e309]", "{\"a\": 123456789e999}"};
+    const size_t huge_at[] = {4, 1, 6};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(kc_json_read(&doc, huge[i], strlen(huge[i]), &e), KC_EINVAL);
+        assert_int_equal(e.at, huge_at[i]);
+        assert_non_null(strstr(e.what, "beyond a double's range"));
+    }
+    static const char small[] = "[]";
+    assert_int_equal(kc_json_read(&doc, small, (size_t)KC_JSON_MAX_BYTES + 1, &e), KC_EINVAL); /* not read */
+    assert_non_null(strstr(e.what, "over 64 MiB"));
+    assert_null(doc.root);
+    char *deep = malloc(2002);
+    memset(deep, '[', 1001), memset(deep + 1001, ']', 1001), deep[2002 - 1] = '\0';
+    assert_int_equal(kc_json_read(&doc, deep, 2001, &e), KC_EINVAL);
+    assert_non_null(strstr(e.what, "nested deeper than 1000"));
+    free(deep);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_tree_in_the_text_order),
@@ -222,6 +336,9 @@ int main(void) {
         cmocka_unit_test(test_nesting_is_capped),
         cmocka_unit_test(test_allocations),
         cmocka_unit_test(test_scratch),
+        cmocka_unit_test(test_a_name_twice),
+        cmocka_unit_test(test_places),
+        cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -460,6 +460,9 @@ static void test_spec_errors_name_the_place(void **state) {
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"], \"dtype\": \"f16\"}]}",
          "\"dtype\" appears twice"},
+        /* ... at any depth, said by the JSON reader at the second name, with the first's place */
+        {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\", \"file\": \"j.cu\"}], \"inputs\": []}",
+         ":1:58: field \"file\" appears twice (first at 1:28; keep one)"},
         /* Places named only when wrong (spec.c builds them for the error): each size, grid and block. */
         {"{\"name\": \"x\", \"kernels\": [{\"file\": \"k.cu\", \"entry\": \"k\"}], \"inputs\": [{\"dtype\": \"f32\", "
          "\"sizes\": [\"N\"]}, {\"dtype\": \"f32\", \"sizes\": [\"N\", true]}]}",

@@ -13,10 +13,10 @@
  * loaded-graph table keeps at most its budget and reloads what it unloaded; nothing leaks.
  */
 
-#include <cJSON.h>
 #include <pthread.h>
 
 #include "common/internal.h"
+#include "common/json.h"
 #include "double/double_test.h"
 
 /* The devices of the double, one per capability the variant table covers (CTest sets KCD_DEVICES). */
@@ -161,7 +161,8 @@ static void test_refused_variant_ends_in_a_compiled_stored_loaded_graph(void **s
 /* ---- every bundled graph's launches, argument by argument ---- */
 
 typedef struct run {
-    const cJSON *spec;
+    kc_json_doc doc; /* the spec, read by the library's own reader */
+    const kc_json *spec;
     const char *names[16];
     int64_t vals[16];
     size_t nsyms;
@@ -175,9 +176,9 @@ typedef struct run {
     size_t nargs;
 } run;
 
-static const char *str_of(const cJSON *v, char *buf, size_t cap) {
-    if (cJSON_IsNumber(v)) snprintf(buf, cap, "%lld", (long long)v->valuedouble);
-    else snprintf(buf, cap, "%s", cJSON_IsString(v) ? v->valuestring : "0");
+static const char *str_of(const kc_json *v, char *buf, size_t cap) {
+    if (kc_json_is(v, KC_JSON_NUMBER)) snprintf(buf, cap, "%lld", (long long)v->num);
+    else snprintf(buf, cap, "%s", kc_json_is(v, KC_JSON_STRING) ? v->str : "0");
     return buf;
 }
 
@@ -189,22 +190,20 @@ static int64_t eval(const run *r, const char *e) {
 
 /* Bind every symbol of the spec's inputs to a small value, and allocate the inputs. */
 static void make_inputs(run *r) {
-    const cJSON *ins = cJSON_GetObjectItem(r->spec, "inputs"), *t;
-    cJSON_ArrayForEach(t, ins) {
+    const kc_json *ins = kc_json_get(r->spec, "inputs"), *t;
+    KC_JSON_EACH(t, ins) {
         kc_tensor *x = &r->in[r->nin++];
-        const cJSON *dt = cJSON_GetObjectItem(t, "dtype"), *s;
-        x->dtype = !strcmp(dt->valuestring, "bf16")  ? KC_DTYPE_BF16
-                   : !strcmp(dt->valuestring, "i32") ? KC_DTYPE_I32
-                                                     : KC_DTYPE_F32;
+        const kc_json *dt = kc_json_get(t, "dtype"), *s;
+        x->dtype = !strcmp(dt->str, "bf16") ? KC_DTYPE_BF16 : !strcmp(dt->str, "i32") ? KC_DTYPE_I32 : KC_DTYPE_F32;
         size_t bytes = x->dtype == KC_DTYPE_BF16 ? 2 : 4;
-        cJSON_ArrayForEach(s, cJSON_GetObjectItem(t, "sizes")) {
+        KC_JSON_EACH(s, kc_json_get(t, "sizes")) {
             int64_t v;
-            if (cJSON_IsNumber(s)) {
-                v = (int64_t)s->valuedouble;
+            if (kc_json_is(s, KC_JSON_NUMBER)) {
+                v = (int64_t)s->num;
             } else {
                 size_t k;
-                for (k = 0; k < r->nsyms && strcmp(r->names[k], s->valuestring); k++) {}
-                if (k == r->nsyms) r->names[r->nsyms] = s->valuestring, r->vals[r->nsyms++] = 8 + 8 * (int64_t)k;
+                for (k = 0; k < r->nsyms && strcmp(r->names[k], s->str); k++) {}
+                if (k == r->nsyms) r->names[r->nsyms] = s->str, r->vals[r->nsyms++] = 8 + 8 * (int64_t)k;
                 v = r->vals[k];
             }
             x->sizes[x->rank++] = v;
@@ -228,11 +227,11 @@ static void make_inputs(run *r) {
         r->names[r->nsyms] = facts[f].name, r->vals[r->nsyms++] = v;
     }
     /* A distinct value for each runtime argument, of its type. */
-    const cJSON *a;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItem(r->spec, "args")) {
-        const char *ty = cJSON_GetObjectItem(a, "type")->valuestring;
+    const kc_json *a;
+    KC_JSON_EACH(a, kc_json_get(r->spec, "args")) {
+        const char *ty = kc_json_get(a, "type")->str;
         kc_value *v = &r->args[r->nargs];
-        r->argnames[r->nargs++] = cJSON_GetObjectItem(a, "name")->valuestring;
+        r->argnames[r->nargs++] = kc_json_get(a, "name")->str;
         uint64_t k = r->nargs;
         if (!strcmp(ty, "f32")) *v = (kc_value){KC_ARG_F32, {.f32 = 0.25f * (float)k}};
         else if (!strcmp(ty, "f64")) *v = (kc_value){KC_ARG_F64, {.f64 = 0.125 * (double)k}};
@@ -265,21 +264,21 @@ static uint64_t arg_bits(const run *r, const char *name) {
 }
 
 /* Launch i of the records against step `st` of the spec: kernel, dims, every argument. */
-static void check_launch(run *r, size_t li, const cJSON *st, int backward) {
+static void check_launch(run *r, size_t li, const kc_json *st, int backward) {
     kcd_launch l;
     assert_int_equal(kcd_launch_get(li, &l), 0);
     char b[256];
     for (int j = 0; j < 3; j++) {
-        assert_int_equal(
-            l.grid[j], (unsigned)eval(r, str_of(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "grid"), j), b, sizeof b)));
-        assert_int_equal(l.block[j], (unsigned)eval(r, str_of(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "block"), j),
-                                                              b, sizeof b)));
+        assert_int_equal(l.grid[j],
+                         (unsigned)eval(r, str_of(kc_json_at(kc_json_get(st, "grid"), (size_t)j), b, sizeof b)));
+        assert_int_equal(l.block[j],
+                         (unsigned)eval(r, str_of(kc_json_at(kc_json_get(st, "block"), (size_t)j), b, sizeof b)));
     }
-    const cJSON *args = cJSON_GetObjectItem(st, "args"), *a;
-    assert_int_equal(l.nparams, (size_t)cJSON_GetArraySize(args));
+    const kc_json *args = kc_json_get(st, "args"), *a;
+    assert_int_equal(l.nparams, kc_json_count(args));
     size_t i = 0;
-    cJSON_ArrayForEach(a, args) {
-        const char *x = a->valuestring;
+    KC_JSON_EACH(a, args) {
+        const char *x = a->str;
         uint64_t got = kcd_launch_arg_u64(&l, i), want = 0;
         unsigned idx = (unsigned)strtoul(strchr(x, ':') ? strchr(x, ':') + 1 : "0", NULL, 10);
         if (!strncmp(x, "input:", 6)) want = (uintptr_t)r->in[idx].data;
@@ -323,15 +322,15 @@ static void check_launch(run *r, size_t li, const cJSON *st, int backward) {
 }
 
 /* A pass's steps: a list, or {"scratch": …, "steps": […]}. */
-static const cJSON *steps_of(const cJSON *pass) {
-    return cJSON_IsObject(pass) ? cJSON_GetObjectItem(pass, "steps") : pass;
+static const kc_json *steps_of(const kc_json *pass) {
+    return kc_json_is(pass, KC_JSON_OBJECT) ? kc_json_get(pass, "steps") : pass;
 }
 
 /* How many of a pass's steps launch a kernel (a {"zero": …} step is a memset, not a launch). */
-static size_t kernel_steps(const cJSON *steps) {
+static size_t kernel_steps(const kc_json *steps) {
     size_t n = 0;
-    const cJSON *st;
-    cJSON_ArrayForEach(st, steps) n += cJSON_GetObjectItem(st, "kernel") != NULL;
+    const kc_json *st;
+    KC_JSON_EACH(st, steps) n += kc_json_get(st, "kernel") != NULL;
     return n;
 }
 
@@ -342,15 +341,15 @@ static void run_bundled(const char *spec_name) {
     char *js = (char *)kct_read(p, &jl);
     assert_non_null(js);
     run *r = calloc(1, sizeof *r);
-    r->spec = cJSON_ParseWithLength(js, jl);
-    assert_non_null(r->spec);
+    assert_int_equal(kc_json_parse(&r->doc, js, jl, NULL), KC_OK);
+    r->spec = r->doc.root;
     kc_graph_desc *d = kcdt_load(spec_name);
     kc_graph *g;
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     if (kc_graph_get(cache, d, DEV_90, &g, &info)) fail_msg("%s: %s", spec_name, kc_error_last()->message);
     assert_int_equal(kc_cuda_push(DEV_90), KC_OK);
     make_inputs(r);
-    r->nout = (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(r->spec, "outputs"));
+    r->nout = kc_json_count(kc_json_get(r->spec, "outputs"));
     kcd_reset();
     kc_saved *sv = NULL;
     kc_rng_state rng = {1234, 5678};
@@ -358,11 +357,11 @@ static void run_bundled(const char *spec_name) {
     if (kc_graph_forward_args(g, r->in, r->nin, r->out, r->nout, &sv, NULL, NULL, &rng, r->nargs ? r->args : NULL,
                               r->nargs))
         fail_msg("%s forward: %s", spec_name, kc_error_last()->message);
-    const cJSON *fw = steps_of(cJSON_GetObjectItem(r->spec, "forward")),
-                *bw = steps_of(cJSON_GetObjectItem(r->spec, "backward")), *st;
+    const kc_json *fw = steps_of(kc_json_get(r->spec, "forward")), *bw = steps_of(kc_json_get(r->spec, "backward")),
+                  *st;
     assert_int_equal(kcd_launch_count(), kernel_steps(fw));
     size_t li = 0;
-    cJSON_ArrayForEach(st, fw) if (cJSON_GetObjectItem(st, "kernel")) check_launch(r, li++, st, 0);
+    KC_JSON_EACH(st, fw) if (kc_json_get(st, "kernel")) check_launch(r, li++, st, 0);
     if (bw) {
         for (size_t i = 0; i < r->nout; i++) {
             r->gout[i] = r->out[i];
@@ -371,11 +370,11 @@ static void run_bundled(const char *spec_name) {
             assert_int_equal(kc_cuda_malloc(&r->gout[i].data, bytes, NULL), KC_OK);
         }
         /* An accumulating gradient is the caller's buffer, of its input's shape. */
-        const cJSON *t;
+        const kc_json *t;
         size_t ii = 0;
         unsigned accumulate = 0;
-        cJSON_ArrayForEach(t, cJSON_GetObjectItem(r->spec, "inputs")) {
-            if (cJSON_GetObjectItem(t, "grad")) {
+        KC_JSON_EACH(t, kc_json_get(r->spec, "inputs")) {
+            if (kc_json_get(t, "grad")) {
                 accumulate |= 1u << ii;
                 r->gin[ii] = r->in[ii];
                 assert_int_equal(kc_cuda_malloc(&r->gin[ii].data,
@@ -389,7 +388,7 @@ static void run_bundled(const char *spec_name) {
             fail_msg("%s backward: %s", spec_name, kc_error_last()->message);
         assert_int_equal(kcd_launch_count(), kernel_steps(bw));
         li = 0;
-        cJSON_ArrayForEach(st, bw) if (cJSON_GetObjectItem(st, "kernel")) check_launch(r, li++, st, 1);
+        KC_JSON_EACH(st, bw) if (kc_json_get(st, "kernel")) check_launch(r, li++, st, 1);
         for (size_t i = 0; i < r->nout; i++) kc_cuda_free(r->gout[i].data, NULL);
         for (size_t i = 0; i < r->nin; i++)
             if (accumulate >> i & 1) kc_cuda_free(r->gin[i].data, NULL);
@@ -404,7 +403,7 @@ static void run_bundled(const char *spec_name) {
     kcdt_no_defects();
     kc_graph_release(g);
     kc_graph_desc_free(d);
-    cJSON_Delete((cJSON *)r->spec);
+    kc_json_free(&r->doc);
     free(r);
     free(js);
 }

@@ -8,6 +8,6 @@ mkdir -p .gpu-debs
 gd=$(git rev-parse --git-dir); mkdir -p "$gd/info"
 grep -qx '/.gpu-debs/' "$gd/info/exclude" 2>/dev/null || echo '/.gpu-debs/' >> "$gd/info/exclude"
 cd .gpu-debs
-apt-get download libzstd-dev libzstd1 libxxhash-dev libxxhash0 libcjson-dev libcjson1 libcmocka-dev libcmocka0 \
+apt-get download libzstd-dev libzstd1 libxxhash-dev libxxhash0 libcmocka-dev libcmocka0 \
   libhiredis-dev libhiredis0.14 libssl-dev libssl3 redis-server redis-tools liblzf1 libjemalloc2 >/dev/null 2>&1
 ls -1
