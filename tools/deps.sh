@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libzstd-dev libxxhash-dev libcjson-dev libcmocka-dev
       libhiredis-dev libssl-dev redis-server
-      binutils strace)  # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
+      binutils strace  # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
+      python3-prometheus-client)  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
 #            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench

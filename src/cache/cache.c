@@ -297,15 +297,23 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
     if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    uint64_t t0 = kc_mono_ns(); /* each lookup is one latency observation, with its outcome */
     rc = kc_cache_get_local_(c, key, variant, out);
     if (rc == KC_OK) {
-        kc_local_count(c->local, key->bytes[0], KC_STAT_HITS, 1);
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_DISK, t0);
         return KC_OK;
     }
     char why[256];
     snprintf(why, sizeof why, "%s", kc_error_last()->message);
-    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out, NULL, NULL) == KC_OK) return KC_OK;
-    kc_local_count(c->local, key->bytes[0], KC_STAT_MISSES, 1);
+    void *raw = NULL;
+    size_t raw_len = 0;
+    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out, &raw, &raw_len) == KC_OK) {
+        (void)kc_cache_keep_local_(c, key, variant, raw, raw_len); /* written back, then counted with its time */
+        free(raw);
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_REMOTE, t0);
+        return KC_OK;
+    }
+    kc_cache_count_lookup_(c, key, KC_LOOKUP_COMPILE, t0);
     return kc_err(KC_MISS, "%s", why);
 }
 
@@ -458,6 +466,11 @@ void kc_cache_unlock(kc_lock *lk) {
 
 void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n) {
     if (!c || !c->local) return;
+    for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++) /* a lookup's outcome: observed as 0 s (kcache/stats.h) */
+        if (kc_lookup_outcome_stat((kc_lookup_outcome)o) == id) {
+            kc_local_observe(c->local, key ? key->bytes[0] : 0, (kc_lookup_outcome)o, 0, (int64_t)n);
+            return;
+        }
     kc_local_count(c->local, key ? key->bytes[0] : 0, id, (int64_t)n);
 }
 

@@ -248,8 +248,7 @@ static int build_store(kc_cache *c, const build *b, const kc_key *key, kc_entry 
     if (b->bypass) {
         info->source = KC_FROM_BYPASS;
         snprintf(info->miss_reason, sizeof info->miss_reason, "not cacheable: %s", b->bypass);
-        kc_cache_count(c, key, KC_STAT_BYPASSES, 1);
-        kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, b->bypass);
+        kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, b->bypass); /* counted by the lookup (lookup_counts.c) */
         return KC_OK;
     }
     info->source = KC_FROM_COMPILE;
