@@ -72,10 +72,21 @@ static void wipe_free(void *p, size_t len) {
     free(p);
 }
 
+/* A count into the shards; under a lookup outcome's id (kcache/stats.h), lookups of unmeasured time,
+ * each also observed as 0 s, so that the latency histogram and the outcome counters agree. */
+static void count_or_observe(kc_local *l, int shard, kc_stat id, int64_t n) {
+    for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++)
+        if (kc_lookup_outcome_stat((kc_lookup_outcome)o) == id) {
+            kc_local_observe(l, shard, (kc_lookup_outcome)o, 0, n);
+            return;
+        }
+    kc_local_count(l, shard, id, n);
+}
+
 /* The tiers' counter sink: the local directory's stats shards. */
 static void count_in_shards(void *ctx, int shard, kc_stat id, int64_t n) {
     kc_cache *c = ctx;
-    kc_local_count(c->local, shard, id, n);
+    count_or_observe(c->local, shard, id, n);
 }
 
 /*
@@ -466,12 +477,7 @@ void kc_cache_unlock(kc_lock *lk) {
 
 void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n) {
     if (!c || !c->local) return;
-    for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++) /* a lookup's outcome: observed as 0 s (kcache/stats.h) */
-        if (kc_lookup_outcome_stat((kc_lookup_outcome)o) == id) {
-            kc_local_observe(c->local, key ? key->bytes[0] : 0, (kc_lookup_outcome)o, 0, (int64_t)n);
-            return;
-        }
-    kc_local_count(c->local, key ? key->bytes[0] : 0, id, (int64_t)n);
+    count_or_observe(c->local, key ? key->bytes[0] : 0, id, (int64_t)n);
 }
 
 int kc_cache_stats(kc_cache *c, kc_stats *out) {
