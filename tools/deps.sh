@@ -6,7 +6,8 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libzstd-dev libxxhash-dev libcmocka-dev
       libhiredis-dev libssl-dev redis-server
       binutils strace   # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
-      groff-base zsh)   # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
+      groff-base zsh    # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
+      python3-prometheus-client)  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
 #            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench

@@ -27,9 +27,13 @@
 
 #include "common.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef struct kc_cache kc_cache; /* kcache/cache.h */
 
 /** What a statistic's value is. */
 typedef enum kc_stat_kind {
@@ -123,6 +127,79 @@ KC_API const char *kc_stat_kind_name(kc_stat_kind kind);
 
 /** The id of a statistic's name (`kcache stats`' spelling): KC_OK, or KC_EINVAL if none. */
 KC_API int kc_stat_from_name(const char *name, kc_stat *out);
+
+/*
+ * Lookup latency: every lookup counted under one outcome above is also one observation of its
+ * wall-clock time (from its start to the moment its outcome was known) in a histogram per
+ * outcome, kept with the counters in the cache directory, so that every process using it adds
+ * its own (src/store/local_stats.c) and `--zero` resets it.  So the histogram's count of an
+ * outcome equals that outcome's counter (memory_hits, hits, remote_hits, misses, bypasses),
+ * exactly, in every directory whose writers are all of this version or later.  A count added
+ * through kc_cache_count under an outcome's id is a lookup of unmeasured time: observed as 0 s.
+ */
+
+/** The outcomes of a lookup, in the histogram's order: where it was served from. */
+typedef enum kc_lookup_outcome {
+    KC_LOOKUP_MEMORY = 0,  /**< memory_hits: this process's loaded graphs. */
+    KC_LOOKUP_DISK = 1,    /**< hits: the local directory. */
+    KC_LOOKUP_REMOTE = 2,  /**< remote_hits: a remote tier. */
+    KC_LOOKUP_COMPILE = 3, /**< misses: compiled (or failed). */
+    KC_LOOKUP_BYPASS = 4,  /**< bypasses: not cacheable, compiled and never stored. */
+    KC_LOOKUP_OUTCOMES = 5
+} kc_lookup_outcome;
+
+/** Upper bounds of the latency histogram, in seconds (10 µs … 10 s); one bucket more holds the rest (+Inf). */
+#define KC_LATENCY_BUCKETS 13
+
+/** The name of an outcome: "memory", "disk", "remote", "compile", "bypass"; NULL if out of range. */
+KC_API const char *kc_lookup_outcome_name(kc_lookup_outcome o);
+
+/** The counter an outcome is counted under (KC_STAT_MEMORY_HITS, …); KC_STAT_COUNT if out of range. */
+KC_API kc_stat kc_lookup_outcome_stat(kc_lookup_outcome o);
+
+/** Bucket `i`'s upper bound in seconds (i < KC_LATENCY_BUCKETS); +infinity past the last. */
+KC_API double kc_latency_bound(int i);
+
+/** Version of kc_latency this build fills. */
+#define KC_LATENCY_VERSION 1
+
+/**
+ * The lookup latency histograms, summed over the directory's shards like kc_cache_stats (and this
+ * process's counts not yet written).  The caller's: initialise with KC_LATENCY_INIT; kcache fills
+ * its version's fields, another is KC_EVERSION.
+ */
+typedef struct kc_latency {
+    unsigned version; /**< KC_LATENCY_VERSION, set by the caller. */
+    uint64_t buckets[KC_LOOKUP_OUTCOMES]
+                    [KC_LATENCY_BUCKETS + 1]; /**< Per bucket, NOT cumulative; the last: over 10 s. */
+    uint64_t count[KC_LOOKUP_OUTCOMES];       /**< Observations: the sum of the outcome's buckets. */
+    uint64_t sum_ns[KC_LOOKUP_OUTCOMES];      /**< Their times summed, in nanoseconds. */
+} kc_latency;
+
+/** Initialiser of a kc_latency: this version, the rest 0. */
+#define KC_LATENCY_INIT                       \
+    {                                         \
+        KC_LATENCY_VERSION, {{0}}, {0}, { 0 } \
+    }
+
+/** The lookup latency histograms of the cache (0s when it has no local directory).  Thread-safe. */
+KC_API int kc_cache_latency(kc_cache *c, kc_latency *out);
+
+/** kc_cache_metrics' flags. */
+#define KC_METRICS_OPENMETRICS 0u /**< OpenMetrics 1.0 text (application/openmetrics-text), ending "# EOF". */
+#define KC_METRICS_PROMETHEUS 1u  /**< The classic Prometheus text format 0.0.4 (text/plain): no UNIT, no EOF. */
+
+/**
+ * The cache's statistics as a metrics exposition for a scraper (Prometheus, OpenMetrics): lookups
+ * by outcome, refusals by reason, time saved, sizes, the lookup latency histograms (all as
+ * kc_cache_stats and kc_cache_latency read them: the directory's, every process's), and this
+ * process's per-tier counters (kc_cache_tier_stats), every name "kcache_…" (docs/fleet.md lists
+ * them).  Written into `buf` (`cap` bytes, NUL-terminated) as snprintf would; *needed (may be
+ * NULL) gets the length it takes, NUL included.  KC_OK when it fit, else KC_ERROR with as much as
+ * fit (call again with *needed bytes).  `buf` may be NULL when `cap` is 0.  Thread-safe: it may run
+ * while other threads look up through the same cache (each call reads the counters afresh).
+ */
+KC_API int kc_cache_metrics(kc_cache *c, unsigned flags, char *buf, size_t cap, size_t *needed);
 
 #ifdef __cplusplus
 }

@@ -72,10 +72,21 @@ static void wipe_free(void *p, size_t len) {
     free(p);
 }
 
+/* A count into the shards; under a lookup outcome's id (kcache/stats.h), lookups of unmeasured time,
+ * each also observed as 0 s, so that the latency histogram and the outcome counters agree. */
+static void count_or_observe(kc_local *l, int shard, kc_stat id, int64_t n) {
+    for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++)
+        if (kc_lookup_outcome_stat((kc_lookup_outcome)o) == id) {
+            kc_local_observe(l, shard, (kc_lookup_outcome)o, 0, n);
+            return;
+        }
+    kc_local_count(l, shard, id, n);
+}
+
 /* The tiers' counter sink: the local directory's stats shards. */
 static void count_in_shards(void *ctx, int shard, kc_stat id, int64_t n) {
     kc_cache *c = ctx;
-    kc_local_count(c->local, shard, id, n);
+    count_or_observe(c->local, shard, id, n);
 }
 
 /*
@@ -301,15 +312,23 @@ int kc_cache_get(kc_cache *c, const kc_key *key, const char *variant, kc_entry *
     int rc = check_kv(c, key, variant);
     if (rc) return rc;
     if (c->mode == KC_CACHE_DISABLED) return KC_MISS;
+    uint64_t t0 = kc_mono_ns(); /* each lookup is one latency observation, with its outcome */
     rc = kc_cache_get_local_(c, key, variant, out);
     if (rc == KC_OK) {
-        kc_local_count(c->local, key->bytes[0], KC_STAT_HITS, 1);
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_DISK, t0);
         return KC_OK;
     }
     char why[256];
     snprintf(why, sizeof why, "%s", kc_error_last()->message);
-    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out, NULL, NULL) == KC_OK) return KC_OK;
-    kc_local_count(c->local, key->bytes[0], KC_STAT_MISSES, 1);
+    void *raw = NULL;
+    size_t raw_len = 0;
+    if (kc_tiers_get_remote(c->tiers, key, &variant, 1, NULL, out, &raw, &raw_len) == KC_OK) {
+        (void)kc_cache_keep_local_(c, key, variant, raw, raw_len); /* written back, then counted with its time */
+        free(raw);
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_REMOTE, t0);
+        return KC_OK;
+    }
+    kc_cache_count_lookup_(c, key, KC_LOOKUP_COMPILE, t0);
     return kc_err(KC_MISS, "%s", why);
 }
 
@@ -462,7 +481,7 @@ void kc_cache_unlock(kc_lock *lk) {
 
 void kc_cache_count(kc_cache *c, const kc_key *key, kc_stat id, uint64_t n) {
     if (!c || !c->local) return;
-    kc_local_count(c->local, key ? key->bytes[0] : 0, id, (int64_t)n);
+    count_or_observe(c->local, key ? key->bytes[0] : 0, id, (int64_t)n);
 }
 
 int kc_cache_stats(kc_cache *c, kc_stats *out) {

@@ -17,6 +17,11 @@
 /** The cache's local store; NULL when the cache is disabled. */
 kc_local *kc_cache_local_(kc_cache *c);
 
+/** A lookup that began at `t0_ns` (kc_mono_ns) ended with outcome `o`: its outcome counted and its
+ *  time observed together (kcache/stats.h), so the latency histogram and the counters agree.  The
+ *  one way a lookup counts its outcome (cache/metrics.c). */
+void kc_cache_count_lookup_(kc_cache *c, const kc_key *key, kc_lookup_outcome o, uint64_t t0_ns);
+
 /**
  * Look `key` up in the remote tier under the first present of `variants` (one round trip):
  * authenticated (with an HMAC key), validated and counted.  KC_OK with *which and *out; KC_MISS
@@ -107,6 +112,7 @@ int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
  *   kc_cache_check_local_            internal.h  Callers: graph
+ *   kc_cache_count_lookup_           internal.h  Callers: graph
  *   kc_cache_get_local_              internal.h  Callers: graph
  *   kc_cache_get_local_some_         internal.h  Callers: graph
  *   kc_cache_keep_local_             internal.h  Callers: graph

@@ -217,6 +217,11 @@ static int build_entry(kc_cache *c, build *b, const kc_key *key, const kc_key_bu
     kc_key_builder_free(own_kb);
     if (!rc && (rc = kc_graph_set_compile_wall_(e, wall_ms)) != KC_OK) kc_entry_free(e), e = NULL;
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
+    if (!rc) { /* its name, for `kcache ls` and `show`: the first name stored under the key, cut to 255 bytes */
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s", d->name);
+        if (kc_entry_set_origin(e, "graph", nm) != KC_OK) kc_error_clear();
+    }
     /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */
     if (!rc && b->reads && kc_entry_set_origin(e, "toolkit_reads", b->reads) != KC_OK) kc_error_clear();
     kc_abi_free(abi, d->nkernels);
@@ -248,8 +253,7 @@ static int build_store(kc_cache *c, const build *b, const kc_key *key, kc_entry 
     if (b->bypass) {
         info->source = KC_FROM_BYPASS;
         snprintf(info->miss_reason, sizeof info->miss_reason, "not cacheable: %s", b->bypass);
-        kc_cache_count(c, key, KC_STAT_BYPASSES, 1);
-        kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, b->bypass);
+        kc_log(KC_LOG_GRAPH, "%s: bypassed (%s)", d->name, b->bypass); /* counted by the lookup (lookup_counts.c) */
         return KC_OK;
     }
     info->source = KC_FROM_COMPILE;

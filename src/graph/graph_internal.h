@@ -429,8 +429,12 @@ int kc_graph_set_compile_wall_(kc_entry *e, double wall_ms);
 uint64_t kc_graph_entry_wall_us_(const kc_entry *e);
 /** A disk or remote hit saved `us`: in the info (saved_ms), and counted (compile_us_saved). */
 void kc_graph_hit_saved_(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us);
-/** The one outcome of a lookup that missed at its start, once it ended with `rc` and `info`. */
-void kc_graph_count_after_miss_(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc);
+/** The one outcome of a lookup (begun at `t0`, kc_mono_ns) that built, once it ended with `rc` and `info`:
+ *  of a cacheable graph a disk hit (it waited for another's compile) or a miss; else a bypass. */
+void kc_graph_count_after_build_(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc, int cacheable,
+                                 uint64_t t0);
+/** The one outcome of a lookup (begun at `t0`) served from `source` (memory, disk, remote) or a bypass. */
+void kc_graph_count_hit_(kc_cache *c, const kc_key *key, kc_graph_source source, uint64_t t0);
 
 /** The built-in cuda_graph wrapper (cudagraph.c). */
 int kc_cudagraph_wrap(const kc_callable *inner, const void *params, size_t len, kc_callable *out);

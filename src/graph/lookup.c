@@ -232,8 +232,8 @@ static void relookup_time(kc_graph_info *info, uint64_t *t0, uint64_t *t_first) 
  * reader), and keeps it in the loaded table under its key like any other (a later get of it is a
  * memory hit, counted as one).
  */
-static void kernelless_info(kc_cache *c, const kc_key *key, kc_graph_info *info, const char *target) {
-    kc_cache_count(c, key, KC_STAT_BYPASSES, 1); /* one outcome per lookup: the one the caller is told */
+static void kernelless_info(kc_cache *c, const kc_key *key, kc_graph_info *info, const char *target, uint64_t t0) {
+    kc_graph_count_hit_(c, key, KC_FROM_BYPASS, t0); /* one outcome per lookup: the one the caller is told */
     info->source = KC_FROM_BYPASS;
     snprintf(info->variant, sizeof info->variant, "%s", target);
     snprintf(info->miss_reason, sizeof info->miss_reason, "no kernels: nothing to compile or store");
@@ -257,7 +257,7 @@ again:
     if (d->nkernels == 0) { /* [Note: kernel-less graphs] */
         kc_key_builder_free(kb);
         if ((rc = kc_device_check_desc(d, &t))) return rc;
-        kernelless_info(c, &key, info, target);
+        kernelless_info(c, &key, info, target, t0);
         info->total_us = us_since(t0);
         return KC_OK;
     }
@@ -285,7 +285,7 @@ again:
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_DISK;
         snprintf(info->variant, sizeof info->variant, "%s", target);
-        kc_cache_count(c, &key, KC_STAT_HITS, 1);
+        kc_graph_count_hit_(c, &key, KC_FROM_DISK, t0);
         kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         if (!vouched) kc_graph_direct_from_entry_(c, d, target, e);
         kc_entry_free(e);
@@ -293,7 +293,7 @@ again:
         info->lookup_us = us_since(t1);
         info->source = KC_FROM_REMOTE;
         snprintf(info->variant, sizeof info->variant, "%s", target);
-        kc_cache_count(c, &key, KC_STAT_REMOTE_HITS, 1);
+        kc_graph_count_hit_(c, &key, KC_FROM_REMOTE, t0);
         kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
         kc_graph_direct_from_entry_(c, d, target, e); /* confirmed above: walked */
         kc_entry_free(e);
@@ -305,7 +305,7 @@ again:
         info->lookup_us = us_since(t1);
         rc = cacheable ? single_flight(c, d, &key, kb, &t, 1, info, NULL)
                        : kc_graph_build_(c, d, &key, kb, &t, 1, info, NULL);
-        if (cacheable) kc_graph_count_after_miss_(c, &key, info, rc);
+        kc_graph_count_after_build_(c, &key, info, rc, cacheable, t0);
     }
     info->total_us = us_since(t0);
     kc_key_builder_free(kb);
@@ -365,7 +365,7 @@ static int take_loaded(get_state *s, const kc_entry *e, const char *variant, kc_
     if (rc) return rc;
     s->info->source = source;
     snprintf(s->info->variant, sizeof s->info->variant, "%s", variant);
-    kc_cache_count(s->c, &s->key, remote ? KC_STAT_REMOTE_HITS : KC_STAT_HITS, 1);
+    kc_graph_count_hit_(s->c, &s->key, source, s->t0);
     kc_graph_hit_saved_(s->c, &s->key, s->info, s->g->compile_us);
     return KC_OK;
 }
@@ -438,7 +438,7 @@ static int get_compiled(get_state *s) {
                                d->name, s->target, s->device, s->major, s->minor);
     }
     kc_entry_free(e);
-    if (s->nc) kc_graph_count_after_miss_(s->c, &s->key, info, rc);
+    kc_graph_count_after_build_(s->c, &s->key, info, rc, s->nc != 0, s->t0);
     return rc;
 }
 
@@ -448,7 +448,7 @@ static int get_memory(get_state *s, kc_graph **out) {
     if (!*out) return 0;
     s->info->source = KC_FROM_MEMORY;
     snprintf(s->info->variant, sizeof s->info->variant, "%s", (*out)->variant);
-    kc_cache_count(s->c, &s->key, KC_STAT_MEMORY_HITS, 1); /* no time saved: [Note: time saved] */
+    kc_graph_count_hit_(s->c, &s->key, KC_FROM_MEMORY, s->t0); /* no time saved: [Note: time saved] */
     s->info->lookup_us = us_since(s->t1);
     s->info->total_us = us_since(s->t0);
     return 1;
@@ -459,7 +459,7 @@ static int get_kernelless(get_state *s, kc_graph **out) {
     kc_graph *g = NULL;
     int rc = kc_graph_load_kernelless(s->d, &s->key, s->target, s->device, &g);
     if (rc) return kc_err_prefix(rc, "graph '%s'", s->d->name);
-    kernelless_info(s->c, &s->key, s->info, s->target);
+    kernelless_info(s->c, &s->key, s->info, s->target, s->t0);
     *out = kc_loaded_publish(g, 1);
     s->info->total_us = us_since(s->t0);
     return KC_OK;

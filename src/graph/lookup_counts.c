@@ -15,7 +15,10 @@
  * [Note: one outcome] Each lookup counts exactly one of memory_hits, hits, remote_hits, misses
  * and bypasses: the one whose source its caller is told (kcache/stats.h).  A lookup that found
  * nothing at its start is counted only when it ends — a wait that took another's entry is a
- * disk hit, since that is what its caller is told — never before.
+ * disk hit, since that is what its caller is told — never before.  Every outcome is counted
+ * through kc_cache_count_lookup_ with the lookup's start, so each is also one observation of its
+ * time in the latency histogram (kcache/stats.h): here (a build's outcome) and through
+ * kc_graph_count_hit_ (what was served without a build).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +42,23 @@ void kc_graph_hit_saved_(kc_cache *c, const kc_key *key, kc_graph_info *info, ui
     if (us) kc_cache_count(c, key, KC_STAT_COMPILE_US_SAVED, us);
 }
 
-void kc_graph_count_after_miss_(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc) {
-    if (rc == KC_OK && info->source == KC_FROM_DISK) { /* took another's entry: a hit, told so */
-        kc_cache_count(c, key, KC_STAT_HITS, 1);
+void kc_graph_count_after_build_(kc_cache *c, const kc_key *key, const kc_graph_info *info, int rc, int cacheable,
+                                 uint64_t t0) {
+    if (!cacheable) { /* not cacheable: a bypass when it was built, else (failed) no outcome */
+        if (info->source == KC_FROM_BYPASS) kc_cache_count_lookup_(c, key, KC_LOOKUP_BYPASS, t0);
+    } else if (rc == KC_OK && info->source == KC_FROM_DISK) { /* took another's entry: a hit, told so */
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_DISK, t0);
         kc_cache_count(c, key, KC_STAT_COMPILE_WAITS, 1);
     } else {
-        kc_cache_count(c, key, KC_STAT_MISSES, 1);
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_COMPILE, t0);
     }
+}
+
+void kc_graph_count_hit_(kc_cache *c, const kc_key *key, kc_graph_source source, uint64_t t0) {
+    kc_cache_count_lookup_(c, key,
+                           source == KC_FROM_MEMORY   ? KC_LOOKUP_MEMORY
+                           : source == KC_FROM_REMOTE ? KC_LOOKUP_REMOTE
+                           : source == KC_FROM_BYPASS ? KC_LOOKUP_BYPASS
+                                                      : KC_LOOKUP_DISK,
+                           t0);
 }

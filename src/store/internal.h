@@ -17,6 +17,8 @@
  *   kc_local_count             local.h     Callers: cache
  *   kc_local_free              local.h     Callers: cache
  *   kc_local_gc_aged           local.h     Callers: cache
+ *   kc_local_latency           local.h     Callers: cache
+ *   kc_local_observe           local.h     Callers: cache
  *   kc_local_open              local.h     Callers: cache
  *   kc_local_path              local.h     Callers: cache
  *   kc_local_profile_dir       local.h     Callers: cache

@@ -76,6 +76,10 @@ int kc_local_quarantine(kc_local *l, const char *name);
 int kc_local_iterate(kc_local *l, kc_store_iter_cb cb, void *ctx);
 
 void kc_local_count(kc_local *l, int shard, kc_stat id, int64_t n);
+/** `n` lookups of outcome `o` that took `ns` each: their outcome counted and their time observed, together. */
+void kc_local_observe(kc_local *l, int shard, kc_lookup_outcome o, uint64_t ns, int64_t n);
+/** The latency histograms summed over the shards and this process's unwritten observations. */
+void kc_local_latency(kc_local *l, kc_latency *out);
 int kc_local_stats(kc_local *l, kc_stats *out);
 int kc_local_stats_zero(kc_local *l);
 void kc_local_flush(kc_local *l);

@@ -22,7 +22,10 @@
 
 #include "local.h"
 
-#define KC_STATS_SLOTS 32 /* counters a stats file holds: room to grow past KC_STAT_COUNT */
+#define KC_STATS_SLOTS 32                   /* counters a stats file holds: room to grow past KC_STAT_COUNT */
+#define KC_LAT_PER (KC_LATENCY_BUCKETS + 2) /* an outcome's latency slots: its buckets, +Inf, its sum in ns */
+#define KC_LAT_SLOTS (KC_LOOKUP_OUTCOMES * KC_LAT_PER) /* the latency section of a stats file */
+#define KC_STATS_ALL (KC_STATS_SLOTS + KC_LAT_SLOTS)   /* a stats file's values: counters, then latency */
 #define FLUSH_INTERVAL_NS 1000000000ull
 #define TOUCH_AFTER_S 2    /* refresh mtime on a hit when older than this */
 #define TEMP_STALE_S 3600  /* temp files older than this are orphans */
@@ -39,6 +42,8 @@ struct kc_local {
     bool found_readonly;                     /* opened read-write, but the directory refuses writes: opened read-only */
     int64_t delta[KC_SHARDS][KC_STAT_COUNT]; /* unflushed counts; atomics */
     uint8_t dirty[KC_SHARDS];
+    int64_t lat_delta[KC_LAT_SLOTS]; /* unflushed latency observations (any shard's); atomics */
+    uint8_t lat_dirty;
     uint64_t last_flush_ns;
     pthread_mutex_t flush_mu;
     int64_t approx_bytes; /* total bytes, refreshed from the stats files */
@@ -109,7 +114,7 @@ typedef struct kc_local_sizes {
 } kc_local_sizes;
 
 /**
- * Apply `fn` to a shard's counters under its stats file's lock (created if absent; the shard's
+ * Apply `fn` to a shard's values (KC_STATS_ALL: the counters, then the latency section) under its stats file's lock (created if absent; the shard's
  * folder too when `make`, else a missing shard is left alone: it counts zero).  Stats
  * are bookkeeping: a failure (the open is a fault-injection point) is logged, never
  * reported.  -1 when the file could not be opened (the caller keeps what it meant to add:

@@ -4,8 +4,11 @@
  * prints, so they never change; everything that lists the statistics (the CLI's text and JSON,
  * the stats files' flush and --zero) walks this table instead of a list of its own.
  *
+ * The lookup outcomes' names and counters and the latency histogram's bounds are here too.
+ *
  * Callers: the local store's stats files and the CLI's stats output (through stats.h).
  */
+#include <math.h>
 #include <string.h>
 
 #include "kcache/stats.h"
@@ -46,4 +49,27 @@ int kc_stat_from_name(const char *name, kc_stat *out) {
             return KC_OK;
         }
     return kc_err(KC_EINVAL, "no statistic is named '%.64s'", name ? name : "(null)");
+}
+
+/* The outcomes of a lookup (kcache/stats.h): the histogram's order, names and counters. */
+static const struct {
+    const char *name;
+    kc_stat stat;
+} outcomes[KC_LOOKUP_OUTCOMES] = {
+    {"memory", KC_STAT_MEMORY_HITS}, {"disk", KC_STAT_HITS},       {"remote", KC_STAT_REMOTE_HITS},
+    {"compile", KC_STAT_MISSES},     {"bypass", KC_STAT_BYPASSES},
+};
+
+const char *kc_lookup_outcome_name(kc_lookup_outcome o) {
+    return (unsigned)o < KC_LOOKUP_OUTCOMES ? outcomes[o].name : (const char *)0;
+}
+
+kc_stat kc_lookup_outcome_stat(kc_lookup_outcome o) {
+    return (unsigned)o < KC_LOOKUP_OUTCOMES ? outcomes[o].stat : KC_STAT_COUNT;
+}
+
+double kc_latency_bound(int i) {
+    static const double s[KC_LATENCY_BUCKETS] = {1e-5,   2.5e-5, 1e-4, 2.5e-4, 1e-3, 2.5e-3, 1e-2,
+                                                 2.5e-2, 0.1,    0.25, 1.0,    2.5,  10.0};
+    return i >= 0 && i < KC_LATENCY_BUCKETS ? s[i] : HUGE_VAL;
 }

@@ -6,6 +6,10 @@
  *                  n:u32 file.  The file goes to shard 00 with its XXH3-64 made right (unless
  *                  mode & 0x40), `n` is counted in `slot` and flushed (the reader, the locked add,
  *                  the writer) and the shard read back (kc_local_*; mode & 0x80: kc_cache_stats too).
+ *                  Bytes past the counters are its latency section ("KCSTATL1"): whole, its magic
+ *                  and dimensions set unless mode & 0x10 and its checksum made right unless
+ *                  mode & 0x20; a lookup of `n` µs is observed under outcome `slot` and the
+ *                  histograms read back (kc_local_latency; mode & 0x80: kc_cache_metrics too).
  *   mode % 4 == 1  the directory's record (cache/record.c, v1/record): rest is the file; the reader
  *                  (kc_cache_record_get, _foreach; mode & 0x80: kc_cache_toolchain for "pin") and a writer
  *                  (kc_cache_record_set) run over it.
@@ -42,6 +46,7 @@
 #include "store/local_impl.h" /* kc_local_stats_read_, KC_STATS_SLOTS */
 
 #define STATS_SIZE (8 + 4 + 4 + 8 * 32 + 8)
+#define LAT_SIZE (8 + 4 + 4 + 8 * KC_LAT_SLOTS + 8)
 
 static kc_cache *cache;
 static kc_local *local; /* the same directory's local store (the stats mode) */
@@ -71,23 +76,36 @@ static void stats_mode(uint8_t mode, const uint8_t *p, size_t n) {
     if (n < 5) return;
     unsigned slot = p[0];
     uint32_t count = fz_rd32(p + 1);
-    uint8_t b[STATS_SIZE] = {0};
-    memcpy(b, p + 5, n - 5 < STATS_SIZE ? n - 5 : STATS_SIZE);
+    uint8_t b[STATS_SIZE + LAT_SIZE] = {0}, *t = b + STATS_SIZE;
+    size_t len = n - 5 < sizeof b ? n - 5 : sizeof b;
+    memcpy(b, p + 5, len);
+    if (len < STATS_SIZE) len = STATS_SIZE;
     if (!(mode & 0x40)) stats_fix(b);
+    if (len == sizeof b && !(mode & 0x10)) {
+        uint32_t dims[2] = {KC_LOOKUP_OUTCOMES, KC_LAT_PER}; /* little-endian, as the rest of this target */
+        memcpy(t, "KCSTATL1", 8);
+        memcpy(t + 8, dims, 8);
+    }
+    if (len == sizeof b && !(mode & 0x20)) fz_wr64(t + LAT_SIZE - 8, XXH3_64bits(t, LAT_SIZE - 8));
     char path[256];
     snprintf(path, sizeof path, "%s/v1/00", dir);
     mkdir(path, 0700);
     snprintf(path, sizeof path, "%s/v1/00/stats", dir);
-    put(path, b, sizeof b, 0600);
+    put(path, b, len, 0600);
     /* The local store's own calls on shard 00 alone (kc_cache_stats reads all 256 shards: 40 times
      * slower, the same reader): count, flush (read, add, write under the lock), read back. */
     kc_local_count(local, 0, (kc_stat)(slot % (KC_STAT_COUNT + 2)), (int64_t)count);
     kc_local_flush(local);
     int64_t v[KC_STATS_SLOTS];
     kc_local_stats_read_(local, 0, v);
+    kc_local_observe(local, 0, (kc_lookup_outcome)(slot % (KC_LOOKUP_OUTCOMES + 1)), (uint64_t)count * 1000, 1);
+    kc_latency lat = KC_LATENCY_INIT;
+    kc_local_latency(local, &lat);
     if (mode & 0x80) { /* now and then the whole store's view */
         kc_stats st;
         kc_cache_stats(cache, &st);
+        char text[256];
+        kc_cache_metrics(cache, mode & 1 ? KC_METRICS_PROMETHEUS : KC_METRICS_OPENMETRICS, text, sizeof text, NULL);
     }
 }
 
@@ -227,8 +245,15 @@ static size_t stats_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs)
     if (r & 32) {
         uint32_t c = r & 64 ? 1 : 0xffffffffu;
         memcpy(data + 2, &c, 4);
-    }                          /* n */
-    data[0] &= (uint8_t)~0x40; /* its checksum made right by the target */
+    }                                          /* n */
+    data[0] &= (uint8_t)~0x40;                 /* its checksum made right by the target */
+    if ((r & 128) && max >= need + LAT_SIZE) { /* its latency section too, a value at an edge */
+        if (size < need + LAT_SIZE)
+            memset(data + (size > need ? size : need), 0, need + LAT_SIZE - (size > need ? size : need));
+        fz_wr64(b + STATS_SIZE + 16 + 8 * (fz_rand(rs) % KC_LAT_SLOTS), edge[fz_rand(rs) % 7]);
+        data[0] &= (uint8_t)~0x30; /* its magic, dimensions and checksum made right by the target */
+        return need + LAT_SIZE;
+    }
     return need;
 }
 

@@ -65,6 +65,7 @@ static void test_compile_remote_hit_counts_remote(void **state) {
     assert_int_equal(kc_graph_compile(b, d, "sm_90", &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_DISK);
     assert_outcome(b, 1, 1, 2 * us);
+    kcc_latency_agrees(b);
     kc_cache_close(b);
     kct_rmtree(db);
     free(db);
@@ -88,6 +89,7 @@ static void test_get_remote_hit_counts_remote(void **state) {
     assert_int_equal(kc_graph_get(b, d, 0, &g, &info), KC_OK);
     assert_int_equal(info.source, KC_FROM_DISK);
     assert_outcome(b, 1, 1, 2 * us);
+    kcc_latency_agrees(b);
     kc_graph_release(g);
     kcdt_unload_all();
     kcdt_no_defects();

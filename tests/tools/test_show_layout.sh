@@ -31,8 +31,8 @@ skip = {"host", "producer", "manifest", "compile_us", "compile_wall_us", "proven
 print(" | ".join(" ".join(k for k in o if k not in skip) for o in json.load(sys.stdin)))'; }
 want() { [ "$2" = "$3" ] || bad "$1: got '$2', want '$3'"; }
 
-GB="file created toolchain origin provenance images kernels parameters sections digests"
-GF="key variant object bytes path toolchain created_at_ns images images_present kernels parameters sections digests"
+GB="graph file created toolchain origin provenance images kernels parameters sections digests"
+GF="key variant object bytes path toolchain created_at_ns graph images images_present kernels parameters sections digests"
 want "graph text" "$(blocks "$G")" "$GB"
 want "graph text (SPEC)" "$(blocks "$K/softmax.json" --arch sm_90)" "$GB"
 want "graph json" "$(fields "$G")" "$GF"

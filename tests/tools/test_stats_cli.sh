@@ -20,7 +20,7 @@ names = [r["name"] for r in d]
 assert len(names) == len(set(names)) >= 29, names
 assert all(r["kind"] in ("counter", "gauge", "bytes", "microseconds") and len(r["doc"]) > 10 for r in d), d
 extras = {"dir", "mode", "max_size", "graphs", "images", "units", "graph_bytes", "image_bytes", "unit_bytes", "profiles",
-          "profile_bytes", "hit_rate", "remote"}
+          "profile_bytes", "hit_rate", "latency", "remote"}
 assert set(s) - extras == set(names), set(s) ^ (set(names) | extras)
 for r in d:
     if r["name"] in ("bytes", "entries"):

@@ -25,7 +25,11 @@
 
 int cli_fail(const char *what) {
     const kc_error *e = kc_error_last();
-    fprintf(stderr, "kcache: %s: %s (%s)\n", what, e->message[0] ? e->message : "failed", kc_status_str(e->code));
+    fputs("kcache: ", stderr);
+    cli_put_shown(stderr, what, 0); /* a graph's name, from a spec */
+    fputs(": ", stderr);
+    cli_put_shown(stderr, e->message[0] ? e->message : "failed", 1);
+    fprintf(stderr, " (%s)\n", kc_status_str(e->code));
     return EXIT_PROBLEM;
 }
 
@@ -73,6 +77,13 @@ const char *cli_shown(const char *s, char *buf, size_t cap) {
     return buf;
 }
 
+void cli_put_shown(FILE *f, const char *s, int keep_lines) {
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if ((*p < 0x20 || *p >= 0x7f) && !(keep_lines && (*p == '\n' || *p == '\t'))) fprintf(f, "\\x%02x", *p);
+        else fputc(*p, f);
+    }
+}
+
 void cli_iso_time(int64_t t, char *out, size_t cap) {
     time_t tt = (time_t)t;
     struct tm tm;
@@ -118,15 +129,18 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json) {
         json_kv_f64(stdout, &first, "saved_ms", i->saved_ms);
         printf("}\n");
     } else {
-        char t[32], u[48] = "", sv[40] = "";
+        char t[32], u[48] = "", sv[40] = "", nm[4 * 256 + 1], v[4 * 32 + 1], why[4 * sizeof i->miss_reason + 1];
+        cli_shown(name, nm, sizeof nm); /* a spec's name, the reason (it may quote names), escaped */
+        cli_shown(i->variant, v, sizeof v);
+        cli_shown(i->miss_reason, why, sizeof why);
         if (i->saved_ms > 0) snprintf(sv, sizeof sv, ", saved %.1f ms of compile", i->saved_ms);
         if (i->total_us >= 1e4) snprintf(t, sizeof t, "%.1f ms", i->total_us / 1e3);
         else snprintf(t, sizeof t, "%.0f us", i->total_us);
         if (i->units > 0) snprintf(u, sizeof u, " (%d of %d units)", i->units_compiled, i->units);
         printf(
             "%-14s %-10s %-8s %2d kernels %10s  (key %.0f us, lookup %.0f us, compile %.1f ms%s, load %.0f us%s)%s%s\n",
-            name, i->variant, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms, u,
-            i->load_us, sv, i->miss_reason[0] ? "  " : "", i->miss_reason);
+            nm, v, source_name(i->source), i->kernels, t, i->key_us, i->lookup_us, i->compile_ms, u, i->load_us, sv,
+            why[0] ? "  " : "", why);
     }
 }
 

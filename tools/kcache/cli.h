@@ -166,6 +166,10 @@ void cli_iso_time(int64_t t, char *out, size_t cap);
  */
 const char *cli_shown(const char *s, char *buf, size_t cap);
 
+/** Write `s` to `f` as cli_shown() would, of any length; with `keep_lines`, a newline and a tab
+ *  stay as they are (a message, an NVRTC log), every other control byte is escaped. */
+void cli_put_shown(FILE *f, const char *s, int keep_lines);
+
 /** What the common option loop found. */
 typedef struct cli_opts {
     int json;

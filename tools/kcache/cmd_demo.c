@@ -54,7 +54,9 @@ static int demo_check(kc_cache *c, const kc_manifest *m) {
         int rc = kc_graph_get(c, d, 0, &g, NULL);
         if (rc) snprintf(msg, sizeof msg, "%s", kc_error_last()->message);
         else rc = kcc_check(g, 0, name, msg, sizeof msg);
-        printf("%-14s %-4s %s\n", name, rc == KC_OK ? "ok" : rc == KC_MISS ? "-" : "FAIL", msg);
+        char nm[4 * 256 + 1];
+        printf("%-14s %-4s ", cli_shown(name, nm, sizeof nm), rc == KC_OK ? "ok" : rc == KC_MISS ? "-" : "FAIL");
+        cli_put_shown(stdout, msg, 1), fputc('\n', stdout);
         failed += rc != KC_OK && rc != KC_MISS;
         kc_graph_release(g);
         kc_graph_desc_free(d);

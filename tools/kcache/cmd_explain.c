@@ -171,7 +171,9 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
     if (kc_target_parse(arch, &t) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
-        fprintf(stderr, "kcache explain: %s\n", kc_error_last()->message);
+        fputs("kcache explain: ", stderr);
+        cli_put_shown(stderr, kc_error_last()->message, 1); /* it may quote the spec's name */
+        fputc('\n', stderr);
         return EXIT_USAGE;
     }
     kc_cache *c;
@@ -206,12 +208,14 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
         print_levels_json(c, x, &l);
         printf("}\n");
     } else if (rc == KC_OK) {
-        printf("graph     %s\nkey       %s\nvariant   %s\nresult    %s\ndigests\n", kc_graph_desc_name(d), x->key,
-               x->variant, x->hit ? "hit" : "miss");
+        printf("graph     ");
+        cli_put_shown(stdout, kc_graph_desc_name(d), 0); /* a spec's name: escaped, as every name printed */
+        printf("\nkey       %s\nvariant   %s\nresult    %s\ndigests\n", x->key, x->variant, x->hit ? "hit" : "miss");
         for (size_t i = 0; i < x->ndigests; i++) printf("  %-24s %s\n", x->digests[i].name, x->digests[i].digest);
         if (!x->hit && !x->have_nearest) printf("nearest   none: the cache holds no entry to compare with\n");
         if (x->have_nearest) {
-            printf("nearest   %s%s\ndiffers  ", x->nearest, x->nearest_shares_graph ? " (same graph)" : "");
+            printf("nearest   "), cli_put_shown(stdout, x->nearest, 0); /* a stored object's name */
+            printf("%s\ndiffers  ", x->nearest_shares_graph ? " (same graph)" : "");
             for (size_t i = 0; i < x->ndiffs; i++) printf(" %s", x->diffs[i]);
             printf("\n");
         }

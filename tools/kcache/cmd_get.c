@@ -59,7 +59,9 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     if (arch && kc_target_parse(arch, &t) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
-        fprintf(stderr, "kcache get: %s\n", kc_error_last()->message);
+        fputs("kcache get: ", stderr);
+        cli_put_shown(stderr, kc_error_last()->message, 1); /* it may quote the spec's name */
+        fputc('\n', stderr);
         return EXIT_USAGE;
     }
     kc_cache *c;

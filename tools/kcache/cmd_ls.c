@@ -1,6 +1,8 @@
 /*
  * cmd_ls.c — `kcache ls`: one line (or one JSON object) per stored graph entry — key, variant,
- * size, last use, and its images — or, with --images, one per image: its id, size, target, kind,
+ * size, last use, its images and the graph's name (ORIGIN "graph", recorded when the entry was
+ * built; "-" for an entry written before) — with --all, images and unit records too, each saying
+ * what it is (an image: its kind and target; a unit record: the image it compiled to) — or, with --images, one per image: its id, size, target, kind,
  * and how many graph entries and unit records refer to it (what sharing saves).
  *
  * The one idea: a cache holds three kinds of object ([Note: two levels] in kcache/entry.h), told
@@ -24,15 +26,18 @@
 static int cmd_ls(const cli_settings *cs, int argc, char **argv);
 
 static const cli_opt ls_opts[] = {
+    {"all", 0, NULL, "list images and unit records too, each with what it is"},
     {"images", 0, NULL, "list the images, with the graph entries and unit records that use each"},
     {"json", 0, NULL, "print one JSON array"},
     {NULL, 0, NULL, NULL},
 };
 
 const cli_cmd cli_cmd_ls = {"ls",
-                            "kcache ls [--images] [--json]",
-                            "List stored graph entries: key, variant, size, last use, and the images each refers to\n"
-                            "(JSON: their ids).  Images and unit records are not graphs and are not listed.\n"
+                            "kcache ls [--all] [--images] [--json]",
+                            "List stored graph entries: key, variant, size, last use, the images each refers to\n"
+                            "(JSON: their ids) and the graph's name (\"-\" for an entry stored before names were\n"
+                            "recorded).  --all lists images and unit records too, each with what it is: an image's\n"
+                            "kind and target, a unit record's image (JSON: \"kind\" graph, image or unit).\n"
                             "--images lists the images instead: id, stored size, target, kind (cubin or ptx), and how\n"
                             "many graph entries and unit records refer to each; an image referred to but absent is\n"
                             "listed as missing.",
@@ -42,13 +47,58 @@ const cli_cmd cli_cmd_ls = {"ls",
 
 typedef struct ls_ctx {
     kc_cache *c;
-    int json, first;
+    int json, first, all;
     uint64_t n;
 } ls_ctx;
 
+/* --all: an image or a unit record, with what it is (read from it: nothing counted or refreshed). */
+static void ls_other(ls_ctx *l, const kc_cache_item *it, cli_kind kind) {
+    char hex[KC_KEY_HEX_LEN + 1], t[32], id[KC_KEY_HEX_LEN + 1] = "", v[4 * 64 + 1], tg[4 * 32 + 1];
+    kc_key_to_hex(&it->key, hex);
+    cli_iso_time(it->last_used, t, sizeof t);
+    kc_entry *e = NULL;
+    kc_image_ref ref;
+    memset(&ref, 0, sizeof ref);
+    int ok = kc_cache_peek(l->c, &it->key, it->variant, &e) == KC_OK &&
+             (kind == CLI_IMAGE ? kc_image_entry_read(e, NULL, 0, &ref, NULL, NULL)
+                                : kc_unit_entry_read(e, &ref, NULL, 0, NULL)) == KC_OK;
+    kc_entry_free(e);
+    if (ok && kind == CLI_UNIT) kc_key_to_hex(&ref.id, id);
+    const char *ik = ok && kind == CLI_IMAGE ? (ref.is_ptx ? "ptx" : "cubin") : "";
+    if (l->json) {
+        int first = 1;
+        printf("%s\n  {", l->first ? "" : ",");
+        json_kv_str(stdout, &first, "key", hex);
+        json_kv_str(stdout, &first, "variant", it->variant);
+        json_kv_str(stdout, &first, "kind", kind == CLI_IMAGE ? "image" : "unit");
+        json_kv_u64(stdout, &first, "bytes", it->bytes);
+        json_kv_u64(stdout, &first, "last_used", (uint64_t)it->last_used);
+        json_kv_str(stdout, &first, "last_used_iso", t);
+        json_kv_bool(stdout, &first, "readable", ok);
+        if (ok && kind == CLI_IMAGE) json_kv_str(stdout, &first, "target", ref.target);
+        if (ok && kind == CLI_IMAGE) json_kv_str(stdout, &first, "image_kind", ik);
+        if (ok && kind == CLI_UNIT) json_kv_str(stdout, &first, "image", id);
+        printf("}");
+        l->first = 0;
+    } else if (!ok) {
+        printf("%s  %-12s %10llu  %s  %s, unreadable\n", hex, cli_shown(it->variant, v, sizeof v),
+               (unsigned long long)it->bytes, t, kind == CLI_IMAGE ? "image" : "unit record");
+    } else if (kind == CLI_IMAGE) {
+        printf("%s  %-12s %10llu  %s  image %s %s\n", hex, cli_shown(it->variant, v, sizeof v),
+               (unsigned long long)it->bytes, t, ik, cli_shown(ref.target, tg, sizeof tg));
+    } else {
+        printf("%s  %-12s %10llu  %s  unit record of image %s\n", hex, cli_shown(it->variant, v, sizeof v),
+               (unsigned long long)it->bytes, t, id);
+    }
+}
+
 static int ls_item(const kc_cache_item *it, void *ctx) {
     ls_ctx *l = ctx;
-    if (cli_kind_of(it->variant) != CLI_GRAPH) return 0;
+    cli_kind kind = cli_kind_of(it->variant);
+    if (kind != CLI_GRAPH) {
+        if (l->all) ls_other(l, it, kind);
+        return 0;
+    }
     char hex[KC_KEY_HEX_LEN + 1], t[32];
     kc_key_to_hex(&it->key, hex);
     cli_iso_time(it->last_used, t, sizeof t);
@@ -58,11 +108,17 @@ static int ls_item(const kc_cache_item *it, void *ctx) {
     int irc = kc_cache_peek(l->c, &it->key, it->variant, &e);
     if (irc == KC_OK) irc = kc_entry_images(e, &refs, &nrefs);
     int readable = irc == KC_OK || irc == KC_MISS; /* KC_MISS: no IMAGES section, so no images (a lookup refuses it) */
+    char name[KC_ORIGIN_VALUE_MAX + 1] = "";
+    if (e && kc_entry_origin(e, "graph", name, sizeof name) != KC_OK) name[0] = '\0'; /* stored before names were */
     if (l->json) {
         int first = 1;
         printf("%s\n  {", l->first ? "" : ",");
         json_kv_str(stdout, &first, "key", hex);
         json_kv_str(stdout, &first, "variant", it->variant);
+        if (l->all) json_kv_str(stdout, &first, "kind", "graph");
+        json_key(stdout, &first, "name"); /* null: not recorded */
+        if (name[0]) json_str(stdout, name);
+        else printf("null");
         json_kv_u64(stdout, &first, "bytes", it->bytes);
         json_kv_u64(stdout, &first, "last_used", (uint64_t)it->last_used);
         json_kv_str(stdout, &first, "last_used_iso", t);
@@ -81,11 +137,12 @@ static int ls_item(const kc_cache_item *it, void *ctx) {
         printf("}");
         l->first = 0;
     } else {
-        char v[4 * 64 + 1], ni[24];
+        char v[4 * 64 + 1], ni[24], nm[4 * 256 + 1];
         if (readable) snprintf(ni, sizeof ni, "%zu image%s", nrefs, nrefs == 1 ? "" : "s");
         else snprintf(ni, sizeof ni, "unreadable");
-        printf("%s  %-12s %10llu  %s  %s\n", hex, cli_shown(it->variant, v, sizeof v), (unsigned long long)it->bytes, t,
-               ni);
+        printf("%s  %-12s %10llu  %s  %-10s  %s%s\n", hex, cli_shown(it->variant, v, sizeof v),
+               (unsigned long long)it->bytes, t, ni, l->all ? "graph " : "",
+               name[0] ? cli_shown(name, nm, sizeof nm) : "-");
     }
     free(refs);
     kc_entry_free(e);
@@ -256,14 +313,14 @@ static int cmd_ls(const cli_settings *cs, int argc, char **argv) {
     cli_args a;
     cli_parse(&cli_cmd_ls, argc, argv, 0, &a);
     cli_opts o = {.json = cli_flag(&a, "json")};
-    int images = cli_flag(&a, "images");
+    int images = cli_flag(&a, "images"), all = cli_flag(&a, "all");
     kc_cache *c;
     if (cli_open_cache_readonly(cs, &c)) return EXIT_PROBLEM;
     int rc;
     if (images) {
         rc = ls_images(c, o.json);
     } else {
-        ls_ctx l = {c, o.json, 1, 0};
+        ls_ctx l = {c, o.json, 1, all, 0};
         if (o.json) printf("[");
         rc = kc_cache_foreach(c, ls_item, &l);
         if (o.json) printf("%s]\n", l.first ? "" : "\n");

@@ -79,14 +79,20 @@ static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
     pw_view *v = ctx;
     const kc_prewarm_result *res = &r->results[i];
     if (v->tty && !v->json) {
-        if (res->status)
-            fprintf(stderr, "\r\033[K%s %s failed:\n%s\n", res->name, kc_manifest_arch(v->m, res->arch), res->error);
+        if (res->status) { /* a spec's name and its error, escaped as every name printed (cli_shown) */
+            fputs("\r\033[K", stderr);
+            cli_put_shown(stderr, res->name, 0);
+            fprintf(stderr, " %s failed:\n", kc_manifest_arch(v->m, res->arch));
+            cli_put_shown(stderr, res->error, 1);
+            fputc('\n', stderr);
+        }
         pw_bar(r);
         return;
     }
     if (--v->graph_left[res->graph] != 0) return;
     FILE *o = v->json ? stderr : stdout;
-    fprintf(o, "%-14s", res->name);
+    char nm[4 * 256 + 1];
+    fprintf(o, "%-14s", cli_shown(res->name, nm, sizeof nm));
     size_t na = kc_manifest_arch_count(v->m), first = res->graph * na;
     for (size_t k = first; k < first + na; k++) {
         const kc_prewarm_result *x = &r->results[k];
@@ -102,7 +108,8 @@ static void pw_progress(const kc_prewarm_report *r, size_t i, void *ctx) {
     fprintf(o, "\n");
     for (size_t k = first; k < first + na; k++)
         if (r->results[k].status)
-            fprintf(stderr, "%s %s: %s\n", res->name, kc_manifest_arch(v->m, r->results[k].arch), r->results[k].error);
+            fprintf(stderr, "%s %s: ", nm, kc_manifest_arch(v->m, r->results[k].arch)),
+                cli_put_shown(stderr, r->results[k].error, 1), fputc('\n', stderr);
 }
 
 /* What publishing refused ([Note: provenance] in src/store/local.c): object names and reasons. */

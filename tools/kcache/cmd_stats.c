@@ -7,11 +7,15 @@
  * "entries" counts every stored object; how many of them are graph entries, images and unit
  * records ([Note: two levels] in kcache/entry.h) is counted by walking the directory's names
  * (their variants say the kind), since the shard counters do not tell them apart.
+ * --format openmetrics|prometheus prints the library's own exposition (kc_cache_metrics), so a
+ * runtime's endpoint and this command print the same text; the JSON carries the latency
+ * histograms (kc_cache_latency) that exposition is made of.
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,14 +26,15 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv);
 
 static const cli_opt stats_opts[] = {
     {"json", 0, NULL, "print one JSON object"},
-    {"zero", 0, NULL, "reset the event counters (not entries or bytes), then show them"},
+    {"format", 0, "FORMAT", "text (default), json (= --json), openmetrics, or prometheus (the classic text format)"},
+    {"zero", 0, NULL, "reset the event counters and latency histograms (not entries or bytes), then show them"},
     {"describe", 0, NULL, "list every statistic with its kind and meaning; reads no cache"},
     {NULL, 0, NULL, NULL},
 };
 
 const cli_cmd cli_cmd_stats = {
     "stats",
-    "kcache stats [--json] [--zero] [--describe]",
+    "kcache stats [--json] [--format text|json|openmetrics|prometheus] [--zero] [--describe]",
     "Show the cache's counters, summed over every shard and every process that used it:\n"
     "entries, bytes, hits, misses, bypasses, compiles, corrupt, evictions, and more.  Entries\n"
     "are every stored object: graph entries, images (each stored once, shared by every graph\n"
@@ -42,8 +47,14 @@ const cli_cmd cli_cmd_stats = {
     "compile time; memory hits and waits add nothing.  With a\n"
     "remote, it is probed once and its breaker state and counters are shown (remote hits,\n"
     "misses, errors, timeouts, dropped writes, puts, MAC rejections; JSON: under \"remote\").\n"
-    "--zero resets the event counters (not entries or bytes).  --describe lists every statistic\n"
-    "with its kind (counter, gauge, bytes, microseconds) and what it counts, and reads no cache.",
+    "Each lookup's time is kept too, a histogram per outcome (JSON: \"latency\").\n"
+    "--format openmetrics prints them all as OpenMetrics text for a scraper (Prometheus): lookups\n"
+    "by outcome, refusals by reason, time saved, sizes, lookup latency histograms, this process's\n"
+    "per-tier counts (docs/fleet.md, Monitoring); --format prometheus the classic Prometheus text\n"
+    "format; --format json is --json, --format text the default.\n"
+    "--zero resets the event counters and the latency histograms (not entries or bytes).  --describe\n"
+    "lists every statistic with its kind (counter, gauge, bytes, microseconds) and what it counts,\n"
+    "and reads no cache.",
     cmd_stats,
     stats_opts,
     CLI_OPERANDS_NONE};
@@ -131,6 +142,7 @@ static void print_tiers(kc_cache *c, int json) {
 typedef struct stats_view {
     kc_cache *c;
     kc_stats s;
+    kc_latency lat;
     kinds k;
     uint64_t nprof, prof_bytes; /* site profiles: in the size, not in the entries */
     int have_remote, reachable;
@@ -143,6 +155,8 @@ static const char *stats_read(kc_cache *c, int zero, stats_view *v) {
     v->c = c;
     if (zero && kc_cache_stats_zero(c) != KC_OK) return "cannot zero the statistics";
     if (kc_cache_stats(c, &v->s) != KC_OK) return "cannot read the statistics";
+    v->lat.version = KC_LATENCY_VERSION;
+    if (kc_cache_latency(c, &v->lat) != KC_OK) return "cannot read the lookup latency";
     if (kc_cache_foreach(c, count_kind, &v->k) != KC_OK) return "cannot list the cache";
     if (kc_site_profile_usage(c, &v->nprof, &v->prof_bytes) != KC_OK) return "cannot list the site profiles";
     v->have_remote = kc_cache_remote_state(c, &v->rs) == KC_OK;
@@ -150,6 +164,7 @@ static const char *stats_read(kc_cache *c, int zero, stats_view *v) {
         v->reachable = kc_cache_remote_ping(c) == KC_OK;
         kc_cache_remote_state(c, &v->rs);
         kc_cache_stats(c, &v->s);
+        kc_cache_latency(c, &v->lat);
     }
     const kc_stats *s = &v->s;
     v->served = s->v[KC_STAT_HITS] + s->v[KC_STAT_MEMORY_HITS] + s->v[KC_STAT_REMOTE_HITS];
@@ -205,6 +220,26 @@ static void json_kinds(const stats_view *v, int *first) {
     json_kv_u64(stdout, first, "unit_bytes", v->k.bytes[CLI_UNIT]);
     json_kv_u64(stdout, first, "profiles", v->nprof);
     json_kv_u64(stdout, first, "profile_bytes", v->prof_bytes);
+}
+
+/* "latency": per outcome its count, its sum in seconds, and its buckets (not cumulative: counts[i]
+ * of times <= bounds[i] and over bounds[i-1]; the last, over the largest bound). */
+static void json_latency(const stats_view *v, int *first) {
+    (void)first;
+    printf(", \"latency\": {\"bounds_seconds\": [");
+    for (int b = 0; b < KC_LATENCY_BUCKETS; b++) printf("%s%g", b ? ", " : "", kc_latency_bound(b));
+    printf("]");
+    for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++) {
+        int f = 1;
+        printf(", \"%s\": {", kc_lookup_outcome_name((kc_lookup_outcome)o));
+        json_kv_u64(stdout, &f, "count", v->lat.count[o]);
+        printf(", \"sum_seconds\": %.9f", (double)v->lat.sum_ns[o] / 1e9); /* to the ns, as the exposition */
+        printf(", \"counts\": [");
+        for (int b = 0; b <= KC_LATENCY_BUCKETS; b++)
+            printf("%s%llu", b ? ", " : "", (unsigned long long)v->lat.buckets[o][b]);
+        printf("]}");
+    }
+    printf("}");
 }
 
 static void json_hit_rate(const stats_view *v, int *first) {
@@ -269,6 +304,20 @@ static void text_hit_rate(const stats_view *v) {
 
 static void text_counters(const stats_view *v) { print_table(&v->s); }
 
+/* One line per outcome that was seen: how many lookups, their mean time. */
+static void text_latency(const stats_view *v) {
+    printf("lookup latency   ");
+    int any = 0;
+    for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++) {
+        uint64_t n = v->lat.count[o];
+        if (!n) continue;
+        double mean_us = (double)v->lat.sum_ns[o] / 1e3 / (double)n;
+        printf("%s %s %llu, mean %.0f us", any++ ? ";" : "", kc_lookup_outcome_name((kc_lookup_outcome)o),
+               (unsigned long long)n, mean_us);
+    }
+    printf("%s\n", any ? "" : " no lookups");
+}
+
 static void text_remote(const stats_view *v) {
     if (!v->have_remote) {
         printf("remote            none (KCACHE_REMOTE or --remote URL)\n");
@@ -291,20 +340,54 @@ static void json_tiers(const stats_view *v, int *first) {
 
 /* The parts, in the order each form shows them: a new part is a function and a row in each. */
 static void (*const json_parts[])(const stats_view *v, int *first) = {
-    json_directory, json_counters, json_kinds, json_hit_rate, json_remote, json_tiers,
+    json_directory, json_counters, json_kinds, json_hit_rate, json_latency, json_remote, json_tiers,
 };
 static void (*const text_parts[])(const stats_view *v) = {
-    text_directory, text_size, text_hit_rate, text_counters, text_remote,
+    text_directory, text_size, text_hit_rate, text_latency, text_counters, text_remote,
 };
+
+/* --format openmetrics|prometheus: the library's exposition (kc_cache_metrics), sized by its first call. */
+static int print_metrics(kc_cache *c, int zero, unsigned flags) {
+    if (zero && kc_cache_stats_zero(c) != KC_OK) return cli_fail("cannot zero the statistics");
+    size_t need = 0;
+    char *buf = NULL;
+    int rc = kc_cache_metrics(c, flags, NULL, 0, &need);
+    for (int tries = 0; rc != KC_OK && need && tries < 3; tries++) { /* grown by a tier between calls: again */
+        free(buf);
+        if (!(buf = malloc(need + 4096))) return cli_fail("cannot hold the metrics text");
+        rc = kc_cache_metrics(c, flags, buf, need + 4096, &need);
+    }
+    if (rc == KC_OK && buf) fputs(buf, stdout);
+    free(buf);
+    return rc == KC_OK ? 0 : cli_fail("cannot write the metrics");
+}
+
+/* --format's names: text, json, then the two expositions (their kc_cache_metrics flags + 2). */
+static int format_of(const char *f) {
+    static const char *const names[] = {"text", "json", "openmetrics", "prometheus"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(f, names[i]) == 0) return i;
+    return -1;
+}
 
 static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     cli_args a;
     cli_parse(&cli_cmd_stats, argc, argv, 0, &a);
     cli_opts o = {.json = cli_flag(&a, "json")};
-    int zero = cli_flag(&a, "zero"), desc = cli_flag(&a, "describe");
+    int zero = cli_flag(&a, "zero"), desc = cli_flag(&a, "describe"), fmt = 0;
+    const char *f = cli_arg(&a, "format");
+    if (f && (fmt = format_of(f)) < 0)
+        return cli_usage_error(&cli_cmd_stats, "unknown format (text, json, openmetrics, prometheus)", f);
+    if (fmt == 1) o.json = 1;
+    if (fmt >= 2 && o.json) return cli_usage_error(&cli_cmd_stats, "--json and --format are two formats", NULL);
     if (desc) return describe(o.json);
     kc_cache *c;
     if ((zero ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM; /* --zero writes */
+    if (fmt >= 2) {
+        int rc = print_metrics(c, zero, fmt == 3 ? KC_METRICS_PROMETHEUS : KC_METRICS_OPENMETRICS);
+        kc_cache_close(c);
+        return rc;
+    }
     stats_view v;
     memset(&v, 0, sizeof v);
     const char *failed = stats_read(c, zero, &v);

@@ -181,7 +181,8 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         json_kv_str(stdout, &first, "path", it->path);
         json_kv_str(stdout, &first, "toolchain", kc_entry_toolchain(e));
         json_kv_u64(stdout, &first, "created_at_ns", kc_entry_created_at(e));
-        static const char *const origin_names[] = {"host", "producer", "manifest", "compile_us", "compile_wall_us"};
+        static const char *const origin_names[] = {"graph",    "host",       "producer",
+                                                   "manifest", "compile_us", "compile_wall_us"};
         char v[KC_ORIGIN_VALUE_MAX + 1];
         for (size_t i = 0; i < sizeof origin_names / sizeof origin_names[0]; i++) /* ORIGIN: where it came from */
             if (kc_entry_origin(e, origin_names[i], v, sizeof v) == KC_OK)
@@ -190,6 +191,9 @@ static void print_head(const kc_cache_item *it, const kc_entry *e, const char *k
         return;
     }
     printf("%s.%s  (%s)\n", hex, cli_shown(it->variant, buf, sizeof buf), kind);
+    char gname[KC_ORIGIN_VALUE_MAX + 1];
+    if (kc_entry_origin(e, "graph", gname, sizeof gname) == KC_OK) /* the graph's name, as `ls` shows it */
+        printf("  graph      %s\n", cli_shown(gname, buf, sizeof buf));
     printf("  file       %s (%llu bytes)\n", cli_shown(it->path, buf, sizeof buf), (unsigned long long)it->bytes);
     printf("  created    %s\n", t);
     printf("  toolchain  %s\n",
