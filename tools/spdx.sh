@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# spdx.sh — every tracked source file names its license, Apache-2.0 (LICENSE), in an
+# SPDX-License-Identifier line near its top, in the file's own comment syntax; --fix adds the line
+# where it is missing.  Called by CI through ctest (test_spdx) and by a developer before a commit.
+# What it must not do: touch a file it was not asked to fix, or any file that is not source.
+#
+#   bash tools/spdx.sh          # check: one line per file without the identifier, exit 1 if any
+#   bash tools/spdx.sh --fix    # add the identifier to those files, then check again
+#
+# Which files, and where the line goes:
+#   *.c *.h *.cpp *.cu *.cuh    /* SPDX-License-Identifier: Apache-2.0 */ as line 1
+#   *.sh *.py *.cmake *.cmake.in CMakeLists.txt .ci/run tools/tsan.supp
+#                               # SPDX-License-Identifier: Apache-2.0 as line 1, or line 2 after a
+#                               #! line (a Python coding line stays first too)
+#   cmake/*.pc.in               # SPDX-License-Identifier: Apache-2.0 as line 1 (pkg-config comment)
+# Skipped, as they are no source or cannot hold a comment: documentation (*.md, docs/man/*), data
+# and fixtures (*.json kernels' graph specs, tests/golden/, tests/compat/fixture/, the fuzz corpora
+# under tests/fuzz/corpus/, tools/bench/results/, tools/mutants.txt, *.txt that are not
+# CMakeLists.txt), binary files and tool settings (.clang-format*, .gitignore).  The identifier
+# counts when it is in the first 5 lines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fix=0
+case "${1:-}" in
+  --fix) fix=1 ;;
+  "") ;;
+  *) echo "usage: tools/spdx.sh [--fix]" >&2; exit 2 ;;
+esac
+id="SPDX-License-Identifier: Apache-2.0"
+
+# The files to check, one a line: tracked ones (git), or every file when there is no git (a tarball).
+list_files() {
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files
+  else
+    find . -type f -not -path './.git/*' -not -path './build*' | sed 's|^\./||'
+  fi
+}
+
+# The comment style of a file: c, hash, or nothing (skipped).
+style_of() {
+  case "$1" in
+    tests/fuzz/corpus/* | tests/compat/fixture/* | tests/golden/* | tools/bench/results/* | docs/*) ;;
+    *.c | *.h | *.cpp | *.cu | *.cuh) echo c ;;
+    *.sh | *.py | *.cmake | *.cmake.in | */CMakeLists.txt | CMakeLists.txt | .ci/run | tools/tsan.supp) echo hash ;;
+    cmake/*.pc.in) echo hash ;;
+  esac
+}
+
+has_id() { head -n 5 "$1" | grep -qF "$id"; }
+
+# Add the line: C at line 1; hash after a #! line and a Python coding line.
+add_id() {
+  local f=$1 style=$2 tmp after=0
+  tmp=$(mktemp)
+  if [ "$style" = c ]; then
+    { echo "/* $id */"; cat "$f"; } >"$tmp"
+  else
+    head -n 1 "$f" | grep -q '^#!' && after=1
+    [ "$after" = 1 ] && sed -n 2p "$f" | grep -qE '^#.*coding[:=]' && after=2
+    { head -n "$after" "$f"; echo "# $id"; tail -n +"$((after + 1))" "$f"; } >"$tmp"
+  fi
+  cat "$tmp" >"$f" # keeps the file's mode (an executable stays one)
+  rm -f "$tmp"
+}
+
+main() {
+missing=0 checked=0 fixed=0
+while IFS= read -r f; do
+  [ -f "$f" ] || continue
+  style=$(style_of "$f")
+  [ -n "$style" ] || continue
+  checked=$((checked + 1))
+  has_id "$f" && continue
+  if [ "$fix" = 1 ]; then
+    add_id "$f" "$style"
+    fixed=$((fixed + 1))
+    has_id "$f" && continue
+  fi
+  echo "$f:1: no '$id' in its first 5 lines (add it: bash tools/spdx.sh --fix)"
+  missing=$((missing + 1))
+done < <(list_files)
+if [ "$fix" = 1 ]; then echo "spdx: added the identifier to $fixed files"; fi
+echo "spdx: $checked source files, $missing without '$id'"
+[ "$missing" = 0 ]
+}
+main; exit $? # one line: --fix may edit this very file, which bash reads as it goes
