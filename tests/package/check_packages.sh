@@ -51,7 +51,9 @@ for p in "$lib" libkcache-dev kcache; do
   [ "$(field "$p" Version)" = "$version" ] || fail "$p: Version $(field "$p" Version), version.h says $version"
   field "$p" Depends | grep -q -- '-dev' && fail "$p depends on a -dev package: $(field "$p" Depends)"
 done
-dpkg-deb --ctrl-tarfile "$(deb "$lib")" | tar -t | grep -q shlibs || fail "$lib has no shlibs file"
+for c in shlibs triggers; do
+  dpkg-deb --ctrl-tarfile "$(deb "$lib")" | tar -t | grep -q "$c" || fail "$lib has no $c file"
+done
 echo "package: $lib, libkcache-dev, kcache $version; Depends of $lib: $(field "$lib" Depends)"
 
 # ---- 2. what each holds ----
@@ -71,7 +73,11 @@ must kcache '^/usr/bin/kcache$'
 grep -vE '/libkcache\.so\.[0-9.]+$|/usr/share/doc/' "$tmp/$lib.files" && fail "$lib holds more than the library"
 grep -E '/cmake/kcache/Find[^/]*\.cmake$' "$tmp/libkcache-dev.files" \
   && fail "libkcache-dev installs Find modules where a consumer's find_package sees them"
-for p in "$lib" libkcache-dev kcache; do must "$p" "/usr/share/doc/$p/copyright\$"; done
+for p in "$lib" libkcache-dev kcache; do
+  must "$p" "/usr/share/doc/$p/copyright\$"
+  must "$p" "/usr/share/doc/$p/changelog\\.gz\$"
+done
+grep -hE '/man/man[0-9]/' "$tmp"/*.files | grep -v '\.gz$' && fail "manual pages not compressed (Debian policy 12.1)"
 # Every file installed is in a package: no install rule without a component.
 cmake --install "$build" --component Unspecified --prefix "$tmp/unspecified" >/dev/null
 [ -z "$(find "$tmp/unspecified" -type f 2>/dev/null)" ] \
