@@ -40,18 +40,25 @@ list_files() {
   fi
 }
 
-# The comment style of a file: c, hash, or nothing (skipped).
+# The comment style of a file, in $style: c, hash, or "" (skipped).  In this shell: no fork a file.
 style_of() {
+  style=""
   case "$1" in
     tests/fuzz/corpus/* | tests/compat/fixture/* | tests/golden/* | tools/bench/results/* | docs/*) ;;
     kernels/*) ;; # hashed into the bundled graphs' keys
-    *.c | *.h | *.cpp | *.cu | *.cuh) echo c ;;
-    *.sh | *.py | *.cmake | *.cmake.in | */CMakeLists.txt | CMakeLists.txt | .ci/run | tools/tsan.supp) echo hash ;;
-    cmake/*.pc.in) echo hash ;;
+    *.c | *.h | *.cpp | *.cu | *.cuh) style="c" ;;
+    *.sh | *.py | *.cmake | *.cmake.in | */CMakeLists.txt | CMakeLists.txt | .ci/run | tools/tsan.supp) style="hash" ;;
+    cmake/*.pc.in) style="hash" ;;
   esac
 }
 
-has_id() { head -n 5 "$1" | grep -qF "$id"; }
+# The files of the arguments without the identifier in their first 5 lines, one a line (one awk).
+without_id() {
+  [ $# -gt 0 ] || return 0
+  awk -v id="$id" 'FNR == 1 { if (f != "" && !ok) print f; f = FILENAME; ok = 0 }
+                   FNR <= 5 && index($0, id) { ok = 1 }
+                   END { if (f != "" && !ok) print f }' "$@"
+}
 
 # Add the line: C at line 1; hash after a #! line and a Python coding line.
 add_id() {
@@ -69,23 +76,25 @@ add_id() {
 }
 
 main() {
-missing=0 checked=0 fixed=0
-while IFS= read -r f; do
-  [ -f "$f" ] || continue
-  style=$(style_of "$f")
-  [ -n "$style" ] || continue
-  checked=$((checked + 1))
-  has_id "$f" && continue
+  local files=() f fixed=0 missing
+  declare -A styles
+  while IFS= read -r f; do
+    [ -f "$f" ] && [ -s "$f" ] || continue # an empty file holds nothing to license
+    style_of "$f"
+    [ -n "$style" ] || continue
+    files+=("$f")
+    styles[$f]=$style
+  done < <(list_files)
   if [ "$fix" = 1 ]; then
-    add_id "$f" "$style"
-    fixed=$((fixed + 1))
-    has_id "$f" && continue
+    while IFS= read -r f; do
+      add_id "$f" "${styles[$f]}"
+      fixed=$((fixed + 1))
+    done < <(without_id "${files[@]}")
+    echo "spdx: added the identifier to $fixed files"
   fi
-  echo "$f:1: no '$id' in its first 5 lines (add it: bash tools/spdx.sh --fix)"
-  missing=$((missing + 1))
-done < <(list_files)
-if [ "$fix" = 1 ]; then echo "spdx: added the identifier to $fixed files"; fi
-echo "spdx: $checked source files, $missing without '$id'"
-[ "$missing" = 0 ]
+  missing=$(without_id "${files[@]}")
+  [ -z "$missing" ] || sed "s|\$|:1: no '$id' in its first 5 lines (add it: bash tools/spdx.sh --fix)|" <<<"$missing"
+  echo "spdx: ${#files[@]} source files, $(grep -c . <<<"$missing") without '$id'"
+  [ -z "$missing" ]
 }
 main; exit $? # one line: --fix may edit this very file, which bash reads as it goes
