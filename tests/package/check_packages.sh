@@ -189,6 +189,7 @@ left=$(cat "$tmp"/*.files | while read -r f; do [ -e "$f" ] || [ -L "$f" ] && ec
 [ -z "$left" ] || fail "left after dpkg --purge: $left"
 for d in "$libdir/cmake/kcache" /usr/include/kcache; do [ ! -e "$d" ] || fail "left after dpkg --purge: $d"; done
 if command -v lintian >/dev/null; then
-  echo "package: lintian says:"; lintian --no-tag-display-limit "$tmp"/debs/*.deb || true
+  echo "package: lintian says (an error fails the step):"
+  lintian --tag-display-limit 0 --fail-on error "$tmp"/debs/*.deb || fail "lintian found errors"
 fi
 echo "package: installed with dpkg -i, manual pages and completions found, purged without a trace"
