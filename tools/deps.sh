@@ -7,13 +7,15 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
       libhiredis-dev libssl-dev redis-server
       binutils strace   # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
       groff-base zsh    # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
-      python3-prometheus-client)  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
+      python3-prometheus-client  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
+      dpkg-dev file)    # test_package: CPack's .deb (dpkg-shlibdeps, file)
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
 #            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench
 #            (cuda.core's program cache, Triton's; from PyPI: tools/bench/peers/)
 #   --clang  clang, the second compiler of CI's build matrix (.ci/run)
 #   --fuzz   clang and its runtime libraries (libFuzzer, sanitizers) for tools/fuzz.sh
+#   --package  man-db, for `.ci/run package` (man finds the installed manual pages)
 #   --style  clang-format 14 and python3-venv, for tools/style.sh (which installs lizard from PyPI
 #            into a virtual environment when python3 cannot import it)
 bench=0
@@ -22,8 +24,9 @@ for flag in "$@"; do
     --bench) pkgs+=(ccache sccache gnuplot-nox python3-venv); bench=1 ;;
     --clang) pkgs+=(clang) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    --package) pkgs+=(man-db) ;;
     --style) pkgs+=(clang-format-14 python3-venv) ;;
-    *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz] [--style]" >&2; exit 2 ;;
+    *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz] [--package] [--style]" >&2; exit 2 ;;
   esac
 done
 missing=()
