@@ -7,6 +7,7 @@
 #define KC_COMPILE_INTERNAL_H
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
+ *   kc_nvrtc_archs_               nvrtc.h    Callers: target
  *   kc_params_free                params.h   Callers: graph
  *   kc_params_read                params.h   Callers: graph
  *   kc_toolkit_digest             toolkit.h  Callers: graph

@@ -30,6 +30,7 @@
 
 #include "../cache/internal.h" /* kc_cache_set_origin_manifest_ */
 #include "../common/internal.h"
+#include "../target/check.h"
 #include "kcache/cuda.h" /* kc_cuda_capability: coverage for a device */
 #include "kcache/prewarm.h"
 
@@ -185,7 +186,8 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
     }
     if (kc_manifest_arch_count(m) == 0) return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
     kc_graph_desc **descs = NULL;
-    int rc = load_descs(m, &descs);
+    int rc = kc_target_manifest_supported_(c, m); /* before any work: [Note: target check] */
+    if (!rc) rc = load_descs(m, &descs);
     if (rc) return rc;
     kc_cache_set_origin_manifest_(c, kc_manifest_origin_(m)); /* what it writes records the manifest */
     pw_run p = {c, m, &o, descs, report_new(m, descs), 0, kc_mono_ns(), PTHREAD_MUTEX_INITIALIZER};
