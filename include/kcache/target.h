@@ -9,7 +9,7 @@
  * which variants a device of compute capability X.Y may load and in which order; the
  * lookup (graph part), kc_variant_select and the tools all ask it.  It also says which
  * targets a toolchain supports, and checks a name against them ([Note: target check]): only
- * kc_target_supported and kc_cache_targets ask NVRTC; everything else here knows nothing of
+ * kc_target_supported asks NVRTC (kc_cache_targets, in kcache/cache.h, through it); everything else here knows nothing of
  * files, NVRTC or the driver, and is pure.  Every function here is safe from any thread.
  *
  * [Note: variant selection]
@@ -62,7 +62,7 @@
  *   - a compile (a miss that compiles, kc_compile_names, kc_prewarm) needs the target in the
  *     compiling NVRTC's list: sm_37 on CUDA 13 is refused before any compile starts, with
  *     the list, instead of NVRTC's bare INVALID_OPTION;
- *   - the tools and kc_prewarm check up front against kc_cache_targets: the list of the
+ *   - the tools and kc_prewarm check up front against kc_cache_targets (kcache/cache.h): the list of the
  *     toolchain the cache's keys use, so `kcache get --arch sm_999` fails before a lookup.
  * A manifest's targets are checked against the table when it is read (kc_manifest_load,
  * kc_manifest_set_archs: KC_EINVAL, a bad input file), and against the cache's toolchain by
@@ -196,12 +196,6 @@ KC_API int kc_target_table(kc_target_list *out);
  * table (out->from says which).  KC_OK either way, unless an argument is bad.  Thread-safe.
  */
 KC_API int kc_target_supported(const char *toolchain, kc_target_list *out);
-
-struct kc_cache; /* kc_cache: kcache/cache.h */
-
-/** kc_target_supported for the toolchain the keys of cache `c` use (kc_cache_toolchain): what a
- *  tool checks a target against before any lookup or compile.  Thread-safe. */
-KC_API int kc_cache_targets(struct kc_cache *c, kc_target_list *out);
 
 /** 1 when `t` is one of the list's targets ([Note: target check]), else 0. */
 KC_API int kc_target_list_has(const kc_target_list *l, const kc_target *t);

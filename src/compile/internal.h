@@ -7,9 +7,11 @@
 #define KC_COMPILE_INTERNAL_H
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
- *   kc_nvrtc_archs_               nvrtc.h    Callers: target
  *   kc_params_free                params.h   Callers: graph
  *   kc_params_read                params.h   Callers: graph
+ *   kc_target_compilable_         targets.h  Callers: graph
+ *   kc_target_known_              targets.h  Callers: graph
+ *   kc_target_manifest_check_     targets.h  Callers: prewarm
  *   kc_toolkit_digest             toolkit.h  Callers: graph
  *   kc_toolkit_digest_known       toolkit.h  Callers: graph
  *   kc_toolkit_direct             toolkit.h  Callers: graph

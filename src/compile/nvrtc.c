@@ -31,7 +31,7 @@
 #include "options.h"
 #include "toolkit.h"
 #include "nvrtc.h"
-#include "../target/check.h"
+#include "targets.h"
 #include "units.h" /* kc_compile_names_for_ */
 #include "kcache/target.h"
 #include "../config/config.h"

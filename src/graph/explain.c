@@ -24,7 +24,7 @@
 
 #include "../common/api.h"
 #include "../common/internal.h"
-#include "../target/check.h"
+#include "../compile/targets.h"
 #include "graph_internal.h"
 
 typedef struct ex_best {

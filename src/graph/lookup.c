@@ -21,8 +21,8 @@
 
 #include "../cache/internal.h"
 #include "../common/internal.h"
+#include "../compile/targets.h"
 #include "../store/tiers.h" /* kc_tiers_take_failure: strict */
-#include "../target/check.h"
 #include "graph_internal.h"
 #include "kcache/cuda.h"
 #include "kcache/target.h"

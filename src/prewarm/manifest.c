@@ -18,7 +18,7 @@
 
 #include "../common/fs.h"
 #include "../common/internal.h"
-#include "../target/check.h"
+#include "../compile/targets.h"
 #include "kcache/compile.h"
 #include "kcache/prewarm.h"
 

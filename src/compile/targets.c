@@ -1,5 +1,5 @@
 /*
- * supported.c — which targets a toolchain compiles, and the checks of the targets named to
+ * compile/targets.c — which targets a toolchain compiles, and the checks of the targets named to
  * kcache against them ([Note: target check] in include/kcache/target.h).
  *
  * The one idea: two lists, one rule.  This host's NVRTC says what it compiles
@@ -8,19 +8,17 @@
  * read accepts either, and asks NVRTC only for a name the table lacks; a compile needs NVRTC's;
  * a tool checks against the list of the toolchain its cache's keys use.
  *
- * Callers: the public kc_target_supported and kc_cache_targets (the tools, `kcache toolchain
- * --targets`), and check.h's callers.
+ * Callers: the public kc_target_supported (cache/targets.c's kc_cache_targets, the tools), and
+ * targets.h's callers.  The table and the names are the target part's (target.c).
  * Must not: load NVRTC for a target the table knows when only a lookup asks; leave an error
  * behind when it falls back to the table (a host without NVRTC is not a failure).
  */
 #include <stdio.h>
 
 #include "../common/internal.h"
-#include "../compile/nvrtc.h"
-#include "check.h"
-#include "kcache/cache.h"
 #include "kcache/compile.h"
-#include "kcache/prewarm.h"
+#include "nvrtc.h"
+#include "targets.h"
 
 /* out (a table already) from this host's NVRTC when it lists its targets; left the table else. */
 static void from_nvrtc(kc_target_list *out, int load) {
@@ -50,18 +48,6 @@ int kc_target_supported(const char *toolchain, kc_target_list *out) {
     if (!toolchain || (kc_toolchain_local(&local) == KC_OK && strcmp(local.id, toolchain) == 0)) from_nvrtc(out, 1);
     kc_err_restore(&keep);
     return KC_OK;
-}
-
-int kc_cache_targets(kc_cache *c, kc_target_list *out) {
-    if (!c) return kc_err(KC_EINVAL, "kc_cache_targets: cache is NULL");
-    int rc = kc_target_table(out);
-    if (rc) return rc;
-    kc_err_saved keep;
-    kc_err_save(&keep);
-    kc_toolchain_choice tc;
-    rc = kc_cache_toolchain(c, &tc); /* none (no NVRTC, nothing recorded): the table */
-    kc_err_restore(&keep);
-    return rc == KC_OK ? kc_target_supported(tc.id, out) : KC_OK;
 }
 
 int kc_target_known_(const char *name, const char *where, kc_target *out) {
@@ -104,15 +90,4 @@ int kc_target_manifest_check_(const char *origin, const char *where, const char 
     static __thread char msg[KC_ERRMSG_MAX]; /* the message, under the manifest's status: bad input */
     snprintf(msg, sizeof msg, "%s", kc_error_last()->message);
     return kc_err(KC_EINVAL, "%s", msg);
-}
-
-int kc_target_manifest_supported_(kc_cache *c, const kc_manifest *m) {
-    kc_target_list l = KC_TARGET_LIST_INIT;
-    int rc = kc_cache_targets(c, &l);
-    for (size_t i = 0; rc == KC_OK && i < kc_manifest_arch_count(m); i++) {
-        char w[300];
-        snprintf(w, sizeof w, "manifest archs[%zu]", i);
-        rc = kc_target_check(&l, kc_manifest_arch(m, i), w, NULL);
-    }
-    return rc;
 }

@@ -1,19 +1,15 @@
 /*
- * target/check.h — the target checks other parts make ([Note: target check] in kcache/target.h):
+ * compile/targets.h — the target checks other parts make ([Note: target check] in kcache/target.h):
  * a name a lookup may read, a target a compile may make, a manifest's target.
  *
  * Callers: graph/lookup.c and graph/explain.c (kc_target_known_), compile/nvrtc.c and
- * graph/build.c (kc_target_compilable_), prewarm/manifest.c and prewarm/prewarm.c
- * (kc_target_manifest_check_, kc_target_manifest_supported_).
+ * graph/build.c (kc_target_compilable_), prewarm/manifest.c (kc_target_manifest_check_).
  * Must not: load NVRTC for a target kcache's table knows (a hit never pays for dlopen).
  */
-#ifndef KC_TARGET_CHECK_H
-#define KC_TARGET_CHECK_H
+#ifndef KC_COMPILE_TARGETS_H
+#define KC_COMPILE_TARGETS_H
 
 #include "kcache/target.h"
-
-struct kc_cache;
-struct kc_manifest;
 
 /**
  * A target a lookup may read: parsed, and in kcache's table or in this host's NVRTC's list (NVRTC
@@ -29,9 +25,5 @@ int kc_target_compilable_(const kc_target *t);
 /** A manifest's target (`where` in `origin`: "archs[1]" in "m.json", or the list of "--arch"):
  *  kc_target_known_'s check, failing with KC_EINVAL (bad input) and the same message. */
 int kc_target_manifest_check_(const char *origin, const char *where, const char *name);
-
-/** Every target of manifest `m` against the toolchain cache `c` uses (kc_cache_targets), before
- *  any work: KC_OK, or KC_EARCH naming the first unknown one. */
-int kc_target_manifest_supported_(struct kc_cache *c, const struct kc_manifest *m);
 
 #endif
