@@ -21,7 +21,8 @@
 #include "entry.h"
 #include "key.h"
 #include "stats.h"
-#include "store.h" /* KC_OPEN_READONLY, KC_OPEN_ALLOW_UNSAFE_DIR, kc_gc_report, the remote's types */
+#include "target.h" /* kc_target_list: kc_cache_targets */
+#include "store.h"  /* KC_OPEN_READONLY, KC_OPEN_ALLOW_UNSAFE_DIR, kc_gc_report, the remote's types */
 
 #ifdef __cplusplus
 extern "C" {
@@ -448,6 +449,12 @@ typedef struct kc_toolchain_choice {
  * to pin one.  Memoised per process and directory once found.
  */
 KC_API int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out);
+
+/** The targets the toolchain of kc_cache_toolchain compiles (kc_target_supported: this host's
+ *  NVRTC's list when the keys use it, else kcache's table; [Note: target check] in
+ *  kcache/target.h): what a tool checks a named target against before any lookup or compile.
+ *  KC_OK with the table when no toolchain can be chosen.  Thread-safe. */
+KC_API int kc_cache_targets(kc_cache *c, kc_target_list *out);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,10 @@
  * An entry is stored once per target, and the target's name is the entry's *variant*
  * (the GPU architecture is not in the key).  This header is the one place that decides
  * which variants a device of compute capability X.Y may load and in which order; the
- * lookup (graph part), kc_variant_select and the tools all ask it.  It knows nothing of
- * files, NVRTC or the driver: every function here is pure and safe from any thread.
+ * lookup (graph part), kc_variant_select and the tools all ask it.  It also says which
+ * targets a toolchain supports, and checks a name against them ([Note: target check]): only
+ * kc_target_supported asks NVRTC (kc_cache_targets, in kcache/cache.h, through it); everything else here knows nothing of
+ * files, NVRTC or the driver, and is pure.  Every function here is safe from any thread.
  *
  * [Note: variant selection]
  * On a device of compute capability X.Y, kc_target_candidates lists, most preferred first:
@@ -39,6 +41,32 @@
  * When nothing stored fits, kcache compiles the plain sm_XY (kc_variant_for_device):
  * the portable choice that never fails on a device because of a feature it lacks.
  * kc_variant_select is this list applied to a set of names: the first candidate present.
+ *
+ * [Note: target check]
+ * Every target named to kcache — on the command line, in a manifest, through the API — is
+ * checked before any work, and an unknown one is KC_EARCH, naming the target, where it came
+ * from and the targets the toolchain supports.  Two sets decide it:
+ *   - the supported list of a toolchain (kc_target_supported): what this host's NVRTC
+ *     reports (nvrtcGetSupportedArchs, through the library kcache loads: the one the key
+ *     names, [Note: finding NVRTC]) when the toolchain asked about is this host's NVRTC;
+ *     otherwise — no NVRTC here, or a cache pinned to another toolchain — kcache's own table
+ *     of every architecture a CUDA toolkit (10 to 13) has made (kc_target_table);
+ *   - for each XY listed: sm_XY and compute_XY; sm_XYa and compute_XYa when XY >= 90; sm_XYf
+ *     and compute_XYf when XY >= 100 and the toolchain makes family targets (NVRTC >= 12.9).
+ * The rule, by what the caller does with the target:
+ *   - a lookup that may only read stored entries (kc_graph_explain, the lookup half of
+ *     kc_graph_compile) accepts a target of the table, or one this host's NVRTC lists; NVRTC
+ *     is loaded only for a target the table does not know, so a hit never pays for dlopen,
+ *     and a runtime without NVRTC still loads an sm_90 entry (or an sm_37 one a CUDA 11
+ *     toolchain stored);
+ *   - a compile (a miss that compiles, kc_compile_names, kc_prewarm) needs the target in the
+ *     compiling NVRTC's list: sm_37 on CUDA 13 is refused before any compile starts, with
+ *     the list, instead of NVRTC's bare INVALID_OPTION;
+ *   - the tools and kc_prewarm check up front against kc_cache_targets (kcache/cache.h): the list of the
+ *     toolchain the cache's keys use, so `kcache get --arch sm_999` fails before a lookup.
+ * A manifest's targets are checked against the table when it is read (kc_manifest_load,
+ * kc_manifest_set_archs: KC_EINVAL, a bad input file), and against the cache's toolchain by
+ * kc_prewarm and the tools before they start.
  */
 #ifndef KCACHE_TARGET_H
 #define KCACHE_TARGET_H
@@ -121,6 +149,73 @@ KC_API int kc_variant_select(const char *const *variants, size_t n, int major, i
  * `out` holds at least 16 bytes.
  */
 KC_API void kc_variant_for_device(int major, int minor, char out[16]);
+
+/* ---- the targets a toolchain supports ([Note: target check]) ---- */
+
+/** Most compute capabilities a kc_target_list holds. */
+#define KC_TARGET_LIST_MAX 64
+
+/** Where a kc_target_list came from. */
+typedef enum kc_targets_from {
+    KC_TARGETS_TABLE = 0, /**< kcache's own table: no NVRTC asked (none here, or another toolchain) */
+    KC_TARGETS_NVRTC = 1  /**< this host's NVRTC (nvrtcGetSupportedArchs) */
+} kc_targets_from;
+
+/** The version of kc_target_list this header declares. */
+#define KC_TARGET_LIST_VERSION 1u
+
+/**
+ * The targets a toolchain compiles, as compute capabilities (10 * major + minor), ascending and
+ * each once; for each, the names of [Note: target check] (sm_XY, compute_XY, and the 'a'/'f'
+ * forms).  The caller sets `version` (KC_TARGET_LIST_INIT) and kcache fills the rest.
+ */
+typedef struct kc_target_list {
+    unsigned version;           /**< KC_TARGET_LIST_VERSION, set by KC_TARGET_LIST_INIT */
+    kc_targets_from from;       /**< the source of the list */
+    int nvrtc_major;            /**< the NVRTC asked (KC_TARGETS_NVRTC), else 0 */
+    int nvrtc_minor;            /**< its minor version, else 0 */
+    int family;                 /**< 1 when family ('f') targets are made: NVRTC >= 12.9, and the table */
+    size_t n;                   /**< compute capabilities in cc */
+    int cc[KC_TARGET_LIST_MAX]; /**< 75, 80, …, 121 */
+} kc_target_list;
+
+/** A kc_target_list before kcache fills it. */
+#define KC_TARGET_LIST_INIT                                         \
+    {                                                               \
+        KC_TARGET_LIST_VERSION, KC_TARGETS_TABLE, 0, 0, 0, 0, { 0 } \
+    }
+
+/** kcache's own table: every architecture a CUDA toolkit (10 to 13) has made.  Pure; any thread.
+ *  KC_EINVAL on NULL, KC_EVERSION on a version this build lacks. */
+KC_API int kc_target_table(kc_target_list *out);
+
+/**
+ * The targets `toolchain` compiles: NULL for this host's NVRTC, or an identity (kc_toolchain.id,
+ * kc_toolchain_choice.id).  When that is this host's NVRTC and it reports its list, the list is
+ * NVRTC's (this loads NVRTC, once per process: ~0.1-0.4 s the first time); otherwise kcache's
+ * table (out->from says which).  KC_OK either way, unless an argument is bad.  Thread-safe.
+ */
+KC_API int kc_target_supported(const char *toolchain, kc_target_list *out);
+
+/** 1 when `t` is one of the list's targets ([Note: target check]), else 0. */
+KC_API int kc_target_list_has(const kc_target_list *l, const kc_target *t);
+
+/**
+ * Check a target named by a user: KC_OK with *out (may be NULL) filled when `name` is one of
+ * the list's targets; else KC_EARCH with the message "unknown target 'NAME' (WHERE): <why>;
+ * <the list, as kc_target_list_text>".  `where` says where the name came from ("--arch",
+ * "manifest m.json archs[1]", "kc_graph_compile"; NULL: none).  Pure; any thread.
+ */
+KC_API int kc_target_check(const kc_target_list *l, const char *name, const char *where, kc_target *out);
+
+/** The list for people: "NVRTC 13.0 compiles sm_75 sm_80 … sm_121 and compute_XY of each; sm_XYa
+ *  and compute_XYa from 90; sm_XYf and compute_XYf from 100".  Returns the length it wanted
+ *  (as snprintf); `out` is always terminated when cap > 0. */
+KC_API size_t kc_target_list_text(const kc_target_list *l, char *out, size_t cap);
+
+/** Every target name of the list, cubins then PTX, in ascending order: up to `cap` names written
+ *  to `out`, and how many there are in all returned. */
+KC_API size_t kc_target_list_names(const kc_target_list *l, char out[][16], size_t cap);
 
 #ifdef __cplusplus
 }

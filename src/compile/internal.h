@@ -9,6 +9,9 @@
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
  *   kc_params_free                params.h   Callers: graph
  *   kc_params_read                params.h   Callers: graph
+ *   kc_target_compilable_         targets.h  Callers: graph
+ *   kc_target_known_              targets.h  Callers: graph
+ *   kc_target_manifest_check_     targets.h  Callers: prewarm
  *   kc_toolkit_digest             toolkit.h  Callers: graph
  *   kc_toolkit_digest_known       toolkit.h  Callers: graph
  *   kc_toolkit_direct             toolkit.h  Callers: graph

@@ -30,6 +30,8 @@
 #include "../common/internal.h"
 #include "options.h"
 #include "toolkit.h"
+#include "nvrtc.h"
+#include "targets.h"
 #include "units.h" /* kc_compile_names_for_ */
 #include "kcache/target.h"
 #include "../config/config.h"
@@ -53,7 +55,10 @@ static struct {
     __typeof__(nvrtcGetProgramLog) *GetProgramLog;
     __typeof__(nvrtcAddNameExpression) *AddNameExpression;
     __typeof__(nvrtcGetLoweredName) *GetLoweredName;
+    int archs[KC_NVRTC_ARCHS_MAX]; /* nvrtcGetSupportedArchs, as NVRTC gives them */
+    int narchs;                    /* 0: this NVRTC does not say (before 11.2) */
 } nv;
+static int nv_done; /* nv_load has run (atomic): kc_nvrtc_archs_ may read nv without loading */
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
 #define KC_NVRTC_CHECK(call)                                                                                    \
@@ -70,6 +75,21 @@ static void *try_open(const char *path) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) snprintf(nv.why + strlen(nv.why), sizeof nv.why - strlen(nv.why), "%s%s", nv.why[0] ? "; " : "", dlerror());
     return h;
+}
+
+/* The targets this NVRTC compiles ([Note: target check] in kcache/target.h); none when it cannot
+ * say (before NVRTC 11.2: the symbols are missing) or says something out of range. */
+static void supported_load(void) {
+    __typeof__(nvrtcGetNumSupportedArchs) *num;
+    __typeof__(nvrtcGetSupportedArchs) *get;
+    *(void **)&num = dlsym(nv.lib, "nvrtcGetNumSupportedArchs");
+    *(void **)&get = dlsym(nv.lib, "nvrtcGetSupportedArchs");
+    int n = 0;
+    if (!num || !get || num(&n) != NVRTC_SUCCESS || n <= 0 || n > KC_NVRTC_ARCHS_MAX || get(nv.archs) != NVRTC_SUCCESS)
+        n = 0;
+    for (int i = 0; i < n; i++)
+        if (nv.archs[i] < 30 || nv.archs[i] > 999) n = 0; /* not a compute capability: trust none */
+    nv.narchs = n;
 }
 
 /* Load exactly the file toolchain.c identified ([Note: finding NVRTC]), so that the compiler
@@ -115,6 +135,7 @@ static void nv_load(void) {
     nv.why[0] = '\0';
     nv.Version(&nv.major, &nv.minor);
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
+    supported_load();
     /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench).
      * Parsed strictly; a bad value keeps the safe default (NVRTC's cache off) and says so. */
     bool own = false;
@@ -127,15 +148,31 @@ static void nv_load(void) {
     kc_log(KC_LOG_COMPILE, "loaded %s", nv.toolchain);
 }
 
+static void nv_load_once(void) {
+    nv_load();
+    __atomic_store_n(&nv_done, 1, __ATOMIC_RELEASE);
+}
+
+int kc_nvrtc_archs_(int load, int *cc, size_t cap, size_t *n, int *major, int *minor) {
+    *n = 0;
+    if (load) pthread_once(&nv_once, nv_load_once);
+    if (!__atomic_load_n(&nv_done, __ATOMIC_ACQUIRE) || !nv.lib)
+        return load ? kc_nvrtc_available() : kc_err(KC_ENONVRTC, "NVRTC is not loaded");
+    if (nv.narchs == 0) return kc_err(KC_ENONVRTC, "this NVRTC (%d.%d) does not list its targets", nv.major, nv.minor);
+    for (int i = 0; i < nv.narchs && (size_t)i < cap; i++) cc[(*n)++] = nv.archs[i];
+    *major = nv.major, *minor = nv.minor;
+    return KC_OK;
+}
+
 int kc_nvrtc_available(void) {
-    pthread_once(&nv_once, nv_load);
+    pthread_once(&nv_once, nv_load_once);
     if (nv.lib) return KC_OK;
     return kc_err(KC_ENONVRTC, "compiling needs NVRTC, which could not be loaded (set KCACHE_NVRTC to its library): %s",
                   nv.why);
 }
 
 const char *kc_nvrtc_toolchain(void) {
-    pthread_once(&nv_once, nv_load);
+    pthread_once(&nv_once, nv_load_once);
     return nv.lib ? nv.toolchain : "";
 }
 
@@ -331,6 +368,7 @@ int kc_compile_names(const kc_kernel_src *k, const char *const *names, size_t nn
     int rc = compile_precheck(k, names, nnames);
     kc_target t;
     if (!rc) rc = kc_target_parse(target, &t); /* the public boundary: parsed here, once */
+    if (!rc) rc = kc_target_compilable_(&t);
     return rc ? rc : compile_checked(k, names, nnames, &t, out);
 }
 
@@ -340,5 +378,6 @@ int kc_compile_names_for_(const kc_kernel_src *k, const char *const *names, size
     if (!k || !k->source || !names || nnames == 0 || !target || !out)
         return kc_err(KC_EINVAL, "kc_compile_names: NULL argument");
     int rc = compile_precheck(k, names, nnames);
+    if (!rc) rc = kc_target_compilable_(target); /* [Note: target check] */
     return rc ? rc : compile_checked(k, names, nnames, target, out);
 }

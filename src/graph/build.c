@@ -19,6 +19,7 @@
 #include "../cache/internal.h"
 #include "../cache/record.h"
 #include "../common/internal.h"
+#include "../compile/targets.h"
 #include "../compile/toolkit.h"
 #include "../entry/trust.h"
 #include "graph_internal.h"
@@ -105,6 +106,7 @@ static int build_units(kc_cache *c, build *b, const kc_target *target, int reuse
         rc = kc_err(KC_EINVAL, "%s: %zu kernels; at most %d compile together", b->label, d->nkernels, KC_UNITS_MAX);
     if (!rc) rc = kc_cache_toolchain(c, &b->tc);
     if (!rc) rc = kc_cache_toolchain_can_compile_(&b->tc);
+    if (!rc) rc = kc_target_compilable_(target);
     if (!rc) rc = kc_graph_toolkit_id_(c, d, b->headers); /* memoised: the key computed it */
     if (!rc) rc = toolchain_meta(b->headers, b->meta);
     struct kc_toolkit_watch *watch = NULL; /* what the compiles read, for the direct manifest */

@@ -24,6 +24,7 @@
 
 #include "../common/api.h"
 #include "../common/internal.h"
+#include "../compile/targets.h"
 #include "graph_internal.h"
 
 typedef struct ex_best {
@@ -158,7 +159,7 @@ int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, k
     memset(x, 0, sizeof *x); /* version 1 is the only one: its size is the struct's */
     x->version = version;
     kc_target t;
-    int rc = kc_target_parse(variant, &t);
+    int rc = kc_target_known_(variant, "kc_graph_explain", &t); /* [Note: target check] */
     if (rc) return rc;
     kc_key key;
     kc_key_builder *kb;

@@ -21,6 +21,7 @@
 
 #include "../cache/internal.h"
 #include "../common/internal.h"
+#include "../compile/targets.h"
 #include "../store/tiers.h" /* kc_tiers_take_failure: strict */
 #include "graph_internal.h"
 #include "kcache/cuda.h"
@@ -245,7 +246,7 @@ static int graph_compile(kc_cache *c, const kc_graph_desc *d, const char *target
     memset(info, 0, sizeof *info);
     if (!c || !d || !target) return kc_err(KC_EINVAL, "kc_graph_compile: NULL argument");
     kc_target t;
-    int rc = kc_target_parse(target, &t);
+    int rc = kc_target_known_(target, "kc_graph_compile", &t); /* [Note: target check] */
     if (rc) return rc;
     uint64_t t0, t_first = 0;
     kc_key key;

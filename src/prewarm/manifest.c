@@ -21,6 +21,7 @@
 #include "../common/fs.h"
 #include "../common/internal.h"
 #include "../common/json.h"
+#include "../compile/targets.h"
 #include "kcache/compile.h"
 #include "kcache/prewarm.h"
 
@@ -51,9 +52,8 @@ const char *kc_manifest_arch(const kc_manifest *m, size_t i) { return m && i < m
 
 /* Add a target unless present; KC_EINVAL (with `where`) if it is not one. */
 static int add_arch(kc_manifest *m, const char *origin, const char *where, const char *t) {
-    kc_target tg;
-    if (!t || kc_target_parse(t, &tg) != KC_OK)
-        return kc_err(KC_EINVAL, "%s: %s is not a target (sm_XY, sm_XYa, compute_XY)", origin, where);
+    int rc = kc_target_manifest_check_(origin, where, t); /* [Note: target check] */
+    if (rc) return rc;
     for (size_t i = 0; i < m->narchs; i++)
         if (strcmp(m->archs[i], t) == 0) return KC_OK;
     if (m->narchs >= KC_MANIFEST_MAX_ARCHS)

@@ -172,6 +172,19 @@ static report_owned *report_new(const kc_manifest *m, kc_graph_desc **descs) {
     return o;
 }
 
+/* Every target of the manifest against the toolchain the cache's keys use, before any work
+ * ([Note: target check] in kcache/target.h): KC_OK, or KC_EARCH naming the first unknown one. */
+static int targets_supported(kc_cache *c, const kc_manifest *m) {
+    kc_target_list l = KC_TARGET_LIST_INIT;
+    int rc = kc_cache_targets(c, &l);
+    for (size_t i = 0; rc == KC_OK && i < kc_manifest_arch_count(m); i++) {
+        char w[64];
+        snprintf(w, sizeof w, "manifest archs[%zu]", i);
+        rc = kc_target_check(&l, kc_manifest_arch(m, i), w, NULL);
+    }
+    return rc;
+}
+
 int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts, kc_prewarm_report **out) {
     if (!out) return kc_err(KC_EINVAL, "kc_prewarm: out is NULL");
     *out = NULL;
@@ -185,7 +198,8 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
     }
     if (kc_manifest_arch_count(m) == 0) return kc_err(KC_EINVAL, "the manifest names no target (\"archs\"); give some");
     kc_graph_desc **descs = NULL;
-    int rc = load_descs(m, &descs);
+    int rc = targets_supported(c, m); /* before any work: [Note: target check] */
+    if (!rc) rc = load_descs(m, &descs);
     if (rc) return rc;
     kc_cache_set_origin_manifest_(c, kc_manifest_origin_(m)); /* what it writes records the manifest */
     pw_run p = {c, m, &o, descs, report_new(m, descs), 0, kc_mono_ns(), PTHREAD_MUTEX_INITIALIZER};

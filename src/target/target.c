@@ -17,8 +17,10 @@
  */
 #include "kcache/target.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 
 /* ---- names ---- */
@@ -145,4 +147,120 @@ void kc_variant_for_device(int major, int minor, char out[16]) {
     kc_target t;
     kc_target_for_device(major, minor, &t);
     kc_target_name(&t, out);
+}
+
+/* ---- the targets a toolchain supports ([Note: target check]) ---- */
+
+/* The first compute capability with family ('f') targets. */
+#define KC_FAMILY_CC (KC_FAMILY_MAJOR * 10)
+/* The first compute capability with arch-specific ('a') targets. */
+#define KC_ARCH_SPECIFIC_CC (KC_ARCH_SPECIFIC_MAJOR * 10)
+
+static int list_version(const char *fn, const kc_target_list *l) {
+    if (!l) return kc_err(KC_EINVAL, "%s: NULL argument", fn);
+    return kc_api_version(fn, "kc_target_list", "KC_TARGET_LIST_INIT", l->version, KC_TARGET_LIST_VERSION);
+}
+
+/* Insert cc into the ascending set l->cc unless present or full. */
+static void list_add(kc_target_list *l, int cc) {
+    size_t i = 0;
+    while (i < l->n && l->cc[i] < cc) i++;
+    if ((i < l->n && l->cc[i] == cc) || l->n >= KC_TARGET_LIST_MAX) return;
+    memmove(&l->cc[i + 1], &l->cc[i], (l->n - i) * sizeof l->cc[0]);
+    l->cc[i] = cc;
+    l->n++;
+}
+
+int kc_target_table(kc_target_list *out) {
+    int rc = list_version("kc_target_table", out);
+    if (rc) return rc;
+    unsigned version = out->version;
+    memset(out, 0, sizeof *out);
+    out->version = version;
+    out->from = KC_TARGETS_TABLE;
+    out->family = 1;
+    for (size_t i = 0; i < KC_ARRAY_LEN(real_archs); i++) list_add(out, real_archs[i]);
+    for (size_t i = 0; i < KC_ARRAY_LEN(virtual_archs); i++) list_add(out, virtual_archs[i]);
+    return KC_OK;
+}
+
+int kc_target_list_has(const kc_target_list *l, const kc_target *t) {
+    if (!l || !t || l->version < 1) return 0;
+    int cc = CC(t->major, t->minor);
+    if (t->suffix == 'a' && cc < KC_ARCH_SPECIFIC_CC) return 0;
+    if (t->suffix == 'f' && (cc < KC_FAMILY_CC || !l->family)) return 0;
+    for (size_t i = 0; i < l->n && i < KC_TARGET_LIST_MAX; i++)
+        if (l->cc[i] == cc) return 1;
+    return 0;
+}
+
+/* Append to out as snprintf would, keeping *o the length wanted. */
+KC_PRINTF(4, 5) static void put_text(char *out, size_t cap, size_t *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(*o < cap ? out + *o : NULL, *o < cap ? cap - *o : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0) *o += (size_t)w;
+}
+
+size_t kc_target_list_text(const kc_target_list *l, char *out, size_t cap) {
+    if (!out) cap = 0;
+    if (cap) out[0] = '\0';
+    if (!l || l->version < 1) return 0;
+    size_t o = 0;
+    if (l->from == KC_TARGETS_NVRTC) put_text(out, cap, &o, "NVRTC %d.%d compiles", l->nvrtc_major, l->nvrtc_minor);
+    else put_text(out, cap, &o, "kcache's table (NVRTC not asked) knows");
+    int a = 0, f = 0;
+    for (size_t i = 0; i < l->n && i < KC_TARGET_LIST_MAX; i++) {
+        put_text(out, cap, &o, " sm_%d", l->cc[i]);
+        a |= l->cc[i] >= KC_ARCH_SPECIFIC_CC;
+        f |= l->cc[i] >= KC_FAMILY_CC && l->family;
+    }
+    put_text(out, cap, &o, "%s", l->n ? " and compute_XY of each" : " no target");
+    if (a) put_text(out, cap, &o, "; sm_XYa and compute_XYa from %d", KC_ARCH_SPECIFIC_CC);
+    if (f) put_text(out, cap, &o, "; sm_XYf and compute_XYf from %d", KC_FAMILY_CC);
+    return o;
+}
+
+size_t kc_target_list_names(const kc_target_list *l, char out[][16], size_t cap) {
+    if (!l || l->version < 1) return 0;
+    static const char *const forms[][2] = {{"sm", ""},      {"sm", "a"},      {"sm", "f"},
+                                           {"compute", ""}, {"compute", "a"}, {"compute", "f"}};
+    size_t n = 0;
+    for (size_t k = 0; k < KC_ARRAY_LEN(forms); k++)
+        for (size_t i = 0; i < l->n && i < KC_TARGET_LIST_MAX; i++) {
+            kc_target t = {l->cc[i] / 10, l->cc[i] % 10, forms[k][0][0] == 'c' ? KC_TARGET_PTX : KC_TARGET_CUBIN,
+                           forms[k][1][0]};
+            if (!kc_target_list_has(l, &t)) continue;
+            if (out && n < cap) kc_target_name(&t, out[n]);
+            n++;
+        }
+    return n;
+}
+
+int kc_target_check(const kc_target_list *l, const char *name, const char *where, kc_target *out) {
+    int rc = list_version("kc_target_check", l);
+    if (rc) return rc;
+    kc_target t;
+    char why[160] = "", list[1024];
+    if (!name) return kc_err(KC_EINVAL, "kc_target_check: name is NULL");
+    if (kc_target_parse(name, &t) != KC_OK) {
+        const char *m = kc_error_last()->message, *p = strchr(m, '(');
+        snprintf(why, sizeof why, "%s", p ? p + 1 : m); /* the grammar's reason: "(want sm_XY, …)", "too old" */
+        size_t wl = strlen(why);
+        if (p && wl && why[wl - 1] == ')') why[wl - 1] = '\0';
+    } else if (kc_target_list_has(l, &t)) {
+        if (out) *out = t;
+        return KC_OK;
+    } else {
+        snprintf(why, sizeof why, "not a target of this toolchain");
+    }
+    kc_target_list_text(l, list, sizeof list);
+    char shown[48];
+    size_t j = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p && j + 5 < sizeof shown; p++)
+        j += (size_t)(*p < 0x20 || *p >= 0x7f ? snprintf(shown + j, sizeof shown - j, "\\x%02x", *p)
+                                              : snprintf(shown + j, sizeof shown - j, "%c", *p));
+    return kc_err(KC_EARCH, "unknown target '%s'%s%s%s: %s; %s; see 'kcache toolchain --targets'", shown,
+                  where ? " (" : "", where ? where : "", where ? ")" : "", why, list);
 }

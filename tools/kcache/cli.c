@@ -300,3 +300,27 @@ int cli_setting_on(const kc_config *cfg, int id) {
     char v[16];
     return cfg && kc_config_get(cfg, id, v, sizeof v, NULL, NULL, 0) == KC_OK && strcmp(v, "true") == 0;
 }
+
+/* ---- targets ([Note: target check] in kcache/target.h) ---- */
+
+int cli_target_check(kc_cache *c, const char *who, const char *name, const char *where, int stored) {
+    kc_target_list l = KC_TARGET_LIST_INIT;
+    int rc = stored ? kc_target_table(&l) : kc_cache_targets(c, &l);
+    if (rc == KC_OK) rc = kc_target_check(&l, name, where, NULL);
+    if (rc != KC_OK && stored && kc_target_supported(NULL, &l) == KC_OK && l.from == KC_TARGETS_NVRTC)
+        rc = kc_target_check(&l, name, where, NULL); /* newer than the table: this NVRTC's */
+    if (rc == KC_OK) return 0;
+    fprintf(stderr, "kcache %s: %s\n", who, kc_error_last()->message);
+    return EXIT_USAGE;
+}
+
+int cli_manifest_targets_check(kc_cache *c, const char *who, const kc_manifest *m, const char *path, const char *arch) {
+    char where[4200], shown[4096];
+    for (size_t i = 0; i < kc_manifest_arch_count(m); i++) {
+        if (arch) snprintf(where, sizeof where, "--arch");
+        else snprintf(where, sizeof where, "manifest %s, archs[%zu]", cli_shown(path, shown, sizeof shown), i);
+        int rc = cli_target_check(c, who, kc_manifest_arch(m, i), where, 0);
+        if (rc) return rc;
+    }
+    return 0;
+}

@@ -201,6 +201,19 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json);
  */
 int cli_manifest_open(const char *who, const char *path, const char *arch, kc_manifest **out);
 
+/**
+ * [Note: target check] in kcache/target.h, before any lookup or compile: `name` (from `where`:
+ * "--arch") against the targets of the toolchain cache `c` uses (kc_cache_targets) — or, with
+ * `stored` (a command that only reads entries of any toolchain: export), against every target
+ * kcache knows (its table, else this host's NVRTC).  0, or EXIT_USAGE after "kcache WHO: unknown
+ * target 'NAME' (WHERE): …, the supported targets".
+ */
+int cli_target_check(kc_cache *c, const char *who, const char *name, const char *where, int stored);
+
+/** cli_target_check of every target of `m`: from "--arch" when `arch` was given, else from
+ *  "manifest PATH". */
+int cli_manifest_targets_check(kc_cache *c, const char *who, const kc_manifest *m, const char *path, const char *arch);
+
 /* ---- coverage (kc_manifest_covered in kcache/prewarm.h): coverage and export --manifest ---- */
 
 /** One line per missing variant of `r` to `f`: "kcache WHO: missing GRAPH TARGET: REASON". */

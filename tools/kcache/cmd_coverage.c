@@ -61,6 +61,17 @@ static void print_text(const char *mpath, const kc_coverage_report *r) {
                r->missing);
 }
 
+/* The cache, opened, and the manifest's targets checked against its toolchain before any lookup
+ * ([Note: target check] in kcache/target.h): 0, or the exit code (the cache closed). */
+static int open_checked(const cli_settings *cs, const kc_manifest *m, const char *mpath, const char *arch,
+                        kc_cache **c) {
+    *c = NULL;
+    if (cli_open_cache_readonly(cs, c)) return EXIT_PROBLEM;
+    int rc = cli_manifest_targets_check(*c, "coverage", m, mpath, arch);
+    if (rc) kc_cache_close(*c), *c = NULL;
+    return rc;
+}
+
 static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_coverage;
     cli_args a;
@@ -92,10 +103,10 @@ static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
         kc_manifest_free(m);
         return cli_usage_error(c0, "the manifest names no target (\"archs\"): give --arch LIST or --device N", NULL);
     }
-    kc_cache *c;
-    if (cli_open_cache_readonly(cs, &c)) {
+    kc_cache *c = NULL;
+    if ((rc = open_checked(cs, m, mpath, arch, &c))) {
         kc_manifest_free(m);
-        return EXIT_PROBLEM;
+        return rc;
     }
     kc_coverage_report *r = NULL;
     rc = kc_manifest_covered(c, m, device, &r);

@@ -166,9 +166,8 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
     char dev[16] = "sm_90";
     int major, minor;
     if (!arch && kc_cuda_capability(0, &major, &minor) == KC_OK) kc_variant_for_device(major, minor, dev);
+    const char *named = arch; /* checked against the toolchain once the cache is open */
     if (!arch) arch = dev;
-    kc_target t;
-    if (kc_target_parse(arch, &t) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
         fputs("kcache explain: ", stderr);
@@ -176,10 +175,11 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
         fputc('\n', stderr);
         return EXIT_USAGE;
     }
-    kc_cache *c;
-    if (cli_open_cache_readonly(cs, &c)) {
+    kc_cache *c = NULL;
+    if (cli_open_cache_readonly(cs, &c) || (named && (rc0 = cli_target_check(c, "explain", named, "--arch", 0)))) {
+        kc_cache_close(c);
         kc_graph_desc_free(d);
-        return EXIT_PROBLEM;
+        return rc0 ? rc0 : EXIT_PROBLEM;
     }
     kc_explain *x = malloc(sizeof *x);
     if (x) x->version = KC_EXPLAIN_VERSION;

@@ -123,10 +123,8 @@ static int export_all(const cli_settings *cs, const cli_cmd *c0, const char *fil
         char buf[1024];
         snprintf(buf, sizeof buf, "%s", arch);
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
-            kc_target tg;
-            if (kc_target_parse(t, &tg) != KC_OK || narchs >= KC_MANIFEST_MAX_ARCHS)
-                rc = cli_usage_error(c0, "not a target", t);
-            else archs[narchs++] = strdup(t);
+            if (narchs >= KC_MANIFEST_MAX_ARCHS) rc = cli_usage_error(c0, "too many targets", t);
+            else if (!(rc = cli_target_check(NULL, "export", t, "--arch", 1))) archs[narchs++] = strdup(t);
         }
         if (!rc && narchs == 0) rc = cli_usage_error(c0, "--arch needs at least one target", NULL);
     }
@@ -241,9 +239,10 @@ static int export_manifest(const cli_settings *cs, const export_args *a) {
         return cli_usage_error(&cli_cmd_export, "the manifest names no target (\"archs\"): give --arch LIST", NULL);
     }
     kc_cache *c = NULL;
-    if (cli_open_cache_readonly(cs, &c)) {
+    if (cli_open_cache_readonly(cs, &c) || (rc = cli_manifest_targets_check(c, "export", m, a->mpath, a->arch))) {
+        kc_cache_close(c);
         kc_manifest_free(m);
-        return EXIT_PROBLEM;
+        return rc ? rc : EXIT_PROBLEM;
     }
     kc_coverage_report *cov = NULL;
     ex_covers xc;

@@ -55,8 +55,6 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
     int rc0 = cli_spec_args(c0, argc, argv, &arch, &o);
     if (rc0) return rc0;
-    kc_target t;
-    if (arch && kc_target_parse(arch, &t) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
     kc_graph_desc *d;
     if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
         fputs("kcache get: ", stderr);
@@ -64,19 +62,25 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
         fputc('\n', stderr);
         return EXIT_USAGE;
     }
-    kc_cache *c;
-    if (cli_open_cache(cs, &c)) {
+    kc_cache *c = NULL;
+    /* A target kcache knows passes without loading NVRTC (a warm get never does); one NVRTC
+     * cannot compile is refused before the compile ([Note: target check] in kcache/target.h). */
+    if (cli_open_cache(cs, &c) || (arch && (rc0 = cli_target_check(c, "get", arch, "--arch", 1)))) {
+        kc_cache_close(c);
         kc_graph_desc_free(d);
-        return EXIT_PROBLEM;
+        return rc0 ? rc0 : EXIT_PROBLEM;
     }
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = cli_lookup(c, d, arch, &info);
     if (rc == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, o.json);
-    else {
+    else if (rc == KC_EARCH && arch) {
+        fprintf(stderr, "kcache get: %s\n", kc_error_last()->message); /* the message says it all */
+        rc0 = EXIT_USAGE;
+    } else {
         if (o.json) print_failure_json(kc_graph_desc_name(d), arch, &info);
         cli_fail(kc_graph_desc_name(d));
     }
     kc_cache_close(c);
     kc_graph_desc_free(d);
-    return rc == KC_OK ? 0 : EXIT_PROBLEM;
+    return rc == KC_OK ? 0 : rc0 ? rc0 : EXIT_PROBLEM;
 }

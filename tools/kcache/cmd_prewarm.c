@@ -328,10 +328,11 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
         fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", a.path);
         return EXIT_USAGE;
     }
-    kc_cache *c;
-    if (cli_open_cache(&a.mine, &c)) {
+    kc_cache *c = NULL;
+    if (cli_open_cache(&a.mine, &c) || (rc = cli_manifest_targets_check(c, "prewarm", m, a.path, a.arch))) {
+        kc_cache_close(c);
         kc_manifest_free(m);
-        return EXIT_PROBLEM;
+        return rc ? rc : EXIT_PROBLEM;
     }
     rc = pw_run(c, m, &a);
     kc_cache_close(c);

@@ -5,7 +5,8 @@
  *
  * The one idea: every line is the library's answer (kc_toolchain_local, kc_cache_record_*,
  * kc_cache_toolchain); the command adds nothing but the pin it is asked to set.  It loads no
- * NVRTC: the identity is read from the library's file.
+ * NVRTC (the identity is read from the library's file) unless asked for the targets (--targets,
+ * --json: kc_cache_targets asks NVRTC which it compiles, [Note: target check] in kcache/target.h).
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  */
 #include <stdio.h>
@@ -21,12 +22,13 @@ static const cli_opt toolchain_opts[] = {
     {"json", 0, NULL, "print one JSON object"},
     {"pin", 0, "ID", "keys in this cache use toolchain ID on every host"},
     {"unpin", 0, NULL, "remove the cache's pin"},
+    {"targets", 0, NULL, "list the targets the toolchain the keys use compiles (NVRTC's list, else kcache's table)"},
     {NULL, 0, NULL, NULL},
 };
 
 const cli_cmd cli_cmd_toolchain = {
     "toolchain",
-    "kcache toolchain [--json] [--pin ID | --unpin]",
+    "kcache toolchain [--json] [--targets] [--pin ID | --unpin]",
     "Print this host's NVRTC as keys know it: its identity (the GNU build-id of its library,\n"
     "or a hash of the file's bytes when it has none), its file and the version its name\n"
     "carries — read from the file, without loading it.  Then the toolchain pinned\n"
@@ -35,7 +37,11 @@ const cli_cmd cli_cmd_toolchain = {
     "when there is exactly one; with several, pin one.\n"
     "  --pin ID   keys in this cache use toolchain ID (as printed here) on every host,\n"
     "             whatever its NVRTC; a host whose NVRTC is not ID then never compiles\n"
-    "  --unpin    remove the cache's pin",
+    "  --unpin    remove the cache's pin\n"
+    "  --targets  list the targets (sm_XY, sm_XYa, sm_XYf, compute_XY, ...) the toolchain the\n"
+    "             keys use compiles, one a line after a '#' line saying where the list is from:\n"
+    "             this host's NVRTC (it is loaded to ask), else kcache's own table.  Every\n"
+    "             --arch and manifest target is checked against it.  --json has it as \"targets\"",
     cmd_toolchain,
     toolchain_opts,
     CLI_OPERANDS_NONE};
@@ -85,6 +91,8 @@ typedef struct tc_view {
     kc_toolchain_choice ch;
     char cwhy[2000];
     char headers[33], hwhy[600];
+    int want_targets;       /* --targets or --json: ask (loads NVRTC) */
+    kc_target_list targets; /* kc_cache_targets */
 } tc_view;
 
 static void gather(kc_cache *c, tc_view *v) {
@@ -101,6 +109,39 @@ static void gather(kc_cache *c, tc_view *v) {
     snprintf(v->cwhy, sizeof v->cwhy, "%s", v->crc ? kc_error_last()->message : "");
     v->headers[0] = v->hwhy[0] = '\0';
     if (kc_toolkit_headers_id(v->headers) != KC_OK) snprintf(v->hwhy, sizeof v->hwhy, "%s", kc_error_last()->message);
+    kc_target_list l = KC_TARGET_LIST_INIT;
+    v->targets = l;
+    if (v->want_targets) kc_cache_targets(c, &v->targets);
+}
+
+/* "targets": where the list is from, the compute capabilities and every name. */
+static void print_targets_json(const kc_target_list *l) {
+    char nv[32] = "";
+    if (l->from == KC_TARGETS_NVRTC) snprintf(nv, sizeof nv, "%d.%d", l->nvrtc_major, l->nvrtc_minor);
+    printf(", \"targets\": {\"from\": \"%s\", \"nvrtc\": ", l->from == KC_TARGETS_NVRTC ? "nvrtc" : "table");
+    nv[0] ? json_str(stdout, nv) : (void)printf("null");
+    printf(", \"archs\": [");
+    for (size_t i = 0; i < l->n; i++) printf("%s%d", i ? ", " : "", l->cc[i]);
+    char names[6 * KC_TARGET_LIST_MAX][16];
+    size_t n = kc_target_list_names(l, names, 6 * KC_TARGET_LIST_MAX);
+    printf("], \"names\": [");
+    for (size_t i = 0; i < n && i < 6 * KC_TARGET_LIST_MAX; i++)
+        printf("%s", i ? ", " : ""), json_str(stdout, names[i]);
+    printf("]}");
+}
+
+/* --targets: a '#' line saying where the list is from, then one target a line. */
+static void print_targets_text(const tc_view *v) {
+    const kc_target_list *l = &v->targets;
+    if (l->from == KC_TARGETS_NVRTC)
+        printf("# NVRTC %d.%d (this host's; the keys use %s): the targets it compiles\n", l->nvrtc_major,
+               l->nvrtc_minor, v->crc ? "no toolchain" : v->ch.id);
+    else
+        printf("# kcache's own table (%s): every target a CUDA toolkit has made\n",
+               v->crc ? "no NVRTC here" : "the keys' toolchain is not this host's NVRTC");
+    char names[6 * KC_TARGET_LIST_MAX][16];
+    size_t n = kc_target_list_names(l, names, 6 * KC_TARGET_LIST_MAX);
+    for (size_t i = 0; i < n && i < 6 * KC_TARGET_LIST_MAX; i++) printf("%s\n", names[i]);
 }
 
 static const char *from_name(kc_toolchain_from f) {
@@ -161,7 +202,9 @@ static void print_json(const tc_view *v) {
     printf(", \"toolkit_headers_recorded\": [");
     rec_ctx hr = {1, 0};
     kc_cache_record_foreach(v->c, "toolkit_headers.", print_name, &hr);
-    printf("]}\n");
+    printf("]");
+    print_targets_json(&v->targets);
+    printf("}\n");
 }
 
 static void print_text(const tc_view *v) {
@@ -194,7 +237,7 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_toolchain;
     cli_args a;
     cli_parse(c0, argc, argv, 0, &a);
-    int json = cli_flag(&a, "json"), unpin = cli_flag(&a, "unpin");
+    int json = cli_flag(&a, "json"), unpin = cli_flag(&a, "unpin"), targets = cli_flag(&a, "targets");
     const char *pin = cli_arg(&a, "pin");
     if (pin && unpin) return cli_usage_error(c0, "--pin and --unpin together", NULL);
     if (pin && kc_toolchain_id_check(pin) != KC_OK) return cli_usage_error(c0, kc_error_last()->message, NULL);
@@ -209,8 +252,9 @@ static int cmd_toolchain(const cli_settings *cs, int argc, char **argv) {
         kc_cache_close(c);
         return EXIT_PROBLEM;
     }
+    v->want_targets = targets || json;
     gather(c, v);
-    json ? print_json(v) : print_text(v);
+    json ? print_json(v) : targets ? print_targets_text(v) : print_text(v);
     free(v);
     kc_cache_close(c);
     return 0;
