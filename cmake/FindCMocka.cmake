@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FindCMocka — cmocka unit-test framework (Debian: libcmocka-dev).  Defines CMocka::CMocka.
 find_path(CMocka_INCLUDE_DIR cmocka.h)
 find_library(CMocka_LIBRARY NAMES cmocka)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FindHiredis — hiredis (Debian: libhiredis-dev).  Defines Hiredis::Hiredis.
 find_path(Hiredis_INCLUDE_DIR hiredis/hiredis.h)
 find_library(Hiredis_LIBRARY NAMES hiredis)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FindXXHash — xxHash ≥ 0.8 for XXH3 (Debian: libxxhash-dev).  Defines XXHash::XXHash.
 find_path(XXHash_INCLUDE_DIR xxhash.h)
 find_library(XXHash_LIBRARY NAMES xxhash)

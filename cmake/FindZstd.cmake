@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FindZstd — zstd (Debian: libzstd-dev).  Defines Zstd::Zstd.
 find_path(Zstd_INCLUDE_DIR zstd.h)
 find_library(Zstd_LIBRARY NAMES zstd)

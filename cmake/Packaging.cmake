@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Packaging.cmake — CPack's Debian packages, one per install component (the top CMakeLists.txt and
 # every install rule name theirs):
 #   lib  -> libkcacheN    (N = the soname's number, SOVERSION = the major version): the shared library

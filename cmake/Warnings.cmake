@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warnings.cmake — the project's compiler warnings, as one INTERFACE target: kcache_warnings.
 #
 # The one idea: warnings are for us, never a reason for a user's build to fail.  A user's

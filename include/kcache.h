@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache.h — umbrella header of libkcache, a cache of compiled GPU kernels.
  *

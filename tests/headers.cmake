@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Compile every public header alone with -std=c11 -pedantic -Wall -Wextra -Werror.
 file(MAKE_DIRECTORY ${OUT})
 foreach(h ${HEADERS})

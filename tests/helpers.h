@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * helpers.h — what the tests share: temporary directories, removing trees, small
  * file helpers, and the skip code.  Header-only so each test stays one file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_server.h — start a real redis-server (Debian's package) on a free loopback port
  * for one test, and stop it.  Without redis-server the test exits with the skip code.

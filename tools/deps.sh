@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deps.sh — install what kcache needs to build and test, from Debian's packages, if missing.
 # The CUDA Toolkit comes with the machine (found by CMake under /usr/local/cuda).
 set -euo pipefail

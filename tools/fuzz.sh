@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz.sh — build the libFuzzer targets with clang under ASan+UBSan, with the library itself
 # instrumented for coverage (tests/fuzz/CMakeLists.txt), replay every seed corpus
 # (tests/fuzz/corpus/<target>/), then fuzz each target for FUZZ_SECONDS (default 15) with its

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # fuzz_bundle_seeds.py — the seeds of fuzz_bundle_struct (tests/fuzz/corpus/bundle_struct/): one
 # bundle content of each format version (v1..v4, v4 also MACed), with the two graphs' entries of
 # corpus/bundle_sums/two.content and without entries, each as the harness reads it:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz_seeds.sh — regenerate the seed corpora of the fuzz targets that read entries, bundles,
 # launch programs, images and unit records
 # (tests/fuzz/corpus/{entry,entry_sums,bundle,bundle_sums,sections,program,image,entry_sig}/) from real

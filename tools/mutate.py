@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """
 mutate.py — the project's mutation run: one-line mutants of the safety checks, each built and
 run against the tests that must notice it (tools/mutants.txt).

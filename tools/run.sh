@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh — the README's main job: install what is needed, build, compile the bundled graphs
 # (kernels/manifest.json) through the local cache twice — cold, then warm — then prewarm the
 # manifest for every architecture it lists, and show the cache's statistics.  The cache is KCACHE_DIR (default ~/.cache/kcache).  Without a GPU

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # spdx.sh — every tracked source file names its license, Apache-2.0 (LICENSE), in an
 # SPDX-License-Identifier line near its top, in the file's own comment syntax; --fix adds the line
 # where it is missing.  Called by CI through ctest (test_spdx) and by a developer before a commit.

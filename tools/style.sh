@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # style.sh — the house checks on size, complexity and format (issue: rooms and functions), one script
 # for CI (`.ci/run style`) and for a developer before a commit.  Each violation is one line,
 # FILE:LINE: what is wrong and what to do; a summary ends the output; exit 1 on any violation.

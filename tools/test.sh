@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test.sh — the README's test command: install what is needed, build, run every test.
 #   bash tools/test.sh                                  # plain build, all tests
 #   bash tools/test.sh --sanitize address,undefined     # ASan + UBSan build, all tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/bundle.h — one-file bundles that ship a warm cache to other hosts.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/cache.h — opening a cache, and getting and putting entries by key and variant.
  *

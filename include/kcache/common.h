@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/common.h — status codes, the per-thread last error, and memory ownership.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/compile.h — compiling CUDA C++ kernels with NVRTC, opened at run time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/cuda.h — the CUDA driver, opened at run time: devices, modules, launches, memory.
  *

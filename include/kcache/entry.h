@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/entry.h — the entry format: one key + one variant, as bytes on disk or wire.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/graph.h — compiled forward/backward graphs: describe, key, compile, store, load.
  *

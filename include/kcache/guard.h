@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/guard.h — the in-memory site cache: per call site, compiled entries with guards,
  * Dynamo's limits, owners, readable recompile reasons, and automatic dynamic shapes.

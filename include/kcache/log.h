@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/log.h — diagnostic logging to stderr, by category.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/prewarm.h — manifests, and compiling one for a fleet's architectures ahead of time.
  *

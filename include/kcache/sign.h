@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/sign.h — Ed25519 signatures of entries: producers sign with a private key, consumers
  * verify with public keys only ([Note: signatures] in src/entry/entry.c).

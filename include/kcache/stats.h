@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/stats.h — the cache's statistics: ONE table (KC_STAT_TABLE below) gives each its id,
  * name, kind and meaning; the enum, `kcache stats`, `kcache stats --json`, the shard stats

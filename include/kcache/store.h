@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/store.h — what a caller sees of the store beneath a cache: the open flags the
  * store itself honours, what a gc did, and the remote tier's limits and state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/target.h — GPU targets and variants: names, the variant check, and which
  * variants a device can run, in order.

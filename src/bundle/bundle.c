@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bundle.c — import's phase two and the coverage read back (format in include/kcache/bundle.h;
  * the part's files: bundle/internal.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * export.c — writing a bundle (format in include/kcache/bundle.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bundle/internal.h — what the bundle part's files share (format in include/kcache/bundle.h).
  *

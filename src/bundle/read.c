@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * read.c — phase one of an import: a bundle read whole and proved sound, nothing written
  * (format in include/kcache/bundle.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * records.c — a bundle's own records, beside its entries (grammar in include/kcache/bundle.h):
  * the coverage record (v2 on), the site profiles (v3 on) and the seal (v4).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bundle/report.c — the public doors of export and import: the caller's kc_bundle_report checked,
  * then filled ([Note: versioned structs] in common/api.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache/cache.c — the front door: kc_cache_open and the entry-level get/put that every other
  * part of the library builds on.

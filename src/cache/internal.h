@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache/internal.h — what parts above the cache need of a kc_cache (not for callers): the
  * graph part (its lookups) and bundle/bundle.c (export and import).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c — a lookup's time and outcome counted together, and the cache's statistics as a
  * metrics exposition (OpenMetrics 1.0 text, or the classic Prometheus text format) for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record.c — the cache directory's record: a few named facts about the directory that are not
  * entries (which toolchains stored entries here, a pinned toolchain, memos), in one small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache/record.h — the cache directory's record (record.c; its grammar is there) and the
  * toolchain choice built on it (toolchain_choice.c), as the library's own parts see them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache/settings.c — a cache's settings: what kc_options says, handed to the configuration part
  * (config/) as its first layer, and what the cache does with the settings it gets back.

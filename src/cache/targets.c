@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache/targets.c — the targets of the toolchain a cache's keys use: kc_cache_targets, what
  * the tools check a named target against before any lookup ([Note: target check] in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toolchain_choice.c — which toolchain's entries a cache's lookups use, decided without
  * loading NVRTC, and what a host may compile.

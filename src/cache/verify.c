@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * verify.c — kc_cache_verify: read and validate every object of the local directory, and the
  * references between them ([Note: two levels] in kcache/entry.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc.c — the library's allocator, with a failure switch for tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common/api.c — checking the version of a caller's struct and copying out only what fits it
  * ([Note: versioned structs] in api.h).  Nothing here knows a particular struct.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common/api.h — the discipline of the public structs a caller fills or lends: their versions.
  *

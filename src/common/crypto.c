@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * crypto.c — libcrypto loaded on first use (crypto.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * crypto.h — libcrypto (OpenSSL 3), loaded when first needed ([Note: libcrypto on demand]).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common/env.c — the one strict parser of KCACHE_* environment values.
  *

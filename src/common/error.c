@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.c — the per-thread last-error record (libgit2's git_error_last).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fs.c — directories, whole-file reads, atomic replacement; every system call that can
  * lose data goes through a kc_sys_* wrapper that tests can make fail (SQLite's test_vfs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fs.h — file-system helpers: directories, whole-file reads, atomic replacement, and the
  * fault-injection points the reliability tests use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h — what every part of libkcache shares and no caller sees: error recording,
  * logging, little-endian byte writers and bounds-checked readers, time, and allocation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json.c — the JSON reader of json.h: a recursive-descent parser into a tree allocated as an
  * arena (a document is one block for a small file: its nodes, then room for every string).

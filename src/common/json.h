@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json.h — the one strict JSON reader for every JSON file kcache is given (graph specs,
  * manifests): one parse into a read-only tree whose nodes and strings live in a few blocks of one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c — KCACHE_LOG categories, written to stderr one line at a time.
  *

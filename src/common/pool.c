@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool.c — fixed worker threads, a FIFO of batch items, one condition per batch.
  *

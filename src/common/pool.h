@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool.h — a small fixed thread pool with a parallel-for, for compiling the kernels of a
  * graph (and the graphs of a manifest) at once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cacheable.c — whether a kernel may be cached at all, and which files its texts could make
  * NVRTC read: a preprocessing-token walk of its source, listed headers, options and entry name.

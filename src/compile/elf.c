@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elf.c — list the function symbols of an ELF64 little-endian image (a cubin) and find a
  * section by name.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elf.h — just enough ELF64 reading to list the function symbols of a cubin and find a section
  * by name, bounds-checked against the bytes given (the image may come from anywhere).

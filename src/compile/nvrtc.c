@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nvrtc.c — NVRTC through dlopen: load the library and compile one program for one target
  * (options and cacheability are options.c's; finding and identifying the library, without

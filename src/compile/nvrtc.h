@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/nvrtc.h — what nvrtc.c tells other parts about the NVRTC it loads, beyond the public
  * compile.h: the targets it compiles ([Note: target check] in kcache/target.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * options.c — what NVRTC is asked to do, as far as the key is concerned: a kernel's options
  * (checked, and their form in the key), whether a kernel may be cached at all, and which

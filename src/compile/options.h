@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/options.h — what compile/nvrtc.c asks of options.c beyond the public compile.h
  * functions (kc_options_normalize, kc_kernel_cacheable): the include check made before a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * params.c — a kernel's parameter table, read from a cubin's `.nv.info.<kernel>` section or
  * from a PTX image's `.entry <kernel>(...)` list (the interface and its rules: params.h).

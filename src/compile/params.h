@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * params.h — a kernel's parameter table as the compiler produced it: read from a cubin's
  * `.nv.info.<kernel>` section (EIATTR_KPARAM_INFO: ordinal, offset, size of each parameter)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/targets.c — which targets a toolchain compiles, and the checks of the targets named to
  * kcache against them ([Note: target check] in include/kcache/target.h).

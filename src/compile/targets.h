@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/targets.h — the target checks other parts make ([Note: target check] in kcache/target.h):
  * a name a lookup may read, a target a compile may make, a manifest's target.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toolchain.c — which NVRTC this host has, and its identity, found without loading it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toolkit.c — the CUDA toolkit's headers as a first-class input: where they are, the
  * standard headers NVRTC lacks (served from memory), and the digest that puts them in the key.

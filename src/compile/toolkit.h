@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/toolkit.h — the CUDA toolkit's headers for kernels that ask for them
  * (KC_KERNEL_TOOLKIT_HEADERS): where they are, what NVRTC is given to reach them, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toolkit_direct.c — the toolkit digest's direct mode ([Note: toolkit direct mode] in
  * toolkit.h): a compile watches which of the toolkit's files NVRTC reads (inotify), records a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toolkit_impl.h — what the toolkit's files share: toolkit.c (where the headers are, the walk,
  * the digest and its memo) and toolkit_direct.c (the direct mode).  Only they include it.

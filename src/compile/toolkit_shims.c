@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * toolkit_shims.c — the standard C and C++ headers NVRTC lacks, served from memory to a
  * kernel that includes them (kc_toolkit_inputs_for) and part of the toolkit digest.

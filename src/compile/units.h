@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/units.h — compile units: kernels that share one NVRTC program, compiled in parallel.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config/config.c — the settings: the one table read, in order, into one typed structure.
  *

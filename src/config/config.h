@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config/config.h — the settings as the library's parts see them: a typed structure, one field
  * per row of KC_CONFIG_TABLE (kcache/config.h), read and checked once by config.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config/file.c — configuration files: `key = value` lines (ccache's format; the grammar is in
  * kcache/config.h), read line by line and written one setting at a time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * driver.c — the CUDA driver through dlopen: availability, device capability, loading
  * images, launching kernels, memory, and the stream/event/graph wrappers the library uses

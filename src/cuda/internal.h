@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h — the driver wrappers that only libkcache itself uses: streams, events,
  * stream capture into CUDA graphs, and the allocations, copies and memsets made while capturing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decode.c — reading an entry's bytes back, strictly (grammar in include/kcache/entry.h;
  * layout in layout.h), and the identity check.

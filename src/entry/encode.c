@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * encode.c — an entry's bytes (grammar in include/kcache/entry.h; layout in layout.h): META
  * made from the digests, the toolchain and the creation time, each section compressed when that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * entry.c — an entry in memory (grammar in include/kcache/entry.h): its key and variant, its
  * sections, its named digests, its ORIGIN records, the images attached to it; and the thread's

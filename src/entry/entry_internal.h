@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * entry_internal.h — what the graph part needs of entry.c and image.c beyond the public API:
  * an image checked inside its image entry, attached to the graph entry without a copy (resolve.c);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * image.c — the second level of the format ([Note: two levels] in entry.h): image objects,
  * the references a graph entry keeps in IMAGES, and compile units' records.

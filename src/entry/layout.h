@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * layout.h — the entry format's byte layout (grammar in include/kcache/entry.h) and the
  * in-memory entry, shared by the entry part's files that read and write the bytes: entry.c (the

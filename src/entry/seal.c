@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seal.c — an encoded entry's trailer: the HMAC-SHA256 seal ([Note: MAC]) or the Ed25519
  * signature ([Note: signatures]), added and checked on the bytes, never on a decoded entry.

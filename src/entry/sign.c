@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sign.c — Ed25519 keys for entry signatures (kcache/sign.h): key pairs made and written as
  * text, a producer's private key loaded with its permissions checked, keyrings of public keys,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sign_internal.h — what entry.c's [Note: signatures] needs of sign.c: sign some bytes with a
  * producer's key, and verify bytes against the keyring key a key id names.

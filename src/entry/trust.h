@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trust.h — what vouches for an entry's bytes and what checks them, in one place: an HMAC key
  * (kc_entry_seal / kc_entry_mac_check) or Ed25519 (a producer's signer, a consumer's keyring:

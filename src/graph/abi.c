@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * abi.c — the launch ABI of a graph: every step's arguments checked against its kernel's
  * parameter table as the compiler produced it, and the PARAMS section that keeps the tables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * argkind.h — the one table of step-argument kinds and tensor roles (args.c holds its rows).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * argpack.c — packing a step's arguments at a call: each argument's value written where the driver reads it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.c — the argument kinds of a launch step: the one table of them, and how each is spelled, checked,
  * and passed.

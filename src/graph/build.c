@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * build.c — a missed graph made: its compile units obtained (found stored or compiled), its
  * launch ABI checked, its graph entry written and stored over stored images.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cudagraph.c — the built-in "cuda_graph" post-compile wrapper (version 1): capture the
  * forward launch sequence once per input shape, replay it after.

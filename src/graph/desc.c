@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * desc.c — graph descriptions: building a kc_graph_desc piece by piece, checking each piece
  * as it comes, and freeing it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * desc_writes.c — what a graph writes of its caller's tensors, declared on a description: inputs updated in
  * place, outputs that are aliases of inputs, gradients accumulated into the caller's buffers, and zero steps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * device.c — device facts in launch expressions, the table of known devices, and large
  * dynamic shared memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * explain.c — why a graph misses: the stored entry nearest to a description, and which of
  * the key's named digests differ from it.

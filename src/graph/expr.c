@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * expr.c — launch expressions: parse and evaluate with checked arithmetic.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_internal.h — what the files of the graph part share, and nothing outside it uses:
  * the description's storage (desc.c builds it, spec.c fills it from JSON), the KERNELS

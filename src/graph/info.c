@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph/info.c — the public doors of a lookup: the caller's kc_graph_info checked, then filled.
  *

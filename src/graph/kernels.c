@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kernels.c — the KERNELS section of a graph entry: its grammar, its writer and its reader,
  * over the entry's IMAGES references ([Note: two levels] in kcache/entry.h).

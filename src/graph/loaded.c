@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loaded.c — the process-wide table of loaded graphs, and loading one from an entry.
  *

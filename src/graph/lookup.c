@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lookup.c — from a description to compiled, stored and loaded kernels: kc_graph_compile
  * (compile-only, for prewarming a fleet) and kc_graph_get (a device's loaded graph).

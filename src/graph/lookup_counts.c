@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lookup_counts.c — what a graph lookup counts and what its hit credits (lookup.c calls these):
  * the one outcome of a lookup that missed at its start, and the time a hit saved.

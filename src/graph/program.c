@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * program.c — the FORWARD and BACKWARD sections of an entry (a pass's launch program): their
  * grammar, writer and reader (tensor flags and zero steps included), and evaluating a decoded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * program.h — a pass's launch program, written to and decoded from an entry's FORWARD or BACKWARD section,
  * and everything about running it that needs no GPU: binding symbols from input shapes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resolve.c — a graph entry's images, fetched and checked ([Note: two levels] in kcache/entry.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run.c — running a loaded graph's passes: forward (outputs and saved tensors allocated
  * through the caller's allocator or the driver's stream-ordered one), backward from what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spec.c — graph specs: JSON files (format in the README) read with common/json.c (one arena
  * per spec, not an allocation per value: [Note: spec JSON]) into a kc_graph_desc.  Kernel

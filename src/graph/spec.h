@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spec.h — what the spec reader's files share (spec.c, spec_read.c, spec_pass.c): one load's context, the error
  * that names the file and the place, and the field readers.  Nothing outside the three includes it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spec_pass.c — a spec's pass ("forward", "backward"): its scratch buffers, its kernel steps (kernel, grid,
  * block, shared memory, arguments) and its zero steps, read from the JSON into the description.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spec_read.c — the spec reader's tools: the error that names the file and the place, files read beside
  * the spec (once per load), and the readers of one field (an array's length, the known fields of an object,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * specialize.c — a description read back (its inputs, outputs, saved tensors, symbols and
  * runtime arguments), and a new description derived from one for a call and a site's answer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unitobtain.c — every compile unit of a graph for one target, found or compiled: the rounds of
  * [Note: single-flight per unit] below.

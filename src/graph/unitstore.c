@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unitstore.c — compile units found in the store or stored there ([Note: two levels] in
  * kcache/entry.h): the unit key, the lookup of unit records and their images, and their writes.

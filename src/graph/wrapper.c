@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wrapper.c — the registry of post-compile wrappers and the rebuilding of a recorded chain.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard/internal.h — the guard part's private functions that cross files or parts: the site
  * profile's format and its files (profile_format.c), the profile directory's merge (profile.c),

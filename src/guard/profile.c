@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard/profile.c — a cache's profile directory, its site profiles as data (kcache/guard.h):
  * check a profile's bytes, merge some into the directory, walk them in name order, and how many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard/profile_format.c — a site profile's grammar, its writer and its readers, and its file
  * with the locked merge: the grammar, the writer and the reader of a format in one file.

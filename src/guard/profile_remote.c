@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard/profile_remote.c — a site's profile in the remote tier: the entry it travels as, and
  * reading and publishing it ([Note: profiles in the remote]).

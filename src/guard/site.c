@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * site.c — the in-memory site cache (kcache/guard.h): guard checks, limits, owners,
  * recompile reasons, and the dynamic-dimension profile kept in the cache directory.

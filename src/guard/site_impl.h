@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard/site_impl.h — what the site cache's files share: site.c (guards, limits, owners,
  * lookups) and site_profile.c (a site's own profile).  Only they include it.

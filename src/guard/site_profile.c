@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * site_profile.c — a site's own profile: the dynamic dimensions it learned, found where the
  * cache keeps profiles (kc_cache_profile_dir), loaded when the site opens (with the remote's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * key.c — canonical cache keys: XXH3-128 per named component, then over all of them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * manifest.c — manifests: the list of graph specs and targets a deployment prewarms
  * (format in include/kcache/prewarm.h and docs/formats.md), read with the strict JSON reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prewarm.c — compile a manifest's graphs for every target of a fleet, ahead of time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/breaker.c — a remote's circuit breaker ([the one idea] in breaker.h).  Callers: the redis
  * back end (its own), the tiers (a remote tier whose back end keeps none).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/breaker.h — a remote's circuit breaker (internal; callers: store/redis.c for its own, and
  * store/tiers.c for a remote tier whose back end keeps none, i.e. has no `state` slot).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/internal.h — the store part's index of its private functions that other parts call, with
  * the parts that call each (their declarations stay in the headers named).  Generated and

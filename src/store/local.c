@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * local.c — the local directory store: atomic puts, read()-only gets, per-shard counters
  * shared by every process, and approximate-LRU eviction by one cleaner at a time.  This

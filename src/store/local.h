@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * local.h — the local directory store (internal interface; the public face is kc_cache_*).
  *

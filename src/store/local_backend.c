@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_backend.c — the local directory seen through the backend interface (kcache/sys/store.h):
  * its table of functions, which the tiers call like any other back end's, and its walk as store items.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * local_batch.c — many puts into the local directory made durable by a few syncs of the file
  * system ([Note: batched puts]): every temporary written, one sync, then group by group the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_gc.c — the local store's cleaner: gc (evict the least recently used down to a
  * size, sweep what no graph can use, collect stale temporary and lock files, recount every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_gc.h — what the local store's cleaner shares between its two files: local_gc.c
  * (the scan, the LRU eviction, the run) and local_sweep.c (the mark-and-sweep of an explicit gc).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_impl.h — what the files of the local directory store share: its handle and
  * the helpers one file offers the others.  Only local*.c and safedir.c include it; everyone

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_profiles.c — the site profiles' folder (<dir>/v1/profiles) as the local store
  * sees it: files that take room, counted toward the size limit and collected by gc like

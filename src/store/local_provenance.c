@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * local_provenance.c — where a local file's bytes came from: its mode ([Note: provenance] in
  * local.c) and its record, the extended attribute user.kcache.origin ([Note: provenance record]):

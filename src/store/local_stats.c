@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_stats.c — the local store's counters: kept in memory per shard, added now and
  * then into the shard's stats file, and that file's format (its grammar, writer and reader,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/local_sweep.c — the mark-and-sweep of an explicit gc ([Note: two levels] in
  * kcache/entry.h; the rules are at the top of local_gc.c): read every object's format version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/name.c — store names (store/name.h): compose, check, shard.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/name.h — store names, "<32 lowercase hex key>.<variant>": how every tier and backend
  * names an entry (internal to the library; the store's parts, the front door and bundles use it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis.c — the remote backend: entries in Redis under "kcache:v1:<key>.<variant>".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/redis_io.c — one command to a Redis server under a deadline, its reply checked as it
  * arrives (redis_reply.c) and proven to be its own.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/redis_io.h — one command to a Redis server and its reply, under a deadline, in step
  * (redis_io.c, [Note: replies in step]).  Only store/redis.c uses it.

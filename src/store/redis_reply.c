@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_reply.c — the reply's shape, checked as its bytes arrive and before hiredis sees them: hiredis 0.14
  * allocates an array's element table from the count in its header (`*2000000000` asks for

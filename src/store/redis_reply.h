@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/redis_reply.h — the shape of a RESP2 reply, checked byte by byte before hiredis sees it,
  * and once complete against what its command expects (redis_reply.c).  Only store/redis.c (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/refusal.c — [Note: refusals are said] An entry found and refused — a signature or MAC that
  * does not vouch for it, corrupt bytes, another key's or variant's — is a miss that says so.  The

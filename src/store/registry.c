@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/registry.c — remote back ends by URL scheme (kc_store_register, kc_store_open_url).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/registry.h — remote back ends by URL scheme, and the list of remotes a cache is given
  * (internal half; the public half, kc_store_register, is in kcache/sys/store.h).

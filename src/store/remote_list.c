@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/remote_list.c — the list of remotes a cache is given (kc_options.remote, KCACHE_REMOTE):
  * "URL[|attribute…] URL…", ccache's remote_storage syntax.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/safedir.c — is a cache directory safe to run code from?  ([Note: safe directories])
  * Only local.c uses this file, when it opens a directory.

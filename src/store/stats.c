@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.c — the statistics' table (KC_STAT_TABLE in kcache/stats.h) as data: each id's name,
  * kind and meaning.  The names are what the shard stats files index and `kcache stats --json`

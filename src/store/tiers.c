@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/tiers.c — the ordered tiers beneath a cache: local first, then remotes
  * ([Note: tiers] in tiers.h).  Only cache/cache.c uses the tiers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/tiers.h — the ordered tiers beneath a cache: the local directory first, then the
  * remotes (internal to the library; only cache/cache.c uses it).  Implemented in three files:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/tiers_impl.h — the tiers' own state, shared by their three files (private to them):
  * tiers.c (the list, counting, state, the local tier's table), tiers_read.c (lookups, back-fill

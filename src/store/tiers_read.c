@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/tiers_read.c — the tiers' reads: the local tier's validated read, and the remotes' lookups
  * down the list with the back-fill of the faster tiers ([Note: tiers] in tiers.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/tiers_write.c — the tiers' writes: put (local now, the writable remotes through one
  * background writer), publish, and the writer itself ([Note: tiers] in tiers.h).

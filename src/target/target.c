@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * target.c — target names, the variant check, and the ordered candidates for a device:
  * the one implementation of [Note: variant selection] (include/kcache/target.h).

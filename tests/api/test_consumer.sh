@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_consumer.sh — a runtime's build against the INSTALLED kcache ([Note: versioned structs] in
 # src/common/api.h; README "Testing a runtime without a GPU").
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_getenv.sh — no environment read outside the configuration part (CTest: test_getenv, label unit).
 #
 # What it is for: every setting is a row of one table (include/kcache/config.h), read in one place,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_includes.sh — the include-direction test (CTest: test_arch, label unit).
 #
 # What it is for: the arrows between the parts of kcache point one way.  The parts are listed

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every private function that crosses parts is listed in its part's internal header.
 
 The house rule (ARCHITECTURE.md, "Private functions between parts"): a function declared in a

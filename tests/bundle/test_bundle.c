@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle.c — bundles: export → clear → import gives every entry back with identical
  * bytes; importing twice writes nothing; filters; a truncated bundle or one with a byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle_bounds.c — a table of contents is bounded by the bytes after it, in every bundle
  * version, through the public import alone (kc_bundle_import), with bundles built by hand from the

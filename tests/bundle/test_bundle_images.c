@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle_images.c — bundles of the two levels ([Note: two levels] in kcache/entry.h): graph
  * entries, the images they refer to and those images' unit records.

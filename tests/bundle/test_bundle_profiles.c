@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle_profiles.c — bundles carry site profiles (issue 19: "carry profiles in bundles ...
  * so a fleet starts dynamic where it must").  A cache whose site learned dimension 0 exports a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle_read.c — phase one of an import (src/bundle/bundle_read.c) against hostile
  * bundles whose checksums are right, so that only the reader's bounds stand between them and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle_records.c — a bundle's records at scale (src/bundle/records.c) and profiles as
  * files that take room ([Note: profiles in the size] in src/store/local_profiles.c):

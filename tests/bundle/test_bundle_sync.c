@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bundle_sync.c — an import is made durable by three syncs of the file system, whatever its
  * size ([Note: batched puts] in store/local.c), and each sync guards what follows it: the first

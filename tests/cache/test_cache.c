@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cache.c — the front door: options and environment overrides, sizes, get/put
  * through validation, corrupt and misplaced entries as misses (quarantined and counted),

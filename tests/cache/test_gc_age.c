@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gc_age.c — kc_cache_gc_ext's age limit (kc_gc_options.older_than_s, `kcache gc
  * --older-than`): what was not used for longer goes, what was used since stays, a time in the

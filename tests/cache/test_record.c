@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_record.c — the cache directory's record (cache/record.c): fields set, replaced and
  * removed; walked by prefix; lines that do not parse ignored and dropped by the next

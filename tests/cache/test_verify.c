@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_verify.c — kc_cache_verify over two levels (cache/verify.c; [Note: two levels] in
  * kcache/entry.h): a sound cache checks every image and reference; a graph entry whose image is

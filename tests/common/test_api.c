@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_api.c — [Note: versioned structs] (src/common/api.h, api.c): a caller's struct of a version
  * this build does not know — 0 (never initialised) or newer — is refused with KC_EVERSION, naming

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_buf.c — little-endian writers, bounds-checked readers, hex. */
 #include "helpers.h"
 

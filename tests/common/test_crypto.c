@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_crypto.c — libcrypto loaded on demand ([Note: libcrypto on demand] in src/common/crypto.c).
  *

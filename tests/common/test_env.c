@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_env.c — common/env.c, the one strict parser of KCACHE_* values (handed the value: config/ reads the variable) (issue 15, item 19):
  * every value the issue found guessed at ("0 ", "N", "fasle" as on; inf, 1e300, 2e10, abc, -5

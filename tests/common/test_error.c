@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_error.c — the per-thread last error, status names, the allocation failure switch. */
 #include "helpers.h"
 

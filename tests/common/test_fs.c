@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_fs.c — atomic replacement, whole-file reads, and injected faults at each step. */
 #include "helpers.h"
 

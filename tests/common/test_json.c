@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_json.c — the one JSON reader behind graph specs and manifests ([Note: spec JSON] and
  * [Note: one name once] in common/json.c). */
 #include "helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log_env.c — KCACHE_LOG takes effect without a kc_cache (issue 19): a process that never
  * opens a cache still logs the categories the environment names — a site's recompile reasons,

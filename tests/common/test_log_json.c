@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log_json.c — KCACHE_LOG_FORMAT=json: every log line is one JSON object that a strict reader
  * takes (this tree's src/common/json.c here; Python's json.loads in test_log_json.py, through

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_log_json.py — KCACHE_LOG_FORMAT=json read by a parser that is not kcache's: every line of
 stderr, decoded as strict UTF-8, is one object for Python's json.loads, with ts (ISO-8601 UTC with
 milliseconds), level, pid, tid, part and msg.  Two sources: the hostile messages of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_out_null.c — a failed call leaves NULL in `*out` (issue 19): a caller that frees what
  * `*out` holds after an error must never free a stale pointer.  Each case pre-sets `*out`

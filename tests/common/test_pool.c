@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pool.c — the thread pool: every index runs once; nested batches make progress. */
 #include "helpers.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make_fixture.sh — writes tests/compat/fixture/: what an OLD kcache build left behind, for
 # test_old_cache.sh to look up with the current build (keys, formats and the cache directory's
 # layout must not change).  It is run once, with the old build; its outputs are checked in and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_old_cache.sh — caches written by an older build hit with this one (keys, entry and bundle
 # formats, the cache directory's layout and record must not change without a new version).
 # The fixture (tests/compat/fixture/, written once by make_fixture.sh with the build named in its

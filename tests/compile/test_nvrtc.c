@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_nvrtc.c — NVRTC through dlopen, for real: cubins for sm_80/sm_90/sm_90a whose ELF
  * symbol tables hold the kernels, PTX for compute_80, templates through name expressions,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_options.c — options, includes and cacheability (options.c), with the real NVRTC:
  * no folder is searched (a header in the working directory or beside a named file is not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_params.c — a kernel's parameter table (compile/params.c) read from real NVRTC output:
  * cubins for sm_80, sm_90, sm_100, sm_120 and PTX for compute_80, of kernels shaped like a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_toolchain.c — the toolchain's identity without loading it (compile/toolchain.c) and
  * which identity a cache's keys use (cache/toolchain_choice.c):

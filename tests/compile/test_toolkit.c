@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_toolkit.c — the toolkit's headers as a first-class input (src/compile/toolkit.c):
  * the digest is of contents and relative paths (a copy elsewhere is the same toolkit), any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_toolkit_direct.c — the toolkit's direct mode ([Note: toolkit direct mode] in
  * src/compile/toolkit.h): a process whose graph was compiled here finds it without walking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_units.c — compile units: which kernels share one NVRTC program (same file, source,
  * headers, options and include digest; order of first appearance; each kernel's slot among

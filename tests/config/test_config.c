@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — src/config/ and the cache's use of it (cache/settings.c): a value from each
  * origin (default, system file, cache directory file, environment, options) with that origin

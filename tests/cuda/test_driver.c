@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_driver.c — the CUDA driver part without a GPU: the "no driver" status with a clear
  * message (the driver path is pointed at nothing in a child process, so this also holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gpu_load.c (label gpu) — on a real device: a cubin compiled for the device loads
  * and its kernel resolves; a PTX-only image loads by JIT; an arch-specific sm_XYa cubin

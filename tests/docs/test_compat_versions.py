@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_compat_versions.py — docs/compatibility.md's table of formats agrees with the code.
 
 Each row of the table "Formats: what each release reads and writes" states what this release

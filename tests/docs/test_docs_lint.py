@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_docs_lint.py — README.md is a front door and the user docs speak to users (python3 only, no pip).
 
 README.md and docs/*.md are read by people who use kcache, not by those who wrote it, so none of them

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_man_libkcache.py — docs/man/libkcache.3 is clean troff and names every public function.
 
   - `groff -man -Tutf8 -ww -z` reads it without a warning (skipped, exit SKIP, where groff is not

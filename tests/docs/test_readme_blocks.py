@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_readme_blocks.py — every C block of README.md and docs/*.md builds (python3 only, no pip).
 
 Each ```c block is one of:

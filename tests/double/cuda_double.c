@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_double.c — the CUDA driver double's core: configuration, devices and their attributes,
  * error names, primary contexts and the per-thread context stack, the table of live

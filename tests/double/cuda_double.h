@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_double.h — the driver double's control API for kcache's own tests: the installed header
  * (tests/double/include/kcache/cuda_double.h, which needs no <cuda.h>) with <cuda.h> first, so that these tests

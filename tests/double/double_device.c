@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_device.c — what a device of the driver double says about itself: the attributes
  * cuDeviceGetAttribute answers for a device of a given compute capability.

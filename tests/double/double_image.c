@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_image.c — the driver double's image reader: a cubin's ELF (or PTX text, through
  * double_ptx.c) turned into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_internal.h — what the files of the CUDA driver double share: the parsed image, the
  * live objects, the state and its lock, and the helpers that log, count defects and find

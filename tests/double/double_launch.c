@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_launch.c — the driver double's launches and graphs: cuLaunchKernel, and the graphs
  * a stream capture produces (cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy,

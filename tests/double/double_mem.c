@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_mem.c — the driver double's memory, streams, events and stream-capture state:
  * cuMemAlloc/cuMemAllocAsync/cuMemFree/cuMemFreeAsync, the copies and memsets (cuMemsetD8Async,

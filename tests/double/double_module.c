@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_module.c — the driver double's loads: cuModuleLoadData / cuLibraryLoadData and
  * their unloads, kernel lookup (cuModuleGetFunction, cuLibraryGetKernel,

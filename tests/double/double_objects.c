@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_objects.c — the driver double's table of live objects (modules, libraries, kernels,
  * functions, streams, events, graphs, graph execs), the names they go by in the log, the

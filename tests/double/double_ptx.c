@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_ptx.c — the driver double's PTX reader: what the driver's JIT would know of a PTX
  * module before compiling it — its ISA version and target, its kernels, each kernel's

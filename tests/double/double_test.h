@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * double_test.h — the setup every test on the CUDA driver double repeats, written once: the
  * double's devices, the driver loaded through it, a scratch cache, a bundled spec loaded, the

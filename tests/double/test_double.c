@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_double.c — the CUDA driver double (tests/double/) on its own, through the real entry
  * points: the test links libkcache_cuda_double.so and calls cuModuleLoadData & co directly,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_entry.c — the entry format: round trips, the golden file that pins format v3 (a small
  * graph entry with its IMAGES references and ORIGIN, tests/golden/entry_v4.kce; images and unit records have

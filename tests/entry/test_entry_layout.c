@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_entry_layout.c — hand-built entries (include/kcache/entry.h's grammar, every checksum valid)
  * whose layout the decoder must refuse from the section table: a small entry declaring a huge

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_image.c — the second level of the entry format (src/entry/image.c, [Note: two levels] in
  * kcache/entry.h): image references, image objects, a graph entry's IMAGES references and unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sign.c — Ed25519 signatures of entries (kcache/sign.h, [Note: signatures] in
  * src/entry/entry.c): a key pair made and loaded; a signed entry verifies against a keyring that

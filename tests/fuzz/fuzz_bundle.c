@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_bundle.c — libFuzzer target: bundle import (dry run) of arbitrary bytes into a scratch cache. */
 #include "harness.h"
 

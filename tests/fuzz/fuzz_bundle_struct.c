@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_bundle_struct.c — libFuzzer target: bundles of EVERY format version (v1..v4) and record
  * kind (entries, coverage, profiles, seal), whose checksums the harness rebuilds after the
  * fuzzer's mutation, imported (dry run) and their coverage read back.  A parse-fix-reserialize

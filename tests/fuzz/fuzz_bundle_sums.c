@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_bundle_sums.c — libFuzzer target: a bundle whose checksums the harness makes right,
  * imported (dry run) into a scratch cache.  fuzz_bundle keeps fuzzing the checksums themselves.
  *

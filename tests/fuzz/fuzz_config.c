@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_config.c — libFuzzer target: configuration files (ccache's `key = value` lines, config/file.c)
  * read as the system file or as a cache directory's kcache.conf by a whole kc_cache_open, every
  * setting then shown (kc_config_get: the URL lists' passwords hidden); and the input's first line as

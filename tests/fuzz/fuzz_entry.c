@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_entry.c — libFuzzer target: the entry decoder on arbitrary bytes (never crash, never over-read). */
 #include <stddef.h>
 #include <stdint.h>

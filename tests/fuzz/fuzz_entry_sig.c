@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_entry_sig.c — libFuzzer target: the signature trailer ([Note: signatures] in
  * src/entry/entry.c): kc_entry_sig_check, kc_entry_signer and kc_entry_decode of bytes with flag

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_entry_sums.c — libFuzzer target: entries whose checksums are right, so mutations reach the
  * section table, the codecs, META and, through fz_consume, the KERNELS, program, WRAPPERS, PARAMS,
  * ORIGIN and second-level parsers (PARAMS as the loader reads it: kc_abi_decode,

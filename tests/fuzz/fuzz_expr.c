@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_expr.c — libFuzzer target: launch expressions (checked arithmetic: no UB, no crash). */
 #include <stdint.h>
 #include <stdlib.h>

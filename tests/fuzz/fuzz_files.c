@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_files.c — libFuzzer target: the small files a cache directory and its user keep beside the
  * entries, each read by the library's own reader from a real file in a scratch cache:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_image.c — libFuzzer target: the second level of the entry format ([Note: two levels] in
  * kcache/entry.h, src/entry/image.c): image objects (kc_image_entry_read), a graph entry's IMAGES

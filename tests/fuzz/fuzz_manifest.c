@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_manifest.c — libFuzzer target: manifest parsing, and --arch lists (the input's first
  * line, when it has several).  The custom mutator (mutate_json.h) keeps the manifest well formed
  * and changes one value, member or type at a time, with its keys and targets as tokens: a member
@@ -11,8 +12,8 @@
 #include "mutate_json.h"
 
 static const char *const tokens[] = {
-    "graphs",     "archs",      "sm_80",       "sm_86",         "sm_90",  "sm_90a", "sm_100",    "sm_120",
-    "compute_80", "compute_90", "sm_",         "compute_",      "native", "all",    "k.json",    "../k.json",
+    "graphs",     "archs",      "sm_80",       "sm_86",         "sm_90",  "sm_90a", "sm_100",  "sm_120",
+    "compute_80", "compute_90", "sm_",         "compute_",      "native", "all",    "k.json",  "../k.json",
     "/abs.json",  "",           "sm_80,sm_90", "sm_9999999999", "arches", "name",   "x\n\x1b", "graphs ",
 };
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_params.c — libFuzzer target: a kernel's parameter table (compile/params.c) read from
  * arbitrary bytes, as a cubin and as PTX.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_program.c — libFuzzer target: launch-program decoding, binding and argument packing
  * (the walk is harness.h's fz_program, shared with the entry targets).  Input: one FORWARD or
  * BACKWARD section's bytes (grammar in src/graph/program.c); the seeds (corpus/program/) are

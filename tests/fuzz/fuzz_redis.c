@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_redis.c — libFuzzer target: the Redis backend (src/store/redis.c) reading the fuzzer's
  * bytes as a server's reply.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_sections.c — libFuzzer target: an entry built through the public API from the fuzzer's
  * sections, encoded (so every checksum is right), decoded, and walked by fz_consume
  * (harness.h), PARAMS included (fz_params): the mutations land in the section parsers themselves.

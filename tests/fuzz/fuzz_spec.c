@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_spec.c — libFuzzer target: graph-spec JSON parsing (kernel files beside it exist), by
  * kc_graph_desc_load.  The custom mutator (mutate_json.h) keeps the document well formed and
  * changes one value, member or type at a time, with the spec's own keys, dtypes, argument kinds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_toolkit.c — libFuzzer target: the toolkit direct mode's two formats (compile/toolkit.c,
  * [Note: toolkit direct mode]), read by the functions a lookup calls:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * harness.h — what the checksum-aware fuzz targets share: fixing up checksums around the
  * fuzzer's bytes, and walking every section of a decoded entry through its parser.

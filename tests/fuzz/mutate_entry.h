@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutate_entry.h — a structure-aware mutator for the entry format (kcache/entry.h), shared by the
  * entry targets' LLVMFuzzerCustomMutator (fuzz_entry_sums.c, fuzz_entry_sig.c).

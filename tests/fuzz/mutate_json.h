@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutate_json.h — a structure-aware mutator for the JSON documents kcache reads (graph specs,
  * manifests), shared by fuzz_spec.c and fuzz_manifest.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args_test.h — what test_args.c (on a CPU) and test_args_double.c (through the driver double)
  * share: the kernels their specs name, and writing such a spec beside them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * counts_test.h — what the lookup-counter tests share (test_counts_double.c, test_counts_remote.c):
  * a one-kernel graph whose kernel's body is the caller's, so that each test gets keys of its own;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_abi.c — the launch-ABI check (src/graph/abi.c), on a CPU: a spec whose step passes one
  * argument too few, one too many, an e32 where the kernel takes a 64-bit value, an integer where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_args.c — runtime arguments and the argument kinds of issue 17 (items 1 and 5), on a CPU:
  * declarations from a spec and from C (kc_graph_add_arg), bad declarations refused with the

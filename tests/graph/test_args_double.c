@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_args_double.c — runtime arguments and the new argument kinds at launch, through the CUDA
  * driver double (tests/double/, label driver-double: it checks every launch against the kernel's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_counts.c — one outcome per lookup, the one its caller was told: 8 threads looking three
  * graphs up at once in an empty cache, so that most of the first lookups wait for another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_counts_double.c (labels driver-double, concurrency) — kc_graph_get's counters equal what
  * each caller was told, through the CUDA driver double (real NVRTC, small kernels, loads by the

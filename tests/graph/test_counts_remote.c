@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_counts_remote.c (labels redis, driver-double) — a lookup served by the remote tier counts
  * remote_hits, never hits (the local directory's), and credits its entry's recorded wall-clock

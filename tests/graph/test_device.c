@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_device.c — device facts in launch expressions (src/graph/device.c, expr.c, desc.c,
  * program.c) without a driver: the reserved names, evaluating with and without a device

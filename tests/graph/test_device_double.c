@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_device_double.c — device facts and large dynamic shared memory through the CUDA
  * driver double (tests/double/, label driver-double: it checks every launch against the

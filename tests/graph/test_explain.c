@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_explain.c — explain names the component that changed: for each single-component
  * change from a stored graph (an option, an input size, the arch, the source) the nearest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_expr.c — launch expressions: values, Python-style division, and every failure as KC_EEXPR. */
 #include "helpers.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gpu_graphs.c (label gpu) — on a real device: every bundled graph's forward and
  * backward, loaded through the cache, matches a CPU reference in fp32 (tools/kcache/check.c:

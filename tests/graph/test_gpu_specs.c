@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gpu_specs.c — on a real GPU, what a training step written elsewhere (llm.c) needs of a spec:
  * the built-in <math.h>'s constants (M_PI, INFINITY) in a kernel, a `bool` argument (true and

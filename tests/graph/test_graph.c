@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_graph.c — graphs through the cache, on a CPU: every bundled graph compiles for
  * sm_80, sm_90 and compute_80, and each stored cubin is an ELF whose symbol table holds its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_graph_double.c — the load path after a hit, through the CUDA driver double
  * (tests/double/, label driver-double: it validates images, launches and argument buffers,

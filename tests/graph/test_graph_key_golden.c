@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_graph_key_golden.c — a graph's key is a fixed function of its description, toolchain and
  * key rules: the bundled softmax spec under a pinned toolchain must give a fixed key, forever, or

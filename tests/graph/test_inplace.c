@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_inplace.c — what a graph writes besides fresh outputs (issue 17, item 2), on a CPU: in-place
  * inputs, outputs that alias an input, accumulating gradients and zero steps — declared in a spec

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_inplace_double.c — in-place inputs, aliased outputs, accumulating gradients and zero steps
  * at launch, through the CUDA driver double (tests/double/, label driver-double: it checks every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_input_links.c — issue 15 item 17: the inputs a user names are read through symbolic
  * links, as Bazel's runfiles tree lays them out (every file a link into the source tree): a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_kernels.c — the KERNELS section of a v3 graph entry (src/graph/kernels.c) over its IMAGES
  * references ([Note: two levels] in kcache/entry.h).

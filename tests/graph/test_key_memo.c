@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_key_memo.c — the key a description remembers ([Note: key memo] in graph_key.c):
  *   - a repeated key of an unchanged description is the memo: it allocates nothing (every

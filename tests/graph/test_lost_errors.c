@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lost_errors.c — every failure of the compile path keeps its status and its message through
  * every layer ([Note: cleanup keeps the error] in src/common/internal.h).  A kernel that reads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_program.c — everything about running a graph that needs no GPU, on a real stored
  * entry: the launch program decoded from FORWARD/BACKWARD, symbols bound from input

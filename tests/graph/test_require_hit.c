@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_require_hit.c — must-hit mode (issue 20: KCACHE_REQUIRE_HIT=1, KC_OPEN_REQUIRE_HIT): a lookup
  * that would run NVRTC fails with its own status, KC_ENOTCACHED, naming the graph, the variant and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_spec_double.c — what a real training step (llm.c's kernels) needs a graph spec to say, each
  * through the spec loader (kc_graph_desc_load), real NVRTC and the CUDA driver double (label

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_strict.c — strict mode (issue 20: KCACHE_STRICT, KC_OPEN_STRICT): an anomaly a lookup
  * normally swallows fails it instead — a corrupt stored entry, a graph entry whose image is gone,

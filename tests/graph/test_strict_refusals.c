@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_strict_refusals.c — an entry found and refused is said, and strict mode makes it an error
  * ([Note: refusals are said] in src/store/tiers.c).  Through a real redis-server: an entry signed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_train_double.c — the bundled kernels of a training step (kernels/adamw.json,
  * linear.json, global_norm.json, attn_softmax.json) through the CUDA driver double

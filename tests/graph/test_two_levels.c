@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_two_levels.c — graph entries over shared images ([Note: two levels] in kcache/entry.h,
  * src/graph/unitstore.c, resolve.c): a second static shape of a graph compiles nothing and stores

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_two_levels_remote.c — the two levels through a real Redis ([Note: two levels] in
  * kcache/entry.h): a host with an empty directory takes a graph from the remote with its images

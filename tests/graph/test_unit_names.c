@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_unit_names.c — a stored compile unit answers only the name expressions whose lowering it
  * recorded ([Note: recorded names] in src/graph/unitstore.c), through the driver double (label

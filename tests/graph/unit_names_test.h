@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unit_names_test.h — what test_unit_names.c and test_unit_names_remote.c share: the `#define foo
  * bar` source, graphs asking its names, the lowered name a stored graph entry gives a kernel, and a

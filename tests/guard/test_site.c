@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site.c — the site cache: Dynamo's limits (16 owners × 2 sizes under 2/64 give 32
  * entries and no fallback; three static shapes under limit 2 fall back with the reason;

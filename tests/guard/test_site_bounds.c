@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_bounds.c — declared bounds never loop (issue 19): after a dimension becomes
  * dynamic with bounds [8, 128] declared, a call with size 256 is answered with a static

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_graph.c — the site cache with the persistent cache behind it: two processes in
  * a row (the first sees sizes 64 then 32 and marks the dimension dynamic; the second's

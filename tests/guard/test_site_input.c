@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_input.c — a site checks every field a caller passes (issue 19): a rank outside
  * 0..KC_MAX_RANK (-1, 9), a negative size, too many inputs, a NULL array with a nonzero

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_limits.c — the site's limits with Dynamo's meaning (issue 19): the seed's example
  * (limits 2 and 32: 16 owner sets × 2 sizes are 32 entries without fallback, the 17th set

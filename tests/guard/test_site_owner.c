@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_owner.c — owners by address and generation (issue 19): an object at the address of
  * one that died without kc_owner_release, given a new generation, misses instead of getting

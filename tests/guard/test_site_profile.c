@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_profile.c — profiles merge on write (issue 19): two processes that opened the
  * same site's profile before either saved each learn a different dynamic dimension; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_profile_remote.c — site profiles through the remote tier, on a real redis-server
  * (issue 19: "carry profiles in ... the remote tier, so a fleet starts dynamic where it must").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_spec.c — the site cache's answer applied to a description loaded from a bundled
  * spec (src/graph/specialize.c): reading a description back; specializing it (a spec's

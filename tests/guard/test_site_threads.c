@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_site_threads.c — the site under 8 threads (issue 19), asserting counts only:
  *   - limits hold at insert: 8 threads insert 8 shapes of one owner set under limit 4 — 4 go

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_key.c — keys are canonical and stable: golden keys (tests/golden/keys.txt), every
  * single-component change changes the key and only that component's digest, stable

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_packages.sh — the .deb packages (cmake/Packaging.cmake) as a user gets them: built with CPack
 # from a build folder, their control fields and contents checked, then a runtime's build (the
 # consumer of tests/api/consumer/, copied out of the tree) made against the packages ALONE, through

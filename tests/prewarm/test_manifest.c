@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_manifest.c — manifests: paths resolved against the manifest's folder, targets
  * validated and de-duplicated, --arch lists, and every error naming the file and the place

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_prewarm.c — kc_prewarm: every graph for every target on several threads, hits the
  * second time, a failing graph reported with NVRTC's log while the others still compile (its unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_crash.c — crash consistency: a child process putting entries, importing bundles and
  * running gc is SIGKILLed 200 times, each at a fault point: its nth file-system call after its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_crash_import.c — crash consistency of an import's batched write ([Note: batched puts] in
  * store/local.c): every temporary written, one sync, the images renamed, one sync, the unit

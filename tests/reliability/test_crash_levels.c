@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_crash_levels.c — crash consistency of the two-level write ([Note: two levels] in
  * kcache/entry.h): a child process compiling graphs — each round a new kernel source (a new unit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_faults.c — injected faults at the cache's boundaries, for every operation that
  * touches the disk: put, get, gc, import, prewarm and compile (kc_graph_compile, the path

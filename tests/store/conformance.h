@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance.h — what every store backend must do (kcache/sys/store.h), run against the
  * local directory (test_local) and Redis (test_redis): misses, round trips of binary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fifo.c (label unit) — FIFOs where the cache expects regular files never block it:
  * a file read whole (an HMAC key file, an entry), a shard's stats file (read by stats,

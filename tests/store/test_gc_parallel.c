@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gc_parallel.c — a gc whose removals run on several threads ([Note: parallel removals] in
  * store/local_gc.c) removes what the serial gc removed: the least recently used in order, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gc_refs.c — gc over two levels (store/local_gc.c; [Note: two levels] in kcache/entry.h):
  * orphan images are swept and referenced ones kept (by a graph entry or by a unit record alone),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_local.c — the local directory store: layout and modes, names that could escape,
  * stats shared across handles, gc (LRU order, limit, temp collection, recount),

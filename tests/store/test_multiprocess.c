@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_multiprocess.c — many processes, one directory: 8 processes × 200 rounds, and 16
  * processes × 50 rounds started together on a barrier, putting and getting the same 20

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_name.c — store names (src/store/name.c), the one grammar every tier and backend uses:
  * "<32 lowercase hex>.<variant>".  Composed names check; every way out of a folder or a

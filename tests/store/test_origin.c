@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_origin.c — each local entry records where it came from and what verified it (issue 20
  * item 4, [Note: provenance record] in src/store/local.c), against a real redis-server: a compile

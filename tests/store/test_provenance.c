@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_provenance.c — provenance decides what may be sealed (issue 20, [Note: provenance] in
  * src/store/local.c), against a real redis-server: the laundering sequence — an entry planted in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_readonly_dir.c — a directory that refuses writes (issue 19): its failures are
  * KC_EREADONLY (or KC_EIO where it is not read-only-ness), never KC_EPERM, which is kept for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_redis.c (label redis) — the remote tier against a real redis-server started here on
  * a free loopback port: the backend conformance suite; two cache directories (two hosts)

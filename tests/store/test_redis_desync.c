@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_redis_desync.c (label redis) — a remote whose replies are out of step with its commands
  * is a failure, never a success ([Note: replies in step] in src/store/redis_io.c): against a

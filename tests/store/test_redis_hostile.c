@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_redis_hostile.c (label redis) — the redis backend against a fake server that
  * misbehaves: a thread here listens on a free loopback port and answers every command

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_safedir_reader.c — [Note: a reader of another's cache] (src/store/safedir.c): a process that
  * only reads accepts a cache another user owns when no one but that owner can write it (the

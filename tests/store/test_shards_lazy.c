@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_shards_lazy.c — shard folders made when first written ([Note: shards made when
  * written] in local.c) and counters flushed in one pass ([Note: one flush] in local_stats.c):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_signed_remote.c — Ed25519-signed entries through a real redis-server and bundles (issue
  * 20): a build host with the private key writes signed entries; a GPU host holding only public

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_stats.c — the statistics' one table (KC_STAT_TABLE in kcache/stats.h): every id has a
  * name, a kind and a sentence, names are unique and found again by name; `--zero` resets what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_stats_latency.c — the lookup latency histograms (kcache/stats.h) kept in the shard stats
  * files' latency section ([Note: stats file sections] in src/store/local_stats.c): what another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_store_register.c — a remote back end registered by a test (kc_store_register, kcache/sys/store.h)
  * serving lookups through the tiers, with no change outside this file: "mem://<name>", an in-memory

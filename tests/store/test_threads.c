@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_threads.c — one kc_cache handle shared by many threads (the way a tensor runtime
  * uses it): concurrent puts, gets, stats and gc on the same keys.  Every get is a miss or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tiers.c — the tiers (src/store/tiers.c) over any backend table: the real local
  * directory first, and an in-memory remote written here (which can fail, block, lack

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * two_level.h — building two-level caches by hand for the gc and verify tests
  * ([Note: two levels] in kcache/entry.h): images, graph entries that refer to them, unit

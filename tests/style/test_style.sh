@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_style.sh — tools/style.sh itself, on a small tree of known-good and known-bad files (--root):
 #  - good files and files exactly at each limit (600 lines, a 100-line function, a complexity of 30,
 #    8 parameters) pass, exit 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_target.c — the target part: parsing target names, and [Note: variant selection]
  * as THE TABLE (devices 7.0 … 12.0 × each kind of stored variant: exact, older minor of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_target_check.c — [Note: target check]: the supported list (NVRTC's where it is loaded,
  * compared with what NVRTC itself reports through dlopen; kcache's table where there is none:

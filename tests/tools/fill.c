@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fill.c — test helper: put N entries (keys from their index, variant sm_90, SIZE bytes
  * of KERNELS each) into the cache at DIR and print their keys, one per line.  They are named

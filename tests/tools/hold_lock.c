@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hold_lock.c — test helper: take the compile lock of KEY.VARIANT in the cache at DIR,
  * print "locked", and sleep until killed (the SIGKILL test of single-flight).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plant_hostile.c — puts into a cache directory objects whose names are hostile, as an imported
  * bundle's could be, one of each kind ([Note: two levels] in kcache/entry.h):

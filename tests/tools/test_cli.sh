@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli.sh — the kcache tool end to end, as a user runs it: every command, its --json
 # output (parsed, not grepped), exit codes, and errors on stderr.
 #   test_cli.sh PATH/TO/kcache PATH/TO/kc_fill

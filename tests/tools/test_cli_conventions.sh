@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_conventions.sh — the kcache command line by the conventions ccache's and git's users
 # expect: --opt=value and --opt value, attached short values (-j2), "--" ending options, -V and
 # --version, `kcache help [COMMAND]`, ccache's -s/-z/-C/-M/-d, `gc --older-than DURATION`, one

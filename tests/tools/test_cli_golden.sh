@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_golden.sh — `kcache --help` and every `kcache help COMMAND` against the files in
 # tests/golden/cli/ (kcache--help.txt, help-COMMAND.txt): a change to the command line's text — a
 # command, an option row, a help line, a setting of the table in the environment section — shows

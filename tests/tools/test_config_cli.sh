@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_config_cli.sh — `kcache config`: every setting with its value and origin, a value from each
 # origin (default, system file, cache directory file, environment, options — the command line's
 # --cache-dir), --json, one KEY, KEY VALUE written to the cache directory's kcache.conf (a bad value

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_config_docs.sh — the settings table, `kcache --help` and docs/configuration.md agree: the
 # reference is exactly `kcache config --reference` (generated from the table: regenerate it with
 #   build/tools/kcache/kcache config --reference > docs/configuration.md

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_coverage.sh — coverage a fleet can check, and export refusing a partial bundle (issue 20, item 1):
 #  - `kcache coverage` on a cache prewarmed for sm_90 of a manifest asking sm_80,sm_90: the exact
 #    missing list (every graph for sm_80), each with explain's reason, exit 1; after prewarming

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_hostile_names.sh — names from a stored object reach neither the terminal nor a path raw
 # (issue 15, item 15), for each kind of object (issue 18: graph entries, images, unit records):
 # `kcache show` (of each), `ls`, `ls --images` and `stats` print no ESC, BEL or C1 byte of an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_image_cache.sh — a cache shipped in a container image: prewarmed by root at build time,
 # `chmod -R a+rX,go-w`, then read by the service's own user (here nobody, through setpriv).  The
 # reader's lookups hit, with KCACHE_READONLY=1 and without it (the directory refuses it writes), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_lost_errors_cli.sh — a failure of the compile path keeps its status and its message in every
 # output of the kcache tool ([Note: cleanup keeps the error] in src/common/internal.h):
 #  - a compile error in a kernel with toolkit headers (the bundled adamw with one undefined name):

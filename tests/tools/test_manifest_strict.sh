@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_manifest_strict.sh — manifests read strictly, through the tool as a user runs it: a field given
 # twice (the second "graphs" was dropped in silence: prewarm and coverage saw softmax only), nested or
 # at the top, an unknown field and a value of another type are refused with exit 2 and FILE:LINE:COL;

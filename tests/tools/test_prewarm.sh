@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_prewarm.sh — `kcache prewarm` and single-flight, end to end:
 #  - prewarm twice: the second run compiles nothing; the demo leaves the cache's entries alone;
 #  - compile units (issue 18): a cold prewarm compiles each distinct unit once (units_compiled ==

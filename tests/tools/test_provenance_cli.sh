@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_provenance_cli.sh — provenance decides what may be sealed, from the command line (issue 20
 # item 4), against a real redis-server: an entry planted in Redis without a MAC is fetched by host
 # A (no key yet); `show` prints where each local file came from (fetched <url> verified=none;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_readonly_cmds.sh — the commands that only look at a cache change nothing in its directory:
 # each one runs against a cache holding compiled graphs and filler entries, and the tree (every
 # name, type, size, mode and mtime) is the same after it as before.  A directory that does not

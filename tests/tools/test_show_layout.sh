@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_show_layout.sh — what `kcache show` prints of each kind of object keeps its layout: the text's blocks in
 # order and the JSON object's fields in order, for a graph entry (by key and by SPEC), its image and its unit
 # record, plus the errors' wording and exit codes.  The blocks and fields are those the tool printed when it was

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_show_use.sh — `kcache show` is not a use (issue 19): showing an entry counts no hit and
 # leaves its LRU time (the entry file's mtime, which gc orders by) as it was.  The file is made
 # ten days old first, so that a lookup's refresh (any mtime older than a few seconds) would show.

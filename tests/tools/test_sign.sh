@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_sign.sh — `kcache sign` (issue 20, item 5): a build host signs what it ships with its private key.
 #  - sign BUNDLE: a real prewarmed bundle (graph entry, image, unit record, with a coverage record
 #    and a site profile) signed in place; importing it with KCACHE_KEYRING = the key's public key

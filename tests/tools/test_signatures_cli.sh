@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_signatures_cli.sh — signatures from the command line (issue 20): a build host's prewarm
 # with KCACHE_SIGNING_KEY_FILE writes signed objects whose provenance `show` prints (the host, the
 # signing key, the manifest); `verify --signatures` against a keyring of that key passes (exit 0),

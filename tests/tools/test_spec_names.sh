@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_spec_names.sh — a graph's name reaches `kcache ls` (recorded in its entry when built, JSON
 # too), `ls --all` says what images and unit records are, and a name from a spec that holds
 # escape sequences ("\u001b[31m…", a BEL) comes out escaped, the same way, from every command that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_stats_cli.sh — `kcache stats` reads the statistics' one table (kcache/stats.h):
 #  - `stats --describe --json` lists every statistic with its kind and what it counts, and
 #    `stats --json` prints exactly those names (and its own extras: dir, graphs, hit_rate, …);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_stats_metrics.sh — `kcache stats --format openmetrics|prometheus`, read by the real parsers
 # (prometheus_client: the OpenMetrics parser, and the classic text-format parser), agrees with
 # `stats --json` number by number: lookups by outcome, the latency histogram (its _count equals

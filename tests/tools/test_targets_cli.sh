@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_targets_cli.sh — [Note: target check] as a user meets it: every target named on the
 # command line or in a manifest is checked before any work, and an unknown one (sm_999; sm_37,
 # which kcache's table knows but CUDA 12 and 13 do not compile) fails with exit 2 and one line

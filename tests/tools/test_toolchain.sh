@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_toolchain.sh — the toolchain's identity end to end, as a user meets it:
 #  - `kcache toolchain` prints the build-id binutils' readelf reads from this host's libnvrtc;
 #  - a warm `kcache get` opens no file named libnvrtc* (strace; the same check sees the cold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.c — kcache-bench: cold vs warm vs the physical limit, and peers, side by side in one
  * run, reported as medians with their spread and as ratios (these machines are noisy).

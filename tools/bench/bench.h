@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.h — what kcache-bench's parts share: the run's settings, the clock, samples, scratch
  * folders, JSON numbers, and each part's results.  bench.c parses the options and runs the mode

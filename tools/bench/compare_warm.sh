@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare_warm.sh — a warm hit of this working tree against another commit's, alternated on one
 # machine in one session: the direct check of issue 18's "a warm hit stays within 1.2x of today's"
 # (kcache-bench can only estimate it: this build no longer writes the one-file format).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * floor.c — kcache-bench's process floor: fresh processes of a warm `kcache get` of one graph
  * against fresh processes of `kcache --help` (exec, the dynamic loader, libc, the tool's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu.c — kcache-bench on a GPU: a disk hit including the driver's load against the same images
  * loaded by hand (read, cuLibraryLoadData, fetch each kernel) and against the driver's load

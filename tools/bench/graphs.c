@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graphs.c — kcache-bench per graph of kernels/: what one graph's compile costs cold, what its warm
  * disk hit costs, and what the same graph costs under the caches users have today.

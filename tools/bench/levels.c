@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * levels.c — what the two-level layout ([Note: two levels] in kcache/entry.h) costs a hit and
  * saves a compile, measured beside the rest of kcache-bench.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * minread.c — kcache-minread: the least a fresh process must do to use a warm cache's entries,
  * the reference a fresh process's warm start (kcache-warmstart) is set against.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procs.c — warm start as a user feels it (issue 21): fresh processes, each one a whole program
  * that starts, opens the cache and gets what it needs, against other fresh processes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procs_report.c — what the warm start as processes (procs.c) prints and writes: per manifest its
  * figures against the process floor and the minimal reader, then one graph against its peers, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report.c — the full run's results file (--json FILE) and its plot (--plot FILE.png).
  *

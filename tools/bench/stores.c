@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stores.c — kcache-bench beyond one graph: the site cache's hits, the key's throughput, lookups in
  * stores of 10^3..10^6 entries with a gc that halves the largest, and a bundle's import.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * synth.c — a synthetic manifest of N graphs that look like a runtime's (kcache-bench's warm
  * start of a whole model, procs.c): written on the fly, never committed.

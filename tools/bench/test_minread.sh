@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_minread.sh KCACHE MINREAD KERNELS — kcache-minread (the warm start's reference reader) reads and
 # checks the entry files a warm `kcache get` wrote, and refuses each kind of damaged one: a byte
 # flipped in a section's bytes, in the header (its key), a file cut short, a file that is missing.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_warmstart.sh BENCH — kcache-bench's warm start as processes (procs.c), small: the bundled manifest
 # and a synthetic one of 8 graphs, 2 rounds, no peers, no page-cache eviction.  Checks what the figures
 # rest on, never a time: every warm start was all hits, the synthetic graphs are 8 distinct graph

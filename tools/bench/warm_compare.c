@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * warm_compare.c — kcache-warm-compare: warm disk hits (kc_graph_compile finding the graph
  * stored) of each graph spec given, one line per graph: "NAME TOTAL_US KEY_US LOOKUP_US", each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * warmstart.c — kcache-warmstart: what a fresh process (a training rank, an inference replica)
  * pays to have every graph of its model ready from a warm cache, measured inside that process.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare.sh — an old build and this tree, side by side, on what a user sees (issue item 6:
 # keys, formats and outputs stay identical unless a change is listed).  It builds OLD (a commit;
 # its tree is taken with `git archive`, so no worktree is registered) and the current working tree

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # prepare.sh — run HERE (a machine that reaches Debian's registry): download the -dev
 # packages the build needs into .gpu-debs/ (ignored by git), so that a GPU machine that
 # reaches no registry can build kcache: carry .gpu-debs and run tools/gpu/verify.sh there.

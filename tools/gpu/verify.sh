@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # verify.sh — run ON THE GPU MACHINE in one call (after tools/gpu/prepare.sh here, with
 # .gpu-debs carried): unpack the -dev packages into a private prefix, build, then, each step
 # under its own time limit so that one hang cannot spend the lease: the gpu-labelled tests,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check.c — CPU references for the graphs in kernels/ and the table of cases (see check.h); the
  * runner that compares a loaded graph's forward and backward with them is check_run.c.

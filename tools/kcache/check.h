@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check.h — run a bundled graph's forward and backward once on a GPU and compare them with
  * a CPU reference in fp32.  Used by `kcache demo` (the main job) and the gpu tests.

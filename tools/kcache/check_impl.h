@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_impl.h — what check.c (the references and the table of cases) and check_run.c (the runner)
  * share: a case's description and the buffers a reference reads and writes.  Only those two files

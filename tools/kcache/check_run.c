@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_run.c — the runner of the CPU references (check.h): a case's inputs made and uploaded, the
  * loaded graph's forward and backward run on the device, fetched and compared with the reference

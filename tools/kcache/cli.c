@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.c — the helpers the commands of the `kcache` tool share (see cli.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h — what the commands of the `kcache` tool share: the command record, the global
  * settings, and the helpers more than one command uses (errors and usage, the option loop,

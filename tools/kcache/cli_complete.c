@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli_complete.c — the bash and zsh completion scripts, written by the tool itself
  * (`kcache completion bash|zsh`) from its tables: the commands, the global options and each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli_man.c — the manual page kcache(1), written by the tool itself (`kcache help --man`) from
  * its tables: the commands and their options (main.c, cmd_*.c), the global options, and every

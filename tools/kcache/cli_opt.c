@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli_opt.c — the option parser every command of the `kcache` tool shares: getopt_long driven by
  * the command's table of options (cli_opt rows in its cmd_<name>.c), the options part of --help,

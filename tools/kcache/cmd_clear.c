@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_clear.c — `kcache clear`: remove every entry and the quarantine.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_config.c — `kcache config`: the settings in force and where each came from (ccache -p),
  * one setting, or a setting written to the cache directory's kcache.conf; and the table itself

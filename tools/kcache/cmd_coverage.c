@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_coverage.c — `kcache coverage MANIFEST [--arch LIST | --device N] [--json]`: whether the
  * cache covers a manifest, per graph and target, before a host serves from it or ships it.

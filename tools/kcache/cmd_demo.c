@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_demo.c — `kcache demo`: the main job shown end to end — every graph of a manifest
  * through a scratch cache twice, cold then warm, with where each came from and its time; on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_explain.c — `kcache explain SPEC [--arch TARGET]`: why a graph hits or misses: its key,
  * every component's digest, and on a miss the nearest stored entry and what differs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_export.c — `kcache export FILE`: write the cache's graph entries (of --arch's targets, of
  * --manifest's graphs, when given), with every image they refer to (once each) and those images'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_gc.c — `kcache gc [--max-size SIZE]`: evict least-recently-used entries down to SIZE
  * (default: the cache's limit — the directory's recorded one, `kcache limit`, else the process's),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_get.c — `kcache get SPEC [--arch TARGET]`: look one graph spec up, compiling and storing
  * it on a miss, and say where it came from and how long each step took.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_help.c — `kcache help [COMMAND]` (a command's help, or the tool's), `kcache help --man`
  * (the manual page kcache(1)) and `kcache completion bash|zsh` (the shell completion script).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_import.c — `kcache import FILE [--dry-run]`: verify a whole bundle, then write its
  * entries into the cache: images first, unit records next, graph entries last.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_keygen.c — `kcache keygen PREFIX`: make an Ed25519 key pair for signing entries
  * (kcache/sign.h): PREFIX.key, the producer's private key (mode 0600, never replaced), and

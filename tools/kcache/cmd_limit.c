@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_limit.c — `kcache limit [SIZE]`: show the cache directory's size limit, or record SIZE as
  * the directory's limit for every process that opens it.

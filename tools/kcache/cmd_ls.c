@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_ls.c — `kcache ls`: one line (or one JSON object) per stored graph entry — key, variant,
  * size, last use, its images and the graph's name (ORIGIN "graph", recorded when the entry was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_prewarm.c — `kcache prewarm MANIFEST`: compile every graph of a manifest for every
  * target on N threads (kc_prewarm), with a progress bar on a terminal or one line per graph

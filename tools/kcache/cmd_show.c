@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_show.c — `kcache show KEY[.VARIANT] | SPEC`: everything a stored object holds.  A graph
  * entry: its images (id, target, kind, size, SHA-256, the kernels that run each, whether it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_sign.c — `kcache sign --key FILE (BUNDLE | --local) [--json]`: sign what a build host
  * ships with its Ed25519 private key (kcache/sign.h, [Note: signatures] in src/entry/entry.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_stats.c — `kcache stats`: the cache's counters, summed over every shard and every
  * process that used it, and the remote's state when there is one.

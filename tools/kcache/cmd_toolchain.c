@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_toolchain.c — `kcache toolchain [--json] [--pin ID | --unpin]`: this host's NVRTC by its
  * identity (build-id, file, version), the toolchain pinned and the ones the cache recorded,

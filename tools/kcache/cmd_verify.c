@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_verify.c — `kcache verify`: decode and validate every entry and image, follow every
  * reference from a graph entry or unit record to its image; with --repair, corrupt ones move to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* json.c — JSON string escaping and key/value writers for the kcache tool (see json.h). */
 #include "json.h"
 

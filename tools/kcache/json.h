@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json.h — the few JSON writers the kcache tool needs (objects of numbers, strings, booleans,
  * and the name of a nested value the caller writes itself).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — the `kcache` command-line tool: inspect and maintain a cache directory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * show.h — between `kcache show`'s two parts: cmd_show.c finds the objects a KEY prefix or a SPEC
  * names; show_object.c prints one.  Callers: cmd_show.c only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * show_object.c — what `kcache show` prints of one stored object, once cmd_show.c has found it: a
  * graph entry (its images resolved as a lookup resolves them, kernels, parameter tables, sections,

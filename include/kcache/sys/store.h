@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/sys/store.h — the interface for store backend authors (weaker stability promise
  * than the caller API; check `version`).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * consumer.c — a runtime's first program against the INSTALLED kcache (tests/api/test_consumer.sh):
  * built as C11 and, through consumer.cpp, as C++11, both with -pedantic -Wall -Wextra -Werror, once

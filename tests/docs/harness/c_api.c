@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's "The C API" block.  What its text says the caller has: the kernel's CUDA source,
  * `cuda_source`, and an image of it the caller compiled, `cubin` of `cubin_len` bytes. */
 #include <kcache.h>

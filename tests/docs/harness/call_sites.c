@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's "Call sites (guards)" block.  What its text says the caller has: an open `cache`;
  * `spec`, the site's description as written; the call's `inputs` (`ninputs`), `owners` (`nowners`)
  * and `globals`; the runtime's run(kc_graph *), run_eager(void) and release_graph(void *); and

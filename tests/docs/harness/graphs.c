@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's "Graphs" block.  What its text says the caller has: an open `cache`, the tensors
  * `x`, `gamma`, `beta` and `grad_out`, and a CUDA `stream`. */
 #include <kcache.h>

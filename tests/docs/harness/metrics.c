@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* docs/fleet.md's "Monitoring" block.  What its text says the runtime has: an open cache, `cache`,
  * and an endpoint of its own that serves a text, `serve`.  Run: over a scratch cache where one
  * lookup was counted, the block serves the whole OpenMetrics text. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's prewarm-from-C block.  What its text says the caller has: an open `cache`. */
 #include <kcache.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* docs/fleet.md's "Back ends" block.  What its text says the program has: an open function of its
  * own back end, `my_open` (here one that opens nothing).  Run: the block registers the scheme, and
  * a second registration of it must be refused. */

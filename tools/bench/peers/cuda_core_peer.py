@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda_core_peer.py — kcache-bench's cuda.core peer: one NVRTC compile of kernels/softmax.cu for a
 target through cuda.core's persistent program cache (cuda.core.utils.FileStreamProgramCache), in
 one fresh process, as a Python runtime that uses cuda.core would.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """triton_peer.py — kcache-bench's Triton peer: one triton.compile of a row softmax (the bundled
 softmax graph's forward, written in Triton) for a named target without a GPU
 (GPUTarget("cuda", 90, 32)), through Triton's own cache (TRITON_CACHE_DIR), in one fresh process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcache/cuda_double.h — the control API of the CUDA driver double (libkcache_cuda_double.so),
  * for testing a runtime's integration with kcache on machines without a GPU.
