@@ -54,8 +54,8 @@ static void test_errors_name_the_place(void **state) {
     expect_error("{\"graphs\": [\"\"]}", "graphs[0] must be a spec path");
     expect_error("{\"graphs\": [\"a\"], \"archs\": \"sm_90\"}", "\"archs\" must be an array");
     expect_error("{\"graphs\": [\"a\"], \"archs\": [\"sm_90\", \"volta\"]}",
-                 "unknown target 'volta' (manifest m.json, archs[1])");
-    expect_error("{\"graphs\": [\"a\"], \"archs\": [null]}", "m.json: archs[0] is not a target");
+                 "unknown target 'volta' (manifest m.json:1:38, archs[1])");
+    expect_error("{\"graphs\": [\"a\"], \"archs\": [null]}", "m.json:1:29: archs[0] is not a target");
     const char nul[] = "{\"graphs\": [\"a\0b\"]}";
     kc_manifest *m;
     assert_int_equal(kc_manifest_parse(&m, nul, sizeof nul - 1, NULL, NULL), KC_EINVAL);

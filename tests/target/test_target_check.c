@@ -171,7 +171,7 @@ static void test_manifest_and_prewarm(void **state) {
     kc_manifest *m = NULL;
     const char *j = "{\"graphs\": [\"softmax.json\"], \"archs\": [\"sm_90\", \"sm_999\"]}";
     assert_int_equal(kc_manifest_parse(&m, j, strlen(j), KC_KERNELS_DIR, "m.json"), KC_EINVAL);
-    assert_non_null(strstr(kc_error_last()->message, "unknown target 'sm_999' (manifest m.json, archs[1])"));
+    assert_non_null(strstr(kc_error_last()->message, "unknown target 'sm_999' (manifest m.json:1:49, archs[1])"));
     j = "{\"graphs\": [\"softmax.json\"], \"archs\": [\"sm_90\"]}";
     assert_int_equal(kc_manifest_parse(&m, j, strlen(j), KC_KERNELS_DIR, "m.json"), KC_OK);
     assert_int_equal(kc_manifest_set_archs(m, "sm_80,sm_999"), KC_EINVAL);

@@ -18,6 +18,7 @@ ok()  { checks=$((checks+1)); }
 bad() { checks=$((checks+1)); fails=$((fails+1)); echo "FAIL: $*" >&2; }
 jget() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 D=$T/cache
+"$KC" --cache-dir "$D" stats --zero >/dev/null 2>&1 # an empty cache: a read of a missing one adds a note on stderr
 SPEC=$KDIR/softmax.json
 
 # run WANT_RC NAME WHERE CMD...: the exit code, one line on stderr naming NAME and WHERE and the list.
