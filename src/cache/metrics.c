@@ -83,6 +83,17 @@ static void family(mw *w, const char *name, const char *type, const char *unit, 
     put(w, "\n");
 }
 
+/* `units` of 10^-digits seconds as decimal seconds ("0.000025", "3.5"), written from integers: a
+ * runtime's locale (LC_NUMERIC "de_DE": "0,5") never reaches the exposition, whose numbers are C's. */
+static const char *secs(char out[48], uint64_t units, int digits) {
+    uint64_t scale = 1;
+    for (int i = 0; i < digits; i++) scale *= 10;
+    int n = snprintf(out, 48, "%llu.%0*llu", (unsigned long long)(units / scale), digits,
+                     (unsigned long long)(units % scale));
+    while (n > 2 && out[n - 1] == '0' && out[n - 2] != '.') out[--n] = '\0';
+    return out;
+}
+
 /* ---- the families ---- */
 
 static const char *const outcome_help =
@@ -103,17 +114,19 @@ static void latency(mw *w, const kc_latency *lat) {
     for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++) {
         const char *on = kc_lookup_outcome_name((kc_lookup_outcome)o);
         uint64_t cum = 0;
+        char t[48];
         for (int b = 0; b <= KC_LATENCY_BUCKETS; b++) {
-            cum += lat->buckets[o][b];
+            uint64_t add = lat->buckets[o][b]; /* saturating: a hostile stats file never makes it decrease */
+            cum = cum > UINT64_MAX - add ? UINT64_MAX : cum + add;
             if (b < KC_LATENCY_BUCKETS)
-                put(w, "kcache_lookup_duration_seconds_bucket{outcome=\"%s\",le=\"%g\"} %llu\n", on,
-                    kc_latency_bound(b), (unsigned long long)cum);
+                put(w, "kcache_lookup_duration_seconds_bucket{outcome=\"%s\",le=\"%s\"} %llu\n", on,
+                    secs(t, (uint64_t)(kc_latency_bound(b) * 1e9 + 0.5), 9), (unsigned long long)cum);
             else
                 put(w, "kcache_lookup_duration_seconds_bucket{outcome=\"%s\",le=\"+Inf\"} %llu\n", on,
                     (unsigned long long)cum);
         }
         put(w, "kcache_lookup_duration_seconds_count{outcome=\"%s\"} %llu\n", on, (unsigned long long)lat->count[o]);
-        put(w, "kcache_lookup_duration_seconds_sum{outcome=\"%s\"} %.9f\n", on, (double)lat->sum_ns[o] / 1e9);
+        put(w, "kcache_lookup_duration_seconds_sum{outcome=\"%s\"} %s\n", on, secs(t, lat->sum_ns[o], 9));
     }
 }
 
@@ -143,7 +156,8 @@ static int shown_apart(kc_stat id) {
 
 static void sizes(mw *w, kc_cache *c, const kc_stats *s) {
     family(w, "compile_time_saved_seconds", "counter", "seconds", kc_stat_doc(KC_STAT_COMPILE_US_SAVED));
-    put(w, "kcache_compile_time_saved_seconds_total %.6f\n", (double)s->v[KC_STAT_COMPILE_US_SAVED] / 1e6);
+    char t[48];
+    put(w, "kcache_compile_time_saved_seconds_total %s\n", secs(t, s->v[KC_STAT_COMPILE_US_SAVED], 6));
     family(w, "size_bytes", "gauge", "bytes", kc_stat_doc(KC_STAT_BYTES));
     put(w, "kcache_size_bytes %llu\n", (unsigned long long)s->v[KC_STAT_BYTES]);
     family(w, "max_size_bytes", "gauge", "bytes", "The size limit of the local directory (0: none)");

@@ -222,7 +222,11 @@ static int build_entry(kc_cache *c, build *b, const kc_key *key, const kc_key_bu
     if (!rc && (rc = set_provenance(c, e)) != KC_OK) kc_entry_free(e), e = NULL;
     if (!rc) { /* its name, for `kcache ls` and `show`: the first name stored under the key, cut to 255 bytes */
         char nm[256];
-        snprintf(nm, sizeof nm, "%s", d->name);
+        size_t n = strlen(d->name);
+        if (n > 255) /* cut at a character's start: a UTF-8 continuation byte (10xxxxxx) goes with its lead */
+            for (n = 255; n > 0 && ((unsigned char)d->name[n] & 0xC0) == 0x80;) n--;
+        memcpy(nm, d->name, n);
+        nm[n] = '\0';
         if (kc_entry_set_origin(e, "graph", nm) != KC_OK) kc_error_clear();
     }
     /* The reads travel with the entry ([Note: toolkit reads travel]); without them, the fleet walks. */

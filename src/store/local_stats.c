@@ -313,7 +313,8 @@ void kc_local_latency(kc_local *l, kc_latency *out) {
         out->count[o] = 0;
         for (int b = 0; b <= KC_LATENCY_BUCKETS; b++) {
             out->buckets[o][b] = (uint64_t)(h[b] < 0 ? 0 : h[b]);
-            out->count[o] += out->buckets[o][b];
+            uint64_t c = out->count[o], add = out->buckets[o][b]; /* saturating: a hostile file never wraps */
+            out->count[o] = c > UINT64_MAX - add ? UINT64_MAX : c + add;
         }
         out->sum_ns[o] = (uint64_t)(h[KC_LAT_PER - 1] < 0 ? 0 : h[KC_LAT_PER - 1]);
     }

@@ -176,9 +176,13 @@ static void read_all_ways(kc_local *l) {
     kc_local_latency(l, &lat);
     assert_int_equal(kc_local_stats(l, &s), KC_OK);
     for (int o = 0; o < KC_LOOKUP_OUTCOMES; o++) {
-        uint64_t b = 0;
-        for (int i = 0; i <= KC_LATENCY_BUCKETS; i++) b += lat.buckets[o][i];
-        assert_true(b == lat.count[o] || lat.count[o] < b); /* saturated sums may wrap only the count */
+        uint64_t b = 0; /* the count is the buckets' saturating sum: it never wraps below a bucket */
+        for (int i = 0; i <= KC_LATENCY_BUCKETS; i++) {
+            uint64_t x = lat.buckets[o][i];
+            b = b > UINT64_MAX - x ? UINT64_MAX : b + x;
+            assert_true(lat.count[o] >= x);
+        }
+        assert_true(b == lat.count[o]);
     }
 }
 
@@ -221,7 +225,9 @@ static void test_hostile_files_never_crash(void **state) {
         read_all_ways(l);
     }
     kc_local_free(l);
-    /* And the metrics text over such a directory. */
+    /* And the metrics text over such a directory: buckets at the largest value, whose sum is past 2^64. */
+    valid_tail(t, (uint64_t)INT64_MAX);
+    write_with_tail("10", t, TAIL, 1);
     kc_options o;
     assert_int_equal(kc_options_init(&o, KC_OPTIONS_VERSION), KC_OK);
     o.dir = dir;
@@ -231,6 +237,20 @@ static void test_hostile_files_never_crash(void **state) {
     assert_int_equal(kc_cache_metrics(c, KC_METRICS_OPENMETRICS, NULL, 0, &need), KC_ERROR);
     char *buf = malloc(need);
     assert_int_equal(kc_cache_metrics(c, KC_METRICS_OPENMETRICS, buf, need, &need), KC_OK);
+    /* Each outcome's cumulative buckets never decrease (a wrapped sum would), and every number is C's. */
+    char last_outcome[32] = "";
+    unsigned long long prev = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char oc[32], le[32];
+        unsigned long long v;
+        if (sscanf(line, "kcache_lookup_duration_seconds_bucket{outcome=\"%31[a-z]\",le=\"%31[^\"]\"} %llu", oc, le,
+                   &v) != 3)
+            continue;
+        if (strcmp(oc, last_outcome) != 0) snprintf(last_outcome, sizeof last_outcome, "%s", oc), prev = 0;
+        assert_true(v >= prev);
+        assert_null(strchr(le, ','));
+        prev = v;
+    }
     free(buf);
     kc_cache_close(c);
 }

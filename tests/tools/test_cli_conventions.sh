@@ -130,5 +130,13 @@ complete_words kcache export --manifest "$T/spec-" >"$T/c6"; has "spec-one.json"
 complete_words kcache help ex >"$T/c7"; has "^explain$" "$T/c7"; has "^export$" "$T/c7"
 complete_words kcache completion "" >"$T/c8"; has "^zsh$" "$T/c8"
 
+# A value from the command line is shown escaped in a usage error: no escape sequence reaches the terminal.
+esc=$(printf '\033[2J')
+for args in "gc --older-than ${esc}X" "stats --format ${esc}" "-M ${esc}" "${esc}x" "ls --${esc}"; do
+  # shellcheck disable=SC2086
+  expect_rc 2 "$KC" --cache-dir "$T/esc" $args
+  if grep -q "$(printf '\033')" "$T/err"; then bad "raw ESC in: kcache $args: $(cat -v "$T/err")"; else ok; fi
+done
+
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]

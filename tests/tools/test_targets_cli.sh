@@ -80,6 +80,8 @@ for X in sm_999 $OLD; do
 done
 run 2 sm_999 "--arch" get "$SPEC" --arch sm_999
 run 2 sm_999 "--arch" export "$T/all.kcb" --arch sm_999
+run 2 sm_999 "--arch" show "$SPEC" --arch sm_999   # a stored variant: checked against kcache's table
+run 2 sm_999 "--arch" demo --manifest "$KDIR/manifest.json" --arch sm_999           # before its scratch cache compiles anything
 # sm_37 is a target kcache knows (a reader may load what an older toolchain stored): get looks it
 # up, and refuses it before a compile.
 [ -n "$OLD" ] && run 2 "$OLD" "to compile" get "$SPEC" --arch "$OLD"

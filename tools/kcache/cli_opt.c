@@ -21,8 +21,9 @@
 #include "cli.h"
 
 int cli_usage_error(const cli_cmd *c, const char *msg, const char *arg) {
-    fprintf(stderr, "kcache %s: %s%s%s; try 'kcache help %s'\nusage: %s\n", c->name, msg, arg ? ": " : "",
-            arg ? arg : "", c->name, c->usage);
+    static char m[4 * 4096 + 1], v[4 * 4096 + 1]; /* shown escaped: a value from the command line or a file */
+    fprintf(stderr, "kcache %s: %s%s%s; try 'kcache help %s'\nusage: %s\n", c->name, cli_shown(msg, m, sizeof m),
+            arg ? ": " : "", arg ? cli_shown(arg, v, sizeof v) : "", c->name, c->usage);
     return EXIT_USAGE;
 }
 

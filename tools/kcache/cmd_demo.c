@@ -104,6 +104,12 @@ static int cmd_demo(const cli_settings *cs, int argc, char **argv) {
         kc_manifest_free(mf);
         return EXIT_PROBLEM;
     }
+    if (arch && (rc = cli_target_check(c, "demo", arch, "--arch", 0))) { /* before any work */
+        kc_cache_close(c);
+        nftw(scratch, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        kc_manifest_free(mf);
+        return rc;
+    }
     printf("a scratch cache in %s (removed after)\n\n", scratch);
     int failed = 0;
     for (int pass = 0; pass < 2; pass++) {

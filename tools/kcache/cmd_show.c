@@ -128,9 +128,8 @@ static int show_parse(int argc, char **argv, show_args *a) {
     a->o.json = cli_flag(&o, "json");
     if ((a->o.npos = o.npos) == 1) a->o.positional[0] = o.pos[0];
     if (a->o.npos != 1) return cli_usage_error(&cli_cmd_show, "a KEY or a SPEC is required", NULL);
-    kc_target tgt;
-    if (a->arch && kc_target_parse(a->arch, &tgt) != KC_OK)
-        return cli_usage_error(&cli_cmd_show, kc_error_last()->message, NULL);
+    int rc; /* a stored variant is read, never compiled: checked against kcache's table ([Note: target check]) */
+    if (a->arch && (rc = cli_target_check(NULL, "show", a->arch, "--arch", 1))) return rc;
     a->arg = a->o.positional[0];
     a->spec = is_spec(a->arg);
     return 0;

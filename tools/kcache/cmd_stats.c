@@ -379,8 +379,10 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     const char *f = cli_arg(&a, "format");
     if (f && (fmt = format_of(f)) < 0)
         return cli_usage_error(&cli_cmd_stats, "unknown format (text, json, openmetrics, prometheus)", f);
+    if (f && fmt != 1 && o.json) /* --json is --format json: with another format, two answers to one question */
+        return cli_usage_error(&cli_cmd_stats, "--json and --format are two formats; give one", NULL);
     if (fmt == 1) o.json = 1;
-    if (fmt >= 2 && o.json) return cli_usage_error(&cli_cmd_stats, "--json and --format are two formats", NULL);
+    if (desc && fmt >= 2) return cli_usage_error(&cli_cmd_stats, "--describe prints text or JSON only", NULL);
     if (desc) return describe(o.json);
     kc_cache *c;
     if ((zero ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM; /* --zero writes */

@@ -68,7 +68,8 @@ void cli_main_usage(FILE *f) {
 }
 
 static int main_usage_error(const char *what) {
-    fprintf(stderr, "kcache: %s; try 'kcache help'\n", what);
+    static char m[4 * 1024 + 1]; /* shown escaped: it may quote the command line */
+    fprintf(stderr, "kcache: %s; try 'kcache help'\n", cli_shown(what, m, sizeof m));
     return EXIT_USAGE;
 }
 
@@ -146,7 +147,9 @@ int main(int argc, char **argv) {
     }
     for (size_t k = 0; cli_commands[k]; k++)
         if (strcmp(argv[i], cli_commands[k]->name) == 0) return cli_commands[k]->run(&s, argc - i, argv + i);
-    fprintf(stderr, "kcache: unknown command '%s'; try 'kcache help'\ncommands:", argv[i]);
+    char shown[1024];
+    fprintf(stderr,
+            "kcache: unknown command '%s'; try 'kcache help'\ncommands:", cli_shown(argv[i], shown, sizeof shown));
     for (size_t k = 0; cli_commands[k]; k++) fprintf(stderr, " %s", cli_commands[k]->name);
     fprintf(stderr, "\n");
     return EXIT_USAGE;
