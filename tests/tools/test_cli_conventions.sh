@@ -130,6 +130,12 @@ complete_words kcache export --manifest "$T/spec-" >"$T/c6"; has "spec-one.json"
 complete_words kcache help ex >"$T/c7"; has "^explain$" "$T/c7"; has "^export$" "$T/c7"
 complete_words kcache completion "" >"$T/c8"; has "^zsh$" "$T/c8"
 
+# A manifest naming a spec that is not there is bad input for every command that reads manifests: exit 2.
+printf '{"graphs": ["nope.json"], "archs": ["sm_90"]}' >"$T/nope-m.json"
+expect_rc 2 "$KC" --cache-dir "$T/nope" prewarm "$T/nope-m.json"
+expect_rc 2 "$KC" --cache-dir "$T/nope" coverage "$T/nope-m.json"
+expect_rc 2 "$KC" --cache-dir "$T/nope" export "$T/nope.kcb" --manifest "$T/nope-m.json"
+
 # A value from the command line is shown escaped in a usage error: no escape sequence reaches the terminal.
 esc=$(printf '\033[2J')
 for args in "gc --older-than ${esc}X" "stats --format ${esc}" "-M ${esc}" "${esc}x" "ls --${esc}"; do

@@ -124,5 +124,5 @@ static int cmd_coverage(const cli_settings *cs, int argc, char **argv) {
     kc_coverage_report_free(r);
     kc_cache_close(c);
     kc_manifest_free(m);
-    return rc == KC_OK ? 0 : EXIT_PROBLEM;
+    return rc == KC_OK ? 0 : !r && rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM; /* a bad spec: bad input, as prewarm */
 }
