@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "internal.h"
 
@@ -32,13 +33,12 @@ void kc_cache_count_lookup_(kc_cache *c, const kc_key *key, kc_lookup_outcome o,
 
 int kc_cache_latency(kc_cache *c, kc_latency *out) {
     if (!c || !out) return kc_err(KC_EINVAL, "kc_cache_latency: NULL argument");
-    if (out->version != KC_LATENCY_VERSION)
-        return kc_err(KC_EVERSION, "kc_cache_latency: kc_latency version %u, this build fills %u (KC_LATENCY_INIT)",
-                      out->version, KC_LATENCY_VERSION);
-    memset(out, 0, sizeof *out);
-    out->version = KC_LATENCY_VERSION;
+    int rc = kc_api_version("kc_cache_latency", "kc_latency", "KC_LATENCY_INIT", out->version, KC_LATENCY_VERSION);
+    if (rc) return rc;
+    kc_latency full = KC_LATENCY_INIT; /* [Note: versioned structs]: filled here, copied out as far as out's version */
     kc_local *l = kc_cache_local_(c);
-    if (l) kc_local_latency(l, out);
+    if (l) kc_local_latency(l, &full);
+    kc_api_copy_out(out, &full, sizeof full, out->version);
     return KC_OK;
 }
 
