@@ -130,6 +130,9 @@ complete_words kcache export --manifest "$T/spec-" >"$T/c6"; has "spec-one.json"
 complete_words kcache help ex >"$T/c7"; has "^explain$" "$T/c7"; has "^export$" "$T/c7"
 complete_words kcache completion "" >"$T/c8"; has "^zsh$" "$T/c8"
 
+# -M's SIZE is a value even when it looks like an option (ccache -M takes the next word).
+expect_rc 2 "$KC" --cache-dir "$T/msize" -M --json
+
 # A manifest naming a spec that is not there is bad input for every command that reads manifests: exit 2.
 printf '{"graphs": ["nope.json"], "archs": ["sm_90"]}' >"$T/nope-m.json"
 expect_rc 2 "$KC" --cache-dir "$T/nope" prewarm "$T/nope-m.json"

@@ -86,12 +86,12 @@ static int zero_stats(const cli_settings *s) {
 
 /* Run one of ccache's action options ('s', 'z', 'C', 'M' with its SIZE). */
 static int run_action(const cli_settings *s, int ch, char *size) {
-    char name_stats[] = "stats", name_clear[] = "clear", name_limit[] = "limit";
-    char *av[3] = {NULL, size, NULL};
+    char name_stats[] = "stats", name_clear[] = "clear", name_limit[] = "limit", dashes[] = "--";
+    char *av[4] = {NULL, dashes, size, NULL}; /* `limit -- SIZE`: a SIZE such as "--json" is a value, never an option */
     switch (ch) {
-    case 's': av[0] = name_stats; return cli_cmd_stats.run(s, 1, av);
-    case 'C': av[0] = name_clear; return cli_cmd_clear.run(s, 1, av);
-    case 'M': av[0] = name_limit; return cli_cmd_limit.run(s, 2, av);
+    case 's': av[0] = name_stats, av[1] = NULL; return cli_cmd_stats.run(s, 1, av);
+    case 'C': av[0] = name_clear, av[1] = NULL; return cli_cmd_clear.run(s, 1, av);
+    case 'M': av[0] = name_limit; return cli_cmd_limit.run(s, 3, av);
     default: return zero_stats(s);
     }
 }
