@@ -251,9 +251,10 @@ int kc_cache_profile_dir(const kc_cache *c, char *out, size_t cap) {
     return kc_local_profile_dir(c->local, out, cap);
 }
 
-int kc_cache_toolkit_dir_(const kc_cache *c, char *out, size_t cap) {
+int kc_cache_toolkit_dir_(const kc_cache *c, bool write, char *out, size_t cap) {
     if (!c || !c->local) return KC_MISS;
-    return kc_local_toolkit_dir(c->local, out, cap);
+    if (write && c->mode != KC_CACHE_READWRITE) return KC_EREADONLY;
+    return kc_local_toolkit_dir(c->local, write, out, cap);
 }
 
 static int check_kv(const kc_cache *c, const kc_key *key, const char *variant) {

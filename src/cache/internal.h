@@ -63,8 +63,10 @@ int kc_cache_require_hit_(const kc_cache *c);
 /** 1 when the cache was opened strict (KC_OPEN_STRICT, KCACHE_STRICT=1): anomalies are errors. */
 int kc_cache_strict_(const kc_cache *c);
 
-/** Where the toolkit digest memos live ("<dir>/v1/toolkits"); KC_MISS for a disabled cache. */
-int kc_cache_toolkit_dir_(const kc_cache *c, char *out, size_t cap);
+/** Where the toolkit digest memos live ("<dir>/v1/toolkits"); KC_MISS for a disabled cache.  With
+ *  `write` (to write a memo or a direct manifest there), KC_EREADONLY for a read-only cache: it reads
+ *  the memos and manifests there, and never creates the folder or writes into it. */
+int kc_cache_toolkit_dir_(const kc_cache *c, bool write, char *out, size_t cap);
 
 /** Read `name` from the local directory without marking it used (maintenance: verify, export). */
 int kc_cache_peek_raw_(kc_cache *c, const char *name, void **out, size_t *len);

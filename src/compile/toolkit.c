@@ -322,7 +322,7 @@ int64_t memo_walk_began;       /* CLOCK_REALTIME, as file times: when the verify
 static uint64_t memo_walk_sig; /* signature() of memo_walk */
 static int memo_walks;         /* whole walks this process made (kc_toolkit_walks_) */
 
-int kc_toolkit_digest(const char *memo_dir, char out[33]) {
+int kc_toolkit_digest(const char *memo_dir, int write_memo, char out[33]) {
     pthread_mutex_lock(&memo_mu);
     if (memo_digest[0]) {
         memcpy(out, memo_digest, 33);
@@ -348,7 +348,7 @@ int kc_toolkit_digest(const char *memo_dir, char out[33]) {
             kc_log(KC_LOG_COMPILE, "toolkit headers %s: %s (memo)", root, out);
         } else if ((rc = content_digest(root, &w, out)) == KC_OK) {
             kc_log(KC_LOG_COMPILE, "toolkit headers %s: %s (%zu files hashed)", root, out, w.n);
-            if (memo_dir) {
+            if (memo_dir && write_memo) {
                 char text[128];
                 int n = snprintf(text, sizeof text, KC_TK_MEMO_VERSION "\nsig %016llx\ndigest %s\n",
                                  (unsigned long long)sig, out);
@@ -452,5 +452,5 @@ int kc_toolkit_walks_(void) {
 
 int kc_toolkit_headers_id(char out[33]) {
     if (!out) return kc_err(KC_EINVAL, "kc_toolkit_headers_id: out is NULL");
-    return kc_toolkit_digest(NULL, out);
+    return kc_toolkit_digest(NULL, 0, out);
 }

@@ -44,9 +44,11 @@ int kc_toolkit_inputs_for(const char *file, kc_toolkit_inputs *in);
  * under the include folder by relative path and contents, and kcache's in-memory standard
  * headers.  Memoised per process; with `memo_dir` (a folder kcache owns), also across
  * processes, under a signature of every file's size, times and inode, so that a toolkit
- * changed in place is hashed again and an unchanged one is not.  KC_ENONVRTC without one.
+ * changed in place is hashed again and an unchanged one is not.  The memo is read there when
+ * present, and written (the folder created) only with `write_memo`: a read-only cache passes 0
+ * and writes nothing, its processes hash when there is no memo.  KC_ENONVRTC without one.
  */
-int kc_toolkit_digest(const char *memo_dir, char out[33]);
+int kc_toolkit_digest(const char *memo_dir, int write_memo, char out[33]);
 
 /** The memo file's reader (kc_toolkit_digest reads "<memo_dir>/<xxh64(root)>.toolkit" with it, once
  *  per process): 1 with the digest in `out` when `path` is a memo of the walk whose signature is
@@ -101,7 +103,10 @@ int kc_toolkit_walks_(void);
  *    confirmed by the whole walk first, before a remote is asked or a miss counted (graph/lookup.c): an entry is only ever written under a verified digest, so a
  *    tree changed where this graph does not read never puts a stale name on a new compile.
  * Manifests are written only by compiles on this host; entries imported or fetched come
- * without one (their first process walks).
+ * without one (their first process walks).  A read-only cache (KC_OPEN_READONLY, KC_OPEN_INSPECT,
+ * a directory that refuses writes) reads the manifests and the digest memo as any cache does, and
+ * writes neither: it starts no watch, learns nothing from an entry, and without a memo or manifest
+ * each of its processes walks (kc_cache_toolkit_dir_ with `write`, graph/graph_key.c).
  */
 
 /** Begin watching the tree for a compile: *out NULL (nothing recorded later) when the digest

@@ -9,7 +9,8 @@
  * the signature it recorded and has settled (no write in the last KC_TK_SETTLE_NS), under the
  * same shims and the same way of reading the tree (the version line); anything else is a walk.
  * Callers: compile/units.c and graph/lookup.c through toolkit.h (watch, direct, reads).
- * Must not: trust a manifest that is cut short, of another version, or over KC_TK_DIRECT_MAX.
+ * Must not: trust a manifest that is cut short, of another version, or over KC_TK_DIRECT_MAX;
+ * write one without a folder from its caller (a read-only cache gives none: it only reads them).
  */
 #include "toolkit.h"
 

@@ -33,8 +33,9 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     for (size_t i = 0; i < d->nkernels; i++) any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
     if (!any) return KC_OK;
     char memo[4096];
-    int have_memo = c && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK;
-    int rc = kc_toolkit_digest(have_memo ? memo : NULL, out);
+    int have_memo = c && kc_cache_toolkit_dir_(c, false, memo, sizeof memo) == KC_OK;
+    int write_memo = have_memo && kc_cache_toolkit_dir_(c, true, memo, sizeof memo) == KC_OK; /* not read-only */
+    int rc = kc_toolkit_digest(have_memo ? memo : NULL, write_memo, out);
     if (rc != KC_ENONVRTC) return rc ? kc_err_prefix(rc, "graph '%s' asks for the toolkit's headers", d->name) : KC_OK;
     /* No toolkit here (a GPU host with the driver only): the digest pinned, or the one the
      * cache recorded when it stored such entries (kc_cache_toolkit_note_) — never a guess. */
@@ -180,7 +181,7 @@ int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *varian
         return KC_OK;
     }
     char memo[4096], name[DIRECT_NAME_MAX], tk[33];
-    if (kc_cache_toolkit_dir_(c, memo, sizeof memo) != KC_OK) {
+    if (kc_cache_toolkit_dir_(c, false, memo, sizeof memo) != KC_OK) { /* a read-only cache reads them too */
         kc_error_clear();
         return kc_graph_key_in(c, d, out, NULL);
     }
@@ -204,7 +205,9 @@ void kc_graph_watch_begin_(kc_cache *c, const kc_graph_desc *d, kc_toolkit_watch
     *w = NULL;
     kc_err_saved keep;
     kc_err_save(&keep);
-    if (c && d && asks_toolkit(d) && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK) kc_toolkit_watch_begin(w);
+    /* No watch for a read-only cache: it would record a manifest it may not write. */
+    if (c && d && asks_toolkit(d) && kc_cache_toolkit_dir_(c, true, memo, sizeof memo) == KC_OK)
+        kc_toolkit_watch_begin(w);
     kc_err_restore(&keep);
 }
 
@@ -215,7 +218,7 @@ void kc_graph_watch_end_(kc_cache *c, const kc_graph_desc *d, const char *toolch
     kc_err_saved keep;
     kc_err_save(&keep);
     char memo[4096], name[DIRECT_NAME_MAX];
-    int ok = record && kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK &&
+    int ok = record && kc_cache_toolkit_dir_(c, true, memo, sizeof memo) == KC_OK &&
              direct_name(d, toolchain, variant, name) == KC_OK;
     kc_toolkit_watch_end(w, ok ? memo : NULL, ok ? name : NULL, ok, reads);
     kc_err_restore(&keep);
@@ -236,7 +239,7 @@ void kc_graph_direct_from_entry_(kc_cache *c, const kc_graph_desc *d, const char
     kc_toolchain_choice tc;
     char memo[4096], name[DIRECT_NAME_MAX], tk[33], *reads = kc_malloc(KC_ORIGIN_VALUE_MAX + 1);
     if (reads && kc_entry_origin(e, "toolkit_reads", reads, KC_ORIGIN_VALUE_MAX + 1) == KC_OK &&
-        kc_cache_toolkit_dir_(c, memo, sizeof memo) == KC_OK && kc_cache_toolchain(c, &tc) == KC_OK &&
+        kc_cache_toolkit_dir_(c, true, memo, sizeof memo) == KC_OK && kc_cache_toolchain(c, &tc) == KC_OK &&
         direct_name(d, tc.id, variant, name) == KC_OK &&
         !(kc_toolkit_direct(memo, name, tk) && strcmp(tk, walked) == 0)) /* one that vouches already stays */
         kc_toolkit_direct_from_reads(memo, name, reads);

@@ -110,7 +110,9 @@ static int real_sub_dir(const kc_local *l, const char *dir) {
     return rc;
 }
 
-int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap) {
+int kc_local_toolkit_dir(const kc_local *l, bool write, char *out, size_t cap) {
+    if (write && l->readonly)
+        return kc_err(KC_EREADONLY, "the cache '%s' is read-only: no toolkit memo is written", l->root);
     int n = snprintf(out, cap, "%s/toolkits", l->v1);
     if (n < 0 || (size_t)n >= cap)
         return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);

@@ -109,8 +109,9 @@ int kc_local_profile_dir(const kc_local *l, char *out, size_t cap);
  *  and the automatic cleanup may run ([Note: profiles in the size] in local_profiles.c). */
 void kc_local_profile_written_(kc_local *l, const char *path, int64_t added);
 /** The folder of the toolkit digest memos, "<dir>/v1/toolkits"; KC_EINVAL when it does not fit, KC_EIO
- *  when it or v1/ is a symbolic link. */
-int kc_local_toolkit_dir(const kc_local *l, char *out, size_t cap);
+ *  when it or v1/ is a symbolic link.  With `write` (the caller will create it or write into it),
+ *  KC_EREADONLY for a read-only store: a reader still reads the memos, and writes none. */
+int kc_local_toolkit_dir(const kc_local *l, bool write, char *out, size_t cap);
 
 /**
  * This store as a backend table (get touches the LRU clock, peek does not).  The table lives

@@ -48,6 +48,8 @@ static void make_toolkit(const char *dir) {
 /* The standard headers the children serve: NULL the built-in ones, else another set (another build of kcache). */
 static const kc_header_src *child_shims;
 static size_t child_nshims;
+/* Whether the children may write the memo (0: a read-only cache's). */
+static int child_write_memo = 1;
 
 /* In a child (the digest is memoised per process): the digest of KCACHE_CUDA_INCLUDE=inc. */
 static int digest_in_child(const char *inc, const char *memo, char out[33]) {
@@ -59,7 +61,7 @@ static int digest_in_child(const char *inc, const char *memo, char out[33]) {
         setenv("KCACHE_CUDA_INCLUDE", inc, 1);
         kc_toolkit_shims_set_(child_shims, child_nshims);
         char d[33] = "";
-        int rc = kc_toolkit_digest(memo, d);
+        int rc = kc_toolkit_digest(memo, child_write_memo, d);
         char msg[64];
         snprintf(msg, sizeof msg, "%d %s", rc, d);
         ssize_t w = write(fd[1], msg, strlen(msg) + 1);
@@ -142,6 +144,43 @@ static void test_a_poisoned_memo_is_not_trusted_beyond_its_signature(void **stat
     assert_int_equal(kct_write(path, "kcache-toolkit 1\nsig 0\ndigest zz\n", 33), 0);
     assert_int_equal(digest_in_child(a, memo, d), 0);
     assert_string_equal(d, plain);
+}
+
+/* A read-only cache reads the memo (a memo with another digest under the tree's signature is what it
+ * returns: read, not hashed) and never writes one: without a memo it hashes, and creates no folder. */
+static void test_a_reader_reads_the_memo_and_writes_none(void **state) {
+    (void)state;
+    char a[4096], memo[4096], d[33], plain[33], path[8192] = "", text[256];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    snprintf(memo, sizeof memo, "%s/memo", tmp);
+    make_toolkit(a);
+    child_write_memo = 0;
+    assert_int_equal(digest_in_child(a, memo, plain), 0); /* no memo: hashed */
+    struct stat st;
+    assert_int_equal(stat(memo, &st), -1); /* the folder was not created */
+    child_write_memo = 1;
+    assert_int_equal(digest_in_child(a, memo, d), 0); /* a writer writes it */
+    assert_string_equal(d, plain);
+    DIR *dir = opendir(memo);
+    assert_non_null(dir);
+    struct dirent *de;
+    while ((de = readdir(dir)))
+        if (strstr(de->d_name, ".toolkit")) snprintf(path, sizeof path, "%s/%s", memo, de->d_name);
+    closedir(dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *dg = strstr(text, "digest ");
+    assert_non_null(dg);
+    memcpy(dg + 7, "0123456789abcdef0123456789abcdef", 32); /* same signature, another digest */
+    assert_int_equal(kct_write(path, text, n), 0);
+    child_write_memo = 0;
+    assert_int_equal(digest_in_child(a, memo, d), 0);
+    child_write_memo = 1;
+    assert_string_equal(d, "0123456789abcdef0123456789abcdef"); /* read from the memo */
+    assert_int_equal(kct_count_files(memo, ".toolkit"), 1);
 }
 
 static int key_in_child(const char *inc, unsigned flags, char out[KC_KEY_HEX_LEN + 1]);
@@ -425,6 +464,7 @@ int main(void) {
         T(test_digest_is_of_contents_and_paths),
         T(test_edit_in_place_changes_the_digest_even_through_the_memo),
         T(test_a_poisoned_memo_is_not_trusted_beyond_its_signature),
+        T(test_a_reader_reads_the_memo_and_writes_none),
         T(test_a_changed_shim_changes_the_digest_and_the_key_even_through_the_memo),
         T(test_not_a_toolkit_is_a_clear_error),
         T(test_a_loop_is_an_error_not_a_hang),

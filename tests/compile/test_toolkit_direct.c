@@ -509,7 +509,7 @@ static void test_reads_of_another_tree_or_malformed_write_nothing(void **state) 
     if (pid == 0) {
         setenv("KCACHE_CUDA_INCLUDE", tk, 1);
         char dg[33], v[256];
-        if (kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10);
+        if (kc_toolkit_digest(NULL, 0, dg) != KC_OK) _exit(10);
         /* 6 files (cccl/shadow.h, crt/host_defines.h, cuda_fp16.h, hi.h, lo.h, unread.h): read 1 and 3. */
         const char *bad[] = {"",
                              "-",
@@ -600,7 +600,7 @@ static void test_a_compile_after_the_tree_changed_stores_nothing(void **state) {
     if (pid == 0) {
         kc_cache *c = child_cache(tk);
         char dg[33];
-        if (kc_toolkit_digest(NULL, dg) != KC_OK) _exit(10); /* the walk */
+        if (kc_toolkit_digest(NULL, 0, dg) != KC_OK) _exit(10); /* the walk */
         if (kct_put(tk, "lo.h", "#define Z 85\n") != 0) _exit(11);
         kc_graph_desc *d = graph(ARCH);
         kc_graph_info info = KC_GRAPH_INFO_INIT;

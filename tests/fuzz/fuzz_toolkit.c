@@ -51,7 +51,7 @@ static void fz_setup(void) {
     if (!d) d = mkdtemp(tmpl2);
     if (!d) abort();
     snprintf(memo, sizeof memo, "%s", d);
-    if (kc_toolkit_digest(NULL, digest) != KC_OK) digest[0] = 0; /* no toolkit here: every read refuses */
+    if (kc_toolkit_digest(NULL, 0, digest) != KC_OK) digest[0] = 0; /* no toolkit here: every read refuses */
     kc_error_clear();
 }
 

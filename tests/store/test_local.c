@@ -680,14 +680,14 @@ static void test_links_inside_the_cache_are_refused(void **state) {
     assert_int_equal(kc_local_gc(l, 1, &r), KC_EIO);
     assert_int_equal(kct_count_files(out, "gc.lock"), 0);
     char tk[700];
-    assert_int_equal(kc_local_toolkit_dir(l, tk, sizeof tk), KC_EIO);
+    assert_int_equal(kc_local_toolkit_dir(l, false, tk, sizeof tk), KC_EIO);
     assert_int_equal(kc_local_profile_dir(l, tk, sizeof tk), KC_EIO);
     assert_int_equal(unlink(v1), 0);
     assert_int_equal(rename(moved, v1), 0);
     /* toolkits/ and profiles/ (memos and guard profiles are written there) as links. */
     snprintf(p, sizeof p, "%s/v1/toolkits", root);
     assert_int_equal(symlink(out, p), 0);
-    assert_int_equal(kc_local_toolkit_dir(l, tk, sizeof tk), KC_EIO);
+    assert_int_equal(kc_local_toolkit_dir(l, false, tk, sizeof tk), KC_EIO);
     snprintf(p, sizeof p, "%s/v1/profiles", root);
     assert_int_equal(symlink(out, p), 0);
     assert_int_equal(kc_local_profile_dir(l, tk, sizeof tk), KC_EIO);

@@ -116,6 +116,30 @@ done
 expect_rc 0 "$KC" --cache-dir "$N" stats --json
 expect_json 'j["entries"] == 0 and j["hits"] == 0 and j["misses"] == 0'
 
+# The toolkit memo and the direct manifests (v1/toolkits/) are written by caches that write only: a
+# reader reads them when there, and without them walks the toolkit's tree, creating nothing.  adamw
+# asks for the toolkit's headers; its sm_90 entry is stored, then v1/toolkits/ removed.
+KD=$(cd "$(dirname "$0")/../../kernels" && pwd)
+D2=$T/tk
+expect_rc 0 "$KC" --cache-dir "$D2" get "$KD/adamw.json" --arch sm_90
+[ -n "$(ls "$D2/v1/toolkits" 2>/dev/null)" ] && ok || bad "a compile of adamw wrote no toolkit memo (the case tests nothing)"
+rm -rf "$D2/v1/toolkits"
+before=$(snap "$D2")
+for line in "0 - explain $KD/adamw.json --arch sm_90" "0 - show $KD/adamw.json --arch sm_90" \
+            "0 1 get $KD/adamw.json --arch sm_90" "0 1 get $KD/adamw.json --arch sm_89" \
+            "1 1 prewarm $KD/manifest.json --arch sm_87"; do
+  read -r want ro args <<<"$line"
+  # shellcheck disable=SC2086
+  if [ "$ro" = 1 ]; then KCACHE_READONLY=1 expect_rc "$want" "$KC" --cache-dir "$D2" $args
+  else expect_rc "$want" "$KC" --cache-dir "$D2" $args; fi
+  after=$(snap "$D2")
+  if [ "$before" = "$after" ]; then ok; else
+    bad "'kcache $args' (KCACHE_READONLY=${ro/-/}) changed the cache directory: $(diff <(echo "$before") <(echo "$after") | head -5)"
+    before=$after
+  fi
+done
+[ -e "$D2/v1/toolkits" ] && bad "a read-only command made v1/toolkits" || ok
+
 # The commands that write do change the tree (the snapshot is not blind).
 for args in "stats --zero" "verify --repair" "config max_size 1G"; do
   before=$(snap "$D")
