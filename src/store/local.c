@@ -255,7 +255,13 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         kc_log(KC_LOG_STORE, "%s is uid %u's and refuses our writes: opened read-only", l->root, (unsigned)st.st_uid);
     }
     if (rc == KC_OK && (exists || !l->readonly) && !(flags & KC_OPEN_ALLOW_UNSAFE_DIR))
-        rc = kc_local_dir_check_(l->root, l->readonly); /* [Note: safe directories] (safedir.c) */
+        rc = kc_local_dir_check_(l->root, l->found_readonly ? KC_DIR_FOUND_READER
+                                          : l->readonly     ? KC_DIR_READER
+                                                            : KC_DIR_WRITER); /* [Note: safe directories] (safedir.c) */
+    if (rc == KC_OK && exists && !(flags & KC_OPEN_ALLOW_UNSAFE_DIR)) {   /* a group's shared cache: as asked */
+        l->owner = st.st_uid;
+        l->foreign = st.st_uid != geteuid();
+    }
     if (rc == KC_OK && !l->readonly && exists) notice_readonly(l);
     if (rc == KC_OK && !l->readonly) rc = make_layout(l);
     if (rc != KC_OK) {
@@ -284,6 +290,22 @@ void kc_local_free(kc_local *l) {
 
 /* ---- get / put / remove ---- */
 
+/* An entry file of another user's cache ([Note: a reader of another's cache] in safedir.c) that
+ * someone else could have written is not used: unusable, as a file that is not a regular one is. */
+static int foreign_file_check(const kc_local *l, const char *path, const struct stat *st, void **out, size_t *len) {
+    const char *why = (st->st_mode & (S_IWGRP | S_IWOTH))         ? "is writable by group or others"
+                      : st->st_uid != l->owner && st->st_uid != 0 ? "is owned by neither the cache's owner nor root"
+                                                                  : NULL;
+    if (!why) return KC_OK;
+    kc_log(KC_LOG_STORE, "%s %s (mode %03o, uid %u): not used (chmod -R go-w the cache)", path, why,
+           (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
+    free(*out);
+    *out = NULL;
+    *len = 0;
+    return kc_err(KC_ECORRUPT, "entry '%s' of uid %u's cache %s (mode %03o, uid %u); not used", path,
+                  (unsigned)l->owner, why, (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
+}
+
 static int local_read(kc_local *l, const char *name, void **out, size_t *len, bool use) {
     int rc = kc_store_name_check(name);
     if (rc) return rc;
@@ -291,6 +313,7 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     kc_local_path(l, name, path, sizeof path);
     struct stat st;
     rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, out, len, &st);
+    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
     if (!use) return rc;
     time_t now = (time_t)(kc_now_ns() / 1000000000ull);
     if (rc == KC_OK && !l->readonly && (st.st_mtime + TOUCH_AFTER_S < now || st.st_mtime > now + TOUCH_AFTER_S)) {

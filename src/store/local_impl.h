@@ -41,6 +41,8 @@ struct kc_local {
     uint64_t max_size;
     bool readonly;
     bool found_readonly;                     /* opened read-write, but the directory refuses writes: opened read-only */
+    bool foreign;                            /* another user owns the directory: entry files are checked when read */
+    uid_t owner;                             /* the directory's owner */
     int64_t delta[KC_SHARDS][KC_STAT_COUNT]; /* unflushed counts; atomics */
     uint8_t dirty[KC_SHARDS];
     int64_t lat_delta[KC_LAT_SLOTS]; /* unflushed latency observations (any shard's); atomics */
@@ -131,8 +133,12 @@ void kc_local_maybe_flush_(kc_local *l);
 
 /* ---- safedir.c ---- */
 
-/** [Note: safe directories]: KC_OK, or why `root` may not be used (KC_EPERM, KC_EIO, …); `reading`: the
- *  opener writes nothing there, and may read a cache another user owns ([Note: a reader of another's cache]). */
-int kc_local_dir_check_(const char *root, bool reading);
+/** Who opens a directory, for kc_local_dir_check_: a writer; a reader who asked to be one (KC_OPEN_READONLY,
+ *  KCACHE_READONLY=1, KC_OPEN_INSPECT); a reader only because the directory refuses it writes. */
+typedef enum { KC_DIR_WRITER, KC_DIR_READER, KC_DIR_FOUND_READER } kc_dir_opener;
+
+/** [Note: safe directories]: KC_OK, or why `root` may not be used (KC_EPERM, KC_EIO, …); a reader writes
+ *  nothing there, and may read a cache another user owns ([Note: a reader of another's cache]). */
+int kc_local_dir_check_(const char *root, kc_dir_opener who);
 
 #endif

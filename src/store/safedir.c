@@ -39,15 +39,23 @@
  * KC_OPEN_INSPECT, or a directory that refuses it writes) runs what the directory holds but
  * writes nothing there, so for it the danger is a directory others can write, not one another
  * user owns: a cache prewarmed by root into a container image and read by the service's own
- * user.  A reader accepts a cache directory owned by anyone, on every other rule above, and
- * then: the directory's owner joins us and root among the owners a parent may have (it could
- * swap the cache, and it can write it already), and when the owner is not us, v1/ and each
+ * user.  Who the owner may be depends on how the reader came to read: one that asked to
+ * (KC_OPEN_READONLY, KCACHE_READONLY=1, KC_OPEN_INSPECT) accepts a cache directory owned by
+ * anyone — it named the directory and trusts its owner; one that merely found the directory
+ * refusing it writes accepts one owned by root only — another ordinary user's directory
+ * (made in /tmp, say, for everyone who points KCACHE_DIR there) is refused as it always was,
+ * and the message says how to read it deliberately.  Then, on every other rule above: the
+ * directory's owner joins us and root among the owners a parent may have (it could swap the
+ * cache, and it can write it already); no parent may be writable by group or others, sticky
+ * or not (in /tmp anyone could have made the name the reader was given); and v1/ and each
  * folder directly in it (the shards, quarantine/, toolkits/, profiles/) must be real folders
  * owned by that owner or root and writable by no one else either — what a writer of its own
  * cache makes itself (0700) is checked when someone else made it.  Entry files are not
- * walked (an open must not read the whole cache); `chmod -R go-w` when the image is built
- * covers them, and a MAC key or a keyring vouches for their bytes.  A writer keeps the rule
- * that the directory is its own.
+ * walked (an open must not read the whole cache): each is checked when read (local.c), and
+ * one writable by group or others, or owned by neither the cache's owner nor root, is not
+ * used — unusable, a miss, moved nowhere; `chmod -R go-w` when the image is built covers
+ * them, and a MAC key or a keyring vouches for their bytes.  A writer keeps the rule that the
+ * directory is its own; our own directory keeps the rules above (a sticky parent is fine).
  */
 #define ALLOW_HINT "use a directory only you can write to, or allow it explicitly (KCACHE_ALLOW_UNSAFE_DIR=1)"
 #define READER_HINT                                                                                                 \
@@ -64,6 +72,12 @@ static int check_ancestor(const char *path, const struct stat *st, uid_t owner) 
                       "parent directory '%s' of the cache is owned by uid %u, who could replace the cache (a parent "
                       "must be owned by root, by us or by the cache's owner); %s",
                       path, (unsigned)st->st_uid, ALLOW_HINT);
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && owner != me) /* [Note: a reader of another's cache] */
+        return kc_err(KC_EPERM,
+                      "parent directory '%s' of the cache is writable by group or others (mode %04o), who could have "
+                      "made or replaced uid %u's cache there (sticky or not); a reader accepts another user's cache "
+                      "only under folders no one else can write (such as /opt): move it there, or %s",
+                      path, (unsigned)(st->st_mode & 07777), (unsigned)owner, ALLOW_HINT);
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
         return kc_err(KC_EPERM,
                       "parent directory '%s' of the cache is writable by group or others (mode %03o), who "
@@ -157,16 +171,22 @@ static int check_inside(const char *root, uid_t owner) {
 }
 
 /* The cache directory itself: a real directory, ours (a writer) or anyone's (a reader), writable by its owner only. */
-static int check_root(const char *root, const struct stat *st, bool reading) {
+static int check_root(const char *root, const struct stat *st, kc_dir_opener who) {
     if (S_ISLNK(st->st_mode))
         return kc_err(KC_EPERM,
                       "cache directory '%s' is a symbolic link; refusing it "
                       "(use the real path, or allow it explicitly: KCACHE_ALLOW_UNSAFE_DIR=1)",
                       root);
     if (!S_ISDIR(st->st_mode)) return kc_err(KC_EIO, "'%s' is not a directory", root);
-    if (st->st_uid != geteuid() && !reading)
+    if (st->st_uid != geteuid() && who == KC_DIR_WRITER)
         return kc_err(KC_EPERM, "cache directory '%s' is owned by uid %u, not by us (uid %u); %s", root,
                       (unsigned)st->st_uid, (unsigned)geteuid(), READER_HINT);
+    if (st->st_uid != geteuid() && st->st_uid != 0 && who == KC_DIR_FOUND_READER)
+        return kc_err(KC_EPERM,
+                      "cache directory '%s' is owned by uid %u, neither us (uid %u) nor root, and refuses our writes; "
+                      "we read another user's cache only when asked to: if you trust uid %u, read it deliberately "
+                      "(KCACHE_READONLY=1); otherwise use a directory of your own",
+                      root, (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)st->st_uid);
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) && st->st_uid != geteuid())
         return kc_err(KC_EPERM,
                       "cache directory '%s' (owned by uid %u) is writable by group or others (mode %03o), who could "
@@ -179,10 +199,10 @@ static int check_root(const char *root, const struct stat *st, bool reading) {
     return KC_OK;
 }
 
-int kc_local_dir_check_(const char *root, bool reading) {
+int kc_local_dir_check_(const char *root, kc_dir_opener who) {
     struct stat st;
     if (lstat(root, &st) != 0) return kc_local_err_errno_(errno, 0, "checking cache directory '%s'", root);
-    int rc = check_root(root, &st, reading);
+    int rc = check_root(root, &st, who);
     if (rc) return rc;
     uid_t owner = st.st_uid; /* us, or (a reader) whoever prepared the cache */
     char abs[PATH_MAX];

@@ -3,7 +3,9 @@
  * test_safedir_reader.c — [Note: a reader of another's cache] (src/store/safedir.c): a process that
  * only reads accepts a cache another user owns when no one but that owner can write it (the
  * directory, its parents, v1/ and the folders in it); a writer keeps the rule that the directory is
- * its own, and its refusal says how to read such a cache.  And KC_OPEN_INSPECT (kcache/cache.h):
+ * its own, and its refusal says how to read such a cache.  Another ordinary user's cache is read only
+ * when asked (not merely because it refuses writes), and never under a folder others can write; an
+ * entry file others could have written is a miss.  And KC_OPEN_INSPECT (kcache/cache.h):
  * a directory that does not exist is not made, parents included; KC_OPEN_DISABLE hides nothing from
  * kc_cache_stats and kc_cache_foreach.
  *
@@ -15,6 +17,7 @@
 #include "kcache.h"
 #include "helpers.h"
 #include "store/local.h"
+#include "store/local_impl.h" /* kc_local_dir_check_ */
 
 #define NOBODY 65534
 
@@ -31,6 +34,22 @@ static void expect_open(const char *path, unsigned flags, int want, const char *
     if (why && !strstr(kc_error_last()->message, why))
         fail_msg("'%s': '%s' lacks '%s'", path, kc_error_last()->message, why);
     kc_local_free(l);
+}
+
+/* A folder for another user's cache: not under /tmp, whose sticky, world-writable folder refuses it to a
+ * reader ([Note: a reader of another's cache]); root's / (or the working directory) instead, 0755. */
+static char *private_base(void) {
+    char t[PATH_MAX] = "/kctest-safedir-reader-XXXXXX";
+    char *d = mkdtemp(t);
+    if (!d) {
+        char cwd[PATH_MAX - 64];
+        assert_non_null(getcwd(cwd, sizeof cwd));
+        snprintf(t, sizeof t, "%s/kctest-safedir-reader-XXXXXX", cwd);
+        d = mkdtemp(t);
+    }
+    assert_non_null(d);
+    assert_int_equal(chmod(d, 0755), 0);
+    return strdup(d);
 }
 
 /* A cache as an image's build leaves it: made (v1/ and its shards) by us, then given to `owner`, 0755. */
@@ -50,10 +69,11 @@ static void test_reader_accepts_anothers_cache(void **state) {
         fprintf(stderr, "not root: another user's cache needs chown; the cases were not run\n");
         return;
     }
+    char *base = private_base();
     char p[512], v1[600], shard[600], parent[512];
-    snprintf(parent, sizeof parent, "%s/opt", dir);
+    snprintf(parent, sizeof parent, "%s/opt", base);
     assert_int_equal(mkdir(parent, 0755), 0);
-    snprintf(p, sizeof p, "%s/opt/cache", dir);
+    snprintf(p, sizeof p, "%s/opt/cache", base);
     make_cache(p, NOBODY);
     /* A reader: accepted.  A writer (root writes anywhere, so it is one without KC_OPEN_READONLY): refused,
      * told how to read it. */
@@ -84,7 +104,7 @@ static void test_reader_accepts_anothers_cache(void **state) {
     expect_open(p, KC_OPEN_READONLY, KC_EPERM, "owned by uid 12345, neither the cache's owner");
     assert_int_equal(chown(shard, NOBODY, NOBODY), 0);
     char moved[700];
-    snprintf(moved, sizeof moved, "%s/elsewhere", dir);
+    snprintf(moved, sizeof moved, "%s/elsewhere", base);
     assert_int_equal(rename(shard, moved), 0);
     assert_int_equal(symlink(moved, shard), 0);
     expect_open(p, KC_OPEN_READONLY, KC_EPERM, "not a real folder");
@@ -93,10 +113,66 @@ static void test_reader_accepts_anothers_cache(void **state) {
     expect_open(p, KC_OPEN_READONLY, KC_OK, NULL);
     /* Our own cache keeps today's rules for a reader too (a group-writable one of ours is refused). */
     char own[512];
-    snprintf(own, sizeof own, "%s/own", dir);
+    snprintf(own, sizeof own, "%s/own", base);
     make_cache(own, 0);
     assert_int_equal(chmod(own, 0770), 0);
     expect_open(own, KC_OPEN_READONLY, KC_EPERM, "KCACHE_ALLOW_UNSAFE_DIR");
+    kct_rmtree(base);
+    free(base);
+}
+
+/* Who reads, and where: a reader only because the directory refuses it writes accepts root's cache,
+ * not another ordinary user's (it did not ask to trust them); one that asked does; under a folder
+ * others can write (sticky or not), another user's cache is refused to every reader, ours is not.
+ * An entry file others could have written is a miss to a reader of another's cache. */
+static void test_reader_who_and_where(void **state) {
+    (void)state;
+    if (geteuid() != 0) {
+        fprintf(stderr, "not root: another user's cache needs chown; the cases were not run\n");
+        return;
+    }
+    char *base = private_base();
+    char p[512], sticky[512], q[600], own[600], entry[1200];
+    snprintf(p, sizeof p, "%s/c", base);
+    make_cache(p, 12345);
+    expect_open(p, KC_OPEN_READONLY, KC_OK, NULL);
+    assert_int_equal(kc_local_dir_check_(p, KC_DIR_READER), KC_OK);
+    assert_int_equal(kc_local_dir_check_(p, KC_DIR_FOUND_READER), KC_EPERM);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_READONLY=1"));
+    assert_int_equal(kc_local_dir_check_(p, KC_DIR_WRITER), KC_EPERM);
+    /* Entry files of another's cache: writable by others, or a third user's, is a miss (unusable). */
+    const char *name = "00112233445566778899aabbccddeeff.sm_90";
+    kc_local *l = NULL;
+    assert_int_equal(kc_local_open(&l, p, 0, KC_OPEN_READONLY), KC_OK);
+    kc_local_path(l, name, entry, sizeof entry);
+    void *data = NULL;
+    size_t len = 0;
+    assert_int_equal(kc_local_get(l, name, &data, &len), KC_OK);
+    free(data);
+    assert_int_equal(chmod(entry, 0666), 0);
+    assert_int_equal(kc_local_get(l, name, &data, &len), KC_ECORRUPT);
+    assert_null(data);
+    assert_non_null(strstr(kc_error_last()->message, "writable by group or others"));
+    assert_int_equal(chmod(entry, 0644), 0);
+    assert_int_equal(chown(entry, 4242, 4242), 0);
+    assert_int_equal(kc_local_get(l, name, &data, &len), KC_ECORRUPT);
+    assert_int_equal(chown(entry, 0, 0), 0); /* root's: fine */
+    assert_int_equal(kc_local_get(l, name, &data, &len), KC_OK);
+    free(data);
+    kc_local_free(l);
+    /* Under a sticky, world-writable folder (/tmp's kind). */
+    snprintf(sticky, sizeof sticky, "%s/tmp", base);
+    assert_int_equal(mkdir(sticky, 0755), 0);
+    assert_int_equal(chmod(sticky, 01777), 0);
+    snprintf(q, sizeof q, "%s/theirs", sticky);
+    make_cache(q, 12345);
+    expect_open(q, KC_OPEN_READONLY, KC_EPERM, "sticky or not");
+    snprintf(own, sizeof own, "%s/ours", sticky);
+    make_cache(own, 0);
+    expect_open(own, 0, KC_OK, NULL);
+    expect_open(own, KC_OPEN_READONLY, KC_OK, NULL);
+    kct_rmtree(base);
+    free(base);
 }
 
 /* An inspection of a directory that does not exist makes nothing, parents included, and sees an empty cache. */
@@ -163,6 +239,7 @@ int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_reader_accepts_anothers_cache),
+        T(test_reader_who_and_where),
         T(test_inspect_makes_nothing),
         T(test_disable_hides_nothing_from_inspection),
     };

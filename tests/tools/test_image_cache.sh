@@ -5,7 +5,9 @@
 # reader's lookups hit, with KCACHE_READONLY=1 and without it (the directory refuses it writes), and
 # nothing in the directory changes; the same cache made writable by group or others (the directory,
 # v1/ or a shard, or a parent) or reached through a symbolic link is refused, saying which rule and
-# what to do.  A writer keeps the rule that the directory is its own.
+# what to do.  Another ordinary user's cache is read only when asked (KCACHE_READONLY=1), and never
+# under a folder others can write; an entry file others can write is a miss.  A writer keeps the
+# rule that the directory is its own.
 # Needs root (to own the cache and to become another user): skipped (exit 77) otherwise.
 #   test_image_cache.sh PATH/TO/kcache PATH/TO/kc_fill
 set -u
@@ -17,7 +19,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if ! command -v setpriv >/dev/null; then echo "SKIP: no setpriv (util-linux) to run the reader as another user"; exit 77; fi
 AS=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent)
-T=$(mktemp -d /tmp/kctest-img-XXXXXX)
+# Not under /tmp: a reader refuses another user's cache under a folder others can write, sticky or not.
+T=$(mktemp -d /kctest-img-XXXXXX 2>/dev/null || mktemp -d "$PWD/kctest-img-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 chmod 755 "$T"
 fails=0; checks=0
@@ -98,6 +101,33 @@ expect_err "is a symbolic link"
 # Sound again: read again.
 expect_rc 0 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$IMG" get "$S/one.json" --arch sm_90 --json
 expect_json 'j["source"] == "disk"'
+
+# An entry file others could have written is not used by a reader of another's cache: a miss (the
+# source is compiled in the reader's process), nothing written, the store log says why.
+chmod 666 $(find "$IMG" -name '*.kce')
+before=$(snap "$IMG")
+expect_rc 0 "${AS[@]}" KCACHE_READONLY=1 KCACHE_LOG=store "$KC" --cache-dir "$IMG" get "$S/one.json" --arch sm_90 --json
+expect_json 'j["source"] != "disk"'
+expect_err "is writable by group or others"
+[ "$before" = "$(snap "$IMG")" ] && ok || bad "the reader changed the cache: $(diff <(echo "$before") <(snap "$IMG") | head -5)"
+chmod 644 $(find "$IMG" -name '*.kce')
+
+# Another ordinary user's cache (uid 1001), in root's 0755 folder: a reader only because the directory
+# refuses it writes is refused, told how to read it deliberately; KCACHE_READONLY=1 reads it.
+mkdir -p "$T/srv" && chmod 755 "$T/srv"
+U=$T/srv/kc
+cp -a "$IMG" "$U" && chown -R 1001:1001 "$U"
+expect_rc 1 "${AS[@]}" "$KC" --cache-dir "$U" get "$S/one.json" --arch sm_90 --json
+expect_err "owned by uid 1001, neither us"
+expect_err "KCACHE_READONLY=1"
+expect_rc 0 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$U" get "$S/one.json" --arch sm_90 --json
+expect_json 'j["source"] == "disk"'
+# The same under a sticky, world-writable folder (anyone could have made the name): refused to every reader.
+STK=$(mktemp -d "$T/sticky-XXXXXX") && chmod 1777 "$STK"
+cp -a "$U" "$STK/kc"
+expect_rc 1 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$STK/kc" get "$S/one.json" --arch sm_90 --json
+expect_err "sticky or not"
+expect_rc 1 "${AS[@]}" "$KC" --cache-dir "$STK/kc" get "$S/one.json" --arch sm_90 --json
 
 # A writer keeps today's rule: root opening nobody's cache to write is refused, and told how to read it.
 W=$T/theirs
