@@ -262,18 +262,20 @@ struct kc_module {
     CUmodule mod;  /* else */
 };
 
-int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
+/*
+ * The loads proper, with the device's primary context already current (kc_cuda_push): a graph's
+ * load pushes it once for all its images and kernels (loaded.c), the public kc_module_load and
+ * kc_module_function once per call.  [Note: driver calls per load] One cuLibraryLoadData per
+ * image; per kernel cuLibraryGetKernel, cuKernelGetFunction and cuFuncLoad — no other call.
+ */
+int kc_module_load_current(kc_module **out, int device, const void *image, size_t len) {
     if (out) *out = NULL; /* on every failure too */
     int rc = cu_ready();
     if (rc) return rc;
     if (!out || !image || !len) return kc_err(KC_EINVAL, "kc_module_load: bad argument");
-    *out = NULL;
     kc_module *m = kc_calloc(1, sizeof *m);
     if (!m) return kc_err(KC_ENOMEM, "kc_module_load: out of memory");
-    int pushed = 0;
-    if ((rc = primary_ctx(device, &m->ctx))) goto done;
-    KC_CU_CHECK(cu.CtxPush(m->ctx));
-    pushed = 1;
+    if ((rc = primary_ctx(device, &m->ctx))) goto done; /* retained once: no driver call after the first */
     if (cu.LibraryLoadData && cu.LibraryGetKernel && cu.LibraryUnload && cu.KernelGetFunction)
         KC_CU_LOAD(cu.LibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0));
     else KC_CU_LOAD(cu.ModuleLoadData(&m->mod, image));
@@ -281,23 +283,16 @@ int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
     m = NULL;
     rc = KC_OK;
 done:
-    if (pushed) {
-        CUcontext c;
-        cu.CtxPop(&c);
-    }
     free(m);
     return rc;
 }
 
-int kc_module_function(kc_module *m, const char *name, void **fn_out) {
+int kc_module_function_current(kc_module *m, const char *name, void **fn_out) {
     int rc = cu_ready();
     if (rc) return rc;
     if (!m || !name || !fn_out) return kc_err(KC_EINVAL, "kc_module_function: bad argument");
     CUfunction f = NULL;
     CUkernel k;
-    int pushed = 0;
-    KC_CU_CHECK(cu.CtxPush(m->ctx));
-    pushed = 1;
     if (m->lib) {
         KC_CU_LOAD(cu.LibraryGetKernel(&k, m->lib, name));
         KC_CU_LOAD(cu.KernelGetFunction(&f, k));
@@ -306,15 +301,35 @@ int kc_module_function(kc_module *m, const char *name, void **fn_out) {
     }
     /* Under lazy loading (the default since CUDA 12.2) a library is only read at load and a
      * function handed out unloaded: an image the device cannot run would be refused at the
-     * first launch, inside the caller's step.  Loading it now makes that refusal a miss here. */
+     * first launch, inside the caller's step.  Loading it now makes that refusal a miss here —
+     * and it is where the driver really loads the code onto the device, the cost a load pays. */
     if (cu.FuncLoad) KC_CU_LOAD(cu.FuncLoad(f));
     *fn_out = (void *)f;
 done:
     if (rc) kc_err_prefix(rc, "kernel '%s'", name);
-    if (pushed) {
-        CUcontext c;
-        cu.CtxPop(&c);
-    }
+    return rc;
+}
+
+int kc_module_load(kc_module **out, int device, const void *image, size_t len) {
+    if (out) *out = NULL; /* on every failure too */
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!out || !image || !len) return kc_err(KC_EINVAL, "kc_module_load: bad argument");
+    if ((rc = kc_cuda_push(device))) return rc;
+    rc = kc_module_load_current(out, device, image, len);
+    kc_cuda_pop();
+    return rc;
+}
+
+int kc_module_function(kc_module *m, const char *name, void **fn_out) {
+    int rc = cu_ready();
+    if (rc) return rc;
+    if (!m || !name || !fn_out) return kc_err(KC_EINVAL, "kc_module_function: bad argument");
+    KC_CU_CHECK(cu.CtxPush(m->ctx));
+    rc = kc_module_function_current(m, name, fn_out);
+    CUcontext c;
+    cu.CtxPop(&c);
+done:
     return rc;
 }
 

@@ -51,6 +51,14 @@ void kc_cuda_graph_free(void *exec);
  */
 int kc_cuda_param_info(void *fn, size_t i, size_t *offset, size_t *size);
 
+/**
+ * kc_module_load and kc_module_function with device's primary context already current (the
+ * caller's kc_cuda_push, popped after): a graph's load pushes once for all its images and kernels
+ * instead of once per call ([Note: driver calls per load]).  The same statuses and messages.
+ */
+int kc_module_load_current(kc_module **out, int device, const void *image, size_t len);
+int kc_module_function_current(kc_module *m, const char *name, void **fn_out);
+
 /** What a device says of its limits (cuDeviceGetAttribute): the device facts of launch expressions. */
 typedef struct kc_cuda_limits {
     int sm_count;              /**< MULTIPROCESSOR_COUNT */
@@ -87,6 +95,8 @@ int kc_cuda_func_set_max_dynamic_smem(void *fn, int bytes);
  *   kc_cuda_stream_create              internal.h  Callers: graph
  *   kc_cuda_stream_free                internal.h  Callers: graph
  *   kc_cuda_stream_wait                internal.h  Callers: graph
+ *   kc_module_function_current         internal.h  Callers: graph
+ *   kc_module_load_current             internal.h  Callers: graph
  * ---- end of the index ---- */
 
 #endif

@@ -153,6 +153,7 @@ static const struct {
 #undef E
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+    KCD_CALLED();
     if (!pStr) return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++)
         if (ERRORS[i].code == error) return *pStr = ERRORS[i].name, CUDA_SUCCESS;
@@ -161,6 +162,7 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+    KCD_CALLED();
     if (!pStr) return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++)
         if (ERRORS[i].code == error) return *pStr = ERRORS[i].text, CUDA_SUCCESS;
@@ -291,6 +293,7 @@ int kcd_device_count(void) { return S.ndev; }
 int kcd_dev_attr(int device, CUdevice_attribute a) { return S.dev[device].attr[a]; }
 
 CUresult CUDAAPI cuInit(unsigned int Flags) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = CUDA_SUCCESS;
     if (Flags) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuInit", "flags %u (must be 0)", Flags);
@@ -304,6 +307,7 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
 }
 
 CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
+    KCD_CALLED();
     if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
     kcd_lock();
     *driverVersion = S.driver_version;
@@ -312,6 +316,7 @@ CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
 }
 
 CUresult CUDAAPI cuDeviceGetCount(int *count) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDeviceGetCount");
     if (!r && !count) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuDeviceGetCount", "count is NULL");
@@ -321,6 +326,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count) {
 }
 
 CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDeviceGet");
     if (!r && !device) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuDeviceGet", "device is NULL");
@@ -332,6 +338,7 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
 }
 
 CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDeviceGetAttribute");
     if (!r && !pi) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuDeviceGetAttribute", "pi is NULL");
@@ -346,6 +353,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
 }
 
 CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDeviceGetName");
     if (!r && (!name || len <= 0 || dev < 0 || dev >= S.ndev))
@@ -360,6 +368,7 @@ CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDeviceTotalMem_v2");
     if (!r && (!bytes || dev < 0 || dev >= S.ndev))
@@ -392,6 +401,7 @@ CUresult kcd_ctx_current(int *device, uint64_t *ctx) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDevicePrimaryCtxRetain");
     if (!r && (!pctx || dev < 0 || dev >= S.ndev))
@@ -424,6 +434,7 @@ static void ctx_destroy(int dev) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuDevicePrimaryCtxRelease_v2");
     if (!r && (dev < 0 || dev >= S.ndev))
@@ -437,6 +448,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
 }
 
 CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuCtxPushCurrent_v2");
     uint64_t id = kcd_handle_id(ctx, KCD_CTX);
@@ -453,6 +465,7 @@ CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
 }
 
 CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuCtxPopCurrent_v2");
     if (!r && !ctx_depth)
@@ -466,6 +479,7 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx) {
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuCtxGetCurrent");
     if (!r && !pctx) r = kcd_fail(CUDA_ERROR_INVALID_VALUE, 1, "cuCtxGetCurrent", "pctx is NULL");
@@ -475,6 +489,7 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
 }
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
+    KCD_CALLED();
     kcd_lock();
     int d = 0;
     CUresult r = kcd_ready("cuCtxGetDevice");
@@ -487,6 +502,7 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 }
 
 CUresult CUDAAPI cuCtxSynchronize(void) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r = kcd_ready("cuCtxSynchronize");
     if (!r && kcd_ctx_current(NULL, NULL))
@@ -592,6 +608,7 @@ void kcd_reset(void) {
     memset(&S.loads, 0, sizeof S.loads);
     kcd_records_clear();
     kcd_unlock();
+    kcd_calls_clear();
 }
 
 char *kcd_call_log(void) {

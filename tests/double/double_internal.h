@@ -210,6 +210,11 @@ CUresult kcd_refusal(const kcd_image *im);
 /** CUDA_ERROR_UNSUPPORTED_PTX_VERSION (why set) for PTX newer than the configured ISA, else CUDA_SUCCESS. */
 CUresult kcd_ptx_isa_check(const kcd_image *im, char *why, size_t cap);
 void kcd_count_load(int library, int refused);
+/** Count one call of entry point `fn` (double_calls.c); every exported cu* function opens with KCD_CALLED(). */
+void kcd_called(const char *fn);
+#define KCD_CALLED() kcd_called(__func__)
+/** Zero every entry point's count (kcd_reset). */
+void kcd_calls_clear(void);
 void kcd_count_unload(int library);
 
 /** A new object with a fresh id (kind set; all else zero); NULL when out of memory. */

@@ -137,6 +137,7 @@ static void describe(char *out, size_t cap, const kcd_kinfo *k, const unsigned g
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra) {
+    KCD_CALLED();
     static const char call[] = "cuLaunchKernel";
     kcd_lock();
     const unsigned g[3] = {gridDimX, gridDimY, gridDimZ}, b[3] = {blockDimX, blockDimY, blockDimZ};
@@ -230,6 +231,7 @@ CUresult kcd_replay(const char *call, const kcd_obj *x, CUstream s, int device) 
 }
 
 CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) {
+    KCD_CALLED();
     static const char call[] = "cuGraphInstantiateWithFlags";
     kcd_lock();
     char n1[32], n2[32];
@@ -257,6 +259,7 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
 }
 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+    KCD_CALLED();
     static const char call[] = "cuGraphLaunch";
     kcd_lock();
     char n1[32], n2[32];
@@ -299,6 +302,10 @@ static CUresult destroy(const char *call, void *h, int kind) {
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
+    KCD_CALLED();
     return destroy("cuGraphExecDestroy", hGraphExec, KCD_EXEC);
 }
-CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) { return destroy("cuGraphDestroy", hGraph, KCD_GRAPH); }
+CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
+    KCD_CALLED();
+    return destroy("cuGraphDestroy", hGraph, KCD_GRAPH);
+}

@@ -273,6 +273,7 @@ static CUresult need_ctx(const char *call, int *dev) {
 }
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     CUresult r = need_ctx("cuMemAlloc_v2", &dev);
@@ -284,6 +285,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
 }
 
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -299,6 +301,7 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
 }
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     CUresult r = need_ctx("cuMemFree_v2", &dev);
@@ -310,6 +313,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
 }
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -323,6 +327,7 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
 }
 
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c;
@@ -341,6 +346,7 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t
 }
 
 CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c;
@@ -359,6 +365,7 @@ CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteC
 }
 
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -409,16 +416,19 @@ static CUresult memset_async(const char *call, CUdeviceptr dst, unsigned value, 
 }
 
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+    KCD_CALLED();
     return memset_async("cuMemsetD8Async", dstDevice, uc, 1, N, hStream);
 }
 
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+    KCD_CALLED();
     return memset_async("cuMemsetD32Async", dstDevice, ui, 4, N, hStream);
 }
 
 /* ---- streams and events ---- */
 
 CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     uint64_t ctx = 0;
@@ -440,6 +450,7 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
 }
 
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+    KCD_CALLED();
     kcd_lock();
     char nm[32];
     kcd_obj *o = kcd_obj_find(hStream, KCD_STREAM);
@@ -458,6 +469,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -475,6 +487,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
 }
 
 CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -490,6 +503,7 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *ca
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     uint64_t ctx = 0;
@@ -521,6 +535,7 @@ static kcd_obj *event(const char *call, CUevent e, CUresult *r) {
 }
 
 CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -537,6 +552,7 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
 }
 
 CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+    KCD_CALLED();
     kcd_lock();
     char nm[32];
     CUresult r = kcd_ready("cuEventDestroy_v2");
@@ -550,6 +566,7 @@ CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
 }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -583,6 +600,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned in
 /* ---- capture ---- */
 
 CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;
@@ -616,6 +634,7 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode
 }
 
 CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+    KCD_CALLED();
     kcd_lock();
     int dev;
     kcd_capture *c = NULL;

@@ -87,11 +87,13 @@ static CUresult module_load(const char *call, CUmodule *module, const void *imag
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
+    KCD_CALLED();
     return module_load("cuModuleLoadData", module, image);
 }
 
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
                                     void **optionValues) {
+    KCD_CALLED();
     if (numOptions && (!options || !optionValues)) return CUDA_ERROR_INVALID_VALUE;
     return module_load("cuModuleLoadDataEx", module, image);
 }
@@ -116,8 +118,14 @@ static CUresult unload(const char *call, void *h, int library) {
     return r;
 }
 
-CUresult CUDAAPI cuModuleUnload(CUmodule hmod) { return unload("cuModuleUnload", hmod, 0); }
-CUresult CUDAAPI cuLibraryUnload(CUlibrary library) { return unload("cuLibraryUnload", library, 1); }
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+    KCD_CALLED();
+    return unload("cuModuleUnload", hmod, 0);
+}
+CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
+    KCD_CALLED();
+    return unload("cuLibraryUnload", library, 1);
+}
 
 /* The function object for kernel `k` of owner `o` in context `ctx`, made on first use. */
 static kcd_obj *function_of(const kcd_obj *o, const kcd_kinfo *k, uint64_t ctx, int device) {
@@ -149,6 +157,7 @@ static CUresult lookup(const char *call, void *h, int kind, const char *name, kc
 }
 
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+    KCD_CALLED();
     kcd_lock();
     kcd_obj *m = NULL, *f = NULL;
     const kcd_kinfo *k = NULL;
@@ -164,6 +173,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
                                    void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,
                                    void **libraryOptionValues, unsigned int numLibraryOptions) {
+    KCD_CALLED();
     kcd_lock();
     int dev = -1;
     kcd_obj *o = NULL;
@@ -181,6 +191,7 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
 }
 
 CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+    KCD_CALLED();
     kcd_lock();
     kcd_obj *l = NULL, *kern = NULL;
     const kcd_kinfo *k = NULL;
@@ -200,6 +211,7 @@ CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const 
 }
 
 CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+    KCD_CALLED();
     kcd_lock();
     char nm[32], why[200];
     int dev;
@@ -249,6 +261,7 @@ static kcd_obj *func(const char *call, CUfunction h, CUresult *r) {
 }
 
 CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r;
     kcd_obj *f = func("cuFuncGetAttribute", hfunc, &r);
@@ -282,6 +295,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunc
 }
 
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r;
     kcd_obj *f = func("cuFuncSetAttribute", hfunc, &r);
@@ -308,6 +322,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
 }
 
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func_, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r;
     kcd_obj *f = func("cuFuncGetParamInfo", func_, &r);
@@ -325,6 +340,7 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func_, size_t paramIndex, size_t 
 /* The driver's lazy loading finishes a function here; the double loaded it whole at
  * cuKernelGetFunction (where the device was checked), so only the handle is checked. */
 CUresult CUDAAPI cuFuncLoad(CUfunction function) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r;
     func("cuFuncLoad", function, &r);
@@ -333,6 +349,7 @@ CUresult CUDAAPI cuFuncLoad(CUfunction function) {
 }
 
 CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc) {
+    KCD_CALLED();
     kcd_lock();
     CUresult r;
     kcd_obj *f = func("cuFuncGetName", hfunc, &r);

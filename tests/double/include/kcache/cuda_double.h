@@ -73,7 +73,7 @@ int kcd_refuse(const char *target, int error);
 void kcd_refuse_next(int n, int error);
 
 /**
- * Forget the records: launches, the call log, defects, load counts, and the refusal rules.
+ * Forget the records: launches, the call log, defects, load and call counts, and the refusal rules.
  * Live objects (modules, memory, streams, contexts, …) and the devices stay as they are.
  */
 void kcd_reset(void);
@@ -147,6 +147,21 @@ typedef struct kcd_load_stats {
 
 /** Fill *out with the load counters. */
 void kcd_loads(kcd_load_stats *out);
+
+/**
+ * How many times driver entry point `entry_point` (its exported name: "cuLibraryLoadData",
+ * "cuCtxPushCurrent_v2") was called since the last kcd_reset(), failed calls included; NULL: the
+ * calls of every entry point together.  Unlike the call log, every call is counted (context pushes
+ * and pops, attribute and parameter queries too).
+ */
+unsigned long kcd_calls(const char *entry_point);
+
+/**
+ * The same counts as text, one "name count" line per entry point called since the last
+ * kcd_reset(), in the order each was first called (cut to cap; buf may be NULL when cap is 0).
+ * Returns how many entry points were called.
+ */
+size_t kcd_calls_list(char *buf, size_t cap);
 
 /** The primary context's retain count on a device (-1 for a bad device). */
 int kcd_ctx_retains(int device);
