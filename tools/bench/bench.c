@@ -4,7 +4,7 @@
  * run, reported as medians with their spread and as ratios (these machines are noisy).
  *
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
- *                [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]
+ *                [--kcache PATH] [--process-floor] [--gpu-only] [--load-calls] [--largest N]
  *                [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]
  *                [--write-synth DIR [--synth N]]
  *
@@ -124,7 +124,7 @@ void rm_rf(const char *dir) {
 
 typedef struct bench_opts {
     const char *json, *plot, *kdir, *nvspec, *kcache, *synth_dir, *arch;
-    int quick, floor_only, gpu_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict;
+    int quick, floor_only, gpu_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict, load_calls;
     /* the programs beside this one (find_tools) */
     char self[4096], kc_default[4200], ws_paths[3][4200], ws_libs[4200];
     ws_tools wst;
@@ -142,6 +142,7 @@ static const struct option_row {
     {"--kcache", OPT_STR, offsetof(bench_opts, kcache)},
     {"--process-floor", OPT_SET, offsetof(bench_opts, floor_only)},
     {"--gpu-only", OPT_SET, offsetof(bench_opts, gpu_only)},
+    {"--load-calls", OPT_SET, offsetof(bench_opts, load_calls)},
     {"--warmstart-only", OPT_SET, offsetof(bench_opts, ws_only)},
     {"--synth", OPT_INT, offsetof(bench_opts, synth_n)},
     {"--warmstart-runs", OPT_INT, offsetof(bench_opts, ws_runs)},
@@ -295,6 +296,18 @@ static int run_gpu_only(bench_opts *o) {
     return rc;
 }
 
+/* --load-calls: the driver calls of each bundled graph's load, on the driver double (gpu.c). */
+static int run_load_calls(bench_opts *o) {
+    if (bench_double_open()) return 1;
+    full_run *r = calloc(1, sizeof *r);
+    int ns, rc = r ? prepare_graphs(o, r, &ns) : 1;
+    if (rc) return free(r), rc;
+    rc = bench_load_calls((const char(*)[1024])r->specs, ns, r->root);
+    rm_rf(r->root);
+    free(r);
+    return rc;
+}
+
 /* ---- the full run: its steps, in the order they print ---- */
 
 static int step_graphs(full_run *r, const bench_opts *o) {
@@ -401,6 +414,7 @@ static const struct bench_mode {
     {"warmstart-only", offsetof(bench_opts, ws_only), 0, run_warmstart_only},
     {"process-floor", offsetof(bench_opts, floor_only), 0, run_floor_only},
     {"gpu-only", offsetof(bench_opts, gpu_only), 0, run_gpu_only},
+    {"load-calls", offsetof(bench_opts, load_calls), 0, run_load_calls},
     {"full", (size_t)-1, 0, run_full},
 };
 
@@ -416,7 +430,7 @@ int main(int argc, char **argv) {
         fprintf(
             stderr,
             "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
-            "                    [--kcache PATH] [--process-floor] [--gpu-only] [--largest N]\n"
+            "                    [--kcache PATH] [--process-floor] [--gpu-only] [--load-calls] [--largest N]\n"
             "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
             "                    [--write-synth DIR [--synth N]]\n");
         return 2;

@@ -262,12 +262,19 @@ typedef struct gpu_res {
     int have;
     char why[256];
     double hit_load_us, bare_load_us, hand_us, ptx_load_us, cubin_load_us;
-    double key_us, lookup_us, load_us; /* the hit's own split (kc_graph_info), medians */
+    double key_us, lookup_us, load_us;          /* the hit's own split (kc_graph_info), medians */
+    double fetch_us, ptx_fetch_us, ptx_hand_us; /* by hand: the kernels' fetch (cubin, PTX), PTX's whole */
 } gpu_res;
 
 /** A hit with the driver's load against the images by hand, on device 0 (cache on `dir`). */
 void bench_gpu(const char *spec, const char *dir, gpu_res *out);
 void print_gpu(const gpu_res *gp, const char *name);
+/** --load-calls: the driver calls of each graph's load (`specs`, `ns` of them), counted on the driver double,
+ *  with a scratch cache under `root`.  0, or 1 when the double is not there or a graph failed. */
+int bench_load_calls(const char (*specs)[1024], int ns, const char *root);
+/** --load-calls, first of all (before anything reads kcache's settings): make the driver double kcache's driver,
+ *  with one device of --arch's capability.  0, or -1 (said on stderr). */
+int bench_double_open(void);
 
 /* ---- report.c: the full run's results ---- */
 
