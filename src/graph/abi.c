@@ -71,6 +71,13 @@ static const char *cls_name(int cls) {
                                    : "";
 }
 
+/* The kinds of argument that fit parameter p, into buf (for a message only: a load checks every argument of every
+ * step, and a list built for each one that fits was most of a load's own time). */
+static const char *fits_for(const kc_param *p, char *buf, size_t cap) {
+    kc_program_arg_kinds_for(p->size, p->cls, buf, cap);
+    return buf;
+}
+
 int kc_abi_check_step(int status, const char *where, const char *kernel, char *const *args, size_t nargs,
                       const kc_params *t, const kc_argdecl *decl, size_t ndecl) {
     char sz[128];
@@ -99,17 +106,17 @@ int kc_abi_check_step(int status, const char *where, const char *kernel, char *c
                           "%s (kernel '%s'): argument %zu ('%.64s') is a %u-byte value, but the kernel's parameter "
                           "%zu at offset %u is not %u-byte aligned (an aggregate, not a scalar)",
                           where, kernel, a, args[a], abi.size, a, p->offset, abi.size);
-        kc_program_arg_kinds_for(p->size, p->cls, fits, sizeof fits);
         if (p->cls == KC_PARAM_FLOAT && abi.cls != KC_PARAM_FLOAT)
             return kc_err(status,
                           "%s (kernel '%s'): argument %zu ('%.64s') is %s, the kernel's parameter %zu is a "
                           "%u-byte floating-point value; kinds that fit it: %s",
-                          where, kernel, a, args[a], abi.pointer ? "a pointer" : "an integer", a, p->size, fits);
+                          where, kernel, a, args[a], abi.pointer ? "a pointer" : "an integer", a, p->size,
+                          fits_for(p, fits, sizeof fits));
         if (p->cls == KC_PARAM_INT && abi.cls == KC_PARAM_FLOAT)
             return kc_err(status,
                           "%s (kernel '%s'): argument %zu ('%.64s') is a floating-point value, the kernel's "
                           "parameter %zu is a %u-byte integer or a pointer; kinds that fit it: %s",
-                          where, kernel, a, args[a], a, p->size, fits);
+                          where, kernel, a, args[a], a, p->size, fits_for(p, fits, sizeof fits));
     }
     return KC_OK;
 }

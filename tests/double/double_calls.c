@@ -6,8 +6,8 @@
  *
  * The one idea: each exported cu* function opens with KCD_CALLED(), which counts its own name
  * (__func__, the name the caller's dlsym found: cuCtxPushCurrent_v2, not the macro's spelling) in a
- * small table under a lock of its own, so a count never waits for, nor is lost inside, the state's
- * lock.  kcd_reset() clears it.  A test that asserts exact counts per load (tests/graph/
+ * small table under a lock of its own (the row is found once per function, then kept in the
+ * function's static slot), so a count never waits for, nor is lost inside, the state's lock.  kcd_reset() clears it.  A test that asserts exact counts per load (tests/graph/
  * test_load_calls.c) and the benchmark's --load-calls read it through kcd_calls / kcd_calls_list.
  *
  * Must not: count anything but entry points (the kcd_ control API is not a driver call).
@@ -27,11 +27,14 @@ static struct {
 } calls[NAMES];
 static size_t ncalls;
 
-void kcd_called(const char *fn) {
+void kcd_called(const char *fn, int *slot) {
     pthread_mutex_lock(&calls_mu);
-    size_t i = 0;
-    while (i < ncalls && strcmp(calls[i].name, fn) != 0) i++;
-    if (i == ncalls && ncalls < NAMES) calls[ncalls++].name = fn;
+    size_t i = *slot >= 0 ? (size_t)*slot : 0;
+    if (*slot < 0) {
+        while (i < ncalls && strcmp(calls[i].name, fn) != 0) i++;
+        if (i == ncalls && ncalls < NAMES) calls[ncalls++].name = fn;
+        if (i < ncalls) *slot = (int)i;
+    }
     if (i < ncalls) calls[i].n++;
     pthread_mutex_unlock(&calls_mu);
 }

@@ -210,9 +210,14 @@ CUresult kcd_refusal(const kcd_image *im);
 /** CUDA_ERROR_UNSUPPORTED_PTX_VERSION (why set) for PTX newer than the configured ISA, else CUDA_SUCCESS. */
 CUresult kcd_ptx_isa_check(const kcd_image *im, char *why, size_t cap);
 void kcd_count_load(int library, int refused);
-/** Count one call of entry point `fn` (double_calls.c); every exported cu* function opens with KCD_CALLED(). */
-void kcd_called(const char *fn);
-#define KCD_CALLED() kcd_called(__func__)
+/** Count one call of entry point `fn` (double_calls.c); every exported cu* function opens with KCD_CALLED(), whose
+ *  `slot` (one per function, -1 at first) remembers fn's row so that a count is no search. */
+void kcd_called(const char *fn, int *slot);
+#define KCD_CALLED()                      \
+    do {                                  \
+        static int kcd_slot_ = -1;        \
+        kcd_called(__func__, &kcd_slot_); \
+    } while (0)
 /** Zero every entry point's count (kcd_reset). */
 void kcd_calls_clear(void);
 void kcd_count_unload(int library);
