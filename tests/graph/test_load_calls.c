@@ -9,13 +9,16 @@
  * run is refused at load, never at a launch), the driver's parameter check (cuFuncGetParamInfo,
  * one per parameter and one past the last), the device's facts once, one context push and pop for
  * the whole load, and nothing else — for one image of one kernel, one image of three kernels, two
- * images, a PTX image, and one kernel named twice (fetched and checked once).  Any call added to
+ * images, a PTX image, and one kernel named twice (fetched and checked once; checked again when the
+ * entry's two tables for it differ).  Any call added to
  * the load path fails it.  A second get of a graph already loaded makes no load at all (the lookup's
  * capability query only); a launch after the load fetches nothing; a refused image is a counted
  * refusal with no kernel fetched and the context popped.
  */
 #include "common/internal.h"
 #include "double/double_test.h"
+#include "graph/graph_internal.h"
+#include "graph/program.h"
 
 static char *dir;
 static kc_cache *cache;
@@ -38,8 +41,10 @@ static const char *const SRC = "extern \"C\" __global__ void scale(const float *
                                "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + x[i];\n}\n";
 
 /* A graph over x[N] → y[N]: one forward step per name of `kernels` (each its own kernel of SRC, with
- * -DOPT<i> when `own_options`, which makes each its own compile unit and image). */
-static kc_graph_desc *graph_of(const char *name, const char *const *kernels, size_t n, int own_options) {
+ * -DOPT<i> when `own_options`, which makes each its own compile unit and image; `wide_last`: the last step passes N
+ * as 8 bytes, which no kernel of SRC takes). */
+static kc_graph_desc *graph_of_(const char *name, const char *const *kernels, size_t n, int own_options,
+                                int wide_last) {
     kc_graph_desc *d;
     assert_int_equal(kc_graph_desc_new(&d, name), KC_OK);
     static const char *const opts[][1] = {{"-DOPT0"}, {"-DOPT1"}, {"-DOPT2"}};
@@ -52,12 +57,17 @@ static kc_graph_desc *graph_of(const char *name, const char *const *kernels, siz
         int idx = -1;
         if (kc_graph_add_kernel(d, &k, &idx)) fail_msg("%s", kc_error_last()->message);
         const char *grid[3] = {"ceildiv(N, 256)", "1", "1"}, *block[3] = {"256", "1", "1"};
-        const char *args3[] = {"input:0", "output:0", "e32:N"}, *args4[] = {"input:0", "output:0", "e32:N", "f32:1.5"};
+        const char *args3[] = {"input:0", "output:0", wide_last && i == n - 1 ? "e64:N" : "e32:N"};
+        const char *args4[] = {"input:0", "output:0", "e32:N", "f32:1.5"};
         int four = strcmp(kernels[i], "shift") == 0;
         if (kc_graph_add_step(d, KC_PASS_FORWARD, idx, grid, block, NULL, four ? args4 : args3, four ? 4 : 3))
             fail_msg("%s", kc_error_last()->message);
     }
     return d;
+}
+
+static kc_graph_desc *graph_of(const char *name, const char *const *kernels, size_t n, int own_options) {
+    return graph_of_(name, kernels, n, own_options, 0);
 }
 
 /* The exact calls since the last kcd_reset: each named count, and nothing else (the total). */
@@ -235,6 +245,48 @@ static void test_one_function_named_twice(void **state) {
     kcdt_no_defects();
 }
 
+/* One function named by two kernels whose tables in the entry differ (a tampered PARAMS section, the programs made to
+ * agree with it): the second table is checked with the driver too, and refused — sharing the fetch never shares a
+ * check the tables do not share. */
+static void test_one_function_two_tables_both_checked(void **state) {
+    (void)state;
+    warm_up();
+    const char *k[] = {"scale", "scale"};
+    kc_graph_desc *d = graph_of("twice_named", k, 2, 0), *wide = graph_of_("twice_named", k, 2, 0, 1);
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    if (kc_graph_compile(cache, d, "sm_90", &info)) fail_msg("%s", kc_error_last()->message);
+    kc_key key;
+    kc_key_from_hex(&key, info.key);
+    kc_entry *e;
+    assert_int_equal(kc_cache_get(cache, &key, "sm_90", &e), KC_OK);
+    assert_int_equal(kc_entry_resolve(cache, e), KC_OK);
+    kc_params *t;
+    assert_int_equal(kc_abi_decode(e, 2, &t), KC_OK);
+    assert_int_equal(t[1].n, 3);
+    t[1].v[2].size = 8; /* n: 4 bytes at 16 to the driver, 8 in the entry */
+    t[1].total = 24;
+    kc_buf pb = {0}, fb = {0};
+    kc_abi_encode(&pb, t, 2);
+    kc_program_encode(wide, KC_PASS_FORWARD, &fb);
+    assert_false(pb.failed || fb.failed);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_PARAMS, pb.data, pb.len), KC_OK);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_FORWARD, fb.data, fb.len), KC_OK);
+    kc_graph *g = NULL;
+    kcd_reset();
+    assert_int_equal(kc_graph_load(e, &key, 0, &g), KC_EREFUSED);
+    assert_null(g);
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "parameter 2 is 4 bytes at offset 16 to the driver, 8 at 16 in the entry"))
+        fail_msg("the refusal does not name the parameter: %s", m);
+    assert_int_equal(kcd_calls("cuCtxPushCurrent_v2"), kcd_calls("cuCtxPopCurrent_v2"));
+    kc_buf_free(&pb), kc_buf_free(&fb);
+    kc_abi_free(t, 2);
+    kc_entry_free(e);
+    kc_graph_desc_free(wide);
+    kc_graph_desc_free(d);
+    kcdt_no_leaks("after a refused table");
+}
+
 /* An image the device cannot run: refused at load (a counted refusal), nothing fetched from it, the context
  * popped, and no launch ever reaches the driver. */
 static void test_refused_at_load(void **state) {
@@ -269,6 +321,7 @@ int main(void) {
         cmocka_unit_test(test_two_images),
         cmocka_unit_test(test_ptx_image),
         cmocka_unit_test(test_one_function_named_twice),
+        cmocka_unit_test(test_one_function_two_tables_both_checked),
         cmocka_unit_test(test_refused_at_load),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
