@@ -136,7 +136,9 @@ void bench_gpu(const char *spec, const char *dir, gpu_res *out) {
     snprintf(ptx, sizeof ptx, "compute_%d%d", major, minor);
     kc_cache *c = open_at(dir);
     int n = 15; /* cheap: a few ms each */
-    double hit[16], bare[16], fetch[16], hand[16], jit[16], jfetch[16], jhand[16], key[16], look[16], load[16];
+    /* Zero where a round failed (said on stderr), never an uninitialised median. */
+    double hit[16] = {0}, bare[16] = {0}, fetch[16] = {0}, hand[16] = {0}, jit[16] = {0}, jfetch[16] = {0},
+           jhand[16] = {0}, key[16] = {0}, look[16] = {0}, load[16] = {0};
     for (int i = 0; i < n; i++) {
         /* A distinct graph each time (globals), so that the loaded-graph table cannot answer. */
         kc_graph_desc *d;
