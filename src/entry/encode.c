@@ -63,6 +63,12 @@ static int compress_section(zctx *z, stored *s) {
     return KC_OK;
 }
 
+/* A section that a compile-path hit ([Note: checked, not inflated] in decode.c) must read, not only
+ * check: a graph entry's IMAGES (which objects to check) and ORIGIN (the compile time the hit saved,
+ * and its records validated on every read).  Stored as they are: inflating a frame costs the hit a
+ * few microseconds (the tables zstd builds for it), a few hundred bytes saved are worth less. */
+static int read_on_every_hit(int type) { return type == KC_SECTION_IMAGES || type == KC_SECTION_ORIGIN; }
+
 /* The sections to write, in type order (META, made from `meta`, first): st[*nst], each compressed when
  * that pays (its zbuf owned: freed by the caller, on failure too). */
 static int stored_sections(const kc_entry *e, const kc_buf *meta, stored *st, int *nst) {
@@ -75,7 +81,7 @@ static int stored_sections(const kc_entry *e, const kc_buf *meta, stored *st, in
         s->raw = t == KC_SECTION_META ? meta->data : e->sec[t].data;
         s->raw_len = s->stored_len = t == KC_SECTION_META ? meta->len : e->sec[t].len;
         s->codec = KC_CODEC_NONE;
-        int rc = s->raw_len > COMPRESS_MIN ? compress_section(z, s) : KC_OK;
+        int rc = s->raw_len > COMPRESS_MIN && !read_on_every_hit(t) ? compress_section(z, s) : KC_OK;
         if (rc) return rc;
     }
     return KC_OK;

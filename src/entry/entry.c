@@ -226,10 +226,21 @@ int kc_entry_origin(const kc_entry *e, const char *name, char *out, size_t cap) 
     out[0] = '\0';
     const section *s = &e->sec[KC_SECTION_ORIGIN];
     if (!s->present) return KC_MISS;
+    /* An entry's ORIGIN was checked record by record where it was made (kc_entry_set_origin) or read
+     * (decode.c), and nothing else sets it: finding a record only walks them, bounds still checked. */
+    kc_reader r = kc_reader_make(s->data, s->len);
+    uint32_t count = kc_rd_next_u32(&r), vl = 0;
+    size_t want = strlen(name);
     const uint8_t *v = NULL;
-    uint32_t vl = 0;
-    int rc = kc_entry_origin_scan_(s->data, s->len, name, &v, &vl);
-    if (rc) return rc;
+    for (uint32_t i = 0; i < count && !r.bad && !v; i++) {
+        uint32_t nl = kc_rd_next_u32(&r);
+        const uint8_t *nm = kc_rd_bytes(&r, nl);
+        uint32_t l = kc_rd_next_u32(&r);
+        const uint8_t *val = kc_rd_bytes(&r, l);
+        if (!r.bad && nl == want && memcmp(nm, name, nl) == 0) v = val, vl = l;
+    }
+    if (r.bad) return CORRUPT("ORIGIN is malformed");
+    if (!v) return KC_MISS;
     if (vl >= cap) return kc_err(KC_EINVAL, "origin '%s' holds %u bytes, room for %zu", name, vl, cap - 1);
     memcpy(out, v, vl);
     out[vl] = '\0';

@@ -32,6 +32,8 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     int any = 0;
     for (size_t i = 0; i < d->nkernels; i++) any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
     if (!any) return KC_OK;
+    if (kc_toolkit_digest_known(out))
+        return KC_OK; /* walked in this process: kc_toolkit_digest's answer, no folder asked */
     char memo[4096];
     int have_memo = c && kc_cache_toolkit_dir_(c, false, memo, sizeof memo) == KC_OK;
     int write_memo = have_memo && kc_cache_toolkit_dir_(c, true, memo, sizeof memo) == KC_OK; /* not read-only */

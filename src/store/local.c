@@ -315,7 +315,9 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, out, len, &st);
     if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
     if (!use) return rc;
-    time_t now = (time_t)(kc_now_ns() / 1000000000ull);
+    struct timespec ts; /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
+    clock_gettime(KC_CLOCK_REALTIME_COARSE, &ts);
+    time_t now = ts.tv_sec;
     if (rc == KC_OK && !l->readonly && (st.st_mtime + TOUCH_AFTER_S < now || st.st_mtime > now + TOUCH_AFTER_S)) {
         /* LRU clock: refresh the hit's time, a time in the future too (the clock stepped back:
          * local_gc.c orders it before every sane time); a vanished file is fine. */

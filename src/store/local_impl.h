@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "local.h"
 
@@ -28,6 +29,14 @@
 #define KC_LAT_SLOTS (KC_LOOKUP_OUTCOMES * KC_LAT_PER) /* the latency section of a stats file */
 #define KC_STATS_ALL (KC_STATS_SLOTS + KC_LAT_SLOTS)   /* a stats file's values: counters, then latency */
 #define FLUSH_INTERVAL_NS 1000000000ull
+/* The coarse clocks (Linux: a tick's resolution, no counter read), where there are none the fine ones. */
+#ifdef CLOCK_REALTIME_COARSE
+#define KC_CLOCK_REALTIME_COARSE CLOCK_REALTIME_COARSE
+#define KC_CLOCK_MONOTONIC_COARSE CLOCK_MONOTONIC_COARSE
+#else
+#define KC_CLOCK_REALTIME_COARSE CLOCK_REALTIME
+#define KC_CLOCK_MONOTONIC_COARSE CLOCK_MONOTONIC
+#endif
 #define TOUCH_AFTER_S 2    /* refresh mtime on a hit when older than this */
 #define TEMP_STALE_S 3600  /* temp files older than this are orphans */
 #define AUTO_GC_TARGET 0.9 /* an automatic cleanup evicts down to 90% of the limit */

@@ -18,6 +18,7 @@
  */
 #include "kcache/target.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -172,16 +173,26 @@ static void list_add(kc_target_list *l, int cc) {
     l->n++;
 }
 
+/* The table is built once per process (a lookup asks for it on every call: kc_target_known_). */
+static kc_target_list table_built;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_build(void) {
+    kc_target_list *t = &table_built;
+    t->version = KC_TARGET_LIST_VERSION;
+    t->from = KC_TARGETS_TABLE;
+    t->family = 1;
+    for (size_t i = 0; i < KC_ARRAY_LEN(real_archs); i++) list_add(t, real_archs[i]);
+    for (size_t i = 0; i < KC_ARRAY_LEN(virtual_archs); i++) list_add(t, virtual_archs[i]);
+}
+
 int kc_target_table(kc_target_list *out) {
     int rc = list_version("kc_target_table", out);
     if (rc) return rc;
     unsigned version = out->version;
-    memset(out, 0, sizeof *out);
+    pthread_once(&table_once, table_build);
+    *out = table_built;
     out->version = version;
-    out->from = KC_TARGETS_TABLE;
-    out->family = 1;
-    for (size_t i = 0; i < KC_ARRAY_LEN(real_archs); i++) list_add(out, real_archs[i]);
-    for (size_t i = 0; i < KC_ARRAY_LEN(virtual_archs); i++) list_add(out, virtual_archs[i]);
     return KC_OK;
 }
 

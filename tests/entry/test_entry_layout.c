@@ -4,7 +4,8 @@
  * whose layout the decoder must refuse from the section table: a small entry declaring a huge
  * section (a decompression bomb) is refused before anything is inflated (issue 15), as is a section
  * declaring one byte over KC_SECTION_MAX_RAW; sections with a gap between them (bytes no checksum
- * covers) or a section type twice are corrupt.  Split from test_entry.c.
+ * covers) or a section type twice are corrupt.  Split from test_entry.c.  The writer stores the
+ * sections a compile-path hit must read (IMAGES, ORIGIN) as they are, however well they compress.
  */
 #include "helpers.h"
 
@@ -174,11 +175,54 @@ static void test_sections_are_contiguous_and_of_distinct_types(void **state) {
     free(twice);
 }
 
+/* The codec of the section of `type` in the encoded entry b (its table), or -1 when absent. */
+static int codec_of(const uint8_t *b, uint32_t type) {
+    uint32_t nsec = kc_rd_u32(b + 72);
+    for (uint32_t i = 0; i < nsec; i++)
+        if (kc_rd_u32(b + 96 + 40 * (size_t)i) == type) return (int)kc_rd_u32(b + 96 + 40 * (size_t)i + 4);
+    return -1;
+}
+
+/* IMAGES and ORIGIN, which a compile-path hit reads on every hit ([Note: checked, not inflated] in
+ * decode.c), are stored as they are even where zstd would save an eighth; another section of the
+ * same bytes is still compressed; the entry decodes to the same sections. */
+static void test_sections_a_hit_reads_are_stored_as_they_are(void **state) {
+    (void)state;
+    kc_entry *e;
+    kc_key k = {{7}};
+    assert_int_equal(kc_entry_new(&e, &k, "sm_90"), KC_OK);
+    char rep[1200];
+    for (size_t i = 0; i < sizeof rep - 1; i++) rep[i] = "abcdefgh"[i % 8];
+    rep[sizeof rep - 1] = '\0';
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_KERNELS, rep, sizeof rep), KC_OK);
+    assert_int_equal(kc_entry_set_section(e, KC_SECTION_IMAGES, rep, sizeof rep), KC_OK);
+    assert_int_equal(kc_entry_set_origin(e, "compile_log", rep), KC_OK);
+    void *bytes;
+    size_t len;
+    assert_int_equal(kc_entry_encode(e, &bytes, &len), KC_OK);
+    assert_int_equal(codec_of(bytes, KC_SECTION_KERNELS), KC_CODEC_ZSTD); /* compressing pays here */
+    assert_int_equal(codec_of(bytes, KC_SECTION_IMAGES), KC_CODEC_NONE);
+    assert_int_equal(codec_of(bytes, KC_SECTION_ORIGIN), KC_CODEC_NONE);
+    kc_entry *d;
+    assert_int_equal(kc_entry_decode(&d, bytes, len), KC_OK);
+    const void *data;
+    size_t n;
+    assert_int_equal(kc_entry_section(d, KC_SECTION_IMAGES, &data, &n), KC_OK);
+    assert_int_equal(n, sizeof rep);
+    assert_memory_equal(data, rep, sizeof rep);
+    char got[sizeof rep];
+    assert_int_equal(kc_entry_origin(d, "compile_log", got, sizeof got), KC_OK);
+    assert_string_equal(got, rep);
+    kc_entry_free(d);
+    kc_entry_free(e);
+    free(bytes);
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_decompression_bomb_is_refused_before_inflating),
         cmocka_unit_test(test_sections_are_contiguous_and_of_distinct_types),
+        cmocka_unit_test(test_sections_a_hit_reads_are_stored_as_they_are),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

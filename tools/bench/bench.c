@@ -6,7 +6,7 @@
  *   kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]
  *                [--kcache PATH] [--process-floor] [--gpu-only] [--load-calls] [--largest N]
  *                [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]
- *                [--write-synth DIR [--synth N]]
+ *                [--write-synth DIR [--synth N]] [--hits-only]
  *
  * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
  * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
@@ -124,7 +124,8 @@ void rm_rf(const char *dir) {
 
 typedef struct bench_opts {
     const char *json, *plot, *kdir, *nvspec, *kcache, *synth_dir, *arch;
-    int quick, floor_only, gpu_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict, load_calls;
+    int quick, floor_only, gpu_only, hits_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict;
+    int load_calls;
     /* the programs beside this one (find_tools) */
     char self[4096], kc_default[4200], ws_paths[3][4200], ws_libs[4200];
     ws_tools wst;
@@ -143,6 +144,7 @@ static const struct option_row {
     {"--process-floor", OPT_SET, offsetof(bench_opts, floor_only)},
     {"--gpu-only", OPT_SET, offsetof(bench_opts, gpu_only)},
     {"--load-calls", OPT_SET, offsetof(bench_opts, load_calls)},
+    {"--hits-only", OPT_SET, offsetof(bench_opts, hits_only)},
     {"--warmstart-only", OPT_SET, offsetof(bench_opts, ws_only)},
     {"--synth", OPT_INT, offsetof(bench_opts, synth_n)},
     {"--warmstart-runs", OPT_INT, offsetof(bench_opts, ws_runs)},
@@ -308,6 +310,16 @@ static int run_load_calls(bench_opts *o) {
     return rc;
 }
 
+/* --hits-only: only the in-process hits over their floors (graphs.c), each pair in the same loop. */
+static int run_hits_only(bench_opts *o) {
+    full_run *r = calloc(1, sizeof *r);
+    int ns, rc = r ? prepare_graphs(o, r, &ns) : 1;
+    if (!rc) rc = bench_hits((const char(*)[1024])r->specs, ns, r->root, quick ? 300 : 2000);
+    if (r && r->root[0]) rm_rf(r->root);
+    free(r);
+    return rc;
+}
+
 /* ---- the full run: its steps, in the order they print ---- */
 
 static int step_graphs(full_run *r, const bench_opts *o) {
@@ -415,6 +427,7 @@ static const struct bench_mode {
     {"process-floor", offsetof(bench_opts, floor_only), 0, run_floor_only},
     {"gpu-only", offsetof(bench_opts, gpu_only), 0, run_gpu_only},
     {"load-calls", offsetof(bench_opts, load_calls), 0, run_load_calls},
+    {"hits-only", offsetof(bench_opts, hits_only), 0, run_hits_only},
     {"full", (size_t)-1, 0, run_full},
 };
 
@@ -432,7 +445,7 @@ int main(int argc, char **argv) {
             "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
             "                    [--kcache PATH] [--process-floor] [--gpu-only] [--load-calls] [--largest N]\n"
             "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
-            "                    [--write-synth DIR [--synth N]]\n");
+            "                    [--write-synth DIR [--synth N]] [--hits-only]\n");
         return 2;
     }
     size_t i = 0;

@@ -77,6 +77,8 @@ typedef struct levels_res {
     stat_s fetch;       /**< a lookup that hands out the bytes: the described graph's key
                                    (kc_graph_key), kc_cache_get of its graph entry, kc_entry_resolve —
                                    against `limit` (read + check + inflate) */
+    stat_s hit;         /**< a compile-path hit (kc_graph_compile, a disk hit), timed in the same rounds
+                                   as `check`, the two's order alternating */
 } levels_res;
 
 /**
@@ -222,6 +224,8 @@ typedef struct graphs_res {
  * again as a child for NVRTC's own cache; `largest`: the largest store, named in the header).
  */
 void bench_graphs(const char *self, const char (*specs)[1024], int ns, const char *root, int largest, graphs_res *r);
+/** --hits-only: the in-process hits over their floors of the graphs at `specs`, `iters` rounds; 0, or 1. */
+int bench_hits(const char (*specs)[1024], int ns, const char *root, int iters);
 /** The child's part of NVRTC's own cache (--measure-nvrtc-cache SPEC): prints the best repeat; 0, or 1. */
 int bench_nvrtc_child(const char *spec);
 /** The one-file layout's warm hit, estimated from the reads and from the library's part (see graphs.c). */

@@ -36,6 +36,7 @@ static void jgraph(FILE *f, const graphs_res *r, int i) {
     jstat(f, "limit_images", g->lv.image_reads);
     jstat(f, "limit_one_file", g->lv.one_file);
     jstat(f, "resolve", g->lv.resolve);
+    jstat(f, "compile_path_hit", g->lv.hit);
     jstat(f, "read_check", g->lv.check);
     jstat(f, "lookup_with_bytes", g->lv.fetch);
     jnum(f, "warm_over_read_check", r->r_wc[i], 0);
