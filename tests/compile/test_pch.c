@@ -38,11 +38,20 @@ static const char *BAD = "// a good header prefix, then a syntax error\n"
                          "#include <stdint.h>\n"
                          "\n"
                          "extern \"C\" __global__ void hscale(__half *x, float s, uint32_t n) { x[0] = ; }\n";
-static const char *PLAIN = "/* no toolkit headers: one in memory */\n"
+static const char *PLAIN = "/* no toolkit headers: two in memory */\n"
                            "#define N 4\n"
                            "#include \"sq.h\"\n"
+                           "#include \"big.h\"\n"
                            "extern \"C\" __global__ void sqk(float *x) { x[threadIdx.x] = sq(x[threadIdx.x]) + N; }\n";
 static const kc_header_src SQ[] = {{"sq.h", "#pragma once\n__device__ inline float sq(float v) { return v * v; }\n"}};
+
+/* A header of 2,000 small functions (~100 KB). */
+static char *big_header(void) {
+    char *b = malloc(2000 * 80), *w = b;
+    for (int i = 0; i < 2000; i++)
+        w += sprintf(w, "__device__ inline float big%d(float v) { return v * %d.5f; }\n", i, i);
+    return b;
+}
 
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -144,10 +153,11 @@ static void test_images_identical(void **state) {
                   h2 = toolkit_kernel("h2.cu", half2, "hscale", seed, 1);
     compiles_agree(&h, &h2, "sm_100");
     compiles_agree(&h, &h2, "compute_80");
-    /* no toolkit headers: a header in memory; with -lineinfo */
-    char *plain2 = other_comments(PLAIN);
-    kc_kernel_src p = {KC_KERNEL_SRC_VERSION, "plain.cu", PLAIN, "sqk", SQ, 1, lineinfo, 1, NULL, 0};
-    kc_kernel_src p2 = {KC_KERNEL_SRC_VERSION, "plain2.cu", plain2, "sqk", SQ, 1, lineinfo, 1, NULL, 0};
+    /* no toolkit headers: headers in memory, large enough to be worth a PCH (64 KiB); with -lineinfo */
+    char *plain2 = other_comments(PLAIN), *big = big_header();
+    kc_header_src hs[2] = {SQ[0], {"big.h", big}};
+    kc_kernel_src p = {KC_KERNEL_SRC_VERSION, "plain.cu", PLAIN, "sqk", hs, 2, lineinfo, 1, NULL, 0};
+    kc_kernel_src p2 = {KC_KERNEL_SRC_VERSION, "plain2.cu", plain2, "sqk", hs, 2, lineinfo, 1, NULL, 0};
     compiles_agree(&p, &p2, "sm_80");
     compiles_agree(&p, &p2, "compute_90");
     /* Never NVRTC's automatic folders. */
@@ -156,7 +166,7 @@ static void test_images_identical(void **state) {
     DIR *d = opendir("/tmp");
     for (struct dirent *e; d && (e = readdir(d));) assert_null(strstr(e->d_name, auto_dir));
     if (d) closedir(d);
-    free(rms), free(rms2), free(half2), free(plain2);
+    free(rms), free(rms2), free(half2), free(plain2), free(big);
 }
 
 typedef struct job {
