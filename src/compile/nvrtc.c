@@ -239,11 +239,29 @@ static int call_inputs(nvrtc_call *p, const kc_kernel_src *k) {
     return kc_toolkit_inputs_for(k->file, p->tk);
 }
 
+/*
+ * [Note: the same bytes] NVRTC 13.0 names internal-linkage entities (those of the toolkit's
+ * headers among them) with a value that changes in every compile, and what looks like the process
+ * id: two compiles of one toolkit kernel give images of one size and different bytes, in one process
+ * or in two.  The machine code is the same, but the same key would hold other bytes on every host,
+ * and a PCH's image could not be checked against a plain one.  -frandom-seed fixes the value:
+ * kcache passes one of its own unless the kernel's options give theirs (which are in its key).  It
+ * is not in the key: an entry compiled without it is the same program under other internal names.
+ */
+static int has_seed(const kc_kernel_src *k) {
+    for (size_t i = 0; i < k->noptions; i++) {
+        const char *o = k->options[i];
+        while (o && (*o == ' ' || *o == '\t' || *o == '\r' || *o == '\n')) o++;
+        if (o && (!strncmp(o, "-frandom-seed", 13) || !strncmp(o, "--frandom-seed", 14))) return 1;
+    }
+    return 0;
+}
+
 /* The program's options, headers and text. */
 static int call_prepare(nvrtc_call *p, const kc_kernel_src *k, const kc_target *t) {
     const kc_toolkit_inputs *tk = p->tk;
     p->nhdr = k->nheaders + (tk ? tk->nshims : 0);
-    p->argv = kc_calloc(k->noptions + 6 + KC_ARRAY_LEN(((kc_pch_plan *)0)->opts), sizeof *p->argv);
+    p->argv = kc_calloc(k->noptions + 7 + KC_ARRAY_LEN(((kc_pch_plan *)0)->opts), sizeof *p->argv);
     p->hnames = kc_calloc(p->nhdr + 1, sizeof *p->hnames);
     p->hsrcs = kc_calloc(p->nhdr + 1, sizeof *p->hsrcs);
     if (!p->argv || !p->hnames || !p->hsrcs) return kc_err(KC_ENOMEM, "compile: out of memory");
@@ -251,6 +269,7 @@ static int call_prepare(nvrtc_call *p, const kc_kernel_src *k, const kc_target *
     kc_target_name(t, p->tname);
     snprintf(p->arch, sizeof p->arch, "-arch=%s", p->tname);
     p->argv[p->argc++] = p->arch;
+    if (!has_seed(k)) p->argv[p->argc++] = "-frandom-seed=kcache"; /* [Note: the same bytes] */
     if (nv.no_cache) p->argv[p->argc++] = "-no-cache";
     /* NVRTC searches no folder whose files are not in the key: not the source's own (for a
      * relative name, the working directory), and none but the toolkit's when asked for. */
