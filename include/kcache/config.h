@@ -124,6 +124,12 @@ extern "C" {
       "NVRTC's library (a path, or a file name searched in LD_LIBRARY_PATH and the usual folders).")                   \
     X(nvrtc_own_cache, "KCACHE_NVRTC_OWN_CACHE", BOOL, 1, "0", 0, "compile",                                           \
       "Leave NVRTC's own cache on (only for measuring it).")                                                           \
+    X(pch, "KCACHE_PCH", BOOL, 1, "1", 0, "compile",                                                                   \
+      "Precompiled headers: a header set compiled again in a process reuses its parse (where NVRTC has them).")        \
+    X(pch_max_size, "KCACHE_PCH_MAX_SIZE", SIZE, 1, "2G", 0, "compile",                                                \
+      "Total size of a process's precompiled header files (least recently used removed first; 0: none kept).")         \
+    X(pch_dir, "KCACHE_PCH_DIR", PATH, 1, "", 0, "compile",                                                            \
+      "Where a process's precompiled header folder is made (default: $TMPDIR, else /tmp); removed at exit.")           \
     X(cuda_include, "KCACHE_CUDA_INCLUDE", PATH, 1, "", 0, "compile",                                                  \
       "The CUDA toolkit's include folder (default: the toolkit kcache was built with, /usr/local/cuda/include).")      \
     X(cuda_driver, "KCACHE_CUDA_DRIVER", PATH, 1, "libcuda.so.1", 0, "cuda",                                           \

@@ -32,6 +32,7 @@
 #include "options.h"
 #include "toolkit.h"
 #include "nvrtc.h"
+#include "pch.h"
 #include "targets.h"
 #include "units.h" /* kc_compile_names_for_ */
 #include "kcache/target.h"
@@ -137,6 +138,7 @@ static void nv_load(void) {
     nv.Version(&nv.major, &nv.minor);
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
     supported_load();
+    kc_pch_load_(nv.lib);
     /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench).
      * Parsed strictly; a bad value keeps the safe default (NVRTC's cache off) and says so. */
     bool own = false;
@@ -241,7 +243,7 @@ static int call_inputs(nvrtc_call *p, const kc_kernel_src *k) {
 static int call_prepare(nvrtc_call *p, const kc_kernel_src *k, const kc_target *t) {
     const kc_toolkit_inputs *tk = p->tk;
     p->nhdr = k->nheaders + (tk ? tk->nshims : 0);
-    p->argv = kc_calloc(k->noptions + 6, sizeof *p->argv);
+    p->argv = kc_calloc(k->noptions + 6 + KC_ARRAY_LEN(((kc_pch_plan *)0)->opts), sizeof *p->argv);
     p->hnames = kc_calloc(p->nhdr + 1, sizeof *p->hnames);
     p->hsrcs = kc_calloc(p->nhdr + 1, sizeof *p->hsrcs);
     if (!p->argv || !p->hnames || !p->hsrcs) return kc_err(KC_ENOMEM, "compile: out of memory");
@@ -292,18 +294,25 @@ static int compile_failed(const nvrtc_call *p, nvrtcResult cr, const char *name,
                   log);
 }
 
-/* Compile the program (its log into c->log, its time into c->seconds). */
-static int call_compile(const nvrtc_call *p, nvrtcProgram prog, const char *name, kc_compiled *c) {
+/* Compile the program (its log into c->log, its time into c->seconds), with `plan`'s options; *stands
+ * 0 when the PCH was not used as planned (kc_pch_done_: compile again without). */
+static int call_compile(nvrtc_call *p, nvrtcProgram prog, const char *name, kc_pch_plan *plan, kc_compiled *c,
+                        int *stands) {
+    for (size_t i = 0; i < plan->nopts; i++) p->argv[p->argc + i] = plan->opts[i];
     uint64_t t0 = kc_mono_ns();
-    nvrtcResult cr = nv.CompileProgram(prog, (int)p->argc, p->argv);
+    nvrtcResult cr = nv.CompileProgram(prog, (int)(p->argc + plan->nopts), p->argv);
     c->seconds = (double)(kc_mono_ns() - t0) / 1e9;
     size_t logn = 0;
     if (nv.GetProgramLogSize(prog, &logn) != NVRTC_SUCCESS) logn = 0;
     c->log = kc_malloc(logn + 1);
+    if (c->log) {
+        c->log[0] = '\0';
+        if (logn > 1 && nv.GetProgramLog(prog, c->log) != NVRTC_SUCCESS) c->log[0] = '\0';
+        c->log[logn] = '\0';
+    }
+    *stands = kc_pch_done_(plan, cr == NVRTC_SUCCESS, prog, c->log);
     if (!c->log) return kc_err(KC_ENOMEM, "compile: out of memory");
-    c->log[0] = '\0';
-    if (logn > 1 && nv.GetProgramLog(prog, c->log) != NVRTC_SUCCESS) c->log[0] = '\0';
-    c->log[logn] = '\0';
+    if (!*stands) return KC_OK;
     return cr == NVRTC_SUCCESS ? KC_OK : compile_failed(p, cr, name, c->log);
 }
 
@@ -332,12 +341,35 @@ done:
     return rc;
 }
 
-/* The compile itself, every check made: one NVRTC program for `t`. */
+/* One NVRTC program for `t` with `plan` (its text, or the plain one): *stands 0 when it must be
+ * compiled again without a PCH (c is then as it was). */
+static int compile_once(nvrtc_call *p, const char *const *names, size_t nnames, const kc_target *t, kc_pch_plan *plan,
+                        kc_compiled *c, int *stands) {
+    nvrtcProgram prog = NULL;
+    int rc = KC_OK, compiled = 0;
+    *stands = 1;
+    KC_NVRTC_CHECK(
+        nv.CreateProgram(&prog, plan->text ? plan->text : p->text, p->program, (int)p->nhdr, p->hsrcs, p->hnames));
+    for (size_t i = 0; i < nnames; i++) KC_NVRTC_CHECK(nv.AddNameExpression(prog, names[i]));
+    compiled = 1;
+    if (!(rc = call_compile(p, prog, names[0], plan, c, stands)) && *stands)
+        rc = call_outputs(prog, names, nnames, t->ptx, c);
+done:
+    if (!compiled) kc_pch_done_(plan, 0, NULL, NULL); /* refused before compiling: said as it is */
+    if (prog) nv.DestroyProgram(&prog);
+    if (!*stands) { /* as it was: no log, no names */
+        free(c->log);
+        c->log = NULL;
+    }
+    return rc;
+}
+
+/* The compile itself, every check made: one NVRTC program for `t`, with a precompiled header when
+ * one serves ([Note: precompiled headers] in pch.c), else (or when it did not serve) without. */
 static int compile_checked(const kc_kernel_src *k, const char *const *names, size_t nnames, const kc_target *t,
                            kc_compiled **out) {
     nvrtc_call p;
     memset(&p, 0, sizeof p);
-    nvrtcProgram prog = NULL;
     kc_compiled *c = NULL;
     int rc = call_inputs(&p, k);
     if (!rc) rc = call_prepare(&p, k, t);
@@ -347,15 +379,24 @@ static int compile_checked(const kc_kernel_src *k, const char *const *names, siz
         if (!c || !c->lowered_names) rc = kc_err(KC_ENOMEM, "compile: out of memory");
     }
     if (rc) goto done;
-    KC_NVRTC_CHECK(nv.CreateProgram(&prog, p.text, p.program, (int)p.nhdr, p.hsrcs, p.hnames));
-    for (size_t i = 0; i < nnames; i++) KC_NVRTC_CHECK(nv.AddNameExpression(prog, names[i]));
-    if ((rc = call_compile(&p, prog, names[0], c)) || (rc = call_outputs(prog, names, nnames, t->ptx, c))) goto done;
+    kc_pch_program pp = {k->source, p.program, p.tk ? p.tk->program + strlen("/dev/null/") : NULL,
+                         p.argv,    p.argc,    p.hnames,
+                         p.hsrcs,   p.nhdr};
+    kc_pch_plan plan;
+    int stands = 1;
+    kc_pch_plan_(&pp, &plan);
+    rc = compile_once(&p, names, nnames, t, &plan, c, &stands);
+    if (!stands) { /* the same compile without a PCH: its result and log are the plain ones */
+        pp.source = NULL;
+        kc_pch_plan_(&pp, &plan);
+        rc = compile_once(&p, names, nnames, t, &plan, c, &stands);
+    }
+    if (rc) goto done;
     kc_log(KC_LOG_COMPILE, "compiled %s (%zu entries) for %s in %.1f ms (%zu bytes)", p.file, nnames, p.tname,
            c->seconds * 1e3, c->len);
     *out = c;
     c = NULL;
 done:
-    if (prog) nv.DestroyProgram(&prog);
     kc_compiled_free(c);
     call_free(&p);
     return rc;

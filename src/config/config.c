@@ -230,8 +230,9 @@ int kc_config_get(const kc_config *c, int id, char *out, size_t cap, kc_config_o
 
 int kc_config_is_process_(int id) {
     static const int process[] = {
-        KC_CONFIG_log,          KC_CONFIG_log_format,  KC_CONFIG_nvrtc,         KC_CONFIG_nvrtc_own_cache,
-        KC_CONFIG_cuda_include, KC_CONFIG_cuda_driver, KC_CONFIG_loaded_graphs, KC_CONFIG_loaded_bytes};
+        KC_CONFIG_log,          KC_CONFIG_log_format,   KC_CONFIG_nvrtc,         KC_CONFIG_nvrtc_own_cache,
+        KC_CONFIG_cuda_include, KC_CONFIG_cuda_driver,  KC_CONFIG_loaded_graphs, KC_CONFIG_loaded_bytes,
+        KC_CONFIG_pch,          KC_CONFIG_pch_max_size, KC_CONFIG_pch_dir};
     for (size_t i = 0; i < KC_ARRAY_LEN(process); i++)
         if (process[i] == id) return 1;
     return 0;

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * compile/pch.h — NVRTC precompiled headers for the compiles of one process ([Note: precompiled
+ * headers] in pch.c): which compile creates a header set's PCH, which use it, and where the files live.
+ *
+ * Callers: compile/nvrtc.c (around each NVRTC compile), tests (kc_pch_stats_).  Must not: change
+ * what a compile produces: a compile that cannot use a PCH exactly as planned is compiled again
+ * without one.
+ */
+#ifndef KC_COMPILE_PCH_H
+#define KC_COMPILE_PCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** What one compile does about a PCH. */
+enum { KC_PCH_NONE = 0, KC_PCH_CREATE = 1, KC_PCH_USE = 2 };
+
+/** A compile's plan (kc_pch_plan_), handed back to kc_pch_done_. */
+typedef struct kc_pch_plan {
+    int mode;            /**< KC_PCH_NONE, KC_PCH_CREATE or KC_PCH_USE */
+    void *entry;         /**< the header set's record (pch.c's) */
+    char *text;          /**< the program's text for this mode (owned): the header prefix, then a #line */
+    const char *opts[4]; /**< the options to add: the PCH file, messages on, verbose off, #line warning off */
+    size_t nopts;
+    char opt[4200]; /**< "--create-pch=<path>" or "--use-pch=<path>" */
+    uint64_t t0;    /**< when the compile began (for the log) */
+} kc_pch_plan;
+
+/** What the program is: its source, its name, its options and its in-memory headers. */
+typedef struct kc_pch_program {
+    const char *source;    /**< the kernel's source, as written */
+    const char *program;   /**< the name NVRTC is given */
+    const char *line_name; /**< the name the source's lines carry (#line), NULL: `program` */
+    const char *const *argv;
+    size_t argc;
+    const char *const *hnames, *const *hsrcs;
+    size_t nhdr;
+} kc_pch_program;
+
+/** Called once by nvrtc.c with NVRTC's library handle: finds the PCH functions (NVRTC >= 12.8). */
+void kc_pch_load_(void *nvrtc_lib);
+
+/** Decide what the compile of `p` does about a PCH (every compile calls it, then kc_pch_done_). */
+void kc_pch_plan_(const kc_pch_program *p, kc_pch_plan *plan);
+
+/**
+ * The compile planned is over: `ok` (NVRTC compiled it), its PCH creation status (NVRTC's
+ * nvrtcGetPCHCreateStatus; with `prog` the program, for the heap it wanted), `log` its log, from
+ * which the PCH message is removed in place.  1: the result stands; 0: compile again without a PCH
+ * (the PCH was not used as planned, or the compile failed: the log of a compile without one is the
+ * one kcache keeps).
+ */
+int kc_pch_done_(kc_pch_plan *plan, int ok, void *prog, char *log);
+
+/** For tests: PCH files kept now, their bytes, created and used so far, and the folder ("" before one). */
+typedef struct kc_pch_stats {
+    int on; /**< NVRTC is loaded, has PCH, and the setting is on */
+    size_t files;
+    uint64_t bytes;
+    uint64_t created, used, fallbacks, retired;
+    char dir[4096];
+} kc_pch_stats;
+void kc_pch_stats_(kc_pch_stats *out);
+
+/** For tests: PCH on or off (-1: as it was), and whether a header set's first compile makes its PCH
+ *  (0: its second, as always outside tests); the previous on. */
+int kc_pch_test_set_(int on, int first);
+
+/** Remove this process's PCH folder now (at exit; tests).  Later compiles make a new one. */
+void kc_pch_cleanup_(void);
+
+#endif
