@@ -235,6 +235,8 @@ typedef struct pch_work {
     long long tmp_bytes_peak[2];
     int tmp_left[2];        /**< files left in its TMPDIR after it exited (all runs, the most) */
     int nvrtc_auto_dirs[2]; /**< NVRTC automatic-PCH folders (__nvrtc_auto_pch_*) seen in its TMPDIR */
+    int pch_log[2][4];      /**< the last run's KCACHE_LOG=compile: PCH files created, uses, refused or not
+                                 created, "precompiled headers on" said (0 or 1) */
 } pch_work;
 
 typedef struct pch_result {

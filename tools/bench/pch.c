@@ -41,6 +41,7 @@ typedef struct pw_run {
     int tmp_files;           /* TMPDIR's files at most while it ran */
     long long tmp_bytes;     /* and their bytes at most */
     int tmp_left, auto_dirs; /* files left after exit; NVRTC automatic-PCH folders seen */
+    int pch[4];              /* its KCACHE_LOG=compile lines: PCH files created, used, refused; "on" said */
 } pw_run;
 
 /* What a walk of the TMPDIR counts. */
@@ -68,6 +69,26 @@ static long jfield(const char *text, const char *key) {
     return p ? strtol(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* Occurrences of `what` in text. */
+static int count(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+    return n;
+}
+
+/* What the library's compile log (stderr) says of precompiled headers (src/compile/pch.c's lines). */
+static void read_log(const char *path, pw_run *r) {
+    static char text[1 << 22];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    r->pch[0] = count(text, "pch: created ");
+    r->pch[1] = count(text, "pch: used ");
+    r->pch[2] = count(text, "pch: NVRTC refused ") + count(text, "pch: not created ");
+    r->pch[3] = count(text, "pch: precompiled headers on");
+}
+
 static void read_summary(const char *path, pw_run *r) {
     static char text[1 << 16];
     FILE *f = fopen(path, "r");
@@ -84,9 +105,11 @@ static void child(const pch_plan *p, const char *manifest, const char *targets, 
     setenv("KCACHE_PCH", on ? "1" : "0", 1);
     setenv("KCACHE_NVRTC_OWN_CACHE", "0", 1);
     setenv("TMPDIR", tmp, 1);
-    const char *clear[] = {"KCACHE_DIR",      "KCACHE_REMOTE",        "KCACHE_DISABLE",
-                           "KCACHE_READONLY", "KCACHE_LOG",           "KCACHE_SIGNING_KEY_FILE",
-                           "KCACHE_HMAC_KEY", "KCACHE_HMAC_KEY_FILE", "KCACHE_TOOLCHAIN"};
+    setenv("KCACHE_LOG", "compile", 1); /* both modes: what PCH did, from its own lines */
+    setenv("KCACHE_LOG_FORMAT", "text", 1);
+    const char *clear[] = {"KCACHE_DIR",           "KCACHE_REMOTE",       "KCACHE_DISABLE",          "KCACHE_READONLY",
+                           "KCACHE_PCH_DIR",       "KCACHE_PCH_MAX_SIZE", "KCACHE_SIGNING_KEY_FILE", "KCACHE_HMAC_KEY",
+                           "KCACHE_HMAC_KEY_FILE", "KCACHE_TOOLCHAIN"};
     for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++) unsetenv(clear[i]);
     int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (o >= 0) dup2(o, 1);
@@ -124,6 +147,7 @@ static void run_prewarm(const pch_plan *p, const char *manifest, const char *tar
     r->tmp_left = walk_files;
     if (walk_auto > r->auto_dirs) r->auto_dirs = walk_auto;
     read_summary(out, r);
+    read_log(err, r);
 }
 
 /* ---- a workload ---- */
@@ -144,6 +168,7 @@ static void take(pch_work *w, int on, const pw_run *r, double *v, int *n) {
     if (r->tmp_bytes > w->tmp_bytes_peak[on]) w->tmp_bytes_peak[on] = r->tmp_bytes;
     if (r->tmp_left > w->tmp_left[on]) w->tmp_left[on] = r->tmp_left;
     if (r->auto_dirs > w->nvrtc_auto_dirs[on]) w->nvrtc_auto_dirs[on] = r->auto_dirs;
+    for (int i = 0; i < 4; i++) w->pch_log[on][i] = r->pch[i]; /* the last run's */
 }
 
 /* `runs` pairs (off, on) of cold prewarms of `manifest` for `targets`, under `dir`. */

@@ -59,6 +59,10 @@ void print_pch_work(const pch_work *w, double goal) {
            w->tmp_files_peak[0], (double)w->tmp_bytes_peak[0] / 1048576.0, w->tmp_files_peak[1],
            (double)w->tmp_bytes_peak[1] / 1048576.0, w->tmp_left[0], w->tmp_left[1], w->nvrtc_auto_dirs[0],
            w->nvrtc_auto_dirs[1]);
+    printf("  the library's log (KCACHE_LOG=compile), last run: PCH off: %s, %d created, %d used, %d refused; PCH on: "
+           "%s, %d created, %d used, %d refused or not created\n",
+           w->pch_log[0][3] ? "said on" : "said off or nothing", w->pch_log[0][0], w->pch_log[0][1], w->pch_log[0][2],
+           w->pch_log[1][3] ? "said on" : "said off or nothing", w->pch_log[1][0], w->pch_log[1][1], w->pch_log[1][2]);
 }
 
 static void jstr(FILE *f, const char *k, const char *v) {
@@ -92,9 +96,14 @@ static void jwork(FILE *f, const pch_work *w, double goal) {
     jstr(f, "first_difference", w->first_diff);
     fprintf(f,
             "\"tmpdir_peak_files\": [%d, %d], \"tmpdir_peak_bytes\": [%lld, %lld], \"tmpdir_left_after_exit\": [%d, "
-            "%d], \"nvrtc_auto_pch_dirs\": [%d, %d]}",
+            "%d], \"nvrtc_auto_pch_dirs\": [%d, %d], ",
             w->tmp_files_peak[0], w->tmp_files_peak[1], w->tmp_bytes_peak[0], w->tmp_bytes_peak[1], w->tmp_left[0],
             w->tmp_left[1], w->nvrtc_auto_dirs[0], w->nvrtc_auto_dirs[1]);
+    fprintf(f,
+            "\"log_pch_on\": [%s, %s], \"log_pch_created\": [%d, %d], \"log_pch_used\": [%d, %d], "
+            "\"log_pch_refused\": [%d, %d]}",
+            w->pch_log[0][3] ? "true" : "false", w->pch_log[1][3] ? "true" : "false", w->pch_log[0][0],
+            w->pch_log[1][0], w->pch_log[0][1], w->pch_log[1][1], w->pch_log[0][2], w->pch_log[1][2]);
 }
 
 void json_pch(FILE *f, const pch_result *r) {
