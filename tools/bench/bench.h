@@ -216,22 +216,24 @@ typedef struct pch_work {
     int have;         /**< 0: not measured (why) */
     char why[512];
     int graphs;
-    long variants, units;  /**< of one run (graphs x targets; their compile units) */
-    stat_s run[2];         /**< wall time of a whole `kcache prewarm` process: [0] PCH off, [1] on */
-    double ratio;          /**< off / on of the medians (NAN: not measured) */
-    int bad[2];            /**< runs left out: exit status not 0, or a variant failed */
-    int not_cold[2];       /**< runs that hit something (a graph or a unit): not all compiles */
-    int reps_compared;     /**< pairs whose two caches were compared (pch_same.c) */
-    int files, same_bytes; /**< graph entries and unit records of the last pair (by name); byte-identical */
-    int same_but_times;    /**< identical in every section but the time stamps (META's, ORIGIN's) */
-    int same_but_refs;     /**< identical but those and the ids of the images they refer to */
-    int differ, unmatched; /**< all pairs: files that differ; names in one cache only */
-    int images;            /**< images of the last pair (matched by content: they are named by their bytes) */
-    int img_same_bytes;    /**< byte-identical */
-    int img_same_masked;   /**< identical once NVRTC's per-process internal names are masked */
-    int img_differ;        /**< all pairs: images with no match */
-    char first_diff[256];  /**< the first file that differed or was unmatched */
-    int tmp_files_peak[2]; /**< files in the process's TMPDIR at most, while it ran (PCH files) */
+    long variants, units;   /**< of one run (graphs x targets; their compile units) */
+    stat_s run[2];          /**< wall time of a whole `kcache prewarm` process: [0] PCH off, [1] on */
+    double ratio;           /**< off / on of the medians (NAN: not measured) */
+    int bad[2];             /**< runs left out: exit status not 0, or a variant failed */
+    int not_cold[2];        /**< runs that hit something (a graph or a unit): not all compiles */
+    int reps_compared;      /**< pairs whose two caches were compared (pch_same.c) */
+    int files, same_bytes;  /**< graph entries and unit records of the last pair (by name); byte-identical */
+    int same_but_times;     /**< identical in every section but the time stamps (META's, ORIGIN's) */
+    int same_but_refs;      /**< identical but those and the ids of the images they refer to */
+    int differ, unmatched;  /**< all pairs: files that differ; names in one cache only */
+    int images;             /**< images of the last pair (matched by content: they are named by their bytes) */
+    int img_same_bytes;     /**< byte-identical */
+    int img_same_masked;    /**< identical once NVRTC's per-process internal names are masked */
+    int img_differ;         /**< all pairs: images with no match */
+    int img_not_comparable; /**< all pairs: images with NVRTC's per-process names whose process ids differ in
+                                 length (one 4 digits, the other 5): no mask makes their layouts comparable */
+    char first_diff[256];   /**< the first file that differed or was unmatched */
+    int tmp_files_peak[2];  /**< files in the process's TMPDIR at most, while it ran (PCH files) */
     long long tmp_bytes_peak[2];
     int tmp_left[2];        /**< files left in its TMPDIR after it exited (all runs, the most) */
     int nvrtc_auto_dirs[2]; /**< NVRTC automatic-PCH folders (__nvrtc_auto_pch_*) seen in its TMPDIR */

@@ -30,10 +30,11 @@ static void print_same(const pch_work *w) {
     }
     printf("  entries with and without PCH (%d pair%s compared): %d graph entries and unit records by name: %d "
            "byte-identical, %d but their time stamps, %d but those and their images' ids, %d differ, %d in one cache "
-           "only; %d images by content: %d byte-identical, %d but NVRTC's per-process internal names, %d differ%s\n",
+           "only; %d images by content: %d byte-identical, %d but NVRTC's per-process internal names, %d differ%s\n"
+           "  (images not comparable, their processes' ids of other lengths: %d)\n",
            w->reps_compared, w->reps_compared == 1 ? "" : "s", w->files, w->same_bytes, w->same_but_times,
            w->same_but_refs, w->differ, w->unmatched, w->images, w->img_same_bytes, w->img_same_masked, w->img_differ,
-           w->differ || w->unmatched || w->img_differ ? "  <- NOT THE SAME" : "");
+           w->differ || w->unmatched || w->img_differ ? "  <- NOT THE SAME" : "", w->img_not_comparable);
     if (w->first_diff[0]) printf("    first: %s\n", w->first_diff);
 }
 
@@ -90,9 +91,10 @@ static void jwork(FILE *f, const pch_work *w, double goal) {
     fprintf(f,
             "\"pairs_compared\": %d, \"entry_files\": %d, \"byte_identical\": %d, \"identical_but_time_stamps\": %d, "
             "\"identical_but_image_ids\": %d, \"differ\": %d, \"unmatched\": %d, \"images\": %d, "
-            "\"images_byte_identical\": %d, \"images_identical_but_nvrtc_internal_names\": %d, \"images_differ\": %d, ",
+            "\"images_byte_identical\": %d, \"images_identical_but_nvrtc_internal_names\": %d, \"images_differ\": %d, "
+            "\"images_not_comparable\": %d, ",
             w->reps_compared, w->files, w->same_bytes, w->same_but_times, w->same_but_refs, w->differ, w->unmatched,
-            w->images, w->img_same_bytes, w->img_same_masked, w->img_differ);
+            w->images, w->img_same_bytes, w->img_same_masked, w->img_differ, w->img_not_comparable);
     jstr(f, "first_difference", w->first_diff);
     fprintf(f,
             "\"tmpdir_peak_files\": [%d, %d], \"tmpdir_peak_bytes\": [%lld, %lld], \"tmpdir_left_after_exit\": [%d, "

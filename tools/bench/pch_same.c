@@ -101,8 +101,11 @@ static void mask_refs(uint8_t *b, size_t len, int images) {
 }
 
 /* Mask NVRTC's per-process names in place: after each "_INTERNAL_" or "_GLOBAL__N__", the 8 hex
- * and the digits that follow "_<file>_" (its module id and process id). */
-static void mask_internal(uint8_t *b, size_t len) {
+ * and the digits that follow "_<file>_" (its module id and process id).  The most digits masked
+ * after one (0: no such name): two processes whose ids differ in length lay the cubin out
+ * differently, and then no mask makes their images comparable. */
+static int mask_internal(uint8_t *b, size_t len) {
+    int most = 0;
     static const char *const marks[] = {"_INTERNAL_", "_GLOBAL__N__"};
     for (int m = 0; m < 2; m++) {
         size_t ml = strlen(marks[m]);
@@ -116,9 +119,12 @@ static void mask_internal(uint8_t *b, size_t len) {
             if (n <= 0 || q >= end || *q != '_' || end - q < n + 11 || q[n + 1] != '_' || q[n + 10] != '_') continue;
             q += n + 2;
             memset(q, '0', 8);
-            for (q += 9; q < end && *q >= '0' && *q <= '9'; q++) *q = '0';
+            int d = 0;
+            for (q += 9; q < end && *q >= '0' && *q <= '9'; q++, d++) *q = '0';
+            if (d > most) most = d;
         }
     }
+    return most;
 }
 
 /* ---- graph entries and unit records ---- */
@@ -183,9 +189,11 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The images of `names` in `dir`: XXH3-64 of each one's IMAGE section as stored (raw) and masked. */
-static int image_hashes(const char *dir, char **names, int n, uint64_t *raw, uint64_t *masked) {
+/* The images of `names` in `dir`: XXH3-64 of each one's IMAGE section as stored (raw) and masked;
+ * digits[0] the images that hold NVRTC's per-process names, digits[1] the most digits masked. */
+static int image_hashes(const char *dir, char **names, int n, uint64_t *raw, uint64_t *masked, int digits[2]) {
     int k = 0;
+    digits[0] = digits[1] = 0;
     for (int i = 0; i < n; i++) {
         size_t l = strlen(names[i]);
         if (l < 8 || strcmp(names[i] + l - 8, ".img.kce")) continue;
@@ -196,8 +204,13 @@ static int image_hashes(const char *dir, char **names, int n, uint64_t *raw, uin
         if (e && kc_entry_section(e, KC_SECTION_IMAGE, &s, &sl) == KC_OK && sl > 48) {
             uint8_t *m = malloc(sl + 1);
             raw[k] = XXH3_64bits((const uint8_t *)s + 48, sl - 48); /* past the ref's id and SHA-256 */
-            if (m)
-                memcpy(m, s, sl), m[sl] = 0, mask_internal(m + 48, sl - 48), masked[k] = XXH3_64bits(m + 48, sl - 48);
+            if (m) {
+                memcpy(m, s, sl), m[sl] = 0;
+                int d = mask_internal(m + 48, sl - 48);
+                masked[k] = XXH3_64bits(m + 48, sl - 48);
+                digits[0] += d > 0;
+                if (d > digits[1]) digits[1] = d;
+            }
             free(m);
         }
         kc_entry_free(e);
@@ -222,12 +235,17 @@ static void compare_images(const char *off, const char *on, char **a, int na, ch
     uint64_t *h = calloc((size_t)(na + nb) * 2 + 4, sizeof *h);
     if (!h) return;
     uint64_t *ra = h, *ma = ra + na, *rb = ma + na, *mb = rb + nb;
-    int ia = image_hashes(off, a, na, ra, ma), ib = image_hashes(on, b, nb, rb, mb);
+    int da[2], db[2];
+    int ia = image_hashes(off, a, na, ra, ma, da), ib = image_hashes(on, b, nb, rb, mb, db);
     int same = common(ra, ia, rb, ib), masked = common(ma, ia, mb, ib);
     w->images = ia > ib ? ia : ib;
     w->img_same_bytes = same, w->img_same_masked = masked - same;
-    w->img_differ += w->images - masked;
-    if (w->images > masked && !w->first_diff[0])
+    int left = w->images - masked, named = da[0] < db[0] ? da[0] : db[0];
+    /* process ids of other lengths: the images with such names cannot be compared (counted apart) */
+    int nc = da[1] && db[1] && da[1] != db[1] ? (left < named ? left : named) : 0;
+    w->img_not_comparable += nc;
+    w->img_differ += left - nc;
+    if (left > nc && !w->first_diff[0])
         snprintf(w->first_diff, sizeof w->first_diff, "an image (%d without PCH, %d with; %d match)", ia, ib, masked);
     free(h);
 }
