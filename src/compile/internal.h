@@ -10,6 +10,7 @@
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
  *   kc_params_free                params.h   Callers: graph
  *   kc_params_read                params.h   Callers: graph
+ *   kc_pch_burst_                 pch.h      Callers: prewarm
  *   kc_target_compilable_         targets.h  Callers: graph
  *   kc_target_known_              targets.h  Callers: graph
  *   kc_target_manifest_check_     targets.h  Callers: prewarm

@@ -3,51 +3,48 @@
  * pch.c — NVRTC precompiled headers (PCH) for the compiles of one process.
  *
  * The one idea: a header set (the leading directives of a source), compiled for the same target
- * with the same options, is parsed once per process: its second compile creates a PCH file in
- * the process's own folder, later ones use it, and what they produce is byte for byte what a
- * compile without it produces.  Anything unexpected — a creation that fails, a PCH NVRTC does not
- * use, a compile error — is compiled again the plain way, so a PCH can cost time, never a result.
+ * with the same options, is parsed once per process: a PCH file made in the process's own folder
+ * serves its later compiles, byte for byte as a compile without it.  Anything unexpected — a
+ * creation that fails, a PCH NVRTC does not use, a compile error — is compiled again the plain
+ * way, so a PCH can cost time, never a result.
  *
- * Callers: compile/nvrtc.c (kc_pch_plan_ before, kc_pch_done_ after every NVRTC compile).
+ * Callers: compile/nvrtc.c (kc_pch_plan_ before, kc_pch_done_ after every NVRTC compile), prewarm.
  * Must not: be part of any key; keep a file outside its folder or past the process; use NVRTC's
  * automatic PCH (--pch), whose folders (__nvrtc_auto_pch_*) it would neither bound nor remove.
  *
  * [Note: precompiled headers] What NVRTC 13.0 does, measured on this project's kernels:
- *  - --create-pch=F compiles the program AND writes F (140 MB for cuda_bf16.h with cooperative
- *    groups, 9 MB for cuda_fp16.h); the prefix precompiled ends at the first token that is not a
- *    directive, or at a #line: a #line BEFORE the includes disables creation (warning #20283), so
- *    a toolkit kernel, whose text kcache starts with #line 1 "<file>", is given here its header
- *    prefix first and the #line after it (#line N+1 "<file>": every later line keeps the name and
- *    number it had).  NVRTC does not know #pragma hdrstop (warning #161).
- *  - cubin and PTX are the same bytes with and without PCH (created or used): 93 combinations of
- *    sm_80, sm_90, sm_100, sm_120, compute_80, compute_90 with no option, -lineinfo,
- *    -default-device, --use_fast_math, -D and -std, -maxrregcount, for rmsnorm_bf16.cu, a
- *    cuda_fp16.h kernel and one without toolkit headers; a PCH made from one file serves another
- *    whose directives are the same (comments may differ), each keeping its own internal names.
- *    Compared with -frandom-seed: without it NVRTC's internal-linkage names differ in every
- *    compile, PCH or not.  The one difference seen, -G for sm_100, keeps PCH off for -G
- *    (option_refused's table).
- *  - a PCH made with other options or another directive sequence is refused with a warning (#629,
- *    #630) and the headers parsed; a PCH file missing is a compile error.  So a use must show
- *    "using precompiled header file" in the log (--pch-messages, whose line kcache removes), or
- *    the compile runs again without it.
- *  - cost on a loaded 2-core machine: plain 2.4–6 s, create 4.4–8 s, use 0.9–1.5 s (a kernel with
- *    little to parse gains nothing: PCH_MIN_HEADERS).  A one-off
- *    compile (a runtime's miss) must not pay a creation and a 140 MB write, so the FIRST compile
- *    of a header set in a process is plain, its second creates, later ones use; a compile that
- *    finds its PCH being made waits for it (the creator has the CPU meanwhile).
- *  - two threads using one PCH, two using two PCHs, one creating while another uses: the same
- *    bytes, no failure; NVRTC does that itself, so uses are not serialized here.
+ *  - --create-pch=F compiles AND writes F (140 MB for cuda_bf16.h with cooperative groups, 9 MB
+ *    for cuda_fp16.h); the prefix precompiled ends at the first token, or at a #line: a #line
+ *    BEFORE the includes disables creation (#20283), so a toolkit kernel (kcache starts its text
+ *    with #line 1 "<file>") gets its header prefix first, then #line N+1 "<file>" (every later line
+ *    keeps its name and number).  NVRTC does not know #pragma hdrstop.
+ *  - cubin and PTX are the same bytes with and without PCH (made or used): 93 combinations of
+ *    sm_80/90/100/120, compute_80/90, no option, -lineinfo, -default-device, --use_fast_math, -D,
+ *    -std, -maxrregcount, for rmsnorm_bf16.cu, a cuda_fp16.h kernel and one without toolkit
+ *    headers; a PCH made from one file serves another with the same directives (comments may
+ *    differ), each keeping its own internal names.  Compared with -frandom-seed: without it,
+ *    NVRTC's internal-linkage names differ in every compile.  -G for sm_100 differs even between
+ *    two plain compiles: where identity cannot be checked, PCH stays off (option_refused).
+ *  - a PCH of other options or directives is refused with a warning (#629, #630) and the headers
+ *    parsed; a PCH file missing is a compile error.  So a use must show "using precompiled header
+ *    file" in the log (its line removed here), or the compile runs again without it.
+ *  - cost on a loaded 2-core machine: plain 2.4–6 s, create 4.4–8 s, use 0.9–1.5 s (little to
+ *    parse gains nothing: PCH_MIN_HEADERS).  A one-off compile (a runtime's miss) must not pay a
+ *    creation and a 140 MB write: a header set's FIRST compile is plain, its second creates, later
+ *    ones use — unless a burst runs (kc_pch_burst_: a prewarm), when its first creates.  A compile
+ *    that finds its PCH being made waits for it (the creator has the CPU meanwhile).
+ *  - two threads using one PCH, or two, or one creating while one uses: the same bytes, no failure;
+ *    NVRTC does that itself, so uses are not serialized here.
  *  - the PCH heap (256 MiB by default; this header set needs 132 MiB) is process-wide: a creation
- *    that exhausts it still compiles, reports the size needed, and writes no file; setting the
- *    heap frees it and makes every PCH made before unusable (#20282), so it is grown only when no
- *    compile runs, and every file is retired then.
- * A PCH's key here is exact — its whole material is compared, never a hash: the folder of the
- * program's name, every option but the PCH's, every in-memory header (name and contents) and the
- * prefix's directives.  The files are counted and bounded (pch_max_size; least recently used
- * retired first, never one in use), in a folder kcache-pch-<uid>-<pid>-XXXXXX (mode 0700) made
- * under pch_dir or $TMPDIR, removed at exit (atexit and the library's destructor); a dead
- * process's folder of the same user is removed by the next process that makes one.
+ *    that exhausts it still compiles and says the size needed; setting the heap frees it and makes
+ *    every PCH made before unusable (#20282): it is grown only when no compile runs, every file
+ *    retired then.
+ * A PCH's key here is exact — its whole material compared, never a hash: the folder of the
+ * program's name, every option but the PCH's, every in-memory header (name, contents), the
+ * prefix's directives.  Files are counted and bounded (pch_max_size; least recently used retired
+ * first, never one in use), in a folder kcache-pch-<uid>-<pid>-XXXXXX (0700) under pch_dir or
+ * $TMPDIR, removed at exit (atexit, the library's destructor); a dead process's folder of the same
+ * user is removed by the next process that makes one.
  */
 #include "pch.h"
 
@@ -68,9 +65,8 @@
 #include "../config/config.h"
 
 #define PCH_RECORDS_MAX 512 /* header sets remembered (those without a file are dropped first) */
-/* A kernel without the toolkit's headers gets a PCH only when its headers in memory are this large:
- * for a small one, loading a PCH (7 MB at least) took longer than parsing (a 100-byte header: plain
- * 105 ms, create 225 ms, use 131 ms; cuda_fp16.h: plain 351 ms, create 378 ms, use 172 ms). */
+/* A kernel without the toolkit's headers gets a PCH only with this much in memory: loading one (7 MB at
+ * least) took longer than parsing a 100-byte header (plain 105 ms, use 131 ms; cuda_fp16.h: 351, 172). */
 #define PCH_MIN_HEADERS (64 * 1024)
 
 enum { ABSENT, CREATING, READY, FAILED };
@@ -83,6 +79,8 @@ typedef struct pch_entry {
     int state;      /* ABSENT, CREATING, READY, FAILED */
     int users;      /* compiles using its file now */
     int refused;    /* NVRTC did not use its file: retired when unused, never made again */
+    int heap;       /* its creation ran out of heap: made again once the heap is grown */
+    int attempts;   /* creations tried (a header set whose creations fail twice gets none) */
     uint64_t bytes; /* the file's size, READY */
     uint64_t tick;  /* last use, for least-recently-used retirement */
     unsigned id;    /* the file: <dir>/<id>.pch */
@@ -92,9 +90,11 @@ typedef struct pch_entry {
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int on;    /* the setting, and NVRTC has the functions */
-    int first; /* a header set's first compile makes its PCH (tests: kc_pch_test_set_) */
-    pid_t pid; /* the process the folder belongs to */
+    int on;      /* the setting, and NVRTC has the functions */
+    int first;   /* a header set's first compile makes its PCH (tests: kc_pch_test_set_) */
+    int bursts;  /* callers compiling many kernels now (kc_pch_burst_): first compiles make PCHs too */
+    int exiting; /* the process is ending: no folder is made any more */
+    pid_t pid;   /* the process the folder belongs to */
     char dir[4096];
     int dir_state; /* 0 not made, 1 made, -1 cannot be made */
     pch_entry *head;
@@ -137,8 +137,12 @@ void kc_pch_cleanup_(void) {
     pthread_mutex_unlock(&g.mu);
 }
 
-__attribute__((destructor)) static void pch_destructor(void) { kc_pch_cleanup_(); }
-static void pch_atexit(void) { kc_pch_cleanup_(); }
+static void pch_exit(void) {
+    __atomic_store_n(&g.exiting, 1, __ATOMIC_RELAXED); /* a compile still running makes no new folder */
+    kc_pch_cleanup_();
+}
+__attribute__((destructor)) static void pch_destructor(void) { pch_exit(); }
+static void pch_atexit(void) { pch_exit(); }
 
 /* A dead process's folder of this user under `parent`: "kcache-pch-<uid>-<pid>-XXXXXX", a folder
  * (never a link) owned by this user, whose process is gone. */
@@ -166,6 +170,7 @@ static void sweep(const char *parent) {
 /* Make the process's folder (under the lock).  0 when there is one. */
 static int dir_make(void) {
     if (g.dir_state) return g.dir_state == 1 ? 0 : -1;
+    if (__atomic_load_n(&g.exiting, __ATOMIC_RELAXED)) return -1;
     const kc_settings *v = &kc_config_process()->v;
     const char *parent = v->pch_dir[0] ? v->pch_dir : v->tmpdir[0] ? v->tmpdir : "/tmp";
     sweep(parent);
@@ -349,15 +354,7 @@ void kc_pch_load_(void *lib) {
     g.max = v->pch_max_size;
     g.on = v->pch && g.CreateStatus && g.HeapRequired && g.SetHeap;
     pthread_mutex_unlock(&g.mu);
-    kc_log(KC_LOG_COMPILE, "pch: %s",
-           g.on     ? "precompiled headers on"
-           : v->pch ? "this NVRTC has no precompiled headers (12.8 and later have)"
-                    : "precompiled headers off (pch)");
-}
-
-static void forget(pch_entry *e) {
-    free(e->material);
-    free(e);
+    kc_log(KC_LOG_COMPILE, "pch: %s", g.on ? "on" : v->pch ? "this NVRTC has none (12.8 and later have)" : "off");
 }
 
 /* Drop the oldest record with no file and no user (under the lock). */
@@ -368,7 +365,8 @@ static void drop_one(void) {
     if (!drop) return;
     pch_entry *d = *drop;
     *drop = d->next;
-    forget(d);
+    free(d->material);
+    free(d);
     g.nrec--;
 }
 
@@ -401,8 +399,10 @@ static void heap_grow(void) {
     nvrtcResult r = g.SetHeap(g.heap_want);
     kc_log(KC_LOG_COMPILE, "pch: heap set to %zu bytes (%s)", g.heap_want, r == NVRTC_SUCCESS ? "done" : "refused");
     g.heap_want = 0;
-    for (pch_entry *e = g.head; e; e = e->next)
+    for (pch_entry *e = g.head; e; e = e->next) {
         if (e->state == READY) retire(e, "(the heap was set anew)");
+        if (e->heap && e->state == FAILED) e->state = ABSENT, e->heap = 0, e->attempts = 0;
+    }
 }
 
 /* The mode for e (under the lock): use its file, make it, or neither; may wait for its creator. */
@@ -413,12 +413,15 @@ static int decide(pch_entry *e) {
         e->users++;
         return KC_PCH_USE;
     }
-    if (e->state != ABSENT || e->seen < (g.first ? 1u : 2u) || g.max == 0 || dir_make() != 0) return KC_PCH_NONE;
+    if (e->state != ABSENT || e->seen < (g.first || g.bursts > 0 ? 1u : 2u) || e->attempts >= 2 || g.max == 0 ||
+        dir_make() != 0)
+        return KC_PCH_NONE;
     uint64_t expect = 0; /* room for a file as large as the largest made so far */
     for (pch_entry *x = g.head; x; x = x->next)
         if (x->bytes > expect) expect = x->bytes;
     if (expect > g.max || !make_room(expect, e)) return KC_PCH_NONE;
     e->state = CREATING;
+    e->attempts++;
     e->id = ++g.next_id;
     e->users++;
     return KC_PCH_CREATE;
@@ -530,12 +533,12 @@ static int create_done(pch_entry *e, const kc_pch_plan *plan, int ok, void *prog
     if (st == NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED && g.HeapRequired((nvrtcProgram)prog, &want) == NVRTC_SUCCESS &&
         want > 0 && want <= ((size_t)1 << 34)) {
         g.heap_want = want > g.heap_want ? want : g.heap_want;
-        e->state = ABSENT; /* made again once the heap is grown */
+        e->state = FAILED, e->heap = 1; /* made again once the heap is grown (heap_grow) */
         kc_log(KC_LOG_COMPILE, "pch: %s needs a heap of %zu bytes", e->what, want);
     } else if (ok && st == NVRTC_SUCCESS && said) {
         created(e, path, (kc_mono_ns() - plan->t0) / 1000000);
     } else {
-        e->state = ok ? FAILED : ABSENT; /* a compile error says nothing of the headers */
+        e->state = ok ? FAILED : ABSENT; /* a compile error says nothing of the headers (tried twice at most) */
         kc_log(KC_LOG_COMPILE, "pch: not created for %s (%s)", e->what, ok ? "NVRTC refused" : "a compile error");
     }
     if (e->state != READY) unlink(path);
@@ -586,4 +589,10 @@ int kc_pch_test_set_(int on, int first) {
     g.first = first;
     pthread_mutex_unlock(&g.mu);
     return was;
+}
+
+void kc_pch_burst_(int begin) {
+    pthread_mutex_lock(&g.mu);
+    g.bursts += begin ? 1 : (g.bursts > 0 ? -1 : 0);
+    pthread_mutex_unlock(&g.mu);
 }

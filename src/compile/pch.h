@@ -3,7 +3,8 @@
  * compile/pch.h — NVRTC precompiled headers for the compiles of one process ([Note: precompiled
  * headers] in pch.c): which compile creates a header set's PCH, which use it, and where the files live.
  *
- * Callers: compile/nvrtc.c (around each NVRTC compile), tests (kc_pch_stats_).  Must not: change
+ * Callers: compile/nvrtc.c (around each NVRTC compile), prewarm/prewarm.c (kc_pch_burst_), tests
+ * (kc_pch_stats_, kc_pch_test_set_).  Must not: change
  * what a compile produces: a compile that cannot use a PCH exactly as planned is compiled again
  * without one.
  */
@@ -52,6 +53,12 @@ void kc_pch_plan_(const kc_pch_program *p, kc_pch_plan *plan);
  * one kcache keeps).
  */
 int kc_pch_done_(kc_pch_plan *plan, int ok, void *prog, char *log);
+
+/**
+ * A caller begins (1) or ends (0) a burst of compiles — a prewarm: while one runs, a header set's
+ * first compile makes its PCH (a later one would use it), instead of its second.  Nests.
+ */
+void kc_pch_burst_(int begin);
 
 /** For tests: PCH files kept now, their bytes, created and used so far, and the folder ("" before one). */
 typedef struct kc_pch_stats {

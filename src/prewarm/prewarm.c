@@ -31,7 +31,8 @@
 
 #include "../cache/internal.h" /* kc_cache_set_origin_manifest_ */
 #include "../common/internal.h"
-#include "kcache/cuda.h" /* kc_cuda_capability: coverage for a device */
+#include "../compile/pch.h" /* kc_pch_burst_ */
+#include "kcache/cuda.h"    /* kc_cuda_capability: coverage for a device */
 #include "kcache/prewarm.h"
 
 /* The report as the caller sees it, plus the graph names it lends out. */
@@ -210,12 +211,14 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         size_t threads = o.jobs > 0 ? (size_t)o.jobs : cpus > 0 ? (size_t)cpus : 1;
         if (threads > p.rep->pub.variants) threads = p.rep->pub.variants;
+        kc_pch_burst_(1); /* many compiles: a header set's first makes its PCH ([Note: precompiled headers]) */
         pthread_t *t = threads > 1 ? kc_calloc(threads - 1, sizeof *t) : NULL;
         size_t started = 0;
         for (; t && started < threads - 1; started++) /* fewer threads if some cannot start */
             if (pthread_create(&t[started], NULL, worker, &p) != 0) break;
         worker(&p); /* this thread works too */
         for (size_t i = 0; i < started; i++) pthread_join(t[i], NULL);
+        kc_pch_burst_(0);
         free(t);
         kc_prewarm_report *rep = &p.rep->pub;
         rep->seconds = (double)(kc_mono_ns() - p.t0) / 1e9;

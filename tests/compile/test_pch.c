@@ -211,6 +211,20 @@ static void test_two_threads(void **state) {
     kc_compiled_free(pb);
 }
 
+/* A burst (a prewarm): a header set's first compile makes its PCH. */
+static void test_burst(void **state) {
+    (void)state;
+    need_pch();
+    static const char *o[] = {"-frandom-seed=6", "-DBURST=1"};
+    kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", o, 2);
+    kc_pch_test_set_(1, 0);
+    kc_pch_stats s0 = stats();
+    kc_pch_burst_(1);
+    kc_compiled_free(compile(&h, "sm_90"));
+    kc_pch_burst_(0);
+    assert_int_equal(stats().created, s0.created + 1);
+}
+
 /* ---- children: a process that makes a PCH, then exits (or fails, or is killed) ---- */
 
 static int child(const char *how) {
@@ -365,8 +379,8 @@ int main(int argc, char **argv) {
     const char *own = getenv("KCACHE_PCH_DIR"); /* the sweep's folder of its own */
     if (own && *own) mkdir(own, 0700);
     if (!strncmp(group, "child-", 6)) return child(group);
-    const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical),
-                                            cmocka_unit_test(test_two_threads)};
+    const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical), cmocka_unit_test(test_two_threads),
+                                            cmocka_unit_test(test_burst)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
     const struct CMUnitTest bounded[] = {cmocka_unit_test(test_bounded)};
