@@ -86,7 +86,7 @@ static void read_log(const char *path, pw_run *r) {
     r->pch[0] = count(text, "pch: created ");
     r->pch[1] = count(text, "pch: used ");
     r->pch[2] = count(text, "pch: NVRTC refused ") + count(text, "pch: not created ");
-    r->pch[3] = count(text, "pch: precompiled headers on");
+    r->pch[3] = count(text, "pch: on\n") + count(text, "pch: precompiled headers on"); /* its words then and now */
 }
 
 static void read_summary(const char *path, pw_run *r) {
