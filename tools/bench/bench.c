@@ -7,6 +7,8 @@
  *                [--kcache PATH] [--process-floor] [--gpu-only] [--load-calls] [--largest N]
  *                [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]
  *                [--write-synth DIR [--synth N]] [--hits-only]
+ *                [--pch-only] [--pch-runs N] [--pch-graphs N] [--pch-single N] [--pch-targets LIST]
+ *                [--write-bf16 DIR [--pch-graphs N] [--pch-targets LIST]]
  *
  * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
  * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
@@ -26,6 +28,11 @@
  * processes that get every graph of the bundled manifest and of a synthetic one of --synth N
  * graphs (300; --quick 60) against an empty main and a minimal reader of the same entry files,
  * and one graph's warm `kcache get` against ccache, sccache, cuda.core's and Triton's caches.
+ * And a cold build host (pch.c; --pch-only): fresh `kcache prewarm` processes into empty caches
+ * with NVRTC precompiled headers off and on, interleaved, of the bundled toolkit-header graphs and
+ * of a generated manifest of --pch-graphs N llm.c-style bf16 graphs (32; synth_bf16.c) for
+ * --pch-targets (sm_80,sm_90,sm_100), and of --pch-single N (10) of them for --arch; --pch-runs
+ * pairs each (3); the entries both wrote compared.
  */
 #include <dirent.h>
 #include <math.h>
@@ -123,9 +130,9 @@ void rm_rf(const char *dir) {
 /* ---- options ---- */
 
 typedef struct bench_opts {
-    const char *json, *plot, *kdir, *nvspec, *kcache, *synth_dir, *arch;
+    const char *json, *plot, *kdir, *nvspec, *kcache, *synth_dir, *arch, *bf16_dir, *pch_targets;
     int quick, floor_only, gpu_only, hits_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict;
-    int load_calls;
+    int load_calls, pch_only, pch_runs, pch_graphs, pch_single;
     /* the programs beside this one (find_tools) */
     char self[4096], kc_default[4200], ws_paths[3][4200], ws_libs[4200];
     ws_tools wst;
@@ -152,6 +159,12 @@ static const struct option_row {
     {"--warmstart-evict", OPT_INT, offsetof(bench_opts, ws_evict)},
     {"--write-synth", OPT_STR, offsetof(bench_opts, synth_dir)},
     {"--largest", OPT_INT, offsetof(bench_opts, largest)},
+    {"--pch-only", OPT_SET, offsetof(bench_opts, pch_only)},
+    {"--pch-runs", OPT_INT, offsetof(bench_opts, pch_runs)},
+    {"--pch-graphs", OPT_INT, offsetof(bench_opts, pch_graphs)},
+    {"--pch-single", OPT_INT, offsetof(bench_opts, pch_single)},
+    {"--pch-targets", OPT_STR, offsetof(bench_opts, pch_targets)},
+    {"--write-bf16", OPT_STR, offsetof(bench_opts, bf16_dir)},
     {"--json", OPT_STR, offsetof(bench_opts, json)},
     {"--plot", OPT_STR, offsetof(bench_opts, plot)},
     {"--arch", OPT_STR, offsetof(bench_opts, arch)},
@@ -162,6 +175,7 @@ static const struct option_row {
 /* argv into *o (its defaults set first); 0, or -1 on an unknown option or a missing argument. */
 static int parse_options(int argc, char **argv, bench_opts *o) {
     o->kdir = KC_KERNELS_DIR, o->arch = arch, o->ws_peers = 1, o->ws_evict = -1;
+    o->pch_targets = "sm_80,sm_90,sm_100", o->pch_runs = 3, o->pch_graphs = 32, o->pch_single = 10;
     for (int i = 1; i < argc; i++) {
         size_t k = 0, n = sizeof options / sizeof options[0];
         while (k < n && strcmp(argv[i], options[k].flag)) k++;
@@ -236,6 +250,47 @@ static int run_warmstart_only(bench_opts *o) {
         printf("wrote %s\n", o->json);
     }
     return ws.m[0].have && ws.m[1].have ? 0 : 1;
+}
+
+/* --write-bf16 DIR: only write the generated bf16 manifest (--pch-graphs N for --pch-targets). */
+static int run_write_bf16(bench_opts *o) {
+    char mpath[4200];
+    mkdir(o->bf16_dir, 0700); /* made when missing (EEXIST: written into) */
+    if (o->pch_graphs < 1 || synth_bf16_manifest(o->bf16_dir, o->pch_graphs, o->pch_targets, mpath, sizeof mpath)) {
+        fprintf(stderr, "kcache-bench: could not write the bf16 manifest in %s\n", o->bf16_dir);
+        return 1;
+    }
+    printf("%s\n", mpath);
+    return 0;
+}
+
+/* --pch-only: only the cold prewarm with and without precompiled headers (pch.c). */
+static int run_pch_only(bench_opts *o) {
+    find_tools(o);
+    if (o->pch_runs < 1 || o->pch_graphs < 1 || o->pch_single < 1) {
+        fprintf(stderr, "kcache-bench: --pch-runs, --pch-graphs and --pch-single take a count of at least 1\n");
+        return 2;
+    }
+    char root[4096];
+    if (scratch_root(root, sizeof root)) return 1;
+    pch_plan p = {o->kcache, o->kdir, root, o->pch_graphs, o->pch_single, o->pch_runs, o->pch_targets, arch};
+    static pch_result r;
+    printf("kcache-bench: cold prewarm with and without precompiled headers (KCACHE_PCH=0 / 1, interleaved; %d "
+           "pair%s; NVRTC's own cache off; %s)\n",
+           o->pch_runs, o->pch_runs == 1 ? "" : "s", o->kcache);
+    int rc = bench_pch(&p, &r);
+    printf("prewarm threads: the default, %d (the cores)\n", r.jobs);
+    rm_rf(root);
+    if (o->json) {
+        FILE *f = fopen(o->json, "w");
+        if (!f) return 1;
+        fprintf(f, "{\"kcache\": \"%s\", ", o->kcache);
+        json_pch(f, &r);
+        fprintf(f, "}\n");
+        fclose(f);
+        printf("wrote %s\n", o->json);
+    }
+    return rc;
 }
 
 /* --process-floor: only the process floor, of any kcache tool (--kcache: e.g. an older build). */
@@ -423,6 +478,8 @@ static const struct bench_mode {
 } modes[] = {
     {"measure-nvrtc-cache", offsetof(bench_opts, nvspec), 1, run_nvrtc_child},
     {"write-synth", offsetof(bench_opts, synth_dir), 1, run_write_synth},
+    {"write-bf16", offsetof(bench_opts, bf16_dir), 1, run_write_bf16},
+    {"pch-only", offsetof(bench_opts, pch_only), 0, run_pch_only},
     {"warmstart-only", offsetof(bench_opts, ws_only), 0, run_warmstart_only},
     {"process-floor", offsetof(bench_opts, floor_only), 0, run_floor_only},
     {"gpu-only", offsetof(bench_opts, gpu_only), 0, run_gpu_only},
@@ -445,7 +502,9 @@ int main(int argc, char **argv) {
             "usage: kcache-bench [--quick] [--json FILE] [--plot FILE.png] [--arch TARGET] [--kernels DIR]\n"
             "                    [--kcache PATH] [--process-floor] [--gpu-only] [--load-calls] [--largest N]\n"
             "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
-            "                    [--write-synth DIR [--synth N]] [--hits-only]\n");
+            "                    [--write-synth DIR [--synth N]] [--hits-only]\n"
+            "                    [--pch-only] [--pch-runs N] [--pch-graphs N] [--pch-single N] [--pch-targets LIST]\n"
+            "                    [--write-bf16 DIR [--pch-graphs N] [--pch-targets LIST]]\n");
         return 2;
     }
     size_t i = 0;

@@ -142,6 +142,14 @@ void jprewarm(FILE *f, const prewarm_res *pw);
  */
 int synth_manifest(const char *dir, int n, const char *target, char *manifest, size_t cap);
 
+/**
+ * Write a manifest of `n` llm.c-style bf16/fp16 graphs for `targets` (comma-separated) into the folder
+ * `dir` (synth_bf16.c: each kernel includes cuda_bf16.h, cuda_fp16.h and cooperative groups, the same
+ * header set and options in every file; each graph its own key and compile); its path into `manifest`.
+ * 0, or -1.
+ */
+int synth_bf16_manifest(const char *dir, int n, const char *targets, char *manifest, size_t cap);
+
 /** The programs a warm start as processes runs (full paths). */
 typedef struct ws_tools {
     const char *kcache, *warmstart, *minread, *empty;
@@ -200,6 +208,62 @@ void print_warmstart_peers(const ws_result *r);
 double ws_over_floor(stat_s x, stat_s ref, stat_s floor);
 /** `"warmstart_procs": {...}` (no separator after it). */
 void json_warmstart(FILE *f, const ws_result *r);
+
+/* ---- pch.c, pch_report.c: a cold prewarm with and without precompiled headers ---- */
+
+/** One workload: a manifest prewarmed cold by fresh `kcache prewarm` processes, KCACHE_PCH=0 and =1 interleaved. */
+typedef struct pch_work {
+    char label[48];
+    char targets[96]; /**< the targets prewarmed (comma-separated) */
+    int have;         /**< 0: not measured (why) */
+    char why[512];
+    int graphs;
+    long variants, units;   /**< of one run (graphs x targets; their compile units) */
+    stat_s run[2];          /**< wall time of a whole `kcache prewarm` process: [0] PCH off, [1] on */
+    double ratio;           /**< off / on of the medians (NAN: not measured) */
+    int bad[2];             /**< runs left out: exit status not 0, or a variant failed */
+    int not_cold[2];        /**< runs that hit something (a graph or a unit): not all compiles */
+    int reps_compared;      /**< pairs whose two caches were compared (pch_same.c) */
+    int files, same_bytes;  /**< graph entries and unit records of the last pair (by name); byte-identical */
+    int same_but_times;     /**< identical in every section but the time stamps (META's, ORIGIN's) */
+    int same_but_refs;      /**< identical but those and the ids of the images they refer to */
+    int differ, unmatched;  /**< all pairs: files that differ; names in one cache only */
+    int images;             /**< images of the last pair (matched by content: they are named by their bytes) */
+    int img_same_bytes;     /**< byte-identical */
+    int img_same_masked;    /**< identical once NVRTC's per-process internal names are masked */
+    int img_differ;         /**< all pairs: images with no match */
+    int img_not_comparable; /**< all pairs: images with NVRTC's per-process names whose process ids differ in
+                                 length (one 4 digits, the other 5): no mask makes their layouts comparable */
+    char first_diff[256];   /**< the first file that differed or was unmatched */
+    int tmp_files_peak[2];  /**< files in the process's TMPDIR at most, while it ran (PCH files) */
+    long long tmp_bytes_peak[2];
+    int tmp_left[2];        /**< files left in its TMPDIR after it exited (all runs, the most) */
+    int nvrtc_auto_dirs[2]; /**< NVRTC automatic-PCH folders (__nvrtc_auto_pch_*) seen in its TMPDIR */
+    int pch_log[2][4];      /**< the last run's KCACHE_LOG=compile: PCH files created, uses, refused or not
+                                 created, "precompiled headers on" said (0 or 1) */
+} pch_work;
+
+typedef struct pch_result {
+    int runs, jobs; /**< repetitions of each (off, on) pair; the prewarm's threads (its default: cores) */
+    double goal;    /**< 3: off / on at least */
+    pch_work w[3];  /**< bundled toolkit-header graphs, generated x targets, ten generated x one target */
+} pch_result;
+
+/** What a PCH comparison runs: the tool, the generated manifest's size, its targets, the single target. */
+typedef struct pch_plan {
+    const char *kcache, *kdir, *root;
+    int graphs, single_graphs, runs;
+    const char *targets, *single_target;
+} pch_plan;
+
+/** Compare the caches on `off` and `on` (entry files; images by content) into w (pch_same.c). */
+void pch_compare_caches(const char *off, const char *on, pch_work *w);
+/** Measure the three workloads of `p` (prints as it goes) into *out; 0 when all were measured, else 1. */
+int bench_pch(const pch_plan *p, pch_result *out);
+/** One workload's table. */
+void print_pch_work(const pch_work *w, double goal);
+/** `"pch": {...}` (no separator after it). */
+void json_pch(FILE *f, const pch_result *r);
 
 /* ---- graphs.c: per graph ---- */
 
