@@ -42,6 +42,7 @@ static struct {
     void *lib;
     int major, minor;
     int no_cache;        /* NVRTC >= 12.9: pass -no-cache */
+    int seed;            /* NVRTC >= 12.9 knows -frandom-seed ([Note: the same bytes]) */
     char toolchain[400]; /* "nvrtc 13.0 (build-id:…, /path/libnvrtc.so.13)": for people */
     char why[1200];      /* why it could not be loaded */
     __typeof__(nvrtcVersion) *Version;
@@ -137,6 +138,7 @@ static void nv_load(void) {
     nv.why[0] = '\0';
     nv.Version(&nv.major, &nv.minor);
     nv.no_cache = nv.major > 12 || (nv.major == 12 && nv.minor >= 9);
+    nv.seed = nv.no_cache; /* 12.8 and older refuse -frandom-seed: "unrecognized option" */
     supported_load();
     kc_pch_load_(nv.lib);
     /* KCACHE_NVRTC_OWN_CACHE=1 leaves NVRTC's own cache on: only for measuring it (kcache-bench).
@@ -245,8 +247,8 @@ static int call_inputs(nvrtc_call *p, const kc_kernel_src *k) {
  * id: two compiles of one toolkit kernel give images of one size and different bytes, in one process
  * or in two.  The machine code is the same, but the same key would hold other bytes on every host,
  * and a PCH's image could not be checked against a plain one.  -frandom-seed fixes the value:
- * kcache passes one of its own unless the kernel's options give theirs (which are in its key).  It
- * is not in the key: an entry compiled without it is the same program under other internal names.
+ * kcache passes one of its own unless the kernel's options give theirs (which are in its key);
+ * NVRTC 12.8 and older do not know the option (their images keep NVRTC's names).  It is not in the key: an entry compiled without it is the same program under other internal names.
  */
 static int has_seed(const kc_kernel_src *k) {
     for (size_t i = 0; i < k->noptions; i++) {
@@ -269,7 +271,7 @@ static int call_prepare(nvrtc_call *p, const kc_kernel_src *k, const kc_target *
     kc_target_name(t, p->tname);
     snprintf(p->arch, sizeof p->arch, "-arch=%s", p->tname);
     p->argv[p->argc++] = p->arch;
-    if (!has_seed(k)) p->argv[p->argc++] = "-frandom-seed=kcache"; /* [Note: the same bytes] */
+    if (nv.seed && !has_seed(k)) p->argv[p->argc++] = "-frandom-seed=kcache"; /* [Note: the same bytes] */
     if (nv.no_cache) p->argv[p->argc++] = "-no-cache";
     /* NVRTC searches no folder whose files are not in the key: not the source's own (for a
      * relative name, the working directory), and none but the toolkit's when asked for. */
