@@ -173,6 +173,8 @@ int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_de
 /** The memo's strict reader (exposed for fuzz_spec_direct): 1 when `text` is a memo of `abs` whose every
  *  file has its recorded signature now (sd's memo fields filled, *name into text), else 0. */
 int kc_spec_direct_parse_(char *text, size_t len, const char *abs, kc_spec_direct *sd, char **name);
+/** A file's stat signature as memos write it (XXH3 of device, inode, size, mode, mtime, ctime; never 0). */
+uint64_t kc_spec_direct_sig_(const struct stat *st);
 /** For tests: the settle window in ns (negative: the default, 2 s). */
 void kc_spec_direct_settle_set_(int64_t ns);
 /** The whole load of a spec (spec.c): `sd` (may be NULL) records what it reads. */

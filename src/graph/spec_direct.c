@@ -48,7 +48,6 @@
  * folder of the cache last used in this process.  A memo is as trusted as that folder, which may
  * already hold every entry; it never names an entry that exists, only which key to look up.
  */
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +100,7 @@ void kc_spec_direct_note_(kc_cache *c) {
 
 /* ---- signatures ---- */
 
-static uint64_t sig_of(const struct stat *st) {
+uint64_t kc_spec_direct_sig_(const struct stat *st) {
     int64_t f[8] = {(int64_t)st->st_dev,         (int64_t)st->st_ino,         (int64_t)st->st_size,
                     (int64_t)st->st_mode,        (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
                     (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
@@ -140,9 +139,9 @@ void kc_spec_direct_free_(kc_spec_direct *sd) {
 void kc_spec_direct_saw_(kc_spec_direct *sd, const char *rel, int stat_ok, const struct stat *before,
                          const struct stat *after) {
     if (!sd || !sd->recordable) return;
-    uint64_t s = stat_ok ? sig_of(after) : 0;
-    if (!stat_ok || sig_of(before) != s || !S_ISREG(after->st_mode) || !settled(after, sd->t0 - settle_ns) ||
-        (rel && (strchr(rel, '\n') || !*rel))) {
+    uint64_t s = stat_ok ? kc_spec_direct_sig_(after) : 0;
+    if (!stat_ok || kc_spec_direct_sig_(before) != s || !S_ISREG(after->st_mode) ||
+        !settled(after, sd->t0 - settle_ns) || (rel && (strchr(rel, '\n') || !*rel))) {
         sd->recordable = 0;
         return;
     }
@@ -195,17 +194,21 @@ static int is_hex32(const char *s) { return s && strlen(s) == 32 && strspn(s, "0
 /* A file named in the memo as the spec's reader named it: relative, inside the folder. */
 static int rel_ok(const char *r) { return *r && r[0] != '/' && !strstr(r, ".."); }
 
-/* One "s"/"f" line true now: well formed, and the file's signature the one it names. */
-static int read_true(int dfd, const char *abs, const char *l) {
+/* One "s"/"f" line true now: well formed, and the file's signature the one it names (`dir`: the spec's
+ * folder, a path joined here rather than a folder opened: one system call a file). */
+static int read_true(const char *dir, const char *abs, const char *l) {
     uint64_t sig;
     struct stat st;
     if (l[0] == 's') {
         if (strlen(l) != 18 || l[1] != ' ' || !hexn(l + 2, 16, &sig)) return 0;
-        return stat(abs, &st) == 0 && S_ISREG(st.st_mode) && sig_of(&st) == sig;
+        return stat(abs, &st) == 0 && S_ISREG(st.st_mode) && kc_spec_direct_sig_(&st) == sig;
     }
     if (l[0] != 'f' || strlen(l) < 20 || l[1] != ' ' || l[18] != ' ' || !hexn(l + 2, 16, &sig) || !rel_ok(l + 19))
         return 0;
-    return dfd >= 0 && fstatat(dfd, l + 19, &st, 0) == 0 && S_ISREG(st.st_mode) && sig_of(&st) == sig;
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, l + 19);
+    return n > 0 && (size_t)n < sizeof path && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           kc_spec_direct_sig_(&st) == sig;
 }
 
 /* The memo's head after its version line: the path, the graph's name (*name, into the text), and what
@@ -234,15 +237,13 @@ static int parse_reads(char **p, char *end, const char *abs) {
     const char *slash = strrchr(abs, '/');
     if (!slash || (size_t)(slash - abs) >= sizeof dir) return 0;
     snprintf(dir, sizeof dir, "%.*s", slash == abs ? 1 : (int)(slash - abs), abs);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     size_t lines = 0;
     int ok = 1, spec = 0;
     while (ok && (l = next_line(p, end)) && (l[0] == 's' || l[0] == 'f')) {
         spec += l[0] == 's';
-        ok = read_true(dfd, abs, l);
+        ok = read_true(dir, abs, l);
         lines++;
     }
-    if (dfd >= 0) close(dfd);
     char tail[48];
     snprintf(tail, sizeof tail, "end %zu", lines);
     return ok && spec == 1 && l && strcmp(l, tail) == 0 && *p == end;
