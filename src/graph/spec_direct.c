@@ -250,9 +250,10 @@ static int parse_reads(char **p, char *end, const char *abs) {
 }
 
 int kc_spec_direct_parse_(char *text, size_t len, const char *abs, kc_spec_direct *sd, char **name) {
+    *name = NULL;
+    if (!text || !len) return 0; /* an empty memo vouches for nothing */
     char *p = text, *end = text + len, *l;
     const char *nm = NULL;
-    *name = NULL;
     if (!(l = next_line(&p, end)) || strcmp(l, KC_SPEC_DIRECT_VERSION) != 0) return 0;
     if (!parse_head(&p, end, abs, sd, &nm) || !parse_reads(&p, end, abs)) return 0;
     *name = (char *)nm;
