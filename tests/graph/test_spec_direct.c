@@ -13,9 +13,11 @@
  *   - a memo naming a key with no entry: the lookup reads the files before it may miss, finds the
  *     true key's entry, and counts one hit (one outcome per lookup, the one the caller is told);
  *   - a source removed after a vouched load: the accessor's error names the file and says what to do;
- *   - a read-only cache writes no memo.
+ *   - a read-only cache writes no memo;
+ *   - 8 threads reading and looking up one vouched description at once all see it whole and the same key.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -349,6 +351,57 @@ static void test_readonly_writes_none(void **state) {
     kc_cache_close(c);
 }
 
+/* Many threads at one vouched description: some look it up (a hit, not read), some read it (the
+ * first reads it, once); every answer is the whole load's. */
+typedef struct race {
+    kc_cache *c;
+    kc_graph_desc *d;
+    int i, ok;
+    char key[KC_KEY_HEX_LEN + 1];
+} race;
+
+static void *racer(void *p) {
+    race *r = p;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    if (r->i % 2) {
+        r->ok = kc_graph_desc_count(r->d, KC_ROLE_INPUT) == 1 && kc_graph_desc_nargs(r->d) == 0;
+    } else {
+        r->ok = kc_graph_compile(r->c, r->d, "sm_80", &info) == KC_OK && info.source == KC_FROM_DISK;
+        memcpy(r->key, info.key, sizeof r->key);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    write_spec(SRC_A);
+    kc_cache *c = open_cache(0);
+    char key[KC_KEY_HEX_LEN + 1];
+    recorded(c, key);
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, spec_path), KC_OK);
+    assert_true(kc_spec_direct_lazy_(d));
+    enum { N = 8 };
+    race r[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = (race){c, d, i, 0, ""};
+        assert_int_equal(pthread_create(&t[i], NULL, racer, &r[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_true(r[i].ok);
+        if (i % 2 == 0) assert_string_equal(r[i].key, key);
+    }
+    assert_false(kc_spec_direct_lazy_(d));
+    kc_graph_desc_free(d);
+    kc_stats st;
+    assert_int_equal(kc_cache_stats(c, &st), KC_OK);
+    assert_int_equal(st.v[KC_STAT_MISSES], 1);
+    assert_int_equal(st.v[KC_STAT_HITS], N / 2);
+    kc_cache_close(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_warm, setup, teardown),
@@ -359,6 +412,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_vouched_miss_confirms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly_writes_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
