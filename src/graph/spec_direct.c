@@ -42,10 +42,12 @@
  *  - every other reader of the description (its public accessors, explain, specialize, the
  *    builders) reads it first (kc_spec_direct_ready_); an error met then (a source removed since
  *    the load) keeps the reader's message, prefixed with the graph and what to do.
- * Where the memos live: "spec-<xxh128 of the absolute path>" in the toolkit memo folder of the
- * cache the process last looked up through (kc_graph_desc_load has no cache handle): written only
- * through a cache that is not read-only, after the key of a description read whole; read from the
- * folder of the cache last used in this process.  A memo is as trusted as that folder, which may
+ * Where the memos live: "spec-<xxh128 of the absolute path>" in the toolkit memo folder of a cache
+ * (kc_graph_desc_load has no cache handle): written only through a cache that is not read-only,
+ * after the key of a description read whole; read from the folder of the cache this process last
+ * looked up through, else of the cache it opened last (a runtime opens its cache, then loads its
+ * specs; `kcache prewarm` loads every spec before its first lookup).  A spec loaded before any
+ * cache is opened is read whole.  A memo is as trusted as that folder, which may
  * already hold every entry; it never names an entry that exists, only which key to look up.
  */
 #include <limits.h>
@@ -262,19 +264,30 @@ int kc_spec_direct_parse_(char *text, size_t len, const char *abs, kc_spec_direc
 
 /* ---- the load: a description vouched but not read ---- */
 
-int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_desc **out) {
+/* The memo of `abs` under `dir` (NULL or "": none), read whole into *data: 1, else 0 (no error). */
+static int memo_read(const char *dir, const char *abs, void **data, size_t *len) {
     char path[PATH_MAX + 64];
-    pthread_mutex_lock(&reg_mu);
-    int have = reg_dir[0] && memo_path(reg_dir, sd->abs ? sd->abs : "", path, sizeof path);
-    pthread_mutex_unlock(&reg_mu);
-    if (!have || !sd->abs) return 0;
-    void *data;
-    size_t len;
+    if (!dir || !dir[0] || !memo_path(dir, abs, path, sizeof path)) return 0;
     kc_err_saved keep; /* no memo is no error */
     kc_err_save(&keep);
-    int rrc = kc_fs_read_file(path, KC_SPEC_DIRECT_MAX, &data, &len, NULL);
+    int rrc = kc_fs_read_file(path, KC_SPEC_DIRECT_MAX, data, len, NULL);
     kc_err_restore(&keep);
-    if (rrc != KC_OK) return 0;
+    return rrc == KC_OK;
+}
+
+int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_desc **out) {
+    char noted[PATH_MAX], last[PATH_MAX];
+    if (!sd->abs) return 0;
+    pthread_mutex_lock(&reg_mu);
+    memcpy(noted, reg_dir, sizeof noted);
+    pthread_mutex_unlock(&reg_mu);
+    /* The folder of the cache last looked up through, else of the cache opened last (`kcache prewarm`
+     * loads every spec before its first lookup; a runtime may open another cache later). */
+    void *data = NULL;
+    size_t len = 0;
+    if (!memo_read(noted, sd->abs, &data, &len) && !(kc_cache_last_toolkit_dir_(last, sizeof last) == KC_OK &&
+                                                     strcmp(last, noted) != 0 && memo_read(last, sd->abs, &data, &len)))
+        return 0;
     char *name;
     int ok = kc_spec_direct_parse_(data, len, sd->abs, sd, &name);
     kc_graph_desc *d = NULL;

@@ -14,6 +14,8 @@
  *     true key's entry, and counts one hit (one outcome per lookup, the one the caller is told);
  *   - a source removed after a vouched load: the accessor's error names the file and says what to do;
  *   - a read-only cache writes no memo;
+ *   - a load before the process's first lookup reads the memo of the cache opened last (a runtime
+ *     opens its cache, then loads its specs; `kcache prewarm` loads every spec first);
  *   - 8 threads reading and looking up one vouched description at once all see it whole and the same key.
  */
 #include <fcntl.h>
@@ -61,9 +63,9 @@ static void write_spec(const char *src) {
     assert_int_equal(kct_put(dir, "g.json", SPEC), 0);
 }
 
-static kc_cache *open_cache(unsigned flags) {
+static kc_cache *open_at(const char *sub, unsigned flags) {
     char p[700];
-    snprintf(p, sizeof p, "%s/cache", dir);
+    snprintf(p, sizeof p, "%s/%s", dir, sub);
     kc_options o;
     kc_options_init(&o, KC_OPTIONS_VERSION);
     o.dir = p;
@@ -72,6 +74,8 @@ static kc_cache *open_cache(unsigned flags) {
     assert_int_equal(kc_cache_open(&c, &o), KC_OK);
     return c;
 }
+
+static kc_cache *open_cache(unsigned flags) { return open_at("cache", flags); }
 
 /* Load and compile for sm_80; the key and the source in *key and *src. */
 static kc_graph_desc *load_compile(kc_cache *c, kc_graph_info *info) {
@@ -351,6 +355,35 @@ static void test_readonly_writes_none(void **state) {
     kc_cache_close(c);
 }
 
+static void test_opened_cache(void **state) {
+    (void)state;
+    write_spec(SRC_A);
+    kc_cache *c = open_cache(0);
+    char key[KC_KEY_HEX_LEN + 1];
+    recorded(c, key);
+    kc_cache_close(c);
+    /* The last lookup through another cache (a graph of no kernel: nothing compiled) ... */
+    kc_cache *other = open_at("other", 0);
+    kc_graph_desc *e;
+    assert_int_equal(kc_graph_desc_new(&e, "empty"), KC_OK);
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    assert_int_equal(kc_graph_compile(other, e, "sm_80", &info), KC_OK);
+    kc_graph_desc_free(e);
+    kc_cache_close(other);
+    /* ... then the first cache opened again, and the spec loaded before any lookup through it. */
+    c = open_cache(0);
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, spec_path), KC_OK);
+    assert_true(kc_spec_direct_lazy_(d));
+    info = (kc_graph_info)KC_GRAPH_INFO_INIT;
+    assert_int_equal(kc_graph_compile(c, d, "sm_80", &info), KC_OK);
+    assert_int_equal(info.source, KC_FROM_DISK);
+    assert_string_equal(info.key, key);
+    assert_true(kc_spec_direct_lazy_(d));
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
 /* Many threads at one vouched description: some look it up (a hit, not read), some read it (the
  * first reads it, once); every answer is the whole load's. */
 typedef struct race {
@@ -412,6 +445,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_vouched_miss_confirms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly_writes_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opened_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
