@@ -156,8 +156,6 @@ int kc_graph_desc_changed_(kc_graph_desc *d);
 int kc_spec_direct_ready_(const kc_graph_desc *d);
 /** 1 while `d` is vouched for by a memo and not read. */
 int kc_spec_direct_lazy_(const kc_graph_desc *d);
-/** The folder of `c`'s memos becomes the one later loads read (once per cache; never fails). */
-void kc_spec_direct_note_(kc_cache *c);
 /** After the key of a description read whole: its memo (`key` under toolchain `tc` and toolkit
  *  digest `tk`, `key0` without the digest), once per description and process; never fails. */
 void kc_spec_direct_record_(kc_cache *c, const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key,

@@ -44,10 +44,11 @@
  *    the load) keeps the reader's message, prefixed with the graph and what to do.
  * Where the memos live: "spec-<xxh128 of the absolute path>" in the toolkit memo folder of a cache
  * (kc_graph_desc_load has no cache handle): written only through a cache that is not read-only,
- * after the key of a description read whole; read from the folder of the cache this process last
- * looked up through, else of the cache it opened last (a runtime opens its cache, then loads its
- * specs; `kcache prewarm` loads every spec before its first lookup).  A spec loaded before any
- * cache is opened is read whole.  A memo is as trusted as that folder, which may
+ * after the key of a description read whole; read from the folder of the cache this process opened
+ * last (kc_cache_open notes it: a runtime opens its cache, then loads its specs; `kcache prewarm`
+ * loads every spec before its first lookup).  A spec loaded before any cache is opened is read
+ * whole; so is one whose memo is in another cache than the one opened last (a process of two
+ * caches: a cost, never a wrong key — the memo names which key to look up, in whichever cache).  A memo is as trusted as that folder, which may
  * already hold every entry; it never names an entry that exists, only which key to look up.
  */
 #include <limits.h>
@@ -74,31 +75,6 @@
 
 static int64_t settle_ns = KC_SPEC_SETTLE_NS;
 void kc_spec_direct_settle_set_(int64_t ns) { settle_ns = ns < 0 ? KC_SPEC_SETTLE_NS : ns; }
-
-/* ---- the folder memos are read from: the cache this process last looked up through ---- */
-
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static char reg_cache[PATH_MAX]; /* the cache directory whose memo folder reg_dir is */
-static char reg_dir[PATH_MAX];
-
-void kc_spec_direct_note_(kc_cache *c) {
-    const char *cd = c ? kc_cache_dir(c) : NULL;
-    if (!cd || strlen(cd) >= sizeof reg_cache) return;
-    pthread_mutex_lock(&reg_mu);
-    int same = strcmp(reg_cache, cd) == 0;
-    pthread_mutex_unlock(&reg_mu);
-    if (same) return;
-    char dir[PATH_MAX];
-    kc_err_saved keep;
-    kc_err_save(&keep);
-    int ok = kc_cache_toolkit_dir_(c, false, dir, sizeof dir) == KC_OK;
-    kc_err_restore(&keep);
-    pthread_mutex_lock(&reg_mu);
-    strcpy(reg_cache, cd);
-    if (ok) memcpy(reg_dir, dir, sizeof dir);
-    else reg_dir[0] = '\0';
-    pthread_mutex_unlock(&reg_mu);
-}
 
 /* ---- signatures ---- */
 
@@ -276,17 +252,10 @@ static int memo_read(const char *dir, const char *abs, void **data, size_t *len)
 }
 
 int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_desc **out) {
-    char noted[PATH_MAX], last[PATH_MAX];
-    if (!sd->abs) return 0;
-    pthread_mutex_lock(&reg_mu);
-    memcpy(noted, reg_dir, sizeof noted);
-    pthread_mutex_unlock(&reg_mu);
-    /* The folder of the cache last looked up through, else of the cache opened last (`kcache prewarm`
-     * loads every spec before its first lookup; a runtime may open another cache later). */
+    char dir[PATH_MAX];
     void *data = NULL;
     size_t len = 0;
-    if (!memo_read(noted, sd->abs, &data, &len) && !(kc_cache_last_toolkit_dir_(last, sizeof last) == KC_OK &&
-                                                     strcmp(last, noted) != 0 && memo_read(last, sd->abs, &data, &len)))
+    if (!sd->abs || kc_cache_last_toolkit_dir_(dir, sizeof dir) != KC_OK || !memo_read(dir, sd->abs, &data, &len))
         return 0;
     char *name;
     int ok = kc_spec_direct_parse_(data, len, sd->abs, sd, &name);
