@@ -25,6 +25,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 # FUZZ_TARGETS="a b" fuzzes only those; FUZZ_BUILD names the build folder (default build-fuzz).
 default=(entry entry_sums sections expr program bundle bundle_sums spec manifest redis params image entry_sig)
 default+=(files toolkit) # stats files, the record, profiles, key files; toolkit manifests, reads and memo
+default+=(spec_direct) # the spec direct mode's memo
 default+=(config) # configuration files (system, directory) and remote lists
 targets=(${FUZZ_TARGETS:-${default[@]}})
 # ---- bundles, structure-aware: every version (v1..v4) and record kind, checksums rebuilt

@@ -234,6 +234,11 @@ KC_API int kc_graph_set_backend(kc_graph_desc *d, const char *backend);
 /**
  * Load a description from a graph spec (JSON, format in the README).  Kernel files and
  * headers are read relative to the spec's folder.  Errors name the file and the place.
+ * When the cache last opened in this process holds a memo of this spec
+ * whose files all have the stat signatures recorded when its key was computed, nothing is read:
+ * a lookup serves a hit of that key, and anything else reads the files first (the spec direct
+ * mode, docs/performance.md).  A file removed or broken since then is reported when it is read,
+ * by the call that needed it, with the same message and "load the spec again".
  */
 KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
 

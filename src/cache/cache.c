@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,28 @@ static int open_settings(kc_cache *c, kc_options *o, unsigned *flags) {
     return KC_OK;
 }
 
+/* The toolkit memo folder of the cache opened last: a spec's load reads its memo there (graph/spec_direct.c). */
+static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_toolkit_dir[4096];
+
+int kc_cache_last_toolkit_dir_(char *out, size_t cap) {
+    pthread_mutex_lock(&last_mu);
+    int n = snprintf(out, cap, "%s", last_toolkit_dir);
+    pthread_mutex_unlock(&last_mu);
+    return n > 0 && (size_t)n < cap ? KC_OK : KC_MISS;
+}
+
+static void note_last(const kc_cache *c) {
+    char d[sizeof last_toolkit_dir];
+    kc_err_saved keep;
+    kc_err_save(&keep);
+    if (kc_cache_toolkit_dir_(c, false, d, sizeof d) != KC_OK) d[0] = '\0';
+    kc_err_restore(&keep);
+    pthread_mutex_lock(&last_mu);
+    memcpy(last_toolkit_dir, d, sizeof d);
+    pthread_mutex_unlock(&last_mu);
+}
+
 int kc_cache_open(kc_cache **out, const kc_options *opts) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_open: out is NULL");
     *out = NULL;
@@ -211,6 +234,7 @@ int kc_cache_open(kc_cache **out, const kc_options *opts) {
            c->mode == KC_CACHE_DISABLED   ? ", disabled"
            : c->mode == KC_CACHE_READONLY ? ", read-only"
                                           : "");
+    note_last(c);
     *out = c;
     return KC_OK;
 fail:

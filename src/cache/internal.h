@@ -67,6 +67,9 @@ int kc_cache_strict_(const kc_cache *c);
  *  `write` (to write a memo or a direct manifest there), KC_EREADONLY for a read-only cache: it reads
  *  the memos and manifests there, and never creates the folder or writes into it. */
 int kc_cache_toolkit_dir_(const kc_cache *c, bool write, char *out, size_t cap);
+/** The toolkit memo folder of the cache this process opened last (into out; KC_MISS when none), for a
+ *  spec's load, which has no cache handle ([Note: spec direct mode] in graph/spec_direct.c). */
+int kc_cache_last_toolkit_dir_(char *out, size_t cap);
 
 /** Read `name` from the local directory without marking it used (maintenance: verify, export). */
 int kc_cache_peek_raw_(kc_cache *c, const char *name, void **out, size_t *len);
@@ -119,6 +122,7 @@ int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
  *   kc_cache_get_local_              internal.h  Callers: graph
  *   kc_cache_get_local_some_         internal.h  Callers: graph
  *   kc_cache_keep_local_             internal.h  Callers: graph
+ *   kc_cache_last_toolkit_dir_       internal.h  Callers: graph
  *   kc_cache_local_                  internal.h  Callers: bundle, guard
  *   kc_cache_origin_manifest_        internal.h  Callers: graph
  *   kc_cache_profile_remote_         internal.h  Callers: guard

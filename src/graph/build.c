@@ -282,6 +282,8 @@ static int build_store(kc_cache *c, const build *b, const kc_key *key, kc_entry 
 
 int kc_graph_build_(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
                     const kc_target *target, int reuse, kc_graph_info *info, kc_entry **entry_out) {
+    int rrc = kc_spec_direct_ready_(d); /* read by the confirm already ([Note: spec direct mode]) */
+    if (rrc) return rrc;
     const char *bypass = kc_graph_uncacheable_(d);
     if (bypass && kc_cache_strict_(c)) /* strict: a bypass is an anomaly, not a compile */
         return kc_err(KC_EINVAL, "graph '%s' is not cacheable (%s), and the cache is strict (KCACHE_STRICT)", d->name,

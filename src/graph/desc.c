@@ -88,6 +88,7 @@ static void free_strs(char **v, size_t n) {
 
 void kc_graph_desc_free(kc_graph_desc *d) {
     if (!d) return;
+    if (kc_spec_direct_lazy_(d)) d->nkernels = 0; /* vouched, not read: no kernel array yet */
     for (size_t i = 0; i < d->nkernels; i++) {
         gkernel *k = &d->kernels[i];
         free(k->file);
@@ -122,6 +123,7 @@ void kc_graph_desc_free(kc_graph_desc *d) {
     free(d->unhashed_hook);
     free(d->runtime_meta);
     free(d->spec_path);
+    kc_spec_direct_free_(d->direct);
     free(d->name);
     free(d->backend);
     pthread_mutex_destroy(&d->key_memo.mu);
@@ -132,12 +134,16 @@ const char *kc_graph_desc_name(const kc_graph_desc *d) { return d->name; }
 
 /* Every builder below calls this before it changes anything, success or not: a key memoised
  * before the change is never handed out after it ([Note: key memo] in graph_key.c). */
-void kc_graph_desc_changed_(kc_graph_desc *d) {
+int kc_graph_desc_changed_(kc_graph_desc *d) {
+    int rc = kc_spec_direct_ready_(d); /* a vouched description is read before it changes */
+    if (rc) return rc;
+    if (d->direct) d->direct->recordable = 0; /* no longer what its spec says */
     __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
     pthread_mutex_lock(&d->key_memo.mu);
     d->key_memo.gen++;
     d->key_memo.valid = 0;
     pthread_mutex_unlock(&d->key_memo.mu);
+    return KC_OK;
 }
 
 /* Grow an array by one zeroed element; returns it or NULL. */
@@ -171,7 +177,8 @@ int kc_graph_add_kernel(kc_graph_desc *d, const kc_kernel_src *k, int *index) {
     int vrc = kc_api_version("kc_graph_add_kernel", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version,
                              KC_KERNEL_SRC_VERSION);
     if (vrc) return vrc;
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (d->nkernels >= KC_GRAPH_MAX_KERNELS) return kc_err(KC_EINVAL, "graph '%s': too many kernels", d->name);
     if (strlen(k->name) > DESC_MAX_KERNEL_NAME)
         return kc_err(KC_EINVAL, "graph '%s': a kernel name is at most %d bytes", d->name, DESC_MAX_KERNEL_NAME);
@@ -239,7 +246,8 @@ int kc_desc_check_expr(const kc_graph_desc *d, const char *e, const char *what) 
 
 int kc_graph_add_arg(kc_graph_desc *d, const char *name, kc_arg_type type) {
     if (!d || !name) return kc_err(KC_EINVAL, "kc_graph_add_arg: NULL argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (!is_symbol_name(name) || strlen(name) > 255)
         return kc_err(KC_EINVAL,
                       "graph '%s': runtime argument '%.64s' must be an identifier (letters, digits, _; at most 255)",
@@ -313,7 +321,8 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
                        int requires_grad) {
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes))
         return kc_err(KC_EINVAL, "kc_graph_add_input: bad rank or sizes");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS)
         return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
@@ -340,7 +349,8 @@ int kc_graph_add_input(kc_graph_desc *d, kc_dtype dtype, int rank, const char *c
 int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, int rank, const char *const *sizes) {
     if (!d || rank < 0 || rank > KC_MAX_RANK || (rank && !sizes) || (role != KC_ROLE_OUTPUT && role != KC_ROLE_SAVED))
         return kc_err(KC_EINVAL, "kc_graph_add_tensor: bad role, rank or sizes");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (dtype < KC_DTYPE_F32 || dtype > KC_DTYPE_F8E5M2) return kc_err(KC_EINVAL, "graph '%s': unknown dtype", d->name);
     if (d->ntensors >= DESC_MAX_ITEMS)
         return kc_err(KC_EINVAL, "graph '%s': more than %d tensors", d->name, DESC_MAX_ITEMS);
@@ -364,7 +374,8 @@ int kc_graph_add_tensor(kc_graph_desc *d, kc_tensor_role role, kc_dtype dtype, i
 int kc_graph_add_scratch(kc_graph_desc *d, kc_pass pass, const char *bytes) {
     if (!d || !bytes || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_scratch: bad argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (d->nscratch >= DESC_MAX_ITEMS)
         return kc_err(KC_EINVAL, "graph '%s': more than %d scratch buffers", d->name, DESC_MAX_ITEMS);
     int rc = kc_desc_check_expr(d, bytes, "scratch size");
@@ -401,7 +412,8 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
                       const char *shared, const char *const *args, size_t nargs) {
     if (!d || !grid || !block || (nargs && !args) || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_step: bad argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (kernel < 0 || (size_t)kernel >= d->nkernels)
         return kc_err(KC_EINVAL, "graph '%s': step names kernel %d, which does not exist", d->name, kernel);
     if (d->nsteps + d->nzeros >= KC_GRAPH_MAX_STEPS) return kc_err(KC_EINVAL, "graph '%s': too many steps", d->name);
@@ -442,7 +454,8 @@ int kc_graph_add_step(kc_graph_desc *d, kc_pass pass, int kernel, const char *co
 
 int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, const void *params, size_t len) {
     if (!d || !name || !*name || (len && !params)) return kc_err(KC_EINVAL, "kc_graph_add_wrapper: bad argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (d->nwrappers >= DESC_MAX_WRAPPERS || strlen(name) > DESC_MAX_WRAPPER_NAME)
         return kc_err(KC_EINVAL, "graph '%s': at most %d wrappers, names of at most %d bytes", d->name,
                       DESC_MAX_WRAPPERS, DESC_MAX_WRAPPER_NAME);
@@ -457,7 +470,8 @@ int kc_graph_add_wrapper(kc_graph_desc *d, const char *name, uint32_t version, c
 
 int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash) {
     if (!d || !name || !*name) return kc_err(KC_EINVAL, "kc_graph_add_hook: a name is required");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     if (!cache_hash || !*cache_hash) {
         d->hook_unhashed = 1;
         if (!d->unhashed_hook && !(d->unhashed_hook = kc_strdup(name))) return kc_err(KC_ENOMEM, "out of memory");
@@ -472,7 +486,8 @@ int kc_graph_add_hook(kc_graph_desc *d, const char *name, const char *cache_hash
 
 int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
     if (!d || (len && !data)) return kc_err(KC_EINVAL, "kc_graph_set_runtime_meta: bad argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     uint8_t *p = kc_malloc(len);
     if (!p) return kc_err(KC_ENOMEM, "graph: out of memory");
     if (len) memcpy(p, data, len);
@@ -483,13 +498,14 @@ int kc_graph_set_runtime_meta(kc_graph_desc *d, const void *data, size_t len) {
 }
 
 void kc_graph_set_globals(kc_graph_desc *d, uint64_t globals) {
-    kc_graph_desc_changed_(d);
+    if (kc_graph_desc_changed_(d)) return; /* a vouched spec that cannot be read now: kc_error_last() says */
     d->globals = globals;
 }
 
 int kc_graph_set_backend(kc_graph_desc *d, const char *backend) {
     if (!d || !backend || !*backend) return kc_err(KC_EINVAL, "kc_graph_set_backend: bad argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     char *b = kc_strdup(backend);
     if (!b) return kc_err(KC_ENOMEM, "graph: out of memory");
     free(d->backend);

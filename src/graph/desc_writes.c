@@ -45,7 +45,8 @@ static int zeroes_grad(const kc_graph_desc *d, size_t input) {
 
 int kc_graph_set_inplace(kc_graph_desc *d, size_t input) {
     if (!d) return kc_err(KC_EINVAL, "kc_graph_set_inplace: NULL description");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
     if (!t)
         return kc_err(KC_EINVAL, "graph '%s': no input %zu to update in place (%zu declared)", d->name, input,
@@ -56,7 +57,8 @@ int kc_graph_set_inplace(kc_graph_desc *d, size_t input) {
 
 int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input) {
     if (!d) return kc_err(KC_EINVAL, "kc_graph_set_alias: NULL description");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     gtensor *o = nth_tensor(d, KC_ROLE_OUTPUT, output), *in = nth_tensor(d, KC_ROLE_INPUT, input);
     if (!o)
         return kc_err(KC_EINVAL, "graph '%s': no output %zu to alias (%zu declared)", d->name, output,
@@ -87,7 +89,8 @@ int kc_graph_set_alias(kc_graph_desc *d, size_t output, size_t input) {
 
 int kc_graph_set_grad_accumulate(kc_graph_desc *d, size_t input) {
     if (!d) return kc_err(KC_EINVAL, "kc_graph_set_grad_accumulate: NULL description");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     gtensor *t = nth_tensor(d, KC_ROLE_INPUT, input);
     if (!t)
         return kc_err(KC_EINVAL, "graph '%s': no input %zu to accumulate the gradient of (%zu declared)", d->name,
@@ -149,7 +152,8 @@ int kc_graph_add_zero_range(kc_graph_desc *d, kc_pass pass, kc_tensor_role role,
                             const char *count) {
     if (!d || (pass != KC_PASS_FORWARD && pass != KC_PASS_BACKWARD))
         return kc_err(KC_EINVAL, "kc_graph_add_zero: bad argument");
-    kc_graph_desc_changed_(d);
+    int crc = kc_graph_desc_changed_(d);
+    if (crc) return crc;
     const char *pn = pass == KC_PASS_FORWARD ? "forward" : "backward";
     if (!kc_program_zero_role_ok((int)pass, (int)role))
         return kc_err(KC_EINVAL,

@@ -208,6 +208,8 @@ static int scratch_on(const gscratch *s, const int64_t *f, char *why, size_t cap
 int kc_device_check_desc(const kc_graph_desc *d, const kc_target *target) {
     char canon[16];
     if (!d || !target) return KC_OK;
+    int rrc = kc_spec_direct_ready_(d);
+    if (rrc) return rrc;
     kc_target_name(target, canon); /* parsed once, at the lookup's boundary */
     const known *dev[KC_ARRAY_LEN(KNOWN)];
     size_t nd = 0;

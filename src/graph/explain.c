@@ -154,6 +154,8 @@ static void check_images(kc_cache *c, const kc_key *key, const char *variant, kc
 
 int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_explain *x) {
     if (!c || !d || !variant || !x) return kc_err(KC_EINVAL, "kc_graph_explain: NULL argument");
+    int rrc = kc_spec_direct_ready_(d); /* [Note: spec direct mode] */
+    if (rrc) return rrc;
     unsigned version = x->version;
     int vrc = kc_api_version("kc_graph_explain", "kc_explain", "KC_EXPLAIN_INIT", version, KC_EXPLAIN_VERSION);
     if (vrc) return vrc;

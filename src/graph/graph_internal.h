@@ -9,6 +9,7 @@
 #define KC_GRAPH_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "../common/internal.h"
 #include "../compile/params.h"
@@ -89,6 +90,24 @@ typedef struct kc_key_memo {
     uint64_t direct_gen; /* gen + 1 once a hit's toolkit reads were offered (kc_graph_direct_from_entry_) */
 } kc_key_memo;
 
+/* The spec direct mode's state of a description loaded from a spec ([Note: spec direct mode] in
+ * spec_direct.c): what its load read (to record), or what a memo vouched for (lazy: not read yet). */
+typedef struct kc_spec_direct {
+    char *abs;       /* the spec's absolute path, as at its load */
+    int64_t t0;      /* CLOCK_REALTIME when the load began (the settle window counts back from it) */
+    kc_buf reads;    /* "s <sig>" and "f <sig> <name>" lines of every file read */
+    size_t nreads;   /* ...how many */
+    int recordable;  /* every file read whole, settled, unmoved during its read; the description unchanged since */
+    int recorded;    /* atomic: the memo was written (or found written) in this process */
+    int lazy;        /* atomic: vouched and not read yet (the fields below are the memo's) */
+    size_t nkernels; /* the description's kernels (d->nkernels holds it while lazy) */
+    int toolkit;     /* a kernel asks for the toolkit's headers */
+    char toolchain[KC_TOOLCHAIN_ID_MAX];
+    char digest[33]; /* the toolkit digest the key was computed with ("" when toolkit is 0) */
+    kc_key key;      /* the key under toolchain and digest */
+    kc_key key0;     /* the key under toolchain without the digest (its toolkit direct manifest's name) */
+} kc_spec_direct;
+
 /* A new field here is also carried by specialize.c's rebuild() (kc_graph_desc_specialize), or a
  * specialized description silently loses it; test_site_spec's key comparisons catch what enters
  * the key. */
@@ -119,14 +138,45 @@ struct kc_graph_desc {
                                            * Atomic (lookups of one description run on many threads);
                                            * cleared by every change that adds a kernel or a hook. */
     struct kc_argdecl *rargs;
-    size_t nrargs;        /* runtime arguments, in declaration order (program.h) */
-    char *spec_path;      /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
-    kc_key_memo key_memo; /* not the description's meaning: never copied, never hashed */
+    size_t nrargs;          /* runtime arguments, in declaration order (program.h) */
+    char *spec_path;        /* the spec it was loaded from (spec.c), for messages; NULL when built in C */
+    kc_key_memo key_memo;   /* not the description's meaning: never copied, never hashed */
+    kc_spec_direct *direct; /* loaded from a spec: its direct mode's state (spec_direct.c); NULL otherwise */
 };
 
 /** Every builder that changes a description calls this first (desc.c): the memos go (the key's,
  *  cacheable_memo), so no lookup after the change sees a key of the description before it. */
-void kc_graph_desc_changed_(kc_graph_desc *d);
+int kc_graph_desc_changed_(kc_graph_desc *d);
+
+/* ---- the spec direct mode (spec_direct.c; [Note: spec direct mode]) ---- */
+
+/** Read a vouched description's content from its files, once (KC_OK at once when it is read): every
+ *  reader of a description's content but the hit path calls this first.  An error keeps the spec
+ *  reader's message, prefixed with the graph and what to do. */
+int kc_spec_direct_ready_(const kc_graph_desc *d);
+/** 1 while `d` is vouched for by a memo and not read. */
+int kc_spec_direct_lazy_(const kc_graph_desc *d);
+/** After the key of a description read whole: its memo (`key` under toolchain `tc` and toolkit
+ *  digest `tk`, `key0` without the digest), once per description and process; never fails. */
+void kc_spec_direct_record_(kc_cache *c, const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key,
+                            const kc_key *key0);
+/** A load begins: the state that records what it reads (NULL when out of memory: nothing recorded). */
+kc_spec_direct *kc_spec_direct_begin_(const char *spec_path);
+void kc_spec_direct_free_(kc_spec_direct *sd);
+/** A file read (rel NULL: the spec itself), with its stat before and after the read (stat_ok 0: one failed). */
+void kc_spec_direct_saw_(kc_spec_direct *sd, const char *rel, int stat_ok, const struct stat *before,
+                         const struct stat *after);
+/** 1 with *out a description vouched but not read (owning sd) when the memo of sd->abs vouches; else 0. */
+int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_desc **out);
+/** The memo's strict reader (exposed for fuzz_spec_direct): 1 when `text` is a memo of `abs` whose every
+ *  file has its recorded signature now (sd's memo fields filled, *name into text), else 0. */
+int kc_spec_direct_parse_(char *text, size_t len, const char *abs, kc_spec_direct *sd, char **name);
+/** A file's stat signature as memos write it (XXH3 of device, inode, size, mode, mtime, ctime; never 0). */
+uint64_t kc_spec_direct_sig_(const struct stat *st);
+/** For tests: the settle window in ns (negative: the default, 2 s). */
+void kc_spec_direct_settle_set_(int64_t ns);
+/** The whole load of a spec (spec.c): `sd` (may be NULL) records what it reads. */
+int kc_spec_load_whole_(kc_graph_desc **out, const char *spec_path, kc_spec_direct *sd);
 
 /** Check an expression's syntax and that its symbols are among `names` or device facts (expr.c). */
 int kc_expr_check(const char *s, const char *const *names, size_t n);
@@ -204,6 +254,8 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
  *  direct manifest instead of a walk (*vouched = 1; [Note: toolkit direct mode] in
  *  compile/toolkit.h): the manifest of `variant`, which vouches for that variant's entry only —
  *  a miss, or any other variant, must first confirm it with kc_graph_key_in. */
+#define KC_VOUCHED_TOOLKIT 1 /* the toolkit digest came from the graph's toolkit direct manifest */
+#define KC_VOUCHED_SPEC 2    /* the description's part of the key came from its spec's memo, not read */
 int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched);
 /** Watch the toolkit's tree around a compile of `d` (*w NULL when there is nothing to watch), and
  *  end it, writing the graph's direct manifest when `record` (every unit compiled under it). */

@@ -29,8 +29,9 @@
 /* The toolkit headers' digest when a kernel asks for them ("" when none does). */
 int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     out[0] = '\0';
-    int any = 0;
-    for (size_t i = 0; i < d->nkernels; i++) any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
+    int any = kc_spec_direct_lazy_(d) ? d->direct->toolkit : 0;
+    for (size_t i = 0; !kc_spec_direct_lazy_(d) && i < d->nkernels; i++)
+        any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
     if (!any) return KC_OK;
     if (kc_toolkit_digest_known(out))
         return KC_OK; /* walked in this process: kc_toolkit_digest's answer, no folder asked */
@@ -131,6 +132,8 @@ static int key_compute(const kc_graph_desc *d, const char *toolchain, const char
 int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {
     if (!d || !out) return kc_err(KC_EINVAL, "kc_graph_key: NULL argument");
     if (kb_out) *kb_out = NULL;
+    int rrc = kc_spec_direct_ready_(d); /* the key from the files read ([Note: spec direct mode]) */
+    if (rrc) return rrc;
     /* The toolchain by its identity, never by loading it: a hit needs no compiler
      * (cache/toolchain_choice.c; a miss checks it may compile, lookup.c). */
     kc_toolchain_choice tc;
@@ -148,6 +151,7 @@ int kc_graph_key_in(kc_cache *c, const kc_graph_desc *d, kc_key *out, kc_key_bui
 }
 
 static int asks_toolkit(const kc_graph_desc *d) {
+    if (kc_spec_direct_lazy_(d)) return d->direct->toolkit;
     for (size_t i = 0; i < d->nkernels; i++)
         if (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) return 1;
     return 0;
@@ -161,14 +165,15 @@ static int direct_name(const kc_graph_desc *d, const char *tc, const char *varia
     int rc = kc_variant_check(variant);
     if (rc) return rc;
     kc_key k0;
-    if ((rc = key_compute(d, tc, "", &k0, NULL))) return rc;
+    if (kc_spec_direct_lazy_(d) && strcmp(tc, d->direct->toolchain) == 0) k0 = d->direct->key0; /* the memo's */
+    else if ((rc = kc_spec_direct_ready_(d)) || (rc = key_compute(d, tc, "", &k0, NULL))) return rc;
     memcpy(name, "direct-", 7);
     kc_key_to_hex(&k0, name + 7);
     snprintf(name + 7 + KC_KEY_HEX_LEN, DIRECT_NAME_MAX - 7 - KC_KEY_HEX_LEN, ".%s", variant);
     return KC_OK;
 }
 
-int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
+static int lookup_key(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
     *vouched = 0;
     /* Where the toolkit's headers are absent (a driver-only host: the digest pinned or recorded)
      * there is nothing to walk, and the key's memo serves. */
@@ -195,8 +200,64 @@ int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *varian
     if ((rc = key_compute(d, tc.id, tk, &key, NULL))) return rc;
     memo_put(d, tc.id, tk, &key, gen, variant);
     *out = key;
-    *vouched = 1;
+    *vouched = KC_VOUCHED_TOOLKIT;
     return KC_OK;
+}
+
+/* The key of a description vouched for and not read ([Note: spec direct mode] in spec_direct.c): the
+ * memo's, when the toolchain and the toolkit digest (computed as for any lookup: the toolkit's direct
+ * manifest named by the memo's key without the digest, else the walk) are the memo's.  KC_OK (the key
+ * in *out), KC_MISS (the description must be read), or an error. */
+static int vouched_key(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
+    const kc_spec_direct *sd = d->direct;
+    kc_toolchain_choice tc;
+    int rc = kc_cache_toolchain(c, &tc);
+    if (rc) return rc;
+    if (strcmp(tc.id, sd->toolchain) != 0) return KC_MISS;
+    char tk[33] = "", memo[4096], name[DIRECT_NAME_MAX];
+    if (sd->toolkit && !kc_toolkit_digest_known(NULL) && kc_toolkit_present() &&
+        kc_cache_toolkit_dir_(c, false, memo, sizeof memo) == KC_OK && direct_name(d, tc.id, variant, name) == KC_OK) {
+        if (kc_toolkit_direct(memo, name, tk)) *vouched |= KC_VOUCHED_TOOLKIT;
+        else tk[0] = '\0';
+    }
+    kc_error_clear();
+    if (sd->toolkit && !tk[0] && (rc = kc_graph_toolkit_id_(c, d, tk))) return rc;
+    if (strcmp(tk, sd->digest) != 0) return KC_MISS;
+    *out = sd->key;
+    return KC_OK;
+}
+
+/* The memo of a description read whole from its spec, once its key is known (spec_direct.c). */
+static void record_spec(kc_cache *c, const kc_graph_desc *d, const kc_key *key) {
+    if (!d->direct || !d->direct->recordable || __atomic_load_n(&d->direct->recorded, __ATOMIC_ACQUIRE)) return;
+    char tc[KC_TOOLCHAIN_ID_MAX], tk[33];
+    kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
+    pthread_mutex_lock(&m->mu);
+    int known = m->valid && memcmp(&m->key, key, sizeof *key) == 0;
+    if (known) memcpy(tc, m->toolchain, sizeof tc), memcpy(tk, m->toolkit, sizeof tk);
+    pthread_mutex_unlock(&m->mu);
+    kc_key k0 = *key;
+    if (!known || kc_graph_uncacheable_(d) || (tk[0] && key_compute(d, tc, "", &k0, NULL) != KC_OK)) {
+        kc_error_clear();
+        return;
+    }
+    kc_spec_direct_record_(c, d, tc, tk, key, &k0);
+}
+
+int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
+    *vouched = 0;
+    if (c && d && out && variant && kc_spec_direct_lazy_(d)) {
+        int rc = vouched_key(c, d, variant, out, vouched);
+        if (rc == KC_OK) *vouched |= KC_VOUCHED_SPEC; /* confirmed (the files read) before anything but a local hit */
+        if (rc != KC_MISS) return rc;
+        *vouched = 0;
+        kc_log(KC_LOG_GRAPH, "%s: the spec's memo is of another toolchain or toolkit: reading it", d->name);
+    }
+    int rc = kc_spec_direct_ready_(d);
+    if (rc) return rc;
+    rc = lookup_key(c, d, variant, out, vouched);
+    if (rc == KC_OK && c && d && d->direct) record_spec(c, d, out);
+    return rc;
 }
 
 /* The watch's begin and end, and what an entry teaches, never fail and never touch the thread's error

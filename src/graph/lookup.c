@@ -196,7 +196,8 @@ static int lookup_begin(kc_cache *c, const kc_graph_desc *d, const char *variant
     return KC_OK;
 }
 
-/* A key whose toolkit digest a direct manifest vouched for serves that manifest's variant from
+/* A key whose toolkit digest a direct manifest vouched for (or whose description a spec's memo
+ * vouched for: [Note: spec direct mode] in spec_direct.c) serves that manifest's variant from
  * the local directory and nothing else: before a remote is asked, another variant tried or a miss
  * counted, the walk confirms it ([Note: toolkit direct mode]).  0 when it stands (*vouched is
  * then 0), 1 when it moved (the tree changed where this graph does not read: look up again, now
@@ -291,7 +292,7 @@ again:
         info->variant[vn] = '\0';
         kc_graph_count_hit_(c, &key, KC_FROM_DISK, t0);
         kc_graph_hit_saved_(c, &key, info, kc_graph_entry_wall_us_(e));
-        if (!vouched) kc_graph_direct_from_entry_(c, d, target, e);
+        if (!(vouched & KC_VOUCHED_TOOLKIT)) kc_graph_direct_from_entry_(c, d, target, e);
         kc_entry_free(e);
     } else if (rrc == KC_OK) {
         info->lookup_us = us_since(t1);
@@ -363,7 +364,7 @@ static int take_loaded(get_state *s, const kc_entry *e, const char *variant, kc_
     int remote = source == KC_FROM_REMOTE;
     s->info->lookup_us = us_since(s->t1);
     int rc = try_load(s, e, variant, remote ? "remote " : "");
-    if (rc == KC_OK && (remote || !s->vouched))
+    if (rc == KC_OK && (remote || !(s->vouched & KC_VOUCHED_TOOLKIT)))
         kc_graph_direct_from_entry_(s->c, s->d, variant, e); /* remote: walked */
     if (rc == KC_MISS) s->own_unusable |= strcmp(variant, s->target) == 0;
     if (rc) return rc;

@@ -281,17 +281,15 @@ static int parse_spec(const char *spec_path, char *text, size_t len, kc_json_doc
     return rc;
 }
 
-int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
-    if (out) *out = NULL; /* on every failure too */
-    if (!out || !spec_path) return kc_err(KC_EINVAL, "kc_graph_desc_load: NULL argument");
+int kc_spec_load_whole_(kc_graph_desc **out, const char *spec_path, kc_spec_direct *sd) {
     *out = NULL;
     void *text;
     size_t len;
-    int rc = kc_fs_read_input(spec_path, SPEC_MAX_BYTES, &text, &len, NULL);
+    int rc = kc_spec_read_file(sd, NULL, spec_path, &text, &len);
     if (rc == KC_MISS) return kc_err(KC_EINVAL, "%s: no such file", spec_path);
     if (rc) return rc;
     ((char *)text)[len] = '\0';
-    sctx s = {spec_path, "", NULL, {{0}}, 0};
+    sctx s = {spec_path, "", NULL, {{0}}, 0, sd};
     const char *slash = strrchr(spec_path, '/');
     snprintf(s.dir, sizeof s.dir, "%.*s", slash ? (int)(slash - spec_path) : 1, slash ? spec_path : ".");
     kc_json_doc doc;
@@ -320,4 +318,17 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     }
     *out = s.d;
     return KC_OK;
+}
+
+/* [Note: spec direct mode] in spec_direct.c: a memo that vouches for every file gives a description
+ * not read yet; else the spec is read whole, and what was read is kept for the memo. */
+int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
+    if (out) *out = NULL; /* on every failure too */
+    if (!out || !spec_path) return kc_err(KC_EINVAL, "kc_graph_desc_load: NULL argument");
+    kc_spec_direct *sd = kc_spec_direct_begin_(spec_path);
+    if (sd && kc_spec_direct_vouch_(sd, spec_path, out)) return KC_OK;
+    int rc = kc_spec_load_whole_(out, spec_path, sd);
+    if (rc == KC_OK) (*out)->direct = sd; /* after its builders: a change from now on is the caller's */
+    else kc_spec_direct_free_(sd);
+    return rc;
 }

@@ -37,6 +37,7 @@ typedef struct sctx {
     kc_graph_desc *d;
     spec_file files[SPEC_FILES_KEPT];
     int nfiles;
+    kc_spec_direct *sd; /* records every file read ([Note: spec direct mode]); may be NULL */
 } sctx;
 
 #define SPEC_ERR(s, where, ...) kc_spec_err((s), (where), __VA_ARGS__)
@@ -47,6 +48,9 @@ typedef struct sctx {
 int kc_spec_err(sctx *s, const char *where, const char *fmt, ...) KC_PRINTF(3, 4);
 /** Forget the files read beside the spec in this load. */
 void kc_spec_files_free(sctx *s);
+/** Read `path` whole (kc_fs_read_input), its stat taken before and after for sd ([Note: spec direct mode];
+ *  rel NULL: the spec itself). */
+int kc_spec_read_file(kc_spec_direct *sd, const char *rel, const char *path, void **data, size_t *len);
 /** A file named in the spec, read beside it (relative, inside its folder; once per load), into *out (owned). */
 int kc_spec_read_beside(sctx *s, const char *where, const char *name, char **out);
 /** The length of array `a`, or an error at `where` when it has more than `max` items. */

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "../common/fs.h"
 #include "spec.h"
@@ -41,6 +42,14 @@ static int copy_file(const spec_file *f, char **out) {
     return KC_OK;
 }
 
+int kc_spec_read_file(kc_spec_direct *sd, const char *rel, const char *path, void **data, size_t *len) {
+    struct stat before, after;
+    int ok = !sd || stat(path, &before) == 0;
+    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, data, len, NULL);
+    if (rc == KC_OK && sd) kc_spec_direct_saw_(sd, rel, ok && stat(path, &after) == 0, &before, &after);
+    return rc;
+}
+
 /*
  * Read a file named in the spec, relative to the spec's folder (no escaping it).  A name read
  * before in this load is not read again (a spec's kernels share their sources and headers: one
@@ -55,7 +64,7 @@ int kc_spec_read_beside(sctx *s, const char *where, const char *name, char **out
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
     void *data;
     size_t len;
-    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, &data, &len, NULL);
+    int rc = kc_spec_read_file(s->sd, name, path, &data, &len);
     if (rc == KC_MISS) return SPEC_ERR(s, where, "cannot read '%s': no such file", path);
     if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
     ((char *)data)[len] = '\0'; /* kc_fs_read_input leaves room for it */

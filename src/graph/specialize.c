@@ -33,14 +33,19 @@ static int readable_role(kc_tensor_role role) {
     return role == KC_ROLE_INPUT || role == KC_ROLE_OUTPUT || role == KC_ROLE_SAVED;
 }
 
+/* Every reader below reads a vouched description first ([Note: spec direct mode] in spec_direct.c): one
+ * that cannot be read now answers as an empty one would, with the reason in kc_error_last(). */
 size_t kc_graph_desc_count(const kc_graph_desc *d, kc_tensor_role role) {
     size_t n = 0;
+    if (d && kc_spec_direct_ready_(d)) return 0;
     for (size_t i = 0; d && readable_role(role) && i < d->ntensors; i++) n += d->tensors[i].role == role;
     return n;
 }
 
 int kc_graph_desc_tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i, kc_graph_tensor_desc *out) {
     if (!d || !out || !readable_role(role)) return kc_err(KC_EINVAL, "kc_graph_desc_tensor: bad argument or role");
+    int rrc = kc_spec_direct_ready_(d);
+    if (rrc) return rrc;
     unsigned version = out->version;
     int vrc = kc_api_version("kc_graph_desc_tensor", "kc_graph_tensor_desc", "KC_GRAPH_TENSOR_DESC_INIT", version,
                              KC_GRAPH_TENSOR_DESC_VERSION);
@@ -64,12 +69,14 @@ int kc_graph_desc_tensor(const kc_graph_desc *d, kc_tensor_role role, size_t i, 
 }
 
 const char *kc_graph_desc_symbol(const kc_graph_desc *d, size_t i) {
-    return d && i < d->nsymbols ? d->symbols[i] : NULL;
+    return d && !kc_spec_direct_ready_(d) && i < d->nsymbols ? d->symbols[i] : NULL;
 }
 
-size_t kc_graph_desc_nargs(const kc_graph_desc *d) { return d ? d->nrargs : 0; }
+size_t kc_graph_desc_nargs(const kc_graph_desc *d) { return d && !kc_spec_direct_ready_(d) ? d->nrargs : 0; }
 
 int kc_graph_desc_arg(const kc_graph_desc *d, size_t i, const char **name, kc_arg_type *type) {
+    int rrc = d ? kc_spec_direct_ready_(d) : KC_OK;
+    if (rrc) return rrc;
     if (!d || i >= d->nrargs) return kc_err(KC_EINVAL, "kc_graph_desc_arg: no runtime argument %zu", i);
     if (name) *name = d->rargs[i].name;
     if (type) *type = d->rargs[i].type;
@@ -381,6 +388,8 @@ int kc_graph_desc_specialize(kc_graph_desc **out, const kc_graph_desc *d, const 
     if (!out || !d || (ninputs && !inputs) || (flags & ~KC_SPECIALIZE_KEEP_NUMBERS))
         return kc_err(KC_EINVAL, "kc_graph_desc_specialize: bad argument");
     *out = NULL;
+    int rrc = kc_spec_direct_ready_(d);
+    if (rrc) return rrc;
     size_t have = kc_graph_desc_count(d, KC_ROLE_INPUT);
     if (ninputs != have)
         return kc_err(KC_EINVAL, "%s%sgraph '%s': the call has %zu inputs, the description %zu",

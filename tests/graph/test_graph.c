@@ -412,7 +412,9 @@ static void test_a_spec_reads_each_file_once(void **state) {
         " {\"kernel\": \"c\", \"grid\": [1,1,1], \"block\": [1,1,1], \"args\": [\"input:0\"]}]}";
     snprintf(p, sizeof p, "%s/abc.json", dir);
     assert_int_equal(kct_write(p, spec, strlen(spec)), 0);
-    kc_fs_fault_set(KC_FS_OPEN, 4, EIO, false);
+    /* The 5th open fails: the spec direct mode's memo is looked for first (in the cache opened last:
+     * [Note: spec direct mode]), then the three files, each once. */
+    kc_fs_fault_set(KC_FS_OPEN, 5, EIO, false);
     kc_graph_desc *d = NULL;
     int rc = kc_graph_desc_load(&d, p);
     long faults = kc_fs_fault_count();

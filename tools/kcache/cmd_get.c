@@ -56,17 +56,21 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     cli_opts o;
     int rc0 = cli_spec_args(c0, argc, argv, &arch, &o);
     if (rc0) return rc0;
-    kc_graph_desc *d;
-    if (kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
+    kc_graph_desc *d = NULL;
+    kc_cache *c = NULL;
+    /* The cache first: the spec's load reads its memo there ([Note: spec direct mode] in
+     * src/graph/spec_direct.c). */
+    int open_rc = cli_open_cache(cs, &c);
+    if (!open_rc && kc_graph_desc_load(&d, o.positional[0]) != KC_OK) {
         fputs("kcache get: ", stderr);
         cli_put_shown(stderr, kc_error_last()->message, 1); /* it may quote the spec's name */
         fputc('\n', stderr);
+        kc_cache_close(c);
         return EXIT_USAGE;
     }
-    kc_cache *c = NULL;
     /* A target kcache knows passes without loading NVRTC (a warm get never does); one NVRTC
      * cannot compile is refused before the compile ([Note: target check] in kcache/target.h). */
-    if (cli_open_cache(cs, &c) || (arch && (rc0 = cli_target_check(c, "get", arch, "--arch", 1)))) {
+    if (open_rc || (arch && (rc0 = cli_target_check(c, "get", arch, "--arch", 1)))) {
         kc_cache_close(c);
         kc_graph_desc_free(d);
         return rc0 ? rc0 : EXIT_PROBLEM;
