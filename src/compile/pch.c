@@ -41,9 +41,11 @@
  *    retired then.
  * A PCH's key here is exact — its whole material compared, never a hash: the folder of the
  * program's name, every option but the PCH's, every in-memory header (name, contents), the
- * prefix's directives.  Files are counted and bounded (pch_max_size; least recently used retired
- * first, never one in use), in a folder kcache-pch-<uid>-<pid>-XXXXXX (0700) under pch_dir or
- * $TMPDIR, removed at exit (atexit, the library's destructor); a dead process's folder of the same
+ * prefix's directives.  Not the name: a header that expands __BASE_FILE__ or __FILE_NAME__ (or
+ * the time) keeps its maker's, so a kernel whose texts may (cacheable.c's scan, pasting too) or
+ * whose toolkit folders do (pch_off.c) gets no PCH.  Files are counted and bounded
+ * (pch_max_size; least recently used retired first, never one in use), in a folder
+ * kcache-pch-<uid>-<pid>-XXXXXX (0700) under pch_dir or $TMPDIR, removed at exit (atexit, the library's destructor); a dead process's folder of the same
  * user is removed by the next process that makes one.
  */
 #include "pch.h"
@@ -294,18 +296,6 @@ static size_t prefix_of(const char *s, int *lines, char **m, size_t *mlen, size_
     return len && incl ? len : 0;
 }
 
-/* Options that keep PCH off: NVRTC's own PCH options, a pre-included file (before the prefix), and
- * those whose bytes differed ([Note: precompiled headers]). */
-static int option_refused(const char *o) {
-    static const char *const off[] = {"-G", "--device-debug", "-dopt", "--dopt", "-include", "--pre-include"};
-    if (strstr(o, "pch")) return 1;
-    for (size_t i = 0; i < KC_ARRAY_LEN(off); i++) {
-        size_t l = strlen(off[i]);
-        if (!strncmp(o, off[i], l) && (o[l] == '\0' || o[l] == '=')) return 1;
-    }
-    return 0;
-}
-
 /* The material two compiles must share to share a PCH (the [Note]), with the prefix's length and
  * lines; NULL when there is no prefix to precompile, or no memory. */
 static char *material(const kc_pch_program *p, size_t *plen, int *lines, size_t *mlen) {
@@ -406,7 +396,7 @@ static void heap_grow(void) {
 }
 
 /* The mode for e (under the lock): use its file, make it, or neither; may wait for its creator. */
-static int decide(pch_entry *e) {
+static int decide(pch_entry *e, const kc_pch_program *p) {
     while (e->state == CREATING) pthread_cond_wait(&g.cv, &g.mu); /* a creation always ends */
     e->tick = ++g.tick;
     if (e->state == READY && !e->refused) {
@@ -419,7 +409,7 @@ static int decide(pch_entry *e) {
     uint64_t expect = 0; /* room for a file as large as the largest made so far */
     for (pch_entry *x = g.head; x; x = x->next)
         if (x->bytes > expect) expect = x->bytes;
-    if (expect > g.max || !make_room(expect, e)) return KC_PCH_NONE;
+    if (expect > g.max || !kc_pch_tree_clean_(p->argv, p->argc) || !make_room(expect, e)) return KC_PCH_NONE;
     e->state = CREATING;
     e->attempts++;
     e->id = ++g.next_id;
@@ -442,9 +432,9 @@ static char *text_of(const kc_pch_program *p, size_t plen, int lines) {
 /* The header set of p, its text and its mode into plan (the lock not held). */
 static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     const char *name = p->line_name ? p->line_name : p->program;
-    if (strpbrk(name, "\"\\\n\r")) return;
+    if (p->off || strpbrk(name, "\"\\\n\r")) return;
     for (size_t i = 0; i < p->argc; i++)
-        if (option_refused(p->argv[i])) return;
+        if (kc_pch_option_refused_(p->argv[i])) return;
     size_t hbytes = 0;
     for (size_t i = 0; i < p->nhdr; i++) hbytes += strlen(p->hsrcs[i]);
     if (!p->line_name && hbytes < PCH_MIN_HEADERS) return; /* little to parse: a PCH would cost more */
@@ -464,7 +454,7 @@ static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     }
     pthread_mutex_lock(&g.mu);
     pch_entry *e = record(m, mlen, what);
-    if (e && ++e->seen && (plan->mode = decide(e)) != KC_PCH_NONE) {
+    if (e && ++e->seen && (plan->mode = decide(e, p)) != KC_PCH_NONE) {
         plan->entry = e;
         char path[4200];
         file_path(e, path, sizeof path);

@@ -170,6 +170,36 @@ static void test_images_identical(void **state) {
     free(rms), free(rms2), free(half2), free(plain2), free(big);
 }
 
+/* A header that names the main file (as written, or pasted) gets no PCH: one made for a.cu would
+ * give b.cu the name "a.cu".  Compiled a.cu then b.cu, each would have made or used one. */
+static void names_main_file(const char *line) {
+    char *big = big_header(), *h = malloc(strlen(big) + 256);
+    sprintf(h, "#define KC_CAT(a, b) a##b\n%s\n%s", line, big);
+    kc_header_src hs[1] = {{"big.h", h}};
+    static const char *src =
+        "#include \"big.h\"\nextern \"C\" __global__ void k(char *o) { o[threadIdx.x] = kc_base[threadIdx.x]; }\n";
+    kc_kernel_src a = {KC_KERNEL_SRC_VERSION, "a.cu", src, "k", hs, 1, NULL, 0, NULL, 0};
+    kc_kernel_src b = {KC_KERNEL_SRC_VERSION, "b.cu", src, "k", hs, 1, NULL, 0, NULL, 0};
+    kc_pch_test_set_(1, 1);
+    kc_pch_stats s0 = stats();
+    kc_compiled *ca = compile(&a, "compute_80"), *cb = compile(&b, "compute_80");
+    static const char b_cu[] = "{98, 46, 99, 117}", a_cu[] = "{97, 46, 99, 117}"; /* PTX: "b.cu", "a.cu" */
+    assert_non_null(memmem(cb->image, cb->len, b_cu, strlen(b_cu)));
+    assert_null(memmem(cb->image, cb->len, a_cu, strlen(a_cu)));
+    assert_non_null(memmem(ca->image, ca->len, a_cu, strlen(a_cu)));
+    assert_int_equal(stats().created, s0.created); /* no PCH at all */
+    assert_int_equal(stats().used, s0.used);
+    kc_compiled_free(ca), kc_compiled_free(cb);
+    free(big), free(h);
+}
+
+static void test_names_main_file(void **state) {
+    (void)state;
+    need_pch();
+    names_main_file("__device__ const char kc_base[] = __BASE_FILE__;");
+    names_main_file("__device__ const char kc_base[] = KC_CAT(__BASE, _FILE__);");
+}
+
 typedef struct job {
     kc_kernel_src k;
     const char *target;
@@ -381,7 +411,7 @@ int main(int argc, char **argv) {
     if (own && *own) mkdir(own, 0700);
     if (!strncmp(group, "child-", 6)) return child(group);
     const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical), cmocka_unit_test(test_two_threads),
-                                            cmocka_unit_test(test_burst)};
+                                            cmocka_unit_test(test_burst), cmocka_unit_test(test_names_main_file)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
     const struct CMUnitTest bounded[] = {cmocka_unit_test(test_bounded)};
