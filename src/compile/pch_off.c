@@ -22,10 +22,13 @@
 
 /* Options that keep PCH off: NVRTC's own PCH options, a pre-included file (before the prefix), and
  * those whose bytes differed ([Note: precompiled headers]). */
+static int option_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
 int kc_pch_option_refused_(const char *o) {
     static const char *const off[] = {"-G", "--device-debug", "-dopt", "--dopt", "-include", "--pre-include"};
     if (strstr(o, "pch")) return 1;
+    while (option_space((unsigned char)*o)) o++; /* as NVRTC reads it (options.c trims the same) */
     size_t n = strlen(o);
+    while (n && option_space((unsigned char)o[n - 1])) n--;
     for (size_t i = 0; i < KC_ARRAY_LEN(off); i++) {
         size_t l = strlen(off[i]);
         if (n >= l && !strncmp(o, off[i], l) && (n == l || o[l] == '=')) return 1;

@@ -200,6 +200,21 @@ static void test_names_main_file(void **state) {
     names_main_file("__device__ const char kc_base[] = KC_CAT(__BASE, _FILE__);");
 }
 
+/* An option NVRTC reads as -G keeps PCH off, however it is spaced. */
+static void test_option_spaced(void **state) {
+    (void)state;
+    need_pch();
+    static const char *opts[][1] = {{" -G"}, {"-G\r"}, {"\t--device-debug "}};
+    for (size_t i = 0; i < 3; i++) {
+        kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", opts[i], 1);
+        kc_pch_test_set_(1, 1);
+        kc_pch_stats s0 = stats();
+        kc_compiled *c = compile(&h, "compute_80");
+        assert_int_equal(stats().created, s0.created);
+        kc_compiled_free(c);
+    }
+}
+
 typedef struct job {
     kc_kernel_src k;
     const char *target;
@@ -411,7 +426,8 @@ int main(int argc, char **argv) {
     if (own && *own) mkdir(own, 0700);
     if (!strncmp(group, "child-", 6)) return child(group);
     const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical), cmocka_unit_test(test_two_threads),
-                                            cmocka_unit_test(test_burst), cmocka_unit_test(test_names_main_file)};
+                                            cmocka_unit_test(test_burst), cmocka_unit_test(test_names_main_file),
+                                            cmocka_unit_test(test_option_spaced)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
     const struct CMUnitTest bounded[] = {cmocka_unit_test(test_bounded)};
