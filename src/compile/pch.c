@@ -80,6 +80,7 @@ typedef struct pch_entry {
     unsigned seen;  /* compiles of this header set */
     int state;      /* ABSENT, CREATING, READY, FAILED */
     int users;      /* compiles using its file now */
+    int waiters;    /* compiles waiting for its creation (decide): never dropped meanwhile */
     int refused;    /* NVRTC did not use its file: retired when unused, never made again */
     int heap;       /* its creation ran out of heap: made again once the heap is grown */
     int attempts;   /* creations tried (a header set whose creations fail twice gets none) */
@@ -351,7 +352,7 @@ void kc_pch_load_(void *lib) {
 static void drop_one(void) {
     pch_entry **drop = NULL;
     for (pch_entry **q = &g.head; *q; q = &(*q)->next)
-        if ((*q)->state != READY && (*q)->state != CREATING && (*q)->users == 0) drop = q;
+        if ((*q)->state != READY && (*q)->state != CREATING && (*q)->users == 0 && (*q)->waiters == 0) drop = q;
     if (!drop) return;
     pch_entry *d = *drop;
     *drop = d->next;
@@ -397,7 +398,11 @@ static void heap_grow(void) {
 
 /* The mode for e (under the lock): use its file, make it, or neither; may wait for its creator. */
 static int decide(pch_entry *e, const kc_pch_program *p) {
-    while (e->state == CREATING) pthread_cond_wait(&g.cv, &g.mu); /* a creation always ends */
+    while (e->state == CREATING) { /* a creation always ends */
+        e->waiters++;              /* drop_one leaves e meanwhile */
+        pthread_cond_wait(&g.cv, &g.mu);
+        e->waiters--;
+    }
     e->tick = ++g.tick;
     if (e->state == READY && !e->refused) {
         e->users++;
