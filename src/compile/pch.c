@@ -85,6 +85,8 @@ typedef struct pch_entry {
     int heap;       /* its creation ran out of heap: made again once the heap is grown */
     int attempts;   /* creations tried (a header set whose creations fail twice gets none) */
     uint64_t bytes; /* the file's size, READY */
+    uint64_t size;  /* the size of the last file made (kept when it is retired), 0: none made yet */
+    int plain_next; /* its creation ended in a compile error: its next compile is plain */
     uint64_t tick;  /* last use, for least-recently-used retirement */
     unsigned id;    /* the file: <dir>/<id>.pch */
     char what[96];  /* for the log: a file name and target */
@@ -411,9 +413,13 @@ static int decide(pch_entry *e, const kc_pch_program *p) {
     if (e->state != ABSENT || e->seen < (g.first || g.bursts > 0 ? 1u : 2u) || e->attempts >= 2 || g.max == 0 ||
         dir_make() != 0)
         return KC_PCH_NONE;
-    uint64_t expect = 0; /* room for a file as large as the largest made so far */
-    for (pch_entry *x = g.head; x; x = x->next)
-        if (x->bytes > expect) expect = x->bytes;
+    if (e->plain_next) { /* the error may be the headers': not made again at once */
+        e->plain_next = 0;
+        return KC_PCH_NONE;
+    }
+    uint64_t expect = e->size; /* room for its last file, or one as large as the largest that fit */
+    for (pch_entry *x = g.head; !e->size && x; x = x->next)
+        if (x->size > expect && x->size <= g.max) expect = x->size;
     if (expect > g.max || !kc_pch_tree_clean_(p->argv, p->argc) || !make_room(expect, e)) return KC_PCH_NONE;
     e->state = CREATING;
     e->attempts++;
@@ -510,7 +516,7 @@ static void created(pch_entry *e, const char *path, uint64_t ms) {
         e->state = FAILED;
         return;
     }
-    e->bytes = (uint64_t)st.st_size;
+    e->bytes = e->size = (uint64_t)st.st_size;
     e->state = READY;
     g.files++, g.total += e->bytes, g.created++;
     kc_log(KC_LOG_COMPILE, "pch: created %s (%s; %llu bytes) in %llu ms", path, e->what, (unsigned long long)e->bytes,
@@ -533,7 +539,8 @@ static int create_done(pch_entry *e, const kc_pch_plan *plan, int ok, void *prog
     } else if (ok && st == NVRTC_SUCCESS && said) {
         created(e, path, (kc_mono_ns() - plan->t0) / 1000000);
     } else {
-        e->state = ok ? FAILED : ABSENT; /* a compile error says nothing of the headers (tried twice at most) */
+        e->state = ok ? FAILED : ABSENT; /* a compile error: the headers' or the kernel's (tried twice at most) */
+        e->plain_next = !ok;
         kc_log(KC_LOG_COMPILE, "pch: not created for %s (%s)", e->what, ok ? "NVRTC refused" : "a compile error");
     }
     if (e->state != READY) unlink(path);
