@@ -50,11 +50,14 @@ static int is_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '
 
 /* ---- the scanner: a preprocessing-token walk, enough for [Note: cacheability] ---- */
 
-enum { M_DATE, M_TIME, M_STAMP, M_N, M_MAX = 13 };
-static const char *const macros[M_N] = {"__DATE__", "__TIME__", "__TIMESTAMP__"};
-/* Every character of the names above ("_DATEIMSP"): a test per byte, not a strspn per identifier. */
+/* The first M_TIMED make a kernel uncacheable; the others name the main file, which a precompiled
+ * header would keep from the compile that made it (kc_kernel_names_main_file). */
+enum { M_DATE, M_TIME, M_STAMP, M_TIMED, M_BASE = M_TIMED, M_FNAME, M_N, M_MAX = 13 };
+static const char *const macros[M_N] = {"__DATE__", "__TIME__", "__TIMESTAMP__", "__BASE_FILE__", "__FILE_NAME__"};
+/* Every character of the names above ("_DATEIMSPBFLN"): a test per byte, not a strspn per identifier. */
 static int is_macro_char(int c) {
-    return c == '_' || c == 'D' || c == 'A' || c == 'T' || c == 'E' || c == 'I' || c == 'M' || c == 'S' || c == 'P';
+    return c == '_' || c == 'D' || c == 'A' || c == 'T' || c == 'E' || c == 'I' || c == 'M' || c == 'S' || c == 'P' ||
+           c == 'B' || c == 'F' || c == 'L' || c == 'N';
 }
 enum { W_SOURCE, W_HEADER, W_OPTION, W_NAME, W_N };
 enum { DIR_NONE, DIR_NAME, DIR_OPERAND, DIR_DEFINE, DIR_OTHER };
@@ -62,8 +65,9 @@ enum { DIR_NONE, DIR_NAME, DIR_OPERAND, DIR_DEFINE, DIR_OTHER };
 typedef struct scan {
     const kc_kernel_src *k;
     int where;
-    const char *where_name;                            /* the header being scanned */
-    int direct;                                        /* where * M_N + macro of the first plain use, or -1 */
+    const char *where_name; /* the header being scanned */
+    int direct;             /* where * M_TIMED + macro of the first plain use of a timed one, or -1 */
+    int names;              /* __BASE_FILE__ or __FILE_NAME__ used as written */
     unsigned char piece[2][M_N][M_MAX + 1][M_MAX + 1]; /* macro bytes [i, j) appear as an identifier: [0] where
                                                    * it could be pasted, [1] anywhere */
     int unbalanced;                                    /* a ')' closes what no '(' in the text opened */
@@ -200,6 +204,12 @@ static const char *header_name(scan *s, const char *p, int close, int has) {
     return p;
 }
 
+/* Macro m used as written. */
+static void on_use(scan *s, int m) {
+    if (m >= M_TIMED) s->names = 1;
+    else if (s->direct < 0) s->direct = s->where * M_TIMED + m;
+}
+
 static void on_identifier(scan *s, const char *id, size_t n, const char **pp, int *dir, int depth) {
     if (*dir == DIR_NAME) {
         *dir = (n == 7 && memcmp(id, "include", 7) == 0) || (n == 12 && memcmp(id, "include_next", 12) == 0)
@@ -215,7 +225,7 @@ static void on_identifier(scan *s, const char *id, size_t n, const char **pp, in
     for (int m = 0; macro_chars && m < M_N; m++) {
         size_t ml = strlen(macros[m]);
         if (n == ml && memcmp(id, macros[m], n) == 0) {
-            if (s->direct < 0) s->direct = s->where * M_N + m;
+            on_use(s, m);
         } else if (n < ml) {
             /* Pasted, an identifier is a macro argument (inside parentheses), in a directive (a
              * #define's body), or in an option or the entry name. */
@@ -396,6 +406,7 @@ static void scan_merge(scan *s, const scan *t) {
     const unsigned char *b = &t->piece[0][0][0][0];
     for (size_t i = 0; i < sizeof s->piece; i++) a[i] |= b[i];
     if (s->direct < 0) s->direct = t->direct;
+    s->names |= t->names;
     s->unbalanced |= t->unbalanced;
     s->computed |= t->computed;
     if (!s->bad && t->bad) {
@@ -463,14 +474,14 @@ static int can_paste(const scan *s, int m) {
 }
 
 int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
-    static const char *const used[W_N * M_N] = {
+    static const char *const used[W_N * M_TIMED] = {
         "the source uses __DATE__",     "the source uses __TIME__",     "the source uses __TIMESTAMP__",
         "a header uses __DATE__",       "a header uses __TIME__",       "a header uses __TIMESTAMP__",
         "an option uses __DATE__",      "an option uses __TIME__",      "an option uses __TIMESTAMP__",
         "the entry name uses __DATE__", "the entry name uses __TIME__", "the entry name uses __TIMESTAMP__"};
 #define PASTED(m) \
     "the source, its headers or options could form " m " by token pasting (identifiers that spell it appear)"
-    static const char *const pasted[M_N] = {PASTED("__DATE__"), PASTED("__TIME__"), PASTED("__TIMESTAMP__")};
+    static const char *const pasted[M_TIMED] = {PASTED("__DATE__"), PASTED("__TIME__"), PASTED("__TIMESTAMP__")};
 #undef PASTED
     if (!k) return 1;
     if (k->version < 1 || k->version > KC_KERNEL_SRC_VERSION) { /* when in doubt, not cacheable */
@@ -493,7 +504,7 @@ int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
     else if (s.computed & 2)
         why =
             "the source or a header tests __has_include with a computed name, which kcache cannot know without preprocessing";
-    for (int m = 0; !why && m < M_N; m++)
+    for (int m = 0; !why && m < M_TIMED; m++)
         if (can_paste(&s, m)) why = pasted[m];
     if (!why) return 1;
     if (reason) *reason = why;
@@ -501,6 +512,13 @@ int kc_kernel_cacheable(const kc_kernel_src *k, const char **reason) {
 }
 
 /* ---- for nvrtc.c (options.h) ---- */
+
+int kc_kernel_names_main_file(const kc_kernel_src *k) {
+    if (!k) return 0;
+    scan s;
+    scan_kernel(&s, k);
+    return s.names || can_paste(&s, M_BASE) || can_paste(&s, M_FNAME);
+}
 
 int kc_options_check_includes(const kc_kernel_src *k) {
     if (!k) return KC_OK;

@@ -400,9 +400,10 @@ static int compile_checked(const kc_kernel_src *k, const char *const *names, siz
         if (!c || !c->lowered_names) rc = kc_err(KC_ENOMEM, "compile: out of memory");
     }
     if (rc) goto done;
-    kc_pch_program pp = {k->source, p.program, p.tk ? p.tk->program + strlen("/dev/null/") : NULL,
-                         p.argv,    p.argc,    p.hnames,
-                         p.hsrcs,   p.nhdr};
+    kc_pch_program pp = {k->source, p.program, p.tk ? p.tk->program + strlen("/dev/null/") : NULL, p.argv, p.argc,
+                         p.hnames, p.hsrcs, p.nhdr,
+                         /* a PCH keeps what its maker's name and time expanded to (pch.c's [Note]) */
+                         kc_kernel_names_main_file(k) || !kc_kernel_cacheable(k, NULL)};
     kc_pch_plan plan;
     int stands = 1;
     kc_pch_plan_(&pp, &plan);

@@ -23,6 +23,11 @@
  */
 int kc_options_check_includes(const kc_kernel_src *k);
 
+/** 1 when k's texts (source, listed headers, options, entry name) may expand __BASE_FILE__ or
+ *  __FILE_NAME__ — as written or pasted ([Note: cacheability]'s scan): a precompiled header made
+ *  from another file would keep that file's name, so such a kernel gets none (pch.c). */
+int kc_kernel_names_main_file(const kc_kernel_src *k);
+
 /**
  * Whether NVRTC's log says a header could not be found ("could not open source file "X""
  * or "cannot open source file "X""): 1 with the header's name in `name` and the place that

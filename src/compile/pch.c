@@ -41,9 +41,11 @@
  *    retired then.
  * A PCH's key here is exact — its whole material compared, never a hash: the folder of the
  * program's name, every option but the PCH's, every in-memory header (name, contents), the
- * prefix's directives.  Files are counted and bounded (pch_max_size; least recently used retired
- * first, never one in use), in a folder kcache-pch-<uid>-<pid>-XXXXXX (0700) under pch_dir or
- * $TMPDIR, removed at exit (atexit, the library's destructor); a dead process's folder of the same
+ * prefix's directives.  Not the name: a header that expands __BASE_FILE__ or __FILE_NAME__ (or
+ * the time) keeps its maker's, so a kernel whose texts may (cacheable.c's scan, pasting too) or
+ * whose toolkit folders do (pch_off.c) gets no PCH.  Files are counted and bounded
+ * (pch_max_size; least recently used retired first, never one in use), in a folder
+ * kcache-pch-<uid>-<pid>-XXXXXX (0700) under pch_dir or $TMPDIR, removed at exit (atexit, the library's destructor); a dead process's folder of the same
  * user is removed by the next process that makes one.
  */
 #include "pch.h"
@@ -78,10 +80,13 @@ typedef struct pch_entry {
     unsigned seen;  /* compiles of this header set */
     int state;      /* ABSENT, CREATING, READY, FAILED */
     int users;      /* compiles using its file now */
+    int waiters;    /* compiles waiting for its creation (decide): never dropped meanwhile */
     int refused;    /* NVRTC did not use its file: retired when unused, never made again */
     int heap;       /* its creation ran out of heap: made again once the heap is grown */
     int attempts;   /* creations tried (a header set whose creations fail twice gets none) */
     uint64_t bytes; /* the file's size, READY */
+    uint64_t size;  /* the size of the last file made (kept when it is retired), 0: none made yet */
+    int plain_next; /* its creation ended in a compile error: its next compile is plain */
     uint64_t tick;  /* last use, for least-recently-used retirement */
     unsigned id;    /* the file: <dir>/<id>.pch */
     char what[96];  /* for the log: a file name and target */
@@ -294,18 +299,6 @@ static size_t prefix_of(const char *s, int *lines, char **m, size_t *mlen, size_
     return len && incl ? len : 0;
 }
 
-/* Options that keep PCH off: NVRTC's own PCH options, a pre-included file (before the prefix), and
- * those whose bytes differed ([Note: precompiled headers]). */
-static int option_refused(const char *o) {
-    static const char *const off[] = {"-G", "--device-debug", "-dopt", "--dopt", "-include", "--pre-include"};
-    if (strstr(o, "pch")) return 1;
-    for (size_t i = 0; i < KC_ARRAY_LEN(off); i++) {
-        size_t l = strlen(off[i]);
-        if (!strncmp(o, off[i], l) && (o[l] == '\0' || o[l] == '=')) return 1;
-    }
-    return 0;
-}
-
 /* The material two compiles must share to share a PCH (the [Note]), with the prefix's length and
  * lines; NULL when there is no prefix to precompile, or no memory. */
 static char *material(const kc_pch_program *p, size_t *plen, int *lines, size_t *mlen) {
@@ -361,7 +354,7 @@ void kc_pch_load_(void *lib) {
 static void drop_one(void) {
     pch_entry **drop = NULL;
     for (pch_entry **q = &g.head; *q; q = &(*q)->next)
-        if ((*q)->state != READY && (*q)->state != CREATING && (*q)->users == 0) drop = q;
+        if ((*q)->state != READY && (*q)->state != CREATING && (*q)->users == 0 && (*q)->waiters == 0) drop = q;
     if (!drop) return;
     pch_entry *d = *drop;
     *drop = d->next;
@@ -406,8 +399,12 @@ static void heap_grow(void) {
 }
 
 /* The mode for e (under the lock): use its file, make it, or neither; may wait for its creator. */
-static int decide(pch_entry *e) {
-    while (e->state == CREATING) pthread_cond_wait(&g.cv, &g.mu); /* a creation always ends */
+static int decide(pch_entry *e, const kc_pch_program *p) {
+    while (e->state == CREATING) { /* a creation always ends */
+        e->waiters++;              /* drop_one leaves e meanwhile */
+        pthread_cond_wait(&g.cv, &g.mu);
+        e->waiters--;
+    }
     e->tick = ++g.tick;
     if (e->state == READY && !e->refused) {
         e->users++;
@@ -416,10 +413,14 @@ static int decide(pch_entry *e) {
     if (e->state != ABSENT || e->seen < (g.first || g.bursts > 0 ? 1u : 2u) || e->attempts >= 2 || g.max == 0 ||
         dir_make() != 0)
         return KC_PCH_NONE;
-    uint64_t expect = 0; /* room for a file as large as the largest made so far */
-    for (pch_entry *x = g.head; x; x = x->next)
-        if (x->bytes > expect) expect = x->bytes;
-    if (expect > g.max || !make_room(expect, e)) return KC_PCH_NONE;
+    if (e->plain_next) { /* the error may be the headers': not made again at once */
+        e->plain_next = 0;
+        return KC_PCH_NONE;
+    }
+    uint64_t expect = e->size; /* room for its last file, or one as large as the largest that fit */
+    for (pch_entry *x = g.head; !e->size && x; x = x->next)
+        if (x->size > expect && x->size <= g.max) expect = x->size;
+    if (expect > g.max || !kc_pch_tree_clean_(p->argv, p->argc) || !make_room(expect, e)) return KC_PCH_NONE;
     e->state = CREATING;
     e->attempts++;
     e->id = ++g.next_id;
@@ -442,9 +443,9 @@ static char *text_of(const kc_pch_program *p, size_t plen, int lines) {
 /* The header set of p, its text and its mode into plan (the lock not held). */
 static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     const char *name = p->line_name ? p->line_name : p->program;
-    if (strpbrk(name, "\"\\\n\r")) return;
+    if (p->off || strpbrk(name, "\"\\\n\r")) return;
     for (size_t i = 0; i < p->argc; i++)
-        if (option_refused(p->argv[i])) return;
+        if (kc_pch_option_refused_(p->argv[i])) return;
     size_t hbytes = 0;
     for (size_t i = 0; i < p->nhdr; i++) hbytes += strlen(p->hsrcs[i]);
     if (!p->line_name && hbytes < PCH_MIN_HEADERS) return; /* little to parse: a PCH would cost more */
@@ -464,7 +465,7 @@ static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     }
     pthread_mutex_lock(&g.mu);
     pch_entry *e = record(m, mlen, what);
-    if (e && ++e->seen && (plan->mode = decide(e)) != KC_PCH_NONE) {
+    if (e && ++e->seen && (plan->mode = decide(e, p)) != KC_PCH_NONE) {
         plan->entry = e;
         char path[4200];
         file_path(e, path, sizeof path);
@@ -515,7 +516,7 @@ static void created(pch_entry *e, const char *path, uint64_t ms) {
         e->state = FAILED;
         return;
     }
-    e->bytes = (uint64_t)st.st_size;
+    e->bytes = e->size = (uint64_t)st.st_size;
     e->state = READY;
     g.files++, g.total += e->bytes, g.created++;
     kc_log(KC_LOG_COMPILE, "pch: created %s (%s; %llu bytes) in %llu ms", path, e->what, (unsigned long long)e->bytes,
@@ -538,7 +539,8 @@ static int create_done(pch_entry *e, const kc_pch_plan *plan, int ok, void *prog
     } else if (ok && st == NVRTC_SUCCESS && said) {
         created(e, path, (kc_mono_ns() - plan->t0) / 1000000);
     } else {
-        e->state = ok ? FAILED : ABSENT; /* a compile error says nothing of the headers (tried twice at most) */
+        e->state = ok ? FAILED : ABSENT; /* a compile error: the headers' or the kernel's (tried twice at most) */
+        e->plain_next = !ok;
         kc_log(KC_LOG_COMPILE, "pch: not created for %s (%s)", e->what, ok ? "NVRTC refused" : "a compile error");
     }
     if (e->state != READY) unlink(path);

@@ -37,6 +37,7 @@ typedef struct kc_pch_program {
     size_t argc;
     const char *const *hnames, *const *hsrcs;
     size_t nhdr;
+    int off; /**< no PCH: the texts may name the main file or the time (kc_kernel_names_main_file) */
 } kc_pch_program;
 
 /** Called once by nvrtc.c with NVRTC's library handle: finds the PCH functions (NVRTC >= 12.8). */
@@ -73,6 +74,13 @@ void kc_pch_stats_(kc_pch_stats *out);
 /** For tests: PCH on or off (-1: as it was), and whether a header set's first compile makes its PCH
  *  (0: its second, as always outside tests); the previous on. */
 int kc_pch_test_set_(int on, int first);
+
+/** pch_off.c, for pch.c: 1 when option `o` keeps PCH off (as NVRTC reads it: trimmed). */
+int kc_pch_option_refused_(const char *o);
+
+/** pch_off.c, for pch.c (under its lock): 1 when no file of the -I folders in argv names the main
+ *  file or its time (__BASE_FILE__, __FILE_NAME__, __TIMESTAMP__), so a PCH may be made with them. */
+int kc_pch_tree_clean_(const char *const *argv, size_t argc);
 
 /** Remove this process's PCH folder now (at exit; tests).  Later compiles make a new one. */
 void kc_pch_cleanup_(void);

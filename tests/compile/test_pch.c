@@ -170,6 +170,67 @@ static void test_images_identical(void **state) {
     free(rms), free(rms2), free(half2), free(plain2), free(big);
 }
 
+/* A header that names the main file (as written, or pasted) gets no PCH: one made for a.cu would
+ * give b.cu the name "a.cu".  Compiled a.cu then b.cu, each would have made or used one. */
+static void names_main_file(const char *line) {
+    char *big = big_header(), *h = malloc(strlen(big) + 256);
+    sprintf(h, "#define KC_CAT(a, b) a##b\n%s\n%s", line, big);
+    kc_header_src hs[1] = {{"big.h", h}};
+    static const char *src =
+        "#include \"big.h\"\nextern \"C\" __global__ void k(char *o) { o[threadIdx.x] = kc_base[threadIdx.x]; }\n";
+    kc_kernel_src a = {KC_KERNEL_SRC_VERSION, "a.cu", src, "k", hs, 1, NULL, 0, NULL, 0};
+    kc_kernel_src b = {KC_KERNEL_SRC_VERSION, "b.cu", src, "k", hs, 1, NULL, 0, NULL, 0};
+    kc_pch_test_set_(1, 1);
+    kc_pch_stats s0 = stats();
+    kc_compiled *ca = compile(&a, "compute_80"), *cb = compile(&b, "compute_80");
+    static const char b_cu[] = "{98, 46, 99, 117}", a_cu[] = "{97, 46, 99, 117}"; /* PTX: "b.cu", "a.cu" */
+    assert_non_null(memmem(cb->image, cb->len, b_cu, strlen(b_cu)));
+    assert_null(memmem(cb->image, cb->len, a_cu, strlen(a_cu)));
+    assert_non_null(memmem(ca->image, ca->len, a_cu, strlen(a_cu)));
+    assert_int_equal(stats().created, s0.created); /* no PCH at all */
+    assert_int_equal(stats().used, s0.used);
+    kc_compiled_free(ca), kc_compiled_free(cb);
+    free(big), free(h);
+}
+
+static void test_names_main_file(void **state) {
+    (void)state;
+    need_pch();
+    names_main_file("__device__ const char kc_base[] = __BASE_FILE__;");
+    names_main_file("__device__ const char kc_base[] = KC_CAT(__BASE, _FILE__);");
+}
+
+/* An option NVRTC reads as -G keeps PCH off, however it is spaced. */
+static void test_option_spaced(void **state) {
+    (void)state;
+    need_pch();
+    static const char *opts[][1] = {{" -G"}, {"-G\r"}, {"\t--device-debug "}};
+    for (size_t i = 0; i < 3; i++) {
+        kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", opts[i], 1);
+        kc_pch_test_set_(1, 1);
+        kc_pch_stats s0 = stats();
+        kc_compiled *c = compile(&h, "compute_80");
+        assert_int_equal(stats().created, s0.created);
+        kc_compiled_free(c);
+    }
+}
+
+/* A creation that ends in a compile error: the next compile of the header set is plain (no second
+ * creation at once; each creation tried is one compile run again without a PCH: a fallback). */
+static void test_error_then_plain(void **state) {
+    (void)state;
+    need_pch();
+    static const char *seed[] = {"-frandom-seed=7"};
+    kc_kernel_src b = toolkit_kernel("bad.cu", BAD, "hscale", seed, 1);
+    kc_pch_test_set_(1, 1);
+    kc_pch_stats s0 = stats();
+    for (int i = 0; i < 2; i++) {
+        kc_compiled *c = NULL;
+        assert_int_not_equal(kc_compile_kernel(&b, "sm_80", &c), KC_OK);
+    }
+    assert_int_equal(stats().fallbacks, s0.fallbacks + 1);
+}
+
 typedef struct job {
     kc_kernel_src k;
     const char *target;
@@ -375,18 +436,38 @@ static void test_bounded(void **state) {
     for (int s = 0; s < 4; s++) kc_compiled_free(first[s]);
 }
 
+/* A bound smaller than one PCH (1M; a cuda_fp16.h one is ~9 MB): a header set's PCH is made once,
+ * retired at once, and not made again (its size is kept). */
+static void test_too_large(void **state) {
+    (void)state;
+    need_pch();
+    static const char *seed[] = {"-frandom-seed=6"};
+    kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", seed, 1);
+    for (int i = 0; i < 4; i++) kc_compiled_free(compile(&h, "sm_80"));
+    kc_pch_stats ps = stats();
+    assert_int_equal(ps.created, 1);
+    assert_int_equal(ps.retired, 1);
+    assert_int_equal(ps.files, 0);
+}
+
 int main(int argc, char **argv) {
     const char *group = argc > 1 ? argv[1] : "";
     const char *own = getenv("KCACHE_PCH_DIR"); /* the sweep's folder of its own */
     if (own && *own) mkdir(own, 0700);
     if (!strncmp(group, "child-", 6)) return child(group);
-    const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical), cmocka_unit_test(test_two_threads),
-                                            cmocka_unit_test(test_burst)};
+    const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical),
+                                            cmocka_unit_test(test_two_threads),
+                                            cmocka_unit_test(test_burst),
+                                            cmocka_unit_test(test_names_main_file),
+                                            cmocka_unit_test(test_option_spaced),
+                                            cmocka_unit_test(test_error_then_plain)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
     const struct CMUnitTest bounded[] = {cmocka_unit_test(test_bounded)};
+    const struct CMUnitTest too_large[] = {cmocka_unit_test(test_too_large)};
     if (!strcmp(group, "exit")) return cmocka_run_group_tests(exiting, NULL, NULL);
     if (!strcmp(group, "sweep")) return cmocka_run_group_tests(sweeping, NULL, NULL);
     if (!strcmp(group, "bound")) return cmocka_run_group_tests(bounded, NULL, NULL);
+    if (!strcmp(group, "toolarge")) return cmocka_run_group_tests(too_large, NULL, NULL);
     return cmocka_run_group_tests(in_process, NULL, NULL);
 }

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * compile/pch_off.c — what keeps a compile from a PCH besides its own texts: an option whose bytes
+ * differ with one, or include folders holding a header that names the main file or its time
+ * (__BASE_FILE__, __FILE_NAME__, __TIMESTAMP__).
+ *
+ * The one idea: a PCH keeps what its headers expanded to when it was made, so one made for a.cu
+ * and used by b.cu would give b the name "a.cu" if a header expanded __BASE_FILE__; headers in
+ * memory are scanned by cacheable.c (kc_kernel_names_main_file), the toolkit's on disk here, once
+ * per process for a set of folders, and only when a PCH is about to be made.
+ *
+ * Callers: compile/pch.c (plan_pch; decide, under its lock).  Must not: follow a link, or say yes when a
+ * folder cannot be read (when in doubt, no PCH).
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/internal.h"
+#include "pch.h"
+
+/* Options that keep PCH off: NVRTC's own PCH options, a pre-included file (before the prefix), and
+ * those whose bytes differed ([Note: precompiled headers]). */
+static int option_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
+int kc_pch_option_refused_(const char *o) {
+    static const char *const off[] = {"-G", "--device-debug", "-dopt", "--dopt", "-include", "--pre-include"};
+    if (strstr(o, "pch")) return 1;
+    while (option_space((unsigned char)*o)) o++; /* as NVRTC reads it (options.c trims the same) */
+    size_t n = strlen(o);
+    while (n && option_space((unsigned char)o[n - 1])) n--;
+    for (size_t i = 0; i < KC_ARRAY_LEN(off); i++) {
+        size_t l = strlen(off[i]);
+        if (n >= l && !strncmp(o, off[i], l) && (n == l || o[l] == '=')) return 1;
+    }
+    return 0;
+}
+
+static int tree_named; /* a file of the tree walked names the main file */
+static int tree_file(const char *path, const struct stat *st, int type, struct FTW *f) {
+    (void)f;
+    if (type != FTW_F || !S_ISREG(st->st_mode)) return 0;
+    FILE *fp = fopen(path, "rbe");
+    if (!fp) return tree_named = 1; /* unreadable: when in doubt, none */
+    static const char *const named[] = {"__BASE_FILE__", "__TIMESTAMP__", "__FILE_NAME__"};
+    char buf[65536 + 16];
+    size_t keep = 0, n;
+    while (!tree_named && (n = fread(buf + keep, 1, sizeof buf - 16 - keep, fp)) > 0) {
+        n += keep;
+        for (size_t i = 0; i < KC_ARRAY_LEN(named); i++)
+            if (memmem(buf, n, named[i], strlen(named[i]))) tree_named = 1;
+        keep = n < 15 ? n : 15; /* a name across two reads */
+        memmove(buf, buf + n - keep, keep);
+    }
+    fclose(fp);
+    if (tree_named) kc_log(KC_LOG_COMPILE, "pch: %s names the main file or its time: no PCH for its kernels", path);
+    return tree_named;
+}
+
+/* Whether a PCH may be made with p's include folders (under pch.c's lock): no file of them names the
+ * main file (__BASE_FILE__, __FILE_NAME__) or its time (__TIMESTAMP__) — a PCH would keep its maker's.
+ * Walked once per process for a set of folders (CUDA 13.0's: none, 0.2 s). */
+int kc_pch_tree_clean_(const char *const *argv, size_t argc) {
+    static char done[8192];
+    static int clean;
+    char dirs[8192] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < argc; i++)
+        if (!strncmp(argv[i], "-I", 2) && n < sizeof dirs)
+            n += (size_t)snprintf(dirs + n, sizeof dirs - n, "%s\n", argv[i] + 2);
+    if (n == 0) return 1;
+    if (n >= sizeof dirs - 1) return 0;
+    if (strcmp(done, dirs) != 0) {
+        tree_named = 0;
+        for (char *d = dirs, *nl; !tree_named && (nl = strchr(d, '\n')); d = nl + 1) {
+            *nl = '\0';
+            if (nftw(d, tree_file, 16, FTW_PHYS) != 0) tree_named = 1; /* unreadable: when in doubt, none */
+            *nl = '\n';
+        }
+        clean = !tree_named;
+        memcpy(done, dirs, sizeof done);
+    }
+    return clean;
+}
