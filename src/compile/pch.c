@@ -178,10 +178,11 @@ static int dir_make(void) {
     if (__atomic_load_n(&g.exiting, __ATOMIC_RELAXED)) return -1;
     const kc_settings *v = &kc_config_process()->v;
     const char *parent = v->pch_dir[0] ? v->pch_dir : v->tmpdir[0] ? v->tmpdir : "/tmp";
-    sweep(parent);
+    int ok = kc_pch_parent_ok_(parent); /* else another user could put a PCH of theirs in our place */
+    if (ok) sweep(parent);
     int n = snprintf(g.dir, sizeof g.dir, "%s/kcache-pch-%lu-%ld-XXXXXX", parent, (unsigned long)getuid(),
                      (long)getpid());
-    if (n <= 0 || (size_t)n >= sizeof g.dir - 64 || !mkdtemp(g.dir)) {
+    if (!ok || n <= 0 || (size_t)n >= sizeof g.dir - 64 || !mkdtemp(g.dir)) {
         kc_log(KC_LOG_COMPILE, "pch: no folder under %s (%s): compiles go without precompiled headers", parent,
                strerror(errno));
         g.dir_state = -1;
@@ -189,8 +190,7 @@ static int dir_make(void) {
     }
     static int registered;
     if (!registered++) atexit(pch_atexit);
-    g.dir_state = 1;
-    g.pid = getpid();
+    g.dir_state = 1, g.pid = getpid();
     kc_log(KC_LOG_COMPILE, "pch: folder %s", g.dir);
     return 0;
 }

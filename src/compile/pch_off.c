@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/pch_off.c — what keeps a compile from a PCH besides its own texts: an option whose bytes
- * differ with one, or include folders holding a header that names the main file or its time
- * (__BASE_FILE__, __FILE_NAME__, __TIMESTAMP__).
+ * differ with one, include folders holding a header that names the main file or its time
+ * (__BASE_FILE__, __FILE_NAME__, __TIMESTAMP__), or a parent folder where another user could
+ * replace the process's PCH folder (and so the bytes NVRTC reads as a PCH).
  *
  * The one idea: a PCH keeps what its headers expanded to when it was made, so one made for a.cu
  * and used by b.cu would give b the name "a.cu" if a header expanded __BASE_FILE__; headers in
@@ -12,10 +13,12 @@
  * Callers: compile/pch.c (plan_pch; decide, under its lock).  Must not: follow a link, or say yes when a
  * folder cannot be read (when in doubt, no PCH).
  */
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common/internal.h"
 #include "pch.h"
@@ -81,4 +84,18 @@ int kc_pch_tree_clean_(const char *const *argv, size_t argc) {
         memcpy(done, dirs, sizeof done);
     }
     return clean;
+}
+
+/* The parent of the process's PCH folder: a folder owned by root or this user, which no one else can
+ * write unless its sticky bit is set (as /tmp): there, no other user can rename or remove the
+ * folder mkdtemp makes (mode 0700), nor put another in its place.  0 (errno EACCES) otherwise. */
+int kc_pch_parent_ok_(const char *parent) {
+    struct stat st;
+    if (stat(parent, &st) != 0) return 0;
+    int others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != getuid()) || (others && !(st.st_mode & S_ISVTX))) {
+        errno = EACCES;
+        return 0;
+    }
+    return 1;
 }

@@ -450,10 +450,29 @@ static void test_too_large(void **state) {
     assert_int_equal(ps.files, 0);
 }
 
+/* A parent folder others can write, without the sticky bit (KCACHE_PCH_DIR, made 0777 by main):
+ * another user could replace the process's folder there, so no PCH is made, and compiles go on. */
+static void test_parent_refused(void **state) {
+    (void)state;
+    need_pch();
+    kc_pch_test_set_(1, 1); /* a header set's first compile would make its PCH */
+    static const char *seed[] = {"-frandom-seed=7"};
+    kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", seed, 1);
+    for (int i = 0; i < 2; i++) kc_compiled_free(compile(&h, "sm_80"));
+    kc_pch_stats ps = stats();
+    assert_int_equal(ps.created, 0);
+    assert_int_equal(ps.used, 0);
+    DIR *d = opendir(getenv("KCACHE_PCH_DIR"));
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) assert_null(strstr(e->d_name, "kcache-pch-"));
+    closedir(d);
+}
+
 int main(int argc, char **argv) {
     const char *group = argc > 1 ? argv[1] : "";
     const char *own = getenv("KCACHE_PCH_DIR"); /* the sweep's folder of its own */
     if (own && *own) mkdir(own, 0700);
+    if (own && *own && !strcmp(group, "parent")) chmod(own, 0777); /* writable by all, no sticky bit */
     if (!strncmp(group, "child-", 6)) return child(group);
     const struct CMUnitTest in_process[] = {cmocka_unit_test(test_images_identical),
                                             cmocka_unit_test(test_two_threads),
@@ -469,5 +488,7 @@ int main(int argc, char **argv) {
     if (!strcmp(group, "sweep")) return cmocka_run_group_tests(sweeping, NULL, NULL);
     if (!strcmp(group, "bound")) return cmocka_run_group_tests(bounded, NULL, NULL);
     if (!strcmp(group, "toolarge")) return cmocka_run_group_tests(too_large, NULL, NULL);
+    const struct CMUnitTest parent[] = {cmocka_unit_test(test_parent_refused)};
+    if (!strcmp(group, "parent")) return cmocka_run_group_tests(parent, NULL, NULL);
     return cmocka_run_group_tests(in_process, NULL, NULL);
 }
