@@ -129,7 +129,8 @@ extern "C" {
     X(pch_max_size, "KCACHE_PCH_MAX_SIZE", SIZE, 1, "2G", 0, "compile",                                                \
       "Total size of a process's precompiled header files (least recently used removed first; 0: none kept).")         \
     X(pch_dir, "KCACHE_PCH_DIR", PATH, 1, "", 0, "compile",                                                            \
-      "Where a process's precompiled header folder is made (default: $TMPDIR, else /tmp); removed at exit.")           \
+      "Where a process's precompiled header folder is made (default: $TMPDIR, else /tmp; root's or yours, "            \
+      "writable by others only with the sticky bit); removed at exit.")                                                \
     X(cuda_include, "KCACHE_CUDA_INCLUDE", PATH, 1, "", 0, "compile",                                                  \
       "The CUDA toolkit's include folder (default: the toolkit kcache was built with, /usr/local/cuda/include).")      \
     X(cuda_driver, "KCACHE_CUDA_DRIVER", PATH, 1, "libcuda.so.1", 0, "cuda",                                           \
