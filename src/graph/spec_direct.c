@@ -26,8 +26,9 @@
  *    a rename (another inode) or rewritten and given its old mtime back (ctime moves) differs.
  *  - the settle window: a file whose mtime or ctime is not KC_SPEC_SETTLE_NS older than the
  *    moment its load began is never recorded (two writes within one tick of the file system's
- *    clock keep one signature); its stat is taken before and after its read, and a file that
- *    moved in between is not recorded either.  A load that failed records nothing.
+ *    clock keep one signature); its stat is taken before and after its read, and the open file's
+ *    (fstat), and a file whose three signatures are not one (moved, or its name flipped to another
+ *    file and back during the read) is not recorded either.  A load that failed records nothing.
  *  - the version line names this build of kcache, the entry format and the kernel binding: a
  *    memo written by another build vouches for nothing.  The "end N" line counts the others.
  *  - the memo holds the key under the toolchain identity and the toolkit digest it was computed

@@ -43,10 +43,15 @@ static int copy_file(const spec_file *f, char **out) {
 }
 
 int kc_spec_read_file(kc_spec_direct *sd, const char *rel, const char *path, void **data, size_t *len) {
-    struct stat before, after;
+    struct stat before, read, after;
     int ok = !sd || stat(path, &before) == 0;
-    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, data, len, NULL);
-    if (rc == KC_OK && sd) kc_spec_direct_saw_(sd, rel, ok && stat(path, &after) == 0, &before, &after);
+    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, data, len, sd ? &read : NULL);
+    /* The bytes are the open file's (its fstat): a name flipped to another file and back during the read
+     * leaves the path's stat before and after equal, never the file read's too. */
+    if (rc == KC_OK && sd)
+        kc_spec_direct_saw_(sd, rel,
+                            ok && stat(path, &after) == 0 && kc_spec_direct_sig_(&read) == kc_spec_direct_sig_(&after),
+                            &before, &after);
     return rc;
 }
 

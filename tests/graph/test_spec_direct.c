@@ -20,6 +20,8 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -342,6 +344,67 @@ static void test_source_gone(void **state) {
     kc_cache_close(c);
 }
 
+/* A deploy's link flipped to another version and back while the source is read (made deterministic:
+ * this test's open() flips it around the real open of the armed path).  The path's stat before and
+ * after the read are v1's, the bytes v2's: nothing is recorded, and the next load's key is v1's files'. */
+static const char *flip_armed; /* the path whose next open is flipped */
+static char flip_link[700], flip_v1[700], flip_v2[700];
+
+static void flip_to(const char *target) {
+    char t[760];
+    snprintf(t, sizeof t, "%s.new", flip_link);
+    assert_int_equal(symlink(target, t), 0);
+    assert_int_equal(rename(t, flip_link), 0);
+}
+
+int open(const char *p, int fl, ...) {
+    va_list ap;
+    va_start(ap, fl);
+    int m = (fl & O_CREAT) ? va_arg(ap, int) : 0;
+    va_end(ap);
+    if (!flip_armed || strcmp(p, flip_armed) != 0) return (int)syscall(SYS_openat, AT_FDCWD, p, fl, m);
+    flip_armed = NULL;
+    flip_to(flip_v2);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, p, fl, m);
+    flip_to(flip_v1);
+    return fd;
+}
+
+static void test_flipped_during_read(void **state) {
+    (void)state;
+    snprintf(flip_v1, sizeof flip_v1, "%s/v1", dir);
+    snprintf(flip_v2, sizeof flip_v2, "%s/v2", dir);
+    snprintf(flip_link, sizeof flip_link, "%s/cur", dir);
+    assert_int_equal(mkdir(flip_v1, 0700), 0);
+    assert_int_equal(mkdir(flip_v2, 0700), 0);
+    assert_int_equal(kct_put(flip_v1, "k.cu", SRC_A), 0);
+    assert_int_equal(kct_put(flip_v1, "g.json", SPEC), 0);
+    assert_int_equal(kct_put(flip_v2, "k.cu", SRC_B), 0);
+    assert_int_equal(kct_put(flip_v2, "g.json", SPEC), 0);
+    assert_int_equal(symlink(flip_v1, flip_link), 0);
+    snprintf(spec_path, sizeof spec_path, "%s/g.json", flip_link);
+    char src[760];
+    snprintf(src, sizeof src, "%s/k.cu", flip_link);
+    kc_cache *c = open_cache(0);
+    kc_graph_desc *d;
+    kc_key k1;
+    char v1key[KC_KEY_HEX_LEN + 1];
+    assert_int_equal(kc_graph_desc_load(&d, spec_path), KC_OK); /* no memo yet: read whole, v1 */
+    assert_int_equal(kc_graph_key_in(c, d, &k1, NULL), KC_OK);
+    kc_key_to_hex(&k1, v1key);
+    kc_graph_desc_free(d);
+    kc_graph_info info;
+    flip_armed = src;
+    d = load_compile(c, &info); /* v2's bytes read under v1's name */
+    assert_null(flip_armed);
+    assert_string_not_equal(info.key, v1key);
+    kc_graph_desc_free(d);
+    d = load_compile(c, &info);
+    assert_string_equal(info.key, v1key); /* never v2's key vouched for by v1's signatures */
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
 static void test_readonly_writes_none(void **state) {
     (void)state;
     write_spec(SRC_A);
@@ -447,6 +510,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_readonly_writes_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opened_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flipped_during_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
