@@ -33,7 +33,8 @@ typedef struct spec_file {
 
 typedef struct sctx {
     const char *path;
-    char dir[PATH_MAX];
+    char dir[PATH_MAX];  /* the spec's folder as named (messages) */
+    char rdir[PATH_MAX]; /* ...as read through (a vouched description's first-need read: absolute) */
     kc_graph_desc *d;
     spec_file files[SPEC_FILES_KEPT];
     int nfiles;

@@ -65,11 +65,12 @@ int kc_spec_read_beside(sctx *s, const char *where, const char *name, char **out
         return SPEC_ERR(s, where, "'%s' must be a relative path inside the spec's folder", name ? name : "");
     for (int i = 0; i < s->nfiles; i++)
         if (strcmp(s->files[i].name, name) == 0) return copy_file(&s->files[i], out);
-    char path[PATH_MAX];
+    char path[PATH_MAX], rpath[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    snprintf(rpath, sizeof rpath, "%s/%s", s->rdir, name);
     void *data;
     size_t len;
-    int rc = kc_spec_read_file(s->sd, name, path, &data, &len);
+    int rc = kc_spec_read_file(s->sd, name, rpath, &data, &len);
     if (rc == KC_MISS) return SPEC_ERR(s, where, "cannot read '%s': no such file", path);
     if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
     ((char *)data)[len] = '\0'; /* kc_fs_read_input leaves room for it */
