@@ -274,6 +274,7 @@ static int keep_reads(kc_spec_direct *sd, const char *text, size_t len) {
         p++;
     }
     const char *last = end - 1; /* the "end N" line's start */
+    if (last < p) return 0;     /* no line after the head */
     while (last > p && last[-1] != '\n') last--;
     kc_buf_put(&sd->reads, p, (size_t)(last - p));
     return !sd->reads.failed;

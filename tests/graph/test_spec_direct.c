@@ -294,6 +294,14 @@ static void test_hostile_memo(void **state) {
         memo_edit(NULL, NULL, cut);
         assert_not_vouched();
     }
+    /* Cut right after its head (key0's line): no file lines, no "end" line. */
+    const char *k0 = strstr((const char *)orig, "\nkey0 ");
+    assert_non_null(k0);
+    const char *nl = strchr(k0 + 1, '\n');
+    assert_non_null(nl);
+    assert_int_equal(kct_write(p, orig, n), 0);
+    memo_edit(NULL, NULL, (size_t)(nl + 1 - (const char *)orig));
+    assert_not_vouched();
     free(orig);
     free(p);
     kc_cache_close(c);
