@@ -378,7 +378,10 @@ static int same_as_memo(const kc_graph_desc *d, const kc_spec_direct *now, const
 /* Read `d`'s files (under ready_mu) through the absolute path its load had, naming them as given. */
 static int first_read(kc_graph_desc *d) {
     kc_spec_direct *sd = d->direct, *now = kc_spec_direct_begin_(sd->abs);
-    if (!now) return fail_sticky(sd, kc_err(KC_ENOMEM, "%s: out of memory", d->spec_path));
+    if (!now || !now->abs) {
+        kc_spec_direct_free_(now);
+        return fail_sticky(sd, kc_err(KC_ENOMEM, "%s: out of memory", d->spec_path));
+    }
     now->verify = 1;
     kc_graph_desc *t = NULL;
     int rc = kc_spec_load_whole_(&t, d->spec_path, sd->abs, now);
@@ -387,6 +390,8 @@ static int first_read(kc_graph_desc *d) {
                            "graph '%s': its spec was vouched for unchanged when loaded, and reading it now failed "
                            "(load the spec again)",
                            d->name);
+    else if (now->reads.failed) /* its lines not kept: nothing to compare */
+        rc = kc_err(KC_ENOMEM, "%s: out of memory", d->spec_path);
     else if (!same_as_memo(d, now, t))
         rc = kc_err(KC_EINVAL, "%s: changed since it was loaded (load the spec again)", d->spec_path);
     kc_spec_direct_free_(now);
