@@ -237,8 +237,11 @@ KC_API int kc_graph_set_backend(kc_graph_desc *d, const char *backend);
  * When the cache last opened in this process holds a memo of this spec
  * whose files all have the stat signatures recorded when its key was computed, nothing is read:
  * a lookup serves a hit of that key, and anything else reads the files first (the spec direct
- * mode, docs/performance.md).  A file removed or broken since then is reported when it is read,
- * by the call that needed it, with the same message and "load the spec again".
+ * mode, docs/performance.md).  The description is still what its load vouched for: the files read
+ * then must have the signatures the memo recorded, or the call that needed them fails with
+ * "<spec>: changed since it was loaded (load the spec again)"; a file removed or broken since the
+ * load is reported with the message its read gives and "load the spec again".  Either failure
+ * stays: every later call on the description (a lookup too) returns it.
  */
 KC_API int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path);
 

@@ -93,13 +93,17 @@ typedef struct kc_key_memo {
 /* The spec direct mode's state of a description loaded from a spec ([Note: spec direct mode] in
  * spec_direct.c): what its load read (to record), or what a memo vouched for (lazy: not read yet). */
 typedef struct kc_spec_direct {
-    char *abs;       /* the spec's absolute path, as at its load */
-    int64_t t0;      /* CLOCK_REALTIME when the load began (the settle window counts back from it) */
-    kc_buf reads;    /* "s <sig>" and "f <sig> <name>" lines of every file read */
-    size_t nreads;   /* ...how many */
-    int recordable;  /* every file read whole, settled, unmoved during its read; the description unchanged since */
-    int recorded;    /* atomic: the memo was written (or found written) in this process */
-    int lazy;        /* atomic: vouched and not read yet (the fields below are the memo's) */
+    char *abs;      /* the spec's absolute path, as at its load */
+    int64_t t0;     /* CLOCK_REALTIME when the load began (the settle window counts back from it) */
+    kc_buf reads;   /* "s <sig>" and "f <sig> <name>" lines of every file read */
+    size_t nreads;  /* ...how many */
+    int recordable; /* every file read whole, settled, unmoved during its read; the description unchanged since */
+    int recorded;   /* atomic: the memo was written (or found written) in this process */
+    int lazy;       /* atomic: vouched and not read yet (the fields below are the memo's; reads: its lines) */
+    int verify;     /* a first-need read: every file's line kept whatever its age (compared with the memo's) */
+    int failed;     /* atomic: the first-need read failed; every later reader gets fail_msg (lazy stays 1) */
+    int fail_rc;
+    char *fail_msg;
     size_t nkernels; /* the description's kernels (d->nkernels holds it while lazy) */
     int toolkit;     /* a kernel asks for the toolkit's headers */
     char toolchain[KC_TOOLCHAIN_ID_MAX];
@@ -154,8 +158,10 @@ int kc_graph_desc_changed_(kc_graph_desc *d);
  *  reader of a description's content but the hit path calls this first.  An error keeps the spec
  *  reader's message, prefixed with the graph and what to do. */
 int kc_spec_direct_ready_(const kc_graph_desc *d);
-/** 1 while `d` is vouched for by a memo and not read. */
+/** 1 while `d` is vouched for by a memo and not read (its kernels not there: also after a failed read). */
 int kc_spec_direct_lazy_(const kc_graph_desc *d);
+/** 1 while `d` is vouched for, not read, and no read of it failed: a lookup may take the memo's key. */
+int kc_spec_direct_vouches_(const kc_graph_desc *d);
 /** After the key of a description read whole: its memo (`key` under toolchain `tc` and toolkit
  *  digest `tk`, `key0` without the digest), once per description and process; never fails. */
 void kc_spec_direct_record_(kc_cache *c, const kc_graph_desc *d, const char *tc, const char *tk, const kc_key *key,
@@ -175,8 +181,9 @@ int kc_spec_direct_parse_(char *text, size_t len, const char *abs, kc_spec_direc
 uint64_t kc_spec_direct_sig_(const struct stat *st);
 /** For tests: the settle window in ns (negative: the default, 2 s). */
 void kc_spec_direct_settle_set_(int64_t ns);
-/** The whole load of a spec (spec.c): `sd` (may be NULL) records what it reads. */
-int kc_spec_load_whole_(kc_graph_desc **out, const char *spec_path, kc_spec_direct *sd);
+/** The whole load of a spec (spec.c): `sd` (may be NULL) records what it reads; the files are read
+ *  through `read_path` (NULL: spec_path), messages name spec_path and the files beside it. */
+int kc_spec_load_whole_(kc_graph_desc **out, const char *spec_path, const char *read_path, kc_spec_direct *sd);
 
 /** Check an expression's syntax and that its symbols are among `names` or device facts (expr.c). */
 int kc_expr_check(const char *s, const char *const *names, size_t n);

@@ -246,7 +246,7 @@ static void record_spec(kc_cache *c, const kc_graph_desc *d, const kc_key *key) 
 
 int kc_graph_key_lookup_(kc_cache *c, const kc_graph_desc *d, const char *variant, kc_key *out, int *vouched) {
     *vouched = 0;
-    if (c && d && out && variant && kc_spec_direct_lazy_(d)) {
+    if (c && d && out && variant && kc_spec_direct_vouches_(d)) { /* never after a failed read */
         int rc = vouched_key(c, d, variant, out, vouched);
         if (rc == KC_OK) *vouched |= KC_VOUCHED_SPEC; /* confirmed (the files read) before anything but a local hit */
         if (rc != KC_MISS) return rc;

@@ -281,17 +281,24 @@ static int parse_spec(const char *spec_path, char *text, size_t len, kc_json_doc
     return rc;
 }
 
-int kc_spec_load_whole_(kc_graph_desc **out, const char *spec_path, kc_spec_direct *sd) {
+/* The folder of `path` into out ("." when it names none). */
+static void folder_of(const char *path, char out[PATH_MAX]) {
+    const char *slash = strrchr(path, '/');
+    snprintf(out, PATH_MAX, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+}
+
+int kc_spec_load_whole_(kc_graph_desc **out, const char *spec_path, const char *read_path, kc_spec_direct *sd) {
     *out = NULL;
     void *text;
     size_t len;
-    int rc = kc_spec_read_file(sd, NULL, spec_path, &text, &len);
+    if (!read_path) read_path = spec_path;
+    int rc = kc_spec_read_file(sd, NULL, read_path, &text, &len);
     if (rc == KC_MISS) return kc_err(KC_EINVAL, "%s: no such file", spec_path);
     if (rc) return rc;
     ((char *)text)[len] = '\0';
-    sctx s = {spec_path, "", NULL, {{0}}, 0, sd};
-    const char *slash = strrchr(spec_path, '/');
-    snprintf(s.dir, sizeof s.dir, "%.*s", slash ? (int)(slash - spec_path) : 1, slash ? spec_path : ".");
+    sctx s = {spec_path, "", "", NULL, {{0}}, 0, sd};
+    folder_of(spec_path, s.dir);
+    folder_of(read_path, s.rdir);
     kc_json_doc doc;
     _Alignas(max_align_t) char scratch[4096]; /* a spec of a few hundred bytes is read here ([Note: spec JSON]) */
     if ((rc = parse_spec(spec_path, text, len, &doc, scratch, sizeof scratch))) return rc;
@@ -327,7 +334,7 @@ int kc_graph_desc_load(kc_graph_desc **out, const char *spec_path) {
     if (!out || !spec_path) return kc_err(KC_EINVAL, "kc_graph_desc_load: NULL argument");
     kc_spec_direct *sd = kc_spec_direct_begin_(spec_path);
     if (sd && kc_spec_direct_vouch_(sd, spec_path, out)) return KC_OK;
-    int rc = kc_spec_load_whole_(out, spec_path, sd);
+    int rc = kc_spec_load_whole_(out, spec_path, NULL, sd);
     if (rc == KC_OK) (*out)->direct = sd; /* after its builders: a change from now on is the caller's */
     else kc_spec_direct_free_(sd);
     return rc;

@@ -33,7 +33,8 @@ typedef struct spec_file {
 
 typedef struct sctx {
     const char *path;
-    char dir[PATH_MAX];
+    char dir[PATH_MAX];  /* the spec's folder as named (messages) */
+    char rdir[PATH_MAX]; /* ...as read through (a vouched description's first-need read: absolute) */
     kc_graph_desc *d;
     spec_file files[SPEC_FILES_KEPT];
     int nfiles;
@@ -48,7 +49,7 @@ typedef struct sctx {
 int kc_spec_err(sctx *s, const char *where, const char *fmt, ...) KC_PRINTF(3, 4);
 /** Forget the files read beside the spec in this load. */
 void kc_spec_files_free(sctx *s);
-/** Read `path` whole (kc_fs_read_input), its stat taken before and after for sd ([Note: spec direct mode];
+/** Read `path` whole (kc_fs_read_input), its stat taken before and after and the open file's for sd ([Note: spec direct mode];
  *  rel NULL: the spec itself). */
 int kc_spec_read_file(kc_spec_direct *sd, const char *rel, const char *path, void **data, size_t *len);
 /** A file named in the spec, read beside it (relative, inside its folder; once per load), into *out (owned). */

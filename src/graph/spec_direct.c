@@ -26,8 +26,9 @@
  *    a rename (another inode) or rewritten and given its old mtime back (ctime moves) differs.
  *  - the settle window: a file whose mtime or ctime is not KC_SPEC_SETTLE_NS older than the
  *    moment its load began is never recorded (two writes within one tick of the file system's
- *    clock keep one signature); its stat is taken before and after its read, and a file that
- *    moved in between is not recorded either.  A load that failed records nothing.
+ *    clock keep one signature); its stat is taken before and after its read, and the open file's
+ *    (fstat), and a file whose three signatures are not one (moved, or its name flipped to another
+ *    file and back during the read) is not recorded either.  A load that failed records nothing.
  *  - the version line names this build of kcache, the entry format and the kernel binding: a
  *    memo written by another build vouches for nothing.  The "end N" line counts the others.
  *  - the memo holds the key under the toolchain identity and the toolkit digest it was computed
@@ -40,8 +41,19 @@
  *    direct mode): no entry is ever written under a key taken from a memo.  If the files
  *    changed since the load, the new key is the one looked up.
  *  - every other reader of the description (its public accessors, explain, specialize, the
- *    builders) reads it first (kc_spec_direct_ready_); an error met then (a source removed since
- *    the load) keeps the reader's message, prefixed with the graph and what to do.
+ *    builders) reads it first (kc_spec_direct_ready_), through the absolute path of its load and
+ *    naming the files as the load named them.  That read must find what the memo vouched for:
+ *    the memo's "s"/"f" lines (kept at the load) are compared with the read's own (every file,
+ *    whatever its age) and the name and kernel count with the memo's, so the description is the
+ *    load's snapshot and its key the memo's — one description never hands out a hit of one
+ *    content and then a kernel of another.  A read that fails or finds other files ("<spec>:
+ *    changed since it was loaded (load the spec again)"; a source removed keeps the reader's
+ *    message, prefixed with the graph and what to do) is sticky: every later reader, and every
+ *    lookup (kc_spec_direct_vouches_), gets that error — a builder's change that could not be
+ *    made (kc_graph_set_globals returns nothing) never leaves the memo's key to be served.
+ *  - the name and kernel count are the memo's from the load and never change (a pointer from
+ *    kc_graph_desc_name stays valid; threads sharing the description read them at any time);
+ *    the rest is read only after kc_spec_direct_ready_ (or lazy seen 0, acquire).
  * Where the memos live: "spec-<xxh128 of the absolute path>" in the toolkit memo folder of a cache
  * (kc_graph_desc_load has no cache handle): written only through a cache that is not read-only,
  * after the key of a description read whole; read from the folder of the cache this process opened
@@ -110,6 +122,7 @@ kc_spec_direct *kc_spec_direct_begin_(const char *spec_path) {
 void kc_spec_direct_free_(kc_spec_direct *sd) {
     if (!sd) return;
     free(sd->abs);
+    free(sd->fail_msg);
     kc_buf_free(&sd->reads);
     free(sd);
 }
@@ -119,7 +132,7 @@ void kc_spec_direct_saw_(kc_spec_direct *sd, const char *rel, int stat_ok, const
     if (!sd || !sd->recordable) return;
     uint64_t s = stat_ok ? kc_spec_direct_sig_(after) : 0;
     if (!stat_ok || kc_spec_direct_sig_(before) != s || !S_ISREG(after->st_mode) ||
-        !settled(after, sd->t0 - settle_ns) || (rel && (strchr(rel, '\n') || !*rel))) {
+        (!sd->verify && !settled(after, sd->t0 - settle_ns)) || (rel && (strchr(rel, '\n') || !*rel))) {
         sd->recordable = 0;
         return;
     }
@@ -251,6 +264,22 @@ static int memo_read(const char *dir, const char *abs, void **data, size_t *len)
     return rrc == KC_OK;
 }
 
+/* The memo's "s"/"f" lines (after its 9 head lines, before its "end" line) into sd->reads: what the
+ * first-need read must find again.  0 when the memo holds a NUL byte (vouches for nothing). */
+static int keep_reads(kc_spec_direct *sd, const char *text, size_t len) {
+    const char *p = text, *end = text + len;
+    if (!len || memchr(text, '\0', len) || end[-1] != '\n') return 0;
+    for (int i = 0; i < 9; i++) {
+        if (!(p = memchr(p, '\n', (size_t)(end - p)))) return 0;
+        p++;
+    }
+    const char *last = end - 1; /* the "end N" line's start */
+    if (last < p) return 0;     /* no line after the head */
+    while (last > p && last[-1] != '\n') last--;
+    kc_buf_put(&sd->reads, p, (size_t)(last - p));
+    return !sd->reads.failed;
+}
+
 int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_desc **out) {
     char dir[PATH_MAX];
     void *data = NULL;
@@ -258,7 +287,7 @@ int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_de
     if (!sd->abs || kc_cache_last_toolkit_dir_(dir, sizeof dir) != KC_OK || !memo_read(dir, sd->abs, &data, &len))
         return 0;
     char *name;
-    int ok = kc_spec_direct_parse_(data, len, sd->abs, sd, &name);
+    int ok = keep_reads(sd, data, len) && kc_spec_direct_parse_(data, len, sd->abs, sd, &name);
     kc_graph_desc *d = NULL;
     if (ok && kc_graph_desc_new(&d, name) == KC_OK && (d->spec_path = kc_strdup(spec_path))) {
         d->nkernels = sd->nkernels; /* kernels NULL until read: only the hit path runs before */
@@ -270,6 +299,8 @@ int kc_spec_direct_vouch_(kc_spec_direct *sd, const char *spec_path, kc_graph_de
     } else {
         if (ok) kc_error_clear();
         kc_graph_desc_free(d);
+        kc_buf_free(&sd->reads);
+        sd->reads = (kc_buf){0};
         ok = 0;
     }
     free(data);
@@ -281,7 +312,13 @@ int kc_spec_direct_lazy_(const kc_graph_desc *d) {
     return d && d->direct && __atomic_load_n(&d->direct->lazy, __ATOMIC_ACQUIRE);
 }
 
-/* Move the content of `t` (read from the files) into `d`, leaving `d`'s own memos and handle. */
+int kc_spec_direct_vouches_(const kc_graph_desc *d) {
+    return kc_spec_direct_lazy_(d) && !__atomic_load_n(&d->direct->failed, __ATOMIC_ACQUIRE);
+}
+
+/* Move the content of `t` (read from the files) into `d`, leaving `d`'s own memos and handle.  Its
+ * name and kernel count are the memo's already (same_as_memo): never changed, for a reader on
+ * another thread may hold them. */
 static void take_content(kc_graph_desc *d, kc_graph_desc *t) {
 #define SWAP_(f)                      \
     do {                              \
@@ -289,11 +326,9 @@ static void take_content(kc_graph_desc *d, kc_graph_desc *t) {
         d->f = t->f;                  \
         t->f = tmp_;                  \
     } while (0)
-    if (strcmp(d->name, t->name) != 0) SWAP_(name);
     SWAP_(backend);
     SWAP_(globals);
     SWAP_(kernels);
-    if (d->nkernels != t->nkernels) d->nkernels = t->nkernels;
     t->nkernels = 0;
     SWAP_(tensors);
     SWAP_(ntensors);
@@ -320,31 +355,70 @@ static void take_content(kc_graph_desc *d, kc_graph_desc *t) {
 
 static pthread_mutex_t ready_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The first-need read failed (under ready_mu): the error is kept, and every later reader gets it. */
+static int fail_sticky(kc_spec_direct *sd, int rc) {
+    sd->fail_rc = rc ? rc : KC_ERROR;
+    sd->fail_msg = kc_strdup(kc_error_last()->message);
+    __atomic_store_n(&sd->failed, 1, __ATOMIC_RELEASE);
+    return sd->fail_rc;
+}
+
+static int failed_again(const kc_spec_direct *sd) {
+    return kc_err(sd->fail_rc, "%s", sd->fail_msg ? sd->fail_msg : "the spec could not be read (load the spec again)");
+}
+
+/* The first-need read found what the memo vouched for: the same files (names and signatures, in the
+ * order read), the same name and kernel count — hence the memo's key, the one a hit was served by. */
+static int same_as_memo(const kc_graph_desc *d, const kc_spec_direct *now, const kc_graph_desc *t) {
+    const kc_buf *m = &d->direct->reads;
+    return now->recordable && !now->reads.failed && now->reads.len == m->len &&
+           memcmp(now->reads.data, m->data, m->len) == 0 && strcmp(t->name, d->name) == 0 && t->nkernels == d->nkernels;
+}
+
+/* Read `d`'s files (under ready_mu) through the absolute path its load had, naming them as given. */
+static int first_read(kc_graph_desc *d) {
+    kc_spec_direct *sd = d->direct, *now = kc_spec_direct_begin_(sd->abs);
+    if (!now || !now->abs) {
+        kc_spec_direct_free_(now);
+        return fail_sticky(sd, kc_err(KC_ENOMEM, "%s: out of memory", d->spec_path));
+    }
+    now->verify = 1;
+    kc_graph_desc *t = NULL;
+    int rc = kc_spec_load_whole_(&t, d->spec_path, sd->abs, now);
+    if (rc)
+        rc = kc_err_prefix(rc,
+                           "graph '%s': its spec was vouched for unchanged when loaded, and reading it now failed "
+                           "(load the spec again)",
+                           d->name);
+    else if (now->reads.failed) /* its lines not kept: nothing to compare */
+        rc = kc_err(KC_ENOMEM, "%s: out of memory", d->spec_path);
+    else if (!same_as_memo(d, now, t))
+        rc = kc_err(KC_EINVAL, "%s: changed since it was loaded (load the spec again)", d->spec_path);
+    kc_spec_direct_free_(now);
+    if (rc) {
+        kc_graph_desc_free(t);
+        return fail_sticky(sd, rc);
+    }
+    take_content(d, t);
+    kc_graph_desc_free(t);
+    __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&d->key_memo.mu);
+    d->key_memo.gen++;
+    d->key_memo.valid = 0;
+    pthread_mutex_unlock(&d->key_memo.mu);
+    kc_log(KC_LOG_GRAPH, "spec direct mode: %s read on first need", d->spec_path);
+    __atomic_store_n(&sd->lazy, 0, __ATOMIC_RELEASE);
+    return KC_OK;
+}
+
 int kc_spec_direct_ready_(const kc_graph_desc *dc) {
     if (!kc_spec_direct_lazy_(dc)) return KC_OK;
     kc_graph_desc *d = (kc_graph_desc *)dc; /* its content was always this; now it is read */
+    if (__atomic_load_n(&d->direct->failed, __ATOMIC_ACQUIRE)) return failed_again(d->direct);
     pthread_mutex_lock(&ready_mu);
     int rc = KC_OK;
-    if (d->direct->lazy) {
-        kc_graph_desc *t = NULL;
-        rc = kc_spec_load_whole_(&t, d->direct->abs, NULL);
-        if (rc) {
-            rc = kc_err_prefix(rc,
-                               "graph '%s': its spec was vouched for unchanged when loaded, and reading it now "
-                               "failed (load the spec again)",
-                               d->name);
-        } else {
-            take_content(d, t);
-            kc_graph_desc_free(t);
-            __atomic_store_n(&d->cacheable_memo, 0, __ATOMIC_RELEASE);
-            pthread_mutex_lock(&d->key_memo.mu);
-            d->key_memo.gen++;
-            d->key_memo.valid = 0;
-            pthread_mutex_unlock(&d->key_memo.mu);
-            kc_log(KC_LOG_GRAPH, "spec direct mode: %s read on first need", d->spec_path);
-            __atomic_store_n(&d->direct->lazy, 0, __ATOMIC_RELEASE);
-        }
-    }
+    if (d->direct->failed) rc = failed_again(d->direct);
+    else if (d->direct->lazy) rc = first_read(d);
     pthread_mutex_unlock(&ready_mu);
     return rc;
 }

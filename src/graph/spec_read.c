@@ -43,10 +43,15 @@ static int copy_file(const spec_file *f, char **out) {
 }
 
 int kc_spec_read_file(kc_spec_direct *sd, const char *rel, const char *path, void **data, size_t *len) {
-    struct stat before, after;
+    struct stat before, read, after;
     int ok = !sd || stat(path, &before) == 0;
-    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, data, len, NULL);
-    if (rc == KC_OK && sd) kc_spec_direct_saw_(sd, rel, ok && stat(path, &after) == 0, &before, &after);
+    int rc = kc_fs_read_input(path, SPEC_MAX_BYTES, data, len, sd ? &read : NULL);
+    /* The bytes are the open file's (its fstat): a name flipped to another file and back during the read
+     * leaves the path's stat before and after equal, never the file read's too. */
+    if (rc == KC_OK && sd)
+        kc_spec_direct_saw_(sd, rel,
+                            ok && stat(path, &after) == 0 && kc_spec_direct_sig_(&read) == kc_spec_direct_sig_(&after),
+                            &before, &after);
     return rc;
 }
 
@@ -60,11 +65,12 @@ int kc_spec_read_beside(sctx *s, const char *where, const char *name, char **out
         return SPEC_ERR(s, where, "'%s' must be a relative path inside the spec's folder", name ? name : "");
     for (int i = 0; i < s->nfiles; i++)
         if (strcmp(s->files[i].name, name) == 0) return copy_file(&s->files[i], out);
-    char path[PATH_MAX];
+    char path[PATH_MAX], rpath[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    snprintf(rpath, sizeof rpath, "%s/%s", s->rdir, name);
     void *data;
     size_t len;
-    int rc = kc_spec_read_file(s->sd, name, path, &data, &len);
+    int rc = kc_spec_read_file(s->sd, name, rpath, &data, &len);
     if (rc == KC_MISS) return SPEC_ERR(s, where, "cannot read '%s': no such file", path);
     if (rc) return kc_err_prefix(rc, "%s: %s", s->path, where);
     ((char *)data)[len] = '\0'; /* kc_fs_read_input leaves room for it */

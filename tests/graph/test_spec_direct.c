@@ -20,7 +20,10 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
 #include <glob.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -291,6 +294,14 @@ static void test_hostile_memo(void **state) {
         memo_edit(NULL, NULL, cut);
         assert_not_vouched();
     }
+    /* Cut right after its head (key0's line): no file lines, no "end" line. */
+    const char *k0 = strstr((const char *)orig, "\nkey0 ");
+    assert_non_null(k0);
+    const char *nl = strchr(k0 + 1, '\n');
+    assert_non_null(nl);
+    assert_int_equal(kct_write(p, orig, n), 0);
+    memo_edit(NULL, NULL, (size_t)(nl + 1 - (const char *)orig));
+    assert_not_vouched();
     free(orig);
     free(p);
     kc_cache_close(c);
@@ -339,6 +350,186 @@ static void test_source_gone(void **state) {
     assert_int_equal(kc_graph_desc_tensor(d, KC_ROLE_INPUT, 0, &td), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "no such file"));
     kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
+/* A deploy's link flipped to another version and back while the source is read (made deterministic:
+ * this test's open() flips it around the real open of the armed path).  The path's stat before and
+ * after the read are v1's, the bytes v2's: nothing is recorded, and the next load's key is v1's files'. */
+static const char *flip_armed; /* the path whose next open is flipped */
+static char flip_link[700], flip_v1[700], flip_v2[700];
+
+static void flip_to(const char *target) {
+    char t[760];
+    snprintf(t, sizeof t, "%s.new", flip_link);
+    assert_int_equal(symlink(target, t), 0);
+    assert_int_equal(rename(t, flip_link), 0);
+}
+
+int open(const char *p, int fl, ...) {
+    va_list ap;
+    va_start(ap, fl);
+    int m = (fl & O_CREAT) ? va_arg(ap, int) : 0;
+    va_end(ap);
+    if (!flip_armed || strcmp(p, flip_armed) != 0) return (int)syscall(SYS_openat, AT_FDCWD, p, fl, m);
+    flip_armed = NULL;
+    flip_to(flip_v2);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, p, fl, m);
+    flip_to(flip_v1);
+    return fd;
+}
+
+static void test_flipped_during_read(void **state) {
+    (void)state;
+    snprintf(flip_v1, sizeof flip_v1, "%s/v1", dir);
+    snprintf(flip_v2, sizeof flip_v2, "%s/v2", dir);
+    snprintf(flip_link, sizeof flip_link, "%s/cur", dir);
+    assert_int_equal(mkdir(flip_v1, 0700), 0);
+    assert_int_equal(mkdir(flip_v2, 0700), 0);
+    assert_int_equal(kct_put(flip_v1, "k.cu", SRC_A), 0);
+    assert_int_equal(kct_put(flip_v1, "g.json", SPEC), 0);
+    assert_int_equal(kct_put(flip_v2, "k.cu", SRC_B), 0);
+    assert_int_equal(kct_put(flip_v2, "g.json", SPEC), 0);
+    assert_int_equal(symlink(flip_v1, flip_link), 0);
+    snprintf(spec_path, sizeof spec_path, "%s/g.json", flip_link);
+    char src[760];
+    snprintf(src, sizeof src, "%s/k.cu", flip_link);
+    kc_cache *c = open_cache(0);
+    kc_graph_desc *d;
+    kc_key k1;
+    char v1key[KC_KEY_HEX_LEN + 1];
+    assert_int_equal(kc_graph_desc_load(&d, spec_path), KC_OK); /* no memo yet: read whole, v1 */
+    assert_int_equal(kc_graph_key_in(c, d, &k1, NULL), KC_OK);
+    kc_key_to_hex(&k1, v1key);
+    kc_graph_desc_free(d);
+    kc_graph_info info;
+    flip_armed = src;
+    d = load_compile(c, &info); /* v2's bytes read under v1's name */
+    assert_null(flip_armed);
+    assert_string_not_equal(info.key, v1key);
+    kc_graph_desc_free(d);
+    d = load_compile(c, &info);
+    assert_string_equal(info.key, v1key); /* never v2's key vouched for by v1's signatures */
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
+/* A vouched description whose files cannot be read when a builder needs them: the builder fails, and
+ * so does every later reader and lookup, with the same message — never the memo's key without the
+ * builder's change (a set_globals dropped in silence would serve the kernel of other globals). */
+static void test_failed_read_sticks(void **state) {
+    (void)state;
+    write_spec(SRC_A);
+    kc_cache *c = open_cache(0);
+    char key[KC_KEY_HEX_LEN + 1];
+    recorded(c, key);
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, spec_path), KC_OK);
+    assert_true(kc_spec_direct_lazy_(d));
+    assert_int_equal(unlink(src_path), 0);
+    kc_error_clear();
+    kc_graph_set_globals(d, 5);
+    char first[2048];
+    snprintf(first, sizeof first, "%s", kc_error_last()->message);
+    assert_non_null(strstr(first, "k.cu"));
+    assert_non_null(strstr(first, "load the spec again"));
+    write_spec(SRC_A); /* back again: the description stays failed (it dropped a change) */
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    kc_error_clear();
+    assert_int_equal(kc_graph_compile(c, d, "sm_80", &info), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, first));
+    kc_key k;
+    assert_int_equal(kc_graph_key_in(c, d, &k, NULL), KC_EINVAL);
+    assert_string_equal(kc_error_last()->message, first);
+    assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 0);
+    assert_string_equal(kc_error_last()->message, first);
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
+static const char *SPEC2 = "{\"name\": \"%s\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\"}],\n"
+                           " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}%s],\n"
+                           " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
+                           " \"args\": [\"input:0\", \"e32:N\"]}]}\n";
+
+static void write_spec2(const char *name, int two_inputs) {
+    char b[1024];
+    snprintf(b, sizeof b, SPEC2, name, two_inputs ? ", {\"dtype\": \"f32\", \"sizes\": [\"N\"]}" : "");
+    assert_int_equal(kct_put(dir, "g.json", b), 0);
+}
+
+/* A vouched description is the content its load vouched for: a hit served under the memo's key, then
+ * the spec and source edited — its first-need read finds other files and fails ("changed since it was
+ * loaded"), sticky: one description never hands out a second kernel of other content. */
+static void test_vouched_is_snapshot(void **state) {
+    (void)state;
+    write_spec(SRC_A);
+    kc_cache *c = open_cache(0);
+    char key[KC_KEY_HEX_LEN + 1];
+    recorded(c, key);
+    kc_graph_info info;
+    kc_graph_desc *d = load_compile(c, &info);
+    assert_true(kc_spec_direct_lazy_(d));
+    assert_string_equal(info.key, key);
+    write_spec2("sd", 1);
+    assert_int_equal(kct_put(dir, "k.cu", SRC_B), 0);
+    assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 0);
+    assert_non_null(strstr(kc_error_last()->message, "g.json: changed since it was loaded (load the spec again)"));
+    info = (kc_graph_info)KC_GRAPH_INFO_INIT;
+    assert_int_not_equal(kc_graph_compile(c, d, "sm_80", &info), KC_OK);
+    assert_non_null(strstr(kc_error_last()->message, "changed since it was loaded"));
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
+/* The name handed out before the first-need read stays valid and the same (it was freed by a rename
+ * of the graph in its spec: a use after free); a spec renamed since the load is "changed". */
+static void test_name_stable(void **state) {
+    (void)state;
+    write_spec(SRC_A);
+    kc_cache *c = open_cache(0);
+    char key[KC_KEY_HEX_LEN + 1];
+    recorded(c, key);
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, spec_path), KC_OK);
+    assert_true(kc_spec_direct_lazy_(d));
+    const char *name = kc_graph_desc_name(d);
+    write_spec2("renamed", 0);
+    assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 0);
+    assert_non_null(strstr(kc_error_last()->message, "changed since it was loaded"));
+    assert_ptr_equal(kc_graph_desc_name(d), name);
+    assert_string_equal(name, "sd");
+    kc_graph_desc_free(d);
+    kc_cache_close(c);
+}
+
+/* A first-need read of a spec loaded by a relative path names its files as a load's read does (the
+ * path as given), though it reads them through the absolute path of its load. */
+static void test_relative_message(void **state) {
+    (void)state;
+    write_spec(SRC_A);
+    char cwd[PATH_MAX];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    kc_cache *c = open_cache(0);
+    kc_graph_info info;
+    kc_graph_desc *d;
+    assert_int_equal(kc_graph_desc_load(&d, "g.json"), KC_OK);
+    info = (kc_graph_info)KC_GRAPH_INFO_INIT;
+    assert_int_equal(kc_graph_compile(c, d, "sm_80", &info), KC_OK);
+    kc_graph_desc_free(d);
+    assert_int_equal(memos(), 1);
+    assert_int_equal(kc_graph_desc_load(&d, "g.json"), KC_OK);
+    assert_true(kc_spec_direct_lazy_(d));
+    assert_int_equal(unlink("k.cu"), 0);
+    assert_int_equal(kc_graph_desc_count(d, KC_ROLE_INPUT), 0);
+    char vouched[2048];
+    snprintf(vouched, sizeof vouched, "%s", kc_error_last()->message);
+    kc_graph_desc_free(d);
+    assert_int_not_equal(kc_graph_desc_load(&d, "g.json"), KC_OK); /* read whole: the load's own message */
+    assert_null(strstr(vouched, dir));
+    assert_non_null(strstr(vouched, kc_error_last()->message));
+    assert_int_equal(chdir(cwd), 0);
     kc_cache_close(c);
 }
 
@@ -447,6 +638,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_readonly_writes_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opened_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flipped_during_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_read_sticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vouched_is_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_stable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relative_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
