@@ -86,7 +86,7 @@ typedef struct pch_entry {
     int attempts;   /* creations tried (a header set whose creations fail twice gets none) */
     uint64_t bytes; /* the file's size, READY */
     uint64_t size;  /* the size of the last file made (kept when it is retired), 0: none made yet */
-    int plain_next; /* its creation ended in a compile error: its next compile is plain */
+    int plain_next; /* its creation ended in a compile error: one next compile is plain (2 tries at most) */
     uint64_t tick;  /* last use, for least-recently-used retirement */
     unsigned id;    /* the file: <dir>/<id>.pch */
     char what[96];  /* for the log: a file name and target */
@@ -177,8 +177,8 @@ static int dir_make(void) {
     if (g.dir_state) return g.dir_state == 1 ? 0 : -1;
     if (__atomic_load_n(&g.exiting, __ATOMIC_RELAXED)) return -1;
     const kc_settings *v = &kc_config_process()->v;
-    const char *parent = v->pch_dir[0] ? v->pch_dir : v->tmpdir[0] ? v->tmpdir : "/tmp";
-    int ok = kc_pch_parent_ok_(parent); /* else another user could put a PCH of theirs in our place */
+    char parent[PATH_MAX]; /* resolved; else another user could put a PCH of theirs in our place */
+    int ok = kc_pch_parent_ok_(v->pch_dir[0] ? v->pch_dir : v->tmpdir[0] ? v->tmpdir : "/tmp", parent);
     if (ok) sweep(parent);
     int n = snprintf(g.dir, sizeof g.dir, "%s/kcache-pch-%lu-%ld-XXXXXX", parent, (unsigned long)getuid(),
                      (long)getpid());

@@ -82,9 +82,10 @@ int kc_pch_option_refused_(const char *o);
  *  file or its time (__BASE_FILE__, __FILE_NAME__, __TIMESTAMP__), so a PCH may be made with them. */
 int kc_pch_tree_clean_(const char *const *argv, size_t argc);
 
-/** 1 when `parent` may hold the process's PCH folder: a folder owned by root or this user that no one
- *  else can write, or only with its sticky bit set (pch_off.c). */
-int kc_pch_parent_ok_(const char *parent);
+/** 1 when `parent` may hold the process's PCH folder, resolved into `out` (PATH_MAX bytes; as given
+ *  when 0): it and every folder above it owned by root or this user, none writable by others unless
+ *  its sticky bit is set (pch_off.c). */
+int kc_pch_parent_ok_(const char *parent, char *out);
 
 /** Remove this process's PCH folder now (at exit; tests).  Later compiles make a new one. */
 void kc_pch_cleanup_(void);

@@ -15,7 +15,9 @@
  */
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +44,10 @@ int kc_pch_option_refused_(const char *o) {
 static int tree_named; /* a file of the tree walked names the main file */
 static int tree_file(const char *path, const struct stat *st, int type, struct FTW *f) {
     (void)f;
+    if (type == FTW_SL || type == FTW_SLN || type == FTW_DNR || type == FTW_NS) { /* not read: in doubt, none */
+        kc_log(KC_LOG_COMPILE, "pch: %s is a link or cannot be read: no PCH for its kernels", path);
+        return tree_named = 1;
+    }
     if (type != FTW_F || !S_ISREG(st->st_mode)) return 0;
     FILE *fp = fopen(path, "rbe");
     if (!fp) return tree_named = 1; /* unreadable: when in doubt, none */
@@ -86,16 +92,25 @@ int kc_pch_tree_clean_(const char *const *argv, size_t argc) {
     return clean;
 }
 
-/* The parent of the process's PCH folder: a folder owned by root or this user, which no one else can
- * write unless its sticky bit is set (as /tmp): there, no other user can rename or remove the
- * folder mkdtemp makes (mode 0700), nor put another in its place.  0 (errno EACCES) otherwise. */
-int kc_pch_parent_ok_(const char *parent) {
-    struct stat st;
-    if (stat(parent, &st) != 0) return 0;
-    int others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != getuid()) || (others && !(st.st_mode & S_ISVTX))) {
-        errno = EACCES;
-        return 0;
+/* The parent of the process's PCH folder, resolved into `out` (PATH_MAX bytes; the path as given when
+ * 0): it and every folder above it owned by root or this user, none writable by others unless its
+ * sticky bit is set (as /tmp).  There no other user can rename, remove or replace the folder that
+ * mkdtemp makes (mode 0700), nor re-point a link on the way to it.  0 (errno EACCES) otherwise. */
+int kc_pch_parent_ok_(const char *parent, char *out) {
+    char path[PATH_MAX];
+    int ok = realpath(parent, path) != NULL && path[0] == '/';
+    if (ok) memcpy(out, path, sizeof path);
+    for (size_t n = ok ? strlen(path) : 0; ok;) { /* "/a/b", then "/a", then "/" */
+        struct stat st;
+        ok = lstat(n ? path : "/", &st) == 0 && S_ISDIR(st.st_mode) && (st.st_uid == 0 || st.st_uid == getuid()) &&
+             (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
+        if (n == 0) break;
+        *strrchr(path, '/') = '\0';
+        n = strlen(path);
     }
-    return 1;
+    if (!ok) {
+        snprintf(out, PATH_MAX, "%s", parent);
+        errno = EACCES;
+    }
+    return ok;
 }

@@ -15,6 +15,7 @@
 #include "helpers.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -450,6 +451,59 @@ static void test_too_large(void **state) {
     assert_int_equal(ps.files, 0);
 }
 
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The toolkit folders' walk before a creation: a header naming the main file, a link (not read) or
+ * a folder that cannot be walked means no PCH; clean folders mean one may be made. */
+static void test_tree_walk(void **state) {
+    (void)state;
+    char root[] = "/tmp/kc-pch-walk-XXXXXX", p[4200], arg[4200];
+    assert_non_null(mkdtemp(root));
+    const char *argv[1] = {arg};
+    snprintf(p, sizeof p, "%s/clean", root), mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/clean/a.h", root), write_file(p, "#define A __FILE__\n");
+    snprintf(arg, sizeof arg, "-I%s/clean", root);
+    assert_int_equal(kc_pch_tree_clean_(argv, 1), 1);
+    snprintf(p, sizeof p, "%s/named", root), mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/named/b.h", root), write_file(p, "static const char *b = __BASE_FILE__;\n");
+    snprintf(arg, sizeof arg, "-I%s/named", root);
+    assert_int_equal(kc_pch_tree_clean_(argv, 1), 0);
+    snprintf(p, sizeof p, "%s/linked", root), mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/linked/c.h", root);
+    assert_int_equal(symlink("../named/b.h", p), 0); /* a link is not read: in doubt, none */
+    snprintf(arg, sizeof arg, "-I%s/linked", root);
+    assert_int_equal(kc_pch_tree_clean_(argv, 1), 0);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The PCH folder's parent and every folder above it: a folder others can write (no sticky bit)
+ * anywhere on the way refuses it; the parent is used resolved. */
+static void test_parent_path(void **state) {
+    (void)state;
+    char root[] = "/tmp/kc-pch-parent-XXXXXX", sub[4200], link[4200], out[PATH_MAX];
+    assert_non_null(mkdtemp(root));
+    snprintf(sub, sizeof sub, "%s/sub", root);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(kc_pch_parent_ok_(sub, out), 1);
+    snprintf(link, sizeof link, "%s/link", root);
+    assert_int_equal(symlink(sub, link), 0);
+    assert_int_equal(kc_pch_parent_ok_(link, out), 1);
+    assert_string_equal(out, sub);          /* resolved: re-pointing the link later changes nothing */
+    assert_int_equal(chmod(root, 0777), 0); /* the folder above is writable by all, no sticky bit */
+    assert_int_equal(kc_pch_parent_ok_(sub, out), 0);
+    assert_string_equal(out, sub);
+    assert_int_equal(chmod(root, 01777), 0); /* with the sticky bit, as /tmp */
+    assert_int_equal(kc_pch_parent_ok_(sub, out), 1);
+    unlink(link), rmdir(sub), rmdir(root);
+}
+
 /* A parent folder others can write, without the sticky bit (KCACHE_PCH_DIR, made 0777 by main):
  * another user could replace the process's folder there, so no PCH is made, and compiles go on. */
 static void test_parent_refused(void **state) {
@@ -479,7 +533,9 @@ int main(int argc, char **argv) {
                                             cmocka_unit_test(test_burst),
                                             cmocka_unit_test(test_names_main_file),
                                             cmocka_unit_test(test_option_spaced),
-                                            cmocka_unit_test(test_error_then_plain)};
+                                            cmocka_unit_test(test_error_then_plain),
+                                            cmocka_unit_test(test_tree_walk),
+                                            cmocka_unit_test(test_parent_path)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
     const struct CMUnitTest bounded[] = {cmocka_unit_test(test_bounded)};
