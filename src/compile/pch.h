@@ -82,6 +82,10 @@ int kc_pch_option_refused_(const char *o);
  *  file or its time (__BASE_FILE__, __FILE_NAME__, __TIMESTAMP__), so a PCH may be made with them. */
 int kc_pch_tree_clean_(const char *const *argv, size_t argc);
 
+/** The same walk, done (once per set of folders) where a toolkit watch begins, before any watch of
+ *  the process runs; nothing when the `pch` setting is off (pch_off.c; toolkit_direct.c). */
+void kc_pch_prescan_(const char *const *argv, size_t argc);
+
 /** 1 when `parent` may hold the process's PCH folder, resolved into `out` (PATH_MAX bytes; as given
  *  when 0): it and every folder above it owned by root or this user, none writable by others unless
  *  its sticky bit is set (pch_off.c). */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "../common/internal.h"
+#include "../config/config.h"
 #include "pch.h"
 
 /* Options that keep PCH off: NVRTC's own PCH options, a pre-included file (before the prefix), and
@@ -69,7 +71,7 @@ static int tree_file(const char *path, const struct stat *st, int type, struct F
 /* Whether a PCH may be made with p's include folders (under pch.c's lock): no file of them names the
  * main file (__BASE_FILE__, __FILE_NAME__) or its time (__TIMESTAMP__) — a PCH would keep its maker's.
  * Walked once per process for a set of folders (CUDA 13.0's: none, 0.2 s). */
-int kc_pch_tree_clean_(const char *const *argv, size_t argc) {
+static int tree_clean(const char *const *argv, size_t argc) {
     static char done[8192];
     static int clean;
     char dirs[8192] = "";
@@ -90,6 +92,23 @@ int kc_pch_tree_clean_(const char *const *argv, size_t argc) {
         memcpy(done, dirs, sizeof done);
     }
     return clean;
+}
+
+static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int kc_pch_tree_clean_(const char *const *argv, size_t argc) {
+    pthread_mutex_lock(&walk_mu);
+    int clean = tree_clean(argv, argc);
+    pthread_mutex_unlock(&walk_mu);
+    return clean;
+}
+
+/* The walk's opens are seen by every toolkit watch running then (a superset of a compile's reads:
+ * harmless, but a direct manifest of every file of the tree, checked by every later process).  So
+ * a watch's beginning walks first (compile/toolkit_direct.c), while no watch runs: a later
+ * creation's check finds it done. */
+void kc_pch_prescan_(const char *const *argv, size_t argc) {
+    if (kc_config_process()->v.pch) (void)kc_pch_tree_clean_(argv, argc);
 }
 
 /* The parent of the process's PCH folder, resolved into `out` (PATH_MAX bytes; the path as given when

@@ -102,6 +102,8 @@ int kc_toolkit_walks_(void);
  *  - a miss under a vouched digest, or a hit of another variant (kc_graph_get's fallbacks), is
  *    confirmed by the whole walk first, before a remote is asked or a miss counted (graph/lookup.c): an entry is only ever written under a verified digest, so a
  *    tree changed where this graph does not read never puts a stale name on a new compile.
+ * A compile that used a precompiled header (compile/pch.c) read its headers from the PCH file, not
+ * the tree: no watch running then records anything (a use counted since the watch began).
  * Manifests are written only by compiles on this host; entries imported or fetched come
  * without one (their first process walks).  A read-only cache (KC_OPEN_READONLY, KC_OPEN_INSPECT,
  * a directory that refuses writes) reads the manifests and the digest memo as any cache does, and

@@ -28,6 +28,7 @@
 #include "../common/fs.h"
 #include "kcache/entry.h" /* KC_ORIGIN_VALUE_MAX */
 #include "../common/internal.h"
+#include "pch.h"
 #include "toolkit_impl.h"
 
 /* The version line names how kcache has NVRTC read the tree ([Note: toolkit includes]): a kcache
@@ -80,13 +81,28 @@ static int settled(const struct stat *st, int64_t before_ns) {
 
 struct kc_toolkit_watch {
     int fd;
-    int *dir_of_wd; /* watch descriptor -> folder index in memo_walk.dirs, -1 none */
+    uint64_t pch_used; /* PCH uses in the process when it began: one since, and its reads are not seen */
+    int *dir_of_wd;    /* watch descriptor -> folder index in memo_walk.dirs, -1 none */
     size_t nwd;
 };
+
+/* The PCH uses of the process so far: a compile that used one read its headers from the PCH file,
+ * not from the tree, so no watch running then sees them. */
+static uint64_t pch_uses(void) {
+    kc_pch_stats s;
+    kc_pch_stats_(&s);
+    return s.used;
+}
 
 void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     *out = NULL;
     if (!walk_kept()) return;
+    kc_toolkit_inputs in;
+    if (kc_toolkit_inputs_for("kernel.cu", &in) == KC_OK) { /* the PCH's walk of the tree, before any watch */
+        const char *argv[2] = {in.include[0], in.include[1]};
+        kc_pch_prescan_(argv, in.ninclude < 2 ? in.ninclude : 2);
+    }
+    kc_error_clear();
     if (memo_walk.unseen) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (%zu links to files or dangling in %s)",
                memo_walk.unseen, memo_root);
@@ -97,6 +113,7 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     if (w) w->dir_of_wd = kc_malloc(nwd * sizeof *w->dir_of_wd);
     if (!w || !w->dir_of_wd) goto fail;
     w->nwd = nwd;
+    w->pch_used = pch_uses();
     for (size_t i = 0; i < nwd; i++) w->dir_of_wd[i] = -1;
     if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (inotify: %s)", strerror(errno));
@@ -269,6 +286,10 @@ void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char 
     if (!w) return;
     unsigned char *read_flag = record && memo_dir && name ? kc_calloc(memo_walk.n ? memo_walk.n : 1, 1) : NULL;
     int whole = read_flag && watch_reads(w, read_flag);
+    if (whole && pch_uses() != w->pch_used) { /* a PCH's headers were read from it, unseen: no manifest */
+        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (a precompiled header was used)", name);
+        whole = 0, record = 0;
+    }
     /* The signatures are the walk's, so is the digest: settled before the walk began. */
     int64_t settle_before = memo_walk_began - KC_TK_SETTLE_NS;
     close(w->fd);
