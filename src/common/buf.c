@@ -189,3 +189,13 @@ char *kc_cat_index(char *out, size_t cap, const char *a, const char *b, long lon
     out[at] = '\0';
     return out;
 }
+
+char *kc_line_next(char **p, char *end) {
+    if (*p >= end) return NULL;
+    char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    if (!nl) return NULL;
+    *nl = '\0';
+    char *line = *p;
+    *p = nl + 1;
+    return line;
+}

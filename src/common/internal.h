@@ -127,6 +127,11 @@ void kc_buf_put_u64(kc_buf *b, uint64_t v);
 /** A string as u32 length + bytes (no NUL); NULL is the empty string. */
 void kc_buf_put_str(kc_buf *b, const char *s);
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) KC_PRINTF(2, 3);
+
+/** The next line of [*p, end), NUL-terminated in place (its '\n' replaced), *p moved past it; NULL
+ *  at the end or for a last line without '\n' (a file cut short).  For the strict line readers of
+ *  memos (compile/toolkit_direct.c, graph/spec_direct.c). */
+char *kc_line_next(char **p, char *end);
 /** NUL-terminate and hand the bytes over (caller frees with free()); NULL if failed. */
 char *kc_buf_take_str(kc_buf *b);
 

@@ -361,17 +361,6 @@ static int line_true(int rfd, const char *l, char kind) {
     return 1;
 }
 
-/* The next line of [*p, end): NUL-terminated in place; NULL at the end or on a line without '\n'. */
-static char *next_line(char **p, char *end) {
-    if (*p >= end) return NULL;
-    char *nl = memchr(*p, '\n', (size_t)(end - *p));
-    if (!nl) return NULL;
-    *nl = '\0';
-    char *line = *p;
-    *p = nl + 1;
-    return line;
-}
-
 static int hex16(const char *s, uint64_t *v) {
     *v = 0;
     for (int i = 0; i < 16; i++) {
@@ -388,25 +377,25 @@ static int is_hex32(const char *s) { return strlen(s) == 32 && strspn(s, "012345
 static int direct_check(char *text, size_t len, char out[33]) {
     char *p = text, *end = text + len, *l;
     char want[PATH_MAX + 64];
-    if (!(l = next_line(&p, end)) || strcmp(l, KC_TK_DIRECT_VERSION) != 0) return 0;
+    if (!(l = kc_line_next(&p, end)) || strcmp(l, KC_TK_DIRECT_VERSION) != 0) return 0;
     if (!direct_root_known()) return 0;
     snprintf(want, sizeof want, "root %s", direct_root);
-    if (!(l = next_line(&p, end)) || strcmp(l, want) != 0) return 0;
+    if (!(l = kc_line_next(&p, end)) || strcmp(l, want) != 0) return 0;
     snprintf(want, sizeof want, "shims %016llx", (unsigned long long)shims_sig());
-    if (!(l = next_line(&p, end)) || strcmp(l, want) != 0) return 0;
-    if (!(l = next_line(&p, end)) || strncmp(l, "digest ", 7) != 0 || !is_hex32(l + 7)) return 0;
+    if (!(l = kc_line_next(&p, end)) || strcmp(l, want) != 0) return 0;
+    if (!(l = kc_line_next(&p, end)) || strncmp(l, "digest ", 7) != 0 || !is_hex32(l + 7)) return 0;
     char digest[33];
     memcpy(digest, l + 7, 33);
     int rfd = open(direct_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd < 0) return 0;
     size_t lines = 0;
     int ok = 1;
-    while (ok && (l = next_line(&p, end)) && l[0] == 'd') ok = line_true(rfd, l, 'd'), lines++;
+    while (ok && (l = kc_line_next(&p, end)) && l[0] == 'd') ok = line_true(rfd, l, 'd'), lines++;
     ok = ok && lines > 0; /* the root folder at least */
     while (ok && l && l[0] == 'f') {
         ok = line_true(rfd, l, 'f');
         lines++;
-        l = next_line(&p, end);
+        l = kc_line_next(&p, end);
     }
     close(rfd);
     /* The last line counts the others: a manifest cut short vouches for nothing. */

@@ -162,19 +162,9 @@ static int hexn(const char *s, size_t n, uint64_t *v) {
     return 1;
 }
 
-static char *next_line(char **p, char *end) {
-    if (*p >= end) return NULL;
-    char *nl = memchr(*p, '\n', (size_t)(end - *p));
-    if (!nl) return NULL;
-    *nl = '\0';
-    char *line = *p;
-    *p = nl + 1;
-    return line;
-}
-
 /* "<tag> <rest>": the rest, or NULL. */
 static const char *field(char **p, char *end, const char *tag) {
-    char *l = next_line(p, end);
+    char *l = kc_line_next(p, end);
     size_t n = strlen(tag);
     if (!l || strncmp(l, tag, n) != 0 || l[n] != ' ') return NULL;
     return l + n + 1;
@@ -230,7 +220,7 @@ static int parse_reads(char **p, char *end, const char *abs) {
     snprintf(dir, sizeof dir, "%.*s", slash == abs ? 1 : (int)(slash - abs), abs);
     size_t lines = 0;
     int ok = 1, spec = 0;
-    while (ok && (l = next_line(p, end)) && (l[0] == 's' || l[0] == 'f')) {
+    while (ok && (l = kc_line_next(p, end)) && (l[0] == 's' || l[0] == 'f')) {
         spec += l[0] == 's';
         ok = read_true(dir, abs, l);
         lines++;
@@ -245,7 +235,7 @@ int kc_spec_direct_parse_(char *text, size_t len, const char *abs, kc_spec_direc
     if (!text || !len) return 0; /* an empty memo vouches for nothing */
     char *p = text, *end = text + len, *l;
     const char *nm = NULL;
-    if (!(l = next_line(&p, end)) || strcmp(l, KC_SPEC_DIRECT_VERSION) != 0) return 0;
+    if (!(l = kc_line_next(&p, end)) || strcmp(l, KC_SPEC_DIRECT_VERSION) != 0) return 0;
     if (!parse_head(&p, end, abs, sd, &nm) || !parse_reads(&p, end, abs)) return 0;
     *name = (char *)nm;
     return 1;
