@@ -7,7 +7,8 @@
 # kernels share one header set, prewarmed in one process: the first compile makes the PCH and its
 # manifest; the second uses it and records none.  With KCACHE_PCH=0 both record one (the test can
 # fail).  Also: the PCH's walk of the tree (for __BASE_FILE__) is not seen by any watch (a manifest
-# lists the files the kernel read, not the whole tree).
+# lists the files the kernel read, not the whole tree).  Run alone (RUN_SERIAL): a watch sees every
+# process's opens in the tree, so another process walking it then would be listed too (a superset: harmless).
 #   test_pch_direct.sh KCACHE KERNELS_DIR
 set -u
 KC=$1; KDIR=$2
