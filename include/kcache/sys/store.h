@@ -23,10 +23,11 @@ extern "C" {
 
 /**
  * Version of kc_store_backend described here.  Version 2 added the optional `peek` and
- * `state` slots at the end, version 3 `get_many`; tables of versions 1 and 2 (without them)
- * are still accepted, and the core reads a slot only from a table whose version has it.
+ * `state` slots at the end, version 3 `get_many`, 4 `put_foreign`/`is_own`, 5 `put_origin`, 6 the
+ * leases; tables of earlier versions (without them) are still accepted, and the core reads a slot
+ * only from a table whose version has it.
  */
-#define KC_STORE_BACKEND_VERSION 5
+#define KC_STORE_BACKEND_VERSION 6
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
@@ -102,6 +103,16 @@ struct kc_store_backend {
      * put_foreign is used, and nothing but the mode says where the blob came from.
      */
     int (*put_origin)(kc_store_backend *b, const char *name, const void *data, size_t len, const char *origin);
+    /* version 6: one compile per key across the fleet (leases) */
+    /**
+     * Optional: take a lease on `name` for `ttl_ms` milliseconds as `holder` (a token unique to this
+     * process and attempt, at most 64 printable bytes), so that other hosts wait for the blob instead of
+     * compiling it too.  KC_OK: taken; KC_EBUSY: another holder has it; any other error: none was taken
+     * (the caller compiles as without leases).  A lease is never needed for correctness: it only saves work.
+     */
+    int (*lease_take)(kc_store_backend *b, const char *name, uint64_t ttl_ms, const char *holder);
+    /** Optional: release the lease on `name` if `holder` still has it (KC_OK), else leave it (KC_MISS). */
+    int (*lease_release)(kc_store_backend *b, const char *name, const char *holder);
 };
 
 /* ---- provenance records ---- */
