@@ -38,10 +38,12 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "../common/crypto.h"
 #include "../common/internal.h"
 #include "redis_conn.h"
 #include "redis_io.h"
 #include "redis_reply.h"
+#include "redis_url.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
 #include "breaker.h"
@@ -53,80 +55,13 @@
 
 typedef struct rb {
     kc_store_backend be;
-    char host[256], user[128], password[256], shown[300];
-    int port, db;
+    kc_redis_url u; /* what the URL says; u.shown names the remote in every message */
     kc_remote_limits cfg;
-    kc_redis_node node; /* the server and its pool of idle connections (redis_conn.c) */
-    kc_tls *tls;        /* rediss://: the TLS client context (tls.c); NULL: plaintext */
-    kc_brk brk;         /* its own circuit breaker (breaker.c) */
+    kc_redis_node node;     /* the server and its pool of idle connections (redis_conn.c) */
+    pthread_mutex_t tls_mu; /* guards tls */
+    kc_tls *tls;            /* rediss://: the TLS client context (tls.c), made at the first connect */
+    kc_brk brk;             /* its own circuit breaker (breaker.c) */
 } rb;
-
-/* ---- URL ---- */
-
-/* `url` as an error message may show it: a password (what lies between "://" and the last '@',
- * after "user:" when there is one) becomes "***", as kc_remote_state shows the remote.  Every
- * message about a URL names this copy, never the URL itself. */
-static void url_shown(const char *url, char *out, size_t cap) { kc_store_redact_password(url, out, cap); }
-
-static int parse_url(rb *b, const char *url_given) {
-    char url[600]; /* the URL as messages show it (url_shown) */
-    url_shown(url_given, url, sizeof url);
-    const char *p = url_given;
-    if (strncmp(p, "redis://", 8) != 0)
-        return kc_err(KC_EINVAL, "remote '%s': only redis://[:password@]host:port[/db] is supported", url);
-    p += 8;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *cred = p;
-        size_t n = (size_t)(at - cred);
-        const char *colon = memchr(cred, ':', n);
-        if (colon && colon > cred) { /* user:password (a Redis 6 ACL user) */
-            size_t ul = (size_t)(colon - cred);
-            if (ul >= sizeof b->user) return kc_err(KC_EINVAL, "remote URL: user name too long");
-            memcpy(b->user, cred, ul);
-            b->user[ul] = '\0';
-        }
-        if (colon) n -= (size_t)(colon + 1 - cred), cred = colon + 1;
-        if (n >= sizeof b->password) return kc_err(KC_EINVAL, "remote URL: password too long");
-        memcpy(b->password, cred, n);
-        b->password[n] = '\0';
-        p = at + 1;
-    }
-    const char *hs = p, *he;
-    if (*p == '[') {
-        he = strchr(p, ']');
-        if (!he) return kc_err(KC_EINVAL, "remote URL '%s': unterminated [address]", url);
-        hs = p + 1;
-        p = he + 1;
-    } else {
-        he = p + strcspn(p, ":/");
-        p = he;
-    }
-    size_t hl = (size_t)(he - hs);
-    if (hl == 0 || hl >= sizeof b->host) return kc_err(KC_EINVAL, "remote URL '%s': no host", url);
-    memcpy(b->host, hs, hl);
-    b->host[hl] = '\0';
-    b->port = 6379;
-    if (*p == ':') {
-        char *end;
-        long v = strtol(p + 1, &end, 10);
-        if (end == p + 1 || v <= 0 || v > 65535) return kc_err(KC_EINVAL, "remote URL '%s': bad port", url);
-        b->port = (int)v;
-        p = end;
-    }
-    if (*p == '/') {
-        char *end;
-        long v = p[1] ? strtol(p + 1, &end, 10) : 0;
-        if (p[1] && (*end || v < 0 || v > INT_MAX)) return kc_err(KC_EINVAL, "remote URL '%s': bad db", url);
-        b->db = (int)v;
-    } else if (*p) {
-        return kc_err(KC_EINVAL, "remote URL '%s': unexpected '%s'", url, p);
-    }
-    int v6 = strchr(b->host, ':') != NULL;
-    snprintf(b->shown, sizeof b->shown, "redis://%s%s%s%s%s%s:%d/%d", b->user, b->password[0] ? ":***" : "",
-             b->user[0] || b->password[0] ? "@" : "", v6 ? "[" : "", b->host, v6 ? "]" : "", b->port, b->db);
-    return KC_OK;
-}
 
 /* ---- one command under a deadline ---- */
 
@@ -140,7 +75,7 @@ static int expect_ok(redisReply *r, const char *what, int extra) {
 static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, const char **argv, const size_t *lens) {
     redisReply *r = NULL;
     int extra = 0;
-    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+    kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
     kc_redis_cmd cmd = {argc, argv, lens, NULL};
     int rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
     if (!rc) rc = expect_ok(r, argv[0], extra);
@@ -148,21 +83,35 @@ static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, c
     return rc;
 }
 
+/* rediss://: the TLS context, made at the first connect (a host without libssl, or a CA file that
+ * cannot be read, is then a failure like an unreachable server: an error, the breaker, misses). */
+static int tls_context(rb *b, kc_tls **out) {
+    *out = NULL;
+    if (!b->u.tls) return KC_OK;
+    pthread_mutex_lock(&b->tls_mu);
+    int rc = b->tls ? KC_OK : kc_tls_new(&b->tls, &b->u.tls_opts, b->u.shown);
+    *out = b->tls;
+    pthread_mutex_unlock(&b->tls_mu);
+    return rc;
+}
+
 /* A fresh connection to node `n`, authenticated and on the URL's database. */
 static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn **out) {
     uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
-    int rc = kc_redis_conn_open(out, n->host, n->port, b->tls, b->shown, cdl, deadline);
+    kc_tls *tls;
+    int rc = tls_context(b, &tls);
+    if (!rc) rc = kc_redis_conn_open(out, n->host, n->port, tls, b->u.shown, cdl, deadline);
     if (rc == KC_ETIMEOUT && kc_mono_ns() < deadline && cdl < deadline)
-        rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
+        rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->u.shown, b->cfg.connect_ms);
     if (rc) return rc;
-    if (b->password[0]) {
-        const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
-        size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = setup_command(b, *out, deadline, b->user[0] ? 3 : 2, argv, lens);
+    if (b->u.password[0]) {
+        const char *argv[] = {"AUTH", b->u.user[0] ? b->u.user : b->u.password, b->u.password};
+        size_t lens[] = {4, strlen(argv[1]), strlen(b->u.password)};
+        rc = setup_command(b, *out, deadline, b->u.user[0] ? 3 : 2, argv, lens);
     }
-    if (!rc && b->db) {
+    if (!rc && b->u.db) {
         char db[16];
-        snprintf(db, sizeof db, "%d", b->db);
+        snprintf(db, sizeof db, "%d", b->u.db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
         rc = setup_command(b, *out, deadline, 2, argv, lens);
@@ -189,11 +138,11 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         kc_redis_conn *c = attempt == 0 ? kc_redis_node_take(n) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, n, deadline, &c))) break;
-        kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+        kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
         kc_redis_cmd cmd = {argc, argv, lens, ex};
         rc = kc_redis_send_recv(&link, &cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
+            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
             *out = NULL;
             if (extra) kc_redis_conn_close(c);
@@ -202,9 +151,9 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         }
         if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
             if (ex->elements && (*out)->type == REDIS_REPLY_ARRAY)
-                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->shown, argv[0],
-                            (size_t)(*out)->elements, ex->elements);
-            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
+                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->u.shown,
+                            argv[0], (size_t)(*out)->elements, ex->elements);
+            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->u.shown, argv[0], (*out)->type);
             freeReplyObject(*out);
             *out = NULL;
             kc_redis_conn_close(c);
@@ -212,7 +161,7 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         }
         if (rc == KC_OK) {
             /* The first reply is this command's; anything after it is the server's mistake. */
-            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->shown, argv[0]);
+            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->u.shown, argv[0]);
             if (extra) kc_redis_conn_close(c);
             else kc_redis_node_give(n, c);
             break;
@@ -249,7 +198,7 @@ static int key_command(rb *b, const char *cmd, const char *name, unsigned types,
 
 static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
     if ((uint64_t)r->len > b->cfg.max_value)
-        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->shown, (size_t)r->len);
+        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->u.shown, (size_t)r->len);
     void *d = kc_malloc(r->len ? (size_t)r->len : 1);
     if (!d) return kc_err(KC_ENOMEM, "out of memory");
     memcpy(d, r->str, (size_t)r->len);
@@ -395,6 +344,8 @@ static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
     kc_redis_node_destroy(&b->node);
     kc_tls_free(b->tls);
+    pthread_mutex_destroy(&b->tls_mu);
+    kc_wipe(b->u.password, sizeof b->u.password);
     kc_brk_destroy(&b->brk);
     free(b);
 }
@@ -404,7 +355,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
     rb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
-    int rc = parse_url(b, url);
+    int rc = kc_redis_url_parse(&b->u, url);
     if (rc) {
         free(b);
         return rc;
@@ -417,8 +368,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (b->cfg.backoff_max_ms < b->cfg.backoff_ms) b->cfg.backoff_max_ms = b->cfg.backoff_ms;
     if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
-    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
-    kc_redis_node_init(&b->node, b->host, b->port);
+    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->u.shown);
+    kc_redis_node_init(&b->node, b->u.host, b->u.port);
+    pthread_mutex_init(&b->tls_mu, NULL);
     b->be.version = KC_STORE_BACKEND_VERSION;
     b->be.name = "redis";
     b->be.get = r_get;
@@ -438,10 +390,15 @@ int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
     if (!be || !out || be->free != r_free) return kc_err(KC_EINVAL, "kc_store_redis_state: not a redis backend");
     rb *b = be->ctx;
     memset(out, 0, sizeof *out);
-    snprintf(out->url, sizeof out->url, "%s", b->shown);
+    snprintf(out->url, sizeof out->url, "%s", b->u.shown);
     kc_brk_state(&b->brk, out);
     return KC_OK;
 }
 
 /* The scheme "redis", registered by the library at first use (registry.c's builtins). */
-const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open, url_shown};
+const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open,
+                                               kc_redis_url_redact};
+
+/* The scheme "rediss": the same back end over TLS (tls.c). */
+const kc_store_scheme kc_store_rediss_scheme = {KC_STORE_SCHEME_VERSION, "rediss", kc_store_redis_open,
+                                                kc_redis_url_redact};
