@@ -75,7 +75,7 @@ static int connect_tcp(const char *host, int port, const char *who, uint64_t dea
         if (rc != KC_EIO) break; /* connected, or out of time */
     }
     freeaddrinfo(res);
-    if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: connect timed out", who);
+    if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: connect timed out (the connect timeout or the deadline)", who);
     if (rc) return kc_err(rc, "redis %s: connect: %s", who, strerror(err ? err : ECONNREFUSED));
     return KC_OK;
 }
