@@ -30,7 +30,8 @@ typedef struct host_report {
     char key[KC_KEY_HEX_LEN + 1];
     uint64_t compiles, remote_hits, misses, hits;
     kc_lease_stats ls;
-    int entry_ok; /* the entry of the key, for the variant, is in its directory after the lookup */
+    int entry_ok;   /* the entry of the key, for the variant, is in its directory after the lookup */
+    int metrics_ok; /* kc_cache_metrics says what kc_cache_lease_stats does */
 } host_report;
 
 static void kernel_src(char *out, size_t cap, const char *tag) {
@@ -106,6 +107,13 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
     h.misses = s.v[KC_STAT_MISSES] - s0.v[KC_STAT_MISSES], h.hits = s.v[KC_STAT_HITS] - s0.v[KC_STAT_HITS];
     h.ls = (kc_lease_stats)KC_LEASE_STATS_INIT;
     kc_cache_lease_stats(c, &h.ls);
+    static char text[1 << 17];
+    char want[2][96];
+    snprintf(want[0], sizeof want[0], "kcache_leases_total{event=\"taken\"} %llu\n", (unsigned long long)h.ls.taken);
+    snprintf(want[1], sizeof want[1], "kcache_leases_total{event=\"wait_hit\"} %llu\n",
+             (unsigned long long)h.ls.wait_hits);
+    h.metrics_ok = kc_cache_metrics(c, KC_METRICS_OPENMETRICS, text, sizeof text, NULL) == KC_OK &&
+                   strstr(text, want[0]) && strstr(text, want[1]);
     kc_key k;
     kc_entry *e = NULL;
     h.entry_ok = kc_key_from_hex(&k, info.key) == KC_OK && kc_cache_peek(c, &k, "sm_90", &e) == KC_OK;
@@ -167,6 +175,7 @@ static void test_sixteen_hosts_one_compile(void **state) {
         assert_int_equal(h[i].rc, KC_OK);
         assert_string_equal(h[i].key, h[0].key); /* every host looked up one key */
         assert_true(h[i].entry_ok);              /* and holds its entry after the lookup */
+        assert_true(h[i].metrics_ok);
         assert_true(h[i].source == KC_FROM_COMPILE || h[i].source == KC_FROM_REMOTE);
         /* one outcome per lookup, the one the caller was told */
         assert_int_equal(h[i].misses, h[i].source == KC_FROM_COMPILE);
