@@ -105,6 +105,8 @@ extern "C" {
       "Background remote writes queued at most (0: 256).")                                                             \
     X(remote_close_ms, "KCACHE_REMOTE_CLOSE_MS", MS, 1, "3000", 86400000, "store",                                     \
       "How long kc_cache_close waits for queued remote writes, in milliseconds (0: 3000); the rest are dropped.")      \
+    X(remote_lease_ms, "KCACHE_REMOTE_LEASE_MS", MS, 1, "10000", 86400000, "store",                                    \
+      "A miss leases its key in the remote this long while it compiles; other hosts wait for it (0: no leases).")      \
     X(signing_key_file, "KCACHE_SIGNING_KEY_FILE", PATH, 1, "", 0, "entry",                                            \
       "A producer's Ed25519 private key: what this cache compiles is signed.")                                         \
     X(keyring, "KCACHE_KEYRING", PATH, 1, "", 0, "entry",                                                              \

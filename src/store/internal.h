@@ -49,6 +49,10 @@
  *   kc_tiers_get_remote        tiers.h     Callers: cache
  *   kc_tiers_get_remote_many   tiers.h     Callers: cache
  *   kc_tiers_iterate           tiers.h     Callers: cache
+ *   kc_tiers_lease_acquire     tiers.h     Callers: cache
+ *   kc_tiers_lease_release     tiers.h     Callers: cache
+ *   kc_tiers_lease_stats       tiers.h     Callers: cache
+ *   kc_tiers_lease_waited      tiers.h     Callers: cache
  *   kc_tiers_new               tiers.h     Callers: cache
  *   kc_tiers_peek              tiers.h     Callers: cache
  *   kc_tiers_ping              tiers.h     Callers: cache

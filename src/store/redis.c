@@ -338,6 +338,56 @@ static int r_remove(kc_store_backend *be, const char *name) {
     return rc;
 }
 
+/* ---- leases (one compile per key across the fleet: store/lease.c) ---- */
+
+#define LEASE_PREFIX "lease:"
+
+/* A lease's holder token: 1 to 64 printable bytes. */
+static int holder_ok(const char *h) {
+    size_t n = h ? strnlen(h, 65) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] <= ' ' || h[i] > '~') return 0;
+    return n >= 1 && n <= 64;
+}
+
+/* SET kcache:v1:lease:<name> <holder> NX PX <ttl>: KC_OK taken, KC_EBUSY held by another. */
+static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
+    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder) || !ttl_ms)
+        return kc_err(KC_EINVAL, "redis lease: a bad name, holder or time");
+    char k[KC_NAME_MAX + 32], ttl[24];
+    key_of(LEASE_PREFIX, k, sizeof k);
+    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
+    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
+    const char *argv[] = {"SET", k, holder, "NX", "PX", ttl};
+    size_t lens[] = {3, strlen(k), strlen(holder), 2, 2, strlen(ttl)};
+    redisReply *r;
+    int rc = command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Deletes the lease only while `holder` still has it (one script: no other holder's lease is ever deleted). */
+static const char RELEASE_SCRIPT[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                     "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+static int r_lease_release(kc_store_backend *be, const char *name, const char *holder) {
+    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder))
+        return kc_err(KC_EINVAL, "redis lease: a bad name or holder");
+    char k[KC_NAME_MAX + 32];
+    key_of(LEASE_PREFIX, k, sizeof k);
+    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
+    const char *argv[] = {"EVAL", RELEASE_SCRIPT, "1", k, holder};
+    size_t lens[] = {4, sizeof RELEASE_SCRIPT - 1, 1, strlen(k), strlen(holder)};
+    redisReply *r;
+    int rc = command(be->ctx, 5, argv, lens, T_INTEGER, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
+    freeReplyObject(r);
+    return rc;
+}
+
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
     kc_redis_node_destroy(&b->node);
@@ -379,6 +429,8 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     b->be.get_first = r_get_first;
     b->be.state = kc_store_redis_state;
     b->be.get_many = r_get_many;
+    b->be.lease_take = r_lease_take;
+    b->be.lease_release = r_lease_release;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;
