@@ -257,6 +257,7 @@ kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
 kc_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
 const kc_trust *kc_cache_trust_(kc_cache *c) { return &c->trust; }
+kc_tiers *kc_cache_tiers_(kc_cache *c) { return c->tiers; }
 
 void kc_cache_set_origin_manifest_(kc_cache *c, const char *path) {
     if (c) snprintf(c->origin_manifest, sizeof c->origin_manifest, "%s", path ? path : "");

@@ -90,6 +90,9 @@ struct kc_store_backend *kc_cache_profile_remote_(kc_cache *c, int writable);
 const uint8_t *kc_cache_mac_key_(kc_cache *c, size_t *len);
 /** What vouches for and checks entries here (src/entry/trust.h): a MAC key, a signer, a keyring. */
 const struct kc_trust *kc_cache_trust_(kc_cache *c);
+/** The tiers (local first, then the remotes), for a walk of each (cache/purge.c). */
+struct kc_tiers;
+struct kc_tiers *kc_cache_tiers_(kc_cache *c);
 /** The manifest a prewarm compiles now (recorded in what it writes: ORIGIN "manifest"); "" none.  Not
  *  per thread: a cache prewarming two manifests at once records the last one set. */
 void kc_cache_set_origin_manifest_(kc_cache *c, const char *path);
