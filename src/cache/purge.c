@@ -106,7 +106,7 @@ static int check_options(purge *p) {
         if (!t || !t->mac_key)
             return kc_err(KC_EINVAL,
                           "purge: producer %.40s: this cache has no MAC key, so it cannot tell which "
-                          "entries that key sealed (set KCACHE_REMOTE_KEY_FILE to it)",
+                          "entries that key sealed (set KCACHE_HMAC_KEY_FILE to it)",
                           o->producer);
         kc_trust_verifier(&(kc_trust){t->mac_key, t->mac_key_len, NULL, NULL}, "", 0, p->mac_id);
         if (strcasecmp(p->mac_id, o->producer) != 0)

@@ -424,10 +424,10 @@ static int r_remove(kc_store_backend *be, const char *name) {
 
 /* ---- iterate: SCAN (for `kcache purge`, a remote gc) ---- */
 
-#define SCAN_COUNT 128         /* keys asked per SCAN round (a hint the server may exceed a little) */
-#define SCAN_MAX_KEYS 1024     /* a SCAN reply's keys at most; more is a hostile reply */
-#define SCAN_MAX_ROUNDS 100000 /* rounds at most: a server whose cursor never ends cannot hold the walk */
-#define SCAN_SEEN 64           /* the last cursors remembered: one seen again ends the walk */
+#define SCAN_COUNT 128        /* keys asked per SCAN round (a hint the server may exceed a little) */
+#define SCAN_MAX_KEYS 1024    /* a SCAN reply's keys at most; more is a hostile reply */
+#define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
+#define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
 
 /* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each). */
 static const char SIZE_SCRIPT[] =
