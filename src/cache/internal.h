@@ -17,7 +17,7 @@
 
 /** The cache's local store; NULL when the cache is disabled. */
 kc_local *kc_cache_local_(kc_cache *c);
-/** The cache's tiers (cache/lease.c, the one file of the part that reaches them outside cache.c). */
+/** The cache's tiers, local first, then the remotes (cache/lease.c; cache/purge.c, for a walk of each). */
 struct kc_tiers;
 struct kc_tiers *kc_cache_tiers_(kc_cache *c);
 

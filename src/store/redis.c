@@ -179,7 +179,7 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
 
 /* A command whose reply is one of `types`, each value under the value cap. */
 static int command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
-    kc_reply_expect ex = {types, 0, 0};
+    kc_reply_expect ex = {types, 0, 0, 0};
     return command_as(b, argc, argv, lens, &ex, out);
 }
 
@@ -288,7 +288,7 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
         key_of(names[i], keys[i], sizeof keys[i]);
         argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
     }
-    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n)};
+    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n), 0};
     redisReply *r;
     int rc = command_as(b, (int)argc, argv, lens, &ex, &r);
     free(blk);
@@ -368,6 +368,59 @@ static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
     return rc;
 }
 
+/* ---- iterate: SCAN (for `kcache purge`, a remote gc) ---- */
+
+#define SCAN_COUNT 128        /* keys asked per SCAN round (a hint the server may exceed a little) */
+#define SCAN_MAX_KEYS 1024    /* a SCAN reply's keys at most; more is a hostile reply */
+#define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
+#define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
+
+/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each). */
+static const char SIZE_SCRIPT[] =
+    "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('STRLEN', k) end return r";
+
+/* One SCAN round's stored names (prefix stripped, lease keys and malformed names skipped), their sizes
+ * asked in one more round trip, each given to cb. */
+static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
+    const char *argv[3 + SCAN_MAX_KEYS];
+    size_t lens[3 + SCAN_MAX_KEYS], n = 0;
+    const char *names[SCAN_MAX_KEYS];
+    char nk[8];
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *k = keys->element[i];
+        if (k->type != REDIS_REPLY_STRING)
+            return kc_err(KC_EIO, "redis %s: SCAN: a key that is not a string", b->u.shown);
+        const char *name = k->str + strlen(PREFIX);
+        if (k->len <= strlen(PREFIX) || k->len > KC_NAME_MAX + strlen(PREFIX) ||
+            memcmp(k->str, PREFIX, strlen(PREFIX)) || strlen(k->str) != (size_t)k->len ||
+            kc_store_name_check(name) != KC_OK)
+            continue; /* not an entry: a lease ("kcache:v1:lease:…"), another writer's key */
+        names[n] = name, argv[3 + n] = k->str, lens[3 + n] = (size_t)k->len, n++;
+    }
+    if (n == 0) return KC_OK;
+    snprintf(nk, sizeof nk, "%zu", n);
+    argv[0] = "EVAL", lens[0] = 4, argv[1] = SIZE_SCRIPT, lens[1] = sizeof SIZE_SCRIPT - 1;
+    argv[2] = nk, lens[2] = strlen(nk);
+    kc_reply_expect ex = {T_ARRAY, 0, 0, n + 1};
+    redisReply *r;
+    int rc = command_as(b, (int)(3 + n), argv, lens, &ex, &r);
+    if (rc) return rc;
+    if (r->elements != n)
+        rc = kc_err(KC_EIO, "redis %s: EVAL: %zu sizes for %zu keys", b->u.shown, (size_t)r->elements, n);
+    for (size_t i = 0; i < n && rc == KC_OK; i++) {
+        redisReply *v = r->element[i];
+        if (v->type != REDIS_REPLY_INTEGER || v->integer < 0) {
+            rc = kc_err(KC_EIO, "redis %s: EVAL: a size that is not a number", b->u.shown);
+            break;
+        }
+        if (v->integer == 0) continue; /* gone since the SCAN */
+        kc_store_item it = {names[i], (uint64_t)v->integer, 0, NULL};
+        rc = cb(&it, ctx);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 /* Deletes the lease only while `holder` still has it (one script: no other holder's lease is ever deleted). */
 static const char RELEASE_SCRIPT[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
                                      "return redis.call('DEL', KEYS[1]) else return 0 end";
@@ -386,6 +439,51 @@ static int r_lease_release(kc_store_backend *be, const char *name, const char *h
     rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
     freeReplyObject(r);
     return rc;
+}
+
+/* A SCAN cursor: decimal digits, at most 20, no wrap; 0 or 1 (bad). */
+static int scan_cursor(const redisReply *c, unsigned long long *out) {
+    if (c->type != REDIS_REPLY_STRING || c->len < 1 || c->len > 20) return 0;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < (size_t)c->len; i++) {
+        if (c->str[i] < '0' || c->str[i] > '9' || v > (ULLONG_MAX - 9) / 10) return 0;
+        v = v * 10 + (unsigned long long)(c->str[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/*
+ * Every stored entry, by SCAN MATCH "kcache:v1:*" (each name once at least; one written or removed during the
+ * walk may be missed or seen, as SCAN promises).  A reply is bounded as it arrives (SCAN_MAX_KEYS keys); the walk
+ * ends at cursor 0, and a hostile server cannot hold it: a cursor seen again among the last SCAN_SEEN ends it,
+ * and so does the SCAN_MAX_ROUNDS-th round (KC_EIO each, saying the walk was cut).  last_used is 0 (Redis keeps no such time for us).
+ */
+static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
+    rb *b = be->ctx;
+    unsigned long long cur = 0, seen[SCAN_SEEN];
+    char cs[24], cnt[8];
+    snprintf(cnt, sizeof cnt, "%d", SCAN_COUNT);
+    for (unsigned round = 0; round < SCAN_MAX_ROUNDS; round++) {
+        snprintf(cs, sizeof cs, "%llu", cur);
+        const char *argv[] = {"SCAN", cs, "MATCH", PREFIX "*", "COUNT", cnt};
+        size_t lens[] = {4, strlen(cs), 5, strlen(PREFIX) + 1, 5, strlen(cnt)};
+        kc_reply_expect ex = {T_ARRAY, 0, 0, SCAN_MAX_KEYS + 2};
+        redisReply *r;
+        int rc = command_as(b, 6, argv, lens, &ex, &r);
+        if (rc) return rc;
+        if (r->elements != 2 || !scan_cursor(r->element[0], &cur) || r->element[1]->type != REDIS_REPLY_ARRAY)
+            rc = kc_err(KC_EIO, "redis %s: SCAN: a reply that is not a cursor and a list of keys", b->u.shown);
+        else rc = scan_visit(b, r->element[1], cb, ctx);
+        freeReplyObject(r);
+        if (rc || cur == 0) return rc;
+        for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
+            if (seen[i] == cur)
+                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown, cur);
+        seen[round % SCAN_SEEN] = cur;
+    }
+    return kc_err(KC_EIO, "redis %s: SCAN: no end after %d rounds; walk cut (is it a redis server?)", b->u.shown,
+                  SCAN_MAX_ROUNDS);
 }
 
 static void r_free(kc_store_backend *be) {
@@ -431,6 +529,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     b->be.get_many = r_get_many;
     b->be.lease_take = r_lease_take;
     b->be.lease_release = r_lease_release;
+    b->be.iterate = r_iterate;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;

@@ -101,6 +101,10 @@ size_t kc_tiers_count(const kc_tiers *t);
 /** Tier `i`'s URL, switches, breaker and counters (kc_tier_stats); KC_MISS when there is no tier `i`. */
 int kc_tiers_tier_stats(kc_tiers *t, size_t i, kc_tier_stats *out);
 
+/** Tier `i`'s backend (borrowed: the tiers own it) and its KC_TIER_* flags; NULL when there is no tier `i`.
+ *  For maintenance that walks a tier itself (cache/purge.c); lookups and writes go through the calls here. */
+kc_store_backend *kc_tiers_backend(kc_tiers *t, size_t i, unsigned *flags);
+
 /** How long kc_tiers_free waits for the queued remote writes, in ms (0: the default, 3000). */
 void kc_tiers_set_close_ms(kc_tiers *t, unsigned ms);
 
