@@ -128,6 +128,10 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
 /* `n` hosts at once on `src`, KCACHE_REMOTE_LEASE_MS `lease_ms`: their reports into out[]. */
 static void fleet(const char *src, const char *lease_ms, int n, host_report *out) {
     setenv("KCACHE_REMOTE_LEASE_MS", lease_ms, 1);
+    /* Sixteen processes on two loaded cores: a command's default deadline (500 ms) could pass, and a remote
+     * error while leasing compiles (as it must): the count asserted below is the leases', not the deadline's. */
+    setenv("KCACHE_REMOTE_DEADLINE_MS", "15000", 1);
+    setenv("KCACHE_REMOTE_CONNECT_MS", "15000", 1);
     int go[2], res[2], rdy[2];
     assert_int_equal(pipe(go), 0);
     assert_int_equal(pipe(rdy), 0);
@@ -162,6 +166,8 @@ static void fleet(const char *src, const char *lease_ms, int n, host_report *out
         assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
     unsetenv("KCACHE_REMOTE_LEASE_MS");
+    unsetenv("KCACHE_REMOTE_DEADLINE_MS");
+    unsetenv("KCACHE_REMOTE_CONNECT_MS");
 }
 
 static void test_sixteen_hosts_one_compile(void **state) {
