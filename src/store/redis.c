@@ -22,9 +22,15 @@
  * one that saw more than one reply, an unexpected reply type, or bytes while idle is
  * closed, never pooled (its next reply would answer the wrong command).
  *
+ * The connection is kcache's own (redis_conn.c: connect, write and read under the deadline;
+ * hiredis only formats commands and parses replies); rediss:// runs it over TLS (tls.c, the
+ * context made at the first connect), and the URL, its query parameters and the password file
+ * are redis_url.c's.  A command goes to a node (host, port, pool: node_command_as); this
+ * single-server back end has one, b->node.
+ *
  * Reached only through its backend table (the tiers), whose `state` slot is
- * kc_store_redis_state; it is registered as the scheme "redis" (registry.c).  The breaker is
- * breaker.c's.
+ * kc_store_redis_state; it is registered as the schemes "redis" and "rediss" (registry.c).
+ * The breaker is breaker.c's.
  *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */

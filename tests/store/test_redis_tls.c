@@ -55,8 +55,8 @@ static uint64_t now_ms(void) {
 
 static kc_remote_limits limits(void) {
     kc_remote_limits l = KC_REMOTE_LIMITS_INIT;
-    l.deadline_ms = 1000;
-    l.connect_ms = 500;
+    l.deadline_ms = 3000; /* generous: a sanitizer build on a loaded machine loads libssl slowly */
+    l.connect_ms = 2000;
     l.backoff_ms = 50;
     l.backoff_max_ms = 100;
     return l;
@@ -85,9 +85,11 @@ static void refused(const char *u, const char *want) {
     int rc = b->get(b, "0123456789abcdef0123456789abcdef.unit", &v, &n);
     uint64_t took = now_ms() - t0;
     const char *m = kc_error_last()->message;
-    if (rc == KC_OK || rc == KC_MISS || !strstr(m, want)) fail_msg("%s: rc %d, '%s' (wanted '%s')", u, rc, m, want);
+    const char *alt = strchr(want, '|'); /* "a|b": either */
+    int found = alt ? strstr(m, alt + 1) || memmem(m, strlen(m), want, (size_t)(alt - want)) : strstr(m, want) != NULL;
+    if (rc == KC_OK || rc == KC_MISS || !found) fail_msg("%s: rc %d, '%s' (wanted '%s')", u, rc, m, want);
     assert_null(strstr(m, password));
-    assert_true(took < 5000); /* bounded by the deadline (1 s), never a hang */
+    assert_true(took < 30000); /* bounded by the deadline (3 s), never a hang */
     kc_remote_state st;
     assert_int_equal(kc_store_redis_state(b, &st), KC_OK);
     assert_int_equal(st.breaker, KC_BREAKER_OPEN); /* the failure opened the breaker */
@@ -190,7 +192,9 @@ static void test_tls_to_a_plaintext_port(void **state) {
     assert_int_equal(kct_redis_start(&r, 0), 0);
     char u[1200];
     snprintf(u, sizeof u, "rediss://127.0.0.1:%d/0?ca_file=%s/ca.pem", r.port, dir);
-    refused(u, "TLS");
+    /* redis-server waits for a line (the deadline), or answers the ClientHello as a command (a line
+     * break among its random bytes) */
+    refused(u, "TLS handshake: no answer within the deadline (is it a TLS port?)|the server did not answer TLS");
     kct_redis_stop(&r, SIGTERM);
 }
 
