@@ -12,6 +12,7 @@
  * racing a compile: every check is on what the processes counted.  Needs NVRTC, no GPU.
  */
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "kcache.h"
@@ -245,26 +246,66 @@ static void key_of_src(const char *src, char *hex) {
     free(dir);
 }
 
+/* How many EXISTS the server has answered (a waiter polls the entry with it, only while it waits). */
+static long long exists_calls(void) {
+    redisReply *rep = cmd("INFO commandstats");
+    long long n = -1;
+    const char *p = rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "cmdstat_exists:calls=") : NULL;
+    if (rep && rep->type == REDIS_REPLY_STRING) n = p ? strtoll(p + 21, NULL, 10) : 0;
+    if (rep) freeReplyObject(rep);
+    return n;
+}
+
+/* The dead holder's lease: expired once the waiter is seen waiting (polling), never on a timer. */
+typedef struct expirer {
+    char key[128];
+    long long base;
+    int expired;
+} expirer;
+
+static void *expire_when_waited(void *arg) {
+    expirer *x = arg;
+    for (int i = 0; i < 6000 && !x->expired; i++) { /* 60 s at most: then the waiter compiles past its lease */
+        long long n = exists_calls();
+        if (n > x->base) {
+            redisReply *rep = cmd("PEXPIRE %s 1", x->key);
+            x->expired = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+            if (rep) freeReplyObject(rep);
+            break;
+        }
+        usleep(10000);
+    }
+    return NULL;
+}
+
 static void test_dead_holder(void **state) {
     (void)state;
     char src[256], hex[KC_KEY_HEX_LEN + 1];
     kernel_src(src, sizeof src, "dead holder");
     key_of_src(src, hex);
-    /* a holder that died holding it: the lease stays until Redis expires it */
-    redisReply *rep = cmd("SET kcache:v1:lease:%s.sm_90 dead-host:1:0 NX PX 1500", hex);
+    /* a holder that died holding it: its lease stays until Redis expires it (here: once the waiter waits) */
+    expirer x = {{0}, 0, 0};
+    snprintf(x.key, sizeof x.key, "kcache:v1:lease:%s.sm_90", hex);
+    redisReply *rep = cmd("SET %s dead-host:1:0 NX PX 120000", x.key);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STATUS);
     freeReplyObject(rep);
-    setenv("KCACHE_REMOTE_LEASE_MS", "8000", 1);
+    x.base = exists_calls();
+    assert_true(x.base >= 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, expire_when_waited, &x), 0);
+    setenv("KCACHE_REMOTE_LEASE_MS", "100000", 1);
     host_report h = host_run(r.url, src, -1, -1);
     unsetenv("KCACHE_REMOTE_LEASE_MS");
+    pthread_join(th, NULL);
+    assert_true(x.expired); /* the waiter was seen waiting, and the lease then ended */
     assert_int_equal(h.rc, KC_OK);
     assert_int_equal(h.source, KC_FROM_COMPILE);
     assert_int_equal(h.misses, 1);
-    assert_int_equal(h.ls.waits, 1);            /* it found the dead holder's lease and waited */
-    assert_int_equal(h.ls.wait_compiles, 1);    /* the lease ended without the entry: it compiled */
-    assert_int_equal(h.ls.taken, 1);            /* under a lease of its own */
-    assert_true(h.ls.wait_us < 8000 * 1000ull); /* within its lease */
+    assert_int_equal(h.ls.waits, 1);              /* it found the dead holder's lease and waited */
+    assert_int_equal(h.ls.wait_compiles, 1);      /* the lease ended without the entry: it compiled */
+    assert_int_equal(h.ls.taken, 1);              /* under a lease of its own */
+    assert_true(h.ls.wait_us < 100000 * 1000ull); /* within its lease: it compiled once the lease ended */
     /* and its entry reached the remote before it released its lease, which it did */
     rep = cmd("EXISTS kcache:v1:%s.sm_90", hex);
     assert_non_null(rep);
