@@ -29,7 +29,7 @@ typedef struct host_report {
     int rc;
     int source;
     char key[KC_KEY_HEX_LEN + 1];
-    uint64_t compiles, remote_hits, misses, hits;
+    uint64_t compiles, remote_hits, misses, hits, remote_failed;
     kc_lease_stats ls;
     int entry_ok;   /* the entry of the key, for the variant, is in its directory after the lookup */
     int metrics_ok; /* kc_cache_metrics says what kc_cache_lease_stats does */
@@ -106,6 +106,8 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
     h.compiles = s.v[KC_STAT_COMPILES] - s0.v[KC_STAT_COMPILES];
     h.remote_hits = s.v[KC_STAT_REMOTE_HITS] - s0.v[KC_STAT_REMOTE_HITS];
     h.misses = s.v[KC_STAT_MISSES] - s0.v[KC_STAT_MISSES], h.hits = s.v[KC_STAT_HITS] - s0.v[KC_STAT_HITS];
+    h.remote_failed = s.v[KC_STAT_REMOTE_TIMEOUTS] + s.v[KC_STAT_REMOTE_ERRORS] + s.v[KC_STAT_REMOTE_SKIPPED] -
+                      s0.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_SKIPPED];
     h.ls = (kc_lease_stats)KC_LEASE_STATS_INIT;
     kc_cache_lease_stats(c, &h.ls);
     static char text[1 << 17];
@@ -129,6 +131,10 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
 /* `n` hosts at once on `src`, KCACHE_REMOTE_LEASE_MS `lease_ms`: their reports into out[]. */
 static void fleet(const char *src, const char *lease_ms, int n, host_report *out) {
     setenv("KCACHE_REMOTE_LEASE_MS", lease_ms, 1);
+    /* 16 processes on a loaded 2-core machine (under a sanitizer): a command past the default 500 ms
+     * deadline would be a remote error, which compiles without a lease (test_remote_error_compiles) */
+    setenv("KCACHE_REMOTE_DEADLINE_MS", "20000", 1);
+    setenv("KCACHE_REMOTE_CONNECT_MS", "10000", 1);
     int go[2], res[2], rdy[2];
     assert_int_equal(pipe(go), 0);
     assert_int_equal(pipe(rdy), 0);
@@ -163,6 +169,8 @@ static void fleet(const char *src, const char *lease_ms, int n, host_report *out
         assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
     unsetenv("KCACHE_REMOTE_LEASE_MS");
+    unsetenv("KCACHE_REMOTE_DEADLINE_MS");
+    unsetenv("KCACHE_REMOTE_CONNECT_MS");
 }
 
 static void test_sixteen_hosts_one_compile(void **state) {
@@ -171,7 +179,7 @@ static void test_sixteen_hosts_one_compile(void **state) {
     kernel_src(src, sizeof src, "on");
     host_report h[HOSTS];
     fleet(src, "20000", HOSTS, h);
-    uint64_t compiles = 0, remote = 0, taken = 0, waits = 0, wait_hits = 0;
+    uint64_t compiles = 0, remote = 0, taken = 0, waits = 0, wait_hits = 0, failed = 0;
     for (int i = 0; i < HOSTS; i++) {
         assert_int_equal(h[i].rc, KC_OK);
         assert_string_equal(h[i].key, h[0].key); /* every host looked up one key */
@@ -182,13 +190,14 @@ static void test_sixteen_hosts_one_compile(void **state) {
         assert_int_equal(h[i].misses, h[i].source == KC_FROM_COMPILE);
         assert_int_equal(h[i].remote_hits, h[i].source == KC_FROM_REMOTE);
         assert_int_equal(h[i].hits, 0);
-        compiles += h[i].compiles, remote += h[i].remote_hits;
+        compiles += h[i].compiles, remote += h[i].remote_hits, failed += h[i].remote_failed;
         taken += h[i].ls.taken, waits += h[i].ls.waits, wait_hits += h[i].ls.wait_hits;
         assert_int_equal(h[i].ls.waits, h[i].ls.wait_hits + h[i].ls.wait_compiles);
     }
-    fprintf(stderr, "leases on: %llu compiles, %llu remote hits, %llu leases, %llu waits (%llu served)\n",
+    fprintf(stderr,
+            "leases on: %llu compiles, %llu remote hits, %llu leases, %llu waits (%llu served), %llu remote failures\n",
             (unsigned long long)compiles, (unsigned long long)remote, (unsigned long long)taken,
-            (unsigned long long)waits, (unsigned long long)wait_hits);
+            (unsigned long long)waits, (unsigned long long)wait_hits, (unsigned long long)failed);
     assert_int_equal(compiles, 1);
     assert_int_equal(remote, HOSTS - 1);
     assert_int_equal(taken, 1);
