@@ -31,8 +31,11 @@
 #define POLL_FIRST_MS 10
 #define POLL_MAX_MS 500
 
-/* The first writable remote whose table has leases, or t->n when none. */
+/* The first writable remote whose table has leases, or t->n when none — or when this host cannot publish
+ * what it compiles (a keyring without a signing key: tiers_write.c keeps it local), since its leases would
+ * hold the fleet up for entries that never arrive. */
 static size_t lease_tier(const kc_tiers *t) {
+    if (kc_trust_checks(&t->trust) && !kc_trust_can_vouch(&t->trust)) return t->n;
     for (size_t i = first_remote(t); i < t->n; i++) {
         const tier *r = &t->t[i];
         const kc_store_backend *b = r->b;

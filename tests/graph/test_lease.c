@@ -12,6 +12,7 @@
  * racing a compile: every check is on what the processes counted.  Needs NVRTC, no GPU.
  */
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "kcache.h"
@@ -28,7 +29,7 @@ typedef struct host_report {
     int rc;
     int source;
     char key[KC_KEY_HEX_LEN + 1];
-    uint64_t compiles, remote_hits, misses, hits;
+    uint64_t compiles, remote_hits, misses, hits, remote_failed;
     kc_lease_stats ls;
     int entry_ok;   /* the entry of the key, for the variant, is in its directory after the lookup */
     int metrics_ok; /* kc_cache_metrics says what kc_cache_lease_stats does */
@@ -105,6 +106,8 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
     h.compiles = s.v[KC_STAT_COMPILES] - s0.v[KC_STAT_COMPILES];
     h.remote_hits = s.v[KC_STAT_REMOTE_HITS] - s0.v[KC_STAT_REMOTE_HITS];
     h.misses = s.v[KC_STAT_MISSES] - s0.v[KC_STAT_MISSES], h.hits = s.v[KC_STAT_HITS] - s0.v[KC_STAT_HITS];
+    h.remote_failed = s.v[KC_STAT_REMOTE_TIMEOUTS] + s.v[KC_STAT_REMOTE_ERRORS] + s.v[KC_STAT_REMOTE_SKIPPED] -
+                      s0.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_SKIPPED];
     h.ls = (kc_lease_stats)KC_LEASE_STATS_INIT;
     kc_cache_lease_stats(c, &h.ls);
     static char text[1 << 17];
@@ -128,10 +131,10 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
 /* `n` hosts at once on `src`, KCACHE_REMOTE_LEASE_MS `lease_ms`: their reports into out[]. */
 static void fleet(const char *src, const char *lease_ms, int n, host_report *out) {
     setenv("KCACHE_REMOTE_LEASE_MS", lease_ms, 1);
-    /* Sixteen processes on two loaded cores: a command's default deadline (500 ms) could pass, and a remote
-     * error while leasing compiles (as it must): the count asserted below is the leases', not the deadline's. */
-    setenv("KCACHE_REMOTE_DEADLINE_MS", "15000", 1);
-    setenv("KCACHE_REMOTE_CONNECT_MS", "15000", 1);
+    /* 16 processes on a loaded 2-core machine (under a sanitizer): a command past the default 500 ms
+     * deadline would be a remote error, which compiles without a lease (test_remote_error_compiles) */
+    setenv("KCACHE_REMOTE_DEADLINE_MS", "20000", 1);
+    setenv("KCACHE_REMOTE_CONNECT_MS", "10000", 1);
     int go[2], res[2], rdy[2];
     assert_int_equal(pipe(go), 0);
     assert_int_equal(pipe(rdy), 0);
@@ -176,7 +179,7 @@ static void test_sixteen_hosts_one_compile(void **state) {
     kernel_src(src, sizeof src, "on");
     host_report h[HOSTS];
     fleet(src, "20000", HOSTS, h);
-    uint64_t compiles = 0, remote = 0, taken = 0, waits = 0, wait_hits = 0;
+    uint64_t compiles = 0, remote = 0, taken = 0, waits = 0, wait_hits = 0, failed = 0;
     for (int i = 0; i < HOSTS; i++) {
         assert_int_equal(h[i].rc, KC_OK);
         assert_string_equal(h[i].key, h[0].key); /* every host looked up one key */
@@ -187,13 +190,14 @@ static void test_sixteen_hosts_one_compile(void **state) {
         assert_int_equal(h[i].misses, h[i].source == KC_FROM_COMPILE);
         assert_int_equal(h[i].remote_hits, h[i].source == KC_FROM_REMOTE);
         assert_int_equal(h[i].hits, 0);
-        compiles += h[i].compiles, remote += h[i].remote_hits;
+        compiles += h[i].compiles, remote += h[i].remote_hits, failed += h[i].remote_failed;
         taken += h[i].ls.taken, waits += h[i].ls.waits, wait_hits += h[i].ls.wait_hits;
         assert_int_equal(h[i].ls.waits, h[i].ls.wait_hits + h[i].ls.wait_compiles);
     }
-    fprintf(stderr, "leases on: %llu compiles, %llu remote hits, %llu leases, %llu waits (%llu served)\n",
+    fprintf(stderr,
+            "leases on: %llu compiles, %llu remote hits, %llu leases, %llu waits (%llu served), %llu remote failures\n",
             (unsigned long long)compiles, (unsigned long long)remote, (unsigned long long)taken,
-            (unsigned long long)waits, (unsigned long long)wait_hits);
+            (unsigned long long)waits, (unsigned long long)wait_hits, (unsigned long long)failed);
     assert_int_equal(compiles, 1);
     assert_int_equal(remote, HOSTS - 1);
     assert_int_equal(taken, 1);
@@ -251,26 +255,66 @@ static void key_of_src(const char *src, char *hex) {
     free(dir);
 }
 
+/* How many EXISTS the server has answered (a waiter polls the entry with it, only while it waits). */
+static long long exists_calls(void) {
+    redisReply *rep = cmd("INFO commandstats");
+    long long n = -1;
+    const char *p = rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "cmdstat_exists:calls=") : NULL;
+    if (rep && rep->type == REDIS_REPLY_STRING) n = p ? strtoll(p + 21, NULL, 10) : 0;
+    if (rep) freeReplyObject(rep);
+    return n;
+}
+
+/* The dead holder's lease: expired once the waiter is seen waiting (polling), never on a timer. */
+typedef struct expirer {
+    char key[128];
+    long long base;
+    int expired;
+} expirer;
+
+static void *expire_when_waited(void *arg) {
+    expirer *x = arg;
+    for (int i = 0; i < 6000 && !x->expired; i++) { /* 60 s at most: then the waiter compiles past its lease */
+        long long n = exists_calls();
+        if (n > x->base) {
+            redisReply *rep = cmd("PEXPIRE %s 1", x->key);
+            x->expired = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+            if (rep) freeReplyObject(rep);
+            break;
+        }
+        usleep(10000);
+    }
+    return NULL;
+}
+
 static void test_dead_holder(void **state) {
     (void)state;
     char src[256], hex[KC_KEY_HEX_LEN + 1];
     kernel_src(src, sizeof src, "dead holder");
     key_of_src(src, hex);
-    /* a holder that died holding it: the lease stays until Redis expires it */
-    redisReply *rep = cmd("SET kcache:v1:lease:%s.sm_90 dead-host:1:0 NX PX 1500", hex);
+    /* a holder that died holding it: its lease stays until Redis expires it (here: once the waiter waits) */
+    expirer x = {{0}, 0, 0};
+    snprintf(x.key, sizeof x.key, "kcache:v1:lease:%s.sm_90", hex);
+    redisReply *rep = cmd("SET %s dead-host:1:0 NX PX 120000", x.key);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STATUS);
     freeReplyObject(rep);
-    setenv("KCACHE_REMOTE_LEASE_MS", "8000", 1);
+    x.base = exists_calls();
+    assert_true(x.base >= 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, expire_when_waited, &x), 0);
+    setenv("KCACHE_REMOTE_LEASE_MS", "100000", 1);
     host_report h = host_run(r.url, src, -1, -1);
     unsetenv("KCACHE_REMOTE_LEASE_MS");
+    pthread_join(th, NULL);
+    assert_true(x.expired); /* the waiter was seen waiting, and the lease then ended */
     assert_int_equal(h.rc, KC_OK);
     assert_int_equal(h.source, KC_FROM_COMPILE);
     assert_int_equal(h.misses, 1);
-    assert_int_equal(h.ls.waits, 1);            /* it found the dead holder's lease and waited */
-    assert_int_equal(h.ls.wait_compiles, 1);    /* the lease ended without the entry: it compiled */
-    assert_int_equal(h.ls.taken, 1);            /* under a lease of its own */
-    assert_true(h.ls.wait_us < 8000 * 1000ull); /* within its lease */
+    assert_int_equal(h.ls.waits, 1);              /* it found the dead holder's lease and waited */
+    assert_int_equal(h.ls.wait_compiles, 1);      /* the lease ended without the entry: it compiled */
+    assert_int_equal(h.ls.taken, 1);              /* under a lease of its own */
+    assert_true(h.ls.wait_us < 100000 * 1000ull); /* within its lease: it compiled once the lease ended */
     /* and its entry reached the remote before it released its lease, which it did */
     rep = cmd("EXISTS kcache:v1:%s.sm_90", hex);
     assert_non_null(rep);
