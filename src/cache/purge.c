@@ -201,6 +201,11 @@ static int content_match(purge *p, const char *name, const char *variant, const 
     return hit;
 }
 
+static void tier_fail(kc_purge_tier *t, const char *why) {
+    t->failed = 1;
+    if (!t->error[0]) snprintf(t->error, sizeof t->error, "%s", why);
+}
+
 /* One object of the walk. */
 static int visit(const kc_store_item *it, void *ctx) {
     purge *p = ctx;
@@ -221,7 +226,10 @@ static int visit(const kc_store_item *it, void *ctx) {
     int hit = 1;
     if (o->unit || o->toolchain || o->producer || o->older_than_s || o->corrupt) {
         hit = content_match(p, it->name, variant, &key);
-        if (hit == -2) return 0; /* unreadable now: the tier's breaker counts it; the summary shows no match */
+        if (hit == -2) { /* unreadable now: whether it matches is unknown, so the tier failed (run it again) */
+            tier_fail(p->t, kc_error_last()->message);
+            return 0;
+        }
         if (hit < 0) p->t->corrupt++;
         if (hit < 0) hit = o->corrupt ? -1 : 0;
         else if (hit && o->corrupt && !(o->unit || o->toolchain || o->producer || o->older_than_s))
@@ -241,11 +249,6 @@ static int walk_tier(purge *p, size_t i) {
                       p->t->url);
     names_free(&p->chosen);
     return p->b->iterate(p->b, visit, p);
-}
-
-static void tier_fail(kc_purge_tier *t, const char *why) {
-    t->failed = 1;
-    if (!t->error[0]) snprintf(t->error, sizeof t->error, "%s", why);
 }
 
 /* Choose in tier `i`, then remove (not on a dry run). */
@@ -297,7 +300,7 @@ int kc_cache_purge(kc_cache *c, const kc_purge_options *opts, kc_purge_report *o
     kc_purge_report r = KC_PURGE_REPORT_INIT;
     size_t n = kc_cache_tier_count(c);
     r.ntiers = n < KC_PURGE_TIERS_MAX ? n : KC_PURGE_TIERS_MAX;
-    kc_purge_tier scratch;
+    kc_purge_tier scratch = {0};
     if (opts->unit) { /* the first walk: the images the unit records name, from every tier (read-only ones too) */
         p->collecting_units = 1;
         for (size_t i = 0; i < r.ntiers; i++) {
