@@ -18,6 +18,7 @@
  * with its stop, also when a run fails), let a host wait without bound (a host's waits are the library's,
  * each under its deadline or lease), or count what a host did not report.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,7 +106,8 @@ static void host_main(const run_cfg *rc, int h, host_rec *rec, int barrier_fd, i
         if (kc_graph_desc_load(&d[i], spec) != KC_OK) d[i] = NULL;
     }
     char b;
-    while (read(barrier_fd, &b, 1) > 0) {} /* EOF: every host is ready, go */
+    if (write(progress_fd, "r", 1) != 1) {} /* ready (opened or not: the parent must not wait for it) */
+    while (read(barrier_fd, &b, 1) > 0) {}  /* EOF: every host is ready, go */
     for (int i = 0; c && i < rc->p->graphs; i++) {
         kc_graph_info info = KC_GRAPH_INFO_INIT;
         double t0 = now_us();
@@ -176,11 +178,26 @@ static int cold_manifest(const char *dir, int graphs, const char *nonce) {
     return 0;
 }
 
-/* Fork the hosts, release them together, run the disruption (if any) once half reported a first lookup. */
+/* Until every host said it is ready ('r' on the progress pipe) or exited: polled each second, never a hang. */
+static void wait_ready(int prog_fd, pid_t *pids, int started) {
+    int ready = 0, dead = 0;
+    while (ready + dead < started) {
+        struct pollfd pf = {prog_fd, POLLIN, 0};
+        char b;
+        int k = poll(&pf, 1, 1000);
+        if (k > 0 && read(prog_fd, &b, 1) == 1) ready += b == 'r';
+        else if (k > 0) break; /* EOF: every host is gone */
+        for (int h = 0; k == 0 && h < started; h++)
+            if (pids[h] > 0 && waitpid(pids[h], NULL, WNOHANG) == pids[h]) pids[h] = 0, dead++;
+    }
+}
+
+/* Fork the hosts, release them together (once all are ready), run the disruption (if any) once half reported a first lookup. */
 static int run_hosts(const run_cfg *rc, host_rec *recs, fleet_run *r, const char *server, const char *sdir) {
     int bar[2], prog[2], n = rc->p->hosts, started = 0;
     if (pipe(bar) || pipe(prog)) return snprintf(r->why, sizeof r->why, "pipe failed"), -1;
     fflush(NULL);
+    double t_fork = now_us();
     pid_t *pids = calloc((size_t)n, sizeof *pids);
     for (int h = 0; pids && h < n; h++, started++) {
         pids[h] = fork();
@@ -191,12 +208,14 @@ static int run_hosts(const run_cfg *rc, host_rec *recs, fleet_run *r, const char
         if (pids[h] < 0) break;
     }
     close(bar[0]), close(prog[1]);
+    wait_ready(prog[0], pids, started);
     double t0 = now_us();
+    r->ready_s = (t0 - t_fork) / 1e6;
     close(bar[1]); /* the barrier: every host reads EOF now */
     int firsts = 0;
     char b;
     while (read(prog[0], &b, 1) == 1)
-        if (++firsts == (n + 1) / 2 && r->disruption[0]) {
+        if (b == '1' && ++firsts == (n + 1) / 2 && r->disruption[0]) {
             int st = server_cmd(rc->p, server, r->disruption, sdir);
             r->disrupted = st == 0;
             if (st) snprintf(r->why, sizeof r->why, "%s.sh %s failed (exit %d)", server, r->disruption, st);

@@ -40,7 +40,8 @@ typedef struct fleet_run {
     int have;      /**< 0: not measured (why) */
     char why[512];
     int hosts, graphs;
-    double wall_s; /**< barrier release to the last host done */
+    double wall_s;  /**< barrier release to the last host done */
+    double ready_s; /**< the first fork to every host ready (its cache open, its specs read) */
     double lookups_per_s, p50_us, p99_us;
     int compiles_min, compiles_max; /**< NVRTC compiles per key over the graphs (goal 1 with leases) */
     double compiles_mean;
