@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # test_bench_fleet.sh BENCH — kcache-bench --fleet, small: 4 hosts x 2 graphs against a plain redis-server
-# (tests/servers/redis.sh, started and stopped by the benchmark itself), with the lease and without.  Checks that
+# (tests/servers/redis.sh, started and stopped by the benchmark itself): cold with the lease, the same manifest again
+# from the warm remote, and cold without the lease.  Checks that
 # what the mode prints is consistent with what the hosts' own stats counted, not how fast it was: every run
 # measured; one outcome per lookup in the hosts' stats; the NVRTC compiles the lookups reported equal the compiles
 # in the hosts' stats, and every key compiled at least once (the manifest is cold); 0 failed lookups and 0 wrong
@@ -39,7 +40,8 @@ def check(cond, what):
 check(d["hosts"] == 4 and d["graphs"] == 2, "hosts/graphs as asked")
 check(len(runs) >= 1, "at least one run")
 lease_build = any(r.get("lease_ms", -1) >= 0 for r in runs)
-check(len(runs) == (2 if lease_build else 1), "runs: with and without the lease (one run without a lease setting)")
+check(len(runs) == (3 if lease_build else 2), "runs: cold with the lease, warm, cold without (no lease setting: cold, warm)")
+check([r["warm"] for r in runs].count(True) == 1, "one warm run")
 for r in runs:
     l = r["label"]
     check(r["measured"], l + ": measured")
@@ -47,14 +49,18 @@ for r in runs:
     check(r["lookups"] == 8, l + ": 8 lookups")
     check(r["lookups_in_stats"] == r["lookups"], l + ": one outcome per lookup in the hosts' stats")
     check(r["nvrtc_compiles"] == r["nvrtc_compiles_in_stats"], l + ": NVRTC compiles said == the hosts' stats")
-    check(r["nvrtc_compiles_per_key"]["min"] >= 1, l + ": every cold key compiled at least once")
+    if r["warm"]:
+        check(r["nvrtc_compiles_per_key"]["max"] == 0, l + ": nothing compiled from a warm remote")
+        check(r["remote_hits"] == r["lookups"], l + ": every lookup a remote hit")
+    else:
+        check(r["nvrtc_compiles_per_key"]["min"] >= 1, l + ": every cold key compiled at least once")
     check(r["compiled"] + r["remote_hits"] + r["disk_hits"] == r["lookups"], l + ": outcomes add up")
     check(r["failed"] == 0, l + ": 0 failed lookups")
     check(r["wrong"] == 0, l + ": 0 wrong kernels")
     check(r["unverified"] == 0, l + ": every lookup's bytes checked")
     check(r["distinct_images_per_key_max"] == 1, l + ": one key, the same bytes on every host")
-    check(r["bytes_held"] > 0 and r["remote_writes"] >= 1, l + ": bytes landed and the remote was written")
-    if r["leases"] and r["lease_ms"] > 0:
+    check(r["bytes_held"] > 0 and (r["warm"] or r["remote_writes"] >= 1), l + ": bytes landed and the remote was written")
+    if r["leases"] and r["lease_ms"] > 0 and not r["warm"]:
         check(r["nvrtc_compiles_per_key"]["max"] == 1, l + ": one NVRTC compile per key under the lease")
         check(r["remote_hits"] == r["lookups"] - 2, l + ": every other lookup a remote hit")
 for b in bad: print("FAIL:", b)

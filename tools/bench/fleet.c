@@ -235,6 +235,13 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The median and the 99th percentile of n samples (sorted here); -1 when none. */
+static void percentiles(double *v, int n, double *p50, double *p99) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    *p50 = n ? v[(n - 1) / 2] : -1;
+    *p99 = n ? v[(int)(0.99 * (n - 1) + 0.999)] : -1;
+}
+
 /* Graph g over all hosts: NVRTC compiles, distinct image sets, wrong kernels (bytes no host compiled). */
 static void tally_graph(const host_rec *recs, int n, int g, fleet_run *r, int *compiles) {
     uint64_t seen[FLEET_MAX_HOSTS], made[FLEET_MAX_HOSTS];
@@ -263,7 +270,7 @@ static void tally_graph(const host_rec *recs, int n, int g, fleet_run *r, int *c
 }
 
 /* One host's outcome, stats and tier counters into r; its lookups' times into lat[*nl]. */
-static void tally_host(const host_rec *x, int graphs, fleet_run *r, double *lat, int *nl) {
+static void tally_host(const host_rec *x, int graphs, fleet_run *r, double *lat, int *nl, double *rlat, int *nr) {
     if (!x->reported || x->open_failed) {
         r->failed += graphs;
         if (!r->why[0])
@@ -278,6 +285,7 @@ static void tally_host(const host_rec *x, int graphs, fleet_run *r, double *lat,
             continue;
         }
         lat[(*nl)++] = y->us;
+        if (y->source == KC_FROM_REMOTE) rlat[(*nr)++] = y->us;
         r->remote_hits += y->source == KC_FROM_REMOTE;
         r->compiled += y->source == KC_FROM_COMPILE;
         r->disk_hits += y->source == KC_FROM_DISK;
@@ -300,10 +308,10 @@ static void tally_host(const host_rec *x, int graphs, fleet_run *r, double *lat,
 }
 
 static void tally(const host_rec *recs, const fleet_plan *p, fleet_run *r) {
-    int n = p->hosts, nl = 0;
-    double *lat = malloc(sizeof *lat * (size_t)(n * p->graphs + 1));
+    int n = p->hosts, nl = 0, nr = 0;
+    double *lat = malloc(sizeof *lat * (size_t)(n * p->graphs + 1) * 2), *rlat = lat + n * p->graphs + 1;
     if (!lat) return;
-    for (int h = 0; h < n; h++) tally_host(&recs[h], p->graphs, r, lat, &nl);
+    for (int h = 0; h < n; h++) tally_host(&recs[h], p->graphs, r, lat, &nl, rlat, &nr);
     r->compiles_min = 1 << 30;
     for (int g = 0; g < p->graphs; g++) {
         int c;
@@ -312,9 +320,8 @@ static void tally(const host_rec *recs, const fleet_plan *p, fleet_run *r) {
         if (c > r->compiles_max) r->compiles_max = c;
         r->compiles_mean += (double)c / p->graphs;
     }
-    qsort(lat, (size_t)nl, sizeof *lat, cmp_d);
-    r->p50_us = nl ? lat[(nl - 1) / 2] : -1;
-    r->p99_us = nl ? lat[(int)(0.99 * (nl - 1) + 0.999)] : -1;
+    percentiles(lat, nl, &r->p50_us, &r->p99_us);
+    percentiles(rlat, nr, &r->remote_p50_us, &r->remote_p99_us);
     r->lookups_per_s = r->wall_s > 0 ? nl / r->wall_s : -1;
     free(lat);
 }
@@ -323,7 +330,8 @@ static void tally(const host_rec *recs, const fleet_plan *p, fleet_run *r) {
 static void fleet_once(const fleet_plan *p, const char *server, const char *url, const char *sdir, fleet_run *r) {
     static int seq;
     char nonce[64], mdir[4200];
-    snprintf(nonce, sizeof nonce, "%ld-%d-%.0f", (long)getpid(), ++seq, now_us());
+    if (!r->warm) ++seq; /* a warm run: the previous run's manifest again, its entries in the remote */
+    snprintf(nonce, sizeof nonce, "%ld-%d-%.0f", (long)getpid(), seq, now_us());
     snprintf(mdir, sizeof mdir, "%s/manifest-%d", p->root, seq);
     r->hosts = p->hosts, r->graphs = p->graphs, r->srv_in = r->srv_out = -1;
     snprintf(r->url, sizeof r->url, "%s", url);
@@ -333,7 +341,7 @@ static void fleet_once(const fleet_plan *p, const char *server, const char *url,
     run_cfg rc = {p, url, mdir, row ? row->env : NULL, ""};
     r->lease_ms = !row ? -1 : r->leases ? (def > 0 ? def : 30000) : 0;
     snprintf(rc.lease_val, sizeof rc.lease_val, "%ld", r->lease_ms);
-    if (cold_manifest(mdir, p->graphs, nonce)) {
+    if (!r->warm && cold_manifest(mdir, p->graphs, nonce)) {
         snprintf(r->why, sizeof r->why, "could not write the synthetic manifest in %s", mdir);
         return;
     }
@@ -347,7 +355,7 @@ static void fleet_once(const fleet_plan *p, const char *server, const char *url,
     redis_net_bytes(url, &in0, &out0);
     if (run_hosts(&rc, recs, r, server, sdir) == 0) {
         redis_net_bytes(url, &in1, &out1);
-        if (in0 >= 0 && in1 >= 0) r->srv_in = in1 - in0, r->srv_out = out1 - out0;
+        if (in0 >= 0 && in1 >= in0 && out1 >= out0) r->srv_in = in1 - in0, r->srv_out = out1 - out0;
         tally(recs, p, r);
         r->have = 1;
     }
@@ -366,15 +374,20 @@ static void fleet_remote(const fleet_plan *p, const char *server, const char *ur
                        : !strcmp(server, "nginx_dav")   ? "restart"
                                                         : NULL;
     int has_lease = kc_config_find("remote_lease_ms") >= 0;
-    for (int k = 0; k < (verb ? 3 : 2) && out->nruns < FLEET_MAX_RUNS; k++) {
-        if (k == 1 && !has_lease) continue; /* no lease in this build: the one run is without */
+    /* k: 0 cold with the lease, 1 warm (the same manifest again, fresh hosts), 2 cold without, 3 disrupted */
+    for (int k = 0; k < (verb ? 4 : 3) && out->nruns < FLEET_MAX_RUNS; k++) {
+        if (k == 2 && !has_lease) continue; /* no lease in this build: run 0 was without */
         fleet_run *r = &out->runs[out->nruns++];
         memset(r, 0, sizeof *r);
-        r->leases = k != 1 && has_lease;
+        r->leases = k != 2 && has_lease;
+        r->warm = k == 1;
         snprintf(r->server, sizeof r->server, "%s", *server ? server : "url");
-        if (k == 2) snprintf(r->disruption, sizeof r->disruption, "%s", verb);
-        snprintf(r->label, sizeof r->label, "%s, %s%s%s", *server ? server : "url", r->leases ? "leases" : "no leases",
-                 k == 2 ? ", " : "", k == 2 ? verb : "");
+        if (k == 3) snprintf(r->disruption, sizeof r->disruption, "%s", verb);
+        snprintf(r->label, sizeof r->label, "%s, %s%s%s", *server ? server : "url",
+                 k == 1      ? "warm remote"
+                 : r->leases ? "leases"
+                             : "no leases",
+                 k == 3 ? ", " : "", k == 3 ? verb : "");
         fleet_once(p, server, url, sdir, r);
         print_fleet_run(r, out->nruns == 1);
     }

@@ -36,6 +36,7 @@ typedef struct fleet_plan {
 typedef struct fleet_run {
     char label[96], server[32], url[300], disruption[64];
     int leases;    /**< 1: the build's default lease; 0: remote_lease_ms=0 (or no lease in this build) */
+    int warm;      /**< 1: the previous run's manifest again (its entries in the remote), fresh hosts */
     long lease_ms; /**< the lease the hosts used (-1: this build has no lease setting) */
     int have;      /**< 0: not measured (why) */
     char why[512];
@@ -43,7 +44,8 @@ typedef struct fleet_run {
     double wall_s;  /**< barrier release to the last host done */
     double ready_s; /**< the first fork to every host ready (its cache open, its specs read) */
     double lookups_per_s, p50_us, p99_us;
-    int compiles_min, compiles_max; /**< NVRTC compiles per key over the graphs (goal 1 with leases) */
+    double remote_p50_us, remote_p99_us; /**< the remote hits' alone */
+    int compiles_min, compiles_max;      /**< NVRTC compiles per key over the graphs (goal 1 with leases) */
     double compiles_mean;
     long units_seen, units_stats; /**< NVRTC compiles: what the lookups said, what the hosts' stats counted */
     long lookups_stats;           /**< outcomes the hosts' stats counted (one per lookup) */

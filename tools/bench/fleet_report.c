@@ -50,6 +50,10 @@ void print_fleet_run(const fleet_run *r, int header) {
         r->wall_s, r->ready_s, r->compiled, r->remote_hits, r->disk_hits, r->units_seen, r->units_stats,
         r->units_seen == r->units_stats ? "" : " (DIFFER)", r->lookups_stats,
         r->lookups_stats == (long)r->hosts * r->graphs ? "" : " (not one per lookup)");
+    char rp50[32], rp99[32];
+    fmt_us(r->remote_p50_us, rp50, sizeof rp50);
+    fmt_us(r->remote_p99_us, rp99, sizeof rp99);
+    printf("    remote hits alone: p50 %s, p99 %s\n", rp50, rp99);
     printf("    lease %s; remote objects read %llu, written %llu, errors %llu; distinct images per key at most %d%s%s",
            r->lease_ms < 0 ? "not in this build"
            : r->lease_ms   ? "on"
@@ -68,8 +72,9 @@ void print_fleet_run(const fleet_run *r, int header) {
 }
 
 static void json_run(FILE *f, const fleet_run *r) {
-    fprintf(f, "{\"label\": \"%s\", \"server\": \"%s\", \"leases\": %s, \"lease_ms\": %ld, \"disruption\": ", r->label,
-            r->server, r->leases ? "true" : "false", r->lease_ms);
+    fprintf(f,
+            "{\"label\": \"%s\", \"server\": \"%s\", \"leases\": %s, \"warm\": %s, \"lease_ms\": %ld, \"disruption\": ",
+            r->label, r->server, r->leases ? "true" : "false", r->warm ? "true" : "false", r->lease_ms);
     if (r->disruption[0]) fprintf(f, "\"%s\", \"disrupted\": %s, ", r->disruption, r->disrupted ? "true" : "false");
     else fprintf(f, "null, ");
     fprintf(f, "\"measured\": %s, ", r->have ? "true" : "false");
@@ -89,6 +94,8 @@ static void json_run(FILE *f, const fleet_run *r) {
     jnum(f, "lookups_per_s", r->lookups_per_s, 0);
     jnum(f, "p50_us", r->p50_us, 0);
     jnum(f, "p99_us", r->p99_us, 0);
+    jnum(f, "remote_hit_p50_us", r->remote_p50_us, 0);
+    jnum(f, "remote_hit_p99_us", r->remote_p99_us, 0);
     fprintf(f, "\"compiled\": %ld, \"remote_hits\": %ld, \"disk_hits\": %ld, \"failed\": %ld, \"wrong\": %ld, ",
             r->compiled, r->remote_hits, r->disk_hits, r->failed, r->wrong);
     fprintf(f, "\"unverified\": %ld, \"distinct_images_per_key_max\": %d, \"bytes_held\": %llu, ", r->unverified,
