@@ -144,19 +144,22 @@ static int server_cmd(const fleet_plan *p, const char *name, const char *verb, c
     return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
 }
 
-/* A plain redis:// URL's own network bytes in and out (INFO stats, through redis-cli); -1 when not read. */
-static void redis_net_bytes(const char *url, long long *in, long long *out) {
-    *in = *out = -1;
+/* A plain redis:// URL's own counters (INFO, through redis-cli): [0] network bytes in, [1] out, [2] commands,
+ * [3] microseconds spent in them; -1 when not read. */
+static void redis_counters(const char *url, long long v[4]) {
+    v[0] = v[1] = -1, v[2] = v[3] = 0;
     char host[256];
     int port;
     if (strncmp(url, "redis://", 8) || strchr(url + 8, '@') || sscanf(url + 8, "%255[^:/]:%d", host, &port) != 2)
         return;
     char cmd[400], line[256];
-    snprintf(cmd, sizeof cmd, "redis-cli -h '%s' -p %d INFO stats 2>/dev/null", host, port);
+    snprintf(cmd, sizeof cmd, "redis-cli -h '%s' -p %d INFO all 2>/dev/null", host, port);
     FILE *f = popen(cmd, "r");
     while (f && fgets(line, sizeof line, f)) {
-        sscanf(line, "total_net_input_bytes:%lld", in);
-        sscanf(line, "total_net_output_bytes:%lld", out);
+        long long calls, usec;
+        sscanf(line, "total_net_input_bytes:%lld", &v[0]);
+        sscanf(line, "total_net_output_bytes:%lld", &v[1]);
+        if (sscanf(line, "cmdstat_%*[^:]:calls=%lld,usec=%lld", &calls, &usec) == 2) v[2] += calls, v[3] += usec;
     }
     if (f) pclose(f);
 }
@@ -351,11 +354,12 @@ static void fleet_once(const fleet_plan *p, const char *server, const char *url,
         snprintf(r->why, sizeof r->why, "no shared memory for %d hosts", p->hosts);
         return;
     }
-    long long in0, out0, in1, out1;
-    redis_net_bytes(url, &in0, &out0);
+    long long a[4], b[4];
+    redis_counters(url, a);
     if (run_hosts(&rc, recs, r, server, sdir) == 0) {
-        redis_net_bytes(url, &in1, &out1);
-        if (in0 >= 0 && in1 >= in0 && out1 >= out0) r->srv_in = in1 - in0, r->srv_out = out1 - out0;
+        redis_counters(url, b); /* less than before: the server restarted (not read) */
+        if (a[0] >= 0 && b[0] >= a[0] && b[1] >= a[1] && b[2] >= a[2] + 2)
+            r->srv_in = b[0] - a[0], r->srv_out = b[1] - a[1], r->srv_cmds = b[2] - a[2] - 1, r->srv_usec = b[3] - a[3];
         tally(recs, p, r);
         r->have = 1;
     }

@@ -58,8 +58,9 @@ typedef struct fleet_run {
     uint64_t lease_stats[8];                       /**< the stats whose names start "lease", summed */
     char lease_names[8][40];
     int nlease;
-    long long srv_in, srv_out; /**< a plain Redis's own network bytes in/out over the run (-1: not read) */
-    int disrupted;             /**< 1: the disruption ran while hosts were running */
+    long long srv_in, srv_out;    /**< a plain Redis's own network bytes in/out over the run (-1: not read) */
+    long long srv_cmds, srv_usec; /**< its commands over the run, and the microseconds it spent in them */
+    int disrupted;                /**< 1: the disruption ran while hosts were running */
 } fleet_run;
 
 typedef struct fleet_result {

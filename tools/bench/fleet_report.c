@@ -53,7 +53,13 @@ void print_fleet_run(const fleet_run *r, int header) {
     char rp50[32], rp99[32];
     fmt_us(r->remote_p50_us, rp50, sizeof rp50);
     fmt_us(r->remote_p99_us, rp99, sizeof rp99);
-    printf("    remote hits alone: p50 %s, p99 %s\n", rp50, rp99);
+    printf("    remote hits alone: p50 %s, p99 %s", rp50, rp99);
+    if (r->srv_in >= 0)
+        printf(
+            "; the Redis: %lld commands, %.1f per lookup, %lld us in them (%.1f us a command), %lld B in, %lld B out",
+            r->srv_cmds, (double)r->srv_cmds / (r->hosts * r->graphs), r->srv_usec,
+            r->srv_cmds ? (double)r->srv_usec / r->srv_cmds : 0.0, r->srv_in, r->srv_out);
+    printf("\n");
     printf("    lease %s; remote objects read %llu, written %llu, errors %llu; distinct images per key at most %d%s%s",
            r->lease_ms < 0 ? "not in this build"
            : r->lease_ms   ? "on"
@@ -103,7 +109,11 @@ static void json_run(FILE *f, const fleet_run *r) {
     fprintf(f, "\"remote_reads\": %llu, \"remote_writes\": %llu, \"remote_errors\": %llu, ",
             (unsigned long long)r->tier_reads, (unsigned long long)r->tier_writes, (unsigned long long)r->tier_errors);
     if (r->srv_in < 0) fprintf(f, "\"server_bytes_in\": null, \"server_bytes_out\": null, ");
-    else fprintf(f, "\"server_bytes_in\": %lld, \"server_bytes_out\": %lld, ", r->srv_in, r->srv_out);
+    else
+        fprintf(f,
+                "\"server_bytes_in\": %lld, \"server_bytes_out\": %lld, \"server_commands\": %lld, "
+                "\"server_usec\": %lld, ",
+                r->srv_in, r->srv_out, r->srv_cmds, r->srv_usec);
     fprintf(f, "\"lease_stats\": {");
     for (int i = 0; i < r->nlease; i++)
         fprintf(f, "%s\"%s\": %llu", i ? ", " : "", r->lease_names[i], (unsigned long long)r->lease_stats[i]);
