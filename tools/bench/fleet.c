@@ -405,7 +405,7 @@ static void fleet_server(const fleet_plan *p, const char *name, fleet_result *ou
     char(*skip)[300] = out->skipped[out->nskip < FLEET_MAX_SERVERS ? out->nskip : FLEET_MAX_SERVERS - 1];
     snprintf(skip[0], sizeof skip[0], "%s", name);
     if (access(script, R_OK)) {
-        snprintf(skip[1], sizeof skip[1], "no %s in this tree", script);
+        snprintf(skip[1], sizeof skip[1], "no tests/servers/%s.sh in this tree", name);
         out->nskip += out->nskip < FLEET_MAX_SERVERS;
         return;
     }
