@@ -14,7 +14,17 @@ BENCH=${1:?usage: test_bench_fleet.sh KCACHE_BENCH}
 command -v redis-server >/dev/null 2>&1 || { echo "SKIP: redis-server is not installed"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; exit 77; }
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+# a redis-server runs in its --dir, under $T: whatever of the run is left (the benchmark killed) is stopped
+servers_left() {
+    for p in $(pgrep -x redis-server); do
+        case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$T"*) echo "$p" ;; esac
+    done
+}
+cleanup() {
+    for p in $(servers_left); do kill "$p"; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
 export TMPDIR=$T
 
 "$BENCH" --fleet --hosts 4 --fleet-graphs 2 --servers redis --json "$T/fleet.json" >"$T/out" 2>&1
@@ -26,9 +36,8 @@ grep -q '^redis, ' "$T/out" || { echo "FAIL: no redis run in the table"; exit 1;
 # the benchmark's scratch folder (the server's folder in it) is removed, and no redis-server of it is left
 leftover=$(find "$T" -maxdepth 1 -name 'kcache-bench-*' | head -1)
 [ -z "$leftover" ] || { echo "FAIL: scratch folder left: $leftover"; exit 1; }
-for p in $(pgrep -x redis-server); do # redis-server runs in its --dir, which was under $T
-    case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$T"*) echo "FAIL: redis-server $p of the run is still running"; kill "$p"; exit 1 ;; esac
-done
+left=$(servers_left)
+[ -z "$left" ] || { echo "FAIL: redis-server $left of the run is still running"; exit 1; }
 
 python3 - "$T/fleet.json" <<'EOF' || exit 1
 import json, sys
