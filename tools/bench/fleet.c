@@ -95,6 +95,7 @@ static kc_cache *host_open(const run_cfg *rc, const char *dir, host_rec *rec) {
 
 /* Host `h`: open, wait at the barrier, look up every graph, report.  Never returns. */
 static void host_main(const run_cfg *rc, int h, host_rec *rec, int barrier_fd, int progress_fd) {
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL); /* the parent's handler stops the server: not a host's */
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/host%03d", rc->p->root, h);
     mkdir(dir, 0700);
@@ -397,7 +398,35 @@ static void fleet_remote(const fleet_plan *p, const char *server, const char *ur
     }
 }
 
-/* Start server `name` in a folder of its own, run its remote, stop it. */
+/* The server running now, stopped by on_signal when the benchmark is interrupted (SIGINT, SIGTERM). */
+static char live_script[4200], live_dir[4200];
+static volatile sig_atomic_t live;
+static pid_t live_parent;
+
+/* Stop the server running now (fork and exec: async-signal-safe), then die of the signal. */
+static void on_signal(int sig) {
+    if (live && getpid() == live_parent) {
+        pid_t k = fork();
+        if (k == 0) {
+            execl("/bin/bash", "bash", live_script, "stop", live_dir, (char *)NULL);
+            _exit(127);
+        }
+        if (k > 0) waitpid(k, NULL, 0);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* What a script that failed to start said (its log), on stderr. */
+static void show_log(const char *sdir, const char *name) {
+    char path[4300], line[512];
+    snprintf(path, sizeof path, "%s/%s.log", sdir, name);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) fprintf(stderr, "  %s.sh: %s", name, line);
+    if (f) fclose(f);
+}
+
+/* Start server `name` in a folder of its own, run its remote, stop it (also when interrupted). */
 static void fleet_server(const fleet_plan *p, const char *name, fleet_result *out) {
     char script[4200], sdir[4200], upath[4300], url[300] = "";
     snprintf(script, sizeof script, "%s/%s.sh", p->servers_dir, name);
@@ -410,6 +439,10 @@ static void fleet_server(const fleet_plan *p, const char *name, fleet_result *ou
         return;
     }
     mkdir(sdir, 0700);
+    snprintf(live_script, sizeof live_script, "%s", script);
+    snprintf(live_dir, sizeof live_dir, "%s", sdir);
+    live_parent = getpid(), live = 1;
+    signal(SIGINT, on_signal), signal(SIGTERM, on_signal);
     int st = server_cmd(p, name, "start", sdir);
     snprintf(upath, sizeof upath, "%s/url", sdir);
     FILE *f = st == 0 ? fopen(upath, "r") : NULL;
@@ -418,13 +451,16 @@ static void fleet_server(const fleet_plan *p, const char *name, fleet_result *ou
     if (st || !url[0]) {
         snprintf(skip[1], sizeof skip[1],
                  st == 77 ? "its server is not installed here (%s.sh exit 77)"
-                          : "%s.sh start failed (exit %d; see its log)",
+                          : "%s.sh start failed (exit %d; its output is on stderr)",
                  name, st);
         out->nskip += out->nskip < FLEET_MAX_SERVERS;
+        if (st != 77) show_log(sdir, name);
     } else {
         fleet_remote(p, name, url, sdir, out);
     }
     server_cmd(p, name, "stop", sdir);
+    live = 0;
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
 }
 
 int bench_fleet(const fleet_plan *p, fleet_result *out) {
