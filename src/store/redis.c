@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 
 #include "../common/internal.h"
+#include "redis_conn.h"
 #include "redis_io.h"
 #include "redis_reply.h"
 #include "kcache/entry.h"
@@ -46,19 +47,18 @@
 #include "breaker.h"
 #include "name.h"
 #include "registry.h"
+#include "tls.h"
 
 #define PREFIX "kcache:v1:"
-#define MAX_IDLE 8
 
 typedef struct rb {
     kc_store_backend be;
     char host[256], user[128], password[256], shown[300];
     int port, db;
     kc_remote_limits cfg;
-    pthread_mutex_t mu; /* the pool */
-    redisContext *idle[MAX_IDLE];
-    int nidle;
-    kc_brk brk; /* its own circuit breaker (breaker.c) */
+    kc_redis_node node; /* the server and its pool of idle connections (redis_conn.c) */
+    kc_tls *tls;        /* rediss://: the TLS client context (tls.c); NULL: plaintext */
+    kc_brk brk;         /* its own circuit breaker (breaker.c) */
 } rb;
 
 /* ---- URL ---- */
@@ -137,75 +137,38 @@ static int expect_ok(redisReply *r, const char *what, int extra) {
     return KC_OK;
 }
 
-static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
-    *out = NULL;
-    redisContext *c = redisConnectNonBlock(b->host, b->port);
-    if (!c) return kc_err(KC_ENOMEM, "out of memory");
-    if (c->err) {
-        int rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, c->errstr);
-        redisFree(c);
-        return rc;
-    }
-    uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
-    if (cdl > deadline) cdl = deadline;
-    int rc = kc_redis_wait_fd(c->fd, POLLOUT, cdl);
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    if (rc == KC_ETIMEOUT) rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
-    else if (rc) rc = kc_err(rc, "redis %s: connect: %s", b->shown, strerror(errno));
-    else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr)
-        rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, strerror(soerr ? soerr : errno));
+static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, const char **argv, const size_t *lens) {
     redisReply *r = NULL;
     int extra = 0;
     kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
-    if (!rc && b->password[0]) {
+    kc_redis_cmd cmd = {argc, argv, lens, NULL};
+    int rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
+    if (!rc) rc = expect_ok(r, argv[0], extra);
+    if (r) freeReplyObject(r);
+    return rc;
+}
+
+/* A fresh connection to node `n`, authenticated and on the URL's database. */
+static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn **out) {
+    uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
+    int rc = kc_redis_conn_open(out, n->host, n->port, b->tls, b->shown, cdl, deadline);
+    if (rc == KC_ETIMEOUT && kc_mono_ns() < deadline && cdl < deadline)
+        rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
+    if (rc) return rc;
+    if (b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        kc_redis_cmd cmd = {b->user[0] ? 3 : 2, argv, lens, NULL};
-        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
-        if (!rc) rc = expect_ok(r, "AUTH", extra);
-        if (r) freeReplyObject(r), r = NULL;
+        rc = setup_command(b, *out, deadline, b->user[0] ? 3 : 2, argv, lens);
     }
     if (!rc && b->db) {
         char db[16];
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        kc_redis_cmd cmd = {2, argv, lens, NULL};
-        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
-        if (!rc) rc = expect_ok(r, "SELECT", extra);
-        if (r) freeReplyObject(r);
+        rc = setup_command(b, *out, deadline, 2, argv, lens);
     }
-    if (rc) {
-        redisFree(c);
-        return rc;
-    }
-    *out = c;
-    return KC_OK;
-}
-
-/*
- * An idle connection, or NULL.  One that has anything to read while idle (the server
- * closed it, or sent a reply nobody asked for) is discarded: its next reply would not be
- * the next command's.
- */
-static redisContext *pool_take(rb *b) {
-    for (;;) {
-        pthread_mutex_lock(&b->mu);
-        redisContext *c = b->nidle ? b->idle[--b->nidle] : NULL;
-        pthread_mutex_unlock(&b->mu);
-        if (!c) return NULL;
-        struct pollfd p = {c->fd, POLLIN, 0};
-        if (poll(&p, 1, 0) == 0 && c->reader->pos >= c->reader->len) return c;
-        redisFree(c);
-    }
-}
-
-static void pool_give(rb *b, redisContext *c) {
-    pthread_mutex_lock(&b->mu);
-    if (b->nidle < MAX_IDLE) b->idle[b->nidle++] = c, c = NULL;
-    pthread_mutex_unlock(&b->mu);
-    if (c) redisFree(c);
+    if (rc) kc_redis_conn_close(*out), *out = NULL;
+    return rc;
 }
 
 /*
@@ -216,16 +179,16 @@ static void pool_give(rb *b, redisContext *c) {
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
  * the connection and the commands on it are out of step; either way it is closed.
  */
-static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
-                      redisReply **out) {
+static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv, const size_t *lens,
+                           const kc_reply_expect *ex, redisReply **out) {
     *out = NULL;
     int rc = kc_brk_enter(&b->brk);
     if (rc) return rc;
     uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisContext *c = attempt == 0 ? pool_take(b) : NULL;
+        kc_redis_conn *c = attempt == 0 ? kc_redis_node_take(n) : NULL;
         int pooled = c != NULL, extra = 0;
-        if (!c && (rc = connect_new(b, deadline, &c))) break;
+        if (!c && (rc = connect_new(b, n, deadline, &c))) break;
         kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
         kc_redis_cmd cmd = {argc, argv, lens, ex};
         rc = kc_redis_send_recv(&link, &cmd, out, &extra);
@@ -233,8 +196,8 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
             rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
             *out = NULL;
-            if (extra) redisFree(c);
-            else pool_give(b, c); /* the connection is fine; the command was refused */
+            if (extra) kc_redis_conn_close(c);
+            else kc_redis_node_give(n, c); /* the connection is fine; the command was refused */
             break;
         }
         if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
@@ -244,21 +207,27 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
             else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
             freeReplyObject(*out);
             *out = NULL;
-            redisFree(c);
+            kc_redis_conn_close(c);
             break;
         }
         if (rc == KC_OK) {
             /* The first reply is this command's; anything after it is the server's mistake. */
             if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->shown, argv[0]);
-            if (extra) redisFree(c);
-            else pool_give(b, c);
+            if (extra) kc_redis_conn_close(c);
+            else kc_redis_node_give(n, c);
             break;
         }
-        redisFree(c);
-        if (!pooled || rc == KC_ETIMEOUT) break; /* a stale pooled connection gets one fresh retry */
+        kc_redis_conn_close(c);
+        if (!pooled || rc != KC_EIO) break; /* a stale pooled connection gets one fresh retry */
     }
-    kc_brk_exit(&b->brk, rc != KC_OK);
+    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
     return rc;
+}
+
+/* A command to the back end's server (a single-server remote's one node). */
+static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
+                      redisReply **out) {
+    return node_command_as(b, &b->node, argc, argv, lens, ex, out);
 }
 
 /* A command whose reply is one of `types`, each value under the value cap. */
@@ -424,8 +393,8 @@ static int r_remove(kc_store_backend *be, const char *name) {
 
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
-    for (int i = 0; i < b->nidle; i++) redisFree(b->idle[i]);
-    pthread_mutex_destroy(&b->mu);
+    kc_redis_node_destroy(&b->node);
+    kc_tls_free(b->tls);
     kc_brk_destroy(&b->brk);
     free(b);
 }
@@ -449,7 +418,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
     kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
-    pthread_mutex_init(&b->mu, NULL);
+    kc_redis_node_init(&b->node, b->host, b->port);
     b->be.version = KC_STORE_BACKEND_VERSION;
     b->be.name = "redis";
     b->be.get = r_get;
