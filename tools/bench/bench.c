@@ -402,7 +402,7 @@ static int run_fleet(bench_opts *o) {
     }
     char root[4096];
     static fleet_result r;
-    if (kc_nvrtc_available() != KC_OK) return fprintf(stderr, "kcache-bench: %s\n", kc_error_last()->message), 1;
+    if (fleet_nvrtc_check()) return 1;
     if (scratch_root(root, sizeof root)) return 1;
     p.root = root;
     printf("kcache-bench: a fleet's cold start: %d hosts (processes, each its own cache directory) x %d graphs for %s, "

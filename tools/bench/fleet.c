@@ -426,6 +426,27 @@ static void show_log(const char *sdir, const char *name) {
     if (f) fclose(f);
 }
 
+/*
+ * DIR/env's `export NAME=VALUE` lines (a value optionally in single or double quotes) into this process's
+ * environment, which the hosts inherit (the server's CA file, credentials); `unset` 1: remove them again.
+ */
+static void server_env(const char *sdir, int unset) {
+    char path[4300], line[4096];
+    snprintf(path, sizeof path, "%s/env", sdir);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *eq = strchr(line, '='), *v = eq + 1;
+        if (strncmp(line, "export ", 7) || !eq) continue;
+        *eq = 0;
+        size_t n = strlen(v);
+        if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) v[n - 1] = 0, v++;
+        if (unset) unsetenv(line + 7);
+        else setenv(line + 7, v, 1);
+    }
+    if (f) fclose(f);
+}
+
 /* Start server `name` in a folder of its own, run its remote, stop it (also when interrupted). */
 static void fleet_server(const fleet_plan *p, const char *name, fleet_result *out) {
     char script[4200], sdir[4200], upath[4300], url[300] = "";
@@ -456,11 +477,24 @@ static void fleet_server(const fleet_plan *p, const char *name, fleet_result *ou
         out->nskip += out->nskip < FLEET_MAX_SERVERS;
         if (st != 77) show_log(sdir, name);
     } else {
+        server_env(sdir, 0);
         fleet_remote(p, name, url, sdir, out);
+        server_env(sdir, 1);
     }
     server_cmd(p, name, "stop", sdir);
     live = 0;
     signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+}
+
+int fleet_nvrtc_check(void) {
+    fflush(NULL);
+    pid_t k = fork();
+    if (k == 0) {
+        if (kc_nvrtc_available() != KC_OK) fprintf(stderr, "kcache-bench: %s\n", kc_error_last()->message);
+        _exit(kc_nvrtc_available() == KC_OK ? 0 : 1);
+    }
+    int st = 0;
+    return k < 0 || waitpid(k, &st, 0) != k || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 }
 
 int bench_fleet(const fleet_plan *p, fleet_result *out) {

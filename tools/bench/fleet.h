@@ -69,6 +69,9 @@ typedef struct fleet_result {
     char skipped[FLEET_MAX_SERVERS][2][300]; /**< server, why */
 } fleet_result;
 
+/** Whether NVRTC is there, asked in a child process (this one's settings stay unread until each host reads
+ *  its own, after a server's environment is set); 0, or 1 (said on stderr). */
+int fleet_nvrtc_check(void);
 /** Run the plan (prints as it goes) into *out; 0 when every run was measured and clean, 1 otherwise. */
 int bench_fleet(const fleet_plan *p, fleet_result *out);
 /** A run's line of the table (and its header when `header`). */
