@@ -29,10 +29,10 @@ static void jstr(FILE *f, const char *s) {
 
 void print_fleet_run(const fleet_run *r, int header) {
     if (header)
-        printf("%-34s %5s %7s %11s %9s %9s %9s %6s %6s %6s %10s %10s\n", "run", "hosts", "lookups", "NVRTC/key",
+        printf("%-40s %5s %7s %11s %9s %9s %9s %6s %6s %6s %10s %10s\n", "run", "hosts", "lookups", "NVRTC/key",
                "lookups/s", "p50", "p99", "remote", "failed", "wrong", "held", "wire");
     if (!r->have) {
-        printf("%-34s not measured: %s\n", r->label, r->why);
+        printf("%-40s not measured: %s\n", r->label, r->why);
         return;
     }
     char p50[32], p99[32], held[32], wire[32], per_key[32];
@@ -42,7 +42,7 @@ void print_fleet_run(const fleet_run *r, int header) {
     fmt_bytes(r->srv_in < 0 ? -1 : (double)(r->srv_in + r->srv_out), wire, sizeof wire);
     snprintf(per_key, sizeof per_key, r->compiles_min == r->compiles_max ? "%d" : "%d..%d", r->compiles_min,
              r->compiles_max);
-    printf("%-34s %5d %7d %11s %9.1f %9s %9s %6ld %6ld %6ld %10s %10s\n", r->label, r->hosts, r->hosts * r->graphs,
+    printf("%-40s %5d %7d %11s %9.1f %9s %9s %6ld %6ld %6ld %10s %10s\n", r->label, r->hosts, r->hosts * r->graphs,
            per_key, r->lookups_per_s, p50, p99, r->remote_hits, r->failed, r->wrong, held, wire);
     printf(
         "    %.2f s (hosts ready in %.2f s before); outcomes: %ld compiled, %ld remote, %ld disk; NVRTC compiles said %ld, stats %ld%s; "
