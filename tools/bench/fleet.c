@@ -50,7 +50,24 @@ typedef struct host_rec {
     host_graph g[FLEET_MAX_GRAPHS];
     uint64_t stats[KC_STAT_COUNT];
     kc_tier_stats tier;
+    uint64_t lease[5]; /* kc_lease_stats' counters, in lease_names' order (nlease 0: none in this build) */
+    int nlease;
 } host_rec;
+
+static const char *const lease_names[5] = {"taken", "waits", "wait_hits", "wait_compiles", "wait_us"};
+
+/* This host's lease counters into rec (a build with kc_cache_lease_stats; else none). */
+static void host_lease_stats(kc_cache *c, host_rec *rec) {
+#ifdef KC_LEASE_STATS_VERSION
+    kc_lease_stats ls = KC_LEASE_STATS_INIT;
+    if (kc_cache_lease_stats(c, &ls) != KC_OK) return;
+    uint64_t v[5] = {ls.taken, ls.waits, ls.wait_hits, ls.wait_compiles, ls.wait_us};
+    memcpy(rec->lease, v, sizeof v);
+    rec->nlease = 5;
+#else
+    (void)c, (void)rec;
+#endif
+}
 
 /* One run's setting for every host. */
 typedef struct run_cfg {
@@ -127,6 +144,7 @@ static void host_main(const run_cfg *rc, int h, host_rec *rec, int barrier_fd, i
         if (kc_cache_stats(c, &st) == KC_OK) memcpy(rec->stats, st.v, sizeof rec->stats);
         rec->tier = (kc_tier_stats)KC_TIER_STATS_INIT;
         if (kc_cache_tier_stats(c, 1, &rec->tier) != KC_OK) rec->tier = (kc_tier_stats)KC_TIER_STATS_INIT;
+        host_lease_stats(c, rec);
         kc_cache_close(c);
     }
     for (int i = 0; i < rc->p->graphs; i++) kc_graph_desc_free(d[i]);
@@ -302,12 +320,10 @@ static void tally_host(const host_rec *x, int graphs, fleet_run *r, double *lat,
     r->tier_reads += x->tier.hits + x->tier.misses;
     r->tier_writes += x->tier.writes;
     r->tier_errors += x->tier.errors + x->tier.write_errors;
-    r->nlease = 0;
-    for (int s = 0; s < KC_STAT_COUNT && r->nlease < 8; s++) {
-        const char *nm = kc_stat_name((kc_stat)s);
-        if (!nm || strncmp(nm, "lease", 5)) continue;
-        snprintf(r->lease_names[r->nlease], sizeof r->lease_names[0], "%s", nm);
-        r->lease_stats[r->nlease++] += x->stats[s];
+    if (x->nlease > r->nlease) r->nlease = x->nlease; /* the lease counters of this build, summed */
+    for (int i = 0; i < x->nlease && i < 8; i++) {
+        snprintf(r->lease_names[i], sizeof r->lease_names[0], "%s", lease_names[i]);
+        r->lease_stats[i] += x->lease[i];
     }
 }
 

@@ -55,7 +55,7 @@ typedef struct fleet_run {
     int distinct_max;    /**< distinct image sets per key at most (1: every host the same bytes) */
     uint64_t bytes_held; /**< the hosts' stats "bytes", summed: what landed in their caches */
     uint64_t tier_reads, tier_writes, tier_errors; /**< the remote tier's objects read, written, failed (all hosts) */
-    uint64_t lease_stats[8];                       /**< the stats whose names start "lease", summed */
+    uint64_t lease_stats[8];                       /**< the hosts' lease counters (kc_cache_lease_stats), summed */
     char lease_names[8][40];
     int nlease;
     long long srv_in, srv_out;    /**< a plain Redis's own network bytes in/out over the run (-1: not read) */

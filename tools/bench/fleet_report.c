@@ -69,7 +69,7 @@ void print_fleet_run(const fleet_run *r, int header) {
            r->unverified ? "; lookups not checked: " : "");
     if (r->unverified) printf("%ld", r->unverified);
     for (int i = 0; i < r->nlease; i++)
-        printf("%s%s %llu", i ? ", " : "; ", r->lease_names[i], (unsigned long long)r->lease_stats[i]);
+        printf("%s%s %llu", i ? ", " : "; lease counters: ", r->lease_names[i], (unsigned long long)r->lease_stats[i]);
     printf("\n");
     if (r->disruption[0])
         printf("    disruption: %s %s once half the hosts had their first lookup%s%s\n", r->server, r->disruption,
