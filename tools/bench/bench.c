@@ -9,6 +9,7 @@
  *                [--write-synth DIR [--synth N]] [--hits-only]
  *                [--pch-only] [--pch-runs N] [--pch-graphs N] [--pch-single N] [--pch-targets LIST]
  *                [--write-bf16 DIR [--pch-graphs N] [--pch-targets LIST]]
+ *                [--fleet [--hosts N] [--fleet-graphs N] [--remote URL | --servers LIST]]
  *
  * Per graph of kernels/: cold (NVRTC compiles every unit: an empty cache, NVRTC's own cache
  * off), warm disk hit (key + the graph entry's read + its images' reads, each checked and
@@ -32,7 +33,10 @@
  * with NVRTC precompiled headers off and on, interleaved, of the bundled toolkit-header graphs and
  * of a generated manifest of --pch-graphs N llm.c-style bf16 graphs (32; synth_bf16.c) for
  * --pch-targets (sm_80,sm_90,sm_100), and of --pch-single N (10) of them for --arch; --pch-runs
- * pairs each (3); the entries both wrote compared.
+ * pairs each (3); the entries both wrote compared.  And a fleet's cold start (fleet.c; --fleet): --hosts N
+ * processes (16), each its own cache directory, released together on a cold manifest of --fleet-graphs N
+ * synthetic graphs (8) against --remote URL or each server of --servers (tests/servers/NAME.sh; all of
+ * them by default), with the lease and without: NVRTC compiles per key, lookups/s, latency, bytes.
  */
 #include <dirent.h>
 #include <math.h>
@@ -45,6 +49,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "fleet.h"
 
 #ifndef KC_KERNELS_DIR
 #define KC_KERNELS_DIR "kernels"
@@ -133,6 +138,8 @@ typedef struct bench_opts {
     const char *json, *plot, *kdir, *nvspec, *kcache, *synth_dir, *arch, *bf16_dir, *pch_targets;
     int quick, floor_only, gpu_only, hits_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict;
     int load_calls, pch_only, pch_runs, pch_graphs, pch_single;
+    int fleet, hosts, fleet_graphs; /* --fleet (fleet.c) */
+    const char *remote, *servers;
     /* the programs beside this one (find_tools) */
     char self[4096], kc_default[4200], ws_paths[3][4200], ws_libs[4200];
     ws_tools wst;
@@ -165,6 +172,11 @@ static const struct option_row {
     {"--pch-single", OPT_INT, offsetof(bench_opts, pch_single)},
     {"--pch-targets", OPT_STR, offsetof(bench_opts, pch_targets)},
     {"--write-bf16", OPT_STR, offsetof(bench_opts, bf16_dir)},
+    {"--fleet", OPT_SET, offsetof(bench_opts, fleet)},
+    {"--hosts", OPT_INT, offsetof(bench_opts, hosts)},
+    {"--fleet-graphs", OPT_INT, offsetof(bench_opts, fleet_graphs)},
+    {"--remote", OPT_STR, offsetof(bench_opts, remote)},
+    {"--servers", OPT_STR, offsetof(bench_opts, servers)},
     {"--json", OPT_STR, offsetof(bench_opts, json)},
     {"--plot", OPT_STR, offsetof(bench_opts, plot)},
     {"--arch", OPT_STR, offsetof(bench_opts, arch)},
@@ -375,6 +387,41 @@ static int run_hits_only(bench_opts *o) {
     return rc;
 }
 
+/* --fleet: a fleet's cold start against a remote (fleet.c). */
+static int run_fleet(bench_opts *o) {
+    fleet_plan p = {o->hosts ? o->hosts : 16,
+                    o->fleet_graphs ? o->fleet_graphs : 8,
+                    o->remote,
+                    o->servers ? o->servers : "redis,redis_tls,redis_cluster,nginx_dav,s3",
+                    KC_SERVERS_DIR,
+                    NULL};
+    if (p.hosts < 1 || p.hosts > FLEET_MAX_HOSTS || p.graphs < 1 || p.graphs > FLEET_MAX_GRAPHS) {
+        fprintf(stderr, "kcache-bench: --hosts takes 1..%d and --fleet-graphs 1..%d\n", FLEET_MAX_HOSTS,
+                FLEET_MAX_GRAPHS);
+        return 2;
+    }
+    char root[4096];
+    static fleet_result r;
+    if (fleet_nvrtc_check()) return 1;
+    if (scratch_root(root, sizeof root)) return 1;
+    p.root = root;
+    printf("kcache-bench: a fleet's cold start: %d hosts (processes, each its own cache directory) x %d graphs for %s, "
+           "released together\n",
+           p.hosts, p.graphs, arch);
+    int rc = bench_fleet(&p, &r);
+    for (int i = 0; i < r.nskip; i++) printf("not run: %s: %s\n", r.skipped[i][0], r.skipped[i][1]);
+    rm_rf(root);
+    FILE *f = o->json ? fopen(o->json, "w") : NULL;
+    if (f) {
+        fprintf(f, "{");
+        json_fleet(f, &p, &r);
+        fprintf(f, "}\n");
+        fclose(f);
+        printf("wrote %s\n", o->json);
+    }
+    return rc || (o->json && !f);
+}
+
 /* ---- the full run: its steps, in the order they print ---- */
 
 static int step_graphs(full_run *r, const bench_opts *o) {
@@ -480,6 +527,7 @@ static const struct bench_mode {
     {"write-synth", offsetof(bench_opts, synth_dir), 1, run_write_synth},
     {"write-bf16", offsetof(bench_opts, bf16_dir), 1, run_write_bf16},
     {"pch-only", offsetof(bench_opts, pch_only), 0, run_pch_only},
+    {"fleet", offsetof(bench_opts, fleet), 0, run_fleet},
     {"warmstart-only", offsetof(bench_opts, ws_only), 0, run_warmstart_only},
     {"process-floor", offsetof(bench_opts, floor_only), 0, run_floor_only},
     {"gpu-only", offsetof(bench_opts, gpu_only), 0, run_gpu_only},
@@ -504,7 +552,8 @@ int main(int argc, char **argv) {
             "                    [--warmstart-only] [--synth N] [--warmstart-runs N] [--warmstart-evict N] [--no-peers]\n"
             "                    [--write-synth DIR [--synth N]] [--hits-only]\n"
             "                    [--pch-only] [--pch-runs N] [--pch-graphs N] [--pch-single N] [--pch-targets LIST]\n"
-            "                    [--write-bf16 DIR [--pch-graphs N] [--pch-targets LIST]]\n");
+            "                    [--write-bf16 DIR [--pch-graphs N] [--pch-targets LIST]]\n"
+            "                    [--fleet [--hosts N] [--fleet-graphs N] [--remote URL | --servers LIST]]\n");
         return 2;
     }
     size_t i = 0;
