@@ -393,7 +393,7 @@ static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
     const char *names[SCAN_MAX_KEYS];
     char nk[8];
     if (keys->elements > SCAN_MAX_KEYS) /* the reply scanner holds it to this already */
-        return kc_err(KC_EIO, "redis %s: SCAN: %zu keys in one reply", b->shown, (size_t)keys->elements);
+        return kc_err(KC_EIO, "redis %s: SCAN: %zu keys in one reply", b->u.shown, (size_t)keys->elements);
     for (size_t i = 0; i < keys->elements; i++) {
         redisReply *k = keys->element[i];
         if (k->type != REDIS_REPLY_STRING)
