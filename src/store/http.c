@@ -13,7 +13,10 @@
  *
  * 404 is a miss; any other failure is an error that opens the circuit breaker (breaker.c), so an
  * outage costs one deadline and then nothing until the back-off window ends.  Nothing is sent at
- * open: there is no write probe.  Leases and listing are not offered (their slots stay NULL).
+ * open: there is no write probe.  An s3:// store takes leases with a conditional create (PUT with
+ * If-None-Match: *, an expired lease taken over with If-Match on its ETag); http(s):// stores take none
+ * (nginx's WebDAV ignores If-None-Match on PUT).  Listing is not offered (iterate stays NULL).
+ * A lease's takeover relies on the wall clocks of the hosts agreeing to well within its length.
  *
  * Callers: the registry (schemes "http", "https", "s3"); the tiers through the table.  Must not:
  * interpret values, follow a redirect, show a password or secret, or wait past a deadline.
@@ -217,18 +220,19 @@ static int s3_sign(hb *b, const char *method, const char *objpath, const void *b
     return KC_OK;
 }
 
-/* One request for blob `name`, under the breaker and one deadline: KC_OK (2xx, c->data the body),
- * KC_MISS (404) or an error. */
-static int request(hb *b, const char *method, const char *name, const void *body, size_t len, kc_http_call *c) {
-    char obj[200], url[KC_REMOTE_URL_MAX + 256], full[1000];
+/* One request for the object at `obj` (below base), under the breaker and one deadline, with `extra`
+ * header lines (NULL-terminated, or NULL): KC_OK (2xx, c->data the body), KC_MISS (404) or an error;
+ * KC_EBUSY for 412 (a precondition failed) when `busy_412`. */
+static int request_at(hb *b, const char *method, const char *obj, const void *body, size_t len,
+                      const char *const *extra, int busy_412, kc_http_call *c) {
+    char url[KC_REMOTE_URL_MAX + 256], full[1000];
     memset(c, 0, sizeof *c);
-    int rc = object_path(b, name, obj, sizeof obj);
-    if (rc) return rc;
-    rc = kc_brk_enter(&b->brk);
+    int rc = kc_brk_enter(&b->brk);
     if (rc) return rc;
     snprintf(url, sizeof url, "%s%s", b->base, obj);
     struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
     if (body) hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+    for (size_t i = 0; extra && extra[i]; i++) hdrs = curl_slist_append(hdrs, extra[i]);
     if (b->s3) {
         snprintf(full, sizeof full, "%s%s", b->path0, obj);
         rc = s3_sign(b, method, full, body, len, &hdrs);
@@ -248,15 +252,25 @@ static int request(hb *b, const char *method, const char *name, const void *body
                         0,
                         NULL,
                         0,
-                        0};
+                        0,
+                        ""};
     if (!rc) rc = kc_http_perform(&b->pool, c);
-    if (!rc) rc = kc_http_status_rc(c, method);
+    if (!rc && busy_412 && (c->status == 412 || c->status == 409)) rc = KC_EBUSY;
+    else if (!rc) rc = kc_http_status_rc(c, method);
     c->url = NULL; /* the local buffer */
     curl_slist_free_all(hdrs);
     c->headers = NULL;
-    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_MISS);
+    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_MISS && rc != KC_EBUSY);
     if (rc) free(c->data), c->data = NULL;
     return rc;
+}
+
+/* One request for blob `name` (request_at at its object's path). */
+static int request(hb *b, const char *method, const char *name, const void *body, size_t len, kc_http_call *c) {
+    char obj[200];
+    memset(c, 0, sizeof *c);
+    int rc = object_path(b, name, obj, sizeof obj);
+    return rc ? rc : request_at(b, method, obj, body, len, NULL, 0, c);
 }
 
 static int h_get(kc_store_backend *be, const char *name, void **out, size_t *out_len) {
@@ -291,6 +305,73 @@ static int h_exists(kc_store_backend *be, const char *name) {
 static int h_remove(kc_store_backend *be, const char *name) {
     kc_http_call c;
     int rc = request(be->ctx, "DELETE", name, NULL, 0, &c);
+    free(c.data);
+    return rc;
+}
+
+/* ---- leases (s3:// only: a conditional create, PUT with If-None-Match: *) ---- */
+
+/* A lease object, "<base>/lease/<name>", holds "kcache-lease 1 <expiry, ms since the epoch> <holder>". */
+static int lease_parse(const kc_http_call *c, long long *expiry, char *holder, size_t cap) {
+    char h[80];
+    if (!c->data || c->len > 200 || sscanf(c->data, "kcache-lease 1 %lld %79s", expiry, h) != 2 || strlen(h) >= cap)
+        return KC_ECORRUPT;
+    snprintf(holder, cap, "%s", h);
+    return KC_OK;
+}
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int h_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
+    hb *b = be->ctx;
+    char obj[200], body[200], ifm[160];
+    int rc = kc_store_name_check(name);
+    if (rc) return rc;
+    if (!holder || !*holder || strlen(holder) > 64 || strpbrk(holder, " \t\r\n"))
+        return kc_err(KC_EINVAL, "%s: a lease holder is 1 to 64 printable bytes without spaces", b->shown);
+    snprintf(obj, sizeof obj, "/lease/%s", name);
+    int n = snprintf(body, sizeof body, "kcache-lease 1 %lld %s\n", now_ms() + (long long)ttl_ms, holder);
+    const char *create[] = {"If-None-Match: *", NULL};
+    kc_http_call c;
+    rc = request_at(b, "PUT", obj, body, (size_t)n, create, 1, &c);
+    free(c.data);
+    if (rc != KC_EBUSY) return rc;
+    /* Held: by a live holder (busy), or expired (taken over if nobody else changed it meanwhile). */
+    rc = request_at(b, "GET", obj, NULL, 0, NULL, 0, &c);
+    if (rc == KC_MISS) return KC_EBUSY; /* released just now: the next poll finds the blob or takes it */
+    if (rc) return rc;
+    long long expiry = 0;
+    char who[80];
+    int prc = lease_parse(&c, &expiry, who, sizeof who);
+    snprintf(ifm, sizeof ifm, "If-Match: %s", c.etag);
+    int have_etag = c.etag[0] != 0;
+    free(c.data);
+    if (prc == KC_OK && expiry > now_ms()) return KC_EBUSY;
+    if (!have_etag) return KC_EBUSY; /* cannot take it over safely */
+    const char *over[] = {ifm, NULL};
+    rc = request_at(b, "PUT", obj, body, (size_t)n, over, 1, &c);
+    free(c.data);
+    return rc;
+}
+
+static int h_lease_release(kc_store_backend *be, const char *name, const char *holder) {
+    hb *b = be->ctx;
+    char obj[200], who[80];
+    int rc = kc_store_name_check(name);
+    if (rc) return rc;
+    snprintf(obj, sizeof obj, "/lease/%s", name);
+    kc_http_call c;
+    rc = request_at(b, "GET", obj, NULL, 0, NULL, 0, &c);
+    if (rc) return rc;
+    long long expiry;
+    int mine = lease_parse(&c, &expiry, who, sizeof who) == KC_OK && holder && strcmp(who, holder) == 0;
+    free(c.data);
+    if (!mine) return KC_MISS;
+    rc = request_at(b, "DELETE", obj, NULL, 0, NULL, 0, &c);
     free(c.data);
     return rc;
 }
@@ -337,6 +418,7 @@ static int h_open(kc_store_backend **out, const char *url, const kc_remote_limit
     b->be.remove = h_remove;
     b->be.free = h_free;
     b->be.state = h_state;
+    if (b->s3) b->be.lease_take = h_lease_take, b->be.lease_release = h_lease_release;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;

@@ -45,6 +45,7 @@ typedef struct kc_http_call {
     char *data; /* the body (malloc'ed, NUL-terminated), NULL when none */
     size_t len;
     unsigned retries; /* 429/503 answers retried */
+    char etag[130];   /* the reply's ETag ("" when none), for a conditional write */
 } kc_http_call;
 
 void kc_http_pool_init(kc_http_pool *p);

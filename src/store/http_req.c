@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../common/internal.h"
@@ -89,6 +90,20 @@ static size_t on_upload(char *ptr, size_t size, size_t n, void *ud) {
     return k;
 }
 
+/* The ETag header, kept (bounded) for a conditional write; every other header is libcurl's. */
+static size_t on_header(char *ptr, size_t size, size_t n, void *ud) {
+    kc_http_call *c = ud;
+    size_t len = size * n;
+    if (len > 5 && strncasecmp(ptr, "etag:", 5) == 0) {
+        const char *v = ptr + 5, *e = ptr + len;
+        while (v < e && (*v == ' ' || *v == '\t')) v++;
+        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ')) e--;
+        size_t k = (size_t)(e - v) < sizeof c->etag ? (size_t)(e - v) : 0; /* too long: none */
+        memcpy(c->etag, v, k), c->etag[k] = 0;
+    }
+    return len;
+}
+
 static void setup(CURL *h, kc_http_call *c, sink *out, source *in, char *errbuf, uint64_t left_ms) {
     curl_easy_setopt(h, CURLOPT_URL, c->url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -107,6 +122,8 @@ static void setup(CURL *h, kc_http_call *c, sink *out, source *in, char *errbuf,
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     if (strcmp(c->method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     else if (strcmp(c->method, "PUT") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -146,7 +163,7 @@ static uint64_t jitter(uint64_t ms) {
 }
 
 int kc_http_perform(kc_http_pool *p, kc_http_call *c) {
-    c->status = 0, c->data = NULL, c->len = 0, c->retries = 0;
+    c->status = 0, c->data = NULL, c->len = 0, c->retries = 0, c->etag[0] = 0;
     CURL *h = take(p);
     if (!h) return kc_err(KC_ENOMEM, "%s: cannot make an HTTP handle", c->shown);
     uint64_t wait_ms = RETRY_FIRST_MS;
