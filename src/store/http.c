@@ -15,7 +15,8 @@
  * outage costs one deadline and then nothing until the back-off window ends.  Nothing is sent at
  * open: there is no write probe.  An s3:// store takes leases with a conditional create (PUT with
  * If-None-Match: *, an expired lease taken over with If-Match on its ETag); http(s):// stores take none
- * (nginx's WebDAV ignores If-None-Match on PUT).  Listing is not offered (iterate stays NULL).
+ * (nginx's WebDAV ignores If-None-Match on PUT).  An s3:// store lists (ListObjectsV2, read with bounds by
+ * http_list.c), so kcache gc and purge reach it; http(s):// stores do not (iterate stays NULL).
  * A lease's takeover relies on the wall clocks of the hosts agreeing to well within its length.
  *
  * Callers: the registry (schemes "http", "https", "s3"); the tiers through the table.  Must not:
@@ -31,6 +32,7 @@
 #include "../config/aws.h"
 #include "breaker.h"
 #include "http.h"
+#include "http_list.h"
 #include "kcache/entry.h"
 #include "name.h"
 #include "registry.h"
@@ -45,8 +47,10 @@ typedef struct hb {
     char user[128], password[256];
     char ca_file[PARAM_MAX];
     /* s3 */
-    char host[300];  /* the Host header: "bucket.s3.region.amazonaws.com" or "127.0.0.1:9000" */
-    char path0[600]; /* the path before the object: "/bucket/prefix" (path-style) or "/prefix" */
+    char host[300];   /* the Host header: "bucket.s3.region.amazonaws.com" or "127.0.0.1:9000" */
+    char path0[600];  /* the path before the object: "/bucket/prefix" (path-style) or "/prefix" */
+    char root[80];    /* the bucket's own path: "/bucket" (path-style) or "" */
+    char prefix[600]; /* "prefix" (no slashes at either end) or "" */
     char region[64];
     kc_aws_creds creds;
     kc_remote_limits cfg;
@@ -143,6 +147,8 @@ static int parse_s3(hb *b, const char *url, size_t len, const char *q) {
     else snprintf(b->host, sizeof b->host, "%.*s.s3.%s.amazonaws.com", bl, s, b->region);
     if (path_style) snprintf(b->path0, sizeof b->path0, "/%.*s%.*s", bl, s, pl, prefix);
     else snprintf(b->path0, sizeof b->path0, "%.*s", pl, prefix);
+    if (path_style) snprintf(b->root, sizeof b->root, "/%.*s", bl, s);
+    snprintf(b->prefix, sizeof b->prefix, "%.*s", pl > 0 ? pl - 1 : 0, pl > 0 ? prefix + 1 : "");
     snprintf(b->base, sizeof b->base, "%s://%s%s", scheme, b->host, b->path0);
     return KC_OK;
 }
@@ -189,7 +195,7 @@ static int object_path(hb *b, const char *name, char *out, size_t cap) {
 }
 
 /* Sign an S3 request: the Host, x-amz-* and Authorization headers onto *hdrs. */
-static int s3_sign(hb *b, const char *method, const char *objpath, const void *body, size_t len,
+static int s3_sign(hb *b, const char *method, const char *objpath, const char *query, const void *body, size_t len,
                    struct curl_slist **hdrs) {
     char ph[65], date[20], path[1200], auth[1024], line[2200];
     int rc = kc_sha256_hex(body ? body : "", body ? len : 0, ph);
@@ -206,7 +212,7 @@ static int s3_sign(hb *b, const char *method, const char *objpath, const void *b
     snprintf(h_tok, sizeof h_tok, "x-amz-security-token:%s", b->creds.session_token);
     const char *h[] = {h_host, h_sha, h_date, h_tok};
     size_t nh = b->creds.session_token[0] ? 4 : 3;
-    kc_sigv4_req r = {method, path, "", h, nh, ph, date, b->region, "s3", b->creds.access_key, b->creds.secret_key};
+    kc_sigv4_req r = {method, path, query, h, nh, ph, date, b->region, "s3", b->creds.access_key, b->creds.secret_key};
     rc = kc_sigv4_authorization(&r, auth, sizeof auth, NULL);
     if (rc) return rc;
     for (size_t i = 0; i < nh; i++) {
@@ -222,20 +228,23 @@ static int s3_sign(hb *b, const char *method, const char *objpath, const void *b
 
 /* One request for the object at `obj` (below base), under the breaker and one deadline, with `extra`
  * header lines (NULL-terminated, or NULL): KC_OK (2xx, c->data the body), KC_MISS (404) or an error;
- * KC_EBUSY for 412 (a precondition failed) when `busy_412`. */
-static int request_at(hb *b, const char *method, const char *obj, const void *body, size_t len,
-                      const char *const *extra, int busy_412, kc_http_call *c) {
-    char url[KC_REMOTE_URL_MAX + 256], full[1000];
+ * KC_EBUSY for 412 or 409 (a condition failed: another lease holder, or a change meanwhile). */
+static int request_q(hb *b, const char *method, const char *obj, const char *query, const void *body, size_t len,
+                     const char *const *extra, kc_http_call *c) {
+    char url[KC_REMOTE_URL_MAX + 2048], full[1000];
     memset(c, 0, sizeof *c);
     int rc = kc_brk_enter(&b->brk);
     if (rc) return rc;
-    snprintf(url, sizeof url, "%s%s", b->base, obj);
+    const char *auth = strstr(b->base, "://") + 3;
+    int origin = (int)(auth - b->base + (ptrdiff_t)strcspn(auth, "/")); /* "scheme://host:port" */
+    if (query) snprintf(url, sizeof url, "%.*s%s%s?%s", origin, b->base, b->root, obj, query);
+    else snprintf(url, sizeof url, "%s%s", b->base, obj);
     struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
     if (body) hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
     for (size_t i = 0; extra && extra[i]; i++) hdrs = curl_slist_append(hdrs, extra[i]);
     if (b->s3) {
-        snprintf(full, sizeof full, "%s%s", b->path0, obj);
-        rc = s3_sign(b, method, full, body, len, &hdrs);
+        snprintf(full, sizeof full, "%s%s", query ? b->root : b->path0, obj);
+        rc = s3_sign(b, method, full, query ? query : "", body, len, &hdrs);
     }
     *c = (kc_http_call){method,
                         url,
@@ -255,7 +264,9 @@ static int request_at(hb *b, const char *method, const char *obj, const void *bo
                         0,
                         ""};
     if (!rc) rc = kc_http_perform(&b->pool, c);
-    if (!rc && busy_412 && (c->status == 412 || c->status == 409)) rc = KC_EBUSY;
+    if (!rc && (c->status == 412 || c->status == 409)) /* a condition failed: another holder, or a change */
+        rc = kc_err(KC_EBUSY, "%s: %s %s: HTTP %ld (held by another host, or changed meanwhile)", b->shown, method, obj,
+                    c->status);
     else if (!rc) rc = kc_http_status_rc(c, method);
     c->url = NULL; /* the local buffer */
     curl_slist_free_all(hdrs);
@@ -265,12 +276,17 @@ static int request_at(hb *b, const char *method, const char *obj, const void *bo
     return rc;
 }
 
+static int request_at(hb *b, const char *method, const char *obj, const void *body, size_t len,
+                      const char *const *extra, kc_http_call *c) {
+    return request_q(b, method, obj, NULL, body, len, extra, c);
+}
+
 /* One request for blob `name` (request_at at its object's path). */
 static int request(hb *b, const char *method, const char *name, const void *body, size_t len, kc_http_call *c) {
     char obj[200];
     memset(c, 0, sizeof *c);
     int rc = object_path(b, name, obj, sizeof obj);
-    return rc ? rc : request_at(b, method, obj, body, len, NULL, 0, c);
+    return rc ? rc : request_at(b, method, obj, body, len, NULL, c);
 }
 
 static int h_get(kc_store_backend *be, const char *name, void **out, size_t *out_len) {
@@ -337,11 +353,11 @@ static int h_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
     int n = snprintf(body, sizeof body, "kcache-lease 1 %lld %s\n", now_ms() + (long long)ttl_ms, holder);
     const char *create[] = {"If-None-Match: *", NULL};
     kc_http_call c;
-    rc = request_at(b, "PUT", obj, body, (size_t)n, create, 1, &c);
+    rc = request_at(b, "PUT", obj, body, (size_t)n, create, &c);
     free(c.data);
     if (rc != KC_EBUSY) return rc;
     /* Held: by a live holder (busy), or expired (taken over if nobody else changed it meanwhile). */
-    rc = request_at(b, "GET", obj, NULL, 0, NULL, 0, &c);
+    rc = request_at(b, "GET", obj, NULL, 0, NULL, &c);
     if (rc == KC_MISS) return KC_EBUSY; /* released just now: the next poll finds the blob or takes it */
     if (rc) return rc;
     long long expiry = 0;
@@ -353,7 +369,7 @@ static int h_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
     if (prc == KC_OK && expiry > now_ms()) return KC_EBUSY;
     if (!have_etag) return KC_EBUSY; /* cannot take it over safely */
     const char *over[] = {ifm, NULL};
-    rc = request_at(b, "PUT", obj, body, (size_t)n, over, 1, &c);
+    rc = request_at(b, "PUT", obj, body, (size_t)n, over, &c);
     free(c.data);
     return rc;
 }
@@ -365,14 +381,62 @@ static int h_lease_release(kc_store_backend *be, const char *name, const char *h
     if (rc) return rc;
     snprintf(obj, sizeof obj, "/lease/%s", name);
     kc_http_call c;
-    rc = request_at(b, "GET", obj, NULL, 0, NULL, 0, &c);
+    rc = request_at(b, "GET", obj, NULL, 0, NULL, &c);
     if (rc) return rc;
     long long expiry;
     int mine = lease_parse(&c, &expiry, who, sizeof who) == KC_OK && holder && strcmp(who, holder) == 0;
     free(c.data);
     if (!mine) return KC_MISS;
-    rc = request_at(b, "DELETE", obj, NULL, 0, NULL, 0, &c);
+    rc = request_at(b, "DELETE", obj, NULL, 0, NULL, &c);
     free(c.data);
+    return rc;
+}
+
+/* ---- listing (s3:// only: ListObjectsV2), for kcache gc and purge ---- */
+
+typedef struct list_ctx {
+    hb *b;
+    kc_store_iter_cb cb;
+    void *ctx;
+} list_ctx;
+
+/* One listed object: a blob of ours ("<prefix>/ac/<name>", "<prefix>/cas/<name>") goes to the callback;
+ * anything else in the bucket (leases, other tools' objects) is passed over. */
+static int on_object(const kc_s3_object *o, void *ud) {
+    list_ctx *l = ud;
+    const char *k = o->key;
+    size_t pl = strlen(l->b->prefix);
+    if (pl) {
+        if (strncmp(k, l->b->prefix, pl) != 0 || k[pl] != '/') return 0;
+        k += pl + 1;
+    }
+    const char *name = strncmp(k, "ac/", 3) == 0 ? k + 3 : strncmp(k, "cas/", 4) == 0 ? k + 4 : NULL;
+    if (!name || kc_store_name_check(name) != KC_OK) return 0;
+    kc_store_item it = {name, o->size, o->last_modified, NULL};
+    return l->cb(&it, l->ctx);
+}
+
+static int h_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
+    hb *b = be->ctx;
+    char token[KC_S3_KEY_MAX + 1] = "", etok[3 * KC_S3_KEY_MAX + 1], pfx[620], epfx[1900], q[4096];
+    snprintf(pfx, sizeof pfx, "%s%s", b->prefix, b->prefix[0] ? "/" : "");
+    int rc = kc_sigv4_uri_encode(pfx, 0, epfx, sizeof epfx);
+    list_ctx l = {b, cb, ctx};
+    for (int page = 0; rc == KC_OK; page++) {
+        int truncated = 0;
+        if (token[0]) rc = kc_sigv4_uri_encode(token, 0, etok, sizeof etok);
+        if (rc) break;
+        /* The canonical query: its parameters sorted by name. */
+        snprintf(q, sizeof q, "%s%s%slist-type=2&max-keys=%d&prefix=%s", token[0] ? "continuation-token=" : "",
+                 token[0] ? etok : "", token[0] ? "&" : "", KC_S3_LIST_MAX, epfx);
+        kc_http_call c;
+        rc = request_q(b, "GET", b->root[0] ? "" : "/", q, NULL, 0, NULL, &c); /* "/bucket" or "/" */
+        if (rc == KC_MISS) rc = kc_err(KC_EIO, "%s: listing: HTTP 404 (does the bucket exist?)", b->shown);
+        if (rc) break;
+        rc = kc_s3_list_page(c.data ? c.data : "", c.len, on_object, &l, &truncated, token, sizeof token);
+        free(c.data);
+        if (rc || !truncated) break;
+    }
     return rc;
 }
 
@@ -419,6 +483,7 @@ static int h_open(kc_store_backend **out, const char *url, const kc_remote_limit
     b->be.free = h_free;
     b->be.state = h_state;
     if (b->s3) b->be.lease_take = h_lease_take, b->be.lease_release = h_lease_release;
+    if (b->s3 && !b->bazel) b->be.iterate = h_iterate;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;
