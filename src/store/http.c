@@ -218,10 +218,10 @@ static int s3_sign(hb *b, const char *method, const char *objpath, const char *q
     for (size_t i = 0; i < nh; i++) {
         const char *colon = strchr(h[i], ':');
         snprintf(line, sizeof line, "%.*s: %s", (int)(colon - h[i]), h[i], colon + 1);
-        *hdrs = curl_slist_append(*hdrs, line);
+        *hdrs = kc_curl_->slist_append(*hdrs, line);
     }
     snprintf(line, sizeof line, "Authorization: %s", auth);
-    *hdrs = curl_slist_append(*hdrs, line);
+    *hdrs = kc_curl_->slist_append(*hdrs, line);
     kc_wipe(auth, sizeof auth), kc_wipe(line, sizeof line);
     return KC_OK;
 }
@@ -239,9 +239,9 @@ static int request_q(hb *b, const char *method, const char *obj, const char *que
     int origin = (int)(auth - b->base + (ptrdiff_t)strcspn(auth, "/")); /* "scheme://host:port" */
     if (query) snprintf(url, sizeof url, "%.*s%s%s?%s", origin, b->base, b->root, obj, query);
     else snprintf(url, sizeof url, "%s%s", b->base, obj);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
-    if (body) hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
-    for (size_t i = 0; extra && extra[i]; i++) hdrs = curl_slist_append(hdrs, extra[i]);
+    struct curl_slist *hdrs = kc_curl_->slist_append(NULL, "Expect:");
+    if (body) hdrs = kc_curl_->slist_append(hdrs, "Content-Type: application/octet-stream");
+    for (size_t i = 0; extra && extra[i]; i++) hdrs = kc_curl_->slist_append(hdrs, extra[i]);
     if (b->s3) {
         snprintf(full, sizeof full, "%s%s", query ? b->root : b->path0, obj);
         rc = s3_sign(b, method, full, query ? query : "", body, len, &hdrs);
@@ -269,7 +269,7 @@ static int request_q(hb *b, const char *method, const char *obj, const char *que
                     c->status);
     else if (!rc) rc = kc_http_status_rc(c, method);
     c->url = NULL; /* the local buffer */
-    curl_slist_free_all(hdrs);
+    kc_curl_->slist_free_all(hdrs);
     c->headers = NULL;
     kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_MISS && rc != KC_EBUSY);
     if (rc) free(c->data), c->data = NULL;
@@ -458,6 +458,7 @@ static void h_free(kc_store_backend *be) {
 
 static int h_open(kc_store_backend **out, const char *url, const kc_remote_limits *cfg) {
     *out = NULL;
+    if (!kc_curl_load()) return KC_EUNAVAILABLE;
     hb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
     url_shown(url, b->shown, sizeof b->shown);

@@ -13,12 +13,33 @@
 #ifndef KC_STORE_HTTP_H
 #define KC_STORE_HTTP_H
 
+#define CURL_DISABLE_TYPECHECK 1 /* the calls go through kc_curl_, not curl's macros */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define KC_HTTP_POOL_MAX 8
+
+/** libcurl's functions, loaded on demand (http_curl.c): libkcache does not link libcurl. */
+typedef struct kc_curl_api {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *h);
+    void (*easy_reset)(CURL *h);
+    CURLcode (*easy_setopt)(CURL *h, CURLoption opt, ...);
+    CURLcode (*easy_perform)(CURL *h);
+    CURLcode (*easy_getinfo)(CURL *h, CURLINFO info, ...);
+    const char *(*easy_strerror)(CURLcode code);
+    struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+    void (*slist_free_all)(struct curl_slist *l);
+} kc_curl_api;
+
+/** libcurl, loaded by the first call (thread-safe): NULL, with the reason in kc_error_last()
+ *  (KC_EUNAVAILABLE, saying what to install), when it cannot be. */
+const kc_curl_api *kc_curl_load(void);
+/** Set once kc_curl_load succeeded; every call after an HTTP back end opened goes through it. */
+extern const kc_curl_api *kc_curl_;
 
 /** Idle easy handles, reused so that their connections are (curl keeps each handle's alive). */
 typedef struct kc_http_pool {

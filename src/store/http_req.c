@@ -21,17 +21,13 @@
 #define RETRY_FIRST_MS 20
 #define RETRY_MAX 6
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static void global_init(void) { (void)curl_global_init(CURL_GLOBAL_DEFAULT); }
-
 void kc_http_pool_init(kc_http_pool *p) {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_once(&global_once, global_init);
 }
 
 void kc_http_pool_destroy(kc_http_pool *p) {
-    for (int i = 0; i < p->n; i++) curl_easy_cleanup(p->idle[i]);
+    for (int i = 0; i < p->n; i++) kc_curl_->easy_cleanup(p->idle[i]);
     pthread_mutex_destroy(&p->mu);
 }
 
@@ -39,15 +35,15 @@ static CURL *take(kc_http_pool *p) {
     pthread_mutex_lock(&p->mu);
     CURL *h = p->n ? p->idle[--p->n] : NULL;
     pthread_mutex_unlock(&p->mu);
-    return h ? h : curl_easy_init();
+    return h ? h : kc_curl_->easy_init();
 }
 
 static void give(kc_http_pool *p, CURL *h) {
-    curl_easy_reset(h); /* keeps the handle's live connections */
+    kc_curl_->easy_reset(h); /* keeps the handle's live connections */
     pthread_mutex_lock(&p->mu);
     if (p->n < KC_HTTP_POOL_MAX) p->idle[p->n++] = h, h = NULL;
     pthread_mutex_unlock(&p->mu);
-    if (h) curl_easy_cleanup(h);
+    if (h) kc_curl_->easy_cleanup(h);
 }
 
 typedef struct sink {
@@ -105,32 +101,32 @@ static size_t on_header(char *ptr, size_t size, size_t n, void *ud) {
 }
 
 static void setup(CURL *h, kc_http_call *c, sink *out, source *in, char *errbuf, uint64_t left_ms) {
-    curl_easy_setopt(h, CURLOPT_URL, c->url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-    if (c->user) curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
-    if (c->password) curl_easy_setopt(h, CURLOPT_PASSWORD, c->password);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left_ms ? left_ms : 1));
+    kc_curl_->easy_setopt(h, CURLOPT_URL, c->url);
+    kc_curl_->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    kc_curl_->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    kc_curl_->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    kc_curl_->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    kc_curl_->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca_file) kc_curl_->easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    if (c->user) kc_curl_->easy_setopt(h, CURLOPT_USERNAME, c->user);
+    if (c->password) kc_curl_->easy_setopt(h, CURLOPT_PASSWORD, c->password);
+    kc_curl_->easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left_ms ? left_ms : 1));
     uint64_t cms = c->connect_ms && c->connect_ms < left_ms ? c->connect_ms : left_ms;
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(cms ? cms : 1));
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->cap);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
-    if (strcmp(c->method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    kc_curl_->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(cms ? cms : 1));
+    kc_curl_->easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->cap);
+    kc_curl_->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    kc_curl_->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    kc_curl_->easy_setopt(h, CURLOPT_WRITEDATA, out);
+    kc_curl_->easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+    kc_curl_->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    kc_curl_->easy_setopt(h, CURLOPT_HEADERDATA, c);
+    if (strcmp(c->method, "HEAD") == 0) kc_curl_->easy_setopt(h, CURLOPT_NOBODY, 1L);
     else if (strcmp(c->method, "PUT") == 0) {
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
-        curl_easy_setopt(h, CURLOPT_READDATA, in);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
-    } else if (strcmp(c->method, "GET") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+        kc_curl_->easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        kc_curl_->easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
+        kc_curl_->easy_setopt(h, CURLOPT_READDATA, in);
+        kc_curl_->easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
+    } else if (strcmp(c->method, "GET") != 0) kc_curl_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
 }
 
 /* One attempt: KC_OK with c->status and the body, or an error. */
@@ -138,19 +134,19 @@ static int attempt(CURL *h, kc_http_call *c, sink *out, uint64_t left_ms) {
     char errbuf[CURL_ERROR_SIZE] = "";
     source in = {c->body, c->body_len};
     setup(h, c, out, &in, errbuf, left_ms);
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = kc_curl_->easy_perform(h);
     if (out->over || cc == CURLE_FILESIZE_EXCEEDED)
         return kc_err(KC_EINVAL, "%s: %s %s: the reply's body is over the value cap (%llu bytes)", c->shown, c->method,
                       c->url, (unsigned long long)c->cap);
     if (cc == CURLE_OPERATION_TIMEDOUT)
         return kc_err(KC_ETIMEOUT, "%s: %s %s: no complete reply within the deadline (%s)", c->shown, c->method, c->url,
-                      errbuf[0] ? errbuf : curl_easy_strerror(cc));
+                      errbuf[0] ? errbuf : kc_curl_->easy_strerror(cc));
     if (cc != CURLE_OK)
         return kc_err(KC_EIO, "%s: %s %s: %s (check the server and the URL)", c->shown, c->method, c->url,
-                      errbuf[0] ? errbuf : curl_easy_strerror(cc));
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
+                      errbuf[0] ? errbuf : kc_curl_->easy_strerror(cc));
+    kc_curl_->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
     curl_off_t cl = -1;
-    curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+    kc_curl_->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
     if (strcmp(c->method, "HEAD") != 0 && cl >= 0 && (uint64_t)cl != (uint64_t)out->len)
         return kc_err(KC_EIO, "%s: %s %s: the reply's body is %zu bytes, its Content-Length says %lld", c->shown,
                       c->method, c->url, out->len, (long long)cl);
