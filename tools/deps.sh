@@ -10,7 +10,9 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
       groff-base zsh    # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
       python3-prometheus-client  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
       openssl redis-tools  # tests/servers/redis_tls.sh: the test CA and certificates, redis-cli --tls
-      dpkg-dev file)    # test_package: CPack's .deb (dpkg-shlibdeps, file)
+      dpkg-dev file     # test_package: CPack's .deb (dpkg-shlibdeps, file)
+      libcurl4-openssl-dev nginx-light curl  # the HTTP content store (libcurl); its tests' WebDAV server
+      python3-venv)     # the S3 stand-in's virtual environment (below)
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
 #            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench
@@ -44,6 +46,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: note: the CUDA Toolkit is at /usr/local/cuda (not on PATH; CMake finds it)"
+fi
+# The S3 stand-in of test_http_s3 (tests/servers/s3.sh): moto's server, pinned, in a git-ignored virtual
+# environment at the repository's root, .venv-s3 (always: CI runs that test).
+root=$(cd "$(dirname "$0")/.." && pwd)
+if ! "$root/.venv-s3/bin/python" -c 'import moto.server, boto3' 2>/dev/null; then
+  echo "deps: installing moto[server]==5.0.28 into $root/.venv-s3"
+  python3 -m venv "$root/.venv-s3"
+  "$root/.venv-s3/bin/pip" install -q --disable-pip-version-check 'moto[server]==5.0.28'
 fi
 if [ "$bench" = 1 ]; then
   # The Python peers of kcache-bench (tools/bench/peers/), pinned: cuda.core 1.2.2 with the CUDA 13 bindings

@@ -27,6 +27,11 @@ static const kc_store_scheme *const builtins[] = {
     &kc_store_redis_scheme,
     &kc_store_rediss_scheme,
 #endif
+#ifdef KCACHE_HAVE_HTTP
+    &kc_store_http_scheme,
+    &kc_store_https_scheme,
+    &kc_store_s3_scheme,
+#endif
     NULL,
 };
 
@@ -133,6 +138,12 @@ int kc_store_open_url(kc_store_backend **out, const char *url, const kc_remote_l
         return kc_err(KC_EINVAL,
                       "remote '%s': this build has no redis back end: rebuild with hiredis "
                       "(libhiredis-dev; cmake -DKCACHE_WITH_REDIS=ON)",
+                      shown);
+    if (!sc && ((sl == 4 && strncmp(url, "http", 4) == 0) || (sl == 5 && strncmp(url, "https", 5) == 0) ||
+                (sl == 2 && strncmp(url, "s3", 2) == 0)))
+        return kc_err(KC_EINVAL,
+                      "remote '%s': this build has no HTTP back end: rebuild with libcurl "
+                      "(libcurl4-openssl-dev; cmake -DKCACHE_WITH_HTTP=ON)",
                       shown);
     if (!sc) return kc_err(KC_EINVAL, "remote '%s': no back end is registered for '%.*s://'", shown, (int)sl, url);
     kc_remote_limits none = KC_REMOTE_LIMITS_INIT;

@@ -51,5 +51,9 @@ void kc_store_redact_password(const char *url, char *out, size_t cap);
 extern const kc_store_scheme kc_store_redis_scheme;
 extern const kc_store_scheme kc_store_rediss_scheme; /* the same back end over TLS */
 #endif
+#ifdef KCACHE_HAVE_HTTP
+/** The HTTP content store's schemes (http.c: http, https, s3), registered at first use (registry.c). */
+extern const kc_store_scheme kc_store_http_scheme, kc_store_https_scheme, kc_store_s3_scheme;
+#endif
 
 #endif
