@@ -22,9 +22,15 @@
  * one that saw more than one reply, an unexpected reply type, or bytes while idle is
  * closed, never pooled (its next reply would answer the wrong command).
  *
+ * The connection is kcache's own (redis_conn.c: connect, write and read under the deadline;
+ * hiredis only formats commands and parses replies); rediss:// runs it over TLS (tls.c, the
+ * context made at the first connect), and the URL, its query parameters and the password file
+ * are redis_url.c's.  A command goes to a node (host, port, pool: node_command_as); this
+ * single-server back end has one, b->node.
+ *
  * Reached only through its backend table (the tiers), whose `state` slot is
- * kc_store_redis_state; it is registered as the scheme "redis" (registry.c).  The breaker is
- * breaker.c's.
+ * kc_store_redis_state; it is registered as the schemes "redis" and "rediss" (registry.c).
+ * The breaker is breaker.c's.
  *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */
@@ -38,10 +44,12 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "../common/crypto.h"
 #include "../common/internal.h"
 #include "redis_conn.h"
 #include "redis_io.h"
 #include "redis_reply.h"
+#include "redis_url.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
 #include "breaker.h"
@@ -53,80 +61,13 @@
 
 typedef struct rb {
     kc_store_backend be;
-    char host[256], user[128], password[256], shown[300];
-    int port, db;
+    kc_redis_url u; /* what the URL says; u.shown names the remote in every message */
     kc_remote_limits cfg;
-    kc_redis_node node; /* the server and its pool of idle connections (redis_conn.c) */
-    kc_tls *tls;        /* rediss://: the TLS client context (tls.c); NULL: plaintext */
-    kc_brk brk;         /* its own circuit breaker (breaker.c) */
+    kc_redis_node node;     /* the server and its pool of idle connections (redis_conn.c) */
+    pthread_mutex_t tls_mu; /* guards tls */
+    kc_tls *tls;            /* rediss://: the TLS client context (tls.c), made at the first connect */
+    kc_brk brk;             /* its own circuit breaker (breaker.c) */
 } rb;
-
-/* ---- URL ---- */
-
-/* `url` as an error message may show it: a password (what lies between "://" and the last '@',
- * after "user:" when there is one) becomes "***", as kc_remote_state shows the remote.  Every
- * message about a URL names this copy, never the URL itself. */
-static void url_shown(const char *url, char *out, size_t cap) { kc_store_redact_password(url, out, cap); }
-
-static int parse_url(rb *b, const char *url_given) {
-    char url[600]; /* the URL as messages show it (url_shown) */
-    url_shown(url_given, url, sizeof url);
-    const char *p = url_given;
-    if (strncmp(p, "redis://", 8) != 0)
-        return kc_err(KC_EINVAL, "remote '%s': only redis://[:password@]host:port[/db] is supported", url);
-    p += 8;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *cred = p;
-        size_t n = (size_t)(at - cred);
-        const char *colon = memchr(cred, ':', n);
-        if (colon && colon > cred) { /* user:password (a Redis 6 ACL user) */
-            size_t ul = (size_t)(colon - cred);
-            if (ul >= sizeof b->user) return kc_err(KC_EINVAL, "remote URL: user name too long");
-            memcpy(b->user, cred, ul);
-            b->user[ul] = '\0';
-        }
-        if (colon) n -= (size_t)(colon + 1 - cred), cred = colon + 1;
-        if (n >= sizeof b->password) return kc_err(KC_EINVAL, "remote URL: password too long");
-        memcpy(b->password, cred, n);
-        b->password[n] = '\0';
-        p = at + 1;
-    }
-    const char *hs = p, *he;
-    if (*p == '[') {
-        he = strchr(p, ']');
-        if (!he) return kc_err(KC_EINVAL, "remote URL '%s': unterminated [address]", url);
-        hs = p + 1;
-        p = he + 1;
-    } else {
-        he = p + strcspn(p, ":/");
-        p = he;
-    }
-    size_t hl = (size_t)(he - hs);
-    if (hl == 0 || hl >= sizeof b->host) return kc_err(KC_EINVAL, "remote URL '%s': no host", url);
-    memcpy(b->host, hs, hl);
-    b->host[hl] = '\0';
-    b->port = 6379;
-    if (*p == ':') {
-        char *end;
-        long v = strtol(p + 1, &end, 10);
-        if (end == p + 1 || v <= 0 || v > 65535) return kc_err(KC_EINVAL, "remote URL '%s': bad port", url);
-        b->port = (int)v;
-        p = end;
-    }
-    if (*p == '/') {
-        char *end;
-        long v = p[1] ? strtol(p + 1, &end, 10) : 0;
-        if (p[1] && (*end || v < 0 || v > INT_MAX)) return kc_err(KC_EINVAL, "remote URL '%s': bad db", url);
-        b->db = (int)v;
-    } else if (*p) {
-        return kc_err(KC_EINVAL, "remote URL '%s': unexpected '%s'", url, p);
-    }
-    int v6 = strchr(b->host, ':') != NULL;
-    snprintf(b->shown, sizeof b->shown, "redis://%s%s%s%s%s%s:%d/%d", b->user, b->password[0] ? ":***" : "",
-             b->user[0] || b->password[0] ? "@" : "", v6 ? "[" : "", b->host, v6 ? "]" : "", b->port, b->db);
-    return KC_OK;
-}
 
 /* ---- one command under a deadline ---- */
 
@@ -140,7 +81,7 @@ static int expect_ok(redisReply *r, const char *what, int extra) {
 static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, const char **argv, const size_t *lens) {
     redisReply *r = NULL;
     int extra = 0;
-    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+    kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
     kc_redis_cmd cmd = {argc, argv, lens, NULL};
     int rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
     if (!rc) rc = expect_ok(r, argv[0], extra);
@@ -148,21 +89,33 @@ static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, c
     return rc;
 }
 
+/* rediss://: the TLS context, made at the first connect (a host without libssl, or a CA file that
+ * cannot be read, is then a failure like an unreachable server: an error, the breaker, misses). */
+static int tls_context(rb *b, kc_tls **out) {
+    *out = NULL;
+    if (!b->u.tls) return KC_OK;
+    pthread_mutex_lock(&b->tls_mu);
+    int rc = b->tls ? KC_OK : kc_tls_new(&b->tls, &b->u.tls_opts, b->u.shown);
+    *out = b->tls;
+    pthread_mutex_unlock(&b->tls_mu);
+    return rc;
+}
+
 /* A fresh connection to node `n`, authenticated and on the URL's database. */
 static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn **out) {
+    kc_tls *tls;
+    int rc = tls_context(b, &tls); /* before the connect timeout starts: the first one loads libssl */
     uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
-    int rc = kc_redis_conn_open(out, n->host, n->port, b->tls, b->shown, cdl, deadline);
-    if (rc == KC_ETIMEOUT && kc_mono_ns() < deadline && cdl < deadline)
-        rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
+    if (!rc) rc = kc_redis_conn_open(out, n->host, n->port, tls, b->u.shown, cdl, deadline);
     if (rc) return rc;
-    if (b->password[0]) {
-        const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
-        size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = setup_command(b, *out, deadline, b->user[0] ? 3 : 2, argv, lens);
+    if (b->u.password[0]) {
+        const char *argv[] = {"AUTH", b->u.user[0] ? b->u.user : b->u.password, b->u.password};
+        size_t lens[] = {4, strlen(argv[1]), strlen(b->u.password)};
+        rc = setup_command(b, *out, deadline, b->u.user[0] ? 3 : 2, argv, lens);
     }
-    if (!rc && b->db) {
+    if (!rc && b->u.db) {
         char db[16];
-        snprintf(db, sizeof db, "%d", b->db);
+        snprintf(db, sizeof db, "%d", b->u.db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
         rc = setup_command(b, *out, deadline, 2, argv, lens);
@@ -189,11 +142,11 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         kc_redis_conn *c = attempt == 0 ? kc_redis_node_take(n) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, n, deadline, &c))) break;
-        kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+        kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
         kc_redis_cmd cmd = {argc, argv, lens, ex};
         rc = kc_redis_send_recv(&link, &cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
+            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
             freeReplyObject(*out);
             *out = NULL;
             if (extra) kc_redis_conn_close(c);
@@ -202,9 +155,9 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         }
         if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
             if (ex->elements && (*out)->type == REDIS_REPLY_ARRAY)
-                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->shown, argv[0],
-                            (size_t)(*out)->elements, ex->elements);
-            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
+                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->u.shown,
+                            argv[0], (size_t)(*out)->elements, ex->elements);
+            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->u.shown, argv[0], (*out)->type);
             freeReplyObject(*out);
             *out = NULL;
             kc_redis_conn_close(c);
@@ -212,7 +165,7 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         }
         if (rc == KC_OK) {
             /* The first reply is this command's; anything after it is the server's mistake. */
-            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->shown, argv[0]);
+            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->u.shown, argv[0]);
             if (extra) kc_redis_conn_close(c);
             else kc_redis_node_give(n, c);
             break;
@@ -232,7 +185,7 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
 
 /* A command whose reply is one of `types`, each value under the value cap. */
 static int command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
-    kc_reply_expect ex = {types, 0, 0};
+    kc_reply_expect ex = {types, 0, 0, 0};
     return command_as(b, argc, argv, lens, &ex, out);
 }
 
@@ -249,7 +202,7 @@ static int key_command(rb *b, const char *cmd, const char *name, unsigned types,
 
 static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
     if ((uint64_t)r->len > b->cfg.max_value)
-        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->shown, (size_t)r->len);
+        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->u.shown, (size_t)r->len);
     void *d = kc_malloc(r->len ? (size_t)r->len : 1);
     if (!d) return kc_err(KC_ENOMEM, "out of memory");
     memcpy(d, r->str, (size_t)r->len);
@@ -341,7 +294,7 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
         key_of(names[i], keys[i], sizeof keys[i]);
         argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
     }
-    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n)};
+    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n), 0};
     redisReply *r;
     int rc = command_as(b, (int)argc, argv, lens, &ex, &r);
     free(blk);
@@ -391,10 +344,162 @@ static int r_remove(kc_store_backend *be, const char *name) {
     return rc;
 }
 
+/* ---- leases (one compile per key across the fleet: store/lease.c) ---- */
+
+#define LEASE_PREFIX "lease:"
+
+/* A lease's holder token: 1 to 64 printable bytes. */
+static int holder_ok(const char *h) {
+    size_t n = h ? strnlen(h, 65) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] <= ' ' || h[i] > '~') return 0;
+    return n >= 1 && n <= 64;
+}
+
+/* SET kcache:v1:lease:<name> <holder> NX PX <ttl>: KC_OK taken, KC_EBUSY held by another. */
+static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
+    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder) || !ttl_ms)
+        return kc_err(KC_EINVAL, "redis lease: a bad name, holder or time");
+    char k[KC_NAME_MAX + 32], ttl[24];
+    key_of(LEASE_PREFIX, k, sizeof k);
+    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
+    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
+    const char *argv[] = {"SET", k, holder, "NX", "PX", ttl};
+    size_t lens[] = {3, strlen(k), strlen(holder), 2, 2, strlen(ttl)};
+    redisReply *r;
+    int rc = command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
+    freeReplyObject(r);
+    return rc;
+}
+
+/* ---- iterate: SCAN (for `kcache purge`, a remote gc) ---- */
+
+#define SCAN_COUNT 128        /* keys asked per SCAN round (a hint the server may exceed a little) */
+#define SCAN_MAX_KEYS 1024    /* a SCAN reply's keys at most; more is a hostile reply */
+#define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
+#define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
+
+/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each). */
+static const char SIZE_SCRIPT[] =
+    "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('STRLEN', k) end return r";
+
+/* One SCAN round's stored names (prefix stripped, lease keys and malformed names skipped), their sizes
+ * asked in one more round trip, each given to cb. */
+static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
+    const char *argv[3 + SCAN_MAX_KEYS];
+    size_t lens[3 + SCAN_MAX_KEYS], n = 0;
+    const char *names[SCAN_MAX_KEYS];
+    char nk[8];
+    if (keys->elements > SCAN_MAX_KEYS) /* the reply scanner holds it to this already */
+        return kc_err(KC_EIO, "redis %s: SCAN: %zu keys in one reply", b->u.shown, (size_t)keys->elements);
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *k = keys->element[i];
+        if (k->type != REDIS_REPLY_STRING)
+            return kc_err(KC_EIO, "redis %s: SCAN: a key that is not a string", b->u.shown);
+        const char *name = k->str + strlen(PREFIX);
+        if (k->len <= strlen(PREFIX) || k->len > KC_NAME_MAX + strlen(PREFIX) ||
+            memcmp(k->str, PREFIX, strlen(PREFIX)) || strlen(k->str) != (size_t)k->len ||
+            kc_store_name_check(name) != KC_OK)
+            continue; /* not an entry: a lease ("kcache:v1:lease:…"), another writer's key */
+        names[n] = name, argv[3 + n] = k->str, lens[3 + n] = (size_t)k->len, n++;
+    }
+    if (n == 0) return KC_OK;
+    snprintf(nk, sizeof nk, "%zu", n);
+    argv[0] = "EVAL", lens[0] = 4, argv[1] = SIZE_SCRIPT, lens[1] = sizeof SIZE_SCRIPT - 1;
+    argv[2] = nk, lens[2] = strlen(nk);
+    kc_reply_expect ex = {T_ARRAY, 0, 0, n + 1};
+    redisReply *r;
+    int rc = command_as(b, (int)(3 + n), argv, lens, &ex, &r);
+    if (rc) return rc;
+    if (r->elements != n)
+        rc = kc_err(KC_EIO, "redis %s: EVAL: %zu sizes for %zu keys", b->u.shown, (size_t)r->elements, n);
+    for (size_t i = 0; i < n && rc == KC_OK; i++) {
+        redisReply *v = r->element[i];
+        if (v->type != REDIS_REPLY_INTEGER || v->integer < 0) {
+            rc = kc_err(KC_EIO, "redis %s: EVAL: a size that is not a number", b->u.shown);
+            break;
+        }
+        if (v->integer == 0) continue; /* gone since the SCAN */
+        kc_store_item it = {names[i], (uint64_t)v->integer, 0, NULL};
+        rc = cb(&it, ctx);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Deletes the lease only while `holder` still has it (one script: no other holder's lease is ever deleted). */
+static const char RELEASE_SCRIPT[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                     "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+static int r_lease_release(kc_store_backend *be, const char *name, const char *holder) {
+    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder))
+        return kc_err(KC_EINVAL, "redis lease: a bad name or holder");
+    char k[KC_NAME_MAX + 32];
+    key_of(LEASE_PREFIX, k, sizeof k);
+    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
+    const char *argv[] = {"EVAL", RELEASE_SCRIPT, "1", k, holder};
+    size_t lens[] = {4, sizeof RELEASE_SCRIPT - 1, 1, strlen(k), strlen(holder)};
+    redisReply *r;
+    int rc = command(be->ctx, 5, argv, lens, T_INTEGER, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
+    freeReplyObject(r);
+    return rc;
+}
+
+/* A SCAN cursor: decimal digits, at most 20, no wrap; 0 or 1 (bad). */
+static int scan_cursor(const redisReply *c, unsigned long long *out) {
+    if (c->type != REDIS_REPLY_STRING || c->len < 1 || c->len > 20) return 0;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < (size_t)c->len; i++) {
+        if (c->str[i] < '0' || c->str[i] > '9' || v > (ULLONG_MAX - 9) / 10) return 0;
+        v = v * 10 + (unsigned long long)(c->str[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/*
+ * Every stored entry, by SCAN MATCH "kcache:v1:*" (each name once at least; one written or removed during the
+ * walk may be missed or seen, as SCAN promises).  A reply is bounded as it arrives (SCAN_MAX_KEYS keys); the walk
+ * ends at cursor 0, and a hostile server cannot hold it: a cursor seen again among the last SCAN_SEEN ends it,
+ * and so does the SCAN_MAX_ROUNDS-th round (KC_EIO each, saying the walk was cut).  last_used is 0 (Redis keeps no such time for us).
+ */
+static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
+    rb *b = be->ctx;
+    unsigned long long cur = 0, seen[SCAN_SEEN];
+    char cs[24], cnt[8];
+    snprintf(cnt, sizeof cnt, "%d", SCAN_COUNT);
+    for (unsigned round = 0; round < SCAN_MAX_ROUNDS; round++) {
+        snprintf(cs, sizeof cs, "%llu", cur);
+        const char *argv[] = {"SCAN", cs, "MATCH", PREFIX "*", "COUNT", cnt};
+        size_t lens[] = {4, strlen(cs), 5, strlen(PREFIX) + 1, 5, strlen(cnt)};
+        kc_reply_expect ex = {T_ARRAY, 0, 0, SCAN_MAX_KEYS + 2};
+        redisReply *r;
+        int rc = command_as(b, 6, argv, lens, &ex, &r);
+        if (rc) return rc;
+        if (r->elements != 2 || !scan_cursor(r->element[0], &cur) || r->element[1]->type != REDIS_REPLY_ARRAY)
+            rc = kc_err(KC_EIO, "redis %s: SCAN: a reply that is not a cursor and a list of keys", b->u.shown);
+        else rc = scan_visit(b, r->element[1], cb, ctx);
+        freeReplyObject(r);
+        if (rc || cur == 0) return rc;
+        for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
+            if (seen[i] == cur)
+                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown, cur);
+        seen[round % SCAN_SEEN] = cur;
+    }
+    return kc_err(KC_EIO, "redis %s: SCAN: no end after %d rounds; walk cut (is it a redis server?)", b->u.shown,
+                  SCAN_MAX_ROUNDS);
+}
+
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
     kc_redis_node_destroy(&b->node);
     kc_tls_free(b->tls);
+    pthread_mutex_destroy(&b->tls_mu);
+    kc_wipe(b->u.password, sizeof b->u.password);
     kc_brk_destroy(&b->brk);
     free(b);
 }
@@ -404,7 +509,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
     rb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
-    int rc = parse_url(b, url);
+    int rc = kc_redis_url_parse(&b->u, url);
     if (rc) {
         free(b);
         return rc;
@@ -417,8 +522,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (b->cfg.backoff_max_ms < b->cfg.backoff_ms) b->cfg.backoff_max_ms = b->cfg.backoff_ms;
     if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
-    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
-    kc_redis_node_init(&b->node, b->host, b->port);
+    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->u.shown);
+    kc_redis_node_init(&b->node, b->u.host, b->u.port);
+    pthread_mutex_init(&b->tls_mu, NULL);
     b->be.version = KC_STORE_BACKEND_VERSION;
     b->be.name = "redis";
     b->be.get = r_get;
@@ -429,6 +535,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     b->be.get_first = r_get_first;
     b->be.state = kc_store_redis_state;
     b->be.get_many = r_get_many;
+    b->be.lease_take = r_lease_take;
+    b->be.lease_release = r_lease_release;
+    b->be.iterate = r_iterate;
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;
@@ -438,10 +547,15 @@ int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
     if (!be || !out || be->free != r_free) return kc_err(KC_EINVAL, "kc_store_redis_state: not a redis backend");
     rb *b = be->ctx;
     memset(out, 0, sizeof *out);
-    snprintf(out->url, sizeof out->url, "%s", b->shown);
+    snprintf(out->url, sizeof out->url, "%s", b->u.shown);
     kc_brk_state(&b->brk, out);
     return KC_OK;
 }
 
 /* The scheme "redis", registered by the library at first use (registry.c's builtins). */
-const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open, url_shown};
+const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open,
+                                               kc_redis_url_redact};
+
+/* The scheme "rediss": the same back end over TLS (tls.c). */
+const kc_store_scheme kc_store_rediss_scheme = {KC_STORE_SCHEME_VERSION, "rediss", kc_store_redis_open,
+                                                kc_redis_url_redact};

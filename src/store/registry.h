@@ -49,6 +49,7 @@ void kc_store_redact_password(const char *url, char *out, size_t cap);
 #ifdef KCACHE_HAVE_REDIS
 /** The redis back end's scheme table (redis.c), registered at first use (registry.c). */
 extern const kc_store_scheme kc_store_redis_scheme;
+extern const kc_store_scheme kc_store_rediss_scheme; /* the same back end over TLS */
 #endif
 
 #endif
