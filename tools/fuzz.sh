@@ -27,6 +27,7 @@ default=(entry entry_sums sections expr program bundle bundle_sums spec manifest
 default+=(files toolkit) # stats files, the record, profiles, key files; toolkit manifests, reads and memo
 default+=(spec_direct) # the spec direct mode's memo
 default+=(config) # configuration files (system, directory) and remote lists
+default+=(redis_cluster) # Redis Cluster's slot map and MOVED/ASK (generated from the input's choices)
 targets=(${FUZZ_TARGETS:-${default[@]}})
 # ---- bundles, structure-aware: every version (v1..v4) and record kind, checksums rebuilt
 # (tests/fuzz/fuzz_bundle_struct.c; seeds: tools/fuzz_bundle_seeds.py) ----

@@ -45,6 +45,7 @@
 #include "kcache/sys/store.h"
 #include "breaker.h"
 #include "name.h"
+#include "redis_cluster_be.h"
 #include "registry.h"
 
 #define PREFIX "kcache:v1:"
@@ -58,7 +59,9 @@ typedef struct rb {
     pthread_mutex_t mu; /* the pool */
     redisContext *idle[MAX_IDLE];
     int nidle;
-    kc_brk brk; /* its own circuit breaker (breaker.c) */
+    kc_brk brk;                /* its own circuit breaker (breaker.c) */
+    kc_redis_cluster *cluster; /* redis+cluster://: the cluster mode (redis_cluster_be.c); NULL: one server */
+    int node;                  /* a cluster's node: a server of its parent's, without a breaker of its own */
 } rb;
 
 /* ---- URL ---- */
@@ -216,23 +219,33 @@ static void pool_give(rb *b, redisContext *c) {
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
  * the connection and the commands on it are out of step; either way it is closed.
  */
-static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
-                      redisReply **out) {
-    *out = NULL;
-    int rc = kc_brk_enter(&b->brk);
-    if (rc) return rc;
-    uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
+/* ASKING on a connection, before the one command an ASK redirection sends to it (redis_cluster_route.c). */
+static int asking_on(rb *b, redisContext *c, uint64_t deadline) {
+    const char *argv[] = {"ASKING"};
+    size_t lens[] = {6};
+    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+    kc_redis_cmd cmd = {1, argv, lens, NULL};
+    redisReply *r = NULL;
+    int extra = 0, rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
+    if (!rc) rc = expect_ok(r, "ASKING", extra);
+    if (r) freeReplyObject(r);
+    return rc;
+}
+
+/* One command on b's server before `deadline` (`asking`: ASKING first): KC_OK with *out, an error
+ * reply included (the caller judges it), of the shape `ex` asks for; or a failure. */
+static int exchange(rb *b, uint64_t deadline, int asking, const kc_redis_cmd *cmd, redisReply **out) {
+    int rc = KC_OK;
+    const char **argv = cmd->argv;
+    const kc_reply_expect *ex = cmd->ex;
     for (int attempt = 0; attempt < 2; attempt++) {
         redisContext *c = attempt == 0 ? pool_take(b) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, deadline, &c))) break;
         kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
-        kc_redis_cmd cmd = {argc, argv, lens, ex};
-        rc = kc_redis_send_recv(&link, &cmd, out, &extra);
+        rc = asking ? asking_on(b, c, deadline) : KC_OK;
+        if (rc == KC_OK) rc = kc_redis_send_recv(&link, cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
-            freeReplyObject(*out);
-            *out = NULL;
             if (extra) redisFree(c);
             else pool_give(b, c); /* the connection is fine; the command was refused */
             break;
@@ -256,6 +269,24 @@ static int command_as(rb *b, int argc, const char **argv, const size_t *lens, co
         }
         redisFree(c);
         if (!pooled || rc == KC_ETIMEOUT) break; /* a stale pooled connection gets one fresh retry */
+    }
+    return rc;
+}
+
+/* Run one command through the breaker (a cluster: through its router, redis_cluster_be.c); an error
+ * reply is KC_EIO with its text. */
+static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
+                      redisReply **out) {
+    *out = NULL;
+    kc_redis_cmd cmd = {argc, argv, lens, ex};
+    if (b->cluster) return kc_redis_cluster_command(b->cluster, &cmd, out);
+    int rc = kc_brk_enter(&b->brk);
+    if (rc) return rc;
+    rc = exchange(b, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, 0, &cmd, out);
+    if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
+        rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
+        freeReplyObject(*out);
+        *out = NULL;
     }
     kc_brk_exit(&b->brk, rc != KC_OK);
     return rc;
@@ -307,11 +338,25 @@ static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out
 static const char FIRST_SCRIPT[] = "for i, k in ipairs(KEYS) do local v = redis.call('GET', k) "
                                    "if v then return {i, v} end end return false";
 
+/* get_first on a cluster: the script once per slot (redis_cluster_be.c). */
+static int cluster_first(rb *b, const char *const *names, size_t n, size_t *which, void **out, size_t *out_len) {
+    char keys[64][KC_NAME_MAX + 16];
+    const char *kp[64];
+    for (size_t i = 0; i < n; i++) key_of(names[i], keys[i], sizeof keys[i]), kp[i] = keys[i];
+    redisReply *r;
+    int rc = kc_redis_cluster_first(b->cluster, kp, n, FIRST_SCRIPT, which, &r);
+    if (rc) return rc;
+    rc = take_string(b, r->element[1], out, out_len);
+    freeReplyObject(r);
+    return rc;
+}
+
 static int r_get_first(kc_store_backend *be, const char *const *names, size_t n, size_t *which, void **out,
                        size_t *out_len) {
     rb *b = be->ctx;
     if (n == 0) return KC_MISS;
     if (n > 64) n = 64;
+    if (b->cluster) return cluster_first(b, names, n, which, out, out_len);
     const char *argv[3 + 64];
     size_t lens[3 + 64];
     char keys[64][KC_NAME_MAX + 16], nk[8];
@@ -346,8 +391,20 @@ static uint64_t many_cap(const rb *b, size_t n) {
     return all < KC_ENTRY_MAX_BYTES ? all : KC_ENTRY_MAX_BYTES;
 }
 
+/* A cluster's MGET answers, each put at its name (kc_redis_cluster_mget). */
+typedef struct many_out {
+    rb *b;
+    void **out;
+    size_t *out_len;
+} many_out;
+
+static int many_take(void *ctx, size_t i, const redisReply *v) {
+    many_out *m = ctx;
+    return v->type == REDIS_REPLY_STRING ? take_string(m->b, (redisReply *)v, &m->out[i], &m->out_len[i]) : KC_OK;
+}
+
 /*
- * `n` names in one MGET.  The names are checked before anything is sent; a nil is an absent
+ * `n` names in one MGET (a cluster: one per slot).  The names are checked before anything is sent; a nil is an absent
  * name (out[i] NULL); a value over the value cap fails the whole call (KC_EIO, as get's does);
  * any failure leaves every out[i] NULL.
  */
@@ -371,6 +428,14 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
     for (size_t i = 0; i < n; i++) {
         key_of(names[i], keys[i], sizeof keys[i]);
         argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
+    }
+    if (b->cluster) {
+        many_out mo = {b, out, out_len};
+        int rc = kc_redis_cluster_mget(b->cluster, argv + 1, n, many_cap(b, n), many_take, &mo);
+        free(blk);
+        if (rc)
+            for (size_t i = 0; i < n; i++) free(out[i]), out[i] = NULL, out_len[i] = 0;
+        return rc;
     }
     kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n)};
     redisReply *r;
@@ -422,8 +487,49 @@ static int r_remove(kc_store_backend *be, const char *name) {
     return rc;
 }
 
+/* ---- a cluster's nodes: servers like this one, at another address (redis_cluster_be.c lends them) ---- */
+
+static void *node_new(void *ctx, const char *host, int port) {
+    const rb *b = ctx;
+    rb *n = kc_malloc(sizeof *n);
+    if (!n) return NULL;
+    *n = *b;
+    n->nidle = 0, n->cluster = NULL, n->node = 1;
+    snprintf(n->host, sizeof n->host, "%s", host);
+    n->port = port;
+    snprintf(n->shown, sizeof n->shown, "%s (node %s:%d)", b->shown, host, port);
+    pthread_mutex_init(&n->mu, NULL);
+    return n;
+}
+
+static void node_free(void *ctx, void *server) {
+    (void)ctx;
+    rb *n = server;
+    for (int i = 0; i < n->nidle; i++) redisFree(n->idle[i]);
+    pthread_mutex_destroy(&n->mu);
+    free(n);
+}
+
+static int node_exchange(void *ctx, void *server, int asking, uint64_t deadline, const kc_redis_cmd *cmd,
+                         redisReply **out) {
+    (void)ctx;
+    return exchange(server, deadline, asking, cmd, out);
+}
+
+/* A redis+cluster:// URL: its first seed parsed as a single server's URL, its seeds in `seeds`. */
+static int parse_cluster_url(rb *b, const char *url, kc_cluster_node *seeds, int *nseeds) {
+    char shown[600], single[700];
+    url_shown(url, shown, sizeof shown);
+    int rc = kc_redis_cluster_url(url, single, sizeof single, seeds, nseeds, shown);
+    if (!rc) rc = parse_url(b, single);
+    if (!rc && b->db) rc = kc_err(KC_EINVAL, "remote URL '%s': a Redis Cluster has only database 0", shown);
+    snprintf(b->shown, sizeof b->shown, "%s", shown);
+    return rc;
+}
+
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
+    kc_redis_cluster_free(b->cluster);
     for (int i = 0; i < b->nidle; i++) redisFree(b->idle[i]);
     pthread_mutex_destroy(&b->mu);
     kc_brk_destroy(&b->brk);
@@ -435,7 +541,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
     rb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
-    int rc = parse_url(b, url);
+    kc_cluster_node seeds[KC_CLUSTER_MAX_SEEDS];
+    int nseeds = 0, cluster = strncmp(url, "redis+cluster://", 16) == 0;
+    int rc = cluster ? parse_cluster_url(b, url, seeds, &nseeds) : parse_url(b, url);
     if (rc) {
         free(b);
         return rc;
@@ -450,6 +558,11 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
     kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
     pthread_mutex_init(&b->mu, NULL);
+    kc_redis_lender lend = {b, node_new, node_free, node_exchange};
+    if (cluster && (rc = kc_redis_cluster_new(&b->cluster, &lend, seeds, nseeds, &b->cfg, b->shown))) {
+        r_free(&b->be);
+        return rc;
+    }
     b->be.version = KC_STORE_BACKEND_VERSION;
     b->be.name = "redis";
     b->be.get = r_get;
@@ -470,9 +583,13 @@ int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
     rb *b = be->ctx;
     memset(out, 0, sizeof *out);
     snprintf(out->url, sizeof out->url, "%s", b->shown);
-    kc_brk_state(&b->brk, out);
+    if (b->cluster) kc_redis_cluster_state(b->cluster, out);
+    else kc_brk_state(&b->brk, out);
     return KC_OK;
 }
 
 /* The scheme "redis", registered by the library at first use (registry.c's builtins). */
 const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open, url_shown};
+/* The scheme "redis+cluster": the same back end in its cluster mode (redis_cluster_be.c). */
+const kc_store_scheme kc_store_redis_cluster_scheme = {KC_STORE_SCHEME_VERSION, "redis+cluster", kc_store_redis_open,
+                                                       url_shown};

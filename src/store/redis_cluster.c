@@ -190,3 +190,45 @@ size_t kc_cluster_plan(const unsigned *slots, size_t n, const kc_cluster_map *m,
     start[g] = n;
     return g;
 }
+
+/* One seed "host[:port]" or "[v6]:port" of the list. */
+static int one_seed(const char *p, size_t n, kc_cluster_node *out, const char *shown) {
+    const char *hs = p, *he, *end = p + n;
+    if (n && *p == '[') {
+        he = memchr(p, ']', n);
+        if (!he) return kc_err(KC_EINVAL, "remote URL '%s': unterminated [address]", shown);
+        hs = p + 1;
+        p = he + 1;
+    } else {
+        he = memchr(p, ':', n);
+        if (!he) he = end;
+        p = he;
+    }
+    size_t hl = (size_t)(he - hs);
+    if (!kc_cluster_host_ok(hs, hl))
+        return kc_err(KC_EINVAL, "remote URL '%s': a seed without a valid host (host:port, comma-separated)", shown);
+    memcpy(out->host, hs, hl);
+    out->host[hl] = '\0';
+    out->port = 6379;
+    if (p < end) {
+        long v = *p == ':' ? number(p + 1, (size_t)(end - p - 1), 5, 65535) : -1;
+        if (v < 1) return kc_err(KC_EINVAL, "remote URL '%s': a seed with a bad port", shown);
+        out->port = (int)v;
+    }
+    return KC_OK;
+}
+
+int kc_cluster_seeds_parse(const char *list, size_t len, kc_cluster_node *seeds, int cap, int *n, const char *shown) {
+    *n = 0;
+    const char *p = list, *end = list + len;
+    for (;;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma ? comma : end;
+        if (*n >= cap) return kc_err(KC_EINVAL, "remote URL '%s': more than %d seed nodes", shown, cap);
+        int rc = one_seed(p, (size_t)(e - p), &seeds[*n], shown);
+        if (rc) return rc;
+        (*n)++;
+        if (!comma) return KC_OK;
+        p = comma + 1;
+    }
+}

@@ -84,4 +84,11 @@ int kc_cluster_redirect_parse(const char *err, size_t len, kc_cluster_redirect *
  */
 size_t kc_cluster_plan(const unsigned *slots, size_t n, const kc_cluster_map *m, size_t *order, size_t *start);
 
+/**
+ * A URL's seed list, `len` bytes: "host[:port][,host[:port]...]" (an IPv6 address in brackets; port
+ * 6379 when none), at most `cap` seeds, each host checked by kc_cluster_host_ok.  KC_OK with *n, or
+ * KC_EINVAL saying what is wrong (`shown`: the URL as messages show it).
+ */
+int kc_cluster_seeds_parse(const char *list, size_t len, kc_cluster_node *seeds, int cap, int *n, const char *shown);
+
 #endif

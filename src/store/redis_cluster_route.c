@@ -27,6 +27,8 @@
 
 #include "../common/internal.h"
 
+_Static_assert(REPLY_MAX_MANY == KC_CLUSTER_REPLY_ELEMENTS, "the scanner bounds a map as the map expects");
+
 int kc_cluster_init(kc_cluster *cl, const kc_cluster_io *io, const kc_cluster_node *seeds, int nseeds,
                     unsigned refresh_ms, const char *who) {
     memset(cl, 0, sizeof *cl);
@@ -104,7 +106,7 @@ static int read_map(kc_cluster *cl, int i, uint64_t deadline, kc_cluster_map *m)
     if (rc) return rc;
     const char *argv[] = {"CLUSTER", "SLOTS"};
     size_t lens[] = {7, 5};
-    kc_reply_expect ex = {T_ARRAY, 0, KC_CLUSTER_REPLY_BYTES};
+    kc_reply_expect ex = {T_ARRAY | T_MANY, 0, KC_CLUSTER_REPLY_BYTES}; /* KC_CLUSTER_REPLY_ELEMENTS */
     kc_redis_cmd cmd = {2, argv, lens, &ex};
     redisReply *r = NULL;
     rc = cl->io.exchange(cl->io.ctx, n, 0, deadline, &cmd, &r);
@@ -263,6 +265,8 @@ void kc_cluster_each_master(kc_cluster *cl, void (*f)(void *ctx, void *node), vo
     char seen[KC_CLUSTER_MAX_KNOWN] = {0};
     for (int s = 0; s < KC_CLUSTER_SLOTS; s++)
         if (cl->slot[s] >= 0 && !seen[cl->slot[s]]) seen[cl->slot[s]] = 1, nodes[nn++] = cl->known[cl->slot[s]].node;
+    for (int i = 0; nn == 0 && i < cl->nseeds; i++) nodes[i] = cl->known[i].node; /* no map yet: the seeds */
+    if (nn == 0) nn = cl->nseeds;
     pthread_mutex_unlock(&cl->mu);
     for (int i = 0; i < nn; i++) f(ctx, nodes[i]);
 }

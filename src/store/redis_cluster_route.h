@@ -84,7 +84,8 @@ int kc_cluster_mget(kc_cluster *cl, const char *const *keys, size_t n, uint64_t 
 void kc_cluster_counts(kc_cluster *cl, unsigned long long *refreshes, unsigned long long *moved,
                        unsigned long long *asked);
 
-/** Call f on every known node that is a master in the current map (for SCAN, the state). */
+/** Call f on every known node that is a master in the current map (for SCAN, the state); the seeds while
+ *  no map was read. */
 void kc_cluster_each_master(kc_cluster *cl, void (*f)(void *ctx, void *node), void *ctx);
 
 #endif

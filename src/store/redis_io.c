@@ -140,7 +140,10 @@ int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisRep
     }
     inbuf in;
     in.off = in.len = 0;
-    int rc = read_reply(c, who, max_value, deadline, ex && ex->elements ? ex->elements : REPLY_MAX_ELEMENTS,
+    int rc = read_reply(c, who, max_value, deadline,
+                        ex && ex->elements           ? ex->elements
+                        : ex && (ex->types & T_MANY) ? REPLY_MAX_MANY
+                                                     : REPLY_MAX_ELEMENTS,
                         ex && ex->max_total ? ex->max_total : max_value, &in, out);
     if (rc == KC_OK && ex) { /* the nonce must come next: else the reply above was not this command's */
         redisReply *echo = NULL;

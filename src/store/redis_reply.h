@@ -48,6 +48,9 @@ int kc_reply_scan_feed(kc_reply_scan *s, uint64_t max_value, const char *who, co
 #define T_INTEGER (1u << REDIS_REPLY_INTEGER)
 #define T_NIL (1u << REDIS_REPLY_NIL)
 #define T_STATUS (1u << REDIS_REPLY_STATUS)
+/* Not a type: a reply of up to REPLY_MAX_MANY elements in all, not REPLY_MAX_ELEMENTS (CLUSTER SLOTS). */
+#define T_MANY (1u << 30)
+#define REPLY_MAX_MANY 65536
 
 /** What a command's reply may be. */
 typedef struct kc_reply_expect {

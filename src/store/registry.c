@@ -25,6 +25,7 @@
 static const kc_store_scheme *const builtins[] = {
 #ifdef KCACHE_HAVE_REDIS
     &kc_store_redis_scheme,
+    &kc_store_redis_cluster_scheme,
 #endif
     NULL,
 };

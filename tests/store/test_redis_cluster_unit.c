@@ -216,10 +216,29 @@ static void test_plan(void **st) {
     assert_int_equal(kc_cluster_plan(many, KC_CLUSTER_PLAN_MAX + 1, NULL, o2, s2), 0);
 }
 
+static void test_seeds(void **st) {
+    (void)st;
+    kc_cluster_node s[4];
+    int n;
+    const char *l = "127.0.0.1:7001,node-2.example,[::1]:7003";
+    assert_int_equal(kc_cluster_seeds_parse(l, strlen(l), s, 4, &n, "u"), KC_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(s[0].host, "127.0.0.1");
+    assert_int_equal(s[0].port, 7001);
+    assert_string_equal(s[1].host, "node-2.example");
+    assert_int_equal(s[1].port, 6379);
+    assert_string_equal(s[2].host, "::1");
+    assert_int_equal(s[2].port, 7003);
+    const char *bad[] = {"", ",", "h:1,", "h:0", "h:65536", "h:x", "[::1", "a b:1", "h:1:2", "h1,h2,h3,h4,h5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (kc_cluster_seeds_parse(bad[i], strlen(bad[i]), s, 4, &n, "u") != KC_EINVAL)
+            fail_msg("seed list '%s' taken", bad[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot),     cmocka_unit_test(test_map_ok), cmocka_unit_test(test_map_hostile),
-        cmocka_unit_test(test_redirect), cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_redirect), cmocka_unit_test(test_plan),   cmocka_unit_test(test_seeds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
