@@ -97,15 +97,17 @@ void kc_redis_cluster_free(kc_redis_cluster *c) {
 int kc_redis_cluster_url(const char *url, char *single, size_t cap, kc_cluster_node *seeds, int *nseeds,
                          const char *shown) {
     *nseeds = 0;
-    const char *sep = strstr(url, "://");
-    if (!sep) return kc_err(KC_EINVAL, "remote URL '%s': no scheme", shown);
+    const char *sep = strstr(url, "+cluster://"); /* redis+cluster:// -> redis://, rediss+cluster:// -> rediss:// */
+    if (!sep || sep - url > 8) return kc_err(KC_EINVAL, "remote URL '%s': not a <scheme>+cluster:// URL", shown);
+    int sl = (int)(sep - url);
+    sep += 8; /* at "://" */
     const char *p = sep + 3, *at = strrchr(p, '@'), *hosts = at ? at + 1 : p;
     size_t hl = strcspn(hosts, "/?");
     int rc = kc_cluster_seeds_parse(hosts, hl, seeds, KC_CLUSTER_MAX_SEEDS, nseeds, shown);
     if (rc) return rc;
     const char *first = hosts, *comma = memchr(hosts, ',', hl);
     size_t fl = comma ? (size_t)(comma - hosts) : hl;
-    int n = snprintf(single, cap, "redis://%.*s%.*s%s", (int)(hosts - p), p, (int)fl, first, hosts + hl);
+    int n = snprintf(single, cap, "%.*s://%.*s%.*s%s", sl, url, (int)(hosts - p), p, (int)fl, first, hosts + hl);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "remote URL '%s': too long", shown);
     return KC_OK;
 }

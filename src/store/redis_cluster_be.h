@@ -22,8 +22,9 @@ typedef struct kc_redis_lender {
 typedef struct kc_redis_cluster kc_redis_cluster;
 
 /**
- * A "redis+cluster://[user[:password]@]host[:port][,host[:port]...][/0]" URL as the single-server URL
- * of its first seed ("redis://[user[:password]@]host:port[/0]", into `single`), and its seeds.  KC_OK,
+ * A "redis+cluster://[user[:password]@]host[:port][,host[:port]...][/0][?query]" URL (or rediss+cluster://)
+ * as the single-server URL of its first seed ("redis://[user[:password]@]host:port[/0][?query]", or
+ * rediss://, into `single`), and its seeds.  KC_OK,
  * or KC_EINVAL saying what is wrong (`shown`: the URL as messages show it).
  */
 int kc_redis_cluster_url(const char *url, char *single, size_t cap, kc_cluster_node *seeds, int *nseeds,

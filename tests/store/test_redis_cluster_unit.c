@@ -12,6 +12,7 @@
 #include "kcache.h"
 #include "helpers.h"
 
+#include "kcache/sys/store.h"
 #include "store/redis_cluster.h"
 
 #include <stdlib.h>
@@ -235,10 +236,34 @@ static void test_seeds(void **st) {
             fail_msg("seed list '%s' taken", bad[i]);
 }
 
+/* The URL: seeds, database 0 only, the password never shown; nothing connects at open. */
+static void test_url(void **st) {
+    (void)st;
+    kc_store_backend *b = NULL;
+    assert_int_equal(kc_store_open_url(&b, "redis+cluster://app:s3cret@127.0.0.1:1,[::1]:2,h3", NULL), KC_OK);
+    kc_remote_state s;
+    assert_int_equal(kc_store_redis_state(b, &s), KC_OK);
+    assert_null(strstr(s.url, "s3cret"));
+    assert_non_null(strstr(s.url, "redis+cluster://app:***@127.0.0.1:1,[::1]:2,h3"));
+    b->free(b);
+    assert_int_equal(kc_store_open_url(&b, "redis+cluster://h:1/0", NULL), KC_OK);
+    b->free(b);
+    const char *bad[] = {"redis+cluster://h:1/3", "redis+cluster://h:1,,h:2", "redis+cluster://:pw@h:0",
+                         "redis+cluster://h:1,bad host:2", "redis+cluster://"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (kc_store_open_url(&b, bad[i], NULL) != KC_EINVAL) fail_msg("'%s' opened", bad[i]);
+        assert_null(strstr(kc_error_last()->message, "pw@"));
+    }
+    assert_non_null(kc_store_open_url(&b, "redis+cluster://h:1/3", NULL) == KC_EINVAL ? kc_error_last()->message
+                                                                                      : NULL);
+    assert_non_null(strstr(kc_error_last()->message, "only database 0"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot),     cmocka_unit_test(test_map_ok), cmocka_unit_test(test_map_hostile),
         cmocka_unit_test(test_redirect), cmocka_unit_test(test_plan),   cmocka_unit_test(test_seeds),
+        cmocka_unit_test(test_url),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
