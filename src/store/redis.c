@@ -24,7 +24,9 @@
  *
  * Reached only through its backend table (the tiers), whose `state` slot is
  * kc_store_redis_state; it is registered as the scheme "redis" (registry.c).  The breaker is
- * breaker.c's.
+ * breaker.c's.  A "redis+cluster://" URL opens the same back end in its cluster mode: each command
+ * goes through the router of redis_cluster_be.c to its slot's master, a server like this one
+ * (node_new: its own pool), with a breaker per node instead of this one.
  *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */
@@ -61,7 +63,6 @@ typedef struct rb {
     int nidle;
     kc_brk brk;                /* its own circuit breaker (breaker.c) */
     kc_redis_cluster *cluster; /* redis+cluster://: the cluster mode (redis_cluster_be.c); NULL: one server */
-    int node;                  /* a cluster's node: a server of its parent's, without a breaker of its own */
 } rb;
 
 /* ---- URL ---- */
@@ -211,14 +212,6 @@ static void pool_give(rb *b, redisContext *c) {
     if (c) redisFree(c);
 }
 
-/*
- * Run one command through the breaker; *out is the reply, of the shape `ex` asks for (an
- * error reply is KC_EIO).  A connection goes back to the pool only after a reply of the
- * expected shape with nothing after it: a reply of another shape is an error (and a failure
- * for the breaker, as a server that answers nonsense is no better than one that does not
- * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
- * the connection and the commands on it are out of step; either way it is closed.
- */
 /* ASKING on a connection, before the one command an ASK redirection sends to it (redis_cluster_route.c). */
 static int asking_on(rb *b, redisContext *c, uint64_t deadline) {
     const char *argv[] = {"ASKING"};
@@ -232,8 +225,18 @@ static int asking_on(rb *b, redisContext *c, uint64_t deadline) {
     return rc;
 }
 
-/* One command on b's server before `deadline` (`asking`: ASKING first): KC_OK with *out, an error
- * reply included (the caller judges it), of the shape `ex` asks for; or a failure. */
+/*
+ * Run one command through the breaker; *out is the reply, of the shape `ex` asks for (an
+ * error reply is KC_EIO).  A connection goes back to the pool only after a reply of the
+ * expected shape with nothing after it: a reply of another shape is an error (and a failure
+ * for the breaker, as a server that answers nonsense is no better than one that does not
+ * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
+ * the connection and the commands on it are out of step; either way it is closed.
+ *
+ * exchange is the part without the breaker, for one server at a deadline given (`asking`: ASKING
+ * first): KC_OK with *out, an error reply included (the caller judges it), or a failure; a
+ * cluster's router (redis_cluster_be.c) calls it on each node.
+ */
 static int exchange(rb *b, uint64_t deadline, int asking, const kc_redis_cmd *cmd, redisReply **out) {
     int rc = KC_OK;
     const char **argv = cmd->argv;
@@ -404,8 +407,8 @@ static int many_take(void *ctx, size_t i, const redisReply *v) {
 }
 
 /*
- * `n` names in one MGET (a cluster: one per slot).  The names are checked before anything is sent; a nil is an absent
- * name (out[i] NULL); a value over the value cap fails the whole call (KC_EIO, as get's does);
+ * `n` names in one MGET (a cluster: one per slot).  The names are checked before anything is
+ * sent; a nil is an absent name (out[i] NULL); a value over the value cap fails the whole call (KC_EIO, as get's does);
  * any failure leaves every out[i] NULL.
  */
 static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, void **out, size_t *out_len) {
@@ -491,10 +494,10 @@ static int r_remove(kc_store_backend *be, const char *name) {
 
 static void *node_new(void *ctx, const char *host, int port) {
     const rb *b = ctx;
-    rb *n = kc_malloc(sizeof *n);
+    rb *n = kc_calloc(1, sizeof *n);
     if (!n) return NULL;
-    *n = *b;
-    n->nidle = 0, n->cluster = NULL, n->node = 1;
+    memcpy(n->user, b->user, sizeof n->user), memcpy(n->password, b->password, sizeof n->password);
+    n->db = b->db, n->cfg = b->cfg; /* a server like this one, at another address; no breaker, no cluster */
     snprintf(n->host, sizeof n->host, "%s", host);
     n->port = port;
     snprintf(n->shown, sizeof n->shown, "%s (node %s:%d)", b->shown, host, port);
