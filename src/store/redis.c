@@ -25,8 +25,8 @@
  * Reached only through its backend table (the tiers), whose `state` slot is
  * kc_store_redis_state; it is registered as the scheme "redis" (registry.c).  The breaker is
  * breaker.c's.  A "redis+cluster://" URL opens the same back end in its cluster mode: each command
- * goes through the router of redis_cluster_be.c to its slot's master, a server like this one
- * (node_new: its own pool), with a breaker per node instead of this one.
+ * goes through the router of redis_cluster_be.c to its slot's master, a node like this one's
+ * (its own pool), with a breaker per node instead of this one.
  *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */
@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 
 #include "../common/internal.h"
+#include "redis_conn.h"
 #include "redis_io.h"
 #include "redis_reply.h"
 #include "kcache/entry.h"
@@ -49,20 +50,20 @@
 #include "name.h"
 #include "redis_cluster_be.h"
 #include "registry.h"
+#include "tls.h"
 
 #define PREFIX "kcache:v1:"
-#define MAX_IDLE 8
 
 typedef struct rb {
     kc_store_backend be;
     char host[256], user[128], password[256], shown[300];
     int port, db;
     kc_remote_limits cfg;
-    pthread_mutex_t mu; /* the pool */
-    redisContext *idle[MAX_IDLE];
-    int nidle;
-    kc_brk brk;                /* its own circuit breaker (breaker.c) */
-    kc_redis_cluster *cluster; /* redis+cluster://: the cluster mode (redis_cluster_be.c); NULL: one server */
+    kc_redis_node node; /* the server and its pool of idle connections (redis_conn.c) */
+    kc_tls *tls;        /* rediss://: the TLS client context (tls.c); NULL: plaintext */
+    kc_brk brk;         /* its own circuit breaker (breaker.c) */
+    /* redis+cluster://: the cluster mode (redis_cluster_be.c), its nodes on these credentials; NULL: one server */
+    kc_redis_cluster *cluster;
 } rb;
 
 /* ---- URL ---- */
@@ -141,87 +142,37 @@ static int expect_ok(redisReply *r, const char *what, int extra) {
     return KC_OK;
 }
 
-static int connect_new(rb *b, uint64_t deadline, redisContext **out) {
-    *out = NULL;
-    redisContext *c = redisConnectNonBlock(b->host, b->port);
-    if (!c) return kc_err(KC_ENOMEM, "out of memory");
-    if (c->err) {
-        int rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, c->errstr);
-        redisFree(c);
-        return rc;
-    }
-    uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
-    if (cdl > deadline) cdl = deadline;
-    int rc = kc_redis_wait_fd(c->fd, POLLOUT, cdl);
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    if (rc == KC_ETIMEOUT) rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
-    else if (rc) rc = kc_err(rc, "redis %s: connect: %s", b->shown, strerror(errno));
-    else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr)
-        rc = kc_err(KC_EIO, "redis %s: connect: %s", b->shown, strerror(soerr ? soerr : errno));
+static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, const char **argv, const size_t *lens) {
     redisReply *r = NULL;
     int extra = 0;
     kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
-    if (!rc && b->password[0]) {
+    kc_redis_cmd cmd = {argc, argv, lens, NULL};
+    int rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
+    if (!rc) rc = expect_ok(r, argv[0], extra);
+    if (r) freeReplyObject(r);
+    return rc;
+}
+
+/* A fresh connection to node `n`, authenticated and on the URL's database. */
+static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn **out) {
+    uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
+    int rc = kc_redis_conn_open(out, n->host, n->port, b->tls, b->shown, cdl, deadline);
+    if (rc == KC_ETIMEOUT && kc_mono_ns() < deadline && cdl < deadline)
+        rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
+    if (rc) return rc;
+    if (b->password[0]) {
         const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
         size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        kc_redis_cmd cmd = {b->user[0] ? 3 : 2, argv, lens, NULL};
-        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
-        if (!rc) rc = expect_ok(r, "AUTH", extra);
-        if (r) freeReplyObject(r), r = NULL;
+        rc = setup_command(b, *out, deadline, b->user[0] ? 3 : 2, argv, lens);
     }
     if (!rc && b->db) {
         char db[16];
         snprintf(db, sizeof db, "%d", b->db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
-        kc_redis_cmd cmd = {2, argv, lens, NULL};
-        rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
-        if (!rc) rc = expect_ok(r, "SELECT", extra);
-        if (r) freeReplyObject(r);
+        rc = setup_command(b, *out, deadline, 2, argv, lens);
     }
-    if (rc) {
-        redisFree(c);
-        return rc;
-    }
-    *out = c;
-    return KC_OK;
-}
-
-/*
- * An idle connection, or NULL.  One that has anything to read while idle (the server
- * closed it, or sent a reply nobody asked for) is discarded: its next reply would not be
- * the next command's.
- */
-static redisContext *pool_take(rb *b) {
-    for (;;) {
-        pthread_mutex_lock(&b->mu);
-        redisContext *c = b->nidle ? b->idle[--b->nidle] : NULL;
-        pthread_mutex_unlock(&b->mu);
-        if (!c) return NULL;
-        struct pollfd p = {c->fd, POLLIN, 0};
-        if (poll(&p, 1, 0) == 0 && c->reader->pos >= c->reader->len) return c;
-        redisFree(c);
-    }
-}
-
-static void pool_give(rb *b, redisContext *c) {
-    pthread_mutex_lock(&b->mu);
-    if (b->nidle < MAX_IDLE) b->idle[b->nidle++] = c, c = NULL;
-    pthread_mutex_unlock(&b->mu);
-    if (c) redisFree(c);
-}
-
-/* ASKING on a connection, before the one command an ASK redirection sends to it (redis_cluster_route.c). */
-static int asking_on(rb *b, redisContext *c, uint64_t deadline) {
-    const char *argv[] = {"ASKING"};
-    size_t lens[] = {6};
-    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
-    kc_redis_cmd cmd = {1, argv, lens, NULL};
-    redisReply *r = NULL;
-    int extra = 0, rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
-    if (!rc) rc = expect_ok(r, "ASKING", extra);
-    if (r) freeReplyObject(r);
+    if (rc) kc_redis_conn_close(*out), *out = NULL;
     return rc;
 }
 
@@ -233,24 +184,27 @@ static int asking_on(rb *b, redisContext *c, uint64_t deadline) {
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
  * the connection and the commands on it are out of step; either way it is closed.
  *
- * exchange is the part without the breaker, for one server at a deadline given (`asking`: ASKING
- * first): KC_OK with *out, an error reply included (the caller judges it), or a failure; a
- * cluster's router (redis_cluster_be.c) calls it on each node.
+ * node_exchange is the part without the breaker, on node `n` at a deadline given (`asking`:
+ * ASKING first, on the same connection): KC_OK with *out, an error reply included (the caller
+ * judges it), or a failure; a cluster's router (redis_cluster_be.c) calls it on each node.
  */
-static int exchange(rb *b, uint64_t deadline, int asking, const kc_redis_cmd *cmd, redisReply **out) {
+static int node_exchange(rb *b, kc_redis_node *n, uint64_t deadline, int asking, const kc_redis_cmd *cmd,
+                         redisReply **out) {
     int rc = KC_OK;
     const char **argv = cmd->argv;
     const kc_reply_expect *ex = cmd->ex;
+    const char *asking_argv[] = {"ASKING"};
+    const size_t asking_lens[] = {6};
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisContext *c = attempt == 0 ? pool_take(b) : NULL;
+        kc_redis_conn *c = attempt == 0 ? kc_redis_node_take(n) : NULL;
         int pooled = c != NULL, extra = 0;
-        if (!c && (rc = connect_new(b, deadline, &c))) break;
+        if (!c && (rc = connect_new(b, n, deadline, &c))) break;
         kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
-        rc = asking ? asking_on(b, c, deadline) : KC_OK;
+        rc = asking ? setup_command(b, c, deadline, 1, asking_argv, asking_lens) : KC_OK;
         if (rc == KC_OK) rc = kc_redis_send_recv(&link, cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-            if (extra) redisFree(c);
-            else pool_give(b, c); /* the connection is fine; the command was refused */
+            if (extra) kc_redis_conn_close(c);
+            else kc_redis_node_give(n, c); /* the connection is fine; the command was refused */
             break;
         }
         if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
@@ -260,39 +214,44 @@ static int exchange(rb *b, uint64_t deadline, int asking, const kc_redis_cmd *cm
             else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
             freeReplyObject(*out);
             *out = NULL;
-            redisFree(c);
+            kc_redis_conn_close(c);
             break;
         }
         if (rc == KC_OK) {
             /* The first reply is this command's; anything after it is the server's mistake. */
             if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->shown, argv[0]);
-            if (extra) redisFree(c);
-            else pool_give(b, c);
+            if (extra) kc_redis_conn_close(c);
+            else kc_redis_node_give(n, c);
             break;
         }
-        redisFree(c);
-        if (!pooled || rc == KC_ETIMEOUT) break; /* a stale pooled connection gets one fresh retry */
+        kc_redis_conn_close(c);
+        if (!pooled || rc != KC_EIO) break; /* a stale pooled connection gets one fresh retry */
     }
     return rc;
 }
 
-/* Run one command through the breaker (a cluster: through its router, redis_cluster_be.c); an error
- * reply is KC_EIO with its text. */
-static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
-                      redisReply **out) {
+static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv, const size_t *lens,
+                           const kc_reply_expect *ex, redisReply **out) {
     *out = NULL;
-    kc_redis_cmd cmd = {argc, argv, lens, ex};
-    if (b->cluster) return kc_redis_cluster_command(b->cluster, &cmd, out);
     int rc = kc_brk_enter(&b->brk);
     if (rc) return rc;
-    rc = exchange(b, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, 0, &cmd, out);
+    kc_redis_cmd cmd = {argc, argv, lens, ex};
+    rc = node_exchange(b, n, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, 0, &cmd, out);
     if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
         rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
         freeReplyObject(*out);
         *out = NULL;
     }
-    kc_brk_exit(&b->brk, rc != KC_OK);
+    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
     return rc;
+}
+
+/* A command to the back end's server (a single-server remote's one node; a cluster: its slot's master). */
+static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
+                      redisReply **out) {
+    kc_redis_cmd cmd = {argc, argv, lens, ex};
+    if (b->cluster) return kc_redis_cluster_command(b->cluster, &cmd, out);
+    return node_command_as(b, &b->node, argc, argv, lens, ex, out);
 }
 
 /* A command whose reply is one of `types`, each value under the value cap. */
@@ -490,33 +449,24 @@ static int r_remove(kc_store_backend *be, const char *name) {
     return rc;
 }
 
-/* ---- a cluster's nodes: servers like this one, at another address (redis_cluster_be.c lends them) ---- */
+/* ---- a cluster's nodes: servers at other addresses, on this one's credentials (redis_cluster_be.c) ---- */
 
 static void *node_new(void *ctx, const char *host, int port) {
-    const rb *b = ctx;
-    rb *n = kc_calloc(1, sizeof *n);
-    if (!n) return NULL;
-    memcpy(n->user, b->user, sizeof n->user), memcpy(n->password, b->password, sizeof n->password);
-    n->db = b->db, n->cfg = b->cfg; /* a server like this one, at another address; no breaker, no cluster */
-    snprintf(n->host, sizeof n->host, "%s", host);
-    n->port = port;
-    snprintf(n->shown, sizeof n->shown, "%s (node %s:%d)", b->shown, host, port);
-    pthread_mutex_init(&n->mu, NULL);
+    (void)ctx;
+    kc_redis_node *n = kc_malloc(sizeof *n);
+    if (n) kc_redis_node_init(n, host, port);
     return n;
 }
 
-static void node_free(void *ctx, void *server) {
+static void node_free(void *ctx, void *n) {
     (void)ctx;
-    rb *n = server;
-    for (int i = 0; i < n->nidle; i++) redisFree(n->idle[i]);
-    pthread_mutex_destroy(&n->mu);
+    kc_redis_node_destroy(n);
     free(n);
 }
 
-static int node_exchange(void *ctx, void *server, int asking, uint64_t deadline, const kc_redis_cmd *cmd,
-                         redisReply **out) {
-    (void)ctx;
-    return exchange(server, deadline, asking, cmd, out);
+static int node_exchange_of(void *b, void *n, int asking, uint64_t deadline, const kc_redis_cmd *cmd,
+                            redisReply **out) {
+    return node_exchange(b, n, deadline, asking, cmd, out);
 }
 
 /* A redis+cluster:// URL: its first seed parsed as a single server's URL, its seeds in `seeds`. */
@@ -533,8 +483,8 @@ static int parse_cluster_url(rb *b, const char *url, kc_cluster_node *seeds, int
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
     kc_redis_cluster_free(b->cluster);
-    for (int i = 0; i < b->nidle; i++) redisFree(b->idle[i]);
-    pthread_mutex_destroy(&b->mu);
+    kc_redis_node_destroy(&b->node);
+    kc_tls_free(b->tls);
     kc_brk_destroy(&b->brk);
     free(b);
 }
@@ -560,8 +510,8 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
     kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
-    pthread_mutex_init(&b->mu, NULL);
-    kc_redis_lender lend = {b, node_new, node_free, node_exchange};
+    kc_redis_node_init(&b->node, b->host, b->port);
+    kc_redis_lender lend = {b, node_new, node_free, node_exchange_of};
     if (cluster && (rc = kc_redis_cluster_new(&b->cluster, &lend, seeds, nseeds, &b->cfg, b->shown))) {
         r_free(&b->be);
         return rc;

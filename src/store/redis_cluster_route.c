@@ -27,6 +27,9 @@
 
 #include "../common/internal.h"
 
+/* A node's failure for its breaker: out of memory here is not the server's (as redis.c counts it). */
+#define FAILED(rc) ((rc) != KC_OK && (rc) != KC_ENOMEM)
+
 _Static_assert(REPLY_MAX_MANY == KC_CLUSTER_REPLY_ELEMENTS, "the scanner bounds a map as the map expects");
 
 int kc_cluster_init(kc_cluster *cl, const kc_cluster_io *io, const kc_cluster_node *seeds, int nseeds,
@@ -120,7 +123,7 @@ static int read_map(kc_cluster *cl, int i, uint64_t deadline, kc_cluster_map *m)
         rc = kc_cluster_map_parse(r, host, cl->who, m);
     }
     if (r) freeReplyObject(r);
-    cl->io.leave(cl->io.ctx, n, rc != KC_OK);
+    cl->io.leave(cl->io.ctx, n, FAILED(rc));
     return rc;
 }
 
@@ -201,13 +204,13 @@ int kc_cluster_command(kc_cluster *cl, unsigned slot, uint64_t deadline, const k
             if (rc == KC_OK && r->type == REDIS_REPLY_ERROR) {
                 rc = judge_error(cl, i, slot, cmd, r, &next, &ask);
                 freeReplyObject(r), r = NULL;
-                cl->io.leave(cl->io.ctx, n, rc != KC_OK);
+                cl->io.leave(cl->io.ctx, n, FAILED(rc));
                 if (rc) return rc;
                 if (ask) ask_to = next;
                 else refresh(cl, deadline, 0); /* MOVED: the map is stale */
                 continue;
             }
-            cl->io.leave(cl->io.ctx, n, rc != KC_OK);
+            cl->io.leave(cl->io.ctx, n, FAILED(rc));
             if (rc == KC_OK) {
                 *out = r;
                 return KC_OK;

@@ -21,12 +21,13 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "../common/internal.h"
+#include "redis_conn.h"
 #include "redis_io.h"
 
 int kc_redis_wait_fd(int fd, short ev, uint64_t deadline) {
@@ -41,29 +42,6 @@ int kc_redis_wait_fd(int fd, short ev, uint64_t deadline) {
     }
 }
 
-/*
- * hiredis writes with write(2): to a peer that closed, that raises SIGPIPE, which would
- * kill a caller that did not ignore it.  A library must not change the process's signal
- * handling, so SIGPIPE is blocked on this thread for the write and a pending one consumed.
- */
-static int guarded_write(redisContext *c, int *done) {
-    sigset_t pipe, old;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
-    int rc = redisBufferWrite(c, done);
-    if (!was_pending) {
-        struct timespec zero = {0, 0};
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE)) sigtimedwait(&pipe, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
-}
-
 /* Bytes read from the socket and not yet given to hiredis (those of the next reply). */
 typedef struct inbuf {
     char buf[16384];
@@ -71,13 +49,14 @@ typedef struct inbuf {
 } inbuf;
 
 /* Read one reply, bounded by `max_elements`/`max_total` as it arrives; KC_OK with *out. */
-static int read_reply(redisContext *c, const char *who, uint64_t max_value, uint64_t deadline, uint64_t max_elements,
+static int read_reply(kc_redis_conn *c, const char *who, uint64_t max_value, uint64_t deadline, uint64_t max_elements,
                       uint64_t max_total, inbuf *in, redisReply **out) {
     kc_reply_scan s;
     kc_reply_scan_init(&s, max_elements, max_total);
     for (;;) {
         void *reply = NULL;
-        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
+        if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
+            return kc_err(KC_EIO, "redis %s: protocol: %s", who, c->reader->errstr);
         if (reply) {
             *out = reply;
             return KC_OK;
@@ -85,22 +64,16 @@ static int read_reply(redisContext *c, const char *who, uint64_t max_value, uint
         if (s.depth == 0) /* the scan saw the whole reply but hiredis did not: disagree, give up */
             return kc_err(KC_EIO, "redis %s: protocol: reply not understood", who);
         if (in->off == in->len) {
-            int rc = kc_redis_wait_fd(c->fd, POLLIN, deadline);
-            if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: no reply within the deadline", who);
-            if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
-            ssize_t n = recv(c->fd, in->buf, sizeof in->buf, 0);
-            if (n == 0) return kc_err(KC_EIO, "redis %s: read: the server closed the connection", who);
-            if (n < 0) {
-                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-                return kc_err(KC_EIO, "redis %s: read: %s", who, strerror(errno));
-            }
-            in->off = 0, in->len = (size_t)n;
+            size_t got = 0;
+            int rc = kc_redis_conn_read(c, in->buf, sizeof in->buf, &got, deadline, who);
+            if (rc) return rc;
+            in->off = 0, in->len = got;
         }
         size_t used = 0;
         int rc = kc_reply_scan_feed(&s, max_value, who, in->buf + in->off, in->len - in->off, &used);
         if (rc) return rc;
         if (redisReaderFeed(c->reader, in->buf + in->off, used) != REDIS_OK)
-            return kc_err(KC_EIO, "redis: protocol: %s", c->errstr);
+            return kc_err(KC_EIO, "redis %s: protocol: %s", who, c->reader->errstr);
         in->off += used;
     }
 }
@@ -113,8 +86,30 @@ static void make_nonce(char out[40]) {
              (unsigned long long)n);
 }
 
+/* The command, and (ex) the ECHO of the nonce after it, formatted into one buffer and sent in one write. */
+static int send_cmd(const kc_redis_link *l, const kc_redis_cmd *cmd, const char *nonce) {
+    const char *eargv[] = {"ECHO", nonce};
+    size_t elens[] = {4, strlen(nonce)};
+    char *a = NULL, *e = NULL;
+    long long na = redisFormatCommandArgv(&a, cmd->argc, cmd->argv, cmd->lens);
+    long long ne = cmd->ex ? redisFormatCommandArgv(&e, 2, eargv, elens) : 0;
+    int rc = KC_OK;
+    if (na < 0 || ne < 0 || !a || (cmd->ex && !e)) rc = kc_err(KC_ENOMEM, "out of memory");
+    char *both = NULL;
+    if (!rc && ne > 0 && !(both = malloc((size_t)na + (size_t)ne))) rc = kc_err(KC_ENOMEM, "out of memory");
+    if (!rc && both) {
+        memcpy(both, a, (size_t)na);
+        memcpy(both + na, e, (size_t)ne);
+    }
+    if (!rc) rc = kc_redis_conn_write(l->c, both ? both : a, (size_t)(na + ne), l->deadline, l->who);
+    free(both);
+    if (a) redisFreeCommand(a);
+    if (e) redisFreeCommand(e);
+    return rc;
+}
+
 int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisReply **out, int *extra) {
-    redisContext *c = l->c;
+    kc_redis_conn *c = l->c;
     const char *who = l->who, **argv = cmd->argv;
     uint64_t max_value = l->max_value, deadline = l->deadline;
     const kc_reply_expect *ex = cmd->ex;
@@ -122,18 +117,8 @@ int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisRep
     *extra = 0;
     char nonce[40];
     make_nonce(nonce);
-    const char *eargv[] = {"ECHO", nonce};
-    size_t elens[] = {4, strlen(nonce)};
-    if (redisAppendCommandArgv(c, cmd->argc, argv, cmd->lens) != REDIS_OK ||
-        (ex && redisAppendCommandArgv(c, 2, eargv, elens) != REDIS_OK))
-        return kc_err(KC_EIO, "redis: %s", c->errstr);
-    int done = 0;
-    while (!done) {
-        if (guarded_write(c, &done) != REDIS_OK) return kc_err(KC_EIO, "redis: write: %s", c->errstr);
-        int rc = done ? KC_OK : kc_redis_wait_fd(c->fd, POLLOUT, deadline);
-        if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: no progress sending within the deadline", who);
-        if (rc) return kc_err(rc, "redis: poll: %s", strerror(errno));
-    }
+    int src = send_cmd(l, cmd, nonce);
+    if (src) return src;
     if (c->reader->len > c->reader->pos) { /* bytes from before this command: not its reply */
         *extra = 1;
         return kc_err(KC_EIO, "redis %s: protocol: unexpected bytes before the reply", who);

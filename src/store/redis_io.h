@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "redis_conn.h"
 #include "redis_reply.h"
 
 /** Wait for `ev` on fd until `deadline` (monotonic ns): KC_OK, KC_ETIMEOUT or KC_EIO. */
@@ -25,7 +26,7 @@ typedef struct kc_redis_cmd {
 
 /** Where a command goes: the connection, the server as messages show it, the value cap, the deadline. */
 typedef struct kc_redis_link {
-    redisContext *c;
+    kc_redis_conn *c;
     const char *who;
     uint64_t max_value;
     uint64_t deadline;
