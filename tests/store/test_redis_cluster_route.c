@@ -30,6 +30,7 @@ typedef struct sim {
     int dead[NN], served[NN], asked_at[NN], slots_reads, mgets[NN];
     int loop;     /* every node answers MOVED to the other one */
     int commands; /* commands other than CLUSTER SLOTS */
+    int slow_ms;  /* each command takes this long */
     const char *error;
 } sim;
 
@@ -97,6 +98,7 @@ static int n_exchange(void *ctx, void *node, int asking, uint64_t deadline, cons
         return KC_OK;
     }
     S.commands++;
+    if (S.slow_ms) usleep((useconds_t)S.slow_ms * 1000);
     unsigned slot = kc_cluster_slot(cmd->argv[1], cmd->lens[1]);
     for (int i = 2; i < cmd->argc; i++)
         if (kc_cluster_slot(cmd->argv[i], cmd->lens[i]) != slot) {
@@ -144,16 +146,18 @@ static kc_cluster *open_cluster(unsigned refresh_ms) {
     return cl;
 }
 
-static int run(kc_cluster *cl, const char *key) {
+static int run_within(kc_cluster *cl, const char *key, uint64_t ms) {
     const char *argv[] = {"GET", key};
     size_t lens[] = {3, strlen(key)};
     kc_reply_expect ex = {T_STATUS, 0, 0};
     kc_redis_cmd cmd = {2, argv, lens, &ex};
     redisReply *r;
-    int rc = kc_cluster_command(cl, kc_cluster_slot(key, lens[1]), kc_mono_ns() + 2000000000ull, &cmd, &r);
+    int rc = kc_cluster_command(cl, kc_cluster_slot(key, lens[1]), kc_mono_ns() + ms * 1000000ull, &cmd, &r);
     if (rc == KC_OK) freeReplyObject(r);
     return rc;
 }
+
+static int run(kc_cluster *cl, const char *key) { return run_within(cl, key, 2000); }
 
 static void counts(kc_cluster *cl, unsigned long long *f, unsigned long long *m, unsigned long long *a) {
     kc_cluster_counts(cl, f, m, a);
@@ -209,6 +213,12 @@ static void test_bounded_and_hostile(void **st) {
     assert_int_equal(run(cl, "bar"), KC_EIO);
     assert_non_null(strstr(kc_error_last()->message, "redirections"));
     assert_int_equal(S.commands, KC_CLUSTER_MAX_HOPS + 1); /* the first try and the hops, no more */
+    /* one deadline for the whole chain: redirections of 30 ms each under a deadline of 50 ms stop at
+     * the deadline, not at the hop bound */
+    S.slow_ms = 30, S.commands = 0;
+    assert_int_equal(run_within(cl, "bar", 50), KC_ETIMEOUT);
+    assert_true(S.commands >= 1 && S.commands <= 2);
+    S.slow_ms = 0;
     S.loop = 0;
     const char *bad[] = {"MOVED 1 127.0.0.1:%d", "MOVED %d bad host:%d", "ASK %d h\001:%d", "CLUSTERDOWN down %d %d"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
