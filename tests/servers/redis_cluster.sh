@@ -9,9 +9,9 @@
 #        the masters as seeds), DIR/env (export KC_TEST_REDIS_CLUSTER_PORTS="P1 ... P6"), DIR/ports;
 #        print the URL.  Exit 77 when redis-server or redis-cli is missing (tools/deps.sh installs them).
 #   tests/servers/redis_cluster.sh stop DIR    stop every node it started (idempotent).
-#   tests/servers/redis_cluster.sh kill-master DIR   SIGKILL one master that holds slots; return once
-#        a replica has been promoted and every surviving node says cluster_state:ok with all slots
-#        covered; print the killed port.
+#   tests/servers/redis_cluster.sh kill-master DIR   once every node agrees on the slots, SIGKILL one
+#        master that holds slots; return once a replica has been promoted and every surviving node
+#        says cluster_state:ok with all slots covered; print the killed port.
 # The nodes keep their data in memory only (no RDB, no AOF); cluster-require-full-coverage is off,
 # so the other masters keep serving while one's slots fail over (as operators run it).
 # Must not: leave a node running after stop, or kill a process it did not start (pids from its
@@ -143,6 +143,14 @@ kill_master() {
     ports=$(cat "$dir/ports")
     for p in $ports; do [ -n "$(node_pid "$p")" ] && { any=$p; break; }; done
     [ -n "$any" ] || { echo "redis_cluster.sh: no node running in $dir" >&2; exit 1; }
+    # every node agrees on the slots first: a replica promoted before it heard of a slot its master gave
+    # away (a resharding a moment ago) would claim that slot back, without the keys that moved
+    local t=0
+    until redis-cli --cluster check "127.0.0.1:$any" 2>/dev/null | grep -q "All nodes agree about slots"; do
+        t=$((t + 1))
+        [ $t -lt $((wait_s * 10)) ] || { echo "redis_cluster.sh: the nodes do not agree on the slots" >&2; exit 1; }
+        sleep 0.1
+    done
     # a master with slots (field 9 on: its slot ranges), connected and not failed
     victim=$(redis-cli -p "$any" cluster nodes |
         awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" && $9 != "" {split($2, a, "[:@]"); print a[2]; exit}')
@@ -151,7 +159,8 @@ kill_master() {
     [ -n "$pid" ] || { echo "redis_cluster.sh: master $victim is not one this script started" >&2; exit 1; }
     kill -9 "$pid"
     while [ -d "/proc/$pid" ]; do sleep 0.05; done
-    local alive=() t=0
+    local alive=()
+    t=0
     for p in $ports; do [ "$p" != "$victim" ] && [ -n "$(node_pid "$p")" ] && alive+=("$p"); done
     # ok again: every survivor says ok with all slots, and none names the killed port as a live master
     until all_ok "${alive[@]}" &&
