@@ -9,6 +9,7 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
       binutils strace   # the toolchain tests: readelf -n, and "a hit opens no libnvrtc*"
       groff-base zsh    # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
       python3-prometheus-client  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
+      openssl redis-tools  # tests/servers/redis_tls.sh: the test CA and certificates, redis-cli --tls
       dpkg-dev file)    # test_package: CPack's .deb (dpkg-shlibdeps, file)
 # Extras, by flag (any number of them):
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and

@@ -457,6 +457,97 @@ KC_API int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out);
  *  KC_OK with the table when no toolchain can be chosen.  Thread-safe. */
 KC_API int kc_cache_targets(kc_cache *c, kc_target_list *out);
 
+/* ---- purging a fleet: remove chosen objects from every tier at once (`kcache purge`) ---- */
+
+/*
+ * The objects chosen by key, compile unit, toolchain, producer key or age, removed from the local
+ * directory and every writable remote: how a fleet gets rid of a wrong or poisoned entry
+ * (docs/incident.md).  Selectors combine (AND); what a selector needs from an object's bytes is read
+ * with the entry decoder, which trusts nothing (a remote's bytes are hostile): an object that fails it
+ * is reported as corrupt, and removed only when asked (`corrupt`).  Read-only remotes are never
+ * written: the report names them as skipped.  Images that only a purged graph entry referred to are
+ * left to gc: nothing refers to them, so no lookup can use them, and an image is named by its content.
+ */
+
+/** Version of kc_purge_options and kc_purge_report this build knows. */
+#define KC_PURGE_VERSION 1
+
+/** Where kc_cache_purge looks (kc_purge_options.where); 0: everywhere. */
+#define KC_PURGE_LOCAL 0x1u
+#define KC_PURGE_REMOTE 0x2u
+
+/** Shortest key prefix `key` and `unit` accept: 8 hex digits (32 is the whole key). */
+#define KC_PURGE_PREFIX_MIN 8
+
+/** One object chosen: the tier (its index in kc_purge_report.tier), its store name, its size, whether it
+ *  failed validation, and (not a dry run) whether it was removed. */
+typedef void (*kc_purge_cb)(size_t tier, const char *name, uint64_t bytes, int corrupt, int removed, void *ctx);
+
+/** What to remove.  The caller's: initialise with KC_PURGE_OPTIONS_INIT.  At least one selector (or
+ *  `corrupt`) is required; the selectors set must all match (AND). */
+typedef struct kc_purge_options {
+    unsigned version;      /**< KC_PURGE_VERSION, set by the caller. */
+    const char *key;       /**< Hex prefix (8 to 32 digits) of an object's key: every variant of it. */
+    const char *unit;      /**< Hex prefix of a unit key: its unit records, the images they name, and the graph
+                                entries that refer to those images. */
+    const char *toolchain; /**< The toolchain id an object records (as `kcache toolchain` and `show` name it). */
+    /** The key that vouched for an object: "ed25519:<16 hex>" (or the 16 hex alone) — the key id its signature
+     *  trailer names, read without checking it, so that the objects of a revoked key are found —, or
+     *  "mac:<16 hex>", which must be this cache's MAC key (its id as provenance shows it): the objects whose
+     *  MAC checks under it. */
+    const char *producer;
+    uint64_t older_than_s; /**< Above 0: objects created more than this many seconds ago (a recorded creation
+                                time; an object without one does not match). */
+    unsigned where;        /**< KC_PURGE_LOCAL, KC_PURGE_REMOTE, or 0: both. */
+    int dry_run;           /**< 1: choose and report, remove nothing. */
+    int corrupt;           /**< 1: also remove objects that fail validation (among those the key selectors keep). */
+    kc_purge_cb on_object; /**< Optional: called for every object chosen. */
+    void *ctx;
+} kc_purge_options;
+
+#define KC_PURGE_OPTIONS_INIT \
+    { KC_PURGE_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL }
+
+/** Most tiers a report lists (the local directory and the remotes). */
+#define KC_PURGE_TIERS_MAX 8
+
+/** What one tier saw. */
+typedef struct kc_purge_tier {
+    char url[300]; /**< "local", or the remote's URL with any password hidden. */
+    int remote;    /**< 1: a remote tier. */
+    int skipped;   /**< 1: not asked (read-only remote, or excluded by `where`). */
+    int readonly;  /**< 1: a read-only remote (skipped: purge it where it is written). */
+    int failed;    /**< 1: the walk or a removal failed; `error` says why (the rest may still be there). */
+    char error[256];
+    uint64_t examined; /**< Objects seen. */
+    uint64_t matched;  /**< Objects chosen (corrupt ones included when `corrupt`). */
+    uint64_t removed;  /**< Objects removed (0 on a dry run). */
+    uint64_t bytes;    /**< Bytes of the objects chosen. */
+    uint64_t corrupt;  /**< Objects read that failed validation (chosen or not). */
+} kc_purge_tier;
+
+/** What kc_cache_purge did.  The caller's: initialise with KC_PURGE_REPORT_INIT. */
+typedef struct kc_purge_report {
+    unsigned version; /**< KC_PURGE_VERSION, set by the caller (kept). */
+    size_t ntiers;
+    kc_purge_tier tier[KC_PURGE_TIERS_MAX];
+    uint64_t matched, removed, bytes, corrupt; /**< Sums over the tiers. */
+    size_t failed;                             /**< Tiers that failed. */
+} kc_purge_report;
+
+#define KC_PURGE_REPORT_INIT \
+    { KC_PURGE_VERSION, 0, {{{0}, 0, 0, 0, 0, {0}, 0, 0, 0, 0, 0}}, 0, 0, 0, 0, 0 }
+
+/**
+ * Remove the objects `opts` selects from the cache's local directory and each writable remote (read-only
+ * remotes are skipped and named).  KC_OK when every tier asked was walked (out->failed 0); KC_EIO when one
+ * failed (each failure in its tier's `error`; the others are still purged); KC_EINVAL for a malformed or
+ * missing selector, a "mac:" producer that is not this cache's MAC key, or a NULL argument; KC_EVERSION for
+ * another version of either struct.  Never a crash on hostile bytes: each object is bounded by its tier's
+ * value cap and read by the entry decoder.
+ */
+KC_API int kc_cache_purge(kc_cache *c, const kc_purge_options *opts, kc_purge_report *out);
+
 #ifdef __cplusplus
 }
 #endif

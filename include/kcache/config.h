@@ -88,7 +88,8 @@ extern "C" {
     X(lock_wait, "KCACHE_LOCK_WAIT", SECONDS, 1, "600", 86400, "graph",                                                \
       "Seconds a lookup waits for another process's compile of the same entry before compiling itself.")               \
     X(remote, "KCACHE_REMOTE", URLS, 1, "", 0, "store",                                                                \
-      "The remote tier's URL (redis://[:password@]host:port[/db]); empty: none.")                                      \
+      "The remote tier's URL (redis://[user:password@]host:port[/db], rediss:// over TLS, "                            \
+      "?ca_file=&cert=&key=&sni=&password_file=; docs/fleet.md); empty: none.")                                        \
     X(remote_readonly, "KCACHE_REMOTE_READONLY", BOOL, 1, "0", 0, "store", "Read the remote tier, never write it.")    \
     X(remote_connect_ms, "KCACHE_REMOTE_CONNECT_MS", MS, 1, "100", 86400000, "store",                                  \
       "The remote's connect timeout in milliseconds (0: 100).")                                                        \
@@ -104,6 +105,8 @@ extern "C" {
       "Background remote writes queued at most (0: 256).")                                                             \
     X(remote_close_ms, "KCACHE_REMOTE_CLOSE_MS", MS, 1, "3000", 86400000, "store",                                     \
       "How long kc_cache_close waits for queued remote writes, in milliseconds (0: 3000); the rest are dropped.")      \
+    X(remote_lease_ms, "KCACHE_REMOTE_LEASE_MS", MS, 1, "10000", 86400000, "store",                                    \
+      "A miss leases its key in the remote this long while it compiles; other hosts wait for it (0: no leases).")      \
     X(signing_key_file, "KCACHE_SIGNING_KEY_FILE", PATH, 1, "", 0, "entry",                                            \
       "A producer's Ed25519 private key: what this cache compiles is signed.")                                         \
     X(keyring, "KCACHE_KEYRING", PATH, 1, "", 0, "entry",                                                              \

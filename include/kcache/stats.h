@@ -186,6 +186,32 @@ typedef struct kc_latency {
 /** The lookup latency histograms of the cache (0s when it has no local directory).  Thread-safe. */
 KC_API int kc_cache_latency(kc_cache *c, kc_latency *out);
 
+/** Version of kc_lease_stats this build fills. */
+#define KC_LEASE_STATS_VERSION 1
+
+/**
+ * One compile per key across the fleet (docs/fleet.md, "One compile per key"): what this process's
+ * lookups did with the remote's leases.  Each lookup that waited ended in exactly one of wait_hits
+ * (it was served the entry another host compiled: a remote hit) and wait_compiles (the lease ended
+ * without the entry, or the wait lasted the lease: it compiled, a miss).  Initialise with
+ * KC_LEASE_STATS_INIT; kcache fills its version's fields, another is KC_EVERSION.
+ */
+typedef struct kc_lease_stats {
+    unsigned version;       /**< KC_LEASE_STATS_VERSION, set by the caller. */
+    uint64_t taken;         /**< Leases taken: this process compiled while the fleet waited. */
+    uint64_t waits;         /**< Lookups that found another host's lease and waited. */
+    uint64_t wait_hits;     /**< Waits that ended in the entry (each also a remote hit). */
+    uint64_t wait_compiles; /**< Waits that ended in a compile of this process's own (each also a miss). */
+    uint64_t wait_us;       /**< Time those waits took, summed, in microseconds. */
+} kc_lease_stats;
+
+/** Initialiser of a kc_lease_stats: this version, the rest 0. */
+#define KC_LEASE_STATS_INIT \
+    { KC_LEASE_STATS_VERSION, 0, 0, 0, 0, 0 }
+
+/** The lease counters of this process's lookups through `c` (kept in memory, not in the directory).  Thread-safe. */
+KC_API int kc_cache_lease_stats(kc_cache *c, kc_lease_stats *out);
+
 /** kc_cache_metrics' flags. */
 #define KC_METRICS_OPENMETRICS 0u /**< OpenMetrics 1.0 text (application/openmetrics-text), ending "# EOF". */
 #define KC_METRICS_PROMETHEUS 1u  /**< The classic Prometheus text format 0.0.4 (text/plain): no UNIT, no EOF. */

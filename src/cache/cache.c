@@ -254,6 +254,7 @@ void kc_cache_close(kc_cache *c) {
 
 const char *kc_cache_dir(const kc_cache *c) { return c->dir; }
 kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
+kc_tiers *kc_cache_tiers_(kc_cache *c) { return c->tiers; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }
 kc_mode kc_cache_mode(const kc_cache *c) { return c->mode; }
 const kc_trust *kc_cache_trust_(kc_cache *c) { return &c->trust; }

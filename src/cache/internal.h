@@ -17,6 +17,25 @@
 
 /** The cache's local store; NULL when the cache is disabled. */
 kc_local *kc_cache_local_(kc_cache *c);
+/** The cache's tiers, local first, then the remotes (cache/lease.c; cache/purge.c, for a walk of each). */
+struct kc_tiers;
+struct kc_tiers *kc_cache_tiers_(kc_cache *c);
+
+/** One lookup's lease ([Note: leases] in store/lease.c): what kc_cache_lease_begin_ asked for. */
+typedef struct kc_cache_lease {
+    union {
+        unsigned char b[512]; /* a kc_tiers_lease (store/tiers.h), which the parts above never name */
+        uint64_t align_;
+    } u;
+} kc_cache_lease;
+/**
+ * Before compiling `key`.`variant`, which missed every tier: lease it in the remote (remote_lease_ms).
+ * KC_OK: compile, then kc_cache_lease_end_; 1: the entry arrived in the remote while waiting (fetch it:
+ * a remote hit when it is taken), then kc_cache_lease_end_.  Never an error: a lease only saves work.
+ */
+int kc_cache_lease_begin_(kc_cache *c, const kc_key *key, const char *variant, kc_cache_lease *l);
+/** After the compile's put (or the fetch): `hit` when the lookup was served the entry; releases a held lease. */
+void kc_cache_lease_end_(kc_cache *c, kc_cache_lease *l, int hit);
 
 /** A lookup that began at `t0_ns` (kc_mono_ns) ended with outcome `o`: its outcome counted and its
  *  time observed together (kcache/stats.h), so the latency histogram and the counters agree.  The
@@ -123,6 +142,8 @@ int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
  *   kc_cache_get_local_some_         internal.h  Callers: graph
  *   kc_cache_keep_local_             internal.h  Callers: graph
  *   kc_cache_last_toolkit_dir_       internal.h  Callers: graph
+ *   kc_cache_lease_begin_            internal.h  Callers: graph
+ *   kc_cache_lease_end_              internal.h  Callers: graph
  *   kc_cache_local_                  internal.h  Callers: bundle, guard
  *   kc_cache_origin_manifest_        internal.h  Callers: graph
  *   kc_cache_profile_remote_         internal.h  Callers: guard

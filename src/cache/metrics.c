@@ -224,6 +224,21 @@ static void tiers(mw *w, kc_cache *c) {
     }
 }
 
+/* This process's leases (kc_cache_lease_stats): one compile per key across the fleet. */
+static void leases(mw *w, kc_cache *c) {
+    kc_lease_stats l = KC_LEASE_STATS_INIT;
+    if (kc_cache_lease_stats(c, &l) != KC_OK) return;
+    family(w, "leases", "counter", NULL,
+           "This process's lookups under the remote's leases by event: taken (it compiled while others waited), "
+           "waited (another host held it), wait_hit (the wait ended in its entry), wait_compile (it compiled)");
+    static const char *const ev[] = {"taken", "waited", "wait_hit", "wait_compile"};
+    const uint64_t v[] = {l.taken, l.waits, l.wait_hits, l.wait_compiles};
+    for (int k = 0; k < 4; k++) put(w, "kcache_leases_total{event=\"%s\"} %llu\n", ev[k], (unsigned long long)v[k]);
+    family(w, "lease_wait_seconds", "counter", "seconds", "Time this process's lookups waited on another host's lease");
+    char t[48];
+    put(w, "kcache_lease_wait_seconds_total %s\n", secs(t, l.wait_us, 6));
+}
+
 int kc_cache_metrics(kc_cache *c, unsigned flags, char *buf, size_t cap, size_t *needed) {
     if (needed) *needed = 0;
     if (!c || (!buf && cap)) return kc_err(KC_EINVAL, "kc_cache_metrics: NULL argument");
@@ -241,6 +256,7 @@ int kc_cache_metrics(kc_cache *c, unsigned flags, char *buf, size_t cap, size_t 
     sizes(&w, c, &s);
     counters(&w, &s);
     tiers(&w, c);
+    leases(&w, c);
     if (w.om) put(&w, "# EOF\n");
     if (needed) *needed = w.len + 1;
     if (w.len >= cap)

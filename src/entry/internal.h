@@ -12,7 +12,7 @@
  *   kc_trust_can_vouch           trust.h           Callers: store
  *   kc_trust_check               trust.h           Callers: bundle, guard, store
  *   kc_trust_checks              trust.h           Callers: bundle, store
- *   kc_trust_verifier            trust.h           Callers: bundle, store
+ *   kc_trust_verifier            trust.h           Callers: bundle, cache, store
  *   kc_trust_vouch               trust.h           Callers: bundle, cache, guard, store
  *   kc_unit_entry_names_         entry_internal.h  Callers: graph
  * ---- end of the index ---- */

@@ -132,8 +132,40 @@ static int take_stored(kc_cache *c, const kc_key *key, const char *target, kc_gr
     return 1;
 }
 
+/* The build of a key that missed every tier, under the fleet's lease ([Note: leases] in store/lease.c): an
+ * entry another host stored while this one waited is taken as a remote hit, verified as any remote read.
+ * A lookup that found an entry and refused it takes no lease (single_flight's SF_LEASE unset): the remote's
+ * copy is the bad one, whose presence says nothing of another host's compile. */
+static int leased_build(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
+                        const kc_target *t, kc_graph_info *info, kc_entry **entry_out) {
+    char name[16];
+    kc_target_name(t, name);
+    const char *target = name;
+    kc_cache_lease ls;
+    if (kc_cache_lease_begin_(c, key, target, &ls) == 1) {
+        kc_entry *e;
+        if (remote_graph(c, key, &target, 1, NULL, &e, NULL, 0) == KC_OK) {
+            info->source = KC_FROM_REMOTE;
+            snprintf(info->variant, sizeof info->variant, "%s", target);
+            snprintf(info->miss_reason, sizeof info->miss_reason, "waited for another host's compile");
+            if (entry_out) *entry_out = e;
+            else kc_entry_free(e);
+            kc_cache_lease_end_(c, &ls, 1);
+            return KC_OK;
+        }
+    }
+    int rc = kc_graph_build_(c, d, key, kb, t, 1, info, entry_out);
+    kc_cache_lease_end_(c, &ls, 0);
+    return rc;
+}
+
+/* single_flight's `mode`: take an entry stored meanwhile (SF_TAKE); lease the key in the remote (SF_LEASE). */
+#define SF_TAKE 1
+#define SF_LEASE 2
+
 static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
-                         const kc_target *t, int take, kc_graph_info *info, kc_entry **entry_out) {
+                         const kc_target *t, int mode, kc_graph_info *info, kc_entry **entry_out) {
+    int take = mode & SF_TAKE;
     char target[16]; /* the lock's and the entry's name */
     kc_target_name(t, target);
     double wait_s = 600.0; /* strict (common/env.c): in [0, a day], so the cast below is defined */
@@ -150,7 +182,8 @@ static int single_flight(kc_cache *c, const kc_graph_desc *d, const kc_key *key,
                 kc_cache_unlock(lk);
                 return KC_OK;
             }
-            rc = kc_graph_build_(c, d, key, kb, t, take, info, entry_out);
+            rc = take && (mode & SF_LEASE) ? leased_build(c, d, key, kb, t, info, entry_out)
+                                           : kc_graph_build_(c, d, key, kb, t, take, info, entry_out);
             kc_cache_unlock(lk);
             return rc;
         }
@@ -308,7 +341,7 @@ again:
             else snprintf(info->miss_reason, sizeof info->miss_reason, "no entry for %s", target);
         }
         info->lookup_us = us_since(t1);
-        rc = cacheable ? single_flight(c, d, &key, kb, &t, 1, info, NULL)
+        rc = cacheable ? single_flight(c, d, &key, kb, &t, SF_TAKE | (why[0] ? 0 : SF_LEASE), info, NULL)
                        : kc_graph_build_(c, d, &key, kb, &t, 1, info, NULL);
         kc_graph_count_after_build_(c, &key, info, rc, cacheable, t0);
     }
@@ -432,7 +465,8 @@ static int get_compiled(get_state *s) {
     kc_entry *e = NULL;
     /* A stored image of this very variant that the driver refused is not taken again as
      * "stored meanwhile": this lookup compiles it afresh and stores it over the old one. */
-    int rc = s->nc ? single_flight(s->c, d, &s->key, s->kb, &s->dev, !s->own_unusable, info, &e)
+    int mode = s->own_unusable ? 0 : SF_TAKE | (s->why[0] ? 0 : SF_LEASE);
+    int rc = s->nc ? single_flight(s->c, d, &s->key, s->kb, &s->dev, mode, info, &e)
                    : kc_graph_build_(s->c, d, &s->key, s->kb, &s->dev, 1, info, &e);
     if (!rc) {
         uint64_t t2 = kc_mono_ns();

@@ -50,6 +50,8 @@ void kc_graph_count_after_build_(kc_cache *c, const kc_key *key, const kc_graph_
     } else if (rc == KC_OK && info->source == KC_FROM_DISK) { /* took another's entry: a hit, told so */
         kc_cache_count_lookup_(c, key, KC_LOOKUP_DISK, t0);
         kc_cache_count(c, key, KC_STAT_COMPILE_WAITS, 1);
+    } else if (rc == KC_OK && info->source == KC_FROM_REMOTE) { /* waited on another host's lease: told remote */
+        kc_cache_count_lookup_(c, key, KC_LOOKUP_REMOTE, t0);
     } else {
         kc_cache_count_lookup_(c, key, KC_LOOKUP_COMPILE, t0);
     }

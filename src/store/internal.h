@@ -36,9 +36,10 @@
  *   kc_local_unlock            local.h     Callers: cache
  *   kc_remotes_parse           registry.h  Callers: cache
  *   kc_store_name              name.h      Callers: bundle, cache, guard
- *   kc_store_name_check        name.h      Callers: bundle
+ *   kc_store_name_check        name.h      Callers: bundle, cache
  *   kc_tiers_add               tiers.h     Callers: cache
  *   kc_tiers_add_remote        tiers.h     Callers: cache
+ *   kc_tiers_backend           tiers.h     Callers: cache
  *   kc_tiers_check_local       tiers.h     Callers: cache
  *   kc_tiers_count             tiers.h     Callers: cache
  *   kc_tiers_exists            tiers.h     Callers: cache
@@ -49,6 +50,10 @@
  *   kc_tiers_get_remote        tiers.h     Callers: cache
  *   kc_tiers_get_remote_many   tiers.h     Callers: cache
  *   kc_tiers_iterate           tiers.h     Callers: cache
+ *   kc_tiers_lease_acquire     tiers.h     Callers: cache
+ *   kc_tiers_lease_release     tiers.h     Callers: cache
+ *   kc_tiers_lease_stats       tiers.h     Callers: cache
+ *   kc_tiers_lease_waited      tiers.h     Callers: cache
  *   kc_tiers_new               tiers.h     Callers: cache
  *   kc_tiers_peek              tiers.h     Callers: cache
  *   kc_tiers_ping              tiers.h     Callers: cache

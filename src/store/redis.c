@@ -24,9 +24,7 @@
  *
  * Reached only through its backend table (the tiers), whose `state` slot is
  * kc_store_redis_state; it is registered as the scheme "redis" (registry.c).  The breaker is
- * breaker.c's.  A "redis+cluster://" URL opens the same back end in its cluster mode: each command
- * goes through the router of redis_cluster_be.c to its slot's master, a node like this one's
- * (its own pool), with a breaker per node instead of this one.
+ * breaker.c's.
  *
  * Must not: interpret values (the core validates them), or block past a deadline.
  */
@@ -40,10 +38,12 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "../common/crypto.h"
 #include "../common/internal.h"
 #include "redis_conn.h"
 #include "redis_io.h"
 #include "redis_reply.h"
+#include "redis_url.h"
 #include "kcache/entry.h"
 #include "kcache/sys/store.h"
 #include "breaker.h"
@@ -56,82 +56,14 @@
 
 typedef struct rb {
     kc_store_backend be;
-    char host[256], user[128], password[256], shown[300];
-    int port, db;
+    kc_redis_url u; /* what the URL says; u.shown names the remote in every message */
     kc_remote_limits cfg;
-    kc_redis_node node; /* the server and its pool of idle connections (redis_conn.c) */
-    kc_tls *tls;        /* rediss://: the TLS client context (tls.c); NULL: plaintext */
-    kc_brk brk;         /* its own circuit breaker (breaker.c) */
-    /* redis+cluster://: the cluster mode (redis_cluster_be.c), its nodes on these credentials; NULL: one server */
-    kc_redis_cluster *cluster;
+    kc_redis_node node;     /* the server and its pool of idle connections (redis_conn.c) */
+    pthread_mutex_t tls_mu; /* guards tls */
+    kc_tls *tls;            /* rediss://: the TLS client context (tls.c), made at the first connect */
+    kc_brk brk;             /* its own circuit breaker (breaker.c) */
+    kc_redis_cluster *cl;   /* redis+cluster://: the cluster mode (redis_cluster_be.c); NULL */
 } rb;
-
-/* ---- URL ---- */
-
-/* `url` as an error message may show it: a password (what lies between "://" and the last '@',
- * after "user:" when there is one) becomes "***", as kc_remote_state shows the remote.  Every
- * message about a URL names this copy, never the URL itself. */
-static void url_shown(const char *url, char *out, size_t cap) { kc_store_redact_password(url, out, cap); }
-
-static int parse_url(rb *b, const char *url_given) {
-    char url[600]; /* the URL as messages show it (url_shown) */
-    url_shown(url_given, url, sizeof url);
-    const char *p = url_given;
-    if (strncmp(p, "redis://", 8) != 0)
-        return kc_err(KC_EINVAL, "remote '%s': only redis://[:password@]host:port[/db] is supported", url);
-    p += 8;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *cred = p;
-        size_t n = (size_t)(at - cred);
-        const char *colon = memchr(cred, ':', n);
-        if (colon && colon > cred) { /* user:password (a Redis 6 ACL user) */
-            size_t ul = (size_t)(colon - cred);
-            if (ul >= sizeof b->user) return kc_err(KC_EINVAL, "remote URL: user name too long");
-            memcpy(b->user, cred, ul);
-            b->user[ul] = '\0';
-        }
-        if (colon) n -= (size_t)(colon + 1 - cred), cred = colon + 1;
-        if (n >= sizeof b->password) return kc_err(KC_EINVAL, "remote URL: password too long");
-        memcpy(b->password, cred, n);
-        b->password[n] = '\0';
-        p = at + 1;
-    }
-    const char *hs = p, *he;
-    if (*p == '[') {
-        he = strchr(p, ']');
-        if (!he) return kc_err(KC_EINVAL, "remote URL '%s': unterminated [address]", url);
-        hs = p + 1;
-        p = he + 1;
-    } else {
-        he = p + strcspn(p, ":/");
-        p = he;
-    }
-    size_t hl = (size_t)(he - hs);
-    if (hl == 0 || hl >= sizeof b->host) return kc_err(KC_EINVAL, "remote URL '%s': no host", url);
-    memcpy(b->host, hs, hl);
-    b->host[hl] = '\0';
-    b->port = 6379;
-    if (*p == ':') {
-        char *end;
-        long v = strtol(p + 1, &end, 10);
-        if (end == p + 1 || v <= 0 || v > 65535) return kc_err(KC_EINVAL, "remote URL '%s': bad port", url);
-        b->port = (int)v;
-        p = end;
-    }
-    if (*p == '/') {
-        char *end;
-        long v = p[1] ? strtol(p + 1, &end, 10) : 0;
-        if (p[1] && (*end || v < 0 || v > INT_MAX)) return kc_err(KC_EINVAL, "remote URL '%s': bad db", url);
-        b->db = (int)v;
-    } else if (*p) {
-        return kc_err(KC_EINVAL, "remote URL '%s': unexpected '%s'", url, p);
-    }
-    int v6 = strchr(b->host, ':') != NULL;
-    snprintf(b->shown, sizeof b->shown, "redis://%s%s%s%s%s%s:%d/%d", b->user, b->password[0] ? ":***" : "",
-             b->user[0] || b->password[0] ? "@" : "", v6 ? "[" : "", b->host, v6 ? "]" : "", b->port, b->db);
-    return KC_OK;
-}
 
 /* ---- one command under a deadline ---- */
 
@@ -145,7 +77,7 @@ static int expect_ok(redisReply *r, const char *what, int extra) {
 static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, const char **argv, const size_t *lens) {
     redisReply *r = NULL;
     int extra = 0;
-    kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
+    kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
     kc_redis_cmd cmd = {argc, argv, lens, NULL};
     int rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
     if (!rc) rc = expect_ok(r, argv[0], extra);
@@ -153,21 +85,33 @@ static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, c
     return rc;
 }
 
+/* rediss://: the TLS context, made at the first connect (a host without libssl, or a CA file that
+ * cannot be read, is then a failure like an unreachable server: an error, the breaker, misses). */
+static int tls_context(rb *b, kc_tls **out) {
+    *out = NULL;
+    if (!b->u.tls) return KC_OK;
+    pthread_mutex_lock(&b->tls_mu);
+    int rc = b->tls ? KC_OK : kc_tls_new(&b->tls, &b->u.tls_opts, b->u.shown);
+    *out = b->tls;
+    pthread_mutex_unlock(&b->tls_mu);
+    return rc;
+}
+
 /* A fresh connection to node `n`, authenticated and on the URL's database. */
 static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn **out) {
+    kc_tls *tls;
+    int rc = tls_context(b, &tls); /* before the connect timeout starts: the first one loads libssl */
     uint64_t cdl = kc_mono_ns() + (uint64_t)b->cfg.connect_ms * 1000000ull;
-    int rc = kc_redis_conn_open(out, n->host, n->port, b->tls, b->shown, cdl, deadline);
-    if (rc == KC_ETIMEOUT && kc_mono_ns() < deadline && cdl < deadline)
-        rc = kc_err(rc, "redis %s: connect timed out (%u ms)", b->shown, b->cfg.connect_ms);
+    if (!rc) rc = kc_redis_conn_open(out, n->host, n->port, tls, b->u.shown, cdl, deadline);
     if (rc) return rc;
-    if (b->password[0]) {
-        const char *argv[] = {"AUTH", b->user[0] ? b->user : b->password, b->password};
-        size_t lens[] = {4, strlen(argv[1]), strlen(b->password)};
-        rc = setup_command(b, *out, deadline, b->user[0] ? 3 : 2, argv, lens);
+    if (b->u.password[0]) {
+        const char *argv[] = {"AUTH", b->u.user[0] ? b->u.user : b->u.password, b->u.password};
+        size_t lens[] = {4, strlen(argv[1]), strlen(b->u.password)};
+        rc = setup_command(b, *out, deadline, b->u.user[0] ? 3 : 2, argv, lens);
     }
-    if (!rc && b->db) {
+    if (!rc && b->u.db) {
         char db[16];
-        snprintf(db, sizeof db, "%d", b->db);
+        snprintf(db, sizeof db, "%d", b->u.db);
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, strlen(db)};
         rc = setup_command(b, *out, deadline, 2, argv, lens);
@@ -182,25 +126,22 @@ static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn
  * expected shape with nothing after it: a reply of another shape is an error (and a failure
  * for the breaker, as a server that answers nonsense is no better than one that does not
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
- * the connection and the commands on it are out of step; either way it is closed.
- *
- * node_exchange is the part without the breaker, on node `n` at a deadline given (`asking`:
- * ASKING first, on the same connection): KC_OK with *out, an error reply included (the caller
- * judges it), or a failure; a cluster's router (redis_cluster_be.c) calls it on each node.
+ * the connection and the commands on it are out of step; either way it is closed.  node_exchange: that without
+ * the breaker, by a deadline given, ASKING first when asked, an error reply KC_OK (redis_cluster_be.c's router).
  */
-static int node_exchange(rb *b, kc_redis_node *n, uint64_t deadline, int asking, const kc_redis_cmd *cmd,
+static int node_exchange(void *bv, kc_redis_node *n, int asking, uint64_t deadline, const kc_redis_cmd *cmd,
                          redisReply **out) {
+    rb *b = bv;
     int rc = KC_OK;
-    const char **argv = cmd->argv;
+    const char **argv = cmd->argv, *ask[] = {"ASKING"};
     const kc_reply_expect *ex = cmd->ex;
-    const char *asking_argv[] = {"ASKING"};
-    const size_t asking_lens[] = {6};
+    const size_t ask_len[] = {6};
     for (int attempt = 0; attempt < 2; attempt++) {
         kc_redis_conn *c = attempt == 0 ? kc_redis_node_take(n) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, n, deadline, &c))) break;
-        kc_redis_link link = {c, b->shown, b->cfg.max_value, deadline};
-        rc = asking ? setup_command(b, c, deadline, 1, asking_argv, asking_lens) : KC_OK;
+        kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
+        rc = asking ? setup_command(b, c, deadline, 1, ask, ask_len) : KC_OK;
         if (rc == KC_OK) rc = kc_redis_send_recv(&link, cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
             if (extra) kc_redis_conn_close(c);
@@ -209,9 +150,9 @@ static int node_exchange(rb *b, kc_redis_node *n, uint64_t deadline, int asking,
         }
         if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
             if (ex->elements && (*out)->type == REDIS_REPLY_ARRAY)
-                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->shown, argv[0],
-                            (size_t)(*out)->elements, ex->elements);
-            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->shown, argv[0], (*out)->type);
+                rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->u.shown,
+                            argv[0], (size_t)(*out)->elements, ex->elements);
+            else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->u.shown, argv[0], (*out)->type);
             freeReplyObject(*out);
             *out = NULL;
             kc_redis_conn_close(c);
@@ -219,7 +160,7 @@ static int node_exchange(rb *b, kc_redis_node *n, uint64_t deadline, int asking,
         }
         if (rc == KC_OK) {
             /* The first reply is this command's; anything after it is the server's mistake. */
-            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->shown, argv[0]);
+            if (extra) kc_log(KC_LOG_REMOTE, "%s: %s: more than one reply; connection closed", b->u.shown, argv[0]);
             if (extra) kc_redis_conn_close(c);
             else kc_redis_node_give(n, c);
             break;
@@ -230,33 +171,26 @@ static int node_exchange(rb *b, kc_redis_node *n, uint64_t deadline, int asking,
     return rc;
 }
 
-static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv, const size_t *lens,
-                           const kc_reply_expect *ex, redisReply **out) {
+/* A command to the back end's server (a single-server remote's one node; a cluster: its slot's master). */
+static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
+                      redisReply **out) {
+    kc_redis_cmd cmd = {argc, argv, lens, ex};
     *out = NULL;
+    if (b->cl) return kc_redis_cluster_command(b->cl, &cmd, out);
     int rc = kc_brk_enter(&b->brk);
     if (rc) return rc;
-    kc_redis_cmd cmd = {argc, argv, lens, ex};
-    rc = node_exchange(b, n, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, 0, &cmd, out);
+    rc = node_exchange(b, &b->node, 0, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, &cmd, out);
     if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-        rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->shown, argv[0], (int)(*out)->len, (*out)->str);
-        freeReplyObject(*out);
-        *out = NULL;
+        rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
+        freeReplyObject(*out), *out = NULL;
     }
     kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
     return rc;
 }
 
-/* A command to the back end's server (a single-server remote's one node; a cluster: its slot's master). */
-static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
-                      redisReply **out) {
-    kc_redis_cmd cmd = {argc, argv, lens, ex};
-    if (b->cluster) return kc_redis_cluster_command(b->cluster, &cmd, out);
-    return node_command_as(b, &b->node, argc, argv, lens, ex, out);
-}
-
 /* A command whose reply is one of `types`, each value under the value cap. */
 static int command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
-    kc_reply_expect ex = {types, 0, 0};
+    kc_reply_expect ex = {types, 0, 0, 0};
     return command_as(b, argc, argv, lens, &ex, out);
 }
 
@@ -273,13 +207,25 @@ static int key_command(rb *b, const char *cmd, const char *name, unsigned types,
 
 static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
     if ((uint64_t)r->len > b->cfg.max_value)
-        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->shown, (size_t)r->len);
+        return kc_err(KC_EIO, "redis %s: value of %zu bytes is over the cap", b->u.shown, (size_t)r->len);
     void *d = kc_malloc(r->len ? (size_t)r->len : 1);
     if (!d) return kc_err(KC_ENOMEM, "out of memory");
     memcpy(d, r->str, (size_t)r->len);
     *out = d;
     *out_len = (size_t)r->len;
     return KC_OK;
+}
+
+/* A value put at its name: out[i] (a cluster's MGET and get_first answers, redis_cluster_be.c). */
+typedef struct many_out {
+    rb *b;
+    void **out;
+    size_t *out_len;
+} many_out;
+
+static int many_take(void *ctx, size_t i, const redisReply *v) {
+    many_out *m = ctx;
+    return v->type == REDIS_REPLY_STRING ? take_string(m->b, (redisReply *)v, &m->out[i], &m->out_len[i]) : KC_OK;
 }
 
 /* ---- the backend ---- */
@@ -300,25 +246,13 @@ static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out
 static const char FIRST_SCRIPT[] = "for i, k in ipairs(KEYS) do local v = redis.call('GET', k) "
                                    "if v then return {i, v} end end return false";
 
-/* get_first on a cluster: the script once per slot (redis_cluster_be.c). */
-static int cluster_first(rb *b, const char *const *names, size_t n, size_t *which, void **out, size_t *out_len) {
-    char keys[64][KC_NAME_MAX + 16];
-    const char *kp[64];
-    for (size_t i = 0; i < n; i++) key_of(names[i], keys[i], sizeof keys[i]), kp[i] = keys[i];
-    redisReply *r;
-    int rc = kc_redis_cluster_first(b->cluster, kp, n, FIRST_SCRIPT, which, &r);
-    if (rc) return rc;
-    rc = take_string(b, r->element[1], out, out_len);
-    freeReplyObject(r);
-    return rc;
-}
-
 static int r_get_first(kc_store_backend *be, const char *const *names, size_t n, size_t *which, void **out,
                        size_t *out_len) {
     rb *b = be->ctx;
     if (n == 0) return KC_MISS;
     if (n > 64) n = 64;
-    if (b->cluster) return cluster_first(b, names, n, which, out, out_len);
+    many_out one = {b, out, out_len};
+    if (b->cl) return kc_redis_cluster_first(b->cl, PREFIX, names, n, FIRST_SCRIPT, which, many_take, &one);
     const char *argv[3 + 64];
     size_t lens[3 + 64];
     char keys[64][KC_NAME_MAX + 16], nk[8];
@@ -353,21 +287,9 @@ static uint64_t many_cap(const rb *b, size_t n) {
     return all < KC_ENTRY_MAX_BYTES ? all : KC_ENTRY_MAX_BYTES;
 }
 
-/* A cluster's MGET answers, each put at its name (kc_redis_cluster_mget). */
-typedef struct many_out {
-    rb *b;
-    void **out;
-    size_t *out_len;
-} many_out;
-
-static int many_take(void *ctx, size_t i, const redisReply *v) {
-    many_out *m = ctx;
-    return v->type == REDIS_REPLY_STRING ? take_string(m->b, (redisReply *)v, &m->out[i], &m->out_len[i]) : KC_OK;
-}
-
 /*
- * `n` names in one MGET (a cluster: one per slot).  The names are checked before anything is
- * sent; a nil is an absent name (out[i] NULL); a value over the value cap fails the whole call (KC_EIO, as get's does);
+ * `n` names in one MGET.  The names are checked before anything is sent; a nil is an absent
+ * name (out[i] NULL); a value over the value cap fails the whole call (KC_EIO, as get's does);
  * any failure leaves every out[i] NULL.
  */
 static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, void **out, size_t *out_len) {
@@ -378,6 +300,10 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
     for (size_t i = 0; i < n; i++)
         if (kc_store_name_check(names[i]) != KC_OK) return kc_err_prefix(KC_EINVAL, "redis get_many");
     if (n == 0) return KC_OK;
+    many_out mo = {b, out, out_len};
+    int crc = b->cl ? kc_redis_cluster_mget(b->cl, PREFIX, names, n, many_cap(b, n), many_take, &mo) : 0;
+    for (size_t i = 0; crc && i < n; i++) free(out[i]), out[i] = NULL, out_len[i] = 0;
+    if (b->cl) return crc;
     /* argv, lens and the keys in one block: "MGET" and n keys */
     typedef char keybuf[KC_NAME_MAX + 16];
     size_t argc = n + 1;
@@ -391,15 +317,7 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
         key_of(names[i], keys[i], sizeof keys[i]);
         argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
     }
-    if (b->cluster) {
-        many_out mo = {b, out, out_len};
-        int rc = kc_redis_cluster_mget(b->cluster, argv + 1, n, many_cap(b, n), many_take, &mo);
-        free(blk);
-        if (rc)
-            for (size_t i = 0; i < n; i++) free(out[i]), out[i] = NULL, out_len[i] = 0;
-        return rc;
-    }
-    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n)};
+    kc_reply_expect ex = {T_ARRAY, n, many_cap(b, n), 0};
     redisReply *r;
     int rc = command_as(b, (int)argc, argv, lens, &ex, &r);
     free(blk);
@@ -449,42 +367,162 @@ static int r_remove(kc_store_backend *be, const char *name) {
     return rc;
 }
 
-/* ---- a cluster's nodes: servers at other addresses, on this one's credentials (redis_cluster_be.c) ---- */
+/* ---- leases (one compile per key across the fleet: store/lease.c) ---- */
 
-static void *node_new(void *ctx, const char *host, int port) {
-    (void)ctx;
-    kc_redis_node *n = kc_malloc(sizeof *n);
-    if (n) kc_redis_node_init(n, host, port);
-    return n;
+#define LEASE_PREFIX "lease:"
+
+/* A lease's holder token: 1 to 64 printable bytes. */
+static int holder_ok(const char *h) {
+    size_t n = h ? strnlen(h, 65) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] <= ' ' || h[i] > '~') return 0;
+    return n >= 1 && n <= 64;
 }
 
-static void node_free(void *ctx, void *n) {
-    (void)ctx;
-    kc_redis_node_destroy(n);
-    free(n);
-}
-
-static int node_exchange_of(void *b, void *n, int asking, uint64_t deadline, const kc_redis_cmd *cmd,
-                            redisReply **out) {
-    return node_exchange(b, n, deadline, asking, cmd, out);
-}
-
-/* A redis+cluster:// URL: its first seed parsed as a single server's URL, its seeds in `seeds`. */
-static int parse_cluster_url(rb *b, const char *url, kc_cluster_node *seeds, int *nseeds) {
-    char shown[600], single[700];
-    url_shown(url, shown, sizeof shown);
-    int rc = kc_redis_cluster_url(url, single, sizeof single, seeds, nseeds, shown);
-    if (!rc) rc = parse_url(b, single);
-    if (!rc && b->db) rc = kc_err(KC_EINVAL, "remote URL '%s': a Redis Cluster has only database 0", shown);
-    snprintf(b->shown, sizeof b->shown, "%s", shown);
+/* SET kcache:v1:lease:<name> <holder> NX PX <ttl>: KC_OK taken, KC_EBUSY held by another. */
+static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
+    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder) || !ttl_ms)
+        return kc_err(KC_EINVAL, "redis lease: a bad name, holder or time");
+    char k[KC_NAME_MAX + 32], ttl[24];
+    key_of(LEASE_PREFIX, k, sizeof k);
+    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
+    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
+    const char *argv[] = {"SET", k, holder, "NX", "PX", ttl};
+    size_t lens[] = {3, strlen(k), strlen(holder), 2, 2, strlen(ttl)};
+    redisReply *r;
+    int rc = command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
+    freeReplyObject(r);
     return rc;
+}
+
+/* ---- iterate: SCAN (for `kcache purge`, a remote gc) ---- */
+
+#define SCAN_COUNT 128        /* keys asked per SCAN round (a hint the server may exceed a little) */
+#define SCAN_MAX_KEYS 1024    /* a SCAN reply's keys at most; more is a hostile reply */
+#define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
+#define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
+
+/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each). */
+static const char SIZE_SCRIPT[] =
+    "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('STRLEN', k) end return r";
+
+/* One SCAN round's stored names (prefix stripped, lease keys and malformed names skipped), their sizes
+ * asked in one more round trip, each given to cb. */
+static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
+    const char *argv[3 + SCAN_MAX_KEYS];
+    size_t lens[3 + SCAN_MAX_KEYS], n = 0;
+    const char *names[SCAN_MAX_KEYS];
+    char nk[8];
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *k = keys->element[i];
+        if (k->type != REDIS_REPLY_STRING)
+            return kc_err(KC_EIO, "redis %s: SCAN: a key that is not a string", b->u.shown);
+        const char *name = k->str + strlen(PREFIX);
+        if (k->len <= strlen(PREFIX) || k->len > KC_NAME_MAX + strlen(PREFIX) ||
+            memcmp(k->str, PREFIX, strlen(PREFIX)) || strlen(k->str) != (size_t)k->len ||
+            kc_store_name_check(name) != KC_OK)
+            continue; /* not an entry: a lease ("kcache:v1:lease:…"), another writer's key */
+        names[n] = name, argv[3 + n] = k->str, lens[3 + n] = (size_t)k->len, n++;
+    }
+    if (n == 0) return KC_OK;
+    snprintf(nk, sizeof nk, "%zu", n);
+    argv[0] = "EVAL", lens[0] = 4, argv[1] = SIZE_SCRIPT, lens[1] = sizeof SIZE_SCRIPT - 1;
+    argv[2] = nk, lens[2] = strlen(nk);
+    kc_reply_expect ex = {T_ARRAY, 0, 0, n + 1};
+    redisReply *r;
+    int rc = command_as(b, (int)(3 + n), argv, lens, &ex, &r);
+    if (rc) return rc;
+    if (r->elements != n)
+        rc = kc_err(KC_EIO, "redis %s: EVAL: %zu sizes for %zu keys", b->u.shown, (size_t)r->elements, n);
+    for (size_t i = 0; i < n && rc == KC_OK; i++) {
+        redisReply *v = r->element[i];
+        if (v->type != REDIS_REPLY_INTEGER || v->integer < 0) {
+            rc = kc_err(KC_EIO, "redis %s: EVAL: a size that is not a number", b->u.shown);
+            break;
+        }
+        if (v->integer == 0) continue; /* gone since the SCAN */
+        kc_store_item it = {names[i], (uint64_t)v->integer, 0, NULL};
+        rc = cb(&it, ctx);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Deletes the lease only while `holder` still has it (one script: no other holder's lease is ever deleted). */
+static const char RELEASE_SCRIPT[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                     "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+static int r_lease_release(kc_store_backend *be, const char *name, const char *holder) {
+    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder))
+        return kc_err(KC_EINVAL, "redis lease: a bad name or holder");
+    char k[KC_NAME_MAX + 32];
+    key_of(LEASE_PREFIX, k, sizeof k);
+    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
+    const char *argv[] = {"EVAL", RELEASE_SCRIPT, "1", k, holder};
+    size_t lens[] = {4, sizeof RELEASE_SCRIPT - 1, 1, strlen(k), strlen(holder)};
+    redisReply *r;
+    int rc = command(be->ctx, 5, argv, lens, T_INTEGER, &r);
+    if (rc) return rc;
+    rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
+    freeReplyObject(r);
+    return rc;
+}
+
+/* A SCAN cursor: decimal digits, at most 20, no wrap; 0 or 1 (bad). */
+static int scan_cursor(const redisReply *c, unsigned long long *out) {
+    if (c->type != REDIS_REPLY_STRING || c->len < 1 || c->len > 20) return 0;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < (size_t)c->len; i++) {
+        if (c->str[i] < '0' || c->str[i] > '9' || v > (ULLONG_MAX - 9) / 10) return 0;
+        v = v * 10 + (unsigned long long)(c->str[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/*
+ * Every stored entry, by SCAN MATCH "kcache:v1:*" (each name once at least; one written or removed during the
+ * walk may be missed or seen, as SCAN promises).  A reply is bounded as it arrives (SCAN_MAX_KEYS keys); the walk
+ * ends at cursor 0, and a hostile server cannot hold it: a cursor seen again among the last SCAN_SEEN ends it,
+ * and so does the SCAN_MAX_ROUNDS-th round (KC_EIO each, saying the walk was cut).  last_used is 0 (Redis keeps no such time for us).
+ */
+static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
+    rb *b = be->ctx;
+    unsigned long long cur = 0, seen[SCAN_SEEN];
+    char cs[24], cnt[8];
+    snprintf(cnt, sizeof cnt, "%d", SCAN_COUNT);
+    for (unsigned round = 0; round < SCAN_MAX_ROUNDS; round++) {
+        snprintf(cs, sizeof cs, "%llu", cur);
+        const char *argv[] = {"SCAN", cs, "MATCH", PREFIX "*", "COUNT", cnt};
+        size_t lens[] = {4, strlen(cs), 5, strlen(PREFIX) + 1, 5, strlen(cnt)};
+        kc_reply_expect ex = {T_ARRAY, 0, 0, SCAN_MAX_KEYS + 2};
+        redisReply *r;
+        int rc = command_as(b, 6, argv, lens, &ex, &r);
+        if (rc) return rc;
+        if (r->elements != 2 || !scan_cursor(r->element[0], &cur) || r->element[1]->type != REDIS_REPLY_ARRAY)
+            rc = kc_err(KC_EIO, "redis %s: SCAN: a reply that is not a cursor and a list of keys", b->u.shown);
+        else rc = scan_visit(b, r->element[1], cb, ctx);
+        freeReplyObject(r);
+        if (rc || cur == 0) return rc;
+        for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
+            if (seen[i] == cur)
+                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown,
+                              cur);
+        seen[round % SCAN_SEEN] = cur;
+    }
+    return kc_err(KC_EIO, "redis %s: SCAN: no end after %d rounds; walk cut (is it a redis server?)", b->u.shown,
+                  SCAN_MAX_ROUNDS);
 }
 
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
-    kc_redis_cluster_free(b->cluster);
+    kc_redis_cluster_free(b->cl);
     kc_redis_node_destroy(&b->node);
     kc_tls_free(b->tls);
+    pthread_mutex_destroy(&b->tls_mu);
+    kc_wipe(b->u.password, sizeof b->u.password);
     kc_brk_destroy(&b->brk);
     free(b);
 }
@@ -495,8 +533,11 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     rb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
     kc_cluster_node seeds[KC_CLUSTER_MAX_SEEDS];
-    int nseeds = 0, cluster = strncmp(url, "redis+cluster://", 16) == 0;
-    int rc = cluster ? parse_cluster_url(b, url, seeds, &nseeds) : parse_url(b, url);
+    char single[2048];
+    int nseeds = 0, cluster = strstr(url, "+cluster://") != NULL, rc = KC_OK;
+    if (cluster) rc = kc_redis_cluster_url(url, single, sizeof single, seeds, &nseeds);
+    if (!rc) rc = kc_redis_url_parse(&b->u, cluster ? single : url);
+    if (!rc && cluster) rc = kc_redis_cluster_url_done(&b->u, url);
     if (rc) {
         free(b);
         return rc;
@@ -509,10 +550,11 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (b->cfg.backoff_max_ms < b->cfg.backoff_ms) b->cfg.backoff_max_ms = b->cfg.backoff_ms;
     if (!b->cfg.max_value) b->cfg.max_value = 64ull << 20;
     if (b->cfg.max_value > KC_ENTRY_MAX_BYTES) b->cfg.max_value = KC_ENTRY_MAX_BYTES;
-    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->shown);
-    kc_redis_node_init(&b->node, b->host, b->port);
-    kc_redis_lender lend = {b, node_new, node_free, node_exchange_of};
-    if (cluster && (rc = kc_redis_cluster_new(&b->cluster, &lend, seeds, nseeds, &b->cfg, b->shown))) {
+    kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->u.shown);
+    kc_redis_node_init(&b->node, b->u.host, b->u.port);
+    pthread_mutex_init(&b->tls_mu, NULL);
+    kc_redis_lender lend = {b, node_exchange};
+    if (cluster && (rc = kc_redis_cluster_new(&b->cl, &lend, seeds, nseeds, &b->cfg, b->u.shown))) {
         r_free(&b->be);
         return rc;
     }
@@ -526,6 +568,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     b->be.get_first = r_get_first;
     b->be.state = kc_store_redis_state;
     b->be.get_many = r_get_many;
+    b->be.lease_take = r_lease_take;
+    b->be.lease_release = r_lease_release;
+    b->be.iterate = cluster ? NULL : r_iterate; /* a cluster's SCAN would be every master's: not yet */
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;
@@ -535,14 +580,21 @@ int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
     if (!be || !out || be->free != r_free) return kc_err(KC_EINVAL, "kc_store_redis_state: not a redis backend");
     rb *b = be->ctx;
     memset(out, 0, sizeof *out);
-    snprintf(out->url, sizeof out->url, "%s", b->shown);
-    if (b->cluster) kc_redis_cluster_state(b->cluster, out);
+    snprintf(out->url, sizeof out->url, "%s", b->u.shown);
+    if (b->cl) kc_redis_cluster_state(b->cl, out);
     else kc_brk_state(&b->brk, out);
     return KC_OK;
 }
 
 /* The scheme "redis", registered by the library at first use (registry.c's builtins). */
-const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open, url_shown};
-/* The scheme "redis+cluster": the same back end in its cluster mode (redis_cluster_be.c). */
+const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis", kc_store_redis_open,
+                                               kc_redis_url_redact};
+
+/* The scheme "rediss": the same back end over TLS (tls.c). */
+const kc_store_scheme kc_store_rediss_scheme = {KC_STORE_SCHEME_VERSION, "rediss", kc_store_redis_open,
+                                                kc_redis_url_redact};
+/* "redis+cluster", "rediss+cluster": the same back end in its cluster mode (redis_cluster_be.c). */
 const kc_store_scheme kc_store_redis_cluster_scheme = {KC_STORE_SCHEME_VERSION, "redis+cluster", kc_store_redis_open,
-                                                       url_shown};
+                                                       kc_redis_url_redact};
+const kc_store_scheme kc_store_rediss_cluster_scheme = {KC_STORE_SCHEME_VERSION, "rediss+cluster", kc_store_redis_open,
+                                                        kc_redis_url_redact};

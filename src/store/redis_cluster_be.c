@@ -30,9 +30,9 @@ struct kc_redis_cluster {
     kc_remote_limits cfg;
 };
 
-/* A router node: the back end's server and its own breaker. */
+/* A router node: a server (its pool) and its own breaker. */
 typedef struct cnode {
-    void *server;
+    kc_redis_node server;
     kc_brk brk;
     char shown[400]; /* "<the tier's URL> node host:port", for the breaker's messages */
 } cnode;
@@ -41,11 +41,7 @@ static void *n_new(void *ctx, const char *host, int port) {
     kc_redis_cluster *c = ctx;
     cnode *n = kc_calloc(1, sizeof *n);
     if (!n) return NULL;
-    n->server = c->lend.server_new(c->lend.b, host, port);
-    if (!n->server) {
-        free(n);
-        return NULL;
-    }
+    kc_redis_node_init(&n->server, host, port);
     int v6 = strchr(host, ':') != NULL;
     snprintf(n->shown, sizeof n->shown, "%s node %s%s%s:%d", c->shown, v6 ? "[" : "", host, v6 ? "]" : "", port);
     kc_brk_init(&n->brk, c->cfg.backoff_ms, c->cfg.backoff_max_ms, n->shown);
@@ -53,9 +49,9 @@ static void *n_new(void *ctx, const char *host, int port) {
 }
 
 static void n_free(void *ctx, void *node) {
-    kc_redis_cluster *c = ctx;
+    (void)ctx;
     cnode *n = node;
-    c->lend.server_free(c->lend.b, n->server);
+    kc_redis_node_destroy(&n->server);
     kc_brk_destroy(&n->brk);
     free(n);
 }
@@ -65,10 +61,10 @@ static void n_leave(void *ctx, void *node, int failed) { (void)ctx, kc_brk_exit(
 
 static int n_exchange(void *ctx, void *node, int asking, uint64_t deadline, const kc_redis_cmd *cmd, redisReply **out) {
     kc_redis_cluster *c = ctx;
-    return c->lend.exchange(c->lend.b, ((cnode *)node)->server, asking, deadline, cmd, out);
+    return c->lend.exchange(c->lend.b, &((cnode *)node)->server, asking, deadline, cmd, out);
 }
 
-void *kc_redis_cluster_server(void *node) { return ((cnode *)node)->server; }
+kc_redis_node *kc_redis_cluster_server(void *node) { return &((cnode *)node)->server; }
 
 int kc_redis_cluster_new(kc_redis_cluster **out, const kc_redis_lender *l, const kc_cluster_node *seeds, int nseeds,
                          const kc_remote_limits *cfg, const char *shown) {
@@ -94,9 +90,10 @@ void kc_redis_cluster_free(kc_redis_cluster *c) {
     free(c);
 }
 
-int kc_redis_cluster_url(const char *url, char *single, size_t cap, kc_cluster_node *seeds, int *nseeds,
-                         const char *shown) {
+int kc_redis_cluster_url(const char *url, char *single, size_t cap, kc_cluster_node *seeds, int *nseeds) {
     *nseeds = 0;
+    char shown[1400];
+    kc_redis_url_redact(url, shown, sizeof shown);
     const char *sep = strstr(url, "+cluster://"); /* redis+cluster:// -> redis://, rediss+cluster:// -> rediss:// */
     if (!sep || sep - url > 8) return kc_err(KC_EINVAL, "remote URL '%s': not a <scheme>+cluster:// URL", shown);
     int sl = (int)(sep - url);
@@ -109,6 +106,14 @@ int kc_redis_cluster_url(const char *url, char *single, size_t cap, kc_cluster_n
     size_t fl = comma ? (size_t)(comma - hosts) : hl;
     int n = snprintf(single, cap, "%.*s://%.*s%.*s%s", sl, url, (int)(hosts - p), p, (int)fl, first, hosts + hl);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "remote URL '%s': too long", shown);
+    return KC_OK;
+}
+
+int kc_redis_cluster_url_done(kc_redis_url *u, const char *url) {
+    char shown[sizeof u->shown];
+    kc_redis_url_redact(url, shown, sizeof shown);
+    snprintf(u->shown, sizeof u->shown, "%s", shown);
+    if (u->db) return kc_err(KC_EINVAL, "remote URL '%s': a Redis Cluster has only database 0", shown);
     return KC_OK;
 }
 
@@ -125,9 +130,28 @@ int kc_redis_cluster_command(kc_redis_cluster *c, const kc_redis_cmd *cmd, redis
     return kc_cluster_command(&c->cl, slot, deadline_of(c), cmd, out);
 }
 
-int kc_redis_cluster_mget(kc_redis_cluster *c, const char *const *keys, size_t n, uint64_t all_total,
-                          kc_cluster_take take, void *ctx) {
-    return kc_cluster_mget(&c->cl, keys, n, deadline_of(c), all_total, take, ctx);
+#define KEY_MAX 256 /* a prefixed name: "kcache:v1:" + a store name (KC_NAME_MAX) */
+
+/* The n names with `prefix` in keys[] (n <= KC_CLUSTER_PLAN_MAX); KC_EINVAL for one too long. */
+static int prefixed(const char *prefix, const char *const *names, size_t n, char (*keys)[KEY_MAX], const char **kp) {
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(keys[i], KEY_MAX, "%s%s", prefix, names[i]);
+        if (w < 0 || w >= KEY_MAX) return kc_err(KC_EINVAL, "redis: a name too long");
+        kp[i] = keys[i];
+    }
+    return KC_OK;
+}
+
+int kc_redis_cluster_mget(kc_redis_cluster *c, const char *prefix, const char *const *names, size_t n,
+                          uint64_t all_total, kc_cluster_take take, void *ctx) {
+    if (n > KC_CLUSTER_PLAN_MAX) return kc_err(KC_EINVAL, "redis %s: MGET of %zu keys", c->shown, n);
+    char(*keys)[KEY_MAX] = kc_malloc(n ? n * KEY_MAX : 1);
+    const char *kp[KC_CLUSTER_PLAN_MAX];
+    if (!keys) return kc_err(KC_ENOMEM, "out of memory");
+    int rc = prefixed(prefix, names, n, keys, kp);
+    if (!rc) rc = kc_cluster_mget(&c->cl, kp, n, deadline_of(c), all_total, take, ctx);
+    free(keys);
+    return rc;
 }
 
 /* One group's EVAL: KC_OK with *hit (1-based within the group, 0: none) and *r, or an error. */
@@ -141,7 +165,7 @@ static int first_of_group(kc_redis_cluster *c, const char *const *keys, size_t k
     argv[1] = script, lens[1] = strlen(script);
     argv[2] = nk, lens[2] = strlen(nk);
     for (size_t j = 0; j < k; j++) argv[3 + j] = keys[j], lens[3 + j] = strlen(keys[j]);
-    kc_reply_expect ex = {T_ARRAY | T_NIL, 0, 0};
+    kc_reply_expect ex = {T_ARRAY | T_NIL, 0, 0, 0};
     kc_redis_cmd cmd = {(int)(3 + k), argv, lens, &ex};
     *hit = 0;
     int rc = kc_cluster_command(&c->cl, slot, deadline, &cmd, r);
@@ -156,11 +180,15 @@ static int first_of_group(kc_redis_cluster *c, const char *const *keys, size_t k
     return KC_OK;
 }
 
-int kc_redis_cluster_first(kc_redis_cluster *c, const char *const *keys, size_t n, const char *script, size_t *which,
-                           redisReply **reply) {
-    *reply = NULL;
+int kc_redis_cluster_first(kc_redis_cluster *c, const char *prefix, const char *const *names, size_t n,
+                           const char *script, size_t *which, kc_cluster_take take, void *ctx) {
+    redisReply *best_r = NULL, **reply = &best_r;
     if (n > 64) n = 64;
     if (n == 0) return KC_MISS;
+    char keybuf[64][KEY_MAX];
+    const char *keys[64];
+    int rc0 = prefixed(prefix, names, n, keybuf, keys);
+    if (rc0) return rc0;
     unsigned slots[64];
     size_t order[64], start[65], best = n;
     const char *group[64];
@@ -185,7 +213,9 @@ int kc_redis_cluster_first(kc_redis_cluster *c, const char *const *keys, size_t 
     }
     if (best == n) return KC_MISS;
     *which = best;
-    return KC_OK;
+    int rc = take(ctx, 0, best_r->element[1]);
+    freeReplyObject(best_r);
+    return rc;
 }
 
 typedef struct worst {

@@ -30,7 +30,6 @@
 /* A node's failure for its breaker: out of memory here is not the server's (as redis.c counts it). */
 #define FAILED(rc) ((rc) != KC_OK && (rc) != KC_ENOMEM)
 
-_Static_assert(REPLY_MAX_MANY == KC_CLUSTER_REPLY_ELEMENTS, "the scanner bounds a map as the map expects");
 
 int kc_cluster_init(kc_cluster *cl, const kc_cluster_io *io, const kc_cluster_node *seeds, int nseeds,
                     unsigned refresh_ms, const char *who) {
@@ -109,7 +108,7 @@ static int read_map(kc_cluster *cl, int i, uint64_t deadline, kc_cluster_map *m)
     if (rc) return rc;
     const char *argv[] = {"CLUSTER", "SLOTS"};
     size_t lens[] = {7, 5};
-    kc_reply_expect ex = {T_ARRAY | T_MANY, 0, KC_CLUSTER_REPLY_BYTES}; /* KC_CLUSTER_REPLY_ELEMENTS */
+    kc_reply_expect ex = {T_ARRAY, 0, KC_CLUSTER_REPLY_BYTES, KC_CLUSTER_REPLY_ELEMENTS};
     kc_redis_cmd cmd = {2, argv, lens, &ex};
     redisReply *r = NULL;
     rc = cl->io.exchange(cl->io.ctx, n, 0, deadline, &cmd, &r);
@@ -241,7 +240,7 @@ int kc_cluster_mget(kc_cluster *cl, const char *const *keys, size_t n, uint64_t 
             argv[1 + j] = keys[order[start[g] + j]];
             lens[1 + j] = strlen(argv[1 + j]);
         }
-        kc_reply_expect ex = {T_ARRAY, k, all_total > used ? all_total - used : 1};
+        kc_reply_expect ex = {T_ARRAY, k, all_total > used ? all_total - used : 1, 0};
         kc_redis_cmd cmd = {(int)(k + 1), argv, lens, &ex};
         redisReply *r;
         rc = kc_cluster_command(cl, slots[order[start[g]]], deadline, &cmd, &r);

@@ -75,7 +75,7 @@ static int connect_tcp(const char *host, int port, const char *who, uint64_t dea
         if (rc != KC_EIO) break; /* connected, or out of time */
     }
     freeaddrinfo(res);
-    if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: connect timed out", who);
+    if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: connect timed out (the connect timeout or the deadline)", who);
     if (rc) return kc_err(rc, "redis %s: connect: %s", who, strerror(err ? err : ECONNREFUSED));
     return KC_OK;
 }
@@ -119,6 +119,9 @@ int kc_redis_conn_write(kc_redis_conn *c, const char *p, size_t n, uint64_t dead
     return KC_OK;
 }
 
+/* A plaintext connection's first read failed (or brought a TLS record): most likely a TLS-only port. */
+#define TLS_HINT " (a TLS port? use rediss://)"
+
 int kc_redis_conn_read(kc_redis_conn *c, char *buf, size_t cap, size_t *got, uint64_t deadline, const char *who) {
     if (c->ssl) return kc_tls_read(c->ssl, c->fd, buf, cap, got, deadline, who);
     for (;;) {
@@ -126,11 +129,15 @@ int kc_redis_conn_read(kc_redis_conn *c, char *buf, size_t cap, size_t *got, uin
         if (rc == KC_ETIMEOUT) return kc_err(rc, "redis %s: no reply within the deadline", who);
         if (rc) return kc_err(rc, "redis %s: poll: %s", who, strerror(errno));
         ssize_t n = recv(c->fd, buf, cap, 0);
-        if (n == 0) return kc_err(KC_EIO, "redis %s: read: the server closed the connection", who);
+        const char *hint = c->read ? "" : TLS_HINT;
+        if (n == 0) return kc_err(KC_EIO, "redis %s: read: the server closed the connection%s", who, hint);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-            return kc_err(KC_EIO, "redis %s: read: %s", who, strerror(errno));
+            return kc_err(KC_EIO, "redis %s: read: %s%s", who, strerror(errno), hint);
         }
+        if (!c->read && (buf[0] == 0x15 || buf[0] == 0x16)) /* a TLS alert or handshake record */
+            return kc_err(KC_EIO, "redis %s: read: the server answered in TLS" TLS_HINT, who);
+        c->read = 1;
         *got = (size_t)n;
         return KC_OK;
     }

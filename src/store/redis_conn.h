@@ -25,6 +25,7 @@ typedef struct kc_redis_conn {
     int fd;
     redisReader *reader;
     void *ssl; /* an SSL *, NULL: plaintext */
+    int read;  /* bytes have been read on it (a plaintext connection dropped before: a TLS port?) */
 } kc_redis_conn;
 
 /**

@@ -125,11 +125,11 @@ int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisRep
     }
     inbuf in;
     in.off = in.len = 0;
-    int rc = read_reply(c, who, max_value, deadline,
-                        ex && ex->elements           ? ex->elements
-                        : ex && (ex->types & T_MANY) ? REPLY_MAX_MANY
-                                                     : REPLY_MAX_ELEMENTS,
-                        ex && ex->max_total ? ex->max_total : max_value, &in, out);
+    uint64_t max_el = !ex                ? REPLY_MAX_ELEMENTS
+                      : ex->elements     ? ex->elements
+                      : ex->max_elements ? ex->max_elements
+                                         : REPLY_MAX_ELEMENTS;
+    int rc = read_reply(c, who, max_value, deadline, max_el, ex && ex->max_total ? ex->max_total : max_value, &in, out);
     if (rc == KC_OK && ex) { /* the nonce must come next: else the reply above was not this command's */
         redisReply *echo = NULL;
         rc = read_reply(c, who, max_value, deadline, 1, sizeof nonce, &in, &echo);

@@ -48,15 +48,13 @@ int kc_reply_scan_feed(kc_reply_scan *s, uint64_t max_value, const char *who, co
 #define T_INTEGER (1u << REDIS_REPLY_INTEGER)
 #define T_NIL (1u << REDIS_REPLY_NIL)
 #define T_STATUS (1u << REDIS_REPLY_STATUS)
-/* Not a type: a reply of up to REPLY_MAX_MANY elements in all, not REPLY_MAX_ELEMENTS (CLUSTER SLOTS). */
-#define T_MANY (1u << 30)
-#define REPLY_MAX_MANY 65536
 
 /** What a command's reply may be. */
 typedef struct kc_reply_expect {
-    unsigned types;     /**< reply types allowed, T_* (an error reply is always possible) */
-    size_t elements;    /**< > 0: an array of exactly this many values, each a string or nil (MGET) */
-    uint64_t max_total; /**< the reply's bulk strings together; 0: the value cap */
+    unsigned types;        /**< reply types allowed, T_* (an error reply is always possible) */
+    size_t elements;       /**< > 0: an array of exactly this many values, each a string or nil (MGET) */
+    uint64_t max_total;    /**< the reply's bulk strings together; 0: the value cap */
+    uint64_t max_elements; /**< elements == 0: at most this many in all levels; 0: REPLY_MAX_ELEMENTS (SCAN) */
 } kc_reply_expect;
 
 /** Whether a complete reply has the shape `ex` asks for: its type, and for MGET its length and

@@ -25,7 +25,9 @@
 static const kc_store_scheme *const builtins[] = {
 #ifdef KCACHE_HAVE_REDIS
     &kc_store_redis_scheme,
+    &kc_store_rediss_scheme,
     &kc_store_redis_cluster_scheme,
+    &kc_store_rediss_cluster_scheme,
 #endif
     NULL,
 };
@@ -129,7 +131,7 @@ int kc_store_open_url(kc_store_backend **out, const char *url, const kc_remote_l
     size_t sl = scheme_len(url);
     if (!sl) return kc_err(KC_EINVAL, "remote '%s': not a URL (scheme://…)", shown);
     const kc_store_scheme *sc = find(url, sl);
-    if (!sc && sl == 5 && strncmp(url, "redis", 5) == 0)
+    if (!sc && (sl == 5 || sl == 6) && strncmp(url, "rediss", sl) == 0)
         return kc_err(KC_EINVAL,
                       "remote '%s': this build has no redis back end: rebuild with hiredis "
                       "(libhiredis-dev; cmake -DKCACHE_WITH_REDIS=ON)",

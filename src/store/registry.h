@@ -49,8 +49,10 @@ void kc_store_redact_password(const char *url, char *out, size_t cap);
 #ifdef KCACHE_HAVE_REDIS
 /** The redis back end's scheme table (redis.c), registered at first use (registry.c). */
 extern const kc_store_scheme kc_store_redis_scheme;
-/** The same back end's cluster mode: "redis+cluster://host:port[,host:port...]" (redis.c). */
+extern const kc_store_scheme kc_store_rediss_scheme; /* the same back end over TLS */
+/** The same back end's cluster mode: "redis+cluster://host:port[,host:port...]", over TLS "rediss+cluster://". */
 extern const kc_store_scheme kc_store_redis_cluster_scheme;
+extern const kc_store_scheme kc_store_rediss_cluster_scheme;
 #endif
 
 #endif

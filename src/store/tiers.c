@@ -190,6 +190,12 @@ int kc_tiers_tier_stats(kc_tiers *t, size_t i, kc_tier_stats *out) {
     return KC_OK;
 }
 
+kc_store_backend *kc_tiers_backend(kc_tiers *t, size_t i, unsigned *flags) {
+    if (!t || i >= t->n) return NULL;
+    if (flags) *flags = t->t[i].flags;
+    return t->t[i].b;
+}
+
 int kc_tiers_ping(kc_tiers *t) {
     if (!kc_tiers_has_remote(t)) return KC_MISS;
     int first = KC_OK; /* every remote is asked, so that each breaker says what its remote is like now */

@@ -40,6 +40,7 @@
 #include "kcache/stats.h"
 #include "kcache/store.h"
 #include "kcache/sys/store.h"
+#include "name.h"
 
 typedef struct kc_tiers kc_tiers;
 
@@ -99,6 +100,10 @@ size_t kc_tiers_count(const kc_tiers *t);
 
 /** Tier `i`'s URL, switches, breaker and counters (kc_tier_stats); KC_MISS when there is no tier `i`. */
 int kc_tiers_tier_stats(kc_tiers *t, size_t i, kc_tier_stats *out);
+
+/** Tier `i`'s backend (borrowed: the tiers own it) and its KC_TIER_* flags; NULL when there is no tier `i`.
+ *  For maintenance that walks a tier itself (cache/purge.c); lookups and writes go through the calls here. */
+kc_store_backend *kc_tiers_backend(kc_tiers *t, size_t i, unsigned *flags);
 
 /** How long kc_tiers_free waits for the queued remote writes, in ms (0: the default, 3000). */
 void kc_tiers_set_close_ms(kc_tiers *t, unsigned ms);
@@ -172,6 +177,43 @@ int kc_tiers_publish(kc_tiers *t, const char *name, int shard);
 
 /** Wait until the background writer has sent (or dropped) every queued write. */
 void kc_tiers_flush(kc_tiers *t);
+
+/* ---- leases: one compile per key across the fleet ([Note: leases] in lease.c) ---- */
+
+/** A lease asked for by one lookup. */
+typedef struct kc_tiers_lease {
+    size_t tier;        /* the remote it was asked of */
+    int held;           /* 1: this process holds it (kc_tiers_lease_release after the put) */
+    int waited;         /* 1: another holder had it, and this lookup waited */
+    int arrived;        /* 1: the entry appeared in the remote while waiting */
+    uint64_t waited_us; /* how long it waited */
+    char name[KC_NAME_MAX + 1];
+    char holder[80];
+} kc_tiers_lease;
+
+/** The lease counters (this process's), in kc_tiers_lease_stats' order. */
+enum {
+    KC_TIERS_LEASE_TAKEN,
+    KC_TIERS_LEASE_WAITS,
+    KC_TIERS_LEASE_WAIT_HITS,
+    KC_TIERS_LEASE_WAIT_COMPILES,
+    KC_TIERS_LEASE_WAIT_US,
+    KC_TIERS_LEASE_N
+};
+
+/**
+ * Before compiling `name`, which missed every tier: a lease on it for `ttl_ms` in the first writable remote
+ * with leases.  KC_OK: compile (l->held: then put, then kc_tiers_lease_release); 1: the entry appeared in the
+ * remote meanwhile (fetch it, verified as any remote read).  No lease-capable remote, `ttl_ms` 0, a remote
+ * error or a wait as long as the lease: KC_OK, not held (compile as without leases).
+ */
+int kc_tiers_lease_acquire(kc_tiers *t, const char *name, uint64_t ttl_ms, kc_tiers_lease *l);
+/** A lookup that waited ended in the entry (`hit`) or in a compile of its own: counted. */
+void kc_tiers_lease_waited(kc_tiers *t, const kc_tiers_lease *l, int hit);
+/** Release a held lease once the writer's queue is flushed (the put has reached the remote). */
+void kc_tiers_lease_release(kc_tiers *t, kc_tiers_lease *l);
+/** The lease counters of this process. */
+void kc_tiers_lease_stats(kc_tiers *t, uint64_t out[KC_TIERS_LEASE_N]);
 
 /** The first remote's state (its back end's, else the tiers' breaker's); KC_MISS without a remote. */
 int kc_tiers_remote_state(kc_tiers *t, kc_remote_state *out);

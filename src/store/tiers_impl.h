@@ -54,6 +54,8 @@ struct kc_tiers {
     int wbusy, wstop, wstarted;
     pthread_t wthread;
     unsigned close_ms; /* kc_tiers_free waits at most this long for the queue */
+    /* lease.c's counters (kc_tiers_lease_stats) */
+    _Atomic uint64_t lease_c[KC_TIERS_LEASE_N];
 };
 
 /* The local tier, or NULL; the remotes are t->t[first_remote(t)] … t->t[t->n - 1]. */

@@ -149,7 +149,7 @@ static kc_cluster *open_cluster(unsigned refresh_ms) {
 static int run_within(kc_cluster *cl, const char *key, uint64_t ms) {
     const char *argv[] = {"GET", key};
     size_t lens[] = {3, strlen(key)};
-    kc_reply_expect ex = {T_STATUS, 0, 0};
+    kc_reply_expect ex = {T_STATUS, 0, 0, 0};
     kc_redis_cmd cmd = {2, argv, lens, &ex};
     redisReply *r;
     int rc = kc_cluster_command(cl, kc_cluster_slot(key, lens[1]), kc_mono_ns() + ms * 1000000ull, &cmd, &r);

@@ -316,7 +316,8 @@ static void test_url_errors_hide_the_password(void **state) {
         "redis://alice:s3cretpw@host:6379/x", /* bad db */
         "redis://s3cretpw@[::1",              /* unterminated address */
         "redis://:s3cretpw@:6379",            /* no host */
-        "rediss://:s3cretpw@host",            /* scheme */
+        "redis+x://:s3cretpw@host",           /* scheme */
+        "rediss://:s3cretpw@host?sni=",       /* a parameter without a value */
         "redis://:s3cretpw@host:6379x",       /* trailing bytes */
     };
     kc_redis_config cfg = {100, 100, 1, 1, 0, 0};

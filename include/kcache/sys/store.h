@@ -203,8 +203,9 @@ KC_API int kc_store_open_url(kc_store_backend **out, const char *url, const kc_r
 /* ---- the redis backend (registered as "redis" when the build has hiredis) ---- */
 
 /**
- * Open the redis backend for `url`: redis://[:password@]host:port[/db] (host a name or an
- * IPv4/IPv6 address in brackets; port default 6379; db default 0).  Values are stored under
+ * Open the redis backend for `url`: redis://[[user]:password@]host:port[/db][?password_file=PATH]
+ * (host a name or an IPv4/IPv6 address in brackets; port default 6379; db default 0), or
+ * rediss://… over TLS (also ca_file=, ca_dir=, cert=, key=, sni=; docs/fleet.md).  Values are stored under
  * "kcache:v1:<name>".  Nothing connects until first use.  Errors and timeouts are
  * KC_EIO / KC_ETIMEOUT; after one the backend answers KC_EUNAVAILABLE at once for a
  * back-off window (the circuit breaker), then lets one call through to probe.  Its limits,
