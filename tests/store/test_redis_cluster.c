@@ -165,6 +165,13 @@ static void test_spread(void **st) {
     assert_memory_equal(v, "value-17", 8);
     free(v);
     assert_int_equal(b->get_first(b, first, 2, &which, &v, &n), KC_MISS);
+    /* a lease (SET NX PX, released by a script) goes to its key's master like any command */
+    assert_int_equal(b->lease_take(b, names[3], 5000, "host-a"), KC_OK);
+    assert_int_equal(b->lease_take(b, names[3], 5000, "host-b"), KC_EBUSY);
+    assert_int_equal(b->lease_release(b, names[3], "host-a"), KC_OK);
+    assert_int_equal(b->lease_take(b, names[3], 5000, "host-b"), KC_OK);
+    assert_int_equal(b->lease_release(b, names[3], "host-b"), KC_OK); /* no key left to change a count */
+    assert_null(b->iterate);                                          /* not for a cluster yet */
     kc_remote_state s;
     assert_int_equal(kc_store_redis_state(b, &s), KC_OK);
     assert_int_equal(s.breaker, KC_BREAKER_CLOSED);
