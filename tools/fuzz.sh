@@ -28,6 +28,7 @@ default+=(files toolkit) # stats files, the record, profiles, key files; toolkit
 default+=(spec_direct) # the spec direct mode's memo
 default+=(config) # configuration files (system, directory) and remote lists
 default+=(s3_list) # an S3 listing page (a build with the HTTP back end)
+default+=(redis_cluster) # Redis Cluster's slot map and MOVED/ASK (generated from the input's choices)
 targets=(${FUZZ_TARGETS:-${default[@]}})
 # ---- bundles, structure-aware: every version (v1..v4) and record kind, checksums rebuilt
 # (tests/fuzz/fuzz_bundle_struct.c; seeds: tools/fuzz_bundle_seeds.py) ----

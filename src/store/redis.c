@@ -54,6 +54,7 @@
 #include "kcache/sys/store.h"
 #include "breaker.h"
 #include "name.h"
+#include "redis_cluster_be.h"
 #include "registry.h"
 #include "tls.h"
 
@@ -67,6 +68,7 @@ typedef struct rb {
     pthread_mutex_t tls_mu; /* guards tls */
     kc_tls *tls;            /* rediss://: the TLS client context (tls.c), made at the first connect */
     kc_brk brk;             /* its own circuit breaker (breaker.c) */
+    kc_redis_cluster *cl;   /* redis+cluster://: the cluster mode (redis_cluster_be.c); NULL */
 } rb;
 
 /* ---- one command under a deadline ---- */
@@ -130,25 +132,24 @@ static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn
  * expected shape with nothing after it: a reply of another shape is an error (and a failure
  * for the breaker, as a server that answers nonsense is no better than one that does not
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
- * the connection and the commands on it are out of step; either way it is closed.
+ * the connection and the commands on it are out of step; either way it is closed.  node_exchange: that without
+ * the breaker, by a deadline given, ASKING first when asked, an error reply KC_OK (redis_cluster_be.c's router).
  */
-static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv, const size_t *lens,
-                           const kc_reply_expect *ex, redisReply **out) {
-    *out = NULL;
-    int rc = kc_brk_enter(&b->brk);
-    if (rc) return rc;
-    uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
+static int node_exchange(void *bv, kc_redis_node *n, int asking, uint64_t deadline, const kc_redis_cmd *cmd,
+                         redisReply **out) {
+    rb *b = bv;
+    int rc = KC_OK;
+    const char **argv = cmd->argv, *ask[] = {"ASKING"};
+    const kc_reply_expect *ex = cmd->ex;
+    const size_t ask_len[] = {6};
     for (int attempt = 0; attempt < 2; attempt++) {
         kc_redis_conn *c = attempt == 0 ? kc_redis_node_take(n) : NULL;
         int pooled = c != NULL, extra = 0;
         if (!c && (rc = connect_new(b, n, deadline, &c))) break;
         kc_redis_link link = {c, b->u.shown, b->cfg.max_value, deadline};
-        kc_redis_cmd cmd = {argc, argv, lens, ex};
-        rc = kc_redis_send_recv(&link, &cmd, out, &extra);
+        rc = asking ? setup_command(b, c, deadline, 1, ask, ask_len) : KC_OK;
+        if (rc == KC_OK) rc = kc_redis_send_recv(&link, cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
-            freeReplyObject(*out);
-            *out = NULL;
             if (extra) kc_redis_conn_close(c);
             else kc_redis_node_give(n, c); /* the connection is fine; the command was refused */
             break;
@@ -173,14 +174,24 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         kc_redis_conn_close(c);
         if (!pooled || rc != KC_EIO) break; /* a stale pooled connection gets one fresh retry */
     }
-    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
     return rc;
 }
 
-/* A command to the back end's server (a single-server remote's one node). */
+/* A command to the back end's server (a single-server remote's one node; a cluster: its slot's master). */
 static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
                       redisReply **out) {
-    return node_command_as(b, &b->node, argc, argv, lens, ex, out);
+    kc_redis_cmd cmd = {argc, argv, lens, ex};
+    *out = NULL;
+    if (b->cl) return kc_redis_cluster_command(b->cl, &cmd, out);
+    int rc = kc_brk_enter(&b->brk);
+    if (rc) return rc;
+    rc = node_exchange(b, &b->node, 0, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, &cmd, out);
+    if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
+        rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
+        freeReplyObject(*out), *out = NULL;
+    }
+    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
+    return rc;
 }
 
 /* A command whose reply is one of `types`, each value under the value cap. */
@@ -211,6 +222,18 @@ static int take_string(rb *b, redisReply *r, void **out, size_t *out_len) {
     return KC_OK;
 }
 
+/* A value put at its name: out[i] (a cluster's MGET and get_first answers, redis_cluster_be.c). */
+typedef struct many_out {
+    rb *b;
+    void **out;
+    size_t *out_len;
+} many_out;
+
+static int many_take(void *ctx, size_t i, const redisReply *v) {
+    many_out *m = ctx;
+    return v->type == REDIS_REPLY_STRING ? take_string(m->b, (redisReply *)v, &m->out[i], &m->out_len[i]) : KC_OK;
+}
+
 /* ---- the backend ---- */
 
 static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out_len) {
@@ -234,6 +257,8 @@ static int r_get_first(kc_store_backend *be, const char *const *names, size_t n,
     rb *b = be->ctx;
     if (n == 0) return KC_MISS;
     if (n > 64) n = 64;
+    many_out one = {b, out, out_len};
+    if (b->cl) return kc_redis_cluster_first(b->cl, PREFIX, names, n, FIRST_SCRIPT, which, many_take, &one);
     const char *argv[3 + 64];
     size_t lens[3 + 64];
     char keys[64][KC_NAME_MAX + 16], nk[8];
@@ -281,6 +306,10 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
     for (size_t i = 0; i < n; i++)
         if (kc_store_name_check(names[i]) != KC_OK) return kc_err_prefix(KC_EINVAL, "redis get_many");
     if (n == 0) return KC_OK;
+    many_out mo = {b, out, out_len};
+    int crc = b->cl ? kc_redis_cluster_mget(b->cl, PREFIX, names, n, many_cap(b, n), many_take, &mo) : 0;
+    for (size_t i = 0; crc && i < n; i++) free(out[i]), out[i] = NULL, out_len[i] = 0;
+    if (b->cl) return crc;
     /* argv, lens and the keys in one block: "MGET" and n keys */
     typedef char keybuf[KC_NAME_MAX + 16];
     size_t argc = n + 1;
@@ -487,7 +516,8 @@ static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
         if (rc || cur == 0) return rc;
         for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
             if (seen[i] == cur)
-                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown, cur);
+                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown,
+                              cur);
         seen[round % SCAN_SEEN] = cur;
     }
     return kc_err(KC_EIO, "redis %s: SCAN: no end after %d rounds; walk cut (is it a redis server?)", b->u.shown,
@@ -496,6 +526,7 @@ static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
 
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
+    kc_redis_cluster_free(b->cl);
     kc_redis_node_destroy(&b->node);
     kc_tls_free(b->tls);
     pthread_mutex_destroy(&b->tls_mu);
@@ -509,7 +540,12 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!out || !url) return kc_err(KC_EINVAL, "kc_store_redis_open: NULL argument");
     rb *b = kc_calloc(1, sizeof *b);
     if (!b) return kc_err(KC_ENOMEM, "out of memory");
-    int rc = kc_redis_url_parse(&b->u, url);
+    kc_cluster_node seeds[KC_CLUSTER_MAX_SEEDS];
+    char single[2048];
+    int nseeds = 0, cluster = strstr(url, "+cluster://") != NULL, rc = KC_OK;
+    if (cluster) rc = kc_redis_cluster_url(url, single, sizeof single, seeds, &nseeds);
+    if (!rc) rc = kc_redis_url_parse(&b->u, cluster ? single : url);
+    if (!rc && cluster) rc = kc_redis_cluster_url_done(&b->u, url);
     if (rc) {
         free(b);
         return rc;
@@ -525,6 +561,11 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     kc_brk_init(&b->brk, b->cfg.backoff_ms, b->cfg.backoff_max_ms, b->u.shown);
     kc_redis_node_init(&b->node, b->u.host, b->u.port);
     pthread_mutex_init(&b->tls_mu, NULL);
+    kc_redis_lender lend = {b, node_exchange};
+    if (cluster && (rc = kc_redis_cluster_new(&b->cl, &lend, seeds, nseeds, &b->cfg, b->u.shown))) {
+        r_free(&b->be);
+        return rc;
+    }
     b->be.version = KC_STORE_BACKEND_VERSION;
     b->be.name = "redis";
     b->be.get = r_get;
@@ -537,7 +578,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     b->be.get_many = r_get_many;
     b->be.lease_take = r_lease_take;
     b->be.lease_release = r_lease_release;
-    b->be.iterate = r_iterate;
+    b->be.iterate = cluster ? NULL : r_iterate; /* a cluster's SCAN would be every master's: not yet */
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;
@@ -548,7 +589,8 @@ int kc_store_redis_state(kc_store_backend *be, kc_remote_state *out) {
     rb *b = be->ctx;
     memset(out, 0, sizeof *out);
     snprintf(out->url, sizeof out->url, "%s", b->u.shown);
-    kc_brk_state(&b->brk, out);
+    if (b->cl) kc_redis_cluster_state(b->cl, out);
+    else kc_brk_state(&b->brk, out);
     return KC_OK;
 }
 
@@ -559,3 +601,8 @@ const kc_store_scheme kc_store_redis_scheme = {KC_STORE_SCHEME_VERSION, "redis",
 /* The scheme "rediss": the same back end over TLS (tls.c). */
 const kc_store_scheme kc_store_rediss_scheme = {KC_STORE_SCHEME_VERSION, "rediss", kc_store_redis_open,
                                                 kc_redis_url_redact};
+/* "redis+cluster", "rediss+cluster": the same back end in its cluster mode (redis_cluster_be.c). */
+const kc_store_scheme kc_store_redis_cluster_scheme = {KC_STORE_SCHEME_VERSION, "redis+cluster", kc_store_redis_open,
+                                                       kc_redis_url_redact};
+const kc_store_scheme kc_store_rediss_cluster_scheme = {KC_STORE_SCHEME_VERSION, "rediss+cluster", kc_store_redis_open,
+                                                        kc_redis_url_redact};

@@ -26,6 +26,8 @@ static const kc_store_scheme *const builtins[] = {
 #ifdef KCACHE_HAVE_REDIS
     &kc_store_redis_scheme,
     &kc_store_rediss_scheme,
+    &kc_store_redis_cluster_scheme,
+    &kc_store_rediss_cluster_scheme,
 #endif
 #ifdef KCACHE_HAVE_HTTP
     &kc_store_http_scheme,

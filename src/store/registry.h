@@ -50,6 +50,9 @@ void kc_store_redact_password(const char *url, char *out, size_t cap);
 /** The redis back end's scheme table (redis.c), registered at first use (registry.c). */
 extern const kc_store_scheme kc_store_redis_scheme;
 extern const kc_store_scheme kc_store_rediss_scheme; /* the same back end over TLS */
+/** The same back end's cluster mode: "redis+cluster://host:port[,host:port...]", over TLS "rediss+cluster://". */
+extern const kc_store_scheme kc_store_redis_cluster_scheme;
+extern const kc_store_scheme kc_store_rediss_cluster_scheme;
 #endif
 #ifdef KCACHE_HAVE_HTTP
 /** The HTTP content store's schemes (http.c: http, https, s3), registered at first use (registry.c). */
