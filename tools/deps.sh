@@ -10,6 +10,7 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
       groff-base zsh    # the man pages through groff -ww (kcache(1), libkcache(3)); the completions through zsh -n
       python3-prometheus-client  # test_stats_metrics: the OpenMetrics and Prometheus text parsers
       openssl redis-tools  # tests/servers/redis_tls.sh: the test CA and certificates, redis-cli --tls
+      iproute2          # tests/servers/redis_cluster.sh: ss, to find free ports (and their bus ports)
       dpkg-dev file     # test_package: CPack's .deb (dpkg-shlibdeps, file)
       libcurl4-openssl-dev nginx-light curl  # the HTTP content store (libcurl); its tests' WebDAV server
       python3-venv)     # the S3 stand-in's virtual environment (below)
