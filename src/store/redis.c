@@ -126,16 +126,19 @@ static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn
 
 /*
  * Run one command through the breaker; *out is the reply, of the shape `ex` asks for (an
- * error reply is KC_EIO).  A connection goes back to the pool only after a reply of the
+ * error reply is KC_EIO, and *refused, when given, says so).  An error reply (NOPERM, NOSCRIPT,
+ * OOM, WRONGTYPE…) fails the command but not the breaker: the server answered and the connection
+ * is in step; only a transport failure, a timeout or nonsense counts against the remote.  A
+ * connection goes back to the pool only after a reply of the
  * expected shape with nothing after it: a reply of another shape is an error (and a failure
  * for the breaker, as a server that answers nonsense is no better than one that does not
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
  * the connection and the commands on it are out of step; either way it is closed.
  */
 static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv, const size_t *lens,
-                           const kc_reply_expect *ex, redisReply **out) {
+                           const kc_reply_expect *ex, redisReply **out, int *refused) {
     *out = NULL;
-    int rc = kc_brk_enter(&b->brk);
+    int rc = kc_brk_enter(&b->brk), no_fault = 0;
     if (rc) return rc;
     uint64_t deadline = kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -146,11 +149,15 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         kc_redis_cmd cmd = {argc, argv, lens, ex};
         rc = kc_redis_send_recv(&link, &cmd, out, &extra);
         if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-            rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
+            /* WRONGTYPE: the key holds a hash, a list…: nothing kcache wrote, a corrupt entry (purge --corrupt) */
+            int wrong = (*out)->len >= 9 && memcmp((*out)->str, "WRONGTYPE", 9) == 0;
+            rc = kc_err(wrong ? KC_ECORRUPT : KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len,
+                        (*out)->str);
             freeReplyObject(*out);
             *out = NULL;
             if (extra) kc_redis_conn_close(c);
             else kc_redis_node_give(n, c); /* the connection is fine; the command was refused */
+            no_fault = !extra;
             break;
         }
         if (rc == KC_OK && !kc_reply_shape_ok(*out, ex)) {
@@ -173,14 +180,15 @@ static int node_command_as(rb *b, kc_redis_node *n, int argc, const char **argv,
         kc_redis_conn_close(c);
         if (!pooled || rc != KC_EIO) break; /* a stale pooled connection gets one fresh retry */
     }
-    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
+    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM && !no_fault); /* out of memory: not the server's */
+    if (refused) *refused = no_fault;
     return rc;
 }
 
 /* A command to the back end's server (a single-server remote's one node). */
 static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
                       redisReply **out) {
-    return node_command_as(b, &b->node, argc, argv, lens, ex, out);
+    return node_command_as(b, &b->node, argc, argv, lens, ex, out, NULL);
 }
 
 /* A command whose reply is one of `types`, each value under the value cap. */
@@ -356,6 +364,14 @@ static int holder_ok(const char *h) {
     return n >= 1 && n <= 64;
 }
 
+/* A lease command: as command(), but an error reply (an ACL user without the lease keys or @scripting) is
+ * KC_EPERM, so that store/lease.c stops asking this remote for leases (the entries still work). */
+static int lease_command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
+    kc_reply_expect ex = {types, 0, 0, 0};
+    int refused = 0, rc = node_command_as(b, &b->node, argc, argv, lens, &ex, out, &refused);
+    return rc && refused ? kc_err_prefix(KC_EPERM, "lease refused by the server") : rc;
+}
+
 /* SET kcache:v1:lease:<name> <holder> NX PX <ttl>: KC_OK taken, KC_EBUSY held by another. */
 static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
     if (kc_store_name_check(name) != KC_OK || !holder_ok(holder) || !ttl_ms)
@@ -367,7 +383,7 @@ static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
     const char *argv[] = {"SET", k, holder, "NX", "PX", ttl};
     size_t lens[] = {3, strlen(k), strlen(holder), 2, 2, strlen(ttl)};
     redisReply *r;
-    int rc = command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
+    int rc = lease_command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
     freeReplyObject(r);
@@ -381,9 +397,10 @@ static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
 #define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
 #define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
 
-/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each). */
-static const char SIZE_SCRIPT[] =
-    "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('STRLEN', k) end return r";
+/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each; -1 for a key that is not a
+ * string, which would otherwise fail the whole script with WRONGTYPE). */
+static const char SIZE_SCRIPT[] = "local r = {} for i, k in ipairs(KEYS) do local v = redis.pcall('STRLEN', k) "
+                                  "if type(v) ~= 'number' then v = -1 end r[i] = v end return r";
 
 /* One SCAN round's stored names (prefix stripped, lease keys and malformed names skipped), their sizes
  * asked in one more round trip, each given to cb. */
@@ -417,12 +434,13 @@ static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
         rc = kc_err(KC_EIO, "redis %s: EVAL: %zu sizes for %zu keys", b->u.shown, (size_t)r->elements, n);
     for (size_t i = 0; i < n && rc == KC_OK; i++) {
         redisReply *v = r->element[i];
-        if (v->type != REDIS_REPLY_INTEGER || v->integer < 0) {
+        if (v->type != REDIS_REPLY_INTEGER || v->integer < -1) {
             rc = kc_err(KC_EIO, "redis %s: EVAL: a size that is not a number", b->u.shown);
             break;
         }
         if (v->integer == 0) continue; /* gone since the SCAN */
-        kc_store_item it = {names[i], (uint64_t)v->integer, 0, NULL};
+        /* -1: not a string (a hash under an entry's name): listed, 0 bytes; reading it says corrupt */
+        kc_store_item it = {names[i], v->integer < 0 ? 0 : (uint64_t)v->integer, 0, NULL};
         rc = cb(&it, ctx);
     }
     freeReplyObject(r);
@@ -442,7 +460,7 @@ static int r_lease_release(kc_store_backend *be, const char *name, const char *h
     const char *argv[] = {"EVAL", RELEASE_SCRIPT, "1", k, holder};
     size_t lens[] = {4, sizeof RELEASE_SCRIPT - 1, 1, strlen(k), strlen(holder)};
     redisReply *r;
-    int rc = command(be->ctx, 5, argv, lens, T_INTEGER, &r);
+    int rc = lease_command(be->ctx, 5, argv, lens, T_INTEGER, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
     freeReplyObject(r);
@@ -487,7 +505,8 @@ static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
         if (rc || cur == 0) return rc;
         for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
             if (seen[i] == cur)
-                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown, cur);
+                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown,
+                              cur);
         seen[round % SCAN_SEEN] = cur;
     }
     return kc_err(KC_EIO, "redis %s: SCAN: no end after %d rounds; walk cut (is it a redis server?)", b->u.shown,
