@@ -14,8 +14,9 @@
  * or wait past the lease.
  *
  * [Note: leases] A lease is a hint: the worst a lost, stolen or expired lease costs is one more
- * compile of the same entry.  No host waits longer than the lease (remote_lease_ms) plus its own
- * compile: each waiter's deadline is its own start plus the lease, whatever happens to the holder.
+ * compile of the same entry.  No host waits longer than the lease (remote_lease_ms), one remote command
+ * deadline and its own compile: each waiter's deadline is its own start plus the lease, whatever happens
+ * to the holder, and no call of the wait starts past it (a call under way ends within its deadline).
  * Releasing deletes only the holder's own lease (its token: host name, pid, a random nonce), so a
  * holder whose lease expired while it compiled never deletes the next holder's.
  */
