@@ -22,6 +22,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../common/api.h"
 #include "../common/internal.h"
 #include "../entry/trust.h"
 #include "../store/name.h"
@@ -162,13 +163,14 @@ static void unit_collect(purge *p, const kc_entry *e) {
 }
 
 /* Whether an object's recorded toolchain ("nvrtc build-id:<hex> (<file>)", as `show` prints it) is `id`: the
- * whole text, or one of its words (the id as `kcache toolchain` prints it); 1 or 0. */
+ * whole text, or its build-id word ("build-id:<hex>", as `kcache toolchain` prints it, or the hex alone) —
+ * never another word ("nvrtc" names every toolchain); 1 or 0. */
 static int toolchain_match(const char *rec, const char *id) {
-    size_t n = strlen(id);
     if (strcmp(rec, id) == 0) return 1;
-    for (const char *w = rec; *w; w++)
-        if ((w == rec || w[-1] == ' ') && strncmp(w, id, n) == 0 && (w[n] == ' ' || w[n] == '\0')) return 1;
-    return 0;
+    const char *w = strstr(rec, "build-id:");
+    if (!w || (w != rec && w[-1] != ' ') || !id[0]) return 0;
+    size_t n = strcspn(w, " "), h = n - 9; /* the word, and its hex after "build-id:" */
+    return (strlen(id) == n && strncmp(w, id, n) == 0) || (strlen(id) == h && h && strncmp(w + 9, id, h) == 0);
 }
 
 /* The selectors that read an object's bytes; 1 chosen, 0 not, -1 corrupt (it failed validation). */
@@ -177,7 +179,8 @@ static int content_match(purge *p, const char *name, const char *variant, const 
     void *data = NULL;
     size_t len = 0;
     int rc = p->b->peek ? p->b->peek(p->b, name, &data, &len) : p->b->get(p->b, name, &data, &len);
-    if (rc == KC_MISS) return 0; /* gone since the walk saw it */
+    if (rc == KC_MISS) return 0;      /* gone since the walk saw it */
+    if (rc == KC_ECORRUPT) return -1; /* not an entry at all (a redis hash under its name) */
     if (rc != KC_OK) return -2;
     kc_entry *e = NULL;
     unsigned sections = (1u << KC_SECTION_META) | (1u << KC_SECTION_IMAGES) | (1u << KC_SECTION_UNIT);
@@ -255,7 +258,9 @@ static int walk_tier(purge *p, size_t i) {
 static void purge_tier(purge *p, size_t i) {
     kc_purge_tier *t = p->t;
     int rc = walk_tier(p, i);
-    if (rc) tier_fail(t, kc_error_last()->message); /* what was chosen before the failure is still removed */
+    /* what was chosen before a failure is still removed: an error reply leaves the remote's breaker closed; a
+     * remote the failure made unreachable refuses each removal, counted failed (run the purge again) */
+    if (rc) tier_fail(t, kc_error_last()->message);
     for (size_t k = 0; k < p->chosen.n; k++) {
         int removed = 0;
         t->matched++, t->bytes += p->chosen.bytes[k];
@@ -283,20 +288,25 @@ static int tier_asked(purge *p, size_t i, kc_purge_tier *t) {
 
 int kc_cache_purge(kc_cache *c, const kc_purge_options *opts, kc_purge_report *out) {
     if (!c || !opts || !out) return kc_err(KC_EINVAL, "kc_cache_purge: NULL argument");
-    if (opts->version != KC_PURGE_VERSION || out->version != KC_PURGE_VERSION)
-        return kc_err(KC_EVERSION, "kc_cache_purge: options or report of version %u/%u, not %u", opts->version,
-                      out->version, KC_PURGE_VERSION);
+    int rc = kc_api_version("kc_cache_purge", "kc_purge_options", "KC_PURGE_OPTIONS_INIT", opts->version,
+                            KC_PURGE_VERSION);
+    if (!rc)
+        rc = kc_api_version("kc_cache_purge", "kc_purge_report", "KC_PURGE_REPORT_INIT", out->version,
+                            KC_PURGE_VERSION);
+    if (rc) return rc;
     purge *p = kc_calloc(1, sizeof *p);
     if (!p) return kc_err(KC_ENOMEM, "out of memory");
     p->o = opts, p->c = c;
-    int rc = check_options(p);
+    rc = check_options(p);
     if (rc) {
         free(p);
         return rc;
     }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    p->before_ns = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec - (int64_t)opts->older_than_s * 1000000000ll;
+    /* an age past the clock (the epoch, or more than int64 nanoseconds hold): nothing is older; no wrap */
+    int64_t now_ns = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    p->before_ns = opts->older_than_s >= (uint64_t)ts.tv_sec ? 0 : now_ns - (int64_t)opts->older_than_s * 1000000000ll;
     kc_purge_report r = KC_PURGE_REPORT_INIT;
     size_t n = kc_cache_tier_count(c);
     r.ntiers = n < KC_PURGE_TIERS_MAX ? n : KC_PURGE_TIERS_MAX;
@@ -317,7 +327,7 @@ int kc_cache_purge(kc_cache *c, const kc_purge_options *opts, kc_purge_report *o
         r.corrupt += p->t->corrupt, r.failed += (size_t)p->t->failed;
     }
     free(p);
-    *out = r;
+    kc_api_copy_out(out, &r, sizeof r, out->version);
     if (!r.failed) return KC_OK;
     for (size_t i = 0; i < r.ntiers; i++)
         if (r.tier[i].failed) return kc_err(KC_EIO, "purge: %s: %s", r.tier[i].url, r.tier[i].error);

@@ -142,9 +142,13 @@ static int leased_build(kc_cache *c, const kc_graph_desc *d, const kc_key *key, 
     kc_target_name(t, name);
     const char *target = name;
     kc_cache_lease ls;
-    if (kc_cache_lease_begin_(c, key, target, &ls) == 1) {
+    if (kc_cache_lease_begin_(c, key, target, &ls) == 1) { /* it arrived: no lease held */
         kc_entry *e;
-        if (remote_graph(c, key, &target, 1, NULL, &e, NULL, 0) == KC_OK) {
+        char why[160] = "";
+        int rrc = remote_graph(c, key, &target, 1, NULL, &e, why, sizeof why);
+        if (why[0]) snprintf(info->miss_reason, sizeof info->miss_reason, "%s", why);
+        if (rrc != KC_OK && rrc != KC_MISS) return rrc; /* strict: refused, as the lookup's own remote read says */
+        if (rrc == KC_OK) {
             info->source = KC_FROM_REMOTE;
             snprintf(info->variant, sizeof info->variant, "%s", target);
             snprintf(info->miss_reason, sizeof info->miss_reason, "waited for another host's compile");

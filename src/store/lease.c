@@ -14,8 +14,9 @@
  * or wait past the lease.
  *
  * [Note: leases] A lease is a hint: the worst a lost, stolen or expired lease costs is one more
- * compile of the same entry.  No host waits longer than the lease (remote_lease_ms) plus its own
- * compile: each waiter's deadline is its own start plus the lease, whatever happens to the holder.
+ * compile of the same entry.  No host waits longer than the lease (remote_lease_ms), one remote command
+ * deadline and its own compile: each waiter's deadline is its own start plus the lease, whatever happens
+ * to the holder, and no call of the wait starts past it (a call under way ends within its deadline).
  * Releasing deletes only the holder's own lease (its token: host name, pid, a random nonce), so a
  * holder whose lease expired while it compiled never deletes the next holder's.
  */
@@ -39,7 +40,8 @@ static size_t lease_tier(const kc_tiers *t) {
     for (size_t i = first_remote(t); i < t->n; i++) {
         const tier *r = &t->t[i];
         const kc_store_backend *b = r->b;
-        if (!(r->flags & KC_TIER_READONLY) && b->version >= 6 && b->lease_take && b->lease_release) return i;
+        if (!(r->flags & KC_TIER_READONLY) && b->version >= 6 && b->lease_take && b->lease_release)
+            return atomic_load_explicit(&r->lease_off, memory_order_relaxed) ? t->n : i;
     }
     return t->n;
 }
@@ -63,12 +65,16 @@ static void holder_token(char *out, size_t cap) {
     snprintf(out, cap, "%s:%ld:%016llx", host, (long)getpid(), (unsigned long long)n);
 }
 
-/* One call to the leasing tier through its breaker: take (holder set), else release. */
+/* One call to the leasing tier through its breaker: take (holder set), else release.  A lease the server
+ * refused (KC_EPERM: an ACL user without the lease keys or scripting) is no fault of the remote, whose
+ * entries still work, but no lease will come from it: leases stay off on that remote for the process. */
 static int lease_call(tier *r, const char *name, uint64_t ttl_ms, const char *holder, int take) {
     int rc = kc_tiers_enter_(r);
     if (rc != KC_OK) return rc;
     rc = take ? r->b->lease_take(r->b, name, ttl_ms, holder) : r->b->lease_release(r->b, name, holder);
-    kc_tiers_exit_(r, rc == KC_EBUSY ? KC_OK : rc);
+    kc_tiers_exit_(r, rc == KC_EBUSY || rc == KC_EPERM ? KC_OK : rc);
+    if (rc == KC_EPERM && !atomic_exchange(&r->lease_off, 1))
+        kc_log(KC_LOG_REMOTE, "%s; leases off on %s for this process", kc_error_last()->message, r->shown);
     return rc;
 }
 
@@ -108,6 +114,11 @@ int kc_tiers_lease_acquire(kc_tiers *t, const char *name, uint64_t ttl_ms, kc_ti
     uint64_t t0 = kc_mono_ns(), deadline = t0 + ttl_ms * 1000000ull;
     unsigned every = POLL_FIRST_MS;
     for (int round = 0;; round++) {
+        if (round && kc_mono_ns() >= deadline) { /* checked before each call: none starts past the lease */
+            kc_log(KC_LOG_REMOTE, "lease %s: waited %llu ms (the lease) without the entry; compiling", name,
+                   (unsigned long long)ttl_ms);
+            break;
+        }
         int rc = lease_call(r, name, ttl_ms, l->holder, 1);
         if (rc == KC_OK && present(r, name) == 1) { /* its holder stored it and let go since the miss */
             (void)lease_call(r, name, 0, l->holder, 0);
@@ -116,6 +127,7 @@ int kc_tiers_lease_acquire(kc_tiers *t, const char *name, uint64_t ttl_ms, kc_ti
         }
         if (rc == KC_OK) {
             l->held = 1;
+            l->until_ns = kc_mono_ns() + ttl_ms * 1000000ull;
             lease_count(t, KC_TIERS_LEASE_TAKEN, 1);
             kc_log(KC_LOG_REMOTE, "lease %s taken on %s for %llu ms%s", name, r->shown, (unsigned long long)ttl_ms,
                    round ? " (the last holder's ended without the entry)" : "");
@@ -131,18 +143,13 @@ int kc_tiers_lease_acquire(kc_tiers *t, const char *name, uint64_t ttl_ms, kc_ti
             kc_log(KC_LOG_REMOTE, "lease %s held by another host: waiting up to %llu ms for its entry", name,
                    (unsigned long long)ttl_ms);
         }
-        int p = present(r, name);
+        int p = kc_mono_ns() < deadline ? present(r, name) : 0;
         if (p == 1) {
             l->arrived = 1;
             break;
         }
         if (p < 0) {
             kc_log(KC_LOG_REMOTE, "lease %s: %s; compiling without a lease", name, kc_error_last()->message);
-            break;
-        }
-        if (kc_mono_ns() >= deadline) {
-            kc_log(KC_LOG_REMOTE, "lease %s: waited %llu ms (the lease) without the entry; compiling", name,
-                   (unsigned long long)ttl_ms);
             break;
         }
         nap(every, deadline);
@@ -160,7 +167,10 @@ void kc_tiers_lease_waited(kc_tiers *t, const kc_tiers_lease *l, int hit) {
 void kc_tiers_lease_release(kc_tiers *t, kc_tiers_lease *l) {
     if (!t || !l->held) return;
     l->held = 0;
-    kc_tiers_flush(t); /* the entry reaches the remote before the waiters are let go */
+    /* the entry reaches the remote before the waiters are let go — waited for until the lease ends, no longer
+     * (after it, the waiters compile anyway; a queue of other writes to a slow remote must not hold this one) */
+    if (!kc_tiers_flush_until(t, l->until_ns))
+        kc_log(KC_LOG_REMOTE, "lease %s: its entry's write still queued at the lease's end; released", l->name);
     int rc = lease_call(&t->t[l->tier], l->name, 0, l->holder, 0);
     if (rc == KC_MISS) kc_log(KC_LOG_REMOTE, "lease %s had expired before its release", l->name);
     else if (rc != KC_OK) kc_log(KC_LOG_REMOTE, "lease %s: release: %s", l->name, kc_error_last()->message);

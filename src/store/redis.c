@@ -25,7 +25,7 @@
  * The connection is kcache's own (redis_conn.c: connect, write and read under the deadline;
  * hiredis only formats commands and parses replies); rediss:// runs it over TLS (tls.c, the
  * context made at the first connect), and the URL, its query parameters and the password file
- * are redis_url.c's.  A command goes to a node (host, port, pool: node_command_as); this
+ * are redis_url.c's.  A command goes to a node (host, port, pool: node_exchange); this
  * single-server back end has one, b->node.
  *
  * Reached only through its backend table (the tiers), whose `state` slot is
@@ -128,7 +128,10 @@ static int connect_new(rb *b, kc_redis_node *n, uint64_t deadline, kc_redis_conn
 
 /*
  * Run one command through the breaker; *out is the reply, of the shape `ex` asks for (an
- * error reply is KC_EIO).  A connection goes back to the pool only after a reply of the
+ * error reply is KC_EIO, and *refused, when given, says so).  An error reply (NOPERM, NOSCRIPT,
+ * OOM, WRONGTYPE…) fails the command but not the breaker: the server answered and the connection
+ * is in step; only a transport failure, a timeout or nonsense counts against the remote.  A
+ * connection goes back to the pool only after a reply of the
  * expected shape with nothing after it: a reply of another shape is an error (and a failure
  * for the breaker, as a server that answers nonsense is no better than one that does not
  * answer), and bytes after the reply (kept by the first reply, which is this command's) mean
@@ -178,20 +181,30 @@ static int node_exchange(void *bv, kc_redis_node *n, int asking, uint64_t deadli
 }
 
 /* A command to the back end's server (a single-server remote's one node; a cluster: its slot's master). */
+static int command_ref(rb *b, const kc_redis_cmd *cmd, redisReply **out, int *refused) {
+    *out = NULL;
+    if (refused) *refused = 0;
+    if (b->cl) return kc_redis_cluster_command(b->cl, cmd, out);
+    int rc = kc_brk_enter(&b->brk), answered = 0;
+    if (rc) return rc;
+    rc = node_exchange(b, &b->node, 0, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, cmd, out);
+    if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
+        /* WRONGTYPE: the key holds a hash, a list…: nothing kcache wrote, a corrupt entry (purge --corrupt) */
+        int wrong = (*out)->len >= 9 && memcmp((*out)->str, "WRONGTYPE", 9) == 0;
+        rc = kc_err(wrong ? KC_ECORRUPT : KC_EIO, "redis %s: %s: %.*s", b->u.shown, cmd->argv[0], (int)(*out)->len,
+                    (*out)->str);
+        freeReplyObject(*out), *out = NULL;
+        answered = 1;
+    }
+    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM && !answered); /* out of memory: not the server's */
+    if (refused) *refused = answered;
+    return rc;
+}
+
 static int command_as(rb *b, int argc, const char **argv, const size_t *lens, const kc_reply_expect *ex,
                       redisReply **out) {
     kc_redis_cmd cmd = {argc, argv, lens, ex};
-    *out = NULL;
-    if (b->cl) return kc_redis_cluster_command(b->cl, &cmd, out);
-    int rc = kc_brk_enter(&b->brk);
-    if (rc) return rc;
-    rc = node_exchange(b, &b->node, 0, kc_mono_ns() + (uint64_t)b->cfg.deadline_ms * 1000000ull, &cmd, out);
-    if (rc == KC_OK && (*out)->type == REDIS_REPLY_ERROR) {
-        rc = kc_err(KC_EIO, "redis %s: %s: %.*s", b->u.shown, argv[0], (int)(*out)->len, (*out)->str);
-        freeReplyObject(*out), *out = NULL;
-    }
-    kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM); /* out of memory here: not the server's failure */
-    return rc;
+    return command_ref(b, &cmd, out, NULL);
 }
 
 /* A command whose reply is one of `types`, each value under the value cap. */
@@ -385,6 +398,15 @@ static int holder_ok(const char *h) {
     return n >= 1 && n <= 64;
 }
 
+/* A lease command: as command(), but an error reply (an ACL user without the lease keys or @scripting) is
+ * KC_EPERM, so that store/lease.c stops asking this remote for leases (the entries still work). */
+static int lease_command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
+    kc_reply_expect ex = {types, 0, 0, 0};
+    kc_redis_cmd cmd = {argc, argv, lens, &ex};
+    int refused = 0, rc = command_ref(b, &cmd, out, &refused);
+    return rc && refused ? kc_err_prefix(KC_EPERM, "lease refused by the server") : rc;
+}
+
 /* SET kcache:v1:lease:<name> <holder> NX PX <ttl>: KC_OK taken, KC_EBUSY held by another. */
 static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
     if (kc_store_name_check(name) != KC_OK || !holder_ok(holder) || !ttl_ms)
@@ -396,7 +418,7 @@ static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
     const char *argv[] = {"SET", k, holder, "NX", "PX", ttl};
     size_t lens[] = {3, strlen(k), strlen(holder), 2, 2, strlen(ttl)};
     redisReply *r;
-    int rc = command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
+    int rc = lease_command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
     freeReplyObject(r);
@@ -410,9 +432,10 @@ static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms,
 #define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
 #define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
 
-/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each). */
-static const char SIZE_SCRIPT[] =
-    "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('STRLEN', k) end return r";
+/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each; -1 for a key that is not a
+ * string, which would otherwise fail the whole script with WRONGTYPE). */
+static const char SIZE_SCRIPT[] = "local r = {} for i, k in ipairs(KEYS) do local v = redis.pcall('STRLEN', k) "
+                                  "if type(v) ~= 'number' then v = -1 end r[i] = v end return r";
 
 /* One SCAN round's stored names (prefix stripped, lease keys and malformed names skipped), their sizes
  * asked in one more round trip, each given to cb. */
@@ -446,12 +469,13 @@ static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
         rc = kc_err(KC_EIO, "redis %s: EVAL: %zu sizes for %zu keys", b->u.shown, (size_t)r->elements, n);
     for (size_t i = 0; i < n && rc == KC_OK; i++) {
         redisReply *v = r->element[i];
-        if (v->type != REDIS_REPLY_INTEGER || v->integer < 0) {
+        if (v->type != REDIS_REPLY_INTEGER || v->integer < -1) {
             rc = kc_err(KC_EIO, "redis %s: EVAL: a size that is not a number", b->u.shown);
             break;
         }
         if (v->integer == 0) continue; /* gone since the SCAN */
-        kc_store_item it = {names[i], (uint64_t)v->integer, 0, NULL};
+        /* -1: not a string (a hash under an entry's name): listed, 0 bytes; reading it says corrupt */
+        kc_store_item it = {names[i], v->integer < 0 ? 0 : (uint64_t)v->integer, 0, NULL};
         rc = cb(&it, ctx);
     }
     freeReplyObject(r);
@@ -471,7 +495,7 @@ static int r_lease_release(kc_store_backend *be, const char *name, const char *h
     const char *argv[] = {"EVAL", RELEASE_SCRIPT, "1", k, holder};
     size_t lens[] = {4, sizeof RELEASE_SCRIPT - 1, 1, strlen(k), strlen(holder)};
     redisReply *r;
-    int rc = command(be->ctx, 5, argv, lens, T_INTEGER, &r);
+    int rc = lease_command(be->ctx, 5, argv, lens, T_INTEGER, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
     freeReplyObject(r);

@@ -180,7 +180,9 @@ static int judge_error(kc_cluster *cl, int from, unsigned slot, const kc_redis_c
         *asking = kind == KC_REDIRECT_ASK;
         return KC_OK;
     }
-    return kc_err(KC_EIO, "redis %s: %s: %.*s", cl->who, cmd->argv[0], (int)r->len, r->str);
+    /* WRONGTYPE: the key holds a hash, a list…: nothing kcache wrote, a corrupt entry (purge --corrupt) */
+    int wrong = r->len >= 9 && memcmp(r->str, "WRONGTYPE", 9) == 0;
+    return kc_err(wrong ? KC_ECORRUPT : KC_EIO, "redis %s: %s: %.*s", cl->who, cmd->argv[0], (int)r->len, r->str);
 }
 
 int kc_cluster_command(kc_cluster *cl, unsigned slot, uint64_t deadline, const kc_redis_cmd *cmd, redisReply **out) {
@@ -203,7 +205,7 @@ int kc_cluster_command(kc_cluster *cl, unsigned slot, uint64_t deadline, const k
             if (rc == KC_OK && r->type == REDIS_REPLY_ERROR) {
                 rc = judge_error(cl, i, slot, cmd, r, &next, &ask);
                 freeReplyObject(r), r = NULL;
-                cl->io.leave(cl->io.ctx, n, FAILED(rc));
+                cl->io.leave(cl->io.ctx, n, 0); /* the master answered: a refusal is never its breaker's failure */
                 if (rc) return rc;
                 if (ask) ask_to = next;
                 else refresh(cl, deadline, 0); /* MOVED: the map is stale */

@@ -187,6 +187,7 @@ typedef struct kc_tiers_lease {
     int waited;         /* 1: another holder had it, and this lookup waited */
     int arrived;        /* 1: the entry appeared in the remote while waiting */
     uint64_t waited_us; /* how long it waited */
+    uint64_t until_ns;  /* held: when the lease ends (kc_mono_ns) */
     char name[KC_NAME_MAX + 1];
     char holder[80];
 } kc_tiers_lease;

@@ -28,6 +28,7 @@ typedef struct tier {
     kc_brk brk;      /* the tiers' breaker, for a remote whose back end keeps none (has_brk) */
     int has_brk;
     _Atomic uint64_t c[TC_N];
+    atomic_int lease_off; /* its server refused a lease command (an ACL): no more leases here (store/lease.c) */
 } tier;
 
 /* One queued remote write. */
@@ -79,5 +80,8 @@ void kc_tiers_exit_(tier *r, int rc);
 int kc_tiers_enqueue_all_(kc_tiers *t, const int *want, const char *name, int shard, void *data, size_t len);
 /* Stop the writer, waiting for its queue at most close_ms (tiers_write.c; caller: kc_tiers_free). */
 void kc_tiers_writer_close_(kc_tiers *t);
+
+/* Wait for the queued remote writes until `deadline_ns` (kc_mono_ns) at most: 1 drained, 0 not (store/lease.c). */
+int kc_tiers_flush_until(kc_tiers *t, uint64_t deadline_ns);
 
 #endif

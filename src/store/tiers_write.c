@@ -27,6 +27,17 @@ void kc_tiers_flush(kc_tiers *t) {
     pthread_mutex_unlock(&t->wmu);
 }
 
+int kc_tiers_flush_until(kc_tiers *t, uint64_t deadline_ns) {
+    if (!t) return 1;
+    struct timespec dl = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    pthread_mutex_lock(&t->wmu);
+    while (t->wstarted && (t->whead || t->wbusy)) /* widle's clock is monotonic (tiers.c), as kc_mono_ns is */
+        if (pthread_cond_timedwait(&t->widle, &t->wmu, &dl) == ETIMEDOUT) break;
+    int busy = t->wstarted && (t->whead || t->wbusy);
+    pthread_mutex_unlock(&t->wmu);
+    return !busy;
+}
+
 /* A queued write not made: counted (globally and on its tier) and freed. */
 static void drop(kc_tiers *t, wjob *j) {
     kc_tiers_count_(t, j->shard, KC_STAT_REMOTE_DROPPED);

@@ -22,7 +22,8 @@
 #define HOSTS 16
 
 static kct_redis r;
-static unsigned seed; /* this run's: its keys are cold in any Redis */
+static unsigned seed;       /* this run's: its keys are cold in any Redis */
+static unsigned open_flags; /* host_run's extra kc_options flags (KC_OPEN_STRICT) */
 
 /* What one host reports to the test. */
 typedef struct host_report {
@@ -82,6 +83,7 @@ static host_report host_run(const char *url, const char *src, int ready, int bar
     kc_options o = KC_OPTIONS_INIT;
     o.dir = dir;
     o.remote = url;
+    o.flags |= open_flags;
     kc_cache *c = NULL;
     kc_graph_desc *d = graph_of(src);
     if (barrier >= 0) warm_up(dir);
@@ -326,6 +328,58 @@ static void test_dead_holder(void **state) {
     freeReplyObject(rep);
 }
 
+/* The entry a waiter waits for arrives, and is refused (bytes that are no entry): once the waiter is seen
+ * waiting, the value is planted under the entry's name. */
+typedef struct planter {
+    char key[128];
+    long long base;
+    int planted;
+} planter;
+
+static void *plant_when_waited(void *arg) {
+    planter *x = arg;
+    for (int i = 0; i < 6000 && !x->planted; i++) { /* 60 s at most: then the waiter compiles past its lease */
+        if (exists_calls() > x->base) {
+            redisReply *rep = cmd("SET %s not-an-entry", x->key);
+            x->planted = rep && rep->type == REDIS_REPLY_STATUS;
+            if (rep) freeReplyObject(rep);
+            break;
+        }
+        usleep(10000);
+    }
+    return NULL;
+}
+
+/* Strict (KCACHE_STRICT): a remote entry refused after a lease wait is the lookup's error, as it is when the
+ * lookup's own remote read refuses it — never compiled over in silence. */
+static void test_strict_refused_after_wait(void **state) {
+    (void)state;
+    char src[256], hex[KC_KEY_HEX_LEN + 1];
+    kernel_src(src, sizeof src, "strict after a wait");
+    key_of_src(src, hex);
+    planter x = {{0}, 0, 0};
+    snprintf(x.key, sizeof x.key, "kcache:v1:%s.sm_90", hex);
+    redisReply *rep = cmd("SET kcache:v1:lease:%s.sm_90 other-host:1:0 NX PX 120000", hex);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    x.base = exists_calls();
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, plant_when_waited, &x), 0);
+    setenv("KCACHE_REMOTE_LEASE_MS", "100000", 1);
+    open_flags = KC_OPEN_STRICT;
+    host_report h = host_run(r.url, src, -1, -1);
+    open_flags = 0;
+    unsetenv("KCACHE_REMOTE_LEASE_MS");
+    pthread_join(th, NULL);
+    assert_true(x.planted);
+    assert_int_equal(h.ls.waits, 1);
+    assert_true(h.rc == KC_ECORRUPT || h.rc == KC_EUNTRUSTED); /* refused, as the plain remote read says */
+    assert_int_equal(h.compiles, 0);
+    rep = cmd("DEL kcache:v1:lease:%s.sm_90", hex);
+    if (rep) freeReplyObject(rep);
+}
+
 static void test_remote_error_compiles(void **state) {
     (void)state;
     /* a user who may read and write entries (names start with hex) but not lease keys */
@@ -345,6 +399,83 @@ static void test_remote_error_compiles(void **state) {
     assert_int_equal(h.misses, 1);
 }
 
+/* How many NOPERM errors the server has answered (INFO errorstats): each refused lease command is one. */
+static long long noperm_count(void) {
+    redisReply *rep = cmd("INFO errorstats");
+    long long n = -1;
+    const char *p = rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "errorstat_NOPERM:count=") : NULL;
+    if (rep && rep->type == REDIS_REPLY_STRING) n = p ? strtoll(p + 23, NULL, 10) : 0;
+    if (rep) freeReplyObject(rep);
+    return n;
+}
+
+/* One lookup of `src` through the open cache `c`: its source, and the remote hits and failures it counted. */
+static int lookup_in(kc_cache *c, const char *src, uint64_t *remote_hits, uint64_t *remote_failed) {
+    kc_stats s0, s;
+    kc_cache_stats(c, &s0);
+    kc_graph_desc *d = graph_of(src);
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    assert_non_null(d);
+    assert_int_equal(kc_graph_compile(c, d, "sm_90", &info), KC_OK);
+    kc_graph_desc_free(d);
+    kc_cache_stats(c, &s);
+    *remote_hits = s.v[KC_STAT_REMOTE_HITS] - s0.v[KC_STAT_REMOTE_HITS];
+    *remote_failed = s.v[KC_STAT_REMOTE_TIMEOUTS] + s.v[KC_STAT_REMOTE_ERRORS] + s.v[KC_STAT_REMOTE_SKIPPED] -
+                     s0.v[KC_STAT_REMOTE_TIMEOUTS] - s0.v[KC_STAT_REMOTE_ERRORS] - s0.v[KC_STAT_REMOTE_SKIPPED];
+    return info.source;
+}
+
+/* A user the server refuses leases to (an ACL without the lease keys, or without @scripting for the release):
+ * the refusal is no fault of the remote, whose breaker stays closed (the next lookup is a remote hit), and
+ * leases stay off on it after the first refusal (one NOPERM for two cold keys). */
+static void refused_lease(const char *acl, int variant) {
+    redisReply *rep = cmd(acl);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    char src[3][256], url[128], tag[256];
+    for (int j = 0; j < 3; j++) { /* keys of this test's own: cold (0, 2), published by another host (1) */
+        memset(tag, 'x', sizeof tag);
+        tag[100 + 10 * variant + j] = '\0';
+        kernel_src(src[j], sizeof src[j], tag);
+    }
+    setenv("KCACHE_REMOTE_LEASE_MS", "8000", 1);
+    host_report pub = host_run(r.url, src[1], -1, -1);
+    assert_int_equal(pub.rc, KC_OK);
+    snprintf(url, sizeof url, "redis://refused:pw-refused@127.0.0.1:%d/0", r.port);
+    char *dir = kct_tmpdir("leaser");
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir, o.remote = url;
+    kc_cache *c;
+    assert_int_equal(kc_cache_open(&c, &o), KC_OK);
+    long long before = noperm_count();
+    uint64_t hits, failed;
+    assert_int_equal(lookup_in(c, src[0], &hits, &failed), KC_FROM_COMPILE);
+    assert_int_equal(failed, 0);
+    assert_int_equal(lookup_in(c, src[1], &hits, &failed), KC_FROM_REMOTE); /* the breaker is closed */
+    assert_int_equal(hits, 1);
+    assert_int_equal(failed, 0);
+    assert_int_equal(lookup_in(c, src[2], &hits, &failed), KC_FROM_COMPILE);
+    assert_int_equal(noperm_count() - before, 1); /* one refusal: no lease asked for the second cold key */
+    kc_lease_stats ls = KC_LEASE_STATS_INIT;
+    kc_cache_lease_stats(c, &ls);
+    assert_int_equal(ls.waits, 0);
+    kc_cache_close(c);
+    unsetenv("KCACHE_REMOTE_LEASE_MS");
+    kct_rmtree(dir);
+    free(dir);
+}
+
+static void test_refused_lease_keys(void **state) {
+    (void)state;
+    refused_lease("ACL SETUSER refused reset on >pw-refused ~kcache:v1:[0-9a-f]* +@all", 0);
+}
+
+static void test_refused_scripting(void **state) {
+    (void)state; /* the lease is taken (SET), its release (EVAL) refused */
+    refused_lease("ACL SETUSER refused reset on >pw-refused ~kcache:v1:* +@all -@scripting", 1);
+}
+
 int main(void) {
     if (!kct_have_redis()) return KC_SKIP_CODE;
     seed = (unsigned)time(NULL) ^ (unsigned)getpid() << 16;
@@ -354,6 +485,9 @@ int main(void) {
         cmocka_unit_test(test_sixteen_hosts_no_leases),
         cmocka_unit_test(test_dead_holder),
         cmocka_unit_test(test_remote_error_compiles),
+        cmocka_unit_test(test_strict_refused_after_wait),
+        cmocka_unit_test(test_refused_lease_keys),
+        cmocka_unit_test(test_refused_scripting),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kct_redis_stop(&r, SIGTERM);

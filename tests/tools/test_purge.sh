@@ -85,6 +85,14 @@ P --toolchain "$TOOL" --key "$SKEY" --dry-run --json >"$T/p.json" 2>&1 && check_
     || bad "toolchain AND key: $(cat "$T/p.json")"
 P --toolchain build-id:0000 --dry-run --json >"$T/p.json" 2>&1 && check_json "$T/p.json" "j['matched'] == 0" \
     || bad "another toolchain: $(cat "$T/p.json")"
+# Only the whole record or its build-id word (or the hex alone): "nvrtc" and the path name every toolchain.
+P --toolchain nvrtc --dry-run --json >"$T/p.json" 2>&1 && check_json "$T/p.json" "j['matched'] == 0" \
+    || bad "--toolchain nvrtc: $(cat "$T/p.json")"
+case $TOOL in build-id:*)
+    P --toolchain "${TOOL#build-id:}" --dry-run --json >"$T/p.json" 2>&1 && check_json "$T/p.json" "j['matched'] >= 4" \
+        || bad "the build id's hex: $(cat "$T/p.json")" ;;
+*) bad "kcache toolchain printed '$TOOL', not build-id:<hex>" ;;
+esac
 
 # --producer: the signing key (with or without "ed25519:"), another key chooses nothing.
 P --producer "ed25519:$KID" --dry-run --json >"$T/p.json" 2>"$T/err" || bad "producer: $(cat "$T/err")"
@@ -113,6 +121,17 @@ P --toolchain "$TOOL" --remote --dry-run --json >"$T/p.json" 2>&1 && check_json 
 P --corrupt --remote --json >"$T/p.json" 2>&1 && check_json "$T/p.json" "j['removed'] == 1 and j['objects'][0]['corrupt']" \
     || bad "--corrupt: $(cat "$T/p.json")"
 [ "$(R exists kcache:v1:00112233445566778899aabbccddeeff.sm_90)" = 0 ] || bad "the corrupt value is still there"
+# A hash under an entry's name among the string entries: the walk goes on (the hash counted corrupt), the rest is
+# chosen and removed, and --corrupt removes the hash.
+R hset kcache:v1:00112233445566778899aabbccddeeff.sm_90 f v >/dev/null
+P --toolchain "$TOOL" --remote --json >"$T/p.json" 2>"$T/err"
+rc=$?
+[ $rc = 0 ] && check_json "$T/p.json" "j['failed'] == 0 and j['corrupt'] == 1 and j['removed'] >= 1 and j['removed'] == j['matched'] and j['tiers'][1]['examined'] == 6" \
+    || bad "a hash among the entries (exit $rc): $(cat "$T/p.json" "$T/err")"
+[ "$(nremote)" = $((6 - $(jget "$T/p.json" "j['removed']"))) ] || bad "a hash among the entries: $(nremote) remote objects left"
+P --corrupt --remote --json >"$T/p.json" 2>&1 && check_json "$T/p.json" "j['removed'] == 1 and j['failed'] == 0" \
+    || bad "--corrupt on a hash: $(cat "$T/p.json")"
+[ "$(R exists kcache:v1:00112233445566778899aabbccddeeff.sm_90)" = 0 ] || bad "the hash is still there"
 
 # --producer mac:ID: only this cache's MAC key; another is a usage error.
 printf 'a fleet secret of 32 bytes......' >"$T/mac" && chmod 600 "$T/mac"
