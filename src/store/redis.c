@@ -54,6 +54,7 @@
 #include "kcache/sys/store.h"
 #include "breaker.h"
 #include "name.h"
+#include "redis_admin.h"
 #include "redis_cluster_be.h"
 #include "registry.h"
 #include "tls.h"
@@ -181,6 +182,12 @@ static int node_exchange(void *bv, kc_redis_node *n, int asking, uint64_t deadli
 }
 
 /* A command to the back end's server (a single-server remote's one node; a cluster: its slot's master). */
+static int command_ref(rb *b, const kc_redis_cmd *cmd, redisReply **out, int *refused);
+int kc_redis_command_(void *bv, const kc_redis_cmd *cmd, redisReply **out, int *refused) {
+    return command_ref(bv, cmd, out, refused);
+}
+const char *kc_redis_shown_(const void *bv) { return ((const rb *)bv)->u.shown; }
+
 static int command_ref(rb *b, const kc_redis_cmd *cmd, redisReply **out, int *refused) {
     *out = NULL;
     if (refused) *refused = 0;
@@ -386,168 +393,6 @@ static int r_remove(kc_store_backend *be, const char *name) {
     return rc;
 }
 
-/* ---- leases (one compile per key across the fleet: store/lease.c) ---- */
-
-#define LEASE_PREFIX "lease:"
-
-/* A lease's holder token: 1 to 64 printable bytes. */
-static int holder_ok(const char *h) {
-    size_t n = h ? strnlen(h, 65) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (h[i] <= ' ' || h[i] > '~') return 0;
-    return n >= 1 && n <= 64;
-}
-
-/* A lease command: as command(), but an error reply (an ACL user without the lease keys or @scripting) is
- * KC_EPERM, so that store/lease.c stops asking this remote for leases (the entries still work). */
-static int lease_command(rb *b, int argc, const char **argv, const size_t *lens, unsigned types, redisReply **out) {
-    kc_reply_expect ex = {types, 0, 0, 0};
-    kc_redis_cmd cmd = {argc, argv, lens, &ex};
-    int refused = 0, rc = command_ref(b, &cmd, out, &refused);
-    return rc && refused ? kc_err_prefix(KC_EPERM, "lease refused by the server") : rc;
-}
-
-/* SET kcache:v1:lease:<name> <holder> NX PX <ttl>: KC_OK taken, KC_EBUSY held by another. */
-static int r_lease_take(kc_store_backend *be, const char *name, uint64_t ttl_ms, const char *holder) {
-    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder) || !ttl_ms)
-        return kc_err(KC_EINVAL, "redis lease: a bad name, holder or time");
-    char k[KC_NAME_MAX + 32], ttl[24];
-    key_of(LEASE_PREFIX, k, sizeof k);
-    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
-    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
-    const char *argv[] = {"SET", k, holder, "NX", "PX", ttl};
-    size_t lens[] = {3, strlen(k), strlen(holder), 2, 2, strlen(ttl)};
-    redisReply *r;
-    int rc = lease_command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
-    if (rc) return rc;
-    rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
-    freeReplyObject(r);
-    return rc;
-}
-
-/* ---- iterate: SCAN (for `kcache purge`, a remote gc) ---- */
-
-#define SCAN_COUNT 128        /* keys asked per SCAN round (a hint the server may exceed a little) */
-#define SCAN_MAX_KEYS 1024    /* a SCAN reply's keys at most; more is a hostile reply */
-#define SCAN_MAX_ROUNDS 65536 /* rounds at most: a server whose cursor never ends cannot hold the walk */
-#define SCAN_SEEN 64          /* the last cursors remembered: one seen again ends the walk */
-
-/* The sizes of `n` keys in one round trip (a Lua script of STRLEN: one integer each; -1 for a key that is not a
- * string, which would otherwise fail the whole script with WRONGTYPE). */
-static const char SIZE_SCRIPT[] = "local r = {} for i, k in ipairs(KEYS) do local v = redis.pcall('STRLEN', k) "
-                                  "if type(v) ~= 'number' then v = -1 end r[i] = v end return r";
-
-/* One SCAN round's stored names (prefix stripped, lease keys and malformed names skipped), their sizes
- * asked in one more round trip, each given to cb. */
-static int scan_visit(rb *b, redisReply *keys, kc_store_iter_cb cb, void *ctx) {
-    const char *argv[3 + SCAN_MAX_KEYS];
-    size_t lens[3 + SCAN_MAX_KEYS], n = 0;
-    const char *names[SCAN_MAX_KEYS];
-    char nk[8];
-    if (keys->elements > SCAN_MAX_KEYS) /* the reply scanner holds it to this already */
-        return kc_err(KC_EIO, "redis %s: SCAN: %zu keys in one reply", b->u.shown, (size_t)keys->elements);
-    for (size_t i = 0; i < keys->elements; i++) {
-        redisReply *k = keys->element[i];
-        if (k->type != REDIS_REPLY_STRING)
-            return kc_err(KC_EIO, "redis %s: SCAN: a key that is not a string", b->u.shown);
-        const char *name = k->str + strlen(PREFIX);
-        if (k->len <= strlen(PREFIX) || k->len > KC_NAME_MAX + strlen(PREFIX) ||
-            memcmp(k->str, PREFIX, strlen(PREFIX)) || strlen(k->str) != (size_t)k->len ||
-            kc_store_name_check(name) != KC_OK)
-            continue; /* not an entry: a lease ("kcache:v1:lease:…"), another writer's key */
-        names[n] = name, argv[3 + n] = k->str, lens[3 + n] = (size_t)k->len, n++;
-    }
-    if (n == 0) return KC_OK;
-    snprintf(nk, sizeof nk, "%zu", n);
-    argv[0] = "EVAL", lens[0] = 4, argv[1] = SIZE_SCRIPT, lens[1] = sizeof SIZE_SCRIPT - 1;
-    argv[2] = nk, lens[2] = strlen(nk);
-    kc_reply_expect ex = {T_ARRAY, 0, 0, n + 1};
-    redisReply *r;
-    int rc = command_as(b, (int)(3 + n), argv, lens, &ex, &r);
-    if (rc) return rc;
-    if (r->elements != n)
-        rc = kc_err(KC_EIO, "redis %s: EVAL: %zu sizes for %zu keys", b->u.shown, (size_t)r->elements, n);
-    for (size_t i = 0; i < n && rc == KC_OK; i++) {
-        redisReply *v = r->element[i];
-        if (v->type != REDIS_REPLY_INTEGER || v->integer < -1) {
-            rc = kc_err(KC_EIO, "redis %s: EVAL: a size that is not a number", b->u.shown);
-            break;
-        }
-        if (v->integer == 0) continue; /* gone since the SCAN */
-        /* -1: not a string (a hash under an entry's name): listed, 0 bytes; reading it says corrupt */
-        kc_store_item it = {names[i], v->integer < 0 ? 0 : (uint64_t)v->integer, 0, NULL};
-        rc = cb(&it, ctx);
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
-/* Deletes the lease only while `holder` still has it (one script: no other holder's lease is ever deleted). */
-static const char RELEASE_SCRIPT[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-                                     "return redis.call('DEL', KEYS[1]) else return 0 end";
-
-static int r_lease_release(kc_store_backend *be, const char *name, const char *holder) {
-    if (kc_store_name_check(name) != KC_OK || !holder_ok(holder))
-        return kc_err(KC_EINVAL, "redis lease: a bad name or holder");
-    char k[KC_NAME_MAX + 32];
-    key_of(LEASE_PREFIX, k, sizeof k);
-    snprintf(k + strlen(k), sizeof k - strlen(k), "%s", name);
-    const char *argv[] = {"EVAL", RELEASE_SCRIPT, "1", k, holder};
-    size_t lens[] = {4, sizeof RELEASE_SCRIPT - 1, 1, strlen(k), strlen(holder)};
-    redisReply *r;
-    int rc = lease_command(be->ctx, 5, argv, lens, T_INTEGER, &r);
-    if (rc) return rc;
-    rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
-    freeReplyObject(r);
-    return rc;
-}
-
-/* A SCAN cursor: decimal digits, at most 20, no wrap; 0 or 1 (bad). */
-static int scan_cursor(const redisReply *c, unsigned long long *out) {
-    if (c->type != REDIS_REPLY_STRING || c->len < 1 || c->len > 20) return 0;
-    unsigned long long v = 0;
-    for (size_t i = 0; i < (size_t)c->len; i++) {
-        if (c->str[i] < '0' || c->str[i] > '9' || v > (ULLONG_MAX - 9) / 10) return 0;
-        v = v * 10 + (unsigned long long)(c->str[i] - '0');
-    }
-    *out = v;
-    return 1;
-}
-
-/*
- * Every stored entry, by SCAN MATCH "kcache:v1:*" (each name once at least; one written or removed during the
- * walk may be missed or seen, as SCAN promises).  A reply is bounded as it arrives (SCAN_MAX_KEYS keys); the walk
- * ends at cursor 0, and a hostile server cannot hold it: a cursor seen again among the last SCAN_SEEN ends it,
- * and so does the SCAN_MAX_ROUNDS-th round (KC_EIO each, saying the walk was cut).  last_used is 0 (Redis keeps no such time for us).
- */
-static int r_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
-    rb *b = be->ctx;
-    unsigned long long cur = 0, seen[SCAN_SEEN];
-    char cs[24], cnt[8];
-    snprintf(cnt, sizeof cnt, "%d", SCAN_COUNT);
-    for (unsigned round = 0; round < SCAN_MAX_ROUNDS; round++) {
-        snprintf(cs, sizeof cs, "%llu", cur);
-        const char *argv[] = {"SCAN", cs, "MATCH", PREFIX "*", "COUNT", cnt};
-        size_t lens[] = {4, strlen(cs), 5, strlen(PREFIX) + 1, 5, strlen(cnt)};
-        kc_reply_expect ex = {T_ARRAY, 0, 0, SCAN_MAX_KEYS + 2};
-        redisReply *r;
-        int rc = command_as(b, 6, argv, lens, &ex, &r);
-        if (rc) return rc;
-        if (r->elements != 2 || !scan_cursor(r->element[0], &cur) || r->element[1]->type != REDIS_REPLY_ARRAY)
-            rc = kc_err(KC_EIO, "redis %s: SCAN: a reply that is not a cursor and a list of keys", b->u.shown);
-        else rc = scan_visit(b, r->element[1], cb, ctx);
-        freeReplyObject(r);
-        if (rc || cur == 0) return rc;
-        for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
-            if (seen[i] == cur)
-                return kc_err(KC_EIO, "redis %s: SCAN: cursor %llu came back; walk cut (run it again)", b->u.shown,
-                              cur);
-        seen[round % SCAN_SEEN] = cur;
-    }
-    return kc_err(KC_EIO, "redis %s: SCAN: no end after %d rounds; walk cut (is it a redis server?)", b->u.shown,
-                  SCAN_MAX_ROUNDS);
-}
-
 static void r_free(kc_store_backend *be) {
     rb *b = be->ctx;
     kc_redis_cluster_free(b->cl);
@@ -600,9 +445,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     b->be.get_first = r_get_first;
     b->be.state = kc_store_redis_state;
     b->be.get_many = r_get_many;
-    b->be.lease_take = r_lease_take;
-    b->be.lease_release = r_lease_release;
-    b->be.iterate = cluster ? NULL : r_iterate; /* a cluster's SCAN would be every master's: not yet */
+    b->be.lease_take = kc_redis_lease_take_;
+    b->be.lease_release = kc_redis_lease_release_;
+    b->be.iterate = cluster ? NULL : kc_redis_iterate_; /* a cluster's SCAN would be every master's: not yet */
     b->be.ctx = b;
     *out = &b->be;
     return KC_OK;
