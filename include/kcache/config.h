@@ -88,8 +88,8 @@ extern "C" {
     X(lock_wait, "KCACHE_LOCK_WAIT", SECONDS, 1, "600", 86400, "graph",                                                \
       "Seconds a lookup waits for another process's compile of the same entry before compiling itself.")               \
     X(remote, "KCACHE_REMOTE", URLS, 1, "", 0, "store",                                                                \
-      "The remote tier's URL (redis://[user:password@]host:port[/db], rediss:// over TLS, "                            \
-      "?ca_file=&cert=&key=&sni=&password_file=; docs/fleet.md); empty: none.")                                        \
+      "The remote tiers' URLs, in order (redis://[user:password@]host:port[/db], rediss:// over TLS, "                 \
+      "redis+cluster://host:port,..., http(s)://host/base, s3://bucket/prefix; docs/fleet.md); empty: none.")          \
     X(remote_readonly, "KCACHE_REMOTE_READONLY", BOOL, 1, "0", 0, "store", "Read the remote tier, never write it.")    \
     X(remote_connect_ms, "KCACHE_REMOTE_CONNECT_MS", MS, 1, "100", 86400000, "store",                                  \
       "The remote's connect timeout in milliseconds (0: 100).")                                                        \

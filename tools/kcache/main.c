@@ -65,9 +65,10 @@ void cli_main_usage(FILE *f) {
     fprintf(f, "\nglobal options (before the command):\n");
     cli_print_opts(f, cli_global_opts);
     fprintf(f, "\n'kcache help COMMAND' (or 'kcache COMMAND --help') describes a command; 'kcache help --man'\n"
-               "prints the manual page.  --remote redis://[user:password@]host:port[/db] (rediss:// with TLS;\n"
-               "docs/fleet.md names every scheme this build has) adds the fleet's shared tier to any\n"
-               "command.  --allow-unsafe-dir accepts a cache directory others could write to or\n"
+               "prints the manual page.  --remote URL adds the fleet's shared tiers to any command:\n"
+               "redis://[user:password@]host:port[/db], rediss:// (TLS), redis+cluster://host:port,...,\n"
+               "http(s)://host/base (WebDAV, bazel-remote), s3://bucket/prefix; docs/fleet.md has\n"
+               "each.  --allow-unsafe-dir accepts a cache directory others could write to or\n"
                "swap (as KCACHE_ALLOW_UNSAFE_DIR=1); without it such a directory is refused.\n"
                "Exit status: 0 success, 1 the command failed or found a problem, 2 bad usage.\n\n");
     cli_config_env_help(f); /* generated from the settings table (cmd_config.c) */
