@@ -60,10 +60,17 @@ void kc_cluster_destroy(kc_cluster *cl) {
     pthread_mutex_destroy(&cl->mu);
 }
 
-/* The index of host:port among the known nodes, added if new (under the lock); -1 when full or out of memory. */
-static int known_index(kc_cluster *cl, const char *host, int port) {
+/* The index of host:port among the known nodes (under the lock); -1 when it is not known. */
+static int find_known(const kc_cluster *cl, const char *host, int port) {
     for (int i = 0; i < cl->nknown; i++)
         if (cl->known[i].addr.port == port && strcmp(cl->known[i].addr.host, host) == 0) return i;
+    return -1;
+}
+
+/* The index of host:port among the known nodes, added if new (under the lock); -1 when full or out of memory. */
+static int known_index(kc_cluster *cl, const char *host, int port) {
+    int found = find_known(cl, host, port);
+    if (found >= 0) return found;
     if (cl->nknown >= KC_CLUSTER_MAX_KNOWN) return -1;
     void *n = cl->io.node_new(cl->io.ctx, host, port);
     if (!n) return -1;
@@ -159,12 +166,15 @@ static int refresh(kc_cluster *cl, uint64_t deadline, int force) {
     return done;
 }
 
-/* A redirection's target, as a known node's index (-1: none to follow). */
+/* A redirection's target, as a known node's index (-1: none to follow).  Only a node the cluster's own map
+ * (or the seeds) named is followed: a redirection to any other host would send it the URL's credentials
+ * (AUTH), so an unknown target is never connected to — the map is read again instead (the caller), and a
+ * legitimate move is then followed through the map. */
 static int target(kc_cluster *cl, int from, const kc_cluster_redirect *rd) {
     char host[KC_CLUSTER_HOST_MAX + 1];
     pthread_mutex_lock(&cl->mu);
     snprintf(host, sizeof host, "%s", rd->to.host[0] ? rd->to.host : cl->known[from].addr.host);
-    int i = known_index(cl, host, rd->to.port);
+    int i = find_known(cl, host, rd->to.port);
     if (i >= 0 && rd->kind == KC_REDIRECT_MOVED) cl->slot[rd->slot] = (int16_t)i, cl->moved++;
     if (i >= 0 && rd->kind == KC_REDIRECT_ASK) cl->asked++;
     pthread_mutex_unlock(&cl->mu);
@@ -176,8 +186,12 @@ static int judge_error(kc_cluster *cl, int from, unsigned slot, const kc_redis_c
                        int *asking) {
     kc_cluster_redirect rd;
     int kind = kc_cluster_redirect_parse(r->str, (size_t)r->len, &rd);
-    if (kind != KC_REDIRECT_NONE && rd.slot == slot && (*next = target(cl, from, &rd)) >= 0) {
-        *asking = kind == KC_REDIRECT_ASK;
+    if (kind != KC_REDIRECT_NONE && rd.slot == slot) {
+        *next = target(cl, from, &rd); /* -1: a node the map does not name: read the map again, not followed */
+        *asking = *next >= 0 && kind == KC_REDIRECT_ASK;
+        if (*next < 0)
+            kc_log(KC_LOG_REMOTE, "%s: %s to a node the cluster's map does not name: not followed", cl->who,
+                   kind == KC_REDIRECT_ASK ? "ASK" : "MOVED");
         return KC_OK;
     }
     /* WRONGTYPE: the key holds a hash, a list…: nothing kcache wrote, a corrupt entry (purge --corrupt) */
@@ -208,7 +222,7 @@ int kc_cluster_command(kc_cluster *cl, unsigned slot, uint64_t deadline, const k
                 cl->io.leave(cl->io.ctx, n, 0); /* the master answered: a refusal is never its breaker's failure */
                 if (rc) return rc;
                 if (ask) ask_to = next;
-                else refresh(cl, deadline, 0); /* MOVED: the map is stale */
+                else refresh(cl, deadline, 0); /* MOVED (or a target not in the map): the map is stale */
                 continue;
             }
             cl->io.leave(cl->io.ctx, n, FAILED(rc));

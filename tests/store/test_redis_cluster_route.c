@@ -30,6 +30,7 @@ typedef struct sim {
     int dead[NN], served[NN], asked_at[NN], slots_reads, mgets[NN];
     int loop;     /* every node answers MOVED to the other one */
     int commands; /* commands other than CLUSTER SLOTS */
+    int foreign;  /* nodes made for a host that is not the cluster's (127.0.0.1) */
     int slow_ms;  /* each command takes this long */
     const char *error;
 } sim;
@@ -45,6 +46,7 @@ static void *n_new(void *ctx, const char *host, int port) {
     (void)ctx;
     fnode *n = calloc(1, sizeof *n);
     n->id = strcmp(host, "127.0.0.1") == 0 ? port - 7000 : 99;
+    S.foreign += n->id == 99;
     return n;
 }
 static void n_free(void *ctx, void *n) { (void)ctx, free(n); }
@@ -234,6 +236,28 @@ static void test_bounded_and_hostile(void **st) {
     free(cl);
 }
 
+/* A redirection to a host the cluster's map does not name is never connected to (it would get the URL's
+ * credentials): the map is read again instead, and the command fails (a miss) when the map disagrees. */
+static void test_redirect_elsewhere_not_followed(void **st) {
+    (void)st;
+    sim_reset();
+    kc_cluster *cl = open_cluster(1);
+    assert_int_equal(run(cl, "foo"), KC_OK);
+    int reads = S.slots_reads;
+    const char *away[] = {"MOVED %d 127.0.0.2:%d", "ASK %d 127.0.0.2:%d"};
+    for (size_t i = 0; i < 2; i++) {
+        S.error = away[i];
+        usleep(5000); /* past the map's refresh interval (1 ms here) */
+        assert_int_not_equal(run(cl, "foo"), KC_OK);
+        assert_int_equal(S.foreign, 0);
+    }
+    assert_true(S.slots_reads > reads); /* the map was read again */
+    S.error = NULL;
+    assert_int_equal(run(cl, "foo"), KC_OK);
+    kc_cluster_destroy(cl);
+    free(cl);
+}
+
 static void test_failover(void **st) {
     (void)st;
     sim_reset();
@@ -298,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_routed_and_moved),
         cmocka_unit_test(test_ask),
         cmocka_unit_test(test_bounded_and_hostile),
+        cmocka_unit_test(test_redirect_elsewhere_not_followed),
         cmocka_unit_test(test_failover),
         cmocka_unit_test(test_mget),
     };
