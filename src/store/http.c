@@ -38,6 +38,7 @@
 #include "registry.h"
 
 #define PARAM_MAX 1024
+#define KC_HTTP_LIST_PAGES_MAX 100000 /* 100 million objects: a listing ends */
 
 typedef struct hb {
     kc_store_backend be;
@@ -90,24 +91,66 @@ static int check_params(hb *b, const char *q) {
     return KC_OK;
 }
 
-/* "http://[user[:pass]@]host[:port][/path]" → b->base (no user info), b->user, b->password. */
+static int hexval(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* p[0..n), %XX decoded, into out[cap]; -1 when malformed, holding a NUL, or too long. */
+static int pct_decode(const char *p, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '%') {
+            int hi = i + 1 < n ? hexval(p[i + 1]) : -1, lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+            if (hi < 0 || lo < 0) return -1;
+            c = (char)(hi * 16 + lo), i += 2;
+        }
+        if (c == '\0' || o + 1 >= cap) return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Whether p[0..n) holds only what a URL may carry as it is: RFC 3986's unreserved and reserved
+ * characters and '%' (a path's escapes), or with `strict` only unreserved ones and '/'. Never '#': curl
+ * would drop all after it (every name one object). */
+static int url_safe(const char *p, size_t n, int strict) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~/", c);
+        if (!strict) ok |= strchr(":[]@!$&'()*+,;=%", c) != NULL;
+        if (!ok || !c) return 0;
+    }
+    return 1;
+}
+
+/* "http://[user[:pass]@]host[:port][/path]" (url[0..len): before the query) → b->base (no user info),
+ * b->user, b->password (both %XX decoded).  The user information ends at the last '@' (parse_url has
+ * refused an '@' only in the query), as the shown form hides all up to it. */
 static int parse_http(hb *b, const char *url, size_t len) {
     const char *s = strstr(url, "://") + 3, *end = url + len;
-    const char *slash = memchr(s, '/', (size_t)(end - s));
-    const char *auth_end = slash ? slash : end;
     const char *at = NULL;
-    for (const char *p = s; p < auth_end; p++)
+    for (const char *p = s; p < end; p++)
         if (*p == '@') at = p;
     if (at) {
         const char *colon = memchr(s, ':', (size_t)(at - s));
-        size_t ul = (size_t)((colon ? colon : at) - s);
-        if (ul >= sizeof b->user || (colon && (size_t)(at - colon - 1) >= sizeof b->password))
-            return kc_err(KC_EINVAL, "remote %s: the user or password is too long", b->shown);
-        memcpy(b->user, s, ul), b->user[ul] = 0;
-        if (colon) memcpy(b->password, colon + 1, (size_t)(at - colon - 1)), b->password[at - colon - 1] = 0;
+        if (pct_decode(s, (size_t)((colon ? colon : at) - s), b->user, sizeof b->user) != 0 ||
+            (colon && pct_decode(colon + 1, (size_t)(at - colon - 1), b->password, sizeof b->password) != 0))
+            return kc_err(KC_EINVAL, "remote %s: the user or password is too long or holds a bad %%XX escape",
+                          b->shown);
         s = at + 1;
     }
-    if (s == auth_end) return kc_err(KC_EINVAL, "remote %s: no host", b->shown);
+    const char *slash = memchr(s, '/', (size_t)(end - s));
+    if (s == (slash ? slash : end)) return kc_err(KC_EINVAL, "remote %s: no host", b->shown);
+    if (!url_safe(s, (size_t)(end - s), 0))
+        return kc_err(KC_EINVAL,
+                      "remote %s: the host or path holds a character a URL cannot carry as it is ('#', a space, "
+                      "a quote…): escape it as %%XX",
+                      b->shown);
     while (end > s && end[-1] == '/') end--;
     int n = snprintf(b->base, sizeof b->base, "%.*s%.*s", (int)(strstr(url, "://") + 3 - url), url, (int)(end - s), s);
     if (n < 0 || (size_t)n >= sizeof b->base) return kc_err(KC_EINVAL, "remote %s: the URL is too long", b->shown);
@@ -123,6 +166,10 @@ static int parse_s3(hb *b, const char *url, size_t len, const char *q) {
     const char *prefix = slash ? slash : end;
     int pl = (int)(end - prefix);
     if (bl == 0 || bl > 63) return kc_err(KC_EINVAL, "remote %s: no bucket (s3://bucket/prefix)", b->shown);
+    if (!url_safe(s, (size_t)(end - s), 1))
+        return kc_err(KC_EINVAL,
+                      "remote %s: the bucket and prefix may hold only letters, digits, '-', '.', '_', '~' and '/'",
+                      b->shown);
     char endpoint[PARAM_MAX] = "", style[16] = "";
     if (param(q, "endpoint", endpoint, sizeof endpoint) < 0 || param(q, "style", style, sizeof style) < 0 ||
         param(q, "region", b->region, sizeof b->region) < 0)
@@ -157,6 +204,11 @@ static int parse_url(hb *b, const char *url) {
     const char *qm = strchr(url, '?');
     size_t len = qm ? (size_t)(qm - url) : strlen(url);
     const char *q = qm ? qm + 1 : "";
+    if (qm && strchr(qm, '@') && !memchr(url, '@', len)) /* nothing of it echoed: it may hold a password */
+        return kc_err(KC_EINVAL,
+                      "remote %s: an '@' after a '?': a password holding '?' is written %%3F, an '@' in a query "
+                      "value %%40",
+                      b->shown);
     int rc = check_params(b, q);
     if (rc) return rc;
     char layout[32] = "";
@@ -418,12 +470,19 @@ static int on_object(const kc_s3_object *o, void *ud) {
 
 static int h_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
     hb *b = be->ctx;
-    char token[KC_S3_KEY_MAX + 1] = "", etok[3 * KC_S3_KEY_MAX + 1], pfx[620], epfx[1900], q[4096];
+    char token[KC_S3_KEY_MAX + 1] = "", sent[KC_S3_KEY_MAX + 1], etok[3 * KC_S3_KEY_MAX + 1], pfx[620], epfx[1900],
+                               q[4096];
     snprintf(pfx, sizeof pfx, "%s%s", b->prefix, b->prefix[0] ? "/" : "");
     int rc = kc_sigv4_uri_encode(pfx, 0, epfx, sizeof epfx);
     list_ctx l = {b, cb, ctx};
     for (int page = 0; rc == KC_OK; page++) {
         int truncated = 0;
+        if (page >= KC_HTTP_LIST_PAGES_MAX) {
+            rc = kc_err(KC_ECORRUPT, "%s: listing: over %d pages (%d objects each); the bucket is too large to list",
+                        b->shown, KC_HTTP_LIST_PAGES_MAX, KC_S3_LIST_MAX);
+            break;
+        }
+        memcpy(sent, token, sizeof sent);
         if (token[0]) rc = kc_sigv4_uri_encode(token, 0, etok, sizeof etok);
         if (rc) break;
         /* The canonical query: its parameters sorted by name. */
@@ -436,6 +495,11 @@ static int h_iterate(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
         rc = kc_s3_list_page(c.data ? c.data : "", c.len, on_object, &l, &truncated, token, sizeof token);
         free(c.data);
         if (rc || !truncated) break;
+        if (strcmp(token, sent) == 0) /* a server repeating itself would be listed forever */
+            rc = kc_err(KC_ECORRUPT,
+                        "%s: listing: the server sent back the continuation token it was given "
+                        "(a broken S3 server?)",
+                        b->shown);
     }
     return rc;
 }

@@ -113,7 +113,8 @@ static void setup(CURL *h, kc_http_call *c, sink *out, source *in, char *errbuf,
     kc_curl_->easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left_ms ? left_ms : 1));
     uint64_t cms = c->connect_ms && c->connect_ms < left_ms ? c->connect_ms : left_ms;
     kc_curl_->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(cms ? cms : 1));
-    kc_curl_->easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->cap);
+    if (strcmp(c->method, "HEAD") != 0) /* a HEAD's Content-Length is the object's size: no body comes */
+        kc_curl_->easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->cap);
     kc_curl_->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     kc_curl_->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     kc_curl_->easy_setopt(h, CURLOPT_WRITEDATA, out);

@@ -15,6 +15,8 @@
 /e429/...      429 every time
 /once429/...   429 on the first GET of a path, then 200 with a body
 /silent/...    accepts, reads the request, never answers
+/bighead/...   HEAD: 200 with a Content-Length of 1 GiB (an object over any value cap), no body
+/loop?...      an S3 listing (bucket "loop", path-style) truncated with the same continuation token every time
 """
 import socket
 import sys
@@ -59,7 +61,7 @@ def serve(conn):
             if req is None:
                 return
             method, path, body = req
-            mode = path.split("/")[1]
+            mode = path.split("?")[0].split("/")[1]
             if mode == "ok":
                 with lock:
                     if method == "PUT":
@@ -106,6 +108,11 @@ def serve(conn):
                     reply(conn, "429 Too Many Requests", b"slow down")
                 else:
                     reply(conn, "200 OK", b"after a retry")
+            elif mode == "bighead" and method == "HEAD":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n")
+            elif mode == "loop":
+                reply(conn, "200 OK", b"<ListBucketResult><IsTruncated>true</IsTruncated>"
+                      b"<NextContinuationToken>again</NextContinuationToken></ListBucketResult>")
             elif mode == "silent":
                 time.sleep(30)
                 return

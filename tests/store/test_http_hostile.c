@@ -5,7 +5,9 @@
  * 404 a miss; a body cut short, a wrong Content-Length, a Content-Length over the value cap, a chunked
  * body past the cap, a redirect to another host, a 500 and a 429 each an error (never a value), the 500
  * opening the breaker; a 429 once then 200 retried into a value; a server that never answers ends at the
- * deadline.  An alarm ends the test if any call hangs.
+ * deadline; a HEAD of an object over the value cap is an answer (exists 1); a listing whose server repeats
+ * its continuation token ends; URLs with a password next to '/', '?' or '#' never show it.  An alarm ends
+ * the test if any call hangs.
  */
 #include "helpers.h"
 
@@ -166,6 +168,94 @@ static void test_bad_urls_are_refused(void **state) {
     assert_null(b);
 }
 
+static void test_exists_of_an_object_over_the_cap(void **state) {
+    (void)state;
+    kc_store_backend *b = open_mode("bighead", 3000, 1 << 20);
+    alarm(20);
+    assert_int_equal(b->exists(b, NAME), 1);
+    alarm(0);
+    kc_remote_state st;
+    assert_int_equal(b->state(b, &st), KC_OK);
+    assert_int_equal(st.breaker, KC_BREAKER_CLOSED);
+    b->free(b);
+}
+
+static int count_item(const kc_store_item *it, void *ctx) {
+    (void)it;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void test_a_repeated_continuation_token_ends_the_listing(void **state) {
+    (void)state;
+    setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", 1);
+    char url[200];
+    snprintf(url, sizeof url, "s3://loop/p?endpoint=http://127.0.0.1:%d&region=us-east-1", port);
+    kc_remote_limits l = KC_REMOTE_LIMITS_INIT;
+    kc_store_backend *b = NULL;
+    assert_int_equal(kc_store_open_url(&b, url, &l), KC_OK);
+    int n = 0;
+    alarm(20);
+    assert_int_equal(b->iterate(b, count_item, &n), KC_ECORRUPT);
+    alarm(0);
+    assert_non_null(strstr(kc_error_last()->message, "continuation token"));
+    b->free(b);
+}
+
+/* The URL opens (and reaches the server) or is refused; either way no message holds `secret`. */
+static void no_secret(const char *fmt, const char *secret, int want_open) {
+    char url[300];
+    snprintf(url, sizeof url, fmt, port);
+    kc_remote_limits l = KC_REMOTE_LIMITS_INIT;
+    l.deadline_ms = 3000;
+    kc_store_backend *b = NULL;
+    int rc = kc_store_open_url(&b, url, &l);
+    if (rc == KC_OK) {
+        void *v;
+        size_t n;
+        alarm(20);
+        rc = b->get(b, NAME, &v, &n);
+        alarm(0);
+        assert_int_equal(rc, KC_EIO);
+        assert_non_null(strstr(kc_error_last()->message, "HTTP 500")); /* the right host, the right path */
+        b->free(b);
+    } else assert_null(b);
+    if (strstr(kc_error_last()->message, secret) || (rc == KC_EINVAL) == want_open)
+        fail_msg("%s: rc %d, '%s'", url, rc, kc_error_last()->message);
+}
+
+static void test_passwords_with_odd_characters_never_show(void **state) {
+    (void)state;
+    no_secret("http://bob:pa/ss@127.0.0.1:%d/e500", "pa/ss", 1);
+    no_secret("http://bob:pa%%2Fss@127.0.0.1:%d/e500", "pa%2Fss", 1);
+    no_secret("http://bob:pa?ss@127.0.0.1:%d/e500", "ss@", 0);
+    no_secret("http://bob:pa?ss@127.0.0.1:%d/e500", "pa?ss", 0);
+    no_secret("http://bob:pa#ss@127.0.0.1:%d/e500", "pa#ss", 1);
+    no_secret("http://bob:pa%%zzss@127.0.0.1:%d/e500", "zzss", 0);
+}
+
+static void test_fragments_and_unsafe_characters_are_refused(void **state) {
+    (void)state;
+    kc_store_backend *b = NULL;
+    kc_remote_limits l = KC_REMOTE_LIMITS_INIT;
+    static const char *const bad[] = {"http://127.0.0.1:1/x#y",
+                                      "https://127.0.0.1:1/a b",
+                                      "http://127.0.0.1:1/x\"y",
+                                      "s3://bucket/pre%20fix?endpoint=http://127.0.0.1:1",
+                                      "s3://bucket/pre#fix?endpoint=http://127.0.0.1:1",
+                                      "s3://buck!et/p",
+                                      NULL};
+    setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", 1);
+    for (int i = 0; bad[i]; i++) {
+        if (kc_store_open_url(&b, bad[i], &l) != KC_EINVAL) fail_msg("%s: opened", bad[i]);
+        assert_null(b);
+    }
+    assert_int_equal(kc_store_open_url(&b, "http://127.0.0.1:1/a%20b/c~d", &l), KC_OK); /* escapes stay */
+    b->free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_and_404),
@@ -175,6 +265,10 @@ int main(void) {
         cmocka_unit_test(test_429_once_is_retried),
         cmocka_unit_test(test_silence_ends_at_the_deadline),
         cmocka_unit_test(test_bad_urls_are_refused),
+        cmocka_unit_test(test_exists_of_an_object_over_the_cap),
+        cmocka_unit_test(test_a_repeated_continuation_token_ends_the_listing),
+        cmocka_unit_test(test_passwords_with_odd_characters_never_show),
+        cmocka_unit_test(test_fragments_and_unsafe_characters_are_refused),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }
