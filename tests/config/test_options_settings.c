@@ -92,6 +92,13 @@ static void test_each_kind_applied(void **state) {
     if (rc) fail_msg("open: %s", kc_error_last()->message);
     expect(c, "hmac_key_file", kf, KC_ORIGIN_OPTIONS, "kc_options.settings[0]");
     kc_cache_close(c);
+    /* Its errors name the setting that gave it, not the variable. */
+    assert_int_equal(chmod(kf, 0644), 0);
+    assert_null(open_with("c", KC_OPEN_NO_ENV, p, 1, &rc));
+    assert_int_equal(rc, KC_EPERM);
+    if (!strstr(kc_error_last()->message, "kc_options.settings[0] hmac_key_file '"))
+        fail_msg("'%s' does not name the setting", kc_error_last()->message);
+    assert_null(strstr(kc_error_last()->message, "KCACHE_HMAC_KEY_FILE"));
 }
 
 /* The settings win over the environment, the system file and the directory's file; the directory's
