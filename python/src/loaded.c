@@ -424,7 +424,8 @@ static PyObject *loaded_backward(PyObject *self, PyObject *a) {
         if (!bad) bad = check_tensor(&gout[i], what, &td, gname);
     }
     if (!bad)
-        bad = take_accumulating(l, acc, stream, gin, is_acc, nin, keep) || take_args(l->graph, kw, vals, 64, &nargs);
+        bad = take_accumulating(l, acc, stream, gin, is_acc, nin, keep) ||
+              (kw != Py_None && take_args(l->graph, kw, vals, 64, &nargs)); /* none given: the forward's values */
     kcpy_graph_unlock(l->graph);
     if (bad) goto done;
     kc_graph_call call = KC_GRAPH_CALL_INIT;
