@@ -16,8 +16,8 @@ its producer orders its work before kcache's.
 Outputs: kcache allocates outputs and gradients on the call's stream (the driver's stream-ordered
 allocator) and hands them back in the first input's framework (torch.from_dlpack, cupy.from_dlpack,
 jax.dlpack.from_dlpack), or as kcache.Buffer (DLPack, __cuda_array_interface__ v3) for others.  The
-memory is freed on that stream when the last tensor viewing it is dropped, so the stream must
-outlive the outputs (PyTorch's and CuPy's pooled and default streams do).  An output the graph
+memory is freed on that stream when the last tensor viewing it is dropped; a stream object (given,
+or the framework's current one) is kept alive until then, a raw int handle must outlive the outputs.  An output the graph
 declares an alias of an input is that input object itself.
 """
 from __future__ import annotations
@@ -206,30 +206,33 @@ def _handle(v: Any, what: str) -> int:
     return v
 
 
-def _stream(stream: Any, first: Any, device: int) -> int:
-    """The CUstream handle of `stream=` (see the module's docstring)."""
+def _stream(stream: Any, first: Any, device: int) -> Tuple[int, Any]:
+    """The CUstream handle of `stream=` (see the module's docstring), and the object to keep alive
+    while memory made on it may still be freed on it (None for an int handle)."""
     if stream is None:
         fw = _framework(first) if first is not None else ""
         if fw == "torch":
             import torch
-            return _handle(torch.cuda.current_stream(device).cuda_stream, "torch's current stream")
+            s = torch.cuda.current_stream(device)
+            return _handle(s.cuda_stream, "torch's current stream"), s
         if fw == "cupy":
             import cupy
-            return _handle(cupy.cuda.get_current_stream().ptr, "CuPy's current stream")
-        return 0
+            s = cupy.cuda.get_current_stream()
+            return _handle(s.ptr, "CuPy's current stream"), s
+        return 0, None
     if isinstance(stream, bool):
         raise TypeError("stream: a stream object or an int handle, not a bool")
     if isinstance(stream, int):
-        return _handle(stream, "the handle")
+        return _handle(stream, "the handle"), None
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         got = proto() if callable(proto) else proto
         if not isinstance(got, tuple) or len(got) != 2:
             raise TypeError("stream: __cuda_stream__() did not return (version, handle)")
-        return _handle(got[1], "__cuda_stream__()'s handle")
+        return _handle(got[1], "__cuda_stream__()'s handle"), stream
     for attr in ("cuda_stream", "ptr"):
         if hasattr(stream, attr):
-            return _handle(getattr(stream, attr), f".{attr}")
+            return _handle(getattr(stream, attr), f".{attr}"), stream
     raise TypeError(f"stream: a {type(stream).__name__} is not a stream (pass a torch.cuda.Stream, a cupy Stream, "
                     "an object with __cuda_stream__, or an int handle)")
 
@@ -302,10 +305,10 @@ class LoadedGraph:
         ctx.saved_tensors; it keeps the inputs and outputs alive until it is released.
         """
         first = tensors[0] if tensors else None
-        s = _stream(stream, first, self.device)
+        s, keep = _stream(stream, first, self.device)
         if save is None:
             save = any(rg for _, _, _, rg in self._lg.graph.inputs)
-        outs, saved = self._lg.forward(tensors, s, args or None, bool(save))
+        outs, saved = self._lg.forward(tensors, s, keep, args or None, bool(save))
         fw = _framework(first) if first is not None else ""
         return tuple(_wrap(o, fw) for o in outs), saved
 
@@ -321,9 +324,9 @@ class LoadedGraph:
         arguments default to the forward's values.
         """
         first = grad_outputs[0] if grad_outputs else None
-        s = _stream(stream, first, self.device)
+        s, keep = _stream(stream, first, self.device)
         acc = None if accumulate is None else dict(accumulate)
-        grads = self._lg.backward(saved, grad_outputs, s, args or None, acc)
+        grads = self._lg.backward(saved, grad_outputs, s, keep, args or None, acc)
         if not retain_graph:
             saved.release()
         fw = _framework(first) if first is not None else ""

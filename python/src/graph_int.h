@@ -43,8 +43,9 @@ int kcpy_dtype_parse(PyObject *o, const char *what, kc_dtype *out);
  */
 int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device, kc_tensor *out, PyObject **keep);
 
-/** A kcache-allocated tensor exported as a buffer (freed on `stream` when owned and dropped). */
-PyObject *kcpy_buffer_new(const kc_tensor *t, int device, void *stream, int owned);
+/** A kcache-allocated tensor exported as a Buffer, which frees it on `stream` when dropped; `stream_obj`
+ *  (the caller's stream object, or NULL) is kept alive until then. */
+PyObject *kcpy_buffer_new(const kc_tensor *t, int device, void *stream, PyObject *stream_obj);
 
 int kcpy_tensor_add(PyObject *module);
 int kcpy_loaded_add(PyObject *module);

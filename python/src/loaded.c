@@ -36,8 +36,9 @@ typedef struct {
     PyObject_HEAD kc_saved *s;
     loaded *lg;
     void *stream;
-    PyObject *keep;    /* what keeps the forward's inputs alive (import holders) */
-    PyObject *outputs; /* the forward's outputs (Buffers or aliased inputs) */
+    PyObject *stream_obj; /* the caller's stream object: saved tensors are freed on it */
+    PyObject *keep;       /* what keeps the forward's inputs alive (import holders) */
+    PyObject *outputs;    /* the forward's outputs (Buffers or aliased inputs) */
     kc_tensor outs[KC_MAX_RANK * 8];
     size_t nout;
     int busy;
@@ -235,13 +236,14 @@ static int take_tensors(loaded *l, PyObject *objs, kc_tensor_role role, const ch
     return 0;
 }
 
-static PyObject *forward_results(loaded *l, PyObject *tensors, kc_tensor *outs, size_t nout, void *stream) {
+static PyObject *forward_results(loaded *l, PyObject *tensors, kc_tensor *outs, size_t nout, void *stream,
+                                 PyObject *sobj) {
     PyObject *t = PyTuple_New((Py_ssize_t)nout);
     int failed = !t;
     for (size_t i = 0; i < nout; i++) {
         int a = kc_graph_output_alias(l->g, i);
         PyObject *o = a >= 0 ? (Py_INCREF(PyTuple_GET_ITEM(tensors, a)), PyTuple_GET_ITEM(tensors, a))
-                             : kcpy_buffer_new(&outs[i], l->device, stream, 1);
+                             : kcpy_buffer_new(&outs[i], l->device, stream, sobj);
         if (!o || failed) { /* release what is not yet owned by a Buffer */
             failed = 1;
             Py_XDECREF(o);
@@ -258,12 +260,12 @@ static PyObject *forward_results(loaded *l, PyObject *tensors, kc_tensor *outs, 
     return t;
 }
 
-/* forward(tensors: tuple, stream: int, args: dict|None, save: bool) -> (outputs tuple, Saved|None) */
+/* forward(tensors: tuple, stream: int, stream_obj, args: dict|None, save: bool) -> (outputs tuple, Saved|None) */
 static PyObject *loaded_forward(PyObject *self, PyObject *a) {
     loaded *l = (loaded *)self;
-    PyObject *tensors, *st, *kw, *res = NULL, *keep = NULL, *outs_t = NULL;
+    PyObject *tensors, *st, *sobj, *kw, *res = NULL, *keep = NULL, *outs_t = NULL;
     int save;
-    if (!PyArg_ParseTuple(a, "O!OOp", &PyTuple_Type, &tensors, &st, &kw, &save)) return NULL;
+    if (!PyArg_ParseTuple(a, "O!OOOp", &PyTuple_Type, &tensors, &st, &sobj, &kw, &save)) return NULL;
     void *stream = PyLong_AsVoidPtr(st);
     if (!stream && PyErr_Occurred()) return NULL;
     if (enter(l)) return NULL;
@@ -289,10 +291,11 @@ static PyObject *loaded_forward(PyObject *self, PyObject *a) {
         kcpy_raise(rc);
         goto done;
     }
-    outs_t = forward_results(l, tensors, outs, nout, stream);
+    outs_t = forward_results(l, tensors, outs, nout, stream, sobj);
     saved *s = outs_t && sv ? PyObject_New(saved, saved_type) : NULL;
     if (s) {
         s->s = sv, s->stream = stream, s->busy = 0, s->nout = nout;
+        Py_INCREF(sobj), s->stream_obj = sobj;
         memcpy(s->outs, outs, nout * sizeof *outs);
         Py_INCREF(l), s->lg = l;
         Py_INCREF(keep), s->keep = keep;
@@ -313,7 +316,8 @@ done:
 }
 
 /* Release the accumulating-gradient views and allocated gradients of a failed backward's result building. */
-static PyObject *backward_results(loaded *l, PyObject *acc, kc_tensor *gin, size_t n, const int *is_acc, void *stream) {
+static PyObject *backward_results(loaded *l, PyObject *acc, kc_tensor *gin, size_t n, const int *is_acc, void *stream,
+                                  PyObject *sobj) {
     PyObject *t = PyTuple_New((Py_ssize_t)n);
     for (size_t i = 0; i < n; i++) {
         PyObject *o = NULL;
@@ -323,7 +327,7 @@ static PyObject *backward_results(loaded *l, PyObject *acc, kc_tensor *gin, size
             Py_XDECREF(key);
             Py_XINCREF(o);
         } else if (t) {
-            o = kcpy_buffer_new(&gin[i], l->device, stream, 1);
+            o = kcpy_buffer_new(&gin[i], l->device, stream, sobj);
         }
         if (!o) {
             if (!is_acc[i]) {
@@ -382,12 +386,12 @@ static int take_accumulating(loaded *l, PyObject *acc, void *stream, kc_tensor *
     return 0;
 }
 
-/* backward(saved, grads: tuple, stream: int, args: dict|None, accumulate: dict|None) -> tuple of gradients */
+/* backward(saved, grads: tuple, stream: int, stream_obj, args: dict|None, accumulate: dict|None) -> tuple of gradients */
 static PyObject *loaded_backward(PyObject *self, PyObject *a) {
     loaded *l = (loaded *)self;
     saved *s;
-    PyObject *grads, *st, *kw, *acc, *res = NULL, *keep = NULL;
-    if (!PyArg_ParseTuple(a, "O!O!OOO", saved_type, &s, &PyTuple_Type, &grads, &st, &kw, &acc)) return NULL;
+    PyObject *grads, *st, *sobj, *kw, *acc, *res = NULL, *keep = NULL;
+    if (!PyArg_ParseTuple(a, "O!O!OOOO", saved_type, &s, &PyTuple_Type, &grads, &st, &sobj, &kw, &acc)) return NULL;
     if (acc != Py_None && !PyDict_Check(acc))
         return PyErr_Format(PyExc_TypeError, "accumulate: a dict {input: tensor}");
     void *stream = PyLong_AsVoidPtr(st);
@@ -436,7 +440,7 @@ static PyObject *loaded_backward(PyObject *self, PyObject *a) {
     Py_BEGIN_ALLOW_THREADS rc = kc_graph_backward_call(l->g, s->s, &call);
     Py_END_ALLOW_THREADS s->busy--;
     if (rc) kcpy_raise(rc);
-    else res = backward_results(l, acc, gin, nin, is_acc, stream);
+    else res = backward_results(l, acc, gin, nin, is_acc, stream, sobj);
 done:
     Py_XDECREF(keep);
     leave(l);
@@ -455,6 +459,7 @@ static void saved_free(saved *s) {
     }
     Py_CLEAR(s->keep);
     Py_CLEAR(s->outputs);
+    Py_CLEAR(s->stream_obj);
 }
 
 static void saved_dealloc(PyObject *self) {

@@ -285,14 +285,16 @@ typedef struct {
     PyObject_HEAD kc_tensor t;
     int device, owned;
     void *stream;
+    PyObject *stream_obj; /* the caller's stream object, kept while its memory may be freed on it */
 } buffer;
 
 PyTypeObject *kcpy_buffer_type;
 
-PyObject *kcpy_buffer_new(const kc_tensor *t, int device, void *stream, int owned) {
+PyObject *kcpy_buffer_new(const kc_tensor *t, int device, void *stream, PyObject *stream_obj) {
     buffer *b = PyObject_New(buffer, kcpy_buffer_type);
     if (!b) return NULL;
-    b->t = *t, b->device = device, b->stream = stream, b->owned = owned;
+    b->t = *t, b->device = device, b->stream = stream, b->owned = 1;
+    Py_XINCREF(stream_obj), b->stream_obj = stream_obj;
     return (PyObject *)b;
 }
 
@@ -306,6 +308,7 @@ static void buffer_dealloc(PyObject *self) {
         }
         Py_END_ALLOW_THREADS
     }
+    Py_XDECREF(b->stream_obj);
     PyObject_Free(self);
     Py_DECREF(tp);
 }
