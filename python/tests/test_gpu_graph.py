@@ -129,7 +129,8 @@ def test_torch(cache: Any, name: str, shapes: Any, scales: Any, ref: Any, where:
         s.synchronize()
     else:
         dev = [torch.from_numpy(x).cuda().requires_grad_(True) for x in xs]  # detached by kcache
-        outs, grads = _run(lg, dev, torch.from_numpy(gy).cuda(), s)
+        gy_dev = torch.from_numpy(gy).cuda()
+        outs, grads = _run(lg, dev, gy_dev, s)
         assert all(isinstance(o, torch.Tensor) and o.device == torch.device("cuda", 0) for o in outs + grads)
         got_o = [o.cpu().numpy() for o in outs]
         got_g = [g.cpu().numpy() for g in grads]
@@ -147,13 +148,15 @@ def test_cupy(cache: Any, name: str, shapes: Any, scales: Any, ref: Any, where: 
     s = cupy.cuda.Stream(non_blocking=True) if where != "default" else None
     if where == "current":
         with s:
-            outs, grads = _run(lg, [cupy.asarray(x) for x in xs], cupy.asarray(gy), None)
+            dev, gy_dev = [cupy.asarray(x) for x in xs], cupy.asarray(gy)
+            outs, grads = _run(lg, dev, gy_dev, None)
             assert all(isinstance(o, cupy.ndarray) for o in outs + grads)
             got_o = [cupy.asnumpy(o) for o in outs]
             got_g = [cupy.asnumpy(g) for g in grads]
             s.synchronize()
     else:
-        outs, grads = _run(lg, [cupy.asarray(x) for x in xs], cupy.asarray(gy), s)
+        dev, gy_dev = [cupy.asarray(x) for x in xs], cupy.asarray(gy)  # alive until the stream's work is done
+        outs, grads = _run(lg, dev, gy_dev, s)
         assert all(isinstance(o, cupy.ndarray) for o in outs + grads)
         got_o = [cupy.asnumpy(o) for o in outs]
         got_g = [cupy.asnumpy(g) for g in grads]
