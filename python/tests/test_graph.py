@@ -178,6 +178,14 @@ def test_wrong_tensors_name_the_argument(softmax: kcache.LoadedGraph) -> None:
         softmax.forward(FakeProducer(None, device=(1, 0)))
     with pytest.raises(TypeError, match="unknown keyword"):
         softmax.forward(x, lr=1.0)
+    with pytest.raises(ValueError, match="NULL data pointer"):
+        softmax.forward(DevArray((37, 1000), extra={"data": (0, False)}))
+    with pytest.raises(ValueError, match="overflow"):
+        softmax.forward(DevArray((37, 1000), extra={"shape": (1 << 40, 1 << 40)}))
+    with pytest.raises(ValueError, match="negative"):
+        softmax.forward(DevArray((37, 1000), extra={"shape": (-37, 1000)}))
+    with pytest.raises((TypeError, ValueError)):
+        softmax.forward(DevArray((37, 1000), extra={"shape": "37x1000"}))
     x.free()
 
 
