@@ -28,6 +28,10 @@ extern PyTypeObject *kcpy_cache_type;
  */
 kc_cache *kcpy_cache_enter(PyObject *obj);
 
+/** 0 when the cache object `obj` is open (checked first, so that a closed cache says so before an
+ *  argument's error), or -1 with ClosedError (or TypeError) set.  GIL held. */
+int kcpy_cache_check(PyObject *obj);
+
 /** Leave a call entered with kcpy_cache_enter (GIL held or not). */
 void kcpy_cache_leave(PyObject *obj);
 
@@ -93,6 +97,8 @@ PyObject *kcpy_cache_coverage(PyObject *self, PyObject *args, PyObject *kwargs);
 /** Cache.compile's C half (program.c): a tuple of what kc_program holds (kcache/_program.py makes it
  *  a Program). */
 PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs);
+/** 1 when the build's libkcache has kc_cache_compile (kcache/program.h); module.c says it as HAVE_COMPILE. */
+extern const int kcpy_have_compile;
 
 /** The graph part (graph.c, only when the build has it: KCPY_HAVE_GRAPH): add its types and functions
  *  to the module.  0, or -1 with an exception set. */

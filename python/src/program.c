@@ -23,6 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef KCPY_HAVE_PROGRAM
+const int kcpy_have_compile = 1;
+#else
+const int kcpy_have_compile = 0;
+#endif
+
 /* The arguments of one compile, held (tuples of str) for the call without the GIL. */
 typedef struct compile_args {
     PyObject *names;   /* tuple of str */
@@ -152,7 +158,7 @@ static PyObject *program_tuple(const kc_program *p) {
 PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs) {
     compile_args a;
     memset(&a, 0, sizeof a);
-    if (args_parse(args, kwargs, &a) < 0) {
+    if (kcpy_cache_check(self) < 0 || args_parse(args, kwargs, &a) < 0) {
         args_free(&a);
         return NULL;
     }
