@@ -121,8 +121,7 @@ kc_cache *kcpy_cache_enter(PyObject *obj) {
 }
 
 int kcpy_cache_check(PyObject *obj) {
-    if (!kcpy_cache_enter(obj))
-        return -1;
+    if (!kcpy_cache_enter(obj)) return -1;
     kcpy_cache_leave(obj);
     return 0;
 }

@@ -97,8 +97,6 @@ PyObject *kcpy_cache_coverage(PyObject *self, PyObject *args, PyObject *kwargs);
 /** Cache.compile's C half (program.c): a tuple of what kc_program holds (kcache/_program.py makes it
  *  a Program). */
 PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs);
-/** 1 when the build's libkcache has kc_cache_compile (kcache/program.h); module.c says it as HAVE_COMPILE. */
-extern const int kcpy_have_compile;
 
 /** The graph part (graph.c, only when the build has it: KCPY_HAVE_GRAPH): add its types and functions
  *  to the module.  0, or -1 with an exception set. */

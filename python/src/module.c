@@ -39,8 +39,7 @@ PyMODINIT_FUNC PyInit__kcache(void) {
     if (!m) return NULL;
     if (kcpy_errors_add(m) < 0 || kcpy_cache_add(m) < 0 ||
         PyModule_AddStringConstant(m, "__version__", kc_version()) < 0 ||
-        PyModule_AddIntConstant(m, "KC_OPTIONS_VERSION", KC_OPTIONS_VERSION) < 0 ||
-        PyModule_AddIntConstant(m, "HAVE_COMPILE", kcpy_have_compile) < 0) {
+        PyModule_AddIntConstant(m, "KC_OPTIONS_VERSION", KC_OPTIONS_VERSION) < 0) {
         Py_DECREF(m);
         return NULL;
     }

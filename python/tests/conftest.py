@@ -38,13 +38,6 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "gpu: needs a real GPU (run by tools/gpu/verify.sh where one is lent)")
 
 
-def have_compile() -> bool:
-    return bool(getattr(kcache._kcache, "HAVE_COMPILE", False))
-
-
-needs_compile = pytest.mark.skipif(not have_compile(), reason="this libkcache has no kc_cache_compile")
-
-
 @pytest.fixture
 def cache(tmp_path: Path):  # type: ignore[no-untyped-def]
     with kcache.Cache(tmp_path / "cache") as c:
@@ -74,10 +67,7 @@ def cli_json(cli: str, *args: str) -> Any:
     return json.loads(run_cli(cli, *args).stdout)
 
 
-def entry_files(cache_dir: Path) -> List[Path]:
-    """The stored objects of a cache directory (entry files under v1/, not locks, stats or temp files)."""
-    out = []
-    for p in (cache_dir / "v1").rglob("*"):
-        if p.is_file() and not p.name.startswith(".") and p.suffix in (".kce", "") and "stats" not in p.name:
-            out.append(p)
-    return out
+def entry_files(cache_dir: Path) -> List[str]:
+    """The stored objects of a cache directory: its entry files (*.kce: graph entries, images, unit
+    records), as paths relative to it."""
+    return sorted(str(p.relative_to(cache_dir)) for p in cache_dir.rglob("*.kce") if p.is_file())
