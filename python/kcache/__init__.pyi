@@ -71,4 +71,11 @@ class Cache:
     def get(self, graph: Any, device: int = 0) -> Any: ...        # -> LoadedGraph (the graph part)
     def explain(self, graph: Any, target: str) -> Dict[str, Any]: ...
 
-# The graph part's types (Graph, GraphBuilder, LoadedGraph) follow here.
+# The graph part (kcache/_graph.py, typed inline): Graph.from_spec(path) / Graph.build(name) -> GraphBuilder;
+# Cache.get(graph, device) -> LoadedGraph, whose forward(*tensors, stream=None, save=None, **args) returns
+# (outputs, saved) — outputs a tuple in the first tensor's framework (torch/cupy/jax via DLPack, else
+# kcache Buffers), allocated by kcache on the call's stream; saved a Saved (None with save=False) — and
+# backward(saved, *grad_outputs, stream=None, accumulate=None, retain_graph=False, **args) returns the
+# inputs' gradients.  stream=None: the current stream of the first tensor's framework (else legacy 0).
+from ._graph import ArgSpec as ArgSpec, Buffer as Buffer, Graph as Graph, GraphBuilder as GraphBuilder
+from ._graph import LoadedGraph as LoadedGraph, Saved as Saved, TensorSpec as TensorSpec

@@ -22,6 +22,7 @@ declares an alias of an input is that input object itself.
 """
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -236,11 +237,11 @@ def _stream(stream: Any, first: Any, device: int) -> Tuple[int, Any]:
     if stream is None:
         fw = _framework(first) if first is not None else ""
         if fw == "torch":
-            import torch
+            torch: Any = importlib.import_module("torch")
             s = torch.cuda.current_stream(device)
             return _handle(s.cuda_stream, "torch's current stream"), s
         if fw == "cupy":
-            import cupy
+            cupy: Any = importlib.import_module("cupy")
             s = cupy.cuda.get_current_stream()
             return _handle(s.ptr, "CuPy's current stream"), s
         return 0, None
@@ -273,14 +274,14 @@ def _wrap(buf: Any, fw: str) -> Any:
     if not isinstance(buf, Buffer):
         return buf  # an aliased output, or an accumulated gradient: the caller's own tensor
     if fw == "torch":
-        import torch
+        torch: Any = importlib.import_module("torch")
         return torch.from_dlpack(buf)
     if fw == "cupy":
-        import cupy
+        cupy: Any = importlib.import_module("cupy")
         return cupy.from_dlpack(buf)
     if fw in ("jax", "jaxlib"):
-        import jax.dlpack
-        return jax.dlpack.from_dlpack(buf)
+        jdl: Any = importlib.import_module("jax.dlpack")
+        return jdl.from_dlpack(buf)
     return buf
 
 

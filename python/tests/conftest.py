@@ -36,6 +36,7 @@ extern "C" __global__ void scale(float *y, float s, int n) {
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "gpu: needs a real GPU (run by tools/gpu/verify.sh where one is lent)")
+    config.addinivalue_line("markers", "double: runs against the CUDA driver double (test_graph_support.py)")
 
 
 @pytest.fixture

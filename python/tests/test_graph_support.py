@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared by the graph tests (no tests here): the CUDA driver double, and device memory from it.
 
-The double (tests/double: libkcache_cuda_double.so, given by KCACHE_TEST_DRIVER_DOUBLE) validates
+The double (tests/double: libkcache_cuda_double.so, given by KCACHE_TEST_DRIVER_DOUBLE or as
+KCACHE_CUDA_DRIVER itself) validates
 images and launches and runs nothing; libkcache reads KCACHE_CUDA_DRIVER once per process, so it is
 set when this module is imported — at collection, before any test touches the driver.  With
 KCACHE_REQUIRE_DOUBLE=1 a missing double fails the tests instead of skipping them.  Device pointers
@@ -16,9 +17,18 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-DOUBLE = os.environ.get("KCACHE_TEST_DRIVER_DOUBLE", "")
+def _is_double(path: str) -> bool:
+    """Whether `path` is the driver double (it exports its control API, kcd_*)."""
+    try:
+        return bool(path) and os.path.isfile(path) and hasattr(ctypes.CDLL(path), "kcd_launch_count")
+    except OSError:
+        return False
+
+
+# KCACHE_TEST_DRIVER_DOUBLE names the double; a KCACHE_CUDA_DRIVER that is the double serves as well.
+DOUBLE = os.environ.get("KCACHE_TEST_DRIVER_DOUBLE", "") or os.environ.get("KCACHE_CUDA_DRIVER", "")
 REQUIRE = os.environ.get("KCACHE_REQUIRE_DOUBLE") == "1"
-HAVE_DOUBLE = bool(DOUBLE) and os.path.isfile(DOUBLE)
+HAVE_DOUBLE = _is_double(DOUBLE)
 if HAVE_DOUBLE:
     os.environ["KCACHE_CUDA_DRIVER"] = DOUBLE
 
