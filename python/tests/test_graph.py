@@ -189,11 +189,11 @@ def test_wrong_tensors_name_the_argument(softmax: kcache.LoadedGraph) -> None:
     x.free()
 
 
-def test_numpy_tensor_is_refused() -> None:
+def test_numpy_tensor_is_refused(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")
     need_double()
     g = kcache.Graph.from_spec(KERNELS / "softmax.json")
-    with kcache.Cache() as c:
+    with kcache.Cache(str(tmp_path)) as c:
         lg = c.get(g)
         with pytest.raises(ValueError, match="CPU"):
             lg.forward(np.zeros((37, 1000), np.float32))
