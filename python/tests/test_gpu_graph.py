@@ -124,6 +124,7 @@ def test_torch(cache: Any, name: str, shapes: Any, scales: Any, ref: Any, where:
             dev = [torch.from_numpy(x).cuda() for x in xs]
             outs, grads = _run(lg, dev, torch.from_numpy(gy).cuda(), None)
             assert all(o.is_cuda and o.dtype == torch.float32 for o in outs + grads)
+            s.synchronize()
             got_o = [o.cpu().numpy() for o in outs]
             got_g = [g.cpu().numpy() for g in grads]
         s.synchronize()
@@ -151,9 +152,9 @@ def test_cupy(cache: Any, name: str, shapes: Any, scales: Any, ref: Any, where: 
             dev, gy_dev = [cupy.asarray(x) for x in xs], cupy.asarray(gy)
             outs, grads = _run(lg, dev, gy_dev, None)
             assert all(isinstance(o, cupy.ndarray) for o in outs + grads)
+            s.synchronize()
             got_o = [cupy.asnumpy(o) for o in outs]
             got_g = [cupy.asnumpy(g) for g in grads]
-            s.synchronize()
     else:
         dev, gy_dev = [cupy.asarray(x) for x in xs], cupy.asarray(gy)  # alive until the stream's work is done
         outs, grads = _run(lg, dev, gy_dev, s)
