@@ -73,12 +73,8 @@ static PyObject *graph_from_spec(PyObject *cls, PyObject *arg) {
 
 static PyObject *graph_new_builder(PyObject *cls, PyObject *arg) {
     (void)cls;
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (!name) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "Graph.build: the name is a str, not %.80s", Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
+    const char *name = kcpy_text(arg, "Graph.build: the name");
+    if (!name) return NULL;
     kc_graph_desc *d = NULL;
     int rc = kc_graph_desc_new(&d, name);
     return rc ? kcpy_raise(rc) : graph_wrap(d, 0);
@@ -185,10 +181,8 @@ static int str_array(PyObject *seq, const char *what, size_t max, const char **o
     *n = (size_t)PyTuple_GET_SIZE(t);
     for (size_t i = 0; i < *n; i++) {
         PyObject *o = PyTuple_GET_ITEM(t, (Py_ssize_t)i);
-        out[i] = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+        out[i] = kcpy_text(o, what); /* a str without NUL characters */
         if (!out[i]) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "%s[%zu]: a str, not %.80s", what, i, Py_TYPE(o)->tp_name);
             Py_DECREF(t);
             return -1;
         }

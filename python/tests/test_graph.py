@@ -343,6 +343,12 @@ def test_builder(cache: kcache.Cache, dbl: Double) -> None:
         bad.add_kernel(SCALE.encode(), "scale")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         bad.add_input("f32", "N")
+    with pytest.raises(ValueError):
+        bad.add_input("f32", ["N\0junk"])
+    with pytest.raises(TypeError):
+        bad.add_input("f32", [b"N"])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        kcache.Graph.build("a\0b")
     with pytest.raises(ValueError, match="forward"):
         bad.add_scratch("sideways", 4)
     with pytest.raises(ValueError, match="f32 f64"):
