@@ -14,7 +14,10 @@ py=${1:-$root/.venv-py/bin/python}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root"
-"$py" -m pip wheel -q --no-deps --disable-pip-version-check . -w "$work/dist"
+# KCACHE_WERROR as the environment says (.ci/run: ON, as its own `pip install .`), so that the two
+# builds share build-py/ without rebuilding it for a changed flag.
+"$py" -m pip wheel -q --no-deps --disable-pip-version-check \
+  --config-settings=cmake.define.KCACHE_WERROR="${KCACHE_WERROR:-OFF}" . -w "$work/dist"
 whl=$(ls "$work"/dist/kcache-*.whl)
 echo "wheel_check: built $(basename "$whl") ($(du -k "$whl" | cut -f1) KiB)"
 "$py" -m venv "$work/venv"
