@@ -32,11 +32,48 @@ kc_cache *kcpy_cache_enter(PyObject *obj);
 void kcpy_cache_leave(PyObject *obj);
 
 /** Raise the kcache.Error subclass of `status` with kc_error_last()'s message (or `status`'s name
- *  when none was recorded); returns NULL.  Call right after the failing kcache call, on its thread. */
+ *  when none was recorded); returns NULL.  Call right after the failing kcache call, on its thread
+ *  (after Py_END_ALLOW_THREADS is fine: the same OS thread, and the message is copied before any
+ *  Python allocation). */
 PyObject *kcpy_raise(int status);
 
 /** Raise the kcache.Error subclass of `status` with `msg`; returns NULL. */
 PyObject *kcpy_raise_msg(int status, const char *msg);
+
+/* ---- shared by the core's parts (module.c, errors.c, cache.c, cache_ops.c, program.c) ---- */
+
+/** Add kcache.Error and its subclasses to the module (errors.c).  0, or -1 with an exception set. */
+int kcpy_errors_add(PyObject *module);
+
+/** Raise kcache.ClosedError (a call on a closed cache); returns NULL. */
+PyObject *kcpy_raise_closed(void);
+
+/** Add the cache type (kcache._kcache.Cache) to the module (cache.c).  0, or -1 with an exception set. */
+int kcpy_cache_add(PyObject *module);
+
+/**
+ * `obj` as UTF-8 text for the argument named `what`: a str without NUL characters; NULL with
+ * TypeError (bytes or another type, naming `what`) or ValueError (a NUL) set.  Borrowed from `obj`.
+ */
+const char *kcpy_text(PyObject *obj, const char *what);
+
+/**
+ * `obj` (str or os.PathLike giving str) as a file-system path for the argument named `what`,
+ * encoded as the file-system encoding does, in *keep (a new bytes object the caller releases);
+ * NULL with TypeError (bytes paths are refused: kcache takes text) or ValueError (a NUL) set.
+ */
+const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep);
+
+/** Cache methods of cache_ops.c (the METH_* signatures of the type's method table). */
+PyObject *kcpy_cache_stats(PyObject *self, PyObject *unused);
+PyObject *kcpy_cache_config(PyObject *self, PyObject *unused);
+PyObject *kcpy_cache_prewarm(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *kcpy_cache_export(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *kcpy_cache_import(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *kcpy_cache_coverage(PyObject *self, PyObject *args, PyObject *kwargs);
+/** Cache.compile's C half (program.c): a tuple of what kc_program holds (kcache/_program.py makes it
+ *  a Program). */
+PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /** The graph part (graph.c, only when the build has it: KCPY_HAVE_GRAPH): add its types and functions
  *  to the module.  0, or -1 with an exception set. */

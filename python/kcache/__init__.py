@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kcache: a cache of compiled GPU kernels, from Python.
+
+The extension kcache._kcache wraps libkcache; this package re-exports it and adds the small
+Python shapes (Program, Param).  Importing needs no CUDA: libkcache loads NVRTC and the driver when
+a call first needs them.
+"""
+from ._kcache import (
+    ClosedError,
+    CompileError,
+    CorruptError,
+    DriverError,
+    Error,
+    InvalidArgumentError,
+    MissError,
+    NoDriverError,
+    NoNvrtcError,
+    NotCachedError,
+    ReadOnlyError,
+    UntrustedError,
+)
+from ._cache import Cache
+from ._program import Param, Program
+from ._kcache import __version__
+
+# The graph part re-exports here: from ._graph import Graph, GraphBuilder, LoadedGraph
+
+__all__ = [
+    "Cache",
+    "ClosedError",
+    "CompileError",
+    "CorruptError",
+    "DriverError",
+    "Error",
+    "InvalidArgumentError",
+    "MissError",
+    "NoDriverError",
+    "NoNvrtcError",
+    "NotCachedError",
+    "Param",
+    "Program",
+    "ReadOnlyError",
+    "UntrustedError",
+    "__version__",
+]
