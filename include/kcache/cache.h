@@ -29,8 +29,9 @@
 extern "C" {
 #endif
 
-/** Version of kc_options understood by this build (versions 1, without the remote fields, 2 and 3 are accepted). */
-#define KC_OPTIONS_VERSION 4
+/** Version of kc_options understood by this build (versions 1, without the remote fields, 2, 3 and 4,
+ *  without the settings, are accepted). */
+#define KC_OPTIONS_VERSION 5
 
 /** Default size limit of the local directory: 5 GiB. */
 #define KC_DEFAULT_MAX_SIZE (5ull << 30)
@@ -116,11 +117,31 @@ typedef struct kc_options {
     const char *signing_key_file; /**< A producer's private key: what this cache compiles is signed; NULL: none. */
     const char *keyring;          /**< Trusted public keys (a .pub file or a folder): entries from the remote and
                                  bundles must carry a signature of one of them (a MAC is not enough); NULL: none. */
+    /* version 5: any setting by name */
+    /**
+     * Settings by name, as a configuration file sets them: `nsettings` strings "name=value", each
+     * `name` a row of KC_CONFIG_TABLE (kcache/config.h) that a configuration file may set and that
+     * belongs to a cache, and `value` in that row's grammar (no spaces around '='), for example
+     * {"require_hit=1", "remote_deadline_ms=200", "max_size=2G"}.  They are the kc_options layer:
+     * they win over the environment and the files (and `kcache config` shows their origin as
+     * "options kc_options.settings[i]"); the directory's recorded `max_size` still wins over them.
+     * Refused with KC_EINVAL, naming the setting's index and name, before anything is opened:
+     * an unknown name; `dir` (set the field dir); an environment-only row (hmac_key: give the key's
+     * bytes in hmac_key or a file in the setting hmac_key_file); a row that belongs to the process
+     * (log, log_format, nvrtc, nvrtc_own_cache, pch, pch_max_size, pch_dir, cuda_include,
+     * cuda_driver, loaded_graphs, loaded_bytes: the environment or the system file set those); a
+     * name given twice; a string without '='; a bad value; and a setting whose field is also set
+     * here (max_size, remote, remote_config's and remote_queue's limits, signing_key_file, keyring,
+     * a KC_OPEN_* flag's twin such as readonly, or hmac_key_file with hmac_key): one of the two must
+     * go.  A value is never echoed in an error when it may be a secret.  NULL and 0: none.
+     */
+    const char *const *settings;
+    size_t nsettings;
 } kc_options;
 
 /** Static initialiser of kc_options. */
 #define KC_OPTIONS_INIT \
-    { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REMOTE_LIMITS_INIT, 0, NULL, 0, NULL, NULL }
+    { KC_OPTIONS_VERSION, NULL, 0, 0, NULL, KC_REMOTE_LIMITS_INIT, 0, NULL, 0, NULL, NULL, NULL, 0 }
 
 /** Initialise options for `version` (KC_OPTIONS_VERSION); KC_EVERSION if unknown. */
 KC_API int kc_options_init(kc_options *opts, unsigned version);

@@ -50,6 +50,30 @@ const char *kcpy_text(PyObject *obj, const char *what) {
     return s;
 }
 
+/* `obj` (a sequence of str; `one_str` 1: a str alone is a sequence of one) as a tuple in *tup and a
+ * C array of its texts in *v. */
+int kcpy_text_seq(PyObject *obj, const char *what, int one_str, PyObject **tup, const char ***v) {
+    if (PyUnicode_Check(obj) && one_str) *tup = PyTuple_Pack(1, obj);
+    else if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) || !PySequence_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be %sa sequence of str, not %.100s", what, one_str ? "a str or " : "",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    } else *tup = PySequence_Tuple(obj);
+    if (!*tup) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(*tup);
+    *v = PyMem_Calloc((size_t)n + 1, sizeof **v);
+    if (!*v) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char label[96];
+        snprintf(label, sizeof label, "%s[%zd]", what, i);
+        if (!((*v)[i] = kcpy_text(PyTuple_GET_ITEM(*tup, i), label))) return -1;
+    }
+    return 0;
+}
+
 const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep) {
     *keep = NULL;
     if (PyBytes_Check(obj) || PyByteArray_Check(obj)) {

@@ -8,7 +8,7 @@
  * under a running call and a call after close raises kcache.ClosedError.  Every kcache failure
  * becomes a kcache.Error (subclass by status) carrying kc_error_last()'s status and message.
  *
- * Callers: python/src/*.c.  Must not: add logic of its own to what libkcache decides (keys,
+ * Callers: the .c files of python/src.  Must not: add logic of its own to what libkcache decides (keys,
  * caching, trust); hold the GIL across a call that may block.
  */
 #ifndef KCPY_H
@@ -64,7 +64,26 @@ const char *kcpy_text(PyObject *obj, const char *what);
  */
 const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep);
 
-/** Cache methods of cache_ops.c (the METH_* signatures of the type's method table). */
+/**
+ * `obj`, a sequence of str (`one_str` 1: or a str alone, a sequence of one; a str, bytes or a
+ * non-sequence otherwise: TypeError naming `what`), copied into a new tuple in *tup (which keeps the
+ * texts alive while the GIL is released) and its texts in *v (PyMem_Calloc'd, NULL-terminated; the
+ * caller frees both, also on failure).  0, or -1 with an exception set.
+ */
+int kcpy_text_seq(PyObject *obj, const char *what, int one_str, PyObject **tup, const char ***v);
+
+/** Set d[key] = v, stealing v; -1 (exception set) when v is NULL or the set fails. */
+int kcpy_dict_put(PyObject *d, const char *key, PyObject *v);
+
+struct kc_bundle_report;
+/** A bundle report (export, import) as a dict, with "path" (cache_ops.c). */
+PyObject *kcpy_bundle_dict(const struct kc_bundle_report *r, PyObject *path);
+
+/** Cache.export(path, manifest=..., archs=...): every graph x target of the manifest or refused
+ *  (cache_manifest.c). */
+PyObject *kcpy_export_manifest(PyObject *self, PyObject *path, PyObject *manifest, PyObject *archs);
+
+/** Cache methods of cache_ops.c and cache_manifest.c (the signatures of the type's method table). */
 PyObject *kcpy_cache_stats(PyObject *self, PyObject *unused);
 PyObject *kcpy_cache_config(PyObject *self, PyObject *unused);
 PyObject *kcpy_cache_prewarm(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -48,8 +48,38 @@ static const char *num(unsigned long long n, char *buf, size_t cap) {
     return buf;
 }
 
+/* The kc_options field that is each row's twin, for an error naming both (kc_options.settings). */
+static const char *const field_of[KC_CONFIG_COUNT] = {
+    [KC_CONFIG_dir] = "dir",
+    [KC_CONFIG_max_size] = "max_size",
+    [KC_CONFIG_disable] = "flags' KC_OPEN_DISABLE",
+    [KC_CONFIG_readonly] = "flags' KC_OPEN_READONLY",
+    [KC_CONFIG_allow_unsafe_dir] = "flags' KC_OPEN_ALLOW_UNSAFE_DIR",
+    [KC_CONFIG_remote_readonly] = "flags' KC_OPEN_REMOTE_READONLY",
+    [KC_CONFIG_require_hit] = "flags' KC_OPEN_REQUIRE_HIT",
+    [KC_CONFIG_strict] = "flags' KC_OPEN_STRICT",
+    [KC_CONFIG_remote] = "remote",
+    [KC_CONFIG_remote_connect_ms] = "remote_config.connect_ms",
+    [KC_CONFIG_remote_deadline_ms] = "remote_config.deadline_ms",
+    [KC_CONFIG_remote_backoff_ms] = "remote_config.backoff_ms",
+    [KC_CONFIG_remote_ttl] = "remote_config.ttl_s",
+    [KC_CONFIG_remote_max_value] = "remote_config.max_value",
+    [KC_CONFIG_remote_queue] = "remote_queue",
+    [KC_CONFIG_signing_key_file] = "signing_key_file",
+    [KC_CONFIG_keyring] = "keyring",
+};
+
+/* kc_options.settings over the fields: a setting whose field is set too is refused (one of the two must go;
+ * the HMAC key's bytes, kc_options.hmac_key, are the twin of the setting hmac_key_file). */
+static int settings_add(kc_config_options *co, const kc_options *o) {
+    const char *fields[KC_CONFIG_COUNT] = {0};
+    for (int i = 0; i < KC_CONFIG_COUNT; i++) fields[i] = co->value[i] ? field_of[i] : NULL;
+    if (o->hmac_key) fields[KC_CONFIG_hmac_key_file] = "hmac_key";
+    return kc_config_options_settings_(co, o->settings, o->nsettings, fields);
+}
+
 int kc_cache_config_load_(const kc_options *o, kc_config **out) {
-    kc_config_options co = {{0}, o->flags & (KC_OPEN_NO_ENV | KC_OPEN_OPTIONS_WIN)};
+    kc_config_options co = {{0}, o->flags & (KC_OPEN_NO_ENV | KC_OPEN_OPTIONS_WIN), {0}};
     char nums[7][24];
     co.value[KC_CONFIG_dir] = o->dir;
     co.value[KC_CONFIG_max_size] = num(o->max_size, nums[0], sizeof nums[0]);
@@ -64,7 +94,8 @@ int kc_cache_config_load_(const kc_options *o, kc_config **out) {
     co.value[KC_CONFIG_remote_queue] = num(o->remote_queue, nums[6], sizeof nums[6]);
     co.value[KC_CONFIG_signing_key_file] = o->signing_key_file;
     co.value[KC_CONFIG_keyring] = o->keyring;
-    return kc_config_load_(out, &co);
+    int rc = settings_add(&co, o);
+    return rc ? rc : kc_config_load_(out, &co);
 }
 
 unsigned kc_cache_config_flags_(const kc_config *cfg, unsigned flags) {
@@ -171,8 +202,12 @@ typedef struct kc_options_v3 {
     const char *keyring;
 } kc_options_v3;
 
+/* kc_options' size at version 4: every field before the settings (appended at version 5). */
+#define KC_OPTIONS_V4_SIZE offsetof(kc_options, settings)
+
 /* A caller's options of any version this build accepts into `o` (KC_OPTIONS_INIT, then the fields the
- * caller's version has), or KC_EVERSION.  Version 1 lacks the remote fields, version 2 the signatures. */
+ * caller's version has), or KC_EVERSION.  Version 1 lacks the remote fields, version 2 the signatures,
+ * version 4 the settings. */
 static int options_read(const kc_options *opts, kc_options *o) {
     kc_options d = KC_OPTIONS_INIT;
     *o = d;
@@ -180,6 +215,10 @@ static int options_read(const kc_options *opts, kc_options *o) {
     unsigned v = opts->version;
     if (v == KC_OPTIONS_VERSION) {
         *o = *opts;
+        return KC_OK;
+    }
+    if (v == 4) { /* the fields before the settings, and not one byte more of the caller's */
+        memcpy(o, opts, KC_OPTIONS_V4_SIZE);
         return KC_OK;
     }
     if (v < 1 || v > 3)
@@ -203,6 +242,7 @@ int kc_options_init(kc_options *opts, unsigned version) {
     if (version == 1) memcpy(opts, &o, offsetof(kc_options_v3, remote));
     else if (version == 2) memcpy(opts, &o, offsetof(kc_options_v3, signing_key_file));
     else if (version == 3) memcpy(opts, &o, sizeof(kc_options_v3));
+    else if (version == 4) memcpy(opts, &o, KC_OPTIONS_V4_SIZE);
     else *opts = o;
     opts->version = version;
     return KC_OK;

@@ -21,10 +21,12 @@
  * are read (common/log.c asks for them from inside its once), or keep a pointer into the
  * environment (values are copied).
  */
+#include <ctype.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "../common/internal.h"
 #include "config.h"
@@ -296,9 +298,90 @@ static int apply_env(kc_config *c, int id) {
 
 static int apply_options(kc_config *c, const kc_config_options *o, int id) {
     if (!o || !o->value[id]) return KC_OK;
-    char name[64];
-    snprintf(name, sizeof name, "the options' %s", rows[id].name);
-    return kc_config_set_(c, id, o->value[id], KC_ORIGIN_OPTIONS, NULL, name);
+    char name[96], where[48];
+    if (!o->setting[id]) {
+        snprintf(name, sizeof name, "the options' %s", rows[id].name);
+        return kc_config_set_(c, id, o->value[id], KC_ORIGIN_OPTIONS, NULL, name);
+    }
+    snprintf(where, sizeof where, "kc_options.settings[%zu]", o->setting[id] - 1);
+    snprintf(name, sizeof name, "%s %s", where, rows[id].name);
+    return kc_config_set_(c, id, o->value[id], KC_ORIGIN_OPTIONS, where, name);
+}
+
+/* ---- kc_options.settings ---- */
+
+/* Why row `id` cannot be one of kc_options.settings; NULL when it can. */
+static const char *not_a_setting(int id) {
+    if (id == KC_CONFIG_dir) return "the cache directory is kc_options.dir, not a setting";
+    if (id == KC_CONFIG_hmac_key)
+        return "a secret is not a setting: give the key's bytes in kc_options.hmac_key, or a file holding "
+               "them in the setting hmac_key_file";
+    if (!rows[id].in_file) return "it is read from its environment variable only";
+    if (kc_config_is_process_(id))
+        return "it belongs to the process, not to one cache: set it in the environment or the system file";
+    return NULL;
+}
+
+/* The row a mistyped name means ("max-size", "MAX_SIZE", "KCACHE_MAX_SIZE", " max_size") when it is
+ * one settings accept, else -1: only to suggest it (a setting's name is the row's exactly). */
+static int nearest_name(const char *name, size_t len) {
+    char k[64];
+    while (len && (*name == ' ' || *name == '\t')) name++, len--;
+    while (len && (name[len - 1] == ' ' || name[len - 1] == '\t')) len--;
+    if (len > 7 && strncasecmp(name, "KCACHE_", 7) == 0) name += 7, len -= 7;
+    if (len >= sizeof k) return -1;
+    for (size_t i = 0; i < len; i++) k[i] = name[i] == '-' ? '_' : (char)tolower((unsigned char)name[i]);
+    k[len] = '\0';
+    for (int i = 0; i < KC_CONFIG_COUNT; i++)
+        if (strcmp(rows[i].name, k) == 0) return not_a_setting(i) ? -1 : i;
+    return -1;
+}
+
+/* The row named exactly by name[0..len), or -1. */
+static int row_named(const char *name, size_t len) {
+    for (int i = 0; i < KC_CONFIG_COUNT; i++)
+        if (strlen(rows[i].name) == len && memcmp(rows[i].name, name, len) == 0) return i;
+    return -1;
+}
+
+int kc_config_options_settings_(kc_config_options *o, const char *const *settings, size_t n,
+                                const char *const fields[KC_CONFIG_COUNT]) {
+    if (n && !settings)
+        return kc_err(KC_EINVAL, "kc_options.settings is NULL and nsettings is %zu: give the array, or 0", n);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = settings[i], *eq = s ? strchr(s, '=') : NULL;
+        if (!s) return kc_err(KC_EINVAL, "kc_options.settings[%zu] is NULL: give \"name=value\" strings", i);
+        if (!eq) /* not shown: a string without its name may be a secret */
+            return kc_err(KC_EINVAL,
+                          "kc_options.settings[%zu] has no '=': give \"name=value\" (a name "
+                          "`kcache config` lists, e.g. \"max_size=2G\")",
+                          i);
+        size_t len = (size_t)(eq - s);
+        int id = row_named(s, len), near = id < 0 ? nearest_name(s, len) : -1;
+        if (id < 0)
+            return kc_err(KC_EINVAL,
+                          "kc_options.settings[%zu]: unknown setting '%.*s'%s%s%s: give a name "
+                          "`kcache config` lists (docs/configuration.md)",
+                          i, (int)(len < 100 ? len : 100), s, near < 0 ? "" : " (did you mean '",
+                          near < 0 ? "" : rows[near].name, near < 0 ? "" : "'?)");
+        const char *why = not_a_setting(id);
+        if (why)
+            return kc_err(KC_EINVAL, "kc_options.settings[%zu]: '%s' cannot be set in kc_options.settings: %s", i,
+                          rows[id].name, why);
+        if (o->setting[id])
+            return kc_err(KC_EINVAL,
+                          "kc_options.settings[%zu]: '%s' is already given by kc_options.settings[%zu]: "
+                          "give each setting once",
+                          i, rows[id].name, o->setting[id] - 1);
+        if (fields && fields[id])
+            return kc_err(KC_EINVAL,
+                          "kc_options.settings[%zu] '%s' and kc_options.%s both set it: keep one of the "
+                          "two",
+                          i, rows[id].name, fields[id]);
+        o->value[id] = eq + 1;
+        o->setting[id] = i + 1;
+    }
+    return KC_OK;
 }
 
 /* The environment, then kc_options over it (a field set wins; a flag set is never turned off). */
@@ -378,7 +461,7 @@ static kc_config *proc;
 
 /* Read the process's settings (locked); rc is the first bad value's, the settings are read anyway. */
 static int proc_read_locked(unsigned flags) {
-    kc_config_options o = {{0}, flags | KC_CONFIG_NO_DIR_FILE};
+    kc_config_options o = {{0}, flags | KC_CONFIG_NO_DIR_FILE, {0}};
     int rc = kc_config_load_(&proc, &o);
     if (rc) { /* a bad line of the system file (or no memory): the defaults alone */
         o.flags |= KC_CONFIG_NO_ENV | KC_CONFIG_NO_SYSTEM_FILE;

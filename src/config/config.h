@@ -13,6 +13,7 @@
 #define KC_CONFIG_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kcache/config.h"
@@ -65,7 +66,19 @@ struct kc_config {
 typedef struct kc_config_options {
     const char *value[KC_CONFIG_COUNT];
     unsigned flags; /* KC_CONFIG_NO_ENV, KC_CONFIG_OPTIONS_WIN, KC_CONFIG_NO_DIR_FILE, KC_CONFIG_KEEP_GOING */
+    size_t setting[KC_CONFIG_COUNT]; /* 1 + the index in kc_options.settings that gave value[id]; 0: a field */
 } kc_config_options;
+
+/**
+ * kc_options.settings (`n` strings "name=value") into o->value, each checked before anything is
+ * read: the name a row a file may set that belongs to a cache (not `dir`, not the process's, not
+ * environment-only), given once, not also set by the kc_options field fields[id] names (NULL: none
+ * set); an error (KC_EINVAL) names the index and the name, says what is wrong and what is accepted,
+ * and never echoes a value.  The values point into the caller's strings and are parsed by
+ * kc_config_load_ (the row's grammar, an error naming the index).  Callers: cache/settings.c.
+ */
+int kc_config_options_settings_(kc_config_options *o, const char *const *settings, size_t n,
+                                const char *const fields[KC_CONFIG_COUNT]);
 
 /**
  * Read every setting (kcache/config.h says in which order), checked; *out is the caller's

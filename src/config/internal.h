@@ -8,11 +8,12 @@
 #define KC_CONFIG_INTERNAL_H
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
- *   kc_config_aws_creds_    aws.h     Callers: store
- *   kc_config_dir_file_ok_  config.h  Callers: cache
- *   kc_config_free_         config.h  Callers: cache
- *   kc_config_load_         config.h  Callers: cache
- *   kc_config_set_          config.h  Callers: cache
+ *   kc_config_aws_creds_         aws.h     Callers: store
+ *   kc_config_dir_file_ok_       config.h  Callers: cache
+ *   kc_config_free_              config.h  Callers: cache
+ *   kc_config_load_              config.h  Callers: cache
+ *   kc_config_options_settings_  config.h  Callers: cache
+ *   kc_config_set_               config.h  Callers: cache
  * ---- end of the index ---- */
 
 #endif
