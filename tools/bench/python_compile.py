@@ -18,8 +18,8 @@ run here (a package missing, no GPU) is listed with why, never timed with someth
                     module: CuPy's hit always ends in cuModuleLoadData, so CuPy needs a GPU)
   CuPy disk         cupy.cuda.compiler._compile_module_with_cache (the memo bypassed: its disk
                     cache read and the module load)
-  kcache disk+load  kcache disk, then cupy.cuda.Module().load(image) and get_function: like with
-                    like against CuPy's disk hit
+  kcache memory+load  kcache memory, then cupy.cuda.Module().load(image) and get_function: like
+                    with like against CuPy's hits, which hand back a loaded module
   Python over C     batches of Cache.compile against kcache._kcache._compile_loop (the same
                     kc_cache_compile calls, looped in C with the GIL released): the difference of
                     the per-call means is what the Python layer adds
@@ -39,7 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 SOURCE = r"""
 extern "C" __global__ void kc_pybench_scale(float *y, const float *x, float a, int n) {
@@ -72,7 +72,7 @@ class Contestant:
         self.wrong: List[str] = []
 
 
-def kcache_contestants(kcache: Any, tmp: str, target: str) -> List[Contestant]:
+def kcache_contestants(kcache: Any, tmp: str, target: str) -> Tuple[List[Contestant], Any]:
     warm = kcache.Cache(dir=os.path.join(tmp, "kcache"))
     first = warm.compile(SOURCE, NAME, target)
     if first.outcome not in ("compile", "disk"):
