@@ -36,6 +36,7 @@
 #include "kcache/graph.h"
 #include "kcache/bundle.h"
 #include "kcache/prewarm.h"
+#include "kcache/program.h"
 #include "kcache/guard.h"
 
 #endif

@@ -54,10 +54,11 @@ struct kc_cache {
     int strict;      /* KC_OPEN_STRICT: anomalies are errors */
     uint8_t *mac_key;
     size_t mac_key_len;
-    kc_signer *signer;         /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
-    kc_keyring *keyring;       /* KCACHE_KEYRING: what the remote and bundles must be signed by */
-    kc_trust trust;            /* the three together (src/entry/trust.h), lent to the tiers */
-    char origin_manifest[512]; /* the manifest a prewarm compiles (ORIGIN "manifest" of what it writes) */
+    kc_signer *signer;             /* KCACHE_SIGNING_KEY_FILE: this cache's compiles are signed */
+    kc_keyring *keyring;           /* KCACHE_KEYRING: what the remote and bundles must be signed by */
+    kc_trust trust;                /* the three together (src/entry/trust.h), lent to the tiers */
+    char origin_manifest[512];     /* the manifest a prewarm compiles (ORIGIN "manifest" of what it writes) */
+    kc_cache_attachment *attached; /* a part above's per-handle state (kc_cache_attached_), dropped at close */
 };
 
 int kc_parse_size(const char *s, uint64_t *out) {
@@ -244,6 +245,7 @@ fail:
 
 void kc_cache_close(kc_cache *c) {
     if (!c) return;
+    if (c->attached) c->attached->drop(c->attached);
     kc_tiers_free(c->tiers); /* waits for the remote writes (a bounded time), frees the remote, then the local store */
     wipe_free(c->mac_key, c->mac_key_len);
     kc_signer_free(c->signer);
@@ -253,6 +255,7 @@ void kc_cache_close(kc_cache *c) {
 }
 
 const char *kc_cache_dir(const kc_cache *c) { return c->dir; }
+kc_cache_attachment **kc_cache_attached_(kc_cache *c) { return &c->attached; }
 kc_local *kc_cache_local_(kc_cache *c) { return c->local; }
 kc_tiers *kc_cache_tiers_(kc_cache *c) { return c->tiers; }
 uint64_t kc_cache_max_size(const kc_cache *c) { return c->max_size; }

@@ -114,6 +114,14 @@ const struct kc_trust *kc_cache_trust_(kc_cache *c);
 void kc_cache_set_origin_manifest_(kc_cache *c, const char *path);
 const char *kc_cache_origin_manifest_(const kc_cache *c);
 
+/** A part above's per-handle state (the single-source compile's memo, graph/progmemo.c): it begins
+ *  with how it is freed, which kc_cache_close calls. */
+typedef struct kc_cache_attachment {
+    void (*drop)(struct kc_cache_attachment *a);
+} kc_cache_attachment;
+/** The handle's one attachment slot (NULL until a part sets it; one user, which sets it atomically). */
+kc_cache_attachment **kc_cache_attached_(kc_cache *c);
+
 /* ---- settings (cache/settings.c, cache.c) ---- */
 /** The cache's settings, typed (the process's for a NULL cache).  Callers: graph/ (lock wait, the
  *  toolkit-headers pin), cache/toolchain_choice.c. */
@@ -136,6 +144,7 @@ void kc_cache_config_remote_(const kc_config *cfg, kc_options *o);
 int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
+ *   kc_cache_attached_               internal.h  Callers: graph
  *   kc_cache_check_local_            internal.h  Callers: graph
  *   kc_cache_count_lookup_           internal.h  Callers: graph
  *   kc_cache_get_local_              internal.h  Callers: graph

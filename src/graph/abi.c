@@ -193,7 +193,7 @@ int kc_abi_decode(const kc_entry *e, size_t nkernels, kc_params **out) {
     return KC_OK;
 }
 
-int kc_abi_check_program(const char *where, const kc_program *p, const kc_params *t, const char *const *names) {
+int kc_abi_check_program(const char *where, const kc_lprog *p, const kc_params *t, const char *const *names) {
     for (size_t i = 0; p && i < p->nsteps; i++) {
         char w[200];
         snprintf(w, sizeof w, "%s: %s step %zu", where, p->pass == KC_PASS_BACKWARD ? "backward" : "forward", i);

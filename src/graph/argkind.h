@@ -37,7 +37,7 @@ typedef struct kc_argkind kc_argkind;
 
 /** One argument being packed at a call (argpack.c). */
 typedef struct kc_packarg {
-    const kc_program *p;
+    const kc_lprog *p;
     const pstep *s;
     size_t a;             /* the argument's index in step s */
     const kc_argpack *in; /* the call's symbols, resolver, philox state and runtime values */

@@ -23,7 +23,7 @@
 #include "argkind.h"
 #include "graph_internal.h"
 
-int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n) {
+int kc_program_check_values(const kc_lprog *p, const kc_value *v, size_t n) {
     if (n != p->nrargs || (n && !v)) {
         char list[256];
         size_t o = 0;
@@ -46,7 +46,7 @@ int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n) {
 /* How many elements (scratch: bytes) tensor `idx` of `role` spans under bound symbols, and each one's bytes.  An
  * input counts the smaller of its element count and the elements its strides reach (a broadcast input is smaller
  * than its shape); a gradient has its tensor's shape. */
-static int extent(const kc_program *p, int role, size_t idx, const int64_t *syms, int64_t *n, size_t *esize) {
+static int extent(const kc_lprog *p, int role, size_t idx, const int64_t *syms, int64_t *n, size_t *esize) {
     if (role == KC_ROLE_SCRATCH) {
         size_t b;
         int rc = kc_program_scratch_bytes(p, idx, syms, &b);
@@ -192,7 +192,7 @@ int kc_pack_bytes(const kc_packarg *pa, kc_argval *v, void **arg) {
 
 int kc_pack_rarg(const kc_packarg *pa, kc_argval *v, void **arg) {
     (void)arg;
-    const kc_program *p = pa->p;
+    const kc_lprog *p = pa->p;
     const kc_value *rv = pa->in->rvals;
     size_t k;
     for (k = 0; k < p->nrargs; k++)
@@ -215,7 +215,7 @@ int kc_pack_rarg(const kc_packarg *pa, kc_argval *v, void **arg) {
 
 /* ---- a step ---- */
 
-int kc_program_pack(const kc_program *p, size_t i, const kc_argpack *in, kc_argval *vals, void **args) {
+int kc_program_pack(const kc_lprog *p, size_t i, const kc_argpack *in, kc_argval *vals, void **args) {
     const pstep *s = &p->steps[i];
     for (size_t a = 0; a < s->nargs; a++) {
         const char *x = s->args[a];
@@ -228,7 +228,7 @@ int kc_program_pack(const kc_program *p, size_t i, const kc_argpack *in, kc_argv
     return KC_OK;
 }
 
-int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
+int kc_program_args(const kc_lprog *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
                     const uint64_t *philox, kc_argval *vals, void **args) {
     kc_argpack in = {syms, resolve, ctx, philox, NULL};
     return kc_program_pack(p, i, &in, vals, args);

@@ -354,7 +354,7 @@ int kc_graph_arg_check(const kc_graph_desc *d, kc_pass pass, const char *a) {
 
 /* ---- an argument decoded from an entry (program.c) ---- */
 
-int kc_program_arg_check(kc_program *p, pstep *s, size_t a) {
+int kc_program_arg_check(kc_lprog *p, pstep *s, size_t a) {
     const char *x = s->args[a];
     const kc_argkind *k = kc_argkind_of(x);
     const char *body = k ? x + strlen(k->spelling) : NULL;

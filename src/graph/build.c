@@ -71,7 +71,7 @@ static void build_free(build *b) {
 
 /* The toolchain string of what this host compiles: the toolchain, and the toolkit headers'
  * digest when a kernel reads them — what a host without the toolkit keys such a graph by (cache/record.h). */
-static int toolchain_meta(const char *headers, char meta[256]) {
+int kc_unit_toolchain_meta_(const char *headers, char meta[256]) {
     kc_toolchain tc;
     int rc = kc_toolchain_local(&tc);
     if (!rc) rc = kc_toolchain_meta(&tc, meta, 256 - 48);
@@ -109,7 +109,7 @@ static int build_units(kc_cache *c, build *b, const kc_target *target, int reuse
     if (!rc) rc = kc_cache_toolchain_can_compile_(&b->tc);
     if (!rc) rc = kc_target_compilable_(target);
     if (!rc) rc = kc_graph_toolkit_id_(c, d, b->headers); /* memoised: the key computed it */
-    if (!rc) rc = toolchain_meta(b->headers, b->meta);
+    if (!rc) rc = kc_unit_toolchain_meta_(b->headers, b->meta);
     struct kc_toolkit_watch *watch = NULL; /* what the compiles read, for the direct manifest */
     if (!rc) kc_graph_watch_begin_(c, d, &watch);
     kc_unit_set_init_(&b->set, b->ks, d->nkernels, &b->u, target, b->tc.id, b->headers);

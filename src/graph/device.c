@@ -266,7 +266,7 @@ int kc_device_check_desc(const kc_graph_desc *d, const kc_target *target) {
 
 static pthread_mutex_t smem_mu = PTHREAD_MUTEX_INITIALIZER;
 
-int kc_device_smem_ready(kc_graph *g, const kc_program *p, size_t step, unsigned shared) {
+int kc_device_smem_ready(kc_graph *g, const kc_lprog *p, size_t step, unsigned shared) {
     if (!shared) return KC_OK;
     int k = p->steps[step].kernel;
     kc_kfn *kf = &g->kfn[k];

@@ -16,6 +16,7 @@
 #include "../compile/units.h"
 #include "kcache/cuda.h"
 #include "kcache/graph.h"
+#include "kcache/program.h"
 
 /* Limits of one description (desc.c checks them as pieces are added). */
 #define KC_GRAPH_MAX_KERNELS 256
@@ -224,14 +225,14 @@ int kc_device_facts_read(int device, int64_t *out);
  * loads the target (nothing to check against).
  */
 int kc_device_check_desc(const kc_graph_desc *d, const kc_target *target);
-struct kc_program;
+struct kc_lprog;
 /**
  * Make step `step` of `p` launchable with `shared` bytes of dynamic shared memory on `g`:
  * beyond the function's current maximum it is raised (cuFuncSetAttribute, once per function
  * and size, thread-safe); beyond the device's opt-in limit less the function's static shared
  * memory it is KC_EINVAL naming step, kernel, bytes and limit.  Context must be current.
  */
-int kc_device_smem_ready(kc_graph *g, const struct kc_program *p, size_t step, unsigned shared);
+int kc_device_smem_ready(kc_graph *g, const struct kc_lprog *p, size_t step, unsigned shared);
 /** What a loaded graph knows of one kernel's shared memory (device.c). */
 typedef struct kc_kfn {
     char *name;      /* the kernel's name, for messages (owned) */
@@ -332,9 +333,10 @@ int kc_unit_key_at_(const kc_unit_set *s, size_t unit, unsigned record_version, 
 /** Look the units with !res[i] (and want[i], when want is given) up: local, then the remote; fills
  *  res[i] and refs[i] of those found.  A unit is found only when its record holds every name the
  *  graph asks ([Note: recorded names] in unitstore.c); lacking (may be NULL) gets, for a unit whose
- *  sound record lacks a name, that name.  Returns how many were found. */
+ *  sound record lacks a name, that name; *nremote (may be NULL) grows by those the remote served.
+ *  Returns how many were found. */
 size_t kc_units_find_(kc_cache *c, const kc_unit_set *s, const int *want, const kc_key *ukeys, kc_compiled **res,
-                      kc_image_ref *refs, const char **lacking);
+                      kc_image_ref *refs, const char **lacking, int *nremote);
 /** Store a compiled unit: its image, then its record (c NULL: only make *ref). */
 int kc_units_store_(kc_cache *c, const kc_unit_set *s, size_t unit, const kc_key *ukey, const kc_compiled *r,
                     const char *toolchain_meta, kc_image_ref *ref);
@@ -344,6 +346,7 @@ typedef struct kc_unit_results {
     kc_compiled **res;   /**< res[unit]: the caller's (kc_units_free) */
     kc_image_ref *refs;  /**< refs[unit] */
     int ncompiled;       /**< units compiled here */
+    int nremote;         /**< units the remote served (the others found were local) */
     double ms;           /**< their compiles' wall time */
     int store_rc;        /**< a unit not stored (a full disk): the graph entry must not be either */
     char store_msg[300]; /**< ...and why */
@@ -357,6 +360,31 @@ typedef struct kc_unit_results {
  */
 int kc_units_obtain_(kc_cache *c, const kc_unit_set *s, int cacheable, int reuse, const char *label,
                      const char *toolchain_meta, kc_unit_results *r);
+/* ---- the single-source compile (cachecompile.c, progmemo.c; kcache/program.h) ---- */
+
+/** What a kc_program is made of (borrowed; kc_program_make_ copies it all into one allocation). */
+typedef struct kc_program_parts {
+    const unsigned char *image;
+    size_t len; /**< without PTX's NUL */
+    int is_ptx;
+    const char *target;
+    size_t n;
+    const char *const *names, *const *lowered;
+    const kc_param_info *const *params;
+    const size_t *nparams;
+    const char *key;
+    int outcome;
+    const char *log;
+    double seconds;
+} kc_program_parts;
+/** A program made of `p` (freed by kc_program_free), or NULL when out of memory. */
+kc_program *kc_program_make_(const kc_program_parts *p);
+/** The handle's memo: a copy of the program recorded under exactly `key` and `names` (in order;
+ *  outcome KC_LOOKUP_MEMORY), or NULL. */
+kc_program *kc_progmemo_get_(kc_cache *c, const char *key, const char *const *names, size_t n);
+/** Record a finished program of a cacheable compile in the handle's memo (bounded LRU; a copy). */
+void kc_progmemo_put_(kc_cache *c, const kc_program *p);
+
 /* ---- a missed graph made (build.c; callers: lookup.c) ---- */
 
 /** Why the description cannot be stored (__DATE__ in a source, an unhashed hook), or NULL (memoised). */
@@ -370,11 +398,16 @@ const char *kc_graph_uncacheable_(const kc_graph_desc *d);
 int kc_graph_build_(kc_cache *c, const kc_graph_desc *d, const kc_key *key, const kc_key_builder *kb,
                     const kc_target *target, int reuse, kc_graph_info *info, kc_entry **entry_out);
 
+/** The toolchain string stored unit records and images carry: this host's toolchain, and the
+ *  toolkit headers' digest `headers` when not "" (build.c; callers: build.c, cachecompile.c). */
+int kc_unit_toolchain_meta_(const char *headers, char meta[256]);
 /** Strict (KCACHE_STRICT): the stored object this lookup found and refused (a unit record or image:
  *  signature, MAC, corrupt), as its error; KC_OK when none, or not strict (lookup.c). */
 int kc_graph_strict_refusal_(kc_cache *c);
 /** The toolkit headers' digest when a kernel of `d` asks for them, "" when none does (graph_key.c). */
 int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]);
+/** The toolkit headers' digest for kernels that ask for them (`who` names them in errors: "graph 'x'"). */
+int kc_toolkit_id_for_(kc_cache *c, const char *who, char out[33]);
 
 /* ---- the WRAPPERS section (wrapper.c; its grammar is there) ---- */
 
@@ -385,7 +418,7 @@ void kc_wrappers_encode_items(const kc_graph_desc *d, kc_buf *b);
 
 /* ---- the launch ABI and the PARAMS section (abi.c; its grammar is there) ---- */
 
-struct kc_program;
+struct kc_lprog;
 /** Each kernel's parameter table read from its compiled image (*out: d->nkernels tables). */
 int kc_abi_tables(const kc_graph_desc *d, const kc_units *u, int is_ptx, kc_compiled *const *res, kc_params **out);
 /** Check one step's arguments against its kernel's table; `status` is what a mismatch returns.
@@ -395,7 +428,7 @@ int kc_abi_check_step(int status, const char *where, const char *kernel, char *c
 /** Check every step of a description (KC_ECOMPILE naming graph, pass, step, argument, sizes). */
 int kc_abi_check_desc(const kc_graph_desc *d, const kc_params *t);
 /** Check every step of a decoded program; `names` are the kernels' names (KC_ECORRUPT). */
-int kc_abi_check_program(const char *where, const struct kc_program *p, const kc_params *t, const char *const *names);
+int kc_abi_check_program(const char *where, const struct kc_lprog *p, const kc_params *t, const char *const *names);
 /** Write / strictly read the PARAMS section (n tables, one per kernel). */
 void kc_abi_encode(kc_buf *b, const kc_params *t, size_t n);
 int kc_abi_decode(const kc_entry *e, size_t nkernels, kc_params **out);
@@ -417,7 +450,7 @@ struct kc_graph {
     int in_table;   /* published: the table holds a reference */
     kc_module **modules;           /* one per image */
     void **fns;                    /* one per kernel */
-    struct kc_program *fwd, *bwd;  /* bwd NULL when the graph has none */
+    struct kc_lprog *fwd, *bwd;    /* bwd NULL when the graph has none */
     kc_wrapper_chain *chain;       /* the recorded wrappers around kc_graph_run_forward */
     struct kc_graph *next;         /* the loaded-graph table's list */
     int64_t dev[KC_DEVICE_NFACTS]; /* the device's facts, read at load (the programs' p->dev point here) */

@@ -33,13 +33,20 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     for (size_t i = 0; !kc_spec_direct_lazy_(d) && i < d->nkernels; i++)
         any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
     if (!any) return KC_OK;
+    char who[300];
+    snprintf(who, sizeof who, "graph '%.200s'", d->name);
+    return kc_toolkit_id_for_(c, who, out);
+}
+
+int kc_toolkit_id_for_(kc_cache *c, const char *who, char out[33]) {
+    out[0] = '\0';
     if (kc_toolkit_digest_known(out))
         return KC_OK; /* walked in this process: kc_toolkit_digest's answer, no folder asked */
     char memo[4096];
     int have_memo = c && kc_cache_toolkit_dir_(c, false, memo, sizeof memo) == KC_OK;
     int write_memo = have_memo && kc_cache_toolkit_dir_(c, true, memo, sizeof memo) == KC_OK; /* not read-only */
     int rc = kc_toolkit_digest(have_memo ? memo : NULL, write_memo, out);
-    if (rc != KC_ENONVRTC) return rc ? kc_err_prefix(rc, "graph '%s' asks for the toolkit's headers", d->name) : KC_OK;
+    if (rc != KC_ENONVRTC) return rc ? kc_err_prefix(rc, "%s asks for the toolkit's headers", who) : KC_OK;
     /* No toolkit here (a GPU host with the driver only): the digest pinned, or the one the
      * cache recorded when it stored such entries (kc_cache_toolkit_note_) — never a guess. */
     char why[300];
@@ -67,9 +74,9 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     if (found == 1) return KC_OK;
     out[0] = '\0';
     return kc_err(KC_ENONVRTC,
-                  "graph '%s' asks for the toolkit's headers, and %s; %s: set KCACHE_CUDA_INCLUDE, or pin "
+                  "%s asks for the toolkit's headers, and %s; %s: set KCACHE_CUDA_INCLUDE, or pin "
                   "KCACHE_TOOLKIT_HEADERS to the identity `kcache toolchain` prints where the entries were made",
-                  d->name, why, found ? "the cache recorded several toolkits" : "the cache recorded none");
+                  who, why, found ? "the cache recorded several toolkits" : "the cache recorded none");
 }
 
 int kc_graph_key(const kc_graph_desc *d, kc_key *out, kc_key_builder **kb_out) {

@@ -82,8 +82,8 @@ static void unload_list(kc_graph *g) {
 
 static void graph_destroy(kc_graph *g) {
     kc_wrapper_chain_free(g->chain);
-    kc_program_free(g->fwd);
-    kc_program_free(g->bwd);
+    kc_lprog_free(g->fwd);
+    kc_lprog_free(g->bwd);
     for (size_t i = 0; g->modules && i < g->nimages; i++) kc_module_free(g->modules[i]);
     for (size_t i = 0; g->kfn && i < g->nkernels; i++) free(g->kfn[i].name);
     free(g->kfn);
@@ -196,7 +196,7 @@ static int driver_agrees(void *fn, const char *kernel, const kc_params *t) {
  * tensors — so the BACKWARD section must declare the same symbols, in order, and the same tensor records as FORWARD
  * (kcache writes both from one description).  KC_ECORRUPT otherwise: never an evaluation past the forward's values.
  */
-static int same_bindings(const kc_program *f, const kc_program *b) {
+static int same_bindings(const kc_lprog *f, const kc_lprog *b) {
     int ok = b->nsyms == f->nsyms && b->ntensors == f->ntensors;
     for (size_t i = 0; ok && i < f->nsyms; i++) ok = strcmp(f->syms[i], b->syms[i]) == 0;
     for (size_t i = 0; ok && i < f->ntensors; i++) {
@@ -265,7 +265,7 @@ static int load_alloc(const kc_entry *e, const kc_key *key, int device, load_sta
 }
 
 /* Whether every step of `p` (may be NULL) names one of the n kernels. */
-static int steps_name_kernels(const struct kc_program *p, size_t n) {
+static int steps_name_kernels(const struct kc_lprog *p, size_t n) {
     for (size_t i = 0; p && i < p->nsteps; i++)
         if (p->steps[i].kernel < 0 || (size_t)p->steps[i].kernel >= n)
             return kc_err(KC_ECORRUPT, "step names no kernel");

@@ -145,7 +145,7 @@ static void free_strs(char **v, size_t n) {
     free(v);
 }
 
-void kc_program_free(kc_program *p) {
+void kc_lprog_free(kc_lprog *p) {
     if (!p) return;
     free_strs(p->syms, p->nsyms);
     for (size_t i = 0; p->tensors && i < p->ntensors; i++)
@@ -184,12 +184,10 @@ static char *rd_str(kc_reader *r, int *oom) {
     return s;
 }
 
-static int check(const kc_program *p, const char *e) {
-    return kc_expr_check(e, (const char *const *)p->syms, p->nsyms);
-}
+static int check(const kc_lprog *p, const char *e) { return kc_expr_check(e, (const char *const *)p->syms, p->nsyms); }
 
 /* An input's size or stride: the caller's contract, never a device fact. */
-static int check_nodev(const kc_program *p, const char *e) {
+static int check_nodev(const kc_lprog *p, const char *e) {
     return kc_expr_check_nodev(e, (const char *const *)p->syms, p->nsyms);
 }
 
@@ -218,7 +216,7 @@ static int zero_parse(const char *ref, int *role, size_t *index) {
 }
 
 /* The tensor records' flags and aliases, and the zero steps, against the pass (after decoding). */
-static int check_inplace(const kc_program *p) {
+static int check_inplace(const kc_lprog *p) {
     size_t nin = kc_program_count(p, KC_ROLE_INPUT);
     for (size_t i = 0; i < p->ntensors; i++) {
         const ptensor *t = &p->tensors[i], *in;
@@ -247,7 +245,7 @@ static int check_inplace(const kc_program *p) {
     return KC_OK;
 }
 /* The symbols and the runtime arguments. */
-static void rd_names(kc_reader *r, kc_program *p, int *oom) {
+static void rd_names(kc_reader *r, kc_lprog *p, int *oom) {
     uint32_t ns = kc_rd_next_u32(r);
     if (ns > MAX_ITEMS || !(p->syms = kc_calloc(ns + 1, sizeof *p->syms))) r->bad = 1;
     for (uint32_t i = 0; !r->bad && i < ns; i++, p->nsyms++) p->syms[i] = rd_str(r, oom);
@@ -284,7 +282,7 @@ static void rd_tensor(kc_reader *r, ptensor *t, int *oom) {
 }
 
 /* The tensors and the scratch buffers. */
-static void rd_buffers(kc_reader *r, kc_program *p, int *oom) {
+static void rd_buffers(kc_reader *r, kc_lprog *p, int *oom) {
     uint32_t nt = kc_rd_next_u32(r);
     if (r->bad || nt > MAX_ITEMS || !(p->tensors = kc_calloc(nt + 1, sizeof *p->tensors))) r->bad = 1;
     for (uint32_t i = 0; !r->bad && i < nt; i++, p->ntensors++) rd_tensor(r, &p->tensors[i], oom);
@@ -294,7 +292,7 @@ static void rd_buffers(kc_reader *r, kc_program *p, int *oom) {
 }
 
 /* A zero step (`kernel` says whether of a range): its place (before the next kernel step), its tensor, its range. */
-static void rd_zero(kc_reader *r, kc_program *p, uint32_t kernel, int *oom) {
+static void rd_zero(kc_reader *r, kc_lprog *p, uint32_t kernel, int *oom) {
     pzero *z = &p->zeros[p->nzeros];
     char *ref = rd_str(r, oom);
     if (ref && zero_parse(ref, &z->role, &z->index) != KC_OK) r->bad = 1;
@@ -311,7 +309,7 @@ static void rd_zero(kc_reader *r, kc_program *p, uint32_t kernel, int *oom) {
 }
 
 /* A kernel step: its kernel, dimensions, shared memory and arguments. */
-static void rd_step(kc_reader *r, kc_program *p, uint32_t kernel, int *oom) {
+static void rd_step(kc_reader *r, kc_lprog *p, uint32_t kernel, int *oom) {
     pstep *s = &p->steps[p->nsteps++];
     s->kernel = (int)kernel;
     for (int j = 0; j < 3; j++) s->grid[j] = rd_str(r, oom);
@@ -322,7 +320,7 @@ static void rd_step(kc_reader *r, kc_program *p, uint32_t kernel, int *oom) {
     for (uint32_t a = 0; !r->bad && a < na; a++, s->nargs++) s->args[a] = rd_str(r, oom);
 }
 
-static void rd_steps(kc_reader *r, kc_program *p, int *oom) {
+static void rd_steps(kc_reader *r, kc_lprog *p, int *oom) {
     uint32_t nst = kc_rd_next_u32(r);
     if (r->bad || nst > MAX_ITEMS || !(p->steps = kc_calloc(nst + 1, sizeof *p->steps)) ||
         !(p->zeros = kc_calloc(nst + 1, sizeof *p->zeros)))
@@ -336,7 +334,7 @@ static void rd_steps(kc_reader *r, kc_program *p, int *oom) {
 
 /* The tensors' expressions: an input's sizes and strides never name a device fact (an output's size may); nor
  * is a symbol one. */
-static int check_tensors(const kc_program *p) {
+static int check_tensors(const kc_lprog *p) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->ntensors; i++)
         for (int d = 0; !rc && d < p->tensors[i].rank; d++) {
@@ -352,7 +350,7 @@ static int check_tensors(const kc_program *p) {
 }
 
 /* The steps' dimensions and arguments (args.c), and the zero steps' ranges. */
-static int check_steps(kc_program *p) {
+static int check_steps(kc_lprog *p) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->nsteps; i++) {
         for (int j = 0; !rc && j < 3; j++) {
@@ -370,7 +368,7 @@ static int check_steps(kc_program *p) {
 }
 
 /* The runtime arguments: a known type, an identifier, unique, never a symbol's name. */
-static int check_rargs(const kc_program *p) {
+static int check_rargs(const kc_lprog *p) {
     int rc = KC_OK;
     for (size_t i = 0; !rc && i < p->nrargs; i++) {
         if (p->rargs[i].type < KC_ARG_F32 || p->rargs[i].type > KC_ARG_U64 || !is_ident(p->rargs[i].name))
@@ -385,9 +383,9 @@ static int check_rargs(const kc_program *p) {
     return rc;
 }
 
-int kc_program_decode(const void *data, size_t len, kc_program **out) {
+int kc_program_decode(const void *data, size_t len, kc_lprog **out) {
     *out = NULL;
-    kc_program *p = kc_calloc(1, sizeof *p);
+    kc_lprog *p = kc_calloc(1, sizeof *p);
     if (!p) return kc_err(KC_ENOMEM, "program: out of memory");
     kc_reader r = kc_reader_make(data, len);
     int oom = 0;
@@ -396,11 +394,11 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     rd_buffers(&r, p, &oom);
     rd_steps(&r, p, &oom);
     if (oom) {
-        kc_program_free(p);
+        kc_lprog_free(p);
         return kc_err(KC_ENOMEM, "program: out of memory");
     }
     if (r.bad || r.left) {
-        kc_program_free(p);
+        kc_lprog_free(p);
         return kc_err(KC_ECORRUPT, "corrupt entry: malformed launch program");
     }
     /* Re-validate what will be evaluated. */
@@ -409,34 +407,34 @@ int kc_program_decode(const void *data, size_t len, kc_program **out) {
     if (!rc) rc = check_inplace(p);
     if (!rc) rc = check_rargs(p);
     if (rc == KC_ENOMEM) {
-        kc_program_free(p);
+        kc_lprog_free(p);
         return rc;
     }
     if (rc) {
-        kc_program_free(p);
+        kc_lprog_free(p);
         return kc_err(KC_ECORRUPT, "corrupt entry: launch program: %s", kc_error_last()->message);
     }
     *out = p;
     return KC_OK;
 }
 
-size_t kc_program_count(const kc_program *p, int role) {
+size_t kc_program_count(const kc_lprog *p, int role) {
     size_t n = 0;
     for (size_t i = 0; i < p->ntensors; i++) n += p->tensors[i].role == role;
     return n;
 }
 
-const ptensor *kc_program_tensor(const kc_program *p, int role, size_t i) {
+const ptensor *kc_program_tensor(const kc_lprog *p, int role, size_t i) {
     for (size_t k = 0; k < p->ntensors; k++)
         if (p->tensors[k].role == role && i-- == 0) return &p->tensors[k];
     return NULL;
 }
 
-int kc_program_eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out) {
+int kc_program_eval(const kc_lprog *p, const char *e, const int64_t *vals, int64_t *out) {
     return kc_expr_eval_dev(e, (const char *const *)p->syms, vals, p->nsyms, p->dev, out);
 }
 
-int kc_program_bind(const kc_program *p, const kc_tensor *in, size_t n, int64_t *vals) {
+int kc_program_bind(const kc_lprog *p, const kc_tensor *in, size_t n, int64_t *vals) {
     size_t want = kc_program_count(p, KC_ROLE_INPUT);
     if (n != want) return kc_err(KC_EINVAL, "the graph takes %zu inputs, %zu given", want, n);
     if (n && !in) return kc_err(KC_EINVAL, "inputs are NULL");
@@ -486,7 +484,7 @@ int kc_program_bind(const kc_program *p, const kc_tensor *in, size_t n, int64_t 
     return rc;
 }
 
-int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals, kc_tensor *out, size_t *bytes) {
+int kc_program_shape(const kc_lprog *p, const ptensor *t, const int64_t *vals, kc_tensor *out, size_t *bytes) {
     memset(out, 0, sizeof *out);
     out->dtype = (kc_dtype)t->dtype;
     out->rank = t->rank;
@@ -507,7 +505,7 @@ int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals,
     return KC_OK;
 }
 
-int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals, size_t *bytes) {
+int kc_program_scratch_bytes(const kc_lprog *p, size_t i, const int64_t *vals, size_t *bytes) {
     int64_t v;
     if (i >= p->nscratch) return kc_err(KC_EINVAL, "no scratch %zu", i);
     int rc = kc_program_eval(p, p->scratch[i], vals, &v);
@@ -517,7 +515,7 @@ int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals,
     return KC_OK;
 }
 
-int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n,
+int kc_program_zero_range(const kc_lprog *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n,
                           size_t esize, size_t *first, size_t *bytes) {
     int64_t off = 0, count = 0;
     int rc = z->offset ? kc_program_eval(p, z->offset, syms, &off) : KC_OK;
@@ -537,7 +535,7 @@ int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *sy
     return KC_OK;
 }
 
-int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
+int kc_program_dims(const kc_lprog *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
                     unsigned *shared) {
     static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
     const pstep *s = &p->steps[i];

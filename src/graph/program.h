@@ -17,7 +17,7 @@
 #include "../common/internal.h"
 #include "kcache/graph.h"
 
-typedef struct kc_program kc_program;
+typedef struct kc_lprog kc_lprog;
 
 typedef struct pstep {
     int kernel;
@@ -66,10 +66,10 @@ typedef struct pzero {
  * A zero step's range in this call: its first byte and its bytes, within a tensor of `n` elements
  * of `esize` bytes (KC_EINVAL naming `ref` when the range is not inside it).
  */
-int kc_program_zero_range(const kc_program *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n,
+int kc_program_zero_range(const kc_lprog *p, const pzero *z, const int64_t *syms, const char *ref, int64_t n,
                           size_t esize, size_t *first, size_t *bytes);
 
-struct kc_program {
+struct kc_lprog {
     int pass;
     char **syms;
     size_t nsyms;
@@ -98,33 +98,33 @@ void kc_program_zero_ref(int role, size_t index, char buf[48]);
 void kc_program_encode(const kc_graph_desc *d, kc_pass pass, kc_buf *b);
 
 /** Decode a program section (strictly; KC_ECORRUPT on any defect). */
-int kc_program_decode(const void *data, size_t len, kc_program **out);
-void kc_program_free(kc_program *p);
+int kc_program_decode(const void *data, size_t len, kc_lprog **out);
+void kc_lprog_free(kc_lprog *p);
 
 /** The bytes of one element of a dtype. */
 size_t kc_dtype_size(kc_dtype t);
 
 /** The i-th tensor of a role (input, output, saved), or NULL. */
-const ptensor *kc_program_tensor(const kc_program *p, int role, size_t i);
-size_t kc_program_count(const kc_program *p, int role);
+const ptensor *kc_program_tensor(const kc_lprog *p, int role, size_t i);
+size_t kc_program_count(const kc_lprog *p, int role);
 
 /**
  * Bind every symbol from the inputs' shapes and check the inputs against the program
  * (count, dtype, rank, static sizes, one value per symbol).  `vals` has nsyms slots.
  */
-int kc_program_bind(const kc_program *p, const kc_tensor *inputs, size_t n, int64_t *vals);
+int kc_program_bind(const kc_lprog *p, const kc_tensor *inputs, size_t n, int64_t *vals);
 
 /** Evaluate expression `e` of the program under bound symbols `vals` and its device facts (checked arithmetic). */
-int kc_program_eval(const kc_program *p, const char *e, const int64_t *vals, int64_t *out);
+int kc_program_eval(const kc_lprog *p, const char *e, const int64_t *vals, int64_t *out);
 
 /** Sizes and byte size of a tensor of the program under bound symbols. */
-int kc_program_shape(const kc_program *p, const ptensor *t, const int64_t *vals, kc_tensor *out, size_t *bytes);
+int kc_program_shape(const kc_lprog *p, const ptensor *t, const int64_t *vals, kc_tensor *out, size_t *bytes);
 
 /** Bytes of scratch buffer i. */
-int kc_program_scratch_bytes(const kc_program *p, size_t i, const int64_t *vals, size_t *bytes);
+int kc_program_scratch_bytes(const kc_lprog *p, size_t i, const int64_t *vals, size_t *bytes);
 
 /** Grid, block and shared memory of step i (each checked to fit the launch limits). */
-int kc_program_dims(const kc_program *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
+int kc_program_dims(const kc_lprog *p, size_t i, const int64_t *vals, unsigned grid[3], unsigned block[3],
                     unsigned *shared);
 
 /* ---- the argument kinds (args.c: the table, argkind.h; argpack.c: packing at a call) ---- */
@@ -148,7 +148,7 @@ int kc_graph_arg_check(const kc_graph_desc *d, kc_pass pass, const char *arg);
  * Re-validate argument a of decoded step s (KC_ECORRUPT; the kinds that carry more than a
  * name), and decode a "bytes:HEX" once into s->blobs (KC_ENOMEM when it cannot).
  */
-int kc_program_arg_check(kc_program *p, pstep *s, size_t a);
+int kc_program_arg_check(kc_lprog *p, pstep *s, size_t a);
 
 /** Resolve a tensor argument: its device pointer, or an error. */
 typedef int (*kc_resolve_fn)(void *ctx, int role, size_t index, void **ptr);
@@ -178,14 +178,14 @@ typedef struct kc_argpack {
 } kc_argpack;
 
 /** Fill vals[j] for each argument of step i and point args[j] at it (arrays of nargs) (argpack.c). */
-int kc_program_pack(const kc_program *p, size_t i, const kc_argpack *in, kc_argval *vals, void **args);
+int kc_program_pack(const kc_lprog *p, size_t i, const kc_argpack *in, kc_argval *vals, void **args);
 
 /** kc_program_pack of a call without runtime argument values. */
-int kc_program_args(const kc_program *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
+int kc_program_args(const kc_lprog *p, size_t i, const int64_t *syms, kc_resolve_fn resolve, void *ctx,
                     const uint64_t *philox, kc_argval *vals, void **args);
 
 /** The count and each type of a call's runtime argument values against the declarations (KC_EINVAL naming one). */
-int kc_program_check_values(const kc_program *p, const kc_value *v, size_t n);
+int kc_program_check_values(const kc_lprog *p, const kc_value *v, size_t n);
 
 /** A kc_arg_type's name ("f32", …; "unknown"), and the type of a name (0 when unknown). */
 const char *kc_arg_type_str(int type);

@@ -97,8 +97,7 @@ static int whole_tensor(const kc_tensor *t, const char *ref, size_t *bytes);
 
 /* Zero step z's address and bytes in this call: a scratch buffer's bytes, or a contiguous tensor's (a caller's
  * strided tensor is refused: zeroing its span would write between its elements), or the range of them it names. */
-static int zero_target(const kc_program *p, const pzero *z, const int64_t *syms, bindings *b, void **ptr,
-                       size_t *bytes) {
+static int zero_target(const kc_lprog *p, const pzero *z, const int64_t *syms, bindings *b, void **ptr, size_t *bytes) {
     char ref[48];
     kc_program_zero_ref(z->role, z->index, ref);
     int rc = resolve(b, z->role, z->index, ptr);
@@ -135,7 +134,7 @@ static int whole_tensor(const kc_tensor *t, const char *ref, size_t *bytes) {
 }
 
 /* Issue the zero steps placed before kernel step `at` (at == nsteps: after the last). */
-static int run_zeros(const kc_program *p, size_t at, const int64_t *syms, bindings *b, void *stream) {
+static int run_zeros(const kc_lprog *p, size_t at, const int64_t *syms, bindings *b, void *stream) {
     int rc = KC_OK;
     for (size_t z = 0; z < p->nzeros && !rc; z++) {
         void *ptr;
@@ -150,7 +149,7 @@ static int run_zeros(const kc_program *p, size_t at, const int64_t *syms, bindin
  * scratch (stream-ordered).  Every zero step's tensor is checked first; when a step passes a tensor at an
  * offset, every step's dimensions and arguments too: a call that cannot run whole fails before anything is
  * launched. */
-static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bindings *b, void *stream,
+static int run_steps(kc_graph *g, const kc_lprog *p, const int64_t *syms, bindings *b, void *stream,
                      const kc_allocator *alloc, const uint64_t *philox, const kc_value *rvals) {
     void *scratch[64] = {0};
     if (p->nscratch > 64) return kc_err(KC_ECORRUPT, "too many scratch buffers");
@@ -197,13 +196,13 @@ static int run_steps(kc_graph *g, const kc_program *p, const int64_t *syms, bind
 
 /* Whether tensor i of `role` (grads: the gradients of the inputs) is the caller's — an aliased output, an
  * accumulating gradient — and so never allocated nor freed here. */
-static int callers(const kc_program *p, int role, int grads, size_t i) {
+static int callers(const kc_lprog *p, int role, int grads, size_t i) {
     const ptensor *t = kc_program_tensor(p, role, i);
     return t && (grads ? t->accumulate : role == KC_ROLE_OUTPUT && t->alias >= 0);
 }
 
 /* Release what alloc_role allocated (the caller's tensors stay). */
-static void release_role(const kc_program *p, int role, int grads, kc_tensor *out, size_t n, void *stream,
+static void release_role(const kc_lprog *p, int role, int grads, kc_tensor *out, size_t n, void *stream,
                          const kc_allocator *alloc) {
     for (size_t i = 0; i < n; i++)
         if (!callers(p, role, grads, i)) kc_tensor_release(&out[i], stream, alloc);
@@ -226,7 +225,7 @@ static int check_accumulating(const kc_tensor *gi, const kc_tensor *in, size_t i
 
 /* The n tensors `out` of a role of program p; `grads`: the gradients of the inputs. */
 typedef struct roleset {
-    const kc_program *p;
+    const kc_lprog *p;
     int role, grads;
     kc_tensor *out;
     size_t n;
@@ -236,7 +235,7 @@ typedef struct roleset {
  * an accumulating gradient is the caller's, checked. */
 static int alloc_role(const roleset *rs, const kc_tensor *inputs, const int64_t *syms, void *stream,
                       const kc_allocator *alloc) {
-    const kc_program *p = rs->p;
+    const kc_lprog *p = rs->p;
     int role = rs->role, grads = rs->grads;
     kc_tensor *out = rs->out;
     for (size_t i = 0; i < rs->n; i++) {
@@ -257,7 +256,7 @@ static int alloc_role(const roleset *rs, const kc_tensor *inputs, const int64_t 
 
 int kc_graph_run_forward(void *ctx, kc_forward_call *c) {
     kc_graph *g = ctx;
-    const kc_program *p = g->fwd;
+    const kc_lprog *p = g->fwd;
     size_t nout = kc_program_count(p, KC_ROLE_OUTPUT), nsaved = kc_program_count(p, KC_ROLE_SAVED);
     if (c->noutputs != nout)
         return kc_err(KC_EINVAL, "the graph has %zu outputs, room for %zu given", nout, c->noutputs);
@@ -470,7 +469,7 @@ int kc_saved_clone(kc_saved **out, const kc_saved *src, const kc_forward_call *c
     *out = NULL;
     kc_saved *s = kc_calloc(1, sizeof *s);
     if (!s) return kc_err(KC_ENOMEM, "out of memory");
-    const kc_program *p = c->graph->fwd;
+    const kc_lprog *p = c->graph->fwd;
     s->syms = kc_calloc(p->nsyms + 1, sizeof *s->syms);
     s->saved = kc_calloc(src->nsaved + 1, sizeof *s->saved);
     s->inputs = kc_calloc(c->ninputs + 1, sizeof *s->inputs);

@@ -58,7 +58,8 @@ static int refused(const obtain *o) {
 static int first_look(obtain *o) {
     int rc = KC_OK;
     for (size_t i = 0; o->cacheable && i < o->n && !rc; i++) rc = kc_unit_key_(o->s, i, &o->ukeys[i], NULL);
-    if (!rc && o->cacheable && o->reuse) kc_units_find_(o->c, o->s, NULL, o->ukeys, o->r->res, o->r->refs, o->lacking);
+    if (!rc && o->cacheable && o->reuse)
+        kc_units_find_(o->c, o->s, NULL, o->ukeys, o->r->res, o->r->refs, o->lacking, &o->r->nremote);
     if (!rc && o->cacheable && o->reuse)
         rc = kc_graph_strict_refusal_(o->c); /* strict: a unit found and refused is no compile */
     for (size_t i = 0; i < o->n; i++) o->left += o->pending[i] = !o->r->res[i];
@@ -145,7 +146,7 @@ static void unlock_all(obtain *o) {
 static void wait_for_others(obtain *o) {
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    kc_units_find_(o->c, o->s, o->pending, o->ukeys, o->r->res, o->r->refs, o->lacking);
+    kc_units_find_(o->c, o->s, o->pending, o->ukeys, o->r->res, o->r->refs, o->lacking, &o->r->nremote);
     for (size_t i = 0; i < o->n; i++)
         if (o->pending[i] && o->r->res[i]) o->pending[i] = 0, o->left--;
 }
@@ -154,7 +155,7 @@ static void wait_for_others(obtain *o) {
 static int round_once(obtain *o, uint64_t deadline) {
     int any = take_locks(o, kc_mono_ns() > deadline), rc = KC_OK;
     if (any && o->cacheable && o->reuse) /* stored meanwhile? */
-        kc_units_find_(o->c, o->s, o->grab, o->ukeys, o->r->res, o->r->refs, o->lacking);
+        kc_units_find_(o->c, o->s, o->grab, o->ukeys, o->r->res, o->r->refs, o->lacking, &o->r->nremote);
     int todo = settle_grabbed(o);
     if (todo && o->c &&
         kc_cache_require_hit_(o->c)) { /* must hit: NVRTC may not run (a waiter above could still take) */
@@ -197,6 +198,7 @@ int kc_units_obtain_(kc_cache *c, const kc_unit_set *s, int cacheable, int reuse
     o.c = c, o.s = s, o.cacheable = cacheable, o.reuse = reuse, o.label = label, o.meta = toolchain_meta, o.r = r;
     o.n = s->u->n;
     r->ncompiled = 0;
+    r->nremote = 0;
     r->ms = 0;
     r->store_rc = KC_OK;
     r->store_msg[0] = '\0';

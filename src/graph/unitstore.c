@@ -202,6 +202,7 @@ typedef struct find_state {
     size_t found, miss[KC_UNITS_MAX], nm;
     kc_image_ref had[KC_UNITS_MAX];
     int rec_ok[KC_UNITS_MAX]; /* a record read whose image was not (yet) found */
+    int nremote;              /* units the remote served */
 } find_state;
 
 /* The local directory: every unit asked, one record and one image read each. */
@@ -247,7 +248,7 @@ static void find_remote(kc_cache *c, find_state *f) {
         const char *lack = NULL;
         if (nimg && imgs[j]) f->rec_ok[i] = 0; /* found: refused or served, from_record says */
         int rc = nimg && imgs[j] ? from_record(recs[k], imgs[j], 1, f->s, i, f->res, &f->refs[i], &lack) : KC_MISS;
-        if (rc == KC_OK) f->found++;
+        if (rc == KC_OK) f->found++, f->nremote++;
         if (f->lacking && rc && lack) f->lacking[i] = lack;
         /* Kept locally — the image first, then the record that names it — when it served, or when it
          * is sound and lacks only names: a compile of the same bytes then stores both records' names. */
@@ -259,17 +260,17 @@ static void find_remote(kc_cache *c, find_state *f) {
 }
 
 size_t kc_units_find_(kc_cache *c, const kc_unit_set *s, const int *want, const kc_key *ukeys, kc_compiled **res,
-                      kc_image_ref *refs, const char **lacking) {
+                      kc_image_ref *refs, const char **lacking, int *nremote) {
     find_state f; /* on the stack, as the lookup's other unit arrays: a lookup allocates nothing more for it */
-    f.s = s, f.ukeys = ukeys, f.res = res, f.refs = refs, f.lacking = lacking, f.found = 0, f.nm = 0;
+    f.s = s, f.ukeys = ukeys, f.res = res, f.refs = refs, f.lacking = lacking, f.found = 0, f.nm = 0, f.nremote = 0;
     memset(f.rec_ok, 0, sizeof f.rec_ok);
     find_local(c, &f, want);
     if (f.nm) {
         find_remote(c, &f);
         say_images_gone(s->u, res, ukeys, f.had, f.rec_ok);
     }
-    size_t found = f.found;
-    return found;
+    if (nremote) *nremote += f.nremote;
+    return f.found;
 }
 
 /* The record of a compiled unit: the graph's names with their lowerings, then — when the stored

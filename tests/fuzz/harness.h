@@ -103,7 +103,7 @@ static inline void fz_say(const char *what, int rc) {
  * step's dims, each argument's ABI, and the arguments packed (kc_program_pack).
  */
 static inline void fz_program(const void *data, size_t len) {
-    kc_program *p;
+    kc_lprog *p;
     int rc = kc_program_decode(data, len, &p);
     fz_say("program decode", rc);
     if (rc != KC_OK) return;
@@ -132,7 +132,7 @@ static inline void fz_program(const void *data, size_t len) {
                 fz_say("args",
                        kc_program_pack(p, i, &(kc_argpack){syms, fz_resolve, NULL, philox, vals_of}, vals, args));
         }
-    kc_program_free(p);
+    kc_lprog_free(p);
 }
 
 static inline void fz_kernel_cb(const char *name, const char *lowered, const char *target, int is_ptx, size_t len,
@@ -160,7 +160,7 @@ static inline void fz_params_program(const kc_entry *e, kc_section_type type, co
                                      const char *const *names) {
     const void *data;
     size_t len;
-    kc_program *p;
+    kc_lprog *p;
     if (kc_entry_section(e, type, &data, &len) != KC_OK || kc_program_decode(data, len, &p) != KC_OK) return;
     int ok = 1;
     for (size_t i = 0; i < p->nsteps; i++)
@@ -168,7 +168,7 @@ static inline void fz_params_program(const kc_entry *e, kc_section_type type, co
     if (ok)
         fz_say(type == KC_SECTION_FORWARD ? "check forward" : "check backward",
                kc_abi_check_program("fuzz", p, abi, names));
-    kc_program_free(p);
+    kc_lprog_free(p);
 }
 
 /*

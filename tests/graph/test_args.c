@@ -73,11 +73,11 @@ static void refused(const char *body, const char *n1, const char *n2) {
     "\"input:0\", \"output:0\", \"e64:N\", \"arg:lr\", \"f64:0.25\", \"u32:4000000000\", \"bytes:803f\", " \
     "\"bytes:0000803f0000004000004040\", \"null\", \"input:0+N-1\", \"arg:seed\""
 
-static kc_program *program_of(const kc_graph_desc *d, kc_pass pass) {
+static kc_lprog *program_of(const kc_graph_desc *d, kc_pass pass) {
     kc_buf b = {0};
     kc_program_encode(d, pass, &b);
     assert_false(b.failed);
-    kc_program *p;
+    kc_lprog *p;
     if (kc_program_decode(b.data, b.len, &p) != KC_OK) fail_msg("%s", kc_error_last()->message);
     kc_buf_free(&b);
     return p;
@@ -92,7 +92,7 @@ static void test_declarations_from_a_spec_and_from_c(void **state) {
                             " {\"name\": \"beta\", \"type\": \"f64\"}, {\"name\": \"k\", \"type\": \"i32\"},"
                             " {\"name\": \"m\", \"type\": \"u32\"}, {\"name\": \"t\", \"type\": \"i64\"}],\n" SCALE(
                                 "\"input:0\", \"output:0\", \"e32:N\", \"arg:lr\""));
-    kc_program *p = program_of(d, KC_PASS_FORWARD);
+    kc_lprog *p = program_of(d, KC_PASS_FORWARD);
     static const char *names[] = {"lr", "seed", "beta", "k", "m", "t"};
     static const kc_arg_type types[] = {KC_ARG_F32, KC_ARG_U64, KC_ARG_F64, KC_ARG_I32, KC_ARG_U32, KC_ARG_I64};
     assert_int_equal(p->nrargs, 6);
@@ -100,11 +100,11 @@ static void test_declarations_from_a_spec_and_from_c(void **state) {
         assert_string_equal(p->rargs[i].name, names[i]);
         assert_int_equal(p->rargs[i].type, types[i]);
     }
-    kc_program_free(p);
+    kc_lprog_free(p);
     /* The backward program carries the declarations too (its calls are checked against them). */
     p = program_of(d, KC_PASS_BACKWARD);
     assert_int_equal(p->nrargs, 6);
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_graph_desc_free(d);
 
     /* In C, with every refusal's reason. */
@@ -344,12 +344,12 @@ static void test_decoder_refuses_malformed_arguments(void **state) {
         {"input:0+N", "input:0*N", 9},
         {"input:0+N", "input:x+N", 9},
     };
-    kc_program *p;
+    kc_lprog *p;
     for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
         kc_buf b = {0};
         kc_program_encode(d, KC_PASS_FORWARD, &b);
         assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
-        kc_program_free(p);
+        kc_lprog_free(p);
         patch(&b, bad[i].from, bad[i].to, bad[i].len);
         if (kc_program_decode(b.data, b.len, &p) != KC_ECORRUPT) fail_msg("case %zu (%s) decoded", i, bad[i].to);
         kc_buf_free(&b);
@@ -379,7 +379,7 @@ static void test_packing_values_and_offsets(void **state) {
            " \"block\": [128, 1, 1], \"args\": [" STEP_ARGS "]},\n"
            " {\"kernel\": \"scale\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
            " \"args\": [\"scratch:0+N*4-1\", \"output:0+N\", \"e32:N\", \"arg:lr\"]}]}");
-    kc_program *p = program_of(d, KC_PASS_FORWARD);
+    kc_lprog *p = program_of(d, KC_PASS_FORWARD);
     assert_true(p->offsets);
     int64_t syms[1] = {100};
     kc_argval vals[16];
@@ -433,7 +433,7 @@ static void test_packing_values_and_offsets(void **state) {
     w[1].type = KC_ARG_I64;
     assert_int_equal(kc_program_check_values(p, w, 2), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "'seed'"));
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_graph_desc_free(d);
 }
 
@@ -450,13 +450,13 @@ static void test_offset_into_a_broadcast_input(void **state) {
     const char *g[] = {"1", "1", "1"}, *b[] = {"32", "1", "1"};
     const char *args[] = {"input:0+C-1", "input:0+C", "e32:C", "f32:1"};
     assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, g, b, NULL, args, 4), KC_OK);
-    kc_program *p = program_of(d, KC_PASS_FORWARD);
+    kc_lprog *p = program_of(d, KC_PASS_FORWARD);
     int64_t syms[2] = {8, 10}; /* R = 8 rows of one shared row of C = 10 */
     kc_argval vals[4];
     void *av[4];
     assert_int_equal(kc_program_args(p, 0, syms, resolve, NULL, NULL, vals, av), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "offset 10 is outside the tensor's 10 elements"));
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_graph_desc_free(d);
 }
 

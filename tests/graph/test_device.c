@@ -156,7 +156,7 @@ static void test_the_decoder_refuses_a_fact_as_symbol(void **state) {
     kc_buf b = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &b);
     assert_false(b.failed);
-    kc_program *p = NULL;
+    kc_lprog *p = NULL;
     assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
     /* Bound: the grid is the device's; unbound: an error. */
     unsigned g[3], bl[3], sh;
@@ -165,12 +165,12 @@ static void test_the_decoder_refuses_a_fact_as_symbol(void **state) {
     p->dev = H100;
     assert_int_equal(kc_program_dims(p, 0, syms, g, bl, &sh), KC_OK);
     assert_int_equal(g[0], 132);
-    kc_program_free(p);
+    kc_lprog_free(p);
     size_t hits = 0;
     for (size_t i = 0; i + 16 <= b.len; i++)
         if (memcmp(b.data + i, "device_warp_sizf", 16) == 0) b.data[i + 15] = 'e', hits++;
     assert_true(hits >= 2); /* the symbol and the input's size */
-    p = (kc_program *)0x1;
+    p = (kc_lprog *)0x1;
     assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_ECORRUPT);
     assert_null(p);
     assert_non_null(strstr(kc_error_last()->message, "device fact"));

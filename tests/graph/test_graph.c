@@ -185,7 +185,7 @@ static void test_a_step_is_one_allocation(void **state) {
     if (n - 1 > 2) fail_msg("a step of 8 arguments made %ld allocations (the steps' array, then one block)", n - 1);
     kc_buf b = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &b);
-    kc_program *p;
+    kc_lprog *p;
     assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
     assert_int_equal(p->nsteps, 2); /* no half-made step from the failures */
     const pstep *s = &p->steps[1];
@@ -195,7 +195,7 @@ static void test_a_step_is_one_allocation(void **state) {
     assert_string_equal(s->shared, "256");
     assert_int_equal(s->nargs, 8);
     for (size_t i = 0; i < 8; i++) assert_string_equal(s->args[i], args[i]);
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_buf_free(&b);
     kc_graph_desc_free(d);
 }
@@ -537,9 +537,9 @@ static void test_spec_caps_match_the_launch_program(void **state) {
     if (kc_graph_desc_load(&d, sp) != KC_OK) fail_msg("%s", kc_error_last()->message);
     kc_buf b = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &b);
-    kc_program *p;
+    kc_lprog *p;
     assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_buf_free(&b);
     kc_graph_desc_free(d);
     /* 257: refused at load, naming the place and the limit; the builder refuses it too. */
@@ -577,11 +577,11 @@ static void test_spec_caps_match_the_launch_program(void **state) {
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 3, sizes, NULL, 0), KC_OK);
     kc_buf pb = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &pb);
-    kc_program *prog;
+    kc_lprog *prog;
     assert_int_equal(kc_program_decode(pb.data, pb.len, &prog), KC_OK);
     snprintf(want, sizeof want, "%s*%s", bsym, a); /* stride[1] * size[1] */
     assert_string_equal(kc_program_tensor(prog, KC_ROLE_INPUT, 0)->strides[0], want);
-    kc_program_free(prog);
+    kc_lprog_free(prog);
     kc_buf_free(&pb);
     for (int i = 0; i < 64; i++) assert_int_equal(kc_graph_add_wrapper(d, "w", (uint32_t)i, NULL, 0), KC_OK);
     assert_int_equal(kc_graph_add_wrapper(d, "w", 64, NULL, 0), KC_EINVAL); /* wrapper.c reads at most 64 */

@@ -102,7 +102,7 @@ static void test_spec_declarations_read_back(void **state) {
     for (int pass = 0; pass < 2; pass++) {
         kc_buf b = {0};
         kc_program_encode(d, (kc_pass)pass, &b);
-        kc_program *p;
+        kc_lprog *p;
         if (kc_program_decode(b.data, b.len, &p)) fail_msg("%s", kc_error_last()->message);
         const ptensor *in0 = kc_program_tensor(p, KC_ROLE_INPUT, 0), *o0 = kc_program_tensor(p, KC_ROLE_OUTPUT, 0);
         assert_true(in0->inplace && in0->accumulate && in0->requires_grad &&
@@ -125,7 +125,7 @@ static void test_spec_declarations_read_back(void **state) {
             assert_int_equal(p->zeros[1].role, KC_ROLE_SCRATCH);
             assert_int_equal(p->zeros[1].at, 0);
         }
-        kc_program_free(p);
+        kc_lprog_free(p);
         kc_buf_free(&b);
     }
     kc_graph_desc_free(d);
@@ -297,11 +297,11 @@ static void test_specialize_carries_them(void **state) {
     assert_string_equal(t.sizes[0], "64");
     kc_buf buf = {0};
     kc_program_encode(sd, KC_PASS_FORWARD, &buf);
-    kc_program *p;
+    kc_lprog *p;
     if (kc_program_decode(buf.data, buf.len, &p)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(p->nzeros, 2);
     assert_int_equal(p->zeros[1].at, 1);
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_buf_free(&buf);
     kc_graph_desc_free(sd);
     kc_graph_desc_free(d);
@@ -318,9 +318,9 @@ static int patch(kc_buf *b, const void *from, const void *to, size_t n) {
 }
 
 static void expect_corrupt(const kc_buf *b, const char *what) {
-    kc_program *p = NULL;
+    kc_lprog *p = NULL;
     int rc = kc_program_decode(b->data, b->len, &p);
-    kc_program_free(p);
+    kc_lprog_free(p);
     if (rc != KC_ECORRUPT) fail_msg("%s: decoded (%d)", what, rc);
 }
 
@@ -334,9 +334,9 @@ static void test_decoder_refuses_what_no_builder_writes(void **state) {
     kc_graph_desc *d = full();
     kc_buf b = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &b);
-    kc_program *p;
+    kc_lprog *p;
     assert_int_equal(kc_program_decode(b.data, b.len, &p), KC_OK);
-    kc_program_free(p);
+    kc_lprog_free(p);
     const uint8_t in0[] = {KC_ROLE_INPUT, KC_DTYPE_F32, 1, 1 | 2 | 4},
                   out0[] = {KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, 8, 0, 0, 0, 0};
     struct {
@@ -397,14 +397,14 @@ static void test_backward_of_zero_steps_alone_is_stored(void **state) {
     const void *data;
     size_t len;
     if (kc_entry_section(e, KC_SECTION_BACKWARD, &data, &len) != KC_OK) fail_msg("the entry has no BACKWARD section");
-    kc_program *p;
+    kc_lprog *p;
     if (kc_program_decode(data, len, &p)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(p->pass, KC_PASS_BACKWARD);
     assert_int_equal(p->nsteps, 0);
     assert_int_equal(p->nzeros, 1);
     assert_int_equal(p->zeros[0].role, KC_ROLE_GRAD_IN);
     assert_int_equal(p->zeros[0].index, 0);
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_entry_free(e);
     kc_graph_desc_free(d);
 }
@@ -424,7 +424,7 @@ static void test_zero_range_in_the_program(void **state) {
         fail_msg("%s", kc_error_last()->message);
     kc_buf b = {0};
     kc_program_encode(d, KC_PASS_FORWARD, &b);
-    kc_program *p;
+    kc_lprog *p;
     if (kc_program_decode(b.data, b.len, &p)) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(p->nzeros, 3);
     assert_int_equal(p->zeros[0].role, KC_ROLE_SCRATCH);
@@ -434,7 +434,7 @@ static void test_zero_range_in_the_program(void **state) {
     assert_null(p->zeros[1].count); /* to the end */
     assert_null(p->zeros[2].offset);
     assert_null(p->zeros[2].count);
-    kc_program_free(p);
+    kc_lprog_free(p);
     assert_non_null(memmem(b.data, b.len, "\xfe\xff\xff\xff\x09\x00\x00\x00scratch:0", 17));
     assert_non_null(memmem(b.data, b.len, Z8 "output:1", 16)); /* a whole-tensor zero step: the bytes it had */
     /* The decoder re-validates the range's expressions. */
@@ -458,7 +458,7 @@ static void test_zero_range_in_the_program(void **state) {
     if (kc_program_decode(b.data, b.len, &p)) fail_msg("%s", kc_error_last()->message);
     assert_string_equal(p->zeros[0].offset, "64");
     assert_string_equal(p->zeros[0].count, "64 * 2");
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_buf_free(&b);
     kc_graph_desc_free(sd);
     kc_graph_desc_free(d);

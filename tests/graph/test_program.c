@@ -57,7 +57,7 @@ static void test_layer_norm_program(void **state) {
     const void *data;
     size_t len;
     assert_int_equal(kc_entry_section(e, KC_SECTION_FORWARD, &data, &len), KC_OK);
-    kc_program *p;
+    kc_lprog *p;
     if (kc_program_decode(data, len, &p) != KC_OK) fail_msg("%s", kc_error_last()->message);
     assert_int_equal(p->nsyms, 2);
     assert_int_equal(p->nsteps, 1);
@@ -102,7 +102,7 @@ static void test_layer_norm_program(void **state) {
     strided[0].strides[0] = 512;
     assert_int_equal(kc_program_bind(p, strided, 3, syms), KC_EINVAL);
     assert_non_null(strstr(kc_error_last()->message, "stride"));
-    kc_program_free(p);
+    kc_lprog_free(p);
 
     /* The backward program decodes too, with grad roles. */
     assert_int_equal(kc_entry_section(e, KC_SECTION_BACKWARD, &data, &len), KC_OK);
@@ -112,7 +112,7 @@ static void test_layer_norm_program(void **state) {
     assert_int_equal(kc_program_args(p, 1, syms, fake_resolve, NULL, NULL, vals, args), KC_OK);
     assert_ptr_equal(*(void **)args[0], (void *)(uintptr_t)(0x1000 * (KC_ROLE_GRAD_OUT + 1) + 0));
     assert_ptr_equal(*(void **)args[5], (void *)(uintptr_t)(0x1000 * (KC_ROLE_GRAD_IN + 2) + 0 - 0x1000 + 2));
-    kc_program_free(p);
+    kc_lprog_free(p);
 
     /* Every truncation of a program section is corrupt, never a crash. */
     assert_int_equal(kc_entry_section(e, KC_SECTION_FORWARD, &data, &len), KC_OK);
@@ -150,7 +150,7 @@ static void test_launch_limits(void **state) {
     const void *data;
     size_t len;
     kc_entry_section(e, KC_SECTION_FORWARD, &data, &len);
-    kc_program *p;
+    kc_lprog *p;
     assert_int_equal(kc_program_decode(data, len, &p), KC_OK);
     int64_t syms[1] = {2048};
     unsigned g[3], b[3], sh;
@@ -160,7 +160,7 @@ static void test_launch_limits(void **state) {
     void *av[2];
     assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, NULL, vals, av), KC_EEXPR); /* N*1000 > 2^31 */
     assert_non_null(strstr(kc_error_last()->message, "32 bits"));
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_entry_free(e);
     kc_graph_desc_free(d);
 }
@@ -322,7 +322,7 @@ static void test_philox_wrapper(void **state) {
     const void *data;
     size_t len;
     kc_entry_section(e, KC_SECTION_FORWARD, &data, &len);
-    kc_program *p;
+    kc_lprog *p;
     assert_int_equal(kc_program_decode(data, len, &p), KC_OK);
     int64_t syms[1] = {1000};
     kc_argval vals[8];
@@ -333,7 +333,7 @@ static void test_philox_wrapper(void **state) {
     assert_int_equal(*(uint64_t *)args[6], 1000);
     assert_int_equal(*(int64_t *)args[4], 1000);
     assert_int_equal(kc_program_args(p, 0, syms, fake_resolve, NULL, NULL, vals, args), KC_EINVAL);
-    kc_program_free(p);
+    kc_lprog_free(p);
     kc_entry_free(e);
     kc_graph_desc_free(d);
 }
