@@ -23,7 +23,7 @@ from ._cache import Cache
 from ._program import Param, Program
 from ._kcache import __version__
 
-# The graph part re-exports here: from ._graph import Graph, GraphBuilder, LoadedGraph
+from ._graph import Graph, GraphBuilder, LoadedGraph  # the graph part
 
 __all__ = [
     "Cache",
@@ -32,7 +32,10 @@ __all__ = [
     "CorruptError",
     "DriverError",
     "Error",
+    "Graph",
+    "GraphBuilder",
     "InvalidArgumentError",
+    "LoadedGraph",
     "MissError",
     "NoDriverError",
     "NoNvrtcError",
