@@ -120,6 +120,12 @@ kc_cache *kcpy_cache_enter(PyObject *obj) {
     return c;
 }
 
+int kcpy_cache_check(PyObject *obj) {
+    if (!kcpy_cache_enter(obj)) return -1;
+    kcpy_cache_leave(obj);
+    return 0;
+}
+
 void kcpy_cache_leave(PyObject *obj) {
     kcpy_cache *self = (kcpy_cache *)obj;
     pthread_mutex_lock(&self->mu);

@@ -91,7 +91,7 @@ PyObject *kcpy_cache_prewarm(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_Format(PyExc_ValueError, "jobs must be 0 (one per CPU) or more, not %d", jobs);
         return NULL;
     }
-    kc_manifest *m = manifest_open(path, archs);
+    kc_manifest *m = kcpy_cache_check(self) == 0 ? manifest_open(path, archs) : NULL;
     kc_cache *c = m ? kcpy_cache_enter(self) : NULL;
     if (!c) {
         kc_manifest_free(m);
@@ -173,7 +173,7 @@ PyObject *kcpy_cache_coverage(PyObject *self, PyObject *args, PyObject *kwargs) 
         PyErr_Format(PyExc_ValueError, "device must be -1 (the manifest's targets) or a GPU ordinal, not %d", device);
         return NULL;
     }
-    kc_manifest *m = manifest_open(path, NULL);
+    kc_manifest *m = kcpy_cache_check(self) == 0 ? manifest_open(path, NULL) : NULL;
     kc_coverage_report *r = NULL;
     PyObject *d = m && covered(self, m, device, &r) == 0 ? coverage_dict(r) : NULL;
     kc_coverage_report_free(r);
@@ -230,7 +230,7 @@ static PyObject *export_covering(PyObject *self, kc_manifest *m, const char *mpa
 
 PyObject *kcpy_export_manifest(PyObject *self, PyObject *path, PyObject *manifest, PyObject *archs) {
     PyObject *keep = NULL, *mkeep = NULL;
-    const char *p = kcpy_path(path, "path", &keep);
+    const char *p = kcpy_cache_check(self) == 0 ? kcpy_path(path, "path", &keep) : NULL;
     const char *mpath = p ? kcpy_path(manifest, "manifest", &mkeep) : NULL;
     kc_manifest *m = mpath ? manifest_open(manifest, archs) : NULL;
     PyObject *r = NULL;

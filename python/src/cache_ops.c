@@ -140,7 +140,8 @@ static int export_filter(PyObject *graphs, PyObject *archs, kc_bundle_filter *f,
 PyObject *kcpy_cache_export(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"path", "graphs", "archs", "manifest", NULL};
     PyObject *path, *graphs = NULL, *archs = NULL, *manifest = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:export", kwlist, &path, &graphs, &archs, &manifest))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:export", kwlist, &path, &graphs, &archs, &manifest) ||
+        kcpy_cache_check(self) < 0)
         return NULL;
     if (manifest && manifest != Py_None) {
         if (graphs && graphs != Py_None) {

@@ -28,6 +28,10 @@ extern PyTypeObject *kcpy_cache_type;
  */
 kc_cache *kcpy_cache_enter(PyObject *obj);
 
+/** 0 when the cache object `obj` is open (checked first, so that a closed cache says so before an
+ *  argument's error), or -1 with ClosedError (or TypeError) set.  GIL held. */
+int kcpy_cache_check(PyObject *obj);
+
 /** Leave a call entered with kcpy_cache_enter (GIL held or not). */
 void kcpy_cache_leave(PyObject *obj);
 

@@ -11,14 +11,8 @@
  */
 #include "kcpy.h"
 
-#if defined(__has_include)
-#if __has_include("kcache/program.h")
-#include "kcache/program.h"
-#define KCPY_HAVE_PROGRAM 1
-#endif
-#endif
-
 #include "kcache/compile.h"
+#include "kcache/program.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +39,7 @@ static void args_free(compile_args *a) {
 
 /* headers: a mapping of name -> source text. */
 static int header_list(PyObject *obj, compile_args *a) {
-    if (!PyDict_Check(obj) && !PyMapping_Check(obj)) {
+    if (!PyDict_Check(obj) && (!PyMapping_Check(obj) || PySequence_Check(obj))) {
         PyErr_Format(PyExc_TypeError, "headers must be a mapping of str to str, not %.100s", Py_TYPE(obj)->tp_name);
         return -1;
     }
@@ -93,7 +87,6 @@ static int args_parse(PyObject *args, PyObject *kwargs, compile_args *a) {
     return 0;
 }
 
-#ifdef KCPY_HAVE_PROGRAM
 /* A tuple of the n strings of v. */
 static PyObject *str_tuple(const char *const *v, size_t n) {
     PyObject *t = PyTuple_New((Py_ssize_t)n);
@@ -147,16 +140,14 @@ static PyObject *program_tuple(const kc_program *p) {
     Py_XDECREF(params);
     return r;
 }
-#endif
 
 PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs) {
     compile_args a;
     memset(&a, 0, sizeof a);
-    if (args_parse(args, kwargs, &a) < 0) {
+    if (kcpy_cache_check(self) < 0 || args_parse(args, kwargs, &a) < 0) {
         args_free(&a);
         return NULL;
     }
-#ifdef KCPY_HAVE_PROGRAM
     kc_cache *c = kcpy_cache_enter(self);
     if (!c) {
         args_free(&a);
@@ -171,10 +162,4 @@ PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs) {
     kc_program_free(p);
     args_free(&a);
     return r;
-#else
-    (void)self;
-    args_free(&a);
-    return kcpy_raise_msg(KC_ERROR, "Cache.compile needs kc_cache_compile (kcache/program.h), "
-                                    "which this build's libkcache lacks");
-#endif
 }
