@@ -8,19 +8,14 @@
  * and timed by CLOCK_MONOTONIC around the whole loop, and returns the total seconds.  The first
  * failing call raises its kcache.Error (status and message), like Cache.compile.
  *
- * A build whose libkcache has no kc_cache_compile (KCPY_HAVE_PROGRAM undefined) adds nothing; the
- * benchmark then says that it could not measure the C side.
- *
  * Callers: tools/bench/python_compile.py (a private name: no user API).  Must not: keep anything
  * between calls, hold the GIL across the loop, or accept what Cache.compile would refuse.
  */
-#include "kcpy.h"
-
-#ifdef KCPY_HAVE_PROGRAM
 #include <string.h>
 #include <time.h>
 
 #include "kcache/program.h"
+#include "kcpy.h"
 
 #define KCPY_BENCH_NAMES_MAX 64
 
@@ -110,9 +105,3 @@ static PyMethodDef bench_methods[] = {
 };
 
 int kcpy_bench_add(PyObject *module) { return PyModule_AddFunctions(module, bench_methods); }
-#else
-int kcpy_bench_add(PyObject *module) {
-    (void)module;
-    return 0;
-}
-#endif
