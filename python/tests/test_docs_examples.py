@@ -74,10 +74,12 @@ def gpu_present() -> bool:
 
 
 def driver_double() -> str:
-    """The driver double's path: KCACHE_CUDA_DRIVER as the suite set it, else a build's."""
-    d = os.environ.get("KCACHE_CUDA_DRIVER", "")
-    if d and os.path.exists(d):
-        return d
+    """The driver double's path: KCACHE_TEST_DRIVER_DOUBLE or KCACHE_CUDA_DRIVER as the suite set them,
+    else a build's."""
+    for var in ("KCACHE_TEST_DRIVER_DOUBLE", "KCACHE_CUDA_DRIVER"):
+        d = os.environ.get(var, "")
+        if d and os.path.exists(d):
+            return d
     found = sorted(glob.glob(os.path.join(ROOT, "build*", "tests", "double", "libkcache_cuda_double.so")))
     return found[0] if found else ""
 
