@@ -24,19 +24,24 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
 #   --clang  clang, the second compiler of CI's build matrix (.ci/run)
 #   --fuzz   clang and its runtime libraries (libFuzzer, sanitizers) for tools/fuzz.sh
 #   --package  man-db, for `.ci/run package` (man finds the installed manual pages)
+#   --python   the Python package's build and tests (`.ci/run python`): python3-dev (Python.h) and a
+#            git-ignored virtual environment .venv-py at the repository's root with pytest, numpy,
+#            scikit-build-core and mypy from PyPI, pinned (never the system Python's site-packages)
 #   --style  clang-format 14 and python3-venv, for tools/style.sh (which installs lizard from PyPI
 #            into a virtual environment when python3 cannot import it)
 bench=0
 pybench=0
+python=0
 for flag in "$@"; do
   case "$flag" in
     --bench) pkgs+=(ccache sccache gnuplot-nox python3-venv); bench=1 ;;
-    --python-bench) pkgs+=(python3-venv); pybench=1 ;;
+    --python-bench) pkgs+=(python3-dev python3-venv); pybench=1 ;;
     --clang) pkgs+=(clang) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     --package) pkgs+=(man-db) ;;
+    --python) pkgs+=(python3-dev python3-venv); python=1 ;;
     --style) pkgs+=(clang-format-14 python3-venv) ;;
-    *) echo "usage: tools/deps.sh [--bench] [--python-bench] [--clang] [--fuzz] [--package] [--style]" >&2; exit 2 ;;
+    *) echo "usage: tools/deps.sh [--bench] [--python-bench] [--clang] [--fuzz] [--package] [--python] [--style]" >&2; exit 2 ;;
   esac
 done
 missing=()
@@ -68,6 +73,16 @@ if [ "$bench" = 1 ]; then
   venv="$root/.venv-bench"
   pins=(cuda-core==1.2.2 cuda-bindings==13.0.3 cuda-pathfinder==1.9.1 triton==3.9.0 numpy==2.4.6)
   if ! "$venv/bin/python" -c 'import cuda.core, triton' 2>/dev/null; then
+    echo "deps: installing ${pins[*]} into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+  fi
+fi
+if [ "$python" = 1 ]; then
+  # The Python package's tests (python/tests) and its build without isolation (.ci/run python), pinned.
+  venv="$root/.venv-py"
+  pins=(pytest==9.2.0 numpy==2.4.6 scikit-build-core==1.1.2 mypy==2.4.1)
+  if ! "$venv/bin/python" -c 'import pytest, numpy, scikit_build_core, mypy' 2>/dev/null; then
     echo "deps: installing ${pins[*]} into $venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"

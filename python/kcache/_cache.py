@@ -9,7 +9,7 @@ own to what libkcache decides.
 from __future__ import annotations
 
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _kcache
 from ._program import Program
@@ -35,11 +35,12 @@ class Cache(_kcache.Cache):
 
         return _graph.get(self, graph, device)
 
-    def explain(self, graph: Any, target: str) -> dict:
+    def explain(self, graph: Any, target: str) -> Dict[str, Any]:
         """Why `graph` for `target` would hit or miss, as a dict."""
         from . import _graph
 
-        return _graph.explain(self, graph, target)
+        report: Dict[str, Any] = _graph.explain(self, graph, target)
+        return report
 
 
 __all__ = ["Cache"]
