@@ -23,12 +23,36 @@ declares an alias of an input is that input object itself.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _kcache
 
-Buffer = _kcache.Buffer
-Saved = _kcache.Saved
+if TYPE_CHECKING:  # the C types' shapes (kcache._kcache.Buffer, .Saved)
+    class Buffer:
+        """Device memory kcache allocated (an output or a gradient): DLPack and __cuda_array_interface__
+        v3; freed on the stream it was made on when the last user lets go."""
+
+        shape: Tuple[int, ...]
+        dtype: str
+        ptr: int
+        device: int
+        __cuda_array_interface__: Dict[str, Any]
+
+        def __dlpack__(self, *, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
+                       dl_device: Any = None, copy: Optional[bool] = None) -> Any: ...
+
+        def __dlpack_device__(self) -> Tuple[int, int]: ...
+
+    class Saved:
+        """What a forward keeps for its backward; freed by release(), by a backward without
+        retain_graph, or when dropped."""
+
+        released: bool
+
+        def release(self) -> None: ...
+else:
+    Buffer = _kcache.Buffer
+    Saved = _kcache.Saved
 
 _PASSES = {"forward": 0, "backward": 1}
 _ROLES = {"input": 0, "output": 1, "saved": 2, "scratch": 3, "grad_out": 4, "grad_in": 5}
@@ -237,6 +261,13 @@ def _stream(stream: Any, first: Any, device: int) -> Tuple[int, Any]:
                     "an object with __cuda_stream__, or an int handle)")
 
 
+def _plain(tensors: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """PyTorch refuses to export a tensor that requires a gradient (as inside autograd.Function.forward):
+    kcache reads it detached (the same memory)."""
+    return tuple(t.detach() if _framework(t) == "torch" and getattr(t, "requires_grad", False) else t
+                 for t in tensors)
+
+
 def _wrap(buf: Any, fw: str) -> Any:
     """A kcache Buffer as a tensor of framework `fw` (zero copy, DLPack)."""
     if not isinstance(buf, Buffer):
@@ -308,9 +339,11 @@ class LoadedGraph:
         s, keep = _stream(stream, first, self.device)
         if save is None:
             save = any(rg for _, _, _, rg in self._lg.graph.inputs)
-        outs, saved = self._lg.forward(tensors, s, keep, args or None, bool(save))
+        plain = _plain(tensors)
+        outs, saved = self._lg.forward(plain, s, keep, args or None, bool(save))
         fw = _framework(first) if first is not None else ""
-        return tuple(_wrap(o, fw) for o in outs), saved
+        mine = {id(p): t for p, t in zip(plain, tensors)}  # an aliased output is the caller's own input
+        return tuple(mine.get(id(o), o) if not isinstance(o, Buffer) else _wrap(o, fw) for o in outs), saved
 
     def backward(self, saved: Saved, *grad_outputs: Any, stream: Any = None,
                  accumulate: Optional[Mapping[int, Any]] = None, retain_graph: bool = False,
@@ -326,11 +359,12 @@ class LoadedGraph:
         first = grad_outputs[0] if grad_outputs else None
         s, keep = _stream(stream, first, self.device)
         acc = None if accumulate is None else dict(accumulate)
-        grads = self._lg.backward(saved, grad_outputs, s, keep, args or None, acc)
+        grads = self._lg.backward(saved, _plain(grad_outputs), s, keep, args or None,
+                                  None if acc is None else dict(zip(acc, _plain(tuple(acc.values())))))
         if not retain_graph:
             saved.release()
         fw = _framework(first) if first is not None else ""
-        return tuple(_wrap(g, fw) for g in grads)
+        return tuple(acc[i] if acc is not None and i in acc else _wrap(g, fw) for i, g in enumerate(grads))
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"device {self.device}"

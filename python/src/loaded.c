@@ -164,6 +164,8 @@ static int check_tensor(const kc_tensor *t, const char *what, const kc_graph_ten
 /* The runtime arguments from `kw` (a dict or None) in declaration order; -1 with an exception. */
 static int take_args(kcpy_graph *gr, PyObject *kw, kc_value *vals, size_t cap, size_t *n) {
     size_t want = kc_graph_desc_nargs(gr->d), used = 0;
+    if (kw && kw != Py_None && !PyDict_Check(kw))
+        return PyErr_Format(PyExc_TypeError, "the runtime arguments are a dict"), -1;
     if (want > cap) return PyErr_Format(PyExc_ValueError, "the graph declares too many runtime arguments"), -1;
     for (size_t i = 0; i < want; i++) {
         const char *name = NULL;
@@ -293,6 +295,7 @@ static PyObject *loaded_forward(PyObject *self, PyObject *a) {
     }
     outs_t = forward_results(l, tensors, outs, nout, stream, sobj);
     saved *s = outs_t && sv ? PyObject_New(saved, saved_type) : NULL;
+    if (outs_t && sv && !s) goto done; /* no memory: sv is freed below */
     if (s) {
         s->s = sv, s->stream = stream, s->busy = 0, s->nout = nout;
         Py_INCREF(sobj), s->stream_obj = sobj;
@@ -302,7 +305,7 @@ static PyObject *loaded_forward(PyObject *self, PyObject *a) {
         Py_INCREF(outs_t), s->outputs = outs_t;
         sv = NULL;
     }
-    if (outs_t && (s || !save)) res = Py_BuildValue("(NO)", outs_t, s ? (PyObject *)s : Py_None), outs_t = NULL;
+    if (outs_t) res = Py_BuildValue("(NO)", outs_t, s ? (PyObject *)s : Py_None), outs_t = NULL;
     Py_XDECREF(s);
 done:
     if (sv) {

@@ -140,6 +140,14 @@ static int bad(PyObject *exc, const char *what, const char *fmt, const char *det
     return -1;
 }
 
+/* A tensor with elements but a NULL data pointer is refused (a kernel would fault on it). */
+static int no_data(const kc_tensor *t, const char *what) {
+    int empty = 0;
+    for (int r = 0; r < t->rank; r++) empty |= t->sizes[r] == 0;
+    if (t->data || empty) return 0;
+    return bad(PyExc_ValueError, what, "%s: a tensor with elements and a NULL data pointer%s", "");
+}
+
 /* Fill `out` from a DLTensor (checked); -1 with an exception naming `what`. */
 static int from_dl(const dl_tensor *t, const char *what, int device, kc_tensor *out) {
     if (t->device.device_type != DL_CUDA || t->device.device_id != device) {
@@ -161,14 +169,16 @@ static int from_dl(const dl_tensor *t, const char *what, int device, kc_tensor *
     out->dtype = dtypes[k].t;
     out->rank = t->ndim;
     out->data = (char *)t->data + t->byte_offset;
+    if (t->ndim > 0 && !t->shape) return bad(PyExc_ValueError, what, "%s: a DLPack tensor without shape%s", "");
     int64_t st = 1;
     for (int r = t->ndim - 1; r >= 0; r--) {
         if (t->shape[r] < 0) return bad(PyExc_ValueError, what, "%s has a negative size%s", "");
         out->sizes[r] = t->shape[r];
         out->strides[r] = t->strides ? t->strides[r] : st;
-        st *= t->shape[r] ? t->shape[r] : 1;
+        if (__builtin_mul_overflow(st, t->shape[r] ? t->shape[r] : 1, &st))
+            return bad(PyExc_ValueError, what, "%s: its sizes overflow 64 bits%s", "");
     }
-    return 0;
+    return no_data(out, what);
 }
 
 static int import_dlpack(PyObject *obj, const char *what, void *stream, int device, kc_tensor *out, PyObject **keep) {
@@ -209,6 +219,7 @@ static int import_dlpack(PyObject *obj, const char *what, void *stream, int devi
         bad(PyExc_TypeError, what, "%s: __dlpack__() returned no DLPack capsule%s", "");
     }
     Py_DECREF(cap);
+    if (rc) Py_CLEAR(*keep); /* the producer's deleter runs now */
     return rc;
 }
 
@@ -254,9 +265,10 @@ static int cai_parse(PyObject *cai, const char *what, kc_tensor *out) {
         if (strides && strides != Py_None && st[r] % size)
             return bad(PyExc_ValueError, what, "%s: a stride is not a whole number of elements%s", "");
         out->strides[r] = strides && strides != Py_None ? st[r] / size : e;
-        e *= out->sizes[r] ? out->sizes[r] : 1;
+        if (__builtin_mul_overflow(e, out->sizes[r] ? out->sizes[r] : 1, &e))
+            return bad(PyExc_ValueError, what, "%s: its sizes overflow 64 bits%s", "");
     }
-    return 0;
+    return no_data(out, what);
 }
 
 int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device, kc_tensor *out, PyObject **keep) {
@@ -342,6 +354,13 @@ static PyObject *buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO", names, &stream, &maxv, &dld, &copy)) return NULL;
     buffer *b = (buffer *)self;
     if (copy == Py_True) return PyErr_Format(PyExc_BufferError, "kcache buffers export without a copy only");
+    if (dld != Py_None) {
+        int dt = -1, di = -1;
+        if (!PyTuple_Check(dld) || !PyArg_ParseTuple(dld, "ii", &dt, &di) || dt != DL_CUDA || di != b->device) {
+            PyErr_Clear();
+            return PyErr_Format(PyExc_BufferError, "a kcache buffer is on (2, %d) only", b->device);
+        }
+    }
     int v1 = 0;
     if (maxv != Py_None) {
         long major = PyTuple_Check(maxv) && PyTuple_GET_SIZE(maxv) == 2 ? PyLong_AsLong(PyTuple_GET_ITEM(maxv, 0)) : -1;

@@ -88,7 +88,8 @@ def test_get_then_forward_and_backward_launch(cache: kcache.Cache, softmax: kcac
     assert cai["shape"] == (37, 1000) and cai["typestr"] == "<f4" and cai["data"][0] == y.ptr
     assert cai["version"] == 3 and cai["strides"] == (4000, 4)
     del y, gx
-    x.free(), gy.free()
+    x.free()
+    gy.free()
     assert dbl.defects() == ""
 
 
@@ -136,7 +137,7 @@ def test_streams(softmax: kcache.LoadedGraph, dbl: Double) -> None:
         softmax.forward(p, stream=st, save=False)
         assert p.calls[0]["stream"] == s  # handed to the producer's __dlpack__
         assert [ln[1] for ln in dbl.launches()] == [s, s]
-        del y, saved
+        del y, saved, p  # before the stream is destroyed: their memory is freed on it
     for bad in ("1", 1.5, True, object(), -1, 1 << 64):
         with pytest.raises((TypeError, ValueError)) as e:
             softmax.forward(x, stream=bad)
@@ -150,7 +151,7 @@ def test_streams(softmax: kcache.LoadedGraph, dbl: Double) -> None:
         softmax.forward(x, stream=BadCore())
     with pytest.raises(kcache.Error) as e:  # not a stream: the driver (here the double) refuses it
         softmax.forward(x, stream=0x1230)
-    assert e.value.status < 0
+    assert isinstance(e.value, kcache.Error) and e.value.status < 0
     dbl.destroy_stream(s)
     x.free()
 
@@ -177,6 +178,14 @@ def test_wrong_tensors_name_the_argument(softmax: kcache.LoadedGraph) -> None:
         softmax.forward(FakeProducer(None, device=(1, 0)))
     with pytest.raises(TypeError, match="unknown keyword"):
         softmax.forward(x, lr=1.0)
+    with pytest.raises(ValueError, match="NULL data pointer"):
+        softmax.forward(DevArray((37, 1000), extra={"data": (0, False)}))
+    with pytest.raises(ValueError, match="overflow"):
+        softmax.forward(DevArray((37, 1000), extra={"shape": (1 << 40, 1 << 40)}))
+    with pytest.raises(ValueError, match="negative"):
+        softmax.forward(DevArray((37, 1000), extra={"shape": (-37, 1000)}))
+    with pytest.raises((TypeError, ValueError)):
+        softmax.forward(DevArray((37, 1000), extra={"shape": "37x1000"}))
     x.free()
 
 

@@ -4,8 +4,9 @@
 # .gpu-debs carried): unpack the -dev packages into a private prefix, build, then, each step
 # under its own time limit so that one hang cannot spend the lease: the gpu-labelled tests,
 # the demo (every bundled graph against its CPU reference), the benchmark (its GPU part: a hit
-# with the driver load against a bare load, PTX against cubin), and last every other test.
-# Logs go to $OUT (or /tmp/kcache-gpu), 8 files (what the device tool brings back); the output is a short summary.
+# with the driver load against a bare load, PTX against cubin), the Python extension's gpu tests,
+# and last every other test.
+# Logs go to $OUT (or /tmp/kcache-gpu), 10 files (what the device tool brings back); the output is a short summary.
 #   bash tools/gpu/verify.sh [--no-rest]     # --no-rest: skip the non-gpu tests at the end
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -47,6 +48,19 @@ step load 120 bash -c "KCACHE_LOG=load build-gpu/tools/bench/kcache-bench --gpu-
     build-gpu/tools/kcache/kcache --cache-dir /tmp/kcache-gpu-ws prewarm kernels/manifest.json --arch sm_90 >/dev/null &&
     for i in 1 2 3 4 5; do build-gpu/tools/bench/kcache-warmstart kernels/manifest.json --cache-dir /tmp/kcache-gpu-ws; done"
 tail -7 "$out/load.log"
+# Python: the extension kcache._kcache built in a folder of its own against this machine's python3 (with
+# PyTorch and CuPy), then the pytest tests marked gpu: PyTorch and CuPy tensors through a loaded graph's
+# forward and backward against a NumPy reference, on the default and a non-default stream.
+py=$(command -v python3 || echo python3); pkg=/tmp/kcache-py
+rm -rf "$pkg" && mkdir -p "$pkg/kcache"
+step py-build 240 bash -c "cmake -S . -B build-gpu-py $gen -DCMAKE_BUILD_TYPE=Release -DKCACHE_PYTHON=ON \
+    -DKCACHE_BUILD_TESTS=OFF -DKCACHE_BUILD_TOOLS=OFF -DKCACHE_DRIVER_DOUBLE=OFF -DPython_EXECUTABLE=$py \
+    -DCMAKE_INCLUDE_PATH=$prefix/usr/include -DCMAKE_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu \
+    && cmake --build build-gpu-py -j $(nproc) --target _kcache \
+    && cp python/kcache/*.py python/kcache/py.typed build-gpu-py/python/kcache/_kcache*.so $pkg/kcache/" &&
+    step py-gpu 180 env -u KCACHE_CUDA_DRIVER -u KCACHE_TEST_DRIVER_DOUBLE PYTHONPATH="$pkg" \
+        "$py" -m pytest -m gpu python/tests -p no:cacheprovider -q -rs
+tail -15 "$out/py-build.log" "$out/py-gpu.log" 2>/dev/null | grep -vE "^$" | tail -20
 if [ $rest = 1 ]; then
     step ctest-rest 200 ctest --test-dir build-gpu -LE gpu --output-on-failure -j 12 --timeout 150
     grep -E "tests passed|\*\*\*|Failed|Timeout|Not Run" "$out/ctest-rest.log" | tail -25
