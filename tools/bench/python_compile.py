@@ -226,6 +226,36 @@ def machine() -> Dict[str, Any]:
     return m
 
 
+def import_kcache() -> Any:
+    """The installed kcache; else one built by CMake with -DKCACHE_PYTHON=ON in a build folder of this
+    repository for this interpreter (build*/python/kcache), staged with python/kcache's files."""
+    try:
+        import kcache
+        return kcache
+    except ImportError as e:
+        first = e
+    import glob
+    import shutil
+    import sysconfig
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    for so in sorted(glob.glob(os.path.join(root, "build*", "python", "kcache", "_kcache*" + suffix))):
+        pkg = tempfile.mkdtemp(prefix="kcache-pybench-pkg.")
+        os.mkdir(os.path.join(pkg, "kcache"))
+        for f in glob.glob(os.path.join(root, "python", "kcache", "*.py")):
+            shutil.copy(f, os.path.join(pkg, "kcache"))
+        os.symlink(so, os.path.join(pkg, "kcache", os.path.basename(so)))
+        sys.path.insert(0, pkg)
+        try:
+            import kcache
+            print("python_compile: kcache from %s" % so)
+            return kcache
+        except ImportError:
+            sys.path.remove(pkg)
+    raise SystemExit("python_compile: cannot import kcache (%s): pip install . from the repository's root, or build "
+                     "it with cmake -DKCACHE_PYTHON=ON into build*/" % first)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", help="write the results here as JSON")
@@ -234,10 +264,7 @@ def main() -> int:
     ap.add_argument("--target", default="sm_90")
     a = ap.parse_args()
     t_start = time.perf_counter()
-    try:
-        import kcache
-    except ImportError as e:
-        raise SystemExit("python_compile: cannot import kcache (%s): pip install . from the repository's root" % e)
+    kcache = import_kcache()
     res: Dict[str, Any] = {"bench": "python_compile", "target": a.target, "rounds": a.rounds,
                            "machine": machine(), "versions": {"kcache": kcache.__version__},
                            "contestants": {}, "skipped": {}}
