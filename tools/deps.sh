@@ -18,6 +18,9 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
 #   --bench  what kcache-bench compares with and draws with: ccache and sccache (Debian), gnuplot, and
 #            the Python runtimes' caches at pinned versions in a virtual environment, .venv-bench
 #            (cuda.core's program cache, Triton's; from PyPI: tools/bench/peers/)
+#   --python-bench  what tools/bench/python_compile.py compares with, pinned, in .venv-bench: cuda.core's
+#            program caches and CuPy's kernel cache (CuPy's hits need a GPU), and this repository's
+#            Python package itself (pip install ., rebuilt on each call)
 #   --clang  clang, the second compiler of CI's build matrix (.ci/run)
 #   --fuzz   clang and its runtime libraries (libFuzzer, sanitizers) for tools/fuzz.sh
 #   --package  man-db, for `.ci/run package` (man finds the installed manual pages)
@@ -27,16 +30,18 @@ pkgs=(cmake ninja-build pkg-config gcc g++ python3
 #   --style  clang-format 14 and python3-venv, for tools/style.sh (which installs lizard from PyPI
 #            into a virtual environment when python3 cannot import it)
 bench=0
+pybench=0
 python=0
 for flag in "$@"; do
   case "$flag" in
     --bench) pkgs+=(ccache sccache gnuplot-nox python3-venv); bench=1 ;;
+    --python-bench) pkgs+=(python3-dev python3-venv); pybench=1 ;;
     --clang) pkgs+=(clang) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     --package) pkgs+=(man-db) ;;
     --python) pkgs+=(python3-dev python3-venv); python=1 ;;
     --style) pkgs+=(clang-format-14 python3-venv) ;;
-    *) echo "usage: tools/deps.sh [--bench] [--clang] [--fuzz] [--package] [--python] [--style]" >&2; exit 2 ;;
+    *) echo "usage: tools/deps.sh [--bench] [--python-bench] [--clang] [--fuzz] [--package] [--python] [--style]" >&2; exit 2 ;;
   esac
 done
 missing=()
@@ -82,4 +87,17 @@ if [ "$python" = 1 ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
   fi
+fi
+if [ "$pybench" = 1 ]; then
+  # tools/bench/python_compile.py's peers, pinned (cuda.core 1.2.2 as --bench pins it; CuPy 14.2.0 for CUDA 13),
+  # and the kcache package built from this tree, into the same git-ignored .venv-bench.
+  venv="$root/.venv-bench"
+  pins=(cuda-core==1.2.2 cuda-bindings==13.0.3 cuda-pathfinder==1.9.1 cupy-cuda13x==14.2.0 numpy==2.4.6)
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  if ! "$venv/bin/python" -c 'import cuda.core, cupy' 2>/dev/null; then
+    echo "deps: installing ${pins[*]} into $venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+  fi
+  echo "deps: installing the kcache package from $root into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "$root"
 fi

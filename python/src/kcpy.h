@@ -102,4 +102,8 @@ PyObject *kcpy_cache_compile(PyObject *self, PyObject *args, PyObject *kwargs);
  *  to the module.  0, or -1 with an exception set. */
 int kcpy_graph_add(PyObject *module);
 
+/** The benchmark's hook (bench.c): add the private _compile_loop to the module.  0, or -1 with an
+ *  exception set. */
+int kcpy_bench_add(PyObject *module);
+
 #endif
