@@ -27,7 +27,7 @@
 /* One call's state: the inputs as units take them, and what came back. */
 typedef struct ccall {
     kc_cache *c;
-    kc_kernel_src ks[KC_PROGRAM_NAMES_MAX];
+    kc_kernel_src *ks; /* one per name expression: the unit's kernels */
     const char *const *names;
     size_t n;
     kc_target target;
@@ -71,18 +71,25 @@ static int check_args(kc_cache *c, const kc_kernel_src *k, const char *const *na
     return KC_OK;
 }
 
-/* The unit, its toolchain and its key; whether it is cacheable. */
+/* Whether the source is cacheable (every name's kernel scanned); a bypass in a strict cache refused.
+ * Asked only when the memo did not answer: the memo holds only what was found cacheable under
+ * exactly these inputs (the scan reads nothing the key does not hold). */
+static int scan_cacheable(ccall *x) {
+    x->cacheable = 1;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->cacheable && !kc_kernel_cacheable(&x->ks[i], &x->why)) x->cacheable = 0;
+    if (!x->cacheable && kc_cache_strict_(x->c))
+        return kc_err(KC_EINVAL, "%s: not cacheable (%s), and the cache is strict (KCACHE_STRICT)", x->label, x->why);
+    return KC_OK;
+}
+
+/* The unit, its toolchain and its key. */
 static int prepare(ccall *x, const kc_kernel_src *k, const char *target) {
     int rc = kc_target_parse(target, &x->target); /* the public boundary: parsed here, once */
     if (rc) return rc;
     snprintf(x->label, sizeof x->label, "kc_cache_compile of '%.200s'", k->file ? k->file : "<source>");
-    x->cacheable = 1;
-    for (size_t i = 0; i < x->n; i++) {
+    for (size_t i = 0; i < x->n; i++)
         x->ks[i] = *k, x->ks[i].version = KC_KERNEL_SRC_VERSION, x->ks[i].name = x->names[i];
-        if (x->cacheable && !kc_kernel_cacheable(&x->ks[i], &x->why)) x->cacheable = 0;
-    }
-    if (!x->cacheable && kc_cache_strict_(x->c))
-        return kc_err(KC_EINVAL, "%s: not cacheable (%s), and the cache is strict (KCACHE_STRICT)", x->label, x->why);
     kc_units_group(x->ks, x->n, &x->u);
     if (x->u.n != 1) return kc_err(KC_EINVAL, "%s: its names do not make one compile unit", x->label);
     rc = kc_cache_toolchain(x->c, &x->tc);
@@ -169,13 +176,19 @@ int kc_cache_compile(kc_cache *c, const kc_kernel_src *k, const char *const *nam
     if (out) *out = NULL;
     int rc = check_args(c, k, names, nnames, target, out);
     if (rc) return rc;
-    ccall *x = kc_calloc(1, sizeof *x);
-    if (!x) return kc_err(KC_ENOMEM, "kc_cache_compile: out of memory");
-    x->c = c, x->names = names, x->n = nnames;
+    ccall *x = kc_malloc(sizeof *x);
+    kc_kernel_src *ks = kc_malloc(nnames * sizeof *ks);
+    if (!x || !ks) {
+        free(x), free(ks);
+        return kc_err(KC_ENOMEM, "kc_cache_compile: out of memory");
+    }
+    memset(x, 0, sizeof *x);
+    x->c = c, x->ks = ks, x->names = names, x->n = nnames;
     rc = prepare(x, k, target);
-    if (!rc && x->cacheable && (*out = kc_progmemo_get_(c, x->hex, names, nnames)) != NULL)
+    if (!rc && (*out = kc_progmemo_get_(c, x->hex, names, nnames)) != NULL)
         kc_cache_count_lookup_(c, &x->key, KC_LOOKUP_MEMORY, t0);
-    else if (!rc) rc = obtain(x, t0, out);
+    else if (!rc && (rc = scan_cacheable(x)) == KC_OK) rc = obtain(x, t0, out);
+    free(ks);
     free(x);
     return rc;
 }

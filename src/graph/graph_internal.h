@@ -356,7 +356,7 @@ typedef struct kc_unit_results {
  * Every unit of a graph ([Note: single-flight per unit] in unitobtain.c): found stored, or compiled
  * and stored (cacheable), or compiled (not); with !reuse nothing stored is taken (the device
  * refused it): every unit is compiled afresh and stored over the old.  `label` names the graph in
- * messages; `toolchain_meta` is the toolchain string stored records carry.  Callers: build.c.
+ * messages; `toolchain_meta` is the toolchain string stored records carry.  Callers: build.c, cachecompile.c.
  */
 int kc_units_obtain_(kc_cache *c, const kc_unit_set *s, int cacheable, int reuse, const char *label,
                      const char *toolchain_meta, kc_unit_results *r);

@@ -9,7 +9,7 @@
  * is held.  The units' keys, records and images are unitstore.c's; the target is the one the
  * lookup parsed at its boundary (kc_unit_set), never a name parsed again here.
  *
- * Callers: build.c only (kc_units_obtain_).  Must not: count a graph lookup's outcome, store a
+ * Callers: build.c and cachecompile.c (kc_units_obtain_).  Must not: count a graph lookup's outcome, store a
  * unit of a source that is not cacheable, or compile under must-hit (KCACHE_REQUIRE_HIT).
  */
 #include <stdio.h>

@@ -12,7 +12,8 @@
  * image is read and checked against the record's reference (XXH3-128 locally, SHA-256 too for
  * what a remote gives), so a record never serves bytes it did not name.
  *
- * Callers: unitobtain.c (find, store, keys), build.c (kc_unit_set_init_), explain.c (unit keys).
+ * Callers: unitobtain.c (find, store, keys), build.c and cachecompile.c (kc_unit_set_init_,
+ * kc_unit_key_), explain.c (unit keys).
  * Must not: count a graph lookup's outcome, or store a unit of a source that is not cacheable
  * (nothing asks it to), or parse the target again (kc_unit_set carries it parsed).
  */

@@ -155,6 +155,20 @@ static void test_bypass(void **state) {
     kc_program *b = compile_ok(cache, text, names, 1, "sm_80", KC_LOOKUP_BYPASS);
     assert_int_equal(kct_count_files(dir, ".unit"), before);
     kc_program_free(a), kc_program_free(b);
+    /* Strict: a bypass is an anomaly, refused before any lookup (nothing counted). */
+    kc_cache *strict = NULL;
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir, o.flags = KC_OPEN_NO_ENV | KC_OPEN_STRICT;
+    assert_int_equal(kc_cache_open(&strict, &o), KC_OK);
+    kc_kernel_src k = src_of(text);
+    kc_program *p = NULL;
+    counts c0 = counts_of(strict);
+    assert_int_equal(kc_cache_compile(strict, &k, names, 1, "sm_80", &p), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "KCACHE_STRICT"));
+    counts c1 = counts_of(strict);
+    assert_memory_equal(&c0, &c1, sizeof c0);
+    assert_null(p);
+    kc_cache_close(strict);
 }
 
 /* Must-hit: what is stored is served; what is not is refused, nothing compiled, the miss counted. */
@@ -230,17 +244,62 @@ static void test_bad_args(void **state) {
     assert_memory_equal(&a, &b, sizeof a);
 }
 
-/* The same source and name as a graph's kernel: kc_cache_compile's key is that unit's key. */
+/* A graph with the same source and name for the same target finds the unit kc_cache_compile
+ * stored and compiles nothing (and the other way round: a unit a graph stored is a disk hit). */
 static void test_graph_shares_unit(void **state) {
     (void)state;
-    const char *text = "extern \"C\" __global__ void shared_k(float *p) { p[0] = 2.0f; }\n";
+    const char *text = "extern \"C\" __global__ void shared_k(float *x, int n) { if (n) x[0] = 2.0f; }\n";
     const char *names[] = {"shared_k"};
     kc_program *a = compile_ok(cache, text, names, 1, "sm_80", KC_LOOKUP_COMPILE);
     char name[KC_KEY_HEX_LEN + 8];
     snprintf(name, sizeof name, "%s.unit", a->key);
     assert_int_equal(kct_count_files(dir, name), 1);
+    for (int t = 0; t < 2; t++) {
+        kc_graph_desc *d;
+        assert_int_equal(kc_graph_desc_new(&d, "shares"), KC_OK);
+        kc_kernel_src k = src_of(text);
+        k.name = "shared_k";
+        assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+        const char *sizes[] = {"N"};
+        assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
+        const char *grid[] = {"1", "1", "1"}, *block[] = {"32", "1", "1"}, *args[] = {"input:0", "e32:N"};
+        assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, NULL, args, 2), KC_OK);
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
+        const char *target = t == 0 ? "sm_80" : "sm_75";
+        if (kc_graph_compile(cache, d, target, &info) != KC_OK) fail_msg("%s", kc_error_last()->message);
+        assert_int_equal(info.units, 1);
+        assert_int_equal(info.units_compiled, t == 0 ? 0 : 1); /* sm_80: kc_cache_compile's unit */
+        kc_graph_desc_free(d);
+    }
+    kc_program *b = compile_ok(cache, text, names, 1, "sm_75", KC_LOOKUP_DISK); /* the graph's unit */
+    kc_program_free(a), kc_program_free(b);
+}
+
+#ifdef KC_CLI
+/* `kcache compile` prints the key kc_cache_compile stores under, and finds its entry (one entry). */
+static void test_cli_same_key(void **state) {
+    (void)state;
+    const char *names[] = {"k", "t<float>"};
+    kc_program *a = compile_ok(cache, SRC, names, 2, "sm_80", KC_LOOKUP_COMPILE);
+    char path[600], cmd[2048], line[4096] = "";
+    snprintf(path, sizeof path, "%s/k.cu", dir);
+    assert_int_equal(kct_write(path, SRC, strlen(SRC)), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' --cache-dir '%s' compile k.cu --name k --name 't<float>' --target sm_80 --json", dir,
+             KC_CLI, dir);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    line[n] = '\0';
+    assert_int_equal(pclose(f), 0);
+    char want[128];
+    snprintf(want, sizeof want, "\"key\": \"%s\"", a->key);
+    if (!strstr(line, want)) fail_msg("%s not in: %s", want, line);
+    assert_non_null(strstr(line, "\"outcome\": \"disk\""));
+    assert_int_equal(kct_count_files(dir, ".unit"), 1);
     kc_program_free(a);
 }
+#endif
 
 typedef struct storm {
     kc_program *p;
@@ -289,6 +348,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_shares_unit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+#ifdef KC_CLI
+        cmocka_unit_test_setup_teardown(test_cli_same_key, setup, teardown),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

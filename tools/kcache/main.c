@@ -29,20 +29,33 @@ extern const cli_cmd cli_cmd_limit;                    /* cmd_limit.c */
 extern const cli_cmd cli_cmd_config;                   /* cmd_config.c */
 extern const cli_cmd cli_cmd_purge;                    /* cmd_purge.c */
 extern const cli_cmd cli_cmd_help, cli_cmd_completion; /* cmd_help.c */
+extern const cli_cmd cli_cmd_compile;                  /* cmd_compile.c */
 
 /* The commands, in the order `kcache --help` lists them. */
 const cli_cmd *const cli_commands[] = {
-    &cli_cmd_stats,      &cli_cmd_ls,
-    &cli_cmd_show,       &cli_cmd_verify,
-    &cli_cmd_gc,         &cli_cmd_purge,
-    &cli_cmd_limit,      &cli_cmd_clear,
-    &cli_cmd_get,        &cli_cmd_prewarm,
-    &cli_cmd_export,     &cli_cmd_import,
-    &cli_cmd_explain,    &cli_cmd_demo,
-    &cli_cmd_toolchain,  &cli_cmd_coverage,
-    &cli_cmd_keygen,     &cli_cmd_sign,
-    &cli_cmd_config,     &cli_cmd_help,
-    &cli_cmd_completion, NULL,
+    &cli_cmd_stats,
+    &cli_cmd_ls,
+    &cli_cmd_show,
+    &cli_cmd_verify,
+    &cli_cmd_gc,
+    &cli_cmd_purge,
+    &cli_cmd_limit,
+    &cli_cmd_clear,
+    &cli_cmd_get,
+    &cli_cmd_prewarm,
+    &cli_cmd_export,
+    &cli_cmd_import,
+    &cli_cmd_compile,
+    &cli_cmd_explain,
+    &cli_cmd_demo,
+    &cli_cmd_toolchain,
+    &cli_cmd_coverage,
+    &cli_cmd_keygen,
+    &cli_cmd_sign,
+    &cli_cmd_config,
+    &cli_cmd_help,
+    &cli_cmd_completion,
+    NULL,
 };
 
 const cli_opt cli_global_opts[] = {

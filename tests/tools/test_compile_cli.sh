@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# test_compile_cli.sh — `kcache compile` (kc_cache_compile from the command line), with the real NVRTC:
+#  - a miss, then a disk hit in a new process with the same key and the same image (-o), one unit record;
+#  - repeated --name/--option in order, --header NAME=FILE read and keyed (another header text, another key);
+#  - PTX for compute_XY with parameter classes; --json's fields;
+#  - a __TIME__ source is a bypass and stores nothing; must-hit refuses what is not stored (exit 1,
+#    KC_ENOTCACHED, the --json failure object); an NVRTC error keeps its log; bad usage exits 2.
+#   test_compile_cli.sh KCACHE   (exit 77 without NVRTC)
+set -u
+KC=$1
+T=$(mktemp -d /tmp/kctest-compile-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+bad() { fails=$((fails+1)); echo "FAIL: $*" >&2; }
+cd "$T" || exit 1
+printf '#include "scale.h"\nextern "C" __global__ void k(float *p, int n, double d) { if (n) p[0] = (float)d * SCALE; }\ntemplate <typename T> __global__ void t(T *p) { p[0] = T(N); }\n' >k.cu
+printf '#define SCALE 2.0f\n' >scale.h
+printf '#define SCALE 3.0f\n' >scale3.h
+K() { KCACHE_REQUIRE_HIT= "$KC" --cache-dir "$T/c" compile "$@"; }
+out=$(K k.cu --name k --name 't<float>' --option -DN=4 --header scale.h=scale.h --target sm_80 -o a.cubin --json 2>err.txt)
+rc=$?
+if [ $rc -ne 0 ] && grep -q "KC_ENONVRTC" err.txt; then echo "SKIP: no NVRTC"; exit 77; fi
+[ $rc -eq 0 ] || bad "the first compile failed: $(cat err.txt)"
+echo "$out" >first.json
+K k.cu --name k --name 't<float>' --option -DN=4 --header scale.h=scale.h --target sm_80 -o b.cubin --json >second.json ||
+    bad "the second compile failed"
+K k.cu --name k --name 't<float>' --option -DN=4 --header scale.h=scale3.h --target sm_80 --json >other.json ||
+    bad "the compile with another header failed"
+cmp -s a.cubin b.cubin || bad "a hit wrote another image"
+[ "$(find c -name '*.unit.kce' | wc -l)" -eq 2 ] || bad "not one unit record per header text: $(find c -name '*.unit.kce')"
+python3 - first.json second.json other.json <<'PY' || bad "the --json objects are not as expected"
+import json, sys
+a, b, o = (json.load(open(p)) for p in sys.argv[1:])
+assert a["result"] == "ok" and a["outcome"] == "compile" and b["outcome"] == "disk", (a, b)
+assert a["key"] == b["key"] and len(a["key"]) == 32 and o["key"] != a["key"], (a["key"], b["key"], o["key"])
+assert a["format"] == "cubin" and a["target"] == "sm_80" and a["image_bytes"] > 0 and a["output"] == "a.cubin"
+assert [n["name"] for n in a["names"]] == ["k", "t<float>"], a["names"]
+assert a["names"][0]["lowered"] == "k" and a["names"][1]["lowered"].startswith("_Z1tIfE"), a["names"]
+assert [(p["offset"], p["size"]) for p in a["names"][0]["params"]] == [(0, 8), (8, 4), (16, 8)], a["names"][0]
+assert b["compile_seconds"] == 0 and a["compile_seconds"] > 0
+PY
+K k.cu --name k --option -DN=4 --header scale.h=scale.h --target compute_80 --json >ptx.json || bad "PTX failed"
+python3 -c 'import json,sys; a=json.load(open("ptx.json")); assert a["format"]=="ptx" and [p["class"] for p in a["names"][0]["params"]]==["int","int","float"], a' ||
+    bad "PTX's parameter classes"
+K k.cu --name k --option -DN=4 --header scale.h=scale.h --target sm_80 | grep -q '^outcome   compile' ||
+    bad "another name set than stored was not compiled" # a new key: names k alone
+printf 'extern "C" __global__ void k(int *p) { p[0] = __TIME__[0]; }\n' >time.cu
+n0=$(find c -name '*.kce' | wc -l)
+for i in 1 2; do K time.cu --name k --target sm_80 | grep -q '^outcome   bypass' || bad "a __TIME__ source is not a bypass"; done
+[ "$(find c -name '*.kce' | wc -l)" -eq "$n0" ] || bad "a bypass stored something"
+out=$(KCACHE_REQUIRE_HIT=1 "$KC" --cache-dir "$T/c" compile k.cu --name k --option -DN=5 --header scale.h=scale.h \
+    --target sm_80 --json 2>err.txt)
+[ $? -eq 1 ] || bad "must-hit did not refuse"
+grep -q KC_ENOTCACHED err.txt || bad "must-hit's refusal: $(cat err.txt)"
+echo "$out" | python3 -c 'import json,sys; a=json.load(sys.stdin); assert a["result"]=="failed" and a["status"]=="KC_ENOTCACHED" and "must-hit" in a["error"], a' ||
+    bad "must-hit's --json failure object: $out"
+KCACHE_REQUIRE_HIT=1 "$KC" --cache-dir "$T/c" compile k.cu --name k --name 't<float>' --option -DN=4 \
+    --header scale.h=scale.h --target sm_80 | grep -q '^outcome   disk' || bad "must-hit did not serve what is stored"
+printf 'extern "C" __global__ void k(int *p) { p[0] = undeclared_x; }\n' >bad.cu
+K bad.cu --name k --target sm_80 2>err.txt
+[ $? -eq 1 ] && grep -q undeclared_x err.txt && grep -q KC_ECOMPILE err.txt || bad "an NVRTC error lost its log"
+K k.cu --target sm_80 2>/dev/null; [ $? -eq 2 ] || bad "no --name is not a usage error"
+K k.cu --name k 2>/dev/null; [ $? -eq 2 ] || bad "no --target is not a usage error"
+K k.cu --name k --header nofile --target sm_80 2>/dev/null; [ $? -eq 2 ] || bad "--header without = is not a usage error"
+K k.cu --name k --name k --target sm_80 2>err.txt; [ $? -eq 1 ] && grep -q "given twice" err.txt || bad "a name twice"
+K missing.cu --name k --target sm_80 2>/dev/null; [ $? -eq 1 ] || bad "a missing file"
+K k.cu --name k --target sm_8x 2>err.txt; [ $? -eq 1 ] && grep -q KC_EARCH err.txt || bad "a bad target"
+[ "$fails" = 0 ] && echo "test_compile_cli: passed"
+[ "$fails" = 0 ]
