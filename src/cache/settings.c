@@ -4,8 +4,9 @@
  * (config/) as its first layer, and what the cache does with the settings it gets back.
  *
  * The one idea: kc_cache_open reads no environment and parses no value; it turns the fields a
- * caller set into text for config/ (which reads the environment and the files, in order, and
- * checks everything once), then takes typed values from the result: the directory, the limit,
+ * caller set into text for config/, with the caller's settings by name (kc_options.settings: refused
+ * where a field sets the same row), and config/ reads the environment and the files, in order, and
+ * checks everything once; the cache then takes typed values from the result: the directory, the limit,
  * the KC_OPEN_* flags, the remote and its limits, the trust files, the HMAC key (read here from
  * its file: a secret, refused when others may read it), and kc_options of every version this build
  * accepts read into its own (kc_cache_options_copy_).  Writing a setting to the cache
@@ -124,22 +125,27 @@ int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned) {
     if (cfg->v.hmac_key[0]) o->hmac_key = cfg->v.hmac_key, o->hmac_key_len = strlen(cfg->v.hmac_key);
     const char *e = cfg->v.hmac_key_file;
     if (!*e) return KC_OK;
+    /* What set it, as errors name it: the variable, or "kc_options.settings[2] hmac_key_file", "FILE:LINE hmac_key_file". */
+    const char *w = cfg->where[KC_CONFIG_hmac_key_file], *env = kc_config_row_of(KC_CONFIG_hmac_key_file)->env;
+    char by[4200];
+    snprintf(by, sizeof by, "%s%s", w && strcmp(w, env) != 0 ? w : env,
+             w && strcmp(w, env) != 0 ? " hmac_key_file" : "");
     void *data;
     size_t len;
     struct stat st;
     int rc;
     if ((rc = kc_fs_read_input(e, 4096, &data, &len, &st)) == KC_MISS)
-        return kc_err(KC_EINVAL, "KCACHE_HMAC_KEY_FILE names '%s', which does not exist", e);
-    if (rc) return kc_err_prefix(rc, "KCACHE_HMAC_KEY_FILE '%s'", e);
+        return kc_err(KC_EINVAL, "%s names '%s', which does not exist", by, e);
+    if (rc) return kc_err_prefix(rc, "%s '%s'", by, e);
     /* Whoever can read the key can seal entries every host runs; whoever can write it picks
      * the key.  Refused, not warned about (ssh's rule for private keys): others may neither
      * read nor write it, the group may at most read it (a Kubernetes secret with fsGroup). */
     if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
         free(data);
         return kc_err(KC_EPERM,
-                      "KCACHE_HMAC_KEY_FILE '%s' can be read or written by others (mode %03o): whoever "
+                      "%s '%s' can be read or written by others (mode %03o): whoever "
                       "reads the key can seal entries; chmod 600 it (a Kubernetes secret: defaultMode 0400)",
-                      e, (unsigned)(st.st_mode & 0777));
+                      by, e, (unsigned)(st.st_mode & 0777));
     }
     while (len && (((char *)data)[len - 1] == '\n' || ((char *)data)[len - 1] == '\r')) len--;
     *owned = data;

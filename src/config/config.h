@@ -44,7 +44,7 @@ struct kc_config_old {
 struct kc_config {
     kc_settings v;                            /* the values */
     kc_config_origin origin[KC_CONFIG_COUNT]; /* where each came from */
-    char *where[KC_CONFIG_COUNT];             /* "KCACHE_X", "FILE:LINE" or NULL (the default, options) */
+    char *where[KC_CONFIG_COUNT];             /* "KCACHE_X", "FILE:LINE", "kc_options.settings[i]", NULL */
     char *owned[KC_CONFIG_COUNT];             /* a string field's storage */
     struct kc_config_old *retired;            /* replaced strings: valid until the settings are freed */
     unsigned flags;                           /* what it was read with (KC_CONFIG_NO_ENV, ...) */

@@ -92,6 +92,13 @@ static void test_each_kind_applied(void **state) {
     if (rc) fail_msg("open: %s", kc_error_last()->message);
     expect(c, "hmac_key_file", kf, KC_ORIGIN_OPTIONS, "kc_options.settings[0]");
     kc_cache_close(c);
+    /* Its errors name the setting that gave it, not the variable. */
+    assert_int_equal(chmod(kf, 0644), 0);
+    assert_null(open_with("c", KC_OPEN_NO_ENV, p, 1, &rc));
+    assert_int_equal(rc, KC_EPERM);
+    if (!strstr(kc_error_last()->message, "kc_options.settings[0] hmac_key_file '"))
+        fail_msg("'%s' does not name the setting", kc_error_last()->message);
+    assert_null(strstr(kc_error_last()->message, "KCACHE_HMAC_KEY_FILE"));
 }
 
 /* The settings win over the environment, the system file and the directory's file; the directory's
@@ -165,6 +172,9 @@ static void test_refusals(void **state) {
     const char *const process[] = {"log=all",        "log_format=json", "nvrtc=/x",      "nvrtc_own_cache=1",
                                    "pch=0",          "pch_max_size=1M", "pch_dir=/tmp",  "cuda_include=/x",
                                    "cuda_driver=/x", "loaded_graphs=5", "loaded_bytes=5"};
+    int nprocess = 0; /* every process's row is in the list above (and in docs/configuration.md's) */
+    for (int id = 0; id < KC_CONFIG_COUNT; id++) nprocess += kc_config_is_process_(id);
+    assert_int_equal(nprocess, sizeof process / sizeof process[0]);
     for (size_t i = 0; i < sizeof process / sizeof process[0]; i++)
         one(process[i], HAS("settings[1]", "belongs to the process", "environment or the system file"), NULL);
     one("strict=0", HAS("kc_options.settings[1]", "'strict'", "already given by kc_options.settings[0]", "once"), NULL);
@@ -202,8 +212,22 @@ static void test_refusals(void **state) {
         o.settings = v, o.nsettings = 1;
         refused(&o, HAS("kc_options.settings[0]", "both set it", twins[i].field, "keep one"), NULL);
     }
-    /* NULL where strings are expected. */
+    /* `dir` is refused as a setting even when the field is unset (it would name the directory). */
     kc_options o = KC_OPTIONS_INIT;
+    char other[4200], line[4300];
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(line, sizeof line, "dir=%s", other);
+    const char *const d[] = {line};
+    o.settings = d, o.nsettings = 1, o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c = NULL;
+    assert_int_equal(kc_cache_open(&c, &o), KC_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(kc_error_last()->message, "kc_options.settings[0]: 'dir'"));
+    assert_non_null(strstr(kc_error_last()->message, "is kc_options.dir, not a setting"));
+    struct stat st;
+    assert_int_not_equal(stat(other, &st), 0);
+    /* NULL where strings are expected. */
+    o = (kc_options)KC_OPTIONS_INIT;
     const char *const holes[] = {"strict=1", NULL};
     o.settings = holes, o.nsettings = 2;
     refused(&o, HAS("kc_options.settings[1] is NULL"), NULL);

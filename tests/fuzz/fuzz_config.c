@@ -6,7 +6,10 @@
  * configuration file: half the time it adds or replaces a line `key = value` with a key of the table
  * and a value of each type's edges; else libFuzzer's own mutation.  No checksum or version to rebuild:
  * the format has none.  Settings that name other files to read (key files, keyrings) are left to
- * the targets of those files (fuzz_files), so an input never makes this one read the host's files. */
+ * the targets of those files (fuzz_files), so an input never makes this one read the host's files.
+ * The input's lines (up to 16, the blanks around their first '=' dropped) are also given as
+ * kc_options.settings ("name=value", config/config.c) to a second open: refused or applied, never a
+ * crash. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +94,38 @@ static int put(const char *path, const uint8_t *data, size_t size) {
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* The input's lines as kc_options.settings, each "key = value" made "key=value"; a line holding a NUL
+ * ends at it (a C string). */
+static void settings_open(const uint8_t *data, size_t size, const char *cdir) {
+    enum { MAX = 16 };
+    char *lines[MAX];
+    size_t n = 0;
+    for (size_t at = 0; at < size && n < MAX;) {
+        const uint8_t *nl = memchr(data + at, '\n', size - at);
+        size_t len = nl ? (size_t)(nl - (data + at)) : size - at;
+        char *l = malloc(len + 1), *eq;
+        memcpy(l, data + at, len);
+        l[len] = '\0';
+        if ((eq = strchr(l, '='))) { /* the blanks around the first '=' */
+            char *k = eq, *v = eq + 1;
+            while (k > l && (k[-1] == ' ' || k[-1] == '\t')) k--;
+            while (*v == ' ' || *v == '\t') v++;
+            *k = '=';
+            memmove(k + 1, v, strlen(v) + 1);
+        }
+        lines[n++] = l;
+        at += len + 1;
+    }
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = cdir;
+    o.flags = KC_OPEN_DISABLE | KC_OPEN_NO_ENV;
+    o.settings = (const char *const *)lines;
+    o.nsettings = n;
+    kc_cache *c;
+    if (kc_cache_open(&c, &o) == KC_OK) kc_cache_close(c);
+    for (size_t i = 0; i < n; i++) free(lines[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!dir[0]) init();
@@ -125,5 +160,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             kc_config_get(kc_cache_config(c), id, v, sizeof v, &from, where, sizeof where);
         kc_cache_close(c);
     }
+    settings_open(data, size, cdir);
     return 0;
 }
