@@ -156,3 +156,13 @@ def test_subclass_and_gc(tmp_path: pathlib.Path) -> None:
     import gc
 
     gc.collect()
+
+
+def test_init_once(tmp_path: pathlib.Path) -> None:
+    c = kcache.Cache(tmp_path)
+    with pytest.raises(TypeError, match="open or closed"):
+        c.__init__(tmp_path)  # type: ignore[misc]
+    c.close()
+    bare = kcache.Cache.__new__(kcache.Cache)  # never opened: every call is a ClosedError
+    with pytest.raises(kcache.ClosedError):
+        bare.stats()

@@ -101,6 +101,8 @@ def test_bad_input(cache: kcache.Cache) -> None:
     assert e.value.status_name == "KC_EARCH" and "sm_nine" in e.value.message
     with pytest.raises(TypeError):
         cache.compile(ok, "k")  # type: ignore[call-arg]
+    with pytest.raises(kcache.InvalidArgumentError):
+        cache.compile(ok, [f"k{i}" for i in range(300)], "sm_90")  # over KC_PROGRAM_NAMES_MAX
 
 
 def test_require_hit(tmp_path: pathlib.Path) -> None:
