@@ -4,16 +4,19 @@
 #   bash tools/test.sh                                  # plain build, all tests
 #   bash tools/test.sh --sanitize address,undefined     # ASan + UBSan build, all tests
 #   bash tools/test.sh --sanitize thread --label concurrency   # TSan on the concurrency tests
+#   bash tools/test.sh --no-python                      # the C tests only
+# A plain run (no --sanitize, no --label) ends with the Python package's tests (tools/test_python.sh).
 # KCACHE_WERROR=ON in the environment (as .ci/run sets it) builds with -Werror: a warning fails
 # the run.  Without it (a user's run) warnings are printed and the build goes on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-san=""; label=""
+san=""; label=""; python=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) san=$2; shift 2 ;;
     --label) label=$2; shift 2 ;;
-    *) echo "usage: tools/test.sh [--sanitize LIST] [--label LABEL]" >&2; exit 2 ;;
+    --no-python) python=0; shift ;;
+    *) echo "usage: tools/test.sh [--sanitize LIST] [--label LABEL] [--no-python]" >&2; exit 2 ;;
   esac
 done
 bash tools/deps.sh
@@ -34,3 +37,6 @@ ctest_args=(--test-dir "$build" --output-on-failure -j "$(nproc)")
 [ -n "$label" ] && ctest_args+=(-L "$label")
 echo "== ctest ${san:+(sanitize: $san) }${label:+(label: $label)}"
 ctest "${ctest_args[@]}"
+if [ -z "$san" ] && [ -z "$label" ] && [ $python = 1 ]; then
+  bash tools/test_python.sh
+fi

@@ -106,15 +106,24 @@ static size_t dtype_bytes(kc_dtype t) {
 
 /* ---- import ---- */
 
+/* The destructors of our hold on an imported tensor: the producer's deleter, once.  A capsule is often
+ * dropped while an exception is being raised (a tensor refused): that exception is kept, whatever the
+ * deleter or the name lookup does to the error indicator. */
 static void used_v0(PyObject *cap) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
     dl_managed *m = PyCapsule_GetPointer(cap, "kcache.dltensor");
     if (m && m->deleter) m->deleter(m);
     PyErr_Clear();
+    PyErr_Restore(t, v, tb);
 }
 static void used_v1(PyObject *cap) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
     dl_managed_v *m = PyCapsule_GetPointer(cap, "kcache.dltensor_versioned");
     if (m && m->deleter) m->deleter(m);
     PyErr_Clear();
+    PyErr_Restore(t, v, tb);
 }
 
 /* obj.__dlpack__(stream=...), versioned first when the producer takes max_version. */

@@ -109,6 +109,22 @@ def test_non_framework_tensors_come_back_as_buffers(softmax: kcache.LoadedGraph)
     assert isinstance(y, kcache._graph.Buffer) and y.device == 0 and y.ptr != 0
 
 
+def test_refused_dlpack_tensor_keeps_its_error(softmax: kcache.LoadedGraph, tmp_path: Any) -> None:
+    # A kcache Buffer is a real DLPack producer: refusing it drops its capsule (its deleter runs) while
+    # the refusal is being raised, and that must not lose the exception (PyTorch's tensors do the same).
+    (y,), _ = softmax.forward(DevArray((37, 1000)), save=False)
+    assert isinstance(y, kcache._graph.Buffer)
+    with kcache.Cache(str(tmp_path)) as c:
+        amg = c.get(kcache.Graph.from_spec(KERNELS / "add_mul_gelu.json"))  # f32 of sizes (N,)
+        for _ in range(3):
+            with pytest.raises(ValueError, match="input 0: a f32 tensor of shape \\(37, 1000\\)"):
+                amg.forward(y, y, y, save=False)
+        rms = c.get(kcache.Graph.from_spec(KERNELS / "rmsnorm_bf16.json"))  # bf16 of sizes (R, C)
+        with pytest.raises(TypeError, match="wants bf16"):
+            rms.forward(y, y, save=False)
+        amg.close(), rms.close()
+
+
 ALIAS = r"""
 extern "C" __global__ void bump(float *p, long long n) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
