@@ -130,11 +130,15 @@ static PyObject *program_tuple(const kc_program *p) {
     PyObject *names = str_tuple(p->names, p->nnames);
     PyObject *lowered = str_tuple(p->lowered_names, p->nnames);
     PyObject *params = param_tables(p);
+    /* NVRTC's log is text in no promised encoding: str, undecodable bytes replaced (never an error). */
+    const char *log = p->log ? p->log : "";
+    PyObject *logs = PyUnicode_DecodeUTF8(log, (Py_ssize_t)strlen(log), "replace");
     PyObject *r = NULL;
-    if (names && lowered && params)
-        r = Py_BuildValue("(y#OsOOOssyd)", (const char *)p->image, (Py_ssize_t)p->len, p->is_ptx ? Py_True : Py_False,
-                          p->target ? p->target : "", names, lowered, params, p->key, outcome ? outcome : "",
-                          p->log ? p->log : "", p->compile_seconds);
+    if (names && lowered && params && logs)
+        r = Py_BuildValue("(y#OsOOOssOd)", (const char *)p->image, (Py_ssize_t)p->len, p->is_ptx ? Py_True : Py_False,
+                          p->target ? p->target : "", names, lowered, params, p->key, outcome ? outcome : "", logs,
+                          p->compile_seconds);
+    Py_XDECREF(logs);
     Py_XDECREF(names);
     Py_XDECREF(lowered);
     Py_XDECREF(params);

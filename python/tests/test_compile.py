@@ -17,6 +17,7 @@ def test_cubin_and_outcomes(tmp_path: pathlib.Path) -> None:
         s0 = c.stats()
         p = c.compile(SAXPY, ["saxpy<float>", "scale"], "sm_90", file="saxpy.cu")
         assert p.outcome == "compile"
+        assert isinstance(p.log, str)  # NVRTC's log, as the stubs say (str, not bytes)
         assert p.image[:4] == b"\x7fELF" and not p.is_ptx and p.target == "sm_90"
         assert re.fullmatch(r"[0-9a-f]{32}", p.key)
         assert p.names == ("saxpy<float>", "scale")
