@@ -3,8 +3,8 @@
 # style.sh — the house checks on size, complexity and format (issue: rooms and functions), one script
 # for CI (`.ci/run style`) and for a developer before a commit.  Each violation is one line,
 # FILE:LINE: what is wrong and what to do; a summary ends the output; exit 1 on any violation.
-#   size     no file in src/ or tools/ (*.c *.h *.py *.sh) over 600 lines
-#   funcs    no C function in src/ or tools/ over 100 lines, over a cyclomatic complexity of 30,
+#   size     no file in src/, tools/ or python/ (*.c *.h *.py *.sh) over 600 lines
+#   funcs    no C function in src/, tools/ or python/ over 100 lines, over a cyclomatic complexity of 30,
 #            or over 8 parameters (lizard, installed with pip into a venv under the build folder
 #            when python3 cannot import it: that needs PyPI once)
 #   format   every tracked *.c and *.h file is as clang-format 14 writes it with the root
@@ -51,7 +51,7 @@ if [ ${#files[@]} -eq 0 ]; then
         mapfile -t files < <(find src tools include tests -type f 2>/dev/null | sort)
     fi
 fi
-in_src_tools() { case "$1" in src/*|tools/*) return 0 ;; *) return 1 ;; esac; }
+in_src_tools() { case "$1" in src/*|tools/*|python/*) return 0 ;; *) return 1 ;; esac; }
 # .clang-format-ignore: one shell pattern per line (a folder ends in /), # comments.  clang-format 14
 # has no such file; this script honours it, and each listed folder also carries a .clang-format
 # with DisableFormat, so that clang-format run by hand leaves it alone too.
@@ -166,7 +166,7 @@ for c in size funcs format columns; do
     n=${count[$c]:-0}; total=$((total + n)); summary="$summary, $c $n"
 done
 want size && scope="$scope, ${#sized[@]} files sized"
-want funcs && scope="$scope, ${#funcfiles[@]} C files of src/ and tools/ measured"
+want funcs && scope="$scope, ${#funcfiles[@]} C files of src/, tools/ and python/ measured"
 { want format || want columns; } && scope="$scope, ${#cfiles[@]} C files formatted"
 if [ $total -eq 0 ]; then
     echo "style: OK (${summary#, }; ${scope#, })"

@@ -161,6 +161,41 @@ static int check_tensor(const kc_tensor *t, const char *what, const kc_graph_ten
     return ok ? 0 : -1;
 }
 
+/* Runtime argument `name` of type `t` from the Python value `o` into `out`; -1 with an exception. */
+static int take_arg(const char *name, kc_arg_type t, PyObject *o, kc_value *out) {
+    out->type = t;
+    int is_float = t == KC_ARG_F32 || t == KC_ARG_F64;
+    if (PyBool_Check(o) || !(PyFloat_Check(o) || PyLong_Check(o)) || (!is_float && !PyLong_Check(o)))
+        return PyErr_Format(PyExc_TypeError, "runtime argument %s=: a%s, not %.80s", name,
+                            is_float ? " float" : "n int", Py_TYPE(o)->tp_name),
+               -1;
+    if (is_float) {
+        double d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) return -1;
+        if (t == KC_ARG_F32) out->v.f32 = (float)d;
+        else out->v.f64 = d;
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    unsigned long long u = 0;
+    int uns = t == KC_ARG_U32 || t == KC_ARG_U64;
+    if (overflow > 0 && t == KC_ARG_U64) u = PyLong_AsUnsignedLongLong(o), overflow = PyErr_Occurred() != NULL;
+    else u = (unsigned long long)v;
+    PyErr_Clear();
+    int range = !overflow && (t == KC_ARG_I32   ? v >= INT32_MIN && v <= INT32_MAX
+                              : t == KC_ARG_U32 ? v >= 0 && v <= (long long)UINT32_MAX
+                              : t == KC_ARG_U64 ? (v >= 0 || u > (unsigned long long)INT64_MAX)
+                                                : 1);
+    if (!range)
+        return PyErr_Format(PyExc_ValueError, "runtime argument %s=%R is out of range for its type", name, o), -1;
+    if (t == KC_ARG_I32) out->v.i32 = (int32_t)v;
+    else if (t == KC_ARG_U32) out->v.u32 = (uint32_t)v;
+    else if (t == KC_ARG_I64) out->v.i64 = v;
+    else out->v.u64 = uns ? u : (unsigned long long)v;
+    return 0;
+}
+
 /* The runtime arguments from `kw` (a dict or None) in declaration order; -1 with an exception. */
 static int take_args(kcpy_graph *gr, PyObject *kw, kc_value *vals, size_t cap, size_t *n) {
     size_t want = kc_graph_desc_nargs(gr->d), used = 0;
@@ -174,36 +209,7 @@ static int take_args(kcpy_graph *gr, PyObject *kw, kc_value *vals, size_t cap, s
         PyObject *o = kw && kw != Py_None ? PyDict_GetItemString(kw, name) : NULL;
         if (!o) return PyErr_Format(PyExc_TypeError, "missing the runtime argument %s= of the graph", name), -1;
         used++;
-        vals[i].type = t;
-        int is_float = t == KC_ARG_F32 || t == KC_ARG_F64;
-        if (PyBool_Check(o) || !(PyFloat_Check(o) || PyLong_Check(o)) || (!is_float && !PyLong_Check(o)))
-            return PyErr_Format(PyExc_TypeError, "runtime argument %s=: a%s, not %.80s", name,
-                                is_float ? " float" : "n int", Py_TYPE(o)->tp_name),
-                   -1;
-        if (is_float) {
-            double d = PyFloat_AsDouble(o);
-            if (d == -1.0 && PyErr_Occurred()) return -1;
-            if (t == KC_ARG_F32) vals[i].v.f32 = (float)d;
-            else vals[i].v.f64 = d;
-            continue;
-        }
-        int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-        unsigned long long u = 0;
-        int uns = t == KC_ARG_U32 || t == KC_ARG_U64;
-        if (overflow > 0 && t == KC_ARG_U64) u = PyLong_AsUnsignedLongLong(o), overflow = PyErr_Occurred() != NULL;
-        else u = (unsigned long long)v;
-        PyErr_Clear();
-        int range = !overflow && (t == KC_ARG_I32   ? v >= INT32_MIN && v <= INT32_MAX
-                                  : t == KC_ARG_U32 ? v >= 0 && v <= (long long)UINT32_MAX
-                                  : t == KC_ARG_U64 ? (v >= 0 || u > (unsigned long long)INT64_MAX)
-                                                    : 1);
-        if (!range)
-            return PyErr_Format(PyExc_ValueError, "runtime argument %s=%R is out of range for its type", name, o), -1;
-        if (t == KC_ARG_I32) vals[i].v.i32 = (int32_t)v;
-        else if (t == KC_ARG_U32) vals[i].v.u32 = (uint32_t)v;
-        else if (t == KC_ARG_I64) vals[i].v.i64 = v;
-        else vals[i].v.u64 = uns ? u : (unsigned long long)v;
+        if (take_arg(name, t, o, &vals[i])) return -1;
     }
     if (kw && kw != Py_None && (size_t)PyDict_Size(kw) != used)
         return PyErr_Format(PyExc_TypeError,

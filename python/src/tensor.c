@@ -247,6 +247,23 @@ static int int_tuple(PyObject *t, const char *what, const char *field, int64_t *
     return 0;
 }
 
+/* The strides of a CAI tensor whose sizes and dtype are read (`strides` NULL: C-contiguous), in elements. */
+static int cai_strides(PyObject *strides, const char *what, kc_tensor *out) {
+    int64_t st[KC_MAX_RANK], e = 1, size = (int64_t)dtype_bytes(out->dtype);
+    int ns = 0, n = out->rank;
+    if (strides && int_tuple(strides, what, "strides", st, &ns)) return -1;
+    if (strides && ns != n) return bad(PyExc_ValueError, what, "%s: strides and shape differ in length%s", "");
+    for (int r = n - 1; r >= 0; r--) {
+        if (out->sizes[r] < 0) return bad(PyExc_ValueError, what, "%s has a negative size%s", "");
+        if (strides && st[r] % size)
+            return bad(PyExc_ValueError, what, "%s: a stride is not a whole number of elements%s", "");
+        out->strides[r] = strides ? st[r] / size : e;
+        if (__builtin_mul_overflow(e, out->sizes[r] ? out->sizes[r] : 1, &e))
+            return bad(PyExc_ValueError, what, "%s: its sizes overflow 64 bits%s", "");
+    }
+    return 0;
+}
+
 static int cai_parse(PyObject *cai, const char *what, kc_tensor *out) {
     PyObject *shape = PyDict_GetItemString(cai, "shape"), *ts = PyDict_GetItemString(cai, "typestr");
     PyObject *data = PyDict_GetItemString(cai, "data"), *strides = PyDict_GetItemString(cai, "strides");
@@ -255,7 +272,7 @@ static int cai_parse(PyObject *cai, const char *what, kc_tensor *out) {
         return bad(PyExc_ValueError, what, "%s: a masked __cuda_array_interface__%s is refused", "");
     if (!shape || !ts || !data || !PyUnicode_Check(ts) || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
         return bad(PyExc_TypeError, what, "%s: __cuda_array_interface__ lacks shape, typestr or data%s", "");
-    int n = 0, ns = 0, k = -1;
+    int n = 0, k = -1;
     if (int_tuple(shape, what, "shape", out->sizes, &n)) return -1;
     const char *s = PyUnicode_AsUTF8(ts);
     if (!s) return -1;
@@ -265,18 +282,7 @@ static int cai_parse(PyObject *cai, const char *what, kc_tensor *out) {
     out->dtype = dtypes[k].t, out->rank = n;
     out->data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
     if (!out->data && PyErr_Occurred()) return -1;
-    int64_t st[KC_MAX_RANK], e = 1, size = (int64_t)dtype_bytes(out->dtype);
-    if (strides && strides != Py_None && int_tuple(strides, what, "strides", st, &ns)) return -1;
-    if (strides && strides != Py_None && ns != n)
-        return bad(PyExc_ValueError, what, "%s: strides and shape differ in length%s", "");
-    for (int r = n - 1; r >= 0; r--) {
-        if (out->sizes[r] < 0) return bad(PyExc_ValueError, what, "%s has a negative size%s", "");
-        if (strides && strides != Py_None && st[r] % size)
-            return bad(PyExc_ValueError, what, "%s: a stride is not a whole number of elements%s", "");
-        out->strides[r] = strides && strides != Py_None ? st[r] / size : e;
-        if (__builtin_mul_overflow(e, out->sizes[r] ? out->sizes[r] : 1, &e))
-            return bad(PyExc_ValueError, what, "%s: its sizes overflow 64 bits%s", "");
-    }
+    if (cai_strides(strides && strides != Py_None ? strides : NULL, what, out)) return -1;
     return no_data(out, what);
 }
 
