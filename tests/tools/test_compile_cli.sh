@@ -40,6 +40,16 @@ assert a["names"][0]["lowered"] == "k" and a["names"][1]["lowered"].startswith("
 assert [(p["offset"], p["size"]) for p in a["names"][0]["params"]] == [(0, 8), (8, 4), (16, 8)], a["names"][0]
 assert b["compile_seconds"] == 0 and a["compile_seconds"] > 0
 PY
+# A host without NVRTC is served what is stored (the recorded toolchain keys it), also with that toolchain pinned.
+ID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["local"]["id"])' <("$KC" --cache-dir "$T/c" toolchain --json) 2>/dev/null)
+for pin in "" "$ID"; do
+    KCACHE_NVRTC=/nonexistent KCACHE_TOOLCHAIN=$pin K k.cu --name k --name 't<float>' --option -DN=4 \
+        --header scale.h=scale.h --target sm_80 >nonvrtc.txt 2>err.txt
+    grep -q '^outcome   disk' nonvrtc.txt || bad "no NVRTC (pin '$pin'): not a disk hit: $(cat nonvrtc.txt err.txt)"
+done
+KCACHE_NVRTC=/nonexistent K k.cu --name k --option -DN=77 --target sm_80 2>err.txt
+[ $? -eq 1 ] && grep -q KC_ENONVRTC err.txt || bad "no NVRTC and not stored: not KC_ENONVRTC: $(cat err.txt)"
+KCACHE_NVRTC=/nonexistent "$KC" --cache-dir "$T/c" toolchain --json | grep -q "\"$ID\"" || bad "the stored toolchain is not recorded"
 K k.cu --name k --option -DN=4 --header scale.h=scale.h --target compute_80 --json >ptx.json || bad "PTX failed"
 python3 -c 'import json,sys; a=json.load(open("ptx.json")); assert a["format"]=="ptx" and [p["class"] for p in a["names"][0]["params"]]==["int","int","float"], a' ||
     bad "PTX's parameter classes"
