@@ -181,6 +181,19 @@ static void test_no_loosening(void **state) {
     clear_env();
 }
 
+/* A bad remote given as a setting: its error names the setting (as other settings' do), no secret shown. */
+static void test_remote_named(void **state) {
+    (void)state;
+    clear_env();
+    const char *const s[] = {"lock_wait=3", "remote=redis://:hunter2@host:99999999"};
+    int rc;
+    kc_cache *c = open_with("r", KC_OPEN_NO_ENV, s, 2, &rc);
+    assert_int_equal(rc, KC_EINVAL);
+    assert_null(c);
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "kc_options.settings[1] remote") || strstr(m, "hunter2")) fail_msg("%s", m);
+}
+
 /* One refusal: KC_EINVAL, the message holds every `has` and no `not`, and nothing was made. */
 static void refused(kc_options *o, const char *const *has, const char * not ) {
     char p[4200];
@@ -386,6 +399,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_loosening, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remote_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_strings, setup, teardown),
     };
