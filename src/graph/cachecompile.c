@@ -38,8 +38,8 @@ typedef struct ccall {
     kc_toolchain_choice tc;
     char headers[33], meta[256], label[300], hex[KC_KEY_HEX_LEN + 1];
     kc_key key;
-    int cacheable;
-    const char *why; /* why not cacheable */
+    int cacheable, memo; /* memo: the handle's memo asked and filled (not in a disabled cache) */
+    const char *why;     /* why not cacheable */
 } ccall;
 
 /* Every argument, before anything is looked up (no outcome is counted for a refused call). */
@@ -184,7 +184,7 @@ static int obtain(ccall *x, uint64_t t0, kc_program **out) {
     }
     /* A failed call is a miss (as a failed graph build is), a failed bypass no outcome. */
     if (!rc || x->cacheable) kc_cache_count_lookup_(x->c, &x->key, rc ? KC_LOOKUP_COMPILE : outcome, t0);
-    if (!rc && x->cacheable && r.store_rc == KC_OK) kc_progmemo_put_(x->c, *out);
+    if (!rc && x->cacheable && r.store_rc == KC_OK && x->memo) kc_progmemo_put_(x->c, *out);
     return rc;
 }
 
@@ -203,7 +203,8 @@ int kc_cache_compile(kc_cache *c, const kc_kernel_src *k, const char *const *nam
     memset(x, 0, sizeof *x);
     x->c = c, x->ks = ks, x->names = names, x->n = nnames;
     rc = prepare(x, k, target);
-    if (!rc && (*out = kc_progmemo_get_(c, x->hex, names, nnames)) != NULL)
+    x->memo = kc_cache_mode(c) != KC_CACHE_DISABLED; /* every get misses there: the memo's too */
+    if (!rc && x->memo && (*out = kc_progmemo_get_(c, x->hex, names, nnames)) != NULL)
         kc_cache_count_lookup_(c, &x->key, KC_LOOKUP_MEMORY, t0);
     else if (!rc && (rc = scan_cacheable(x)) == KC_OK) rc = obtain(x, t0, out);
     free(ks);

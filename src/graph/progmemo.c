@@ -132,7 +132,6 @@ static int same(const kc_program *p, const char *key, const char *const *names, 
 }
 
 kc_program *kc_progmemo_get_(kc_cache *c, const char *key, const char *const *names, size_t n) {
-    if (kc_cache_mode(c) == KC_CACHE_DISABLED) return NULL; /* every get misses: the memo's too */
     memo *m = memo_of(c);
     if (!m) return NULL;
     kc_program *r = NULL;
@@ -147,7 +146,6 @@ kc_program *kc_progmemo_get_(kc_cache *c, const char *key, const char *const *na
 }
 
 void kc_progmemo_put_(kc_cache *c, const kc_program *p) {
-    if (kc_cache_mode(c) == KC_CACHE_DISABLED) return; /* nothing is kept */
     memo *m = memo_of(c);
     size_t bytes = align8(sizeof *p) + p->len + 64 * p->nnames; /* about: the bound, not an account */
     if (!m || bytes > MEMO_MAX_BYTES / 4) return;
