@@ -133,7 +133,11 @@ typedef struct kc_options {
      * name given twice; a string without '='; a bad value; and a setting whose field is also set
      * here (max_size, remote, remote_config's and remote_queue's limits, signing_key_file, keyring,
      * a KC_OPEN_* flag's twin such as readonly, or hmac_key_file with hmac_key): one of the two must
-     * go.  A value is never echoed in an error when it may be a secret.  NULL and 0: none.
+     * go.  A value is never echoed in an error when it may be a secret.  The settings only tighten
+     * the operator's policy: turning off readonly, require_hit, strict, remote_readonly or disable
+     * (or turning on allow_unsafe_dir) that a lower layer (the environment, the directory's file,
+     * the system file) chose, or emptying or replacing a keyring or hmac_key_file a lower layer set,
+     * is refused with KC_EINVAL naming that layer; tightening or the same value is fine.  NULL and 0: none.
      */
     const char *const *settings;
     size_t nsettings;

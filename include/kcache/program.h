@@ -41,12 +41,12 @@ typedef struct kc_program {
     size_t nnames;                      /**< name expressions asked */
     const char *const *names;           /**< the name expressions asked, in order */
     const char *const *lowered_names;   /**< lowered_names[i]: the symbol of names[i] */
-    const kc_param_info *const *params; /**< params[i][0..nparams[i]): the parameter table of names[i] */
-    const size_t *nparams;              /**< nparams[i]: parameters of names[i] */
-    char key[KC_KEY_HEX_LEN + 1];       /**< the key (hex) this compile is stored under */
-    int outcome;                        /**< kc_lookup_outcome: MEMORY, DISK, REMOTE, COMPILE or BYPASS */
-    const char *log;                    /**< NVRTC's log when compiled by this call, else "" */
-    double compile_seconds;             /**< time in NVRTC by this call (0 on a hit) */
+    const kc_param_info *const *params; /**< params[i][0..nparams[i]): the parameter table of names[i] (a kernel) */
+    const size_t *nparams; /**< nparams[i]: parameters of names[i]; 0 for a __device__ variable ("&N::v": no table) */
+    char key[KC_KEY_HEX_LEN + 1]; /**< the key (hex) this compile is stored under */
+    int outcome;                  /**< kc_lookup_outcome: MEMORY, DISK, REMOTE, COMPILE or BYPASS */
+    const char *log;              /**< NVRTC's log when compiled by this call, else "" */
+    double compile_seconds;       /**< time in NVRTC by this call (0 on a hit) */
 } kc_program;
 
 /**

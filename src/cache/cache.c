@@ -102,12 +102,13 @@ static int remotes_assemble(kc_cache *c, const kc_options *o, unsigned flags) {
     kc_remote_spec *specs = kc_calloc(KC_REMOTES_MAX, sizeof *specs);
     if (!specs) return kc_err(KC_ENOMEM, "out of memory");
     size_t n = 0;
+    char by[600]; /* "kc_options.settings[0] remote", "KCACHE_REMOTE", "FILE:LINE remote" */
     int rc = kc_remotes_parse(o->remote, &o->remote_config, specs, KC_REMOTES_MAX, &n);
-    if (rc) kc_err_prefix(rc, "remote");
+    if (rc) kc_err_prefix(rc, "%s", kc_cache_config_by_(c->cfg, KC_CONFIG_remote, by, sizeof by));
     for (size_t i = 0; i < n && rc == KC_OK; i++) {
         kc_store_backend *b;
         if ((rc = kc_store_open_url(&b, specs[i].url, &specs[i].limits)) != KC_OK) {
-            kc_err_prefix(rc, "remote");
+            kc_err_prefix(rc, "%s", kc_cache_config_by_(c->cfg, KC_CONFIG_remote, by, sizeof by));
             break;
         }
         unsigned tf = specs[i].readonly || (flags & KC_OPEN_REMOTE_READONLY) || c->mode != KC_CACHE_READWRITE

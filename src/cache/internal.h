@@ -142,6 +142,9 @@ unsigned kc_cache_config_flags_(const kc_config *cfg, unsigned flags);
 void kc_cache_config_remote_(const kc_config *cfg, kc_options *o);
 /** The HMAC key from the settings (or its file: *owned, freed by the caller) into `o`.  Callers: cache.c. */
 int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned);
+/** What set row `id`, as errors name it: its variable ("KCACHE_REMOTE"), "kc_options.settings[0] remote",
+ *  "FILE:LINE remote", or the row's name (a default or a kc_options field); returns out. */
+const char *kc_cache_config_by_(const kc_config *cfg, int id, char *out, size_t cap);
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
  *   kc_cache_attached_               internal.h  Callers: graph

@@ -119,6 +119,13 @@ void kc_cache_config_remote_(const kc_config *cfg, kc_options *o) {
     o->keyring = cfg->v.keyring[0] ? cfg->v.keyring : NULL;
 }
 
+const char *kc_cache_config_by_(const kc_config *cfg, int id, char *out, size_t cap) {
+    const char *w = cfg->where[id], *env = kc_config_row_of(id)->env, *name = kc_config_row_of(id)->name;
+    if (!w || !*w) snprintf(out, cap, "%s", name);
+    else snprintf(out, cap, "%.500s%s%s", w, strcmp(w, env) != 0 ? " " : "", strcmp(w, env) != 0 ? name : "");
+    return out;
+}
+
 int kc_cache_config_hmac_(const kc_config *cfg, kc_options *o, void **owned) {
     *owned = NULL;
     if (o->hmac_key) return KC_OK; /* the options' key wins over the environment's and the files' */

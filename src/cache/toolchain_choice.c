@@ -58,7 +58,7 @@ static const char *how_of(kc_toolchain_from f) {
 /* ---- the process's memo: one choice per cache directory ("" for no cache) ---- */
 
 typedef struct memo {
-    char dir[PATH_MAX];
+    char dir[PATH_MAX]; /* the directory, the pin's layer and the pin (memo_find's key) */
     kc_toolchain_choice choice;
 } memo;
 static memo memos[8];
@@ -181,15 +181,26 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_cache_toolchain: NULL argument");
     memset(out, 0, sizeof *out);
     const char *dir = dir_of(c);
-    if (memo_find(dir, out)) return KC_OK;
     int rc;
     const kc_config *cfg = c ? kc_cache_config(c) : kc_config_process();
     kc_config_origin from = cfg->origin[KC_CONFIG_toolchain]; /* the environment (or options) first, then a file */
+    /* The memo's key: the directory and this handle's pin and its layer (two handles on one
+     * directory may pin differently: each gets its own choice, never the other's). */
+    char mkey[PATH_MAX];
+    if (snprintf(mkey, sizeof mkey, "%s\n%d\n%s", dir, (int)from, cfg->v.toolchain) >= (int)sizeof mkey)
+        mkey[0] = '\0'; /* too long to memoise: "" is never a key a choice is stored under below */
+    if (mkey[0] && memo_find(mkey, out)) return KC_OK;
     const char *env = from >= KC_ORIGIN_ENVIRONMENT ? cfg->v.toolchain : "";
     if (env && *env) {
-        if ((rc = kc_toolchain_id_check(env))) return kc_err_prefix(rc, "KCACHE_TOOLCHAIN");
+        /* who pinned it, as errors name it: the variable, or "kc_options.settings[0] toolchain" */
+        const char *w = cfg->where[KC_CONFIG_toolchain];
+        char by[200];
+        snprintf(by, sizeof by, "%.150s%s", from == KC_ORIGIN_OPTIONS && w ? w : "KCACHE_TOOLCHAIN",
+                 from == KC_ORIGIN_OPTIONS && w ? " toolchain" : "");
+        if ((rc = kc_toolchain_id_check(env))) return kc_err_prefix(rc, "%s", by);
         rc = choose(out, env, KC_TOOLCHAIN_PIN_ENV);
-        if (!rc) memo_put(dir, out);
+        if (!rc && from == KC_ORIGIN_OPTIONS) out->how = "pinned by the setting toolchain (kc_options.settings)";
+        if (!rc && mkey[0]) memo_put(mkey, out);
         return rc;
     }
     kc_record r;
@@ -209,7 +220,7 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
         rc = recorded_choice(have ? &r : NULL, dir, why, out);
     }
     if (have) kc_record_free_(&r);
-    if (!rc) memo_put(dir, out);
+    if (!rc && mkey[0]) memo_put(mkey, out);
     return rc;
 }
 

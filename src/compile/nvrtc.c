@@ -202,6 +202,7 @@ int kc_compile_kernel(const kc_kernel_src *k, const char *target, kc_compiled **
 static int compile_precheck(const kc_kernel_src *k, const char *const *names, size_t nnames) {
     int vrc = kc_api_version("kc_compile_names", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version,
                              KC_KERNEL_SRC_VERSION);
+    if (!vrc) vrc = kc_kernel_src_arrays_ok_("kc_compile_names", k);
     if (vrc) return vrc;
     for (size_t i = 0; i < nnames; i++)
         if (!names[i] || !*names[i]) return kc_err(KC_EINVAL, "kc_compile_names: name %zu is empty", i);

@@ -195,12 +195,29 @@ static int check_option(const kc_kernel_src *k, const opt *o) {
     return KC_OK;
 }
 
+int kc_kernel_src_arrays_ok_(const char *func, const kc_kernel_src *k) {
+    if (k->nheaders && !k->headers)
+        return kc_err(KC_EINVAL, "%s: kc_kernel_src.headers is NULL and nheaders is %zu: give the array, or 0", func,
+                      k->nheaders);
+    for (size_t h = 0; h < k->nheaders; h++)
+        if (!k->headers[h].name || !k->headers[h].source)
+            return kc_err(KC_EINVAL, "%s: kc_kernel_src.headers[%zu].%s is NULL: give the header's name and text", func,
+                          h, k->headers[h].name ? "source" : "name");
+    if (k->noptions && !k->options)
+        return kc_err(KC_EINVAL, "%s: kc_kernel_src.options is NULL and noptions is %zu: give the array, or 0", func,
+                      k->noptions);
+    for (size_t i = 0; i < k->noptions; i++)
+        if (!k->options[i]) return kc_err(KC_EINVAL, "%s: kc_kernel_src.options[%zu] is NULL", func, i);
+    return KC_OK;
+}
+
 int kc_options_normalize(const kc_kernel_src *k, char **out) {
     if (out) *out = NULL; /* on every failure too */
     if (!k || !out) return kc_err(KC_EINVAL, "kc_options_normalize: NULL argument");
     *out = NULL;
     int vrc = kc_api_version("kc_options_normalize", "kc_kernel_src", "KC_KERNEL_SRC_INIT", k->version,
                              KC_KERNEL_SRC_VERSION);
+    if (!vrc) vrc = kc_kernel_src_arrays_ok_("kc_options_normalize", k);
     if (vrc) return vrc;
     if (k->include_digest)
         return kc_err(KC_EINVAL, "include_digest is no longer accepted: kcache does not trust a digest of a folder it "

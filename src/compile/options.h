@@ -5,7 +5,7 @@
  * compile, and the reading of NVRTC's "cannot open source file" so that the error can say
  * how to provide the header.
  *
- * Callers: compile/nvrtc.c only.  Must not: load NVRTC.
+ * Callers: compile/nvrtc.c (kc_kernel_src_arrays_ok_: also graph).  Must not: load NVRTC.
  */
 #ifndef KC_COMPILE_OPTIONS_H
 #define KC_COMPILE_OPTIONS_H
@@ -22,6 +22,11 @@
  * toolkit's include folder ([Note: what NVRTC may read] in options.c).
  */
 int kc_options_check_includes(const kc_kernel_src *k);
+
+/** KC_OK, or KC_EINVAL naming the field (`func` first): headers NULL with nheaders > 0, a header's
+ *  name or source NULL, options NULL with noptions > 0, an option NULL.  Every public entry that
+ *  takes a kc_kernel_src asks this before reading its arrays (callers: nvrtc.c, options.c, graph). */
+int kc_kernel_src_arrays_ok_(const char *func, const kc_kernel_src *k);
 
 /** 1 when k's texts (source, listed headers, options, entry name) may expand __BASE_FILE__ or
  *  __FILE_NAME__ — as written or pasted ([Note: cacheability]'s scan): a precompiled header made

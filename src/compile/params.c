@@ -469,6 +469,22 @@ static int read_ptx(const void *image, size_t len, const char *sym, kc_params *o
     return KC_OK;
 }
 
+int kc_params_is_kernel(const void *image, size_t len, int is_ptx, const char *lowered) {
+    if (!image || !lowered) return 0;
+    if (!is_ptx) {
+        if (kc_elf_machine(image, len) != EM_CUDA)
+            return kc_err(KC_ECORRUPT, "the image is not a cubin (looking for %s)", lowered);
+        kc_elf_symbol_info fn;
+        int rc = kc_elf_function(image, len, lowered, &fn);
+        return rc <= 0 ? rc : (fn.other & STO_CUDA_ENTRY) && fn.shndx != 0;
+    }
+    const char *nul = memchr(image, 0, len);
+    lexer L = {image, nul ? (size_t)(nul - (const char *)image) : len, 0};
+    for (tok t = lex_next(&L); t.kind != T_END; t = lex_next(&L))
+        if (t.kind == T_DIR && tok_is(t, ".entry") && (t = lex_next(&L)).kind == T_WORD && tok_is(t, lowered)) return 1;
+    return 0;
+}
+
 int kc_params_read(const void *image, size_t len, int is_ptx, const char *lowered, kc_params *out) {
     if (!out) return kc_err(KC_EINVAL, "kc_params_read: no output");
     memset(out, 0, sizeof *out);

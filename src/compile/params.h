@@ -57,6 +57,13 @@ typedef struct kc_params {
  */
 int kc_params_read(const void *image, size_t len, int is_ptx, const char *lowered, kc_params *out);
 
+/**
+ * Whether `lowered` names a kernel of `image` (a cubin: an entry function symbol; PTX: an `.entry`):
+ * 1 yes, 0 no (a __device__ variable, a device function, nothing by that name), KC_ECORRUPT when a
+ * cubin is malformed.  What kc_params_read may be asked for; a variable has no parameter table.
+ */
+int kc_params_is_kernel(const void *image, size_t len, int is_ptx, const char *lowered);
+
 /** Free a table's storage (not the struct); accepts a zeroed table. */
 void kc_params_free(kc_params *p);
 

@@ -256,10 +256,53 @@ int kc_config_dir_file_ok_(int id, const char *where) {
 
 /* A file's setting (file.c calls it): the system file's always, the directory's over the layers
  * below it, and its size limit over every layer (kcache/config.h). */
+/* ---- a program's settings only tighten the operator's policy ---- */
+
+/* The safety switches, each with its safe value: a setting may turn one to it, never away from what a
+ * lower layer (the system file, the directory's file, the environment) chose. */
+static const struct guard {
+    int id;
+    bool safe;
+} guards[] = {{KC_CONFIG_readonly, true},        {KC_CONFIG_require_hit, true}, {KC_CONFIG_strict, true},
+              {KC_CONFIG_remote_readonly, true}, {KC_CONFIG_disable, true},     {KC_CONFIG_allow_unsafe_dir, false}};
+
+/* 1 when a setting's value `next` of row `id` loosens the lower layer's value `low` (both as accepted). */
+static int loosens(int id, const char *low, const char *next) {
+    for (size_t i = 0; i < KC_ARRAY_LEN(guards); i++) {
+        if (guards[i].id != id) continue;
+        bool a = !guards[i].safe, b;
+        if (kc_env_flag(rows[id].name, low, &a) != KC_OK) return kc_error_clear(), 0;
+        b = a; /* empty: left as it is */
+        if (kc_env_flag(rows[id].name, next, &b) != KC_OK) return kc_error_clear(), 0;
+        return a == guards[i].safe && b != guards[i].safe;
+    }
+    if (id == KC_CONFIG_keyring || id == KC_CONFIG_hmac_key_file) return *low && strcmp(low, next) != 0;
+    return 0;
+}
+
+static int refuse_loosening(int id, const char *setting, kc_config_origin from, const char *by) {
+    return kc_err(KC_EINVAL,
+                  "%s: '%s' would loosen what the %s%s%s%s set: a program's settings can only tighten the "
+                  "operator's policy (or leave it) — remove the setting, or change it where it is set",
+                  setting, rows[id].name, kc_config_origin_name(from), by ? " (" : "", by ? by : "", by ? ")" : "");
+}
+
+/* The value row `id` holds now, as a setting would write it ("1"/"0" for a switch). */
+static void value_now(const kc_config *c, int id, char *out, size_t cap) {
+    if (kc_config_get(c, id, out, cap, NULL, NULL, 0) != KC_OK) out[0] = '\0', kc_error_clear();
+}
+
 static int apply_file(kc_config *c, int id, const char *value, const char *where, void *ctx) {
     kc_config_origin o = *(const kc_config_origin *)ctx;
     int rc;
     if (o == KC_ORIGIN_DIR_FILE && (rc = kc_config_dir_file_ok_(id, where))) return rc;
+    const char *by = c->where[id];
+    if (o == KC_ORIGIN_DIR_FILE && c->origin[id] == KC_ORIGIN_OPTIONS && by &&
+        !strncmp(by, "kc_options.settings", 19)) {
+        char now[4200];
+        value_now(c, id, now, sizeof now);
+        if (loosens(id, value, now)) return refuse_loosening(id, by, o, where);
+    }
     if (o == KC_ORIGIN_DIR_FILE && c->origin[id] > KC_ORIGIN_DIR_FILE && id != KC_CONFIG_max_size) return KC_OK;
     char name[PATH_MAX + 200];
     snprintf(name, sizeof name, "%s: %s", where, rows[id].name);
@@ -305,6 +348,9 @@ static int apply_options(kc_config *c, const kc_config_options *o, int id) {
     }
     snprintf(where, sizeof where, "kc_options.settings[%zu]", o->setting[id] - 1);
     snprintf(name, sizeof name, "%s %s", where, rows[id].name);
+    char now[4200];
+    if (c->origin[id] > KC_ORIGIN_DEFAULT && (value_now(c, id, now, sizeof now), loosens(id, now, o->value[id])))
+        return refuse_loosening(id, where, c->origin[id], c->where[id]);
     return kc_config_set_(c, id, o->value[id], KC_ORIGIN_OPTIONS, where, name);
 }
 

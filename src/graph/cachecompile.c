@@ -21,6 +21,8 @@
 #include "../cache/internal.h"
 #include "../cache/record.h"
 #include "../common/api.h"
+#include "../compile/options.h"
+#include "../compile/params.h"
 #include "../compile/targets.h"
 #include "graph_internal.h"
 
@@ -36,8 +38,8 @@ typedef struct ccall {
     kc_toolchain_choice tc;
     char headers[33], meta[256], label[300], hex[KC_KEY_HEX_LEN + 1];
     kc_key key;
-    int cacheable;
-    const char *why; /* why not cacheable */
+    int cacheable, memo; /* memo: the handle's memo asked and filled (not in a disabled cache) */
+    const char *why;     /* why not cacheable */
 } ccall;
 
 /* Every argument, before anything is looked up (no outcome is counted for a refused call). */
@@ -54,6 +56,7 @@ static int check_args(kc_cache *c, const kc_kernel_src *k, const char *const *na
                             KC_KERNEL_SRC_VERSION);
     if (rc) return rc;
     if (!k->source) return kc_err(KC_EINVAL, "kc_cache_compile: the kernel's source is NULL");
+    if ((rc = kc_kernel_src_arrays_ok_("kc_cache_compile", k))) return rc;
     if (nnames == 0 || nnames > KC_PROGRAM_NAMES_MAX)
         return kc_err(KC_EINVAL, "kc_cache_compile: %zu name expressions; give 1 to %d", nnames, KC_PROGRAM_NAMES_MAX);
     for (size_t i = 0; i < nnames; i++) {
@@ -92,16 +95,23 @@ static int prepare(ccall *x, const kc_kernel_src *k, const char *target) {
         x->ks[i] = *k, x->ks[i].version = KC_KERNEL_SRC_VERSION, x->ks[i].name = x->names[i];
     kc_units_group(x->ks, x->n, &x->u);
     if (x->u.n != 1) return kc_err(KC_EINVAL, "%s: its names do not make one compile unit", x->label);
-    rc = kc_cache_toolchain(x->c, &x->tc);
-    if (!rc) rc = kc_cache_toolchain_can_compile_(&x->tc);
-    if (!rc) rc = kc_target_compilable_(&x->target);
+    rc = kc_cache_toolchain(x->c, &x->tc); /* pinned, local, or recorded: a host without NVRTC keys too */
     x->headers[0] = '\0';
     if (!rc && (k->flags & KC_KERNEL_TOOLKIT_HEADERS)) rc = kc_toolkit_id_for_(x->c, x->label, x->headers);
-    if (!rc) rc = kc_unit_toolchain_meta_(x->headers, x->meta);
     if (rc) return rc;
     kc_unit_set_init_(&x->set, x->ks, x->n, &x->u, &x->target, x->tc.id, x->headers);
     rc = kc_unit_key_(&x->set, 0, &x->key, NULL);
     if (!rc) kc_key_to_hex(&x->key, x->hex);
+    return rc;
+}
+
+/* Asked by the unit machinery only when the unit is to be compiled (nothing stored): this host's
+ * NVRTC must be the key's toolchain and know the target; the records it stores carry its meta. */
+static int may_compile(void *arg) {
+    ccall *x = arg;
+    int rc = kc_cache_toolchain_can_compile_(&x->tc);
+    if (!rc) rc = kc_target_compilable_(&x->target);
+    if (!rc) rc = kc_unit_toolchain_meta_(x->headers, x->meta);
     return rc;
 }
 
@@ -114,7 +124,11 @@ static int make_program(const ccall *x, const kc_compiled *r, int outcome, int c
     int rc = KC_OK;
     for (; done < x->n && !rc; done++) {
         memset(&tab[done], 0, sizeof tab[done]), info[done] = NULL, np[done] = 0;
-        rc = kc_params_read(r->image, r->len, x->target.ptx, r->lowered_names[done], &tab[done]);
+        /* a __device__ variable's name ("&N::v"): a symbol, no parameter table (kcache/program.h) */
+        int kernel = kc_params_is_kernel(r->image, r->len, x->target.ptx, r->lowered_names[done]);
+        rc = kernel < 0 ? kernel
+             : kernel   ? kc_params_read(r->image, r->len, x->target.ptx, r->lowered_names[done], &tab[done])
+                        : KC_OK;
         if (!rc && tab[done].n && !(info[done] = kc_calloc(tab[done].n, sizeof *info[done])))
             rc = kc_err(KC_ENOMEM, "out of memory");
         for (size_t j = 0; !rc && j < tab[done].n; j++) {
@@ -150,13 +164,17 @@ static int obtain(ccall *x, uint64_t t0, kc_program **out) {
     kc_image_ref refs[1];
     kc_unit_results r;
     memset(&r, 0, sizeof r);
-    r.res = res, r.refs = refs;
+    r.res = res, r.refs = refs, r.may_compile = may_compile, r.may_compile_arg = x;
     int rc = kc_units_obtain_(x->c, &x->set, x->cacheable, 1, x->label, x->meta, &r);
     int outcome = !x->cacheable ? KC_LOOKUP_BYPASS
                   : r.ncompiled ? KC_LOOKUP_COMPILE
                   : r.nremote   ? KC_LOOKUP_REMOTE
                                 : KC_LOOKUP_DISK;
     if (!rc && r.store_rc && x->cacheable) kc_log(KC_LOG_GRAPH, "%s: compiled, not stored: %s", x->label, r.store_msg);
+    if (!rc && r.ncompiled && !r.store_rc && x->cacheable) { /* for hosts without NVRTC (`kcache toolchain`) */
+        kc_cache_toolchain_note_(x->c, x->meta);
+        kc_cache_toolkit_note_(x->c, x->meta);
+    }
     if (!rc) rc = make_program(x, res[0], outcome, r.ncompiled > 0, out);
     kc_compiled_free(res[0]);
     if (rc == KC_ECOMPILE) kc_cache_count(x->c, &x->key, KC_STAT_COMPILE_ERRORS, 1);
@@ -166,7 +184,7 @@ static int obtain(ccall *x, uint64_t t0, kc_program **out) {
     }
     /* A failed call is a miss (as a failed graph build is), a failed bypass no outcome. */
     if (!rc || x->cacheable) kc_cache_count_lookup_(x->c, &x->key, rc ? KC_LOOKUP_COMPILE : outcome, t0);
-    if (!rc && x->cacheable && r.store_rc == KC_OK) kc_progmemo_put_(x->c, *out);
+    if (!rc && x->cacheable && r.store_rc == KC_OK && x->memo) kc_progmemo_put_(x->c, *out);
     return rc;
 }
 
@@ -185,7 +203,8 @@ int kc_cache_compile(kc_cache *c, const kc_kernel_src *k, const char *const *nam
     memset(x, 0, sizeof *x);
     x->c = c, x->ks = ks, x->names = names, x->n = nnames;
     rc = prepare(x, k, target);
-    if (!rc && (*out = kc_progmemo_get_(c, x->hex, names, nnames)) != NULL)
+    x->memo = kc_cache_mode(c) != KC_CACHE_DISABLED; /* every get misses there: the memo's too */
+    if (!rc && x->memo && (*out = kc_progmemo_get_(c, x->hex, names, nnames)) != NULL)
         kc_cache_count_lookup_(c, &x->key, KC_LOOKUP_MEMORY, t0);
     else if (!rc && (rc = scan_cacheable(x)) == KC_OK) rc = obtain(x, t0, out);
     free(ks);

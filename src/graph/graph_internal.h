@@ -350,6 +350,10 @@ typedef struct kc_unit_results {
     double ms;           /**< their compiles' wall time */
     int store_rc;        /**< a unit not stored (a full disk): the graph entry must not be either */
     char store_msg[300]; /**< ...and why */
+    /** When not NULL: asked once before the first compile (after must-hit's refusal); its error is the
+     *  call's (a host that cannot compile says so only when a unit is not stored). */
+    int (*may_compile)(void *arg);
+    void *may_compile_arg;
 } kc_unit_results;
 
 /**

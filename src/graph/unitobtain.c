@@ -163,7 +163,8 @@ static int round_once(obtain *o, uint64_t deadline) {
         unlock_all(o);
         return rc;
     }
-    if (todo) rc = compile_grabbed(o);
+    if (todo && o->r->may_compile) rc = o->r->may_compile(o->r->may_compile_arg), o->r->may_compile = NULL;
+    if (todo && !rc) rc = compile_grabbed(o);
     unlock_all(o);
     if (!rc && o->left && !any) wait_for_others(o);
     return rc;

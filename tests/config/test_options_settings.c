@@ -4,7 +4,8 @@
  * and cache/settings.c): each kind of value (bool, count, milliseconds, seconds, size, path, string,
  * URL list) applied with its origin (options, kc_options.settings[i]); the settings win over the
  * environment, the system file and the directory's kcache.conf (the directory's recorded max_size
- * still wins); every refusal (unknown name with its suggestion, `dir`, environment-only, the
+ * still wins) and only tighten what a lower layer set (a safety switch it turned on, its keyring or
+ * HMAC key file: refused, naming the layer); every refusal (unknown name with its suggestion, `dir`, environment-only, the
  * process's rows, a duplicate, no '=', a bad value of each grammar, a field set too, NULL entries)
  * is KC_EINVAL naming the index and the name, opens nothing, and echoes no secret; a caller built
  * against version 4 (or 1..3) is read without a byte past its struct; hostile strings never crash.
@@ -109,26 +110,88 @@ static void test_precedence(void **state) {
     char sys[4200];
     snprintf(sys, sizeof sys, "%s/system.conf", dir);
     assert_int_equal(kct_put(dir, "system.conf", "lock_wait = 12\nremote_lease_ms = 5\n"), 0);
-    assert_int_equal(kct_put(dir, "c/kcache.conf", "remote_ttl = 6\nstrict = 1\nmax_size = 3M\n"), 0);
+    assert_int_equal(kct_put(dir, "c/kcache.conf", "remote_ttl = 6\nstrict = 0\nmax_size = 3M\n"), 0);
     setenv("KCACHE_CONFIG_SYSTEM", sys, 1);
     setenv("KCACHE_LOCK_WAIT", "7", 1);
-    setenv("KCACHE_REQUIRE_HIT", "1", 1);
-    setenv("KCACHE_READONLY", "1", 1);
-    const char *const s[] = {"lock_wait=3",        "require_hit=0", "remote_ttl=8", "strict=no",
-                             "remote_lease_ms=40", "readonly=0",    "max_size=1M"};
+    setenv("KCACHE_REQUIRE_HIT", "0", 1);
+    setenv("KCACHE_READONLY", "0", 1);
+    const char *const s[] = {"lock_wait=3",        "require_hit=1", "remote_ttl=8", "strict=yes",
+                             "remote_lease_ms=40", "readonly=1",    "max_size=1M"};
     int rc;
     kc_cache *c = open_with("c", 0, s, sizeof s / sizeof s[0], &rc);
     if (rc) fail_msg("open: %s", kc_error_last()->message);
     expect(c, "lock_wait", "3", KC_ORIGIN_OPTIONS, "kc_options.settings[0]");
-    expect(c, "require_hit", "false", KC_ORIGIN_OPTIONS, "kc_options.settings[1]");
+    expect(c, "require_hit", "true", KC_ORIGIN_OPTIONS, "kc_options.settings[1]");
     expect(c, "remote_ttl", "8", KC_ORIGIN_OPTIONS, "kc_options.settings[2]");
-    expect(c, "strict", "false", KC_ORIGIN_OPTIONS, "kc_options.settings[3]");
+    expect(c, "strict", "true", KC_ORIGIN_OPTIONS, "kc_options.settings[3]");
     expect(c, "remote_lease_ms", "40", KC_ORIGIN_OPTIONS, "kc_options.settings[4]");
-    expect(c, "readonly", "false", KC_ORIGIN_OPTIONS, "kc_options.settings[5]");
-    assert_int_equal(kc_cache_mode(c), KC_CACHE_READWRITE); /* KCACHE_READONLY=1 turned off by the setting */
-    assert_int_equal(kc_cache_max_size(c), 3u << 20);       /* the directory's limit wins */
+    expect(c, "readonly", "true", KC_ORIGIN_OPTIONS, "kc_options.settings[5]");
+    assert_int_equal(kc_cache_mode(c), KC_CACHE_READONLY); /* KCACHE_READONLY=0 tightened by the setting */
+    assert_int_equal(kc_cache_max_size(c), 3u << 20);      /* the directory's limit wins */
     kc_cache_close(c);
     clear_env();
+}
+
+/* A setting never loosens the operator's policy: a switch a lower layer turned on (the environment,
+ * the directory's file, the system file), a keyring or key file it set; tightening and leaving it are fine. */
+static void test_no_loosening(void **state) {
+    (void)state;
+    clear_env();
+    char sys[4200];
+    snprintf(sys, sizeof sys, "%s/system.conf", dir);
+    assert_int_equal(kct_put(dir, "system.conf", "remote_readonly = 1\n"), 0);
+    assert_int_equal(kct_put(dir, "d/kcache.conf", "strict = 1\nkeyring = /etc/kcache/ring\n"), 0);
+    setenv("KCACHE_CONFIG_SYSTEM", sys, 1);
+    setenv("KCACHE_REQUIRE_HIT", "1", 1);
+    setenv("KCACHE_READONLY", "yes", 1);
+    static const struct {
+        const char *setting, *layer, *by;
+    } cases[] = {
+        {"require_hit=0", "environment", "KCACHE_REQUIRE_HIT"},
+        {"readonly=off", "environment", "KCACHE_READONLY"},
+        {"strict=0", "cache directory file", "kcache.conf"},
+        {"keyring=", "cache directory file", "kcache.conf"},
+        {"keyring=/tmp/mine", "cache directory file", "kcache.conf"},
+        {"remote_readonly=0", "system file", "system.conf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc;
+        const char *const s[] = {"lock_wait=3", cases[i].setting};
+        kc_cache *c = open_with("d", 0, s, 2, &rc);
+        if (rc != KC_EINVAL) fail_msg("%s: rc %d", cases[i].setting, rc);
+        assert_null(c);
+        const char *m = kc_error_last()->message;
+        if (!strstr(m, "kc_options.settings[1]") || !strstr(m, cases[i].layer) || !strstr(m, cases[i].by) ||
+            !strstr(m, "only tighten"))
+            fail_msg("%s: %s", cases[i].setting, m);
+    }
+    /* the same values again, and tightening: allowed */
+    assert_int_equal(kct_put(dir, "f/kcache.conf", "strict = 1\n"), 0); /* "d"'s keyring is not a file */
+    const char *const ok[] = {"require_hit=1", "strict=1", "remote_readonly=1", "disable=0", "allow_unsafe_dir=0"};
+    int rc;
+    kc_cache *c = open_with("f", 0, ok, sizeof ok / sizeof ok[0], &rc);
+    if (rc) fail_msg("open: %s", kc_error_last()->message);
+    kc_cache_close(c);
+    unsetenv("KCACHE_READONLY");
+    const char *const on[] = {"readonly=1"};
+    c = open_with("e", 0, on, 1, &rc); /* nothing set below: turning on is tightening */
+    if (rc) fail_msg("open: %s", kc_error_last()->message);
+    assert_int_equal(kc_cache_mode(c), KC_CACHE_READONLY);
+    kc_cache_close(c);
+    clear_env();
+}
+
+/* A bad remote given as a setting: its error names the setting (as other settings' do), no secret shown. */
+static void test_remote_named(void **state) {
+    (void)state;
+    clear_env();
+    const char *const s[] = {"lock_wait=3", "remote=redis://:hunter2@host:99999999"};
+    int rc;
+    kc_cache *c = open_with("r", KC_OPEN_NO_ENV, s, 2, &rc);
+    assert_int_equal(rc, KC_EINVAL);
+    assert_null(c);
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "kc_options.settings[1] remote") || strstr(m, "hunter2")) fail_msg("%s", m);
 }
 
 /* One refusal: KC_EINVAL, the message holds every `has` and no `not`, and nothing was made. */
@@ -335,6 +398,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_each_kind_applied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_loosening, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remote_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_strings, setup, teardown),
     };

@@ -285,8 +285,9 @@ static void test_cli_same_key(void **state) {
     snprintf(path, sizeof path, "%s/k.cu", dir);
     assert_int_equal(kct_write(path, SRC, strlen(SRC)), 0);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && '%s' --cache-dir '%s' compile k.cu --name k --name 't<float>' --target sm_80 --json", dir,
-             KC_CLI, dir);
+             "cd '%s' && '%s' --cache-dir '%s' compile ./k.cu --file-name k.cu --name k --name 't<float>' --target "
+             "sm_80 --json",
+             dir, KC_CLI, dir);
     FILE *f = popen(cmd, "r");
     assert_non_null(f);
     size_t n = fread(line, 1, sizeof line - 1, f);
@@ -297,7 +298,23 @@ static void test_cli_same_key(void **state) {
     if (!strstr(line, want)) fail_msg("%s not in: %s", want, line);
     assert_non_null(strstr(line, "\"outcome\": \"disk\""));
     assert_int_equal(kct_count_files(dir, ".unit"), 1);
-    kc_program_free(a);
+    /* without --file-name: the key of a kernel without a file name (C's and Python's default) */
+    kc_kernel_src k = src_of(SRC);
+    k.file = NULL;
+    kc_program *b = NULL;
+    assert_int_equal(kc_cache_compile(cache, &k, names, 2, "sm_80", &b), KC_OK);
+    assert_string_not_equal(b->key, a->key);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' --cache-dir '%s' compile %s/k.cu --name k --name 't<float>' --target sm_80", dir, KC_CLI,
+             dir, dir);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    n = fread(line, 1, sizeof line - 1, f);
+    line[n] = '\0';
+    assert_int_equal(pclose(f), 0);
+    snprintf(want, sizeof want, "key       %s", b->key);
+    if (!strstr(line, want)) fail_msg("%s not in: %s", want, line);
+    kc_program_free(a), kc_program_free(b);
 }
 #endif
 

@@ -40,6 +40,16 @@ assert a["names"][0]["lowered"] == "k" and a["names"][1]["lowered"].startswith("
 assert [(p["offset"], p["size"]) for p in a["names"][0]["params"]] == [(0, 8), (8, 4), (16, 8)], a["names"][0]
 assert b["compile_seconds"] == 0 and a["compile_seconds"] > 0
 PY
+# A host without NVRTC is served what is stored (the recorded toolchain keys it), also with that toolchain pinned.
+ID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["local"]["id"])' <("$KC" --cache-dir "$T/c" toolchain --json) 2>/dev/null)
+for pin in "" "$ID"; do
+    KCACHE_NVRTC=/nonexistent KCACHE_TOOLCHAIN=$pin K k.cu --name k --name 't<float>' --option -DN=4 \
+        --header scale.h=scale.h --target sm_80 >nonvrtc.txt 2>err.txt
+    grep -q '^outcome   disk' nonvrtc.txt || bad "no NVRTC (pin '$pin'): not a disk hit: $(cat nonvrtc.txt err.txt)"
+done
+KCACHE_NVRTC=/nonexistent K k.cu --name k --option -DN=77 --target sm_80 2>err.txt
+[ $? -eq 1 ] && grep -q KC_ENONVRTC err.txt || bad "no NVRTC and not stored: not KC_ENONVRTC: $(cat err.txt)"
+KCACHE_NVRTC=/nonexistent "$KC" --cache-dir "$T/c" toolchain --json | grep -q "\"$ID\"" || bad "the stored toolchain is not recorded"
 K k.cu --name k --option -DN=4 --header scale.h=scale.h --target compute_80 --json >ptx.json || bad "PTX failed"
 python3 -c 'import json,sys; a=json.load(open("ptx.json")); assert a["format"]=="ptx" and [p["class"] for p in a["names"][0]["params"]]==["int","int","float"], a' ||
     bad "PTX's parameter classes"
@@ -65,6 +75,23 @@ K k.cu --name k 2>/dev/null; [ $? -eq 2 ] || bad "no --target is not a usage err
 K k.cu --name k --header nofile --target sm_80 2>/dev/null; [ $? -eq 2 ] || bad "--header without = is not a usage error"
 K k.cu --name k --name k --target sm_80 2>err.txt; [ $? -eq 1 ] && grep -q "given twice" err.txt || bad "a name twice"
 K missing.cu --name k --target sm_80 2>/dev/null; [ $? -eq 1 ] || bad "a missing file"
+# Every failure after parsing prints --json's object, and says its status on stderr.
+printf 'a\0b' >nul.cu
+for args in "missing.cu --name k" "nul.cu --name k" "k.cu --name k -o /nonexistent/dir/x" \
+    "k.cu --name k --header scale.h=nofile.h"; do
+    out=$(K $args --target sm_80 --json 2>err.txt)
+    [ $? -eq 1 ] || bad "$args: not exit 1"
+    grep -q '(KC_E[A-Z]*)$' err.txt || bad "$args: stderr without the status: $(cat err.txt)"
+    echo "$out" | python3 -c 'import json,sys; a=json.load(sys.stdin); assert a["result"]=="failed" and a["status"].startswith("KC_E") and a["error"], a' ||
+        bad "$args: no --json failure object: '$out'"
+done
+out=$(KCACHE_REQUIRE_HIT= "$KC" --cache-dir /proc/no/such compile k.cu --name k --target sm_80 --json 2>/dev/null)
+echo "$out" | grep -q '"result": "failed"' || bad "a cache that cannot be opened: no --json failure object: '$out'"
+# The key does not hold how the path is spelled; --file-name names the file (another key).
+k1=$(K k.cu --name k --option -DN=4 --header scale.h=scale.h --target sm_80 | sed -n 's/^key *//p')
+k2=$(K "$T/k.cu" --name k --option -DN=4 --header scale.h=scale.h --target sm_80 | sed -n 's/^key *//p')
+k3=$(K ./k.cu --file-name k.cu --name k --option -DN=4 --header scale.h=scale.h --target sm_80 | sed -n 's/^key *//p')
+[ -n "$k1" ] && [ "$k1" = "$k2" ] && [ "$k3" != "$k1" ] && [ -n "$k3" ] || bad "keys by path spelling: '$k1' '$k2' '$k3'"
 K k.cu --name k --target sm_8x 2>err.txt; [ $? -eq 1 ] && grep -q KC_EARCH err.txt || bad "a bad target"
 [ "$fails" = 0 ] && echo "test_compile_cli: passed"
 [ "$fails" = 0 ]

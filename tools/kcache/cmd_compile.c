@@ -10,6 +10,7 @@
  * refers to this file; it opens the cache through cli_open_cache().
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ static const cli_opt compile_opts[] = {
     {"option", 0, "OPT", "an NVRTC option (\"-DN=4\", \"--use_fast_math\"); repeatable"},
     {"header", 0, "NAME=FILE", "serve FILE's text when the source includes NAME; repeatable"},
     {"toolkit-headers", 0, NULL, "the source may include the CUDA toolkit's headers"},
+    {"file-name", 0, "NAME", "the source's file name as the key holds it (default none, as C's and Python's)"},
     {"output", 'o', "OUT", "write the image (cubin, or PTX text) to OUT"},
     {"json", 0, NULL, "print one JSON object"},
     {NULL, 0, NULL, NULL},
@@ -34,13 +36,16 @@ static const cli_opt compile_opts[] = {
 const cli_cmd cli_cmd_compile = {
     "compile",
     "kcache compile FILE.cu --name EXPR [--name EXPR...] --target TARGET [--option OPT...] [--header NAME=FILE...] "
-    "[--toolkit-headers] [-o OUT] [--json]",
+    "[--toolkit-headers] [--file-name NAME] [-o OUT] [--json]",
     "Compile one CUDA source through the cache, as kc_cache_compile does: under the key a graph's\n"
     "compile unit of the same source, options, name expressions and target has, found stored\n"
     "(locally or in the remote) or compiled by NVRTC and stored.  Prints the key, where it came\n"
     "from (memory, disk, remote, compile; bypass for a source that reads the clock, which is\n"
     "compiled and never stored), the target, each name expression with its lowered symbol and\n"
-    "parameter table, and the image's size; -o OUT writes the image.  No GPU is needed.  A must-hit\n"
+    "parameter table, and the image's size; -o OUT writes the image.  No GPU is needed.  The key does\n"
+    "not hold how FILE is spelled: as kc_cache_compile with kc_kernel_src.file NULL and Python's\n"
+    "cache.compile(source, ...) without file=, unless --file-name NAME gives the name (what\n"
+    "__FILE__ and NVRTC's messages say).  A must-hit\n"
     "cache (KCACHE_REQUIRE_HIT) refuses to compile what is not stored.  A failure is said on\n"
     "stderr with its status (an NVRTC log whole); with --json, also as an object on stdout\n"
     "(\"result\": \"failed\", \"status\", \"error\").",
@@ -50,6 +55,29 @@ const cli_cmd cli_cmd_compile = {
 
 #define MAX_FILE (64u << 20)
 #define MAX_REPEAT 256
+
+/* Why the command failed after parsing: a library error's status and message, or the command's own
+ * (a file it could not read or write): said on stderr with its status, and by --json's object. */
+static struct {
+    int status;
+    char msg[4600];
+} failure;
+
+__attribute__((format(printf, 2, 3))) static int fail_with(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    failure.status = status;
+    vsnprintf(failure.msg, sizeof failure.msg, fmt, ap);
+    va_end(ap);
+    return EXIT_PROBLEM;
+}
+
+/* The library's last error, after `what` when not NULL. */
+static int fail_lib(const char *what) {
+    const kc_error *e = kc_error_last();
+    return fail_with(e->code ? e->code : KC_EIO, "%s%s%s", what ? what : "", what ? ": " : "",
+                     e->message[0] ? e->message : "failed");
+}
 
 /* What the command line gave, the repeatable options in order. */
 typedef struct inputs {
@@ -84,11 +112,12 @@ static int collect(int argc, char **argv, inputs *in) {
     return 0;
 }
 
-/* A text file whole: no NUL inside (a C string is what NVRTC and the key take), at most MAX_FILE. */
+/* A text file whole: no NUL inside (a C string is what NVRTC and the key take), at most MAX_FILE;
+ * NULL with kc_error_last() saying why. */
 static char *read_text(const char *path, const char *what) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "kcache compile: cannot open %s '%s': %s\n", what, path, strerror(errno));
+        fail_with(KC_EIO, "cannot open %s '%s': %s", what, path, strerror(errno));
         return NULL;
     }
     size_t cap = 4096, len = 0;
@@ -108,7 +137,7 @@ static char *read_text(const char *path, const char *what) {
     const char *why = !b ? "out of memory" : bad ? "a read error" : len > MAX_FILE ? "over 64 MiB" : NULL;
     if (!why && memchr(b, 0, len)) why = "a NUL byte inside (not a text file)";
     if (why) {
-        fprintf(stderr, "kcache compile: %s '%s': %s\n", what, path, why);
+        fail_with(!b ? KC_ENOMEM : bad ? KC_EIO : KC_EINVAL, "%s '%s': %s", what, path, why);
         free(b);
         return NULL;
     }
@@ -168,13 +197,12 @@ static void print_program_text(const kc_program *p, const char *out) {
 }
 
 static void print_failure_json(const char *target) {
-    const kc_error *e = kc_error_last();
     int f = 1;
     printf("{");
     json_kv_str(stdout, &f, "result", "failed");
     json_kv_str(stdout, &f, "target", target);
-    json_kv_str(stdout, &f, "status", kc_status_str(e->code));
-    json_kv_str(stdout, &f, "error", e->message);
+    json_kv_str(stdout, &f, "status", kc_status_str(failure.status));
+    json_kv_str(stdout, &f, "error", failure.msg);
     printf("}\n");
 }
 
@@ -184,8 +212,7 @@ static int write_image(const kc_program *p, const char *out) {
     int ok = f && fwrite(p->image, 1, p->len, f) == p->len;
     if (f && fclose(f) != 0) ok = 0;
     if (ok) return 0;
-    fprintf(stderr, "kcache compile: cannot write the image to '%s': %s\n", out, strerror(errno));
-    return EXIT_PROBLEM;
+    return fail_with(KC_EIO, "cannot write the image to '%s': %s", out, strerror(errno));
 }
 
 /* The headers NAME=FILE read; 0 or the exit code. */
@@ -197,32 +224,39 @@ static int read_headers(const inputs *in, kc_header_src *h, char **texts) {
         if (!(texts[i] = read_text(eq + 1, "header"))) return EXIT_PROBLEM;
         size_t n = (size_t)(eq - in->headers[i]);
         char *name = malloc(n + 1);
-        if (!name) return EXIT_PROBLEM;
+        if (!name) return fail_with(KC_ENOMEM, "out of memory");
         memcpy(name, in->headers[i], n), name[n] = '\0';
         h[i].name = name, h[i].source = texts[i];
     }
     return 0;
 }
 
+/* Every failure after parsing: said on stderr with its status, and with --json as the object too. */
 static int run(const cli_settings *cs, const char *file, const inputs *in, const char *target, unsigned flags,
-               const char *out, int json) {
+               const char *const outs[2], int json) {
     static kc_header_src h[MAX_REPEAT];
     static char *texts[MAX_REPEAT];
+    const char *out = outs[0], *file_name = outs[1];
     char *source = read_text(file, "source");
     int rc = source ? read_headers(in, h, texts) : EXIT_PROBLEM;
     kc_cache *c = NULL;
-    if (!rc && cli_open_cache(cs, &c) != KC_OK) rc = cli_fail("cannot open the cache");
+    if (!rc && cli_open_cache(cs, &c) != KC_OK) rc = fail_lib("cannot open the cache");
     kc_program *p = NULL;
     if (!rc) {
-        kc_kernel_src k = KC_KERNEL_SRC_INIT;
-        k.file = file, k.source = source, k.headers = h, k.nheaders = in->nheaders;
+        kc_kernel_src k = KC_KERNEL_SRC_INIT; /* file NULL unless named: the key C and Python give by default */
+        k.file = file_name, k.source = source, k.headers = h, k.nheaders = in->nheaders;
         k.options = in->options, k.noptions = in->noptions, k.flags = flags;
-        if (kc_cache_compile(c, &k, in->names, in->nnames, target, &p) != KC_OK) {
-            if (json) print_failure_json(target);
-            rc = cli_fail(file);
-        }
+        rc = kc_cache_compile(c, &k, in->names, in->nnames, target, &p) != KC_OK ? fail_lib(NULL) : 0;
     }
     if (!rc && out) rc = write_image(p, out);
+    if (rc == EXIT_PROBLEM) {
+        if (json) print_failure_json(target);
+        fputs("kcache: ", stderr);
+        cli_put_shown(stderr, file, 0);
+        fputs(": ", stderr);
+        cli_put_shown(stderr, failure.msg, 1);
+        fprintf(stderr, " (%s)\n", kc_status_str(failure.status));
+    }
     if (!rc) json ? print_program_json(p, out) : print_program_text(p, out);
     kc_program_free(p);
     kc_cache_close(c);
@@ -243,6 +277,7 @@ static int cmd_compile(const cli_settings *cs, int argc, char **argv) {
     if (!in.nnames) return cli_usage_error(c0, "name a kernel: --name EXPR", NULL);
     if (!target || !*target)
         return cli_usage_error(c0, "name the target: --target sm_90 (or compute_90 for PTX)", NULL);
-    return run(cs, a.pos[0], &in, target, cli_flag(&a, "toolkit-headers") ? KC_KERNEL_TOOLKIT_HEADERS : 0u,
-               cli_arg(&a, "output"), cli_flag(&a, "json"));
+    const char *outs[2] = {cli_arg(&a, "output"), cli_arg(&a, "file-name")};
+    return run(cs, a.pos[0], &in, target, cli_flag(&a, "toolkit-headers") ? KC_KERNEL_TOOLKIT_HEADERS : 0u, outs,
+               cli_flag(&a, "json"));
 }
