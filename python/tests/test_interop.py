@@ -78,18 +78,19 @@ def test_python_and_c_api_one_key_one_entry(tmp_path: pathlib.Path, python_first
 
 
 def test_python_and_cli_compile_one_key(tmp_path: pathlib.Path, cli: str) -> None:
-    if run_cli(cli, "help", "compile", check=False).returncode != 0:
-        pytest.skip("this kcache command has no `compile`")
     d = tmp_path / "cache"
     src = tmp_path / "saxpy.cu"
     src.write_text(SAXPY)
+    names = ["--name", "saxpy<float>", "--name", "scale", "--target", "sm_90", "--json"]
     with kcache.Cache(d) as c:
-        p = c.compile(SAXPY, ["saxpy<float>", "scale"], "sm_90", file=str(src))
+        p = c.compile(SAXPY, ["saxpy<float>", "scale"], "sm_90")  # no file name: the CLI's default
+        named = c.compile(SAXPY, ["saxpy<float>", "scale"], "sm_90", file="saxpy.cu")
+    assert named.key != p.key  # the file name is in the key (__FILE__ and line information carry it)
     files = sorted(entry_files(d))
-    out = run_cli(cli, "--cache-dir", str(d), "compile", str(src), "--name", "saxpy<float>", "--name", "scale",
-                  "--target", "sm_90", "--json")
-    doc = json.loads(out.stdout)
+    doc = json.loads(run_cli(cli, "--cache-dir", str(d), "compile", str(src), *names).stdout)
     assert doc["key"] == p.key and doc["outcome"] == "disk", doc
+    doc = json.loads(run_cli(cli, "--cache-dir", str(d), "compile", str(src), "--file-name", "saxpy.cu", *names).stdout)
+    assert doc["key"] == named.key and doc["outcome"] == "disk", doc
     assert sorted(entry_files(d)) == files
 
 
