@@ -104,13 +104,20 @@ class Double:
 
     def stream(self) -> int:
         """A new non-blocking stream of device 0 (context made current through libkcache)."""
-        assert libkcache().kc_cuda_push(0) == 0
+        lib = libkcache()
+        assert lib.kc_cuda_push(0) == 0
         s = ctypes.c_void_p()
-        assert self.lib.cuStreamCreate(ctypes.byref(s), 1) == 0
+        try:
+            assert self.lib.cuStreamCreate(ctypes.byref(s), 1) == 0
+        finally:
+            lib.kc_cuda_pop()  # pushes are paired: the double refuses a 65th unpopped one
         return int(s.value or 0)
 
     def destroy_stream(self, s: int) -> None:
+        lib = libkcache()
+        assert lib.kc_cuda_push(0) == 0
         self.lib.cuStreamDestroy_v2(ctypes.c_void_p(s))
+        lib.kc_cuda_pop()
 
 
 _TYPESTR = {"f32": ("<f4", 4), "f16": ("<f2", 2), "f64": ("<f8", 8), "i32": ("<i4", 4), "i64": ("<i8", 8)}
@@ -128,7 +135,9 @@ class DevArray:
             n *= s
         typestr, size = _TYPESTR[dtype]
         p = ctypes.c_void_p()
-        assert lib.kc_cuda_malloc(ctypes.byref(p), max(n * size, 1), None) == 0
+        rc = lib.kc_cuda_malloc(ctypes.byref(p), max(n * size, 1), None)
+        lib.kc_cuda_pop()
+        assert rc == 0
         self.ptr = int(p.value or 0)
         self.nbytes = n * size
         self.__cuda_array_interface__: Dict[str, Any] = {
@@ -141,6 +150,7 @@ class DevArray:
         lib = libkcache()
         assert lib.kc_cuda_push(0) == 0
         lib.kc_cuda_free(ctypes.c_void_p(self.ptr), None)
+        lib.kc_cuda_pop()
 
 
 class FakeProducer:
