@@ -289,13 +289,22 @@ class LoadedGraph:
     """A graph loaded on a device (Cache.get): forward and backward over the caller's tensors.
 
     Thread-safe: threads may call forward on one LoadedGraph (each call its own outputs); a Saved is
-    used by one backward at a time.  close() (or the end of a `with` block) releases it once the calls
+    used by one backward at a time.
+
+    Producers are ordered before kcache's launch: DLPack tensors are asked for on kcache's stream;
+    a __cuda_array_interface__ tensor whose "stream" is another stream is waited for by
+    synchronizing the device (libkcache has no public stream-to-stream wait; pass stream= the
+    producer's stream to avoid the stall; "stream": 0 is refused).  A tensor kcache writes (an
+    in-place input, an accumulate= buffer) marked read-only (CAI data[1], DLPack 1.x's flag) is
+    refused with a ValueError naming it.  close() (or the end of a `with` block) releases it once the calls
     in flight end; later calls raise ValueError.
     """
 
     __slots__ = ("_lg",)
 
     def __init__(self, _lg: Any) -> None:
+        if not isinstance(_lg, _kcache._LoadedGraph):
+            raise TypeError("use Cache.get(graph, device) for a LoadedGraph")
         self._lg = _lg
 
     @property
@@ -334,7 +343,12 @@ class LoadedGraph:
         `args`: the graph's runtime arguments by name.  `outputs`: a tuple, one per graph output, in
         the first tensor's framework.  `saved`: what backward needs (None with save=False; the
         default saves when an input requires a gradient) — pass it to backward, as PyTorch's
-        ctx.saved_tensors; it keeps the inputs and outputs alive until it is released.
+        ctx.saved_tensors; it keeps the inputs and outputs alive until it is released.  With
+        save=False kcache keeps nothing alive past the call: on a stream other than the one that
+        made the tensors, keep them alive until that stream's work is done (PyTorch's
+        record_stream).  A tensor kcache writes (an in-place input) that says it is read-only is
+        refused (ValueError); a __cuda_array_interface__ tensor made on another stream is waited for
+        (see LoadedGraph).
         """
         first = tensors[0] if tensors else None
         s, keep = _stream(stream, first, self.device)

@@ -380,7 +380,8 @@ static PyType_Slot graph_slots[] = {
     {Py_tp_doc, "A graph description (the C side of kcache.Graph)."},
     {0, NULL},
 };
-static PyType_Spec graph_spec = {"kcache._kcache._Graph", sizeof(kcpy_graph), 0, Py_TPFLAGS_DEFAULT, graph_slots};
+static PyType_Spec graph_spec = {"kcache._kcache._Graph", sizeof(kcpy_graph), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, graph_slots};
 
 int kcpy_graph_add(PyObject *module) {
     kcpy_graph_type = (PyTypeObject *)PyType_FromSpec(&graph_spec);

@@ -37,15 +37,20 @@ int kcpy_dtype_parse(PyObject *o, const char *what, kc_dtype *out);
 
 /**
  * View the caller's tensor `obj` (DLPack or __cuda_array_interface__) as `out`: checked to be a
- * CUDA tensor on `device`; `stream` is the consumer stream handed to __dlpack__.  `*keep` receives
+ * CUDA tensor on `device`; `stream` is the consumer stream handed to __dlpack__ (a CAI tensor made on
+ * another stream is waited for); `writes`: kcache writes it (a read-only tensor is refused).  `*keep` receives
  * what keeps the memory alive (the caller decrefs it after use).  -1 with TypeError/ValueError
  * naming `what`.
  */
-int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device, kc_tensor *out, PyObject **keep);
+int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device, int writes, kc_tensor *out,
+                       PyObject **keep);
 
 /** A kcache-allocated tensor exported as a Buffer, which frees it on `stream` when dropped; `stream_obj`
  *  (the caller's stream object, or NULL) is kept alive until then. */
 PyObject *kcpy_buffer_new(const kc_tensor *t, int device, void *stream, PyObject *stream_obj);
+
+/** graph_explain(cache, graph, target) -> dict (loaded_explain.c). */
+PyObject *kcpy_graph_explain(PyObject *m, PyObject *args);
 
 int kcpy_tensor_add(PyObject *module);
 int kcpy_loaded_add(PyObject *module);

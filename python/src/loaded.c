@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loaded.c — kcache._kcache.LoadedGraph and .Saved: a graph loaded on a device (kc_graph_get)
- * and its passes (kc_graph_forward_call / kc_graph_backward_call) over the caller's tensors; and
- * explain (kc_graph_explain) as a dict.
+ * and its passes (kc_graph_forward_call / kc_graph_backward_call) over the caller's tensors
+ * (explain: loaded_explain.c).
  *
  * The one idea: each call checks the caller's tensors against the description (count, dtype,
  * rank, the sizes written as numbers, C-contiguity) and names the argument, what it is and what
@@ -10,7 +10,8 @@
  * are kcache's allocations on the call's stream, handed back as Buffers; a Saved keeps what
  * kc_saved borrows (the forward's inputs and outputs) alive until it is freed.  A LoadedGraph
  * counts its calls in flight (under the GIL) and releases the kc_graph when the last one ends
- * after close().  Callers: python/kcache/_graph.py.  Must not: hold the GIL across a kcache call.
+ * after close().  Callers: python/kcache/_graph.py.  Must not: hold the GIL across a kcache call;
+ * run Python code (a tensor's __dlpack__, an object's creation) under the graph's lock.
  */
 #include <stdio.h>
 #include <string.h>
@@ -80,9 +81,8 @@ static PyObject *graph_get(PyObject *m, PyObject *args) {
     gr->frozen = 1;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = kc_graph_get(c, gr->d, device, &g, &info);
-    Py_END_ALLOW_THREADS PyObject *err = rc ? kcpy_raise(rc) : NULL;
-    (void)err;
-    kcpy_graph_unlock(gr);
+    Py_END_ALLOW_THREADS kcpy_graph_unlock(gr); /* no Python code under the graph's lock */
+    if (rc) kcpy_raise(rc);
     kcpy_cache_leave(cache);
     if (rc) return NULL;
     static const char *src[] = {"memory", "disk", "remote", "compile", "bypass"};
@@ -178,68 +178,91 @@ static int take_arg(const char *name, kc_arg_type t, PyObject *o, kc_value *out)
     }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    unsigned long long u = 0;
-    int uns = t == KC_ARG_U32 || t == KC_ARG_U64;
-    if (overflow > 0 && t == KC_ARG_U64) u = PyLong_AsUnsignedLongLong(o), overflow = PyErr_Occurred() != NULL;
-    else u = (unsigned long long)v;
+    unsigned long long u = (unsigned long long)v;
+    int big = 0; /* a u64 above INT64_MAX, read whole (a negative value is never one) */
+    if (overflow > 0 && t == KC_ARG_U64) u = PyLong_AsUnsignedLongLong(o), big = !PyErr_Occurred(), overflow = !big;
     PyErr_Clear();
     int range = !overflow && (t == KC_ARG_I32   ? v >= INT32_MIN && v <= INT32_MAX
                               : t == KC_ARG_U32 ? v >= 0 && v <= (long long)UINT32_MAX
-                              : t == KC_ARG_U64 ? (v >= 0 || u > (unsigned long long)INT64_MAX)
+                              : t == KC_ARG_U64 ? big || v >= 0
                                                 : 1);
     if (!range)
         return PyErr_Format(PyExc_ValueError, "runtime argument %s=%R is out of range for its type", name, o), -1;
     if (t == KC_ARG_I32) out->v.i32 = (int32_t)v;
     else if (t == KC_ARG_U32) out->v.u32 = (uint32_t)v;
     else if (t == KC_ARG_I64) out->v.i64 = v;
-    else out->v.u64 = uns ? u : (unsigned long long)v;
+    else out->v.u64 = u;
+    return 0;
+}
+
+#define MAXT 64    /* tensors of one call */
+#define MAXARGS 64 /* runtime arguments of one call */
+
+/* What a call reads of the description, read under the graph's lock and used after it (no Python code
+ * runs under that lock: a tensor's __dlpack__ may touch the same graph).  The pointers stay valid: a
+ * loaded graph's description is read whole and frozen, and the LoadedGraph keeps it alive. */
+typedef struct {
+    const char *gname;
+    size_t nin, nout, nargs;
+    kc_graph_tensor_desc in[MAXT];
+    const char *arg_names[MAXARGS];
+    kc_arg_type arg_types[MAXARGS];
+} desc_view;
+
+static int desc_view_read(kcpy_graph *gr, desc_view *v) {
+    int rc = KC_OK;
+    kcpy_graph_lock(gr);
+    v->gname = kc_graph_desc_name(gr->d);
+    v->nin = kc_graph_desc_count(gr->d, KC_ROLE_INPUT), v->nout = kc_graph_desc_count(gr->d, KC_ROLE_OUTPUT);
+    v->nargs = kc_graph_desc_nargs(gr->d);
+    for (size_t i = 0; !rc && i < v->nin && i < MAXT; i++) {
+        v->in[i] = (kc_graph_tensor_desc)KC_GRAPH_TENSOR_DESC_INIT;
+        rc = kc_graph_desc_tensor(gr->d, KC_ROLE_INPUT, i, &v->in[i]);
+    }
+    for (size_t i = 0; !rc && i < v->nargs && i < MAXARGS; i++)
+        rc = kc_graph_desc_arg(gr->d, i, &v->arg_names[i], &v->arg_types[i]);
+    kcpy_graph_unlock(gr);
+    if (rc) return kcpy_raise(rc), -1;
+    if (v->nargs > MAXARGS) return PyErr_Format(PyExc_ValueError, "the graph declares too many runtime arguments"), -1;
     return 0;
 }
 
 /* The runtime arguments from `kw` (a dict or None) in declaration order; -1 with an exception. */
-static int take_args(kcpy_graph *gr, PyObject *kw, kc_value *vals, size_t cap, size_t *n) {
-    size_t want = kc_graph_desc_nargs(gr->d), used = 0;
+static int take_args(const desc_view *v, PyObject *kw, kc_value *vals, size_t *n) {
+    size_t used = 0;
     if (kw && kw != Py_None && !PyDict_Check(kw))
         return PyErr_Format(PyExc_TypeError, "the runtime arguments are a dict"), -1;
-    if (want > cap) return PyErr_Format(PyExc_ValueError, "the graph declares too many runtime arguments"), -1;
-    for (size_t i = 0; i < want; i++) {
-        const char *name = NULL;
-        kc_arg_type t = KC_ARG_F32;
-        if (kc_graph_desc_arg(gr->d, i, &name, &t)) return kcpy_raise(KC_EINVAL), -1;
+    for (size_t i = 0; i < v->nargs; i++) {
+        const char *name = v->arg_names[i];
         PyObject *o = kw && kw != Py_None ? PyDict_GetItemString(kw, name) : NULL;
         if (!o) return PyErr_Format(PyExc_TypeError, "missing the runtime argument %s= of the graph", name), -1;
         used++;
-        if (take_arg(name, t, o, &vals[i])) return -1;
+        if (take_arg(name, v->arg_types[i], o, &vals[i])) return -1;
     }
     if (kw && kw != Py_None && (size_t)PyDict_Size(kw) != used)
         return PyErr_Format(PyExc_TypeError,
-                            "unknown keyword arguments: the graph's runtime arguments are %zu (%R given)", want, kw),
+                            "unknown keyword arguments: the graph's runtime arguments are %zu (%R given)", v->nargs,
+                            kw),
                -1;
-    *n = want;
+    *n = v->nargs;
     return 0;
 }
 
-#define MAXT 64 /* tensors of one call */
-
-/* Import and check tensors `objs` (a tuple) against `role`'s descriptions; keeps go into `keep`. */
-static int take_tensors(loaded *l, PyObject *objs, kc_tensor_role role, const char *label, void *stream, kc_tensor *out,
-                        PyObject *keep) {
-    kcpy_graph *gr = l->graph;
-    size_t n = kc_graph_desc_count(gr->d, role), got = (size_t)PyTuple_GET_SIZE(objs);
-    const char *gname = kc_graph_desc_name(gr->d);
+/* Import and check the forward's input tensors `objs` (a tuple); keeps go into `keep`. */
+static int take_inputs(loaded *l, const desc_view *v, PyObject *objs, void *stream, kc_tensor *out, PyObject *keep) {
+    size_t n = v->nin, got = (size_t)PyTuple_GET_SIZE(objs);
     if (n != got || n > MAXT)
-        return PyErr_Format(PyExc_TypeError, "graph '%s' takes %zu %s tensors; %zu given", gname, n, label, got), -1;
+        return PyErr_Format(PyExc_TypeError, "graph '%s' takes %zu input tensors; %zu given", v->gname, n, got), -1;
     for (size_t i = 0; i < n; i++) {
         char what[64];
-        snprintf(what, sizeof what, "%s %zu", label, i);
+        snprintf(what, sizeof what, "input %zu", i);
         PyObject *k = NULL;
-        kc_graph_tensor_desc td = KC_GRAPH_TENSOR_DESC_INIT;
-        if (kcpy_tensor_import(PyTuple_GET_ITEM(objs, (Py_ssize_t)i), what, stream, l->device, &out[i], &k)) return -1;
+        if (kcpy_tensor_import(PyTuple_GET_ITEM(objs, (Py_ssize_t)i), what, stream, l->device, v->in[i].inplace,
+                               &out[i], &k))
+            return -1;
         int rc = PyList_Append(keep, k);
         Py_DECREF(k);
-        if (rc) return -1;
-        if ((rc = kc_graph_desc_tensor(gr->d, role, i, &td))) return kcpy_raise(rc), -1;
-        if (check_tensor(&out[i], what, &td, gname)) return -1;
+        if (rc || check_tensor(&out[i], what, &v->in[i], v->gname)) return -1;
     }
     return 0;
 }
@@ -278,15 +301,17 @@ static PyObject *loaded_forward(PyObject *self, PyObject *a) {
     if (!stream && PyErr_Occurred()) return NULL;
     if (enter(l)) return NULL;
     kc_tensor in[MAXT], outs[MAXT];
-    kc_value vals[64];
-    size_t nargs = 0, nin = (size_t)PyTuple_GET_SIZE(tensors), nout;
+    kc_value vals[MAXARGS];
+    size_t nargs = 0, nin = (size_t)PyTuple_GET_SIZE(tensors), nout = 0;
     kc_saved *sv = NULL;
-    kcpy_graph_lock(l->graph);
+    desc_view *v = PyMem_Malloc(sizeof *v);
     keep = PyList_New(0);
-    int bad = !keep || take_tensors(l, tensors, KC_ROLE_INPUT, "input", stream, in, keep) ||
-              take_args(l->graph, kw, vals, 64, &nargs);
-    nout = kc_graph_desc_count(l->graph->d, KC_ROLE_OUTPUT);
-    kcpy_graph_unlock(l->graph);
+    int bad = !v || !keep;
+    if (!v) PyErr_NoMemory();
+    bad = bad || desc_view_read(l->graph, v) || take_inputs(l, v, tensors, stream, in, keep) ||
+          take_args(v, kw, vals, &nargs);
+    if (!bad) nout = v->nout;
+    PyMem_Free(v);
     if (!bad && nout > MAXT) bad = 1, PyErr_SetString(PyExc_ValueError, "the graph has too many outputs");
     if (bad) goto done;
     memset(outs, 0, sizeof outs);
@@ -354,20 +379,19 @@ static PyObject *backward_results(loaded *l, PyObject *acc, kc_tensor *gin, size
 }
 
 /* The caller's buffers of accumulating gradients: `acc` maps input index -> tensor. */
-static int take_accumulating(loaded *l, PyObject *acc, void *stream, kc_tensor *gin, int *is_acc, size_t nin,
+static int take_accumulating(loaded *l, const desc_view *v, PyObject *acc, void *stream, kc_tensor *gin, int *is_acc,
                              PyObject *keep) {
+    size_t nin = v->nin;
     memset(is_acc, 0, nin * sizeof *is_acc);
     for (size_t i = 0; i < nin; i++) {
-        kc_graph_tensor_desc td = KC_GRAPH_TENSOR_DESC_INIT;
-        int rc = kc_graph_desc_tensor(l->graph->d, KC_ROLE_INPUT, i, &td);
-        if (rc) return kcpy_raise(rc), -1;
+        const kc_graph_tensor_desc *td = &v->in[i];
         PyObject *key = PyLong_FromSize_t(i), *o = key && acc != Py_None ? PyDict_GetItemWithError(acc, key) : NULL;
         Py_XDECREF(key);
         if (PyErr_Occurred()) return -1;
-        if (!td.grad_accumulate && o)
+        if (!td->grad_accumulate && o)
             return PyErr_Format(PyExc_ValueError, "accumulate[%zu]: input %zu's gradient does not accumulate", i, i),
                    -1;
-        if (!td.grad_accumulate) continue;
+        if (!td->grad_accumulate) continue;
         if (!o)
             return PyErr_Format(PyExc_TypeError, "input %zu's gradient accumulates: pass accumulate={%zu: tensor}", i,
                                 i),
@@ -375,10 +399,10 @@ static int take_accumulating(loaded *l, PyObject *acc, void *stream, kc_tensor *
         char what[64];
         snprintf(what, sizeof what, "accumulate[%zu]", i);
         PyObject *k = NULL;
-        if (kcpy_tensor_import(o, what, stream, l->device, &gin[i], &k)) return -1;
-        rc = PyList_Append(keep, k);
+        if (kcpy_tensor_import(o, what, stream, l->device, 1, &gin[i], &k)) return -1;
+        int rc = PyList_Append(keep, k);
         Py_DECREF(k);
-        if (rc || check_tensor(&gin[i], what, &td, kc_graph_desc_name(l->graph->d))) return -1;
+        if (rc || check_tensor(&gin[i], what, td, v->gname)) return -1;
         is_acc[i] = 1;
     }
     if (acc != Py_None && PyDict_Size(acc) > 0) {
@@ -411,22 +435,24 @@ static PyObject *loaded_backward(PyObject *self, PyObject *a) {
     if (enter(l)) return NULL;
     kc_tensor gout[MAXT], gin[MAXT];
     int is_acc[MAXT];
-    kc_value vals[64];
-    size_t nargs = 0, nin = kc_graph_desc_count(l->graph->d, KC_ROLE_INPUT), ng = (size_t)PyTuple_GET_SIZE(grads);
+    kc_value vals[MAXARGS];
+    size_t nargs = 0, nin = 0, ng = (size_t)PyTuple_GET_SIZE(grads);
     memset(gin, 0, sizeof gin);
-    kcpy_graph_lock(l->graph);
+    desc_view *v = PyMem_Malloc(sizeof *v);
     keep = PyList_New(0);
-    int bad = !keep || nin > MAXT;
-    const char *gname = kc_graph_desc_name(l->graph->d);
+    int bad = !v || !keep || desc_view_read(l->graph, v);
+    if (!v) PyErr_NoMemory();
+    if (!bad) nin = v->nin, bad = nin > MAXT;
+    if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the graph has too many inputs");
     if (!bad && ng != s->nout)
         bad = 1, PyErr_Format(PyExc_TypeError, "graph '%s' backward takes %zu gradients (one per output); %zu given",
-                              gname, s->nout, ng);
+                              v->gname, s->nout, ng);
     for (size_t i = 0; !bad && i < ng; i++) {
         char what[64];
         snprintf(what, sizeof what, "grad_output %zu", i);
         PyObject *k = NULL;
         kc_graph_tensor_desc td = KC_GRAPH_TENSOR_DESC_INIT;
-        bad = kcpy_tensor_import(PyTuple_GET_ITEM(grads, (Py_ssize_t)i), what, stream, l->device, &gout[i], &k) ||
+        bad = kcpy_tensor_import(PyTuple_GET_ITEM(grads, (Py_ssize_t)i), what, stream, l->device, 0, &gout[i], &k) ||
               PyList_Append(keep, k);
         Py_XDECREF(k);
         /* the output's actual shape as the forward made it (its sizes are numbers there) */
@@ -434,12 +460,12 @@ static PyObject *loaded_backward(PyObject *self, PyObject *a) {
         char sz[KC_MAX_RANK][24];
         for (int r = 0; r < td.rank; r++)
             snprintf(sz[r], sizeof sz[r], "%lld", (long long)s->outs[i].sizes[r]), td.sizes[r] = sz[r];
-        if (!bad) bad = check_tensor(&gout[i], what, &td, gname);
+        if (!bad) bad = check_tensor(&gout[i], what, &td, v->gname);
     }
     if (!bad)
-        bad = take_accumulating(l, acc, stream, gin, is_acc, nin, keep) ||
-              (kw != Py_None && take_args(l->graph, kw, vals, 64, &nargs)); /* none given: the forward's values */
-    kcpy_graph_unlock(l->graph);
+        bad = take_accumulating(l, v, acc, stream, gin, is_acc, keep) ||
+              (kw != Py_None && take_args(v, kw, vals, &nargs)); /* none given: the forward's values */
+    PyMem_Free(v);
     if (bad) goto done;
     kc_graph_call call = KC_GRAPH_CALL_INIT;
     call.inputs = gout, call.ninputs = ng, call.outputs = gin, call.noutputs = nin, call.stream = stream;
@@ -492,51 +518,6 @@ static PyObject *saved_released(PyObject *self, void *u) {
     return (void)u, PyBool_FromLong(((saved *)self)->s == NULL);
 }
 
-/* ---- explain ---- */
-
-static PyObject *explain_dict(const kc_explain *e) {
-    PyObject *dg = PyDict_New(), *diffs = PyList_New(0);
-    for (size_t i = 0; dg && diffs && i < e->ndigests && i < KC_EXPLAIN_MAX; i++) {
-        PyObject *v = PyUnicode_FromString(e->digests[i].digest);
-        if (!v || PyDict_SetItemString(dg, e->digests[i].name, v)) Py_CLEAR(dg);
-        Py_XDECREF(v);
-    }
-    for (size_t i = 0; dg && diffs && i < e->ndiffs && i < KC_EXPLAIN_MAX; i++) {
-        PyObject *v = PyUnicode_FromString(e->diffs[i]);
-        if (!v || PyList_Append(diffs, v)) Py_CLEAR(diffs);
-        Py_XDECREF(v);
-    }
-    if (!dg || !diffs) return Py_XDECREF(dg), Py_XDECREF(diffs), NULL;
-    PyObject *nearest = e->have_nearest ? PyUnicode_FromString(e->nearest) : (Py_INCREF(Py_None), Py_None);
-    return Py_BuildValue("{s:s,s:s,s:O,s:N,s:N,s:O,s:N}", "key", e->key, "variant", e->variant, "hit",
-                         e->hit ? Py_True : Py_False, "digests", dg, "nearest", nearest, "nearest_shares_graph",
-                         e->nearest_shares_graph ? Py_True : Py_False, "diffs", diffs);
-}
-
-/* graph_explain(cache, graph, target) -> dict */
-static PyObject *graph_explain(PyObject *m, PyObject *args) {
-    (void)m;
-    PyObject *cache;
-    kcpy_graph *gr;
-    const char *target;
-    if (!PyArg_ParseTuple(args, "OO!s", &cache, kcpy_graph_type, &gr, &target)) return NULL;
-    kc_explain *e = PyMem_RawMalloc(sizeof *e);
-    if (!e) return PyErr_NoMemory();
-    *e = (kc_explain)KC_EXPLAIN_INIT;
-    kc_cache *c = kcpy_cache_enter(cache);
-    PyObject *res = NULL;
-    if (c) {
-        int rc;
-        kcpy_graph_lock(gr);
-        Py_BEGIN_ALLOW_THREADS rc = kc_graph_explain(c, gr->d, target, e);
-        Py_END_ALLOW_THREADS res = rc ? kcpy_raise(rc) : explain_dict(e);
-        kcpy_graph_unlock(gr);
-        kcpy_cache_leave(cache);
-    }
-    PyMem_RawFree(e);
-    return res;
-}
-
 static PyObject *loaded_info(PyObject *self, void *u) { return (void)u, Py_NewRef(((loaded *)self)->info); }
 static PyObject *loaded_graph(PyObject *self, void *u) {
     return (void)u, Py_NewRef((PyObject *)((loaded *)self)->graph);
@@ -563,7 +544,8 @@ static PyType_Slot loaded_slots[] = {
     {Py_tp_getset, loaded_getset},
     {0, NULL},
 };
-static PyType_Spec loaded_spec = {"kcache._kcache._LoadedGraph", sizeof(loaded), 0, Py_TPFLAGS_DEFAULT, loaded_slots};
+static PyType_Spec loaded_spec = {"kcache._kcache._LoadedGraph", sizeof(loaded), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, loaded_slots};
 
 static PyMethodDef saved_methods[] = {
     {"release", saved_release, METH_NOARGS, "Free what forward saved for backward now (else when dropped)."},
@@ -580,11 +562,12 @@ static PyType_Slot saved_slots[] = {
     {Py_tp_doc, "What a forward keeps for its backward (saved tensors; the forward's inputs and outputs)."},
     {0, NULL},
 };
-static PyType_Spec saved_spec = {"kcache._kcache.Saved", sizeof(saved), 0, Py_TPFLAGS_DEFAULT, saved_slots};
+static PyType_Spec saved_spec = {"kcache._kcache.Saved", sizeof(saved), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, saved_slots};
 
 static PyMethodDef module_fns[] = {
     {"graph_get", graph_get, METH_VARARGS, "graph_get(cache, graph, device) -> _LoadedGraph"},
-    {"graph_explain", graph_explain, METH_VARARGS, "graph_explain(cache, graph, target) -> dict"},
+    {"graph_explain", kcpy_graph_explain, METH_VARARGS, "graph_explain(cache, graph, target) -> dict"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -54,6 +54,7 @@ enum {
     DL_F8E4M3FN = 10,
     DL_F8E5M2 = 12
 };
+#define DL_FLAG_READ_ONLY 1ULL /* DLPACK_FLAG_BITMASK_READ_ONLY of DLManagedTensorVersioned.flags */
 
 static const struct {
     kc_dtype t;
@@ -157,6 +158,16 @@ static int no_data(const kc_tensor *t, const char *what) {
     return bad(PyExc_ValueError, what, "%s: a tensor with elements and a NULL data pointer%s", "");
 }
 
+/* A read-only tensor is refused where kcache writes it (`writes`: an in-place input, an accumulated gradient). */
+static int read_only(const char *what, int writes, const char *how) {
+    if (!writes) return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s is read-only (%s) and kcache writes it (an in-place input or an accumulated gradient); "
+                 "pass a writable tensor",
+                 what, how);
+    return -1;
+}
+
 /* Fill `out` from a DLTensor (checked); -1 with an exception naming `what`. */
 static int from_dl(const dl_tensor *t, const char *what, int device, kc_tensor *out) {
     if (t->device.device_type != DL_CUDA || t->device.device_id != device) {
@@ -177,7 +188,12 @@ static int from_dl(const dl_tensor *t, const char *what, int device, kc_tensor *
     }
     out->dtype = dtypes[k].t;
     out->rank = t->ndim;
-    out->data = (char *)t->data + t->byte_offset;
+    if ((!t->data && t->byte_offset) || t->byte_offset > UINTPTR_MAX - (uintptr_t)t->data)
+        return PyErr_Format(PyExc_ValueError, "%s: a DLPack tensor whose byte_offset %llu %s", what,
+                            (unsigned long long)t->byte_offset,
+                            t->data ? "overflows its data pointer" : "is added to a NULL data pointer"),
+               -1;
+    out->data = (void *)((uintptr_t)t->data + (uintptr_t)t->byte_offset);
     if (t->ndim > 0 && !t->shape) return bad(PyExc_ValueError, what, "%s: a DLPack tensor without shape%s", "");
     int64_t st = 1;
     for (int r = t->ndim - 1; r >= 0; r--) {
@@ -190,7 +206,8 @@ static int from_dl(const dl_tensor *t, const char *what, int device, kc_tensor *
     return no_data(out, what);
 }
 
-static int import_dlpack(PyObject *obj, const char *what, void *stream, int device, kc_tensor *out, PyObject **keep) {
+static int import_dlpack(PyObject *obj, const char *what, void *stream, int device, int writes, kc_tensor *out,
+                         PyObject **keep) {
     PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
     if (!dev) return -1;
     int dt = -1, di = -1;
@@ -215,7 +232,8 @@ static int import_dlpack(PyObject *obj, const char *what, void *stream, int devi
             if (!*keep && m->deleter) m->deleter(m);
             if (*keep && m->major != 1)
                 PyErr_Format(PyExc_ValueError, "%s: a DLPack %u.%u tensor; kcache reads 1.x", what, m->major, m->minor);
-            else if (*keep) rc = from_dl(&m->t, what, device, out);
+            else if (*keep && !((m->flags & DL_FLAG_READ_ONLY) && read_only(what, writes, "DLPack's read-only flag")))
+                rc = from_dl(&m->t, what, device, out);
         }
     } else if (PyCapsule_IsValid(cap, "dltensor")) {
         dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
@@ -264,7 +282,33 @@ static int cai_strides(PyObject *strides, const char *what, kc_tensor *out) {
     return 0;
 }
 
-static int cai_parse(PyObject *cai, const char *what, kc_tensor *out) {
+/*
+ * CAI v3's "stream": the producer's stream, whose work must be done before kcache reads or writes.
+ * None (or absent): nothing to wait for; 0 is refused (the protocol forbids it); the stream kcache
+ * launches on (1 and kcache's NULL both being the legacy default stream): ordered already; another:
+ * libkcache has no public stream-to-stream wait, so the device's context is synchronized (without
+ * the GIL) — correct, and a stall the caller avoids by passing stream= the producer's stream.
+ */
+static int cai_stream(PyObject *cai, const char *what, void *stream, int device) {
+    PyObject *so = PyDict_GetItemString(cai, "stream");
+    if (!so || so == Py_None) return 0;
+    if (!PyLong_Check(so) || PyBool_Check(so))
+        return bad(PyExc_TypeError, what, "%s: __cuda_array_interface__[\"stream\"] is not an int or None%s", "");
+    void *p = PyLong_AsVoidPtr(so);
+    if (!p && PyErr_Occurred()) return -1;
+    if (!p)
+        return bad(PyExc_ValueError, what,
+                   "%s: __cuda_array_interface__[\"stream\"] is 0, which the protocol forbids (1 is the legacy "
+                   "default stream)%s",
+                   "");
+    if (p == (stream ? stream : (void *)1)) return 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = kc_cuda_push(device);
+    if (!rc) rc = kc_cuda_synchronize(), kc_cuda_pop();
+    Py_END_ALLOW_THREADS return rc ? (kcpy_raise(rc), -1) : 0;
+}
+
+static int cai_parse(PyObject *cai, const char *what, int writes, kc_tensor *out) {
     PyObject *shape = PyDict_GetItemString(cai, "shape"), *ts = PyDict_GetItemString(cai, "typestr");
     PyObject *data = PyDict_GetItemString(cai, "data"), *strides = PyDict_GetItemString(cai, "strides");
     PyObject *mask = PyDict_GetItemString(cai, "mask");
@@ -282,14 +326,17 @@ static int cai_parse(PyObject *cai, const char *what, kc_tensor *out) {
     out->dtype = dtypes[k].t, out->rank = n;
     out->data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
     if (!out->data && PyErr_Occurred()) return -1;
+    int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if (ro < 0 || (ro && read_only(what, writes, "__cuda_array_interface__[\"data\"][1] is True"))) return -1;
     if (cai_strides(strides && strides != Py_None ? strides : NULL, what, out)) return -1;
     return no_data(out, what);
 }
 
-int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device, kc_tensor *out, PyObject **keep) {
+int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device, int writes, kc_tensor *out,
+                       PyObject **keep) {
     *keep = NULL;
     memset(out, 0, sizeof *out);
-    if (PyObject_HasAttrString(obj, "__dlpack__")) return import_dlpack(obj, what, stream, device, out, keep);
+    if (PyObject_HasAttrString(obj, "__dlpack__")) return import_dlpack(obj, what, stream, device, writes, out, keep);
     PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (!cai) {
         PyErr_Clear();
@@ -299,8 +346,9 @@ int kcpy_tensor_import(PyObject *obj, const char *what, void *stream, int device
                      what, Py_TYPE(obj)->tp_name);
         return -1;
     }
-    int rc = PyDict_Check(cai) ? cai_parse(cai, what, out)
+    int rc = PyDict_Check(cai) ? cai_parse(cai, what, writes, out)
                                : bad(PyExc_TypeError, what, "%s: __cuda_array_interface__ is not a dict%s", "");
+    if (!rc) rc = cai_stream(cai, what, stream, device);
     Py_DECREF(cai);
     if (!rc) Py_INCREF(obj), *keep = obj;
     return rc;
@@ -474,7 +522,8 @@ static PyType_Slot buffer_slots[] = {
                 "__cuda_array_interface__ v3; freed on the stream it was made on when the last user lets go."},
     {0, NULL},
 };
-static PyType_Spec buffer_spec = {"kcache._kcache.Buffer", sizeof(buffer), 0, Py_TPFLAGS_DEFAULT, buffer_slots};
+static PyType_Spec buffer_spec = {"kcache._kcache.Buffer", sizeof(buffer), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, buffer_slots};
 
 int kcpy_tensor_add(PyObject *module) {
     kcpy_buffer_type = (PyTypeObject *)PyType_FromSpec(&buffer_spec);
