@@ -303,7 +303,8 @@ class LoadedGraph:
     __slots__ = ("_lg",)
 
     def __init__(self, _lg: Any) -> None:
-        if not isinstance(_lg, _kcache._LoadedGraph):
+        check: Any = _lg  # (checked on a copy: _lg itself stays Any, as the C half is used untyped here)
+        if not isinstance(check, _kcache._LoadedGraph):
             raise TypeError("use Cache.get(graph, device) for a LoadedGraph")
         self._lg = _lg
 

@@ -145,6 +145,18 @@ def test_read_only_cai_refused_where_kcache_writes(inplace: kcache.LoadedGraph, 
     assert len(dbl.launches()) == 1
 
 
+def test_read_only_accumulate_buffer_refused(cache: kcache.Cache, dbl: Double) -> None:
+    lg = cache.get(kcache.Graph.from_spec(KERNELS / "linear.json"))
+    (y,), saved = lg.forward(DevArray((5, 7)), DevArray((3, 7)), DevArray((3,)))
+    dbl.reset()
+    with pytest.raises(ValueError, match=r"accumulate\[1\] is read-only"):
+        lg.backward(saved, DevArray((5, 3)), accumulate={1: _read_only(DevArray((3, 7))), 2: DevArray((3,))},
+                    retain_graph=True)
+    assert dbl.launches() == []
+    lg.backward(saved, _read_only(DevArray((5, 3))), accumulate={1: DevArray((3, 7)), 2: DevArray((3,))})
+    assert dbl.launches()
+
+
 class Patched:
     """A DLPack producer over a kcache Buffer whose versioned capsule is altered before kcache reads it."""
 
