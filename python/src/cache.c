@@ -273,8 +273,13 @@ static PyObject *settings_list(PyObject *kwargs, PyObject *readonly) {
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     if (readonly && readonly != Py_None) {
-        int t = PyObject_IsTrue(readonly);
-        if (t < 0 || PyList_Append(list, PyUnicode_FromString(t ? "readonly=1" : "readonly=0")) < 0) goto fail;
+        if (!PyBool_Check(readonly)) {
+            PyErr_Format(PyExc_TypeError, "readonly must be True, False or None, not %.100s",
+                         Py_TYPE(readonly)->tp_name);
+            goto fail;
+        }
+        int t = readonly == Py_True;
+        if (PyList_Append(list, PyUnicode_FromString(t ? "readonly=1" : "readonly=0")) < 0) goto fail;
         Py_DECREF(PyList_GET_ITEM(list, 0)); /* the list holds it */
     }
     PyObject *k, *v;

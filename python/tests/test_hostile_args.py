@@ -128,3 +128,13 @@ def test_builder_headers_mappings() -> None:
     assert b.add_kernel(SCALE, "scale", headers=collections.UserDict({"a.h": "x"})) == 1
     m = _ListItems([("a.h", "#define V 1\n")])
     assert b.add_kernel(SCALE, "scale", headers=m, options=["-O3"]) == 2
+
+
+def test_readonly_is_a_bool(tmp_path: pathlib.Path) -> None:
+    for bad in ("false", "0", 0, 1, [], "yes"):
+        with pytest.raises(TypeError, match="readonly must be True, False or None"):
+            kcache.Cache(tmp_path, readonly=bad)  # type: ignore[arg-type]
+    with kcache.Cache(tmp_path, readonly=False) as c:
+        assert c.config()["readonly"]["value"] in ("0", "false", "off", "no")
+    with kcache.Cache(tmp_path, readonly=None):
+        pass
