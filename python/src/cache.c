@@ -129,12 +129,12 @@ const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep) {
                      Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    PyObject *p = PyOS_FSPath(obj);
-    if (!p) {
-        PyErr_Clear();
+    if (!PyUnicode_Check(obj) && !PyObject_HasAttrString((PyObject *)Py_TYPE(obj), "__fspath__")) {
         PyErr_Format(PyExc_TypeError, "%s must be str or os.PathLike, not %.100s", what, Py_TYPE(obj)->tp_name);
         return NULL;
     }
+    PyObject *p = PyOS_FSPath(obj); /* an exception raised by __fspath__ stays what it is */
+    if (!p) return NULL;
     if (!PyUnicode_Check(p)) {
         PyErr_Format(PyExc_TypeError, "%s: its __fspath__ gave %.100s; kcache takes text paths", what,
                      Py_TYPE(p)->tp_name);

@@ -138,3 +138,26 @@ def test_readonly_is_a_bool(tmp_path: pathlib.Path) -> None:
         assert c.config()["readonly"]["value"] in ("0", "false", "off", "no")
     with kcache.Cache(tmp_path, readonly=None):
         pass
+
+
+class _Boom(Exception):
+    pass
+
+
+class _BadPath:
+    def __fspath__(self) -> str:
+        raise _Boom("no path today")
+
+
+class _BytesPath:
+    def __fspath__(self) -> bytes:
+        return b"/tmp"
+
+
+def test_fspath_exception_kept(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(_Boom, match="no path today"):
+        kcache.Cache(_BadPath())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be str or os.PathLike, not int"):
+        kcache.Cache(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="__fspath__ gave bytes"):
+        kcache.Cache(_BytesPath())  # type: ignore[arg-type]
