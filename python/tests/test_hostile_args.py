@@ -5,8 +5,11 @@ an __fspath__ that raises, and the GPU tests' CuPy probe (only a missing CuPy or
 from __future__ import annotations
 
 import collections
+import importlib
 import pathlib
+import sys
 import threading
+import types
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
@@ -161,3 +164,53 @@ def test_fspath_exception_kept(tmp_path: pathlib.Path) -> None:
         kcache.Cache(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="__fspath__ gave bytes"):
         kcache.Cache(_BytesPath())  # type: ignore[arg-type]
+
+
+def _fake_cupy(exc: BaseException) -> types.ModuleType:
+    cupy = types.ModuleType("cupy")
+
+    class CUDARuntimeError(RuntimeError):
+        def __init__(self, status: int) -> None:
+            super().__init__(f"cudaError {status}")
+            self.status = status
+
+    def count() -> int:
+        raise exc
+
+    runtime = types.SimpleNamespace(CUDARuntimeError=CUDARuntimeError, getDeviceCount=count)
+    cupy.cuda = types.SimpleNamespace(runtime=runtime)  # type: ignore[attr-defined]
+    return cupy
+
+
+def test_gpu_cupy_probe_fails_on_other_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    if "numpy" not in sys.modules:
+        try:
+            importlib.import_module("numpy")
+        except ImportError:
+            monkeypatch.setitem(sys.modules, "numpy", types.ModuleType("numpy"))
+    gpu = importlib.import_module("test_gpu_graph")
+    monkeypatch.delenv("KCACHE_CUDA_DRIVER", raising=False)
+    monkeypatch.delenv("KCACHE_TEST_DRIVER_DOUBLE", raising=False)
+    fake = _fake_cupy(KeyError("a bug in the probe"))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    try:
+        with pytest.raises(KeyError, match="a bug in the probe"):
+            gpu._cupy()
+    except pytest.skip.Exception as e:
+        pytest.fail(f"the CuPy probe turned an error into a skip: {e}")
+    rt = fake.cuda.runtime  # type: ignore[attr-defined]
+    for status, skips in ((100, True), (35, True), (2, False)):
+
+        def count(s: int = status) -> int:
+            raise rt.CUDARuntimeError(s)
+
+        monkeypatch.setattr(rt, "getDeviceCount", count)
+        if skips:
+            with pytest.raises(pytest.skip.Exception):
+                gpu._cupy()
+        else:
+            with pytest.raises(rt.CUDARuntimeError):
+                gpu._cupy()
+    monkeypatch.setattr(rt, "getDeviceCount", lambda: 0)
+    with pytest.raises(pytest.skip.Exception):
+        gpu._cupy()
