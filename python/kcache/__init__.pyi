@@ -17,7 +17,7 @@ class Error(Exception):
 class MissError(Error): ...              # KC_MISS
 class NotCachedError(Error): ...         # KC_ENOTCACHED: must hit (require_hit) and not stored
 class CompileError(Error):               # KC_ECOMPILE
-    log: str                             # NVRTC's log (file:line: error ...)
+    log: str                             # kcache's message, NVRTC's log included (the same text as .message)
 class NoNvrtcError(Error): ...           # KC_ENONVRTC
 class NoDriverError(Error): ...          # KC_ENODRIVER
 class CorruptError(Error): ...           # KC_ECORRUPT

@@ -20,21 +20,24 @@
 #define KCPY_BENCH_NAMES_MAX 64
 
 /* The name expressions, a str or a sequence of str, as UTF-8 pointers into the objects (owned by
- * `seq`, which the caller releases).  0, or -1 with an exception set. */
+ * `seq`, a tuple the caller releases).  0, or -1 with an exception set. */
 static int bench_names(PyObject *names, PyObject **seq, const char **out, size_t *n) {
     if (PyUnicode_Check(names)) {
         *seq = PyTuple_Pack(1, names);
+    } else if (PyBytes_Check(names) || PyByteArray_Check(names) || !PySequence_Check(names)) {
+        PyErr_SetString(PyExc_TypeError, "names: a str or a sequence of str");
+        return -1;
     } else {
-        *seq = PySequence_Fast(names, "names: a str or a sequence of str");
+        *seq = PySequence_Tuple(names); /* a copy: a list another thread changes frees nothing in use */
     }
     if (!*seq) return -1;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(*seq);
+    Py_ssize_t len = PyTuple_GET_SIZE(*seq);
     if (len < 1 || len > KCPY_BENCH_NAMES_MAX) {
         PyErr_Format(PyExc_ValueError, "names: give 1 to %d name expressions", KCPY_BENCH_NAMES_MAX);
         return -1;
     }
     for (Py_ssize_t i = 0; i < len; i++) {
-        PyObject *s = PySequence_Fast_GET_ITEM(*seq, i);
+        PyObject *s = PyTuple_GET_ITEM(*seq, i);
         if (!PyUnicode_Check(s)) {
             PyErr_SetString(PyExc_TypeError, "names: every name expression must be a str");
             return -1;

@@ -74,6 +74,54 @@ int kcpy_text_seq(PyObject *obj, const char *what, int one_str, PyObject **tup, 
     return 0;
 }
 
+/* One (name, source) item of a headers mapping's items() as a new 2-tuple (a tuple or a list of two,
+ * unpacked by hand), or NULL with TypeError naming `what`. */
+static PyObject *header_pair(PyObject *it, const char *what) {
+    PyObject *pair = NULL;
+    if (PyTuple_Check(it) || PyList_Check(it)) pair = PySequence_Tuple(it);
+    else
+        PyErr_Format(PyExc_TypeError, "%s: items() must give (name, source) pairs, not %.100s", what,
+                     Py_TYPE(it)->tp_name);
+    if (pair && PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_Format(PyExc_TypeError, "%s: items() must give (name, source) pairs, not %zd items", what,
+                     PyTuple_GET_SIZE(pair));
+        Py_CLEAR(pair);
+    }
+    return pair;
+}
+
+int kcpy_header_pairs(PyObject *obj, const char *what, PyObject **keep, kc_header_src **v, size_t *n) {
+    *keep = NULL, *v = NULL, *n = 0;
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) || PyList_Check(obj) ||
+        PyTuple_Check(obj) || !PyObject_HasAttrString(obj, "items")) {
+        PyErr_Format(PyExc_TypeError, "%s must be a mapping of str to str (an object with items()), not %.100s", what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyObject *items = PyMapping_Items(obj), *copy = items ? PySequence_Tuple(items) : NULL;
+    Py_XDECREF(items); /* may be the mapping's own list: only the copy is read from here on */
+    if (!copy) return -1;
+    Py_ssize_t len = PyTuple_GET_SIZE(copy);
+    if (!(*keep = PyTuple_New(len)) || !(*v = PyMem_Calloc((size_t)len + 1, sizeof **v))) {
+        Py_DECREF(copy);
+        if (*keep) PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *pair = header_pair(PyTuple_GET_ITEM(copy, i), what);
+        if (!pair) break;
+        PyTuple_SET_ITEM(*keep, i, pair); /* *keep owns the pair, the pair its two str */
+        char label[96];
+        snprintf(label, sizeof label, "%s: a header's name", what);
+        if (!((*v)[i].name = kcpy_text(PyTuple_GET_ITEM(pair, 0), label))) break;
+        snprintf(label, sizeof label, "%s: a header's source", what);
+        if (!((*v)[i].source = kcpy_text(PyTuple_GET_ITEM(pair, 1), label))) break;
+        *n = (size_t)i + 1;
+    }
+    Py_DECREF(copy);
+    return *n == (size_t)len ? 0 : -1;
+}
+
 const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep) {
     *keep = NULL;
     if (PyBytes_Check(obj) || PyByteArray_Check(obj)) {
@@ -81,12 +129,12 @@ const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep) {
                      Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    PyObject *p = PyOS_FSPath(obj);
-    if (!p) {
-        PyErr_Clear();
+    if (!PyUnicode_Check(obj) && !PyObject_HasAttrString((PyObject *)Py_TYPE(obj), "__fspath__")) {
         PyErr_Format(PyExc_TypeError, "%s must be str or os.PathLike, not %.100s", what, Py_TYPE(obj)->tp_name);
         return NULL;
     }
+    PyObject *p = PyOS_FSPath(obj); /* an exception raised by __fspath__ stays what it is */
+    if (!p) return NULL;
     if (!PyUnicode_Check(p)) {
         PyErr_Format(PyExc_TypeError, "%s: its __fspath__ gave %.100s; kcache takes text paths", what,
                      Py_TYPE(p)->tp_name);
@@ -225,8 +273,13 @@ static PyObject *settings_list(PyObject *kwargs, PyObject *readonly) {
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     if (readonly && readonly != Py_None) {
-        int t = PyObject_IsTrue(readonly);
-        if (t < 0 || PyList_Append(list, PyUnicode_FromString(t ? "readonly=1" : "readonly=0")) < 0) goto fail;
+        if (!PyBool_Check(readonly)) {
+            PyErr_Format(PyExc_TypeError, "readonly must be True, False or None, not %.100s",
+                         Py_TYPE(readonly)->tp_name);
+            goto fail;
+        }
+        int t = readonly == Py_True;
+        if (PyList_Append(list, PyUnicode_FromString(t ? "readonly=1" : "readonly=0")) < 0) goto fail;
         Py_DECREF(PyList_GET_ITEM(list, 0)); /* the list holds it */
     }
     PyObject *k, *v;

@@ -208,20 +208,7 @@ static PyObject *b_add_kernel(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *keep_o = NULL, *items = NULL, *res = NULL;
     kc_header_src *hs = NULL;
     if (options != Py_None && str_array(options, "options", MAX_ITEMS, opts, &nopt, &keep_o)) return NULL;
-    if (headers != Py_None) {
-        items = PyMapping_Items(headers);
-        if (!items) goto done;
-        nh = (size_t)PyList_GET_SIZE(items);
-        hs = PyMem_Calloc(nh + 1, sizeof *hs);
-        if (!hs) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (size_t i = 0; i < nh; i++)
-            if (!PyArg_ParseTuple(PyList_GET_ITEM(items, (Py_ssize_t)i), "ss;headers: str names to str sources",
-                                  &hs[i].name, &hs[i].source))
-                goto done;
-    }
+    if (headers != Py_None && kcpy_header_pairs(headers, "headers", &items, &hs, &nh)) goto done;
     kc_kernel_src k = KC_KERNEL_SRC_INIT;
     k.file = file, k.source = source, k.name = name, k.headers = hs, k.nheaders = nh;
     k.options = nopt ? opts : NULL, k.noptions = nopt, k.flags = toolkit ? KC_KERNEL_TOOLKIT_HEADERS : 0;

@@ -18,6 +18,7 @@
 #include <Python.h>
 
 #include "kcache/cache.h"
+#include "kcache/compile.h"
 
 /** The C object behind kcache.Cache (module.c/cache.c define it). */
 extern PyTypeObject *kcpy_cache_type;
@@ -75,6 +76,15 @@ const char *kcpy_path(PyObject *obj, const char *what, PyObject **keep);
  * caller frees both, also on failure).  0, or -1 with an exception set.
  */
 int kcpy_text_seq(PyObject *obj, const char *what, int one_str, PyObject **tup, const char ***v);
+
+/**
+ * `obj`, headers as a mapping of name -> source text (any object with items() that is not a str,
+ * bytes, list or tuple; items() giving (name, source) pairs, tuples or lists of two), copied into a
+ * new tuple of new 2-tuples in *keep (which holds every text while the GIL is released, whatever
+ * another thread does to the mapping) and its texts in *v (PyMem_Calloc'd, *n of them); TypeError
+ * (ValueError for a NUL) naming `what`.  The caller frees *keep and *v, also on failure.  0, or -1.
+ */
+int kcpy_header_pairs(PyObject *obj, const char *what, PyObject **keep, kc_header_src **v, size_t *n);
 
 /** Set d[key] = v, stealing v; -1 (exception set) when v is NULL or the set fails. */
 int kcpy_dict_put(PyObject *d, const char *key, PyObject *v);

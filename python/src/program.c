@@ -21,7 +21,8 @@
 typedef struct compile_args {
     PyObject *names;   /* tuple of str */
     PyObject *options; /* tuple of str */
-    PyObject *headers; /* list of (str, str) */
+    PyObject *headers; /* tuple of (str, str) tuples */
+    PyObject *held;    /* tuple (source, target, file): the texts k and target point into */
     const char **name_v, **opt_v;
     kc_header_src *hdr_v;
     kc_kernel_src k;
@@ -32,34 +33,18 @@ static void args_free(compile_args *a) {
     Py_XDECREF(a->names);
     Py_XDECREF(a->options);
     Py_XDECREF(a->headers);
+    Py_XDECREF(a->held);
     PyMem_Free(a->name_v);
     PyMem_Free(a->opt_v);
     PyMem_Free(a->hdr_v);
 }
 
-/* headers: a mapping of name -> source text. */
+/* headers: a mapping of name -> source text, copied (kcpy_header_pairs). */
 static int header_list(PyObject *obj, compile_args *a) {
-    if (!PyDict_Check(obj) && (!PyMapping_Check(obj) || PySequence_Check(obj))) {
-        PyErr_Format(PyExc_TypeError, "headers must be a mapping of str to str, not %.100s", Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    if (!(a->headers = PyMapping_Items(obj))) return -1;
-    Py_ssize_t n = PyList_GET_SIZE(a->headers);
-    if (!(a->hdr_v = PyMem_Calloc((size_t)n + 1, sizeof *a->hdr_v))) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PyList_GET_ITEM(a->headers, i);
-        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
-            PyErr_SetString(PyExc_TypeError, "headers: items() must give (name, source) pairs");
-            return -1;
-        }
-        if (!(a->hdr_v[i].name = kcpy_text(PyTuple_GET_ITEM(it, 0), "a header's name"))) return -1;
-        if (!(a->hdr_v[i].source = kcpy_text(PyTuple_GET_ITEM(it, 1), "a header's source"))) return -1;
-    }
+    size_t n = 0;
+    if (kcpy_header_pairs(obj, "headers", &a->headers, &a->hdr_v, &n) < 0) return -1;
     a->k.headers = a->hdr_v;
-    a->k.nheaders = (size_t)n;
+    a->k.nheaders = n;
     return 0;
 }
 
@@ -72,6 +57,8 @@ static int args_parse(PyObject *args, PyObject *kwargs, compile_args *a) {
         return -1;
     kc_kernel_src init = KC_KERNEL_SRC_INIT;
     a->k = init;
+    /* kwargs may be a dict another thread can change: hold the very objects whose texts are used */
+    if (!(a->held = PyTuple_Pack(3, source, target, file ? file : Py_None))) return -1;
     if (!(a->k.source = kcpy_text(source, "source")) || !(a->target = kcpy_text(target, "target"))) return -1;
     if (file && file != Py_None && !(a->k.file = kcpy_text(file, "file"))) return -1;
     if (kcpy_text_seq(names, "name_expressions", 1, &a->names, &a->name_v) < 0) return -1;

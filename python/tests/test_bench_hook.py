@@ -56,3 +56,34 @@ def test_loop_fails_as_compile_fails(tmp_path: "os.PathLike[str]") -> None:
         loop(c, SRC, "hook_scale", "sm_90", 1)
     with pytest.raises(TypeError):
         loop(object(), SRC, "hook_scale", "sm_90", 1)
+
+
+def test_loop_holds_its_names_while_another_thread_changes_the_list(tmp_path: "os.PathLike[str]") -> None:
+    # The loop runs without the GIL: it must read its own copy of the names, not the caller's list,
+    # which another thread changes (each old name freed, its memory taken by strings of the same size).
+    # It passes whatever the interleaving; it can fail only when the loop reads a name it does not own.
+    import threading
+
+    with kcache.Cache(dir=os.path.join(str(tmp_path), "c")) as c:
+        c.compile(SRC, "hook_scale", "sm_90")
+        names = ["".join(["hook_", "scale"])]
+        stop = threading.Event()
+
+        def churn() -> None:
+            while not stop.is_set():
+                names[0] = "".join(["hook_", "scale"])
+                junk = ["".join(["zzzzz", "zzzzz"]) for _ in range(64)]
+                del junk
+
+        t = threading.Thread(target=churn)
+        t.start()
+        try:
+            before = c.stats()
+            for _ in range(1000):
+                loop(c, SRC, names, "sm_90", 5)
+            after = c.stats()
+        finally:
+            stop.set()
+            t.join()
+        assert after["memory_hits"] - before["memory_hits"] == 5000
+        assert after["misses"] == before["misses"]

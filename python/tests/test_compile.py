@@ -68,6 +68,8 @@ def test_compile_error_carries_the_log(cache: kcache.Cache) -> None:
     assert err.status == -10 and err.status_name == "KC_ECOMPILE"
     assert "undeclared_x" in err.log and "bad.cu(1)" in err.log
     assert err.message == str(err) and "undeclared_x" in err.message
+    # .log is kcache's message with NVRTC's log in it (as the stubs say): the same text as .message
+    assert err.log == err.message and err.log.startswith("kc_cache_compile of ")
     assert cache.stats()["compile_errors"] - s0["compile_errors"] == 1
 
 

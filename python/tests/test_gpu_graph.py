@@ -33,14 +33,22 @@ def _torch() -> Any:
     return torch
 
 
+# cudaErrorInsufficientDriver, cudaErrorNoDevice: the statuses that mean "no GPU here" (a skip).
+_CUDA_NO_DEVICE = (35, 100)
+
+
 def _cupy() -> Any:
     _no_double()
     cupy = pytest.importorskip("cupy")
+    rt = cupy.cuda.runtime
     try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device for CuPy")
-    except Exception as e:  # noqa: BLE001  (no driver, no device)
-        pytest.skip(f"no CUDA device for CuPy: {e}")
+        n = rt.getDeviceCount()
+    except rt.CUDARuntimeError as e:  # only no driver or no device skips; any other error fails the test
+        if getattr(e, "status", None) in _CUDA_NO_DEVICE:
+            pytest.skip(f"no CUDA device for CuPy: {e}")
+        raise
+    if n < 1:
+        pytest.skip("no CUDA device for CuPy")
     return cupy
 
 
