@@ -23,9 +23,11 @@ from ._cache import Cache
 from ._program import Param, Program
 from ._kcache import __version__
 
-from ._graph import Graph, GraphBuilder, LoadedGraph  # the graph part
+from ._graph import ArgSpec, Buffer, Graph, GraphBuilder, LoadedGraph, Saved, TensorSpec  # the graph part
 
 __all__ = [
+    "ArgSpec",
+    "Buffer",
     "Cache",
     "ClosedError",
     "CompileError",
@@ -43,6 +45,8 @@ __all__ = [
     "Param",
     "Program",
     "ReadOnlyError",
+    "Saved",
+    "TensorSpec",
     "UntrustedError",
     "__version__",
 ]

@@ -9,10 +9,13 @@ own to what libkcache decides.
 from __future__ import annotations
 
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _kcache
 from ._program import Program
+
+if TYPE_CHECKING:  # the graph part is imported when first used
+    from ._graph import Graph, LoadedGraph
 
 
 class Cache(_kcache.Cache):
@@ -29,13 +32,13 @@ class Cache(_kcache.Cache):
         """Compile `source` for `target` through the cache (kc_cache_compile) -> Program."""
         return Program(self._compile(source, name_expressions, target, options, headers, toolkit_headers, file))
 
-    def get(self, graph: Any, device: int = 0) -> Any:
+    def get(self, graph: Graph, device: int = 0) -> LoadedGraph:
         """Load `graph` for `device` through the cache -> LoadedGraph."""
         from . import _graph  # the graph part; imported when first used
 
         return _graph.get(self, graph, device)
 
-    def explain(self, graph: Any, target: str) -> Dict[str, Any]:
+    def explain(self, graph: Graph, target: str) -> Dict[str, Any]:
         """Why `graph` for `target` would hit or miss, as a dict."""
         from . import _graph
 

@@ -28,32 +28,8 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, NamedTuple, Optional, Sequ
 
 from . import _kcache
 
-if TYPE_CHECKING:  # the C types' shapes (kcache._kcache.Buffer, .Saved)
-    class Buffer:
-        """Device memory kcache allocated (an output or a gradient): DLPack and __cuda_array_interface__
-        v3; freed on the stream it was made on when the last user lets go."""
-
-        shape: Tuple[int, ...]
-        dtype: str
-        ptr: int
-        device: int
-        __cuda_array_interface__: Dict[str, Any]
-
-        def __dlpack__(self, *, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
-                       dl_device: Any = None, copy: Optional[bool] = None) -> Any: ...
-
-        def __dlpack_device__(self) -> Tuple[int, int]: ...
-
-    class Saved:
-        """What a forward keeps for its backward; freed by release(), by a backward without
-        retain_graph, or when dropped."""
-
-        released: bool
-
-        def release(self) -> None: ...
-else:
-    Buffer = _kcache.Buffer
-    Saved = _kcache.Saved
+Buffer = _kcache.Buffer  # device memory kcache allocated (typed in _kcache.pyi)
+Saved = _kcache.Saved    # what a forward keeps for its backward
 
 _PASSES = {"forward": 0, "backward": 1}
 _ROLES = {"input": 0, "output": 1, "saved": 2, "scratch": 3, "grad_out": 4, "grad_in": 5}

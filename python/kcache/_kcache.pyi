@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-# Types of the extension module kcache._kcache (python/src/*.c).  Users import from kcache.
+# Types of the extension module kcache._kcache (python/src/*.c).  Users import from kcache, whose
+# modules (__init__.py, _cache.py, _program.py, _graph.py) are typed inline over these.
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 _Path = Union[str, "os.PathLike[str]"]
 _Strs = Union[str, Sequence[str]]
+_C = TypeVar("_C", bound="Cache")          # `with kcache.Cache() as c`: c is the subclass
 
 __version__: str
 KC_OPTIONS_VERSION: int
@@ -12,21 +14,22 @@ KC_OPTIONS_VERSION: int
 def version() -> str: ...
 
 class Error(Exception):
-    status: int
-    status_name: str
-    message: str
-class MissError(Error): ...
-class NotCachedError(Error): ...
-class CompileError(Error):
-    log: str
-class NoNvrtcError(Error): ...
-class NoDriverError(Error): ...
-class CorruptError(Error): ...
-class UntrustedError(Error): ...
-class ReadOnlyError(Error): ...
-class DriverError(Error): ...
-class InvalidArgumentError(Error, ValueError): ...
-class ClosedError(Error, ValueError): ...
+    """Every kcache failure; an instance of exactly one subclass below (or of Error itself)."""
+    status: int                          # the kc_status value (negative), e.g. -3
+    status_name: str                     # "KC_EINVAL"
+    message: str                         # kcache's whole message (kc_error_last()); also str(exc)
+class MissError(Error): ...              # KC_MISS
+class NotCachedError(Error): ...         # KC_ENOTCACHED: must hit (require_hit) and not stored
+class CompileError(Error):               # KC_ECOMPILE
+    log: str                             # kcache's message, NVRTC's log included (the same text as .message)
+class NoNvrtcError(Error): ...           # KC_ENONVRTC
+class NoDriverError(Error): ...          # KC_ENODRIVER
+class CorruptError(Error): ...           # KC_ECORRUPT
+class UntrustedError(Error): ...         # KC_EUNTRUSTED
+class ReadOnlyError(Error): ...          # KC_EREADONLY
+class DriverError(Error): ...            # KC_EDRIVER, KC_EREFUSED
+class InvalidArgumentError(Error, ValueError): ...  # KC_EINVAL
+class ClosedError(Error, ValueError): ...           # a call on a closed Cache (status KC_EINVAL)
 
 class Cache:
     def __init__(self, dir: Optional[_Path] = None, remote: Optional[str] = None, *, readonly: Optional[bool] = None,
@@ -36,8 +39,8 @@ class Cache:
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...
-    def __enter__(self) -> "Cache": ...
-    def __exit__(self, *exc: Any) -> bool: ...
+    def __enter__(self: _C) -> _C: ...
+    def __exit__(self, *exc: Any) -> Literal[False]: ...  # never swallows the exception
     def stats(self) -> Dict[str, int]: ...
     def config(self) -> Dict[str, Dict[str, str]]: ...
     def prewarm(self, manifest: _Path, archs: Optional[_Strs] = None, jobs: int = 0) -> Dict[str, Any]: ...
@@ -76,6 +79,8 @@ class _Graph:
     def finish(self) -> "_Graph": ...
 
 class Buffer:
+    """Device memory kcache allocated (an output or a gradient): DLPack and __cuda_array_interface__
+    v3; freed on the stream it was made on when the last user lets go."""
     shape: Tuple[int, ...]
     dtype: str
     ptr: int
@@ -86,6 +91,8 @@ class Buffer:
     def __dlpack_device__(self) -> Tuple[int, int]: ...
 
 class Saved:
+    """What a forward keeps for its backward; freed by release(), by a backward without
+    retain_graph, or when dropped."""
     released: bool
     def release(self) -> None: ...
 
