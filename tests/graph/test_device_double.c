@@ -272,25 +272,21 @@ static void test_a_later_step_refused_launches_no_earlier_one(void **state) {
 }
 
 /*
- * Two kernels of one graph naming one function share its handle, so they share its setting: kernel 1 reads the
- * function's maximum (48 KiB) first, kernel 0 raises it to 100 KiB, then kernel 1 asks 60 KiB — more than it read,
- * less than the function now allows.  Setting 60 KiB would lower the function under kernel 0's 100 KiB, whose next
+ * Two kernels of one graph naming one function share its handle, so they share its setting: kernel 0 reads the
+ * function's maximum (48 KiB) first, kernel 1 raises it to 100 KiB, then kernel 0 asks 60 KiB — more than it read,
+ * less than the function now allows.  Setting 60 KiB would lower the function under kernel 1's 100 KiB, whose next
  * launch the driver (the double) refuses; the setting is kept per handle and only ever raised.
  */
 static void test_two_kernels_of_one_function_never_lower_it(void **state) {
     (void)state;
-    kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_new(&d, "one_function"), KC_OK);
+    kc_graph_desc *d = big_graph("one_function", "big", "N * 4", 0); /* kernel 0, step 0 */
     kc_kernel_src k = {.version = KC_KERNEL_SRC_VERSION, .file = "dev.cu", .source = SRC, .name = "big"};
-    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
-    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
-    const char *sizes[] = {"N"};
-    assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
-    assert_int_equal(kc_graph_add_tensor(d, KC_ROLE_OUTPUT, KC_DTYPE_F32, 1, sizes), KC_OK);
+    int k1 = -1;
+    assert_int_equal(kc_graph_add_kernel(d, &k, &k1), KC_OK);
+    assert_int_equal(k1, 1); /* the same function, another kernel of the graph */
     const char *grid[3] = {"ceildiv(N, 256)", "1", "1"}, *block[3] = {"256", "1", "1"};
     const char *args[] = {"input:0", "output:0", "e32:N"};
-    if (kc_graph_add_step(d, KC_PASS_FORWARD, 1, grid, block, "N * 4", args, 3) ||
-        kc_graph_add_step(d, KC_PASS_FORWARD, 0, grid, block, "102400", args, 3))
+    if (kc_graph_add_step(d, KC_PASS_FORWARD, k1, grid, block, "102400", args, 3))
         fail_msg("%s", kc_error_last()->message);
     kc_graph *g;
     kc_graph_info info = KC_GRAPH_INFO_INIT;
