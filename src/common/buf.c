@@ -144,6 +144,35 @@ int kc_unhex(const char *s, size_t n, uint8_t *out) {
     return KC_OK;
 }
 
+/* One lowercase hex digit's value; -1 for anything else (memos are written lowercase). */
+static int lowerhex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* How many lowercase hex digits begin s, at most max, and their value in *v. */
+static size_t hex_run(const char *s, size_t max, uint64_t *v) {
+    size_t n = 0;
+    uint64_t x = 0;
+    for (int d; n < max && (d = lowerhex(s[n])) >= 0; n++) x = (x << 4) | (uint64_t)d;
+    *v = x;
+    return n;
+}
+
+int kc_hex_u64(const char *s, size_t n, uint64_t *v) {
+    *v = 0;
+    if (!s || n == 0 || n > 16) return 0;
+    uint64_t x;
+    if (hex_run(s, n, &x) != n) return 0;
+    *v = x;
+    return 1;
+}
+
+int kc_hex_number(const char *s, const char **end, uint64_t *v) {
+    size_t n = hex_run(s, 16, v);
+    *end = s + n;
+    return n >= 1 && n <= 15 && !(n > 1 && s[0] == '0');
+}
+
+int kc_hex_is(const char *s, size_t n) { return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
+
 uint64_t kc_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -173,6 +173,17 @@ uint64_t kc_rd_next_u64(kc_reader *r);
 /* ---- hex ---- */
 void kc_hex(const uint8_t *p, size_t n, char *out);  /* writes 2n chars + NUL */
 int kc_unhex(const char *s, size_t n, uint8_t *out); /* exactly 2n hex chars */
+/*
+ * The strict readers of kcache's own text memos (lowercase hex only, as the writers print it; no
+ * sign, prefix or space).  Callers: compile/toolkit_direct.c, graph/spec_direct.c.
+ */
+/** Whether s[0..n) are n lowercase hex digits (1 <= n <= 16), their value in *v (0 when not). */
+int kc_hex_u64(const char *s, size_t n, uint64_t *v);
+/** A number as printed with "%llx": 1 to 15 lowercase hex digits, no leading zero but in "0";
+ *  *v its value, *end after the digits read (at most 16).  0 when it is not one. */
+int kc_hex_number(const char *s, const char **end, uint64_t *v);
+/** Whether `s` (NULL: no) is exactly n lowercase hex digits and nothing after them. */
+int kc_hex_is(const char *s, size_t n);
 
 /* ---- small text, without snprintf (paths of names, in loops that run per field) ---- */
 /* "<a><b>[<i>]<c>" into out (cap > 0), `[<i>]` only when i >= 0, cut to fit; returns out. */

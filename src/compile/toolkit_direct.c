@@ -251,28 +251,17 @@ static char *reads_encode(const unsigned char *read_flag) {
 }
 
 /* The flags of `value` (reads_encode's) over memo_walk.v: 0 when it is not of this very tree. */
-/* A number as reads_encode writes it: lowercase hex, no sign, prefix or leading zero, at most
- * 15 digits; *end after it.  0 when it is not one. */
-static int hex_number(const char *p, const char **end, unsigned long long *v) {
-    size_t n = 0;
-    *v = 0;
-    for (; n < 16 && ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f')); n++)
-        *v = (*v << 4) | (unsigned long long)(p[n] <= '9' ? p[n] - '0' : p[n] - 'a' + 10);
-    *end = p + n;
-    return n >= 1 && n <= 15 && !(n > 1 && p[0] == '0');
-}
-
 static int reads_decode(const char *value, unsigned char *read_flag) {
     if (strlen(value) < 34 || strncmp(value, memo_digest, 32) != 0 || value[32] != ' ') return 0;
     const char *end;
-    unsigned long long n;
-    if (!hex_number(value + 33, &end, &n) || n != memo_walk.n || *end != ' ') return 0;
+    uint64_t n;
+    if (!kc_hex_number(value + 33, &end, &n) || n != memo_walk.n || *end != ' ') return 0;
     const char *p = end + 1;
     if (strcmp(p, "-") == 0) return 1;
     unsigned long long at = 0;
     for (int first = 1;; first = 0) {
-        unsigned long long d;
-        if (!hex_number(p, &end, &d) || (!first && d == 0) || d >= n || at + d >= n) return 0;
+        uint64_t d;
+        if (!kc_hex_number(p, &end, &d) || (!first && d == 0) || d >= n || at + d >= n) return 0;
         at += d;
         read_flag[at] = 1;
         if (*end == '\0') return 1;
@@ -316,8 +305,6 @@ void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const 
     free(read_flag);
 }
 
-static int hex16(const char *s, uint64_t *v);
-
 /* The manifest lines ("<kind> <signature> <path>") already found true in this process: several
  * graphs' manifests name the same folders and headers, each is stat'ed once per process (as the
  * digest itself is verified once per process).  An open-addressed set of the lines' hashes. */
@@ -352,7 +339,7 @@ static void seen_add(uint64_t h) {
 static int line_true(int rfd, const char *l, char kind) {
     uint64_t sig;
     size_t n = strlen(l);
-    if (n <= 19 || l[0] != kind || l[1] != ' ' || l[18] != ' ' || !hex16(l + 2, &sig)) return 0;
+    if (n <= 19 || l[0] != kind || l[1] != ' ' || l[18] != ' ' || !kc_hex_u64(l + 2, 16, &sig)) return 0;
     uint64_t h = XXH3_64bits(l, n);
     h = h ? h : 1;
     if (seen_has(h)) return 1;
@@ -360,19 +347,6 @@ static int line_true(int rfd, const char *l, char kind) {
     seen_add(h);
     return 1;
 }
-
-static int hex16(const char *s, uint64_t *v) {
-    *v = 0;
-    for (int i = 0; i < 16; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return 0;
-        *v = (*v << 4) | (uint64_t)d;
-    }
-    return 1;
-}
-
-static int is_hex32(const char *s) { return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32; }
 
 static int direct_check(char *text, size_t len, char out[33]) {
     char *p = text, *end = text + len, *l;
@@ -383,7 +357,7 @@ static int direct_check(char *text, size_t len, char out[33]) {
     if (!(l = kc_line_next(&p, end)) || strcmp(l, want) != 0) return 0;
     snprintf(want, sizeof want, "shims %016llx", (unsigned long long)shims_sig());
     if (!(l = kc_line_next(&p, end)) || strcmp(l, want) != 0) return 0;
-    if (!(l = kc_line_next(&p, end)) || strncmp(l, "digest ", 7) != 0 || !is_hex32(l + 7)) return 0;
+    if (!(l = kc_line_next(&p, end)) || strncmp(l, "digest ", 7) != 0 || !kc_hex_is(l + 7, 32)) return 0;
     char digest[33];
     memcpy(digest, l + 7, 33);
     int rfd = open(direct_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

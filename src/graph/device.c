@@ -26,6 +26,9 @@
  * lock (several threads may launch one loaded graph), and refuses what is beyond the device's
  * opt-in limit less the static shared memory.  The fast path (asked ≤ current) is one atomic
  * load.  It runs before every launch with dynamic shared memory, inside a cuda_graph capture too.
+ * What is known of the setting is kept once per function handle, not per kernel (two kernels
+ * naming one function share the handle and its one record), and the setting is only ever
+ * raised: a kernel asking less than another raised it to never lowers it under the other's feet.
  *
  * Callers: expr.c (the names), program.c (decoding), loaded.c (binding at load), run.c (before
  * each launch), lookup.c (the check before a compile).  Must not: launch anything.
@@ -269,7 +272,7 @@ static pthread_mutex_t smem_mu = PTHREAD_MUTEX_INITIALIZER;
 int kc_device_smem_ready(kc_graph *g, const kc_lprog *p, size_t step, unsigned shared) {
     if (!shared) return KC_OK;
     int k = p->steps[step].kernel;
-    kc_kfn *kf = &g->kfn[k];
+    kc_kfn *kf = &g->kfn[g->kfn[k].fn]; /* the function's record, shared by the kernels naming it */
     if ((int64_t)shared <= (int64_t)__atomic_load_n(&kf->max_dyn, __ATOMIC_ACQUIRE)) return KC_OK;
     const char *pass = p->pass == KC_PASS_BACKWARD ? "backward" : "forward";
     int rc = KC_OK;
@@ -288,11 +291,11 @@ int kc_device_smem_ready(kc_graph *g, const kc_lprog *p, size_t step, unsigned s
             rc = kc_err(KC_EINVAL,
                         "%s step %zu (kernel '%s'): %u bytes of dynamic shared memory asked, the most on device "
                         "%d is %lld (opt-in %lld - static %d)",
-                        pass, step, kf->name, shared, g->device, (long long)limit, (long long)g->dev[F_SMEM_OPTIN],
-                        kf->static_smem);
+                        pass, step, g->kfn[k].name, shared, g->device, (long long)limit,
+                        (long long)g->dev[F_SMEM_OPTIN], kf->static_smem);
         else if (!(rc = kc_cuda_func_set_max_dynamic_smem(g->fns[k], (int)shared)))
             __atomic_store_n(&kf->max_dyn, (int)shared, __ATOMIC_RELEASE);
-        else rc = kc_err_prefix(rc, "%s step %zu (kernel '%s')", pass, step, kf->name);
+        else rc = kc_err_prefix(rc, "%s step %zu (kernel '%s')", pass, step, g->kfn[k].name);
     }
     pthread_mutex_unlock(&smem_mu);
     return rc;

@@ -233,11 +233,16 @@ struct kc_lprog;
  * memory it is KC_EINVAL naming step, kernel, bytes and limit.  Context must be current.
  */
 int kc_device_smem_ready(kc_graph *g, const struct kc_lprog *p, size_t step, unsigned shared);
-/** What a loaded graph knows of one kernel's shared memory (device.c). */
+/**
+ * What a loaded graph knows of one kernel's shared memory (device.c).  Two kernels may share one
+ * function handle (loaded.c fetches a function several kernels name once): the function's record is
+ * then the first such kernel's, `fn`, so that what one kernel raises the other sees.
+ */
 typedef struct kc_kfn {
     char *name;      /* the kernel's name, for messages (owned) */
-    int static_smem; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, once read */
-    int max_dyn;     /* the function's maximum dynamic shared memory; -1 until read (atomic) */
+    int fn;          /* the kernel whose record below holds this kernel's function: the first with its handle */
+    int static_smem; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, once read (in kfn[fn]) */
+    int max_dyn;     /* the function's maximum dynamic shared memory; -1 until read (atomic, in kfn[fn]) */
 } kc_kfn;
 
 /**

@@ -301,6 +301,7 @@ static int load_device(kc_graph *g, int device, load_state *s) {
     }
     for (size_t i = 0; !rc && i < s->n; i++) {
         g->kfn[i].max_dyn = -1; /* read from the function when a launch first asks for dynamic shared memory */
+        g->kfn[i].fn = (int)i;  /* its own function until load_modules finds it shares another's handle */
         if (!(g->kfn[i].name = kc_strdup(s->v[i].name))) rc = kc_err(KC_ENOMEM, "load: out of memory");
     }
     return rc;
@@ -344,6 +345,11 @@ static int load_modules(kc_graph *g, int device, load_state *s) {
         size_t j = first_of_function(s, i);
         if (!rc && j < i) g->fns[i] = g->fns[j];
         else if (!rc) rc = kc_module_function_current(*m, v->lowered, &g->fns[i]);
+        for (size_t h = 0; !rc && h < i; h++) /* one shared-memory record per handle (device.c) */
+            if (g->fns[h] == g->fns[i]) {
+                g->kfn[i].fn = (int)h;
+                break;
+            }
         c2 = kc_mono_ns();
         if (!rc && (j == i || !same_table(&s->abi[i], &s->abi[j]))) rc = driver_agrees(g->fns[i], v->name, &s->abi[i]);
         s->t_mod += b - a, s->t_fn += c2 - b, s->t_par += kc_mono_ns() - c2;

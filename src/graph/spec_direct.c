@@ -151,17 +151,6 @@ static int memo_path(const char *dir, const char *abs, char *out, size_t cap) {
     return n > 0 && (size_t)n < cap;
 }
 
-static int hexn(const char *s, size_t n, uint64_t *v) {
-    *v = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return 0;
-        *v = (*v << 4) | (uint64_t)d;
-    }
-    return 1;
-}
-
 /* "<tag> <rest>": the rest, or NULL. */
 static const char *field(char **p, char *end, const char *tag) {
     char *l = kc_line_next(p, end);
@@ -169,8 +158,6 @@ static const char *field(char **p, char *end, const char *tag) {
     if (!l || strncmp(l, tag, n) != 0 || l[n] != ' ') return NULL;
     return l + n + 1;
 }
-
-static int is_hex32(const char *s) { return s && strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32; }
 
 /* A file named in the memo as the spec's reader named it: relative, inside the folder. */
 static int rel_ok(const char *r) { return *r && r[0] != '/' && !strstr(r, ".."); }
@@ -181,10 +168,10 @@ static int read_true(const char *dir, const char *abs, const char *l) {
     uint64_t sig;
     struct stat st;
     if (l[0] == 's') {
-        if (strlen(l) != 18 || l[1] != ' ' || !hexn(l + 2, 16, &sig)) return 0;
+        if (strlen(l) != 18 || l[1] != ' ' || !kc_hex_u64(l + 2, 16, &sig)) return 0;
         return stat(abs, &st) == 0 && S_ISREG(st.st_mode) && kc_spec_direct_sig_(&st) == sig;
     }
-    if (l[0] != 'f' || strlen(l) < 20 || l[1] != ' ' || l[18] != ' ' || !hexn(l + 2, 16, &sig) || !rel_ok(l + 19))
+    if (l[0] != 'f' || strlen(l) < 20 || l[1] != ' ' || l[18] != ' ' || !kc_hex_u64(l + 2, 16, &sig) || !rel_ok(l + 19))
         return 0;
     char path[PATH_MAX];
     int n = snprintf(path, sizeof path, "%s/%s", dir, l + 19);
@@ -199,17 +186,18 @@ static int parse_head(char **p, char *end, const char *abs, kc_spec_direct *sd, 
     uint64_t n;
     if (!(v = field(p, end, "path")) || strcmp(v, abs) != 0) return 0;
     if (!(*name = field(p, end, "name")) || !**name) return 0;
-    if (!(v = field(p, end, "kernels")) || strlen(v) != 4 || !hexn(v, 4, &n) || n == 0 || n > KC_GRAPH_MAX_KERNELS)
+    if (!(v = field(p, end, "kernels")) || strlen(v) != 4 || !kc_hex_u64(v, 4, &n) || n == 0 ||
+        n > KC_GRAPH_MAX_KERNELS)
         return 0;
     sd->nkernels = (size_t)n;
     if (!(v = field(p, end, "toolkit")) || (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)) return 0;
     sd->toolkit = v[0] == '1';
     if (!(v = field(p, end, "toolchain")) || strlen(v) >= sizeof sd->toolchain) return 0;
     strcpy(sd->toolchain, v);
-    if (!(v = field(p, end, "digest")) || !(sd->toolkit ? is_hex32(v) : strcmp(v, "-") == 0)) return 0;
+    if (!(v = field(p, end, "digest")) || !(sd->toolkit ? kc_hex_is(v, 32) : strcmp(v, "-") == 0)) return 0;
     snprintf(sd->digest, sizeof sd->digest, "%s", sd->toolkit ? v : "");
-    if (!(v = field(p, end, "key")) || !is_hex32(v) || kc_key_from_hex(&sd->key, v) != KC_OK) return 0;
-    return (v = field(p, end, "key0")) && is_hex32(v) && kc_key_from_hex(&sd->key0, v) == KC_OK;
+    if (!(v = field(p, end, "key")) || !kc_hex_is(v, 32) || kc_key_from_hex(&sd->key, v) != KC_OK) return 0;
+    return (v = field(p, end, "key0")) && kc_hex_is(v, 32) && kc_key_from_hex(&sd->key0, v) == KC_OK;
 }
 
 /* The memo's files, each true now, then "end <count>" as its last line. */

@@ -91,30 +91,6 @@ static int check_params(hb *b, const char *q) {
     return KC_OK;
 }
 
-static int hexval(char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
-/* p[0..n), %XX decoded, into out[cap]; -1 when malformed, holding a NUL, or too long. */
-static int pct_decode(const char *p, size_t n, char *out, size_t cap) {
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (c == '%') {
-            int hi = i + 1 < n ? hexval(p[i + 1]) : -1, lo = i + 2 < n ? hexval(p[i + 2]) : -1;
-            if (hi < 0 || lo < 0) return -1;
-            c = (char)(hi * 16 + lo), i += 2;
-        }
-        if (c == '\0' || o + 1 >= cap) return -1;
-        out[o++] = c;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
 /* Whether p[0..n) holds only what a URL may carry as it is: RFC 3986's unreserved and reserved
  * characters and '%' (a path's escapes), or with `strict` only unreserved ones and '/'. Never '#': curl
  * would drop all after it (every name one object). */
@@ -133,13 +109,10 @@ static int url_safe(const char *p, size_t n, int strict) {
  * refused an '@' only in the query), as the shown form hides all up to it. */
 static int parse_http(hb *b, const char *url, size_t len) {
     const char *s = strstr(url, "://") + 3, *end = url + len;
-    const char *at = NULL;
-    for (const char *p = s; p < end; p++)
-        if (*p == '@') at = p;
-    if (at) {
-        const char *colon = memchr(s, ':', (size_t)(at - s));
-        if (pct_decode(s, (size_t)((colon ? colon : at) - s), b->user, sizeof b->user) != 0 ||
-            (colon && pct_decode(colon + 1, (size_t)(at - colon - 1), b->password, sizeof b->password) != 0))
+    const char *at, *colon;
+    if (kc_store_url_userinfo(s, &at, &colon) > 0) {
+        if (kc_store_pct_decode(s, (size_t)((colon ? colon : at) - s), b->user, sizeof b->user) != 0 ||
+            (colon && kc_store_pct_decode(colon + 1, (size_t)(at - colon - 1), b->password, sizeof b->password) != 0))
             return kc_err(KC_EINVAL, "remote %s: the user or password is too long or holds a bad %%XX escape",
                           b->shown);
         s = at + 1;
@@ -204,7 +177,9 @@ static int parse_url(hb *b, const char *url) {
     const char *qm = strchr(url, '?');
     size_t len = qm ? (size_t)(qm - url) : strlen(url);
     const char *q = qm ? qm + 1 : "";
-    if (qm && strchr(qm, '@') && !memchr(url, '@', len)) /* nothing of it echoed: it may hold a password */
+    const char *auth = strstr(url, "://"), *at, *colon;
+    if (kc_store_url_userinfo(auth ? auth + 3 : url, &at, &colon) <
+        0) /* nothing of it echoed: it may hold a password */
         return kc_err(KC_EINVAL,
                       "remote %s: an '@' after a '?': a password holding '?' is written %%3F, an '@' in a query "
                       "value %%40",

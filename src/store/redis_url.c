@@ -28,58 +28,23 @@
 #include "../common/fs.h"
 #include "../common/crypto.h"
 #include "../common/internal.h"
-
-/* Where the user information ends: the last '@' before the first '?' (NULL: none); *late set when
- * an '@' comes only after a '?'. */
-static const char *userinfo_end(const char *s, int *late) {
-    const char *q = strchr(s, '?');
-    const char *at = NULL;
-    for (const char *p = s; *p && (!q || p < q); p++)
-        if (*p == '@') at = p;
-    *late = !at && q && strchr(q, '@');
-    return at;
-}
+#include "registry.h"
 
 void kc_redis_url_redact(const char *url, char *out, size_t cap) {
     const char *s = strstr(url, "://");
     s = s ? s + 3 : url;
-    int late = 0;
-    const char *at = userinfo_end(s, &late);
-    if (late) { /* malformed: hide all up to the last '@' */
+    const char *at, *colon;
+    int has = kc_store_url_userinfo(s, &at, &colon);
+    if (has < 0) { /* malformed: hide all up to the last '@' */
         snprintf(out, cap, "%.*s***%s", (int)(s - url), url, strrchr(s, '@'));
         return;
     }
-    if (!at) {
+    if (!has) {
         snprintf(out, cap, "%s", url);
         return;
     }
-    const char *colon = memchr(s, ':', (size_t)(at - s));
     int keep = colon && colon > s ? (int)(colon - s) : 0; /* the user name, shown */
     snprintf(out, cap, "%.*s%.*s:***%s", (int)(s - url), url, keep, s, at);
-}
-
-static int hexval(char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
-/* A query value, %XX decoded, into out[cap]; -1 when malformed or too long. */
-static int decode(const char *p, size_t n, char *out, size_t cap) {
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (c == '%') {
-            int a = i + 1 < n ? hexval(p[i + 1]) : -1, b = i + 2 < n ? hexval(p[i + 2]) : -1;
-            if (a < 0 || b < 0) return -1;
-            c = (char)(a * 16 + b), i += 2;
-        }
-        if (c == '\0' || o + 1 >= cap) return -1;
-        out[o++] = c;
-    }
-    out[o] = '\0';
-    return 0;
 }
 
 /* The password file's first line, checked as the HMAC key file is. */
@@ -131,7 +96,7 @@ static int query_param(kc_redis_url *u, const char *p, size_t n, const char *sho
         if (strlen(params[i].name) != nl || strncmp(p, params[i].name, nl) != 0) continue;
         if (params[i].tls_only && !u->tls)
             return kc_err(KC_EINVAL, "remote '%s': '%s' is a TLS parameter: use rediss://", shown, params[i].name);
-        if (!eq || decode(eq + 1, n - nl - 1, params[i].dst, params[i].cap) != 0 || !params[i].dst[0])
+        if (!eq || kc_store_pct_decode(eq + 1, n - nl - 1, params[i].dst, params[i].cap) != 0 || !params[i].dst[0])
             return kc_err(KC_EINVAL, "remote '%s': '%s' needs a value (at most %zu bytes, %%XX escapes)", shown,
                           params[i].name, params[i].cap - 1);
         return KC_OK;
@@ -157,9 +122,8 @@ static int parse_query(kc_redis_url *u, const char *q, const char *shown) {
 
 /* user:password, :password or password (a bare word is the password, as Redis clients read it; with a
  * password_file it is the user, see kc_redis_url_parse) up to `at`. */
-static int parse_userinfo(kc_redis_url *u, const char *cred, const char *at) {
+static int parse_userinfo(kc_redis_url *u, const char *cred, const char *at, const char *colon) {
     size_t n = (size_t)(at - cred);
-    const char *colon = memchr(cred, ':', n);
     if (colon && colon > cred) { /* user:password (a Redis 6 ACL user) */
         size_t ul = (size_t)(colon - cred);
         if (ul >= sizeof u->user) return kc_err(KC_EINVAL, "remote URL: user name too long");
@@ -232,17 +196,16 @@ int kc_redis_url_parse(kc_redis_url *u, const char *url_given) {
         return kc_err(KC_EINVAL,
                       "remote '%s': only redis://[user[:password]@]host[:port][/db][?…] or rediss://… is supported",
                       url);
-    int late = 0;
-    const char *at = userinfo_end(p, &late);
-    if (late)
+    const char *at, *colon;
+    if (kc_store_url_userinfo(p, &at, &colon) < 0)
         return kc_err(KC_EINVAL,
                       "remote '%s': an '@' after a '?': a password holding '?' goes in password_file=, an '@' in a "
                       "query value is written %%40",
                       url);
-    int rc = at ? parse_userinfo(u, p, at) : KC_OK;
+    int rc = at ? parse_userinfo(u, p, at, colon) : KC_OK;
     if (rc) return rc;
     char bare[sizeof u->password] = ""; /* user@host?password_file=…: the word is the user */
-    if (at && !memchr(p, ':', (size_t)(at - p))) memcpy(bare, u->password, sizeof bare), u->password[0] = '\0';
+    if (at && !colon) memcpy(bare, u->password, sizeof bare), u->password[0] = '\0';
     if (at) p = at + 1;
     const char *q = strchr(p, '?');
     if (!(rc = parse_hostpart(u, p, url)) && q) rc = parse_query(u, q + 1, url);

@@ -8,6 +8,9 @@
  * second is refused, so no library takes over another's URLs.  Tables are never unregistered (a
  * cache's tiers hold backends the table opened), so a lookup may hand out the pointer unlocked.
  *
+ * The URL pieces every back end reads the same way live here too: the user information's bounds
+ * (kc_store_url_userinfo) and %XX escapes (kc_store_pct_decode), beside the core's redaction.
+ *
  * Callers: cache/cache.c opens its remotes here (through kc_store_open_url); applications and
  * tests register here.  Must not: open anything itself, or know a back end beyond its table.
  */
@@ -126,6 +129,39 @@ void kc_store_redact_password(const char *url, char *out, size_t cap) {
     const char *colon = memchr(s, ':', (size_t)(at - s));
     int keep = colon && colon > s ? (int)(colon - s) : 0; /* the user name, shown */
     snprintf(out, cap, "%.*s%.*s:***%s", (int)(s - url), url, keep, s, at);
+}
+
+int kc_store_url_userinfo(const char *s, const char **at, const char **colon) {
+    const char *q = strchr(s, '?'), *a = NULL;
+    for (const char *p = s; *p && (!q || p < q); p++)
+        if (*p == '@') a = p;
+    *at = a;
+    *colon = a ? memchr(s, ':', (size_t)(a - s)) : NULL;
+    if (!a && q && strchr(q, '@')) return -1;
+    return a != NULL;
+}
+
+static int hexval(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+int kc_store_pct_decode(const char *p, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '%') {
+            int hi = i + 1 < n ? hexval(p[i + 1]) : -1, lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+            if (hi < 0 || lo < 0) return -1;
+            c = (char)(hi * 16 + lo), i += 2;
+        }
+        if (c == '\0' || o + 1 >= cap) return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return 0;
 }
 
 int kc_store_open_url(kc_store_backend **out, const char *url, const kc_remote_limits *limits) {

@@ -46,6 +46,21 @@ void kc_store_redact(const char *url, char *out, size_t cap);
  *  after "user:" when there is one) becomes "***"; the rest is kept. */
 void kc_store_redact_password(const char *url, char *out, size_t cap);
 
+/**
+ * The user information of a URL, for the back ends that take one (http.c, redis_url.c): `s` is what
+ * follows "scheme://".  It ends at the last '@' before the first '?' (*at; NULL: none), and *colon is
+ * the first ':' before that '@' (NULL: none): the user is [s, colon or at), the password (colon, at).
+ * 1 when there is user information, 0 when there is none, -1 when an '@' comes only after a '?' —
+ * refused by every caller: a password holding '?' or a query's unescaped '@', either way nothing
+ * before it may be taken or shown.  Callers: store/http.c, store/redis_url.c.
+ */
+int kc_store_url_userinfo(const char *s, const char **at, const char **colon);
+
+/** p[0..n) with its %XX escapes decoded into out[cap] (NUL-terminated); -1 when an escape is malformed,
+ *  a byte decodes to NUL, or it does not fit.  Callers: store/http.c (user information),
+ *  store/redis_url.c (query values). */
+int kc_store_pct_decode(const char *p, size_t n, char *out, size_t cap);
+
 #ifdef KCACHE_HAVE_REDIS
 /** The redis back end's scheme table (redis.c), registered at first use (registry.c). */
 extern const kc_store_scheme kc_store_redis_scheme;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_buf.c — little-endian writers, bounds-checked readers, hex. */
+/* test_buf.c — little-endian writers, bounds-checked readers, hex (and the memos' strict hex readers). */
 #include "helpers.h"
 
 #include "common/internal.h"
@@ -64,6 +64,64 @@ static void test_hex(void **state) {
     assert_int_equal(kc_unhex("0g", 1, out), KC_EINVAL);
 }
 
+/* kc_hex_u64: exactly n lowercase digits, 1 <= n <= 16; nothing else (memos are written "%016llx"). */
+static void test_hex_u64(void **state) {
+    (void)state;
+    uint64_t v = 7;
+    assert_true(kc_hex_u64("0123456789abcdef", 16, &v));
+    assert_true(v == 0x0123456789abcdefull);
+    assert_true(kc_hex_u64("ffffffffffffffff", 16, &v));
+    assert_true(v == UINT64_MAX);
+    assert_true(kc_hex_u64("00a1 rest", 4, &v)); /* n digits, whatever follows */
+    assert_true(v == 0xa1);
+    assert_true(kc_hex_u64("0", 1, &v) && v == 0);
+    const char *bad[] = {"0123456789abcdeF", "0123456789abcde",  "0123456789abcd g", "-123456789abcdef",
+                         " 123456789abcdef", "0x23456789abcdef", "+123456789abcdef"};
+    for (size_t i = 0; i < KC_ARRAY_LEN(bad); i++) {
+        v = 7;
+        if (kc_hex_u64(bad[i], 16, &v)) fail_msg("'%s' read as 16 hex digits", bad[i]);
+        assert_true(v == 0);
+    }
+    assert_false(kc_hex_u64("", 1, &v));
+    assert_false(kc_hex_u64("12", 0, &v));
+    assert_false(kc_hex_u64("00000000000000000", 17, &v)); /* more than a u64 */
+    assert_false(kc_hex_u64(NULL, 4, &v));
+}
+
+/* kc_hex_number: the canonical "%llx" of a count, 1 to 15 digits, no leading zero; *end after it. */
+static void test_hex_number(void **state) {
+    (void)state;
+    uint64_t v;
+    const char *end;
+    assert_true(kc_hex_number("1f,2", &end, &v));
+    assert_true(v == 0x1f);
+    assert_int_equal(*end, ',');
+    assert_true(kc_hex_number("0 x", &end, &v) && v == 0 && *end == ' ');
+    assert_true(kc_hex_number("fffffffffffffff", &end, &v) && v == 0xfffffffffffffffull && *end == '\0');
+    assert_false(kc_hex_number("ffffffffffffffff", &end, &v)); /* 16 digits: longer than any count written */
+    assert_false(kc_hex_number("01", &end, &v));               /* a leading zero: not as written */
+    assert_false(kc_hex_number("00", &end, &v));
+    assert_false(kc_hex_number("", &end, &v));
+    assert_false(kc_hex_number(",1", &end, &v));
+    assert_false(kc_hex_number("A", &end, &v)); /* uppercase: not as written */
+    assert_false(kc_hex_number("-1", &end, &v));
+    const char *long_one = "12345678901234567";
+    assert_false(kc_hex_number(long_one, &end, &v));
+    assert_true(end == long_one + 16); /* reads at most 16 digits */
+}
+
+/* kc_hex_is: exactly n lowercase digits and the end of the string. */
+static void test_hex_is(void **state) {
+    (void)state;
+    assert_true(kc_hex_is("0123456789abcdef0123456789abcdef", 32));
+    assert_false(kc_hex_is("0123456789abcdef0123456789abcdeF", 32));
+    assert_false(kc_hex_is("0123456789abcdef0123456789abcde", 32));
+    assert_false(kc_hex_is("0123456789abcdef0123456789abcdef0", 32));
+    assert_false(kc_hex_is("0123456789abcdef0123456789abcde ", 32));
+    assert_false(kc_hex_is(NULL, 32));
+    assert_true(kc_hex_is("ab", 2));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writers_are_little_endian),
@@ -71,6 +129,9 @@ int main(void) {
         cmocka_unit_test(test_printf_and_take),
         cmocka_unit_test(test_alloc_failure_is_sticky),
         cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_hex_u64),
+        cmocka_unit_test(test_hex_number),
+        cmocka_unit_test(test_hex_is),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  * shared memory gets cuFuncSetAttribute once per function and size (the double refuses the
  * launch otherwise), also from several threads at once and inside a cuda_graph capture; what
  * is beyond the device's opt-in limit less the kernel's static shared memory is refused by
- * kcache with an error naming step, kernel, bytes and limit, and nothing reaches the driver.
+ * kcache with an error naming step, kernel, bytes and limit, and nothing reaches the driver;
+ * two kernels naming one function share its setting, which one never lowers under the other.
  */
 #include <pthread.h>
 
@@ -270,6 +271,39 @@ static void test_a_later_step_refused_launches_no_earlier_one(void **state) {
     kcdt_unload_all();
 }
 
+/*
+ * Two kernels of one graph naming one function share its handle, so they share its setting: kernel 0 reads the
+ * function's maximum (48 KiB) first, kernel 1 raises it to 100 KiB, then kernel 0 asks 60 KiB — more than it read,
+ * less than the function now allows.  Setting 60 KiB would lower the function under kernel 1's 100 KiB, whose next
+ * launch the driver (the double) refuses; the setting is kept per handle and only ever raised.
+ */
+static void test_two_kernels_of_one_function_never_lower_it(void **state) {
+    (void)state;
+    kc_graph_desc *d = big_graph("one_function", "big", "N * 4", 0); /* kernel 0, step 0 */
+    kc_kernel_src k = {.version = KC_KERNEL_SRC_VERSION, .file = "dev.cu", .source = SRC, .name = "big"};
+    int k1 = -1;
+    assert_int_equal(kc_graph_add_kernel(d, &k, &k1), KC_OK);
+    assert_int_equal(k1, 1); /* the same function, another kernel of the graph */
+    const char *grid[3] = {"ceildiv(N, 256)", "1", "1"}, *block[3] = {"256", "1", "1"};
+    const char *args[] = {"input:0", "output:0", "e32:N"};
+    if (kc_graph_add_step(d, KC_PASS_FORWARD, k1, grid, block, "102400", args, 3))
+        fail_msg("%s", kc_error_last()->message);
+    kc_graph *g;
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    if (kc_graph_get(cache, d, 0, &g, &info)) fail_msg("%s", kc_error_last()->message);
+    kcd_reset();
+    if (forward(g, 0, 256)) fail_msg("first forward: %s", kc_error_last()->message);    /* 1 KiB, then 100 KiB */
+    if (forward(g, 0, 15360)) fail_msg("second forward: %s", kc_error_last()->message); /* 60 KiB, then 100 KiB */
+    if (forward(g, 0, 256)) fail_msg("third forward: %s", kc_error_last()->message);
+    assert_int_equal(kcd_launch_count(), 6);
+    assert_int_equal(log_count("cuFuncSetAttribute big MAX_DYNAMIC_SHARED_SIZE_BYTES=102400"), 1);
+    assert_int_equal(log_count("cuFuncSetAttribute"), 1); /* never 61440: that would lower it */
+    kcdt_no_defects();
+    kc_graph_release(g);
+    kc_graph_desc_free(d);
+    kcdt_unload_all();
+}
+
 static void test_inside_a_cuda_graph_capture(void **state) {
     (void)state;
     kc_graph_desc *d = big_graph("big_cg", "big", "N * 4", 1);
@@ -368,6 +402,7 @@ int main(void) {
         cmocka_unit_test(test_100_kib_sets_the_attribute_once),
         cmocka_unit_test(test_beyond_the_limit_is_refused_before_the_driver),
         cmocka_unit_test(test_a_later_step_refused_launches_no_earlier_one),
+        cmocka_unit_test(test_two_kernels_of_one_function_never_lower_it),
         cmocka_unit_test(test_inside_a_cuda_graph_capture),
         cmocka_unit_test(test_threads_set_the_attribute_once),
         cmocka_unit_test(test_nothing_leaks),

@@ -5,7 +5,8 @@
 #  - repeated --name/--option in order, --header NAME=FILE read and keyed (another header text, another key);
 #  - PTX for compute_XY with parameter classes; --json's fields;
 #  - a __TIME__ source is a bypass and stores nothing; must-hit refuses what is not stored (exit 1,
-#    KC_ENOTCACHED, the --json failure object); an NVRTC error keeps its log; bad usage exits 2.
+#    KC_ENOTCACHED, the --json failure object); an NVRTC error keeps its log; bad usage exits 2;
+#  - a FIFO (never waited on), a folder or a file over 64 MiB as source or header: refused, named.
 #   test_compile_cli.sh KCACHE   (exit 77 without NVRTC)
 set -u
 KC=$1
@@ -84,6 +85,21 @@ for args in "missing.cu --name k" "nul.cu --name k" "k.cu --name k -o /nonexiste
     grep -q '(KC_E[A-Z]*)$' err.txt || bad "$args: stderr without the status: $(cat err.txt)"
     echo "$out" | python3 -c 'import json,sys; a=json.load(sys.stdin); assert a["result"]=="failed" and a["status"].startswith("KC_E") and a["error"], a' ||
         bad "$args: no --json failure object: '$out'"
+done
+# A source or header that is no regular file (a FIFO: never waited on; a folder) or over 64 MiB is refused
+# before any read, with the file named (the library's discipline for the files a user names).
+mkfifo fifo.cu && mkdir dir.cu && truncate -s 65M big.cu || bad "cannot make the hostile files"
+for args in "fifo.cu --name k" "k.cu --name k --header scale.h=fifo.cu" "dir.cu --name k" "big.cu --name k"; do
+    timeout 30 env KCACHE_REQUIRE_HIT= "$KC" --cache-dir "$T/c" compile $args --target sm_80 --json >out.json 2>err.txt
+    rc=$?
+    [ $rc -eq 1 ] || bad "$args: exit $rc, not 1 (124: it waited)"
+    case $args in
+    big*) want="source 'big.cu' is 68157440 bytes, over the cap of 64 MiB (KC_EINVAL)" ;;
+    *header*) want="header 'fifo.cu' is not a regular file (KC_EINVAL)" ;;
+    *) want="source '${args%% *}' is not a regular file (KC_EINVAL)" ;;
+    esac
+    grep -qF "$want" err.txt || bad "$args: not '$want': $(cat err.txt)"
+    grep -q '"status": "KC_EINVAL"' out.json || bad "$args: no --json failure object: $(cat out.json)"
 done
 out=$(KCACHE_REQUIRE_HIT= "$KC" --cache-dir /proc/no/such compile k.cu --name k --target sm_80 --json 2>/dev/null)
 echo "$out" | grep -q '"result": "failed"' || bad "a cache that cannot be opened: no --json failure object: '$out'"

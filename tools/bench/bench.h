@@ -150,6 +150,12 @@ int synth_manifest(const char *dir, int n, const char *target, char *manifest, s
  */
 int synth_bf16_manifest(const char *dir, int n, const char *targets, char *manifest, size_t cap);
 
+/**
+ * The manifest of both generators (synth.c): `dir`/manifest.json listing `n` specs <prefix>000.json,
+ * <prefix>001.json, … (eight to a line) for `targets` (comma-separated); its path into `manifest`.  0, or -1.
+ */
+int synth_write_manifest(const char *dir, const char *prefix, int n, const char *targets, char *manifest, size_t cap);
+
 /** The programs a warm start as processes runs (full paths). */
 typedef struct ws_tools {
     const char *kcache, *warmstart, *minread, *empty;

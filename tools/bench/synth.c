@@ -164,14 +164,26 @@ static int write_graph(const char *dir, int i) {
     return fclose(f) ? -1 : 0;
 }
 
-int synth_manifest(const char *dir, int n, const char *target, char *manifest, size_t cap) {
-    for (int i = 0; i < n; i++)
-        if (write_graph(dir, i)) return -1;
+int synth_write_manifest(const char *dir, const char *prefix, int n, const char *targets, char *manifest, size_t cap) {
     snprintf(manifest, cap, "%s/manifest.json", dir);
     FILE *f = fopen(manifest, "w");
     if (!f) return -1;
     fprintf(f, "{\n  \"graphs\": [");
-    for (int i = 0; i < n; i++) fprintf(f, "%s\"g%03d.json\"", i ? (i % 8 ? ", " : ",\n             ") : "", i);
-    fprintf(f, "],\n  \"archs\": [\"%s\"]\n}\n", target);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s\"%s%03d.json\"", i ? (i % 8 ? ", " : ",\n             ") : "", prefix, i);
+    fprintf(f, "],\n  \"archs\": [");
+    const char *p = targets;
+    for (int k = 0; *p; k++) {
+        size_t l = strcspn(p, ",");
+        fprintf(f, "%s\"%.*s\"", k ? ", " : "", (int)l, p);
+        p += l + (p[l] == ',');
+    }
+    fprintf(f, "]\n}\n");
     return fclose(f) ? -1 : 0;
+}
+
+int synth_manifest(const char *dir, int n, const char *target, char *manifest, size_t cap) {
+    for (int i = 0; i < n; i++)
+        if (write_graph(dir, i)) return -1;
+    return synth_write_manifest(dir, "g", n, target, manifest, cap);
 }

@@ -273,18 +273,5 @@ static int write_graph(const char *dir, int i) {
 int synth_bf16_manifest(const char *dir, int n, const char *targets, char *manifest, size_t cap) {
     for (int i = 0; i < n; i++)
         if (write_graph(dir, i)) return -1;
-    snprintf(manifest, cap, "%s/manifest.json", dir);
-    FILE *f = fopen(manifest, "w");
-    if (!f) return -1;
-    fprintf(f, "{\n  \"graphs\": [");
-    for (int i = 0; i < n; i++) fprintf(f, "%s\"b%03d.json\"", i ? (i % 8 ? ", " : ",\n             ") : "", i);
-    fprintf(f, "],\n  \"archs\": [");
-    const char *p = targets;
-    for (int k = 0; *p; k++) {
-        size_t l = strcspn(p, ",");
-        fprintf(f, "%s\"%.*s\"", k ? ", " : "", (int)l, p);
-        p += l + (p[l] == ',');
-    }
-    fprintf(f, "]\n}\n");
-    return fclose(f) ? -1 : 0;
+    return synth_write_manifest(dir, "b", n, targets, manifest, cap);
 }

@@ -10,11 +10,14 @@
  * refers to this file; it opens the cache through cli_open_cache().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "json.h"
@@ -112,32 +115,38 @@ static int collect(int argc, char **argv, inputs *in) {
     return 0;
 }
 
-/* A text file whole: no NUL inside (a C string is what NVRTC and the key take), at most MAX_FILE;
- * NULL with kc_error_last() saying why. */
+/*
+ * A text file whole: a regular file (opened without waiting: a FIFO, device, socket or folder is
+ * refused before any read, never waited on), at most MAX_FILE (refused by its size before reading),
+ * no NUL inside (a C string is what NVRTC and the key take).  The library's discipline for the
+ * files a user names (kc_fs_read_input: specs, manifests, bundles), here because the tool sees the
+ * public API only.  NULL with `failure` saying why.
+ */
 static char *read_text(const char *path, const char *what) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         fail_with(KC_EIO, "cannot open %s '%s': %s", what, path, strerror(errno));
         return NULL;
     }
-    size_t cap = 4096, len = 0;
-    char *b = malloc(cap);
-    for (size_t got = 1; b && got > 0 && len < MAX_FILE + 1;) {
-        if (len + 1 >= cap) {
-            char *nb = realloc(b, cap * 2);
-            if (!nb) free(b);
-            b = nb, cap *= 2;
-            if (!b) break;
-        }
-        got = fread(b + len, 1, cap - len - 1, f);
-        len += got;
+    struct stat st;
+    char *b = NULL;
+    size_t len = 0;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) rc = fail_with(KC_EIO, "cannot read %s '%s': %s", what, path, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) rc = fail_with(KC_EINVAL, "%s '%s' is not a regular file", what, path);
+    else if ((uint64_t)st.st_size > MAX_FILE)
+        rc = fail_with(KC_EINVAL, "%s '%s' is %lld bytes, over the cap of 64 MiB", what, path, (long long)st.st_size);
+    else if (!(b = malloc((size_t)st.st_size + 1))) rc = fail_with(KC_ENOMEM, "%s '%s': out of memory", what, path);
+    while (!rc && len < (size_t)st.st_size) {
+        ssize_t r = read(fd, b + len, (size_t)st.st_size - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) rc = fail_with(KC_EIO, "cannot read %s '%s': %s", what, path, strerror(errno));
+        if (r <= 0) break; /* 0: shrank under us; what was read is the text */
+        len += (size_t)r;
     }
-    int bad = ferror(f);
-    fclose(f);
-    const char *why = !b ? "out of memory" : bad ? "a read error" : len > MAX_FILE ? "over 64 MiB" : NULL;
-    if (!why && memchr(b, 0, len)) why = "a NUL byte inside (not a text file)";
-    if (why) {
-        fail_with(!b ? KC_ENOMEM : bad ? KC_EIO : KC_EINVAL, "%s '%s': %s", what, path, why);
+    close(fd);
+    if (!rc && memchr(b, 0, len)) rc = fail_with(KC_EINVAL, "%s '%s': a NUL byte inside (not a text file)", what, path);
+    if (rc) {
         free(b);
         return NULL;
     }
