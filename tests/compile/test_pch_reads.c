@@ -7,9 +7,10 @@
  * record a manifest, a later process takes the digest without walking; a header only the PCH's
  * creation read, edited in place (same size, mtime put back), is a walk and a compile — from the
  * manifest and from the reads the entry carries; a PCH made under no watch, or a use on a thread
- * with no watch, records nothing.  A small toolkit of our own, real NVRTC (>= 12.8 for PCH;
- * skipped without); every compile and lookup in a fresh child process (the digest, the direct
- * mode and the PCH are per process).
+ * with no watch, records nothing; the two units of one graph, compiled together on the pool (one
+ * makes the PCH, one uses it), record their graph's manifest.  A small toolkit of our own, real
+ * NVRTC (>= 12.8 for PCH; skipped without); every compile and lookup in a fresh child process (the
+ * digest, the direct mode and the PCH are per process).
  */
 #include "helpers.h"
 
@@ -48,16 +49,18 @@ static kc_kernel_src kernel(int b) {
     return k;
 }
 
-/* Graph "a" or "b": the one kernel. */
+/* Graph "a" or "b" (b 0 or 1): the one kernel; "ab" (b 2): both, two compile units. */
 static kc_graph_desc *graph(int b) {
     kc_graph_desc *d;
-    assert_int_equal(kc_graph_desc_new(&d, b ? "b" : "a"), KC_OK);
-    kc_kernel_src k = kernel(b);
-    assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+    assert_int_equal(kc_graph_desc_new(&d, b == 2 ? "ab" : b ? "b" : "a"), KC_OK);
     const char *sizes[] = {"N"};
     assert_int_equal(kc_graph_add_input(d, KC_DTYPE_F32, 1, sizes, NULL, 0), KC_OK);
     const char *one[] = {"1", "1", "1"}, *args[] = {"input:0"};
-    assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, 0, one, one, NULL, args, 1), KC_OK);
+    for (int i = 0; i < (b == 2 ? 2 : 1); i++) {
+        kc_kernel_src k = kernel(b == 2 ? i : b);
+        assert_int_equal(kc_graph_add_kernel(d, &k, NULL), KC_OK);
+        assert_int_equal(kc_graph_add_step(d, KC_PASS_FORWARD, i, one, one, NULL, args, 1), KC_OK);
+    }
     return d;
 }
 
@@ -81,7 +84,7 @@ typedef struct seen {
     char key[KC_KEY_HEX_LEN + 1];
 } seen;
 
-enum { BOTH, LOOKUP_A, LOOKUP_B, UNWATCHED_MAKER, UNWATCHED_USER };
+enum { BOTH, LOOKUP_A, LOOKUP_B, UNWATCHED_MAKER, UNWATCHED_USER, ONE_GRAPH };
 
 static void *compile_b_alone(void *p) {
     kc_kernel_src k = kernel(1);
@@ -126,7 +129,12 @@ static void child_work(int what, kc_cache *c, seen *s) {
         s->rc = kc_compile_names(&k, names, 1, "sm_80", &out);
         kc_compiled_free(out);
     }
-    for (int b = 0; b < 2 && !s->rc; b++) {
+    if (what == ONE_GRAPH) { /* its two units compile together on the pool, one makes the PCH, one uses it */
+        kc_graph_desc *d = graph(2);
+        s->rc = kc_graph_compile(c, d, "sm_80", &info);
+        kc_graph_desc_free(d);
+    }
+    for (int b = 0; b < 2 && !s->rc && what != ONE_GRAPH; b++) {
         if ((what == LOOKUP_A && b) || (what == LOOKUP_B && !b) || (what == UNWATCHED_MAKER && !b)) continue;
         kc_graph_desc *d = graph(b);
         s->rc = kc_graph_compile(c, d, "sm_80", &info);
@@ -291,6 +299,20 @@ static void test_a_use_on_a_thread_without_a_watch_stops_every_watch(void **stat
     assert_int_equal(access(p, F_OK), 0);
 }
 
+/* The pool's threads compile under the watch of the graph they compile for (units.c hands it on). */
+static void test_two_units_of_one_graph_share_a_pch_under_its_watch(void **state) {
+    (void)state;
+    if (kc_nvrtc_available() != KC_OK) skip();
+    char tk[4096];
+    make_toolkit(tk);
+    seen s = in_child(tk, ONE_GRAPH);
+    assert_int_equal(s.rc, KC_OK);
+    if (s.created == 0) skip();
+    assert_int_equal(s.used, 1);
+    assert_int_equal(manifests(), 1);
+    assert_int_equal(manifests_listing("pchonly.h"), 1);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -299,6 +321,7 @@ int main(void) {
         T(test_the_carried_reads_hold_the_pch_reads),
         T(test_a_pch_made_under_no_watch_hides_its_reads),
         T(test_a_use_on_a_thread_without_a_watch_stops_every_watch),
+        T(test_two_units_of_one_graph_share_a_pch_under_its_watch),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
