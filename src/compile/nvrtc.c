@@ -332,7 +332,11 @@ static int call_compile(nvrtc_call *p, nvrtcProgram prog, const char *name, kc_p
         if (logn > 1 && nv.GetProgramLog(prog, c->log) != NVRTC_SUCCESS) c->log[0] = '\0';
         c->log[logn] = '\0';
     }
+    /* What the PCH stands for, for the toolkit's direct mode ([Note: a PCH's reads] in toolkit.h). */
+    const char *pch = plan->nopts ? strchr(plan->opt, '=') + 1 : NULL;
+    if (plan->mode == KC_PCH_CREATE && cr == NVRTC_SUCCESS) kc_toolkit_pch_made_(pch);
     *stands = kc_pch_done_(plan, cr == NVRTC_SUCCESS, prog, c->log);
+    if (plan->mode == KC_PCH_USE && *stands) kc_toolkit_pch_used_(pch);
     if (!c->log) return kc_err(KC_ENOMEM, "compile: out of memory");
     if (!*stands) return KC_OK;
     return cr == NVRTC_SUCCESS ? KC_OK : compile_failed(p, cr, name, c->log);

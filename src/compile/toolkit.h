@@ -103,7 +103,7 @@ int kc_toolkit_walks_(void);
  *    confirmed by the whole walk first, before a remote is asked or a miss counted (graph/lookup.c): an entry is only ever written under a verified digest, so a
  *    tree changed where this graph does not read never puts a stale name on a new compile.
  * A compile that used a precompiled header (compile/pch.c) read its headers from the PCH file, not
- * the tree: no watch running then records anything (a use counted since the watch began).
+ * the tree: its watch takes them from the PCH's creation ([Note: a PCH's reads]).
  * Manifests are written only by compiles on this host; entries imported or fetched come
  * without one (their first process walks).  A read-only cache (KC_OPEN_READONLY, KC_OPEN_INSPECT,
  * a directory that refuses writes) reads the manifests and the digest memo as any cache does, and
@@ -121,6 +121,31 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out);
  *  too long; free()) the reads as the graph's entry carries them.  Never fails: a manifest not
  *  written costs a walk. */
 void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record, char **reads);
+
+/*
+ * [Note: a PCH's reads] A compile that uses a precompiled header (compile/pch.c) reads the headers
+ * of its prefix from the PCH file, not from the tree: its watch sees none of them.  They are the
+ * files the PCH's creating compile read.  A compile runs on the compile pool's threads, under the
+ * watch of the graph it is for: the thread's current watch, set by kc_toolkit_watch_begin and
+ * handed by kc_units_compile to its jobs.  When a creation succeeds, the reads its watch has seen
+ * so far — the watch began before the compile, so they hold every file it read; anything else
+ * opened in the tree meanwhile too, which is harmless — are kept by the PCH file's name
+ * (kc_toolkit_pch_made_; pch.c never names two files alike in a process).  A compile whose use of
+ * the file NVRTC confirmed adds them to its own watch's (kc_toolkit_pch_used_): its manifest and
+ * its entry's carried reads list them.  When they are not known — the PCH made under no watch, or
+ * while its watch's reads were not known whole, or forgotten (more than KC_TK_PCH_MAX made since) —
+ * the using watch records nothing.  A use on a thread without a watch cannot be credited: every
+ * watch running then records nothing (a count of such uses, compared at each watch's end).
+ */
+/** This thread's current watch (NULL: none). */
+kc_toolkit_watch *kc_toolkit_watch_current_(void);
+/** Make `w` (may be NULL) this thread's current watch; the one it was (units.c, around a pool job). */
+kc_toolkit_watch *kc_toolkit_watch_adopt_(kc_toolkit_watch *w);
+/** The compile that made the PCH file `pch` succeeded, on this thread: keep its watch's reads so far. */
+void kc_toolkit_pch_made_(const char *pch);
+/** NVRTC confirmed that a compile on this thread used the PCH file `pch`: credit its reads to the
+ *  thread's watch (or, unknown, stop that watch's manifest; no watch: stop every watch running). */
+void kc_toolkit_pch_used_(const char *pch);
 
 /*
  * [Note: toolkit reads travel] An entry compiled here carries its reads (ORIGIN "toolkit_reads":

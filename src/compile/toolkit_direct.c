@@ -81,22 +81,39 @@ static int settled(const struct stat *st, int64_t before_ns) {
 
 struct kc_toolkit_watch {
     int fd;
-    uint64_t pch_used; /* PCH uses in the process when it began: one since, and its reads are not seen */
-    int *dir_of_wd;    /* watch descriptor -> folder index in memo_walk.dirs, -1 none */
+    uint64_t uncredited; /* uses credited to no watch when it began ([Note: a PCH's reads]) */
+    int *dir_of_wd;      /* watch descriptor -> folder index in memo_walk.dirs, -1 none */
     size_t nwd;
+    kc_toolkit_watch *prev;   /* the thread's current watch before this one */
+    pthread_mutex_t mu;       /* what follows: its compiles run on the compile pool's threads */
+    unsigned char *read_flag; /* a flag per file of memo_walk: opened under the tree (drained so far) */
+    int broken;               /* the reads cannot be known whole (watch_reads) */
+    int hidden;               /* a PCH whose reads are not known was used: no manifest */
 };
 
-/* The PCH uses of the process so far: a compile that used one read its headers from the PCH file,
- * not from the tree, so no watch running then sees them. */
-static uint64_t pch_uses(void) {
-    kc_pch_stats s;
-    kc_pch_stats_(&s);
-    return s.used;
-}
+/* The watch of the compile running on this thread ([Note: a PCH's reads]). */
+static _Thread_local kc_toolkit_watch *current;
+/* PCH uses on a thread without a watch: every watch running then records nothing. */
+static uint64_t uncredited;
+
+/* The reads of the PCH files made in this process, by file ([Note: a PCH's reads]): the last
+ * KC_TK_PCH_MAX made (a file's name is never made twice in a process: pch.c numbers them). */
+#define KC_TK_PCH_MAX 256
+static pthread_mutex_t pch_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *pch_file[KC_TK_PCH_MAX];
+static unsigned char *pch_flag[KC_TK_PCH_MAX]; /* over memo_walk.v */
+static size_t pch_next;
+
+/* A child forked while a compile held pch_mu can still compile (as pch.c's lock). */
+static void pch_mu_lock(void) { pthread_mutex_lock(&pch_mu); }
+static void pch_mu_unlock(void) { pthread_mutex_unlock(&pch_mu); }
+static void pch_mu_atfork(void) { pthread_atfork(pch_mu_lock, pch_mu_unlock, pch_mu_unlock); }
 
 void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     *out = NULL;
     if (!walk_kept()) return;
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* pch_mu is taken only under a watch */
+    pthread_once(&once, pch_mu_atfork);
     kc_toolkit_inputs in;
     if (kc_toolkit_inputs_for("kernel.cu", &in) == KC_OK) { /* the PCH's walk of the tree, before any watch */
         const char *argv[2] = {in.include[0], in.include[1]};
@@ -113,8 +130,9 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     if (w) w->dir_of_wd = kc_malloc(nwd * sizeof *w->dir_of_wd);
     if (!w || !w->dir_of_wd) goto fail;
     w->nwd = nwd;
-    w->pch_used = pch_uses();
+    w->uncredited = __atomic_load_n(&uncredited, __ATOMIC_SEQ_CST);
     for (size_t i = 0; i < nwd; i++) w->dir_of_wd[i] = -1;
+    if (!(w->read_flag = kc_calloc(memo_walk.n ? memo_walk.n : 1, 1))) goto fail;
     if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (inotify: %s)", strerror(errno));
         goto fail;
@@ -132,17 +150,26 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
         }
         w->dir_of_wd[wd] = (int)i;
     }
+    pthread_mutex_init(&w->mu, NULL);
+    w->prev = current, current = w; /* the compiles of this thread, and of its pool jobs (units.c) */
     *out = w;
     return;
 fail:
-    if (w) free(w->dir_of_wd);
+    if (w) free(w->dir_of_wd), free(w->read_flag);
     free(w);
 }
 
-/* The files opened under the tree since the watch began, as a flag per file of memo_walk:
- * 0 when the reads cannot be known whole (the queue overflowed, a folder went, a file not in
- * the walk was opened). */
-static int watch_reads(kc_toolkit_watch *w, unsigned char *read_flag) {
+/* The files opened under the tree since the watch began, into w->read_flag (under w->mu): 0, and
+ * w->broken for good, when the reads cannot be known whole (the queue overflowed, a folder went, a
+ * file not in the walk was opened). */
+static int drain(kc_toolkit_watch *w);
+static int watch_reads(kc_toolkit_watch *w) {
+    if (!w->broken && !drain(w)) w->broken = 1;
+    return !w->broken;
+}
+
+static int drain(kc_toolkit_watch *w) {
+    unsigned char *read_flag = w->read_flag;
     _Alignas(struct inotify_event) char buf[16384];
     for (;;) {
         ssize_t r = read(w->fd, buf, sizeof buf);
@@ -270,28 +297,99 @@ static int reads_decode(const char *value, unsigned char *read_flag) {
     }
 }
 
+/* This thread's watch is w's predecessor again (a watch ends on the thread it began on). */
+static void unlink_current(kc_toolkit_watch *w) {
+    if (current == w) current = w->prev;
+    for (kc_toolkit_watch *x = current; x; x = x->prev)
+        if (x->prev == w) x->prev = w->prev;
+}
+
 void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char *name, int record, char **reads) {
     if (reads) *reads = NULL;
     if (!w) return;
-    unsigned char *read_flag = record && memo_dir && name ? kc_calloc(memo_walk.n ? memo_walk.n : 1, 1) : NULL;
-    int whole = read_flag && watch_reads(w, read_flag);
-    if (whole && pch_uses() != w->pch_used) { /* a PCH's headers were read from it, unseen: no manifest */
-        kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (a precompiled header was used)", name);
+    unlink_current(w);
+    record = record && memo_dir && name;
+    pthread_mutex_lock(&w->mu); /* every compile under it is over: for the memory order */
+    int whole = record && watch_reads(w);
+    int hidden = w->hidden || __atomic_load_n(&uncredited, __ATOMIC_SEQ_CST) != w->uncredited;
+    pthread_mutex_unlock(&w->mu);
+    if (whole && hidden) { /* a PCH's headers were read from it, and its reads are not known: no manifest */
+        kc_log(KC_LOG_COMPILE,
+               "toolkit headers: no direct manifest for %s (a precompiled header whose reads are not known was used)",
+               name);
         whole = 0, record = 0;
     }
     /* The signatures are the walk's, so is the digest: settled before the walk began. */
     int64_t settle_before = memo_walk_began - KC_TK_SETTLE_NS;
-    close(w->fd);
-    free(w->dir_of_wd);
-    free(w);
     if (whole) {
-        record_manifest(memo_dir, name, read_flag, settle_before);
-        if (reads) *reads = reads_encode(read_flag);
+        record_manifest(memo_dir, name, w->read_flag, settle_before);
+        if (reads) *reads = reads_encode(w->read_flag);
     } else if (record) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest for %s (the reads could not be known whole)",
                name ? name : "?");
     }
-    free(read_flag);
+    close(w->fd);
+    pthread_mutex_destroy(&w->mu);
+    free(w->dir_of_wd);
+    free(w->read_flag);
+    free(w);
+}
+
+kc_toolkit_watch *kc_toolkit_watch_current_(void) { return current; }
+
+kc_toolkit_watch *kc_toolkit_watch_adopt_(kc_toolkit_watch *w) {
+    kc_toolkit_watch *was = current;
+    current = w;
+    return was;
+}
+
+
+/* The slot of `pch` (under pch_mu), KC_TK_PCH_MAX when none. */
+static size_t pch_slot(const char *pch) {
+    size_t i = 0;
+    while (i < KC_TK_PCH_MAX && !(pch_file[i] && strcmp(pch_file[i], pch) == 0)) i++;
+    return i;
+}
+
+void kc_toolkit_pch_made_(const char *pch) {
+    kc_toolkit_watch *w = current;
+    unsigned char *flag = NULL;
+    char *name = pch ? kc_strdup(pch) : NULL;
+    if (w && name) { /* its watch began before its compile: what it saw so far holds every read of it */
+        pthread_mutex_lock(&w->mu);
+        if (watch_reads(w) && (flag = kc_malloc(memo_walk.n ? memo_walk.n : 1)))
+            memcpy(flag, w->read_flag, memo_walk.n);
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (!flag) { /* its uses hide their reads */
+        kc_log(KC_LOG_COMPILE, "toolkit headers: the reads of %s are not known (%s)", pch ? pch : "a PCH",
+               w ? "its watch's reads are not known whole" : "made under no watch");
+        free(name);
+        return;
+    }
+    pthread_mutex_lock(&pch_mu);
+    size_t i = pch_slot(name);
+    if (i == KC_TK_PCH_MAX) i = pch_next++ % KC_TK_PCH_MAX; /* the oldest forgotten: its uses hide their reads */
+    free(pch_file[i]), free(pch_flag[i]);
+    pch_file[i] = name, pch_flag[i] = flag;
+    pthread_mutex_unlock(&pch_mu);
+}
+
+void kc_toolkit_pch_used_(const char *pch) {
+    kc_toolkit_watch *w = current;
+    if (!w) { /* whose compile it was is not known: every watch running now records nothing */
+        __atomic_add_fetch(&uncredited, 1, __ATOMIC_SEQ_CST);
+        return;
+    }
+    pthread_mutex_lock(&pch_mu);
+    size_t i = pch ? pch_slot(pch) : KC_TK_PCH_MAX;
+    pthread_mutex_lock(&w->mu);
+    if (i == KC_TK_PCH_MAX) w->hidden = 1;
+    for (size_t f = 0; i < KC_TK_PCH_MAX && f < memo_walk.n; f++) w->read_flag[f] |= pch_flag[i][f];
+    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&pch_mu);
+    if (i == KC_TK_PCH_MAX)
+        kc_log(KC_LOG_COMPILE, "toolkit headers: %s used, its reads not known", pch ? pch : "a PCH");
 }
 
 void kc_toolkit_direct_from_reads(const char *memo_dir, const char *name, const char *reads) {

@@ -18,6 +18,7 @@
 
 #include "../common/internal.h"
 #include "../common/pool.h"
+#include "toolkit.h"
 
 static kc_pool *g_pool;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -63,6 +64,7 @@ typedef struct job {
     int *rc;
     char **err;
     const int *which;
+    kc_toolkit_watch *watch; /* the caller's: a PCH's reads are credited to it ([Note: a PCH's reads]) */
 } job;
 
 static void compile_job(void *ctx, size_t unit) {
@@ -76,7 +78,9 @@ static void compile_job(void *ctx, size_t unit) {
     /* This runs on a pool thread: its record goes back to the caller's thread whole (status and
      * NVRTC log), never a message an earlier job left on this thread. */
     kc_error_clear();
+    kc_toolkit_watch *was = kc_toolkit_watch_adopt_(j->watch);
     j->rc[unit] = kc_compile_names_for_(k, names, n, j->target, &j->out[unit]);
+    kc_toolkit_watch_adopt_(was);
     const kc_error *e = kc_error_last();
     if (j->rc[unit] && e->code == j->rc[unit] && e->message[0]) j->err[unit] = kc_strdup(e->message);
 }
@@ -95,7 +99,7 @@ int kc_units_compile(const kc_kernel_src *ks, size_t nk, const kc_units *u, cons
         rc = kc_err(KC_ENOMEM, "compile: out of memory");
     } else {
         uint64_t t0 = kc_mono_ns();
-        job j = {ks, nk, u, target, res, rcs, errs, which};
+        job j = {ks, nk, u, target, res, rcs, errs, which, kc_toolkit_watch_current_()};
         kc_pool_for(g_pool, n, compile_job, &j);
         *ms = (double)(kc_mono_ns() - t0) / 1e6;
         for (size_t i = 0; i < n; i++)
