@@ -12,9 +12,11 @@
  *
  * Callers: prewarm/prewarm.c (kc_pch_announce_), compile/pch.c (kc_pch_announce_run_, in
  * kc_pch_plan_).  Must not: hold its lock while an announcer runs (the announcer takes pch.c's), let
- * an announcer's errors reach the compile it runs in, or run an announcer after it was withdrawn.
+ * an announcer's errors reach the compile it runs in, run an announcer after it was withdrawn, or
+ * keep a parent's announcers in a forked child.
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "../common/internal.h"
 #include "pch.h"
@@ -32,7 +34,21 @@ static struct {
     } a[KC_PCH_ANNOUNCERS_MAX];
 } b = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* A forked child has none: its parent's bursts are its parent's (one RUNNING in a thread the child
+ * lacks would make its compiles wait for ever). */
+static void atfork_prepare(void) { pthread_mutex_lock(&b.mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&b.mu); }
+static void atfork_child(void) {
+    memset(b.a, 0, sizeof b.a);
+    b.pending = 0;
+    pthread_cond_init(&b.cv, NULL);
+    pthread_mutex_unlock(&b.mu);
+}
+static void atfork_register(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+
 int kc_pch_announce_(kc_pch_announcer *fn, void *ctx) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, atfork_register);
     int rc = fn ? -1 : 0;
     pthread_mutex_lock(&b.mu);
     for (size_t i = 0; i < KC_PCH_ANNOUNCERS_MAX; i++) {

@@ -348,6 +348,32 @@ static void test_burst(void **state) {
     kc_compiled_free(b2);
 }
 
+/* An announcer that forks while it runs: the child's own compiles must not wait for it. */
+static void fork_announce(void *ctx) {
+    pid_t *child = ctx;
+    *child = fork();
+    if (*child == 0) {
+        alarm(30); /* waiting for ever for its parent's announcer: killed, and the parent sees it */
+        kc_pch_announce_run_();
+        _exit(0);
+    }
+}
+
+/* A process forked while a burst's announcer runs has none (its parent's thread is not in it). */
+static void test_burst_fork(void **state) {
+    (void)state;
+    pid_t child = -1;
+    kc_pch_burst_(1);
+    assert_int_equal(kc_pch_announce_(fork_announce, &child), 0);
+    kc_pch_announce_run_();
+    assert_true(child > 0);
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    kc_pch_announce_(NULL, &child);
+    kc_pch_burst_(0);
+}
+
 /* ---- children: a process that makes a PCH, then exits (or fails, or is killed) ---- */
 
 static int child(const char *how) {
@@ -645,6 +671,7 @@ int main(int argc, char **argv) {
                                             cmocka_unit_test(test_error_then_plain),
                                             cmocka_unit_test(test_tree_walk),
                                             cmocka_unit_test(test_sweep_lock),
+                                            cmocka_unit_test(test_burst_fork),
                                             cmocka_unit_test(test_parent_path)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
