@@ -32,11 +32,10 @@
  *    parse gains nothing: PCH_MIN_HEADERS).  A one-off compile (a runtime's miss) must not pay a
  *    creation and a 140 MB write: a header set's FIRST compile is plain, its second creates, later
  *    ones use.  A burst (kc_pch_burst_: a prewarm) names the compiles it expects (kc_pch_announce_,
- *    run at its first compile: a burst of hits pays nothing; each counted by set_of's material, the
- *    one matching uses): a set expected twice or more creates at its first compile, one expected
- *    once creates none (the bundled graphs made 9 files of 9–140 MB for 3 uses: slower with PCH
- *    than without), one not named is as outside a burst.  A compile that finds its PCH being made
- *    waits for it (the creator has the CPU meanwhile).
+ *    run at its first compile: a burst of hits pays nothing; counted by set_of's material, as uses
+ *    match): a set expected twice or more creates at its first compile, one expected once none (the
+ *    bundled graphs' 9 files of 9–140 MB served 3 uses), one not named is as outside a burst.  A
+ *    compile that finds its PCH being made waits for it (the creator has the CPU meanwhile).
  *  - two threads using one PCH, or two, or one creating while one uses: the same bytes, no failure;
  *    NVRTC does that itself, so uses are not serialized here.
  *  - the PCH heap (256 MiB by default; this header set needs 132 MiB) is process-wide: a creation
@@ -80,16 +79,17 @@ typedef struct pch_entry {
     struct pch_entry *next;
     char *material; /* what makes two compiles share a PCH, compared whole */
     size_t mlen;
-    unsigned seen;               /* compiles of this header set */
-    unsigned expect, seen_burst; /* compiles the burst announced (kc_pch_expect_), and made so far */
-    int state;                   /* ABSENT, CREATING, READY, FAILED */
-    int users;                   /* compiles using its file now */
-    int waiters;                 /* compiles waiting for its creation (decide): never dropped meanwhile */
-    int refused;                 /* NVRTC did not use its file: retired when unused, never made again */
-    int heap;                    /* its creation ran out of heap: made again once the heap is grown */
-    int attempts;                /* creations tried (a header set whose creations fail twice gets none) */
-    uint64_t bytes;              /* the file's size, READY */
-    uint64_t size;               /* the size of the last file made (kept when it is retired), 0: none made yet */
+    unsigned seen;  /* compiles of this header set */
+    unsigned want;  /* its compiles a burst announced (kc_pch_expect_), 0: not named */
+    unsigned had;   /* its compiles in the burst so far */
+    int state;      /* ABSENT, CREATING, READY, FAILED */
+    int users;      /* compiles using its file now */
+    int waiters;    /* compiles waiting for its creation (decide): never dropped meanwhile */
+    int refused;    /* NVRTC did not use its file: retired when unused, never made again */
+    int heap;       /* its creation ran out of heap: made again once the heap is grown */
+    int attempts;   /* creations tried (a header set whose creations fail twice gets none) */
+    uint64_t bytes; /* the file's size, READY */
+    uint64_t size;  /* the size of the last file made (kept when it is retired), 0: none made yet */
     int plain_next; /* its creation ended in a compile error: one next compile is plain (2 tries at most) */
     uint64_t tick;  /* last use, for least-recently-used retirement */
     unsigned id;    /* the file: <dir>/<id>.pch */
@@ -374,7 +374,7 @@ static void heap_grow(void) {
  * compile of the burst is expected (or more came than announced), any other at its second compile. */
 static int wants_file(const pch_entry *e) {
     if (g.first) return 1;
-    if (g.bursts > 0 && e->expect > 0) return e->seen_burst != e->expect;
+    if (g.bursts > 0 && e->want > 0) return e->had != e->want;
     return e->seen >= 2;
 }
 
@@ -450,7 +450,7 @@ static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     }
     pthread_mutex_lock(&g.mu);
     pch_entry *e = record(m, mlen, what);
-    if (e) e->seen++, e->seen_burst += g.bursts > 0;
+    if (e) e->seen++, e->had += g.bursts > 0;
     if (e && (plan->mode = decide(e, p)) != KC_PCH_NONE) {
         plan->entry = e;
         char path[4200];
@@ -489,7 +489,7 @@ void kc_pch_expect_(const kc_pch_program *p) {
     if (!m) return;
     pthread_mutex_lock(&g.mu);
     pch_entry *e = g.on && g.bursts > 0 ? record(m, mlen, what) : (free(m), NULL); /* record takes m */
-    if (e) e->expect++;
+    if (e) e->want++;
     pthread_mutex_unlock(&g.mu);
 }
 
@@ -595,6 +595,6 @@ int kc_pch_test_set_(int on, int first) {
 void kc_pch_burst_(int begin) {
     pthread_mutex_lock(&g.mu);
     g.bursts += begin ? 1 : (g.bursts > 0 ? -1 : 0);
-    for (pch_entry *e = g.bursts ? NULL : g.head; e; e = e->next) e->expect = e->seen_burst = 0;
+    for (pch_entry *e = g.bursts ? NULL : g.head; e; e = e->next) e->want = e->had = 0;
     pthread_mutex_unlock(&g.mu);
 }
