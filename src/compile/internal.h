@@ -8,10 +8,12 @@
 #define KC_COMPILE_INTERNAL_H
 
 /* ---- Called by other parts (tests/arch/check_internal.py --write; CTest test_internal) ----
+ *   kc_compile_expect_            units.h    Callers: graph
  *   kc_kernel_src_arrays_ok_      options.h  Callers: graph
  *   kc_params_free                params.h   Callers: graph
  *   kc_params_is_kernel           params.h   Callers: graph
  *   kc_params_read                params.h   Callers: graph
+ *   kc_pch_announce_              pch.h      Callers: prewarm
  *   kc_pch_burst_                 pch.h      Callers: prewarm
  *   kc_target_compilable_         targets.h  Callers: graph
  *   kc_target_known_              targets.h  Callers: graph

@@ -390,6 +390,30 @@ done:
     return rc;
 }
 
+/* What pch.c is told of the program p of kernel k (kc_pch_plan_, kc_pch_expect_). */
+static kc_pch_program program_of(const nvrtc_call *p, const kc_kernel_src *k) {
+    kc_pch_program pp = {k->source, p->program, p->tk ? p->tk->program + strlen("/dev/null/") : NULL, p->argv, p->argc,
+                         p->hnames, p->hsrcs, p->nhdr,
+                         /* a PCH keeps what its maker's name and time expanded to (pch.c's [Note]) */
+                         kc_kernel_names_main_file(k) || !kc_kernel_cacheable(k, NULL)};
+    return pp;
+}
+
+void kc_compile_expect_(const kc_kernel_src *k, const kc_target *t) {
+    if (!k || !k->source || !t) return;
+    kc_err_saved saved; /* naming a compile fails nothing: the compile says its own errors */
+    kc_err_save(&saved);
+    nvrtc_call p;
+    memset(&p, 0, sizeof p);
+    if (kc_nvrtc_available() == KC_OK && !kc_kernel_src_arrays_ok_("kc_compile_expect_", k) && !call_inputs(&p, k) &&
+        !call_prepare(&p, k, t)) {
+        kc_pch_program pp = program_of(&p, k);
+        kc_pch_expect_(&pp);
+    }
+    call_free(&p);
+    kc_err_restore(&saved);
+}
+
 /* The compile itself, every check made: one NVRTC program for `t`, with a precompiled header when
  * one serves ([Note: precompiled headers] in pch.c), else (or when it did not serve) without. */
 static int compile_checked(const kc_kernel_src *k, const char *const *names, size_t nnames, const kc_target *t,
@@ -405,10 +429,7 @@ static int compile_checked(const kc_kernel_src *k, const char *const *names, siz
         if (!c || !c->lowered_names) rc = kc_err(KC_ENOMEM, "compile: out of memory");
     }
     if (rc) goto done;
-    kc_pch_program pp = {k->source, p.program, p.tk ? p.tk->program + strlen("/dev/null/") : NULL, p.argv, p.argc,
-                         p.hnames, p.hsrcs, p.nhdr,
-                         /* a PCH keeps what its maker's name and time expanded to (pch.c's [Note]) */
-                         kc_kernel_names_main_file(k) || !kc_kernel_cacheable(k, NULL)};
+    kc_pch_program pp = program_of(&p, k);
     kc_pch_plan plan;
     int stands = 1;
     kc_pch_plan_(&pp, &plan);

@@ -31,8 +31,11 @@
  *  - cost on a loaded 2-core machine: plain 2.4–6 s, create 4.4–8 s, use 0.9–1.5 s (little to
  *    parse gains nothing: PCH_MIN_HEADERS).  A one-off compile (a runtime's miss) must not pay a
  *    creation and a 140 MB write: a header set's FIRST compile is plain, its second creates, later
- *    ones use — unless a burst runs (kc_pch_burst_: a prewarm), when its first creates.  A compile
- *    that finds its PCH being made waits for it (the creator has the CPU meanwhile).
+ *    ones use.  A burst (kc_pch_burst_: a prewarm) names the compiles it expects (kc_pch_announce_,
+ *    run at its first compile: a burst of hits pays nothing; counted by set_of's material, as uses
+ *    match): a set expected twice or more creates at its first compile, one expected once none (the
+ *    bundled graphs' 9 files of 9–140 MB served 3 uses), one not named is as outside a burst.  A
+ *    compile that finds its PCH being made waits for it (the creator has the CPU meanwhile).
  *  - two threads using one PCH, or two, or one creating while one uses: the same bytes, no failure;
  *    NVRTC does that itself, so uses are not serialized here.
  *  - the PCH heap (256 MiB by default; this header set needs 132 MiB) is process-wide: a creation
@@ -46,18 +49,17 @@
  * whose toolkit folders do (pch_off.c) gets no PCH.  Files are counted and bounded
  * (pch_max_size; least recently used retired first, never one in use), in a folder
  * kcache-pch-<uid>-<pid>-XXXXXX (0700) under pch_dir or $TMPDIR, removed at exit (atexit, the library's destructor); a dead process's folder of the same
- * user is removed by the next process that makes one.
+ * user is removed by the next process that makes one — when its pid is not alive here and its lock,
+ * an flock its owner holds for its life (pch_dir.c: PID namespaces sharing /tmp), is free.
  */
 #include "pch.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <nvrtc.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -78,6 +80,8 @@ typedef struct pch_entry {
     char *material; /* what makes two compiles share a PCH, compared whole */
     size_t mlen;
     unsigned seen;  /* compiles of this header set */
+    unsigned want;  /* its compiles a burst announced (kc_pch_expect_), 0: not named */
+    unsigned had;   /* its compiles in the burst so far */
     int state;      /* ABSENT, CREATING, READY, FAILED */
     int users;      /* compiles using its file now */
     int waiters;    /* compiles waiting for its creation (decide): never dropped meanwhile */
@@ -97,11 +101,12 @@ static struct {
     pthread_cond_t cv;
     int on;      /* the setting, and NVRTC has the functions */
     int first;   /* a header set's first compile makes its PCH (tests: kc_pch_test_set_) */
-    int bursts;  /* callers compiling many kernels now (kc_pch_burst_): first compiles make PCHs too */
+    int bursts;  /* callers compiling many kernels now (kc_pch_burst_), which may announce them */
     int exiting; /* the process is ending: no folder is made any more */
     pid_t pid;   /* the process the folder belongs to */
     char dir[4096];
     int dir_state; /* 0 not made, 1 made, -1 cannot be made */
+    int lock_fd;   /* the folder, open and flock'd while it lives (pch_dir.c), -1: none */
     pch_entry *head;
     size_t nrec, files;
     uint64_t total, max, tick;
@@ -112,29 +117,16 @@ static struct {
     __typeof__(nvrtcGetPCHCreateStatus) *CreateStatus;
     __typeof__(nvrtcGetPCHHeapSizeRequired) *HeapRequired;
     __typeof__(nvrtcSetPCHHeapSize) *SetHeap;
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .lock_fd = -1};
 
 /* ---- the folder ---- */
-
-/* Remove the files of `dir` (never following a link, never into a folder), then the folder. */
-static void remove_dir_files(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(fd, e->d_name, 0);
-    closedir(d);
-    rmdir(dir);
-}
 
 void kc_pch_cleanup_(void) {
     pthread_mutex_lock(&g.mu);
     if (g.dir_state == 1 && g.pid == getpid()) { /* a forked child never removes its parent's */
-        remove_dir_files(g.dir);
+        kc_pch_remove_dir_(g.dir);
+        close(g.lock_fd); /* its lock last: until the folder is gone, no sweep takes it */
+        g.lock_fd = -1;
         for (pch_entry *e = g.head; e; e = e->next)
             if (e->state == READY) e->state = ABSENT, e->bytes = 0;
         g.files = 0, g.total = 0, g.dir_state = 0;
@@ -149,29 +141,6 @@ static void pch_exit(void) {
 __attribute__((destructor)) static void pch_destructor(void) { pch_exit(); }
 static void pch_atexit(void) { pch_exit(); }
 
-/* A dead process's folder of this user under `parent`: "kcache-pch-<uid>-<pid>-XXXXXX", a folder
- * (never a link) owned by this user, whose process is gone. */
-static void sweep(const char *parent) {
-    DIR *d = opendir(parent);
-    if (!d) return;
-    char pre[64];
-    int pl = snprintf(pre, sizeof pre, "kcache-pch-%lu-", (unsigned long)getuid());
-    for (struct dirent *e; (e = readdir(d));) {
-        char *end;
-        if (strncmp(e->d_name, pre, (size_t)pl) != 0) continue;
-        long pid = strtol(e->d_name + pl, &end, 10);
-        if (end == e->d_name + pl || *end != '-' || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to know */
-        char path[4096 + 256];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
-        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) continue;
-        remove_dir_files(path);
-        kc_log(KC_LOG_COMPILE, "pch: removed %s (its process is gone)", path);
-    }
-    closedir(d);
-}
-
 /* Make the process's folder (under the lock).  0 when there is one. */
 static int dir_make(void) {
     if (g.dir_state) return g.dir_state == 1 ? 0 : -1;
@@ -179,10 +148,11 @@ static int dir_make(void) {
     const kc_settings *v = &kc_config_process()->v;
     char parent[PATH_MAX]; /* resolved; else another user could put a PCH of theirs in our place */
     int ok = kc_pch_parent_ok_(v->pch_dir[0] ? v->pch_dir : v->tmpdir[0] ? v->tmpdir : "/tmp", parent);
-    if (ok) sweep(parent);
+    if (ok) kc_pch_sweep_(parent);
     int n = snprintf(g.dir, sizeof g.dir, "%s/kcache-pch-%lu-%ld-XXXXXX", parent, (unsigned long)getuid(),
                      (long)getpid());
-    if (!ok || n <= 0 || (size_t)n >= sizeof g.dir - 64 || !mkdtemp(g.dir)) {
+    if (!ok || n <= 0 || (size_t)n >= sizeof g.dir - 64 || !mkdtemp(g.dir) ||
+        (g.lock_fd = kc_pch_dir_lock_(g.dir)) < 0) {
         kc_log(KC_LOG_COMPILE, "pch: no folder under %s (%s): compiles go without precompiled headers", parent,
                strerror(errno));
         g.dir_state = -1;
@@ -331,6 +301,8 @@ static void atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
 static void atfork_child(void) {
     g.head = NULL; /* the parent's records: left, not freed (another thread may have been using one) */
     g.nrec = g.files = 0, g.total = 0, g.inflight = 0, g.dir_state = 0, g.dir[0] = '\0';
+    if (g.lock_fd >= 0) close(g.lock_fd); /* the parent's lock stays the parent's */
+    g.lock_fd = -1;
     pthread_cond_init(&g.cv, NULL);
     pthread_mutex_unlock(&g.mu);
 }
@@ -398,6 +370,14 @@ static void heap_grow(void) {
     }
 }
 
+/* Whether e's compile now makes its PCH, when it may (the [Note]): a set a burst announced when a later
+ * compile of the burst is expected (or more came than announced), any other at its second compile. */
+static int wants_file(const pch_entry *e) {
+    if (g.first) return 1;
+    if (g.bursts > 0 && e->want > 0) return e->had != e->want;
+    return e->seen >= 2;
+}
+
 /* The mode for e (under the lock): use its file, make it, or neither; may wait for its creator. */
 static int decide(pch_entry *e, const kc_pch_program *p) {
     while (e->state == CREATING) { /* a creation always ends */
@@ -410,9 +390,7 @@ static int decide(pch_entry *e, const kc_pch_program *p) {
         e->users++;
         return KC_PCH_USE;
     }
-    if (e->state != ABSENT || e->seen < (g.first || g.bursts > 0 ? 1u : 2u) || e->attempts >= 2 || g.max == 0 ||
-        dir_make() != 0)
-        return KC_PCH_NONE;
+    if (e->state != ABSENT || !wants_file(e) || e->attempts >= 2 || g.max == 0 || dir_make() != 0) return KC_PCH_NONE;
     if (e->plain_next) { /* the error may be the headers': not made again at once */
         e->plain_next = 0;
         return KC_PCH_NONE;
@@ -440,24 +418,31 @@ static char *text_of(const kc_pch_program *p, size_t plen, int lines) {
     return t;
 }
 
-/* The header set of p, its text and its mode into plan (the lock not held). */
-static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
+/* The header set of p, as kc_pch_plan_ and kc_pch_expect_ match it: its material (the [Note]), the
+ * prefix's length and lines, and what the log calls it; NULL when p gets no PCH (or no memory). */
+static char *set_of(const kc_pch_program *p, size_t *plen, int *lines, size_t *mlen, char what[96]) {
     const char *name = p->line_name ? p->line_name : p->program;
-    if (p->off || strpbrk(name, "\"\\\n\r")) return;
+    if (p->off || !p->source || strpbrk(name, "\"\\\n\r")) return NULL;
     for (size_t i = 0; i < p->argc; i++)
-        if (kc_pch_option_refused_(p->argv[i])) return;
+        if (kc_pch_option_refused_(p->argv[i])) return NULL;
     size_t hbytes = 0;
     for (size_t i = 0; i < p->nhdr; i++) hbytes += strlen(p->hsrcs[i]);
-    if (!p->line_name && hbytes < PCH_MIN_HEADERS) return; /* little to parse: a PCH would cost more */
+    if (!p->line_name && hbytes < PCH_MIN_HEADERS) return NULL; /* little to parse: a PCH would cost more */
+    char *m = material(p, plen, lines, mlen);
+    const char *arch = "";
+    for (size_t i = 0; m && i < p->argc; i++)
+        if (!strncmp(p->argv[i], "-arch=", 6)) arch = p->argv[i] + 6;
+    snprintf(what, 96, "%.60s for %.20s", name, arch);
+    return m;
+}
+
+/* The header set of p, its text and its mode into plan (the lock not held). */
+static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     int lines = 0;
     size_t plen = 0, mlen = 0;
-    char *m = material(p, &plen, &lines, &mlen);
-    if (!m) return;
     char what[96];
-    const char *arch = "";
-    for (size_t i = 0; i < p->argc; i++)
-        if (!strncmp(p->argv[i], "-arch=", 6)) arch = p->argv[i] + 6;
-    snprintf(what, sizeof what, "%.60s for %.20s", name, arch);
+    char *m = set_of(p, &plen, &lines, &mlen, what);
+    if (!m) return;
     char *text = text_of(p, plen, lines);
     if (!text) {
         free(m);
@@ -465,7 +450,8 @@ static void plan_pch(const kc_pch_program *p, kc_pch_plan *plan) {
     }
     pthread_mutex_lock(&g.mu);
     pch_entry *e = record(m, mlen, what);
-    if (e && ++e->seen && (plan->mode = decide(e, p)) != KC_PCH_NONE) {
+    if (e) e->seen++, e->had += g.bursts > 0;
+    if (e && (plan->mode = decide(e, p)) != KC_PCH_NONE) {
         plan->entry = e;
         char path[4200];
         file_path(e, path, sizeof path);
@@ -491,7 +477,20 @@ void kc_pch_plan_(const kc_pch_program *p, kc_pch_plan *plan) {
     g.inflight++;
     int on = g.on;
     pthread_mutex_unlock(&g.mu);
-    if (on && p->source) plan_pch(p, plan); /* no source: a compile without, counted running */
+    if (on && p->source) kc_pch_announce_run_(); /* a burst's counts in before its first compile decides */
+    if (on && p->source) plan_pch(p, plan);      /* no source: a compile without, counted running */
+}
+
+void kc_pch_expect_(const kc_pch_program *p) {
+    int lines = 0;
+    size_t plen = 0, mlen = 0;
+    char what[96];
+    char *m = set_of(p, &plen, &lines, &mlen, what);
+    if (!m) return;
+    pthread_mutex_lock(&g.mu);
+    pch_entry *e = g.on && g.bursts > 0 ? record(m, mlen, what) : (free(m), NULL); /* record takes m */
+    if (e) e->want++;
+    pthread_mutex_unlock(&g.mu);
 }
 
 /* Remove NVRTC's line `"<program>": <verb> precompiled header file "<path>"` from log; 1 when it was there. */
@@ -596,5 +595,6 @@ int kc_pch_test_set_(int on, int first) {
 void kc_pch_burst_(int begin) {
     pthread_mutex_lock(&g.mu);
     g.bursts += begin ? 1 : (g.bursts > 0 ? -1 : 0);
+    for (pch_entry *e = g.bursts ? NULL : g.head; e; e = e->next) e->want = e->had = 0;
     pthread_mutex_unlock(&g.mu);
 }

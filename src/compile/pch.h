@@ -3,8 +3,8 @@
  * compile/pch.h — NVRTC precompiled headers for the compiles of one process ([Note: precompiled
  * headers] in pch.c): which compile creates a header set's PCH, which use it, and where the files live.
  *
- * Callers: compile/nvrtc.c (around each NVRTC compile), prewarm/prewarm.c (kc_pch_burst_), tests
- * (kc_pch_stats_, kc_pch_test_set_).  Must not: change
+ * Callers: compile/nvrtc.c (around each NVRTC compile; kc_pch_expect_), prewarm/prewarm.c
+ * (kc_pch_burst_, kc_pch_announce_), tests (kc_pch_stats_, kc_pch_test_set_, kc_pch_sweep_).  Must not: change
  * what a compile produces: a compile that cannot use a PCH exactly as planned is compiled again
  * without one.
  */
@@ -56,8 +56,10 @@ void kc_pch_plan_(const kc_pch_program *p, kc_pch_plan *plan);
 int kc_pch_done_(kc_pch_plan *plan, int ok, void *prog, char *log);
 
 /**
- * A caller begins (1) or ends (0) a burst of compiles — a prewarm: while one runs, a header set's
- * first compile makes its PCH (a later one would use it), instead of its second.  Nests.
+ * A caller begins (1) or ends (0) a burst of compiles — a prewarm — whose compiles it can name
+ * (kc_pch_announce_): while one runs, a header set announced twice or more makes its PCH at its
+ * first compile, one announced once makes none; a set not announced makes its PCH at its second
+ * compile, as outside a burst.  Nests; the counts go when the last burst ends.
  */
 void kc_pch_burst_(int begin);
 
@@ -93,5 +95,36 @@ int kc_pch_parent_ok_(const char *parent, char *out);
 
 /** Remove this process's PCH folder now (at exit; tests).  Later compiles make a new one. */
 void kc_pch_cleanup_(void);
+
+/** pch_dir.c, for pch.c: the folder `dir` just made, open and flock'd for the process's life (the
+ *  fd); -1 when it cannot be (the folder then gone, or a sweep's, which removes it). */
+int kc_pch_dir_lock_(const char *dir);
+/** pch_dir.c: remove the files of `dir` (never following a link), then the folder. */
+void kc_pch_remove_dir_(const char *dir);
+/** pch_dir.c (pch.c's dir_make; tests): remove this user's PCH folders under `parent` whose process
+ *  is gone — the pid of the name not alive here, and the folder's lock free (its owner holds it). */
+void kc_pch_sweep_(const char *parent);
+
+/** A burst's caller names the compiles it will make (kc_pch_announce_). */
+typedef void kc_pch_announcer(void *ctx);
+
+/**
+ * Within a burst (kc_pch_burst_): `fn(ctx)` names the compiles the burst expects, one
+ * kc_compile_expect_ (units.h) per compile.  It runs once, at the first compile that plans after
+ * this (never before: a burst that compiles nothing pays nothing, not even NVRTC's load), on that
+ * compile's thread, outside pch.c's lock, its errors set aside; compiles planning meanwhile wait for
+ * it.  `fn` NULL withdraws ctx's, waiting while it runs: call it before ctx is gone.  0 when
+ * registered; -1 when KC_PCH_ANNOUNCERS_MAX are (its sets are then not announced).  pch_burst.c.
+ */
+#define KC_PCH_ANNOUNCERS_MAX 8
+int kc_pch_announce_(kc_pch_announcer *fn, void *ctx);
+
+/** pch_burst.c, for kc_pch_plan_: run the announcers not run yet, and wait for those running. */
+void kc_pch_announce_run_(void);
+
+/** One compile the burst expects, of program `p` (nvrtc.c's kc_compile_expect_ makes it as its
+ *  compile would): its header set's count (pch.c's material, compared whole), kept until the last
+ *  burst ends; nothing outside a burst or for a program that gets no PCH. */
+void kc_pch_expect_(const kc_pch_program *p);
 
 #endif

@@ -34,6 +34,13 @@ int kc_compile_names_for_(const kc_kernel_src *k, const char *const *names, size
                           kc_compiled **out);
 
 /**
+ * Name to the PCH burst running (compile/pch.h's kc_pch_announce_) one compile of `k` for `target`
+ * that it will make: the program its compile would give NVRTC, made the same way, counted for its
+ * header set.  Nothing is compiled; no error is left.  Callers: graph (expect.c); nvrtc.c defines it.
+ */
+void kc_compile_expect_(const kc_kernel_src *k, const kc_target *target);
+
+/**
  * Compile every unit for `target` — or, with `which` (may be NULL), those units u with which[u] != 0,
  * the others left NULL — on the shared worker pool (KC_EINVAL for n > KC_UNITS_MAX); (*out)[unit]
  * is the unit's image with its lowered names.  On failure the first failing unit's error is the last error,

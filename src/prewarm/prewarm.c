@@ -31,8 +31,9 @@
 
 #include "../cache/internal.h" /* kc_cache_set_origin_manifest_ */
 #include "../common/internal.h"
-#include "../compile/pch.h" /* kc_pch_burst_ */
-#include "kcache/cuda.h"    /* kc_cuda_capability: coverage for a device */
+#include "../compile/pch.h"  /* kc_pch_burst_, kc_pch_announce_ */
+#include "../graph/expect.h" /* kc_graph_expect_compiles_ */
+#include "kcache/cuda.h"     /* kc_cuda_capability: coverage for a device */
 #include "kcache/prewarm.h"
 
 /* The report as the caller sees it, plus the graph names it lends out. */
@@ -129,6 +130,18 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* The burst's announcer ([Note: precompiled headers] in compile/pch.c), run at its first compile:
+ * every graph of the manifest for every target, a unit that graphs share once. */
+static void announce(void *ctx) {
+    pw_run *p = ctx;
+    size_t na = kc_manifest_arch_count(p->m);
+    const char **t = kc_calloc(na ? na : 1, sizeof *t);
+    if (!t) return; /* the sets go unannounced: a PCH at a set's second compile */
+    for (size_t i = 0; i < na; i++) t[i] = kc_manifest_arch(p->m, i);
+    kc_graph_expect_compiles_(p->descs, kc_manifest_graph_count(p->m), t, na);
+    free(t);
+}
+
 /* Load every spec of the manifest; on failure nothing is kept. */
 static int load_descs(const kc_manifest *m, kc_graph_desc ***out) {
     size_t n = kc_manifest_graph_count(m);
@@ -211,13 +224,15 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         size_t threads = o.jobs > 0 ? (size_t)o.jobs : cpus > 0 ? (size_t)cpus : 1;
         if (threads > p.rep->pub.variants) threads = p.rep->pub.variants;
-        kc_pch_burst_(1); /* many compiles: a header set's first makes its PCH ([Note: precompiled headers]) */
+        kc_pch_burst_(1); /* many compiles, named: a set expected twice makes its PCH at its first */
+        int announced = kc_pch_announce_(announce, &p) == 0;
         pthread_t *t = threads > 1 ? kc_calloc(threads - 1, sizeof *t) : NULL;
         size_t started = 0;
         for (; t && started < threads - 1; started++) /* fewer threads if some cannot start */
             if (pthread_create(&t[started], NULL, worker, &p) != 0) break;
         worker(&p); /* this thread works too */
         for (size_t i = 0; i < started; i++) pthread_join(t[i], NULL);
+        if (announced) kc_pch_announce_(NULL, &p); /* before p goes: a compile elsewhere may be running it */
         kc_pch_burst_(0);
         free(t);
         kc_prewarm_report *rep = &p.rep->pub;

@@ -2,8 +2,10 @@
 /*
  * test_pch.c — NVRTC precompiled headers ([Note: precompiled headers] in compile/pch.c), for real:
  * images byte-identical with and without a PCH (cubin and PTX, several targets, kernels with and
- * without the toolkit's headers), two threads on one header set, the files removed when the process
- * exits (also after a compile error) and a dead process's folder swept, and the bound on their size.
+ * without the toolkit's headers), two threads on one header set, a burst's counts (a set expected
+ * once makes no PCH, one expected twice makes it at its first compile), the files removed when the
+ * process exits (also after a compile error), a dead process's folder swept (not while another
+ * process holds its lock), and the bound on their size.
  *
  * One binary, run by several CTest entries: no argument runs the in-process tests; "exit", "sweep"
  * and "bound" run one group (the bound with KCACHE_PCH_MAX_SIZE set by CTest); "child-exit",
@@ -15,15 +17,19 @@
 #include "helpers.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/internal.h"
 #include "compile/pch.h"
+#include "compile/units.h"
 #include "kcache.h"
 
 static const char *HALF = "// half-precision scale, with the toolkit's headers\n"
@@ -274,18 +280,98 @@ static void test_two_threads(void **state) {
     kc_compiled_free(pb);
 }
 
-/* A burst (a prewarm): a header set's first compile makes its PCH. */
+/* What a burst's announcer names: kernel k for target, `times` times. */
+typedef struct expected {
+    const kc_kernel_src *k;
+    const char *target;
+    int times, ran;
+} expected;
+
+static void announce(void *ctx) {
+    expected *x = ctx;
+    kc_target t;
+    assert_int_equal(kc_target_parse(x->target, &t), KC_OK);
+    for (int i = 0; i < x->times; i++) kc_compile_expect_(x->k, &t);
+    x->ran++;
+}
+
+/* The PCH files in the process's folder now (none before it has one). */
+static size_t files_on_disk(void) {
+    kc_pch_stats ps = stats();
+    size_t n = 0;
+    DIR *d = ps.dir[0] ? opendir(ps.dir) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".pch") != NULL;
+    if (d) closedir(d);
+    assert_int_equal(n, ps.files);
+    return n;
+}
+
+/* A burst (a prewarm) names what it will compile ([Note: precompiled headers]): a header set it
+ * expects once makes no PCH, one it expects twice makes it at its first compile and uses it at its
+ * second; a set it did not name is plain at its first compile, as outside a burst. */
 static void test_burst(void **state) {
     (void)state;
     need_pch();
-    static const char *o[] = {"-frandom-seed=6", "-DBURST=1"};
-    kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", o, 2);
+    static const char *o1[] = {"-frandom-seed=6", "-DBURST=1"}, *o2[] = {"-frandom-seed=6", "-DBURST=2"},
+                      *o3[] = {"-frandom-seed=6", "-DBURST=3"};
+    kc_kernel_src once = toolkit_kernel("half.cu", HALF, "hscale", o1, 2),
+                  twice = toolkit_kernel("half.cu", HALF, "hscale", o2, 2),
+                  unnamed = toolkit_kernel("half.cu", HALF, "hscale", o3, 2);
     kc_pch_test_set_(1, 0);
     kc_pch_stats s0 = stats();
+    size_t f0 = files_on_disk();
+    expected x1 = {&once, "sm_90", 1, 0}, x2 = {&twice, "sm_90", 2, 0};
     kc_pch_burst_(1);
-    kc_compiled_free(compile(&h, "sm_90"));
-    kc_pch_burst_(0);
+    assert_int_equal(kc_pch_announce_(announce, &x1), 0);
+    assert_int_equal(kc_pch_announce_(announce, &x2), 0);
+    assert_int_equal(x1.ran + x2.ran, 0); /* not before a compile */
+    kc_compiled *a = compile(&once, "sm_90");
+    assert_int_equal(x1.ran + x2.ran, 2); /* once each, at the first compile */
+    assert_int_equal(stats().created, s0.created);
+    assert_int_equal(files_on_disk(), f0);
+    kc_compiled *b = compile(&twice, "sm_90");
+    assert_int_equal(stats().created, s0.created + 1); /* at its first compile */
+    assert_int_equal(files_on_disk(), f0 + 1);
+    kc_compiled *b2 = compile(&twice, "sm_90");
+    assert_int_equal(stats().used, s0.used + 1);
     assert_int_equal(stats().created, s0.created + 1);
+    same_bytes(b, b2);
+    kc_compiled_free(compile(&unnamed, "sm_90"));
+    assert_int_equal(stats().created, s0.created + 1);
+    kc_pch_announce_(NULL, &x1);
+    kc_pch_announce_(NULL, &x2);
+    kc_pch_burst_(0);
+    assert_int_equal(x1.ran + x2.ran, 2);
+    assert_int_equal(stats().fallbacks, s0.fallbacks);
+    kc_compiled_free(a);
+    kc_compiled_free(b);
+    kc_compiled_free(b2);
+}
+
+/* An announcer that forks while it runs: the child's own compiles must not wait for it. */
+static void fork_announce(void *ctx) {
+    pid_t *child = ctx;
+    *child = fork();
+    if (*child == 0) {
+        alarm(30); /* waiting for ever for its parent's announcer: killed, and the parent sees it */
+        kc_pch_announce_run_();
+        _exit(0);
+    }
+}
+
+/* A process forked while a burst's announcer runs has none (its parent's thread is not in it). */
+static void test_burst_fork(void **state) {
+    (void)state;
+    pid_t child = -1;
+    kc_pch_burst_(1);
+    assert_int_equal(kc_pch_announce_(fork_announce, &child), 0);
+    kc_pch_announce_run_();
+    assert_true(child > 0);
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    kc_pch_announce_(NULL, &child);
+    kc_pch_burst_(0);
 }
 
 /* ---- children: a process that makes a PCH, then exits (or fails, or is killed) ---- */
@@ -393,11 +479,60 @@ static void test_sweep(void **state) {
     kc_kernel_src h = toolkit_kernel("half.cu", HALF, "hscale", seed, 1);
     for (int i = 0; i < 2; i++) kc_compiled_free(compile(&h, "sm_80"));
     assert_int_equal(stats().files, 1);
+    int own = open(stats().dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* its owner holds its lock */
+    assert_true(own >= 0);
+    assert_int_equal(flock(own, LOCK_EX | LOCK_NB), -1);
+    assert_int_equal(errno, EWOULDBLOCK);
+    close(own);
     assert_false(exists(dead)); /* swept */
     assert_true(exists(live));
     assert_true(exists(link) && exists(path)); /* never followed */
     if (chowned) assert_true(exists(other));
     rmdir(live), unlink(link), unlink(path), rmdir(target), rmdir(other);
+}
+
+/* A folder of a pid that is not alive here, whose lock another process holds (its owner, in another
+ * PID namespace sharing the folder), is kept; one whose lock is free is removed, and so is the first
+ * once its holder is gone.  No compile: the sweep alone. */
+static void test_sweep_lock(void **state) {
+    (void)state;
+    char parent[] = "/tmp/kc-pch-sweeplock-XXXXXX", held[4200], freed[4200], file[4300];
+    assert_non_null(mkdtemp(parent));
+    snprintf(held, sizeof held, "%s/kcache-pch-%lu-999999996-held00", parent, (unsigned long)getuid());
+    snprintf(freed, sizeof freed, "%s/kcache-pch-%lu-999999995-free00", parent, (unsigned long)getuid());
+    assert_int_equal(mkdir(held, 0700), 0);
+    assert_int_equal(mkdir(freed, 0700), 0);
+    snprintf(file, sizeof file, "%s/1.pch", held);
+    fclose(fopen(file, "w"));
+    snprintf(file, sizeof file, "%s/1.pch", freed);
+    fclose(fopen(file, "w"));
+    int locked[2], hold[2];
+    assert_int_equal(pipe(locked), 0);
+    assert_int_equal(pipe(hold), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* the owner: its folder locked until the parent closes `hold` */
+        close(locked[0]), close(hold[1]);
+        int fd = open(held, O_RDONLY | O_DIRECTORY);
+        char c = fd >= 0 && flock(fd, LOCK_EX) == 0 ? 'y' : 'n';
+        if (write(locked[1], &c, 1) != 1) _exit(1);
+        while (read(hold[0], &c, 1) > 0) {}
+        _exit(0);
+    }
+    close(locked[1]), close(hold[0]);
+    char c = 0;
+    assert_int_equal(read(locked[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    kc_pch_sweep_(parent);
+    assert_true(exists(held)); /* its pid is not alive here, but its lock is held */
+    assert_false(exists(freed));
+    close(hold[1]); /* the owner exits: its lock goes */
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(locked[0]);
+    kc_pch_sweep_(parent);
+    assert_false(exists(held));
+    assert_int_equal(rmdir(parent), 0);
 }
 
 /* A long burst under a tiny bound: never more bytes than the bound, the files on disk as counted,
@@ -535,6 +670,8 @@ int main(int argc, char **argv) {
                                             cmocka_unit_test(test_option_spaced),
                                             cmocka_unit_test(test_error_then_plain),
                                             cmocka_unit_test(test_tree_walk),
+                                            cmocka_unit_test(test_sweep_lock),
+                                            cmocka_unit_test(test_burst_fork),
                                             cmocka_unit_test(test_parent_path)};
     const struct CMUnitTest exiting[] = {cmocka_unit_test(test_removed_at_exit)};
     const struct CMUnitTest sweeping[] = {cmocka_unit_test(test_sweep)};
