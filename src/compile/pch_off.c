@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,10 +31,24 @@
 /* Options that keep PCH off: NVRTC's own PCH options, a pre-included file (before the prefix), and
  * those whose bytes differed ([Note: precompiled headers]). */
 static int option_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
+/* Whether the option's own name (before any '=') says "pch": NVRTC's PCH options (--pch, --create-pch,
+ * --use-pch, --pch-dir, …), however spelled.  A folder or a macro glued to -I, -D or -U is no name: a
+ * toolkit under /opt/epoch/ keeps its PCH. */
+static int names_pch(const char *o) {
+    static const char *const operand[] = {"-I", "-D", "-U"};
+    for (size_t i = 0; i < KC_ARRAY_LEN(operand); i++)
+        if (!strncmp(o, operand[i], 2)) return 0;
+    const char *eq = strchr(o, '=');
+    size_t n = eq ? (size_t)(eq - o) : strlen(o);
+    for (size_t i = 0; i + 3 <= n; i++)
+        if (!strncasecmp(o + i, "pch", 3)) return 1;
+    return 0;
+}
+
 int kc_pch_option_refused_(const char *o) {
     static const char *const off[] = {"-G", "--device-debug", "-dopt", "--dopt", "-include", "--pre-include"};
-    if (strstr(o, "pch")) return 1;
     while (option_space((unsigned char)*o)) o++; /* as NVRTC reads it (options.c trims the same) */
+    if (names_pch(o)) return 1;
     size_t n = strlen(o);
     while (n && option_space((unsigned char)o[n - 1])) n--;
     for (size_t i = 0; i < KC_ARRAY_LEN(off); i++) {

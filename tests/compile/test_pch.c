@@ -207,6 +207,24 @@ static void test_names_main_file(void **state) {
     names_main_file("__device__ const char kc_base[] = KC_CAT(__BASE, _FILE__);");
 }
 
+/* NVRTC's own PCH options keep kcache's off, however spelled; "pch" in a folder or macro does not. */
+static void test_option_names_pch(void **state) {
+    (void)state;
+    static const char *const refused[] = {"--pch",
+                                          "-pch",
+                                          " --create-pch=/x",
+                                          "--use-pch=y",
+                                          "--pch-dir=/d",
+                                          "--PCH",
+                                          "--instantiate-templates-in-pch=true",
+                                          "-G"};
+    static const char *const kept[] = {
+        "-I/opt/epoch/cuda", "-DUSE_PCH=1", "-UPCH", "--std=c++17", "--include-path=/opt/epoch/include",
+        "--define-macro=PCH"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) assert_true(kc_pch_option_refused_(refused[i]));
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) assert_false(kc_pch_option_refused_(kept[i]));
+}
+
 /* An option NVRTC reads as -G keeps PCH off, however it is spaced. */
 static void test_option_spaced(void **state) {
     (void)state;
@@ -668,6 +686,7 @@ int main(int argc, char **argv) {
                                             cmocka_unit_test(test_burst),
                                             cmocka_unit_test(test_names_main_file),
                                             cmocka_unit_test(test_option_spaced),
+                                            cmocka_unit_test(test_option_names_pch),
                                             cmocka_unit_test(test_error_then_plain),
                                             cmocka_unit_test(test_tree_walk),
                                             cmocka_unit_test(test_sweep_lock),
