@@ -69,6 +69,25 @@ static const char *dir_of(kc_cache *c) {
     return c && kc_cache_mode(c) != KC_CACHE_DISABLED && kc_cache_local_(c) ? kc_local_root(kc_cache_local_(c)) : "";
 }
 
+/* The memo's key "<dir>\n<layer>\n<pin>" into mkey[PATH_MAX] by copies (every lookup forms it; snprintf
+ * cost a hit a thousand instructions); "" when it does not fit: never a key a choice is stored under. */
+static void memo_key(char *mkey, const char *dir, kc_config_origin from, const char *pin) {
+    size_t dl = strlen(dir), pl = strlen(pin);
+    char layer[12], *l = layer + sizeof layer; /* the layer in decimal, as "%d" wrote it */
+    unsigned v = (unsigned)from < 1000000u ? (unsigned)from : 0u;
+    do *--l = (char)('0' + v % 10), v /= 10;
+    while (v);
+    size_t ll = (size_t)(layer + sizeof layer - l);
+    if ((unsigned)from >= 1000000u || dl + ll + pl + 3 > PATH_MAX) {
+        mkey[0] = '\0';
+        return;
+    }
+    char *p = mkey;
+    memcpy(p, dir, dl), p += dl, *p++ = '\n';
+    memcpy(p, l, ll), p += ll, *p++ = '\n';
+    memcpy(p, pin, pl + 1);
+}
+
 static int memo_find(const char *dir, kc_toolchain_choice *out) {
     int found = 0;
     pthread_mutex_lock(&memo_mu);
@@ -187,8 +206,7 @@ int kc_cache_toolchain(kc_cache *c, kc_toolchain_choice *out) {
     /* The memo's key: the directory and this handle's pin and its layer (two handles on one
      * directory may pin differently: each gets its own choice, never the other's). */
     char mkey[PATH_MAX];
-    if (snprintf(mkey, sizeof mkey, "%s\n%d\n%s", dir, (int)from, cfg->v.toolchain) >= (int)sizeof mkey)
-        mkey[0] = '\0'; /* too long to memoise: "" is never a key a choice is stored under below */
+    memo_key(mkey, dir, from, cfg->v.toolchain);
     if (mkey[0] && memo_find(mkey, out)) return KC_OK;
     const char *env = from >= KC_ORIGIN_ENVIRONMENT ? cfg->v.toolchain : "";
     if (env && *env) {

@@ -32,7 +32,7 @@ int kc_graph_toolkit_id_(kc_cache *c, const kc_graph_desc *d, char out[33]) {
     int any = kc_spec_direct_lazy_(d) ? d->direct->toolkit : 0;
     for (size_t i = 0; !kc_spec_direct_lazy_(d) && i < d->nkernels; i++)
         any |= (d->kernels[i].flags & KC_KERNEL_TOOLKIT_HEADERS) != 0;
-    if (!any) return KC_OK;
+    if (!any || kc_toolkit_digest_known(out)) return KC_OK; /* walked in this process: no name to format */
     char who[300];
     snprintf(who, sizeof who, "graph '%.200s'", d->name);
     return kc_toolkit_id_for_(c, who, out);
