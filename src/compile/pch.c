@@ -322,17 +322,15 @@ void kc_pch_load_(void *lib) {
     kc_log(KC_LOG_COMPILE, "pch: %s", g.on ? "on" : v->pch ? "this NVRTC has none (12.8 and later have)" : "off");
 }
 
-/* Drop the oldest record with no file and no user (under the lock). */
+/* Drop the oldest record with no file and no user, one a burst expects no uses of first (under the lock). */
 static void drop_one(void) {
     pch_entry **drop = NULL;
     for (pch_entry **q = &g.head; *q; q = &(*q)->next)
-        if ((*q)->state != READY && (*q)->state != CREATING && (*q)->users == 0 && (*q)->waiters == 0) drop = q;
-    if (!drop) return;
-    pch_entry *d = *drop;
-    *drop = d->next;
-    free(d->material);
-    free(d);
-    g.nrec--;
+        if ((*q)->state != READY && (*q)->state != CREATING && (*q)->users == 0 && (*q)->waiters == 0 &&
+            (!drop || (*drop)->want > 0 || (*q)->want == 0))
+            drop = q;
+    pch_entry *d = drop ? *drop : NULL;
+    if (d) *drop = d->next, free(d->material), free(d), g.nrec--;
 }
 
 /* The record of `m` (under the lock; m is taken), made when new; NULL when out of memory. */

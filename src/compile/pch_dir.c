@@ -33,7 +33,8 @@
 /* Remove the files of the folder open as `fd` (never following a link, never into a folder); fd is
  * left open. */
 static void remove_files_at(int fd) {
-    int dup_fd = dup(fd); /* fdopendir owns what it is given; fd (and its lock) stay the caller's */
+    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC,
+                       0); /* fdopendir owns what it is given; fd (and its lock) stay the caller's */
     DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
     if (!d) {
         if (dup_fd >= 0) close(dup_fd);

@@ -101,6 +101,11 @@ for args in "fifo.cu --name k" "k.cu --name k --header scale.h=fifo.cu" "dir.cu 
     grep -qF "$want" err.txt || bad "$args: not '$want': $(cat err.txt)"
     grep -q '"status": "KC_EINVAL"' out.json || bad "$args: no --json failure object: $(cat out.json)"
 done
+# A file that says 0 bytes but has more (/proc, some FUSE) is read to its end: its text reaches NVRTC.
+if [ -r /proc/self/status ]; then
+    KCACHE_REQUIRE_HIT= "$KC" --cache-dir "$T/c" compile /proc/self/status --name k --target sm_80 >/dev/null 2>err.txt
+    grep -q "Name:" err.txt || bad "/proc/self/status read as empty: $(cat err.txt)"
+fi
 out=$(KCACHE_REQUIRE_HIT= "$KC" --cache-dir /proc/no/such compile k.cu --name k --target sm_80 --json 2>/dev/null)
 echo "$out" | grep -q '"result": "failed"' || bad "a cache that cannot be opened: no --json failure object: '$out'"
 # The key does not hold how the path is spelled; --file-name names the file (another key).

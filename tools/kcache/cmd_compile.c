@@ -136,13 +136,20 @@ static char *read_text(const char *path, const char *what) {
     else if (!S_ISREG(st.st_mode)) rc = fail_with(KC_EINVAL, "%s '%s' is not a regular file", what, path);
     else if ((uint64_t)st.st_size > MAX_FILE)
         rc = fail_with(KC_EINVAL, "%s '%s' is %lld bytes, over the cap of 64 MiB", what, path, (long long)st.st_size);
-    else if (!(b = malloc((size_t)st.st_size + 1))) rc = fail_with(KC_ENOMEM, "%s '%s': out of memory", what, path);
-    while (!rc && len < (size_t)st.st_size) {
-        ssize_t r = read(fd, b + len, (size_t)st.st_size - len);
+    /* Read to the end, not to st_size: a file that says 0 bytes may have more (/proc, some FUSE). */
+    size_t cap = rc ? 0 : (size_t)st.st_size + 2; /* the text, its NUL, and room to see the end */
+    while (!rc) {
+        if (len + 1 >= cap || !b) {
+            char *nb = len + 1 >= cap ? realloc(b, cap *= 2) : malloc(cap);
+            if (!nb) rc = fail_with(KC_ENOMEM, "%s '%s': out of memory", what, path);
+            else b = nb;
+            if (rc) break;
+        }
+        ssize_t r = read(fd, b + len, cap - 1 - len);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) rc = fail_with(KC_EIO, "cannot read %s '%s': %s", what, path, strerror(errno));
-        if (r <= 0) break; /* 0: shrank under us; what was read is the text */
-        len += (size_t)r;
+        if (r <= 0) break;
+        if ((len += (size_t)r) > MAX_FILE) rc = fail_with(KC_EINVAL, "%s '%s' is over the cap of 64 MiB", what, path);
     }
     close(fd);
     if (!rc && memchr(b, 0, len)) rc = fail_with(KC_EINVAL, "%s '%s': a NUL byte inside (not a text file)", what, path);
