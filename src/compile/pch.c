@@ -33,8 +33,10 @@
  *    creation and a 140 MB write: a header set's FIRST compile is plain, its second creates, later
  *    ones use.  A burst (kc_pch_burst_: a prewarm) names the compiles it expects (kc_pch_announce_,
  *    run at its first compile: a burst of hits pays nothing; counted by set_of's material, as uses
- *    match): a set expected twice or more creates at its first compile, one expected once none (the
- *    bundled graphs' 9 files of 9–140 MB served 3 uses), one not named is as outside a burst.  A
+ *    match): a set expected three times or more creates at its first compile, one expected once or
+ *    twice none (the bundled graphs' 9 files of 9–140 MB served 3 uses; made for the 3 sets of two,
+ *    0.94× without: their second compile, beside the first, waits for the creation), one not named
+ *    is as outside a burst.  A
  *    compile that finds its PCH being made waits for it (the creator has the CPU meanwhile).
  *  - two threads using one PCH, or two, or one creating while one uses: the same bytes, no failure;
  *    NVRTC does that itself, so uses are not serialized here.
@@ -368,11 +370,11 @@ static void heap_grow(void) {
     }
 }
 
-/* Whether e's compile now makes its PCH, when it may (the [Note]): a set a burst announced when a later
- * compile of the burst is expected (or more came than announced), any other at its second compile. */
+/* Whether e's compile makes its PCH now (the [Note]): a set a burst announced thrice or more while one
+ * more is expected (or more came than announced), any other at its second compile. */
 static int wants_file(const pch_entry *e) {
     if (g.first) return 1;
-    if (g.bursts > 0 && e->want > 0) return e->had != e->want;
+    if (g.bursts > 0 && e->want > 0) return e->had > e->want || (e->want >= 3 && e->had != e->want);
     return e->seen >= 2;
 }
 

@@ -57,8 +57,8 @@ int kc_pch_done_(kc_pch_plan *plan, int ok, void *prog, char *log);
 
 /**
  * A caller begins (1) or ends (0) a burst of compiles — a prewarm — whose compiles it can name
- * (kc_pch_announce_): while one runs, a header set announced twice or more makes its PCH at its
- * first compile, one announced once makes none; a set not announced makes its PCH at its second
+ * (kc_pch_announce_): while one runs, a header set announced thrice or more makes its PCH at its
+ * first compile, one announced once or twice makes none; a set not announced makes its PCH at its second
  * compile, as outside a burst.  Nests; the counts go when the last burst ends.
  */
 void kc_pch_burst_(int begin);

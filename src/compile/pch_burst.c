@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compile/pch_burst.c — a burst's announcers: the callers that can name, before a burst compiles,
- * what it will compile ([Note: precompiled headers] in pch.c: a header set expected twice gets its
- * PCH at its first compile, one expected once gets none).
+ * what it will compile ([Note: precompiled headers] in pch.c: a header set expected thrice gets its
+ * PCH at its first compile, one expected once or twice none).
  *
  * The one idea: an announcer runs late and once — at the first compile that plans after it was
  * registered, on that compile's thread — so a burst that compiles nothing (a warm prewarm, every

@@ -2,7 +2,7 @@
 /*
  * graph/expect.c — the compiles a set of graphs will make for a set of targets, named to the
  * compile part before they run ([Note: precompiled headers] in compile/pch.c: in a burst, a header
- * set expected twice gets its PCH at its first compile, one expected once gets none).
+ * set expected thrice gets its PCH at its first compile, one expected once or twice none).
  *
  * The one idea: what a cold prewarm compiles follows from its descriptions alone — each graph's
  * compile units for each target, a unit that several graphs share compiled once ([Note:

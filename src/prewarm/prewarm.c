@@ -224,7 +224,7 @@ int kc_prewarm(kc_cache *c, const kc_manifest *m, const kc_prewarm_options *opts
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         size_t threads = o.jobs > 0 ? (size_t)o.jobs : cpus > 0 ? (size_t)cpus : 1;
         if (threads > p.rep->pub.variants) threads = p.rep->pub.variants;
-        kc_pch_burst_(1); /* many compiles, named: a set expected twice makes its PCH at its first */
+        kc_pch_burst_(1); /* many compiles, named: a set expected thrice makes its PCH at its first */
         int announced = kc_pch_announce_(announce, &p) == 0;
         pthread_t *t = threads > 1 ? kc_calloc(threads - 1, sizeof *t) : NULL;
         size_t started = 0;
