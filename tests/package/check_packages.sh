@@ -52,8 +52,11 @@ for p in "$lib" libkcache-dev kcache; do
   [ "$(field "$p" Version)" = "$version" ] || fail "$p: Version $(field "$p" Version), version.h says $version"
   field "$p" Depends | grep -q -- '-dev' && fail "$p depends on a -dev package: $(field "$p" Depends)"
 done
+# The listing is read whole first: `tar -t | grep -q` under pipefail failed when grep, done at its
+# match, closed the pipe while tar still wrote (SIGPIPE), as it sometimes did for shlibs.
+ctrl=$(dpkg-deb --ctrl-tarfile "$(deb "$lib")" | tar -t)
 for c in shlibs triggers; do
-  dpkg-deb --ctrl-tarfile "$(deb "$lib")" | tar -t | grep -q "$c" || fail "$lib has no $c file"
+  grep -qx "./$c" <<<"$ctrl" || fail "$lib has no $c file (its control files: $(echo $ctrl))"
 done
 echo "package: $lib, libkcache-dev, kcache $version; Depends of $lib: $(field "$lib" Depends)"
 
