@@ -91,40 +91,19 @@ char *kc_buf_take_str(kc_buf *b) {
     return s;
 }
 
-const uint8_t *kc_rd_bytes(kc_reader *r, size_t n) {
-    if (r->bad || n > r->left) {
-        r->bad = 1;
-        return NULL;
-    }
-    const uint8_t *p = r->p;
-    r->p += n;
-    r->left -= n;
-    return p;
-}
 
-uint8_t kc_rd_next_u8(kc_reader *r) {
-    const uint8_t *p = kc_rd_bytes(r, 1);
-    return p ? p[0] : 0;
-}
-uint16_t kc_rd_next_u16(kc_reader *r) {
-    const uint8_t *p = kc_rd_bytes(r, 2);
-    return p ? kc_rd_u16(p) : 0;
-}
-uint32_t kc_rd_next_u32(kc_reader *r) {
-    const uint8_t *p = kc_rd_bytes(r, 4);
-    return p ? kc_rd_u32(p) : 0;
-}
-uint64_t kc_rd_next_u64(kc_reader *r) {
-    const uint8_t *p = kc_rd_bytes(r, 8);
-    return p ? kc_rd_u64(p) : 0;
-}
+/* Two digits per byte from one table: every lookup names its files by a key's hex. */
+static const char hex_pairs[513] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+                                   "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+                                   "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+                                   "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+                                   "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+                                   "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+                                   "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+                                   "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
 void kc_hex(const uint8_t *p, size_t n, char *out) {
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
+    for (size_t i = 0; i < n; i++) memcpy(out + 2 * i, hex_pairs + 2 * p[i], 2);
     out[2 * n] = '\0';
 }
 

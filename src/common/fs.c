@@ -75,6 +75,10 @@ int kc_sys_open(const char *path, int flags, mode_t mode) {
     KC_FAULT(KC_FS_OPEN);
     return open(path, flags | O_CLOEXEC, mode);
 }
+int kc_sys_openat(int dirfd, const char *path, int flags, mode_t mode) {
+    KC_FAULT(KC_FS_OPEN);
+    return openat(dirfd, path, flags | O_CLOEXEC, mode);
+}
 ssize_t kc_sys_write(int fd, const void *p, size_t n) {
     KC_FAULT(KC_FS_WRITE);
     return write(fd, p, n);
@@ -152,8 +156,19 @@ DIR *kc_fs_opendir_nofollow(const char *path) {
     return d;
 }
 
+/* The open file's stat, when it is a regular file of at most `max` bytes; else the error that says so. */
+static int stat_fits(int fd, const char *path, size_t max, struct stat *st) {
+    if (fstat(fd, st) != 0) return kc_err_errno(errno, "fstat '%s'", path);
+    if (!S_ISREG(st->st_mode)) return kc_err(KC_ECORRUPT, "'%s' is not a regular file", path);
+    if ((uint64_t)st->st_size > max)
+        return kc_err(KC_ECORRUPT, "'%s' is %lld bytes, over the cap of %zu", path, (long long)st->st_size, max);
+    return KC_OK;
+}
+
 /* The one reader: `nofollow` refuses a symbolic link as the last part of `path` (files inside
  * the cache); without it a link the user named is followed (inputs). */
+static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len, struct stat *st_out);
+
 static int read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st_out, bool nofollow) {
     *out = NULL;
     *len = 0;
@@ -164,19 +179,16 @@ static int read_file(const char *path, size_t max, void **out, size_t *len, stru
         if (errno == ENOENT) return KC_MISS;
         return kc_err_errno(errno, "opening '%s'", path);
     }
+    return read_fd(fd, path, max, out, len, st_out);
+}
+
+/* The whole of open file `fd` (`path`), sized by its stat, into *out; closes fd. */
+static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len, struct stat *st_out) {
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
+    int rc = stat_fits(fd, path, max, &st);
+    if (rc) {
         close(fd);
-        return kc_err_errno(e, "fstat '%s'", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return kc_err(KC_ECORRUPT, "'%s' is not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > max) {
-        close(fd);
-        return kc_err(KC_ECORRUPT, "'%s' is %lld bytes, over the cap of %zu", path, (long long)st.st_size, max);
+        return rc;
     }
     size_t size = (size_t)st.st_size;
     uint8_t *buf = kc_malloc(size + 1);
@@ -204,8 +216,82 @@ static int read_file(const char *path, size_t max, void **out, size_t *len, stru
     return KC_OK;
 }
 
+/*
+ * [Note: the reader without fstat] A hit reads two files, and a fstat per file was a sixth of a
+ * warm in-process hit over its floor.  When the caller needs no stat, a file inside the cache is
+ * read without one: one read of up to READ_FIRST bytes, and a read shorter than asked is the end
+ * of a regular file (read(2) returns less only at the end, or on a signal that kills us).  What
+ * that cannot tell apart goes to read_file, which states it as before: nothing read (an empty
+ * file, a FIFO with no writer), EISDIR or EAGAIN (a folder, a FIFO), and a first read that
+ * filled the buffer (the file's size, and the cap, come from its fstat).  A FIFO that does hand
+ * out bytes is an input like any other: the decoder checks every byte it uses.  Only the cache's
+ * owner can make one there (safedir.c); another user's cache is read with a stat (local.c).
+ */
+enum { READ_FIRST = 16 * 1024 };
+
+static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got);
+
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st) {
-    return read_file(path, max, out, len, st, true);
+    return kc_fs_read_file_at(AT_FDCWD, path, path, max, out, len, st);
+}
+
+int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, void **out, size_t *len,
+                       struct stat *st) {
+    *out = NULL;
+    *len = 0;
+    int fd = kc_sys_openat(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0);
+    if (fd < 0 && errno == ENOENT && dirfd != AT_FDCWD) /* the folder held open was moved or removed */
+        return kc_fs_read_file_at(AT_FDCWD, path, path, max, out, len, st);
+    if (fd < 0) return errno == ENOENT ? KC_MISS : kc_err_errno(errno, "opening '%s'", path);
+    if (st) return read_fd(fd, path, max, out, len, st);
+    uint8_t first[READ_FIRST]; /* on the stack: the bytes are copied once into a buffer of their size */
+    size_t cap = max < READ_FIRST ? max + 1 : READ_FIRST;
+    ssize_t r;
+    while ((r = kc_sys_read(fd, first, cap)) < 0 && errno == EINTR) {}
+    size_t got = r > 0 ? (size_t)r : 0;
+    if (r < 0 && errno != EISDIR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        int e = errno;
+        close(fd);
+        return kc_err_errno(e, "reading '%s'", path);
+    }
+    if (got == 0) { /* the kinds of file read_file names: empty, a FIFO, a folder */
+        close(fd);
+        return read_file(path, max, out, len, NULL, true);
+    }
+    uint8_t *buf = kc_malloc(got + 1);
+    int rc = buf ? KC_OK : kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+    if (buf) memcpy(buf, first, got);
+    if (buf && got == cap) rc = read_rest(fd, path, max, &buf, &got);
+    close(fd);
+    if (rc == KC_OK && got > max) /* read past the cap: the file grew, or shrank after its bytes were read */
+        rc = kc_err(KC_ECORRUPT, "'%s' is over the cap of %zu bytes", path, max);
+    if (rc != KC_OK) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = got;
+    return KC_OK;
+}
+
+/* The rest of a file whose first read filled *buf: its size from its fstat, as read_file does. */
+static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got) {
+    struct stat st;
+    int rc = stat_fits(fd, path, max, &st);
+    if (rc) return rc;
+    size_t size = (size_t)st.st_size;
+    if (size <= *got) return KC_OK; /* shrank under us: the decoder will see the short length */
+    uint8_t *bigger = kc_realloc(*buf, size + 1);
+    if (!bigger) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+    *buf = bigger;
+    while (*got < size) {
+        ssize_t r = kc_sys_read(fd, bigger + *got, size - *got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return kc_err_errno(errno, "reading '%s'", path);
+        if (r == 0) break;
+        *got += (size_t)r;
+    }
+    return KC_OK;
 }
 
 int kc_fs_read_input(const char *path, size_t max, void **out, size_t *len, struct stat *st) {

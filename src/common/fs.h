@@ -48,6 +48,8 @@ void kc_fs_crash_at(long nth);
 
 /* Thin wrappers over the system calls, each a fault-injection point. */
 int kc_sys_open(const char *path, int flags, mode_t mode);
+/** openat(2) with O_CLOEXEC added; a fault point of KC_FS_OPEN, as kc_sys_open. */
+int kc_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
 ssize_t kc_sys_write(int fd, const void *p, size_t n);
 ssize_t kc_sys_read(int fd, void *p, size_t n);
 int kc_sys_fsync(int fd);
@@ -74,6 +76,16 @@ int kc_fs_fd_is_regular(int fd);
  * profiles, toolkit memos.
  */
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st);
+
+/**
+ * kc_fs_read_file of `rel` under the open folder `dirfd` (AT_FDCWD: `rel` is `path`): a path
+ * lookup of two names where `path` walks them all.  `path` is the same file's full name: errors
+ * name it, and a file absent under `dirfd` is looked for there too (the folder held open may
+ * have been moved or removed since).  Without `st`, no stat is made unless one is needed to say
+ * what the file is ([Note: the reader without fstat]).  Callers: the local store's hits.
+ */
+int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, void **out, size_t *len,
+                       struct stat *st);
 
 /**
  * Read a whole regular file the user named (a spec, source, manifest, bundle, key file):

@@ -164,11 +164,33 @@ static inline kc_reader kc_reader_make(const void *p, size_t n) {
     kc_reader r = {(const uint8_t *)p, n, 0};
     return r;
 }
-const uint8_t *kc_rd_bytes(kc_reader *r, size_t n);
-uint8_t kc_rd_next_u8(kc_reader *r);
-uint16_t kc_rd_next_u16(kc_reader *r);
-uint32_t kc_rd_next_u32(kc_reader *r);
-uint64_t kc_rd_next_u64(kc_reader *r);
+/* Inline: every decode reads its fields through these. */
+static inline const uint8_t *kc_rd_bytes(kc_reader *r, size_t n) {
+    if (r->bad || n > r->left) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    r->left -= n;
+    return p;
+}
+static inline uint8_t kc_rd_next_u8(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 1);
+    return p ? p[0] : 0;
+}
+static inline uint16_t kc_rd_next_u16(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 2);
+    return p ? kc_rd_u16(p) : 0;
+}
+static inline uint32_t kc_rd_next_u32(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 4);
+    return p ? kc_rd_u32(p) : 0;
+}
+static inline uint64_t kc_rd_next_u64(kc_reader *r) {
+    const uint8_t *p = kc_rd_bytes(r, 8);
+    return p ? kc_rd_u64(p) : 0;
+}
 
 /* ---- hex ---- */
 void kc_hex(const uint8_t *p, size_t n, char *out);  /* writes 2n chars + NUL */

@@ -52,6 +52,16 @@ int kc_target_supported(const char *toolchain, kc_target_list *out) {
 }
 
 int kc_target_known_(const char *name, const char *where, kc_target *out) {
+    /* The last name the table knew, per thread: the table is built once per process and never
+     * changes, so a name it knew it knows (a lookup asks on every call, mostly for one name). */
+    static __thread struct {
+        char name[16];
+        kc_target t;
+    } last;
+    if (name && last.name[0] && strncmp(name, last.name, sizeof last.name) == 0) {
+        *out = last.t;
+        return KC_OK;
+    }
     kc_target_list table = KC_TARGET_LIST_INIT;
     kc_target t;
     kc_target_table(&table);
@@ -60,6 +70,7 @@ int kc_target_known_(const char *name, const char *where, kc_target *out) {
     int parsed = name && kc_target_parse(name, &t) == KC_OK;
     kc_err_restore(&keep);
     if (parsed && kc_target_list_has(&table, &t)) {
+        if (strlen(name) < sizeof last.name) snprintf(last.name, sizeof last.name, "%s", name), last.t = t;
         *out = t;
         return KC_OK;
     }

@@ -126,7 +126,7 @@ int kc_image_entry_read(const kc_entry *e, const kc_image_ref *want, int full, k
     kc_key_to_hex(kc_entry_key(e), hex);
     if (strcmp(kc_entry_variant(e), KC_VARIANT_IMAGE) != 0)
         return kc_err(KC_ECORRUPT, "%s.%s is not an image", hex, kc_entry_variant(e));
-    kc_reader r;
+    kc_reader r = {0};
     int rc = section_of(e, KC_SECTION_IMAGE, "IMAGE", &r);
     if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "image %s: no IMAGE section", hex) : rc;
     kc_image_ref ref;
@@ -174,7 +174,7 @@ int kc_entry_images(const kc_entry *e, kc_image_ref **out, size_t *n) {
     if (!e || !out || !n) return kc_err(KC_EINVAL, "kc_entry_images: NULL argument");
     *out = NULL;
     *n = 0;
-    kc_reader r;
+    kc_reader r = {0};
     int rc = section_of(e, KC_SECTION_IMAGES, "IMAGES", &r);
     if (rc) return rc;
     uint32_t count = kc_rd_next_u32(&r);
@@ -240,7 +240,7 @@ int kc_unit_entry_new(kc_entry **out, const kc_key *unit_key, const kc_image_ref
 typedef int (*unit_visit)(void *ctx, const uint8_t *ex, uint32_t el, const uint8_t *lo, uint32_t ll);
 static int unit_walk(const kc_entry *e, kc_image_ref *ref, unit_visit visit, void *ctx) {
     if (strcmp(kc_entry_variant(e), KC_VARIANT_UNIT) != 0) return kc_err(KC_ECORRUPT, "not a unit record");
-    kc_reader r;
+    kc_reader r = {0};
     int rc = section_of(e, KC_SECTION_UNIT, "UNIT", &r);
     if (rc) return rc == KC_MISS ? kc_err(KC_ECORRUPT, "unit record without its UNIT section") : rc;
     if (!get_ref(&r, ref)) return kc_err(KC_ECORRUPT, "unit record: malformed reference");

@@ -270,6 +270,14 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         free(l);
         return rc;
     }
+    /*
+     * [Note: the folder held open] A hit opens its files by their names under v1/ held open: two
+     * names to look up, where the full path walks every folder above the cache too.  Which file a
+     * name is does not change (the key is in the name and the bytes are checked), so a v1/ moved
+     * since still serves good entries; one removed or replaced makes every name absent there, and
+     * kc_fs_read_file_at then looks under the path.  Writes, removals and the cleaner use paths.
+     */
+    l->v1fd = open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     l->backend.version = KC_STORE_BACKEND_VERSION;
     l->backend.name = "local";
     l->backend.ctx = l;
@@ -284,6 +292,7 @@ void kc_local_set_max_size(kc_local *l, uint64_t max_size) {
 void kc_local_free(kc_local *l) {
     if (!l) return;
     kc_local_flush(l);
+    if (l->v1fd >= 0) close(l->v1fd);
     pthread_mutex_destroy(&l->flush_mu);
     free(l);
 }
@@ -311,19 +320,17 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     if (rc) return rc;
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
-    struct stat st;
-    rc = kc_fs_read_file(path, KC_ENTRY_MAX_BYTES, out, len, &st);
-    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
-    if (!use) return rc;
     struct timespec ts; /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
     clock_gettime(KC_CLOCK_REALTIME_COARSE, &ts);
     time_t now = ts.tv_sec;
-    if (rc == KC_OK && !l->readonly && (st.st_mtime + TOUCH_AFTER_S < now || st.st_mtime > now + TOUCH_AFTER_S)) {
-        /* LRU clock: refresh the hit's time, a time in the future too (the clock stepped back:
-         * local_gc.c orders it before every sane time); a vanished file is fine. */
-        if (utimensat(AT_FDCWD, path, NULL, 0) != 0 && errno != ENOENT)
-            kc_log(KC_LOG_STORE, "touch %s: %s", path, strerror(errno));
-    }
+    bool touch = use && !l->readonly, need_st = l->foreign || (touch && kc_local_touch_needs_stat_(l, name, now));
+    struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
+    int at = l->v1fd >= 0 ? l->v1fd : AT_FDCWD; /* [Note: the folder held open] */
+    rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, KC_ENTRY_MAX_BYTES, out, len,
+                            need_st ? &st : NULL);
+    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
+    if (!use) return rc;
+    if (rc == KC_OK && touch && need_st) kc_local_touch_(l, path, name, &st, now);
     kc_local_maybe_flush_(l);
     return rc;
 }

@@ -38,6 +38,7 @@
 #define KC_CLOCK_MONOTONIC_COARSE CLOCK_MONOTONIC
 #endif
 #define TOUCH_AFTER_S 2    /* refresh mtime on a hit when older than this */
+#define TOUCH_MEMO 256     /* hits this process remembers as fresh ([Note: the touch memo] in local_touch.c) */
 #define TEMP_STALE_S 3600  /* temp files older than this are orphans */
 #define AUTO_GC_TARGET 0.9 /* an automatic cleanup evicts down to 90% of the limit */
 #define ENTRY_SUFFIX ".kce"
@@ -47,6 +48,7 @@
 struct kc_local {
     char root[PATH_MAX]; /* <dir> */
     char v1[PATH_MAX];   /* <dir>/v1 */
+    int v1fd;            /* <dir>/v1 held open for hits' reads ([Note: the folder held open]); -1: none */
     uint64_t max_size;
     bool readonly;
     bool found_readonly;                     /* opened read-write, but the directory refuses writes: opened read-only */
@@ -61,12 +63,26 @@ struct kc_local {
     int64_t approx_bytes; /* total bytes, refreshed from the stats files */
     uint64_t approx_at_ns;
     kc_store_backend backend;
+    struct {
+        uint64_t name;     /* a hash of the store name; 0: none */
+        int64_t until;     /* no touch is due before this second (realtime) */
+    } touched[TOUCH_MEMO]; /* atomics, relaxed: a torn pair costs one stat or one touch */
 };
 
 /* ---- local.c ---- */
 
 /** The shard folder of `name`, made when missing: for a write into it.  Callers: local.c, local_batch.c. */
 int kc_local_real_shard_(const kc_local *l, const char *name);
+
+/* ---- local_touch.c ---- */
+
+/** Whether the hit of `name` at second `now` needs its file's stat: no, when this process saw the
+ *  file's time within its last TOUCH_AFTER_S ([Note: the touch memo]).  Callers: local.c. */
+bool kc_local_touch_needs_stat_(kc_local *l, const char *name, time_t now);
+
+/** The LRU clock of a hit whose file `path` (stat `st`) was read at `now`: refresh its time when
+ *  due, and remember until when no refresh is.  Callers: local.c. */
+void kc_local_touch_(kc_local *l, const char *path, const char *name, const struct stat *st, time_t now);
 
 /* ---- local_provenance.c ---- */
 

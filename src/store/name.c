@@ -14,18 +14,34 @@
 
 #include "../common/internal.h"
 
+/* One pass over a name that every read and write checks: a class per byte from one table. */
+enum { HEX = 1, VARIANT = 2 };
+#define H (HEX | VARIANT)
+#define V VARIANT
+static const unsigned char name_class[256] = {
+    ['0'] = H, ['1'] = H, ['2'] = H, ['3'] = H, ['4'] = H, ['5'] = H, ['6'] = H, ['7'] = H, ['8'] = H, ['9'] = H,
+    ['a'] = H, ['b'] = H, ['c'] = H, ['d'] = H, ['e'] = H, ['f'] = H, ['g'] = V, ['h'] = V, ['i'] = V, ['j'] = V,
+    ['k'] = V, ['l'] = V, ['m'] = V, ['n'] = V, ['o'] = V, ['p'] = V, ['q'] = V, ['r'] = V, ['s'] = V, ['t'] = V,
+    ['u'] = V, ['v'] = V, ['w'] = V, ['x'] = V, ['y'] = V, ['z'] = V, ['_'] = V};
+#undef H
+#undef V
+
 int kc_store_name_check(const char *name) {
     if (!name) return kc_err(KC_EINVAL, "store name is NULL");
-    size_t n = strlen(name);
-    if (n < KC_KEY_HEX_LEN + 2 || n > KC_NAME_MAX || name[KC_KEY_HEX_LEN] != '.')
-        return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
-    for (int i = 0; i < KC_KEY_HEX_LEN; i++) {
-        char c = name[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return kc_err(KC_EINVAL, "invalid store name '%.80s': key is not lowercase hex", name);
+    size_t i = 0;
+    for (; i < KC_KEY_HEX_LEN && (name_class[(unsigned char)name[i]] & HEX); i++) {}
+    if (i < KC_KEY_HEX_LEN) {
+        size_t n = strnlen(name, KC_NAME_MAX + 1);
+        if (n < KC_KEY_HEX_LEN + 2 || n > KC_NAME_MAX || name[KC_KEY_HEX_LEN] != '.')
+            return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
+        return kc_err(KC_EINVAL, "invalid store name '%.80s': key is not lowercase hex", name);
     }
-    if (kc_variant_check(name + KC_KEY_HEX_LEN + 1) != KC_OK)
-        return kc_err(KC_EINVAL, "invalid store name '%.80s': bad variant", name);
+    if (name[i] != '.') return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
+    const char *v = name + i + 1;
+    size_t n = 0;
+    for (; n <= KC_VARIANT_MAX && (name_class[(unsigned char)v[n]] & VARIANT); n++) {}
+    if (n == 0 || n > KC_VARIANT_MAX) return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
+    if (v[n] != '\0') return kc_err(KC_EINVAL, "invalid store name '%.80s': bad variant", name);
     return KC_OK;
 }
 
