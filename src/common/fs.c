@@ -218,30 +218,40 @@ static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len
 
 /*
  * [Note: the reader without fstat] A hit reads two files, and a fstat per file was a sixth of a
- * warm in-process hit over its floor.  When the caller needs no stat, a file inside the cache is
- * read without one: one read of up to READ_FIRST bytes, and a read shorter than asked is the end
- * of a regular file (read(2) returns less only at the end, or on a signal that kills us).  What
- * that cannot tell apart goes to read_file, which states it as before: nothing read (an empty
- * file, a FIFO with no writer), EISDIR or EAGAIN (a folder, a FIFO), and a first read that
- * filled the buffer (the file's size, and the cap, come from its fstat).  A FIFO that does hand
- * out bytes is an input like any other: the decoder checks every byte it uses.  Only the cache's
- * owner can make one there (safedir.c); another user's cache is read with a stat (local.c).
+ * warm in-process hit over its floor.  kc_fs_read_file_at without `st` (the local store's hits
+ * only) reads a file inside the cache without one: one read of up to READ_FIRST bytes, and a read
+ * shorter than asked is the end of a regular file (read(2) returns less only at the end, or on a
+ * signal that kills us).  What that cannot tell apart goes to the reader with a stat, which
+ * states it as before: nothing read (an empty file, a FIFO with no writer), EISDIR or EAGAIN (a
+ * folder, a FIFO), and a first read that filled the buffer (the file's size, and the cap, come
+ * from its fstat: a file over READ_FIRST costs that stat and a second read).  A FIFO that someone
+ * writes into is read as the entry's bytes, at most `max` of them, and the decoder refuses them
+ * (every byte is checked); only the cache's owner can make one there (safedir.c), and another
+ * user's cache is read with a stat (local.c).  Every other reader (kc_fs_read_file, whatever
+ * the path names: keys, credentials, memos) keeps the stat and refuses any file not regular.
  */
 enum { READ_FIRST = 16 * 1024 };
 
 static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got);
 
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st) {
-    return kc_fs_read_file_at(AT_FDCWD, path, path, max, out, len, st);
+    return read_file(path, max, out, len, st, true);
+}
+
+/* `rel` under `dirfd` opened for reading, else `path` when it is absent there: a descriptor, or
+ * -1 with errno. */
+static int open_at(int dirfd, const char *rel, const char *path) {
+    int fd = kc_sys_openat(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0);
+    if (fd < 0 && errno == ENOENT && dirfd != AT_FDCWD) /* the folder held open was moved or removed */
+        fd = kc_sys_open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0);
+    return fd;
 }
 
 int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, void **out, size_t *len,
                        struct stat *st) {
     *out = NULL;
     *len = 0;
-    int fd = kc_sys_openat(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0);
-    if (fd < 0 && errno == ENOENT && dirfd != AT_FDCWD) /* the folder held open was moved or removed */
-        return kc_fs_read_file_at(AT_FDCWD, path, path, max, out, len, st);
+    int fd = open_at(dirfd, rel, path);
     if (fd < 0) return errno == ENOENT ? KC_MISS : kc_err_errno(errno, "opening '%s'", path);
     if (st) return read_fd(fd, path, max, out, len, st);
     uint8_t first[READ_FIRST]; /* on the stack: the bytes are copied once into a buffer of their size */

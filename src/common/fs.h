@@ -82,7 +82,9 @@ int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struc
  * lookup of two names where `path` walks them all.  `path` is the same file's full name: errors
  * name it, and a file absent under `dirfd` is looked for there too (the folder held open may
  * have been moved or removed since).  Without `st`, no stat is made unless one is needed to say
- * what the file is ([Note: the reader without fstat]).  Callers: the local store's hits.
+ * what the file is, and a FIFO someone writes into is read as the file's bytes (at most `max`):
+ * only for files inside the cache whose every byte is checked ([Note: the reader without
+ * fstat]).  Callers: the local store's hits.
  */
 int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, void **out, size_t *len,
                        struct stat *st);

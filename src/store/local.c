@@ -270,14 +270,9 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         free(l);
         return rc;
     }
-    /*
-     * [Note: the folder held open] A hit opens its files by their names under v1/ held open: two
-     * names to look up, where the full path walks every folder above the cache too.  Which file a
-     * name is does not change (the key is in the name and the bytes are checked), so a v1/ moved
-     * since still serves good entries; one removed or replaced makes every name absent there, and
-     * kc_fs_read_file_at then looks under the path.  Writes, removals and the cleaner use paths.
-     */
-    l->v1fd = open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    l->v1fd = open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* [Note: the folder held open] */
+    l->v1_checked = (int64_t)kc_local_now_();
+    pthread_mutex_init(&l->v1_mu, NULL);
     l->backend.version = KC_STORE_BACKEND_VERSION;
     l->backend.name = "local";
     l->backend.ctx = l;
@@ -293,6 +288,8 @@ void kc_local_free(kc_local *l) {
     if (!l) return;
     kc_local_flush(l);
     if (l->v1fd >= 0) close(l->v1fd);
+    for (size_t i = 0; i < l->nv1_old; i++) close(l->v1_old[i]);
+    pthread_mutex_destroy(&l->v1_mu);
     pthread_mutex_destroy(&l->flush_mu);
     free(l);
 }
@@ -320,12 +317,11 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     if (rc) return rc;
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
-    struct timespec ts; /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
-    clock_gettime(KC_CLOCK_REALTIME_COARSE, &ts);
-    time_t now = ts.tv_sec;
+    time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
     bool touch = use && !l->readonly, need_st = l->foreign || (touch && kc_local_touch_needs_stat_(l, name, now));
     struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
-    int at = l->v1fd >= 0 ? l->v1fd : AT_FDCWD; /* [Note: the folder held open] */
+    int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */
+    at = at >= 0 ? at : AT_FDCWD;
     rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, KC_ENTRY_MAX_BYTES, out, len,
                             need_st ? &st : NULL);
     if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
@@ -473,6 +469,7 @@ int kc_local_remove(kc_local *l, const char *name) {
     int rc = kc_store_name_check(name);
     if (rc) return rc;
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
+    kc_local_v1_(l, kc_local_now_(), true, NULL); /* this handle's next hit reads where it removed */
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
     char dir[PATH_MAX];
@@ -487,6 +484,12 @@ int kc_local_quarantine(kc_local *l, const char *name) {
     int shard = kc_store_name_shard(name);
     kc_local_count(l, shard, KC_STAT_CORRUPT, 1);
     if (l->readonly) return KC_OK;
+    bool stale;
+    kc_local_v1_(l, kc_local_now_(), true, &stale);
+    if (stale) { /* [Note: the folder held open]: the bytes may have been the old folder's */
+        kc_log(KC_LOG_STORE, "%s: read from a folder no longer at %s; nothing quarantined", name, l->v1);
+        return KC_OK;
+    }
     char path[PATH_MAX], dest[PATH_MAX + 64];
     kc_local_path(l, name, path, sizeof path);
     snprintf(dest, sizeof dest, "%s/quarantine/%s" ENTRY_SUFFIX ".%llu", l->v1, name, (unsigned long long)kc_now_ns());

@@ -489,6 +489,7 @@ static int clear_file(int shard, const char *dir, const char *file, const struct
 
 int kc_local_clear(kc_local *l) {
     if (l->readonly) return kc_err(KC_EREADONLY, "the cache '%s' is read-only", l->root);
+    kc_local_v1_(l, kc_local_now_(), true, NULL); /* this handle's next hit reads what it cleared */
     int64_t now_s = (int64_t)(kc_now_ns() / 1000000000ull);
     int rc = kc_local_walk_shards_(l, clear_file, &now_s);
     if (rc) return rc;

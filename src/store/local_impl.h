@@ -38,7 +38,8 @@
 #define KC_CLOCK_MONOTONIC_COARSE CLOCK_MONOTONIC
 #endif
 #define TOUCH_AFTER_S 2    /* refresh mtime on a hit when older than this */
-#define TOUCH_MEMO 256     /* hits this process remembers as fresh ([Note: the touch memo] in local_touch.c) */
+#define TOUCH_MEMO 256     /* hits a handle remembers as fresh ([Note: the touch memo] in local_hit.c) */
+#define KC_V1_OLD 8        /* folders a handle holds open before it reads by paths ([Note: the folder held open]) */
 #define TEMP_STALE_S 3600  /* temp files older than this are orphans */
 #define AUTO_GC_TARGET 0.9 /* an automatic cleanup evicts down to 90% of the limit */
 #define ENTRY_SUFFIX ".kce"
@@ -46,9 +47,14 @@
 #define QUARANTINE_SHARE 10     /* and at most this fraction (1/N) of the size limit */
 
 struct kc_local {
-    char root[PATH_MAX]; /* <dir> */
-    char v1[PATH_MAX];   /* <dir>/v1 */
-    int v1fd;            /* <dir>/v1 held open for hits' reads ([Note: the folder held open]); -1: none */
+    char root[PATH_MAX];   /* <dir> */
+    char v1[PATH_MAX];     /* <dir>/v1 */
+    int v1fd;              /* <dir>/v1 held open for hits' reads ([Note: the folder held open]); -1: none; atomics */
+    int64_t v1_checked;    /* the second v1fd was last found to be the path's folder; atomics */
+    pthread_mutex_t v1_mu; /* a check of v1fd against the path */
+    int v1_old[KC_V1_OLD]; /* folders held before, closed by kc_local_free */
+    size_t nv1_old;
+    bool v1_gave_up; /* replaced KC_V1_OLD times: read by paths */
     uint64_t max_size;
     bool readonly;
     bool found_readonly;                     /* opened read-write, but the directory refuses writes: opened read-only */
@@ -74,7 +80,20 @@ struct kc_local {
 /** The shard folder of `name`, made when missing: for a write into it.  Callers: local.c, local_batch.c. */
 int kc_local_real_shard_(const kc_local *l, const char *name);
 
-/* ---- local_touch.c ---- */
+/* ---- local_hit.c ---- */
+
+/** The coarse clock's second: what the LRU and the checks of local_hit.c compare. */
+static inline time_t kc_local_now_(void) {
+    struct timespec ts;
+    clock_gettime(KC_CLOCK_REALTIME_COARSE, &ts);
+    return ts.tv_sec;
+}
+
+/** The descriptor of v1/ for a hit's reads at second `now` (-1: read by paths), checked against the
+ *  path's folder when TOUCH_AFTER_S passed since the last check, or when `force`; *stale (may be
+ *  NULL) says whether the folder held until now was not the path's ([Note: the folder held open]).
+ *  Callers: local.c, local_gc.c. */
+int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale);
 
 /** Whether the hit of `name` at second `now` needs its file's stat: no, when this process saw the
  *  file's time within its last TOUCH_AFTER_S ([Note: the touch memo]).  Callers: local.c. */

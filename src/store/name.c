@@ -38,10 +38,11 @@ int kc_store_name_check(const char *name) {
     }
     if (name[i] != '.') return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
     const char *v = name + i + 1;
-    size_t n = 0;
-    for (; n <= KC_VARIANT_MAX && (name_class[(unsigned char)v[n]] & VARIANT); n++) {}
+    size_t n = strnlen(v, KC_VARIANT_MAX + 1); /* the length first, then the bytes: as the messages say */
     if (n == 0 || n > KC_VARIANT_MAX) return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
-    if (v[n] != '\0') return kc_err(KC_EINVAL, "invalid store name '%.80s': bad variant", name);
+    for (size_t k = 0; k < n; k++)
+        if (!(name_class[(unsigned char)v[k]] & VARIANT))
+            return kc_err(KC_EINVAL, "invalid store name '%.80s': bad variant", name);
     return KC_OK;
 }
 

@@ -141,7 +141,7 @@ static void test_read_without_stat(void **state) {
         void *a, *b;
         size_t la, lb;
         struct stat st;
-        assert_int_equal(kc_fs_read_file(f, n, &a, &la, NULL), KC_OK);
+        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n, &a, &la, NULL), KC_OK);
         assert_int_equal(kc_fs_read_file(f, n, &b, &lb, &st), KC_OK);
         assert_int_equal(la, n);
         assert_int_equal(lb, n);
@@ -153,7 +153,7 @@ static void test_read_without_stat(void **state) {
         }
         assert_memory_equal(a, want, n);
         free(a);
-        assert_int_equal(kc_fs_read_file(f, n - 1, &a, &la, NULL), KC_ECORRUPT); /* one byte over the cap */
+        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n - 1, &a, &la, NULL), KC_ECORRUPT); /* one over the cap */
         assert_non_null(strstr(kc_error_last()->message, "over the cap"));
         assert_null(a);
         assert_int_equal(kc_fs_read_file(f, n - 1, &a, &la, &st), KC_ECORRUPT); /* and with a stat */
@@ -163,18 +163,43 @@ static void test_read_without_stat(void **state) {
     free(want);
     void *a;
     size_t la;
-    assert_int_equal(kc_fs_read_file(dir, 4096, &a, &la, NULL), KC_ECORRUPT); /* a folder */
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, dir, dir, 4096, &a, &la, NULL), KC_ECORRUPT); /* a folder */
     assert_non_null(strstr(kc_error_last()->message, "not a regular file"));
     snprintf(f, sizeof f, "%s/absent", dir);
-    assert_int_equal(kc_fs_read_file(f, 4096, &a, &la, NULL), KC_MISS);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, &a, &la, NULL), KC_MISS);
     snprintf(f, sizeof f, "%s/file", dir);
     kc_fs_fault_set(KC_FS_READ, 1, EIO, false); /* a failed read is the error, named */
-    assert_int_equal(kc_fs_read_file(f, 1 << 20, &a, &la, NULL), KC_EIO);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, &a, &la, NULL), KC_EIO);
     assert_non_null(strstr(kc_error_last()->message, "reading"));
     assert_null(a);
     kc_fs_fault_set(KC_FS_READ, 2, EIO, false); /* the rest of a file longer than the first read */
-    assert_int_equal(kc_fs_read_file(f, 1 << 20, &a, &la, NULL), KC_EIO);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, &a, &la, NULL), KC_EIO);
     kc_fs_fault_clear();
+}
+
+/* A FIFO someone writes into: the reader with a stat refuses it; the hits' reader without one reads
+ * its bytes as a file's, never more than the cap ([Note: the reader without fstat]). */
+static void test_fifo_with_a_writer(void **state) {
+    (void)state;
+    char f[512];
+    snprintf(f, sizeof f, "%s/fifo", dir);
+    assert_int_equal(mkfifo(f, 0600), 0);
+    int w = open(f, O_RDWR | O_NONBLOCK); /* a writer that never blocks the test */
+    assert_true(w >= 0);
+    char bytes[100];
+    memset(bytes, 'x', sizeof bytes);
+    assert_int_equal(write(w, bytes, sizeof bytes), (ssize_t)sizeof bytes);
+    void *a;
+    size_t la;
+    assert_int_equal(kc_fs_read_file(f, 4096, &a, &la, NULL), KC_ECORRUPT);
+    assert_non_null(strstr(kc_error_last()->message, "not a regular file"));
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, &a, &la, NULL), KC_OK);
+    assert_int_equal(la, sizeof bytes);
+    free(a);
+    assert_int_equal(write(w, bytes, sizeof bytes), (ssize_t)sizeof bytes);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 50, &a, &la, NULL), KC_ECORRUPT); /* over the cap */
+    assert_null(a);
+    close(w);
 }
 
 /* kc_fs_read_file_at: by a name under a folder held open; a folder moved since still answers from
@@ -228,6 +253,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_links_inputs_followed_cache_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_without_stat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_at_folder_held_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fifo_with_a_writer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

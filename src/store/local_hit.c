@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store/local_hit.c — what a local hit does without a system call of its own: the LRU clock
+ * (a hit's file gets a fresh time when its time is older than TOUCH_AFTER_S, and the handle
+ * remembers for how long none is due) and the cache's v1/ folder held open for its reads.
+ *
+ * The one idea: what a hit checks once per TOUCH_AFTER_S per handle, not per hit — a file's
+ * time, and that the folder held open is still the path's.
+ *
+ * Must not: read or write anything but a file's time and the folder's descriptor; close a
+ * descriptor another thread may still use; be more than a hint (a wrong answer here costs a
+ * stat, a refresh or a read under the path, never a byte of any entry).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/internal.h"
+#include "local_impl.h"
+
+/*
+ * [Note: the touch memo] The LRU clock needs a hit's file time (its fstat), and the hit itself
+ * needs none ([Note: the reader without fstat] in common/fs.c).  After a hit that read the time,
+ * no refresh is due until that time plus TOUCH_AFTER_S (or, when this hit refreshed it, until now
+ * plus that): until then a hit of the same name in this process reads no time.  One slot per
+ * name's hash, the last one wins; a collision or a torn slot (relaxed atomics, no lock) only asks
+ * for a stat that was not needed or skips a refresh within the window, and the cleaner orders by
+ * seconds anyway.  Another process's hit refreshes the file itself; a file replaced in the window
+ * has the newer time.  A cache read with a stat for every file (another user's) never asks.
+ */
+/* A store name is its key's hex, a dot and a variant (kc_store_name_check passed): the key's first 64 bits
+ * as they are, mixed with the variant's bytes. */
+static uint64_t name_hash(const char *name) {
+    uint64_t a, b;
+    memcpy(&a, name, 8), memcpy(&b, name + 8, 8);
+    uint64_t h = a * 0x9E3779B97F4A7C15ull ^ b;
+    for (const char *v = name + KC_KEY_HEX_LEN; *v; v++) h = (h ^ (unsigned char)*v) * 0x100000001B3ull;
+    return h ? h : 1;
+}
+
+bool kc_local_touch_needs_stat_(kc_local *l, const char *name, time_t now) {
+    uint64_t h = name_hash(name);
+    size_t i = (size_t)(h % TOUCH_MEMO);
+    if (__atomic_load_n(&l->touched[i].name, __ATOMIC_RELAXED) != h) return true;
+    int64_t until = __atomic_load_n(&l->touched[i].until, __ATOMIC_RELAXED);
+    return (int64_t)now > until || until > (int64_t)now + TOUCH_AFTER_S; /* the clock stepped back: ask */
+}
+
+void kc_local_touch_(kc_local *l, const char *path, const char *name, const struct stat *st, time_t now) {
+    time_t at = st->st_mtime;
+    if (at + TOUCH_AFTER_S < now || at > now + TOUCH_AFTER_S) {
+        /* refresh the hit's time, a time in the future too (the clock stepped back: local_gc.c
+         * orders it before every sane time); a vanished file is fine */
+        if (utimensat(AT_FDCWD, path, NULL, 0) != 0) {
+            if (errno != ENOENT) kc_log(KC_LOG_STORE, "touch %s: %s", path, strerror(errno));
+            return;
+        }
+        at = now;
+    }
+    uint64_t h = name_hash(name);
+    size_t i = (size_t)(h % TOUCH_MEMO);
+    __atomic_store_n(&l->touched[i].name, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->touched[i].until, (int64_t)at + TOUCH_AFTER_S, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->touched[i].name, h, __ATOMIC_RELAXED);
+}
+
+/*
+ * [Note: the folder held open] A hit opens its files by their names under v1/ held open: two
+ * names to look up, where the full path walks every folder above the cache too (~0.3 µs an open
+ * here).  Which file a name is does not change (the key is in the name, the bytes are checked),
+ * but the folder at the path can: moved aside, removed, replaced by a copy or by another mount.
+ * So the descriptor is checked against the path (dev and inode of both) once per TOUCH_AFTER_S
+ * per handle, and at once before this handle quarantines, removes or clears, and reopened when
+ * they differ; until then a name absent under the held folder is looked for under the path
+ * (kc_fs_read_file_at: a miss costs a second open), and a name present in both is read from the
+ * held one — a good entry, for at most that window.  A quarantine that finds the held folder was
+ * not the path's moves nothing: the corrupt bytes may have come from the old folder, and the next
+ * lookup reads the path's.  Writes, removals and the cleaner always use paths.  A descriptor
+ * replaced is closed only by kc_local_free (another thread may be in an openat with it); after
+ * KC_V1_OLD replacements the handle reads by paths.  A host that closes descriptors it did not
+ * open (a fork that closes all, then reuses the number) breaks the handle's reads into errors,
+ * as it would break any library's open files.
+ */
+int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale) {
+    if (stale) *stale = false;
+    int fd = __atomic_load_n(&l->v1fd, __ATOMIC_ACQUIRE);
+    int64_t at = __atomic_load_n(&l->v1_checked, __ATOMIC_RELAXED);
+    if (!force && (int64_t)now >= at && (int64_t)now - at < TOUCH_AFTER_S) return fd;
+    pthread_mutex_lock(&l->v1_mu);
+    fd = l->v1fd;
+    struct stat held, here;
+    bool same = fd >= 0 && fstat(fd, &held) == 0 && lstat(l->v1, &here) == 0 && held.st_dev == here.st_dev &&
+                held.st_ino == here.st_ino;
+    if (!same && !l->v1_gave_up) {
+        if (stale) *stale = fd >= 0;
+        if (fd >= 0) l->v1_old[l->nv1_old++] = fd; /* another thread may be in an openat with it */
+        l->v1_gave_up = l->nv1_old == KC_V1_OLD;
+        fd = l->v1_gave_up ? -1 : open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        kc_log(KC_LOG_STORE, "%s is not the folder held open: %s", l->v1,
+               l->v1_gave_up ? "read by its path from now on"
+               : fd >= 0     ? "reopened"
+                             : "read by its path");
+        __atomic_store_n(&l->v1fd, fd, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&l->v1_checked, (int64_t)now, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&l->v1_mu);
+    return fd;
+}
