@@ -92,6 +92,15 @@ char *kc_buf_take_str(kc_buf *b) {
 }
 
 
+#define N_ 1
+const unsigned char kc_name_chars_[256] = {
+    ['0'] = N_, ['1'] = N_, ['2'] = N_, ['3'] = N_, ['4'] = N_, ['5'] = N_, ['6'] = N_, ['7'] = N_,
+    ['8'] = N_, ['9'] = N_, ['a'] = N_, ['b'] = N_, ['c'] = N_, ['d'] = N_, ['e'] = N_, ['f'] = N_,
+    ['g'] = N_, ['h'] = N_, ['i'] = N_, ['j'] = N_, ['k'] = N_, ['l'] = N_, ['m'] = N_, ['n'] = N_,
+    ['o'] = N_, ['p'] = N_, ['q'] = N_, ['r'] = N_, ['s'] = N_, ['t'] = N_, ['u'] = N_, ['v'] = N_,
+    ['w'] = N_, ['x'] = N_, ['y'] = N_, ['z'] = N_, ['_'] = N_};
+#undef N_
+
 /* Two digits per byte from one table: every lookup names its files by a key's hex. */
 static const char hex_pairs[513] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
                                    "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"

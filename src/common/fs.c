@@ -247,32 +247,40 @@ static int open_at(int dirfd, const char *rel, const char *path) {
     return fd;
 }
 
-int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, void **out, size_t *len,
+/* The first read of a file without a stat: into a buffer of `hint` + 2 bytes (a hint of its size)
+ * or, without one, onto the stack and copied; *got its bytes, *cap what was asked.  KC_OK, KC_MISS
+ * (nothing read: read_file says what it is), or the read's error. */
+static int read_first(int fd, const char *path, size_t max, size_t hint, uint8_t **buf, size_t *got, size_t *cap) {
+    uint8_t first[READ_FIRST]; /* on the stack without a hint: copied once into a buffer of their size */
+    *cap = hint ? (hint < max ? hint + 1 : max + 1) : max < READ_FIRST ? max + 1 : READ_FIRST;
+    uint8_t *into = hint ? (*buf = kc_malloc(*cap + 1)) : first;
+    if (!into) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+    ssize_t r;
+    while ((r = kc_sys_read(fd, into, *cap)) < 0 && errno == EINTR) {}
+    *got = r > 0 ? (size_t)r : 0;
+    if (r < 0 && errno != EISDIR && errno != EAGAIN && errno != EWOULDBLOCK)
+        return kc_err_errno(errno, "reading '%s'", path);
+    if (*got == 0) return KC_MISS;
+    if (!hint && (*buf = kc_malloc(*got + 1))) memcpy(*buf, first, *got);
+    return *buf ? KC_OK : kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+}
+
+int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, size_t hint, void **out, size_t *len,
                        struct stat *st) {
     *out = NULL;
     *len = 0;
     int fd = open_at(dirfd, rel, path);
     if (fd < 0) return errno == ENOENT ? KC_MISS : kc_err_errno(errno, "opening '%s'", path);
     if (st) return read_fd(fd, path, max, out, len, st);
-    uint8_t first[READ_FIRST]; /* on the stack: the bytes are copied once into a buffer of their size */
-    size_t cap = max < READ_FIRST ? max + 1 : READ_FIRST;
-    ssize_t r;
-    while ((r = kc_sys_read(fd, first, cap)) < 0 && errno == EINTR) {}
-    size_t got = r > 0 ? (size_t)r : 0;
-    if (r < 0 && errno != EISDIR && errno != EAGAIN && errno != EWOULDBLOCK) {
-        int e = errno;
-        close(fd);
-        return kc_err_errno(e, "reading '%s'", path);
-    }
-    if (got == 0) { /* the kinds of file read_file names: empty, a FIFO, a folder */
-        close(fd);
+    uint8_t *buf = NULL;
+    size_t got, cap;
+    int rc = read_first(fd, path, max, hint, &buf, &got, &cap);
+    if (rc == KC_OK && got == cap) rc = read_rest(fd, path, max, &buf, &got);
+    close(fd);
+    if (rc == KC_MISS) { /* the kinds of file read_file names: empty, a FIFO, a folder */
+        free(buf);
         return read_file(path, max, out, len, NULL, true);
     }
-    uint8_t *buf = kc_malloc(got + 1);
-    int rc = buf ? KC_OK : kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
-    if (buf) memcpy(buf, first, got);
-    if (buf && got == cap) rc = read_rest(fd, path, max, &buf, &got);
-    close(fd);
     if (rc == KC_OK && got > max) /* read past the cap: the file grew, or shrank after its bytes were read */
         rc = kc_err(KC_ECORRUPT, "'%s' is over the cap of %zu bytes", path, max);
     if (rc != KC_OK) {

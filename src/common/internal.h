@@ -195,6 +195,9 @@ static inline uint64_t kc_rd_next_u64(kc_reader *r) {
 /* ---- hex ---- */
 void kc_hex(const uint8_t *p, size_t n, char *out);  /* writes 2n chars + NUL */
 int kc_unhex(const char *s, size_t n, uint8_t *out); /* exactly 2n hex chars */
+/* [a-z0-9_]: the bytes of a variant and of an ORIGIN record's name, one table lookup each (buf.c). */
+extern const unsigned char kc_name_chars_[256];
+static inline int kc_name_char(unsigned char c) { return kc_name_chars_[c]; }
 /*
  * The strict readers of kcache's own text memos (lowercase hex only, as the writers print it; no
  * sign, prefix or space).  Callers: compile/toolkit_direct.c, graph/spec_direct.c.

@@ -148,7 +148,7 @@ const char *kc_entry_variant(const kc_entry *e) { return e->variant; }
 static int origin_name_ok(const uint8_t *s, size_t n) {
     if (n < 1 || n > KC_ORIGIN_NAME_MAX) return 0;
     for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_')) return 0;
+        if (!kc_name_char(s[i])) return 0;
     return 1;
 }
 

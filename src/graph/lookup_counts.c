@@ -33,9 +33,13 @@ int kc_graph_set_compile_wall_(kc_entry *e, double wall_ms) {
     return kc_entry_set_origin(e, "compile_wall_us", v);
 }
 
-uint64_t kc_graph_entry_wall_us_(const kc_entry *e) {
+uint64_t kc_graph_entry_wall_us_(const kc_entry *e) { /* the decimal digits kc_graph_set_compile_wall_ wrote */
     char cu[24];
-    return kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) == KC_OK ? strtoull(cu, NULL, 10) : 0;
+    uint64_t us = 0;
+    if (kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) != KC_OK) return 0;
+    for (const char *p = cu; *p >= '0' && *p <= '9' && us <= (UINT64_MAX - 9) / 10; p++)
+        us = us * 10 + (uint64_t)(*p - '0');
+    return us;
 }
 
 void kc_graph_hit_saved_(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us) {

@@ -318,15 +318,17 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     char path[PATH_MAX];
     kc_local_path(l, name, path, sizeof path);
     time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
-    bool touch = use && !l->readonly, need_st = l->foreign || (touch && kc_local_touch_needs_stat_(l, name, now));
+    bool fresh, touch = use && !l->readonly;
+    size_t hint = kc_local_memo_(l, name, now, &fresh); /* [Note: the touch memo] in local_hit.c */
+    bool need_st = l->foreign || !fresh;
     struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
     int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */
     at = at >= 0 ? at : AT_FDCWD;
-    rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, KC_ENTRY_MAX_BYTES, out, len,
-                            need_st ? &st : NULL);
+    rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, KC_ENTRY_MAX_BYTES, hint, out,
+                            len, need_st ? &st : NULL);
     if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
+    if (rc == KC_OK && need_st) kc_local_memo_note_(l, path, name, &st, now, touch);
     if (!use) return rc;
-    if (rc == KC_OK && touch && need_st) kc_local_touch_(l, path, name, &st, now);
     kc_local_maybe_flush_(l);
     return rc;
 }

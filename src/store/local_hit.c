@@ -21,13 +21,16 @@
 
 /*
  * [Note: the touch memo] The LRU clock needs a hit's file time (its fstat), and the hit itself
- * needs none ([Note: the reader without fstat] in common/fs.c).  After a hit that read the time,
- * no refresh is due until that time plus TOUCH_AFTER_S (or, when this hit refreshed it, until now
- * plus that): until then a hit of the same name in this process reads no time.  One slot per
- * name's hash, the last one wins; a collision or a torn slot (relaxed atomics, no lock) only asks
- * for a stat that was not needed or skips a refresh within the window, and the cleaner orders by
+ * needs none ([Note: the reader without fstat] in common/fs.c).  After a read that took the stat,
+ * no refresh is due until that time plus TOUCH_AFTER_S (or, when this read refreshed it, until now
+ * plus that): until then a read of the same name through this handle takes no stat, and reads
+ * straight into a buffer of the size the stat gave (one read, no copy; a file that grew since
+ * costs a stat).  A read-only handle, which never refreshes, remembers the size for the window.
+ * One slot per name's hash, the last one wins; a collision or a torn slot (relaxed atomics, no
+ * lock) only asks for a stat that was not needed, skips a refresh within the window, or gives a
+ * size that costs a stat — never a byte: the read's bytes are the file's.  The cleaner orders by
  * seconds anyway.  Another process's hit refreshes the file itself; a file replaced in the window
- * has the newer time.  A cache read with a stat for every file (another user's) never asks.
+ * has the newer time.  Another user's cache, read with a stat for every file, never asks.
  */
 /* A store name is its key's hex, a dot and a variant (kc_store_name_check passed): the key's first 64 bits
  * as they are, mixed with the variant's bytes. */
@@ -39,16 +42,20 @@ static uint64_t name_hash(const char *name) {
     return h ? h : 1;
 }
 
-bool kc_local_touch_needs_stat_(kc_local *l, const char *name, time_t now) {
+size_t kc_local_memo_(kc_local *l, const char *name, time_t now, bool *fresh) {
     uint64_t h = name_hash(name);
     size_t i = (size_t)(h % TOUCH_MEMO);
-    if (__atomic_load_n(&l->touched[i].name, __ATOMIC_RELAXED) != h) return true;
+    *fresh = false;
+    if (__atomic_load_n(&l->touched[i].name, __ATOMIC_RELAXED) != h) return 0;
     int64_t until = __atomic_load_n(&l->touched[i].until, __ATOMIC_RELAXED);
-    return (int64_t)now > until || until > (int64_t)now + TOUCH_AFTER_S; /* the clock stepped back: ask */
+    size_t size = __atomic_load_n(&l->touched[i].size, __ATOMIC_RELAXED);
+    *fresh = (int64_t)now <= until && until <= (int64_t)now + TOUCH_AFTER_S; /* the clock stepped back: ask */
+    return *fresh ? size : 0;
 }
 
-void kc_local_touch_(kc_local *l, const char *path, const char *name, const struct stat *st, time_t now) {
-    time_t at = st->st_mtime;
+void kc_local_memo_note_(kc_local *l, const char *path, const char *name, const struct stat *st, time_t now,
+                         bool touch) {
+    time_t at = touch ? st->st_mtime : now; /* not touched: only the size is remembered, for the window */
     if (at + TOUCH_AFTER_S < now || at > now + TOUCH_AFTER_S) {
         /* refresh the hit's time, a time in the future too (the clock stepped back: local_gc.c
          * orders it before every sane time); a vanished file is fine */
@@ -62,6 +69,7 @@ void kc_local_touch_(kc_local *l, const char *path, const char *name, const stru
     size_t i = (size_t)(h % TOUCH_MEMO);
     __atomic_store_n(&l->touched[i].name, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->touched[i].until, (int64_t)at + TOUCH_AFTER_S, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->touched[i].size, (size_t)st->st_size, __ATOMIC_RELAXED);
     __atomic_store_n(&l->touched[i].name, h, __ATOMIC_RELAXED);
 }
 

@@ -72,7 +72,8 @@ struct kc_local {
     struct {
         uint64_t name;     /* a hash of the store name; 0: none */
         int64_t until;     /* no touch is due before this second (realtime) */
-    } touched[TOUCH_MEMO]; /* atomics, relaxed: a torn pair costs one stat or one touch */
+        size_t size;       /* the file's size then */
+    } touched[TOUCH_MEMO]; /* atomics, relaxed: a torn slot costs a stat or a touch, never a byte */
 };
 
 /* ---- local.c ---- */
@@ -95,13 +96,14 @@ static inline time_t kc_local_now_(void) {
  *  Callers: local.c, local_gc.c. */
 int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale);
 
-/** Whether the hit of `name` at second `now` needs its file's stat: no, when this process saw the
- *  file's time within its last TOUCH_AFTER_S ([Note: the touch memo]).  Callers: local.c. */
-bool kc_local_touch_needs_stat_(kc_local *l, const char *name, time_t now);
+/** For a read of `name` at second `now`: *fresh when this handle read its file's stat within the
+ *  window ([Note: the touch memo]: no stat needed), and then the size it had (0: none known). */
+size_t kc_local_memo_(kc_local *l, const char *name, time_t now, bool *fresh);
 
-/** The LRU clock of a hit whose file `path` (stat `st`) was read at `now`: refresh its time when
- *  due, and remember until when no refresh is.  Callers: local.c. */
-void kc_local_touch_(kc_local *l, const char *path, const char *name, const struct stat *st, time_t now);
+/** After a read of file `path` (`name`) that took its stat `st` at `now`: with `touch`, the LRU
+ *  refresh when due; the window and the size remembered.  Callers: local.c. */
+void kc_local_memo_note_(kc_local *l, const char *path, const char *name, const struct stat *st, time_t now,
+                         bool touch);
 
 /* ---- local_provenance.c ---- */
 

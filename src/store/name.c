@@ -14,22 +14,15 @@
 
 #include "../common/internal.h"
 
-/* One pass over a name that every read and write checks: a class per byte from one table. */
-enum { HEX = 1, VARIANT = 2 };
-#define H (HEX | VARIANT)
-#define V VARIANT
-static const unsigned char name_class[256] = {
-    ['0'] = H, ['1'] = H, ['2'] = H, ['3'] = H, ['4'] = H, ['5'] = H, ['6'] = H, ['7'] = H, ['8'] = H, ['9'] = H,
-    ['a'] = H, ['b'] = H, ['c'] = H, ['d'] = H, ['e'] = H, ['f'] = H, ['g'] = V, ['h'] = V, ['i'] = V, ['j'] = V,
-    ['k'] = V, ['l'] = V, ['m'] = V, ['n'] = V, ['o'] = V, ['p'] = V, ['q'] = V, ['r'] = V, ['s'] = V, ['t'] = V,
-    ['u'] = V, ['v'] = V, ['w'] = V, ['x'] = V, ['y'] = V, ['z'] = V, ['_'] = V};
-#undef H
-#undef V
+/* A key's hex digits by one table lookup each: every read and write checks its name. */
+static const unsigned char hex_digit[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1};
 
 int kc_store_name_check(const char *name) {
     if (!name) return kc_err(KC_EINVAL, "store name is NULL");
     size_t i = 0;
-    for (; i < KC_KEY_HEX_LEN && (name_class[(unsigned char)name[i]] & HEX); i++) {}
+    for (; i < KC_KEY_HEX_LEN && hex_digit[(unsigned char)name[i]]; i++) {}
     if (i < KC_KEY_HEX_LEN) {
         size_t n = strnlen(name, KC_NAME_MAX + 1);
         if (n < KC_KEY_HEX_LEN + 2 || n > KC_NAME_MAX || name[KC_KEY_HEX_LEN] != '.')
@@ -41,7 +34,7 @@ int kc_store_name_check(const char *name) {
     size_t n = strnlen(v, KC_VARIANT_MAX + 1); /* the length first, then the bytes: as the messages say */
     if (n == 0 || n > KC_VARIANT_MAX) return kc_err(KC_EINVAL, "invalid store name '%.80s'", name);
     for (size_t k = 0; k < n; k++)
-        if (!(name_class[(unsigned char)v[k]] & VARIANT))
+        if (!kc_name_char((unsigned char)v[k]))
             return kc_err(KC_EINVAL, "invalid store name '%.80s': bad variant", name);
     return KC_OK;
 }

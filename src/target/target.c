@@ -63,11 +63,9 @@ int kc_variant_check(const char *v) {
     size_t n = strlen(v);
     if (n == 0 || n > KC_VARIANT_MAX)
         return kc_err(KC_EINVAL, "variant '%s' must be 1..%d characters", v, KC_VARIANT_MAX);
-    for (size_t i = 0; i < n; i++) {
-        char c = v[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+    for (size_t i = 0; i < n; i++)
+        if (!kc_name_char((unsigned char)v[i]))
             return kc_err(KC_EINVAL, "variant '%s' has a character outside [a-z0-9_]", v);
-    }
     return KC_OK;
 }
 

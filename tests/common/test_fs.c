@@ -141,7 +141,7 @@ static void test_read_without_stat(void **state) {
         void *a, *b;
         size_t la, lb;
         struct stat st;
-        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n, &a, &la, NULL), KC_OK);
+        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n, 0, &a, &la, NULL), KC_OK);
         assert_int_equal(kc_fs_read_file(f, n, &b, &lb, &st), KC_OK);
         assert_int_equal(la, n);
         assert_int_equal(lb, n);
@@ -153,7 +153,19 @@ static void test_read_without_stat(void **state) {
         }
         assert_memory_equal(a, want, n);
         free(a);
-        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n - 1, &a, &la, NULL), KC_ECORRUPT); /* one over the cap */
+        static const size_t hints[] = {1, 2, 4096, 16384, 200000}; /* a hint, right or wrong, reads it whole */
+        for (size_t h = 0; h < KC_ARRAY_LEN(hints) + 1; h++) {
+            size_t hint = h < KC_ARRAY_LEN(hints) ? hints[h] : n;
+            assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n, hint, &a, &la, NULL), KC_OK);
+            assert_int_equal(la, n);
+            assert_memory_equal(a, want, n);
+            ((uint8_t *)a)[n] = 0;
+            free(a);
+            assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n - 1, hint, &a, &la, NULL), KC_ECORRUPT);
+            assert_null(a);
+        }
+        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n - 1, 0, &a, &la, NULL),
+                         KC_ECORRUPT); /* one over the cap */
         assert_non_null(strstr(kc_error_last()->message, "over the cap"));
         assert_null(a);
         assert_int_equal(kc_fs_read_file(f, n - 1, &a, &la, &st), KC_ECORRUPT); /* and with a stat */
@@ -163,17 +175,17 @@ static void test_read_without_stat(void **state) {
     free(want);
     void *a;
     size_t la;
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, dir, dir, 4096, &a, &la, NULL), KC_ECORRUPT); /* a folder */
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, dir, dir, 4096, 0, &a, &la, NULL), KC_ECORRUPT); /* a folder */
     assert_non_null(strstr(kc_error_last()->message, "not a regular file"));
     snprintf(f, sizeof f, "%s/absent", dir);
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, &a, &la, NULL), KC_MISS);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, 0, &a, &la, NULL), KC_MISS);
     snprintf(f, sizeof f, "%s/file", dir);
     kc_fs_fault_set(KC_FS_READ, 1, EIO, false); /* a failed read is the error, named */
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, &a, &la, NULL), KC_EIO);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, 0, &a, &la, NULL), KC_EIO);
     assert_non_null(strstr(kc_error_last()->message, "reading"));
     assert_null(a);
     kc_fs_fault_set(KC_FS_READ, 2, EIO, false); /* the rest of a file longer than the first read */
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, &a, &la, NULL), KC_EIO);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, 0, &a, &la, NULL), KC_EIO);
     kc_fs_fault_clear();
 }
 
@@ -193,11 +205,11 @@ static void test_fifo_with_a_writer(void **state) {
     size_t la;
     assert_int_equal(kc_fs_read_file(f, 4096, &a, &la, NULL), KC_ECORRUPT);
     assert_non_null(strstr(kc_error_last()->message, "not a regular file"));
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, &a, &la, NULL), KC_OK);
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, 0, &a, &la, NULL), KC_OK);
     assert_int_equal(la, sizeof bytes);
     free(a);
     assert_int_equal(write(w, bytes, sizeof bytes), (ssize_t)sizeof bytes);
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 50, &a, &la, NULL), KC_ECORRUPT); /* over the cap */
+    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 50, 0, &a, &la, NULL), KC_ECORRUPT); /* over the cap */
     assert_null(a);
     close(w);
 }
@@ -216,31 +228,31 @@ static void test_read_at_folder_held_open(void **state) {
     assert_true(fd >= 0);
     void *a;
     size_t la;
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, &a, &la, NULL), KC_OK);
+    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_OK);
     assert_int_equal(la, 5);
     assert_memory_equal(a, "first", 5);
     free(a);
     struct stat st;
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, &a, &la, &st), KC_OK); /* with its stat */
+    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, &st), KC_OK); /* with its stat */
     assert_int_equal(st.st_size, 5);
     assert_memory_equal(a, "first", 5);
     free(a);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4, &a, &la, &st), KC_ECORRUPT);
+    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4, 0, &a, &la, &st), KC_ECORRUPT);
     assert_int_equal(rename(sub, moved), 0);
     assert_int_equal(mkdir(sub, 0700), 0);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, &a, &la, NULL), KC_OK); /* the moved folder's */
+    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_OK); /* the moved folder's */
     assert_memory_equal(a, "first", 5);
     free(a);
     snprintf(f, sizeof f, "%s/v1-moved/entry", dir);
     assert_int_equal(unlink(f), 0);
     snprintf(f, sizeof f, "%s/v1/entry", dir);
     assert_int_equal(kc_fs_write_atomic(f, "second", 6), KC_OK);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, &a, &la, NULL), KC_OK); /* absent there: the path's */
+    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_OK); /* absent there: the path's */
     assert_int_equal(la, 6);
     assert_memory_equal(a, "second", 6);
     free(a);
     assert_int_equal(unlink(f), 0);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, &a, &la, NULL), KC_MISS);
+    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_MISS);
     close(fd);
 }
 
