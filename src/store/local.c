@@ -319,7 +319,7 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     kc_local_path(l, name, path, sizeof path);
     time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
     bool fresh, touch = use && !l->readonly;
-    size_t hint = kc_local_memo_(l, name, now, &fresh); /* [Note: the touch memo] in local_hit.c */
+    size_t hint = kc_local_memo_(l, name, now, touch, &fresh); /* [Note: the touch memo] in local_hit.c */
     bool need_st = l->foreign || !fresh;
     struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
     int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */

@@ -25,7 +25,8 @@
  * no refresh is due until that time plus TOUCH_AFTER_S (or, when this read refreshed it, until now
  * plus that): until then a read of the same name through this handle takes no stat, and reads
  * straight into a buffer of the size the stat gave (one read, no copy; a file that grew since
- * costs a stat).  A read-only handle, which never refreshes, remembers the size for the window.
+ * costs a stat).  A read that refreshes nothing (a read-only handle; verify, export) remembers
+ * the size for the window, not the time: a hit after it still takes the stat its refresh needs.
  * One slot per name's hash, the last one wins; a collision or a torn slot (relaxed atomics, no
  * lock) only asks for a stat that was not needed, skips a refresh within the window, or gives a
  * size that costs a stat — never a byte: the read's bytes are the file's.  The cleaner orders by
@@ -42,14 +43,16 @@ static uint64_t name_hash(const char *name) {
     return h ? h : 1;
 }
 
-size_t kc_local_memo_(kc_local *l, const char *name, time_t now, bool *fresh) {
+size_t kc_local_memo_(kc_local *l, const char *name, time_t now, bool touch, bool *fresh) {
     uint64_t h = name_hash(name);
     size_t i = (size_t)(h % TOUCH_MEMO);
     *fresh = false;
     if (__atomic_load_n(&l->touched[i].name, __ATOMIC_RELAXED) != h) return 0;
     int64_t until = __atomic_load_n(&l->touched[i].until, __ATOMIC_RELAXED);
     size_t size = __atomic_load_n(&l->touched[i].size, __ATOMIC_RELAXED);
-    *fresh = (int64_t)now <= until && until <= (int64_t)now + TOUCH_AFTER_S; /* the clock stepped back: ask */
+    int timed = __atomic_load_n(&l->touched[i].timed, __ATOMIC_RELAXED);
+    *fresh = (int64_t)now <= until && until <= (int64_t)now + TOUCH_AFTER_S && /* the clock stepped back: ask */
+             (timed || !touch); /* a read that refreshes needs the time a read that did not never looked at */
     return *fresh ? size : 0;
 }
 
@@ -70,6 +73,7 @@ void kc_local_memo_note_(kc_local *l, const char *path, const char *name, const 
     __atomic_store_n(&l->touched[i].name, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->touched[i].until, (int64_t)at + TOUCH_AFTER_S, __ATOMIC_RELAXED);
     __atomic_store_n(&l->touched[i].size, (size_t)st->st_size, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->touched[i].timed, touch ? 1 : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->touched[i].name, h, __ATOMIC_RELAXED);
 }
 

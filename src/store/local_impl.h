@@ -73,6 +73,7 @@ struct kc_local {
         uint64_t name;     /* a hash of the store name; 0: none */
         int64_t until;     /* no touch is due before this second (realtime) */
         size_t size;       /* the file's size then */
+        int timed;         /* until is the LRU's (the read refreshed when due), not only the size's */
     } touched[TOUCH_MEMO]; /* atomics, relaxed: a torn slot costs a stat or a touch, never a byte */
 };
 
@@ -96,9 +97,10 @@ static inline time_t kc_local_now_(void) {
  *  Callers: local.c, local_gc.c. */
 int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale);
 
-/** For a read of `name` at second `now`: *fresh when this handle read its file's stat within the
- *  window ([Note: the touch memo]: no stat needed), and then the size it had (0: none known). */
-size_t kc_local_memo_(kc_local *l, const char *name, time_t now, bool *fresh);
+/** For a read of `name` at second `now` (`touch`: one that refreshes the LRU time): *fresh when this
+ *  handle took what such a read needs of its stat within the window ([Note: the touch memo]: no
+ *  stat needed), and then the size it had (0: none known). */
+size_t kc_local_memo_(kc_local *l, const char *name, time_t now, bool touch, bool *fresh);
 
 /** After a read of file `path` (`name`) that took its stat `st` at `now`: with `touch`, the LRU
  *  refresh when due; the window and the size remembered.  Callers: local.c. */
