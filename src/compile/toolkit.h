@@ -75,6 +75,9 @@ int kc_toolkit_present(void);
 /** Whole walks of the toolkit's tree this process made (for tests of the direct mode). */
 int kc_toolkit_walks_(void);
 
+/** Direct manifests this process asked kc_toolkit_direct for (for tests of the lookups' memo). */
+int kc_toolkit_direct_reads_(void);
+
 /*
  * [Note: toolkit direct mode] Verifying the digest costs a stat of every file of the tree
  * (~2,000 for CUDA 13; ~7 ms of system calls on a small VM) in every process, while a kernel

@@ -479,8 +479,12 @@ static int direct_check(char *text, size_t len, char out[33]) {
     return 1;
 }
 
+static int direct_reads; /* manifests read by kc_toolkit_direct, for tests (kc_toolkit_direct_reads_) */
+int kc_toolkit_direct_reads_(void) { return __atomic_load_n(&direct_reads, __ATOMIC_RELAXED); }
+
 int kc_toolkit_direct(const char *memo_dir, const char *name, char out[33]) {
     out[0] = '\0';
+    __atomic_add_fetch(&direct_reads, 1, __ATOMIC_RELAXED);
     char path[PATH_MAX];
     int n = memo_dir && name ? snprintf(path, sizeof path, "%s/%s", memo_dir, name) : -1;
     if (n <= 0 || (size_t)n >= sizeof path) return 0;

@@ -221,6 +221,13 @@ static int vouched_key(kc_cache *c, const kc_graph_desc *d, const char *variant,
     int rc = kc_cache_toolchain(c, &tc);
     if (rc) return rc;
     if (strcmp(tc.id, sd->toolchain) != 0) return KC_MISS;
+    uint64_t gen = 0;
+    kc_key mk;
+    if (sd->toolkit && memo_get_vouched(d, tc.id, variant, &mk, &gen) && memcmp(&mk, &sd->key, sizeof mk) == 0) {
+        *vouched |= KC_VOUCHED_TOOLKIT; /* a repeated lookup: the manifest vouched in this process, as below */
+        *out = sd->key;
+        return KC_OK;
+    }
     char tk[33] = "", memo[4096], name[DIRECT_NAME_MAX];
     if (sd->toolkit && !kc_toolkit_digest_known(NULL) && kc_toolkit_present() &&
         kc_cache_toolkit_dir_(c, false, memo, sizeof memo) == KC_OK && direct_name(d, tc.id, variant, name) == KC_OK) {
@@ -231,6 +238,7 @@ static int vouched_key(kc_cache *c, const kc_graph_desc *d, const char *variant,
     if (sd->toolkit && !tk[0] && (rc = kc_graph_toolkit_id_(c, d, tk))) return rc;
     if (strcmp(tk, sd->digest) != 0) return KC_MISS;
     *out = sd->key;
+    if (*vouched & KC_VOUCHED_TOOLKIT) memo_put(d, tc.id, tk, out, gen, variant); /* the key of (tc, tk) */
     return KC_OK;
 }
 
