@@ -105,14 +105,16 @@ int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale) {
     bool same = fd >= 0 && fstat(fd, &held) == 0 && lstat(l->v1, &here) == 0 && held.st_dev == here.st_dev &&
                 held.st_ino == here.st_ino;
     if (!same && !l->v1_gave_up) {
-        if (stale) *stale = fd >= 0;
-        if (fd >= 0) l->v1_old[l->nv1_old++] = fd; /* another thread may be in an openat with it */
+        int was = fd;
+        if (stale) *stale = was >= 0;
+        if (was >= 0) l->v1_old[l->nv1_old++] = was; /* another thread may be in an openat with it */
         l->v1_gave_up = l->nv1_old == KC_V1_OLD;
         fd = l->v1_gave_up ? -1 : open(l->v1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        kc_log(KC_LOG_STORE, "%s is not the folder held open: %s", l->v1,
-               l->v1_gave_up ? "read by its path from now on"
-               : fd >= 0     ? "reopened"
-                             : "read by its path");
+        if (was >= 0 || fd >= 0) /* a v1/ still absent is read by its path, unsaid */
+            kc_log(KC_LOG_STORE, "%s is not the folder held open: %s", l->v1,
+                   l->v1_gave_up ? "read by its path from now on"
+                   : fd >= 0     ? "reopened"
+                                 : "read by its path");
         __atomic_store_n(&l->v1fd, fd, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&l->v1_checked, (int64_t)now, __ATOMIC_RELAXED);

@@ -17,10 +17,11 @@
 static char *tmp;
 KCT_TMPDIR_FIXTURE(tmp, "spectk")
 
-static const char *SPEC = "{\"name\": \"st\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\", \"toolkit_headers\": true}],\n"
-                          " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
-                          " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
-                          " \"args\": [\"input:0\"]}]}\n";
+static const char *SPEC =
+    "{\"name\": \"st\", \"kernels\": [{\"id\": \"k\", \"file\": \"k.cu\", \"entry\": \"k\", \"toolkit_headers\": true}],\n"
+    " \"inputs\": [{\"dtype\": \"f32\", \"sizes\": [\"N\"]}],\n"
+    " \"forward\": [{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],"
+    " \"args\": [\"input:0\"]}]}\n";
 #define K_SRC "#include <tk_defs.h>\nextern \"C\" __global__ void k(float *x) { x[0] = (float)TK_X; }\n"
 
 /* `lookups` kc_graph_compile of the spec in a fresh process: "rc source walks direct-reads hits". */
