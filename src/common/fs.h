@@ -84,8 +84,9 @@ int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struc
  * have been moved or removed since).  Without `st`, no stat is made unless one is needed to say
  * what the file is, and a FIFO someone writes into is read as the file's bytes (at most `max`):
  * only for files inside the cache whose every byte is checked ([Note: the reader without
- * fstat]).  `hint` (0: none), the size the file had when last read: its bytes are read straight
- * into a buffer of that size and one more byte, with no copy; a wrong hint costs a stat.
+ * fstat]).  `hint` (0: none), the size the file had when last read: one more byte than that is
+ * asked for, straight into a buffer with room for a terminator too (no copy); a wrong hint costs a
+ * stat, or a buffer that was too big.
  * Callers: the local store's hits.
  */
 int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, size_t hint, void **out, size_t *len,

@@ -221,10 +221,19 @@ static int vouched_key(kc_cache *c, const kc_graph_desc *d, const char *variant,
     int rc = kc_cache_toolchain(c, &tc);
     if (rc) return rc;
     if (strcmp(tc.id, sd->toolchain) != 0) return KC_MISS;
-    uint64_t gen = 0;
+    /* The memo's generation before the description is found still vouched for: a first read of its
+     * files in between (another thread) changes it, and the key below is then not put in the memo. */
+    kc_key_memo *m = &((kc_graph_desc *)d)->key_memo;
+    pthread_mutex_lock(&m->mu);
+    uint64_t gen = m->gen, g2;
+    pthread_mutex_unlock(&m->mu);
+    if (!kc_spec_direct_vouches_(d)) return KC_MISS;
     kc_key mk;
-    if (sd->toolkit && memo_get_vouched(d, tc.id, variant, &mk, &gen) && memcmp(&mk, &sd->key, sizeof mk) == 0) {
-        *vouched |= KC_VOUCHED_TOOLKIT; /* a repeated lookup: the manifest vouched in this process, as below */
+    /* A repeated lookup: the manifest vouched in this process, as below — unless a walk since knows
+     * the digest (it may be another: below, the walked digest is compared), as lookup_key asks. */
+    if (sd->toolkit && !kc_toolkit_digest_known(NULL) && kc_toolkit_present() &&
+        memo_get_vouched(d, tc.id, variant, &mk, &g2) && g2 == gen && memcmp(&mk, &sd->key, sizeof mk) == 0) {
+        *vouched |= KC_VOUCHED_TOOLKIT;
         *out = sd->key;
         return KC_OK;
     }

@@ -33,13 +33,19 @@ int kc_graph_set_compile_wall_(kc_entry *e, double wall_ms) {
     return kc_entry_set_origin(e, "compile_wall_us", v);
 }
 
-uint64_t kc_graph_entry_wall_us_(const kc_entry *e) { /* the decimal digits kc_graph_set_compile_wall_ wrote */
+#define WALL_US_MAX (7ull * 24 * 3600 * 1000000)
+
+/* The decimal digits kc_graph_set_compile_wall_ wrote; anything else (an entry from elsewhere) 0, as is
+ * a time over a week: the count of time saved is no place for a hostile value. */
+uint64_t kc_graph_entry_wall_us_(const kc_entry *e) {
     char cu[24];
     uint64_t us = 0;
-    if (kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) != KC_OK) return 0;
-    for (const char *p = cu; *p >= '0' && *p <= '9' && us <= (UINT64_MAX - 9) / 10; p++)
+    if (kc_entry_origin(e, "compile_wall_us", cu, sizeof cu) != KC_OK || !cu[0]) return 0;
+    for (const char *p = cu; *p; p++) {
+        if (*p < '0' || *p > '9' || us > WALL_US_MAX) return 0;
         us = us * 10 + (uint64_t)(*p - '0');
-    return us;
+    }
+    return us <= WALL_US_MAX ? us : 0;
 }
 
 void kc_graph_hit_saved_(kc_cache *c, const kc_key *key, kc_graph_info *info, uint64_t us) {

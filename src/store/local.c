@@ -320,6 +320,7 @@ static int local_read(kc_local *l, const char *name, void **out, size_t *len, bo
     time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
     bool fresh, touch = use && !l->readonly;
     size_t hint = kc_local_memo_(l, name, now, touch, &fresh); /* [Note: the touch memo] in local_hit.c */
+    hint = hint <= TOUCH_HINT_MAX ? hint : 0;                  /* a torn slot's size never makes a big buffer */
     bool need_st = l->foreign || !fresh;
     struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
     int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */

@@ -37,8 +37,9 @@
 #define KC_CLOCK_REALTIME_COARSE CLOCK_REALTIME
 #define KC_CLOCK_MONOTONIC_COARSE CLOCK_MONOTONIC
 #endif
-#define TOUCH_AFTER_S 2    /* refresh mtime on a hit when older than this */
-#define TOUCH_MEMO 256     /* hits a handle remembers as fresh ([Note: the touch memo] in local_hit.c) */
+#define TOUCH_AFTER_S 2            /* refresh mtime on a hit when older than this */
+#define TOUCH_MEMO 256             /* hits a handle remembers as fresh ([Note: the touch memo] in local_hit.c) */
+#define TOUCH_HINT_MAX (16u << 20) /* a bigger file is read as its stat says, not into a remembered size */
 #define KC_V1_OLD 8        /* folders a handle holds open before it reads by paths ([Note: the folder held open]) */
 #define TEMP_STALE_S 3600  /* temp files older than this are orphans */
 #define AUTO_GC_TARGET 0.9 /* an automatic cleanup evicts down to 90% of the limit */

@@ -24,8 +24,10 @@ static const char *SPEC =
     " \"args\": [\"input:0\"]}]}\n";
 #define K_SRC "#include <tk_defs.h>\nextern \"C\" __global__ void k(float *x) { x[0] = (float)TK_X; }\n"
 
-/* `lookups` kc_graph_compile of the spec in a fresh process: "rc source walks direct-reads hits". */
-static void in_child(int lookups, int out[5]) {
+/* `lookups` kc_graph_compile of the spec in a fresh process: "rc source walks direct-reads hits"; with
+ * `change`, then the toolkit's header edited, a walk of the tree (as another graph's miss makes), and
+ * one more kc_graph_compile (its source is the one reported). */
+static void in_child(int lookups, int change, int out[5]) {
     int fd[2];
     assert_int_equal(pipe(fd), 0);
     pid_t pid = fork();
@@ -45,6 +47,10 @@ static void in_child(int lookups, int out[5]) {
         if (!rc) rc = kc_graph_desc_load(&d, spec);
         if (!rc) rc = kc_cache_stats(c, &s0);
         for (int i = 0; i < lookups && !rc; i++) rc = kc_graph_compile(c, d, "sm_80", &info);
+        char digest[33];
+        if (change && !rc) rc = kct_put(tk, "tk_defs.h", "#define TK_X 8\n") ? KC_EIO : KC_OK;
+        if (change && !rc) rc = kc_toolkit_digest(NULL, 0, digest);
+        if (change && !rc) rc = kc_graph_compile(c, d, "sm_80", &info);
         if (!rc) rc = kc_cache_stats(c, &s1);
         if (rc) fprintf(stderr, "child: %s\n", kc_error_last()->message);
         int v[5] = {rc, (int)info.source, kc_toolkit_walks_(), kc_toolkit_direct_reads_(),
@@ -74,15 +80,21 @@ static void test_repeated_lookups_read_the_manifest_once(void **state) {
     struct timespec t = {2, 200000000}; /* past the window of files too new to vouch for */
     nanosleep(&t, NULL);
     int a[5], b[5];
-    in_child(1, a); /* compiles: the spec's memo and the toolkit's manifest written */
+    in_child(1, 0, a); /* compiles: the spec's memo and the toolkit's manifest written */
     assert_int_equal(a[0], KC_OK);
     assert_int_equal(a[1], KC_FROM_COMPILE);
-    in_child(3, b); /* the spec vouched, the toolkit by its manifest: read once for three lookups */
+    in_child(3, 0, b); /* the spec vouched, the toolkit by its manifest: read once for three lookups */
     assert_int_equal(b[0], KC_OK);
     assert_int_equal(b[1], KC_FROM_DISK);
     assert_int_equal(b[2], 0); /* no walk */
     assert_int_equal(b[3], 1);
     assert_int_equal(b[4], 3);
+    /* Vouched, remembered, then the header edited and the tree walked in the same process: the walked
+     * digest is another, so the remembered key is not used: compiled afresh, never the old kernel. */
+    int c[5];
+    in_child(2, 1, c);
+    assert_int_equal(c[0], KC_OK);
+    assert_int_equal(c[1], KC_FROM_COMPILE);
 }
 
 int main(void) {
