@@ -20,19 +20,7 @@
 #define NAME "0123456789abcdef0123456789abcdef.sm_90"
 
 static char *dir;
-
-static int setup(void **state) {
-    (void)state;
-    dir = kct_tmpdir("touch");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    kct_rmtree(dir);
-    free(dir);
-    return 0;
-}
+KCT_TMPDIR_FIXTURE(dir, "touch")
 
 /* The entry's time set `age` seconds back; its path in p. */
 static void age(kc_local *l, time_t secs, char p[4096]) {
