@@ -168,6 +168,7 @@ static int stat_fits(int fd, const char *path, size_t max, struct stat *st) {
 /* The one reader: `nofollow` refuses a symbolic link as the last part of `path` (files inside
  * the cache); without it a link the user named is followed (inputs). */
 static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len, struct stat *st_out);
+static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got, struct stat *st_out);
 
 static int read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st_out, bool nofollow) {
     *out = NULL;
@@ -184,33 +185,14 @@ static int read_file(const char *path, size_t max, void **out, size_t *len, stru
 
 /* The whole of open file `fd` (`path`), sized by its stat, into *out; closes fd. */
 static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len, struct stat *st_out) {
-    struct stat st;
-    int rc = stat_fits(fd, path, max, &st);
+    uint8_t *buf = NULL;
+    size_t got = 0;
+    int rc = read_rest(fd, path, max, &buf, &got, st_out);
+    close(fd);
     if (rc) {
-        close(fd);
+        free(buf);
         return rc;
     }
-    size_t size = (size_t)st.st_size;
-    uint8_t *buf = kc_malloc(size + 1);
-    if (!buf) {
-        close(fd);
-        return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = kc_sys_read(fd, buf + got, size - got);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            free(buf);
-            close(fd);
-            return kc_err_errno(e, "reading '%s'", path);
-        }
-        if (r == 0) break; /* shrank under us: the decoder will see the short length */
-        got += (size_t)r;
-    }
-    close(fd);
-    if (st_out) *st_out = st;
     *out = buf;
     *len = got;
     return KC_OK;
@@ -232,7 +214,6 @@ static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len
  */
 enum { READ_FIRST = 16 * 1024 };
 
-static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got);
 
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st) {
     return read_file(path, max, out, len, st, true);
@@ -275,7 +256,7 @@ int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max,
     uint8_t *buf = NULL;
     size_t got, cap;
     int rc = read_first(fd, path, max, hint, &buf, &got, &cap);
-    if (rc == KC_OK && got == cap) rc = read_rest(fd, path, max, &buf, &got);
+    if (rc == KC_OK && got == cap) rc = read_rest(fd, path, max, &buf, &got, NULL);
     close(fd);
     if (rc == KC_MISS) { /* the kinds of file read_file names: empty, a FIFO, a folder */
         free(buf);
@@ -292,21 +273,23 @@ int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max,
     return KC_OK;
 }
 
-/* The rest of a file whose first read filled *buf: its size from its fstat, as read_file does. */
-static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got) {
+/* The rest of a file, sized by its stat (st_out: a copy, may be NULL), after the *got bytes already in
+ * *buf (NULL: none yet); *buf always has room for one byte more than it holds. */
+static int read_rest(int fd, const char *path, size_t max, uint8_t **buf, size_t *got, struct stat *st_out) {
     struct stat st;
     int rc = stat_fits(fd, path, max, &st);
     if (rc) return rc;
+    if (st_out) *st_out = st;
     size_t size = (size_t)st.st_size;
-    if (size <= *got) return KC_OK; /* shrank under us: the decoder will see the short length */
-    uint8_t *bigger = kc_realloc(*buf, size + 1);
+    if (*buf && size <= *got) return KC_OK; /* shrank under us: the decoder will see the short length */
+    uint8_t *bigger = kc_realloc(*buf, (size > *got ? size : *got) + 1);
     if (!bigger) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
     *buf = bigger;
     while (*got < size) {
         ssize_t r = kc_sys_read(fd, bigger + *got, size - *got);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return kc_err_errno(errno, "reading '%s'", path);
-        if (r == 0) break;
+        if (r == 0) break; /* shrank under us */
         *got += (size_t)r;
     }
     return KC_OK;
