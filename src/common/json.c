@@ -466,7 +466,8 @@ int kc_json_fail_parse(const char *origin, const char *text, size_t len, const k
 const char *kc_json_printable(const char *s, char out[400]) { /* 64 + 3 UTF-8 bytes, or 64 escapes of 6 */
     char *d = out;
     size_t i = 0;
-    for (; s && s[i] && (i < 64 || ((unsigned char)s[i] & 0xC0) == 0x80); i++) { /* ends on a character */
+    /* ends on a character: at most the 3 continuation bytes one may have, however many follow */
+    for (; s && s[i] && (i < 64 || (i < 67 && ((unsigned char)s[i] & 0xC0) == 0x80)); i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') *d++ = '\\', *d++ = (char)c;
         else if (c < 0x20 || c == 0x7f) d += sprintf(d, "\\u%04x", c);

@@ -301,6 +301,9 @@ static void test_places(void **state) {
     char longname[100];
     memset(longname, 'x', 99), longname[99] = '\0';
     assert_int_equal(strlen(kc_json_printable(longname, out)), 67); /* 64 and "..." */
+    static char cont[2000]; /* a lead byte at 63, then continuation bytes without end (not UTF-8) */
+    memset(cont, 'x', 63), cont[63] = (char)0xC3, memset(cont + 64, 0x80, sizeof cont - 65);
+    assert_int_equal(strlen(kc_json_printable(cont, out)), 70); /* 64, 3 more at most, "..." */
 }
 
 /* Hostile input: a number out of a double's range, a text over the cap (refused unread). */
