@@ -228,26 +228,43 @@ static int open_at(int dirfd, const char *rel, const char *path) {
     return fd;
 }
 
-/* The first read of a file without a stat: into a buffer of `hint` + 2 bytes (a hint of its size)
- * or, without one, onto the stack and copied; *got its bytes, *cap what was asked.  KC_OK, KC_MISS
- * (nothing read: read_file says what it is), or the read's error. */
-static int read_first(int fd, const char *path, size_t max, size_t hint, uint8_t **buf, size_t *got, size_t *cap) {
-    uint8_t first[READ_FIRST]; /* on the stack without a hint: copied once into a buffer of their size */
-    *cap = hint ? (hint < max ? hint + 1 : max + 1) : max < READ_FIRST ? max + 1 : READ_FIRST;
-    uint8_t *into = hint ? (*buf = kc_malloc(*cap + 1)) : first;
-    if (!into) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+/* The first read of a file without a stat: into the lent buffer (a file that fits it stays there: no
+ * allocation), else into a buffer of `hint` + 2 bytes (a hint of its size), else onto the stack and
+ * copied; *got its bytes, *cap what was asked.  KC_OK, KC_MISS (nothing read: read_file says what it
+ * is), or the read's error.  *buf is the lent buffer, or one to free. */
+static int read_first(int fd, const char *path, const kc_fs_read_how *how, uint8_t **buf, size_t *got, size_t *cap) {
+    uint8_t first[READ_FIRST]; /* without a lent buffer or a hint: copied once into a buffer of their size */
+    size_t max = how->max, hint = how->hint, lent_cap = how->lent_cap;
+    uint8_t *lent = how->lent;
+    if (!lent || lent_cap < 2) lent = NULL, lent_cap = 0;
+    uint8_t *into = lent ? lent : first;
+    size_t room = lent ? lent_cap - 1 : READ_FIRST; /* a lent buffer keeps room for a terminator */
+    if (hint && (!lent || hint + 2 > lent_cap)) {   /* straight into a buffer of its size */
+        *cap = hint < max ? hint + 1 : max + 1;
+        into = *buf = kc_malloc(*cap + 1);
+        if (!into) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+    } else {
+        *cap = max < room ? max + 1 : room;
+    }
     ssize_t r;
     while ((r = kc_sys_read(fd, into, *cap)) < 0 && errno == EINTR) {}
     *got = r > 0 ? (size_t)r : 0;
     if (r < 0 && errno != EISDIR && errno != EAGAIN && errno != EWOULDBLOCK)
         return kc_err_errno(errno, "reading '%s'", path);
     if (*got == 0) return KC_MISS;
-    if (!hint && (*buf = kc_malloc(*got + 1))) memcpy(*buf, first, *got);
+    if (into == *buf) return KC_OK;
+    if (into == lent && *got < *cap) { /* the whole file, in the lent buffer */
+        *buf = lent;
+        return KC_OK;
+    }
+    if ((*buf = kc_malloc(*got + 1))) memcpy(*buf, into, *got);
     return *buf ? KC_OK : kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
 }
 
-int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, size_t hint, void **out, size_t *len,
+int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, const kc_fs_read_how *how, void **out, size_t *len,
                        struct stat *st) {
+    size_t max = how->max;
+    void *lent = how->lent;
     *out = NULL;
     *len = 0;
     int fd = open_at(dirfd, rel, path);
@@ -255,10 +272,11 @@ int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max,
     if (st) return read_fd(fd, path, max, out, len, st);
     uint8_t *buf = NULL;
     size_t got, cap;
-    int rc = read_first(fd, path, max, hint, &buf, &got, &cap);
-    if (rc == KC_OK && got == cap) rc = read_rest(fd, path, max, &buf, &got, NULL);
+    int rc = read_first(fd, path, how, &buf, &got, &cap);
+    if (rc == KC_OK && got == cap) rc = read_rest(fd, path, max, &buf, &got, NULL); /* never the lent buffer */
     close(fd);
-    if (rc == KC_MISS) { /* the kinds of file read_file names: empty, a FIFO, a folder */
+    if (buf == lent) buf = NULL; /* not ours to free */
+    if (rc == KC_MISS) {         /* the kinds of file read_file names: empty, a FIFO, a folder */
         free(buf);
         return read_file(path, max, out, len, NULL, true);
     }
@@ -268,7 +286,7 @@ int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max,
         free(buf);
         return rc;
     }
-    *out = buf;
+    *out = buf ? buf : lent;
     *len = got;
     return KC_OK;
 }

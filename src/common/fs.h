@@ -77,19 +77,28 @@ int kc_fs_fd_is_regular(int fd);
  */
 int kc_fs_read_file(const char *path, size_t max, void **out, size_t *len, struct stat *st);
 
+/** How kc_fs_read_file_at reads a file: its cap, a hint of its size, a buffer of the caller's. */
+typedef struct kc_fs_read_how {
+    size_t max;      /**< At most this many bytes, else KC_ECORRUPT. */
+    size_t hint;     /**< The size the file had when last read; 0: none. */
+    void *lent;      /**< The caller's buffer for the bytes (NULL: none)… */
+    size_t lent_cap; /**< …of this many bytes. */
+} kc_fs_read_how;
+
 /**
  * kc_fs_read_file of `rel` under the open folder `dirfd` (AT_FDCWD: `rel` is `path`): a path
  * lookup of two names where `path` walks them all.  `path` is the same file's full name: errors
  * name it, and a file absent under `dirfd` is looked for there too (the folder held open may
  * have been moved or removed since).  Without `st`, no stat is made unless one is needed to say
- * what the file is, and a FIFO someone writes into is read as the file's bytes (at most `max`):
- * only for files inside the cache whose every byte is checked ([Note: the reader without
- * fstat]).  `hint` (0: none), the size the file had when last read: one more byte than that is
- * asked for, straight into a buffer with room for a terminator too (no copy); a wrong hint costs a
- * stat, or a buffer that was too big.
+ * what the file is, and a FIFO someone writes into is read as the file's bytes (at most
+ * `how->max`): only for files inside the cache whose every byte is checked ([Note: the reader
+ * without fstat]).  `how->hint`: one more byte than that is asked for, straight into a buffer with
+ * room for a terminator too (no copy); a wrong hint costs a stat, or a buffer that was too big.  A
+ * file of at most `lent_cap` - 2 bytes (and a hint as small) is read into `how->lent` and *out is
+ * `lent` (nothing to free: a hit without an allocation), else *out is a buffer to free.
  * Callers: the local store's hits.
  */
-int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, size_t max, size_t hint, void **out, size_t *len,
+int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, const kc_fs_read_how *how, void **out, size_t *len,
                        struct stat *st);
 
 /**

@@ -79,9 +79,10 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
  * [Note: checked, not inflated] A hit that only confirms an entry is stored (kc_graph_compile,
  * prewarm: nothing is loaded) needs its objects intact, not their bytes.  decode() with
  * `out` NULL runs every check a decode runs on the container — header, table, sizes and ratio
- * caps, the XXH3-64 of every section's stored bytes, a zstd frame's declared sizes — but
- * inflates no section and parses no META: the checksum already proves the stored bytes are the
- * ones written, and a frame's header proves what it inflates to; ORIGIN alone is always read
+ * caps, the XXH3-64 of every section's stored bytes, the raw length a zstd frame's header declares
+ * — but inflates no section, walks no frame's blocks and parses no META: the checksum already
+ * proves the stored bytes are the ones written (a frame's blocks are walked, and its bytes
+ * inflated to the declared length or refused, when it is loaded); ORIGIN alone is always read
  * (it is small, and its records are validated).  What it cannot check is an
  * image's XXH3-128 over its raw bytes (that needs them); a local image is named by that
  * digest when this cache writes it, and an image from outside is checked in full before it is
@@ -233,7 +234,8 @@ static int read_sections(kc_entry *e, const uint8_t *h, uint32_t nsec, int want_
         int kept = e && (keep & (1u << type));
         if (!kept && type != KC_SECTION_ORIGIN) { /* [Note: checked, not inflated] */
             seen_meta |= type == KC_SECTION_META;
-            if (codec != KC_CODEC_NONE && !frame_fits(src, stored_len, raw_len))
+            /* the frame's header, not its blocks: those are walked when it is inflated */
+            if (codec != KC_CODEC_NONE && ZSTD_getFrameContentSize(src, (size_t)stored_len) != raw_len)
                 return CORRUPT("section %u does not decompress to its length", i);
             continue;
         }

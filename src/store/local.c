@@ -2,8 +2,8 @@
 /*
  * local.c — the local directory store: atomic puts, read()-only gets, per-shard counters
  * shared by every process, and approximate-LRU eviction by one cleaner at a time.  This
- * file holds open, get/put/remove, quarantine, compile locks, iteration and the backend
- * table; the counters are in local_stats.c, the cleaner in local_gc.c, the directory check
+ * file holds open, put/remove, quarantine, compile locks and iteration; the reads (get) are in
+ * local_hit.c, the backend table in local_backend.c, the counters in local_stats.c, the cleaner in local_gc.c, the directory check
  * in safedir.c, the provenance record in local_provenance.c, batched puts in local_batch.c
  * (local_impl.h says what they share).  The front door and the tiers use it
  * through local.h.
@@ -295,49 +295,6 @@ void kc_local_free(kc_local *l) {
 }
 
 /* ---- get / put / remove ---- */
-
-/* An entry file of another user's cache ([Note: a reader of another's cache] in safedir.c) that
- * someone else could have written is not used: unusable, as a file that is not a regular one is. */
-static int foreign_file_check(const kc_local *l, const char *path, const struct stat *st, void **out, size_t *len) {
-    const char *why = (st->st_mode & (S_IWGRP | S_IWOTH))         ? "is writable by group or others"
-                      : st->st_uid != l->owner && st->st_uid != 0 ? "is owned by neither the cache's owner nor root"
-                                                                  : NULL;
-    if (!why) return KC_OK;
-    kc_log(KC_LOG_STORE, "%s %s (mode %03o, uid %u): not used (chmod -R go-w the cache)", path, why,
-           (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
-    free(*out);
-    *out = NULL;
-    *len = 0;
-    return kc_err(KC_ECORRUPT, "entry '%s' of uid %u's cache %s (mode %03o, uid %u); not used", path,
-                  (unsigned)l->owner, why, (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
-}
-
-static int local_read(kc_local *l, const char *name, void **out, size_t *len, bool use) {
-    int rc = kc_store_name_check(name);
-    if (rc) return rc;
-    char path[PATH_MAX];
-    kc_local_path(l, name, path, sizeof path);
-    time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
-    bool fresh, touch = use && !l->readonly;
-    size_t hint = kc_local_memo_(l, name, now, touch, &fresh); /* [Note: the touch memo] in local_hit.c */
-    hint = hint <= TOUCH_HINT_MAX ? hint : 0;                  /* a torn slot's size never makes a big buffer */
-    bool need_st = l->foreign || !fresh;
-    struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
-    int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */
-    at = at >= 0 ? at : AT_FDCWD;
-    rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, KC_ENTRY_MAX_BYTES, hint, out,
-                            len, need_st ? &st : NULL);
-    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
-    if (rc == KC_OK && need_st) kc_local_memo_note_(l, path, name, &st, now, touch);
-    if (!use) return rc;
-    kc_local_maybe_flush_(l);
-    return rc;
-}
-
-int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) { return local_read(l, name, out, len, true); }
-int kc_local_read(kc_local *l, const char *name, void **out, size_t *len) {
-    return local_read(l, name, out, len, false);
-}
 
 void kc_local_maybe_cleanup_(kc_local *l, int64_t added) {
     if (l->max_size == 0) return;

@@ -38,6 +38,8 @@ void kc_local_free(kc_local *l);
 void kc_local_set_max_size(kc_local *l, uint64_t max_size);
 
 int kc_local_get(kc_local *l, const char *name, void **out, size_t *len);
+/** kc_local_get into the caller's `buf` (`cap` bytes) when the entry fits: *out is `buf`, else a buffer to free. */
+int kc_local_get_into(kc_local *l, const char *name, void *buf, size_t cap, void **out, size_t *len);
 /**
  * Read an entry's bytes for maintenance (verify, export, publish, an import's comparison):
  * like kc_local_get but not a use — its LRU time is left alone, so a scan of the whole

@@ -37,6 +37,9 @@ int kc_local_iterate(kc_local *l, kc_store_iter_cb cb, void *ctx) {
 /* ---- as a backend table ---- */
 
 static int be_get(kc_store_backend *b, const char *n, void **o, size_t *len) { return kc_local_get(b->ctx, n, o, len); }
+static int be_get_into(kc_store_backend *b, const char *n, void *buf, size_t cap, void **o, size_t *len) {
+    return kc_local_get_into(b->ctx, n, buf, cap, o, len);
+}
 static int be_peek(kc_store_backend *b, const char *n, void **o, size_t *len) {
     return kc_local_read(b->ctx, n, o, len);
 }
@@ -72,5 +75,6 @@ kc_store_backend *kc_local_backend(kc_local *l) {
     l->backend.state = NULL;
     l->backend.get_many = NULL;
     l->backend.put_origin = be_put_origin;
+    l->backend.get_into = be_get_into;
     return &l->backend;
 }

@@ -1,21 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store/local_hit.c — what a local hit does without a system call of its own: the LRU clock
- * (a hit's file gets a fresh time when its time is older than TOUCH_AFTER_S, and the handle
- * remembers for how long none is due) and the cache's v1/ folder held open for its reads.
+ * store/local_hit.c — a local hit's read (kc_local_get, kc_local_get_into, kc_local_read), and what
+ * it does without a system call of its own: the LRU clock (a hit's file gets a fresh time when its
+ * time is older than TOUCH_AFTER_S, and the handle remembers for how long none is due) and the
+ * cache's v1/ folder held open for its reads.
  *
  * The one idea: what a hit checks once per TOUCH_AFTER_S per handle, not per hit — a file's
- * time, and that the folder held open is still the path's.
+ * time, and that the folder held open is still the path's; the read itself is one open, one read
+ * and one close, into the caller's buffer when the entry fits there.
  *
- * Must not: read or write anything but a file's time and the folder's descriptor; close a
- * descriptor another thread may still use; be more than a hint (a wrong answer here costs a
- * stat, a refresh or a read under the path, never a byte of any entry).
+ * Must not: write anything but a file's time and the folder's descriptor; close a descriptor
+ * another thread may still use; let the memo or the folder be more than a hint (a wrong answer
+ * there costs a stat, a refresh or a read under the path, never a byte of any entry).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/fs.h"
 #include "../common/internal.h"
 #include "local_impl.h"
 
@@ -120,4 +126,56 @@ int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale) {
     __atomic_store_n(&l->v1_checked, (int64_t)now, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&l->v1_mu);
     return fd;
+}
+
+/* ---- the read ---- */
+
+/* An entry file of another user's cache ([Note: a reader of another's cache] in safedir.c) that
+ * someone else could have written is not used: unusable, as a file that is not a regular one is. */
+static int foreign_file_check(const kc_local *l, const char *path, const struct stat *st, void **out, size_t *len) {
+    const char *why = (st->st_mode & (S_IWGRP | S_IWOTH))         ? "is writable by group or others"
+                      : st->st_uid != l->owner && st->st_uid != 0 ? "is owned by neither the cache's owner nor root"
+                                                                  : NULL;
+    if (!why) return KC_OK;
+    kc_log(KC_LOG_STORE, "%s %s (mode %03o, uid %u): not used (chmod -R go-w the cache)", path, why,
+           (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
+    free(*out); /* read with a stat: never a lent buffer */
+    *out = NULL;
+    *len = 0;
+    return kc_err(KC_ECORRUPT, "entry '%s' of uid %u's cache %s (mode %03o, uid %u); not used", path,
+                  (unsigned)l->owner, why, (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
+}
+
+/* `name`'s bytes into *out: `lent` (lent_cap bytes, may be NULL) when they fit there, else a buffer to free. */
+static int local_read(kc_local *l, const char *name, void *lent, size_t lent_cap, void **out, size_t *len, bool use) {
+    int rc = kc_store_name_check(name);
+    if (rc) return rc;
+    char path[PATH_MAX];
+    kc_local_path(l, name, path, sizeof path);
+    time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
+    bool fresh, touch = use && !l->readonly;
+    size_t hint = kc_local_memo_(l, name, now, touch, &fresh); /* [Note: the touch memo] in local_hit.c */
+    hint = hint <= TOUCH_HINT_MAX ? hint : 0;                  /* a torn slot's size never makes a big buffer */
+    bool need_st = l->foreign || !fresh;
+    struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
+    int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */
+    at = at >= 0 ? at : AT_FDCWD;
+    kc_fs_read_how how = {KC_ENTRY_MAX_BYTES, hint, lent, lent_cap};
+    rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, &how, out, len,
+                            need_st ? &st : NULL);
+    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
+    if (rc == KC_OK && need_st) kc_local_memo_note_(l, path, name, &st, now, touch);
+    if (!use) return rc;
+    kc_local_maybe_flush_(l);
+    return rc;
+}
+
+int kc_local_get(kc_local *l, const char *name, void **out, size_t *len) {
+    return local_read(l, name, NULL, 0, out, len, true);
+}
+int kc_local_get_into(kc_local *l, const char *name, void *buf, size_t cap, void **out, size_t *len) {
+    return local_read(l, name, buf, cap, out, len, true);
+}
+int kc_local_read(kc_local *l, const char *name, void **out, size_t *len) {
+    return local_read(l, name, NULL, 0, out, len, false);
 }

@@ -18,11 +18,15 @@
 #include "../common/internal.h"
 #include "tiers_impl.h"
 
-#define MAX_NAMES 24 /* variants looked up at once in a remote */
+#define MAX_NAMES 24           /* variants looked up at once in a remote */
+#define LENT_BYTES (16 * 1024) /* the local object's bytes read onto the stack, when they fit */
 
-/* The local object's bytes, or KC_MISS (absent; unreadable: counted as a store error). */
-static int local_raw(kc_tiers *t, tier *l, const char *name, int shard, void **data, size_t *len) {
-    int rc = l->b->get(l->b, name, data, len);
+/* The local object's bytes, in `buf` (`cap` bytes) when they fit there and the back end reads into a
+ * buffer it is given, else in one to free; or KC_MISS (absent; unreadable: counted as a store error). */
+static int local_raw(kc_tiers *t, tier *l, const char *name, int shard, void *buf, size_t cap, void **data,
+                     size_t *len) {
+    kc_store_backend *b = l->b;
+    int rc = b->version >= 7 && b->get_into ? b->get_into(b, name, buf, cap, data, len) : b->get(b, name, data, len);
     if (rc == KC_OK || rc == KC_MISS) return rc;
     kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message); /* a cache-side error costs a miss */
     kc_tiers_count_(t, shard, KC_STAT_STORE_ERRORS);
@@ -43,14 +47,15 @@ static int local_object(kc_tiers *t, const kc_key *key, const char *variant, uns
     kc_store_name(key, variant, name);
     tier *l = local_tier(t);
     if (!l) return kc_err(KC_MISS, "no entry %s", name);
+    uint8_t lent[LENT_BYTES]; /* a hit's object of up to 16 KiB is read, checked and let go without a malloc */
     void *data;
     size_t len;
-    int rc = local_raw(t, l, name, key->bytes[0], &data, &len);
+    int rc = local_raw(t, l, name, key->bytes[0], lent, sizeof lent, &data, &len);
     if (rc == KC_MISS) tier_count(l, TC_MISSES);
     if (rc != KC_OK) return kc_err(KC_MISS, "no entry %s", name);
     rc = out ? kc_entry_decode_some(out, data, len, key, variant, sections)
              : kc_entry_check_stored(data, len, key, variant, section, raw_len);
-    free(data);
+    if (data != lent) free(data);
     if (rc == KC_ENOMEM) return kc_err(KC_MISS, "no memory to read %s", name);
     if (rc != KC_OK) {
         tier_count(l, TC_ERRORS);

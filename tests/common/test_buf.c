@@ -64,6 +64,26 @@ static void test_hex(void **state) {
     assert_int_equal(kc_unhex("0g", 1, out), KC_EINVAL);
 }
 
+/* kc_hex: every byte value at every place, for every length up to 17, is what "%02x" writes, and
+ * nothing is written past the NUL. */
+static void test_hex_every_byte(void **state) {
+    (void)state;
+    uint8_t in[17];
+    char got[40], want[40];
+    for (size_t n = 0; n <= sizeof in; n++)
+        for (size_t at = 0; at < (n ? n : 1); at++)
+            for (unsigned v = 0; v < 256; v++) {
+                for (size_t i = 0; i < n; i++) in[i] = (uint8_t)(i * 37 + 11);
+                if (n) in[at] = (uint8_t)v;
+                memset(got, '#', sizeof got);
+                kc_hex(in, n, got);
+                for (size_t i = 0; i < n; i++) snprintf(want + 2 * i, 3, "%02x", in[i]);
+                want[2 * n] = '\0';
+                assert_string_equal(got, want);
+                assert_int_equal(got[2 * n + 1], '#');
+            }
+}
+
 /* kc_hex_u64: exactly n lowercase digits, 1 <= n <= 16; nothing else (memos are written "%016llx"). */
 static void test_hex_u64(void **state) {
     (void)state;
@@ -129,6 +149,7 @@ int main(void) {
         cmocka_unit_test(test_printf_and_take),
         cmocka_unit_test(test_alloc_failure_is_sticky),
         cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_hex_every_byte),
         cmocka_unit_test(test_hex_u64),
         cmocka_unit_test(test_hex_number),
         cmocka_unit_test(test_hex_is),

@@ -126,6 +126,13 @@ static void test_links_inputs_followed_cache_refused(void **state) {
     assert_true(errno == ENOTDIR || errno == ELOOP); /* Linux: ENOTDIR (O_DIRECTORY meets the link) */
 }
 
+/* kc_fs_read_file_at with its kc_fs_read_how spelt out. */
+static int read_at(int dirfd, const char *rel, const char *path, size_t max, size_t hint, void *lent, size_t lent_cap,
+                   void **out, size_t *len, struct stat *st) {
+    kc_fs_read_how how = {max, hint, lent, lent_cap};
+    return kc_fs_read_file_at(dirfd, rel, path, &how, out, len, st);
+}
+
 /* [Note: the reader without fstat]: every size around its first read's buffer reads whole and
  * the same as the reader with a stat; over the cap, a folder and an absent file as that one says. */
 static void test_read_without_stat(void **state) {
@@ -141,7 +148,7 @@ static void test_read_without_stat(void **state) {
         void *a, *b;
         size_t la, lb;
         struct stat st;
-        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n, 0, &a, &la, NULL), KC_OK);
+        assert_int_equal(read_at(AT_FDCWD, f, f, n, 0, NULL, 0, &a, &la, NULL), KC_OK);
         assert_int_equal(kc_fs_read_file(f, n, &b, &lb, &st), KC_OK);
         assert_int_equal(la, n);
         assert_int_equal(lb, n);
@@ -156,16 +163,15 @@ static void test_read_without_stat(void **state) {
         static const size_t hints[] = {1, 2, 4096, 16384, 200000}; /* a hint, right or wrong, reads it whole */
         for (size_t h = 0; h < KC_ARRAY_LEN(hints) + 1; h++) {
             size_t hint = h < KC_ARRAY_LEN(hints) ? hints[h] : n;
-            assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n, hint, &a, &la, NULL), KC_OK);
+            assert_int_equal(read_at(AT_FDCWD, f, f, n, hint, NULL, 0, &a, &la, NULL), KC_OK);
             assert_int_equal(la, n);
             assert_memory_equal(a, want, n);
             ((uint8_t *)a)[n] = 0;
             free(a);
-            assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n - 1, hint, &a, &la, NULL), KC_ECORRUPT);
+            assert_int_equal(read_at(AT_FDCWD, f, f, n - 1, hint, NULL, 0, &a, &la, NULL), KC_ECORRUPT);
             assert_null(a);
         }
-        assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, n - 1, 0, &a, &la, NULL),
-                         KC_ECORRUPT); /* one over the cap */
+        assert_int_equal(read_at(AT_FDCWD, f, f, n - 1, 0, NULL, 0, &a, &la, NULL), KC_ECORRUPT); /* one over the cap */
         assert_non_null(strstr(kc_error_last()->message, "over the cap"));
         assert_null(a);
         assert_int_equal(kc_fs_read_file(f, n - 1, &a, &la, &st), KC_ECORRUPT); /* and with a stat */
@@ -175,17 +181,61 @@ static void test_read_without_stat(void **state) {
     free(want);
     void *a;
     size_t la;
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, dir, dir, 4096, 0, &a, &la, NULL), KC_ECORRUPT); /* a folder */
+    assert_int_equal(read_at(AT_FDCWD, dir, dir, 4096, 0, NULL, 0, &a, &la, NULL), KC_ECORRUPT); /* a folder */
     assert_non_null(strstr(kc_error_last()->message, "not a regular file"));
     snprintf(f, sizeof f, "%s/absent", dir);
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, 0, &a, &la, NULL), KC_MISS);
+    assert_int_equal(read_at(AT_FDCWD, f, f, 4096, 0, NULL, 0, &a, &la, NULL), KC_MISS);
     snprintf(f, sizeof f, "%s/file", dir);
     kc_fs_fault_set(KC_FS_READ, 1, EIO, false); /* a failed read is the error, named */
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, 0, &a, &la, NULL), KC_EIO);
+    assert_int_equal(read_at(AT_FDCWD, f, f, 1 << 20, 0, NULL, 0, &a, &la, NULL), KC_EIO);
     assert_non_null(strstr(kc_error_last()->message, "reading"));
     assert_null(a);
     kc_fs_fault_set(KC_FS_READ, 2, EIO, false); /* the rest of a file longer than the first read */
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 1 << 20, 0, &a, &la, NULL), KC_EIO);
+    assert_int_equal(read_at(AT_FDCWD, f, f, 1 << 20, 0, NULL, 0, &a, &la, NULL), KC_EIO);
+    kc_fs_fault_clear();
+}
+
+/* The caller's lent buffer: a file with room to spare in it is read there (nothing to free), any
+ * other into a buffer of its own; the bytes are the file's either way, with or without a hint, and a
+ * failure leaves nothing of either. */
+static void test_read_into_lent(void **state) {
+    (void)state;
+    static const size_t sizes[] = {1, 100, 1022, 1023, 1024, 4095, 16383, 16384, 16385, 70000};
+    static const size_t caps[] = {2, 1024, 1025, 16384, 16386, 70002};
+    char f[512];
+    snprintf(f, sizeof f, "%s/lent", dir);
+    uint8_t *want = malloc(70000);
+    for (size_t i = 0; i < 70000; i++) want[i] = (uint8_t)(i * 13 + i / 241);
+    for (size_t k = 0; k < KC_ARRAY_LEN(sizes); k++) {
+        size_t n = sizes[k];
+        assert_int_equal(kc_fs_write_atomic(f, want, n), KC_OK);
+        for (size_t c = 0; c < KC_ARRAY_LEN(caps); c++) {
+            uint8_t *lent = malloc(caps[c]); /* exactly its size: a write past it is ASan's */
+            size_t hints[] = {0, n, n / 2 + 1, n + 5000};
+            for (size_t h = 0; h < KC_ARRAY_LEN(hints); h++) {
+                void *a;
+                size_t la;
+                assert_int_equal(read_at(AT_FDCWD, f, f, 1 << 20, hints[h], lent, caps[c], &a, &la, NULL), KC_OK);
+                assert_int_equal(la, n);
+                assert_memory_equal(a, want, n);
+                /* lent exactly when the file fits with room, and so does the size it was said to have */
+                assert_int_equal(a == (void *)lent, n + 2 <= caps[c] && hints[h] + 2 <= caps[c]);
+                ((uint8_t *)a)[n] = 0; /* room for a terminator, lent or not */
+                if (a != (void *)lent) free(a);
+                assert_int_equal(read_at(AT_FDCWD, f, f, n - 1, hints[h], lent, caps[c], &a, &la, NULL),
+                                 KC_ECORRUPT); /* over the cap: nothing handed out */
+                assert_null(a);
+            }
+            free(lent);
+        }
+    }
+    free(want);
+    uint8_t lent[64];
+    void *a;
+    size_t la;
+    kc_fs_fault_set(KC_FS_READ, 1, EIO, false);
+    assert_int_equal(read_at(AT_FDCWD, f, f, 1 << 20, 0, lent, sizeof lent, &a, &la, NULL), KC_EIO);
+    assert_null(a);
     kc_fs_fault_clear();
 }
 
@@ -205,11 +255,11 @@ static void test_fifo_with_a_writer(void **state) {
     size_t la;
     assert_int_equal(kc_fs_read_file(f, 4096, &a, &la, NULL), KC_ECORRUPT);
     assert_non_null(strstr(kc_error_last()->message, "not a regular file"));
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 4096, 0, &a, &la, NULL), KC_OK);
+    assert_int_equal(read_at(AT_FDCWD, f, f, 4096, 0, NULL, 0, &a, &la, NULL), KC_OK);
     assert_int_equal(la, sizeof bytes);
     free(a);
     assert_int_equal(write(w, bytes, sizeof bytes), (ssize_t)sizeof bytes);
-    assert_int_equal(kc_fs_read_file_at(AT_FDCWD, f, f, 50, 0, &a, &la, NULL), KC_ECORRUPT); /* over the cap */
+    assert_int_equal(read_at(AT_FDCWD, f, f, 50, 0, NULL, 0, &a, &la, NULL), KC_ECORRUPT); /* over the cap */
     assert_null(a);
     close(w);
 }
@@ -228,31 +278,31 @@ static void test_read_at_folder_held_open(void **state) {
     assert_true(fd >= 0);
     void *a;
     size_t la;
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_OK);
+    assert_int_equal(read_at(fd, "entry", f, 4096, 0, NULL, 0, &a, &la, NULL), KC_OK);
     assert_int_equal(la, 5);
     assert_memory_equal(a, "first", 5);
     free(a);
     struct stat st;
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, &st), KC_OK); /* with its stat */
+    assert_int_equal(read_at(fd, "entry", f, 4096, 0, NULL, 0, &a, &la, &st), KC_OK); /* with its stat */
     assert_int_equal(st.st_size, 5);
     assert_memory_equal(a, "first", 5);
     free(a);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4, 0, &a, &la, &st), KC_ECORRUPT);
+    assert_int_equal(read_at(fd, "entry", f, 4, 0, NULL, 0, &a, &la, &st), KC_ECORRUPT);
     assert_int_equal(rename(sub, moved), 0);
     assert_int_equal(mkdir(sub, 0700), 0);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_OK); /* the moved folder's */
+    assert_int_equal(read_at(fd, "entry", f, 4096, 0, NULL, 0, &a, &la, NULL), KC_OK); /* the moved folder's */
     assert_memory_equal(a, "first", 5);
     free(a);
     snprintf(f, sizeof f, "%s/v1-moved/entry", dir);
     assert_int_equal(unlink(f), 0);
     snprintf(f, sizeof f, "%s/v1/entry", dir);
     assert_int_equal(kc_fs_write_atomic(f, "second", 6), KC_OK);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_OK); /* absent there: the path's */
+    assert_int_equal(read_at(fd, "entry", f, 4096, 0, NULL, 0, &a, &la, NULL), KC_OK); /* absent there: the path's */
     assert_int_equal(la, 6);
     assert_memory_equal(a, "second", 6);
     free(a);
     assert_int_equal(unlink(f), 0);
-    assert_int_equal(kc_fs_read_file_at(fd, "entry", f, 4096, 0, &a, &la, NULL), KC_MISS);
+    assert_int_equal(read_at(fd, "entry", f, 4096, 0, NULL, 0, &a, &la, NULL), KC_MISS);
     close(fd);
 }
 
@@ -263,6 +313,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fault_every_from_n, setup, teardown),
         cmocka_unit_test(test_temp_names),
         cmocka_unit_test_setup_teardown(test_links_inputs_followed_cache_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_into_lent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_without_stat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_at_folder_held_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fifo_with_a_writer, setup, teardown),

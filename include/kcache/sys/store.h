@@ -24,10 +24,10 @@ extern "C" {
 /**
  * Version of kc_store_backend described here.  Version 2 added the optional `peek` and
  * `state` slots at the end, version 3 `get_many`, 4 `put_foreign`/`is_own`, 5 `put_origin`, 6 the
- * leases; tables of earlier versions (without them) are still accepted, and the core reads a slot
+ * leases, 7 `get_into`; tables of earlier versions (without them) are still accepted, and the core reads a slot
  * only from a table whose version has it.
  */
-#define KC_STORE_BACKEND_VERSION 6
+#define KC_STORE_BACKEND_VERSION 7
 
 /** One stored blob, for iterate.  Borrowed for the callback's duration. */
 typedef struct kc_store_item {
@@ -113,6 +113,14 @@ struct kc_store_backend {
     int (*lease_take)(kc_store_backend *b, const char *name, uint64_t ttl_ms, const char *holder);
     /** Optional: release the lease on `name` if `holder` still has it (KC_OK), else leave it (KC_MISS). */
     int (*lease_release)(kc_store_backend *b, const char *name, const char *holder);
+    /* version 7: a hit without an allocation */
+    /**
+     * Optional: read a blob like get, into the core's `buf` (`cap` bytes) when it fits: KC_OK with *out
+     * == buf, or with *out a buffer of the backend's (freed by the core with free()) when it does not;
+     * KC_MISS.  `buf` is the core's, valid only for the call.  The core calls it where it checks the
+     * bytes and lets them go at once (a hit's objects in the local tier); NULL: get is used instead.
+     */
+    int (*get_into)(kc_store_backend *b, const char *name, void *buf, size_t cap, void **out, size_t *out_len);
 };
 
 /* ---- provenance records ---- */
