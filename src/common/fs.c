@@ -201,12 +201,13 @@ static int read_fd(int fd, const char *path, size_t max, void **out, size_t *len
 /*
  * [Note: the reader without fstat] A hit reads two files, and a fstat per file was a sixth of a
  * warm in-process hit over its floor.  kc_fs_read_file_at without `st` (the local store's hits
- * only) reads a file inside the cache without one: one read of up to READ_FIRST bytes, and a read
- * shorter than asked is the end of a regular file (read(2) returns less only at the end, or on a
+ * only) reads a file inside the cache without one: one read of up to READ_FIRST bytes (or the
+ * size its caller lends, or one more than the size it last had), and a read shorter than asked is
+ * the end of a regular file (read(2) returns less only at the end, or on a
  * signal that kills us).  What that cannot tell apart goes to the reader with a stat, which
  * states it as before: nothing read (an empty file, a FIFO with no writer), EISDIR or EAGAIN (a
  * folder, a FIFO), and a first read that filled the buffer (the file's size, and the cap, come
- * from its fstat: a file over READ_FIRST costs that stat and a second read).  A FIFO that someone
+ * from its fstat: a file over the first read costs that stat and a second read).  A FIFO that someone
  * writes into is read as the entry's bytes, at most `max` of them, and the decoder refuses them
  * (every byte is checked); only the cache's owner can make one there (safedir.c), and another
  * user's cache is read with a stat (local.c).  Every other reader (kc_fs_read_file, whatever
@@ -228,23 +229,20 @@ static int open_at(int dirfd, const char *rel, const char *path) {
     return fd;
 }
 
-/* The first read of a file without a stat: into the lent buffer (a file that fits it stays there: no
- * allocation), else into a buffer of `hint` + 2 bytes (a hint of its size), else onto the stack and
- * copied; *got its bytes, *cap what was asked.  KC_OK, KC_MISS (nothing read: read_file says what it
- * is), or the read's error.  *buf is the lent buffer, or one to free. */
+/* The first read of a file without a stat, into the lent buffer (room for a terminator kept: a file
+ * that fits stays there, no allocation) or, with a hint of its size too big for that, straight into a
+ * buffer of `hint` + 2 bytes; a first read that filled the lent buffer is copied into one of its own.
+ * Needs a lent buffer or a hint.  *got its bytes, *cap what was asked.  KC_OK, KC_MISS (nothing read:
+ * read_file says what it is), or the read's error.  *buf is the lent buffer, or one to free. */
 static int read_first(int fd, const char *path, const kc_fs_read_how *how, uint8_t **buf, size_t *got, size_t *cap) {
-    uint8_t first[READ_FIRST]; /* without a lent buffer or a hint: copied once into a buffer of their size */
-    size_t max = how->max, hint = how->hint, lent_cap = how->lent_cap;
-    uint8_t *lent = how->lent;
-    if (!lent || lent_cap < 2) lent = NULL, lent_cap = 0;
-    uint8_t *into = lent ? lent : first;
-    size_t room = lent ? lent_cap - 1 : READ_FIRST; /* a lent buffer keeps room for a terminator */
-    if (hint && (!lent || hint + 2 > lent_cap)) {   /* straight into a buffer of its size */
+    size_t max = how->max, hint = how->hint, lent_cap = how->lent ? how->lent_cap : 0;
+    uint8_t *lent = lent_cap >= 2 ? how->lent : NULL, *into = lent;
+    if (hint && (!lent || hint + 2 > lent_cap)) { /* straight into a buffer of its size */
         *cap = hint < max ? hint + 1 : max + 1;
         into = *buf = kc_malloc(*cap + 1);
         if (!into) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
     } else {
-        *cap = max < room ? max + 1 : room;
+        *cap = max < lent_cap - 1 ? max + 1 : lent_cap - 1;
     }
     ssize_t r;
     while ((r = kc_sys_read(fd, into, *cap)) < 0 && errno == EINTR) {}
@@ -253,12 +251,28 @@ static int read_first(int fd, const char *path, const kc_fs_read_how *how, uint8
         return kc_err_errno(errno, "reading '%s'", path);
     if (*got == 0) return KC_MISS;
     if (into == *buf) return KC_OK;
-    if (into == lent && *got < *cap) { /* the whole file, in the lent buffer */
+    if (*got < *cap) { /* the whole file, in the lent buffer */
         *buf = lent;
         return KC_OK;
     }
     if ((*buf = kc_malloc(*got + 1))) memcpy(*buf, into, *got);
     return *buf ? KC_OK : kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+}
+
+/* read_first with neither a lent buffer nor a hint: onto the stack, copied once into a buffer of the
+ * bytes' size.  Its own frame (not inlined), which a hit that lends a buffer never has on its stack. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int
+read_first_onto_stack(int fd, const char *path, const kc_fs_read_how *how, uint8_t **buf, size_t *got, size_t *cap) {
+    uint8_t first[READ_FIRST + 1];
+    kc_fs_read_how own = {how->max, 0, first, sizeof first};
+    int rc = read_first(fd, path, &own, buf, got, cap);
+    if (rc != KC_OK || *buf != first) return rc;
+    if (!(*buf = kc_malloc(*got + 1))) return kc_err(KC_ENOMEM, "reading '%s': out of memory", path);
+    memcpy(*buf, first, *got);
+    return KC_OK;
 }
 
 int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, const kc_fs_read_how *how, void **out, size_t *len,
@@ -272,7 +286,9 @@ int kc_fs_read_file_at(int dirfd, const char *rel, const char *path, const kc_fs
     if (st) return read_fd(fd, path, max, out, len, st);
     uint8_t *buf = NULL;
     size_t got, cap;
-    int rc = read_first(fd, path, how, &buf, &got, &cap);
+    bool lends = how->lent && how->lent_cap >= 2; /* read_first needs a lent buffer or a hint */
+    int rc = lends || how->hint ? read_first(fd, path, how, &buf, &got, &cap)
+                                : read_first_onto_stack(fd, path, how, &buf, &got, &cap);
     if (rc == KC_OK && got == cap) rc = read_rest(fd, path, max, &buf, &got, NULL); /* never the lent buffer */
     close(fd);
     if (buf == lent) buf = NULL; /* not ours to free */

@@ -82,7 +82,8 @@ static int decode_meta(kc_entry *e, const uint8_t *p, size_t n) {
  * caps, the XXH3-64 of every section's stored bytes, the raw length a zstd frame's header declares
  * — but inflates no section, walks no frame's blocks and parses no META: the checksum already
  * proves the stored bytes are the ones written (a frame's blocks are walked, and its bytes
- * inflated to the declared length or refused, when it is loaded); ORIGIN alone is always read
+ * inflated to the declared length or refused, when it is loaded; a purge's selectors, which read
+ * some sections, check the others so; kcache verify inflates them all); ORIGIN alone is always read
  * (it is small, and its records are validated).  What it cannot check is an
  * image's XXH3-128 over its raw bytes (that needs them); a local image is named by that
  * digest when this cache writes it, and an image from outside is checked in full before it is

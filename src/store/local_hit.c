@@ -132,14 +132,15 @@ int kc_local_v1_(kc_local *l, time_t now, bool force, bool *stale) {
 
 /* An entry file of another user's cache ([Note: a reader of another's cache] in safedir.c) that
  * someone else could have written is not used: unusable, as a file that is not a regular one is. */
-static int foreign_file_check(const kc_local *l, const char *path, const struct stat *st, void **out, size_t *len) {
+static int foreign_file_check(const kc_local *l, const char *path, const struct stat *st, const void *lent, void **out,
+                              size_t *len) {
     const char *why = (st->st_mode & (S_IWGRP | S_IWOTH))         ? "is writable by group or others"
                       : st->st_uid != l->owner && st->st_uid != 0 ? "is owned by neither the cache's owner nor root"
                                                                   : NULL;
     if (!why) return KC_OK;
     kc_log(KC_LOG_STORE, "%s %s (mode %03o, uid %u): not used (chmod -R go-w the cache)", path, why,
            (unsigned)(st->st_mode & 0777), (unsigned)st->st_uid);
-    free(*out); /* read with a stat: never a lent buffer */
+    if (*out != lent) free(*out); /* read with a stat, it never is the lent buffer; but never free that */
     *out = NULL;
     *len = 0;
     return kc_err(KC_ECORRUPT, "entry '%s' of uid %u's cache %s (mode %03o, uid %u); not used", path,
@@ -163,7 +164,7 @@ static int local_read(kc_local *l, const char *name, void *lent, size_t lent_cap
     kc_fs_read_how how = {KC_ENTRY_MAX_BYTES, hint, lent, lent_cap};
     rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, &how, out, len,
                             need_st ? &st : NULL);
-    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, out, len);
+    if (rc == KC_OK && l->foreign) rc = foreign_file_check(l, path, &st, lent, out, len);
     if (rc == KC_OK && need_st) kc_local_memo_note_(l, path, name, &st, now, touch);
     if (!use) return rc;
     kc_local_maybe_flush_(l);

@@ -27,6 +27,8 @@ static int local_raw(kc_tiers *t, tier *l, const char *name, int shard, void *bu
                      size_t *len) {
     kc_store_backend *b = l->b;
     int rc = b->version >= 7 && b->get_into ? b->get_into(b, name, buf, cap, data, len) : b->get(b, name, data, len);
+    if (rc == KC_OK && *data == buf && *len > cap) /* a back end that says it wrote past the buffer lent */
+        rc = kc_err(KC_EIO, "the local back end read %zu bytes into a buffer of %zu", *len, cap);
     if (rc == KC_OK || rc == KC_MISS) return rc;
     kc_log(KC_LOG_STORE, "get %s: %s", name, kc_error_last()->message); /* a cache-side error costs a miss */
     kc_tiers_count_(t, shard, KC_STAT_STORE_ERRORS);
@@ -47,7 +49,7 @@ static int local_object(kc_tiers *t, const kc_key *key, const char *variant, uns
     kc_store_name(key, variant, name);
     tier *l = local_tier(t);
     if (!l) return kc_err(KC_MISS, "no entry %s", name);
-    uint8_t lent[LENT_BYTES]; /* a hit's object of up to 16 KiB is read, checked and let go without a malloc */
+    uint8_t lent[LENT_BYTES]; /* a hit's object of under 16 KiB is read, checked and let go without a malloc */
     void *data;
     size_t len;
     int rc = local_raw(t, l, name, key->bytes[0], lent, sizeof lent, &data, &len);

@@ -469,25 +469,55 @@ static void test_publish_seals_and_sends_once(void **state) {
     kc_tiers_free(t);
 }
 
-/* The local tier's reads, through the table's get_into (version 7) and without it: an object small
- * enough for the tiers' stack buffer and ones past it read back whole; one corrupted either way is
- * refused and quarantined (under ASan: nothing freed that was lent, nothing lent leaked). */
+/* The local directory's own get_into, wrapped: each call counted, and whether it answered in the
+ * buffer lent. */
+static int (*local_get_into)(kc_store_backend *, const char *, void *, size_t, void **, size_t *);
+static int into_calls, into_lent;
+static int counted_get_into(kc_store_backend *b, const char *name, void *buf, size_t cap, void **out, size_t *len) {
+    into_calls++;
+    int rc = local_get_into(b, name, buf, cap, out, len);
+    into_lent += rc == KC_OK && *out == buf;
+    return rc;
+}
+static int never_get_into(kc_store_backend *b, const char *name, void *buf, size_t cap, void **out, size_t *len) {
+    (void)b, (void)name, (void)buf, (void)cap, (void)out, (void)len;
+    fail_msg("get_into called on a table of version 6");
+    return KC_EIO;
+}
+/* A v7 get_into that says it wrote more than it was lent. */
+static int lying_get_into(kc_store_backend *b, const char *name, void *buf, size_t cap, void **out, size_t *len) {
+    int rc = local_get_into(b, name, buf, cap, out, len);
+    if (rc == KC_OK && *out == buf) *len = cap + 1;
+    return rc;
+}
+
+/* The local tier's reads, through the table's get_into (version 7), through get (a version-6 table,
+ * whose slot is never read), and with a get_into that claims more than the buffer: an object small
+ * enough for the tiers' stack buffer is read there, ones past it into a buffer of their own, each read
+ * back whole; one corrupted is refused and quarantined (under ASan: nothing freed that was lent,
+ * nothing lent leaked). */
 static void test_local_reads_into_a_lent_buffer(void **state) {
     (void)state;
     static const size_t sizes[] = {12, 15000, 16300, 16400, 40000};
     uint8_t *bytes = malloc(40000);
-    for (size_t i = 0; i < 40000; i++) bytes[i] = (uint8_t)((i * 2654435761u) >> 13); /* incompressible */
-    for (int with_get_into = 1; with_get_into >= 0; with_get_into--) {
+    uint64_t x = 0x9e3779b97f4a7c15u; /* xorshift: bytes zstd cannot shrink, so the sizes stay apart */
+    for (size_t i = 0; i < 40000; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, bytes[i] = (uint8_t)(x >> 32);
+    for (int how = 0; how < 3; how++) { /* 0: get_into; 1: a version-6 table; 2: a get_into that lies */
         kc_tiers *t;
         kc_tiers_config cfg = {0, NULL, 0, sink, NULL, NULL};
         assert_int_equal(kc_tiers_new(&t, &cfg), KC_OK);
         assert_int_equal(kc_local_open(&local, dir, 0, 0), KC_OK);
         kc_store_backend *lb = kc_local_backend(local);
         assert_non_null(lb->get_into);
-        if (!with_get_into) lb->get_into = NULL;
+        local_get_into = lb->get_into;
+        lb->get_into = how == 0 ? counted_get_into : how == 1 ? never_get_into : lying_get_into;
+        if (how == 1) lb->version = 6;
         assert_int_equal(kc_tiers_add(t, lb, KC_TIER_LOCAL), KC_OK);
+        into_calls = into_lent = 0;
+        int smalls = 0, lies = 0;
+        int64_t errors = counted(KC_STAT_STORE_ERRORS);
         for (size_t k = 0; k < KC_ARRAY_LEN(sizes); k++) {
-            int label = 40 + (int)k + 10 * with_get_into;
+            int label = 40 + (int)k + 10 * how;
             kc_key key = kct_key("tiers", label);
             kc_entry *e;
             assert_int_equal(kc_entry_new(&e, &key, "sm_90"), KC_OK);
@@ -499,16 +529,31 @@ static void test_local_reads_into_a_lent_buffer(void **state) {
             char name[KC_NAME_MAX + 1];
             kc_store_name(&key, "sm_90", name);
             assert_int_equal(kc_tiers_put(t, name, 0, d, len), KC_OK); /* takes d */
+            int small = len + 2 <= 16 * 1024;                          /* what the tiers' buffer holds */
+            smalls += small;
+            int lent_before = into_lent;
             for (int twice = 0; twice < 2; twice++) { /* the second read with the size remembered */
-                assert_int_equal(kc_tiers_get_local(t, &key, "sm_90", &e), KC_OK);
-                const void *got;
-                size_t glen;
-                assert_int_equal(kc_entry_section(e, KC_SECTION_KERNELS, &got, &glen), KC_OK);
-                assert_int_equal(glen, sizes[k]);
-                assert_memory_equal(got, bytes, sizes[k]);
-                kc_entry_free(e);
-                assert_int_equal(kc_tiers_check_local(t, &key, "sm_90", -1, NULL), KC_OK);
+                /* a get_into that lies is caught on a read into the buffer lent: a store error, a miss */
+                int rc = kc_tiers_get_local(t, &key, "sm_90", &e);
+                if (how == 2 && small && rc == KC_MISS) {
+                    assert_null(e);
+                    lies++;
+                } else {
+                    assert_int_equal(rc, KC_OK);
+                    const void *got;
+                    size_t glen;
+                    assert_int_equal(kc_entry_section(e, KC_SECTION_KERNELS, &got, &glen), KC_OK);
+                    assert_int_equal(glen, sizes[k]);
+                    assert_memory_equal(got, bytes, sizes[k]);
+                    kc_entry_free(e);
+                }
+                rc = kc_tiers_check_local(t, &key, "sm_90", -1, NULL);
+                if (how == 2 && small && rc == KC_MISS) lies++;
+                else assert_int_equal(rc, KC_OK);
             }
+            /* the reads after the first (which takes the file's stat for the LRU) go into the buffer */
+            if (how == 0) assert_true(small ? into_lent - lent_before >= 2 : into_lent == lent_before);
+            if (how == 2 && small) continue; /* a store error, not a corrupt entry: nothing quarantined */
             char path[4096];
             kc_local_path(local, name, path, sizeof path);
             FILE *f = fopen(path, "r+b");
@@ -519,6 +564,12 @@ static void test_local_reads_into_a_lent_buffer(void **state) {
             assert_int_equal(kc_tiers_get_local(t, &key, "sm_90", &e), KC_ECORRUPT);
             assert_null(e);
             assert_int_equal(kc_tiers_exists(t, name), 0); /* quarantined */
+        }
+        assert_int_equal(smalls, 2);                       /* 12 and 15,000 bytes fit, the others do not */
+        if (how == 0) assert_int_equal(into_calls, 5 * 5); /* per size: two gets, two checks, the corrupt read */
+        if (how == 2) {
+            assert_true(lies >= 2 * smalls);
+            assert_int_equal(counted(KC_STAT_STORE_ERRORS) - errors, lies); /* each counted */
         }
         kc_tiers_free(t);
     }

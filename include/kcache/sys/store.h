@@ -117,8 +117,8 @@ struct kc_store_backend {
     /**
      * Optional: read a blob like get, into the core's `buf` (`cap` bytes) when it fits: KC_OK with *out
      * == buf, or with *out a buffer of the backend's (freed by the core with free()) when it does not;
-     * KC_MISS.  `buf` is the core's, valid only for the call.  The core calls it where it checks the
-     * bytes and lets them go at once (a hit's objects in the local tier); NULL: get is used instead.
+     * KC_MISS.  `buf` is the core's, valid only for the call.  The core calls it only for the local
+     * tier (kcache's own directory), whose hits' bytes it checks and lets go at once; NULL: get is used.
      */
     int (*get_into)(kc_store_backend *b, const char *name, void *buf, size_t cap, void **out, size_t *out_len);
 };
