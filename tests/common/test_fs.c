@@ -126,6 +126,15 @@ static void test_links_inputs_followed_cache_refused(void **state) {
     assert_true(errno == ENOTDIR || errno == ELOOP); /* Linux: ENOTDIR (O_DIRECTORY meets the link) */
 }
 
+/* The path of `name` in the test's folder into f[512], and n bytes of a pattern (`salt`) to write there. */
+static uint8_t *file_and_bytes(char f[512], const char *name, size_t n, unsigned salt) {
+    snprintf(f, 512, "%s/%s", dir, name);
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)(i * salt + i / 251);
+    return b;
+}
+
 /* kc_fs_read_file_at with its kc_fs_read_how spelt out. */
 static int read_at(int dirfd, const char *rel, const char *path, size_t max, size_t hint, void *lent, size_t lent_cap,
                    void **out, size_t *len, struct stat *st) {
@@ -139,9 +148,7 @@ static void test_read_without_stat(void **state) {
     (void)state;
     static const size_t sizes[] = {0, 1, 4095, 16383, 16384, 16385, 100000};
     char f[512];
-    snprintf(f, sizeof f, "%s/file", dir);
-    uint8_t *want = malloc(100000);
-    for (size_t i = 0; i < 100000; i++) want[i] = (uint8_t)(i * 7 + i / 251);
+    uint8_t *want = file_and_bytes(f, "file", 100000, 7);
     for (size_t k = 0; k < KC_ARRAY_LEN(sizes); k++) {
         size_t n = sizes[k];
         assert_int_equal(kc_fs_write_atomic(f, want, n), KC_OK);
@@ -203,9 +210,7 @@ static void test_read_into_lent(void **state) {
     static const size_t sizes[] = {1, 100, 1022, 1023, 1024, 4095, 16383, 16384, 16385, 70000};
     static const size_t caps[] = {1, 2, 1024, 1025, 16384, 16386, 70002}; /* 1: too small to lend */
     char f[512];
-    snprintf(f, sizeof f, "%s/lent", dir);
-    uint8_t *want = malloc(70000);
-    for (size_t i = 0; i < 70000; i++) want[i] = (uint8_t)(i * 13 + i / 241);
+    uint8_t *want = file_and_bytes(f, "lent", 70000, 13);
     for (size_t k = 0; k < KC_ARRAY_LEN(sizes); k++) {
         size_t n = sizes[k];
         assert_int_equal(kc_fs_write_atomic(f, want, n), KC_OK);
