@@ -3,9 +3,9 @@
  * local.c — the local directory store: atomic puts, read()-only gets, per-shard counters
  * shared by every process, and approximate-LRU eviction by one cleaner at a time.  This
  * file holds open, put/remove, quarantine, compile locks and iteration; the reads (get) are in
- * local_hit.c, the backend table in local_backend.c, the counters in local_stats.c, the cleaner in local_gc.c, the directory check
- * in safedir.c, the provenance record in local_provenance.c, batched puts in local_batch.c
- * (local_impl.h says what they share).  The front door and the tiers use it
+ * local_hit.c, the backend table in local_backend.c, the counters in local_stats.c, the cleaner
+ * in local_gc.c, the directory check in safedir.c, the provenance record in local_provenance.c,
+ * batched puts in local_batch.c (local_impl.h says what they share).  The front door and the tiers use it
  * through local.h.
  *
  * The one idea: the file system is the only shared state.  An entry becomes visible by a

@@ -155,11 +155,11 @@ static int local_read(kc_local *l, const char *name, void *lent, size_t lent_cap
     kc_local_path(l, name, path, sizeof path);
     time_t now = kc_local_now_(); /* the coarse clock: the seconds the LRU compares, without a fine read per hit */
     bool fresh, touch = use && !l->readonly;
-    size_t hint = kc_local_memo_(l, name, now, touch, &fresh); /* [Note: the touch memo] in local_hit.c */
+    size_t hint = kc_local_memo_(l, name, now, touch, &fresh); /* [Note: the touch memo] */
     hint = hint <= TOUCH_HINT_MAX ? hint : 0;                  /* a torn slot's size never makes a big buffer */
     bool need_st = l->foreign || !fresh;
     struct stat st; /* [Note: the reader without fstat] in common/fs.c: a stat only when one is used */
-    int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] in local_hit.c */
+    int at = kc_local_v1_(l, now, false, NULL); /* [Note: the folder held open] */
     at = at >= 0 ? at : AT_FDCWD;
     kc_fs_read_how how = {KC_ENTRY_MAX_BYTES, hint, lent, lent_cap};
     rc = kc_fs_read_file_at(at, at == AT_FDCWD ? path : path + strlen(l->v1) + 1, path, &how, out, len,
