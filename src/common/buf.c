@@ -116,30 +116,29 @@ void kc_hex(const uint8_t *p, size_t n, char *out) {
     out[2 * n] = '\0';
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+#define D_(c, v) [c] = (v) + 1
+const unsigned char kc_hex_digits_[256] = {D_('0', 0),  D_('1', 1),  D_('2', 2),  D_('3', 3),  D_('4', 4),  D_('5', 5),
+                                           D_('6', 6),  D_('7', 7),  D_('8', 8),  D_('9', 9),  D_('a', 10), D_('b', 11),
+                                           D_('c', 12), D_('d', 13), D_('e', 14), D_('f', 15), D_('A', 26), D_('B', 27),
+                                           D_('C', 28), D_('D', 29), D_('E', 30), D_('F', 31)};
+#undef D_
+
 
 int kc_unhex(const char *s, size_t n, uint8_t *out) {
     for (size_t i = 0; i < n; i++) {
-        int hi = hexval(s[2 * i]), lo = hi < 0 ? -1 : hexval(s[2 * i + 1]);
+        int hi = kc_hexval(s[2 * i]), lo = hi < 0 ? -1 : kc_hexval(s[2 * i + 1]);
         if (hi < 0 || lo < 0) return KC_EINVAL;
         out[i] = (uint8_t)(hi << 4 | lo);
     }
     return KC_OK;
 }
 
-/* One lowercase hex digit's value; -1 for anything else (memos are written lowercase). */
-static int lowerhex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
 
 /* How many lowercase hex digits begin s, at most max, and their value in *v. */
 static size_t hex_run(const char *s, size_t max, uint64_t *v) {
     size_t n = 0;
     uint64_t x = 0;
-    for (int d; n < max && (d = lowerhex(s[n])) >= 0; n++) x = (x << 4) | (uint64_t)d;
+    for (int d; n < max && (d = kc_lowerhex(s[n])) >= 0; n++) x = (x << 4) | (uint64_t)d;
     *v = x;
     return n;
 }
@@ -159,7 +158,12 @@ int kc_hex_number(const char *s, const char **end, uint64_t *v) {
     return n >= 1 && n <= 15 && !(n > 1 && s[0] == '0');
 }
 
-int kc_hex_is(const char *s, size_t n) { return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
+int kc_hex_is(const char *s, size_t n) {
+    if (!s) return 0;
+    size_t i = 0;
+    while (i < n && kc_lowerhex(s[i]) >= 0) i++;
+    return i == n && s[n] == '\0';
+}
 
 uint64_t kc_now_ns(void) {
     struct timespec ts;

@@ -195,6 +195,18 @@ static inline uint64_t kc_rd_next_u64(kc_reader *r) {
 /* ---- hex ---- */
 void kc_hex(const uint8_t *p, size_t n, char *out);  /* writes 2n chars + NUL */
 int kc_unhex(const char *s, size_t n, uint8_t *out); /* exactly 2n hex chars */
+/* Hex digits by one table lookup (buf.c): a lowercase digit's value + 1, an uppercase one's + 17, else 0. */
+extern const unsigned char kc_hex_digits_[256];
+/* A hex digit's value, either case; -1 for anything else. */
+static inline int kc_hexval(char c) {
+    int v = kc_hex_digits_[(unsigned char)c];
+    return v ? (v - 1) & 15 : -1;
+}
+/* A lowercase hex digit's value (kcache writes its names and memos lowercase); -1 for anything else. */
+static inline int kc_lowerhex(char c) {
+    int v = kc_hex_digits_[(unsigned char)c];
+    return v >= 1 && v <= 16 ? v - 1 : -1;
+}
 /* [a-z0-9_]: the bytes of a variant and of an ORIGIN record's name, one table lookup each (buf.c). */
 extern const unsigned char kc_name_chars_[256];
 static inline int kc_name_char(unsigned char c) { return kc_name_chars_[c]; }

@@ -61,18 +61,11 @@ kc_arg_type kc_arg_type_parse(const char *s) {
 
 /* ---- the constants' parsers ---- */
 
-static int hexval(char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 size_t kc_program_hex(const char *h, uint8_t out[256]) {
     size_t n = strnlen(h, 513);
     if (n == 0 || n % 2 || n > 512) return 0;
     for (size_t i = 0; i < n; i += 2) {
-        int hi = hexval(h[i]), lo = hexval(h[i + 1]);
+        int hi = kc_hexval(h[i]), lo = kc_hexval(h[i + 1]);
         if (hi < 0 || lo < 0) return 0;
         out[i / 2] = (uint8_t)(hi << 4 | lo);
     }

@@ -75,12 +75,10 @@ void kc_provenance_format(char *out, size_t cap, kc_provenance_kind kind, const 
              verifier && *verifier ? verifier : "none");
 }
 
-static bool hex_run(const char *s, size_t n) { return strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
-
 static bool verifier_ok(const char *v) {
     if (strcmp(v, "none") == 0) return true;
-    if (strncmp(v, "ed25519:", 8) == 0) return hex_run(v + 8, 2 * KC_SIGN_KEY_ID_LEN);
-    if (strncmp(v, "mac:", 4) == 0) return hex_run(v + 4, 2 * KC_SIGN_KEY_ID_LEN);
+    if (strncmp(v, "ed25519:", 8) == 0) return kc_hex_is(v + 8, 2 * KC_SIGN_KEY_ID_LEN);
+    if (strncmp(v, "mac:", 4) == 0) return kc_hex_is(v + 4, 2 * KC_SIGN_KEY_ID_LEN);
     return false;
 }
 

@@ -14,15 +14,10 @@
 
 #include "../common/internal.h"
 
-/* A key's hex digits by one table lookup each: every read and write checks its name. */
-static const unsigned char hex_digit[256] = {
-    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
-    ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1};
-
 int kc_store_name_check(const char *name) {
     if (!name) return kc_err(KC_EINVAL, "store name is NULL");
     size_t i = 0;
-    for (; i < KC_KEY_HEX_LEN && hex_digit[(unsigned char)name[i]]; i++) {}
+    for (; i < KC_KEY_HEX_LEN && kc_lowerhex(name[i]) >= 0; i++) {} /* a key's hex digits: a table lookup each */
     if (i < KC_KEY_HEX_LEN) {
         size_t n = strnlen(name, KC_NAME_MAX + 1);
         if (n < KC_KEY_HEX_LEN + 2 || n > KC_NAME_MAX || name[KC_KEY_HEX_LEN] != '.')

@@ -141,19 +141,12 @@ int kc_store_url_userinfo(const char *s, const char **at, const char **colon) {
     return a != NULL;
 }
 
-static int hexval(char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 int kc_store_pct_decode(const char *p, size_t n, char *out, size_t cap) {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         char c = p[i];
         if (c == '%') {
-            int hi = i + 1 < n ? hexval(p[i + 1]) : -1, lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+            int hi = i + 1 < n ? kc_hexval(p[i + 1]) : -1, lo = i + 2 < n ? kc_hexval(p[i + 2]) : -1;
             if (hi < 0 || lo < 0) return -1;
             c = (char)(hi * 16 + lo), i += 2;
         }

@@ -64,6 +64,24 @@ static void test_hex(void **state) {
     assert_int_equal(kc_unhex("0g", 1, out), KC_EINVAL);
 }
 
+/* The hex digits' table: each byte's value as the digit it is, either case (kc_hexval) or lowercase
+ * only (kc_lowerhex), -1 for every other byte; kc_hex_is as "exactly n lowercase digits". */
+static void test_hex_digits_table(void **state) {
+    (void)state;
+    for (int c = 0; c < 256; c++) {
+        int lower = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        int any = lower >= 0 ? lower : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        assert_int_equal(kc_lowerhex((char)c), lower);
+        assert_int_equal(kc_hexval((char)c), any);
+    }
+    assert_true(kc_hex_is("0123456789abcdef", 16));
+    assert_false(kc_hex_is("0123456789abcdeF", 16));
+    assert_false(kc_hex_is("0123456789abcdef0", 16)); /* longer */
+    assert_false(kc_hex_is("0123456789abcde", 16));   /* shorter */
+    assert_false(kc_hex_is(NULL, 0));
+    assert_true(kc_hex_is("", 0));
+}
+
 /* kc_hex: every byte value at every place, for every length up to 17, is what "%02x" writes, and
  * nothing is written past the NUL. */
 static void test_hex_every_byte(void **state) {
@@ -150,6 +168,7 @@ int main(void) {
         cmocka_unit_test(test_alloc_failure_is_sticky),
         cmocka_unit_test(test_hex),
         cmocka_unit_test(test_hex_every_byte),
+        cmocka_unit_test(test_hex_digits_table),
         cmocka_unit_test(test_hex_u64),
         cmocka_unit_test(test_hex_number),
         cmocka_unit_test(test_hex_is),
