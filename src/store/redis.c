@@ -58,6 +58,7 @@
 #include "redis_cluster_be.h"
 #include "registry.h"
 #include "tls.h"
+#include "redis_lib.h"
 
 #define PREFIX "kcache:v1:"
 
@@ -88,7 +89,7 @@ static int setup_command(rb *b, kc_redis_conn *c, uint64_t deadline, int argc, c
     kc_redis_cmd cmd = {argc, argv, lens, NULL};
     int rc = kc_redis_send_recv(&link, &cmd, &r, &extra);
     if (!rc) rc = expect_ok(r, argv[0], extra);
-    if (r) freeReplyObject(r);
+    if (r) kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -163,7 +164,7 @@ static int node_exchange(void *bv, kc_redis_node *n, int asking, uint64_t deadli
                 rc = kc_err(KC_EIO, "redis %s: %s: a reply of %zu elements, not %zu strings or nils", b->u.shown,
                             argv[0], (size_t)(*out)->elements, ex->elements);
             else rc = kc_err(KC_EIO, "redis %s: %s: unexpected reply type %d", b->u.shown, argv[0], (*out)->type);
-            freeReplyObject(*out);
+            kc_hiredis_free_reply(*out);
             *out = NULL;
             kc_redis_conn_close(c);
             break;
@@ -200,7 +201,7 @@ static int command_ref(rb *b, const kc_redis_cmd *cmd, redisReply **out, int *re
         int wrong = (*out)->len >= 9 && memcmp((*out)->str, "WRONGTYPE", 9) == 0;
         rc = kc_err(wrong ? KC_ECORRUPT : KC_EIO, "redis %s: %s: %.*s", b->u.shown, cmd->argv[0], (int)(*out)->len,
                     (*out)->str);
-        freeReplyObject(*out), *out = NULL;
+        kc_hiredis_free_reply(*out), *out = NULL;
         answered = 1;
     }
     kc_brk_exit(&b->brk, rc != KC_OK && rc != KC_ENOMEM && !answered); /* out of memory: not the server's */
@@ -264,7 +265,7 @@ static int r_get(kc_store_backend *be, const char *name, void **out, size_t *out
     if (r->type == REDIS_REPLY_NIL) rc = KC_MISS;
     else if (r->type != REDIS_REPLY_STRING) rc = kc_err(KC_EIO, "redis GET: unexpected reply type %d", r->type);
     else rc = take_string(b, r, out, out_len);
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -302,7 +303,7 @@ static int r_get_first(kc_store_backend *be, const char *const *names, size_t n,
         *which = (size_t)r->element[0]->integer - 1;
         rc = take_string(b, r->element[1], out, out_len);
     }
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -350,7 +351,7 @@ static int r_get_many(kc_store_backend *be, const char *const *names, size_t n, 
     if (rc) return rc;
     for (size_t i = 0; i < n && rc == KC_OK; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING) rc = take_string(b, r->element[i], &out[i], &out_len[i]);
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     if (rc)
         for (size_t i = 0; i < n; i++) free(out[i]), out[i] = NULL, out_len[i] = 0;
     return rc;
@@ -369,7 +370,7 @@ static int r_put(kc_store_backend *be, const char *name, const void *data, size_
     redisReply *r;
     int rc = command(b, b->cfg.ttl_s ? 5 : 3, argv, lens, T_STATUS, &r);
     if (rc) return rc;
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return KC_OK;
 }
 
@@ -378,7 +379,7 @@ static int r_exists(kc_store_backend *be, const char *name) {
     int rc = key_command(be->ctx, "EXISTS", name, T_INTEGER, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_INTEGER ? r->integer > 0 : kc_err(KC_EIO, "redis EXISTS: unexpected reply");
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -389,7 +390,7 @@ static int r_remove(kc_store_backend *be, const char *name) {
     rc = r->type != REDIS_REPLY_INTEGER ? kc_err(KC_EIO, "redis DEL: unexpected reply")
          : r->integer > 0               ? KC_OK
                                         : KC_MISS;
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -415,6 +416,7 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (cluster) rc = kc_redis_cluster_url(url, single, sizeof single, seeds, &nseeds);
     if (!rc) rc = kc_redis_url_parse(&b->u, cluster ? single : url);
     if (!rc && cluster) rc = kc_redis_cluster_url_done(&b->u, url);
+    if (!rc && !kc_hiredis_load()) rc = kc_err_prefix(KC_EUNAVAILABLE, "redis remote %s", b->u.shown);
     if (rc) {
         free(b);
         return rc;

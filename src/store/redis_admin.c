@@ -22,6 +22,7 @@
 #include "redis_admin.h"
 #include "redis_io.h"
 #include "redis_reply.h"
+#include "redis_lib.h"
 
 #define PREFIX "kcache:v1:"
 
@@ -69,7 +70,7 @@ int kc_redis_lease_take_(kc_store_backend *be, const char *name, uint64_t ttl_ms
     int rc = lease_command(be->ctx, 6, argv, lens, T_STATUS | T_NIL, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_NIL ? KC_EBUSY : KC_OK;
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -126,7 +127,7 @@ static int scan_visit(void *b, redisReply *keys, kc_store_iter_cb cb, void *ctx)
         kc_store_item it = {names[i], v->integer < 0 ? 0 : (uint64_t)v->integer, 0, NULL};
         rc = cb(&it, ctx);
     }
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -146,7 +147,7 @@ int kc_redis_lease_release_(kc_store_backend *be, const char *name, const char *
     int rc = lease_command(be->ctx, 5, argv, lens, T_INTEGER, &r);
     if (rc) return rc;
     rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? KC_OK : KC_MISS;
-    freeReplyObject(r);
+    kc_hiredis_free_reply(r);
     return rc;
 }
 
@@ -184,7 +185,7 @@ int kc_redis_iterate_(kc_store_backend *be, kc_store_iter_cb cb, void *ctx) {
         if (r->elements != 2 || !scan_cursor(r->element[0], &cur) || r->element[1]->type != REDIS_REPLY_ARRAY)
             rc = kc_err(KC_EIO, "redis %s: SCAN: a reply that is not a cursor and a list of keys", kc_redis_shown_(b));
         else rc = scan_visit(b, r->element[1], cb, ctx);
-        freeReplyObject(r);
+        kc_hiredis_free_reply(r);
         if (rc || cur == 0) return rc;
         for (unsigned i = 0; i < round && i < SCAN_SEEN; i++)
             if (seen[i] == cur)

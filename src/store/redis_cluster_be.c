@@ -22,6 +22,7 @@
 
 #include "../common/internal.h"
 #include "breaker.h"
+#include "redis_lib.h"
 
 struct kc_redis_cluster {
     kc_cluster cl;
@@ -173,7 +174,7 @@ static int first_of_group(kc_redis_cluster *c, const char *const *keys, size_t k
     redisReply *x = *r;
     if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_INTEGER ||
         x->element[0]->integer < 1 || (size_t)x->element[0]->integer > k || x->element[1]->type != REDIS_REPLY_STRING) {
-        freeReplyObject(x), *r = NULL;
+        kc_hiredis_free_reply(x), *r = NULL;
         return kc_err(KC_EIO, "redis %s: EVAL: unexpected reply", c->shown);
     }
     *hit = (size_t)x->element[0]->integer;
@@ -202,19 +203,19 @@ int kc_redis_cluster_first(kc_redis_cluster *c, const char *prefix, const char *
         redisReply *r = NULL;
         int rc = first_of_group(c, group, k, slots[order[start[g]]], deadline, script, &hit, &r);
         if (rc) {
-            if (*reply) freeReplyObject(*reply), *reply = NULL;
+            if (*reply) kc_hiredis_free_reply(*reply), *reply = NULL;
             return rc;
         }
         if (hit && order[start[g] + hit - 1] < best) {
-            if (*reply) freeReplyObject(*reply);
+            if (*reply) kc_hiredis_free_reply(*reply);
             *reply = r, r = NULL, best = order[start[g] + hit - 1];
         }
-        if (r) freeReplyObject(r);
+        if (r) kc_hiredis_free_reply(r);
     }
     if (best == n) return KC_MISS;
     *which = best;
     int rc = take(ctx, 0, best_r->element[1]);
-    freeReplyObject(best_r);
+    kc_hiredis_free_reply(best_r);
     return rc;
 }
 

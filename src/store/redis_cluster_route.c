@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../common/internal.h"
+#include "redis_lib.h"
 
 /* A node's failure for its breaker: out of memory here is not the server's (as redis.c counts it). */
 #define FAILED(rc) ((rc) != KC_OK && (rc) != KC_ENOMEM)
@@ -128,7 +129,7 @@ static int read_map(kc_cluster *cl, int i, uint64_t deadline, kc_cluster_map *m)
         pthread_mutex_unlock(&cl->mu);
         rc = kc_cluster_map_parse(r, host, cl->who, m);
     }
-    if (r) freeReplyObject(r);
+    if (r) kc_hiredis_free_reply(r);
     cl->io.leave(cl->io.ctx, n, FAILED(rc));
     return rc;
 }
@@ -218,7 +219,7 @@ int kc_cluster_command(kc_cluster *cl, unsigned slot, uint64_t deadline, const k
             int next = -1, ask = 0;
             if (rc == KC_OK && r->type == REDIS_REPLY_ERROR) {
                 rc = judge_error(cl, i, slot, cmd, r, &next, &ask);
-                freeReplyObject(r), r = NULL;
+                kc_hiredis_free_reply(r), r = NULL;
                 cl->io.leave(cl->io.ctx, n, 0); /* the master answered: a refusal is never its breaker's failure */
                 if (rc) return rc;
                 if (ask) ask_to = next;
@@ -264,7 +265,7 @@ int kc_cluster_mget(kc_cluster *cl, const char *const *keys, size_t n, uint64_t 
             used += r->element[j]->type == REDIS_REPLY_STRING ? (uint64_t)r->element[j]->len : 0;
             rc = take(ctx, order[start[g] + j], r->element[j]);
         }
-        if (r) freeReplyObject(r);
+        if (r) kc_hiredis_free_reply(r);
     }
     return rc;
 }

@@ -35,6 +35,7 @@
 #include "../common/internal.h"
 #include "redis_io.h"
 #include "tls.h"
+#include "redis_lib.h"
 
 /* One address: a non-blocking connect, finished (or not) by `deadline`. */
 static int connect_one(const struct addrinfo *ai, uint64_t deadline, int *fd_out, int *err) {
@@ -83,10 +84,11 @@ static int connect_tcp(const char *host, int port, const char *who, uint64_t dea
 int kc_redis_conn_open(kc_redis_conn **out, const char *host, int port, kc_tls *tls, const char *who,
                        uint64_t connect_deadline, uint64_t deadline) {
     *out = NULL;
+    if (!kc_hiredis_load()) return KC_EUNAVAILABLE;
     kc_redis_conn *c = kc_calloc(1, sizeof *c);
     if (!c) return kc_err(KC_ENOMEM, "out of memory");
     c->fd = -1;
-    c->reader = redisReaderCreate();
+    c->reader = kc_hiredis()->reader_create();
     if (!c->reader) {
         free(c);
         return kc_err(KC_ENOMEM, "out of memory");
@@ -152,7 +154,7 @@ void kc_redis_conn_close(kc_redis_conn *c) {
     if (!c) return;
     if (c->ssl) kc_tls_close(c->ssl);
     if (c->fd >= 0) close(c->fd);
-    if (c->reader) redisReaderFree(c->reader);
+    if (c->reader) kc_hiredis()->reader_free(c->reader);
     free(c);
 }
 

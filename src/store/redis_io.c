@@ -29,6 +29,7 @@
 #include "../common/internal.h"
 #include "redis_conn.h"
 #include "redis_io.h"
+#include "redis_lib.h"
 
 int kc_redis_wait_fd(int fd, short ev, uint64_t deadline) {
     for (;;) {
@@ -55,7 +56,7 @@ static int read_reply(kc_redis_conn *c, const char *who, uint64_t max_value, uin
     kc_reply_scan_init(&s, max_elements, max_total);
     for (;;) {
         void *reply = NULL;
-        if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
+        if (kc_hiredis()->reader_get_reply(c->reader, &reply) != REDIS_OK)
             return kc_err(KC_EIO, "redis %s: protocol: %s", who, c->reader->errstr);
         if (reply) {
             *out = reply;
@@ -72,7 +73,7 @@ static int read_reply(kc_redis_conn *c, const char *who, uint64_t max_value, uin
         size_t used = 0;
         int rc = kc_reply_scan_feed(&s, max_value, who, in->buf + in->off, in->len - in->off, &used);
         if (rc) return rc;
-        if (redisReaderFeed(c->reader, in->buf + in->off, used) != REDIS_OK)
+        if (kc_hiredis()->reader_feed(c->reader, in->buf + in->off, used) != REDIS_OK)
             return kc_err(KC_EIO, "redis %s: protocol: %s", who, c->reader->errstr);
         in->off += used;
     }
@@ -91,8 +92,8 @@ static int send_cmd(const kc_redis_link *l, const kc_redis_cmd *cmd, const char 
     const char *eargv[] = {"ECHO", nonce};
     size_t elens[] = {4, strlen(nonce)};
     char *a = NULL, *e = NULL;
-    long long na = redisFormatCommandArgv(&a, cmd->argc, cmd->argv, cmd->lens);
-    long long ne = cmd->ex ? redisFormatCommandArgv(&e, 2, eargv, elens) : 0;
+    long long na = kc_hiredis()->format_argv(&a, cmd->argc, cmd->argv, cmd->lens);
+    long long ne = cmd->ex ? kc_hiredis()->format_argv(&e, 2, eargv, elens) : 0;
     int rc = KC_OK;
     if (na < 0 || ne < 0 || !a || (cmd->ex && !e)) rc = kc_err(KC_ENOMEM, "out of memory");
     char *both = NULL;
@@ -103,8 +104,8 @@ static int send_cmd(const kc_redis_link *l, const kc_redis_cmd *cmd, const char 
     }
     if (!rc) rc = kc_redis_conn_write(l->c, both ? both : a, (size_t)(na + ne), l->deadline, l->who);
     free(both);
-    if (a) redisFreeCommand(a);
-    if (e) redisFreeCommand(e);
+    if (a) kc_hiredis()->free_command(a);
+    if (e) kc_hiredis()->free_command(e);
     return rc;
 }
 
@@ -135,7 +136,7 @@ int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisRep
         rc = read_reply(c, who, max_value, deadline, 1, sizeof nonce, &in, &echo);
         int mine = rc == KC_OK && echo->type == REDIS_REPLY_STRING && echo->len == strlen(nonce) &&
                    memcmp(echo->str, nonce, echo->len) == 0;
-        if (echo) freeReplyObject(echo);
+        if (echo) kc_hiredis_free_reply(echo);
         if (rc == KC_OK && !mine) {
             *extra = 1;
             rc = kc_err(KC_EIO,
@@ -143,7 +144,7 @@ int kc_redis_send_recv(const kc_redis_link *l, const kc_redis_cmd *cmd, redisRep
                         "connection closed",
                         who, argv[0]);
         }
-        if (rc) freeReplyObject(*out), *out = NULL;
+        if (rc) kc_hiredis_free_reply(*out), *out = NULL;
     }
     if (in.off < in.len) *extra = 1; /* past the replies: dropped with the connection */
     return rc;

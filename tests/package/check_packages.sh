@@ -91,6 +91,14 @@ mkdir -p "$tmp/x-lib" && dpkg-deb -x "$(deb "$lib")" "$tmp/x-lib"
 so=$(find "$tmp/x-lib" -name 'libkcache.so.*.*' | head -1)
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libkcache.so.$major" ] || fail "soname '$soname', not libkcache.so.$major"
+# What the library opens on demand is never linked (and so never in Depends): libcrypto, libssl,
+# libcurl, libhiredis; a build with the redis back end recommends the hiredis it was built against.
+needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+grep -qE 'lib(crypto|ssl|curl|hiredis)\.' <<<"$needed" && fail "$lib links what it opens on demand: $needed"
+if grep -qa 'libhiredis\.so\.' "$so"; then # the redis back end is built in: it names the soname it opens
+  tr ',' '\n' <<<"$(field "$lib" Recommends)" | grep -qE '^ *libhiredis[0-9.]+$' \
+    || fail "$lib: Recommends '$(field "$lib" Recommends)' names no libhiredis"
+fi
 docs=$(cat "$tmp"/*.files | grep -E '/man/|completion' | tr '\n' ' ')
 echo "package: contents right; soname $soname; manual pages and completions: $docs"
 

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store/redis_lib.c — hiredis, opened on demand (redis_lib.h).
+ *
+ * [Note: hiredis on demand] Linking libhiredis costs every process that links kcache about 0.1 ms
+ * before main (measured: an empty main with and without -lhiredis, 0.90 against 0.99 ms, medians
+ * of 2000 spawns), a tenth of a bundled warm start's whole time over its floor, for a back end
+ * most processes never open.  As libcrypto is ([Note: libcrypto on demand], common/crypto.c), it
+ * is not linked: the first redis:// remote (kc_store_redis_open) dlopens the soname of the hiredis
+ * version the library was built against (HIREDIS_SONAME in its headers) under a once-guard and
+ * looks up the seven functions the back end calls.  A host without it keeps its local hits and
+ * every other remote; a redis:// remote is refused at open, saying which library to install.
+ *
+ * Callers: redis.c, redis_conn.c (kc_hiredis_load), every redis*.c that frees a reply, redis_io.c
+ * (formatting, the reader).  Must not: load anything before a redis remote is opened.
+ */
+#include "redis_lib.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/internal.h"
+
+#define KC_STR_(x) #x
+#define KC_STR(x) KC_STR_(x)
+#ifdef HIREDIS_SONAME
+#define KC_HIREDIS_SOVER KC_STR(HIREDIS_SONAME)
+#else /* hiredis before 0.14 named its soname by major.minor */
+#define KC_HIREDIS_SOVER KC_STR(HIREDIS_MAJOR) "." KC_STR(HIREDIS_MINOR)
+#endif
+#define KC_LIBHIREDIS "libhiredis.so." KC_HIREDIS_SOVER
+
+const kc_hiredis_api *kc_hiredis_;
+static kc_hiredis_api api;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const char *soname = KC_LIBHIREDIS; /* kc_hiredis_use_soname_: the tests' missing library */
+static char why[512];
+
+static void load(void) {
+    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(why, sizeof why, "%s could not be loaded (%s)", soname, e ? e : "unknown error");
+        return;
+    }
+    struct {
+        void **slot;
+        const char *name;
+    } fns[] = {
+        {(void **)&api.format_argv, "redisFormatCommandArgv"},
+        {(void **)&api.free_command, "redisFreeCommand"},
+        {(void **)&api.reader_create, "redisReaderCreate"},
+        {(void **)&api.reader_free, "redisReaderFree"},
+        {(void **)&api.reader_feed, "redisReaderFeed"},
+        {(void **)&api.reader_get_reply, "redisReaderGetReply"},
+        {(void **)&api.free_reply, "freeReplyObject"},
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        void *f = dlsym(h, fns[i].name);
+        if (!f) {
+            snprintf(why, sizeof why, "%s has no %s", soname, fns[i].name);
+            dlclose(h);
+            memset(&api, 0, sizeof api);
+            return;
+        }
+        memcpy(fns[i].slot, &f, sizeof f); /* a data pointer to a function pointer: POSIX dlsym's contract */
+    }
+    __atomic_store_n(&kc_hiredis_, &api, __ATOMIC_RELEASE); /* the handle stays open for the process */
+}
+
+const kc_hiredis_api *kc_hiredis_load(void) {
+    const kc_hiredis_api *a = __atomic_load_n(&kc_hiredis_, __ATOMIC_ACQUIRE);
+    if (a) return a;
+    pthread_once(&once, load);
+    a = __atomic_load_n(&kc_hiredis_, __ATOMIC_ACQUIRE);
+    if (!a)
+        kc_err(KC_EUNAVAILABLE, "the redis back end needs hiredis (%s): install it (apt-get install libhiredis%s)", why,
+               KC_HIREDIS_SOVER);
+    return a;
+}
+
+const char *kc_hiredis_soname_(void) { return KC_LIBHIREDIS; }
+
+void kc_hiredis_use_soname_(const char *name) { soname = name; }

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_hiredis_lib.c — hiredis loaded on demand ([Note: hiredis on demand] in src/store/redis_lib.c).
+ *
+ * The one idea: each case runs in a fresh child process (whether libhiredis is loaded is a fact of
+ * the process), and this test does not link libhiredis itself, so "loaded" can only mean the library
+ * loaded it.  A warm start loads nothing; the first redis:// remote loads it; a host without it
+ * keeps its local hits and gets a clear error, naming the library and not the URL's password, from
+ * exactly the redis remote.  Needs NVRTC (one compile), no GPU, no server (opening a back end does
+ * not connect).
+ */
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kcache.h"
+#include "kcache/sys/store.h"
+#include "store/redis_lib.h"
+#include "helpers.h"
+
+static char *dir;
+KCT_TMPDIR_FIXTURE(dir, "hiredis")
+
+static const char url_with_password[] = "redis://kc:hunter2-secret@127.0.0.1:1/";
+
+static kc_cache *open_here(const char *remote) {
+    kc_options o = KC_OPTIONS_INIT;
+    o.dir = dir;
+    o.remote = remote;
+    o.flags = KC_OPEN_NO_ENV;
+    kc_cache *c = NULL;
+    return kc_cache_open(&c, &o) == KC_OK ? c : NULL;
+}
+
+static int loaded_in_process(void) {
+    void *h = dlopen(kc_hiredis_soname_(), RTLD_NOW | RTLD_NOLOAD);
+    if (h) dlclose(h);
+    return h != NULL;
+}
+
+/* Run `fn` in a child; its exit status (0: every check passed; else the failing check's number). */
+static int in_child(int (*fn)(void)) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn());
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
+/* kernels/softmax.json compiled for sm_90 in the cache here: KC_OK, or where it came from in *source. */
+static int softmax(kc_cache *c, int *source) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/softmax.json", KC_KERNELS_DIR);
+    kc_graph_desc *d = NULL;
+    int rc = kc_graph_desc_load(&d, p);
+    kc_graph_info info = KC_GRAPH_INFO_INIT;
+    if (!rc) rc = kc_graph_compile(c, d, "sm_90", &info);
+    kc_graph_desc_free(d);
+    *source = info.source;
+    return rc;
+}
+
+static int compile_softmax(void) {
+    kc_cache *c = open_here(NULL);
+    int source;
+    if (!c || softmax(c, &source) != KC_OK) return 1;
+    kc_cache_close(c);
+    return loaded_in_process() ? 2 : 0; /* a compile opens no redis remote either */
+}
+
+static int warm_start_then_a_remote(void) {
+    if (loaded_in_process()) return 1; /* this test links no libhiredis */
+    kc_cache *c = open_here(NULL);
+    int source;
+    if (!c || softmax(c, &source) != KC_OK || source != KC_FROM_DISK) return 2;
+    if (loaded_in_process() || kc_hiredis_) return 3; /* a warm start loads no hiredis */
+    kc_cache_close(c);
+    kc_store_backend *b = NULL;
+    if (kc_store_open_url(&b, url_with_password, NULL) != KC_OK) return 4;
+    if (!loaded_in_process() || !kc_hiredis_) return 5; /* the first redis remote loads it */
+    b->free(b);
+    return 0;
+}
+
+static int without_hiredis(void) {
+    kc_hiredis_use_soname_("libkcache-test-no-such-hiredis.so.9");
+    kc_store_backend *b = NULL;
+    if (kc_store_open_url(&b, url_with_password, NULL) != KC_EUNAVAILABLE || b) return 1;
+    const char *m = kc_error_last()->message;
+    if (!strstr(m, "libkcache-test-no-such-hiredis.so.9 could not be loaded")) return 2;
+    if (!strstr(m, "apt-get install libhiredis")) return 3;
+    if (!strstr(m, "redis://kc:") || strstr(m, "hunter2")) return 4; /* where, never the password */
+    if (open_here(url_with_password) || kc_error_last()->code != KC_EUNAVAILABLE) return 5;
+    if (!strstr(kc_error_last()->message, "needs hiredis")) return 6; /* the message through kc_cache_open */
+    kc_cache *c = open_here(NULL);
+    int source; /* a local hit needs no hiredis */
+    if (!c || softmax(c, &source) != KC_OK || source != KC_FROM_DISK) return 7;
+    kc_cache_close(c);
+    return 0;
+}
+
+static void test_a_warm_start_loads_no_hiredis(void **state) {
+    (void)state;
+    assert_int_equal(in_child(compile_softmax), 0);
+    assert_int_equal(in_child(warm_start_then_a_remote), 0);
+}
+
+static void test_without_hiredis_only_a_redis_remote_fails(void **state) {
+    (void)state;
+    assert_int_equal(in_child(compile_softmax), 0);
+    assert_int_equal(in_child(without_hiredis), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_warm_start_loads_no_hiredis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_without_hiredis_only_a_redis_remote_fails, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
