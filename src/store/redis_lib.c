@@ -49,12 +49,9 @@ static void load(void) {
         void **slot;
         const char *name;
     } fns[] = {
-        {(void **)&api.format_argv, "redisFormatCommandArgv"},
-        {(void **)&api.free_command, "redisFreeCommand"},
-        {(void **)&api.reader_create, "redisReaderCreate"},
-        {(void **)&api.reader_free, "redisReaderFree"},
-        {(void **)&api.reader_feed, "redisReaderFeed"},
-        {(void **)&api.reader_get_reply, "redisReaderGetReply"},
+        {(void **)&api.format_argv, "redisFormatCommandArgv"}, {(void **)&api.free_command, "redisFreeCommand"},
+        {(void **)&api.reader_create, "redisReaderCreate"},    {(void **)&api.reader_free, "redisReaderFree"},
+        {(void **)&api.reader_feed, "redisReaderFeed"},        {(void **)&api.reader_get_reply, "redisReaderGetReply"},
         {(void **)&api.free_reply, "freeReplyObject"},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
