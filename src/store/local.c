@@ -4,7 +4,7 @@
  * shared by every process, and approximate-LRU eviction by one cleaner at a time.  This
  * file holds open, put/remove, quarantine, compile locks and iteration; the reads (get) are in
  * local_hit.c, the backend table in local_backend.c, the counters in local_stats.c, the cleaner
- * in local_gc.c, the directory check in safedir.c, the provenance record in local_provenance.c,
+ * in local_gc.c, the directory check in safedir.c, the folders in local_layout.c, the provenance record in local_provenance.c,
  * batched puts in local_batch.c (local_impl.h says what they share).  The front door and the tiers use it
  * through local.h.
  *
@@ -100,100 +100,8 @@ void kc_local_path(const kc_local *l, const char *name, char *out, size_t cap) {
     memcpy(p, ENTRY_SUFFIX, sl + 1);
 }
 
-static int real_dirs(const kc_local *l, const char *sub);
-
-/* v1/ and `dir` (when it exists) must be real folders: [Note: no links inside]. */
-static int real_sub_dir(const kc_local *l, const char *dir) {
-    int rc = real_dirs(l, NULL);
-    struct stat st;
-    if (rc == KC_OK && lstat(dir, &st) == 0) rc = kc_fs_real_dir(dir);
-    return rc;
-}
-
-int kc_local_toolkit_dir(const kc_local *l, bool write, char *out, size_t cap) {
-    if (write && l->readonly)
-        return kc_err(KC_EREADONLY, "the cache '%s' is read-only: no toolkit memo is written", l->root);
-    int n = snprintf(out, cap, "%s/toolkits", l->v1);
-    if (n < 0 || (size_t)n >= cap)
-        return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);
-    return real_sub_dir(l, out);
-}
-
-int kc_local_profile_dir(const kc_local *l, char *out, size_t cap) {
-    int n = snprintf(out, cap, "%s/profiles", l->v1);
-    if (n < 0 || (size_t)n >= cap)
-        return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);
-    return real_sub_dir(l, out);
-}
-
 static void shard_dir(const kc_local *l, int shard, char *out, size_t cap) {
     snprintf(out, cap, "%s/%02x", l->v1, shard);
-}
-
-/* [Note: no links inside] The cache directory itself is checked at open (safedir.c); below
- * it nothing is followed: v1/, a shard or quarantine/ replaced by a symbolic link would send
- * writes (and gc's removals) outside the cache.  So every folder is lstat'ed before it is
- * written into — v1/ and the folder (`sub`: a shard "xx" or "quarantine") — and a link is
- * refused (KC_EIO, naming it); files in them are opened O_NOFOLLOW or replaced by rename. */
-static int real_dirs(const kc_local *l, const char *sub) {
-    char p[PATH_MAX];
-    int rc = kc_fs_real_dir(l->v1);
-    if (rc == KC_OK && sub) {
-        snprintf(p, sizeof p, "%s/%s", l->v1, sub);
-        rc = kc_fs_real_dir(p);
-    }
-    return rc;
-}
-
-/*
- * [Note: shards made when written] Opening a cache made its 256 shard folders and quarantine/
- * every time: 257 mkdir calls per process, all failing with EEXIST once the cache exists — most
- * of what opening cost.  Now they are made with v1/ (a new cache gets them all, once in its
- * life), and a write (a put, a compile lock, a stats file, a quarantine) makes its folder when
- * it is missing — a cache whose shards someone removed, or one v1/ of which another part made
- * first.  Opening an existing cache makes nothing: it reads v1/ once to refuse a shard or
- * quarantine/ that is not a real folder.  Made or found, a folder written into is checked as
- * before: a real directory, never a link planted in its place ([Note: no links inside]); readers
- * (get, iterate, gc, verify, stats) take a missing shard as an empty one.
- */
-int kc_local_make_sub_(const kc_local *l, const char *sub) {
-    char p[PATH_MAX];
-    int rc = kc_fs_real_dir(l->v1);
-    if (rc != KC_OK) return rc;
-    snprintf(p, sizeof p, "%s/%s", l->v1, sub);
-    struct stat st;
-    if (lstat(p, &st) != 0) {
-        if (errno != ENOENT) return kc_local_err_errno_(errno, 0, "checking directory '%s'", p);
-        if (mkdir(p, 0700) != 0 && errno != EEXIST) return kc_local_err_errno_(errno, 1, "creating '%s'", p);
-    }
-    return kc_fs_real_dir(p);
-}
-
-/* At open, every shard and quarantine/ that exists is a real folder: one read of v1/ (its
- * entries' types), not a call per shard.  A link or a file in their place is refused as
- * kc_fs_real_dir refuses it. */
-static int subs_are_dirs(const kc_local *l) {
-    DIR *d = kc_fs_opendir_nofollow(l->v1);
-    if (!d) return kc_local_err_errno_(errno, 0, "reading directory '%s'", l->v1);
-    int rc = KC_OK;
-    struct dirent *de;
-    while (rc == KC_OK && (de = readdir(d)) != NULL) {
-        const char *n = de->d_name;
-        bool shard = strlen(n) == 2 && strspn(n, "0123456789abcdef") == 2;
-        if (!shard && strcmp(n, "quarantine") != 0) continue;
-        if (de->d_type == DT_DIR) continue;
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s", l->v1, n);
-        rc = kc_fs_real_dir(p); /* DT_UNKNOWN (some file systems): lstat decides */
-    }
-    closedir(d);
-    return rc;
-}
-
-/* The shard of `name`, made when missing: for a write into it. */
-int kc_local_real_shard_(const kc_local *l, const char *name) {
-    char sub[3] = {name[0], name[1], '\0'};
-    return kc_local_make_sub_(l, sub);
 }
 
 /* ---- open / free ---- */
@@ -213,23 +121,6 @@ static void notice_readonly(kc_local *l) {
  * ([Note: a reader of another's cache] in safedir.c), not refuse it as a writer. */
 static bool foreign_unwritable(const char *root, const struct stat *st) {
     return S_ISDIR(st->st_mode) && st->st_uid != geteuid() && dir_refuses_writes(root);
-}
-
-/* v1/ and, when it is new, its shards and quarantine ([Note: shards made when written]); an existing
- * one checked to hold real folders only ([Note: no links inside]). */
-static int make_layout(kc_local *l) {
-    bool made = mkdir(l->v1, 0700) == 0;
-    int rc = KC_OK;
-    if (!made && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
-    if (rc == KC_OK) rc = real_dirs(l, NULL); /* [Note: no links inside] */
-    if (rc == KC_OK && !made) rc = subs_are_dirs(l);
-    for (int s = 0; rc == KC_OK && made && s < KC_SHARDS; s++) {
-        char sub[3];
-        snprintf(sub, sizeof sub, "%02x", s);
-        rc = kc_local_make_sub_(l, sub);
-    }
-    if (rc == KC_OK && made) rc = kc_local_make_sub_(l, "quarantine");
-    return rc;
 }
 
 int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned flags) {
@@ -263,7 +154,7 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         l->foreign = st.st_uid != geteuid();
     }
     if (rc == KC_OK && !l->readonly && exists) notice_readonly(l);
-    if (rc == KC_OK && !l->readonly) rc = make_layout(l);
+    if (rc == KC_OK && !l->readonly) rc = kc_local_make_layout_(l);
     if (rc != KC_OK) {
         kc_err_prefix(rc, "opening cache directory '%s'", l->root);
         pthread_mutex_destroy(&l->flush_mu);
@@ -434,7 +325,7 @@ int kc_local_remove(kc_local *l, const char *name) {
     kc_local_path(l, name, path, sizeof path);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%.2s", l->v1, name);
-    if ((rc = real_sub_dir(l, dir))) return rc; /* a missing shard holds nothing to remove: not made */
+    if ((rc = kc_local_real_sub_dir_(l, dir))) return rc; /* a missing shard holds nothing to remove: not made */
     return remove_counted(l, name, path, (kc_stat)-1);
 }
 

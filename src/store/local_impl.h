@@ -78,11 +78,6 @@ struct kc_local {
     } touched[TOUCH_MEMO]; /* atomics, relaxed: a torn slot costs a stat or a touch, never a byte */
 };
 
-/* ---- local.c ---- */
-
-/** The shard folder of `name`, made when missing: for a write into it.  Callers: local.c, local_batch.c. */
-int kc_local_real_shard_(const kc_local *l, const char *name);
-
 /* ---- local_hit.c ---- */
 
 /** The coarse clock's second: what the LRU and the checks of local_hit.c compare. */
@@ -133,6 +128,24 @@ typedef int (*kc_local_file_cb)(int shard, const char *dir, const char *file, co
 
 /** Visit every regular file of every shard (entries, temporary files, lock files); vanished files are skipped. */
 int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
+
+/* ---- local_layout.c ---- */
+
+/** v1/ and, when it is new, its shards and quarantine/ made ([Note: shards made when written]); an
+ *  existing one checked to hold real folders only, or vouched for by the layout memo ([Note: the
+ *  layout vouched]).  Callers: local.c (open, for a handle that writes). */
+int kc_local_make_layout_(kc_local *l);
+
+/** The shard folder of `name`, made when missing: for a write into it.  Callers: local.c, local_batch.c. */
+int kc_local_real_shard_(const kc_local *l, const char *name);
+
+/** v1/ and `dir` (when it exists) are real folders ([Note: no links inside]). */
+int kc_local_real_sub_dir_(const kc_local *l, const char *dir);
+
+/** For the tests: the layout memo's settle window (ns; negative: the default), and how many times
+ *  this process read v1/ at open. */
+void kc_local_layout_settle_set_(int64_t ns);
+int kc_local_layout_reads_(void);
 
 /** v1/<sub> (a shard "xx" or "quarantine") for a write into it: made when missing, then checked
  *  to be a real directory ([Note: shards made when written], [Note: no links inside]). */

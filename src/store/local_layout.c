@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store/local_layout.c — the cache's folders: v1/, its shards, quarantine/, toolkits/ and profiles/,
+ * made when first written and never followed when they are links ([Note: no links inside]), and
+ * the check at open that v1/ holds real folders only, vouched for by a memo when v1/ is unchanged
+ * ([Note: the layout vouched]).
+ *
+ * Callers: local.c (open, put, remove, quarantine), local_batch.c, the toolkit and profile
+ * memos through local.h.  Must not: follow a link below the cache directory, or vouch for a v1/
+ * changed since (or within KC_LAYOUT_SETTLE_NS before) its folders were read.
+ */
+#include "local_impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../common/fs.h"
+#include "../common/internal.h"
+
+/* [Note: no links inside] The cache directory itself is checked at open (safedir.c); below
+ * it nothing is followed: v1/, a shard or quarantine/ replaced by a symbolic link would send
+ * writes (and gc's removals) outside the cache.  So every folder is lstat'ed before it is
+ * written into — v1/ and the folder (`sub`: a shard "xx" or "quarantine") — and a link is
+ * refused (KC_EIO, naming it); files in them are opened O_NOFOLLOW or replaced by rename. */
+static int real_dirs(const kc_local *l, const char *sub) {
+    char p[PATH_MAX];
+    int rc = kc_fs_real_dir(l->v1);
+    if (rc == KC_OK && sub) {
+        snprintf(p, sizeof p, "%s/%s", l->v1, sub);
+        rc = kc_fs_real_dir(p);
+    }
+    return rc;
+}
+
+/* v1/ and `dir` (when it exists) must be real folders: [Note: no links inside]. */
+int kc_local_real_sub_dir_(const kc_local *l, const char *dir) {
+    int rc = real_dirs(l, NULL);
+    struct stat st;
+    if (rc == KC_OK && lstat(dir, &st) == 0) rc = kc_fs_real_dir(dir);
+    return rc;
+}
+
+int kc_local_toolkit_dir(const kc_local *l, bool write, char *out, size_t cap) {
+    if (write && l->readonly)
+        return kc_err(KC_EREADONLY, "the cache '%s' is read-only: no toolkit memo is written", l->root);
+    int n = snprintf(out, cap, "%s/toolkits", l->v1);
+    if (n < 0 || (size_t)n >= cap)
+        return kc_err(KC_EINVAL, "the toolkit memo folder of '%s' does not fit in %zu bytes", l->root, cap);
+    return kc_local_real_sub_dir_(l, out);
+}
+
+int kc_local_profile_dir(const kc_local *l, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/profiles", l->v1);
+    if (n < 0 || (size_t)n >= cap)
+        return kc_err(KC_EINVAL, "the profile folder of '%s' does not fit in %zu bytes", l->root, cap);
+    return kc_local_real_sub_dir_(l, out);
+}
+
+/*
+ * [Note: shards made when written] Opening a cache made its 256 shard folders and quarantine/
+ * every time: 257 mkdir calls per process, all failing with EEXIST once the cache exists — most
+ * of what opening cost.  Now they are made with v1/ (a new cache gets them all, once in its
+ * life), and a write (a put, a compile lock, a stats file, a quarantine) makes its folder when
+ * it is missing — a cache whose shards someone removed, or one v1/ of which another part made
+ * first.  Opening an existing cache makes nothing: it reads v1/ once to refuse a shard or
+ * quarantine/ that is not a real folder, unless the layout memo vouches for v1/ as it is ([Note:
+ * the layout vouched]).  Made or found, a folder written into is checked as
+ * before: a real directory, never a link planted in its place ([Note: no links inside]); readers
+ * (get, iterate, gc, verify, stats) take a missing shard as an empty one.
+ */
+int kc_local_make_sub_(const kc_local *l, const char *sub) {
+    char p[PATH_MAX];
+    int rc = kc_fs_real_dir(l->v1);
+    if (rc != KC_OK) return rc;
+    snprintf(p, sizeof p, "%s/%s", l->v1, sub);
+    struct stat st;
+    if (lstat(p, &st) != 0) {
+        if (errno != ENOENT) return kc_local_err_errno_(errno, 0, "checking directory '%s'", p);
+        if (mkdir(p, 0700) != 0 && errno != EEXIST) return kc_local_err_errno_(errno, 1, "creating '%s'", p);
+    }
+    return kc_fs_real_dir(p);
+}
+
+/* At open, every shard and quarantine/ that exists is a real folder: one read of v1/ (its
+ * entries' types), not a call per shard.  A link or a file in their place is refused as
+ * kc_fs_real_dir refuses it. */
+static int subs_are_dirs(const kc_local *l) {
+    DIR *d = kc_fs_opendir_nofollow(l->v1);
+    if (!d) return kc_local_err_errno_(errno, 0, "reading directory '%s'", l->v1);
+    int rc = KC_OK;
+    struct dirent *de;
+    while (rc == KC_OK && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        bool shard = strlen(n) == 2 && strspn(n, "0123456789abcdef") == 2;
+        if (!shard && strcmp(n, "quarantine") != 0) continue;
+        if (de->d_type == DT_DIR) continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", l->v1, n);
+        rc = kc_fs_real_dir(p); /* DT_UNKNOWN (some file systems): lstat decides */
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The shard of `name`, made when missing: for a write into it. */
+int kc_local_real_shard_(const kc_local *l, const char *name) {
+    char sub[3] = {name[0], name[1], '\0'};
+    return kc_local_make_sub_(l, sub);
+}
+
+/*
+ * [Note: the layout vouched] Reading v1/ at open to refuse a link in a shard's place cost a warm
+ * process ~0.15 ms (262 entries: getdents on ext4 builds a tree of the names, and closing the
+ * folder frees it), a tenth of a bundled warm start over its floor, to find what it found last
+ * time.  A folder's mtime and ctime change whenever an entry directly in it is added, removed or
+ * renamed, and a shard cannot become a link without one of those.  So after a read of v1/ found
+ * real folders only, an empty file toolkits/layout-<hash> records it, the hash being that of
+ * v1/'s stat (device, inode, mode, owner, mtime, ctime) taken before the read; a later open whose
+ * v1/ has the same stat takes the read as done.  As for the toolkit's direct mode ([Note: too new
+ * to vouch for] in compile/toolkit_direct.c), no memo is written for a v1/ changed less than
+ * KC_LAYOUT_SETTLE_NS before its stat was taken: a change within the same tick of the file
+ * system's clock would keep the stat.  The memo lives in toolkits/ (a folder checked as every
+ * other, and writing in it changes v1/'s stat not at all); a memo of an older v1/ is removed when
+ * a new one is written.  A read-only handle reads nothing and writes nothing here, as before.
+ */
+#define KC_LAYOUT_SETTLE_NS 2000000000LL
+static int64_t layout_settle_ns = KC_LAYOUT_SETTLE_NS;
+void kc_local_layout_settle_set_(int64_t ns) { layout_settle_ns = ns < 0 ? KC_LAYOUT_SETTLE_NS : ns; }
+static int layout_reads; /* full reads of v1/ at open, for the tests */
+int kc_local_layout_reads_(void) { return __atomic_load_n(&layout_reads, __ATOMIC_RELAXED); }
+
+#define LAYOUT_PREFIX "layout-"
+
+/* "<v1>/toolkits/layout-<hash of v1's stat>"; false when it does not fit. */
+static bool layout_memo_path(const kc_local *l, const struct stat *st, char *out, size_t cap) {
+    int64_t f[8] = {(int64_t)st->st_dev,       (int64_t)st->st_ino,        (int64_t)st->st_mode,
+                    (int64_t)st->st_uid,       (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
+                    (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
+    unsigned long long h = (unsigned long long)XXH3_64bits(f, sizeof f);
+    int n = snprintf(out, cap, "%s/toolkits/" LAYOUT_PREFIX "%016llx", l->v1, h);
+    return n > 0 && (size_t)n < cap;
+}
+
+static bool layout_settled(const struct stat *st, int64_t before_ns) {
+    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+    return m < before_ns - layout_settle_ns && c < before_ns - layout_settle_ns;
+}
+
+/* Remove the memos of other v1/ stats than `keep` (its file name); failures are harmless. */
+static void layout_memos_retire(const char *toolkits, const char *keep) {
+    DIR *d = kc_fs_opendir_nofollow(toolkits);
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (!strncmp(de->d_name, LAYOUT_PREFIX, sizeof LAYOUT_PREFIX - 1) && strcmp(de->d_name, keep) != 0)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+}
+
+/* Record that v1/ with stat `st` (taken at `before_ns`, before its folders were read) holds real
+ * folders only; nothing when it is too new, or toolkits/ is missing or not a real folder. */
+static void layout_vouch(const kc_local *l, const struct stat *st, int64_t before_ns) {
+    char memo[PATH_MAX], toolkits[PATH_MAX];
+    if (!layout_settled(st, before_ns) || !layout_memo_path(l, st, memo, sizeof memo)) return;
+    snprintf(toolkits, sizeof toolkits, "%s/toolkits", l->v1);
+    struct stat ts;
+    if (lstat(toolkits, &ts) != 0 || !S_ISDIR(ts.st_mode)) return; /* made by a write, not here: v1/ would change */
+    int fd = open(memo, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    close(fd);
+    layout_memos_retire(toolkits, strrchr(memo, '/') + 1);
+}
+
+/* v1/ (its stat in *st) holds real folders only: vouched for by the memo, or read and then vouched. */
+static int layout_checked(kc_local *l, const struct stat *st) {
+    char memo[PATH_MAX];
+    struct stat ts, ms;
+    if (layout_memo_path(l, st, memo, sizeof memo)) {
+        char *slash = strrchr(memo, '/');
+        *slash = '\0'; /* toolkits/ a real folder, then the memo in it a file ([Note: no links inside]) */
+        bool dir = lstat(memo, &ts) == 0 && S_ISDIR(ts.st_mode);
+        *slash = '/';
+        if (dir && lstat(memo, &ms) == 0 && S_ISREG(ms.st_mode)) return KC_OK;
+    }
+    int64_t before = (int64_t)kc_now_ns();
+    __atomic_add_fetch(&layout_reads, 1, __ATOMIC_RELAXED);
+    int rc = subs_are_dirs(l);
+    if (rc == KC_OK) layout_vouch(l, st, before);
+    return rc;
+}
+
+int kc_local_make_layout_(kc_local *l) {
+    bool made = mkdir(l->v1, 0700) == 0;
+    int rc = KC_OK;
+    if (!made && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
+    struct stat st;
+    if (rc == KC_OK && lstat(l->v1, &st) != 0) rc = kc_local_err_errno_(errno, 0, "checking directory '%s'", l->v1);
+    if (rc == KC_OK && !S_ISDIR(st.st_mode)) rc = kc_fs_real_dir(l->v1); /* a link or a file: its error */
+    if (rc == KC_OK && !made) rc = layout_checked(l, &st);
+    for (int s = 0; rc == KC_OK && made && s < KC_SHARDS; s++) {
+        char sub[3];
+        snprintf(sub, sizeof sub, "%02x", s);
+        rc = kc_local_make_sub_(l, sub);
+    }
+    if (rc == KC_OK && made) rc = kc_local_make_sub_(l, "quarantine");
+    return rc;
+}
