@@ -437,11 +437,11 @@ static void seen_add(uint64_t h) {
 static int line_true(int rfd, const char *l, char kind) {
     uint64_t sig;
     size_t n = strlen(l);
-    if (n <= 19 || l[0] != kind || l[1] != ' ' || l[18] != ' ' || !kc_hex_u64(l + 2, 16, &sig)) return 0;
+    if (n <= 19 || l[0] != kind || l[1] != ' ' || l[18] != ' ') return 0;
     uint64_t h = XXH3_64bits(l, n);
     h = h ? h : 1;
-    if (seen_has(h)) return 1;
-    if (sig_now(rfd, l + 19) != sig) return 0;
+    if (seen_has(h)) return 1; /* this very line, its signature too, was found true in this process */
+    if (!kc_hex_u64(l + 2, 16, &sig) || sig_now(rfd, l + 19) != sig) return 0;
     seen_add(h);
     return 1;
 }
