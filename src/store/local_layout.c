@@ -140,8 +140,8 @@ int kc_local_layout_reads_(void) { return __atomic_load_n(&layout_reads, __ATOMI
 
 /* "<v1>/toolkits/layout-<hash of v1's stat>"; false when it does not fit. */
 static bool layout_memo_path(const kc_local *l, const struct stat *st, char *out, size_t cap) {
-    int64_t f[8] = {(int64_t)st->st_dev,       (int64_t)st->st_ino,        (int64_t)st->st_mode,
-                    (int64_t)st->st_uid,       (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
+    int64_t f[8] = {(int64_t)st->st_dev,         (int64_t)st->st_ino,         (int64_t)st->st_mode,
+                    (int64_t)st->st_uid,         (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
                     (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
     unsigned long long h = (unsigned long long)XXH3_64bits(f, sizeof f);
     int n = snprintf(out, cap, "%s/toolkits/" LAYOUT_PREFIX "%016llx", l->v1, h);
