@@ -69,7 +69,7 @@ set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA "${CMAKE_CURRENT_BINARY_DIR}/triggers")
 # hiredis is opened by the first redis:// remote, not linked (store/redis_lib.c), so dpkg-shlibdeps does
 # not see it: the runtime package of the version built against is recommended instead.
-if(KCACHE_HAVE_REDIS AND Hiredis_SONAME_VERSION)
+if(KCACHE_HAVE_REDIS AND Hiredis_SONAME_VERSION MATCHES "^[0-9.]+$")
   set(CPACK_DEBIAN_LIB_PACKAGE_RECOMMENDS "libhiredis${Hiredis_SONAME_VERSION}")
 endif()
 # The shlibs file of each package with a shared library (CPack has no per-package switch for it):

@@ -67,7 +67,7 @@ static int path_of(kc_cache *c, const char *file, char *out, size_t cap) {
     if (!l) return KC_MISS;
     int n = snprintf(out, cap, "%s/v1/%s", kc_local_root(l), file);
     if (n < 0 || (size_t)n >= cap) return kc_err(KC_EINVAL, "record: the path does not fit");
-    char v1[PATH_MAX]; /* a linked v1/ is never followed ([Note: no links inside], store/local.c) */
+    char v1[PATH_MAX]; /* a linked v1/ is never followed ([Note: no links inside], store/local_layout.c) */
     snprintf(v1, sizeof v1, "%.*s", (int)(strlen(out) - strlen(file) - 1), out);
     return kc_fs_real_dir(v1);
 }

@@ -4,9 +4,9 @@
  * shared by every process, and approximate-LRU eviction by one cleaner at a time.  This
  * file holds open, put/remove, quarantine, compile locks and iteration; the reads (get) are in
  * local_hit.c, the backend table in local_backend.c, the counters in local_stats.c, the cleaner
- * in local_gc.c, the directory check in safedir.c, the folders in local_layout.c, the provenance record in local_provenance.c,
- * batched puts in local_batch.c (local_impl.h says what they share).  The front door and the tiers use it
- * through local.h.
+ * in local_gc.c, the directory check in safedir.c, the folders in local_layout.c, the provenance
+ * record in local_provenance.c, batched puts in local_batch.c (local_impl.h says what they share).
+ * The front door and the tiers use it through local.h.
  *
  * The one idea: the file system is the only shared state.  An entry becomes visible by a
  * rename (see common/fs.h), so any number of processes can put and get the same names at
@@ -154,7 +154,8 @@ int kc_local_open(kc_local **out, const char *dir, uint64_t max_size, unsigned f
         l->foreign = st.st_uid != geteuid();
     }
     if (rc == KC_OK && !l->readonly && exists) notice_readonly(l);
-    if (rc == KC_OK && !l->readonly) rc = kc_local_make_layout_(l);
+    if (rc == KC_OK && !l->readonly) /* no memo where others may write: [Note: the layout vouched] */
+        rc = kc_local_make_layout_(l, !(flags & KC_OPEN_ALLOW_UNSAFE_DIR) && !l->foreign);
     if (rc != KC_OK) {
         kc_err_prefix(rc, "opening cache directory '%s'", l->root);
         pthread_mutex_destroy(&l->flush_mu);

@@ -13,7 +13,8 @@
  *          <dir>/v1/quarantine/                         entries that failed validation
  *          <dir>/v1/gc.lock                             held by the one cleaner
  *          <dir>/v1/profiles/                           per-site dynamism profiles (the guard part's)
- *          <dir>/v1/toolkits/                           memos of toolkit header digests (compile/toolkit.c)
+ *          <dir>/v1/toolkits/                           memos of toolkit header digests (compile/toolkit.c),
+ *                                                       spec memos, and layout1-<hash> (local_layout.c)
  *          <dir>/v1/record, record.lock                 the cache's record: toolchains, pins, memos (cache/record.c)
  */
 #ifndef KC_STORE_LOCAL_H

@@ -343,7 +343,7 @@ void kc_local_quarantine_bound_(kc_local *l) {
     uint64_t max_bytes = l->max_size ? l->max_size / QUARANTINE_SHARE : UINT64_MAX;
     char q[PATH_MAX], p[PATH_MAX + 256];
     snprintf(q, sizeof q, "%s/quarantine", l->v1);
-    DIR *d = kc_fs_opendir_nofollow(q); /* [Note: no links inside] (local.c) */
+    DIR *d = kc_fs_opendir_nofollow(q); /* [Note: no links inside] (local_layout.c) */
     if (!d) return;
     q_item *items = NULL;
     size_t n = 0, cap = 0;
@@ -402,7 +402,7 @@ static int gc_run(kc_local *l, uint64_t max_size, uint64_t older_than_s, int swe
     if (max_size == 0) max_size = UINT64_MAX; /* no limit: evict nothing (see the top of this file) */
     char lock[PATH_MAX];
     snprintf(lock, sizeof lock, "%s/gc.lock", l->v1);
-    int rc = kc_fs_real_dir(l->v1); /* [Note: no links inside] (local.c): no lock file beyond a linked v1/ */
+    int rc = kc_fs_real_dir(l->v1); /* [Note: no links inside] (local_layout.c): no lock file beyond a linked v1/ */
     if (rc) return rc;
     int lfd = kc_sys_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
     if (lfd < 0) return kc_local_err_errno_(errno, 1, "opening '%s'", lock);
@@ -495,7 +495,7 @@ int kc_local_clear(kc_local *l) {
     if (rc) return rc;
     char q[PATH_MAX], p[PATH_MAX + 256];
     snprintf(q, sizeof q, "%s/quarantine", l->v1);
-    DIR *d = kc_fs_opendir_nofollow(q); /* [Note: no links inside] (local.c) */
+    DIR *d = kc_fs_opendir_nofollow(q); /* [Note: no links inside] (local_layout.c) */
     if (d) {
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {

@@ -132,9 +132,9 @@ int kc_local_walk_shards_(kc_local *l, kc_local_file_cb cb, void *ctx);
 /* ---- local_layout.c ---- */
 
 /** v1/ and, when it is new, its shards and quarantine/ made ([Note: shards made when written]); an
- *  existing one checked to hold real folders only, or vouched for by the layout memo ([Note: the
- *  layout vouched]).  Callers: local.c (open, for a handle that writes). */
-int kc_local_make_layout_(kc_local *l);
+ *  existing one checked to hold real folders only, or vouched for by the layout memo when `memo`
+ *  allows it ([Note: the layout vouched]).  Callers: local.c (open, for a handle that writes). */
+int kc_local_make_layout_(kc_local *l, bool memo);
 
 /** The shard folder of `name`, made when missing: for a write into it.  Callers: local.c, local_batch.c. */
 int kc_local_real_shard_(const kc_local *l, const char *name);
@@ -146,6 +146,9 @@ int kc_local_real_sub_dir_(const kc_local *l, const char *dir);
  *  this process read v1/ at open. */
 void kc_local_layout_settle_set_(int64_t ns);
 int kc_local_layout_reads_(void);
+
+/** Whether the folder `path` is on a file system whose stamps the layout memo trusts (a local one). */
+bool kc_local_layout_fs_(const char *path);
 
 /** v1/<sub> (a shard "xx" or "quarantine") for a write into it: made when missing, then checked
  *  to be a real directory ([Note: shards made when written], [Note: no links inside]). */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -121,14 +122,21 @@ int kc_local_real_shard_(const kc_local *l, const char *name) {
  * folder frees it), a tenth of a bundled warm start over its floor, to find what it found last
  * time.  A folder's mtime and ctime change whenever an entry directly in it is added, removed or
  * renamed, and a shard cannot become a link without one of those.  So after a read of v1/ found
- * real folders only, an empty file toolkits/layout-<hash> records it, the hash being that of
- * v1/'s stat (device, inode, mode, owner, mtime, ctime) taken before the read; a later open whose
- * v1/ has the same stat takes the read as done.  As for the toolkit's direct mode ([Note: too new
- * to vouch for] in compile/toolkit_direct.c), no memo is written for a v1/ changed less than
- * KC_LAYOUT_SETTLE_NS before its stat was taken: a change within the same tick of the file
- * system's clock would keep the stat.  The memo lives in toolkits/ (a folder checked as every
- * other, and writing in it changes v1/'s stat not at all); a memo of an older v1/ is removed when
- * a new one is written.  A read-only handle reads nothing and writes nothing here, as before.
+ * real folders only, an empty file toolkits/layout1-<hash> records it, the hash being that of
+ * v1/'s stat (device, inode, mode, owner, links, size, mtime, ctime) taken before the read; a
+ * later open whose v1/ has the same stat, and finds that file ours, takes the read as done.
+ *  - Too new to vouch for (as [Note: too new to vouch for] in compile/toolkit_direct.c): a change
+ *    within the same tick of the file system's clock would keep the stat, so no memo is written
+ *    for a v1/ changed less than KC_LAYOUT_SETTLE_NS before the read began — by this host's
+ *    clock, and by the file system's own: a file made in toolkits/ just before the read, whose
+ *    mtime is then "now" as the file system stamps it, becomes the memo by a rename.
+ *  - Local file systems only (ext4, xfs, btrfs, tmpfs, overlayfs, zfs, f2fs): on NFS, SMB or FUSE
+ *    the stamps are a server's and a stat may be a cached copy; those caches read v1/ every time.
+ *  - Never for a cache opened with KCACHE_ALLOW_UNSAFE_DIR or another user's (others may write
+ *    it), and never for a read-only handle (which reads nothing here at all, as before).
+ * The memo lives in toolkits/ (opened O_NOFOLLOW; writing in it changes v1/'s stat not at all);
+ * the memos of an older v1/ are removed when a new one is written.  Writes, gc and the walks
+ * still refuse a linked folder each time they use it: this check is the early refusal.
  */
 #define KC_LAYOUT_SETTLE_NS 2000000000LL
 static int64_t layout_settle_ns = KC_LAYOUT_SETTLE_NS;
@@ -136,74 +144,120 @@ void kc_local_layout_settle_set_(int64_t ns) { layout_settle_ns = ns < 0 ? KC_LA
 static int layout_reads; /* full reads of v1/ at open, for the tests */
 int kc_local_layout_reads_(void) { return __atomic_load_n(&layout_reads, __ATOMIC_RELAXED); }
 
-#define LAYOUT_PREFIX "layout-"
+#define LAYOUT_PREFIX "layout1-"
 
-/* "<v1>/toolkits/layout-<hash of v1's stat>"; false when it does not fit. */
-static bool layout_memo_path(const kc_local *l, const struct stat *st, char *out, size_t cap) {
-    int64_t f[8] = {(int64_t)st->st_dev,         (int64_t)st->st_ino,         (int64_t)st->st_mode,
-                    (int64_t)st->st_uid,         (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
-                    (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
-    unsigned long long h = (unsigned long long)XXH3_64bits(f, sizeof f);
-    int n = snprintf(out, cap, "%s/toolkits/" LAYOUT_PREFIX "%016llx", l->v1, h);
-    return n > 0 && (size_t)n < cap;
+/* "layout1-<hash of v1's stat>" into out[32]. */
+static void layout_memo_name(const struct stat *st, char out[32]) {
+    int64_t f[10] = {(int64_t)st->st_dev,         (int64_t)st->st_ino,          (int64_t)st->st_mode,
+                     (int64_t)st->st_uid,         (int64_t)st->st_nlink,        (int64_t)st->st_size,
+                     (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec, (int64_t)st->st_ctim.tv_sec,
+                     (int64_t)st->st_ctim.tv_nsec};
+    snprintf(out, 32, LAYOUT_PREFIX "%016llx", (unsigned long long)XXH3_64bits(f, sizeof f));
 }
 
-static bool layout_settled(const struct stat *st, int64_t before_ns) {
+static bool layout_settled(const struct stat *st, int64_t now_ns) {
     int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
     int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-    return m < before_ns - layout_settle_ns && c < before_ns - layout_settle_ns;
+    return m < now_ns - layout_settle_ns && c < now_ns - layout_settle_ns;
 }
 
-/* Remove the memos of other v1/ stats than `keep` (its file name); failures are harmless. */
-static void layout_memos_retire(const char *toolkits, const char *keep) {
-    DIR *d = kc_fs_opendir_nofollow(toolkits);
-    if (!d) return;
+/* Whether v1/ is on a file system whose stamps and stats the memo may trust. */
+bool kc_local_layout_fs_(const char *v1) {
+    struct statfs sf;
+    if (statfs(v1, &sf) != 0) return false;
+    switch ((unsigned long)sf.f_type) {
+    case 0xEF53UL:     /* ext2, ext3, ext4 */
+    case 0x58465342UL: /* xfs */
+    case 0x9123683EUL: /* btrfs */
+    case 0x01021994UL: /* tmpfs */
+    case 0x794C7630UL: /* overlayfs (a container's layer) */
+    case 0x2FC12FC1UL: /* zfs */
+    case 0xF2F52010UL: /* f2fs */ return true;
+    default: return false;
+    }
+}
+
+/* Whether toolkits/ is a real folder holding our memo of `st`. */
+static bool layout_vouched(const kc_local *l, const struct stat *st) {
+    char p[PATH_MAX], name[32];
+    struct stat ts, ms;
+    layout_memo_name(st, name);
+    int n = snprintf(p, sizeof p, "%s/toolkits", l->v1);
+    if (n < 0 || (size_t)n + 33 >= sizeof p || lstat(p, &ts) != 0 || !S_ISDIR(ts.st_mode)) return false;
+    snprintf(p + n, sizeof p - (size_t)n, "/%s", name);
+    return lstat(p, &ms) == 0 && S_ISREG(ms.st_mode) && ms.st_uid == geteuid();
+}
+
+/* The memo to be: toolkits/ held open (-1 when missing or not a real folder), a new file made in it
+ * (tmp), and its stat (the file system's "now"). */
+typedef struct layout_probe {
+    int dfd;
+    char tmp[64];
+    struct stat st;
+} layout_probe;
+
+static void probe_begin(const kc_local *l, layout_probe *p) {
+    char toolkits[PATH_MAX];
+    static unsigned count;
+    snprintf(toolkits, sizeof toolkits, "%s/toolkits", l->v1);
+    snprintf(p->tmp, sizeof p->tmp, "layout1.tmp-%ld-%u", (long)getpid(),
+             __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED));
+    p->dfd = open(toolkits, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* made by a write, not here */
+    if (p->dfd < 0) return;
+    int fd = openat(p->dfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && fstat(fd, &p->st) == 0;
+    if (fd >= 0) close(fd);
+    if (!ok) {
+        if (fd >= 0) (void)unlinkat(p->dfd, p->tmp, 0);
+        close(p->dfd);
+        p->dfd = -1;
+    }
+}
+
+/* After the read (`found_real`): the probe becomes the memo of `st` when v1/ had settled by the file
+ * system's clock too, and the memos of other stats go; else it is removed. */
+static void probe_end(layout_probe *p, const struct stat *st, bool found_real) {
+    if (p->dfd < 0) return;
+    char name[32];
+    layout_memo_name(st, name);
+    int64_t fs_now = (int64_t)p->st.st_mtim.tv_sec * 1000000000LL + p->st.st_mtim.tv_nsec;
+    if (!found_real || !layout_settled(st, fs_now) || renameat(p->dfd, p->tmp, p->dfd, name) != 0) {
+        (void)unlinkat(p->dfd, p->tmp, 0);
+        close(p->dfd);
+        return;
+    }
+    DIR *d = fdopendir(p->dfd); /* takes the descriptor */
+    if (!d) {
+        close(p->dfd);
+        return;
+    }
     for (struct dirent *de; (de = readdir(d)) != NULL;)
-        if (!strncmp(de->d_name, LAYOUT_PREFIX, sizeof LAYOUT_PREFIX - 1) && strcmp(de->d_name, keep) != 0)
+        if (!strncmp(de->d_name, LAYOUT_PREFIX, sizeof LAYOUT_PREFIX - 1) && strcmp(de->d_name, name) != 0)
             (void)unlinkat(dirfd(d), de->d_name, 0);
     closedir(d);
 }
 
-/* Record that v1/ with stat `st` (taken at `before_ns`, before its folders were read) holds real
- * folders only; nothing when it is too new, or toolkits/ is missing or not a real folder. */
-static void layout_vouch(const kc_local *l, const struct stat *st, int64_t before_ns) {
-    char memo[PATH_MAX], toolkits[PATH_MAX];
-    if (!layout_settled(st, before_ns) || !layout_memo_path(l, st, memo, sizeof memo)) return;
-    snprintf(toolkits, sizeof toolkits, "%s/toolkits", l->v1);
-    struct stat ts;
-    if (lstat(toolkits, &ts) != 0 || !S_ISDIR(ts.st_mode)) return; /* made by a write, not here: v1/ would change */
-    int fd = open(memo, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    close(fd);
-    layout_memos_retire(toolkits, strrchr(memo, '/') + 1);
-}
-
-/* v1/ (its stat in *st) holds real folders only: vouched for by the memo, or read and then vouched. */
-static int layout_checked(kc_local *l, const struct stat *st) {
-    char memo[PATH_MAX];
-    struct stat ts, ms;
-    if (layout_memo_path(l, st, memo, sizeof memo)) {
-        char *slash = strrchr(memo, '/');
-        *slash = '\0'; /* toolkits/ a real folder, then the memo in it a file ([Note: no links inside]) */
-        bool dir = lstat(memo, &ts) == 0 && S_ISDIR(ts.st_mode);
-        *slash = '/';
-        if (dir && lstat(memo, &ms) == 0 && S_ISREG(ms.st_mode)) return KC_OK;
-    }
-    int64_t before = (int64_t)kc_now_ns();
+/* v1/ (its stat in *st) holds real folders only: vouched for by the memo (`memo`: allowed here), or
+ * read, and then vouched for when it had settled. */
+static int layout_checked(kc_local *l, const struct stat *st, bool memo) {
+    memo = memo && kc_local_layout_fs_(l->v1);
+    if (memo && layout_vouched(l, st)) return KC_OK;
+    layout_probe p = {.dfd = -1};
+    if (memo && layout_settled(st, (int64_t)kc_now_ns())) probe_begin(l, &p); /* before the read */
     __atomic_add_fetch(&layout_reads, 1, __ATOMIC_RELAXED);
     int rc = subs_are_dirs(l);
-    if (rc == KC_OK) layout_vouch(l, st, before);
+    probe_end(&p, st, rc == KC_OK);
     return rc;
 }
 
-int kc_local_make_layout_(kc_local *l) {
+int kc_local_make_layout_(kc_local *l, bool memo) {
     bool made = mkdir(l->v1, 0700) == 0;
     int rc = KC_OK;
     if (!made && errno != EEXIST) rc = kc_local_err_errno_(errno, 1, "creating '%s'", l->v1);
     struct stat st;
     if (rc == KC_OK && lstat(l->v1, &st) != 0) rc = kc_local_err_errno_(errno, 0, "checking directory '%s'", l->v1);
     if (rc == KC_OK && !S_ISDIR(st.st_mode)) rc = kc_fs_real_dir(l->v1); /* a link or a file: its error */
-    if (rc == KC_OK && !made) rc = layout_checked(l, &st);
+    if (rc == KC_OK && !made) rc = layout_checked(l, &st, memo);
     for (int s = 0; rc == KC_OK && made && s < KC_SHARDS; s++) {
         char sub[3];
         snprintf(sub, sizeof sub, "%02x", s);

@@ -35,16 +35,29 @@
 const kc_hiredis_api *kc_hiredis_;
 static kc_hiredis_api api;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static const char *soname = KC_LIBHIREDIS; /* kc_hiredis_use_soname_: the tests' missing library */
+static const char kc_libhiredis[] = KC_LIBHIREDIS;
+static const char *soname = kc_libhiredis; /* kc_hiredis_use_soname_: the tests' missing library */
 static char why[512];
 
-static void load(void) {
+/* The soname as the dynamic linker finds it; else, for the library's own soname, the file beside the
+ * hiredis found at build time (a prefix of its own: Spack, conda, /opt), which a linked library would
+ * have found by its run path.  Never another soname: a reply's layout differs between versions. */
+static void *open_lib(void) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, sizeof why, "%s could not be loaded (%s)", soname, e ? e : "unknown error");
-        return;
-    }
+    const char *e = h ? NULL : dlerror();
+    snprintf(why, sizeof why, "%s", e ? e : "unknown error");
+#ifdef KC_HIREDIS_DIR
+    char beside[1024];
+    if (!h && soname == kc_libhiredis &&
+        snprintf(beside, sizeof beside, "%s/%s", KC_HIREDIS_DIR, soname) < (int)sizeof beside)
+        h = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
+#endif
+    return h;
+}
+
+static void load(void) {
+    void *h = open_lib();
+    if (!h) return;
     struct {
         void **slot;
         const char *name;
@@ -73,8 +86,10 @@ const kc_hiredis_api *kc_hiredis_load(void) {
     pthread_once(&once, load);
     a = __atomic_load_n(&kc_hiredis_, __ATOMIC_ACQUIRE);
     if (!a)
-        kc_err(KC_EUNAVAILABLE, "the redis back end needs hiredis (%s): install it (apt-get install libhiredis%s)", why,
-               KC_HIREDIS_SOVER);
+        kc_err(KC_EUNAVAILABLE,
+               "the redis back end needs hiredis, which could not be loaded (%s): install it (apt-get install "
+               "libhiredis%s)",
+               why, KC_HIREDIS_SOVER);
     return a;
 }
 

@@ -63,8 +63,9 @@ static int softmax(kc_cache *c, int *source) {
 
 static int compile_softmax(void) {
     kc_cache *c = open_here(NULL);
-    int source;
-    if (!c || softmax(c, &source) != KC_OK) return 1;
+    int source, rc = c ? softmax(c, &source) : KC_ERROR;
+    if (rc == KC_ENONVRTC) return 77; /* no NVRTC here: the cases are skipped */
+    if (rc != KC_OK) return 1;
     kc_cache_close(c);
     return loaded_in_process() ? 2 : 0; /* a compile opens no redis remote either */
 }
@@ -88,11 +89,12 @@ static int without_hiredis(void) {
     kc_store_backend *b = NULL;
     if (kc_store_open_url(&b, url_with_password, NULL) != KC_EUNAVAILABLE || b) return 1;
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "libkcache-test-no-such-hiredis.so.9 could not be loaded")) return 2;
+    if (!strstr(m, "could not be loaded (libkcache-test-no-such-hiredis.so.9")) return 2;
     if (!strstr(m, "apt-get install libhiredis")) return 3;
     if (!strstr(m, "redis://kc:") || strstr(m, "hunter2")) return 4; /* where, never the password */
     if (open_here(url_with_password) || kc_error_last()->code != KC_EUNAVAILABLE) return 5;
-    if (!strstr(kc_error_last()->message, "needs hiredis")) return 6; /* the message through kc_cache_open */
+    m = kc_error_last()->message; /* the message through kc_cache_open, still without the password */
+    if (!strstr(m, "needs hiredis") || strstr(m, "hunter2")) return 6;
     kc_cache *c = open_here(NULL);
     int source; /* a local hit needs no hiredis */
     if (!c || softmax(c, &source) != KC_OK || source != KC_FROM_DISK) return 7;
@@ -102,13 +104,17 @@ static int without_hiredis(void) {
 
 static void test_a_warm_start_loads_no_hiredis(void **state) {
     (void)state;
-    assert_int_equal(in_child(compile_softmax), 0);
+    int rc = in_child(compile_softmax);
+    if (rc == 77) skip();
+    assert_int_equal(rc, 0);
     assert_int_equal(in_child(warm_start_then_a_remote), 0);
 }
 
 static void test_without_hiredis_only_a_redis_remote_fails(void **state) {
     (void)state;
-    assert_int_equal(in_child(compile_softmax), 0);
+    int rc = in_child(compile_softmax);
+    if (rc == 77) skip();
+    assert_int_equal(rc, 0);
     assert_int_equal(in_child(without_hiredis), 0);
 }
 

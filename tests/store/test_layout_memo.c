@@ -5,11 +5,16 @@
  *   - a settled v1/ is read once, then vouched for: later opens read nothing;
  *   - a shard replaced by a link is refused at open, also when v1/'s mtime is put back (its ctime
  *     moves), and a v1/ changed within the settle window is read at every open until it settles;
- *   - a memo of an older v1/ is removed when a new one is written; no toolkits/, no memo.
+ *   - a memo of an older v1/ is removed when a new one is written; no toolkits/, no memo; no memo
+ *     for a read-only handle or a cache that allows an unsafe directory; a FIFO in the memo's place
+ *     is neither trusted nor waited on;
+ *   - on a file system whose stamps the memo does not trust (not a local one), every open reads.
  * The settle window is shortened to 50 ms, and the tests wait for a file written after v1/'s
  * change to carry a time past it (what the window asks), never for a fixed time; where a change
  * must stay within the window, the window is an hour.
  */
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/internal.h"
@@ -56,8 +61,12 @@ static int open_counted(const char *root, int *reads) {
 static size_t memos(const char *root) {
     char p[700];
     snprintf(p, sizeof p, "%s/v1/toolkits", root);
-    return kct_count_files(p, "layout-");
+    return kct_count_files(p, "layout1-");
 }
+
+/* Whether this file system gets memos at all ([Note: the layout vouched]: local ones only); where it
+ * does not, every open reads v1/, which the tests check instead. */
+static int trusted(void) { return kc_local_layout_fs_(dir); }
 
 /* A cache with toolkits/ (made by its first compile in real life), settled. */
 static void make_cache(const char *root) {
@@ -79,11 +88,20 @@ static void test_vouched_once_read(void **state) {
     int reads;
     assert_int_equal(open_counted(root, &reads), KC_OK);
     assert_int_equal(reads, 1);
-    assert_int_equal(memos(root), 1);
+    assert_int_equal(memos(root), trusted() ? 1 : 0);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(open_counted(root, &reads), KC_OK);
-        assert_int_equal(reads, 0); /* vouched: v1/ is as it was read */
+        assert_int_equal(reads, trusted() ? 0 : 1); /* vouched: v1/ is as it was read */
     }
+    /* A read-only handle and one that allows an unsafe directory neither read nor write a memo. */
+    kc_local *l;
+    assert_int_equal(kc_local_open(&l, root, 0, KC_OPEN_READONLY), KC_OK);
+    kc_local_free(l);
+    int before = kc_local_layout_reads_();
+    assert_int_equal(kc_local_open(&l, root, 0, KC_OPEN_ALLOW_UNSAFE_DIR), KC_OK);
+    kc_local_free(l);
+    assert_int_equal(kc_local_layout_reads_() - before, 1); /* others may write it: read every time */
+    assert_int_equal(memos(root), trusted() ? 1 : 0);
     kc_local_layout_settle_set_(-1);
 }
 
@@ -101,14 +119,23 @@ static void test_link_refused_and_window(void **state) {
     assert_int_equal(open_counted(root, &reads), KC_OK); /* the memo of v1/ as it is */
     struct stat old;
     assert_int_equal(lstat(v1, &old), 0);
-    /* A link in a shard's place, and v1/'s mtime put back: its ctime still moved. */
+    /* A link in a shard's place, a folder more (v1/'s link count as it was), and v1/'s mtime put
+     * back: its ctime still moved. */
+    char spare[700];
+    snprintf(spare, sizeof spare, "%s/v1/spare", root);
     assert_int_equal(rmdir(shard), 0);
     assert_int_equal(symlink(elsewhere, shard), 0);
+    assert_int_equal(mkdir(spare, 0700), 0);
     struct timespec back[2] = {old.st_atim, old.st_mtim};
     assert_int_equal(utimensat(AT_FDCWD, v1, back, AT_SYMLINK_NOFOLLOW), 0);
     assert_int_equal(open_counted(root, &reads), KC_EIO);
     assert_int_equal(reads, 1);
     assert_non_null(strstr(kc_error_last()->message, "symbolic link"));
+    wait_settled(root); /* refused again and again, settled or not: a refusal vouches for nothing */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(open_counted(root, &reads), KC_EIO);
+        assert_int_equal(reads, 1);
+    }
     /* Put right within the window (an hour long here, so that no delay of this machine ends it):
      * read, not vouched, and read again at the next open. */
     assert_int_equal(unlink(shard), 0);
@@ -123,7 +150,58 @@ static void test_link_refused_and_window(void **state) {
     wait_settled(root);
     assert_int_equal(open_counted(root, &reads), KC_OK);
     assert_int_equal(reads, 1);
-    assert_int_equal(memos(root), 1);
+    assert_int_equal(memos(root), trusted() ? 1 : 0);
+    assert_int_equal(open_counted(root, &reads), KC_OK);
+    assert_int_equal(reads, trusted() ? 0 : 1);
+    kc_local_layout_settle_set_(-1);
+}
+
+/* v1/'s mtime put back an hour and more while its ctime is now: still too new to vouch for. */
+static void test_ctime_decides(void **state) {
+    (void)state;
+    kc_local_layout_settle_set_(3600 * 1000000000LL);
+    char root[600], v1[700];
+    snprintf(root, sizeof root, "%s/c", dir);
+    snprintf(v1, sizeof v1, "%s/v1", root);
+    make_cache(root);
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= 86400;
+    t[1] = t[0];
+    assert_int_equal(utimensat(AT_FDCWD, v1, t, AT_SYMLINK_NOFOLLOW), 0);
+    int reads;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(open_counted(root, &reads), KC_OK);
+        assert_int_equal(reads, 1);
+    }
+    assert_int_equal(memos(root), 0);
+    kc_local_layout_settle_set_(-1);
+}
+
+/* A FIFO where the memo goes: the open neither blocks nor trusts it, and a file replaces it. */
+static void test_memo_not_a_file(void **state) {
+    (void)state;
+    kc_local_layout_settle_set_(SETTLE_NS);
+    char root[600], p[800];
+    snprintf(root, sizeof root, "%s/c", dir);
+    make_cache(root);
+    int reads;
+    assert_int_equal(open_counted(root, &reads), KC_OK);
+    if (!trusted()) return;
+    snprintf(p, sizeof p, "%s/v1/toolkits", root);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    char memo[800] = "";
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (!strncmp(de->d_name, "layout1-", 8)) snprintf(memo, sizeof memo, "%s/%s", p, de->d_name);
+    closedir(d);
+    assert_int_equal(unlink(memo), 0);
+    assert_int_equal(mkfifo(memo, 0600), 0);
+    assert_int_equal(open_counted(root, &reads), KC_OK);
+    assert_int_equal(reads, 1);
+    struct stat st;
+    assert_int_equal(lstat(memo, &st), 0);
+    assert_true(S_ISREG(st.st_mode)); /* renamed over the FIFO */
     assert_int_equal(open_counted(root, &reads), KC_OK);
     assert_int_equal(reads, 0);
     kc_local_layout_settle_set_(-1);
@@ -154,6 +232,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_vouched_once_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_link_refused_and_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_toolkits_no_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ctime_decides, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memo_not_a_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
