@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +112,17 @@ static inline size_t kct_count_files(const char *dir, const char *needle) {
     kct_count_needle_s = needle;
     nftw(dir, kct_count_cb, 16, FTW_PHYS);
     return kct_count_needle_n;
+}
+
+/** Run `fn` in a child process (for what is a fact of a process: a library loaded, a once-guard):
+ *  its exit status (0: every check passed; else the failing check's number), 100 when it died. */
+static inline int kct_in_child(int (*fn)(void)) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn());
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) return 100;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
 }
 
 /** Graph entries under `dir` ([Note: two levels]: every .kce that is not an image or a unit record). */

@@ -9,7 +9,6 @@
  * need it and keeps its local hits.  Needs NVRTC (one compile), no GPU.
  */
 #include <dlfcn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/crypto.h"
@@ -31,16 +30,6 @@ static int loaded_in_process(void) {
     void *h = dlopen(kc_crypto_soname_(), RTLD_NOW | RTLD_NOLOAD);
     if (h) dlclose(h);
     return h != NULL;
-}
-
-/* Run `fn` in a child; its exit status (0: every check passed; else the failing check's number). */
-static int in_child(int (*fn)(void)) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) _exit(fn());
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
 }
 
 /* The cache here and kernels/softmax.json: 0, or -1 when either could not be had. */
@@ -105,14 +94,14 @@ static int without_libcrypto(void) {
 
 static void test_a_warm_start_loads_no_libcrypto(void **state) {
     (void)state;
-    assert_int_equal(in_child(compile_softmax), 0);
-    assert_int_equal(in_child(warm_start), 0);
+    assert_int_equal(kct_in_child(compile_softmax), 0);
+    assert_int_equal(kct_in_child(warm_start), 0);
 }
 
 static void test_without_libcrypto_only_its_calls_fail(void **state) {
     (void)state;
-    assert_int_equal(in_child(compile_softmax), 0);
-    assert_int_equal(in_child(without_libcrypto), 0);
+    assert_int_equal(kct_in_child(compile_softmax), 0);
+    assert_int_equal(kct_in_child(without_libcrypto), 0);
 }
 
 int main(void) {

@@ -10,7 +10,6 @@
  * not connect).
  */
 #include <dlfcn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kcache.h"
@@ -36,16 +35,6 @@ static int loaded_in_process(void) {
     void *h = dlopen(kc_hiredis_soname_(), RTLD_NOW | RTLD_NOLOAD);
     if (h) dlclose(h);
     return h != NULL;
-}
-
-/* Run `fn` in a child; its exit status (0: every check passed; else the failing check's number). */
-static int in_child(int (*fn)(void)) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) _exit(fn());
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
 }
 
 /* kernels/softmax.json compiled for sm_90 in the cache here: KC_OK, or where it came from in *source. */
@@ -104,18 +93,18 @@ static int without_hiredis(void) {
 
 static void test_a_warm_start_loads_no_hiredis(void **state) {
     (void)state;
-    int rc = in_child(compile_softmax);
+    int rc = kct_in_child(compile_softmax);
     if (rc == 77) skip();
     assert_int_equal(rc, 0);
-    assert_int_equal(in_child(warm_start_then_a_remote), 0);
+    assert_int_equal(kct_in_child(warm_start_then_a_remote), 0);
 }
 
 static void test_without_hiredis_only_a_redis_remote_fails(void **state) {
     (void)state;
-    int rc = in_child(compile_softmax);
+    int rc = kct_in_child(compile_softmax);
     if (rc == 77) skip();
     assert_int_equal(rc, 0);
-    assert_int_equal(in_child(without_hiredis), 0);
+    assert_int_equal(kct_in_child(without_hiredis), 0);
 }
 
 int main(void) {
