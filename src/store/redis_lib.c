@@ -35,23 +35,24 @@
 const kc_hiredis_api *kc_hiredis_;
 static kc_hiredis_api api;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static const char kc_libhiredis[] = KC_LIBHIREDIS;
-static const char *soname = kc_libhiredis; /* kc_hiredis_use_soname_: the tests' missing library */
+static const char *soname = KC_LIBHIREDIS; /* kc_hiredis_use_soname_: the tests' other library */
+#ifdef KC_HIREDIS_DIR
+static const char *beside_dir = KC_HIREDIS_DIR;
+#else
+static const char *beside_dir;
+#endif
 static char why[512];
 
-/* The soname as the dynamic linker finds it; else, for the library's own soname, the file beside the
- * hiredis found at build time (a prefix of its own: Spack, conda, /opt), which a linked library would
- * have found by its run path.  Never another soname: a reply's layout differs between versions. */
+/* The soname as the dynamic linker finds it; else the file of that name in the folder of the hiredis
+ * found at build time (a prefix of its own: Spack, conda, /opt), where a linked library would have
+ * found it by its run path.  Never another soname: a reply's layout differs between versions. */
 static void *open_lib(void) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     const char *e = h ? NULL : dlerror();
     snprintf(why, sizeof why, "%s", e ? e : "unknown error");
-#ifdef KC_HIREDIS_DIR
     char beside[1024];
-    if (!h && soname == kc_libhiredis &&
-        snprintf(beside, sizeof beside, "%s/%s", KC_HIREDIS_DIR, soname) < (int)sizeof beside)
+    if (!h && beside_dir && snprintf(beside, sizeof beside, "%s/%s", beside_dir, soname) < (int)sizeof beside)
         h = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
-#endif
     return h;
 }
 
@@ -95,4 +96,7 @@ const kc_hiredis_api *kc_hiredis_load(void) {
 
 const char *kc_hiredis_soname_(void) { return KC_LIBHIREDIS; }
 
-void kc_hiredis_use_soname_(const char *name) { soname = name; }
+void kc_hiredis_use_soname_(const char *name, const char *dir) {
+    soname = name;
+    beside_dir = dir;
+}

@@ -39,8 +39,9 @@ static inline void kc_hiredis_free_reply(void *reply) {
     if (h) h->free_reply(reply);
 }
 
-/** For the tests: the soname loaded (the hiredis version built against), and a missing one. */
+/** For the tests: the soname loaded (the hiredis version built against); another soname to load
+ *  instead, and the folder to look in when the dynamic linker does not find it (NULL: none). */
 const char *kc_hiredis_soname_(void);
-void kc_hiredis_use_soname_(const char *name);
+void kc_hiredis_use_soname_(const char *name, const char *dir);
 
 #endif

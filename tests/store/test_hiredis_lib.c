@@ -6,7 +6,8 @@
  * the process), and this test does not link libhiredis itself, so "loaded" can only mean the library
  * loaded it.  A warm start loads nothing; the first redis:// remote loads it; a host without it
  * keeps its local hits and gets a clear error, naming the library and not the URL's password, from
- * exactly the redis remote.  Needs NVRTC (one compile), no GPU, no server (opening a back end does
+ * exactly the redis remote; a hiredis the dynamic linker does not find is looked for in the folder
+ * of the one built against.  Needs NVRTC (one compile), no GPU, no server (opening a back end does
  * not connect).
  */
 #include <dlfcn.h>
@@ -74,7 +75,7 @@ static int warm_start_then_a_remote(void) {
 }
 
 static int without_hiredis(void) {
-    kc_hiredis_use_soname_("libkcache-test-no-such-hiredis.so.9");
+    kc_hiredis_use_soname_("libkcache-test-no-such-hiredis.so.9", dir);
     kc_store_backend *b = NULL;
     if (kc_store_open_url(&b, url_with_password, NULL) != KC_EUNAVAILABLE || b) return 1;
     const char *m = kc_error_last()->message;
@@ -89,6 +90,28 @@ static int without_hiredis(void) {
     if (!c || softmax(c, &source) != KC_OK || source != KC_FROM_DISK) return 7;
     kc_cache_close(c);
     return 0;
+}
+
+/* hiredis under another name, in a folder of its own that the dynamic linker does not search: found
+ * there when that is the folder of the hiredis built against (the library's fallback), not without. */
+static int beside_the_one_built_against(void) {
+    char lib[600];
+    snprintf(lib, sizeof lib, "%s/libkcache-test-beside.so.9", dir);
+    if (symlink(KC_TEST_HIREDIS_FILE, lib) != 0) return 1;
+    kc_hiredis_use_soname_("libkcache-test-beside.so.9", dir);
+    kc_store_backend *b = NULL;
+    if (kc_store_open_url(&b, url_with_password, NULL) != KC_OK || !kc_hiredis_) return 2;
+    b->free(b);
+    return 0;
+}
+
+static int nowhere_else(void) {
+    char lib[600];
+    snprintf(lib, sizeof lib, "%s/libkcache-test-beside.so.9", dir);
+    if (symlink(KC_TEST_HIREDIS_FILE, lib) != 0 && errno != EEXIST) return 1;
+    kc_hiredis_use_soname_("libkcache-test-beside.so.9", NULL);
+    kc_store_backend *b = NULL;
+    return kc_store_open_url(&b, url_with_password, NULL) == KC_EUNAVAILABLE && !b && !kc_hiredis_ ? 0 : 2;
 }
 
 static void test_a_warm_start_loads_no_hiredis(void **state) {
@@ -107,10 +130,17 @@ static void test_without_hiredis_only_a_redis_remote_fails(void **state) {
     assert_int_equal(kct_in_child(without_hiredis), 0);
 }
 
+static void test_found_in_the_folder_built_against(void **state) {
+    (void)state;
+    assert_int_equal(kct_in_child(beside_the_one_built_against), 0);
+    assert_int_equal(kct_in_child(nowhere_else), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_warm_start_loads_no_hiredis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_without_hiredis_only_a_redis_remote_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_found_in_the_folder_built_against, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
