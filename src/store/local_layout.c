@@ -92,10 +92,11 @@ int kc_local_make_sub_(const kc_local *l, const char *sub) {
 /* At open, every shard and quarantine/ that exists is a real folder: one read of v1/ (its
  * entries' types), not a call per shard.  A link or a file in their place is refused as
  * kc_fs_real_dir refuses it. */
-static int subs_are_dirs(const kc_local *l) {
+static int subs_are_dirs(const kc_local *l, struct stat *read) {
     DIR *d = kc_fs_opendir_nofollow(l->v1);
     if (!d) return kc_local_err_errno_(errno, 0, "reading directory '%s'", l->v1);
     int rc = KC_OK;
+    if (fstat(dirfd(d), read) != 0) read->st_ino = 0; /* the folder read: the memo vouches for it only */
     struct dirent *de;
     while (rc == KC_OK && (de = readdir(d)) != NULL) {
         const char *n = de->d_name;
@@ -130,13 +131,20 @@ int kc_local_real_shard_(const kc_local *l, const char *name) {
  *    for a v1/ changed less than KC_LAYOUT_SETTLE_NS before the read began — by this host's
  *    clock, and by the file system's own: a file made in toolkits/ just before the read, whose
  *    mtime is then "now" as the file system stamps it, becomes the memo by a rename.
- *  - Local file systems only (ext4, xfs, btrfs, tmpfs, overlayfs, zfs, f2fs): on NFS, SMB or FUSE
- *    the stamps are a server's and a stat may be a cached copy; those caches read v1/ every time.
- *  - Never for a cache opened with KCACHE_ALLOW_UNSAFE_DIR or another user's (others may write
- *    it), and never for a read-only handle (which reads nothing here at all, as before).
+ *  - Local file systems only (ext4, xfs, btrfs, tmpfs, zfs, f2fs): on NFS, SMB or FUSE the stamps
+ *    are a server's and a stat may be a cached copy, and an overlay's folder has its upper layer's
+ *    stat while its entries may come from a lower layer changed unseen; those read v1/ every time.
+ *  - Only where no one else may write: never for a cache opened with KCACHE_ALLOW_UNSAFE_DIR or
+ *    another user's, nor while v1/ or toolkits/ is writable by group or others or toolkits/ is not
+ *    ours; the memo must be ours with one link; never for a read-only handle (which reads nothing
+ *    here at all, as before).
+ *  - The folder read must be the folder whose stat is vouched for (device and inode).
  * The memo lives in toolkits/ (opened O_NOFOLLOW; writing in it changes v1/'s stat not at all);
- * the memos of an older v1/ are removed when a new one is written.  Writes, gc and the walks
- * still refuse a linked folder each time they use it: this check is the early refusal.
+ * the memos of other stats are removed when a new one is written, and so are probes left by a
+ * process that died (older than a minute).  A process that waited long between its stat and its
+ * memo may remove the memo of a newer stat: the next open reads v1/ and writes it again.  Writing
+ * v1/record (by a rename in v1/) changes v1/'s stat: the open after it reads v1/ again.  Writes, gc
+ * and the walks still refuse a linked folder each time they use it: this check is the early refusal.
  */
 #define KC_LAYOUT_SETTLE_NS 2000000000LL
 static int64_t layout_settle_ns = KC_LAYOUT_SETTLE_NS;
@@ -165,27 +173,33 @@ static bool layout_settled(const struct stat *st, int64_t now_ns) {
 bool kc_local_layout_fs_(const char *v1) {
     struct statfs sf;
     if (statfs(v1, &sf) != 0) return false;
-    switch ((unsigned long)sf.f_type) {
-    case 0xEF53UL:     /* ext2, ext3, ext4 */
-    case 0x58465342UL: /* xfs */
-    case 0x9123683EUL: /* btrfs */
-    case 0x01021994UL: /* tmpfs */
-    case 0x794C7630UL: /* overlayfs (a container's layer) */
-    case 0x2FC12FC1UL: /* zfs */
-    case 0xF2F52010UL: /* f2fs */ return true;
+    switch ((uint32_t)sf.f_type) {
+    case 0xEF53u:     /* ext2, ext3, ext4 */
+    case 0x58465342u: /* xfs */
+    case 0x9123683Eu: /* btrfs */
+    case 0x01021994u: /* tmpfs */
+    case 0x2FC12FC1u: /* zfs */
+    case 0xF2F52010u: /* f2fs */ return true;
     default: return false;
     }
 }
 
-/* Whether toolkits/ is a real folder holding our memo of `st`. */
+/* Whether v1/ (stat `st`) and toolkits/ (`ts`) may hold a memo: ours, writable by us alone. */
+static bool layout_private(const struct stat *st, const struct stat *ts) {
+    uid_t me = geteuid();
+    return S_ISDIR(ts->st_mode) && ts->st_uid == me && st->st_uid == me &&
+           !((st->st_mode | ts->st_mode) & (S_IWGRP | S_IWOTH));
+}
+
+/* Whether toolkits/ is a real folder of ours holding our memo of `st`. */
 static bool layout_vouched(const kc_local *l, const struct stat *st) {
     char p[PATH_MAX], name[32];
     struct stat ts, ms;
     layout_memo_name(st, name);
     int n = snprintf(p, sizeof p, "%s/toolkits", l->v1);
-    if (n < 0 || (size_t)n + 33 >= sizeof p || lstat(p, &ts) != 0 || !S_ISDIR(ts.st_mode)) return false;
+    if (n < 0 || (size_t)n + 33 >= sizeof p || lstat(p, &ts) != 0 || !layout_private(st, &ts)) return false;
     snprintf(p + n, sizeof p - (size_t)n, "/%s", name);
-    return lstat(p, &ms) == 0 && S_ISREG(ms.st_mode) && ms.st_uid == geteuid();
+    return lstat(p, &ms) == 0 && S_ISREG(ms.st_mode) && ms.st_uid == geteuid() && ms.st_nlink == 1;
 }
 
 /* The memo to be: toolkits/ held open (-1 when missing or not a real folder), a new file made in it
@@ -196,13 +210,22 @@ typedef struct layout_probe {
     struct stat st;
 } layout_probe;
 
-static void probe_begin(const kc_local *l, layout_probe *p) {
+#define PROBE_PREFIX "layout1.tmp-"
+#define PROBE_STALE_S 60 /* a probe this old is a dead process's */
+
+static void probe_begin(const kc_local *l, const struct stat *st, layout_probe *p) {
     char toolkits[PATH_MAX];
     static unsigned count;
+    unsigned n = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
+    uint64_t salt = kc_now_ns() ^ ((uint64_t)getpid() << 32); /* pids repeat across containers */
     snprintf(toolkits, sizeof toolkits, "%s/toolkits", l->v1);
-    snprintf(p->tmp, sizeof p->tmp, "layout1.tmp-%ld-%u", (long)getpid(),
-             __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED));
+    snprintf(p->tmp, sizeof p->tmp, PROBE_PREFIX "%ld-%u-%016llx", (long)getpid(), n, (unsigned long long)salt);
     p->dfd = open(toolkits, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* made by a write, not here */
+    struct stat ts;
+    if (p->dfd >= 0 && (fstat(p->dfd, &ts) != 0 || !layout_private(st, &ts))) {
+        close(p->dfd);
+        p->dfd = -1;
+    }
     if (p->dfd < 0) return;
     int fd = openat(p->dfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     bool ok = fd >= 0 && fstat(fd, &p->st) == 0;
@@ -214,27 +237,42 @@ static void probe_begin(const kc_local *l, layout_probe *p) {
     }
 }
 
-/* After the read (`found_real`): the probe becomes the memo of `st` when v1/ had settled by the file
- * system's clock too, and the memos of other stats go; else it is removed. */
-static void probe_end(layout_probe *p, const struct stat *st, bool found_real) {
+/* Remove from toolkits/ every memo but `keep` (of any version: "layout…") and the probes of dead
+ * processes. */
+static void layout_retire(int dfd, const char *keep) {
+    DIR *d = fdopendir(dfd); /* takes the descriptor */
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    int64_t now = (int64_t)(kc_now_ns() / 1000000000u);
+    struct stat ps;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strncmp(de->d_name, "layout", 6) != 0 || strcmp(de->d_name, keep) == 0) continue;
+        bool probe = !strncmp(de->d_name, PROBE_PREFIX, sizeof PROBE_PREFIX - 1);
+        if (probe && (fstatat(dirfd(d), de->d_name, &ps, AT_SYMLINK_NOFOLLOW) != 0 ||
+                      (int64_t)ps.st_mtime > now - PROBE_STALE_S))
+            continue; /* another process's, in flight */
+        (void)unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* After the read of the folder `read` (`found_real`): the probe becomes the memo of `st` when that
+ * folder is v1/ with stat `st` and had settled by the file system's clock too, and the other memos
+ * go; else it is removed. */
+static void probe_end(layout_probe *p, const struct stat *st, const struct stat *read, bool found_real) {
     if (p->dfd < 0) return;
     char name[32];
     layout_memo_name(st, name);
     int64_t fs_now = (int64_t)p->st.st_mtim.tv_sec * 1000000000LL + p->st.st_mtim.tv_nsec;
-    if (!found_real || !layout_settled(st, fs_now) || renameat(p->dfd, p->tmp, p->dfd, name) != 0) {
+    bool same = read->st_dev == st->st_dev && read->st_ino == st->st_ino;
+    if (!found_real || !same || !layout_settled(st, fs_now) || renameat(p->dfd, p->tmp, p->dfd, name) != 0) {
         (void)unlinkat(p->dfd, p->tmp, 0);
         close(p->dfd);
         return;
     }
-    DIR *d = fdopendir(p->dfd); /* takes the descriptor */
-    if (!d) {
-        close(p->dfd);
-        return;
-    }
-    for (struct dirent *de; (de = readdir(d)) != NULL;)
-        if (!strncmp(de->d_name, LAYOUT_PREFIX, sizeof LAYOUT_PREFIX - 1) && strcmp(de->d_name, name) != 0)
-            (void)unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
+    layout_retire(p->dfd, name);
 }
 
 /* v1/ (its stat in *st) holds real folders only: vouched for by the memo (`memo`: allowed here), or
@@ -243,10 +281,11 @@ static int layout_checked(kc_local *l, const struct stat *st, bool memo) {
     memo = memo && kc_local_layout_fs_(l->v1);
     if (memo && layout_vouched(l, st)) return KC_OK;
     layout_probe p = {.dfd = -1};
-    if (memo && layout_settled(st, (int64_t)kc_now_ns())) probe_begin(l, &p); /* before the read */
+    if (memo && layout_settled(st, (int64_t)kc_now_ns())) probe_begin(l, st, &p); /* before the read */
     __atomic_add_fetch(&layout_reads, 1, __ATOMIC_RELAXED);
-    int rc = subs_are_dirs(l);
-    probe_end(&p, st, rc == KC_OK);
+    struct stat read = {0};
+    int rc = subs_are_dirs(l, &read);
+    probe_end(&p, st, &read, rc == KC_OK);
     return rc;
 }
 

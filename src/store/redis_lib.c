@@ -18,8 +18,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common/internal.h"
 
@@ -43,16 +46,32 @@ static const char *beside_dir;
 #endif
 static char why[512];
 
+/* Whether `path` (followed) is root's or ours, and writable by no one else. */
+static bool owned_safely(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /* The soname as the dynamic linker finds it; else the file of that name in the folder of the hiredis
  * found at build time (a prefix of its own: Spack, conda, /opt), where a linked library would have
- * found it by its run path.  Never another soname: a reply's layout differs between versions. */
+ * found it by its run path — when that folder and file are root's or ours and no one else may write
+ * them (a build folder on another host could be anyone's).  Never another soname: a reply's layout
+ * differs between versions. */
 static void *open_lib(void) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     const char *e = h ? NULL : dlerror();
-    snprintf(why, sizeof why, "%s", e ? e : "unknown error");
+    int n = snprintf(why, sizeof why, "%s", e ? e : "unknown error");
     char beside[1024];
-    if (!h && beside_dir && snprintf(beside, sizeof beside, "%s/%s", beside_dir, soname) < (int)sizeof beside)
-        h = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
+    if (h || !beside_dir || snprintf(beside, sizeof beside, "%s/%s", beside_dir, soname) >= (int)sizeof beside)
+        return h;
+    if (access(beside, F_OK) != 0) return NULL; /* not there either: the linker's message says enough */
+    if (!owned_safely(beside_dir) || !owned_safely(beside)) {
+        snprintf(why + n, sizeof why - (size_t)n, "; %s is not root's or ours alone: not loaded", beside);
+        return NULL;
+    }
+    h = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
+    e = h ? NULL : dlerror();
+    if (e) snprintf(why + n, sizeof why - (size_t)n, "; %s", e);
     return h;
 }
 
@@ -71,7 +90,7 @@ static void load(void) {
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         void *f = dlsym(h, fns[i].name);
         if (!f) {
-            snprintf(why, sizeof why, "%s has no %s", soname, fns[i].name);
+            snprintf(why, sizeof why, "the library loaded as %s has no %s", soname, fns[i].name);
             dlclose(h);
             memset(&api, 0, sizeof api);
             return;
@@ -88,13 +107,21 @@ const kc_hiredis_api *kc_hiredis_load(void) {
     a = __atomic_load_n(&kc_hiredis_, __ATOMIC_ACQUIRE);
     if (!a)
         kc_err(KC_EUNAVAILABLE,
-               "the redis back end needs hiredis, which could not be loaded (%s): install it (apt-get install "
+               "the redis back end needs hiredis: %s could not be loaded (%s): install it (apt-get install "
                "libhiredis%s)",
-               why, KC_HIREDIS_SOVER);
+               soname, why, KC_HIREDIS_SOVER);
     return a;
 }
 
 const char *kc_hiredis_soname_(void) { return KC_LIBHIREDIS; }
+
+const char *kc_hiredis_dir_(void) {
+#ifdef KC_HIREDIS_DIR
+    return KC_HIREDIS_DIR;
+#else
+    return NULL;
+#endif
+}
 
 void kc_hiredis_use_soname_(const char *name, const char *dir) {
     soname = name;

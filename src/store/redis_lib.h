@@ -44,4 +44,7 @@ static inline void kc_hiredis_free_reply(void *reply) {
 const char *kc_hiredis_soname_(void);
 void kc_hiredis_use_soname_(const char *name, const char *dir);
 
+/** The folder looked in when the dynamic linker does not find the soname (NULL: none built in). */
+const char *kc_hiredis_dir_(void);
+
 #endif

@@ -79,7 +79,7 @@ static int without_hiredis(void) {
     kc_store_backend *b = NULL;
     if (kc_store_open_url(&b, url_with_password, NULL) != KC_EUNAVAILABLE || b) return 1;
     const char *m = kc_error_last()->message;
-    if (!strstr(m, "could not be loaded (libkcache-test-no-such-hiredis.so.9")) return 2;
+    if (!strstr(m, "libkcache-test-no-such-hiredis.so.9 could not be loaded")) return 2;
     if (!strstr(m, "apt-get install libhiredis")) return 3;
     if (!strstr(m, "redis://kc:") || strstr(m, "hunter2")) return 4; /* where, never the password */
     if (open_here(url_with_password) || kc_error_last()->code != KC_EUNAVAILABLE) return 5;
@@ -103,6 +103,18 @@ static int beside_the_one_built_against(void) {
     if (kc_store_open_url(&b, url_with_password, NULL) != KC_OK || !kc_hiredis_) return 2;
     b->free(b);
     return 0;
+}
+
+/* The same in a folder that others may write: not loaded, and said so. */
+static int not_from_a_folder_others_write(void) {
+    char d[600], lib[700];
+    snprintf(d, sizeof d, "%s/open", dir);
+    snprintf(lib, sizeof lib, "%s/libkcache-test-beside.so.9", d);
+    if (mkdir(d, 0700) != 0 || chmod(d, 0777) != 0 || symlink(KC_TEST_HIREDIS_FILE, lib) != 0) return 1;
+    kc_hiredis_use_soname_("libkcache-test-beside.so.9", d);
+    kc_store_backend *b = NULL;
+    if (kc_store_open_url(&b, url_with_password, NULL) != KC_EUNAVAILABLE || b || kc_hiredis_) return 2;
+    return strstr(kc_error_last()->message, "is not root's or ours alone") ? 0 : 3;
 }
 
 static int nowhere_else(void) {
@@ -132,7 +144,12 @@ static void test_without_hiredis_only_a_redis_remote_fails(void **state) {
 
 static void test_found_in_the_folder_built_against(void **state) {
     (void)state;
+    assert_non_null(kc_hiredis_dir_());
+    assert_string_equal(kc_hiredis_dir_(), KC_TEST_HIREDIS_DIR); /* the folder the build found it in */
+    size_t n = strlen(KC_TEST_HIREDIS_FILE);
+    if (n > 2 && !strcmp(KC_TEST_HIREDIS_FILE + n - 2, ".a")) skip(); /* a static hiredis: nothing to load */
     assert_int_equal(kct_in_child(beside_the_one_built_against), 0);
+    assert_int_equal(kct_in_child(not_from_a_folder_others_write), 0);
     assert_int_equal(kct_in_child(nowhere_else), 0);
 }
 
