@@ -146,8 +146,9 @@ static void test_found_in_the_folder_built_against(void **state) {
     (void)state;
     assert_non_null(kc_hiredis_dir_());
     assert_string_equal(kc_hiredis_dir_(), KC_TEST_HIREDIS_DIR); /* the folder the build found it in */
-    size_t n = strlen(KC_TEST_HIREDIS_FILE);
-    if (n > 2 && !strcmp(KC_TEST_HIREDIS_FILE + n - 2, ".a")) skip(); /* a static hiredis: nothing to load */
+    const char *file = KC_TEST_HIREDIS_FILE;
+    size_t n = strlen(file);
+    if (n > 2 && !strcmp(file + n - 2, ".a")) skip(); /* a static hiredis: nothing to load */
     assert_int_equal(kct_in_child(beside_the_one_built_against), 0);
     assert_int_equal(kct_in_child(not_from_a_folder_others_write), 0);
     assert_int_equal(kct_in_child(nowhere_else), 0);
