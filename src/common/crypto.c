@@ -12,8 +12,11 @@
  * without it gets a clear error from exactly those calls (writing an image reference, a MAC
  * or signature check, keygen), never a crash: nothing else needs it.
  *
- * Callers: src/entry.  Must not: keep anything secret (the wipe and the constant-time compare
- * are ours, so that they work with or without the library).
+ * kc_dl_table, the lookup of such a library's functions, is shared by every library opened this way
+ * (store/tls.c: libssl, store/http_curl.c: libcurl, store/redis_lib.c: libhiredis).
+ *
+ * Callers: src/entry; kc_dl_table: those three.  Must not: keep anything secret (the wipe and the
+ * constant-time compare are ours, so that they work with or without the library).
  */
 #include "crypto.h"
 
@@ -44,10 +47,7 @@ static void load(void) {
                  soname, e ? e : "unknown error");
         return;
     }
-    struct {
-        void **slot;
-        const char *name;
-    } fns[] = {
+    const kc_dl_sym fns[] = {
         {(void **)&api.sha256_md, "EVP_sha256"},
         {(void **)&api.digest, "EVP_Digest"},
         {(void **)&api.hmac, "HMAC"},
@@ -67,18 +67,27 @@ static void load(void) {
         {(void **)&api.digest_verify_init, "EVP_DigestVerifyInit"},
         {(void **)&api.digest_verify, "EVP_DigestVerify"},
     };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-        void *f = dlsym(h, fns[i].name);
-        if (!f) {
-            snprintf(why, sizeof why, "%s has no %s: SHA-256, HMAC and Ed25519 need OpenSSL 3's libcrypto", soname,
-                     fns[i].name);
-            dlclose(h);
-            memset(&api, 0, sizeof api);
-            return;
-        }
-        memcpy(fns[i].slot, &f, sizeof f); /* a data pointer to a function pointer: POSIX dlsym's contract */
+    const char *missing = kc_dl_table(h, fns, sizeof fns / sizeof fns[0]);
+    if (missing) {
+        snprintf(why, sizeof why, "%s has no %s: SHA-256, HMAC and Ed25519 need OpenSSL 3's libcrypto", soname,
+                 missing);
+        dlclose(h);
+        return;
     }
     __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE); /* the handle stays open for the process */
+}
+
+const char *kc_dl_table(void *h, const kc_dl_sym *syms, size_t n) {
+    static void *const none;
+    for (size_t i = 0; i < n; i++) {
+        void *f = dlsym(h, syms[i].name);
+        if (!f) {
+            for (size_t j = 0; j < i; j++) memcpy(syms[j].slot, &none, sizeof none);
+            return syms[i].name;
+        }
+        memcpy(syms[i].slot, &f, sizeof f); /* a data pointer to a function pointer: POSIX dlsym's contract */
+    }
+    return NULL;
 }
 
 const kc_crypto *kc_crypto_get(void) {

@@ -24,6 +24,18 @@
 #define KC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define KC_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
+/* ---- libraries opened on demand ([Note: libcrypto on demand], crypto.c) ---- */
+
+/** One function of a library opened on demand: where its pointer goes, and its name. */
+typedef struct kc_dl_sym {
+    void **slot;
+    const char *name;
+} kc_dl_sym;
+
+/** Look every function of `syms` up in the handle `h`, into its slot: NULL, or the name of the first
+ *  one missing (then no slot is set). */
+const char *kc_dl_table(void *h, const kc_dl_sym *syms, size_t n);
+
 /* ---- errors (error.c) ---- */
 /** Record `code` and a formatted message as this thread's last error; returns `code`. */
 int kc_err(int code, const char *fmt, ...) KC_PRINTF(2, 3);

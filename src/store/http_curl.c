@@ -29,22 +29,17 @@ static void load(void) {
         snprintf(why, sizeof why, "%s", dlerror());
         return;
     }
-    struct {
-        void **slot;
-        const char *name;
-    } syms[] = {
+    const kc_dl_sym syms[] = {
         {(void **)&api.global_init, "curl_global_init"},   {(void **)&api.easy_init, "curl_easy_init"},
         {(void **)&api.easy_cleanup, "curl_easy_cleanup"}, {(void **)&api.easy_reset, "curl_easy_reset"},
         {(void **)&api.easy_setopt, "curl_easy_setopt"},   {(void **)&api.easy_perform, "curl_easy_perform"},
         {(void **)&api.easy_getinfo, "curl_easy_getinfo"}, {(void **)&api.easy_strerror, "curl_easy_strerror"},
         {(void **)&api.slist_append, "curl_slist_append"}, {(void **)&api.slist_free_all, "curl_slist_free_all"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].name);
-        if (!*syms[i].slot) {
-            snprintf(why, sizeof why, "%s has no %s", KC_LIBCURL, syms[i].name);
-            return;
-        }
+    const char *missing = kc_dl_table(h, syms, sizeof syms / sizeof syms[0]);
+    if (missing) {
+        snprintf(why, sizeof why, "%s has no %s", KC_LIBCURL, missing);
+        return;
     }
     if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(why, sizeof why, "curl_global_init failed");

@@ -78,24 +78,17 @@ static void *open_lib(void) {
 static void load(void) {
     void *h = open_lib();
     if (!h) return;
-    struct {
-        void **slot;
-        const char *name;
-    } fns[] = {
+    const kc_dl_sym fns[] = {
         {(void **)&api.format_argv, "redisFormatCommandArgv"}, {(void **)&api.free_command, "redisFreeCommand"},
         {(void **)&api.reader_create, "redisReaderCreate"},    {(void **)&api.reader_free, "redisReaderFree"},
         {(void **)&api.reader_feed, "redisReaderFeed"},        {(void **)&api.reader_get_reply, "redisReaderGetReply"},
         {(void **)&api.free_reply, "freeReplyObject"},
     };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-        void *f = dlsym(h, fns[i].name);
-        if (!f) {
-            snprintf(why, sizeof why, "the library loaded as %s has no %s", soname, fns[i].name);
-            dlclose(h);
-            memset(&api, 0, sizeof api);
-            return;
-        }
-        memcpy(fns[i].slot, &f, sizeof f); /* a data pointer to a function pointer: POSIX dlsym's contract */
+    const char *missing = kc_dl_table(h, fns, sizeof fns / sizeof fns[0]);
+    if (missing) {
+        snprintf(why, sizeof why, "the library loaded as %s has no %s", soname, missing);
+        dlclose(h);
+        return;
     }
     __atomic_store_n(&kc_hiredis_, &api, __ATOMIC_RELEASE); /* the handle stays open for the process */
 }

@@ -92,10 +92,7 @@ static void load(void) {
     }
 #define SYM(name) \
     { (void **)&S.name, #name }
-    struct {
-        void **slot;
-        const char *name;
-    } fns[] = {
+    const kc_dl_sym fns[] = {
         SYM(TLS_client_method),
         SYM(SSL_CTX_new),
         SYM(SSL_CTX_free),
@@ -124,15 +121,11 @@ static void load(void) {
         SYM(X509_verify_cert_error_string),
     };
 #undef SYM
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-        void *f = dlsym(h, fns[i].name);
-        if (!f) {
-            snprintf(why, sizeof why, "%s has no %s: rediss:// needs OpenSSL 3's libssl", KC_LIBSSL, fns[i].name);
-            dlclose(h);
-            memset(&S, 0, sizeof S);
-            return;
-        }
-        memcpy(fns[i].slot, &f, sizeof f); /* a data pointer to a function pointer: POSIX dlsym's contract */
+    const char *missing = kc_dl_table(h, fns, sizeof fns / sizeof fns[0]);
+    if (missing) {
+        snprintf(why, sizeof why, "%s has no %s: rediss:// needs OpenSSL 3's libssl", KC_LIBSSL, missing);
+        dlclose(h);
+        return;
     }
     __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE); /* the handle stays open for the process */
 }

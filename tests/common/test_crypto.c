@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/crypto.h"
+#include "common/internal.h"
 #include "kcache.h"
 #include "helpers.h"
 
@@ -104,10 +105,27 @@ static void test_without_libcrypto_only_its_calls_fail(void **state) {
     assert_int_equal(kct_in_child(without_libcrypto), 0);
 }
 
+/* The lookup every library opened on demand shares: all slots set, or the first missing name and none. */
+static void test_dl_table(void **state) {
+    (void)state;
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(libc);
+    void *a = NULL, *b = NULL;
+    kc_dl_sym all[] = {{&a, "malloc"}, {&b, "free"}};
+    assert_null(kc_dl_table(libc, all, 2));
+    assert_non_null(a);
+    assert_non_null(b);
+    kc_dl_sym one_missing[] = {{&a, "malloc"}, {&b, "kcache_test_no_such_function"}};
+    assert_string_equal(kc_dl_table(libc, one_missing, 2), "kcache_test_no_such_function");
+    assert_null(a); /* none set when one is missing */
+    dlclose(libc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_warm_start_loads_no_libcrypto, setup, teardown),
         cmocka_unit_test_setup_teardown(test_without_libcrypto_only_its_calls_fail, setup, teardown),
+        cmocka_unit_test(test_dl_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
