@@ -187,7 +187,7 @@ bool kc_local_layout_fs_(const char *v1) {
 /* Whether v1/ (stat `st`) and toolkits/ (`ts`) may hold a memo: ours, writable by us alone. */
 static bool layout_private(const struct stat *st, const struct stat *ts) {
     uid_t me = geteuid();
-    return S_ISDIR(ts->st_mode) && ts->st_uid == me && st->st_uid == me &&
+    return S_ISDIR(ts->st_mode) && ts->st_uid == me && st->st_uid == me && ts->st_dev == st->st_dev &&
            !((st->st_mode | ts->st_mode) & (S_IWGRP | S_IWOTH));
 }
 

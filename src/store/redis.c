@@ -417,7 +417,9 @@ int kc_store_redis_open(kc_store_backend **out, const char *url, const kc_remote
     if (!rc) rc = kc_redis_url_parse(&b->u, cluster ? single : url);
     if (!rc && cluster) rc = kc_redis_cluster_url_done(&b->u, url);
     if (!rc && !kc_hiredis_load()) rc = kc_err_prefix(KC_EUNAVAILABLE, "redis remote %s", b->u.shown);
+    kc_wipe(single, sizeof single); /* a cluster's first seed as a URL, its password with it */
     if (rc) {
+        kc_wipe(b, sizeof *b); /* the URL's password, parsed before the library was found missing */
         free(b);
         return rc;
     }

@@ -17,6 +17,7 @@
 #include "redis_lib.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -46,10 +47,41 @@ static const char *beside_dir;
 #endif
 static char why[512];
 
-/* Whether `path` (followed) is root's or ours, and writable by no one else. */
-static bool owned_safely(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+/* Whether a file or folder of stat `st` is root's or ours, and writable by no one else. */
+static bool owned_safely(const struct stat *st) {
+    return (st->st_uid == 0 || st->st_uid == geteuid()) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Append to why[] (which n bytes hold), cut at its end. */
+static int why_add(int n, const char *fmt, const char *a, const char *b) {
+    if (n < 0 || (size_t)n >= sizeof why - 1) return n;
+    int m = snprintf(why + n, sizeof why - (size_t)n, fmt, a, b);
+    return m < 0 ? n : n + m; /* past the end when cut: the next call writes nothing */
+}
+
+/* The file `soname` in `beside_dir`, loaded through descriptors (so that what was checked is what is
+ * loaded: a link or folder swapped in between changes nothing) when that folder and the file are
+ * root's or ours alone; NULL with why[] told why past its n bytes. */
+static void *open_beside(int n) {
+    char beside[1024], self[64];
+    if (snprintf(beside, sizeof beside, "%s/%s", beside_dir, soname) >= (int)sizeof beside) return NULL;
+    int dfd = open(beside_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = dfd < 0 ? -1 : openat(dfd, soname, O_RDONLY | O_CLOEXEC);
+    struct stat ds, fs;
+    void *h = NULL;
+    if (fd < 0) { /* not there either: the linker's message says enough */
+    } else if (fstat(dfd, &ds) != 0 || fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode) || !owned_safely(&ds) ||
+               !owned_safely(&fs)) {
+        why_add(n, "; %s%s is not root's or ours alone: not loaded", beside, "");
+    } else {
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        h = dlopen(self, RTLD_NOW | RTLD_LOCAL);
+        const char *e = h ? NULL : dlerror();
+        if (e) why_add(n, "; %s: %s", beside, e);
+    }
+    if (fd >= 0) close(fd);
+    if (dfd >= 0) close(dfd);
+    return h;
 }
 
 /* The soname as the dynamic linker finds it; else the file of that name in the folder of the hiredis
@@ -60,19 +92,31 @@ static bool owned_safely(const char *path) {
 static void *open_lib(void) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     const char *e = h ? NULL : dlerror();
-    int n = snprintf(why, sizeof why, "%s", e ? e : "unknown error");
-    char beside[1024];
-    if (h || !beside_dir || snprintf(beside, sizeof beside, "%s/%s", beside_dir, soname) >= (int)sizeof beside)
-        return h;
-    if (access(beside, F_OK) != 0) return NULL; /* not there either: the linker's message says enough */
-    if (!owned_safely(beside_dir) || !owned_safely(beside)) {
-        snprintf(why + n, sizeof why - (size_t)n, "; %s is not root's or ours alone: not loaded", beside);
-        return NULL;
-    }
-    h = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
-    e = h ? NULL : dlerror();
-    if (e) snprintf(why + n, sizeof why - (size_t)n, "; %s", e);
-    return h;
+    int n = why_add(0, "%s%s", e ? e : "unknown error", "");
+    return h || !beside_dir ? h : open_beside(n);
+}
+
+/* Whether the library's reader makes of a known reply what kcache reads of it, in the layout of the
+ * headers built against (redisReply's fields): a library of the same name but another layout would
+ * have every reply misread. */
+static bool reply_as_built(const char *wire, bool array) {
+    redisReader *r = api.reader_create();
+    void *out = NULL;
+    bool ok = r && api.reader_feed(r, wire, strlen(wire)) == REDIS_OK && api.reader_get_reply(r, &out) == REDIS_OK;
+    const redisReply *a = out;
+    if (!array) /* a string's fields lie within the smallest layout: read first, the array's only after */
+        ok = ok && a && a->type == REDIS_REPLY_STRING && a->len == 2 && a->str && memcmp(a->str, "ab", 2) == 0;
+    else
+        ok = ok && a && a->type == REDIS_REPLY_ARRAY && a->elements == 2 &&
+             a->element[0]->type == REDIS_REPLY_INTEGER && a->element[0]->integer == 7 &&
+             a->element[1]->type == REDIS_REPLY_STRING && a->element[1]->len == 2 &&
+             memcmp(a->element[1]->str, "ab", 2) == 0;
+    if (out) api.free_reply(out);
+    if (r) api.reader_free(r);
+    return ok;
+}
+static bool replies_as_built(void) {
+    return reply_as_built("$2\r\nab\r\n", false) && reply_as_built("*2\r\n:7\r\n$2\r\nab\r\n", true);
 }
 
 static void load(void) {
@@ -85,8 +129,11 @@ static void load(void) {
         {(void **)&api.free_reply, "freeReplyObject"},
     };
     const char *missing = kc_dl_table(h, fns, sizeof fns / sizeof fns[0]);
-    if (missing) {
-        snprintf(why, sizeof why, "the library loaded as %s has no %s", soname, missing);
+    if (missing || !replies_as_built()) {
+        if (missing) snprintf(why, sizeof why, "the library loaded as %s has no %s", soname, missing);
+        else
+            snprintf(why, sizeof why, "the library loaded as %s does not lay out a reply as the hiredis built against",
+                     soname);
         dlclose(h);
         return;
     }
