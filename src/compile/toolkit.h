@@ -84,7 +84,8 @@ int kc_toolkit_direct_reads_(void);
  * reads few of them (a bf16 kernel 38, cooperative groups with libcu++ 367).  As ccache's
  * direct mode does, a compile records what it read, and a later process checks only that:
  *  - the compile runs under an inotify watch of every folder of the tree (IN_OPEN): every file
- *    opened there, by NVRTC or anyone else (a superset is harmless), is a read; a queue
+ *    opened there, by NVRTC or anyone else (a superset is harmless), is a read — of this process
+ *    alone where fanotify can tell ([Note: only our own reads] in toolkit_fan.c); a queue
  *    overflow, a folder removed, or a file that the verifying walk did not see means the reads
  *    are not known whole, and nothing is recorded; nor in a tree with a link to a file (inotify
  *    reports an open under the folder of the file reached, which may be outside the tree) or a
@@ -142,6 +143,8 @@ void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char 
  */
 /** This thread's current watch (NULL: none). */
 kc_toolkit_watch *kc_toolkit_watch_current_(void);
+/** 1 when `w` counts this process's opens only ([Note: only our own reads] in toolkit_fan.c), for the tests. */
+int kc_toolkit_watch_filtered_(const kc_toolkit_watch *w);
 /** Make `w` (may be NULL) this thread's current watch; the one it was (units.c, around a pool job). */
 kc_toolkit_watch *kc_toolkit_watch_adopt_(kc_toolkit_watch *w);
 /** The compile that made the PCH file `pch` succeeded, on this thread: keep its watch's reads so far. */

@@ -29,6 +29,7 @@
 #include "kcache/entry.h" /* KC_ORIGIN_VALUE_MAX */
 #include "../common/internal.h"
 #include "pch.h"
+#include "toolkit_fan.h"
 #include "toolkit_impl.h"
 
 /* The version line names how kcache has NVRTC read the tree ([Note: toolkit includes]): a kcache
@@ -86,7 +87,10 @@ struct kc_toolkit_watch {
     size_t nwd;
     kc_toolkit_watch *prev;   /* the thread's current watch before this one */
     pthread_mutex_t mu;       /* what follows: its compiles run on the compile pool's threads */
-    unsigned char *read_flag; /* a flag per file of memo_walk: opened under the tree (drained so far) */
+    unsigned char *read_flag; /* a flag per file of memo_walk: read by this watch's compiles (fold) */
+    unsigned char *ino_flag;  /* ... opened under the tree, by any process (inotify, drained so far) */
+    unsigned char *own_flag;  /* ... opened by this process (fanotify, drained so far) */
+    kc_tk_fan *fan;           /* NULL: every open inotify saw counts ([Note: only our own reads]) */
     int broken;               /* the reads cannot be known whole (watch_reads) */
     int hidden;               /* a PCH whose reads are not known was used: no manifest */
 };
@@ -109,6 +113,7 @@ static void pch_mu_lock(void) { pthread_mutex_lock(&pch_mu); }
 static void pch_mu_unlock(void) { pthread_mutex_unlock(&pch_mu); }
 static void pch_mu_atfork(void) { pthread_atfork(pch_mu_lock, pch_mu_unlock, pch_mu_unlock); }
 
+static int dir_path(void *ctx, size_t i, char *out, size_t cap);
 void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     *out = NULL;
     if (!walk_kept()) return;
@@ -132,7 +137,9 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
     w->nwd = nwd;
     w->uncredited = __atomic_load_n(&uncredited, __ATOMIC_SEQ_CST);
     for (size_t i = 0; i < nwd; i++) w->dir_of_wd[i] = -1;
-    if (!(w->read_flag = kc_calloc(memo_walk.n ? memo_walk.n : 1, 1))) goto fail;
+    size_t nf = memo_walk.n ? memo_walk.n : 1;
+    if (!(w->read_flag = kc_calloc(nf, 1)) || !(w->ino_flag = kc_calloc(nf, 1)) || !(w->own_flag = kc_calloc(nf, 1)))
+        goto fail;
     if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
         kc_log(KC_LOG_COMPILE, "toolkit headers: no direct manifest (inotify: %s)", strerror(errno));
         goto fail;
@@ -150,26 +157,64 @@ void kc_toolkit_watch_begin(kc_toolkit_watch **out) {
         }
         w->dir_of_wd[wd] = (int)i;
     }
+    w->fan = kc_tk_fan_open(memo_walk.dirs.n, dir_path, NULL);
     pthread_mutex_init(&w->mu, NULL);
     w->prev = current, current = w; /* the compiles of this thread, and of its pool jobs (units.c) */
     *out = w;
     return;
 fail:
-    if (w) free(w->dir_of_wd), free(w->read_flag);
+    if (w) free(w->dir_of_wd), free(w->read_flag), free(w->ino_flag), free(w->own_flag);
     free(w);
 }
 
 /* The files opened under the tree since the watch began, into w->read_flag (under w->mu): 0, and
  * w->broken for good, when the reads cannot be known whole (the queue overflowed, a folder went, a
- * file not in the walk was opened). */
+ * file not in the walk was opened).  fanotify's queue is drained first, so that every open of this
+ * process it holds is in inotify's when that is drained ([Note: only our own reads]). */
 static int drain(kc_toolkit_watch *w);
+static int own_open(void *ctx, size_t dir, const char *name);
+static void fan_drop(kc_toolkit_watch *w, const char *why) {
+    kc_log(KC_LOG_COMPILE, "toolkit headers: every process's opens count from here (%s)", why);
+    kc_tk_fan_close(w->fan);
+    w->fan = NULL;
+}
 static int watch_reads(kc_toolkit_watch *w) {
+    if (w->fan && !kc_tk_fan_drain(w->fan, own_open, w)) fan_drop(w, "fanotify's opens are not known whole");
     if (!w->broken && !drain(w)) w->broken = 1;
-    return !w->broken;
+    if (w->broken) return 0;
+    for (size_t i = 0; w->fan && i < memo_walk.n; i++)
+        if (w->own_flag[i] && !w->ino_flag[i]) fan_drop(w, "fanotify saw an open that inotify did not");
+    for (size_t i = 0; i < memo_walk.n; i++) /* without the filter, what either saw: a superset */
+        w->read_flag[i] = w->fan ? w->ino_flag[i] && w->own_flag[i] : w->ino_flag[i] || w->own_flag[i];
+    return 1;
+}
+
+/* Folder i of the walk, under the tree. */
+static int dir_path(void *ctx, size_t i, char *out, size_t cap) {
+    (void)ctx;
+    int n = snprintf(out, cap, "%s/%s", memo_root, memo_walk.dirs.v[i].rel);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* The index in memo_walk.v of `name` in folder `dir` of the walk; -1 when the walk did not see it. */
+static long file_index(size_t dir, const char *name) {
+    const char *d = memo_walk.dirs.v[dir].rel;
+    char rel[PATH_MAX];
+    int n = strcmp(d, ".") == 0 ? snprintf(rel, sizeof rel, "%s", name) : snprintf(rel, sizeof rel, "%s/%s", d, name);
+    if (n < 0 || (size_t)n >= sizeof rel) return -1;
+    tfile key = {rel, {0}};
+    const tfile *f = bsearch(&key, memo_walk.v, memo_walk.n, sizeof *memo_walk.v, by_rel);
+    return f ? (long)(f - memo_walk.v) : -1;
+}
+
+static int own_open(void *ctx, size_t dir, const char *name) {
+    kc_toolkit_watch *w = ctx;
+    long i = dir < memo_walk.dirs.n ? file_index(dir, name) : -1;
+    if (i >= 0) w->own_flag[i] = 1;
+    return i >= 0;
 }
 
 static int drain(kc_toolkit_watch *w) {
-    unsigned char *read_flag = w->read_flag;
     _Alignas(struct inotify_event) char buf[16384];
     for (;;) {
         ssize_t r = read(w->fd, buf, sizeof buf);
@@ -182,15 +227,9 @@ static int drain(kc_toolkit_watch *w) {
             if (ev->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT)) return 0;
             if ((ev->mask & IN_ISDIR) || !ev->len) continue; /* a folder's listing is vouched by its stat */
             if (ev->wd < 0 || (size_t)ev->wd >= w->nwd || w->dir_of_wd[ev->wd] < 0) return 0;
-            const char *dir = memo_walk.dirs.v[w->dir_of_wd[ev->wd]].rel;
-            char rel[PATH_MAX];
-            int n = strcmp(dir, ".") == 0 ? snprintf(rel, sizeof rel, "%s", ev->name)
-                                          : snprintf(rel, sizeof rel, "%s/%s", dir, ev->name);
-            if (n < 0 || (size_t)n >= sizeof rel) return 0;
-            tfile key = {rel, {0}};
-            const tfile *f = bsearch(&key, memo_walk.v, memo_walk.n, sizeof *memo_walk.v, by_rel);
-            if (!f) return 0; /* made after the walk: not in the digest the key holds */
-            read_flag[f - memo_walk.v] = 1;
+            long f = file_index((size_t)w->dir_of_wd[ev->wd], ev->name);
+            if (f < 0) return 0; /* made after the walk: not in the digest the key holds */
+            w->ino_flag[f] = 1;
         }
     }
 }
@@ -329,13 +368,16 @@ void kc_toolkit_watch_end(kc_toolkit_watch *w, const char *memo_dir, const char 
                name ? name : "?");
     }
     close(w->fd);
+    kc_tk_fan_close(w->fan);
     pthread_mutex_destroy(&w->mu);
     free(w->dir_of_wd);
-    free(w->read_flag);
+    free(w->read_flag), free(w->ino_flag), free(w->own_flag);
     free(w);
 }
 
 kc_toolkit_watch *kc_toolkit_watch_current_(void) { return current; }
+
+int kc_toolkit_watch_filtered_(const kc_toolkit_watch *w) { return w && w->fan; }
 
 kc_toolkit_watch *kc_toolkit_watch_adopt_(kc_toolkit_watch *w) {
     kc_toolkit_watch *was = current;
@@ -385,7 +427,9 @@ void kc_toolkit_pch_used_(const char *pch) {
     size_t i = pch ? pch_slot(pch) : KC_TK_PCH_MAX;
     pthread_mutex_lock(&w->mu);
     if (i == KC_TK_PCH_MAX) w->hidden = 1;
-    for (size_t f = 0; i < KC_TK_PCH_MAX && f < memo_walk.n; f++) w->read_flag[f] |= pch_flag[i][f];
+    for (size_t f = 0; i < KC_TK_PCH_MAX && f < memo_walk.n; f++) { /* read by this process, from the PCH */
+        w->read_flag[f] |= pch_flag[i][f], w->ino_flag[f] |= pch_flag[i][f], w->own_flag[f] |= pch_flag[i][f];
+    }
     pthread_mutex_unlock(&w->mu);
     pthread_mutex_unlock(&pch_mu);
     if (i == KC_TK_PCH_MAX)
