@@ -14,10 +14,10 @@
  * inotify saw, those this process opened.  The inotify record stays the authority: a file is
  * kept only when both saw it, and any doubt about fanotify (not available, a folder it cannot
  * mark or name, a queue overflow, an event of a folder not marked, a file it saw that inotify did
- * not, a forked child) drops the filter and keeps inotify's whole record, as before.  Both are
- * fed by the same hook of the kernel, before the opener's open() returns, so an open of this
- * process that inotify saw, fanotify saw too.  When the filter is dropped the record is what either
- * saw (inotify's, and the opens fanotify credited to this process before).  It rests on NVRTC
+ * not, a forked child) drops the filter, and the record is then every open either saw (inotify's
+ * whole record, as before, and those fanotify credited to this process until then).  Both are fed
+ * by the same hook of the kernel, before the opener's open() returns, so an open of this process
+ * that inotify saw, fanotify saw too.  It rests on NVRTC
  * compiling in this process (any of its threads: the id reported is the process's, never a
  * thread's — FAN_REPORT_TID is never asked for); a compile run by another process would have its
  * reads dropped, so none may run under a watch with this filter on.

@@ -68,8 +68,8 @@ static void *thread_read(void *arg) {
     return touch_read("cccl/thread.h") == 0 ? (void *)1 : NULL;
 }
 
-/* In the child: walk the toolkit, watch, open crt/host_defines.h here and unread.h in another
- * process, record.  Its exit: 0, SKIPPED, or the number of the step that failed. */
+/* In the child: walk the toolkit, watch, open crt/host_defines.h here, cccl/thread.h on another
+ * thread and unread.h in another process, record.  Its exit: 0, SKIPPED, or the number of the step that failed. */
 static int watched(int fan) {
     char tk[4096], memo[4096], digest[33];
     snprintf(tk, sizeof tk, "%s/tk", tmp);
