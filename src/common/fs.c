@@ -362,6 +362,12 @@ int kc_fs_fsync_parent(const char *path) {
 
 bool kc_fs_is_temp_name(const char *name) { return strncmp(name, ".tmp.", 5) == 0; }
 
+bool kc_fs_settled(const struct stat *st, int64_t before_ns) {
+    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+    return m < before_ns && c < before_ns;
+}
+
 int kc_fs_write_replace(const char *path, const void *data, size_t len) {
     static unsigned long seq;
     char tmp[PATH_MAX];

@@ -74,11 +74,6 @@ static uint64_t sig_now(int rfd, const char *rel) {
  * less than KC_TK_SETTLE_NS before the verifying walk began is vouched for: no manifest then. */
 #define KC_TK_SETTLE_NS 2000000000LL
 
-static int settled(const struct stat *st, int64_t before_ns) {
-    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-    return m < before_ns && c < before_ns;
-}
 
 struct kc_toolkit_watch {
     int fd;
@@ -264,14 +259,14 @@ static void record_manifest(const char *memo_dir, const char *name, const unsign
      * since: a change during the compile is not vouched for. */
     for (size_t i = 0; rc == KC_OK && i < memo_walk.dirs.n; i++, lines++) {
         uint64_t sig = stat_sig(&memo_walk.dirs.v[i].st);
-        rc = !settled(&memo_walk.dirs.v[i].st, settle_before) || sig_now(rfd, memo_walk.dirs.v[i].rel) != sig
+        rc = !kc_fs_settled(&memo_walk.dirs.v[i].st, settle_before) || sig_now(rfd, memo_walk.dirs.v[i].rel) != sig
                  ? KC_EINVAL
                  : put_line(&b, 'd', sig, memo_walk.dirs.v[i].rel);
     }
     for (size_t i = 0; rc == KC_OK && i < memo_walk.n; i++) {
         if (!read_flag[i]) continue;
         uint64_t sig = stat_sig(&memo_walk.v[i].st);
-        rc = !settled(&memo_walk.v[i].st, settle_before) || sig_now(rfd, memo_walk.v[i].rel) != sig
+        rc = !kc_fs_settled(&memo_walk.v[i].st, settle_before) || sig_now(rfd, memo_walk.v[i].rel) != sig
                  ? KC_EINVAL
                  : put_line(&b, 'f', sig, memo_walk.v[i].rel);
         lines++;

@@ -98,11 +98,6 @@ uint64_t kc_spec_direct_sig_(const struct stat *st) {
     return h ? h : 1;
 }
 
-static int settled(const struct stat *st, int64_t before_ns) {
-    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-    return m < before_ns && c < before_ns;
-}
 
 kc_spec_direct *kc_spec_direct_begin_(const char *spec_path) {
     kc_spec_direct *sd = kc_calloc(1, sizeof *sd);
@@ -132,7 +127,7 @@ void kc_spec_direct_saw_(kc_spec_direct *sd, const char *rel, int stat_ok, const
     if (!sd || !sd->recordable) return;
     uint64_t s = stat_ok ? kc_spec_direct_sig_(after) : 0;
     if (!stat_ok || kc_spec_direct_sig_(before) != s || !S_ISREG(after->st_mode) ||
-        (!sd->verify && !settled(after, sd->t0 - settle_ns)) || (rel && (strchr(rel, '\n') || !*rel))) {
+        (!sd->verify && !kc_fs_settled(after, sd->t0 - settle_ns)) || (rel && (strchr(rel, '\n') || !*rel))) {
         sd->recordable = 0;
         return;
     }

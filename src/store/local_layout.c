@@ -164,9 +164,7 @@ static void layout_memo_name(const struct stat *st, char out[32]) {
 }
 
 static bool layout_settled(const struct stat *st, int64_t now_ns) {
-    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-    return m < now_ns - layout_settle_ns && c < now_ns - layout_settle_ns;
+    return kc_fs_settled(st, now_ns - layout_settle_ns);
 }
 
 /* Whether v1/ is on a file system whose stamps and stats the memo may trust. */

@@ -70,17 +70,26 @@ static void *thread_read(void *arg) {
 
 /* In the child: walk the toolkit, watch, open crt/host_defines.h here, cccl/thread.h on another
  * thread and unread.h in another process, record.  Its exit: 0, SKIPPED, or the number of the step that failed. */
-static int watched(int fan) {
-    char tk[4096], memo[4096], digest[33];
+/* In the child: the toolkit walked and a watch begun in *w, fanotify's filter on or off (`fan`), the
+ * manifests' folder in memo[4096]: 0, or the child's exit (SKIPPED without NVRTC or fanotify). */
+static int watch_begun(int fan, kc_toolkit_watch **w, char *memo) {
+    char tk[4096], digest[33];
     snprintf(tk, sizeof tk, "%s/tk", tmp);
-    snprintf(memo, sizeof memo, "%s/memo", tmp);
+    snprintf(memo, 4096, "%s/memo", tmp);
     setenv("KCACHE_CUDA_INCLUDE", tk, 1);
     if (kc_toolkit_digest(NULL, 0, digest) != KC_OK) return SKIPPED; /* no NVRTC */
     kc_tk_fan_enable_(fan);
+    kc_toolkit_watch_begin(w);
+    if (!*w) return 1;
+    if (kc_toolkit_watch_filtered_(*w) != fan) return fan ? SKIPPED : 2; /* fanotify unavailable here */
+    return 0;
+}
+
+static int watched(int fan) {
+    char memo[4096];
     kc_toolkit_watch *w = NULL;
-    kc_toolkit_watch_begin(&w);
-    if (!w) return 1;
-    if (kc_toolkit_watch_filtered_(w) != fan) return fan ? SKIPPED : 2; /* fanotify unavailable here */
+    int rc = watch_begun(fan, &w, memo);
+    if (rc) return rc;
     if (touch_read("crt/host_defines.h") != 0) return 3;
     pthread_t t;
     void *ok = NULL;
@@ -100,15 +109,10 @@ static int watched_fan(void) { return watched(1); }
 /* In the child: a watch begun here and ended in a forked child of it, after that child opened
  * crt/host_defines.h (its opens are not the ones fanotify was told to keep: inotify's count). */
 static int watched_then_forked(void) {
-    char tk[4096], memo[4096], digest[33];
-    snprintf(tk, sizeof tk, "%s/tk", tmp);
-    snprintf(memo, sizeof memo, "%s/memo", tmp);
-    setenv("KCACHE_CUDA_INCLUDE", tk, 1);
-    if (kc_toolkit_digest(NULL, 0, digest) != KC_OK) return SKIPPED;
+    char memo[4096];
     kc_toolkit_watch *w = NULL;
-    kc_toolkit_watch_begin(&w);
-    if (!w) return 1;
-    if (!kc_toolkit_watch_filtered_(w)) return SKIPPED;
+    int rc = watch_begun(1, &w, memo);
+    if (rc) return rc;
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
