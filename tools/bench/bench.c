@@ -138,7 +138,9 @@ typedef struct bench_opts {
     const char *json, *plot, *kdir, *nvspec, *kcache, *synth_dir, *arch, *bf16_dir, *pch_targets;
     int quick, floor_only, gpu_only, hits_only, ws_only, largest, synth_n, ws_runs, ws_peers, ws_evict;
     int load_calls, pch_only, pch_runs, pch_graphs, pch_single;
-    int fleet, hosts, fleet_graphs; /* --fleet (fleet.c) */
+    int fleet, hosts, fleet_graphs;        /* --fleet (fleet.c) */
+    int contended, ct_runs, ct_unfiltered; /* --contended-only (contended.c) */
+    const char *ct_child;
     const char *remote, *servers;
     /* the programs beside this one (find_tools) */
     char self[4096], kc_default[4200], ws_paths[3][4200], ws_libs[4200];
@@ -177,6 +179,10 @@ static const struct option_row {
     {"--fleet-graphs", OPT_INT, offsetof(bench_opts, fleet_graphs)},
     {"--remote", OPT_STR, offsetof(bench_opts, remote)},
     {"--servers", OPT_STR, offsetof(bench_opts, servers)},
+    {"--contended-only", OPT_SET, offsetof(bench_opts, contended)},
+    {"--contended-runs", OPT_INT, offsetof(bench_opts, ct_runs)},
+    {"--contended-child", OPT_STR, offsetof(bench_opts, ct_child)},
+    {"--contended-unfiltered", OPT_SET, offsetof(bench_opts, ct_unfiltered)},
     {"--json", OPT_STR, offsetof(bench_opts, json)},
     {"--plot", OPT_STR, offsetof(bench_opts, plot)},
     {"--arch", OPT_STR, offsetof(bench_opts, arch)},
@@ -230,6 +236,22 @@ static int scratch_root(char *out, size_t cap) {
 
 /* --measure-nvrtc-cache SPEC: the child's part of NVRTC's own cache (graphs.c). */
 static int run_nvrtc_child(bench_opts *o) { return bench_nvrtc_child(o->nvspec); }
+
+/* --contended-child DIR: the cold compile of contended.c's pass, in a fresh process. */
+static int run_contended_child(bench_opts *o) {
+    char spec[4200];
+    snprintf(spec, sizeof spec, "%s/rmsnorm_bf16.json", o->kdir);
+    return bench_contended_child(o->ct_child, spec, o->ct_unfiltered);
+}
+
+/* --contended-only: a cold compile alone and beside a neighbour reading the toolkit (contended.c). */
+static int run_contended(bench_opts *o) {
+    find_tools(o);
+    char root[4096];
+    if (scratch_root(root, sizeof root)) return 1;
+    ct_plan p = {o->self, o->kcache, o->kdir, root, o->ct_runs > 0 ? o->ct_runs : quick ? 20 : 100};
+    return bench_contended_mode(&p, o->json);
+}
 
 /* --write-synth DIR: only write the synthetic manifest (e.g. to profile a warm start of it). */
 static int run_write_synth(bench_opts *o) {
@@ -527,7 +549,9 @@ static const struct bench_mode {
     {"write-synth", offsetof(bench_opts, synth_dir), 1, run_write_synth},
     {"write-bf16", offsetof(bench_opts, bf16_dir), 1, run_write_bf16},
     {"pch-only", offsetof(bench_opts, pch_only), 0, run_pch_only},
+    {"contended-child", offsetof(bench_opts, ct_child), 1, run_contended_child},
     {"fleet", offsetof(bench_opts, fleet), 0, run_fleet},
+    {"contended-only", offsetof(bench_opts, contended), 0, run_contended},
     {"warmstart-only", offsetof(bench_opts, ws_only), 0, run_warmstart_only},
     {"process-floor", offsetof(bench_opts, floor_only), 0, run_floor_only},
     {"gpu-only", offsetof(bench_opts, gpu_only), 0, run_gpu_only},
@@ -553,7 +577,8 @@ int main(int argc, char **argv) {
             "                    [--write-synth DIR [--synth N]] [--hits-only]\n"
             "                    [--pch-only] [--pch-runs N] [--pch-graphs N] [--pch-single N] [--pch-targets LIST]\n"
             "                    [--write-bf16 DIR [--pch-graphs N] [--pch-targets LIST]]\n"
-            "                    [--fleet [--hosts N] [--fleet-graphs N] [--remote URL | --servers LIST]]\n");
+            "                    [--fleet [--hosts N] [--fleet-graphs N] [--remote URL | --servers LIST]]\n"
+            "                    [--contended-only [--contended-runs N]]\n");
         return 2;
     }
     size_t i = 0;

@@ -7,7 +7,8 @@
  * levels] in kcache/entry.h) costs and saves: a hit's second-level reads against one file, a
  * second static shape, and a cold prewarm's stored bytes; stores.c the site cache, the key and
  * stores at scale; floor.c the process floor; gpu.c the driver's loads; procs.c and synth.c warm
- * start as processes; report.c the full run's results file and plot.
+ * start as processes; contended.c a toolkit manifest written beside a neighbour (--contended-only);
+ * report.c the full run's results file and plot.
  *
  * Must not: measure anything itself; it only names what the parts use.
  */
@@ -44,6 +45,9 @@ double ratio(double a, double b);
 
 /** `"k": v` (null when NAN or negative), then ", " unless `last`. */
 void jnum(FILE *f, const char *k, double v, int last);
+
+/** `s` as a JSON string's contents: quotes, backslashes and control characters escaped (report.c). */
+void jesc(FILE *f, const char *s);
 
 /** `"k": {"median_us": .., "p10_us": .., "p90_us": .., "n": n}, `. */
 void jstat(FILE *f, const char *k, stat_s s);
@@ -318,6 +322,9 @@ void bench_stores(const char *root, int largest, stores_res *out);
 
 /* ---- floor.c: the process floor ---- */
 
+/** Run argv with stdout and stderr to /dev/null: wall microseconds from fork to exit 0, or -1. */
+double bench_run_quiet(char *const argv[]);
+
 typedef struct floor_res {
     int have;
     char why[512], name[64];
@@ -370,5 +377,42 @@ typedef struct full_run {
 int write_json(const full_run *r, const char *path);
 /** Plot cold, warm and the limits per graph into `path` with gnuplot (a data file under r->root). */
 void write_plot(const full_run *r, const char *path);
+
+/* ---- contended.c: a cold compile beside a neighbour reading the toolkit (--contended-only) ---- */
+
+enum { CT_PASSES = 3 }; /* alone; beside the neighbour, filtered; beside it, unfiltered */
+
+typedef struct ct_plan {
+    const char *self, *kcache, *kdir, *root; /* this program; the tool; the graphs; a scratch folder */
+    int runs;                                /* fresh processes of a warm `kcache get` per cache */
+} ct_plan;
+
+typedef struct ct_pass {
+    char dir[4200];               /**< its cache */
+    double cold_us;               /**< the cold compile's process, wall */
+    int files, dirs;              /**< what its toolkit direct manifest lists */
+    unsigned long long files_sum; /**< XXH3 of its file lines, in order: the same files with the same signatures */
+    long neighbour_files;         /**< files the neighbour read (passes 1 and 2) */
+    char root[4200];              /**< the tree it names */
+    stat_s warm;                  /**< a warm `kcache get` process of its cache */
+    char why[160];                /**< set when the pass was not measured */
+} ct_pass;
+
+typedef struct ct_result {
+    char spec[4200];
+    int fanotify; /* whether fanotify can mark the tree here */
+    ct_pass pass[CT_PASSES];
+    int have;
+} ct_result;
+
+/** The passes of `p` into r; 0, or 1 when one was not measured (r says why). */
+int bench_contended(const ct_plan *p, ct_result *r);
+/** --contended-child DIR: the cold compile of `spec` into `dir`, the filter off when `unfiltered`; 0 or 1. */
+int bench_contended_child(const char *dir, const char *spec, int unfiltered);
+void print_contended(const ct_plan *p, const ct_result *r);
+/** `"contended": {...}` (no separator after it). */
+void json_contended(FILE *f, const ct_result *r);
+/** --contended-only: the passes, printed, `json` written when not NULL, p->root removed; 0, or 1. */
+int bench_contended_mode(const ct_plan *p, const char *json);
 
 #endif

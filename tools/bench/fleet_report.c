@@ -19,14 +19,6 @@ static void fmt_bytes(double b, char *out, size_t cap) {
     else snprintf(out, cap, "%.0f B", b);
 }
 
-/* `s` as a JSON string's contents: quotes, backslashes and control characters escaped. */
-static void jstr(FILE *f, const char *s) {
-    for (; *s; s++)
-        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
-        else fputc(*s, f);
-}
-
 void print_fleet_run(const fleet_run *r, int header) {
     if (header)
         printf("%-40s %5s %7s %11s %9s %9s %9s %6s %6s %6s %10s %10s\n", "run", "hosts", "lookups", "NVRTC/key",
@@ -86,7 +78,7 @@ static void json_run(FILE *f, const fleet_run *r) {
     fprintf(f, "\"measured\": %s, ", r->have ? "true" : "false");
     if (!r->have) {
         fprintf(f, "\"why\": \"");
-        jstr(f, r->why);
+        jesc(f, r->why);
         fprintf(f, "\"}");
         return;
     }
@@ -129,7 +121,7 @@ void json_fleet(FILE *f, const fleet_plan *p, const fleet_result *r) {
     fprintf(f, "], \"not_run\": [");
     for (int i = 0; i < r->nskip; i++) {
         fprintf(f, "%s{\"server\": \"%s\", \"why\": \"", i ? ", " : "", r->skipped[i][0]);
-        jstr(f, r->skipped[i][1]);
+        jesc(f, r->skipped[i][1]);
         fprintf(f, "\"}");
     }
     fprintf(f, "]}");

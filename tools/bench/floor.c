@@ -19,8 +19,7 @@
 
 #include "bench.h"
 
-/* Run argv with stdout/stderr to /dev/null: wall microseconds from fork to exit, or -1. */
-static double run_quiet(char *const argv[]) {
+double bench_run_quiet(char *const argv[]) {
     double t0 = now_us();
     pid_t p = fork();
     if (p == 0) {
@@ -50,7 +49,7 @@ void bench_process_floor(const char *kcache, const char *spec, const char *dir, 
              slash ? slash + 1 : spec);
     char *help[] = {(char *)kcache, "--help", NULL};
     char *get[] = {(char *)kcache, "--cache-dir", (char *)dir, "get", (char *)spec, "--arch", (char *)arch, NULL};
-    if (run_quiet(get) < 0) { /* the one compile */
+    if (bench_run_quiet(get) < 0) { /* the one compile */
         snprintf(out->why, sizeof out->why, "'%s --cache-dir %s get %s --arch %s' failed", kcache, dir, spec, arch);
         return;
     }
@@ -67,9 +66,9 @@ void bench_process_floor(const char *kcache, const char *spec, const char *dir, 
     }
     int n = quick ? 30 : 200, nh = 0, ng = 0;
     double *vh = calloc((size_t)n, sizeof *vh), *vg = calloc((size_t)n, sizeof *vg);
-    for (int i = 0; i < 3; i++) run_quiet(help), run_quiet(get); /* warm the page cache */
+    for (int i = 0; i < 3; i++) bench_run_quiet(help), bench_run_quiet(get); /* warm the page cache */
     for (int i = 0; i < n; i++) {
-        double h = run_quiet(help), g = run_quiet(get);
+        double h = bench_run_quiet(help), g = bench_run_quiet(get);
         if (h >= 0) vh[nh++] = h;
         if (g >= 0) vg[ng++] = g;
     }

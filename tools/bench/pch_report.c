@@ -68,10 +68,7 @@ void print_pch_work(const pch_work *w, double goal) {
 
 static void jstr(FILE *f, const char *k, const char *v) {
     fprintf(f, "\"%s\": \"", k);
-    for (const char *p = v; *p; p++) {
-        if (*p == '"' || *p == '\\') fputc('\\', f);
-        if ((unsigned char)*p >= 0x20) fputc(*p, f);
-    }
+    jesc(f, v);
     fprintf(f, "\", ");
 }
 

@@ -17,6 +17,13 @@
 
 #include "bench.h"
 
+void jesc(FILE *f, const char *s) {
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
+        else fputc(*s, f);
+}
+
 static void jlevels(FILE *f, const gres *g) {
     fprintf(f, "\"units\": %d, \"images\": %d, \"graph_entry_bytes\": %zu, \"image_bytes\": %zu, ", g->units,
             g->lv.images, g->lv.graph_bytes, g->lv.image_bytes);
