@@ -266,7 +266,7 @@ int kc_target_check(const kc_target_list *l, const char *name, const char *where
         snprintf(why, sizeof why, "not a target of this toolchain");
     }
     kc_target_list_text(l, list, sizeof list);
-    char shown[48];
+    char shown[48] = "";
     size_t j = 0;
     for (const unsigned char *p = (const unsigned char *)name; *p && j + 5 < sizeof shown; p++)
         j += (size_t)(*p < 0x20 || *p >= 0x7f ? snprintf(shown + j, sizeof shown - j, "\\x%02x", *p)

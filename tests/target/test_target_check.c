@@ -106,6 +106,9 @@ static void test_check_message(void **state) {
             fail_msg("'%s': %s", bad[i], m);
     }
     assert_non_null(strstr(kc_error_last()->message, "'sm_9\\x0a0'")); /* shown escaped */
+    /* an empty name is shown empty (it once showed whatever the stack held) */
+    assert_int_equal(kc_target_check(&l, "", "--arch", NULL), KC_EARCH);
+    assert_non_null(strstr(kc_error_last()->message, "unknown target '' (--arch)"));
     if (l.from == KC_TARGETS_NVRTC) { /* too old for CUDA 12 and 13: known to the table, not compiled */
         assert_int_equal(kc_target_check(&l, "sm_37", "--arch", NULL), KC_EARCH);
     } else {
