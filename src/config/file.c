@@ -60,7 +60,8 @@ static int file_key(const char *key, const char *where, int *id) {
     *id = -1;
     for (int i = 0; i < KC_CONFIG_COUNT; i++)
         if (strcmp(kc_config_row_of(i)->name, key) == 0) *id = i;
-    if (*id < 0) return kc_err(KC_EINVAL, "%s: unknown key '%.100s' (`kcache config` lists the keys)", where, key);
+    if (*id < 0)
+        return kc_err(KC_EINVAL, "%s: unknown key '%.100s' (`kcache config --reference` lists the keys)", where, key);
     if (!kc_config_row_of(*id)->in_file)
         return kc_err(KC_EINVAL, "%s: '%s' cannot be set in a file (only by its environment variable %s)", where, key,
                       kc_config_row_of(*id)->env);

@@ -38,7 +38,7 @@ PY
 [ "$(KCACHE_LOCK_WAIT=3 "$KC" --cache-dir "$T/c" config KCACHE_LOCK_WAIT)" = 3 ] || bad "config by its variable"
 # KEY VALUE: checked, then written atomically; a bad one writes nothing.
 cp "$T/c/kcache.conf" "$T/before"
-"$KC" --cache-dir "$T/c" config lock_wait soon 2>"$T/e1"; [ $? = 1 ] && grep -q "lock_wait='soon'" "$T/e1" || bad "a bad value: $(cat "$T/e1")"
+"$KC" --cache-dir "$T/c" config lock_wait soon 2>"$T/e1"; [ $? = 2 ] && grep -q "lock_wait='soon'" "$T/e1" || bad "a bad value (a usage error): $(cat "$T/e1")"
 "$KC" --cache-dir "$T/c" config no_such_key 1 2>"$T/e2"; [ $? = 2 ] || bad "an unknown key is not a usage error"
 cmp -s "$T/before" "$T/c/kcache.conf" || bad "a refused value changed the file"
 "$KC" --cache-dir "$T/c" config lock_wait 30 || bad "config KEY VALUE"
@@ -54,5 +54,15 @@ KCACHE_MAX_SIZE=1G "$KC" --cache-dir "$T/old" config | grep -E "^max_size" | gre
 # A bad line: its file and line, and what to do.
 printf 'remote_ttl = 5\nstrict = perhaps\n' >"$T/c/kcache.conf"
 "$KC" --cache-dir "$T/c" config >/dev/null 2>"$T/e3"; [ $? = 1 ] && grep -q "kcache.conf:2: strict='perhaps' is not a boolean: use" "$T/e3" || bad "bad line: $(cat "$T/e3")"
+# A bad line does not lock out the command that fixes it: --unset KEY removes it (the other lines kept).
+printf '# mine\nmax_size = lots\nremote_ttl = 5\n' >"$T/c/kcache.conf"
+"$KC" --cache-dir "$T/c" config --unset max_size 2>"$T/e4" || bad "--unset in a broken file: $(cat "$T/e4")"
+grep -q "not a size" "$T/e4" && grep -q "removed max_size from $T/c/kcache.conf" "$T/e4" || bad "--unset said: $(cat "$T/e4")"
+[ "$(cat "$T/c/kcache.conf")" = "$(printf '# mine\nremote_ttl = 5')" ] || bad "--unset kept: $(cat "$T/c/kcache.conf")"
+"$KC" --cache-dir "$T/c" config remote_ttl | grep -qx 5 || bad "the file fixed"
+# A key this build does not know: where, and where the keys are listed (a command that needs no cache).
+printf 'max_sise = 1G\n' >"$T/c/kcache.conf"
+"$KC" --cache-dir "$T/c" config >/dev/null 2>"$T/e5"; [ $? = 1 ] && grep -q "kcache.conf:1: unknown key 'max_sise' (\`kcache config --reference\` lists" "$T/e5" || bad "unknown key: $(cat "$T/e5")"
+"$KC" --cache-dir "$T/c" config --reference | grep -q '`max_size`' || bad "config --reference in a broken directory"
 [ $fails = 0 ] && echo "test_config_cli: all passed"
 exit $fails
