@@ -128,6 +128,10 @@ void cli_print_info(const char *name, const kc_graph_info *i, int json) {
         json_kv_u64(stdout, &first, "units", (uint64_t)(i->units > 0 ? i->units : 0));
         json_kv_u64(stdout, &first, "units_compiled", (uint64_t)(i->units_compiled > 0 ? i->units_compiled : 0));
         json_kv_f64(stdout, &first, "saved_ms", i->saved_ms);
+        if (i->store_status != KC_OK) { /* compiled, not stored: why (kc_error_last() of the lookup) */
+            json_kv_str(stdout, &first, "store_status", kc_status_str(i->store_status));
+            json_kv_str(stdout, &first, "store_error", kc_error_last()->message);
+        }
         printf("}\n");
     } else {
         char t[32], u[48] = "", sv[40] = "", nm[4 * 256 + 1], v[4 * 32 + 1], why[4 * sizeof i->miss_reason + 1];

@@ -77,7 +77,14 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     }
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = cli_lookup(c, d, arch, &info);
-    if (rc == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, o.json);
+    if (rc == KC_OK && info.store_status != KC_OK) { /* compiled, and every later process will compile it again */
+        char m[4096], nm[4 * 256 + 1];
+        snprintf(m, sizeof m, "%s", kc_error_last()->message);
+        cli_print_info(kc_graph_desc_name(d), &info, o.json); /* its JSON names the store's status and error */
+        fprintf(stderr, "kcache get: %s: compiled, but not stored: ", cli_shown(kc_graph_desc_name(d), nm, sizeof nm));
+        cli_put_shown(stderr, m, 1);
+        fprintf(stderr, " (%s)\n", kc_status_str(info.store_status));
+    } else if (rc == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, o.json);
     else if (rc == KC_EARCH && arch) {
         fprintf(stderr, "kcache get: %s\n", kc_error_last()->message); /* the message says it all */
         rc0 = EXIT_USAGE;
