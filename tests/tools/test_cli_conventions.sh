@@ -139,6 +139,20 @@ expect_rc 2 "$KC" --cache-dir "$T/nope" prewarm "$T/nope-m.json"
 expect_rc 2 "$KC" --cache-dir "$T/nope" coverage "$T/nope-m.json"
 expect_rc 2 "$KC" --cache-dir "$T/nope" export "$T/nope.kcb" --manifest "$T/nope-m.json"
 
+# --json prints one JSON value on stdout, also when the command fails before its own: the status and
+# the error, as the same command says on stderr.
+expect_rc 2 "$KC" --cache-dir "$T/j" get "$T/nope.json" --arch sm_90 --json
+jhas 'j["result"] == "failed" and j["status"] == "KC_EINVAL" and "no such file" in j["error"]' "get --json, no spec"
+printf '{"name": "x", "kernels": []}' >"$T/x.json"
+expect_rc 2 "$KC" --cache-dir "$T/j" explain "$T/nope.json" --json
+jhas 'j["result"] == "failed" and "no such file" in j["error"]' "explain --json, no spec"
+expect_rc 2 "$KC" --cache-dir "$T/j" prewarm "$T/nope-m.json" --json
+jhas 'j["result"] == "failed" and "nope.json" in j["error"]' "prewarm --json, a bad manifest"
+KCACHE_MAX_SIZE=lots expect_rc 1 "$KC" --cache-dir "$T/j" stats --json
+jhas 'j["result"] == "failed" and "KCACHE_MAX_SIZE" in j["error"]' "stats --json, a bad setting"
+KCACHE_MAX_SIZE=lots expect_rc 1 "$KC" --cache-dir "$T/j" get "$T/x.json" --arch sm_90 --json
+jhas 'j["result"] == "failed" and "not a size" in j["error"]' "get --json, a bad setting"
+
 # A value from the command line is shown escaped in a usage error: no escape sequence reaches the terminal.
 esc=$(printf '\033[2J')
 for args in "gc --older-than ${esc}X" "stats --format ${esc}" "-M ${esc}" "${esc}x" "ls --${esc}"; do

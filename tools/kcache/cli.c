@@ -34,6 +34,18 @@ int cli_fail(const char *what) {
     return EXIT_PROBLEM;
 }
 
+int cli_json_failed(int json, int rc, const char *msg) {
+    if (!json || !rc) return rc;
+    const kc_error *e = kc_error_last();
+    int f = 1;
+    printf("{");
+    json_kv_str(stdout, &f, "result", "failed");
+    json_kv_str(stdout, &f, "status", kc_status_str(msg || !e->code ? KC_EINVAL : e->code));
+    json_kv_str(stdout, &f, "error", msg ? msg : e->message[0] ? e->message : "failed");
+    printf("}\n");
+    return rc;
+}
+
 int cli_open_cache(const cli_settings *s, kc_cache **out) {
     kc_options o = KC_OPTIONS_INIT;
     o.dir = s->dir;       /* --cache-dir beats KCACHE_DIR: the command line is the more specific */

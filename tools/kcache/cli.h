@@ -145,6 +145,11 @@ void cli_print_help(const cli_cmd *c);
  */
 int cli_open_cache(const cli_settings *s, kc_cache **out);
 
+/** Under --json (`json` nonzero), a command that fails (`rc` nonzero) before its own object prints
+ *  {"result": "failed", "status", "error"} on stdout: `msg` (status KC_EINVAL), else the library's
+ *  last error.  Returns rc. */
+int cli_json_failed(int json, int rc, const char *msg);
+
 /**
  * Open the cache as cli_open_cache does, to look at it only (KC_OPEN_INSPECT, kcache/cache.h): nothing
  * is created or written in the directory, KCACHE_DISABLE does not hide what it holds, and another

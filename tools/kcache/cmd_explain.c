@@ -174,13 +174,13 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
         fputs("kcache explain: ", stderr);
         cli_put_shown(stderr, kc_error_last()->message, 1); /* it may quote the spec's name */
         fputc('\n', stderr);
-        return EXIT_USAGE;
+        return cli_json_failed(o.json, EXIT_USAGE, NULL);
     }
     kc_cache *c = NULL;
     if (cli_open_cache_readonly(cs, &c) || (named && (rc0 = cli_target_check(c, "explain", named, "--arch", 0)))) {
         kc_cache_close(c);
         kc_graph_desc_free(d);
-        return rc0 ? rc0 : EXIT_PROBLEM;
+        return cli_json_failed(o.json, rc0 ? rc0 : EXIT_PROBLEM, NULL);
     }
     kc_explain *x = malloc(sizeof *x);
     if (x) x->version = KC_EXPLAIN_VERSION;

@@ -66,14 +66,14 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
         cli_put_shown(stderr, kc_error_last()->message, 1); /* it may quote the spec's name */
         fputc('\n', stderr);
         kc_cache_close(c);
-        return EXIT_USAGE;
+        return cli_json_failed(o.json, EXIT_USAGE, NULL);
     }
     /* A target kcache knows passes without loading NVRTC (a warm get never does); one NVRTC
      * cannot compile is refused before the compile ([Note: target check] in kcache/target.h). */
     if (open_rc || (arch && (rc0 = cli_target_check(c, "get", arch, "--arch", 1)))) {
         kc_cache_close(c);
         kc_graph_desc_free(d);
-        return rc0 ? rc0 : EXIT_PROBLEM;
+        return cli_json_failed(o.json, rc0 ? rc0 : EXIT_PROBLEM, NULL);
     }
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = cli_lookup(c, d, arch, &info);

@@ -302,7 +302,7 @@ static int pw_run(kc_cache *c, kc_manifest *m, const pw_args *a) {
     if (!r) { /* nothing ran: a spec could not be read or parsed */
         fprintf(stderr, "%skcache prewarm: %s: %s\n", v.tty && !a->json ? "\n" : "", a->path, kc_error_last()->message);
         free(v.graph_left);
-        return rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM;
+        return cli_json_failed(a->json, rc == KC_EINVAL ? EXIT_USAGE : EXIT_PROBLEM, NULL);
     }
     if (p.on) pw_publish(c, r, m, &s0, &p);
     char shown[512];
@@ -323,17 +323,17 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
     int rc = pw_parse(argc, argv, &a);
     if (rc >= 0) return rc;
     kc_manifest *m;
-    if ((rc = cli_manifest_open("prewarm", a.path, a.arch, &m))) return rc;
+    if ((rc = cli_manifest_open("prewarm", a.path, a.arch, &m))) return cli_json_failed(a.json, rc, NULL);
     if (kc_manifest_arch_count(m) == 0) {
         kc_manifest_free(m);
         fprintf(stderr, "kcache prewarm: %s has no \"archs\"; give --arch\n", a.path);
-        return EXIT_USAGE;
+        return cli_json_failed(a.json, EXIT_USAGE, "the manifest has no \"archs\"; give --arch");
     }
     kc_cache *c = NULL;
     if (cli_open_cache(&a.mine, &c) || (rc = cli_manifest_targets_check(c, "prewarm", m, a.path, a.arch))) {
         kc_cache_close(c);
         kc_manifest_free(m);
-        return rc ? rc : EXIT_PROBLEM;
+        return cli_json_failed(a.json, rc ? rc : EXIT_PROBLEM, NULL);
     }
     rc = pw_run(c, m, &a);
     kc_cache_close(c);

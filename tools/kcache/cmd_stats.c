@@ -385,7 +385,8 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     if (desc && fmt >= 2) return cli_usage_error(&cli_cmd_stats, "--describe prints text or JSON only", NULL);
     if (desc) return describe(o.json);
     kc_cache *c;
-    if ((zero ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM; /* --zero writes */
+    if ((zero ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) /* --zero writes */
+        return cli_json_failed(o.json && fmt < 2, EXIT_PROBLEM, NULL);
     if (fmt >= 2) {
         int rc = print_metrics(c, zero, fmt == 3 ? KC_METRICS_PROMETHEUS : KC_METRICS_OPENMETRICS);
         kc_cache_close(c);
@@ -396,7 +397,7 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     const char *failed = stats_read(c, zero, &v);
     if (failed) {
         kc_cache_close(c);
-        return cli_fail(failed);
+        return cli_json_failed(o.json, cli_fail(failed), NULL);
     }
     if (o.json) {
         int first = 1;
