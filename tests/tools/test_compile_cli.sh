@@ -71,6 +71,9 @@ KCACHE_REQUIRE_HIT=1 "$KC" --cache-dir "$T/c" compile k.cu --name k --name 't<fl
 printf 'extern "C" __global__ void k(int *p) { p[0] = undeclared_x; }\n' >bad.cu
 K bad.cu --name k --target sm_80 2>err.txt
 [ $? -eq 1 ] && grep -q undeclared_x err.txt && grep -q KC_ECOMPILE err.txt || bad "an NVRTC error lost its log"
+grep -q "'kernel.cu' above is bad.cu (the key holds no file name; --file-name NAME" err.txt || bad "NVRTC's kernel.cu not named: $(tail -2 err.txt)"
+K bad.cu --name k --target sm_80 --file-name bad.cu 2>err.txt
+[ $? -eq 1 ] && grep -q 'bad.cu(1): error' err.txt && ! grep -q "above is" err.txt || bad "--file-name: $(tail -3 err.txt)"
 K k.cu --target sm_80 2>/dev/null; [ $? -eq 2 ] || bad "no --name is not a usage error"
 K k.cu --name k 2>/dev/null; [ $? -eq 2 ] || bad "no --target is not a usage error"
 K k.cu --name k --header nofile --target sm_80 2>/dev/null; [ $? -eq 2 ] || bad "--header without = is not a usage error"

@@ -272,6 +272,11 @@ static int run(const cli_settings *cs, const char *file, const inputs *in, const
         fputs(": ", stderr);
         cli_put_shown(stderr, failure.msg, 1);
         fprintf(stderr, " (%s)\n", kc_status_str(failure.status));
+        if (!file_name && strstr(failure.msg, "kernel.cu")) { /* NVRTC's name for a source the key names not */
+            fputs("kcache: 'kernel.cu' above is ", stderr);
+            cli_put_shown(stderr, file, 0);
+            fputs(" (the key holds no file name; --file-name NAME gives NVRTC and __FILE__ one)\n", stderr);
+        }
     }
     if (!rc) json ? print_program_json(p, out) : print_program_text(p, out);
     kc_program_free(p);
