@@ -164,6 +164,11 @@ grep -q "kcache get: scale: compiled, but not stored: the cache '$T/ro-cache' is
 expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
 expect_json '"store_status" not in j'
 [ -s "$T/err" ] && bad "a hit said: $(head -c 300 "$T/err")" || ok
+# Without --arch a get loads on GPU 0; where there is no driver, the error says how to work without one.
+"$KC" --cache-dir "$T/stale-cache" get k.json >"$T/out" 2>"$T/err"
+if grep -q KC_ENODRIVER "$T/err"; then
+  grep -q -- "--arch TARGET (e.g. sm_90) compiles and stores without a GPU" "$T/err" && ok || bad "no hint of --arch: $(cat "$T/err")"
+fi
 cd - >/dev/null
 
 # Issue 18: two levels.  A graph of two compile units (a.cu, b.cu) and the same graph at a second

@@ -91,6 +91,8 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     } else {
         if (o.json) print_failure_json(kc_graph_desc_name(d), arch, &info);
         cli_fail(kc_graph_desc_name(d));
+        if (rc == KC_ENODRIVER && !arch)
+            fputs("kcache get: --arch TARGET (e.g. sm_90) compiles and stores without a GPU\n", stderr);
     }
     kc_cache_close(c);
     kc_graph_desc_free(d);
