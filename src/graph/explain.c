@@ -33,7 +33,7 @@ typedef struct ex_best {
     kc_cache *c;
     const kc_key_builder *kb;
     kc_key key;
-    int best_shares, best_equal;
+    int best_shares, best_equal, best_rank;
     kc_entry *best;
     char best_name[80];
 } ex_best;
@@ -62,15 +62,14 @@ static int ex_visit(const kc_cache_item *it, void *ctx) {
         }
     }
     int same_key = memcmp(it->key.bytes, b->key.bytes, 16) == 0;
-    /* Rank: same key (another arch) > shares the graph > most equal components. */
-    int rank = same_key ? 1000 : shares * 100 + equal,
-        best_rank = !b->best ? -1
-                             : (memcmp(kc_entry_key(b->best)->bytes, b->key.bytes, 16) == 0
-                                    ? 1000
-                                    : b->best_shares * 100 + b->best_equal);
-    if (rank > best_rank) {
+    /* Rank: same key (another arch) > shares the graph > most equal components; of those, the
+     * variant asked for first (the variant is no component: an entry of another key under it
+     * differs from this lookup in fewer ways than the same entry under another arch). */
+    int rank = (same_key ? 1000 : shares * 100 + equal) * 2 + (strcmp(it->variant, b->x->variant) == 0);
+    if (rank > b->best_rank) {
         kc_entry_free(b->best);
         b->best = e;
+        b->best_rank = rank;
         b->best_shares = shares;
         b->best_equal = equal;
         char hex[KC_KEY_HEX_LEN + 1];
@@ -180,7 +179,7 @@ int kc_graph_explain(kc_cache *c, const kc_graph_desc *d, const char *variant, k
     x->hit = kc_cache_exists(c, &key, variant) == 1;
     if (x->hit) check_images(c, &key, variant, x);
     else {
-        ex_best b = {x, c, kb, key, 0, 0, NULL, ""};
+        ex_best b = {x, c, kb, key, 0, 0, -1, NULL, ""};
         rc = kc_cache_foreach(c, ex_visit, &b);
         if (b.best) {
             x->have_nearest = 1;

@@ -3,7 +3,8 @@
  * test_explain.c — explain names the component that changed: for each single-component
  * change from a stored graph (an option, an input size, the arch, the source) the nearest
  * stored entry is found and the change is named; a hit has no differences; explain counts
- * nothing; a changed header is named by kernel and file.
+ * nothing; a changed header is named by kernel and file; of a graph stored under several variants,
+ * the nearest is the one asked for.
  */
 #include "kcache.h"
 #include "helpers.h"
@@ -152,12 +153,30 @@ static void test_a_changed_header_is_named(void **state) {
     kc_graph_desc_free(edited);
 }
 
+/* A changed graph stored under several variants: the nearest is its entry under the variant asked
+ * for, whichever the walk meets first, so that the arch is not named as a difference. */
+static void test_nearest_is_the_variant_asked_for(void **state) {
+    (void)state;
+    kc_graph_desc *base = make(SRC, NULL, "64");
+    const char *variants[] = {"sm_80", "sm_90", "compute_80"};
+    for (size_t i = 0; i < 3; i++) {
+        kc_graph_info info = KC_GRAPH_INFO_INIT;
+        assert_int_equal(kc_graph_compile(cache, base, variants[i], &info), KC_OK);
+    }
+    kc_graph_desc *src = make("extern \"C\" __global__ void k(float *x, int n) { if (n < 1) x[0] = 2; }\n", NULL, "64");
+    const char *srcs[] = {"graph", "kernels[0].source"};
+    for (size_t i = 0; i < 3; i++) expect(src, variants[i], srcs, 2, "arch");
+    kc_graph_desc_free(base);
+    kc_graph_desc_free(src);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_each_change_is_named),
         T(test_empty_cache_has_no_nearest),
         T(test_a_changed_header_is_named),
+        T(test_nearest_is_the_variant_asked_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

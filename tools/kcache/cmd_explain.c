@@ -116,8 +116,8 @@ static void print_levels_text(kc_cache *c, const kc_explain *x, const levels *l)
             cli_image_state_of(c, &l->refs[i]) == CLI_IMAGE_CORRUPT ? "corrupt" : "missing", i, kn[0] ? kn : "?");
     }
     if (!l->nunits) return;
-    printf("units     %zu of %zu compile unit%s %s stored", l->nstored, l->nunits, l->nunits == 1 ? "" : "s",
-           l->nstored == 1 ? "is" : "are");
+    printf("units     %zu of %zu compile unit%s %s stored", l->nstored, l->nunits,
+           l->nunits == 1 && l->nstored == 1 ? "" : "s", l->nstored == 1 ? "is" : "are"); /* "0 of 1 units are" */
     if (x->hit) printf("\n");
     else if (l->nstored == l->nunits) printf(": a compile would only write the graph entry\n");
     else if (l->nstored) printf(": a compile would compile only the other %zu\n", l->nunits - l->nstored);
