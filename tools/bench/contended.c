@@ -239,7 +239,7 @@ void print_contended(const ct_plan *p, const ct_result *r) {
            "processes of a warm `kcache get` of each cache, interleaved:\n",
            r->spec, r->pass[0].root[0] ? r->pass[0].root : "-", quick ? "once" : "three times",
            r->fanotify ? "available" : "NOT available", p->runs);
-    printf("%-20s %10s %14s %8s %16s %26s\n", "compile", "cold", "files listed", "folders", "neighbour read",
+    printf("%-20s %10s %14s %8s %16s %26s\n", "compile", "cold", "files listed", "folders", "read by neighbour",
            "warm get (median [p10 .. p90])");
     for (int i = 0; i < CT_PASSES; i++) {
         const ct_pass *s = &r->pass[i];
@@ -283,7 +283,9 @@ void json_contended(FILE *f, const ct_result *r) {
 
 int bench_contended_mode(const ct_plan *p, const char *json) {
     static ct_result r;
-    printf("kcache-bench: toolkit direct manifests under a neighbour's reads, for %s (%s)\n", arch, p->kcache);
+    printf("kcache-bench: the toolkit headers a cold compile records as read (what every later process of its graph "
+           "stats), alone and beside another process reading the toolkit, for %s (%s)\n",
+           arch, p->kcache);
     int rc = bench_contended(p, &r);
     print_contended(p, &r);
     rm_rf(p->root);
