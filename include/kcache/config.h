@@ -241,6 +241,13 @@ KC_API int kc_config_process_init(unsigned flags);
  */
 KC_API int kc_config_file_set(const char *path, const char *name, const char *value);
 
+/**
+ * Whether `value` is a valid value of the setting `name` (a key a configuration file may set):
+ * KC_OK, or KC_EINVAL saying why — the same check kc_config_file_set and a file's line get.
+ * Nothing is read or written.  `kcache config KEY VALUE` checks VALUE so before it opens a cache.
+ */
+KC_API int kc_config_check(const char *name, const char *value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -308,8 +308,8 @@ static int apply_file(kc_config *c, int id, const char *value, const char *where
     snprintf(name, sizeof name, "%s: %s", where, rows[id].name);
     rc = kc_config_set_(c, id, value, o, where, name);
     if (rc && (c->flags & KC_CONFIG_KEEP_GOING)) {
-        fprintf(stderr, "kcache: %s; the process's own settings keep the default of %s\n", kc_error_last()->message,
-                rows[id].name); /* a cache opened later reads it again, and refuses it */
+        if (kc_config_is_process_(id)) /* a cache's setting is said by the open that refuses it */
+            fprintf(stderr, "kcache: %s; %s keeps its default\n", kc_error_last()->message, rows[id].name);
         rc = KC_OK;
     }
     return rc;
@@ -334,8 +334,8 @@ static int apply_env(kc_config *c, int id) {
     int rc = env_value(c, id, &e);
     if (!rc && e) rc = kc_config_set_(c, id, e, KC_ORIGIN_ENVIRONMENT, rows[id].env, NULL);
     if (rc && (c->flags & KC_CONFIG_KEEP_GOING)) {
-        fprintf(stderr, "kcache: %s; the process's own settings keep the default of %s\n", kc_error_last()->message,
-                rows[id].name); /* a cache opened later reads it again, and refuses it */
+        if (kc_config_is_process_(id)) /* a cache's setting is said by the open that refuses it */
+            fprintf(stderr, "kcache: %s; %s keeps its default\n", kc_error_last()->message, rows[id].name);
         rc = KC_OK;
     }
     return rc;

@@ -204,20 +204,30 @@ static int write_locked(const char *path, const char *key, const char *line) {
     return rc;
 }
 
+/* `value` checked by row `id`'s parser, as a file's line is (nothing kept). */
+static int check_value(int id, const char *name, const char *value) {
+    kc_config *scratch = kc_calloc(1, sizeof *scratch);
+    if (!scratch) return kc_err(KC_ENOMEM, "out of memory");
+    char what[80];
+    snprintf(what, sizeof what, "%s", name);
+    int rc = kc_config_set_(scratch, id, value, KC_ORIGIN_DIR_FILE, NULL, what);
+    kc_config_free_(scratch);
+    return rc;
+}
+
+int kc_config_check(const char *name, const char *value) {
+    if (!name || !value) return kc_err(KC_EINVAL, "kc_config_check: NULL argument");
+    int id, rc = file_key(name, "kc_config_check", &id);
+    return rc ? rc : check_value(id, name, value);
+}
+
 int kc_config_file_set(const char *path, const char *name, const char *value) {
     if (!path || !name) return kc_err(KC_EINVAL, "kc_config_file_set: NULL argument");
     int id, rc = file_key(name, path, &id);
     if (rc) return rc;
     char line[PATH_MAX + 80] = "";
-    if (value) {
-        /* The value checked by its row, before anything is written. */
-        kc_config *scratch = kc_calloc(1, sizeof *scratch);
-        if (!scratch) return kc_err(KC_ENOMEM, "out of memory");
-        char what[80];
-        snprintf(what, sizeof what, "%s", name);
-        rc = kc_config_set_(scratch, id, value, KC_ORIGIN_DIR_FILE, NULL, what);
-        kc_config_free_(scratch);
-        if (rc) return rc;
+    if (value) { /* the value checked by its row, before anything is written */
+        if ((rc = check_value(id, name, value))) return rc;
         if (snprintf(line, sizeof line, "%s = %s", name, value) >= (int)sizeof line)
             return kc_err(KC_EINVAL, "the value of %s is too long", name);
     }

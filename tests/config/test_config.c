@@ -327,6 +327,14 @@ static void test_table(void **state) {
         for (int j = 0; j < i; j++) assert_string_not_equal(r->env, kc_config_row_of(j)->env);
     }
     assert_null(kc_config_row_of(KC_CONFIG_COUNT));
+    /* kc_config_check: a value by its row's parser, as a file's line; nothing read or written */
+    assert_int_equal(kc_config_check("max_size", "5G"), KC_OK);
+    assert_int_equal(kc_config_check("lock_wait", "30"), KC_OK);
+    assert_int_equal(kc_config_check("max_size", "lots"), KC_EINVAL);
+    assert_non_null(strstr(kc_error_last()->message, "not a size"));
+    assert_int_equal(kc_config_check("strict", "perhaps"), KC_EINVAL);
+    assert_int_equal(kc_config_check("no_such_key", "1"), KC_EINVAL);
+    assert_int_equal(kc_config_check("max_size", NULL), KC_EINVAL);
 }
 
 int main(void) {

@@ -155,12 +155,12 @@ expect_json "j['source'] in ('disk', 'memory') and j['key'] == '$K_OLD'"
 echo '#define SCALE 3.0f' >"$S/scale.cuh"
 expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
 expect_json "j['source'] == 'compiled' and j['key'] != '$K_OLD'"
-# Compiled but not stored (a read-only cache): said on stderr, and in the JSON; a hit says nothing.
+# Compiled but not stored in a cache asked to be read-only: in the JSON, and nothing on stderr (what was
+# asked for; a directory that refuses writes is said: test_image_cache.sh); a hit says nothing either.
 mkdir -p "$T/ro-cache"
 KCACHE_READONLY=1 expect_rc 0 "$KC" --cache-dir "$T/ro-cache" get k.json --arch sm_90 --json
 expect_json 'j["source"] == "compiled" and j["store_status"] == "KC_EREADONLY" and "read-only" in j["store_error"]'
-grep -q "kcache get: scale: compiled, but not stored: the cache '$T/ro-cache' is read-only (KC_EREADONLY)" "$T/err" && ok ||
-  bad "a compile not stored is not said: $(head -c 300 "$T/err")"
+[ -s "$T/err" ] && bad "KCACHE_READONLY=1's compile said: $(head -c 300 "$T/err")" || ok
 expect_rc 0 "$KC" --cache-dir "$T/stale-cache" get k.json --arch sm_90 --json
 expect_json '"store_status" not in j'
 [ -s "$T/err" ] && bad "a hit said: $(head -c 300 "$T/err")" || ok

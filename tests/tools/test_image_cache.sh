@@ -66,6 +66,17 @@ for ro in 1 ""; do
   [ "$before" = "$(snap "$IMG")" ] && ok || bad "the reader (KCACHE_READONLY='$ro') changed the cache: $(diff <(echo "$before") <(snap "$IMG") | head -5)"
 done
 
+# A graph the image lacks, compiled by the reader: not stored (the directory refuses nobody's writes),
+# said on stderr and in the JSON; with KCACHE_READONLY=1 (asked for) only in the JSON.
+sed 's/64/128/g' "$S/one.json" >"$S/two.json" && chmod a+r "$S/two.json"
+expect_rc 0 "${AS[@]}" "$KC" --cache-dir "$IMG" get "$S/two.json" --arch sm_90 --json
+expect_json 'j["store_status"] == "KC_EREADONLY"'
+expect_err "kcache get: one: compiled, but not stored:"
+expect_rc 0 "${AS[@]}" KCACHE_READONLY=1 "$KC" --cache-dir "$IMG" get "$S/two.json" --arch sm_90 --json
+expect_json 'j["store_status"] == "KC_EREADONLY"'
+grep -q "not stored" "$T/err" && bad "KCACHE_READONLY=1 said: $(head -c 300 "$T/err")" || ok
+[ "$before" = "$(snap "$IMG")" ] && ok || bad "the reader's compile changed the cache"
+
 # Writable by others, anywhere on the chain the reader trusts: refused, naming the rule and the fix.
 refused() { # refused WHAT-TO-GREP: a reader, with and without KCACHE_READONLY, is refused
   for ro in 1 ""; do

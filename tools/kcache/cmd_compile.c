@@ -272,7 +272,8 @@ static int run(const cli_settings *cs, const char *file, const inputs *in, const
         fputs(": ", stderr);
         cli_put_shown(stderr, failure.msg, 1);
         fprintf(stderr, " (%s)\n", kc_status_str(failure.status));
-        if (!file_name && strstr(failure.msg, "kernel.cu")) { /* NVRTC's name for a source the key names not */
+        /* NVRTC's name for a source whose key holds none: its log's lines "kernel.cu(LINE): …" */
+        if ((!file_name || !*file_name) && failure.status == KC_ECOMPILE && strstr(failure.msg, "kernel.cu(")) {
             fputs("kcache: 'kernel.cu' above is ", stderr);
             cli_put_shown(stderr, file, 0);
             fputs(" (the key holds no file name; --file-name NAME gives NVRTC and __FILE__ one)\n", stderr);

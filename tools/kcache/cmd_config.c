@@ -162,26 +162,6 @@ static int print_one(const kc_config *cfg, int id, int json) {
     return 0;
 }
 
-/*
- * `--unset KEY` when the cache could not be opened because of a line of its own kcache.conf (a bad
- * value, a key this build does not know): the line of KEY is removed from that file all the same
- * (kc_config_file_set: atomic, comments and other lines kept), so that the command that says how to
- * fix a setting still can.  The directory is --cache-dir's, else the one the process's settings name.
- */
-static int unset_in_broken_file(const cli_settings *cs, const char *key) {
-    char dir[4096], path[4200];
-    if (cs->dir) snprintf(dir, sizeof dir, "%s", cs->dir);
-    else if (kc_config_get(kc_config_process(), kc_config_find("dir"), dir, sizeof dir, NULL, NULL, 0) != KC_OK)
-        return EXIT_PROBLEM;
-    snprintf(path, sizeof path, "%s/kcache.conf", dir);
-    if (!strstr(kc_error_last()->message, path)) return EXIT_PROBLEM; /* not that file's line: as said */
-    if (kc_config_file_set(path, key, NULL) != KC_OK) return cli_fail("config --unset");
-    char shown[4300];
-    fprintf(stderr, "kcache: removed %s from %s (the cache was not opened: see above)\n", key,
-            cli_shown(path, shown, sizeof shown));
-    return 0;
-}
-
 static int cmd_config(const cli_settings *cs, int argc, char **argv) {
     const cli_cmd *c0 = &cli_cmd_config;
     cli_args a;
@@ -197,13 +177,15 @@ static int cmd_config(const cli_settings *cs, int argc, char **argv) {
     if (pos[0] && id < 0) return cli_usage_error(c0, "unknown key (kcache config lists them)", pos[0]);
     if (unset && (npos != 1)) return cli_usage_error(c0, "--unset takes one KEY", NULL);
     kc_cache *c;
-    if ((npos == 2 || unset ? cli_open_cache : cli_open_cache_readonly)(cs, &c))
-        return unset ? unset_in_broken_file(cs, kc_config_row_of(id)->name) : EXIT_PROBLEM;
+    /* A malformed VALUE is bad usage (exit 2), said before the cache is opened. */
+    if (npos == 2 && kc_config_check(kc_config_row_of(id)->name, pos[1]) != KC_OK) {
+        cli_fail("config");
+        return EXIT_USAGE;
+    }
+    if ((npos == 2 || unset ? cli_open_cache : cli_open_cache_readonly)(cs, &c)) return EXIT_PROBLEM;
     int rc = 0;
     if (npos == 2 || unset) {
-        if (kc_cache_config_set(c, kc_config_row_of(id)->name, unset ? NULL : pos[1]) != KC_OK)
-            rc = kc_error_last()->code == KC_EINVAL ? (cli_fail("config"), EXIT_USAGE)
-                                                    : cli_fail("config"); /* a malformed VALUE: usage */
+        if (kc_cache_config_set(c, kc_config_row_of(id)->name, unset ? NULL : pos[1]) != KC_OK) rc = cli_fail("config");
     } else if (npos == 1) {
         rc = print_one(kc_cache_config(c), id, json);
     } else {

@@ -178,9 +178,10 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
     }
     kc_cache *c = NULL;
     if (cli_open_cache_readonly(cs, &c) || (named && (rc0 = cli_target_check(c, "explain", named, "--arch", 0)))) {
+        rc0 = cli_json_failed(o.json, rc0 ? rc0 : EXIT_PROBLEM, NULL); /* before the close: its error */
         kc_cache_close(c);
         kc_graph_desc_free(d);
-        return cli_json_failed(o.json, rc0 ? rc0 : EXIT_PROBLEM, NULL);
+        return rc0;
     }
     kc_explain *x = malloc(sizeof *x);
     if (x) x->version = KC_EXPLAIN_VERSION;
@@ -222,7 +223,7 @@ static int cmd_explain(const cli_settings *cs, int argc, char **argv) {
         }
         print_levels_text(c, x, &l);
     } else {
-        cli_fail("explain failed");
+        cli_json_failed(o.json, cli_fail("explain failed"), NULL);
     }
     levels_free(&l);
     free(x);

@@ -8,6 +8,7 @@
  * Only main.c's command table refers to this file; it opens the cache through cli_open_cache().
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "json.h"
@@ -33,6 +34,18 @@ const cli_cmd cli_cmd_get = {"get",
 
 /* A failed lookup under --json: an object on stdout too, with the status and the whole reason (an NVRTC
  * log, a must-hit refusal), as `prewarm --json` writes a failed variant. */
+/* Whether the cache was asked to write nothing (KCACHE_READONLY, KCACHE_DISABLE, or the options'
+ * flags): a compile it does not store is then what was asked for, not news. */
+static int asked_not_to_store(kc_cache *c) {
+    const char *rows[] = {"readonly", "disable"};
+    char v[16];
+    for (size_t i = 0; i < 2; i++)
+        if (kc_config_get(kc_cache_config(c), kc_config_find(rows[i]), v, sizeof v, NULL, NULL, 0) == KC_OK &&
+            strcmp(v, "true") == 0)
+            return 1;
+    return 0;
+}
+
 static void print_failure_json(const char *name, const char *arch, const kc_graph_info *i) {
     const kc_error *e = kc_error_last();
     int first = 1;
@@ -65,19 +78,21 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
         fputs("kcache get: ", stderr);
         cli_put_shown(stderr, kc_error_last()->message, 1); /* it may quote the spec's name */
         fputc('\n', stderr);
+        rc0 = cli_json_failed(o.json, EXIT_USAGE, NULL); /* before the close, which may record its own error */
         kc_cache_close(c);
-        return cli_json_failed(o.json, EXIT_USAGE, NULL);
+        return rc0;
     }
     /* A target kcache knows passes without loading NVRTC (a warm get never does); one NVRTC
      * cannot compile is refused before the compile ([Note: target check] in kcache/target.h). */
     if (open_rc || (arch && (rc0 = cli_target_check(c, "get", arch, "--arch", 1)))) {
+        rc0 = cli_json_failed(o.json, rc0 ? rc0 : EXIT_PROBLEM, NULL);
         kc_cache_close(c);
         kc_graph_desc_free(d);
-        return cli_json_failed(o.json, rc0 ? rc0 : EXIT_PROBLEM, NULL);
+        return rc0;
     }
     kc_graph_info info = KC_GRAPH_INFO_INIT;
     int rc = cli_lookup(c, d, arch, &info);
-    if (rc == KC_OK && info.store_status != KC_OK) { /* compiled, and every later process will compile it again */
+    if (rc == KC_OK && info.store_status != KC_OK && !asked_not_to_store(c)) { /* every later process compiles again */
         char m[4096], nm[4 * 256 + 1];
         snprintf(m, sizeof m, "%s", kc_error_last()->message);
         cli_print_info(kc_graph_desc_name(d), &info, o.json); /* its JSON names the store's status and error */
@@ -87,7 +102,7 @@ static int cmd_get(const cli_settings *cs, int argc, char **argv) {
     } else if (rc == KC_OK) cli_print_info(kc_graph_desc_name(d), &info, o.json);
     else if (rc == KC_EARCH && arch) {
         fprintf(stderr, "kcache get: %s\n", kc_error_last()->message); /* the message says it all */
-        rc0 = EXIT_USAGE;
+        rc0 = cli_json_failed(o.json, EXIT_USAGE, NULL);
     } else {
         if (o.json) print_failure_json(kc_graph_desc_name(d), arch, &info);
         cli_fail(kc_graph_desc_name(d));

@@ -331,9 +331,10 @@ static int cmd_prewarm(const cli_settings *cs, int argc, char **argv) {
     }
     kc_cache *c = NULL;
     if (cli_open_cache(&a.mine, &c) || (rc = cli_manifest_targets_check(c, "prewarm", m, a.path, a.arch))) {
+        rc = cli_json_failed(a.json, rc ? rc : EXIT_PROBLEM, NULL); /* before the close: its error */
         kc_cache_close(c);
         kc_manifest_free(m);
-        return cli_json_failed(a.json, rc ? rc : EXIT_PROBLEM, NULL);
+        return rc;
     }
     rc = pw_run(c, m, &a);
     kc_cache_close(c);

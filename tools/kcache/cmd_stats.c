@@ -396,8 +396,9 @@ static int cmd_stats(const cli_settings *cs, int argc, char **argv) {
     memset(&v, 0, sizeof v);
     const char *failed = stats_read(c, zero, &v);
     if (failed) {
+        int rc = cli_json_failed(o.json, cli_fail(failed), NULL); /* before the close: its error */
         kc_cache_close(c);
-        return cli_json_failed(o.json, cli_fail(failed), NULL);
+        return rc;
     }
     if (o.json) {
         int first = 1;
