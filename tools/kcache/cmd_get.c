@@ -32,8 +32,6 @@ const cli_cmd cli_cmd_get = {"get",
                              get_opts,
                              CLI_OPERANDS_FILES};
 
-/* A failed lookup under --json: an object on stdout too, with the status and the whole reason (an NVRTC
- * log, a must-hit refusal), as `prewarm --json` writes a failed variant. */
 /* Whether the cache was asked to write nothing (KCACHE_READONLY, KCACHE_DISABLE, or the options'
  * flags): a compile it does not store is then what was asked for, not news. */
 static int asked_not_to_store(kc_cache *c) {
@@ -46,6 +44,8 @@ static int asked_not_to_store(kc_cache *c) {
     return 0;
 }
 
+/* A failed lookup under --json: an object on stdout too, with the status and the whole reason (an NVRTC
+ * log, a must-hit refusal), as `prewarm --json` writes a failed variant. */
 static void print_failure_json(const char *name, const char *arch, const kc_graph_info *i) {
     const kc_error *e = kc_error_last();
     int first = 1;
