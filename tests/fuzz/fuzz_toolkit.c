@@ -29,6 +29,7 @@
  * Invariants (abort): a manifest that vouches gives a 32-hex digest; a manifest written from
  * reads vouches for this process's digest.  Must not: abort on anything refused.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,7 +166,8 @@ static size_t reads_mutate(uint8_t *data, size_t size, size_t max, uint64_t *rs)
         p = e + 1;
     }
     uint32_t r = fz_rand(rs) % 8;
-    unsigned long long v = n ? fz_rand(rs) % (n + 2) : fz_rand(rs) % 4;
+    unsigned long long lim = n && n < ULLONG_MAX - 1 ? n + 2 : 4; /* n + 2 must not wrap to 0 (a hostile n) */
+    unsigned long long v = fz_rand(rs) % lim;
     if (r < 3 && nd) d[fz_rand(rs) % nd] = r == 0 ? v : r == 1 ? 0 : d[0] + 1;
     else if (r < 6 && nd < 256) d[nd++] = r == 5 ? 1 : v % 64;
     else if (r == 6 && nd) nd--;
